@@ -1,0 +1,67 @@
+# Curate: `make run` starts the app, `make test` runs every check CI runs.
+SHELL := /bin/bash
+.SHELLFLAGS := -eu -o pipefail -c
+
+GO      ?= go
+HTMX    := 2.0.11
+PYTHON  ?= python3
+TESTDIR := $(CURDIR)/.curate-test
+
+.PHONY: run build test generate check-generated lint gotest trainer-test bench assets clean
+
+## run: build and start Curate in dev mode with its own Postgres in ./.curate
+run:
+	$(GO) run ./cmd/curate serve --env=dev
+
+build:
+	$(GO) build -o bin/curate ./cmd/curate
+
+## generate: regenerate templ and sqlc code
+generate:
+	$(GO) tool templ generate
+	$(GO) tool sqlc generate
+
+## test: generated code up to date, vet, staticcheck, race tests, trainer unit tests
+test: check-generated lint gotest trainer-test
+
+check-generated:
+	@$(GO) tool templ generate >/dev/null
+	@$(GO) tool sqlc generate
+	@$(GO) mod tidy
+	@if [ -n "$$(git status --porcelain -- '*.go' '*.templ' go.mod go.sum db/queries)" ]; then \
+		echo "generated code or go.mod is stale; run 'make generate' and 'go mod tidy' and commit:"; \
+		git status --porcelain -- '*.go' '*.templ' go.mod go.sum db/queries; exit 1; fi
+
+lint:
+	$(GO) vet ./...
+	$(GO) tool staticcheck ./...
+
+# One Postgres cluster serves every package's test databases.
+gotest:
+	@rm -rf $(TESTDIR)
+	$(GO) build -o $(TESTDIR)/curate ./cmd/curate
+	@CURATE_DATA_DIR=$(TESTDIR) $(TESTDIR)/curate devdb start >/dev/null
+	@export TEST_DATABASE_URL="$$(CURATE_DATA_DIR=$(TESTDIR) $(TESTDIR)/curate devdb url --admin)"; \
+	status=0; $(GO) test -race -count=1 -timeout=20m ./... || status=$$?; \
+	CURATE_DATA_DIR=$(TESTDIR) $(TESTDIR)/curate devdb stop >/dev/null; exit $$status
+
+trainer-test:
+	cd trainer && $(PYTHON) -m unittest discover -s tests -v
+
+## bench: benchmarks that print figures
+bench:
+	@rm -rf $(TESTDIR)
+	$(GO) build -o $(TESTDIR)/curate ./cmd/curate
+	@CURATE_DATA_DIR=$(TESTDIR) $(TESTDIR)/curate devdb start >/dev/null
+	@export TEST_DATABASE_URL="$$(CURATE_DATA_DIR=$(TESTDIR) $(TESTDIR)/curate devdb url --admin)"; \
+	status=0; $(GO) test -run='^$$' -bench=. -benchmem -timeout=60m ./... || status=$$?; \
+	CURATE_DATA_DIR=$(TESTDIR) $(TESTDIR)/curate devdb stop >/dev/null; exit $$status
+
+## assets: fetch the vendored front-end libraries from npm (results are committed)
+assets:
+	@tmp=$$(mktemp -d); cd $$tmp && npm pack --silent htmx.org@$(HTMX) >/dev/null && tar xzf htmx.org-$(HTMX).tgz; \
+	cp $$tmp/package/dist/htmx.min.js $(CURDIR)/static/vendor/htmx-$(HTMX).min.js; rm -rf $$tmp
+	@echo "static/vendor updated: htmx $(HTMX)"
+
+clean:
+	rm -rf bin $(TESTDIR)

@@ -1,0 +1,49 @@
+package main
+
+import (
+	"context"
+
+	"github.com/curate/curate/internal/accounts"
+	"github.com/curate/curate/jobs"
+	"github.com/curate/curate/web"
+)
+
+func cmdWorker(ctx context.Context, env *Env, args []string) error {
+	cfg, err := loadConfig()
+	if err != nil {
+		return err
+	}
+	fs := newFlags(env, "worker", "worker [flags]",
+		"Runs background workers only. Start more of these, on more machines, against one\n"+
+			"Postgres (DATABASE_URL) to work more jobs at once.")
+	fs.IntVar(&cfg.Workers, "workers", cfg.Workers, "jobs worked at once (CURATE_WORKERS)")
+	fs.StringVar(&cfg.DataDir, "data-dir", cfg.DataDir, "data directory (CURATE_DATA_DIR)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if cfg.Workers < 1 {
+		cfg.Workers = 1
+	}
+	if err := cfg.Validate(); err != nil {
+		return err
+	}
+	log := newLogger(cfg, env.Stderr)
+	d, err := openDB(ctx, cfg, log)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	client, err := jobs.NewClient(jobs.Deps{Pool: d.Pool, Accounts: accounts.New(d.Pool), Log: log}, jobs.Options{Workers: cfg.Workers})
+	if err != nil {
+		return err
+	}
+	if err := client.Start(ctx); err != nil {
+		return err
+	}
+	log.Info("workers running", "workers", cfg.Workers)
+	<-ctx.Done()
+	sctx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout)
+	defer cancel()
+	web.StopWorkers(sctx, client, env.Hard, log)
+	return nil
+}

@@ -1,0 +1,20 @@
+-- name: APIKeyCreate :one
+INSERT INTO api_keys (org_id, name, prefix, secret_hash, role, created_by)
+VALUES ($1, $2, $3, $4, $5, $6)
+RETURNING *;
+
+-- name: APIKeyGetByPrefix :one
+SELECT * FROM api_keys WHERE prefix = $1;
+
+-- name: APIKeyList :many
+SELECT * FROM api_keys WHERE org_id = $1 ORDER BY created_at DESC, id;
+
+-- name: APIKeyRevoke :one
+UPDATE api_keys SET revoked_at = now()
+WHERE org_id = $1 AND id = $2 AND revoked_at IS NULL
+RETURNING *;
+
+-- name: APIKeyTouch :exec
+-- Recording every use would write on every request; a minute's precision is enough.
+UPDATE api_keys SET last_used_at = now()
+WHERE id = $1 AND (last_used_at IS NULL OR last_used_at < now() - interval '1 minute');

@@ -1,0 +1,77 @@
+package handlers
+
+import (
+	"errors"
+	"net/http"
+	"strings"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/curate/curate/internal/accounts"
+	"github.com/curate/curate/internal/errs"
+	"github.com/curate/curate/views"
+)
+
+// LoginForm shows the sign-in page.
+func (h *Handlers) LoginForm(c echo.Context) error {
+	if CallerOf(c) != nil {
+		return c.Redirect(http.StatusSeeOther, "/")
+	}
+	return render(c, http.StatusOK, views.LoginPage(h.page(c, "Sign in", ""), views.LoginView{Next: safeNext(c.QueryParam("next"))}))
+}
+
+// Login checks the credentials and starts a session.
+func (h *Handlers) Login(c echo.Context) error {
+	email := strings.TrimSpace(c.FormValue("email"))
+	password := c.FormValue("password")
+	next := safeNext(c.FormValue("next"))
+	v := views.LoginView{Email: email, Next: next}
+
+	if email == "" || password == "" || len(email) > 254 {
+		v.Error = "Enter your e-mail and password."
+		return render(c, http.StatusUnprocessableEntity, views.LoginPage(h.page(c, "Sign in", ""), v))
+	}
+	u, err := h.Accounts.SignIn(ctx(c), email, password, c.RealIP())
+	var tooMany *errs.TooMany
+	switch {
+	case errors.Is(err, accounts.ErrBadCredentials):
+		v.Error = "Wrong e-mail or password."
+		return render(c, http.StatusUnauthorized, views.LoginPage(h.page(c, "Sign in", ""), v))
+	case errors.As(err, &tooMany):
+		v.Error = "Too many failed sign-ins. " + strings.ToUpper(tooMany.Message[:1]) + tooMany.Message[1:] + "."
+		c.Response().Header().Set("Retry-After", "900")
+		return render(c, http.StatusTooManyRequests, views.LoginPage(h.page(c, "Sign in", ""), v))
+	case err != nil:
+		return err
+	}
+	if err := h.Sessions.Start(c, u.ID); err != nil {
+		return err
+	}
+	return c.Redirect(http.StatusSeeOther, next)
+}
+
+// Logout ends the session.
+func (h *Handlers) Logout(c echo.Context) error {
+	caller := CallerOf(c)
+	if caller != nil && caller.Kind == "session" {
+		u, err := h.Q.UserGet(ctx(c), userGetParams(caller))
+		if err == nil {
+			if err := h.Accounts.SignOut(ctx(c), u, c.RealIP()); err != nil {
+				return err
+			}
+		}
+	}
+	if err := h.Sessions.End(c); err != nil {
+		return err
+	}
+	h.Sessions.Flash(c, "ok", "You are signed out.")
+	return c.Redirect(http.StatusSeeOther, "/login")
+}
+
+// safeNext keeps post-login redirects on this site.
+func safeNext(next string) string {
+	if !strings.HasPrefix(next, "/") || strings.HasPrefix(next, "//") || strings.HasPrefix(next, "/\\") {
+		return "/"
+	}
+	return next
+}

@@ -1,0 +1,103 @@
+// Package handlers holds Curate's HTTP handlers, one file per area, pages
+// (templ) and the JSON API (/api/...) side by side. A handler parses,
+// authorizes, calls one domain function or query, and renders.
+package handlers
+
+import (
+	"context"
+	"log/slog"
+	"net/http"
+	"net/url"
+
+	"github.com/a-h/templ"
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/labstack/echo/v4"
+	"github.com/riverqueue/river"
+
+	"github.com/curate/curate/db"
+	"github.com/curate/curate/internal/accounts"
+	"github.com/curate/curate/internal/audit"
+	"github.com/curate/curate/internal/auth"
+	"github.com/curate/curate/views"
+)
+
+// Handlers holds the dependencies every handler may use.
+type Handlers struct {
+	Pool     *pgxpool.Pool
+	Q        *db.Queries
+	Accounts *accounts.Service
+	Sessions *Sessions
+	River    *river.Client[pgx.Tx]
+	Log      *slog.Logger
+}
+
+// Caller is who is making the request, set by the authentication middleware.
+type Caller struct {
+	Kind    string // "session" or "api_key"
+	OrgID   uuid.UUID
+	OrgSlug string
+	OrgName string
+	Role    auth.Role
+	UserID  uuid.UUID // session callers
+	KeyID   uuid.UUID // API key callers
+	Label   string    // the user's e-mail or the key's name
+}
+
+const callerKey = "curate.caller"
+
+// SetCaller records the authenticated caller on the request.
+func SetCaller(c echo.Context, caller *Caller) { c.Set(callerKey, caller) }
+
+// CallerOf returns the request's caller, or nil when not signed in.
+func CallerOf(c echo.Context) *Caller {
+	caller, _ := c.Get(callerKey).(*Caller)
+	return caller
+}
+
+// Actor is the caller as the audit log names it.
+func (c *Caller) Actor(ip string) audit.Actor {
+	if c.Kind == "api_key" {
+		return audit.Actor{Kind: "api_key", ID: c.KeyID, Label: c.Label, IP: ip}
+	}
+	return audit.Actor{Kind: "user", ID: c.UserID, Label: c.Label, IP: ip}
+}
+
+func actor(c echo.Context) audit.Actor { return CallerOf(c).Actor(c.RealIP()) }
+
+func ctx(c echo.Context) context.Context { return c.Request().Context() }
+
+// render writes a templ component with a status code.
+func render(c echo.Context, status int, cmp templ.Component) error {
+	c.Response().Header().Set(echo.HeaderContentType, echo.MIMETextHTMLCharsetUTF8)
+	c.Response().WriteHeader(status)
+	return cmp.Render(ctx(c), c.Response())
+}
+
+// page builds the layout's model for the current request.
+func (h *Handlers) page(c echo.Context, title, section string) views.Page {
+	p := views.Page{Title: title, Section: section, CSRF: CSRFToken(c)}
+	if caller := CallerOf(c); caller != nil && caller.Kind == "session" {
+		p.User = &views.User{Email: caller.Label, Role: string(caller.Role), Org: caller.OrgName}
+	}
+	p.Flashes = h.Sessions.TakeFlashes(c)
+	return p
+}
+
+// CSRFToken is the request's CSRF token, set by the CSRF middleware.
+func CSRFToken(c echo.Context) string {
+	t, _ := c.Get("csrf").(string)
+	return t
+}
+
+// redirect answers a form post: a 303 so the browser follows with a GET.
+func redirect(c echo.Context, to string) error {
+	if c.Request().Header.Get("HX-Request") == "true" {
+		c.Response().Header().Set("HX-Redirect", to)
+		return c.NoContent(http.StatusNoContent)
+	}
+	return c.Redirect(http.StatusSeeOther, to)
+}
+
+func urlQueryEscape(s string) string { return url.QueryEscape(s) }

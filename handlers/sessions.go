@@ -1,0 +1,98 @@
+package handlers
+
+import (
+	"encoding/gob"
+	"net/http"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/gorilla/sessions"
+	"github.com/labstack/echo/v4"
+
+	"github.com/curate/curate/views"
+)
+
+const sessionName = "curate_session"
+
+func init() { gob.Register(views.Flash{}) }
+
+// Sessions keeps the signed-in user in a signed, encrypted cookie.
+type Sessions struct {
+	store *sessions.CookieStore
+	ttl   time.Duration
+}
+
+// NewSessions makes the cookie store. hashKey signs (32 or 64 bytes) and
+// blockKey encrypts (32 bytes) the cookie.
+func NewSessions(hashKey, blockKey []byte, ttl time.Duration) *Sessions {
+	store := sessions.NewCookieStore(hashKey, blockKey)
+	store.Options = &sessions.Options{Path: "/", MaxAge: int(ttl.Seconds()), HttpOnly: true, SameSite: http.SameSiteLaxMode}
+	store.MaxAge(int(ttl.Seconds()))
+	return &Sessions{store: store, ttl: ttl}
+}
+
+func (s *Sessions) get(c echo.Context) *sessions.Session {
+	// A cookie that fails to decode (expired, tampered, old key) gives a new,
+	// empty session: the user is simply signed out.
+	sess, _ := s.store.Get(c.Request(), sessionName)
+	sess.Options.Secure = isTLS(c)
+	return sess
+}
+
+// SessionUser returns the signed-in user's id, if the session is valid.
+func (s *Sessions) SessionUser(c echo.Context) (uuid.UUID, bool) {
+	sess := s.get(c)
+	raw, _ := sess.Values["uid"].(string)
+	iat, _ := sess.Values["iat"].(int64)
+	if raw == "" || time.Since(time.Unix(iat, 0)) > s.ttl {
+		return uuid.Nil, false
+	}
+	id, err := uuid.Parse(raw)
+	return id, err == nil
+}
+
+// Start signs a user in: a fresh session (new cookie) holding their id.
+func (s *Sessions) Start(c echo.Context, userID uuid.UUID) error {
+	sess := s.get(c)
+	sess.Values = map[any]any{"uid": userID.String(), "iat": time.Now().Unix()}
+	return sess.Save(c.Request(), c.Response())
+}
+
+// End signs the user out, keeping only pending flash messages.
+func (s *Sessions) End(c echo.Context) error {
+	sess := s.get(c)
+	flashes := sess.Values["_flash"]
+	sess.Values = map[any]any{}
+	if flashes != nil {
+		sess.Values["_flash"] = flashes
+	}
+	return sess.Save(c.Request(), c.Response())
+}
+
+// Flash queues a message for the next page.
+func (s *Sessions) Flash(c echo.Context, kind, text string) {
+	sess := s.get(c)
+	sess.AddFlash(views.Flash{Kind: kind, Text: text})
+	_ = sess.Save(c.Request(), c.Response())
+}
+
+// TakeFlashes returns and clears the queued messages.
+func (s *Sessions) TakeFlashes(c echo.Context) []views.Flash {
+	sess := s.get(c)
+	raw := sess.Flashes()
+	if len(raw) == 0 {
+		return nil
+	}
+	_ = sess.Save(c.Request(), c.Response())
+	out := make([]views.Flash, 0, len(raw))
+	for _, f := range raw {
+		if fl, ok := f.(views.Flash); ok {
+			out = append(out, fl)
+		}
+	}
+	return out
+}
+
+func isTLS(c echo.Context) bool {
+	return c.Request().TLS != nil || c.Scheme() == "https"
+}

@@ -1,0 +1,257 @@
+// Package accounts creates and changes organisations, users and API keys,
+// and signs callers in. Every change is written to the audit log in the same
+// transaction.
+package accounts
+
+import (
+	"context"
+	"errors"
+	"net/mail"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/curate/curate/db"
+	"github.com/curate/curate/internal/audit"
+	"github.com/curate/curate/internal/auth"
+	"github.com/curate/curate/internal/errs"
+)
+
+// Service holds what account operations need.
+type Service struct {
+	Pool *pgxpool.Pool
+	// Lockout: more than MaxFailuresPerEmail failed sign-ins for one account,
+	// or MaxFailuresPerIP from one address, within Window lock sign-in out.
+	MaxFailuresPerEmail int
+	MaxFailuresPerIP    int
+	Window              time.Duration
+	Now                 func() time.Time
+}
+
+// New returns a Service with the default lockout policy.
+func New(pool *pgxpool.Pool) *Service {
+	return &Service{Pool: pool, MaxFailuresPerEmail: 5, MaxFailuresPerIP: 30, Window: 15 * time.Minute, Now: time.Now}
+}
+
+var slugRE = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,62}$`)
+
+// EnsureOrg returns the organisation with slug, creating it if needed.
+func (s *Service) EnsureOrg(ctx context.Context, slug, name string) (db.Organization, error) {
+	if !slugRE.MatchString(slug) {
+		return db.Organization{}, errs.InvalidField("org", "an organisation slug is 1-63 lowercase letters, digits and dashes")
+	}
+	q := db.New(s.Pool)
+	org, err := q.OrgGetBySlug(ctx, slug)
+	if err == nil {
+		return org, nil
+	}
+	if !errors.Is(err, pgx.ErrNoRows) {
+		return db.Organization{}, err
+	}
+	if name == "" {
+		name = slug
+	}
+	org, err = q.OrgCreate(ctx, db.OrgCreateParams{Slug: slug, Name: name})
+	if isUnique(err) { // created meanwhile
+		return q.OrgGetBySlug(ctx, slug)
+	}
+	return org, err
+}
+
+// OrgBySlug finds an organisation.
+func (s *Service) OrgBySlug(ctx context.Context, slug string) (db.Organization, error) {
+	org, err := db.New(s.Pool).OrgGetBySlug(ctx, slug)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return org, errs.InvalidField("org", "no organisation %q", slug)
+	}
+	return org, err
+}
+
+// NewUser is the input for CreateUser.
+type NewUser struct {
+	Email    string
+	Name     string
+	Role     string
+	Password string
+}
+
+// CreateUser validates and stores a user.
+func (s *Service) CreateUser(ctx context.Context, actor audit.Actor, orgID uuid.UUID, in NewUser) (db.User, error) {
+	in.Email = strings.TrimSpace(in.Email)
+	in.Name = strings.TrimSpace(in.Name)
+	v := &errs.Invalid{}
+	if addr, err := mail.ParseAddress(in.Email); err != nil || addr.Address != in.Email || len(in.Email) > 254 {
+		v.Add("email", "enter an e-mail address like name@example.com")
+	}
+	if len(in.Name) > 200 {
+		v.Add("name", "at most 200 characters")
+	}
+	role, err := auth.ParseRole(in.Role)
+	if err != nil {
+		v.Add("role", "%s", err.Error())
+	}
+	if err := auth.CheckPasswordStrength(in.Password); err != nil {
+		v.Add("password", "%s", err.Error())
+	}
+	if v.Has() {
+		return db.User{}, v
+	}
+	hash, err := auth.HashPassword(in.Password)
+	if err != nil {
+		return db.User{}, err
+	}
+	var u db.User
+	err = db.InTx(ctx, s.Pool, func(_ pgx.Tx, q *db.Queries) error {
+		u, err = q.UserCreate(ctx, db.UserCreateParams{OrgID: orgID, Email: in.Email, Name: in.Name, PasswordHash: hash, Role: db.UserRole(role)})
+		if isUnique(err) {
+			return errs.InvalidField("email", "a user with this e-mail address already exists")
+		}
+		if err != nil {
+			return err
+		}
+		return audit.Record(ctx, q, actor, audit.Entry{OrgID: orgID, Action: "user.create", TargetType: "user",
+			TargetID: u.ID.String(), Details: map[string]any{"email": u.Email, "role": u.Role}})
+	})
+	return u, err
+}
+
+// ChangeRole sets a user's role. The last active admin cannot lose the role.
+func (s *Service) ChangeRole(ctx context.Context, actor audit.Actor, orgID, userID uuid.UUID, roleText string) (db.User, error) {
+	role, err := auth.ParseRole(roleText)
+	if err != nil {
+		return db.User{}, errs.InvalidField("role", "%s", err.Error())
+	}
+	var u db.User
+	err = db.InTx(ctx, s.Pool, func(tx pgx.Tx, q *db.Queries) error {
+		old, err := lockUser(ctx, tx, q, orgID, userID)
+		if err != nil {
+			return err
+		}
+		if old.Role == db.UserRoleAdmin && role != auth.Admin && old.Active {
+			if err := ensureAnotherAdmin(ctx, q, orgID); err != nil {
+				return err
+			}
+		}
+		if u, err = q.UserUpdateRole(ctx, db.UserUpdateRoleParams{OrgID: orgID, ID: userID, Role: db.UserRole(role)}); err != nil {
+			return err
+		}
+		return audit.Record(ctx, q, actor, audit.Entry{OrgID: orgID, Action: "user.role_change", TargetType: "user",
+			TargetID: u.ID.String(), Details: map[string]any{"email": u.Email, "from": old.Role, "to": u.Role}})
+	})
+	return u, err
+}
+
+// SetActive activates or deactivates a user. A deactivated user's sessions
+// stop working at their next request.
+func (s *Service) SetActive(ctx context.Context, actor audit.Actor, orgID, userID uuid.UUID, active bool) (db.User, error) {
+	var u db.User
+	err := db.InTx(ctx, s.Pool, func(tx pgx.Tx, q *db.Queries) error {
+		old, err := lockUser(ctx, tx, q, orgID, userID)
+		if err != nil {
+			return err
+		}
+		if !active && old.Active && old.Role == db.UserRoleAdmin {
+			if err := ensureAnotherAdmin(ctx, q, orgID); err != nil {
+				return err
+			}
+		}
+		if u, err = q.UserSetActive(ctx, db.UserSetActiveParams{OrgID: orgID, ID: userID, Active: active}); err != nil {
+			return err
+		}
+		action := "user.deactivate"
+		if active {
+			action = "user.activate"
+		}
+		return audit.Record(ctx, q, actor, audit.Entry{OrgID: orgID, Action: action, TargetType: "user",
+			TargetID: u.ID.String(), Details: map[string]any{"email": u.Email}})
+	})
+	return u, err
+}
+
+// lockUser reads a user of the organisation, holding the organisation's
+// admin set still until the transaction ends.
+func lockUser(ctx context.Context, tx pgx.Tx, q *db.Queries, orgID, userID uuid.UUID) (db.User, error) {
+	// Serialise role changes within an organisation so two admins demoting
+	// each other at once cannot leave it with none.
+	if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock(hashtext($1::text))", orgID.String()); err != nil {
+		return db.User{}, err
+	}
+	u, err := q.UserGet(ctx, db.UserGetParams{OrgID: orgID, ID: userID})
+	if errors.Is(err, pgx.ErrNoRows) {
+		return u, errs.ErrNotFound
+	}
+	return u, err
+}
+
+func ensureAnotherAdmin(ctx context.Context, q *db.Queries, orgID uuid.UUID) error {
+	n, err := q.UserCountAdmins(ctx, orgID)
+	if err != nil {
+		return err
+	}
+	if n <= 1 {
+		return &errs.Conflict{Message: "this is the organisation's last active admin: make another user admin first"}
+	}
+	return nil
+}
+
+// NewKey is the input for CreateAPIKey.
+type NewKey struct {
+	Name string
+	Role string
+}
+
+// CreateAPIKey stores a new key and returns its secret text, shown once.
+func (s *Service) CreateAPIKey(ctx context.Context, actor audit.Actor, orgID uuid.UUID, in NewKey) (db.APIKey, string, error) {
+	in.Name = strings.TrimSpace(in.Name)
+	v := &errs.Invalid{}
+	if in.Name == "" || len(in.Name) > 100 {
+		v.Add("name", "give the key a name of 1 to 100 characters")
+	}
+	role, err := auth.ParseRole(in.Role)
+	if err != nil {
+		v.Add("role", "%s", err.Error())
+	}
+	if v.Has() {
+		return db.APIKey{}, "", v
+	}
+	full, prefix, hash := auth.NewAPIKey()
+	createdBy := uuid.NullUUID{UUID: actor.ID, Valid: actor.Kind == "user"}
+	var k db.APIKey
+	err = db.InTx(ctx, s.Pool, func(_ pgx.Tx, q *db.Queries) error {
+		k, err = q.APIKeyCreate(ctx, db.APIKeyCreateParams{OrgID: orgID, Name: in.Name, Prefix: prefix, SecretHash: hash, Role: db.UserRole(role), CreatedBy: createdBy})
+		if err != nil {
+			return err
+		}
+		return audit.Record(ctx, q, actor, audit.Entry{OrgID: orgID, Action: "api_key.create", TargetType: "api_key",
+			TargetID: k.ID.String(), Details: map[string]any{"name": k.Name, "role": k.Role, "prefix": k.Prefix}})
+	})
+	return k, full, err
+}
+
+// RevokeAPIKey revokes a key; revoking twice is a conflict.
+func (s *Service) RevokeAPIKey(ctx context.Context, actor audit.Actor, orgID, keyID uuid.UUID) (db.APIKey, error) {
+	var k db.APIKey
+	err := db.InTx(ctx, s.Pool, func(_ pgx.Tx, q *db.Queries) error {
+		var err error
+		k, err = q.APIKeyRevoke(ctx, db.APIKeyRevokeParams{OrgID: orgID, ID: keyID})
+		if errors.Is(err, pgx.ErrNoRows) {
+			return errs.ErrNotFound
+		}
+		if err != nil {
+			return err
+		}
+		return audit.Record(ctx, q, actor, audit.Entry{OrgID: orgID, Action: "api_key.revoke", TargetType: "api_key",
+			TargetID: k.ID.String(), Details: map[string]any{"name": k.Name, "prefix": k.Prefix}})
+	})
+	return k, err
+}
+
+func isUnique(err error) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && pgErr.Code == "23505"
+}

@@ -1,0 +1,114 @@
+package accounts
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/curate/curate/db"
+	"github.com/curate/curate/internal/audit"
+	"github.com/curate/curate/internal/auth"
+	"github.com/curate/curate/internal/errs"
+)
+
+// ErrBadCredentials is the one answer for an unknown e-mail, a wrong
+// password and a deactivated user, so sign-in tells an attacker nothing.
+var ErrBadCredentials = errors.New("wrong e-mail or password")
+
+// ErrBadKey is the answer for a malformed, unknown or revoked API key.
+var ErrBadKey = errors.New("invalid or revoked API key")
+
+// SignIn checks a password sign-in, enforcing the lockout policy, and audits it.
+func (s *Service) SignIn(ctx context.Context, email, password, ip string) (db.User, error) {
+	q := db.New(s.Pool)
+	now := s.Now()
+	counts, err := q.LoginFailureCounts(ctx, db.LoginFailureCountsParams{Email: email, Ip: ip, Since: now.Add(-s.Window)})
+	if err != nil {
+		return db.User{}, err
+	}
+	if counts.ByEmail >= int64(s.MaxFailuresPerEmail) || counts.ByIp >= int64(s.MaxFailuresPerIP) {
+		auth.DummyVerify(password)
+		_ = audit.Record(ctx, q, audit.Actor{Kind: "anonymous", Label: email, IP: ip},
+			audit.Entry{Action: "auth.login_locked", TargetType: "user", Details: map[string]any{"email": email}})
+		return db.User{}, &errs.TooMany{
+			Message:    fmt.Sprintf("too many failed sign-ins: try again in %d minutes", int(s.Window.Minutes())),
+			RetryAfter: s.Window,
+		}
+	}
+
+	u, err := q.UserGetByEmail(ctx, email)
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		auth.DummyVerify(password)
+		return db.User{}, s.fail(ctx, q, nil, email, ip, "unknown e-mail")
+	case err != nil:
+		return db.User{}, err
+	}
+	ok, err := auth.VerifyPassword(u.PasswordHash, password)
+	if err != nil {
+		return db.User{}, err
+	}
+	if !ok {
+		return db.User{}, s.fail(ctx, q, &u, email, ip, "wrong password")
+	}
+	if !u.Active {
+		return db.User{}, s.fail(ctx, q, &u, email, ip, "deactivated")
+	}
+	if err := q.LoginFailureClear(ctx, email); err != nil {
+		return db.User{}, err
+	}
+	err = audit.Record(ctx, q, audit.Actor{Kind: "user", ID: u.ID, Label: u.Email, IP: ip},
+		audit.Entry{OrgID: u.OrgID, Action: "auth.login", TargetType: "user", TargetID: u.ID.String()})
+	return u, err
+}
+
+func (s *Service) fail(ctx context.Context, q *db.Queries, u *db.User, email, ip, reason string) error {
+	if err := q.LoginFailureInsert(ctx, db.LoginFailureInsertParams{Email: email, Ip: ip}); err != nil {
+		return err
+	}
+	e := audit.Entry{Action: "auth.login_failed", TargetType: "user", Details: map[string]any{"email": email, "reason": reason}}
+	if u != nil {
+		e.OrgID, e.TargetID = u.OrgID, u.ID.String()
+	}
+	if err := audit.Record(ctx, q, audit.Actor{Kind: "anonymous", Label: email, IP: ip}, e); err != nil {
+		return err
+	}
+	return ErrBadCredentials
+}
+
+// SignOut audits a sign-out.
+func (s *Service) SignOut(ctx context.Context, u db.User, ip string) error {
+	return audit.Record(ctx, db.New(s.Pool), audit.Actor{Kind: "user", ID: u.ID, Label: u.Email, IP: ip},
+		audit.Entry{OrgID: u.OrgID, Action: "auth.logout", TargetType: "user", TargetID: u.ID.String()})
+}
+
+// KeyCaller checks a bearer API key and records its use.
+func (s *Service) KeyCaller(ctx context.Context, bearer string) (db.APIKey, error) {
+	prefix, hash, err := auth.ParseAPIKey(bearer)
+	if err != nil {
+		return db.APIKey{}, ErrBadKey
+	}
+	q := db.New(s.Pool)
+	k, err := q.APIKeyGetByPrefix(ctx, prefix)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return db.APIKey{}, ErrBadKey
+	}
+	if err != nil {
+		return db.APIKey{}, err
+	}
+	if !auth.HashMatches(k.SecretHash, hash) || k.RevokedAt != nil {
+		return db.APIKey{}, ErrBadKey
+	}
+	if err := q.APIKeyTouch(ctx, k.ID); err != nil {
+		return db.APIKey{}, err
+	}
+	return k, nil
+}
+
+// PruneLoginFailures deletes failures older than the lockout window.
+func (s *Service) PruneLoginFailures(ctx context.Context) error {
+	return db.New(s.Pool).LoginFailurePrune(ctx, s.Now().Add(-s.Window).Add(-time.Hour))
+}

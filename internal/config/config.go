@@ -1,0 +1,122 @@
+// Package config reads Curate's settings from the environment; commands
+// override them with their flags.
+package config
+
+import (
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Config holds every setting. Each field names its variable and default.
+type Config struct {
+	Addr            string        // CURATE_ADDR, ":8080"
+	DataDir         string        // CURATE_DATA_DIR, "./.curate"
+	DatabaseURL     string        // DATABASE_URL, unset: a private cluster in DataDir
+	SessionKey      string        // CURATE_SESSION_KEY, unset: generated and kept in DataDir
+	SessionTTL      time.Duration // CURATE_SESSION_TTL, 12h
+	Env             string        // CURATE_ENV, "" or "dev"
+	Workers         int           // CURATE_WORKERS, 10 (River workers; 0: web only)
+	LogLevel        string        // CURATE_LOG_LEVEL, "info"
+	LogFormat       string        // CURATE_LOG_FORMAT, "text" or "json"
+	TLSCert         string        // CURATE_TLS_CERT, serve HTTPS with this certificate...
+	TLSKey          string        // CURATE_TLS_KEY, ...and key
+	BodyLimit       int64         // CURATE_BODY_LIMIT, 2 MiB: the largest request body outside bulk routes
+	ShutdownTimeout time.Duration // CURATE_SHUTDOWN_TIMEOUT, 30s
+}
+
+// FromEnv reads the environment, applying defaults.
+func FromEnv() (Config, error) {
+	c := Config{
+		Addr:            env("CURATE_ADDR", ":8080"),
+		DataDir:         env("CURATE_DATA_DIR", "./.curate"),
+		DatabaseURL:     os.Getenv("DATABASE_URL"),
+		SessionKey:      os.Getenv("CURATE_SESSION_KEY"),
+		Env:             os.Getenv("CURATE_ENV"),
+		LogLevel:        env("CURATE_LOG_LEVEL", "info"),
+		LogFormat:       env("CURATE_LOG_FORMAT", "text"),
+		TLSCert:         os.Getenv("CURATE_TLS_CERT"),
+		TLSKey:          os.Getenv("CURATE_TLS_KEY"),
+		SessionTTL:      12 * time.Hour,
+		Workers:         10,
+		BodyLimit:       2 << 20,
+		ShutdownTimeout: 30 * time.Second,
+	}
+	var err error
+	if c.SessionTTL, err = durationEnv("CURATE_SESSION_TTL", c.SessionTTL); err != nil {
+		return c, err
+	}
+	if c.ShutdownTimeout, err = durationEnv("CURATE_SHUTDOWN_TIMEOUT", c.ShutdownTimeout); err != nil {
+		return c, err
+	}
+	if c.Workers, err = intEnv("CURATE_WORKERS", c.Workers); err != nil {
+		return c, err
+	}
+	limit, err := intEnv("CURATE_BODY_LIMIT", int(c.BodyLimit))
+	if err != nil {
+		return c, err
+	}
+	c.BodyLimit = int64(limit)
+	return c, c.Validate()
+}
+
+// Validate checks values that would otherwise fail later and less clearly.
+func (c Config) Validate() error {
+	if c.Env != "" && c.Env != "dev" {
+		return fmt.Errorf("CURATE_ENV must be empty or \"dev\", not %q", c.Env)
+	}
+	if c.Workers < 0 || c.Workers > 1000 {
+		return fmt.Errorf("workers must be 0 to 1000, not %d", c.Workers)
+	}
+	if (c.TLSCert == "") != (c.TLSKey == "") {
+		return fmt.Errorf("set both CURATE_TLS_CERT and CURATE_TLS_KEY, or neither")
+	}
+	if c.SessionTTL < time.Minute {
+		return fmt.Errorf("CURATE_SESSION_TTL must be at least 1m")
+	}
+	if c.BodyLimit < 1024 {
+		return fmt.Errorf("CURATE_BODY_LIMIT must be at least 1024 bytes")
+	}
+	switch strings.ToLower(c.LogFormat) {
+	case "text", "json":
+	default:
+		return fmt.Errorf("CURATE_LOG_FORMAT must be text or json")
+	}
+	return nil
+}
+
+// Dev reports whether dev mode (demo data, printed credentials) is on.
+func (c Config) Dev() bool { return c.Env == "dev" }
+
+func env(name, def string) string {
+	if v := os.Getenv(name); v != "" {
+		return v
+	}
+	return def
+}
+
+func durationEnv(name string, def time.Duration) (time.Duration, error) {
+	v := os.Getenv(name)
+	if v == "" {
+		return def, nil
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil {
+		return 0, fmt.Errorf("%s: %w", name, err)
+	}
+	return d, nil
+}
+
+func intEnv(name string, def int) (int, error) {
+	v := os.Getenv(name)
+	if v == "" {
+		return def, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil {
+		return 0, fmt.Errorf("%s: %w", name, err)
+	}
+	return n, nil
+}

@@ -1,0 +1,53 @@
+// Package jobs holds Curate's background work: one file per job kind (its
+// args and worker) and the River client that runs them.
+package jobs
+
+import (
+	"log/slog"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/riverdriver/riverpgxv5"
+
+	"github.com/curate/curate/internal/accounts"
+)
+
+// Deps are what workers need; each worker takes only its own part.
+type Deps struct {
+	Pool     *pgxpool.Pool
+	Accounts *accounts.Service
+	Log      *slog.Logger
+}
+
+// Options size the client.
+type Options struct {
+	// Workers is how many jobs run at once on the default queue; 0 makes an
+	// insert-only client for a web-only process.
+	Workers int
+}
+
+// Register adds every worker to a River worker set.
+func Register(d Deps) *river.Workers {
+	w := river.NewWorkers()
+	river.AddWorker(w, &MaintenanceWorker{Accounts: d.Accounts})
+	return w
+}
+
+// NewClient builds the River client for serve and worker.
+func NewClient(d Deps, opts Options) (*river.Client[pgx.Tx], error) {
+	cfg := &river.Config{
+		Logger:  d.Log.With("component", "river"),
+		Workers: Register(d),
+	}
+	if opts.Workers > 0 {
+		cfg.Queues = map[string]river.QueueConfig{river.QueueDefault: {MaxWorkers: opts.Workers}}
+		cfg.PeriodicJobs = []*river.PeriodicJob{
+			river.NewPeriodicJob(river.PeriodicInterval(time.Hour),
+				func() (river.JobArgs, *river.InsertOpts) { return MaintenanceArgs{}, nil },
+				&river.PeriodicJobOpts{RunOnStart: true}),
+		}
+	}
+	return river.NewClient(riverpgxv5.New(d.Pool), cfg)
+}

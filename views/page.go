@@ -1,0 +1,46 @@
+// Package views holds Curate's templ components: the layout, the pages and
+// the HTMX fragments. Components receive plain view models, never a database.
+package views
+
+import "time"
+
+// Page is what the layout needs on every page.
+type Page struct {
+	Title   string
+	Section string // the navigation entry to highlight
+	User    *User  // nil when signed out
+	CSRF    string
+	Flashes []Flash
+}
+
+// User is the signed-in user as the layout shows them.
+type User struct {
+	Email string
+	Role  string
+	Org   string
+}
+
+// IsAdmin reports whether the admin navigation is shown.
+func (u *User) IsAdmin() bool { return u != nil && u.Role == "admin" }
+
+// Flash is a one-time message shown at the top of the next page.
+type Flash struct {
+	Kind string // "ok" or "error"
+	Text string
+}
+
+// When formats a time for tables, in UTC so every reader sees the same.
+func When(t time.Time) string {
+	if t.IsZero() {
+		return "—"
+	}
+	return t.UTC().Format("2006-01-02 15:04 UTC")
+}
+
+// WhenPtr formats an optional time.
+func WhenPtr(t *time.Time) string {
+	if t == nil {
+		return "never"
+	}
+	return When(*t)
+}

@@ -1,0 +1,171 @@
+// Package web assembles Curate's server: the echo instance, its middleware
+// (security headers, body limits, CSRF, authentication, roles, metrics), the
+// routes table, static files, and the River client, started and stopped
+// together as one App.
+package web
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"net"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/labstack/echo/v4"
+	"github.com/labstack/echo/v4/middleware"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/riverqueue/river"
+
+	"github.com/curate/curate/db"
+	"github.com/curate/curate/handlers"
+	"github.com/curate/curate/internal/accounts"
+	"github.com/curate/curate/internal/config"
+	"github.com/curate/curate/jobs"
+	"github.com/curate/curate/static"
+)
+
+// App is one Curate server: HTTP and, unless Workers is 0, River workers.
+type App struct {
+	Config   config.Config
+	Pool     *pgxpool.Pool
+	River    *river.Client[pgx.Tx]
+	Echo     *echo.Echo
+	Log      *slog.Logger
+	Accounts *accounts.Service
+	handlers *handlers.Handlers
+	metrics  *metrics
+}
+
+// New assembles an App on an open, migrated database.
+func New(cfg config.Config, pool *pgxpool.Pool, log *slog.Logger) (*App, error) {
+	hashKey, blockKey, err := SessionKeys(cfg)
+	if err != nil {
+		return nil, err
+	}
+	acc := accounts.New(pool)
+	client, err := jobs.NewClient(jobs.Deps{Pool: pool, Accounts: acc, Log: log}, jobs.Options{Workers: cfg.Workers})
+	if err != nil {
+		return nil, fmt.Errorf("river: %w", err)
+	}
+	q := db.New(pool)
+	a := &App{
+		Config: cfg, Pool: pool, River: client, Log: log, Accounts: acc,
+		handlers: &handlers.Handlers{Pool: pool, Q: q, Accounts: acc, River: client, Log: log,
+			Sessions: handlers.NewSessions(hashKey, blockKey, cfg.SessionTTL)},
+		metrics: newMetrics(q),
+	}
+	a.Echo = a.router()
+	return a, nil
+}
+
+func (a *App) router() *echo.Echo {
+	e := echo.New()
+	e.HideBanner, e.HidePort = true, true
+	e.HTTPErrorHandler = a.handlers.HandleError
+	tls := a.Config.TLSCert != ""
+
+	e.Use(middleware.Recover())
+	e.Use(a.metrics.middleware)
+	e.Use(securityHeaders(tls))
+	e.Use(bodyLimit(a.Config.BodyLimit))
+	e.Use(middleware.CSRFWithConfig(middleware.CSRFConfig{
+		TokenLookup:    "header:X-CSRF-Token,form:_csrf",
+		CookieName:     "curate_csrf",
+		CookiePath:     "/",
+		CookieHTTPOnly: true,
+		CookieSecure:   tls,
+		CookieSameSite: http.SameSiteLaxMode,
+		// API keys are not sent by browsers on their own, so requests that
+		// carry one cannot be forged cross-site.
+		Skipper: func(c echo.Context) bool {
+			_, sent := bearerToken(c)
+			return sent && strings.HasPrefix(c.Request().URL.Path, "/api/")
+		},
+	}))
+	e.Use(a.authenticate)
+
+	staticFS, _ := fs.Sub(static.FS, ".")
+	e.GET("/static/*", echo.WrapHandler(cacheFor(time.Hour, http.StripPrefix("/static/", http.FileServerFS(staticFS)))))
+	e.GET("/metrics", echo.WrapHandler(promhttp.HandlerFor(a.metrics.registry, promhttp.HandlerOpts{})))
+	for _, r := range Routes(a.handlers) {
+		e.Add(r.Method, r.Path, r.Handler, requireRole(r.Role))
+	}
+	return e
+}
+
+func cacheFor(d time.Duration, h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Cache-Control", fmt.Sprintf("public, max-age=%d", int(d.Seconds())))
+		h.ServeHTTP(w, r)
+	})
+}
+
+// Run serves HTTP on ln and works jobs until ctx is done, then shuts down in
+// order: stop taking requests, let running jobs finish (cancelling them when
+// the timeout passes or hard is closed), and return.
+func (a *App) Run(ctx context.Context, ln net.Listener, hard <-chan struct{}) error {
+	if a.Config.Workers > 0 {
+		if err := a.River.Start(ctx); err != nil {
+			return fmt.Errorf("starting workers: %w", err)
+		}
+	}
+	srv := &http.Server{Handler: a.Echo, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute,
+		ErrorLog: slog.NewLogLogger(a.Log.Handler(), slog.LevelWarn)}
+	a.Echo.Server = srv
+	served := make(chan error, 1)
+	go func() {
+		var err error
+		if a.Config.TLSCert != "" {
+			err = srv.ServeTLS(ln, a.Config.TLSCert, a.Config.TLSKey)
+		} else {
+			err = srv.Serve(ln)
+		}
+		if errors.Is(err, http.ErrServerClosed) {
+			err = nil
+		}
+		served <- err
+	}()
+
+	var serveErr error
+	select {
+	case <-ctx.Done():
+	case serveErr = <-served:
+	}
+	a.Log.Info("shutting down")
+	sctx, cancel := context.WithTimeout(context.Background(), a.Config.ShutdownTimeout)
+	defer cancel()
+	if err := srv.Shutdown(sctx); err != nil {
+		a.Log.Warn("http shutdown", "err", err)
+	}
+	if a.Config.Workers > 0 {
+		StopWorkers(sctx, a.River, hard, a.Log)
+	}
+	return serveErr
+}
+
+// StopWorkers stops River gracefully, letting running jobs finish, and
+// cancels them when ctx expires or hard is closed (a second signal).
+func StopWorkers(ctx context.Context, client *river.Client[pgx.Tx], hard <-chan struct{}, log *slog.Logger) {
+	stopped := make(chan error, 1)
+	go func() { stopped <- client.Stop(ctx) }()
+	select {
+	case err := <-stopped:
+		if err == nil {
+			return
+		}
+		log.Warn("workers did not stop in time; cancelling running jobs", "err", err)
+	case <-hard:
+		log.Warn("second signal; cancelling running jobs")
+	}
+	cctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := client.StopAndCancel(cctx); err != nil {
+		log.Error("cancelling jobs", "err", err)
+	}
+}
