@@ -29,7 +29,7 @@ const (
 )
 
 // ErrWeakPassword is returned for passwords outside the length limits.
-var ErrWeakPassword = fmt.Errorf("password must be %d to %d characters long", MinPasswordLength, MaxPasswordLength)
+var ErrWeakPassword = fmt.Errorf("use at least %d characters (and at most %d)", MinPasswordLength, MaxPasswordLength)
 
 // CheckPasswordStrength says whether a new password is acceptable.
 func CheckPasswordStrength(pw string) error {

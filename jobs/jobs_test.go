@@ -1,0 +1,65 @@
+package jobs_test
+
+import (
+	"context"
+	"log/slog"
+	"testing"
+	"time"
+
+	"github.com/riverqueue/river"
+
+	"github.com/curate/curate/db"
+	"github.com/curate/curate/db/pgtest"
+	"github.com/curate/curate/internal/accounts"
+	"github.com/curate/curate/jobs"
+)
+
+func TestMain(m *testing.M) { pgtest.Main(m) }
+
+// A real River client on a real database inserts the maintenance job and
+// works it: the expired sign-in failure is gone, the fresh one stays.
+func TestMaintenanceJobRuns(t *testing.T) {
+	ctx := context.Background()
+	pool := pgtest.NewDB(t)
+	q := db.New(pool)
+	if err := q.LoginFailureInsert(ctx, db.LoginFailureInsertParams{Email: "old@x.test", Ip: "10.0.0.1"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pool.Exec(ctx, "UPDATE login_failures SET created_at = now() - interval '1 day'"); err != nil {
+		t.Fatal(err)
+	}
+	if err := q.LoginFailureInsert(ctx, db.LoginFailureInsertParams{Email: "new@x.test", Ip: "10.0.0.1"}); err != nil {
+		t.Fatal(err)
+	}
+
+	client, err := jobs.NewClient(jobs.Deps{Pool: pool, Accounts: accounts.New(pool), Log: slog.New(slog.DiscardHandler)}, jobs.Options{Workers: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	events, cancel := client.Subscribe(river.EventKindJobCompleted, river.EventKindJobFailed)
+	defer cancel()
+	if err := client.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer client.Stop(ctx) //nolint:errcheck
+
+	// The periodic job runs on start; insert one more explicitly as well.
+	if _, err := client.Insert(ctx, jobs.MaintenanceArgs{}, &river.InsertOpts{UniqueOpts: river.UniqueOpts{}}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case ev := <-events:
+		if ev.Kind != river.EventKindJobCompleted || ev.Job.Kind != "maintenance" {
+			t.Fatalf("event %s for %s: %v", ev.Kind, ev.Job.Kind, ev.Job.Errors)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the job was not worked")
+	}
+	counts, err := q.LoginFailureCounts(ctx, db.LoginFailureCountsParams{Email: "old@x.test", Ip: "10.0.0.1", Since: time.Now().Add(-48 * time.Hour)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if counts.ByEmail != 0 || counts.ByIp != 1 {
+		t.Fatalf("after maintenance: old=%d, by ip=%d; want 0 and 1", counts.ByEmail, counts.ByIp)
+	}
+}

@@ -1,0 +1,60 @@
+package web_test
+
+import (
+	"context"
+	"net/http"
+	"regexp"
+	"strings"
+
+	"github.com/chromedp/chromedp"
+	"testing"
+
+	"github.com/curate/curate/internal/config"
+	"github.com/curate/curate/web/webtest"
+)
+
+type cfgT = config.Config
+
+// setCookie parses the response's Set-Cookie header for name.
+func setCookie(t *testing.T, res webtest.Response, name string) *http.Cookie {
+	t.Helper()
+	for _, line := range res.Header.Values("Set-Cookie") {
+		ck, err := http.ParseSetCookie(line)
+		if err == nil && ck.Name == name {
+			return ck
+		}
+	}
+	t.Fatalf("no Set-Cookie for %s in %v", name, res.Header.Values("Set-Cookie"))
+	return nil
+}
+
+func regexpFind(t *testing.T, expr, s string) string {
+	t.Helper()
+	m := regexp.MustCompile(expr).FindStringSubmatch(s)
+	if m == nil {
+		t.Fatalf("%s not found", expr)
+	}
+	return m[1]
+}
+
+func assertAudit(t *testing.T, s *webtest.Server, actions ...string) {
+	t.Helper()
+	for _, a := range actions {
+		var n int
+		if err := s.Pool.QueryRow(context.Background(), "SELECT count(*) FROM audit_log WHERE action = $1", a).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		if n == 0 {
+			t.Errorf("no audit entry %q", a)
+		}
+	}
+}
+
+func text(t *testing.T, ctx context.Context, sel string) string {
+	t.Helper()
+	s, err := chromedp.Run(ctx, chromedp.Text(sel))
+	if err != nil {
+		t.Fatalf("text of %s: %v", sel, err)
+	}
+	return strings.TrimSpace(s)
+}

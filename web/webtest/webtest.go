@@ -1,0 +1,243 @@
+// Package webtest starts a real Curate server on a fresh database for tests
+// and gives them HTTP clients that sign in the way a browser does.
+package webtest
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/cookiejar"
+	"net/url"
+	"os"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/curate/curate/db/pgtest"
+	"github.com/curate/curate/internal/accounts"
+	"github.com/curate/curate/internal/audit"
+	"github.com/curate/curate/internal/config"
+	"github.com/curate/curate/web"
+)
+
+// Password is every test user's password.
+const Password = "test-password-123"
+
+// Server is a running App on a fresh database.
+type Server struct {
+	URL  string
+	App  *web.App
+	Pool *pgxpool.Pool
+	t    testing.TB
+}
+
+// Options change the server's configuration before it starts.
+type Options struct {
+	Workers   int
+	Configure func(*config.Config)
+}
+
+// New starts a server for t, stopped when t ends.
+func New(t testing.TB, opts Options) *Server {
+	t.Helper()
+	pool := pgtest.NewDB(t)
+	cfg := config.Config{
+		Addr: "127.0.0.1:0", DataDir: t.TempDir(), SessionKey: strings.Repeat("k", 32), SessionTTL: time.Hour,
+		Workers: opts.Workers, LogLevel: "warn", LogFormat: "text", BodyLimit: 2 << 20, ShutdownTimeout: 5 * time.Second,
+	}
+	if opts.Configure != nil {
+		opts.Configure(&cfg)
+	}
+	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	app, err := web.New(cfg, pool, log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", cfg.Addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- app.Run(ctx, ln, nil) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("server: %v", err)
+		}
+	})
+	return &Server{URL: "http://" + ln.Addr().String(), App: app, Pool: pool, t: t}
+}
+
+// Org creates an organisation.
+func (s *Server) Org(slug string) uuid.UUID {
+	s.t.Helper()
+	org, err := s.App.Accounts.EnsureOrg(context.Background(), slug, strings.ToUpper(slug[:1])+slug[1:])
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	return org.ID
+}
+
+// User creates a user with Password in the organisation.
+func (s *Server) User(orgID uuid.UUID, email, role string) uuid.UUID {
+	s.t.Helper()
+	u, err := s.App.Accounts.CreateUser(context.Background(), audit.System, orgID, accounts.NewUser{Email: email, Role: role, Password: Password})
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	return u.ID
+}
+
+// APIKey creates a key and returns its secret.
+func (s *Server) APIKey(orgID uuid.UUID, name, role string) string {
+	s.t.Helper()
+	_, secret, err := s.App.Accounts.CreateAPIKey(context.Background(), audit.System, orgID, accounts.NewKey{Name: name, Role: role})
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	return secret
+}
+
+// Client is a cookie-keeping HTTP client for one server, like a browser tab.
+type Client struct {
+	HTTP *http.Client
+	srv  *Server
+	csrf string
+}
+
+// Client returns a new signed-out client that does not follow redirects.
+func (s *Server) Client() *Client {
+	jar, _ := cookiejar.New(nil)
+	return &Client{srv: s, HTTP: &http.Client{Jar: jar, Timeout: 30 * time.Second,
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}}
+}
+
+// SignedIn returns a client signed in as email.
+func (s *Server) SignedIn(email string) *Client {
+	s.t.Helper()
+	c := s.Client()
+	res := c.PostForm("/login", url.Values{"email": {email}, "password": {Password}})
+	if res.Status != http.StatusSeeOther {
+		s.t.Fatalf("sign in as %s: status %d: %s", email, res.Status, res.Body)
+	}
+	return c
+}
+
+// Response is a read response.
+type Response struct {
+	Status int
+	Header http.Header
+	Body   string
+}
+
+// JSON decodes the body into v.
+func (r Response) JSON(t testing.TB, v any) {
+	t.Helper()
+	if err := json.Unmarshal([]byte(r.Body), v); err != nil {
+		t.Fatalf("decoding %q: %v", r.Body, err)
+	}
+}
+
+var csrfRE = regexp.MustCompile(`name="_csrf" value="([^"]+)"`)
+
+// Get fetches a path and remembers the page's CSRF token.
+func (c *Client) Get(path string) Response {
+	return c.Do(http.MethodGet, path, nil, nil)
+}
+
+// PostForm submits a form the way the page's form would, with its CSRF token.
+func (c *Client) PostForm(path string, form url.Values) Response {
+	if c.csrf == "" {
+		c.Get("/login")
+	}
+	form = cloneValues(form)
+	if form.Get("_csrf") == "" {
+		form.Set("_csrf", c.csrf)
+	}
+	return c.PostFormRaw(path, form)
+}
+
+// PostFormRaw submits a form exactly as given (no CSRF token added).
+func (c *Client) PostFormRaw(path string, form url.Values) Response {
+	return c.Do(http.MethodPost, path, strings.NewReader(form.Encode()), http.Header{"Content-Type": {"application/x-www-form-urlencoded"}})
+}
+
+// Do sends any request.
+func (c *Client) Do(method, path string, body io.Reader, header http.Header) Response {
+	c.srv.t.Helper()
+	req, err := http.NewRequest(method, c.srv.URL+path, body)
+	if err != nil {
+		c.srv.t.Fatal(err)
+	}
+	for k, v := range header {
+		req.Header[k] = v
+	}
+	res, err := c.HTTP.Do(req)
+	if err != nil {
+		c.srv.t.Fatalf("%s %s: %v", method, path, err)
+	}
+	defer res.Body.Close()
+	b, err := io.ReadAll(res.Body)
+	if err != nil {
+		c.srv.t.Fatal(err)
+	}
+	if m := csrfRE.FindSubmatch(b); m != nil {
+		c.csrf = string(m[1])
+	}
+	return Response{Status: res.StatusCode, Header: res.Header, Body: string(b)}
+}
+
+// API calls /api with a bearer key and an optional JSON body.
+func (s *Server) API(key, method, path string, body any) Response {
+	s.t.Helper()
+	var r io.Reader
+	h := http.Header{}
+	if key != "" {
+		h.Set("Authorization", "Bearer "+key)
+	}
+	if body != nil {
+		b, err := json.Marshal(body)
+		if err != nil {
+			s.t.Fatal(err)
+		}
+		r = strings.NewReader(string(b))
+		h.Set("Content-Type", "application/json")
+	}
+	return s.Client().Do(method, path, r, h)
+}
+
+// CSRF is the token of the last page this client fetched.
+func (c *Client) CSRF() string { return c.csrf }
+
+func cloneValues(v url.Values) url.Values {
+	out := url.Values{}
+	for k, vs := range v {
+		out[k] = append([]string(nil), vs...)
+	}
+	return out
+}
+
+// Must fails the test unless the response has the status.
+func (r Response) Must(t testing.TB, status int) Response {
+	t.Helper()
+	if r.Status != status {
+		t.Fatalf("status %d, want %d; body: %s", r.Status, status, truncate(r.Body, 2000))
+	}
+	return r
+}
+
+func truncate(s string, n int) string {
+	if len(s) > n {
+		return s[:n] + fmt.Sprintf("… (%d bytes)", len(s))
+	}
+	return s
+}
