@@ -25,7 +25,7 @@ generate:
 test: check-generated lint gotest trainer-test
 
 check-generated:
-	@$(GO) tool templ generate >/dev/null
+	@$(GO) tool templ generate >/dev/null 2>&1
 	@$(GO) tool sqlc generate
 	@$(GO) mod tidy
 	@if [ -n "$$(git status --porcelain -- '*.go' '*.templ' go.mod go.sum db/queries)" ]; then \

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"strings"
 
@@ -79,6 +80,9 @@ func readPassword(env *Env) (pw string, generated bool, err error) {
 		}
 	}
 	line, err := bufio.NewReader(env.Stdin).ReadString('\n')
+	if err != nil && !errors.Is(err, io.EOF) {
+		return "", false, fmt.Errorf("reading the password from standard input: %w", err)
+	}
 	line = strings.TrimRight(line, "\r\n")
 	if line == "" {
 		return auth.GeneratePassword(), true, nil

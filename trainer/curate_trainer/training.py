@@ -1,0 +1,140 @@
+"""The optimisation loop every method shares: AdamW on the trainable
+parameters, a warmup-then-decay schedule, gradient accumulation and clipping,
+metric events, periodic checkpoints, evaluation after each epoch, and a stop
+check before every batch."""
+
+import math
+import random
+from dataclasses import dataclass
+from typing import Optional
+
+import torch
+
+from .errors import TrainerError
+from .schedule import lr_factor
+
+
+@dataclass(frozen=True)
+class LoopSettings:
+    learning_rate: float
+    epochs: int
+    batch_size: int
+    accumulation: int = 1
+    max_steps: Optional[int] = None
+    warmup_steps: int = 0
+    weight_decay: float = 0.0
+    max_grad_norm: float = 1.0
+    scheduler: str = "linear"
+    logging_steps: int = 1
+    save_steps: int = 0
+
+    @classmethod
+    def from_hyperparameters(cls, hp):
+        return cls(learning_rate=hp.learning_rate, epochs=hp.epochs, batch_size=hp.batch_size,
+                   accumulation=hp.gradient_accumulation_steps, max_steps=hp.max_steps,
+                   warmup_steps=hp.warmup_steps, weight_decay=hp.weight_decay,
+                   max_grad_norm=hp.max_grad_norm, scheduler=hp.lr_scheduler,
+                   logging_steps=hp.logging_steps, save_steps=hp.save_steps)
+
+    def total_steps(self, n_examples):
+        batches = math.ceil(n_examples / self.batch_size)
+        steps = math.ceil(batches / self.accumulation) * self.epochs
+        return min(steps, self.max_steps) if self.max_steps else steps
+
+
+class Loop:
+    """Runs `compute` over shuffled batches of `examples`.
+
+    compute(batch) -> (loss tensor, {name: float}) for one micro-batch.
+    evaluate() -> {name: float}, run after each epoch with gradients off.
+    checkpoint(name) saves the model under checkpoints/name.
+    `step` counts optimizer steps; step_offset continues the count across IRS
+    iterations, and `iter` tags the events of one.
+    """
+
+    def __init__(self, run, model, examples, compute, settings, seed, evaluate=None,
+                 checkpoint=None, iter=None, step_offset=0):
+        self.run = run
+        self.model = model
+        self.examples = list(examples)
+        self.compute = compute
+        self.settings = settings
+        self.evaluate = evaluate
+        self.checkpoint = checkpoint
+        self.iter = iter
+        self.step_offset = step_offset
+        self.rng = random.Random(seed)
+        self.step = 0
+        self.total = settings.total_steps(len(self.examples))
+
+    @property
+    def global_step(self):
+        return self.step_offset + self.step
+
+    def _groups(self):
+        # One group of micro-batches per optimizer step.
+        s = self.settings
+        order = list(self.examples)
+        self.rng.shuffle(order)
+        micro = [order[i:i + s.batch_size] for i in range(0, len(order), s.batch_size)]
+        return [micro[i:i + s.accumulation] for i in range(0, len(micro), s.accumulation)]
+
+    def run_epochs(self):
+        s = self.settings
+        params = [p for p in self.model.parameters() if p.requires_grad]
+        if not params:
+            raise TrainerError("the model has no trainable parameters")
+        optimizer = torch.optim.AdamW(params, lr=s.learning_rate, weight_decay=s.weight_decay)
+        schedule = torch.optim.lr_scheduler.LambdaLR(
+            optimizer, lambda i: lr_factor(i, s.warmup_steps, self.total, s.scheduler))
+        # Sums and counts of each logged value since the last metric event; a
+        # value some batches do not report (an MSE with no ratings) is averaged
+        # over the batches that do.
+        sums, counts = {}, {}
+        self.model.train()
+        for epoch in range(1, s.epochs + 1):
+            for group in self._groups():
+                if self.step >= self.total:
+                    break
+                for batch in group:
+                    self.run.stop.check()
+                    loss, extra = self.compute(batch)
+                    if not torch.isfinite(loss):
+                        raise TrainerError(
+                            f"the loss became {loss.item()} at step {self.global_step + 1}; "
+                            "try a lower learning_rate")
+                    (loss / len(group)).backward()
+                    for name, value in {"loss": loss.item(), **extra}.items():
+                        sums[name] = sums.get(name, 0.0) + value
+                        counts[name] = counts.get(name, 0) + 1
+                if s.max_grad_norm > 0:
+                    torch.nn.utils.clip_grad_norm_(params, s.max_grad_norm)
+                lr = schedule.get_last_lr()[0]
+                optimizer.step()
+                schedule.step()
+                optimizer.zero_grad(set_to_none=True)
+                self.step += 1
+                self.run.emitter.progress("training", step=self.global_step,
+                                          total_steps=self.step_offset + self.total, epoch=epoch, iter=self.iter)
+                if self.step % s.logging_steps == 0 or self.step == self.total:
+                    averages = {name: sums[name] / counts[name] for name in sums}
+                    self.run.emitter.metric({"step": self.global_step, "epoch": epoch, "iter": self.iter,
+                                             **averages, "lr": lr})
+                    sums, counts = {}, {}
+                if s.save_steps and self.step % s.save_steps == 0 and self.checkpoint:
+                    self.checkpoint(f"step_{self.global_step}")
+            if self.evaluate is not None:
+                self._evaluate(epoch)
+            if self.step >= self.total:
+                break
+        return self.step
+
+    def _evaluate(self, epoch):
+        self.run.emitter.progress("evaluating", step=self.global_step, epoch=epoch, iter=self.iter)
+        self.model.eval()
+        with torch.no_grad():
+            values = self.evaluate()
+        self.model.train()
+        if values:
+            self.run.emitter.metric({"step": self.global_step, "epoch": epoch, "iter": self.iter, **values},
+                                    phase="evaluating")
