@@ -20,6 +20,8 @@ import (
 	"github.com/curate/curate/internal/accounts"
 	"github.com/curate/curate/internal/audit"
 	"github.com/curate/curate/internal/auth"
+	"github.com/curate/curate/internal/feedback"
+	"github.com/curate/curate/internal/ratelimit"
 	"github.com/curate/curate/views"
 )
 
@@ -31,6 +33,9 @@ type Handlers struct {
 	Sessions *Sessions
 	River    *river.Client[pgx.Tx]
 	Log      *slog.Logger
+	Feedback *feedback.Store
+	// UserLimiter bounds feedback per end user (the item's user_id).
+	UserLimiter *ratelimit.Limiter
 }
 
 // Caller is who is making the request, set by the authentication middleware.

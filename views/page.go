@@ -11,6 +11,15 @@ type Page struct {
 	User    *User  // nil when signed out
 	CSRF    string
 	Flashes []Flash
+	Alerts  []Alert // open alerts shown as banners on every Curate page
+}
+
+// Alert is an open alert as a banner shows it.
+type Alert struct {
+	Severity string // "warn" or "bad"
+	Title    string
+	Message  string
+	Link     string
 }
 
 // User is the signed-in user as the layout shows them.

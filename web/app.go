@@ -26,9 +26,14 @@ import (
 	"github.com/curate/curate/handlers"
 	"github.com/curate/curate/internal/accounts"
 	"github.com/curate/curate/internal/config"
+	"github.com/curate/curate/internal/feedback"
+	"github.com/curate/curate/internal/ratelimit"
 	"github.com/curate/curate/jobs"
 	"github.com/curate/curate/static"
 )
+
+// uploadLimit bounds an uploaded import file.
+const uploadLimit = 200 << 20
 
 // App is one Curate server: HTTP and, unless Workers is 0, River workers.
 type App struct {
@@ -38,8 +43,9 @@ type App struct {
 	Echo     *echo.Echo
 	Log      *slog.Logger
 	Accounts *accounts.Service
-	handlers *handlers.Handlers
-	metrics  *metrics
+	handlers   *handlers.Handlers
+	metrics    *metrics
+	keyLimiter *ratelimit.Limiter // requests per API key
 }
 
 // New assembles an App on an open, migrated database.
@@ -57,8 +63,11 @@ func New(cfg config.Config, pool *pgxpool.Pool, log *slog.Logger) (*App, error) 
 	a := &App{
 		Config: cfg, Pool: pool, River: client, Log: log, Accounts: acc,
 		handlers: &handlers.Handlers{Pool: pool, Q: q, Accounts: acc, River: client, Log: log,
-			Sessions: handlers.NewSessions(hashKey, blockKey, cfg.SessionTTL)},
-		metrics: newMetrics(q),
+			Sessions:    handlers.NewSessions(hashKey, blockKey, cfg.SessionTTL),
+			Feedback:    &feedback.Store{Pool: pool},
+			UserLimiter: ratelimit.New(float64(cfg.FeedbackPerUser)/60, cfg.FeedbackPerUser)},
+		metrics:    newMetrics(q),
+		keyLimiter: ratelimit.New(cfg.APIRate, cfg.APIBurst),
 	}
 	a.Echo = a.router()
 	return a, nil
@@ -73,7 +82,10 @@ func (a *App) router() *echo.Echo {
 	e.Use(middleware.Recover())
 	e.Use(a.metrics.middleware)
 	e.Use(securityHeaders(tls))
-	e.Use(bodyLimit(a.Config.BodyLimit))
+	e.Use(bodyLimit(a.Config.BodyLimit, map[string]int64{
+		"/api/feedback/batch": a.Config.BatchBodyLimit,
+		"/imports":            uploadLimit,
+	}))
 	e.Use(middleware.CSRFWithConfig(middleware.CSRFConfig{
 		TokenLookup:    "header:X-CSRF-Token,form:_csrf",
 		CookieName:     "curate_csrf",
@@ -89,6 +101,7 @@ func (a *App) router() *echo.Echo {
 		},
 	}))
 	e.Use(a.authenticate)
+	e.Use(a.limitAPIKeys)
 
 	staticFS, _ := fs.Sub(static.FS, ".")
 	e.GET("/static/*", echo.WrapHandler(cacheFor(time.Hour, http.StripPrefix("/static/", http.FileServerFS(staticFS)))))

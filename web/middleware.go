@@ -36,12 +36,17 @@ func securityHeaders(tls bool) echo.MiddlewareFunc {
 	}
 }
 
-// bodyLimit refuses request bodies over limit bytes with a 413, whether the
-// size is declared up front or only discovered while reading.
-func bodyLimit(limit int64) echo.MiddlewareFunc {
+// bodyLimit refuses request bodies over limit bytes (or the larger limit of
+// a bulk route) with a 413, whether the size is declared up front or only
+// discovered while reading.
+func bodyLimit(def int64, bulk map[string]int64) echo.MiddlewareFunc {
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {
 			req := c.Request()
+			limit := def
+			if l, ok := bulk[req.URL.Path]; ok && req.Method == http.MethodPost {
+				limit = l
+			}
 			if req.ContentLength > limit {
 				return echo.NewHTTPError(http.StatusRequestEntityTooLarge)
 			}
@@ -112,6 +117,21 @@ func (a *App) keyCaller(c echo.Context, token string) (*handlers.Caller, error) 
 		return nil, err
 	}
 	return &handlers.Caller{Kind: "api_key", OrgID: org.ID, OrgSlug: org.Slug, OrgName: org.Name, Role: auth.Role(k.Role), KeyID: k.ID, Label: k.Name}, nil
+}
+
+// limitAPIKeys gives each API key a token bucket; an empty one answers 429
+// with Retry-After.
+func (a *App) limitAPIKeys(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		caller := handlers.CallerOf(c)
+		if caller == nil || caller.Kind != "api_key" {
+			return next(c)
+		}
+		if ok, wait := a.keyLimiter.Allow(caller.KeyID.String()); !ok {
+			return &errs.TooMany{Message: "this API key is over its request rate; slow down", RetryAfter: wait}
+		}
+		return next(c)
+	}
 }
 
 // requireRole lets through callers with at least min; "" means public.

@@ -24,8 +24,9 @@ const Public auth.Role = ""
 // tells the whole surface of the application.
 func Routes(h *handlers.Handlers) []Route {
 	const (
-		GET  = http.MethodGet
-		POST = http.MethodPost
+		GET   = http.MethodGet
+		POST  = http.MethodPost
+		PATCH = http.MethodPatch
 	)
 	return []Route{
 		// Operations.
@@ -52,5 +53,12 @@ func Routes(h *handlers.Handlers) []Route {
 
 		// JSON API: API keys or a session.
 		{GET, "/api/me", auth.Viewer, h.APIMe},
+
+		// Feedback API.
+		{POST, "/api/feedback", auth.Curator, h.APIFeedbackCreate},
+		{POST, "/api/feedback/batch", auth.Curator, h.APIFeedbackBatch},
+		{GET, "/api/feedback", auth.Viewer, h.APIFeedbackList},
+		{GET, "/api/feedback/:id", auth.Viewer, h.APIFeedbackGet},
+		{PATCH, "/api/feedback/:id", auth.Curator, h.APIFeedbackPatch},
 	}
 }

@@ -25,6 +25,10 @@ type Config struct {
 	TLSKey          string        // CURATE_TLS_KEY, ...and key
 	BodyLimit       int64         // CURATE_BODY_LIMIT, 2 MiB: the largest request body outside bulk routes
 	ShutdownTimeout time.Duration // CURATE_SHUTDOWN_TIMEOUT, 30s
+	BatchBodyLimit  int64         // CURATE_BATCH_BODY_LIMIT, 64 MiB: POST /api/feedback/batch
+	APIRate         float64       // CURATE_API_RATE, 200: requests per second per API key
+	APIBurst        int           // CURATE_API_BURST, 400
+	FeedbackPerUser int           // CURATE_FEEDBACK_PER_USER, 10: feedback per minute per end user (user_id)
 }
 
 // FromEnv reads the environment, applying defaults.
@@ -43,6 +47,10 @@ func FromEnv() (Config, error) {
 		Workers:         10,
 		BodyLimit:       2 << 20,
 		ShutdownTimeout: 30 * time.Second,
+		BatchBodyLimit:  64 << 20,
+		APIRate:         200,
+		APIBurst:        400,
+		FeedbackPerUser: 10,
 	}
 	var err error
 	if c.SessionTTL, err = durationEnv("CURATE_SESSION_TTL", c.SessionTTL); err != nil {
@@ -59,6 +67,22 @@ func FromEnv() (Config, error) {
 		return c, err
 	}
 	c.BodyLimit = int64(limit)
+	batch, err := intEnv("CURATE_BATCH_BODY_LIMIT", int(c.BatchBodyLimit))
+	if err != nil {
+		return c, err
+	}
+	c.BatchBodyLimit = int64(batch)
+	if c.APIBurst, err = intEnv("CURATE_API_BURST", c.APIBurst); err != nil {
+		return c, err
+	}
+	if c.FeedbackPerUser, err = intEnv("CURATE_FEEDBACK_PER_USER", c.FeedbackPerUser); err != nil {
+		return c, err
+	}
+	if v := os.Getenv("CURATE_API_RATE"); v != "" {
+		if c.APIRate, err = strconv.ParseFloat(v, 64); err != nil {
+			return c, fmt.Errorf("CURATE_API_RATE: %w", err)
+		}
+	}
 	return c, c.Validate()
 }
 
@@ -75,6 +99,9 @@ func (c Config) Validate() error {
 	}
 	if c.SessionTTL < time.Minute {
 		return fmt.Errorf("CURATE_SESSION_TTL must be at least 1m")
+	}
+	if c.APIRate <= 0 || c.APIBurst < 1 || c.FeedbackPerUser < 1 {
+		return fmt.Errorf("CURATE_API_RATE, CURATE_API_BURST and CURATE_FEEDBACK_PER_USER must be positive")
 	}
 	if c.BodyLimit < 1024 {
 		return fmt.Errorf("CURATE_BODY_LIMIT must be at least 1024 bytes")

@@ -52,6 +52,7 @@ func New(t testing.TB, opts Options) *Server {
 	cfg := config.Config{
 		Addr: "127.0.0.1:0", DataDir: t.TempDir(), SessionKey: strings.Repeat("k", 32), SessionTTL: time.Hour,
 		Workers: opts.Workers, LogLevel: "warn", LogFormat: "text", BodyLimit: 2 << 20, ShutdownTimeout: 5 * time.Second,
+		BatchBodyLimit: 64 << 20, APIRate: 1000, APIBurst: 1000, FeedbackPerUser: 10,
 	}
 	if opts.Configure != nil {
 		opts.Configure(&cfg)

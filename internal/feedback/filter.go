@@ -1,0 +1,230 @@
+package feedback
+
+import (
+	"encoding/base64"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/curate/curate/db"
+	"github.com/curate/curate/internal/errs"
+)
+
+// Filter is the queue's filter, the same for the page, the API and bulk
+// actions. It round-trips through URL query parameters so a filtered queue
+// can be shared as a link.
+type Filter struct {
+	Status         string // one of Statuses, or "" for any
+	Type           string
+	Source         string
+	RatingMin      int // 0: no bound
+	RatingMax      int
+	DimBelow       int // some dimension rated below this; 0: off
+	Tag            string
+	Model          string
+	Assignee       uuid.UUID // uuid.Nil: anyone
+	From, To       time.Time // zero: open
+	WithDuplicates bool
+	PIIOnly        bool
+	Q              string // full-text search over query, response, comment
+}
+
+// ParseFilter reads a filter from query parameters, with a message per bad one.
+func ParseFilter(q url.Values) (Filter, error) {
+	v := &errs.Invalid{}
+	f := Filter{
+		Status: q.Get("status"), Type: q.Get("type"), Source: q.Get("source"),
+		Tag: strings.ToLower(strings.TrimSpace(q.Get("tag"))), Model: strings.TrimSpace(q.Get("model")),
+		WithDuplicates: q.Get("duplicates") == "show", PIIOnly: q.Get("pii") == "1",
+		Q: strings.TrimSpace(q.Get("q")),
+	}
+	if f.Status != "" && !oneOf(f.Status, Statuses) {
+		v.Add("status", "must be one of %s", strings.Join(Statuses, ", "))
+	}
+	if f.Type != "" && !oneOf(f.Type, Types) {
+		v.Add("type", "must be one of %s", strings.Join(Types, ", "))
+	}
+	if f.Source != "" && !oneOf(f.Source, Sources) {
+		v.Add("source", "must be one of %s", strings.Join(Sources, ", "))
+	}
+	f.RatingMin = intParam(v, q, "rating_min", 1, 5)
+	f.RatingMax = intParam(v, q, "rating_max", 1, 5)
+	f.DimBelow = intParam(v, q, "dim_below", 2, 6)
+	if a := q.Get("assignee"); a != "" {
+		id, err := uuid.Parse(a)
+		if err != nil {
+			v.Add("assignee", "is not a user id")
+		}
+		f.Assignee = id
+	}
+	f.From = dateParam(v, q, "from", false)
+	f.To = dateParam(v, q, "to", true)
+	if len(f.Q) > 500 {
+		v.Add("q", "at most 500 characters")
+	}
+	if len(f.Tag) > MaxTagLen || len(f.Model) > MaxShortField {
+		v.Add("tag", "too long")
+	}
+	return f, v.Err()
+}
+
+// Values writes the filter back as query parameters (only what is set).
+func (f Filter) Values() url.Values {
+	q := url.Values{}
+	set := func(k, v string) {
+		if v != "" {
+			q.Set(k, v)
+		}
+	}
+	set("status", f.Status)
+	set("type", f.Type)
+	set("source", f.Source)
+	if f.RatingMin > 0 {
+		set("rating_min", strconv.Itoa(f.RatingMin))
+	}
+	if f.RatingMax > 0 {
+		set("rating_max", strconv.Itoa(f.RatingMax))
+	}
+	if f.DimBelow > 0 {
+		set("dim_below", strconv.Itoa(f.DimBelow))
+	}
+	set("tag", f.Tag)
+	set("model", f.Model)
+	if f.Assignee != uuid.Nil {
+		set("assignee", f.Assignee.String())
+	}
+	if !f.From.IsZero() {
+		set("from", f.From.Format(time.DateOnly))
+	}
+	if !f.To.IsZero() {
+		set("to", f.To.AddDate(0, 0, -1).Format(time.DateOnly))
+	}
+	if f.WithDuplicates {
+		set("duplicates", "show")
+	}
+	if f.PIIOnly {
+		set("pii", "1")
+	}
+	set("q", f.Q)
+	return q
+}
+
+func intParam(v *errs.Invalid, q url.Values, name string, min, max int) int {
+	s := q.Get(name)
+	if s == "" {
+		return 0
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil || n < min || n > max {
+		v.Add(name, "must be a whole number from %d to %d", min, max)
+		return 0
+	}
+	return n
+}
+
+// dateParam reads YYYY-MM-DD; an end date includes its whole day.
+func dateParam(v *errs.Invalid, q url.Values, name string, end bool) time.Time {
+	s := q.Get(name)
+	if s == "" {
+		return time.Time{}
+	}
+	t, err := time.Parse(time.DateOnly, s)
+	if err != nil {
+		v.Add(name, "must be a date like 2026-01-31")
+		return time.Time{}
+	}
+	if end {
+		t = t.AddDate(0, 0, 1)
+	}
+	return t
+}
+
+// Cursor is a keyset position in the queue: the last row's time and id.
+type Cursor struct {
+	At time.Time
+	ID uuid.UUID
+}
+
+// Encode makes an opaque cursor string.
+func (c Cursor) Encode() string {
+	return base64.RawURLEncoding.EncodeToString([]byte(strconv.FormatInt(c.At.UnixMicro(), 10) + "." + c.ID.String()))
+}
+
+// ParseCursor reads a cursor made by Encode; "" is the first page.
+func ParseCursor(s string) (*Cursor, error) {
+	if s == "" {
+		return nil, nil
+	}
+	b, err := base64.RawURLEncoding.DecodeString(s)
+	if err != nil {
+		return nil, errs.InvalidField("cursor", "is not a cursor from this API")
+	}
+	at, id, ok := strings.Cut(string(b), ".")
+	micros, err1 := strconv.ParseInt(at, 10, 64)
+	uid, err2 := uuid.Parse(id)
+	if !ok || err1 != nil || err2 != nil {
+		return nil, errs.InvalidField("cursor", "is not a cursor from this API")
+	}
+	return &Cursor{At: time.UnixMicro(micros).UTC(), ID: uid}, nil
+}
+
+// ListParams turns the filter into the list query's parameters.
+func (f Filter) ListParams(orgID uuid.UUID, cursor *Cursor, limit int) db.FeedbackListParams {
+	p := db.FeedbackListParams{
+		OrgID: orgID, Status: nullStatus(f.Status), FeedbackType: nullType(f.Type), Source: nullSource(f.Source),
+		RatingMin: int32(f.RatingMin), RatingMax: int32(f.RatingMax), DimBelow: int32(f.DimBelow), Tag: f.Tag, Model: f.Model,
+		AssigneeID: nullID(f.Assignee), CreatedFrom: optTime(f.From), CreatedTo: optTime(f.To),
+		WithDuplicates: f.WithDuplicates, PiiOnly: f.PIIOnly, Q: f.Q, RowLimit: int32(limit),
+	}
+	if cursor != nil {
+		p.CursorTime = &cursor.At
+		p.CursorID = uuid.NullUUID{UUID: cursor.ID, Valid: true}
+	}
+	return p
+}
+
+// CountParams are the status-count query's parameters (status left out:
+// the counts are per status).
+func (f Filter) CountParams(orgID uuid.UUID) db.FeedbackStatusCountsParams {
+	p := f.ListParams(orgID, nil, 0)
+	return db.FeedbackStatusCountsParams{
+		OrgID: orgID, FeedbackType: p.FeedbackType, Source: p.Source, RatingMin: p.RatingMin, RatingMax: p.RatingMax,
+		DimBelow: p.DimBelow, Tag: p.Tag, Model: p.Model, AssigneeID: p.AssigneeID, CreatedFrom: p.CreatedFrom,
+		CreatedTo: p.CreatedTo, WithDuplicates: p.WithDuplicates, PiiOnly: p.PiiOnly, Q: p.Q,
+	}
+}
+
+// MatchingParams select every matching id, up to limit.
+func (f Filter) MatchingParams(orgID uuid.UUID, limit int) db.FeedbackMatchingIDsParams {
+	p := f.ListParams(orgID, nil, limit)
+	return db.FeedbackMatchingIDsParams{
+		OrgID: orgID, Status: p.Status, FeedbackType: p.FeedbackType, Source: p.Source, RatingMin: p.RatingMin,
+		RatingMax: p.RatingMax, DimBelow: p.DimBelow, Tag: p.Tag, Model: p.Model, AssigneeID: p.AssigneeID,
+		CreatedFrom: p.CreatedFrom, CreatedTo: p.CreatedTo, WithDuplicates: p.WithDuplicates, PiiOnly: p.PiiOnly,
+		Q: p.Q, RowLimit: int32(limit),
+	}
+}
+
+func nullStatus(s string) db.NullReviewStatus {
+	return db.NullReviewStatus{ReviewStatus: db.ReviewStatus(s), Valid: s != ""}
+}
+
+func nullType(s string) db.NullFeedbackType {
+	return db.NullFeedbackType{FeedbackType: db.FeedbackType(s), Valid: s != ""}
+}
+
+func nullSource(s string) db.NullFeedbackSource {
+	return db.NullFeedbackSource{FeedbackSource: db.FeedbackSource(s), Valid: s != ""}
+}
+
+func nullID(id uuid.UUID) uuid.NullUUID { return uuid.NullUUID{UUID: id, Valid: id != uuid.Nil} }
+
+func optTime(t time.Time) *time.Time {
+	if t.IsZero() {
+		return nil
+	}
+	return &t
+}

@@ -1,0 +1,236 @@
+package feedback
+
+import (
+	"context"
+	"crypto/sha256"
+	"errors"
+	"strings"
+	"unicode"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgtype"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/curate/curate/db"
+	"github.com/curate/curate/internal/errs"
+	"github.com/curate/curate/internal/pii"
+)
+
+// Store reads and writes feedback for one database.
+type Store struct {
+	Pool *pgxpool.Pool
+}
+
+// Ingest stores one validated item. When its external_id was already
+// stored it stores nothing and returns the existing id with created false.
+func (s *Store) Ingest(ctx context.Context, orgID uuid.UUID, source string, it Item) (uuid.UUID, bool, error) {
+	v := &errs.Invalid{}
+	it.Validate(v, "")
+	if v.Has() {
+		return uuid.Nil, false, v
+	}
+	row := toRow(orgID, source, it)
+	var id uuid.UUID
+	var created bool
+	err := db.InTx(ctx, s.Pool, func(_ pgx.Tx, q *db.Queries) error {
+		var err error
+		id, err = q.FeedbackInsert(ctx, db.FeedbackInsertParams(row))
+		if errors.Is(err, pgx.ErrNoRows) { // ON CONFLICT DO NOTHING: already stored
+			id, err = q.FeedbackGetByExternalID(ctx, db.FeedbackGetByExternalIDParams{OrgID: orgID, ExternalID: row.ExternalID})
+			return err
+		}
+		if err != nil {
+			return err
+		}
+		created = true
+		_, err = q.FeedbackLinkDuplicates(ctx, db.FeedbackLinkDuplicatesParams{OrgID: orgID, Ids: []uuid.UUID{id}})
+		return err
+	})
+	return id, created, err
+}
+
+// BatchResult says what a batch stored.
+type BatchResult struct {
+	Inserted   int         `json:"inserted"`
+	Duplicates int         `json:"duplicates"` // external ids already stored, or repeated in the batch
+	IDs        []uuid.UUID `json:"-"`          // of the inserted rows
+}
+
+// IngestBatch validates every item first and stores none unless all are
+// valid; then it loads the new ones with COPY in one transaction. Items whose
+// external_id is already stored (or repeats within the batch) are counted as
+// duplicates and skipped, so re-sending a batch changes nothing.
+func (s *Store) IngestBatch(ctx context.Context, orgID uuid.UUID, source string, items []Item) (BatchResult, error) {
+	if len(items) == 0 {
+		return BatchResult{}, errs.InvalidField("items", "send at least one item")
+	}
+	if len(items) > MaxBatch {
+		return BatchResult{}, errs.InvalidField("items", "at most %d items per batch, not %d", MaxBatch, len(items))
+	}
+	v := &errs.Invalid{}
+	for i := range items {
+		items[i].Validate(v, "items["+itoa(i)+"].")
+	}
+	if v.Has() {
+		return BatchResult{}, v
+	}
+	rows := make([]db.FeedbackCopyParams, len(items))
+	for i, it := range items {
+		rows[i] = db.FeedbackCopyParams(toRow(orgID, source, it))
+	}
+	// A concurrent writer can store one of our external ids between our
+	// check and our COPY; the unique index then aborts the COPY and the
+	// whole batch is simply tried again.
+	var res BatchResult
+	var err error
+	for range 3 {
+		res, err = s.copyBatch(ctx, orgID, rows)
+		if !isUniqueViolation(err) {
+			break
+		}
+	}
+	return res, err
+}
+
+func (s *Store) copyBatch(ctx context.Context, orgID uuid.UUID, rows []db.FeedbackCopyParams) (BatchResult, error) {
+	var res BatchResult
+	err := db.InTx(ctx, s.Pool, func(_ pgx.Tx, q *db.Queries) error {
+		var ext []string
+		for _, r := range rows {
+			if r.ExternalID.Valid {
+				ext = append(ext, r.ExternalID.String)
+			}
+		}
+		stored := map[string]bool{}
+		if len(ext) > 0 {
+			existing, err := q.FeedbackExistingExternalIDs(ctx, db.FeedbackExistingExternalIDsParams{OrgID: orgID, ExternalIds: ext})
+			if err != nil {
+				return err
+			}
+			for _, e := range existing {
+				stored[e] = true
+			}
+		}
+		fresh := make([]db.FeedbackCopyParams, 0, len(rows))
+		res = BatchResult{}
+		for _, r := range rows {
+			if r.ExternalID.Valid {
+				if stored[r.ExternalID.String] {
+					res.Duplicates++
+					continue
+				}
+				stored[r.ExternalID.String] = true
+			}
+			fresh = append(fresh, r)
+			res.IDs = append(res.IDs, r.ID)
+		}
+		if len(fresh) == 0 {
+			return nil
+		}
+		n, err := q.FeedbackCopy(ctx, fresh)
+		if err != nil {
+			return err
+		}
+		res.Inserted = int(n)
+		_, err = q.FeedbackLinkDuplicates(ctx, db.FeedbackLinkDuplicatesParams{OrgID: orgID, Ids: res.IDs})
+		return err
+	})
+	return res, err
+}
+
+// toRow turns a validated item into a row, computing its PII findings and
+// its content hash for duplicate detection.
+func toRow(orgID uuid.UUID, source string, it Item) db.FeedbackInsertParams {
+	id, err := uuid.NewV7() // time-ordered ids keep the primary key's index compact
+	if err != nil {
+		id = uuid.New()
+	}
+	ctxJSON := []byte(it.Context)
+	if len(ctxJSON) == 0 {
+		ctxJSON = []byte("{}")
+	}
+	d := it.Dimensions
+	if d == nil {
+		d = &Dimensions{}
+	}
+	status := db.ReviewStatusPending
+	if strings.TrimSpace(it.Correction) != "" && it.FeedbackType == "correction" {
+		// A correction sent by the end user still needs a curator's review.
+		status = db.ReviewStatusPending
+	}
+	return db.FeedbackInsertParams{
+		ID: id, OrgID: orgID, ExternalID: optText(it.ExternalID), SessionID: it.SessionID, TraceID: it.TraceID,
+		EndUserID: it.UserID, Query: it.Query, Response: it.Response, Context: ctxJSON, Model: it.Model,
+		ExperimentArm: it.ExperimentArm, FeedbackType: db.FeedbackType(it.FeedbackType), Rating: optInt2(it.Rating),
+		DimAccuracy: optInt2(d.Accuracy), DimHelpfulness: optInt2(d.Helpfulness), DimClarity: optInt2(d.Clarity),
+		DimSafety: optInt2(d.Safety), Comment: it.Comment, Correction: it.Correction, LatencyMs: optInt4(it.LatencyMS),
+		Tags: nonNil(it.Tags), Source: db.FeedbackSource(source), Rank: optInt2(it.Rank), RankGroup: it.RankGroup,
+		PiiKinds: piiKinds(it), ContentHash: ContentHash(it.Query, it.Response), Status: status,
+	}
+}
+
+// ContentHash identifies an exact duplicate: the same query and response
+// after lowercasing and collapsing white space.
+func ContentHash(query, response string) []byte {
+	h := sha256.New()
+	h.Write([]byte(normalize(query)))
+	h.Write([]byte{0})
+	h.Write([]byte(normalize(response)))
+	return h.Sum(nil)
+}
+
+func normalize(s string) string {
+	return strings.Join(strings.FieldsFunc(strings.ToLower(s), unicode.IsSpace), " ")
+}
+
+func piiKinds(it Item) []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, text := range []string{it.Query, it.Response, it.Comment, it.Correction} {
+		for _, k := range pii.Kinds(text) {
+			if !seen[k] {
+				seen[k] = true
+				out = append(out, k)
+			}
+		}
+	}
+	return nonNil(out)
+}
+
+func isUniqueViolation(err error) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && pgErr.Code == "23505"
+}
+
+func optText(s string) pgtype.Text { return pgtype.Text{String: s, Valid: s != ""} }
+
+func optInt2(n *int) pgtype.Int2 {
+	if n == nil {
+		return pgtype.Int2{}
+	}
+	return pgtype.Int2{Int16: int16(*n), Valid: true}
+}
+
+func optInt4(n *int) pgtype.Int4 {
+	if n == nil {
+		return pgtype.Int4{}
+	}
+	return pgtype.Int4{Int32: int32(*n), Valid: true}
+}
+
+func nonNil(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}
+
+func itoa(i int) string {
+	const digits = "0123456789"
+	if i < 10 {
+		return digits[i : i+1]
+	}
+	return itoa(i/10) + digits[i%10:i%10+1]
+}
