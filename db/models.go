@@ -11,7 +11,142 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5/pgtype"
 )
+
+type FeedbackSource string
+
+const (
+	FeedbackSourceApi      FeedbackSource = "api"
+	FeedbackSourceLangfuse FeedbackSource = "langfuse"
+	FeedbackSourceFile     FeedbackSource = "file"
+	FeedbackSourceUi       FeedbackSource = "ui"
+)
+
+func (e *FeedbackSource) Scan(src interface{}) error {
+	switch s := src.(type) {
+	case []byte:
+		*e = FeedbackSource(s)
+	case string:
+		*e = FeedbackSource(s)
+	default:
+		return fmt.Errorf("unsupported scan type for FeedbackSource: %T", src)
+	}
+	return nil
+}
+
+type NullFeedbackSource struct {
+	FeedbackSource FeedbackSource `json:"feedback_source"`
+	Valid          bool           `json:"valid"` // Valid is true if FeedbackSource is not NULL
+}
+
+// Scan implements the Scanner interface.
+func (ns *NullFeedbackSource) Scan(value interface{}) error {
+	if value == nil {
+		ns.FeedbackSource, ns.Valid = "", false
+		return nil
+	}
+	ns.Valid = true
+	return ns.FeedbackSource.Scan(value)
+}
+
+// Value implements the driver Valuer interface.
+func (ns NullFeedbackSource) Value() (driver.Value, error) {
+	if !ns.Valid {
+		return nil, nil
+	}
+	return string(ns.FeedbackSource), nil
+}
+
+type FeedbackType string
+
+const (
+	FeedbackTypeThumbsUp   FeedbackType = "thumbs_up"
+	FeedbackTypeThumbsDown FeedbackType = "thumbs_down"
+	FeedbackTypeRating     FeedbackType = "rating"
+	FeedbackTypeCorrection FeedbackType = "correction"
+	FeedbackTypeDetailed   FeedbackType = "detailed"
+)
+
+func (e *FeedbackType) Scan(src interface{}) error {
+	switch s := src.(type) {
+	case []byte:
+		*e = FeedbackType(s)
+	case string:
+		*e = FeedbackType(s)
+	default:
+		return fmt.Errorf("unsupported scan type for FeedbackType: %T", src)
+	}
+	return nil
+}
+
+type NullFeedbackType struct {
+	FeedbackType FeedbackType `json:"feedback_type"`
+	Valid        bool         `json:"valid"` // Valid is true if FeedbackType is not NULL
+}
+
+// Scan implements the Scanner interface.
+func (ns *NullFeedbackType) Scan(value interface{}) error {
+	if value == nil {
+		ns.FeedbackType, ns.Valid = "", false
+		return nil
+	}
+	ns.Valid = true
+	return ns.FeedbackType.Scan(value)
+}
+
+// Value implements the driver Valuer interface.
+func (ns NullFeedbackType) Value() (driver.Value, error) {
+	if !ns.Valid {
+		return nil, nil
+	}
+	return string(ns.FeedbackType), nil
+}
+
+type ReviewStatus string
+
+const (
+	ReviewStatusPending         ReviewStatus = "pending"
+	ReviewStatusApproved        ReviewStatus = "approved"
+	ReviewStatusRejected        ReviewStatus = "rejected"
+	ReviewStatusNeedsCorrection ReviewStatus = "needs_correction"
+	ReviewStatusCorrected       ReviewStatus = "corrected"
+)
+
+func (e *ReviewStatus) Scan(src interface{}) error {
+	switch s := src.(type) {
+	case []byte:
+		*e = ReviewStatus(s)
+	case string:
+		*e = ReviewStatus(s)
+	default:
+		return fmt.Errorf("unsupported scan type for ReviewStatus: %T", src)
+	}
+	return nil
+}
+
+type NullReviewStatus struct {
+	ReviewStatus ReviewStatus `json:"review_status"`
+	Valid        bool         `json:"valid"` // Valid is true if ReviewStatus is not NULL
+}
+
+// Scan implements the Scanner interface.
+func (ns *NullReviewStatus) Scan(value interface{}) error {
+	if value == nil {
+		ns.ReviewStatus, ns.Valid = "", false
+		return nil
+	}
+	ns.Valid = true
+	return ns.ReviewStatus.Scan(value)
+}
+
+// Value implements the driver Valuer interface.
+func (ns NullReviewStatus) Value() (driver.Value, error) {
+	if !ns.Valid {
+		return nil, nil
+	}
+	return string(ns.ReviewStatus), nil
+}
 
 type RiverJobState string
 
@@ -129,6 +264,58 @@ type AuditLog struct {
 	Details    json.RawMessage `json:"details"`
 	Ip         string          `json:"ip"`
 	CreatedAt  time.Time       `json:"created_at"`
+}
+
+type Feedback struct {
+	ID             uuid.UUID       `json:"id"`
+	Seq            pgtype.Int8     `json:"seq"`
+	OrgID          uuid.UUID       `json:"org_id"`
+	ExternalID     pgtype.Text     `json:"external_id"`
+	SessionID      string          `json:"session_id"`
+	TraceID        string          `json:"trace_id"`
+	EndUserID      string          `json:"end_user_id"`
+	Query          string          `json:"query"`
+	Response       string          `json:"response"`
+	Context        json.RawMessage `json:"context"`
+	Model          string          `json:"model"`
+	ExperimentArm  string          `json:"experiment_arm"`
+	FeedbackType   FeedbackType    `json:"feedback_type"`
+	Rating         pgtype.Int2     `json:"rating"`
+	DimAccuracy    pgtype.Int2     `json:"dim_accuracy"`
+	DimHelpfulness pgtype.Int2     `json:"dim_helpfulness"`
+	DimClarity     pgtype.Int2     `json:"dim_clarity"`
+	DimSafety      pgtype.Int2     `json:"dim_safety"`
+	Comment        string          `json:"comment"`
+	Correction     string          `json:"correction"`
+	LatencyMs      pgtype.Int4     `json:"latency_ms"`
+	Tags           []string        `json:"tags"`
+	Status         ReviewStatus    `json:"status"`
+	AssigneeID     uuid.NullUUID   `json:"assignee_id"`
+	ReviewerID     uuid.NullUUID   `json:"reviewer_id"`
+	ReviewedAt     *time.Time      `json:"reviewed_at"`
+	Source         FeedbackSource  `json:"source"`
+	Rank           pgtype.Int2     `json:"rank"`
+	RankGroup      string          `json:"rank_group"`
+	PiiKinds       []string        `json:"pii_kinds"`
+	ContentHash    []byte          `json:"content_hash"`
+	DuplicateOf    uuid.NullUUID   `json:"duplicate_of"`
+	CreatedAt      time.Time       `json:"created_at"`
+	UpdatedAt      time.Time       `json:"updated_at"`
+	Version        int32           `json:"version"`
+	Search         interface{}     `json:"search"`
+}
+
+type FeedbackReview struct {
+	ID         int64            `json:"id"`
+	OrgID      uuid.UUID        `json:"org_id"`
+	FeedbackID uuid.UUID        `json:"feedback_id"`
+	ActorID    uuid.NullUUID    `json:"actor_id"`
+	ActorLabel string           `json:"actor_label"`
+	Action     string           `json:"action"`
+	FromStatus NullReviewStatus `json:"from_status"`
+	ToStatus   NullReviewStatus `json:"to_status"`
+	Note       string           `json:"note"`
+	CreatedAt  time.Time        `json:"created_at"`
 }
 
 type LoginFailure struct {
