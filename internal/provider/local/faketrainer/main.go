@@ -1,0 +1,167 @@
+// Command faketrainer speaks the local trainer's protocol
+// (trainer/README.md) without training anything, so the local provider can
+// be tested where there is no GPU and no torch. Invoked as
+//
+//	faketrainer run CONFIG_JSON
+//
+// in the run directory, it behaves as FAKE_TRAINER_MODE says:
+//
+//	ok         three training steps, an evaluation, a checkpoint, final/, done
+//	malformed  ok, with lines that are not protocol events among the events
+//	crash      one step, a traceback on stderr, exit 3 without done
+//	error      an error event with FAKE_TRAINER_MESSAGE, exit 1
+//	hang       starts a child, ignores SIGTERM (both), never ends
+//	term       waits; on SIGTERM saves a checkpoint, reports cancelled, exits 143
+//	chatty     50 MB on stderr and 20,000 log lines on stdout, then ok
+//	wait       waits until the file "release" appears in the run directory, then ok
+//
+// Every start appends a line to starts.log in the run directory.
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+func main() {
+	if os.Getenv("FAKE_TRAINER_MODE") == "child" {
+		signal.Ignore(syscall.SIGTERM)
+		sleepForever()
+	}
+	if len(os.Args) != 3 || os.Args[1] != "run" {
+		fmt.Fprintln(os.Stderr, "usage: faketrainer run CONFIG_JSON")
+		os.Exit(2)
+	}
+	os.Exit(run(os.Args[2], os.Getenv("FAKE_TRAINER_MODE")))
+}
+
+func emit(v map[string]any) {
+	b, _ := json.Marshal(v)
+	os.Stdout.Write(append(b, '\n'))
+}
+
+func logf(format string, args ...any) {
+	fmt.Fprintf(os.Stderr, time.Now().UTC().Format(time.RFC3339)+" INFO curate_trainer: "+format+"\n", args...)
+}
+
+func run(configPath, mode string) int {
+	dir := filepath.Dir(configPath)
+	appendLine(filepath.Join(dir, "starts.log"), strconv.Itoa(os.Getpid()))
+	var cfg struct {
+		Method    string `json:"method"`
+		BaseModel string `json:"base_model"`
+	}
+	b, err := os.ReadFile(configPath)
+	if err == nil {
+		err = json.Unmarshal(b, &cfg)
+	}
+	if err != nil {
+		emit(map[string]any{"event": "error", "message": "config: " + err.Error()})
+		return 1
+	}
+	logf("method %s, base model %s", cfg.Method, cfg.BaseModel)
+	emit(map[string]any{"event": "progress", "phase": "loading"})
+
+	switch mode {
+	case "crash":
+		step(dir, 1, 1.0)
+		fmt.Fprintln(os.Stderr, "Traceback (most recent call last):\n  File \"train.py\", line 1\nRuntimeError: boom")
+		return 3
+	case "error":
+		emit(map[string]any{"event": "error", "message": os.Getenv("FAKE_TRAINER_MESSAGE")})
+		return 1
+	case "hang":
+		child := exec.Command(os.Args[0])
+		child.Env = append(os.Environ(), "FAKE_TRAINER_MODE=child")
+		if err := child.Start(); err != nil {
+			emit(map[string]any{"event": "error", "message": err.Error()})
+			return 1
+		}
+		os.WriteFile(filepath.Join(dir, "child.pid"), []byte(strconv.Itoa(child.Process.Pid)), 0o644)
+		signal.Ignore(syscall.SIGTERM)
+		emit(map[string]any{"event": "progress", "phase": "training", "step": 0, "total_steps": 3, "epoch": 1})
+		sleepForever()
+	case "term":
+		stop := make(chan os.Signal, 1)
+		signal.Notify(stop, syscall.SIGTERM)
+		emit(map[string]any{"event": "progress", "phase": "training", "step": 0, "total_steps": 3, "epoch": 1})
+		<-stop
+		os.MkdirAll(filepath.Join(dir, "checkpoints", "step_1"), 0o755)
+		emit(map[string]any{"event": "artifact", "path": "checkpoints/step_1", "kind": "checkpoint"})
+		emit(map[string]any{"event": "error", "message": "cancelled"})
+		return 143
+	case "chatty":
+		chunk := []byte(strings.Repeat("warning: this library has a lot to say\n", 1638)) // ~64 KB
+		for written := 0; written < 50<<20; written += len(chunk) {
+			os.Stderr.Write(chunk)
+		}
+		for i := range 20000 {
+			fmt.Fprintf(os.Stdout, "stdout noise %d\n", i)
+		}
+	case "wait":
+		for {
+			if _, err := os.Stat(filepath.Join(dir, "release")); err == nil {
+				break
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	case "malformed":
+		fmt.Println("not json at all")
+		fmt.Println(`{"event": "metric", "step": `)
+		fmt.Println(`[1, 2, 3]`)
+		fmt.Println(`{"event": "metric", "step": "two", "loss": "low"}`)
+		fmt.Println(`{"no_event": true}`)
+		os.Stdout.Write([]byte{0xff, 0xfe, '\n'})
+	}
+	return train(dir)
+}
+
+// train is the ok run: losses 2.0, 1.5, 1.25 at steps 1 to 3, a checkpoint
+// at step 2, an evaluation loss of 1.4 at step 3, final/ and done.
+func train(dir string) int {
+	for i, loss := range []float64{2.0, 1.5, 1.25} {
+		step(dir, i+1, loss)
+		if i+1 == 2 {
+			os.MkdirAll(filepath.Join(dir, "checkpoints", "step_2"), 0o755)
+			emit(map[string]any{"event": "artifact", "path": "checkpoints/step_2", "kind": "checkpoint"})
+		}
+	}
+	emit(map[string]any{"event": "progress", "phase": "evaluating", "step": 3, "epoch": 1})
+	emit(map[string]any{"event": "metric", "step": 3, "epoch": 1, "eval_loss": 1.4, "eval_perplexity": 4.0552})
+	emit(map[string]any{"event": "progress", "phase": "saving"})
+	os.MkdirAll(filepath.Join(dir, "final"), 0o755)
+	os.WriteFile(filepath.Join(dir, "final", "adapter_config.json"), []byte("{}"), 0o644)
+	emit(map[string]any{"event": "artifact", "path": "final", "kind": "adapter"})
+	emit(map[string]any{"event": "done"})
+	logf("done")
+	return 0
+}
+
+func step(dir string, n int, loss float64) {
+	emit(map[string]any{"event": "progress", "phase": "training", "step": n, "total_steps": 3, "epoch": 1})
+	emit(map[string]any{"event": "metric", "step": n, "epoch": 1, "loss": loss, "lr": 0.0002})
+	logf("step %d loss %g", n, loss)
+}
+
+func appendLine(path, line string) {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+	if err != nil {
+		return
+	}
+	defer f.Close()
+	fmt.Fprintln(f, line)
+}
+
+func sleepForever() {
+	for {
+		time.Sleep(time.Hour)
+	}
+}

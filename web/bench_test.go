@@ -1,0 +1,162 @@
+package web_test
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/curate/curate/db"
+	"github.com/curate/curate/internal/feedback"
+	"github.com/curate/curate/web/webtest"
+)
+
+// benchClients is the concurrency of the ingest comparisons.
+const benchClients = 32
+
+// BenchmarkFeedbackPost compares POST /api/feedback with 32 concurrent
+// clients over loopback against a raw single-row INSERT of the same row at
+// the same concurrency, in the same run. Run with -benchtime=Nx (N requests).
+func BenchmarkFeedbackPost(b *testing.B) {
+	s := webtest.New(b, webtest.Options{Configure: func(c *cfgT) { c.APIRate = 1e9; c.APIBurst = 1e9; c.FeedbackPerUser = 1e9 }})
+	org := s.Org("bench")
+	key := s.APIKey(org, "bench", "curator")
+	n := max(b.N, 2000)
+	tr := &http.Transport{MaxIdleConnsPerHost: benchClients, MaxConnsPerHost: benchClients}
+	client := &http.Client{Transport: tr}
+	body := func(i int) string {
+		return fmt.Sprintf(`{"external_id":"bench-%d","user_id":"u%d","query":"How do I export invoice %d as PDF?","response":"Open Billing, pick the invoice and press Export.","feedback_type":"rating","rating":%d,"model":"support-v2","tags":["billing"]}`, i, i%500, i, i%5+1)
+	}
+	b.ResetTimer()
+	apiRate, apiP99 := concurrently(n, func(i int) error {
+		req, _ := http.NewRequest(http.MethodPost, s.URL+"/api/feedback", strings.NewReader(body(i)))
+		req.Header.Set("Authorization", "Bearer "+key)
+		req.Header.Set("Content-Type", "application/json")
+		res, err := client.Do(req)
+		if err != nil {
+			return err
+		}
+		res.Body.Close()
+		if res.StatusCode != http.StatusCreated {
+			return fmt.Errorf("status %d", res.StatusCode)
+		}
+		return nil
+	})
+	q := db.New(s.Pool)
+	rawRate, rawP99 := concurrently(n, func(i int) error {
+		it := feedback.Item{ExternalID: fmt.Sprintf("raw-%d", i), UserID: "u", Query: fmt.Sprintf("How do I export invoice %d as PDF?", i),
+			Response: "Open Billing, pick the invoice and press Export.", FeedbackType: "rating", Model: "support-v2", Tags: []string{"billing"}}
+		_, err := q.FeedbackInsert(context.Background(), rawRow(org, it))
+		return err
+	})
+	b.StopTimer()
+	b.ReportMetric(apiRate, "api_req/s")
+	b.ReportMetric(apiP99, "api_p99_ms")
+	b.ReportMetric(rawRate, "insert_rows/s")
+	b.ReportMetric(rawP99, "insert_p99_ms")
+	b.ReportMetric(100*apiRate/rawRate, "api_%_of_raw")
+}
+
+// BenchmarkFeedbackBatch compares POST /api/feedback/batch (10,000 items,
+// validated, PII-scanned, COPY) against a raw COPY of the same rows.
+func BenchmarkFeedbackBatch(b *testing.B) {
+	s := webtest.New(b, webtest.Options{})
+	org := s.Org("bench")
+	key := s.APIKey(org, "bench", "curator")
+	const batch = 10000
+	rounds := max(b.N, 3)
+	items := func(round int, prefix string) []feedback.Item {
+		out := make([]feedback.Item, batch)
+		for i := range out {
+			r := i%5 + 1
+			out[i] = feedback.Item{ExternalID: fmt.Sprintf("%s-%d-%d", prefix, round, i), UserID: fmt.Sprintf("u%d", i%700),
+				Query: fmt.Sprintf("Where is setting %d in the admin console?", i), Response: "Settings live under Admin > Console > Advanced.",
+				FeedbackType: "rating", Rating: &r, Model: "support-v2", Tags: []string{"settings"}}
+		}
+		return out
+	}
+	b.ResetTimer()
+	var apiDur time.Duration
+	for r := range rounds {
+		payload := mustJSON(b, map[string]any{"items": items(r, "api")})
+		start := time.Now()
+		res := s.API(key, http.MethodPost, "/api/feedback/batch", rawJSON(payload))
+		apiDur += time.Since(start)
+		if res.Status != http.StatusOK {
+			b.Fatalf("batch: %d %.300s", res.Status, res.Body)
+		}
+	}
+	q := db.New(s.Pool)
+	var rawDur time.Duration
+	for r := range rounds {
+		its := items(r, "raw")
+		rows := make([]db.FeedbackCopyParams, len(its))
+		for i, it := range its {
+			rows[i] = db.FeedbackCopyParams(rawRow(org, it))
+		}
+		start := time.Now()
+		if _, err := q.FeedbackCopy(context.Background(), rows); err != nil {
+			b.Fatal(err)
+		}
+		rawDur += time.Since(start)
+	}
+	b.StopTimer()
+	apiRate := float64(rounds*batch) / apiDur.Seconds()
+	rawRate := float64(rounds*batch) / rawDur.Seconds()
+	b.ReportMetric(apiRate, "api_rows/s")
+	b.ReportMetric(rawRate, "copy_rows/s")
+	b.ReportMetric(100*apiRate/rawRate, "api_%_of_raw")
+}
+
+// rawRow is the row the API would store for it, built without validation,
+// PII scanning or hashing beyond what the table requires.
+func rawRow(org uuid.UUID, it feedback.Item) db.FeedbackInsertParams {
+	rating := pgInt2(it.Rating)
+	return db.FeedbackInsertParams{ID: uuid.New(), OrgID: org, ExternalID: pgText(it.ExternalID), EndUserID: it.UserID, Query: it.Query,
+		Response: it.Response, Context: []byte("{}"), Model: it.Model, FeedbackType: db.FeedbackType(it.FeedbackType), Rating: rating,
+		Tags: it.Tags, Source: db.FeedbackSourceApi, PiiKinds: []string{}, ContentHash: []byte("0123456789abcdef0123456789abcdef"),
+		Status: db.ReviewStatusPending}
+}
+
+// concurrently runs n calls of fn on benchClients goroutines and returns
+// calls per second and the 99th-percentile latency in milliseconds.
+func concurrently(n int, fn func(i int) error) (perSec, p99ms float64) {
+	var next atomic.Int64
+	lat := make([]time.Duration, n)
+	var wg sync.WaitGroup
+	var firstErr atomic.Value
+	start := time.Now()
+	for range benchClients {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := int(next.Add(1)) - 1
+				if i >= n {
+					return
+				}
+				t0 := time.Now()
+				if err := fn(i); err != nil {
+					firstErr.CompareAndSwap(nil, err)
+				}
+				lat[i] = time.Since(t0)
+			}
+		}()
+	}
+	wg.Wait()
+	elapsed := time.Since(start)
+	if err := firstErr.Load(); err != nil {
+		panic(err)
+	}
+	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
+	return float64(n) / elapsed.Seconds(), float64(lat[n*99/100].Microseconds()) / 1000
+}
+
+
