@@ -4,6 +4,7 @@ SHELL := /bin/bash
 
 GO      ?= go
 HTMX    := 2.0.11
+UPLOT   := 1.6.32
 PYTHON  ?= python3
 TESTDIR := $(CURDIR)/.curate-test
 
@@ -48,20 +49,26 @@ gotest:
 trainer-test:
 	cd trainer && $(PYTHON) -m unittest discover -s tests -v
 
-## bench: benchmarks that print figures
+## bench: benchmarks that print figures (CURATE_BENCH_ROWS sizes the database ones)
 bench:
 	@rm -rf $(TESTDIR)
 	$(GO) build -o $(TESTDIR)/curate ./cmd/curate
 	@CURATE_DATA_DIR=$(TESTDIR) $(TESTDIR)/curate devdb start >/dev/null
 	@export TEST_DATABASE_URL="$$(CURATE_DATA_DIR=$(TESTDIR) $(TESTDIR)/curate devdb url --admin)"; \
-	status=0; $(GO) test -run='^$$' -bench=. -benchmem -timeout=60m ./... || status=$$?; \
+	status=0; \
+	$(GO) test -run='^$$' -bench=. -benchmem ./internal/... || status=$$?; \
+	$(GO) test -run='^$$' -bench=. -benchtime=1x -timeout=90m ./web/... ./jobs/... || status=$$?; \
 	CURATE_DATA_DIR=$(TESTDIR) $(TESTDIR)/curate devdb stop >/dev/null; exit $$status
 
 ## assets: fetch the vendored front-end libraries from npm (results are committed)
 assets:
 	@tmp=$$(mktemp -d); cd $$tmp && npm pack --silent htmx.org@$(HTMX) >/dev/null && tar xzf htmx.org-$(HTMX).tgz; \
 	cp $$tmp/package/dist/htmx.min.js $(CURDIR)/static/vendor/htmx-$(HTMX).min.js; rm -rf $$tmp
-	@echo "static/vendor updated: htmx $(HTMX)"
+	@tmp=$$(mktemp -d); cd $$tmp && npm pack --silent uplot@$(UPLOT) >/dev/null && tar xzf uplot-$(UPLOT).tgz; \
+	cp $$tmp/package/dist/uPlot.iife.min.js $(CURDIR)/static/vendor/uplot-$(UPLOT).iife.min.js; \
+	cp $$tmp/package/dist/uPlot.min.css $(CURDIR)/static/vendor/uplot-$(UPLOT).min.css; \
+	cp $$tmp/package/LICENSE $(CURDIR)/static/vendor/uplot-$(UPLOT).LICENSE; rm -rf $$tmp
+	@echo "static/vendor updated: htmx $(HTMX), uplot $(UPLOT)"
 
 clean:
 	rm -rf bin $(TESTDIR)

@@ -7,9 +7,44 @@ package db
 
 import (
 	"context"
+	"time"
 
 	"github.com/google/uuid"
 )
+
+const aPIKeyCaller = `-- name: APIKeyCaller :one
+SELECT k.id, k.org_id, k.name, k.secret_hash, k.role, k.revoked_at, o.slug AS org_slug, o.name AS org_name
+FROM api_keys k JOIN organizations o ON o.id = k.org_id
+WHERE k.prefix = $1
+`
+
+type APIKeyCallerRow struct {
+	ID         uuid.UUID  `json:"id"`
+	OrgID      uuid.UUID  `json:"org_id"`
+	Name       string     `json:"name"`
+	SecretHash []byte     `json:"secret_hash"`
+	Role       UserRole   `json:"role"`
+	RevokedAt  *time.Time `json:"revoked_at"`
+	OrgSlug    string     `json:"org_slug"`
+	OrgName    string     `json:"org_name"`
+}
+
+// A key and its organisation, read on every API request.
+func (q *Queries) APIKeyCaller(ctx context.Context, prefix string) (APIKeyCallerRow, error) {
+	row := q.db.QueryRow(ctx, aPIKeyCaller, prefix)
+	var i APIKeyCallerRow
+	err := row.Scan(
+		&i.ID,
+		&i.OrgID,
+		&i.Name,
+		&i.SecretHash,
+		&i.Role,
+		&i.RevokedAt,
+		&i.OrgSlug,
+		&i.OrgName,
+	)
+	return i, err
+}
 
 const aPIKeyCreate = `-- name: APIKeyCreate :one
 INSERT INTO api_keys (org_id, name, prefix, secret_hash, role, created_by)

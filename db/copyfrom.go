@@ -56,6 +56,7 @@ func (r iteratorForFeedbackCopy) Values() ([]interface{}, error) {
 		r.rows[0].PiiKinds,
 		r.rows[0].ContentHash,
 		r.rows[0].Status,
+		r.rows[0].DuplicateOf,
 	}, nil
 }
 
@@ -64,7 +65,7 @@ func (r iteratorForFeedbackCopy) Err() error {
 }
 
 func (q *Queries) FeedbackCopy(ctx context.Context, arg []FeedbackCopyParams) (int64, error) {
-	return q.db.CopyFrom(ctx, []string{"feedback"}, []string{"id", "org_id", "external_id", "session_id", "trace_id", "end_user_id", "query", "response", "context", "model", "experiment_arm", "feedback_type", "rating", "dim_accuracy", "dim_helpfulness", "dim_clarity", "dim_safety", "comment", "correction", "latency_ms", "tags", "source", "rank", "rank_group", "pii_kinds", "content_hash", "status"}, &iteratorForFeedbackCopy{rows: arg})
+	return q.db.CopyFrom(ctx, []string{"feedback"}, []string{"id", "org_id", "external_id", "session_id", "trace_id", "end_user_id", "query", "response", "context", "model", "experiment_arm", "feedback_type", "rating", "dim_accuracy", "dim_helpfulness", "dim_clarity", "dim_safety", "comment", "correction", "latency_ms", "tags", "source", "rank", "rank_group", "pii_kinds", "content_hash", "status", "duplicate_of"}, &iteratorForFeedbackCopy{rows: arg})
 }
 
 // iteratorForFeedbackReviewInsertMany implements pgx.CopyFromSource.
@@ -104,4 +105,40 @@ func (r iteratorForFeedbackReviewInsertMany) Err() error {
 
 func (q *Queries) FeedbackReviewInsertMany(ctx context.Context, arg []FeedbackReviewInsertManyParams) (int64, error) {
 	return q.db.CopyFrom(ctx, []string{"feedback_reviews"}, []string{"org_id", "feedback_id", "actor_id", "actor_label", "action", "from_status", "to_status", "note"}, &iteratorForFeedbackReviewInsertMany{rows: arg})
+}
+
+// iteratorForVersionItemsCopy implements pgx.CopyFromSource.
+type iteratorForVersionItemsCopy struct {
+	rows                 []VersionItemsCopyParams
+	skippedFirstNextCall bool
+}
+
+func (r *iteratorForVersionItemsCopy) Next() bool {
+	if len(r.rows) == 0 {
+		return false
+	}
+	if !r.skippedFirstNextCall {
+		r.skippedFirstNextCall = true
+		return true
+	}
+	r.rows = r.rows[1:]
+	return len(r.rows) > 0
+}
+
+func (r iteratorForVersionItemsCopy) Values() ([]interface{}, error) {
+	return []interface{}{
+		r.rows[0].VersionID,
+		r.rows[0].ContentSha,
+		r.rows[0].SourceID,
+		r.rows[0].Split,
+		r.rows[0].Content,
+	}, nil
+}
+
+func (r iteratorForVersionItemsCopy) Err() error {
+	return nil
+}
+
+func (q *Queries) VersionItemsCopy(ctx context.Context, arg []VersionItemsCopyParams) (int64, error) {
+	return q.db.CopyFrom(ctx, []string{"dataset_version_items"}, []string{"version_id", "content_sha", "source_id", "split", "content"}, &iteratorForVersionItemsCopy{rows: arg})
 }

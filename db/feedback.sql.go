@@ -98,6 +98,7 @@ type FeedbackCopyParams struct {
 	PiiKinds       []string        `json:"pii_kinds"`
 	ContentHash    []byte          `json:"content_hash"`
 	Status         ReviewStatus    `json:"status"`
+	DuplicateOf    uuid.NullUUID   `json:"duplicate_of"`
 }
 
 const feedbackExistingExternalIDs = `-- name: FeedbackExistingExternalIDs :many
@@ -129,8 +130,46 @@ func (q *Queries) FeedbackExistingExternalIDs(ctx context.Context, arg FeedbackE
 	return items, nil
 }
 
+const feedbackFirstByHash = `-- name: FeedbackFirstByHash :many
+SELECT DISTINCT ON (content_hash) content_hash, id
+FROM feedback
+WHERE org_id = $1 AND content_hash = ANY($2::bytea[])
+ORDER BY content_hash, seq
+`
+
+type FeedbackFirstByHashParams struct {
+	OrgID  uuid.UUID `json:"org_id"`
+	Hashes [][]byte  `json:"hashes"`
+}
+
+type FeedbackFirstByHashRow struct {
+	ContentHash []byte    `json:"content_hash"`
+	ID          uuid.UUID `json:"id"`
+}
+
+// The first stored row for each content hash, to link a batch's duplicates.
+func (q *Queries) FeedbackFirstByHash(ctx context.Context, arg FeedbackFirstByHashParams) ([]FeedbackFirstByHashRow, error) {
+	rows, err := q.db.Query(ctx, feedbackFirstByHash, arg.OrgID, arg.Hashes)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []FeedbackFirstByHashRow{}
+	for rows.Next() {
+		var i FeedbackFirstByHashRow
+		if err := rows.Scan(&i.ContentHash, &i.ID); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const feedbackGet = `-- name: FeedbackGet :one
-SELECT f.id, f.seq, f.org_id, f.external_id, f.session_id, f.trace_id, f.end_user_id, f.query, f.response, f.context, f.model, f.experiment_arm, f.feedback_type, f.rating, f.dim_accuracy, f.dim_helpfulness, f.dim_clarity, f.dim_safety, f.comment, f.correction, f.latency_ms, f.tags, f.status, f.assignee_id, f.reviewer_id, f.reviewed_at, f.source, f.rank, f.rank_group, f.pii_kinds, f.content_hash, f.duplicate_of, f.created_at, f.updated_at, f.version, f.search, coalesce(a.email, '')::text AS assignee_email, coalesce(r.email, '')::text AS reviewer_email
+SELECT f.id, f.seq, f.org_id, f.external_id, f.session_id, f.trace_id, f.end_user_id, f.query, f.response, f.context, f.model, f.experiment_arm, f.feedback_type, f.rating, f.dim_accuracy, f.dim_helpfulness, f.dim_clarity, f.dim_safety, f.comment, f.correction, f.latency_ms, f.tags, f.status, f.assignee_id, f.reviewer_id, f.reviewed_at, f.source, f.rank, f.rank_group, f.pii_kinds, f.content_hash, f.duplicate_of, f.created_at, f.updated_at, f.version, coalesce(a.email, '')::text AS assignee_email, coalesce(r.email, '')::text AS reviewer_email
 FROM feedback f
 LEFT JOIN users a ON a.id = f.assignee_id
 LEFT JOIN users r ON r.id = f.reviewer_id
@@ -187,7 +226,6 @@ func (q *Queries) FeedbackGet(ctx context.Context, arg FeedbackGetParams) (Feedb
 		&i.Feedback.CreatedAt,
 		&i.Feedback.UpdatedAt,
 		&i.Feedback.Version,
-		&i.Feedback.Search,
 		&i.AssigneeEmail,
 		&i.ReviewerEmail,
 	)
@@ -195,7 +233,7 @@ func (q *Queries) FeedbackGet(ctx context.Context, arg FeedbackGetParams) (Feedb
 }
 
 const feedbackGetByExternalID = `-- name: FeedbackGetByExternalID :one
-SELECT id FROM feedback WHERE org_id = $1 AND external_id = $2
+SELECT id, seq, org_id, external_id, session_id, trace_id, end_user_id, query, response, context, model, experiment_arm, feedback_type, rating, dim_accuracy, dim_helpfulness, dim_clarity, dim_safety, comment, correction, latency_ms, tags, status, assignee_id, reviewer_id, reviewed_at, source, rank, rank_group, pii_kinds, content_hash, duplicate_of, created_at, updated_at, version FROM feedback WHERE org_id = $1 AND external_id = $2
 `
 
 type FeedbackGetByExternalIDParams struct {
@@ -203,11 +241,47 @@ type FeedbackGetByExternalIDParams struct {
 	ExternalID pgtype.Text `json:"external_id"`
 }
 
-func (q *Queries) FeedbackGetByExternalID(ctx context.Context, arg FeedbackGetByExternalIDParams) (uuid.UUID, error) {
+func (q *Queries) FeedbackGetByExternalID(ctx context.Context, arg FeedbackGetByExternalIDParams) (Feedback, error) {
 	row := q.db.QueryRow(ctx, feedbackGetByExternalID, arg.OrgID, arg.ExternalID)
-	var id uuid.UUID
-	err := row.Scan(&id)
-	return id, err
+	var i Feedback
+	err := row.Scan(
+		&i.ID,
+		&i.Seq,
+		&i.OrgID,
+		&i.ExternalID,
+		&i.SessionID,
+		&i.TraceID,
+		&i.EndUserID,
+		&i.Query,
+		&i.Response,
+		&i.Context,
+		&i.Model,
+		&i.ExperimentArm,
+		&i.FeedbackType,
+		&i.Rating,
+		&i.DimAccuracy,
+		&i.DimHelpfulness,
+		&i.DimClarity,
+		&i.DimSafety,
+		&i.Comment,
+		&i.Correction,
+		&i.LatencyMs,
+		&i.Tags,
+		&i.Status,
+		&i.AssigneeID,
+		&i.ReviewerID,
+		&i.ReviewedAt,
+		&i.Source,
+		&i.Rank,
+		&i.RankGroup,
+		&i.PiiKinds,
+		&i.ContentHash,
+		&i.DuplicateOf,
+		&i.CreatedAt,
+		&i.UpdatedAt,
+		&i.Version,
+	)
+	return i, err
 }
 
 const feedbackInsert = `-- name: FeedbackInsert :one
@@ -215,14 +289,17 @@ const feedbackInsert = `-- name: FeedbackInsert :one
 INSERT INTO feedback (
     id, org_id, external_id, session_id, trace_id, end_user_id, query, response, context, model, experiment_arm,
     feedback_type, rating, dim_accuracy, dim_helpfulness, dim_clarity, dim_safety, comment, correction,
-    latency_ms, tags, source, rank, rank_group, pii_kinds, content_hash, status
+    latency_ms, tags, source, rank, rank_group, pii_kinds, content_hash, status, duplicate_of
 ) VALUES (
     $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11,
     $12, $13, $14, $15, $16, $17,
-    $18, $19, $20, $21, $22, $23, $24, $25, $26, $27
+    $18, $19, $20, $21, $22, $23, $24, $25, $26, $27,
+    -- An exact duplicate links to the first row with the same content.
+    coalesce($28::uuid,
+             (SELECT d.id FROM feedback d WHERE d.org_id = $2 AND d.content_hash = $26 ORDER BY d.seq LIMIT 1))
 )
 ON CONFLICT (org_id, external_id) WHERE external_id IS NOT NULL DO NOTHING
-RETURNING id
+RETURNING id, seq, org_id, external_id, session_id, trace_id, end_user_id, query, response, context, model, experiment_arm, feedback_type, rating, dim_accuracy, dim_helpfulness, dim_clarity, dim_safety, comment, correction, latency_ms, tags, status, assignee_id, reviewer_id, reviewed_at, source, rank, rank_group, pii_kinds, content_hash, duplicate_of, created_at, updated_at, version
 `
 
 type FeedbackInsertParams struct {
@@ -253,11 +330,12 @@ type FeedbackInsertParams struct {
 	PiiKinds       []string        `json:"pii_kinds"`
 	ContentHash    []byte          `json:"content_hash"`
 	Status         ReviewStatus    `json:"status"`
+	DuplicateOf    uuid.NullUUID   `json:"duplicate_of"`
 }
 
 // The queue's filters appear in FeedbackList, FeedbackStatusCounts and
 // FeedbackMatchingIDs: keep the three WHERE clauses the same.
-func (q *Queries) FeedbackInsert(ctx context.Context, arg FeedbackInsertParams) (uuid.UUID, error) {
+func (q *Queries) FeedbackInsert(ctx context.Context, arg FeedbackInsertParams) (Feedback, error) {
 	row := q.db.QueryRow(ctx, feedbackInsert,
 		arg.ID,
 		arg.OrgID,
@@ -286,36 +364,47 @@ func (q *Queries) FeedbackInsert(ctx context.Context, arg FeedbackInsertParams) 
 		arg.PiiKinds,
 		arg.ContentHash,
 		arg.Status,
+		arg.DuplicateOf,
 	)
-	var id uuid.UUID
-	err := row.Scan(&id)
-	return id, err
-}
-
-const feedbackLinkDuplicates = `-- name: FeedbackLinkDuplicates :execrows
-UPDATE feedback f SET duplicate_of = first.id
-FROM feedback me
-CROSS JOIN LATERAL (
-    SELECT o.id FROM feedback o
-    WHERE o.org_id = me.org_id AND o.content_hash = me.content_hash
-    ORDER BY o.seq LIMIT 1
-) first
-WHERE f.id = me.id AND me.org_id = $1 AND me.id = ANY($2::uuid[]) AND first.id <> me.id
-`
-
-type FeedbackLinkDuplicatesParams struct {
-	OrgID uuid.UUID   `json:"org_id"`
-	Ids   []uuid.UUID `json:"ids"`
-}
-
-// Links each row among ids to the first row (by insertion) in the
-// organisation with the same normalised query and response.
-func (q *Queries) FeedbackLinkDuplicates(ctx context.Context, arg FeedbackLinkDuplicatesParams) (int64, error) {
-	result, err := q.db.Exec(ctx, feedbackLinkDuplicates, arg.OrgID, arg.Ids)
-	if err != nil {
-		return 0, err
-	}
-	return result.RowsAffected(), nil
+	var i Feedback
+	err := row.Scan(
+		&i.ID,
+		&i.Seq,
+		&i.OrgID,
+		&i.ExternalID,
+		&i.SessionID,
+		&i.TraceID,
+		&i.EndUserID,
+		&i.Query,
+		&i.Response,
+		&i.Context,
+		&i.Model,
+		&i.ExperimentArm,
+		&i.FeedbackType,
+		&i.Rating,
+		&i.DimAccuracy,
+		&i.DimHelpfulness,
+		&i.DimClarity,
+		&i.DimSafety,
+		&i.Comment,
+		&i.Correction,
+		&i.LatencyMs,
+		&i.Tags,
+		&i.Status,
+		&i.AssigneeID,
+		&i.ReviewerID,
+		&i.ReviewedAt,
+		&i.Source,
+		&i.Rank,
+		&i.RankGroup,
+		&i.PiiKinds,
+		&i.ContentHash,
+		&i.DuplicateOf,
+		&i.CreatedAt,
+		&i.UpdatedAt,
+		&i.Version,
+	)
+	return i, err
 }
 
 const feedbackList = `-- name: FeedbackList :many
@@ -338,7 +427,7 @@ WHERE f.org_id = $1
   AND ($12::timestamptz IS NULL OR f.created_at < $12)
   AND ($13::bool OR f.duplicate_of IS NULL)
   AND (NOT $14::bool OR f.pii_kinds <> '{}')
-  AND ($15::text = '' OR f.search @@ websearch_to_tsquery('english', $15))
+  AND ($15::text = '' OR feedback_document(f.query, f.response, f.comment) @@ websearch_to_tsquery('english', $15))
   AND ($16::timestamptz IS NULL OR (f.created_at, f.id) < ($16, $17::uuid))
 ORDER BY f.created_at DESC, f.id DESC
 LIMIT $18
@@ -469,7 +558,7 @@ WHERE f.org_id = $1
   AND ($12::timestamptz IS NULL OR f.created_at < $12)
   AND ($13::bool OR f.duplicate_of IS NULL)
   AND (NOT $14::bool OR f.pii_kinds <> '{}')
-  AND ($15::text = '' OR f.search @@ websearch_to_tsquery('english', $15))
+  AND ($15::text = '' OR feedback_document(f.query, f.response, f.comment) @@ websearch_to_tsquery('english', $15))
 ORDER BY f.created_at DESC, f.id DESC
 LIMIT $16
 `
@@ -652,7 +741,7 @@ WHERE f.org_id = $1
   AND ($11::timestamptz IS NULL OR f.created_at < $11)
   AND ($12::bool OR f.duplicate_of IS NULL)
   AND (NOT $13::bool OR f.pii_kinds <> '{}')
-  AND ($14::text = '' OR f.search @@ websearch_to_tsquery('english', $14))
+  AND ($14::text = '' OR feedback_document(f.query, f.response, f.comment) @@ websearch_to_tsquery('english', $14))
 GROUP BY f.status
 `
 
@@ -719,7 +808,7 @@ UPDATE feedback SET
     reviewer_id = $5, reviewed_at = $6,
     updated_at = now(), version = version + 1
 WHERE org_id = $7 AND id = $8 AND version = $9
-RETURNING id, seq, org_id, external_id, session_id, trace_id, end_user_id, query, response, context, model, experiment_arm, feedback_type, rating, dim_accuracy, dim_helpfulness, dim_clarity, dim_safety, comment, correction, latency_ms, tags, status, assignee_id, reviewer_id, reviewed_at, source, rank, rank_group, pii_kinds, content_hash, duplicate_of, created_at, updated_at, version, search
+RETURNING id, seq, org_id, external_id, session_id, trace_id, end_user_id, query, response, context, model, experiment_arm, feedback_type, rating, dim_accuracy, dim_helpfulness, dim_clarity, dim_safety, comment, correction, latency_ms, tags, status, assignee_id, reviewer_id, reviewed_at, source, rank, rank_group, pii_kinds, content_hash, duplicate_of, created_at, updated_at, version
 `
 
 type FeedbackUpdateParams struct {
@@ -784,7 +873,6 @@ func (q *Queries) FeedbackUpdate(ctx context.Context, arg FeedbackUpdateParams) 
 		&i.CreatedAt,
 		&i.UpdatedAt,
 		&i.Version,
-		&i.Search,
 	)
 	return i, err
 }

@@ -14,6 +14,138 @@ import (
 	"github.com/jackc/pgx/v5/pgtype"
 )
 
+type DatasetStatus string
+
+const (
+	DatasetStatusDraft    DatasetStatus = "draft"
+	DatasetStatusCurating DatasetStatus = "curating"
+	DatasetStatusReady    DatasetStatus = "ready"
+	DatasetStatusExported DatasetStatus = "exported"
+	DatasetStatusArchived DatasetStatus = "archived"
+)
+
+func (e *DatasetStatus) Scan(src interface{}) error {
+	switch s := src.(type) {
+	case []byte:
+		*e = DatasetStatus(s)
+	case string:
+		*e = DatasetStatus(s)
+	default:
+		return fmt.Errorf("unsupported scan type for DatasetStatus: %T", src)
+	}
+	return nil
+}
+
+type NullDatasetStatus struct {
+	DatasetStatus DatasetStatus `json:"dataset_status"`
+	Valid         bool          `json:"valid"` // Valid is true if DatasetStatus is not NULL
+}
+
+// Scan implements the Scanner interface.
+func (ns *NullDatasetStatus) Scan(value interface{}) error {
+	if value == nil {
+		ns.DatasetStatus, ns.Valid = "", false
+		return nil
+	}
+	ns.Valid = true
+	return ns.DatasetStatus.Scan(value)
+}
+
+// Value implements the driver Valuer interface.
+func (ns NullDatasetStatus) Value() (driver.Value, error) {
+	if !ns.Valid {
+		return nil, nil
+	}
+	return string(ns.DatasetStatus), nil
+}
+
+type DatasetType string
+
+const (
+	DatasetTypePreferencePairs   DatasetType = "preference_pairs"
+	DatasetTypeInstructionTuning DatasetType = "instruction_tuning"
+	DatasetTypeDpo               DatasetType = "dpo"
+)
+
+func (e *DatasetType) Scan(src interface{}) error {
+	switch s := src.(type) {
+	case []byte:
+		*e = DatasetType(s)
+	case string:
+		*e = DatasetType(s)
+	default:
+		return fmt.Errorf("unsupported scan type for DatasetType: %T", src)
+	}
+	return nil
+}
+
+type NullDatasetType struct {
+	DatasetType DatasetType `json:"dataset_type"`
+	Valid       bool        `json:"valid"` // Valid is true if DatasetType is not NULL
+}
+
+// Scan implements the Scanner interface.
+func (ns *NullDatasetType) Scan(value interface{}) error {
+	if value == nil {
+		ns.DatasetType, ns.Valid = "", false
+		return nil
+	}
+	ns.Valid = true
+	return ns.DatasetType.Scan(value)
+}
+
+// Value implements the driver Valuer interface.
+func (ns NullDatasetType) Value() (driver.Value, error) {
+	if !ns.Valid {
+		return nil, nil
+	}
+	return string(ns.DatasetType), nil
+}
+
+type ExportStatus string
+
+const (
+	ExportStatusQueued    ExportStatus = "queued"
+	ExportStatusRunning   ExportStatus = "running"
+	ExportStatusSucceeded ExportStatus = "succeeded"
+	ExportStatusFailed    ExportStatus = "failed"
+)
+
+func (e *ExportStatus) Scan(src interface{}) error {
+	switch s := src.(type) {
+	case []byte:
+		*e = ExportStatus(s)
+	case string:
+		*e = ExportStatus(s)
+	default:
+		return fmt.Errorf("unsupported scan type for ExportStatus: %T", src)
+	}
+	return nil
+}
+
+type NullExportStatus struct {
+	ExportStatus ExportStatus `json:"export_status"`
+	Valid        bool         `json:"valid"` // Valid is true if ExportStatus is not NULL
+}
+
+// Scan implements the Scanner interface.
+func (ns *NullExportStatus) Scan(value interface{}) error {
+	if value == nil {
+		ns.ExportStatus, ns.Valid = "", false
+		return nil
+	}
+	ns.Valid = true
+	return ns.ExportStatus.Scan(value)
+}
+
+// Value implements the driver Valuer interface.
+func (ns NullExportStatus) Value() (driver.Value, error) {
+	if !ns.Valid {
+		return nil, nil
+	}
+	return string(ns.ExportStatus), nil
+}
+
 type FeedbackSource string
 
 const (
@@ -101,6 +233,101 @@ func (ns NullFeedbackType) Value() (driver.Value, error) {
 		return nil, nil
 	}
 	return string(ns.FeedbackType), nil
+}
+
+type FinetuneStatus string
+
+const (
+	FinetuneStatusPending    FinetuneStatus = "pending"
+	FinetuneStatusUploading  FinetuneStatus = "uploading"
+	FinetuneStatusValidating FinetuneStatus = "validating"
+	FinetuneStatusQueued     FinetuneStatus = "queued"
+	FinetuneStatusRunning    FinetuneStatus = "running"
+	FinetuneStatusSucceeded  FinetuneStatus = "succeeded"
+	FinetuneStatusFailed     FinetuneStatus = "failed"
+	FinetuneStatusCancelled  FinetuneStatus = "cancelled"
+)
+
+func (e *FinetuneStatus) Scan(src interface{}) error {
+	switch s := src.(type) {
+	case []byte:
+		*e = FinetuneStatus(s)
+	case string:
+		*e = FinetuneStatus(s)
+	default:
+		return fmt.Errorf("unsupported scan type for FinetuneStatus: %T", src)
+	}
+	return nil
+}
+
+type NullFinetuneStatus struct {
+	FinetuneStatus FinetuneStatus `json:"finetune_status"`
+	Valid          bool           `json:"valid"` // Valid is true if FinetuneStatus is not NULL
+}
+
+// Scan implements the Scanner interface.
+func (ns *NullFinetuneStatus) Scan(value interface{}) error {
+	if value == nil {
+		ns.FinetuneStatus, ns.Valid = "", false
+		return nil
+	}
+	ns.Valid = true
+	return ns.FinetuneStatus.Scan(value)
+}
+
+// Value implements the driver Valuer interface.
+func (ns NullFinetuneStatus) Value() (driver.Value, error) {
+	if !ns.Valid {
+		return nil, nil
+	}
+	return string(ns.FinetuneStatus), nil
+}
+
+type PairMethod string
+
+const (
+	PairMethodManual      PairMethod = "manual"
+	PairMethodCorrection  PairMethod = "correction"
+	PairMethodSameQuery   PairMethod = "same_query"
+	PairMethodThreshold   PairMethod = "threshold"
+	PairMethodMultiAspect PairMethod = "multi_aspect"
+	PairMethodRanking     PairMethod = "ranking"
+	PairMethodImport      PairMethod = "import"
+)
+
+func (e *PairMethod) Scan(src interface{}) error {
+	switch s := src.(type) {
+	case []byte:
+		*e = PairMethod(s)
+	case string:
+		*e = PairMethod(s)
+	default:
+		return fmt.Errorf("unsupported scan type for PairMethod: %T", src)
+	}
+	return nil
+}
+
+type NullPairMethod struct {
+	PairMethod PairMethod `json:"pair_method"`
+	Valid      bool       `json:"valid"` // Valid is true if PairMethod is not NULL
+}
+
+// Scan implements the Scanner interface.
+func (ns *NullPairMethod) Scan(value interface{}) error {
+	if value == nil {
+		ns.PairMethod, ns.Valid = "", false
+		return nil
+	}
+	ns.Valid = true
+	return ns.PairMethod.Scan(value)
+}
+
+// Value implements the driver Valuer interface.
+func (ns NullPairMethod) Value() (driver.Value, error) {
+	if !ns.Valid {
+		return nil, nil
+	}
+	return string(ns.PairMethod), nil
 }
 
 type ReviewStatus string
@@ -196,6 +423,49 @@ func (ns NullRiverJobState) Value() (driver.Value, error) {
 	return string(ns.RiverJobState), nil
 }
 
+type SplitStrategy string
+
+const (
+	SplitStrategyRandom   SplitStrategy = "random"
+	SplitStrategyTemporal SplitStrategy = "temporal"
+	SplitStrategyUser     SplitStrategy = "user"
+)
+
+func (e *SplitStrategy) Scan(src interface{}) error {
+	switch s := src.(type) {
+	case []byte:
+		*e = SplitStrategy(s)
+	case string:
+		*e = SplitStrategy(s)
+	default:
+		return fmt.Errorf("unsupported scan type for SplitStrategy: %T", src)
+	}
+	return nil
+}
+
+type NullSplitStrategy struct {
+	SplitStrategy SplitStrategy `json:"split_strategy"`
+	Valid         bool          `json:"valid"` // Valid is true if SplitStrategy is not NULL
+}
+
+// Scan implements the Scanner interface.
+func (ns *NullSplitStrategy) Scan(value interface{}) error {
+	if value == nil {
+		ns.SplitStrategy, ns.Valid = "", false
+		return nil
+	}
+	ns.Valid = true
+	return ns.SplitStrategy.Scan(value)
+}
+
+// Value implements the driver Valuer interface.
+func (ns NullSplitStrategy) Value() (driver.Value, error) {
+	if !ns.Valid {
+		return nil, nil
+	}
+	return string(ns.SplitStrategy), nil
+}
+
 type UserRole string
 
 const (
@@ -252,6 +522,37 @@ type APIKey struct {
 	RevokedAt  *time.Time    `json:"revoked_at"`
 }
 
+type Alert struct {
+	ID                 uuid.UUID       `json:"id"`
+	OrgID              uuid.UUID       `json:"org_id"`
+	Kind               string          `json:"kind"`
+	Severity           string          `json:"severity"`
+	DedupKey           string          `json:"dedup_key"`
+	Title              string          `json:"title"`
+	Message            string          `json:"message"`
+	Details            json.RawMessage `json:"details"`
+	OpenedAt           time.Time       `json:"opened_at"`
+	LastSeenAt         time.Time       `json:"last_seen_at"`
+	ResolvedAt         *time.Time      `json:"resolved_at"`
+	DismissedAt        *time.Time      `json:"dismissed_at"`
+	DismissedBy        uuid.NullUUID   `json:"dismissed_by"`
+	WebhookDeliveredAt *time.Time      `json:"webhook_delivered_at"`
+}
+
+type AlertSetting struct {
+	OrgID           uuid.UUID `json:"org_id"`
+	Enabled         bool      `json:"enabled"`
+	RatingThreshold float64   `json:"rating_threshold"`
+	MinRatings      int32     `json:"min_ratings"`
+	WindowHours     int32     `json:"window_hours"`
+	BaselineDays    int32     `json:"baseline_days"`
+	SpikeFactor     float64   `json:"spike_factor"`
+	SpikeMinCount   int32     `json:"spike_min_count"`
+	WebhookUrl      string    `json:"webhook_url"`
+	WebhookSecret   string    `json:"webhook_secret"`
+	UpdatedAt       time.Time `json:"updated_at"`
+}
+
 type AuditLog struct {
 	ID         int64           `json:"id"`
 	OrgID      uuid.NullUUID   `json:"org_id"`
@@ -264,6 +565,49 @@ type AuditLog struct {
 	Details    json.RawMessage `json:"details"`
 	Ip         string          `json:"ip"`
 	CreatedAt  time.Time       `json:"created_at"`
+}
+
+type DatasetExport struct {
+	ID             uuid.UUID    `json:"id"`
+	OrgID          uuid.UUID    `json:"org_id"`
+	DatasetID      uuid.UUID    `json:"dataset_id"`
+	VersionID      uuid.UUID    `json:"version_id"`
+	Format         string       `json:"format"`
+	MaskPii        bool         `json:"mask_pii"`
+	Status         ExportStatus `json:"status"`
+	RowsTotal      int32        `json:"rows_total"`
+	RowsDone       int32        `json:"rows_done"`
+	StoragePrefix  string       `json:"storage_prefix"`
+	Manifest       []byte       `json:"manifest"`
+	Error          string       `json:"error"`
+	CreatedByLabel string       `json:"created_by_label"`
+	CreatedAt      time.Time    `json:"created_at"`
+	FinishedAt     *time.Time   `json:"finished_at"`
+}
+
+type DatasetVersion struct {
+	ID                uuid.UUID     `json:"id"`
+	OrgID             uuid.UUID     `json:"org_id"`
+	DatasetID         uuid.UUID     `json:"dataset_id"`
+	Number            int32         `json:"number"`
+	Kind              string        `json:"kind"`
+	ContentHash       string        `json:"content_hash"`
+	ItemCount         int32         `json:"item_count"`
+	TrainCount        int32         `json:"train_count"`
+	ValidationCount   int32         `json:"validation_count"`
+	SplitStrategy     SplitStrategy `json:"split_strategy"`
+	ValidationPercent int16         `json:"validation_percent"`
+	SplitSeed         int64         `json:"split_seed"`
+	CreatedByLabel    string        `json:"created_by_label"`
+	CreatedAt         time.Time     `json:"created_at"`
+}
+
+type DatasetVersionItem struct {
+	VersionID  uuid.UUID       `json:"version_id"`
+	ContentSha []byte          `json:"content_sha"`
+	SourceID   uuid.UUID       `json:"source_id"`
+	Split      string          `json:"split"`
+	Content    json.RawMessage `json:"content"`
 }
 
 type Feedback struct {
@@ -302,7 +646,6 @@ type Feedback struct {
 	CreatedAt      time.Time       `json:"created_at"`
 	UpdatedAt      time.Time       `json:"updated_at"`
 	Version        int32           `json:"version"`
-	Search         interface{}     `json:"search"`
 }
 
 type FeedbackReview struct {
@@ -318,6 +661,135 @@ type FeedbackReview struct {
 	CreatedAt  time.Time        `json:"created_at"`
 }
 
+type FineTuningBudget struct {
+	OrgID          uuid.UUID `json:"org_id"`
+	Monthly        int64     `json:"monthly"`
+	UpdatedByLabel string    `json:"updated_by_label"`
+	UpdatedAt      time.Time `json:"updated_at"`
+}
+
+type FineTuningCheckpoint struct {
+	JobID                uuid.UUID       `json:"job_id"`
+	OrgID                uuid.UUID       `json:"org_id"`
+	ProviderCheckpointID string          `json:"provider_checkpoint_id"`
+	Step                 int32           `json:"step"`
+	Model                string          `json:"model"`
+	At                   time.Time       `json:"at"`
+	Metrics              json.RawMessage `json:"metrics"`
+}
+
+type FineTuningEvent struct {
+	ID              int64     `json:"id"`
+	JobID           uuid.UUID `json:"job_id"`
+	OrgID           uuid.UUID `json:"org_id"`
+	ProviderEventID string    `json:"provider_event_id"`
+	At              time.Time `json:"at"`
+	Level           string    `json:"level"`
+	Message         string    `json:"message"`
+}
+
+type FineTuningJob struct {
+	ID                uuid.UUID       `json:"id"`
+	OrgID             uuid.UUID       `json:"org_id"`
+	DatasetVersionID  uuid.UUID       `json:"dataset_version_id"`
+	DatasetLabel      string          `json:"dataset_label"`
+	DatasetKind       string          `json:"dataset_kind"`
+	Provider          string          `json:"provider"`
+	BaseModel         string          `json:"base_model"`
+	Method            string          `json:"method"`
+	ExportFormat      string          `json:"export_format"`
+	Hyperparameters   json.RawMessage `json:"hyperparameters"`
+	Suffix            string          `json:"suffix"`
+	Seed              pgtype.Int8     `json:"seed"`
+	Status            FinetuneStatus  `json:"status"`
+	ProviderState     string          `json:"provider_state"`
+	TrainPath         string          `json:"train_path"`
+	ValidPath         string          `json:"valid_path"`
+	TrainFileID       string          `json:"train_file_id"`
+	ValidFileID       string          `json:"valid_file_id"`
+	FilesReady        bool            `json:"files_ready"`
+	ProviderJobID     string          `json:"provider_job_id"`
+	EventCursor       string          `json:"event_cursor"`
+	CancelRequestedAt *time.Time      `json:"cancel_requested_at"`
+	CancelSentAt      *time.Time      `json:"cancel_sent_at"`
+	Step              int32           `json:"step"`
+	TotalSteps        int32           `json:"total_steps"`
+	Epoch             int32           `json:"epoch"`
+	TotalEpochs       int32           `json:"total_epochs"`
+	TrainExamples     int32           `json:"train_examples"`
+	EstimatedTokens   int64           `json:"estimated_tokens"`
+	EstimatedEpochs   int32           `json:"estimated_epochs"`
+	PricePerMillion   int64           `json:"price_per_million"`
+	PriceDate         string          `json:"price_date"`
+	EstimatedCost     int64           `json:"estimated_cost"`
+	TrainedTokens     int64           `json:"trained_tokens"`
+	ActualCost        pgtype.Int8     `json:"actual_cost"`
+	FineTunedModel    string          `json:"fine_tuned_model"`
+	ErrorMessage      string          `json:"error_message"`
+	RiverJobID        pgtype.Int8     `json:"river_job_id"`
+	CreatedBy         uuid.NullUUID   `json:"created_by"`
+	CreatedByLabel    string          `json:"created_by_label"`
+	CreatedAt         time.Time       `json:"created_at"`
+	StartedAt         *time.Time      `json:"started_at"`
+	CompletedAt       *time.Time      `json:"completed_at"`
+	UpdatedAt         time.Time       `json:"updated_at"`
+}
+
+type FineTuningMetric struct {
+	JobID                  uuid.UUID     `json:"job_id"`
+	OrgID                  uuid.UUID     `json:"org_id"`
+	Step                   int32         `json:"step"`
+	Epoch                  int32         `json:"epoch"`
+	TrainLoss              pgtype.Float8 `json:"train_loss"`
+	TrainAccuracy          pgtype.Float8 `json:"train_accuracy"`
+	ValidLoss              pgtype.Float8 `json:"valid_loss"`
+	ValidMeanTokenAccuracy pgtype.Float8 `json:"valid_mean_token_accuracy"`
+}
+
+type ImportRun struct {
+	ID             uuid.UUID       `json:"id"`
+	OrgID          uuid.UUID       `json:"org_id"`
+	Kind           string          `json:"kind"`
+	FileName       string          `json:"file_name"`
+	FileSize       int64           `json:"file_size"`
+	Status         string          `json:"status"`
+	Phase          string          `json:"phase"`
+	BytesDone      int64           `json:"bytes_done"`
+	Stored         int32           `json:"stored"`
+	Duplicates     int32           `json:"duplicates"`
+	Skipped        int32           `json:"skipped"`
+	SkipReasons    json.RawMessage `json:"skip_reasons"`
+	Error          string          `json:"error"`
+	ErrorLine      pgtype.Int4     `json:"error_line"`
+	CreatedBy      uuid.NullUUID   `json:"created_by"`
+	CreatedByLabel string          `json:"created_by_label"`
+	CreatedAt      time.Time       `json:"created_at"`
+	StartedAt      *time.Time      `json:"started_at"`
+	FinishedAt     *time.Time      `json:"finished_at"`
+	UpdatedAt      time.Time       `json:"updated_at"`
+}
+
+type LangfuseConnection struct {
+	OrgID            uuid.UUID       `json:"org_id"`
+	Host             string          `json:"host"`
+	PublicKey        string          `json:"public_key"`
+	SecretCiphertext []byte          `json:"secret_ciphertext"`
+	SecretNonce      []byte          `json:"secret_nonce"`
+	SyncFrom         *time.Time      `json:"sync_from"`
+	SyncStartedAt    *time.Time      `json:"sync_started_at"`
+	LastSyncAt       *time.Time      `json:"last_sync_at"`
+	LastAttemptAt    *time.Time      `json:"last_attempt_at"`
+	LastStored       int32           `json:"last_stored"`
+	LastDuplicates   int32           `json:"last_duplicates"`
+	LastSkipped      int32           `json:"last_skipped"`
+	LastSkipReasons  json.RawMessage `json:"last_skip_reasons"`
+	TotalStored      int64           `json:"total_stored"`
+	LastError        string          `json:"last_error"`
+	UpdatedBy        uuid.NullUUID   `json:"updated_by"`
+	CreatedAt        time.Time       `json:"created_at"`
+	UpdatedAt        time.Time       `json:"updated_at"`
+}
+
 type LoginFailure struct {
 	ID        int64     `json:"id"`
 	Email     string    `json:"email"`
@@ -330,6 +802,30 @@ type Organization struct {
 	Slug      string    `json:"slug"`
 	Name      string    `json:"name"`
 	CreatedAt time.Time `json:"created_at"`
+}
+
+type PreferencePair struct {
+	ID                 uuid.UUID       `json:"id"`
+	Seq                pgtype.Int8     `json:"seq"`
+	OrgID              uuid.UUID       `json:"org_id"`
+	Prompt             json.RawMessage `json:"prompt"`
+	Query              string          `json:"query"`
+	SystemPrompt       string          `json:"system_prompt"`
+	ChosenResponse     string          `json:"chosen_response"`
+	RejectedResponse   string          `json:"rejected_response"`
+	PreferenceStrength float32         `json:"preference_strength"`
+	ContextDocuments   json.RawMessage `json:"context_documents"`
+	Method             PairMethod      `json:"method"`
+	ChosenFeedbackID   uuid.NullUUID   `json:"chosen_feedback_id"`
+	RejectedFeedbackID uuid.NullUUID   `json:"rejected_feedback_id"`
+	ExternalID         pgtype.Text     `json:"external_id"`
+	AnnotatorID        uuid.NullUUID   `json:"annotator_id"`
+	AnnotationNotes    string          `json:"annotation_notes"`
+	Tags               []string        `json:"tags"`
+	ContentHash        []byte          `json:"content_hash"`
+	CreatedAt          time.Time       `json:"created_at"`
+	UpdatedAt          time.Time       `json:"updated_at"`
+	Version            int32           `json:"version"`
 }
 
 type RiverJob struct {
@@ -349,6 +845,37 @@ type RiverMigration struct {
 	Line      string    `json:"line"`
 	Version   int64     `json:"version"`
 	CreatedAt time.Time `json:"created_at"`
+}
+
+type TrainingDataset struct {
+	ID                uuid.UUID     `json:"id"`
+	OrgID             uuid.UUID     `json:"org_id"`
+	Name              string        `json:"name"`
+	Description       string        `json:"description"`
+	DatasetType       DatasetType   `json:"dataset_type"`
+	Status            DatasetStatus `json:"status"`
+	SystemPrompt      string        `json:"system_prompt"`
+	ExportFormat      string        `json:"export_format"`
+	BaseModel         string        `json:"base_model"`
+	SplitStrategy     SplitStrategy `json:"split_strategy"`
+	ValidationPercent int16         `json:"validation_percent"`
+	SplitSeed         int64         `json:"split_seed"`
+	SavedFilter       string        `json:"saved_filter"`
+	QualityScore      pgtype.Float4 `json:"quality_score"`
+	CurrentVersionID  uuid.NullUUID `json:"current_version_id"`
+	CreatedBy         uuid.NullUUID `json:"created_by"`
+	CuratorLabel      string        `json:"curator_label"`
+	CreatedAt         time.Time     `json:"created_at"`
+	UpdatedAt         time.Time     `json:"updated_at"`
+	Version           int32         `json:"version"`
+}
+
+type TrainingDatasetMember struct {
+	DatasetID  uuid.UUID     `json:"dataset_id"`
+	OrgID      uuid.UUID     `json:"org_id"`
+	PairID     uuid.NullUUID `json:"pair_id"`
+	FeedbackID uuid.NullUUID `json:"feedback_id"`
+	AddedAt    time.Time     `json:"added_at"`
 }
 
 type User struct {

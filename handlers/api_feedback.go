@@ -1,6 +1,7 @@
 package handlers
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -33,11 +34,7 @@ func (h *Handlers) APIFeedbackCreate(c echo.Context) error {
 			return &errs.TooMany{Message: fmt.Sprintf("user %q sent too much feedback; try again in %ds", it.UserID, int(wait.Seconds())+1), RetryAfter: wait}
 		}
 	}
-	id, created, err := h.Feedback.Ingest(ctx(c), caller.OrgID, "api", it)
-	if err != nil {
-		return err
-	}
-	d, err := h.Feedback.Get(ctx(c), caller.OrgID, id)
+	f, created, err := h.Feedback.Ingest(ctx(c), caller.OrgID, "api", it)
 	if err != nil {
 		return err
 	}
@@ -45,32 +42,24 @@ func (h *Handlers) APIFeedbackCreate(c echo.Context) error {
 	if created {
 		status = http.StatusCreated
 	}
-	setETag(c, d.Feedback.Version)
-	return c.JSON(status, feedback.ToObject(d.Feedback))
+	setETag(c, f.Version)
+	return c.JSON(status, feedback.ToObject(f))
 }
 
 // APIFeedbackBatch stores up to 10,000 items with COPY, all or nothing.
 func (h *Handlers) APIFeedbackBatch(c echo.Context) error {
-	var body struct {
-		Items []json.RawMessage `json:"items"`
-	}
-	if err := decodeJSON(c, &body, ""); err != nil {
+	body, err := readJSONBody(c)
+	if err != nil {
 		return err
 	}
-	if len(body.Items) > feedback.MaxBatch {
-		return errs.InvalidField("items", "at most %d items per batch, not %d", feedback.MaxBatch, len(body.Items))
+	var batch struct {
+		Items []feedback.Item `json:"items"`
 	}
-	items := make([]feedback.Item, len(body.Items))
-	v := &errs.Invalid{}
-	for i, raw := range body.Items {
-		if err := strictUnmarshal(raw, &items[i]); err != nil {
-			v.Add(fmt.Sprintf("items[%d]%s", i, jsonErrField(err)), "%s", jsonErrMessage(err))
-		}
+	if err := strictUnmarshal(body, &batch); err != nil {
+		// Decode again item by item, only to name the bad item's index.
+		return batchDecodeError(body, err)
 	}
-	if v.Has() {
-		return v
-	}
-	res, err := h.Feedback.IngestBatch(ctx(c), CallerOf(c).OrgID, "api", items)
+	res, err := h.Feedback.IngestBatch(ctx(c), CallerOf(c).OrgID, "api", batch.Items)
 	if err != nil {
 		return err
 	}
@@ -212,18 +201,48 @@ func listLimit(s string) (int, error) {
 	return n, nil
 }
 
-// decodeJSON reads a JSON body strictly: valid UTF-8, known fields only,
-// one value. Errors name the field.
-func decodeJSON(c echo.Context, v any, prefix string) error {
+// batchDecodeError names the item a batch failed to decode on.
+func batchDecodeError(body []byte, err error) error {
+	var loose struct {
+		Items []json.RawMessage `json:"items"`
+	}
+	if json.Unmarshal(body, &loose) != nil || len(loose.Items) == 0 {
+		return errs.InvalidField(strings.TrimPrefix(jsonErrField(err), "."), "%s", jsonErrMessage(err))
+	}
+	v := &errs.Invalid{}
+	for i, raw := range loose.Items {
+		var it feedback.Item
+		if err := strictUnmarshal(raw, &it); err != nil {
+			v.Add(fmt.Sprintf("items[%d]%s", i, jsonErrField(err)), "%s", jsonErrMessage(err))
+		}
+	}
+	if !v.Has() {
+		v.Add(strings.TrimPrefix(jsonErrField(err), "."), "%s", jsonErrMessage(err))
+	}
+	return v
+}
+
+// readJSONBody reads a request body that must be JSON in valid UTF-8.
+func readJSONBody(c echo.Context) ([]byte, error) {
 	if ct := c.Request().Header.Get(echo.HeaderContentType); !strings.HasPrefix(ct, echo.MIMEApplicationJSON) {
-		return errs.InvalidField("Content-Type", "send application/json")
+		return nil, errs.InvalidField("Content-Type", "send application/json")
 	}
 	body, err := io.ReadAll(c.Request().Body)
 	if err != nil {
-		return err // a body over the limit becomes 413 in the middleware
+		return nil, err // a body over the limit becomes 413 in the middleware
 	}
 	if !utf8.Valid(body) {
-		return errs.InvalidField("body", "is not valid UTF-8")
+		return nil, errs.InvalidField("body", "is not valid UTF-8")
+	}
+	return body, nil
+}
+
+// decodeJSON reads a JSON body strictly: valid UTF-8, known fields only,
+// one value. Errors name the field.
+func decodeJSON(c echo.Context, v any, prefix string) error {
+	body, err := readJSONBody(c)
+	if err != nil {
+		return err
 	}
 	if err := strictUnmarshal(body, v); err != nil {
 		return errs.InvalidField(prefix+strings.TrimPrefix(jsonErrField(err), "."), "%s", jsonErrMessage(err))
@@ -232,7 +251,7 @@ func decodeJSON(c echo.Context, v any, prefix string) error {
 }
 
 func strictUnmarshal(b []byte, v any) error {
-	dec := json.NewDecoder(strings.NewReader(string(b)))
+	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
 		return err

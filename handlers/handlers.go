@@ -20,7 +20,10 @@ import (
 	"github.com/curate/curate/internal/accounts"
 	"github.com/curate/curate/internal/audit"
 	"github.com/curate/curate/internal/auth"
+	"github.com/curate/curate/internal/datasets"
 	"github.com/curate/curate/internal/feedback"
+	"github.com/curate/curate/internal/finetune"
+	"github.com/curate/curate/internal/importer"
 	"github.com/curate/curate/internal/ratelimit"
 	"github.com/curate/curate/views"
 )
@@ -36,6 +39,12 @@ type Handlers struct {
 	Feedback *feedback.Store
 	// UserLimiter bounds feedback per end user (the item's user_id).
 	UserLimiter *ratelimit.Limiter
+	// Importer runs file imports and the Langfuse connection.
+	Importer *importer.Service
+	// Datasets curates training datasets and their exports.
+	Datasets *datasets.Service
+	// FineTune launches fine-tuning jobs and reports on them.
+	FineTune *finetune.Service
 }
 
 // Caller is who is making the request, set by the authentication middleware.
@@ -85,6 +94,7 @@ func (h *Handlers) page(c echo.Context, title, section string) views.Page {
 	p := views.Page{Title: title, Section: section, CSRF: CSRFToken(c)}
 	if caller := CallerOf(c); caller != nil && caller.Kind == "session" {
 		p.User = &views.User{Email: caller.Label, Role: string(caller.Role), Org: caller.OrgName}
+		p.Alerts = h.alertBanners(c, caller.OrgID)
 	}
 	p.Flashes = h.Sessions.TakeFlashes(c)
 	return p

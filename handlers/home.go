@@ -28,4 +28,3 @@ func (h *Handlers) Home(c echo.Context) error {
 	v := views.HomeView{OrgName: caller.OrgName, Users: len(users), APIKeys: active}
 	return render(c, http.StatusOK, views.HomePage(h.page(c, "Overview", "home"), v))
 }
-

@@ -12,6 +12,10 @@ import (
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 
 	"github.com/curate/curate/internal/accounts"
+	"github.com/curate/curate/internal/datasets"
+	"github.com/curate/curate/internal/finetune"
+	"github.com/curate/curate/internal/importer"
+	"github.com/curate/curate/internal/webhook"
 )
 
 // Deps are what workers need; each worker takes only its own part.
@@ -19,6 +23,14 @@ type Deps struct {
 	Pool     *pgxpool.Pool
 	Accounts *accounts.Service
 	Log      *slog.Logger
+	// Imports runs file imports and Langfuse syncs; nil leaves them out.
+	Imports *importer.Service
+	// Webhooks sends alert deliveries; nil uses a default sender.
+	Webhooks *webhook.Sender
+	// Datasets writes dataset exports; nil leaves them out.
+	Datasets *datasets.Service
+	// FineTune drives fine-tuning jobs at providers; nil leaves them out.
+	FineTune *finetune.Service
 }
 
 // Options size the client.
@@ -32,6 +44,19 @@ type Options struct {
 func Register(d Deps) *river.Workers {
 	w := river.NewWorkers()
 	river.AddWorker(w, &MaintenanceWorker{Accounts: d.Accounts})
+	if d.Datasets != nil {
+		river.AddWorker(w, &ExportWorker{Datasets: d.Datasets})
+	}
+	if d.Imports != nil {
+		river.AddWorker(w, &ImportWorker{Imports: d.Imports})
+		river.AddWorker(w, &LangfuseSyncWorker{Imports: d.Imports})
+		river.AddWorker(w, &LangfuseSyncAllWorker{Imports: d.Imports})
+	}
+	river.AddWorker(w, &AlertsEvaluateWorker{Pool: d.Pool, Log: d.Log})
+	river.AddWorker(w, &AlertWebhookWorker{Pool: d.Pool, Sender: d.Webhooks})
+	if d.FineTune != nil {
+		river.AddWorker(w, &FineTuneWorker{FineTune: d.FineTune})
+	}
 	return w
 }
 
@@ -47,7 +72,14 @@ func NewClient(d Deps, opts Options) (*river.Client[pgx.Tx], error) {
 			river.NewPeriodicJob(river.PeriodicInterval(time.Hour),
 				func() (river.JobArgs, *river.InsertOpts) { return MaintenanceArgs{}, nil },
 				&river.PeriodicJobOpts{RunOnStart: true}),
+			river.NewPeriodicJob(river.PeriodicInterval(5*time.Minute),
+				func() (river.JobArgs, *river.InsertOpts) { return AlertsEvaluateArgs{}, nil }, nil),
 		}
+	}
+	if opts.Workers > 0 && d.Imports != nil {
+		cfg.PeriodicJobs = append(cfg.PeriodicJobs, river.NewPeriodicJob(river.PeriodicInterval(LangfuseSyncEvery),
+			func() (river.JobArgs, *river.InsertOpts) { return LangfuseSyncAllArgs{}, nil },
+			&river.PeriodicJobOpts{RunOnStart: true}))
 	}
 	return river.NewClient(riverpgxv5.New(d.Pool), cfg)
 }

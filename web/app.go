@@ -25,15 +25,19 @@ import (
 	"github.com/curate/curate/db"
 	"github.com/curate/curate/handlers"
 	"github.com/curate/curate/internal/accounts"
+	"github.com/curate/curate/internal/blobstore"
 	"github.com/curate/curate/internal/config"
+	"github.com/curate/curate/internal/datasets"
 	"github.com/curate/curate/internal/feedback"
+	"github.com/curate/curate/internal/finetune"
+	"github.com/curate/curate/internal/importer"
 	"github.com/curate/curate/internal/ratelimit"
 	"github.com/curate/curate/jobs"
 	"github.com/curate/curate/static"
 )
 
 // uploadLimit bounds an uploaded import file.
-const uploadLimit = 200 << 20
+const uploadLimit = importer.MaxUpload + 1<<20 // the file and the form around it
 
 // App is one Curate server: HTTP and, unless Workers is 0, River workers.
 type App struct {
@@ -43,9 +47,29 @@ type App struct {
 	Echo     *echo.Echo
 	Log      *slog.Logger
 	Accounts *accounts.Service
+	// FineTune launches and drives fine-tuning jobs on frozen dataset
+	// versions (tests may swap its source with SetDataSource).
+	FineTune   *finetune.Service
 	handlers   *handlers.Handlers
 	metrics    *metrics
 	keyLimiter *ratelimit.Limiter // requests per API key
+}
+
+// Services builds the domain services every process needs, web or worker,
+// so a `curate worker` can run every kind of job `curate serve` can.
+func Services(cfg config.Config, pool *pgxpool.Pool, log *slog.Logger) (jobs.Deps, error) {
+	imp, err := importer.New(pool, cfg, log)
+	if err != nil {
+		return jobs.Deps{}, err
+	}
+	bucket, err := blobstore.Open(context.Background(), cfg.BlobURL, cfg.DataDir)
+	if err != nil {
+		return jobs.Deps{}, err
+	}
+	ds := &datasets.Service{Pool: pool, Bucket: bucket}
+	ft := finetune.FromConfig(pool, cfg)
+	ft.SetDataSource(&datasets.FineTuneSource{Service: ds})
+	return jobs.Deps{Pool: pool, Accounts: accounts.New(pool), Log: log, Imports: imp, Datasets: ds, FineTune: ft}, nil
 }
 
 // New assembles an App on an open, migrated database.
@@ -54,15 +78,19 @@ func New(cfg config.Config, pool *pgxpool.Pool, log *slog.Logger) (*App, error) 
 	if err != nil {
 		return nil, err
 	}
-	acc := accounts.New(pool)
-	client, err := jobs.NewClient(jobs.Deps{Pool: pool, Accounts: acc, Log: log}, jobs.Options{Workers: cfg.Workers})
+	deps, err := Services(cfg, pool, log)
+	if err != nil {
+		return nil, err
+	}
+	client, err := jobs.NewClient(deps, jobs.Options{Workers: cfg.Workers})
 	if err != nil {
 		return nil, fmt.Errorf("river: %w", err)
 	}
+	acc, imp, ds, ft := deps.Accounts, deps.Imports, deps.Datasets, deps.FineTune
 	q := db.New(pool)
 	a := &App{
-		Config: cfg, Pool: pool, River: client, Log: log, Accounts: acc,
-		handlers: &handlers.Handlers{Pool: pool, Q: q, Accounts: acc, River: client, Log: log,
+		Config: cfg, Pool: pool, River: client, Log: log, Accounts: acc, FineTune: ft,
+		handlers: &handlers.Handlers{Pool: pool, Q: q, Accounts: acc, River: client, Log: log, Importer: imp, Datasets: ds, FineTune: ft,
 			Sessions:    handlers.NewSessions(hashKey, blockKey, cfg.SessionTTL),
 			Feedback:    &feedback.Store{Pool: pool},
 			UserLimiter: ratelimit.New(float64(cfg.FeedbackPerUser)/60, cfg.FeedbackPerUser)},

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/chromedp/chromedp"
+	"github.com/jackc/pgx/v5/pgtype"
 	"testing"
 
 	"github.com/curate/curate/internal/config"
@@ -60,11 +61,25 @@ func text(t *testing.T, ctx context.Context, sel string) string {
 	return strings.TrimSpace(s)
 }
 
-func mustJSON(t *testing.T, v any) string {
+func mustJSON(t testing.TB, v any) string {
 	t.Helper()
 	b, err := json.Marshal(v)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return string(b)
+}
+
+// rawJSON is a body already encoded as JSON.
+type rawJSON string
+
+func (r rawJSON) MarshalJSON() ([]byte, error) { return []byte(r), nil }
+
+func pgText(s string) pgtype.Text { return pgtype.Text{String: s, Valid: s != ""} }
+
+func pgInt2(n *int) pgtype.Int2 {
+	if n == nil {
+		return pgtype.Int2{}
+	}
+	return pgtype.Int2{Int16: int16(*n), Valid: true}
 }

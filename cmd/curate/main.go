@@ -54,6 +54,9 @@ func commands() []command {
 		{"devdb", "manage the private Postgres cluster in the data directory: start|stop|status|url", cmdDevDB},
 		{"user", "manage users: create", cmdUser},
 		{"apikey", "manage API keys: create", cmdAPIKey},
+		{"dataset", "manage training datasets: freeze", cmdDataset},
+		{"export", "write a ready dataset's export files to a directory", cmdExport},
+		{"import", "import a feedback file (jsonl or oasst) into an organisation", cmdImport},
 	}
 }
 

@@ -50,6 +50,14 @@ func cmdServe(ctx context.Context, env *Env, args []string) error {
 			ln.Close()
 			return fmt.Errorf("seeding demo data: %w", err)
 		}
+		n, err := demo.SeedFeedback(ctx, app.Pool, seeded)
+		if err != nil {
+			ln.Close()
+			return fmt.Errorf("seeding demo feedback: %w", err)
+		}
+		if n > 0 {
+			log.Info("seeded demo feedback", "items", n)
+		}
 		printDemo(env, url, seeded)
 	}
 	log.Info("curate is running", "url", url, "workers", cfg.Workers)

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 
-	"github.com/curate/curate/internal/accounts"
 	"github.com/curate/curate/jobs"
 	"github.com/curate/curate/web"
 )
@@ -33,7 +32,11 @@ func cmdWorker(ctx context.Context, env *Env, args []string) error {
 		return err
 	}
 	defer d.Close()
-	client, err := jobs.NewClient(jobs.Deps{Pool: d.Pool, Accounts: accounts.New(d.Pool), Log: log}, jobs.Options{Workers: cfg.Workers})
+	deps, err := web.Services(cfg, d.Pool, log)
+	if err != nil {
+		return err
+	}
+	client, err := jobs.NewClient(deps, jobs.Options{Workers: cfg.Workers})
 	if err != nil {
 		return err
 	}

@@ -41,11 +41,16 @@ CREATE TABLE feedback (
     duplicate_of    uuid REFERENCES feedback (id) ON DELETE SET NULL,
     created_at      timestamptz NOT NULL DEFAULT now(),
     updated_at      timestamptz NOT NULL DEFAULT now(),
-    version         integer NOT NULL DEFAULT 1,
-    search          tsvector GENERATED ALWAYS AS (
-        to_tsvector('english', left(query, 100000) || ' ' || left(response, 100000) || ' ' || left(comment, 20000))
-    ) STORED
+    version         integer NOT NULL DEFAULT 1
 );
+
+-- The words of an item for full-text search. An expression index rather
+-- than a stored column: rows stay small and RETURNING does not carry it.
+-- +goose StatementBegin
+CREATE FUNCTION feedback_document(query text, response text, comment text) RETURNS tsvector
+LANGUAGE sql IMMUTABLE PARALLEL SAFE
+RETURN to_tsvector('english'::regconfig, left(query, 100000) || ' ' || left(response, 100000) || ' ' || left(comment, 20000));
+-- +goose StatementEnd
 
 CREATE UNIQUE INDEX feedback_external_id_key ON feedback (org_id, external_id) WHERE external_id IS NOT NULL;
 -- The queue: newest first, keyset-paginated, usually narrowed by status.
@@ -55,7 +60,7 @@ CREATE INDEX feedback_org_assignee_idx ON feedback (org_id, assignee_id, created
 CREATE INDEX feedback_org_model_idx ON feedback (org_id, model, created_at DESC);
 CREATE INDEX feedback_org_hash_idx ON feedback (org_id, content_hash, seq);
 CREATE INDEX feedback_tags_idx ON feedback USING gin (tags);
-CREATE INDEX feedback_search_idx ON feedback USING gin (search);
+CREATE INDEX feedback_search_idx ON feedback USING gin (feedback_document(query, response, comment));
 CREATE INDEX feedback_pii_idx ON feedback (org_id, created_at DESC) WHERE pii_kinds <> '{}';
 CREATE INDEX feedback_rank_group_idx ON feedback (org_id, rank_group) WHERE rank_group <> '';
 
@@ -78,6 +83,7 @@ CREATE INDEX feedback_reviews_org_actor_idx ON feedback_reviews (org_id, actor_i
 -- +goose Down
 DROP TABLE feedback_reviews;
 DROP TABLE feedback;
+DROP FUNCTION feedback_document;
 DROP TYPE feedback_source;
 DROP TYPE review_status;
 DROP TYPE feedback_type;

@@ -6,6 +6,12 @@ RETURNING *;
 -- name: APIKeyGetByPrefix :one
 SELECT * FROM api_keys WHERE prefix = $1;
 
+-- name: APIKeyCaller :one
+-- A key and its organisation, read on every API request.
+SELECT k.id, k.org_id, k.name, k.secret_hash, k.role, k.revoked_at, o.slug AS org_slug, o.name AS org_name
+FROM api_keys k JOIN organizations o ON o.id = k.org_id
+WHERE k.prefix = $1;
+
 -- name: APIKeyList :many
 SELECT * FROM api_keys WHERE org_id = $1 ORDER BY created_at DESC, id;
 

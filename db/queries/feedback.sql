@@ -5,29 +5,27 @@
 INSERT INTO feedback (
     id, org_id, external_id, session_id, trace_id, end_user_id, query, response, context, model, experiment_arm,
     feedback_type, rating, dim_accuracy, dim_helpfulness, dim_clarity, dim_safety, comment, correction,
-    latency_ms, tags, source, rank, rank_group, pii_kinds, content_hash, status
+    latency_ms, tags, source, rank, rank_group, pii_kinds, content_hash, status, duplicate_of
 ) VALUES (
     @id, @org_id, sqlc.narg('external_id'), @session_id, @trace_id, @end_user_id, @query, @response, @context, @model, @experiment_arm,
     @feedback_type, sqlc.narg('rating'), sqlc.narg('dim_accuracy'), sqlc.narg('dim_helpfulness'), sqlc.narg('dim_clarity'), sqlc.narg('dim_safety'),
-    @comment, @correction, sqlc.narg('latency_ms'), @tags, @source, sqlc.narg('rank'), @rank_group, @pii_kinds, @content_hash, @status
+    @comment, @correction, sqlc.narg('latency_ms'), @tags, @source, sqlc.narg('rank'), @rank_group, @pii_kinds, @content_hash, @status,
+    -- An exact duplicate links to the first row with the same content.
+    coalesce(sqlc.narg('duplicate_of')::uuid,
+             (SELECT d.id FROM feedback d WHERE d.org_id = @org_id AND d.content_hash = @content_hash ORDER BY d.seq LIMIT 1))
 )
 ON CONFLICT (org_id, external_id) WHERE external_id IS NOT NULL DO NOTHING
-RETURNING id;
+RETURNING *;
 
 -- name: FeedbackGetByExternalID :one
-SELECT id FROM feedback WHERE org_id = $1 AND external_id = $2;
+SELECT * FROM feedback WHERE org_id = $1 AND external_id = $2;
 
--- name: FeedbackLinkDuplicates :execrows
--- Links each row among ids to the first row (by insertion) in the
--- organisation with the same normalised query and response.
-UPDATE feedback f SET duplicate_of = first.id
-FROM feedback me
-CROSS JOIN LATERAL (
-    SELECT o.id FROM feedback o
-    WHERE o.org_id = me.org_id AND o.content_hash = me.content_hash
-    ORDER BY o.seq LIMIT 1
-) first
-WHERE f.id = me.id AND me.org_id = @org_id AND me.id = ANY(@ids::uuid[]) AND first.id <> me.id;
+-- name: FeedbackFirstByHash :many
+-- The first stored row for each content hash, to link a batch's duplicates.
+SELECT DISTINCT ON (content_hash) content_hash, id
+FROM feedback
+WHERE org_id = @org_id AND content_hash = ANY(@hashes::bytea[])
+ORDER BY content_hash, seq;
 
 -- name: FeedbackGet :one
 SELECT sqlc.embed(f), coalesce(a.email, '')::text AS assignee_email, coalesce(r.email, '')::text AS reviewer_email
@@ -56,7 +54,7 @@ WHERE f.org_id = @org_id
   AND (sqlc.narg('created_to')::timestamptz IS NULL OR f.created_at < sqlc.narg('created_to'))
   AND (@with_duplicates::bool OR f.duplicate_of IS NULL)
   AND (NOT @pii_only::bool OR f.pii_kinds <> '{}')
-  AND (@q::text = '' OR f.search @@ websearch_to_tsquery('english', @q))
+  AND (@q::text = '' OR feedback_document(f.query, f.response, f.comment) @@ websearch_to_tsquery('english', @q))
   AND (sqlc.narg('cursor_time')::timestamptz IS NULL OR (f.created_at, f.id) < (sqlc.narg('cursor_time'), sqlc.narg('cursor_id')::uuid))
 ORDER BY f.created_at DESC, f.id DESC
 LIMIT @row_limit;
@@ -77,7 +75,7 @@ WHERE f.org_id = @org_id
   AND (sqlc.narg('created_to')::timestamptz IS NULL OR f.created_at < sqlc.narg('created_to'))
   AND (@with_duplicates::bool OR f.duplicate_of IS NULL)
   AND (NOT @pii_only::bool OR f.pii_kinds <> '{}')
-  AND (@q::text = '' OR f.search @@ websearch_to_tsquery('english', @q))
+  AND (@q::text = '' OR feedback_document(f.query, f.response, f.comment) @@ websearch_to_tsquery('english', @q))
 GROUP BY f.status;
 
 -- name: FeedbackMatchingIDs :many
@@ -98,7 +96,7 @@ WHERE f.org_id = @org_id
   AND (sqlc.narg('created_to')::timestamptz IS NULL OR f.created_at < sqlc.narg('created_to'))
   AND (@with_duplicates::bool OR f.duplicate_of IS NULL)
   AND (NOT @pii_only::bool OR f.pii_kinds <> '{}')
-  AND (@q::text = '' OR f.search @@ websearch_to_tsquery('english', @q))
+  AND (@q::text = '' OR feedback_document(f.query, f.response, f.comment) @@ websearch_to_tsquery('english', @q))
 ORDER BY f.created_at DESC, f.id DESC
 LIMIT @row_limit;
 
@@ -141,11 +139,11 @@ SELECT DISTINCT model FROM feedback WHERE org_id = $1 AND model <> '' ORDER BY m
 INSERT INTO feedback (
     id, org_id, external_id, session_id, trace_id, end_user_id, query, response, context, model, experiment_arm,
     feedback_type, rating, dim_accuracy, dim_helpfulness, dim_clarity, dim_safety, comment, correction,
-    latency_ms, tags, source, rank, rank_group, pii_kinds, content_hash, status
+    latency_ms, tags, source, rank, rank_group, pii_kinds, content_hash, status, duplicate_of
 ) VALUES (
     @id, @org_id, @external_id, @session_id, @trace_id, @end_user_id, @query, @response, @context, @model, @experiment_arm,
     @feedback_type, @rating, @dim_accuracy, @dim_helpfulness, @dim_clarity, @dim_safety, @comment, @correction,
-    @latency_ms, @tags, @source, @rank, @rank_group, @pii_kinds, @content_hash, @status
+    @latency_ms, @tags, @source, @rank, @rank_group, @pii_kinds, @content_hash, @status, @duplicate_of
 );
 
 -- name: FeedbackExistingExternalIDs :many

@@ -9,6 +9,7 @@ import (
 	"net/mail"
 	"regexp"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/google/uuid"
@@ -31,6 +32,8 @@ type Service struct {
 	MaxFailuresPerIP    int
 	Window              time.Duration
 	Now                 func() time.Time
+	touched             sync.Map // API key id → when its last use was recorded
+	keys                sync.Map // API key prefix → cachedKey
 }
 
 // New returns a Service with the default lockout policy.
@@ -245,6 +248,7 @@ func (s *Service) RevokeAPIKey(ctx context.Context, actor audit.Actor, orgID, ke
 		if err != nil {
 			return err
 		}
+		s.keys.Delete(k.Prefix)
 		return audit.Record(ctx, q, actor, audit.Entry{OrgID: orgID, Action: "api_key.revoke", TargetType: "api_key",
 			TargetID: k.ID.String(), Details: map[string]any{"name": k.Name, "prefix": k.Prefix}})
 	})

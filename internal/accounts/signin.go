@@ -85,25 +85,48 @@ func (s *Service) SignOut(ctx context.Context, u db.User, ip string) error {
 		audit.Entry{OrgID: u.OrgID, Action: "auth.logout", TargetType: "user", TargetID: u.ID.String()})
 }
 
-// KeyCaller checks a bearer API key and records its use.
-func (s *Service) KeyCaller(ctx context.Context, bearer string) (db.APIKey, error) {
+// keyCacheTTL is how long a checked API key is trusted without asking the
+// database again. A key revoked on this server stops at once; on other
+// servers within this time.
+const keyCacheTTL = 5 * time.Second
+
+type cachedKey struct {
+	row     db.APIKeyCallerRow
+	expires time.Time
+}
+
+// KeyCaller checks a bearer API key and returns it with its organisation,
+// in one query, trusted for keyCacheTTL afterwards. Its last use is recorded
+// at most once a minute per key and process, so a busy key does not write
+// on every request.
+func (s *Service) KeyCaller(ctx context.Context, bearer string) (db.APIKeyCallerRow, error) {
 	prefix, hash, err := auth.ParseAPIKey(bearer)
 	if err != nil {
-		return db.APIKey{}, ErrBadKey
+		return db.APIKeyCallerRow{}, ErrBadKey
+	}
+	now := s.Now()
+	if c, ok := s.keys.Load(prefix); ok {
+		if c := c.(cachedKey); now.Before(c.expires) && auth.HashMatches(c.row.SecretHash, hash) {
+			return c.row, nil
+		}
 	}
 	q := db.New(s.Pool)
-	k, err := q.APIKeyGetByPrefix(ctx, prefix)
+	k, err := q.APIKeyCaller(ctx, prefix)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return db.APIKey{}, ErrBadKey
+		return db.APIKeyCallerRow{}, ErrBadKey
 	}
 	if err != nil {
-		return db.APIKey{}, err
+		return db.APIKeyCallerRow{}, err
 	}
 	if !auth.HashMatches(k.SecretHash, hash) || k.RevokedAt != nil {
-		return db.APIKey{}, ErrBadKey
+		return db.APIKeyCallerRow{}, ErrBadKey
 	}
-	if err := q.APIKeyTouch(ctx, k.ID); err != nil {
-		return db.APIKey{}, err
+	s.keys.Store(prefix, cachedKey{row: k, expires: now.Add(keyCacheTTL)})
+	if last, ok := s.touched.Load(k.ID); !ok || now.Sub(last.(time.Time)) > time.Minute {
+		s.touched.Store(k.ID, now)
+		if err := q.APIKeyTouch(ctx, k.ID); err != nil {
+			return db.APIKeyCallerRow{}, err
+		}
 	}
 	return k, nil
 }

@@ -14,9 +14,11 @@ import (
 type Config struct {
 	Addr            string        // CURATE_ADDR, ":8080"
 	DataDir         string        // CURATE_DATA_DIR, "./.curate"
+	BlobURL         string        // CURATE_BLOB_URL, unset: export files in <DataDir>/exports (else e.g. s3://bucket?region=...)
 	DatabaseURL     string        // DATABASE_URL, unset: a private cluster in DataDir
 	SessionKey      string        // CURATE_SESSION_KEY, unset: generated and kept in DataDir
 	SessionTTL      time.Duration // CURATE_SESSION_TTL, 12h
+	SecretKey       string        // CURATE_SECRET_KEY, unset: generated and kept in DataDir (see Secret)
 	Env             string        // CURATE_ENV, "" or "dev"
 	Workers         int           // CURATE_WORKERS, 10 (River workers; 0: web only)
 	LogLevel        string        // CURATE_LOG_LEVEL, "info"
@@ -29,6 +31,19 @@ type Config struct {
 	APIRate         float64       // CURATE_API_RATE, 200: requests per second per API key
 	APIBurst        int           // CURATE_API_BURST, 400
 	FeedbackPerUser int           // CURATE_FEEDBACK_PER_USER, 10: feedback per minute per end user (user_id)
+
+	// Fine-tuning. Credentials come from the environment only and are
+	// never logged, rendered or stored in rows.
+	FineTuneBudgetUSD float64       // CURATE_FINETUNE_BUDGET_USD, 100: an organisation's monthly budget until an admin sets one
+	FineTunePoll      time.Duration // CURATE_FINETUNE_POLL, 30s: how often a running job is looked at
+	OpenAIAPIKey      string        // OPENAI_API_KEY (secret)
+	OpenAIBaseURL     string        // OPENAI_BASE_URL, unset: OpenAI's
+	BedrockBucket     string        // CURATE_BEDROCK_BUCKET: S3 bucket for training files
+	BedrockPrefix     string        // CURATE_BEDROCK_PREFIX, "curate/fine-tuning"
+	BedrockRoleARN    string        // CURATE_BEDROCK_ROLE_ARN: the role Bedrock assumes to read the bucket
+	BedrockRegion     string        // CURATE_BEDROCK_REGION, unset: AWS_REGION; credentials from the AWS chain
+	BedrockEndpoint   string        // CURATE_BEDROCK_ENDPOINT, unset: AWS's
+	S3Endpoint        string        // CURATE_S3_ENDPOINT, unset: AWS's (set: path-style addressing)
 }
 
 // FromEnv reads the environment, applying defaults.
@@ -37,7 +52,9 @@ func FromEnv() (Config, error) {
 		Addr:            env("CURATE_ADDR", ":8080"),
 		DataDir:         env("CURATE_DATA_DIR", "./.curate"),
 		DatabaseURL:     os.Getenv("DATABASE_URL"),
+		BlobURL:         os.Getenv("CURATE_BLOB_URL"),
 		SessionKey:      os.Getenv("CURATE_SESSION_KEY"),
+		SecretKey:       os.Getenv("CURATE_SECRET_KEY"),
 		Env:             os.Getenv("CURATE_ENV"),
 		LogLevel:        env("CURATE_LOG_LEVEL", "info"),
 		LogFormat:       env("CURATE_LOG_FORMAT", "text"),
@@ -51,6 +68,17 @@ func FromEnv() (Config, error) {
 		APIRate:         200,
 		APIBurst:        400,
 		FeedbackPerUser: 10,
+
+		FineTuneBudgetUSD: 100,
+		FineTunePoll:      30 * time.Second,
+		OpenAIAPIKey:      os.Getenv("OPENAI_API_KEY"),
+		OpenAIBaseURL:     os.Getenv("OPENAI_BASE_URL"),
+		BedrockBucket:     os.Getenv("CURATE_BEDROCK_BUCKET"),
+		BedrockPrefix:     env("CURATE_BEDROCK_PREFIX", "curate/fine-tuning"),
+		BedrockRoleARN:    os.Getenv("CURATE_BEDROCK_ROLE_ARN"),
+		BedrockRegion:     os.Getenv("CURATE_BEDROCK_REGION"),
+		BedrockEndpoint:   os.Getenv("CURATE_BEDROCK_ENDPOINT"),
+		S3Endpoint:        os.Getenv("CURATE_S3_ENDPOINT"),
 	}
 	var err error
 	if c.SessionTTL, err = durationEnv("CURATE_SESSION_TTL", c.SessionTTL); err != nil {
@@ -77,6 +105,14 @@ func FromEnv() (Config, error) {
 	}
 	if c.FeedbackPerUser, err = intEnv("CURATE_FEEDBACK_PER_USER", c.FeedbackPerUser); err != nil {
 		return c, err
+	}
+	if c.FineTunePoll, err = durationEnv("CURATE_FINETUNE_POLL", c.FineTunePoll); err != nil {
+		return c, err
+	}
+	if v := os.Getenv("CURATE_FINETUNE_BUDGET_USD"); v != "" {
+		if c.FineTuneBudgetUSD, err = strconv.ParseFloat(v, 64); err != nil || c.FineTuneBudgetUSD < 0 {
+			return c, fmt.Errorf("CURATE_FINETUNE_BUDGET_USD must be a number of dollars, at least 0")
+		}
 	}
 	if v := os.Getenv("CURATE_API_RATE"); v != "" {
 		if c.APIRate, err = strconv.ParseFloat(v, 64); err != nil {

@@ -1,8 +1,12 @@
-// Package demo seeds dev mode: a demo organisation and its first admin.
+// Package demo seeds dev mode: a demo organisation, its first admin, and
+// feedback on a fictional product's support assistant so the queue, the
+// stats and the alerts have something to show.
 package demo
 
 import (
 	"context"
+
+	"github.com/google/uuid"
 
 	"github.com/curate/curate/db"
 	"github.com/curate/curate/internal/accounts"
@@ -18,6 +22,7 @@ const (
 
 // Seeded says what Ensure did.
 type Seeded struct {
+	OrgID    uuid.UUID
 	Created  bool   // false when the demo organisation already had users
 	Email    string // the admin's e-mail
 	Password string // set only when the admin was just created
@@ -35,12 +40,12 @@ func Ensure(ctx context.Context, acc *accounts.Service) (Seeded, error) {
 		return Seeded{}, err
 	}
 	if len(users) > 0 {
-		return Seeded{Email: AdminEmail}, nil
+		return Seeded{OrgID: org.ID, Email: AdminEmail}, nil
 	}
 	pw := auth.GeneratePassword()
 	_, err = acc.CreateUser(ctx, audit.System, org.ID, accounts.NewUser{Email: AdminEmail, Name: "Demo Admin", Role: string(auth.Admin), Password: pw})
 	if err != nil {
 		return Seeded{}, err
 	}
-	return Seeded{Created: true, Email: AdminEmail, Password: pw}, nil
+	return Seeded{OrgID: org.ID, Created: true, Email: AdminEmail, Password: pw}, nil
 }

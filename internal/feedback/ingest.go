@@ -23,32 +23,23 @@ type Store struct {
 	Pool *pgxpool.Pool
 }
 
-// Ingest stores one validated item. When its external_id was already
-// stored it stores nothing and returns the existing id with created false.
-func (s *Store) Ingest(ctx context.Context, orgID uuid.UUID, source string, it Item) (uuid.UUID, bool, error) {
+// Ingest stores one validated item and returns it. When its external_id
+// was already stored it stores nothing and returns the stored row with
+// created false. One statement: the duplicate link is found by the INSERT.
+func (s *Store) Ingest(ctx context.Context, orgID uuid.UUID, source string, it Item) (db.Feedback, bool, error) {
 	v := &errs.Invalid{}
 	it.Validate(v, "")
 	if v.Has() {
-		return uuid.Nil, false, v
+		return db.Feedback{}, false, v
 	}
 	row := toRow(orgID, source, it)
-	var id uuid.UUID
-	var created bool
-	err := db.InTx(ctx, s.Pool, func(_ pgx.Tx, q *db.Queries) error {
-		var err error
-		id, err = q.FeedbackInsert(ctx, db.FeedbackInsertParams(row))
-		if errors.Is(err, pgx.ErrNoRows) { // ON CONFLICT DO NOTHING: already stored
-			id, err = q.FeedbackGetByExternalID(ctx, db.FeedbackGetByExternalIDParams{OrgID: orgID, ExternalID: row.ExternalID})
-			return err
-		}
-		if err != nil {
-			return err
-		}
-		created = true
-		_, err = q.FeedbackLinkDuplicates(ctx, db.FeedbackLinkDuplicatesParams{OrgID: orgID, Ids: []uuid.UUID{id}})
-		return err
-	})
-	return id, created, err
+	q := db.New(s.Pool)
+	f, err := q.FeedbackInsert(ctx, db.FeedbackInsertParams(row))
+	if errors.Is(err, pgx.ErrNoRows) { // ON CONFLICT DO NOTHING: already stored
+		f, err = q.FeedbackGetByExternalID(ctx, db.FeedbackGetByExternalIDParams{OrgID: orgID, ExternalID: row.ExternalID})
+		return f, false, err
+	}
+	return f, err == nil, err
 }
 
 // BatchResult says what a batch stored.
@@ -63,86 +54,58 @@ type BatchResult struct {
 // external_id is already stored (or repeats within the batch) are counted as
 // duplicates and skipped, so re-sending a batch changes nothing.
 func (s *Store) IngestBatch(ctx context.Context, orgID uuid.UUID, source string, items []Item) (BatchResult, error) {
+	rows, err := batchRows(orgID, source, items)
+	if err != nil {
+		return BatchResult{}, err
+	}
+	return retryOnUnique(func() (res BatchResult, err error) {
+		err = db.InTx(ctx, s.Pool, func(_ pgx.Tx, q *db.Queries) error {
+			res, err = copyRows(ctx, q, orgID, rows)
+			return err
+		})
+		return res, err
+	})
+}
+
+// batchRows validates a batch whole and turns it into rows.
+func batchRows(orgID uuid.UUID, source string, items []Item) ([]db.FeedbackCopyParams, error) {
 	if len(items) == 0 {
-		return BatchResult{}, errs.InvalidField("items", "send at least one item")
+		return nil, errs.InvalidField("items", "send at least one item")
 	}
 	if len(items) > MaxBatch {
-		return BatchResult{}, errs.InvalidField("items", "at most %d items per batch, not %d", MaxBatch, len(items))
+		return nil, errs.InvalidField("items", "at most %d items per batch, not %d", MaxBatch, len(items))
 	}
 	v := &errs.Invalid{}
 	for i := range items {
 		items[i].Validate(v, "items["+itoa(i)+"].")
 	}
 	if v.Has() {
-		return BatchResult{}, v
+		return nil, v
 	}
 	rows := make([]db.FeedbackCopyParams, len(items))
 	for i, it := range items {
-		rows[i] = db.FeedbackCopyParams(toRow(orgID, source, it))
+		rows[i] = toRow(orgID, source, it)
 	}
-	// A concurrent writer can store one of our external ids between our
-	// check and our COPY; the unique index then aborts the COPY and the
-	// whole batch is simply tried again.
+	return rows, nil
+}
+
+// retryOnUnique runs store again when it fails on the unique index: a
+// concurrent writer stored one of our external ids between our check and our
+// COPY, and the next try will see it as a duplicate.
+func retryOnUnique(store func() (BatchResult, error)) (BatchResult, error) {
 	var res BatchResult
 	var err error
 	for range 3 {
-		res, err = s.copyBatch(ctx, orgID, rows)
-		if !isUniqueViolation(err) {
+		if res, err = store(); !isUniqueViolation(err) {
 			break
 		}
 	}
 	return res, err
 }
 
-func (s *Store) copyBatch(ctx context.Context, orgID uuid.UUID, rows []db.FeedbackCopyParams) (BatchResult, error) {
-	var res BatchResult
-	err := db.InTx(ctx, s.Pool, func(_ pgx.Tx, q *db.Queries) error {
-		var ext []string
-		for _, r := range rows {
-			if r.ExternalID.Valid {
-				ext = append(ext, r.ExternalID.String)
-			}
-		}
-		stored := map[string]bool{}
-		if len(ext) > 0 {
-			existing, err := q.FeedbackExistingExternalIDs(ctx, db.FeedbackExistingExternalIDsParams{OrgID: orgID, ExternalIds: ext})
-			if err != nil {
-				return err
-			}
-			for _, e := range existing {
-				stored[e] = true
-			}
-		}
-		fresh := make([]db.FeedbackCopyParams, 0, len(rows))
-		res = BatchResult{}
-		for _, r := range rows {
-			if r.ExternalID.Valid {
-				if stored[r.ExternalID.String] {
-					res.Duplicates++
-					continue
-				}
-				stored[r.ExternalID.String] = true
-			}
-			fresh = append(fresh, r)
-			res.IDs = append(res.IDs, r.ID)
-		}
-		if len(fresh) == 0 {
-			return nil
-		}
-		n, err := q.FeedbackCopy(ctx, fresh)
-		if err != nil {
-			return err
-		}
-		res.Inserted = int(n)
-		_, err = q.FeedbackLinkDuplicates(ctx, db.FeedbackLinkDuplicatesParams{OrgID: orgID, Ids: res.IDs})
-		return err
-	})
-	return res, err
-}
-
 // toRow turns a validated item into a row, computing its PII findings and
 // its content hash for duplicate detection.
-func toRow(orgID uuid.UUID, source string, it Item) db.FeedbackInsertParams {
+func toRow(orgID uuid.UUID, source string, it Item) db.FeedbackCopyParams {
 	id, err := uuid.NewV7() // time-ordered ids keep the primary key's index compact
 	if err != nil {
 		id = uuid.New()
@@ -155,12 +118,10 @@ func toRow(orgID uuid.UUID, source string, it Item) db.FeedbackInsertParams {
 	if d == nil {
 		d = &Dimensions{}
 	}
+	// Everything starts pending, a correction sent by the end user too: a
+	// curator reviews it before it can train anything.
 	status := db.ReviewStatusPending
-	if strings.TrimSpace(it.Correction) != "" && it.FeedbackType == "correction" {
-		// A correction sent by the end user still needs a curator's review.
-		status = db.ReviewStatusPending
-	}
-	return db.FeedbackInsertParams{
+	return db.FeedbackCopyParams{
 		ID: id, OrgID: orgID, ExternalID: optText(it.ExternalID), SessionID: it.SessionID, TraceID: it.TraceID,
 		EndUserID: it.UserID, Query: it.Query, Response: it.Response, Context: ctxJSON, Model: it.Model,
 		ExperimentArm: it.ExperimentArm, FeedbackType: db.FeedbackType(it.FeedbackType), Rating: optInt2(it.Rating),

@@ -1,0 +1,84 @@
+-- name: AlertOrgIDs :many
+SELECT id FROM organizations ORDER BY id;
+
+-- name: AlertSettingsGet :one
+SELECT * FROM alert_settings WHERE org_id = @org_id;
+
+-- name: AlertSettingsUpsert :one
+INSERT INTO alert_settings (org_id, enabled, rating_threshold, min_ratings, window_hours, baseline_days,
+                            spike_factor, spike_min_count, webhook_url, updated_at)
+VALUES (@org_id, @enabled, @rating_threshold, @min_ratings, @window_hours, @baseline_days,
+        @spike_factor, @spike_min_count, @webhook_url, now())
+ON CONFLICT (org_id) DO UPDATE SET
+    enabled = EXCLUDED.enabled, rating_threshold = EXCLUDED.rating_threshold, min_ratings = EXCLUDED.min_ratings,
+    window_hours = EXCLUDED.window_hours, baseline_days = EXCLUDED.baseline_days, spike_factor = EXCLUDED.spike_factor,
+    spike_min_count = EXCLUDED.spike_min_count, webhook_url = EXCLUDED.webhook_url, updated_at = now()
+RETURNING *;
+
+-- name: AlertSettingsSetSecret :exec
+INSERT INTO alert_settings (org_id, webhook_secret) VALUES (@org_id, @webhook_secret)
+ON CONFLICT (org_id) DO UPDATE SET webhook_secret = EXCLUDED.webhook_secret, updated_at = now();
+
+-- name: AlertRatingsByModel :many
+-- Ratings per model in the evaluation window.
+SELECT model, count(*) AS ratings, coalesce(sum(rating), 0)::bigint AS rating_sum
+FROM feedback
+WHERE org_id = @org_id AND created_at >= @since AND created_at < @until AND rating IS NOT NULL
+GROUP BY model ORDER BY model;
+
+-- name: AlertThumbsDown :one
+-- Thumbs-down in the window and in the trailing baseline before it, and
+-- whether the baseline saw any feedback at all.
+SELECT count(*) FILTER (WHERE created_at >= @window_start AND feedback_type = 'thumbs_down') AS in_window,
+       count(*) FILTER (WHERE created_at < @window_start AND feedback_type = 'thumbs_down') AS in_baseline,
+       count(*) FILTER (WHERE created_at < @window_start) AS baseline_feedback
+FROM feedback
+WHERE org_id = @org_id AND created_at >= @baseline_start AND created_at < @until;
+
+-- name: AlertSafetyReports :one
+-- Safety reports in the window that no curator has looked at yet.
+SELECT count(*) AS reports, coalesce(max(created_at), 'epoch'::timestamptz)::timestamptz AS newest
+FROM feedback
+WHERE org_id = @org_id AND created_at >= @since AND created_at < @until AND status = 'pending'
+  AND (dim_safety <= 2 OR tags @> ARRAY['safety']);
+
+-- name: AlertListOpen :many
+SELECT * FROM alerts WHERE org_id = @org_id AND resolved_at IS NULL ORDER BY opened_at;
+
+-- name: AlertOpen :one
+INSERT INTO alerts (org_id, kind, severity, dedup_key, title, message, details, opened_at, last_seen_at)
+VALUES (@org_id, @kind, @severity, @dedup_key, @title, @message, @details, @now, @now)
+RETURNING *;
+
+-- name: AlertRefresh :exec
+-- The condition still holds: keep the alert and its numbers current.
+UPDATE alerts SET severity = @severity, title = @title, message = @message, details = @details, last_seen_at = @now
+WHERE org_id = @org_id AND id = @id;
+
+-- name: AlertResolve :exec
+UPDATE alerts SET resolved_at = @now::timestamptz WHERE org_id = @org_id AND id = @id AND resolved_at IS NULL;
+
+-- name: AlertBanners :many
+-- The banners on every page; served by alerts_banner_idx.
+SELECT id, kind, severity, title, message FROM alerts
+WHERE org_id = @org_id AND resolved_at IS NULL AND dismissed_at IS NULL
+ORDER BY opened_at DESC LIMIT 5;
+
+-- name: AlertList :many
+SELECT a.*, coalesce(u.email, '')::text AS dismissed_by_email
+FROM alerts a LEFT JOIN users u ON u.id = a.dismissed_by
+WHERE a.org_id = @org_id
+  AND (sqlc.narg('cursor_time')::timestamptz IS NULL OR (a.opened_at, a.id) < (sqlc.narg('cursor_time'), sqlc.narg('cursor_id')::uuid))
+ORDER BY a.opened_at DESC, a.id DESC
+LIMIT @row_limit;
+
+-- name: AlertGet :one
+SELECT * FROM alerts WHERE org_id = @org_id AND id = @id;
+
+-- name: AlertDismiss :one
+UPDATE alerts SET dismissed_at = now(), dismissed_by = sqlc.narg('dismissed_by')
+WHERE org_id = @org_id AND id = @id AND dismissed_at IS NULL
+RETURNING *;
+
+-- name: AlertMarkDelivered :exec
+UPDATE alerts SET webhook_delivered_at = now() WHERE org_id = @org_id AND id = @id;

@@ -1,0 +1,231 @@
+-- Training datasets: the datasets themselves, their members, frozen
+-- versions with their items, and exports.
+
+-- name: DatasetInsert :one
+INSERT INTO training_datasets (
+    org_id, name, description, dataset_type, system_prompt, export_format, base_model,
+    split_strategy, validation_percent, split_seed, created_by, curator_label
+) VALUES (
+    @org_id, @name, @description, @dataset_type, @system_prompt, @export_format, @base_model,
+    @split_strategy, @validation_percent, @split_seed, sqlc.narg('created_by'), @curator_label
+)
+RETURNING *;
+
+-- name: DatasetGet :one
+SELECT sqlc.embed(d),
+    (SELECT count(*) FROM training_dataset_members m WHERE m.dataset_id = d.id)::bigint AS member_count
+FROM training_datasets d
+WHERE d.org_id = @org_id AND d.id = @id;
+
+-- name: DatasetLock :one
+-- Locks the dataset for a change of status or membership.
+SELECT * FROM training_datasets WHERE org_id = @org_id AND id = @id FOR UPDATE;
+
+-- name: DatasetList :many
+SELECT sqlc.embed(d),
+    (SELECT count(*) FROM training_dataset_members m WHERE m.dataset_id = d.id)::bigint AS member_count,
+    coalesce(v.number, 0)::int AS version_number, coalesce(v.item_count, 0)::int AS version_items
+FROM training_datasets d
+LEFT JOIN dataset_versions v ON v.id = d.current_version_id
+WHERE d.org_id = @org_id
+  AND (sqlc.narg('status')::dataset_status IS NULL OR d.status = sqlc.narg('status'))
+  AND (sqlc.narg('dataset_type')::dataset_type IS NULL OR d.dataset_type = sqlc.narg('dataset_type'))
+  AND (@include_archived::bool OR sqlc.narg('status')::dataset_status = 'archived' OR d.status <> 'archived')
+  AND (sqlc.narg('cursor_time')::timestamptz IS NULL OR (d.created_at, d.id) < (sqlc.narg('cursor_time'), sqlc.narg('cursor_id')::uuid))
+ORDER BY d.created_at DESC, d.id DESC
+LIMIT @row_limit;
+
+-- name: DatasetUpdate :one
+-- Optimistic locking: the write happens only if the version still matches.
+UPDATE training_datasets SET
+    name = @name, description = @description, system_prompt = @system_prompt, export_format = @export_format,
+    base_model = @base_model, split_strategy = @split_strategy, validation_percent = @validation_percent,
+    split_seed = @split_seed, updated_at = now(), version = version + 1
+WHERE org_id = @org_id AND id = @id AND version = @version
+RETURNING *;
+
+-- name: DatasetSetStatus :one
+UPDATE training_datasets SET status = @status, updated_at = now(), version = version + 1
+WHERE org_id = @org_id AND id = @id
+RETURNING *;
+
+-- name: DatasetSetCurrentVersion :one
+UPDATE training_datasets SET status = 'ready', current_version_id = @version_id, quality_score = sqlc.narg('quality_score'),
+    updated_at = now(), version = version + 1
+WHERE org_id = @org_id AND id = @id
+RETURNING *;
+
+-- name: DatasetSetSavedFilter :exec
+UPDATE training_datasets SET saved_filter = @saved_filter, updated_at = now() WHERE org_id = @org_id AND id = @id;
+
+-- name: DatasetMarkExported :exec
+-- A finished export moves a ready dataset on; other states stay as they are.
+UPDATE training_datasets SET status = 'exported', updated_at = now(), version = version + 1
+WHERE id = @id AND status = 'ready';
+
+-- name: DatasetMembersAddPairs :execrows
+INSERT INTO training_dataset_members (dataset_id, org_id, pair_id)
+SELECT @dataset_id, @org_id, p.id FROM preference_pairs p
+WHERE p.org_id = @org_id AND p.id = ANY(@ids::uuid[])
+ON CONFLICT DO NOTHING;
+
+-- name: DatasetMembersAddFeedback :execrows
+-- Only approved and corrected feedback is training material.
+INSERT INTO training_dataset_members (dataset_id, org_id, feedback_id)
+SELECT @dataset_id, @org_id, f.id FROM feedback f
+WHERE f.org_id = @org_id AND f.id = ANY(@ids::uuid[]) AND f.status IN ('approved', 'corrected')
+ON CONFLICT DO NOTHING;
+
+-- name: DatasetMembersRemove :execrows
+DELETE FROM training_dataset_members
+WHERE dataset_id = @dataset_id AND (pair_id = ANY(@ids::uuid[]) OR feedback_id = ANY(@ids::uuid[]));
+
+-- name: DatasetPairsMissing :many
+-- The ids that name no pair of the organisation.
+SELECT x.id::uuid AS id FROM unnest(@ids::uuid[]) AS x(id)
+WHERE NOT EXISTS (SELECT 1 FROM preference_pairs p WHERE p.org_id = @org_id AND p.id = x.id);
+
+-- name: DatasetFeedbackIneligible :many
+-- The ids that name no approved or corrected feedback of the organisation,
+-- with the status they have ('' when there is no such item).
+SELECT x.id::uuid AS id, coalesce(f.status::text, '')::text AS status
+FROM unnest(@ids::uuid[]) AS x(id)
+LEFT JOIN feedback f ON f.org_id = @org_id AND f.id = x.id
+WHERE f.id IS NULL OR f.status NOT IN ('approved', 'corrected');
+
+-- name: DatasetPairIDsByFilter :many
+SELECT p.id FROM preference_pairs p
+WHERE p.org_id = @org_id
+  AND (sqlc.narg('method')::pair_method IS NULL OR p.method = sqlc.narg('method'))
+  AND (@tag::text = '' OR p.tags @> ARRAY[@tag::text])
+  AND (@min_strength::real = 0 OR p.preference_strength >= @min_strength)
+  AND (sqlc.narg('created_from')::timestamptz IS NULL OR p.created_at >= sqlc.narg('created_from'))
+  AND (sqlc.narg('created_to')::timestamptz IS NULL OR p.created_at < sqlc.narg('created_to'))
+  AND (@q::text = '' OR p.query ILIKE '%' || @q || '%')
+ORDER BY p.created_at DESC, p.id DESC
+LIMIT @row_limit;
+
+-- name: DatasetMembersList :many
+-- A page of members for the detail page, newest first.
+SELECT coalesce(p.id, f.id)::uuid AS id,
+    CASE WHEN m.pair_id IS NOT NULL THEN 'pair' ELSE 'feedback' END::text AS source,
+    left(coalesce(p.query, f.query), 200)::text AS query,
+    left(coalesce(p.chosen_response, CASE WHEN f.correction <> '' THEN f.correction ELSE f.response END), 200)::text AS reply,
+    coalesce(f.status::text, p.method::text, '')::text AS detail,
+    m.added_at
+FROM training_dataset_members m
+LEFT JOIN preference_pairs p ON p.id = m.pair_id
+LEFT JOIN feedback f ON f.id = m.feedback_id
+WHERE m.dataset_id = @dataset_id
+ORDER BY m.added_at DESC, coalesce(p.id, f.id) DESC
+LIMIT @row_limit;
+
+-- name: DatasetSplitKeys :many
+-- What the split needs of every member: its stratum (rating or type), end
+-- user and time. Small per row, so a whole dataset fits in memory.
+SELECT coalesce(p.id, f.id)::uuid AS id,
+    CASE WHEN p.id IS NOT NULL THEN 'method:' || p.method::text
+         WHEN f.rating IS NOT NULL THEN 'rating:' || f.rating::text
+         ELSE 'type:' || f.feedback_type::text END::text AS stratum,
+    coalesce(f.end_user_id, cf.end_user_id, '')::text AS end_user,
+    coalesce(p.created_at, f.created_at)::timestamptz AS created_at
+FROM training_dataset_members m
+LEFT JOIN preference_pairs p ON p.id = m.pair_id
+LEFT JOIN feedback cf ON cf.id = p.chosen_feedback_id
+LEFT JOIN feedback f ON f.id = m.feedback_id
+WHERE m.dataset_id = @dataset_id;
+
+-- name: DatasetPairContents :many
+-- One keyset page of the pairs' exported fields, by id.
+SELECT p.id, p.prompt, p.system_prompt, p.chosen_response, p.rejected_response
+FROM training_dataset_members m
+JOIN preference_pairs p ON p.id = m.pair_id
+WHERE m.dataset_id = @dataset_id AND m.pair_id > @after::uuid
+ORDER BY m.pair_id
+LIMIT @row_limit;
+
+-- name: DatasetFeedbackContents :many
+-- One keyset page of the feedback's exported fields, by id.
+SELECT f.id, f.query, f.response, f.correction, f.status, f.context
+FROM training_dataset_members m
+JOIN feedback f ON f.id = m.feedback_id
+WHERE m.dataset_id = @dataset_id AND m.feedback_id > @after::uuid
+ORDER BY m.feedback_id
+LIMIT @row_limit;
+
+-- name: VersionInsert :one
+INSERT INTO dataset_versions (
+    id, org_id, dataset_id, number, kind, content_hash, item_count, train_count, validation_count,
+    split_strategy, validation_percent, split_seed, created_by_label
+) VALUES (
+    @id, @org_id, @dataset_id,
+    (SELECT coalesce(max(number), 0) + 1 FROM dataset_versions WHERE dataset_id = @dataset_id),
+    @kind, @content_hash, @item_count, @train_count, @validation_count,
+    @split_strategy, @validation_percent, @split_seed, @created_by_label
+)
+RETURNING *;
+
+-- name: VersionItemsCopy :copyfrom
+INSERT INTO dataset_version_items (version_id, content_sha, source_id, split, content) VALUES ($1, $2, $3, $4, $5);
+
+-- name: VersionLatest :one
+SELECT * FROM dataset_versions WHERE dataset_id = @dataset_id ORDER BY number DESC LIMIT 1;
+
+-- name: VersionGet :one
+SELECT * FROM dataset_versions WHERE org_id = @org_id AND id = @id;
+
+-- name: VersionsList :many
+SELECT * FROM dataset_versions WHERE org_id = @org_id AND dataset_id = @dataset_id ORDER BY number DESC;
+
+-- name: VersionItems :many
+-- One keyset page of a version's items in one split, in canonical order.
+SELECT content_sha, source_id, content FROM dataset_version_items
+WHERE version_id = @version_id AND split = @split AND (content_sha, source_id) > (@after_sha::bytea, @after_id::uuid)
+ORDER BY content_sha, source_id
+LIMIT @row_limit;
+
+-- name: ExportInsert :one
+INSERT INTO dataset_exports (org_id, dataset_id, version_id, format, mask_pii, rows_total, created_by_label)
+VALUES (@org_id, @dataset_id, @version_id, @format, @mask_pii, @rows_total, @created_by_label)
+RETURNING *;
+
+-- name: DatasetSetQuality :exec
+-- The quality score of the latest validation report for the target format.
+UPDATE training_datasets SET quality_score = @quality_score WHERE org_id = @org_id AND id = @id;
+
+-- name: ExportGet :one
+SELECT * FROM dataset_exports WHERE org_id = @org_id AND id = @id;
+
+-- name: ExportGetByID :one
+-- For the worker, which acts on the export named by its job.
+SELECT * FROM dataset_exports WHERE id = @id;
+
+-- name: ExportsList :many
+SELECT * FROM dataset_exports WHERE org_id = @org_id AND dataset_id = @dataset_id ORDER BY created_at DESC, id DESC LIMIT 50;
+
+-- name: ExportStart :exec
+UPDATE dataset_exports SET status = 'running', rows_done = 0, error = '' WHERE id = @id;
+
+-- name: ExportProgress :exec
+UPDATE dataset_exports SET rows_done = @rows_done WHERE id = @id;
+
+-- name: ExportFinish :exec
+UPDATE dataset_exports SET status = 'succeeded', rows_done = rows_total, storage_prefix = @storage_prefix,
+    manifest = @manifest, finished_at = now()
+WHERE id = @id;
+
+-- name: ExportFail :exec
+UPDATE dataset_exports SET status = 'failed', error = @error, finished_at = now() WHERE id = @id;
+
+-- name: DatasetOrg :one
+-- The organisation of a dataset, for the command line, which names
+-- datasets by id alone.
+SELECT org_id FROM training_datasets WHERE id = @id;
+
+-- name: VersionsForOrg :many
+-- Frozen versions a fine-tuning launch may choose from, newest first.
+SELECT v.id, v.kind, v.number, v.item_count, v.train_count, v.validation_count, v.content_hash, d.name AS dataset_name
+FROM dataset_versions v JOIN training_datasets d ON d.id = v.dataset_id
+WHERE v.org_id = @org_id AND d.status <> 'archived'
+ORDER BY v.created_at DESC
+LIMIT 200;

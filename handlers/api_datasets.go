@@ -1,0 +1,365 @@
+package handlers
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/labstack/echo/v4"
+
+	"github.com/curate/curate/db"
+	"github.com/curate/curate/internal/auth"
+	"github.com/curate/curate/internal/datasets"
+	"github.com/curate/curate/internal/errs"
+	"github.com/curate/curate/internal/feedback"
+	"github.com/curate/curate/jobs"
+)
+
+// splitBody is a split configuration in a request.
+type splitBody struct {
+	Strategy          *string `json:"strategy"`
+	ValidationPercent *int    `json:"validation_percent"`
+	Seed              *int64  `json:"seed"`
+}
+
+// datasetBody is what POST and PATCH take; on PATCH only the fields sent
+// change.
+type datasetBody struct {
+	Name         *string    `json:"name"`
+	Description  *string    `json:"description"`
+	DatasetType  *string    `json:"dataset_type"`
+	SystemPrompt *string    `json:"system_prompt"`
+	ExportFormat *string    `json:"export_format"`
+	BaseModel    *string    `json:"base_model"`
+	Split        *splitBody `json:"split"`
+	Status       *string    `json:"status"`
+}
+
+func (b datasetBody) apply(s *datasets.Settings) {
+	set := func(dst *string, src *string) {
+		if src != nil {
+			*dst = *src
+		}
+	}
+	set(&s.Name, b.Name)
+	set(&s.Description, b.Description)
+	set(&s.SystemPrompt, b.SystemPrompt)
+	set(&s.ExportFormat, b.ExportFormat)
+	set(&s.BaseModel, b.BaseModel)
+	if b.Split != nil {
+		set(&s.SplitStrategy, b.Split.Strategy)
+		if b.Split.ValidationPercent != nil {
+			s.ValidationPercent = *b.Split.ValidationPercent
+		}
+		if b.Split.Seed != nil {
+			s.SplitSeed = *b.Split.Seed
+		}
+	}
+}
+
+// datasetDetailObject is GET /api/training-datasets/:id: the dataset with
+// its versions and exports.
+type datasetDetailObject struct {
+	datasets.Object
+	Versions []datasets.VersionObject `json:"versions"`
+	Exports  []datasets.ExportObject  `json:"exports"`
+}
+
+func detailObject(d datasets.Detail) datasetDetailObject {
+	out := datasetDetailObject{Object: datasets.ToObject(d.Dataset, d.MemberCount, d.Current, d.Exports),
+		Versions: []datasets.VersionObject{}, Exports: []datasets.ExportObject{}}
+	for _, v := range d.Versions {
+		out.Versions = append(out.Versions, datasets.ToVersionObject(v))
+	}
+	for _, e := range d.Exports {
+		out.Exports = append(out.Exports, datasets.ToExportObject(e))
+	}
+	return out
+}
+
+// APIDatasetCreate makes a draft dataset: 201 with it.
+func (h *Handlers) APIDatasetCreate(c echo.Context) error {
+	body := datasetBody{}
+	if err := decodeJSON(c, &body, ""); err != nil {
+		return err
+	}
+	if body.Status != nil {
+		return errs.InvalidField("status", "a new dataset starts as draft; change its status afterwards")
+	}
+	in := datasets.NewDataset{Settings: datasets.Settings{ValidationPercent: 20, SplitSeed: 42}}
+	if body.DatasetType != nil {
+		in.Type = *body.DatasetType
+	}
+	body.apply(&in.Settings)
+	caller := CallerOf(c)
+	d, err := h.Datasets.Create(ctx(c), actor(c), caller.OrgID, in)
+	if err != nil {
+		return err
+	}
+	setETag(c, d.Version)
+	return c.JSON(http.StatusCreated, datasets.ToObject(d, 0, nil, nil))
+}
+
+// APIDatasetList lists datasets, newest first, with ?status=, ?type=,
+// ?limit= and ?cursor=.
+func (h *Handlers) APIDatasetList(c echo.Context) error {
+	q := c.QueryParams()
+	f, err := datasets.ParseListFilter(q)
+	if err != nil {
+		return err
+	}
+	limit, err := listLimit(q.Get("limit"))
+	if err != nil {
+		return err
+	}
+	cursor, err := feedback.ParseCursor(q.Get("cursor"))
+	if err != nil {
+		return err
+	}
+	rows, next, err := h.Datasets.List(ctx(c), CallerOf(c).OrgID, f, cursor, limit)
+	if err != nil {
+		return err
+	}
+	out := struct {
+		Data       []datasets.Object `json:"data"`
+		NextCursor string            `json:"next_cursor,omitempty"`
+	}{Data: make([]datasets.Object, len(rows))}
+	for i, r := range rows {
+		out.Data[i] = datasets.ToObject(r.TrainingDataset, int(r.MemberCount), nil, nil)
+	}
+	if next != nil {
+		out.NextCursor = next.Encode()
+	}
+	return c.JSON(http.StatusOK, out)
+}
+
+// APIDatasetGet returns a dataset with its versions and exports.
+func (h *Handlers) APIDatasetGet(c echo.Context) error {
+	id, err := pathID(c)
+	if err != nil {
+		return err
+	}
+	d, err := h.Datasets.Get(ctx(c), CallerOf(c).OrgID, id)
+	if err != nil {
+		return err
+	}
+	setETag(c, d.Dataset.Version)
+	return c.JSON(http.StatusOK, detailObject(d))
+}
+
+// APIDatasetPatch changes settings and, with "status", moves the dataset
+// through its lifecycle ("ready" freezes a version). If-Match, when sent,
+// must carry the version the caller saw.
+func (h *Handlers) APIDatasetPatch(c echo.Context) error {
+	id, err := pathID(c)
+	if err != nil {
+		return err
+	}
+	var version int64
+	if m := strings.Trim(strings.TrimPrefix(c.Request().Header.Get("If-Match"), "W/"), `"`); m != "" {
+		if version, err = strconv.ParseInt(m, 10, 32); err != nil {
+			return errs.InvalidField("If-Match", "must be the dataset's version number")
+		}
+	}
+	body := datasetBody{}
+	if err := decodeJSON(c, &body, ""); err != nil {
+		return err
+	}
+	if body.DatasetType != nil {
+		return errs.InvalidField("dataset_type", "cannot change; create a new dataset")
+	}
+	orgID := CallerOf(c).OrgID
+	settings := body
+	settings.Status = nil
+	if settings != (datasetBody{}) {
+		_, err := h.Datasets.Update(ctx(c), actor(c), orgID, id, int32(version), body.apply)
+		var conflict *errs.Conflict
+		if errors.As(err, &conflict) {
+			// Answer with the dataset as it is now, in the API's shape.
+			if row, ok := conflict.Current.(db.TrainingDataset); ok {
+				conflict.Current = datasets.ToObject(row, 0, nil, nil)
+			}
+		}
+		if err != nil {
+			return err
+		}
+	}
+	if body.Status != nil {
+		if _, err := h.Datasets.Transition(ctx(c), actor(c), orgID, id, *body.Status); err != nil {
+			return err
+		}
+	}
+	return h.APIDatasetGet(c)
+}
+
+// APIDatasetArchive archives a dataset (DELETE): its versions and exports
+// stay.
+func (h *Handlers) APIDatasetArchive(c echo.Context) error {
+	id, err := pathID(c)
+	if err != nil {
+		return err
+	}
+	if _, err := h.Datasets.Transition(ctx(c), actor(c), CallerOf(c).OrgID, id, datasets.StatusArchived); err != nil {
+		return err
+	}
+	return h.APIDatasetGet(c)
+}
+
+// APIDatasetMembers adds members by id ("add"), by a filter ("filter":
+// the pair filter or the feedback queue's, as string values), and removes
+// them ("remove").
+func (h *Handlers) APIDatasetMembers(c echo.Context) error {
+	id, err := pathID(c)
+	if err != nil {
+		return err
+	}
+	var body struct {
+		Add    []uuid.UUID       `json:"add"`
+		Remove []uuid.UUID       `json:"remove"`
+		Filter map[string]string `json:"filter"`
+	}
+	if err := decodeJSON(c, &body, ""); err != nil {
+		return err
+	}
+	if len(body.Add) == 0 && len(body.Remove) == 0 && body.Filter == nil {
+		return errs.InvalidField("add", "send add, remove or filter")
+	}
+	orgID := CallerOf(c).OrgID
+	out := struct {
+		Added   int `json:"added"`
+		Removed int `json:"removed"`
+	}{}
+	if len(body.Add) > 0 {
+		if out.Added, err = h.Datasets.AddMembers(ctx(c), actor(c), orgID, id, body.Add); err != nil {
+			return err
+		}
+	}
+	if body.Filter != nil {
+		q := url.Values{}
+		for k, v := range body.Filter {
+			q.Set(k, v)
+		}
+		n, err := h.Datasets.AddByFilter(ctx(c), actor(c), orgID, id, q)
+		if err != nil {
+			return err
+		}
+		out.Added += n
+	}
+	if len(body.Remove) > 0 {
+		if out.Removed, err = h.Datasets.RemoveMembers(ctx(c), actor(c), orgID, id, body.Remove); err != nil {
+			return err
+		}
+	}
+	return c.JSON(http.StatusOK, out)
+}
+
+// APIDatasetValidation returns the validation report for ?format= (default
+// the dataset's target) with PII masked unless ?mask_pii=false.
+func (h *Handlers) APIDatasetValidation(c echo.Context) error {
+	id, err := pathID(c)
+	if err != nil {
+		return err
+	}
+	r, err := h.Datasets.Report(ctx(c), CallerOf(c).OrgID, id, datasets.ReportRequest{Format: c.QueryParam("format"), MaskPII: c.QueryParam("mask_pii") != "false"})
+	if err != nil {
+		return err
+	}
+	out := struct {
+		Source  string `json:"source"`
+		Blocked bool   `json:"blocked"`
+		Report  any    `json:"report"`
+	}{Source: r.Source, Blocked: r.Blocking(), Report: r.Report}
+	return c.JSON(http.StatusOK, out)
+}
+
+// APIDatasetExport starts an export job: 202 with the export. Errors in
+// the validation report answer 422, one entry per error code.
+func (h *Handlers) APIDatasetExport(c echo.Context) error {
+	id, err := pathID(c)
+	if err != nil {
+		return err
+	}
+	var body struct {
+		Format  string `json:"format"`
+		MaskPII *bool  `json:"mask_pii"`
+	}
+	if err := decodeJSON(c, &body, ""); err != nil {
+		return err
+	}
+	e, err := h.startExport(c, id, body.Format, body.MaskPII == nil || *body.MaskPII)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusAccepted, datasets.ToExportObject(e))
+}
+
+func (h *Handlers) startExport(c echo.Context, id uuid.UUID, format string, mask bool) (db.DatasetExport, error) {
+	caller := CallerOf(c)
+	e, _, err := h.Datasets.StartExport(ctx(c), actor(c), caller.OrgID, id,
+		datasets.ExportRequest{Format: format, MaskPII: mask, Admin: caller.Role.AtLeast(auth.Admin)}, h.enqueueExport)
+	return e, err
+}
+
+func (h *Handlers) enqueueExport(ctx context.Context, tx pgx.Tx, exportID uuid.UUID) error {
+	_, err := h.River.InsertTx(ctx, tx, jobs.ExportArgs{ExportID: exportID}, nil)
+	return err
+}
+
+// APIDatasetExportGet returns one export with its progress and files.
+func (h *Handlers) APIDatasetExportGet(c echo.Context) error {
+	e, err := h.exportOf(c)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, datasets.ToExportObject(e))
+}
+
+func (h *Handlers) exportOf(c echo.Context) (db.DatasetExport, error) {
+	id, err := pathID(c)
+	if err != nil {
+		return db.DatasetExport{}, err
+	}
+	eid, err := uuid.Parse(c.Param("eid"))
+	if err != nil {
+		return db.DatasetExport{}, errs.ErrNotFound
+	}
+	e, err := h.Q.ExportGet(ctx(c), db.ExportGetParams{OrgID: CallerOf(c).OrgID, ID: eid})
+	if err != nil || e.DatasetID != id {
+		return db.DatasetExport{}, errs.ErrNotFound
+	}
+	return e, nil
+}
+
+// DatasetExportFile streams one file of a finished export through the app:
+// the caller must be signed in to the dataset's organisation; there are no
+// public links to the storage.
+func (h *Handlers) DatasetExportFile(c echo.Context) error {
+	id, err := pathID(c)
+	if err != nil {
+		return err
+	}
+	eid, err := uuid.Parse(c.Param("eid"))
+	if err != nil {
+		return errs.ErrNotFound
+	}
+	f, err := h.Datasets.OpenFile(ctx(c), CallerOf(c).OrgID, id, eid, c.Param("name"))
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	hdr := c.Response().Header()
+	hdr.Set(echo.HeaderContentType, f.ContentType)
+	hdr.Set(echo.HeaderContentLength, strconv.FormatInt(f.Size, 10))
+	hdr.Set(echo.HeaderContentDisposition, fmt.Sprintf("attachment; filename=%q", f.Name))
+	hdr.Set("Cache-Control", "private, no-store")
+	c.Response().WriteHeader(http.StatusOK)
+	_, err = io.Copy(c.Response(), f)
+	return err
+}

@@ -1,0 +1,323 @@
+package handlers
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5/pgtype"
+	"github.com/labstack/echo/v4"
+
+	"github.com/curate/curate/internal/auth"
+	"github.com/curate/curate/internal/errs"
+	"github.com/curate/curate/internal/feedback"
+	"github.com/curate/curate/internal/textdiff"
+	"github.com/curate/curate/views"
+)
+
+// FeedbackItem shows one item: the conversation, its context, ratings,
+// flags, history and, for curators, the review forms.
+func (h *Handlers) FeedbackItem(c echo.Context) error {
+	id, err := pathID(c)
+	if err != nil {
+		return err
+	}
+	return h.renderItem(c, http.StatusOK, id, feedbackItemState{})
+}
+
+// feedbackItemState is what the last action left to show on the item.
+type feedbackItemState struct {
+	message  string
+	conflict string
+	yours    string // the correction the curator sent, kept on a conflict or error
+	errors   map[string]string
+}
+
+func (h *Handlers) renderItem(c echo.Context, status int, id uuid.UUID, st feedbackItemState) error {
+	caller := CallerOf(c)
+	d, err := h.Feedback.Get(ctx(c), caller.OrgID, id)
+	if err != nil {
+		return err
+	}
+	users, err := h.Q.UserList(ctx(c), caller.OrgID)
+	if err != nil {
+		return err
+	}
+	queueQuery := queueQueryParam(c.QueryParam("q"))
+	if c.Request().Method == http.MethodPost {
+		queueQuery = queueQueryParam(c.FormValue("q"))
+	}
+	v := feedbackItemView(d, queueQuery)
+	v.CSRF = CSRFToken(c)
+	v.CanAct = caller.Role.AtLeast(auth.Curator)
+	v.Message = st.message
+	v.Errors = st.errors
+	for _, u := range users {
+		if u.Active {
+			v.Users = append(v.Users, views.QueueOption{Value: u.ID.String(), Label: u.Email})
+		}
+	}
+	if st.yours != "" && st.conflict == "" {
+		v.Draft = st.yours // a refused edit stays in the editor
+	}
+	if st.conflict != "" {
+		v.Conflict = &views.ItemConflict{Message: st.conflict, Status: v.Status, Correction: v.Correction,
+			Tags: strings.Join(v.Tags, ", "), Assignee: v.Assignee, Yours: st.yours, ReloadURL: v.URL}
+	}
+	if htmxRequest(c) {
+		return render(c, status, views.ItemFragment(v))
+	}
+	return render(c, status, views.ItemPage(h.page(c, "Feedback", "queue"), v))
+}
+
+func feedbackItemView(d feedback.Detail, queueQuery string) views.ItemView {
+	f := d.Feedback
+	id := f.ID.String()
+	back := "/feedback"
+	if queueQuery != "" {
+		back += "?" + queueQuery
+	}
+	v := views.ItemView{
+		ID: id, Version: strconv.Itoa(int(f.Version)), URL: feedbackItemURL(id, queueQuery), BackURL: back, QueueQuery: queueQuery,
+		Query: f.Query, Response: f.Response, Comment: f.Comment, Correction: f.Correction, Draft: f.Correction,
+		Type: string(f.FeedbackType), Rating: smallIntText(f.Rating.Int16, f.Rating.Valid), Model: f.Model,
+		ExperimentArm: f.ExperimentArm, Source: string(f.Source), Status: string(f.Status), Created: views.When(f.CreatedAt),
+		SessionID: f.SessionID, TraceID: f.TraceID, ExternalID: f.ExternalID.String, EndUser: f.EndUserID,
+		Tags: f.Tags, TagsText: strings.Join(f.Tags, ", "), PII: f.PiiKinds, Assignee: d.AssigneeEmail,
+		Reviewer: d.ReviewerEmail, ReviewedAt: views.WhenPtr(f.ReviewedAt),
+	}
+	if v.Draft == "" {
+		v.Draft = f.Response // the editor starts from the answer given
+	}
+	if f.LatencyMs.Valid {
+		v.Latency = strconv.Itoa(int(f.LatencyMs.Int32)) + " ms"
+	}
+	if f.AssigneeID.Valid {
+		v.AssigneeID = f.AssigneeID.UUID.String()
+	}
+	if f.DuplicateOf.Valid {
+		v.DuplicateOf = feedbackItemURL(f.DuplicateOf.UUID.String(), queueQuery)
+	}
+	for _, dim := range []struct {
+		name string
+		n    pgtype.Int2
+	}{{"accuracy", f.DimAccuracy}, {"helpfulness", f.DimHelpfulness}, {"clarity", f.DimClarity}, {"safety", f.DimSafety}} {
+		if dim.n.Valid {
+			v.Dims = append(v.Dims, views.ItemDim{Name: dim.name, Value: strconv.Itoa(int(dim.n.Int16)) + "/5"})
+		}
+	}
+	v.Documents, v.Messages, v.OtherContext = contextParts(f.Context)
+	if f.Correction != "" {
+		for _, op := range textdiff.Words(f.Response, f.Correction) {
+			v.Diff = append(v.Diff, views.DiffOp{Kind: op.Kind.String(), Text: op.Text})
+		}
+	}
+	for _, r := range d.History {
+		row := views.ItemHistoryRow{When: views.When(r.CreatedAt), Actor: r.ActorLabel, Action: r.Action, Note: r.Note}
+		if r.FromStatus.Valid {
+			row.From = string(r.FromStatus.ReviewStatus)
+		}
+		if r.ToStatus.Valid {
+			row.To = string(r.ToStatus.ReviewStatus)
+		}
+		v.History = append(v.History, row)
+	}
+	return v
+}
+
+// contextParts lays out the item's context object: RAG documents and
+// earlier messages get their own sections, anything else is shown as JSON.
+// Documents may be plain strings or objects with a title, a source and a
+// content (or text, or page_content) field; the shapes RAG frameworks use.
+func contextParts(raw []byte) (docs []views.ItemContextDoc, msgs []views.ItemMessage, other string) {
+	var obj map[string]json.RawMessage
+	if len(raw) == 0 || json.Unmarshal(raw, &obj) != nil {
+		return nil, nil, ""
+	}
+	if rawDocs, ok := obj["documents"]; ok {
+		var items []json.RawMessage
+		if json.Unmarshal(rawDocs, &items) == nil {
+			for _, it := range items {
+				docs = append(docs, contextDoc(it))
+			}
+			delete(obj, "documents")
+		}
+	}
+	if rawMsgs, ok := obj["messages"]; ok {
+		var items []struct {
+			Role    string          `json:"role"`
+			Content json.RawMessage `json:"content"`
+		}
+		if json.Unmarshal(rawMsgs, &items) == nil {
+			for _, m := range items {
+				msgs = append(msgs, views.ItemMessage{Role: m.Role, Content: contextText(m.Content)})
+			}
+			delete(obj, "messages")
+		}
+	}
+	if len(obj) > 0 {
+		b, err := json.MarshalIndent(obj, "", "  ")
+		if err == nil {
+			other = string(b)
+		}
+	}
+	return docs, msgs, other
+}
+
+func contextDoc(raw json.RawMessage) views.ItemContextDoc {
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		return views.ItemContextDoc{Text: s}
+	}
+	var m map[string]json.RawMessage
+	if json.Unmarshal(raw, &m) != nil {
+		return views.ItemContextDoc{Text: string(raw)}
+	}
+	first := func(keys ...string) string {
+		for _, k := range keys {
+			if v, ok := m[k]; ok {
+				if t := contextText(v); t != "" {
+					return t
+				}
+			}
+		}
+		return ""
+	}
+	return views.ItemContextDoc{Title: first("title", "name", "id"), Source: first("source", "url", "uri"),
+		Text: first("content", "text", "page_content", "snippet")}
+}
+
+// jsonText is a JSON string's value, or the JSON itself for anything else.
+func contextText(raw json.RawMessage) string {
+	if len(raw) == 0 || string(raw) == "null" {
+		return ""
+	}
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		return s
+	}
+	return string(raw)
+}
+
+func queueDimsSummary(acc, help, clar, safe pgtype.Int2) string {
+	var parts []string
+	for _, d := range []struct {
+		name string
+		n    pgtype.Int2
+	}{{"acc", acc}, {"help", help}, {"clar", clar}, {"safe", safe}} {
+		if d.n.Valid {
+			parts = append(parts, fmt.Sprintf("%s %d", d.name, d.n.Int16))
+		}
+	}
+	return strings.Join(parts, " · ")
+}
+
+// FeedbackStatus approves, rejects, marks for correction or reopens an item.
+func (h *Handlers) FeedbackStatus(c echo.Context) error {
+	status := c.FormValue("status")
+	labels := map[string]string{"approved": "Approved.", "rejected": "Rejected.", "needs_correction": "Marked as needing a correction.",
+		"corrected": "Marked as corrected.", "pending": "Back to pending."}
+	return h.itemChange(c, feedback.Change{Status: &status}, labels[status], "")
+}
+
+// FeedbackCorrection saves the golden response; the item becomes corrected.
+func (h *Handlers) FeedbackCorrection(c echo.Context) error {
+	text := strings.ReplaceAll(c.FormValue("correction"), "\r\n", "\n")
+	if strings.TrimSpace(text) == "" {
+		return h.itemInvalid(c, map[string]string{"correction": "write the answer the assistant should have given"}, text)
+	}
+	return h.itemChange(c, feedback.Change{Correction: &text}, "Correction saved; the item is corrected.", text)
+}
+
+// FeedbackTags replaces the item's tags with a comma-separated list.
+func (h *Handlers) FeedbackTags(c echo.Context) error {
+	tags := []string{}
+	for _, t := range strings.Split(c.FormValue("tags"), ",") {
+		if t = strings.TrimSpace(t); t != "" {
+			tags = append(tags, t)
+		}
+	}
+	return h.itemChange(c, feedback.Change{Tags: &tags}, "Tags saved.", "")
+}
+
+// FeedbackNote adds a note to the item's history.
+func (h *Handlers) FeedbackNote(c echo.Context) error {
+	note := strings.TrimSpace(c.FormValue("note"))
+	if note == "" {
+		return h.itemInvalid(c, map[string]string{"note": "write a note first"}, "")
+	}
+	return h.itemChange(c, feedback.Change{Note: note}, "Note added.", "")
+}
+
+// FeedbackAssign gives the item to a curator, or to nobody.
+func (h *Handlers) FeedbackAssign(c echo.Context) error {
+	assignee := uuid.Nil
+	if raw := c.FormValue("assignee"); raw != "" {
+		id, err := uuid.Parse(raw)
+		if err != nil {
+			return h.itemInvalid(c, map[string]string{"assignee": "is not a user id"}, "")
+		}
+		assignee = id
+	}
+	msg := "Unassigned."
+	if assignee != uuid.Nil {
+		msg = "Assigned."
+	}
+	return h.itemChange(c, feedback.Change{Assignee: &assignee}, msg, "")
+}
+
+// itemChange applies one review change at the version the form was loaded
+// with. A stale version answers 409 with the item as it is now, in place of
+// the form; bad input answers 422 with the message beside its field.
+func (h *Handlers) itemChange(c echo.Context, ch feedback.Change, done, yours string) error {
+	id, err := pathID(c)
+	if err != nil {
+		return err
+	}
+	version, err := strconv.Atoi(c.FormValue("version"))
+	if err != nil || version < 1 {
+		return errs.InvalidField("version", "is missing: reload the item and try again")
+	}
+	_, err = h.Feedback.Update(ctx(c), actor(c), CallerOf(c).OrgID, id, int32(version), ch)
+	var (
+		conflict *errs.Conflict
+		invalid  *errs.Invalid
+	)
+	switch {
+	case errors.As(err, &conflict):
+		return h.renderItem(c, http.StatusConflict, id, feedbackItemState{conflict: conflict.Message, yours: yours})
+	case errors.As(err, &invalid):
+		return h.renderItem(c, http.StatusUnprocessableEntity, id, feedbackItemState{errors: invalid.ByField(), yours: yours})
+	case err != nil:
+		return err
+	}
+	queueQuery := queueQueryParam(c.FormValue("q"))
+	if c.FormValue("return") == "queue" {
+		h.Sessions.Flash(c, "ok", done)
+		return redirect(c, "/feedback"+withPrefix("?", queueQuery))
+	}
+	if htmxRequest(c) {
+		return h.renderItem(c, http.StatusOK, id, feedbackItemState{message: done})
+	}
+	h.Sessions.Flash(c, "ok", done)
+	return redirect(c, feedbackItemURL(id.String(), queueQuery))
+}
+
+func (h *Handlers) itemInvalid(c echo.Context, fieldErrs map[string]string, yours string) error {
+	id, err := pathID(c)
+	if err != nil {
+		return err
+	}
+	return h.renderItem(c, http.StatusUnprocessableEntity, id, feedbackItemState{errors: fieldErrs, yours: yours})
+}
+
+func withPrefix(prefix, s string) string {
+	if s == "" {
+		return ""
+	}
+	return prefix + s
+}

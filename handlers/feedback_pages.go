@@ -1,0 +1,353 @@
+package handlers
+
+import (
+	"errors"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+
+	"github.com/google/uuid"
+	"github.com/labstack/echo/v4"
+
+	"github.com/curate/curate/db"
+	"github.com/curate/curate/internal/auth"
+	"github.com/curate/curate/internal/errs"
+	"github.com/curate/curate/internal/feedback"
+	"github.com/curate/curate/views"
+)
+
+// QueuePageSize is how many items one page of the queue shows.
+const QueuePageSize = 50
+
+// FeedbackQueue is the Curate tab's queue: filters from the URL, counts per
+// status, one keyset page of items and the bulk-action form.
+func (h *Handlers) FeedbackQueue(c echo.Context) error {
+	caller := CallerOf(c)
+	params := c.QueryParams()
+	f, err := feedback.ParseFilter(params)
+	if err != nil {
+		return err
+	}
+	cursor, err := feedback.ParseCursor(params.Get("cursor"))
+	if err != nil {
+		return err
+	}
+	page, err := h.Feedback.List(ctx(c), caller.OrgID, f, cursor, QueuePageSize)
+	if err != nil {
+		return err
+	}
+	users, err := h.Q.UserList(ctx(c), caller.OrgID)
+	if err != nil {
+		return err
+	}
+	models, err := h.Q.FeedbackQueueModels(ctx(c), caller.OrgID)
+	if err != nil {
+		return err
+	}
+
+	filterQuery := f.Values()
+	itemQuery := queueCloneQuery(filterQuery)
+	if cursor != nil {
+		itemQuery.Set("cursor", cursor.Encode())
+	}
+	mine := queueCloneQuery(filterQuery)
+	mine.Set("assignee", caller.UserID.String())
+	all := queueCloneQuery(filterQuery)
+	all.Del("assignee")
+	v := views.QueueView{
+		Filter:      queueFilterForm(f),
+		ItemQuery:   itemQuery.Encode(),
+		FilterQuery: filterQuery.Encode(),
+		MyQueueURL:  feedbackQueueURL(mine),
+		AllURL:      feedbackQueueURL(all),
+		Mine:        caller.UserID != uuid.Nil && f.Assignee == caller.UserID,
+		Statuses:    feedback.Statuses, Types: feedback.Types, Sources: feedback.Sources,
+		Models:    models,
+		CanAct:    caller.Role.AtLeast(auth.Curator),
+		Counts:    queueStatusTabs(f, nil),
+		CountsURL: "/feedback/counts" + withPrefix("?", filterQuery.Encode()),
+	}
+	for _, u := range users {
+		if u.Active {
+			v.Users = append(v.Users, views.QueueOption{Value: u.ID.String(), Label: u.Email})
+		}
+	}
+	for _, r := range page.Rows {
+		v.Rows = append(v.Rows, queueRow(r, itemQuery.Encode()))
+	}
+	if page.Next != nil {
+		next := queueCloneQuery(filterQuery)
+		next.Set("cursor", page.Next.Encode())
+		v.NextURL = feedbackQueueURL(next)
+	}
+	if cursor != nil {
+		v.FirstURL = feedbackQueueURL(filterQuery)
+	}
+	return render(c, http.StatusOK, views.QueuePage(h.page(c, "Feedback queue", "queue"), v))
+}
+
+// FeedbackCounts is the queue's status tabs with the number of items under
+// each, for the filter in the URL; the queue page loads it after itself.
+func (h *Handlers) FeedbackCounts(c echo.Context) error {
+	f, err := feedback.ParseFilter(c.QueryParams())
+	if err != nil {
+		return err
+	}
+	counts, err := h.Q.FeedbackStatusCounts(ctx(c), f.CountParams(CallerOf(c).OrgID))
+	if err != nil {
+		return err
+	}
+	return render(c, http.StatusOK, views.QueueCounts(queueStatusTabs(f, counts)))
+}
+
+// queueStatusTabs makes the status tabs: "all" and one per status, each a
+// link that keeps the other filters; with rows, each carries its count.
+func queueStatusTabs(f feedback.Filter, rows []db.FeedbackStatusCountsRow) []views.QueueStatusCount {
+	byStatus := map[string]int64{}
+	var total int64
+	for _, r := range rows {
+		byStatus[string(r.Status)] = r.Count
+		total += r.Count
+	}
+	known := rows != nil
+	link := func(status string) string {
+		g := f
+		g.Status = status
+		return feedbackQueueURL(g.Values())
+	}
+	out := []views.QueueStatusCount{{Status: "", Label: "all", Count: total, Known: known, URL: link(""), Active: f.Status == ""}}
+	for _, s := range feedback.Statuses {
+		out = append(out, views.QueueStatusCount{Status: s, Label: strings.ReplaceAll(s, "_", " "), Count: byStatus[s], Known: known,
+			URL: link(s), Active: f.Status == s})
+	}
+	return out
+}
+
+func queueFilterForm(f feedback.Filter) views.QueueFilter {
+	q := f.Values()
+	return views.QueueFilter{
+		Status: q.Get("status"), Type: q.Get("type"), Source: q.Get("source"), RatingMin: q.Get("rating_min"),
+		RatingMax: q.Get("rating_max"), DimBelow: q.Get("dim_below"), Tag: q.Get("tag"), Model: q.Get("model"),
+		Assignee: q.Get("assignee"), From: q.Get("from"), To: q.Get("to"), Q: q.Get("q"),
+		Duplicates: f.WithDuplicates, PII: f.PIIOnly,
+	}
+}
+
+func queueRow(r db.FeedbackListRow, itemQuery string) views.QueueRow {
+	return views.QueueRow{
+		ID: r.ID.String(), URL: feedbackItemURL(r.ID.String(), itemQuery), Version: strconv.Itoa(int(r.Version)),
+		Query: r.QueryPreview, Response: r.ResponsePreview, Model: r.Model, Type: string(r.FeedbackType),
+		Rating: smallIntText(r.Rating.Int16, r.Rating.Valid), Dims: queueDimsSummary(r.DimAccuracy, r.DimHelpfulness, r.DimClarity, r.DimSafety),
+		Status: string(r.Status), Source: string(r.Source), Tags: r.Tags, PII: r.PiiKinds, Duplicate: r.DuplicateOf.Valid,
+		HasCorrection: r.HasCorrection, Assigned: r.AssigneeID.Valid, Created: views.When(r.CreatedAt),
+	}
+}
+
+// queueURL is the queue's address for a query; the query is built from
+// parsed values, so it can only point at the queue.
+func feedbackQueueURL(q url.Values) string {
+	if len(q) == 0 {
+		return "/feedback"
+	}
+	return "/feedback?" + q.Encode()
+}
+
+func feedbackItemURL(id, queueQuery string) string {
+	if queueQuery == "" {
+		return "/feedback/" + id
+	}
+	return "/feedback/" + id + "?" + url.Values{"q": {queueQuery}}.Encode()
+}
+
+// queueQueryParam reads the queue's query string that an item page carries
+// (q), keeping only what parses as a filter and a cursor.
+func queueQueryParam(raw string) string {
+	q, err := url.ParseQuery(raw)
+	if err != nil {
+		return ""
+	}
+	f, err := feedback.ParseFilter(q)
+	if err != nil {
+		return ""
+	}
+	out := f.Values()
+	if cur, err := feedback.ParseCursor(q.Get("cursor")); err == nil && cur != nil {
+		out.Set("cursor", cur.Encode())
+	}
+	return out.Encode()
+}
+
+func queueCloneQuery(q url.Values) url.Values {
+	out := url.Values{}
+	for k, vs := range q {
+		out[k] = append([]string(nil), vs...)
+	}
+	return out
+}
+
+func smallIntText(n int16, valid bool) string {
+	if !valid {
+		return ""
+	}
+	return strconv.Itoa(int(n))
+}
+
+// htmxRequest reports whether htmx sent the request, so a fragment is enough.
+func htmxRequest(c echo.Context) bool { return c.Request().Header.Get("HX-Request") == "true" }
+
+// FeedbackBulk applies one action to selected items or to every item
+// matching a filter. The first post answers with the exact count to confirm;
+// the second carries confirm=N and runs only if the selection still holds N
+// items, all in one transaction.
+func (h *Handlers) FeedbackBulk(c echo.Context) error {
+	caller := CallerOf(c)
+	form, err := c.FormParams()
+	if err != nil {
+		return errs.InvalidField("form", "could not be read")
+	}
+	b, label, err := h.bulkFromForm(c, form)
+	if err != nil {
+		return err
+	}
+	back := "/feedback"
+	if fq := queueQueryParam(form.Get("filter")); fq != "" {
+		back += "?" + fq
+	}
+	store := h.Feedback
+	count := len(b.IDs)
+	if b.Filter != nil {
+		if count, err = store.Matching(ctx(c), caller.OrgID, *b.Filter); err != nil {
+			return err
+		}
+		if count > feedback.MaxBulk {
+			return errs.InvalidField("filter", "matches more than %d items: narrow it first", feedback.MaxBulk)
+		}
+	}
+	confirmView := views.BulkConfirmView{Label: label, Count: count, Back: back, Fields: bulkFields(form)}
+	page := h.page(c, "Confirm bulk action", "queue")
+	raw := form.Get("confirm")
+	if raw == "" {
+		return render(c, http.StatusOK, views.BulkConfirmPage(page, confirmView))
+	}
+	expected, err := strconv.Atoi(raw)
+	if err != nil || expected < 0 {
+		return errs.InvalidField("confirm", "must be the number of items you confirmed")
+	}
+	n, err := store.ApplyBulk(ctx(c), actor(c), caller.OrgID, b, expected)
+	var conflict *errs.Conflict
+	if errors.As(err, &conflict) {
+		confirmView.Conflict = conflict.Message
+		return render(c, http.StatusConflict, views.BulkConfirmPage(page, confirmView))
+	}
+	if err != nil {
+		return err
+	}
+	h.Sessions.Flash(c, "ok", label+": applied to "+strconv.Itoa(n)+" items.")
+	return redirect(c, back)
+}
+
+// bulkFromForm reads the bulk form: op, its argument, and either ids or
+// all=1 with the queue's filter.
+func (h *Handlers) bulkFromForm(c echo.Context, form url.Values) (feedback.Bulk, string, error) {
+	var b feedback.Bulk
+	var label string
+	v := &errs.Invalid{}
+	switch op := form.Get("op"); op {
+	case "approve":
+		b.Status, label = "approved", "Approve"
+	case "reject":
+		b.Status, label = "rejected", "Reject"
+	case "needs_correction":
+		b.Status, label = "needs_correction", "Needs correction"
+	case "tag":
+		tags, msg := feedback.NormalizeTags([]string{form.Get("tag")})
+		if msg != "" {
+			v.Add("tag", "%s", msg)
+		} else {
+			b.AddTag, label = tags[0], "Add tag “"+tags[0]+"”"
+		}
+	case "assign":
+		b.Assign, label = true, "Unassign"
+		if a := form.Get("assignee"); a != "" {
+			id, err := uuid.Parse(a)
+			if err != nil {
+				v.Add("assignee", "is not a user id")
+				break
+			}
+			u, err := h.Q.UserGet(ctx(c), db.UserGetParams{OrgID: CallerOf(c).OrgID, ID: id})
+			if err != nil {
+				v.Add("assignee", "no such user in this organisation")
+				break
+			}
+			b.Assignee, label = id, "Assign to "+u.Email
+		}
+	default:
+		v.Add("op", "choose approve, reject, needs_correction, tag or assign")
+	}
+	if form.Get("all") == "1" {
+		q, err := url.ParseQuery(form.Get("filter"))
+		if err != nil {
+			v.Add("filter", "is not a query string")
+		} else if f, err := feedback.ParseFilter(q); err != nil {
+			var invalid *errs.Invalid
+			if errors.As(err, &invalid) {
+				v.Errors = append(v.Errors, invalid.Errors...)
+			}
+		} else {
+			b.Filter = &f
+		}
+	} else {
+		seen := map[uuid.UUID]bool{}
+		for _, raw := range form["ids"] {
+			id, err := uuid.Parse(raw)
+			if err != nil {
+				v.Add("ids", "%q is not an item id", queueClip(raw, 40))
+				break
+			}
+			if !seen[id] {
+				seen[id] = true
+				b.IDs = append(b.IDs, id)
+			}
+		}
+		if len(b.IDs) > 0 && !v.Has() {
+			// Ids of other organisations (or deleted items) are no part of
+			// the selection: the count to confirm is what really changes.
+			known, err := h.Q.FeedbackQueueKnownIDs(ctx(c), db.FeedbackQueueKnownIDsParams{OrgID: CallerOf(c).OrgID, Ids: b.IDs})
+			if err != nil {
+				return b, label, err
+			}
+			b.IDs = known
+		}
+		if len(b.IDs) == 0 && !v.Has() {
+			v.Add("ids", "select at least one item, or choose all matching the filter")
+		}
+		if len(b.IDs) > feedback.MaxBulk {
+			v.Add("ids", "at most %d items at once", feedback.MaxBulk)
+		}
+	}
+	return b, label, v.Err()
+}
+
+// bulkFields are the bulk form's fields to post again with the confirmation.
+func bulkFields(form url.Values) []views.BulkField {
+	var out []views.BulkField
+	for _, name := range []string{"op", "tag", "assignee", "all", "filter"} {
+		if val := form.Get(name); val != "" {
+			out = append(out, views.BulkField{Name: name, Value: val})
+		}
+	}
+	if form.Get("all") != "1" {
+		for _, id := range form["ids"] {
+			out = append(out, views.BulkField{Name: "ids", Value: id})
+		}
+	}
+	return out
+}
+
+func queueClip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
+}

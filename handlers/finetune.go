@@ -1,0 +1,510 @@
+package handlers
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/labstack/echo/v4"
+
+	"github.com/curate/curate/db"
+	"github.com/curate/curate/internal/audit"
+	"github.com/curate/curate/internal/auth"
+	"github.com/curate/curate/internal/errs"
+	"github.com/curate/curate/internal/finetune"
+	"github.com/curate/curate/internal/pricing"
+	"github.com/curate/curate/internal/provider"
+	"github.com/curate/curate/jobs"
+	"github.com/curate/curate/views"
+)
+
+// FineTuneJobs is the dashboard: budget, filters and the jobs list.
+func (h *Handlers) FineTuneJobs(c echo.Context) error {
+	caller := CallerOf(c)
+	q := c.QueryParams()
+	f := finetune.Filter{Status: q.Get("status"), Provider: q.Get("provider")}
+	if err := f.Check(h.FineTune.Providers); err != nil {
+		return err
+	}
+	cursor, err := finetune.ParseCursor(q.Get("cursor"))
+	if err != nil {
+		return err
+	}
+	page, err := h.FineTune.List(ctx(c), caller.OrgID, f, cursor, 50)
+	if err != nil {
+		return err
+	}
+	b, err := h.FineTune.Budget(ctx(c), caller.OrgID)
+	if err != nil {
+		return err
+	}
+	m := views.FineTuneListView{IsAdmin: caller.Role.AtLeast(auth.Admin), Budget: b.Monthly.String(), Spent: b.Spent.String(),
+		Left: b.Left().String(), Status: f.Status, Provider: f.Provider, Statuses: finetune.Statuses, Providers: h.providerOptions()}
+	for _, j := range page.Jobs {
+		pr, known := finetune.Progress(j)
+		r := views.FineTuneRow{ID: j.ID.String(), Provider: h.providerLabel(j.Provider), BaseModel: j.BaseModel, Dataset: j.DatasetLabel,
+			Status: string(j.Status), Progress: pr, ProgressKnown: known, EstimatedCost: pricing.Micros(j.EstimatedCost).String(),
+			CreatedBy: j.CreatedByLabel, CreatedAt: views.When(j.CreatedAt)}
+		if j.ActualCost.Valid {
+			r.ActualCost = pricing.Micros(j.ActualCost.Int64).String()
+		}
+		m.Rows = append(m.Rows, r)
+	}
+	if page.Next != nil {
+		next := url.Values{"cursor": {page.Next.Encode()}}
+		for k, v := range map[string]string{"status": f.Status, "provider": f.Provider} {
+			if v != "" {
+				next.Set(k, v)
+			}
+		}
+		m.NextURL = "/fine-tuning?" + next.Encode()
+	}
+	return render(c, http.StatusOK, views.FineTuneListPage(h.page(c, "Fine-tuning", "finetune"), m))
+}
+
+func (h *Handlers) providerOptions() []views.Option {
+	var out []views.Option
+	for _, name := range h.FineTune.Providers.Names() {
+		out = append(out, views.Option{Value: name, Label: h.FineTune.Providers[name].Label})
+	}
+	return out
+}
+
+func (h *Handlers) providerLabel(name string) string {
+	if e, ok := h.FineTune.Providers[name]; ok {
+		return e.Label
+	}
+	return name
+}
+
+// launchFields are the form fields a launch reads, for re-rendering.
+var launchFields = []string{"dataset_version_id", "provider", "base_model", "method", "hyperparameters.epochs",
+	"hyperparameters.batch_size", "hyperparameters.learning_rate_multiplier", "hyperparameters.beta", "suffix", "seed"}
+
+// parseLaunchForm reads the launch form. Fields that cannot be read are
+// reported in bad; the rest of the request is still filled in, so the
+// estimate can check it too.
+func parseLaunchForm(c echo.Context) (finetune.Request, map[string]string, *errs.Invalid) {
+	values := map[string]string{}
+	for _, f := range launchFields {
+		values[f] = strings.TrimSpace(c.FormValue(f))
+	}
+	bad := &errs.Invalid{}
+	req := finetune.Request{Provider: values["provider"], BaseModel: values["base_model"], Method: provider.Method(values["method"]), Suffix: values["suffix"]}
+	if v := values["dataset_version_id"]; v != "" {
+		id, err := uuid.Parse(v)
+		if err != nil {
+			bad.Add("dataset_version_id", "choose a dataset version from the list")
+		}
+		req.VersionID = id
+	}
+	for _, p := range []struct {
+		field string
+		into  *provider.Value
+	}{
+		{provider.FieldEpochs, &req.Hyper.Epochs},
+		{provider.FieldBatchSize, &req.Hyper.BatchSize},
+		{provider.FieldLearningRateMultiplier, &req.Hyper.LearningRateMultiplier},
+		{provider.FieldBeta, &req.Hyper.Beta},
+	} {
+		v, err := provider.ParseValue(values[p.field])
+		if err != nil {
+			bad.Add(p.field, "%v", err)
+		}
+		*p.into = v
+	}
+	if s := values["seed"]; s != "" {
+		n, err := strconv.ParseInt(s, 10, 64)
+		if err != nil {
+			bad.Add("seed", "must be a whole number, or empty")
+		} else {
+			req.Seed = &n
+		}
+	}
+	return req, values, bad
+}
+
+// mergeInvalid adds the messages of err, when it is invalid input, to
+// bad; any other error is returned.
+func mergeInvalid(bad *errs.Invalid, err error) error {
+	var inv *errs.Invalid
+	if errors.As(err, &inv) {
+		have := bad.ByField()
+		for _, fe := range inv.Errors {
+			if _, dup := have[fe.Field]; !dup {
+				bad.Errors = append(bad.Errors, fe)
+			}
+		}
+		return nil
+	}
+	return err
+}
+
+func estimateView(est finetune.Estimate, bad *errs.Invalid) views.FineTuneEstimateView {
+	v := views.FineTuneEstimateView{Errors: bad.ByField()}
+	if bad.Has() {
+		return v
+	}
+	return views.FineTuneEstimateView{Ready: true, Examples: est.TrainExamples, PerEpoch: est.TokensPerEpoch, Epochs: est.Epochs,
+		EpochsAuto: est.EpochsAuto, Tokens: est.TrainedTokens, Price: fmt.Sprintf("$%g", est.Price.PerMillion), PriceDate: est.PriceDate,
+		Cost: est.Cost.String(), Left: est.Budget.Left().String(), Budget: est.Budget.Monthly.String(), OverBudget: !est.Fits(),
+		Errors: map[string]string{}}
+}
+
+// FineTuneNew shows the launch form.
+func (h *Handlers) FineTuneNew(c echo.Context) error {
+	values := map[string]string{"provider": "openai", "method": "supervised"}
+	for _, f := range launchFields {
+		if v := c.QueryParam(f); v != "" {
+			values[f] = v
+		}
+	}
+	return h.renderLaunchForm(c, http.StatusOK, values, map[string]string{}, views.FineTuneEstimateView{})
+}
+
+func (h *Handlers) renderLaunchForm(c echo.Context, status int, values, errors map[string]string, est views.FineTuneEstimateView) error {
+	caller := CallerOf(c)
+	m := views.FineTuneFormView{Providers: h.providerOptions(), Values: values, Errors: errors, Estimate: est}
+	versions, err := h.FineTune.Versions(ctx(c), caller.OrgID)
+	if err != nil {
+		return err
+	}
+	for _, v := range versions {
+		label := fmt.Sprintf("%s (%s, %d examples)", v.Label, v.Kind, v.Examples)
+		if !v.Valid {
+			label += " — failed validation"
+		}
+		m.Versions = append(m.Versions, views.Option{Value: v.ID.String(), Label: label})
+	}
+	prices, err := h.FineTune.Prices.Get(ctx(c))
+	if err != nil {
+		return err
+	}
+	for _, p := range prices.Prices {
+		m.Models = append(m.Models, p.BaseModel)
+	}
+	return render(c, status, views.FineTuneNewPage(h.page(c, "Launch fine-tuning", "finetune"), m))
+}
+
+// FineTuneEstimate answers the form as it is typed: the estimate, and the
+// message under each field.
+func (h *Handlers) FineTuneEstimate(c echo.Context) error {
+	req, _, bad := parseLaunchForm(c)
+	est, err := h.FineTune.Estimate(ctx(c), CallerOf(c).OrgID, req)
+	if err := mergeInvalid(bad, err); err != nil {
+		return err
+	}
+	return render(c, http.StatusOK, views.FineTuneEstimate(estimateView(est, bad), true))
+}
+
+// FineTuneLaunch launches from the form; on refusal the form comes back
+// with the messages beside the fields.
+func (h *Handlers) FineTuneLaunch(c echo.Context) error {
+	req, values, bad := parseLaunchForm(c)
+	var job db.FineTuningJob
+	var est finetune.Estimate
+	var err error
+	if !bad.Has() {
+		job, est, err = h.FineTune.Launch(ctx(c), actor(c), CallerOf(c).OrgID, req, h.enqueueFineTune)
+		if err := mergeInvalid(bad, err); err != nil {
+			return err
+		}
+	}
+	if bad.Has() {
+		return h.renderLaunchForm(c, http.StatusUnprocessableEntity, values, bad.ByField(), estimateView(est, &errs.Invalid{}))
+	}
+	h.Sessions.Flash(c, "ok", fmt.Sprintf("Fine-tuning job launched: an estimated %s for %d tokens.", est.Cost, est.TrainedTokens))
+	return redirect(c, "/fine-tuning/jobs/"+job.ID.String())
+}
+
+func (h *Handlers) enqueueFineTune(ctx context.Context, tx pgx.Tx, id uuid.UUID) (int64, error) {
+	res, err := h.River.InsertTx(ctx, tx, jobs.FineTuneArgs{JobID: id}, nil)
+	if err != nil {
+		return 0, err
+	}
+	return res.Job.ID, nil
+}
+
+// FineTuneJob is one job's page.
+func (h *Handlers) FineTuneJob(c echo.Context) error {
+	d, err := h.fineTuneDetail(c)
+	if err != nil {
+		return err
+	}
+	j := d.Job
+	m := views.FineTuneJobView{ID: j.ID.String(), Live: liveView(d), Provider: h.providerLabel(j.Provider), BaseModel: j.BaseModel,
+		Method: j.Method, Dataset: j.DatasetLabel, DatasetVersion: j.DatasetVersionID.String(), Format: j.ExportFormat,
+		Suffix: j.Suffix, EstimatedTokens: j.EstimatedTokens, EstimatedCost: pricing.Micros(j.EstimatedCost).String(),
+		PriceDate: j.PriceDate, CreatedBy: j.CreatedByLabel, CreatedAt: views.When(j.CreatedAt),
+		CanCancel: !finetune.Terminal(j.Status) && j.CancelRequestedAt == nil && CallerOf(c).Role.AtLeast(auth.Admin)}
+	if j.Seed.Valid {
+		m.Seed = strconv.FormatInt(j.Seed.Int64, 10)
+	}
+	var hyper provider.Hyperparameters
+	if err := json.Unmarshal(j.Hyperparameters, &hyper); err != nil {
+		return err
+	}
+	for _, nv := range hyper.Each() {
+		if nv.Field == provider.FieldBeta && j.Method != string(provider.DPO) {
+			continue
+		}
+		m.Hyperparameters = append(m.Hyperparameters, views.Option{Label: strings.TrimPrefix(nv.Field, "hyperparameters."), Value: nv.Value.String()})
+	}
+	return render(c, http.StatusOK, views.FineTuneJobPage(h.page(c, "Fine-tuning job", "finetune"), m))
+}
+
+// FineTuneJobLive is the refreshing part of the job page.
+func (h *Handlers) FineTuneJobLive(c echo.Context) error {
+	d, err := h.fineTuneDetail(c)
+	if err != nil {
+		return err
+	}
+	return render(c, http.StatusOK, views.FineTuneLive(liveView(d)))
+}
+
+func (h *Handlers) fineTuneDetail(c echo.Context) (finetune.Detail, error) {
+	id, err := pathID(c)
+	if err != nil {
+		return finetune.Detail{}, err
+	}
+	return h.FineTune.Get(ctx(c), CallerOf(c).OrgID, id)
+}
+
+func liveView(d finetune.Detail) views.FineTuneLiveView {
+	j := d.Job
+	pr, known := finetune.Progress(j)
+	v := views.FineTuneLiveView{ID: j.ID.String(), Running: !finetune.Terminal(j.Status), Status: string(j.Status),
+		ProviderState: j.ProviderState, ProviderJobID: j.ProviderJobID, Progress: pr, ProgressKnown: known,
+		Model: j.FineTunedModel, Error: j.ErrorMessage, TrainedTokens: j.TrainedTokens, CancelPending: j.CancelRequestedAt != nil && !finetune.Terminal(j.Status),
+		StartedAt: views.WhenPtr(j.StartedAt), CompletedAt: views.WhenPtr(j.CompletedAt), Chart: chart(d.Metrics)}
+	switch {
+	case j.TotalSteps > 0:
+		v.StepText = fmt.Sprintf("step %d of %d", j.Step, j.TotalSteps)
+	case j.Step > 0:
+		v.StepText = fmt.Sprintf("step %d", j.Step)
+	}
+	if j.TotalEpochs > 0 && j.Epoch > 0 {
+		v.StepText += fmt.Sprintf(" · epoch %d/%d", j.Epoch, j.TotalEpochs)
+	}
+	if j.ActualCost.Valid {
+		v.ActualCost = pricing.Micros(j.ActualCost.Int64).String()
+	}
+	for _, m := range d.Metrics {
+		v.Metrics = append(v.Metrics, views.FineTuneMetricPoint{Step: int(m.Step), TrainLoss: num(m.TrainLoss.Float64, m.TrainLoss.Valid),
+			TrainAcc: num(m.TrainAccuracy.Float64, m.TrainAccuracy.Valid), ValidLoss: num(m.ValidLoss.Float64, m.ValidLoss.Valid),
+			ValidAcc: num(m.ValidMeanTokenAccuracy.Float64, m.ValidMeanTokenAccuracy.Valid)})
+		if m.TrainLoss.Valid {
+			v.LastLoss = num(m.TrainLoss.Float64, true)
+		}
+	}
+	for _, e := range d.Events {
+		v.Events = append(v.Events, views.FineTuneEvent{At: views.When(e.At), Level: e.Level, Message: e.Message})
+	}
+	for _, c := range d.Checkpoints {
+		var sm provider.StepMetric
+		_ = json.Unmarshal(c.Metrics, &sm)
+		v.Checkpoints = append(v.Checkpoints, views.FineTuneCheckpoint{Step: int(c.Step), Model: c.Model,
+			TrainLoss: numPtr(sm.TrainLoss), ValidLoss: numPtr(sm.ValidLoss)})
+	}
+	return v
+}
+
+func num(f float64, ok bool) string {
+	if !ok {
+		return "—"
+	}
+	return strconv.FormatFloat(f, 'g', 4, 64)
+}
+
+func numPtr(f *float64) string {
+	if f == nil {
+		return "—"
+	}
+	return num(*f, true)
+}
+
+// Chart geometry: the view box is 600 × 200 with a margin for labels.
+const (
+	chartW, chartH = 600.0, 200.0
+	chartPad       = 16.0
+)
+
+// chart turns the metrics into polyline points, steps along x and loss
+// up y from zero to the largest loss.
+func chart(ms []db.FineTuningMetric) views.FineTuneChart {
+	maxLoss, maxStep := 0.0, 0
+	for _, m := range ms {
+		maxStep = max(maxStep, int(m.Step))
+		if m.TrainLoss.Valid {
+			maxLoss = math.Max(maxLoss, m.TrainLoss.Float64)
+		}
+		if m.ValidLoss.Valid {
+			maxLoss = math.Max(maxLoss, m.ValidLoss.Float64)
+		}
+	}
+	if maxLoss <= 0 || math.IsInf(maxLoss, 0) {
+		return views.FineTuneChart{Empty: true}
+	}
+	point := func(step int, loss float64) string {
+		x := chartPad
+		if maxStep > 0 {
+			x += float64(step) / float64(maxStep) * (chartW - 2*chartPad)
+		}
+		y := chartH - chartPad - loss/maxLoss*(chartH-2*chartPad)
+		return strconv.FormatFloat(x, 'f', 1, 64) + "," + strconv.FormatFloat(y, 'f', 1, 64)
+	}
+	var train, valid []string
+	for _, m := range ms {
+		if m.TrainLoss.Valid {
+			train = append(train, point(int(m.Step), m.TrainLoss.Float64))
+		}
+		if m.ValidLoss.Valid {
+			valid = append(valid, point(int(m.Step), m.ValidLoss.Float64))
+		}
+	}
+	return views.FineTuneChart{Train: strings.Join(train, " "), Valid: strings.Join(valid, " "),
+		MaxLoss: num(maxLoss, true), MaxStep: maxStep, Empty: len(train) == 0 && len(valid) == 0}
+}
+
+// FineTuneCancel asks for the job to be cancelled and wakes its worker.
+func (h *Handlers) FineTuneCancel(c echo.Context) error {
+	id, err := pathID(c)
+	if err != nil {
+		return err
+	}
+	if _, err := h.cancelFineTune(c, id); err != nil {
+		var conflict *errs.Conflict
+		if errors.As(err, &conflict) {
+			h.Sessions.Flash(c, "error", "Not cancelled: "+conflict.Message+".")
+			return redirect(c, "/fine-tuning/jobs/"+id.String())
+		}
+		return err
+	}
+	h.Sessions.Flash(c, "ok", "Cancellation requested; the provider is told at once.")
+	return redirect(c, "/fine-tuning/jobs/"+id.String())
+}
+
+func (h *Handlers) cancelFineTune(c echo.Context, id uuid.UUID) (db.FineTuningJob, error) {
+	job, err := h.FineTune.Cancel(ctx(c), actor(c), CallerOf(c).OrgID, id)
+	if err != nil {
+		return job, err
+	}
+	// The worker may be waiting for its next look; bring that forward.
+	if job.RiverJobID.Valid {
+		if _, err := h.River.JobRetry(ctx(c), job.RiverJobID.Int64); err != nil {
+			h.Log.Warn("waking the fine-tuning worker", "job", id, "err", err)
+		}
+	}
+	return job, nil
+}
+
+// FineTuneSettings shows the budget and the price table.
+func (h *Handlers) FineTuneSettings(c echo.Context) error {
+	return h.renderSettings(c, http.StatusOK, nil, map[string]string{})
+}
+
+func (h *Handlers) renderSettings(c echo.Context, status int, table *pricing.Table, errors map[string]string) error {
+	b, err := h.FineTune.Budget(ctx(c), CallerOf(c).OrgID)
+	if err != nil {
+		return err
+	}
+	if table == nil {
+		t, err := h.FineTune.Prices.Get(ctx(c))
+		if err != nil {
+			return err
+		}
+		table = &t
+	}
+	m := views.FineTuneSettingsView{Budget: strconv.FormatFloat(b.Monthly.Dollars(), 'f', 2, 64), Spent: b.Spent.String(),
+		PriceDate: table.Date, Errors: errors}
+	if v, ok := errors["monthly_budget"]; ok && v != "" {
+		m.Budget = c.FormValue("monthly_budget")
+	}
+	for _, p := range table.Prices {
+		m.Prices = append(m.Prices, views.FineTunePriceRow{Provider: p.Provider, BaseModel: p.BaseModel, PerMillion: strconv.FormatFloat(p.PerMillion, 'f', -1, 64)})
+	}
+	m.Prices = append(m.Prices, views.FineTunePriceRow{})
+	return render(c, status, views.FineTuneSettingsPage(h.page(c, "Fine-tuning budget and prices", "finetune"), m))
+}
+
+// FineTuneBudgetSave sets the organisation's monthly budget.
+func (h *Handlers) FineTuneBudgetSave(c echo.Context) error {
+	d, err := strconv.ParseFloat(strings.TrimPrefix(strings.TrimSpace(c.FormValue("monthly_budget")), "$"), 64)
+	if err != nil || math.IsNaN(d) || math.IsInf(d, 0) {
+		return h.renderSettings(c, http.StatusUnprocessableEntity, nil, map[string]string{"monthly_budget": "must be a number of dollars, e.g. 250 or 99.50"})
+	}
+	err = h.FineTune.SetBudget(ctx(c), actor(c), CallerOf(c).OrgID, pricing.Dollars(d))
+	var inv *errs.Invalid
+	if errors.As(err, &inv) {
+		return h.renderSettings(c, http.StatusUnprocessableEntity, nil, inv.ByField())
+	}
+	if err != nil {
+		return err
+	}
+	h.Sessions.Flash(c, "ok", "Monthly fine-tuning budget set to "+pricing.Dollars(d).String()+".")
+	return redirect(c, "/fine-tuning/settings")
+}
+
+// FineTunePricesSave replaces the price table.
+func (h *Handlers) FineTunePricesSave(c echo.Context) error {
+	form, err := c.FormParams()
+	if err != nil {
+		return err
+	}
+	providers, models, prices := form["provider"], form["base_model"], form["usd_per_million"]
+	t := pricing.Table{Date: strings.TrimSpace(form.Get("date"))}
+	bad := map[string]string{}
+	for i := range models {
+		model := strings.TrimSpace(models[i])
+		if model == "" {
+			continue // a cleared row is removed
+		}
+		var prov, price string
+		if i < len(providers) {
+			prov = strings.TrimSpace(providers[i])
+		}
+		if i < len(prices) {
+			price = strings.TrimSpace(prices[i])
+		}
+		n, err := strconv.ParseFloat(price, 64)
+		if err != nil {
+			bad["prices"] = fmt.Sprintf("the price of %s is not a number", model)
+			continue
+		}
+		t.Prices = append(t.Prices, pricing.Price{Provider: prov, BaseModel: model, PerMillion: n})
+	}
+	if len(bad) == 0 {
+		err := h.FineTune.Prices.Set(ctx(c), t)
+		var inv *errs.Invalid
+		if errors.As(err, &inv) {
+			for _, fe := range inv.Errors {
+				field := fe.Field
+				if strings.HasPrefix(field, "prices") {
+					field = "prices"
+				}
+				if bad[field] == "" {
+					bad[field] = fe.Field + ": " + fe.Message
+				}
+			}
+		} else if err != nil {
+			return err
+		}
+	}
+	if len(bad) > 0 {
+		return h.renderSettings(c, http.StatusUnprocessableEntity, &t, bad)
+	}
+	if err := audit.Record(ctx(c), h.Q, actor(c), audit.Entry{OrgID: CallerOf(c).OrgID, Action: "finetune.prices",
+		TargetType: "price_table", TargetID: t.Date, Details: map[string]any{"prices": len(t.Prices)}}); err != nil {
+		return err
+	}
+	h.Sessions.Flash(c, "ok", fmt.Sprintf("Price table of %s saved: %d prices.", t.Date, len(t.Prices)))
+	return redirect(c, "/fine-tuning/settings")
+}

@@ -1,0 +1,182 @@
+package datasets_test
+
+import (
+	"bufio"
+	"context"
+	"crypto/sha256"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/curate/curate/db/pgtest"
+	"github.com/curate/curate/internal/accounts"
+	"github.com/curate/curate/internal/audit"
+	"github.com/curate/curate/internal/blobstore"
+	"github.com/curate/curate/internal/datasets"
+	"github.com/curate/curate/internal/export"
+)
+
+// BenchmarkExport freezes a version of N preference pairs (CURATE_BENCH_ROWS,
+// default 100000, loaded with COPY) and exports it as trl_preference JSON
+// Lines with PII masking, next to Postgres writing the same rows as JSON
+// itself (COPY (SELECT json_build_object(...)) TO STDOUT), which bounds what
+// any exporter reading from this database can do. It reports rows/s for
+// both, the freeze time, the largest HeapInuse sampled during the export
+// and the process's peak RSS (VmHWM). Run it alone:
+//
+//	go test -run '^$' -bench BenchmarkExport -benchtime 1x ./internal/datasets/
+func BenchmarkExport(b *testing.B) {
+	n := 100000
+	if s := os.Getenv("CURATE_BENCH_ROWS"); s != "" {
+		var err error
+		if n, err = strconv.Atoi(s); err != nil || n < 1 {
+			b.Fatalf("CURATE_BENCH_ROWS=%q: want a positive number", s)
+		}
+	}
+	ctx := context.Background()
+	pool := pgtest.NewDB(b)
+	org, err := accounts.New(pool).EnsureOrg(ctx, "bench", "Bench")
+	if err != nil {
+		b.Fatal(err)
+	}
+	rows := make([][]any, 0, n)
+	for i := range n {
+		query := fmt.Sprintf("How do I check the deployment status of service %d in the staging cluster before the release window closes?", i)
+		prompt, _ := json.Marshal([]export.Message{{Role: "user", Content: query}})
+		chosen := fmt.Sprintf("Open Deployments > Status and filter by service %d. The panel lists every rollout with its health checks; "+
+			"a green tick means all replicas passed. If a check failed, open the rollout to see the failing pod's logs, "+
+			"and write to oncall-%d@example.com when it blocks the release. Rollbacks are one click from the same page.", i, i%97)
+		rejected := fmt.Sprintf("Click the deployments tab for service %d and look around.", i)
+		sum := sha256.Sum256([]byte(chosen + rejected))
+		rows = append(rows, []any{org.ID, prompt, query, chosen, rejected, "manual", sum[:]})
+	}
+	if _, err := pool.CopyFrom(ctx, pgx.Identifier{"preference_pairs"},
+		[]string{"org_id", "prompt", "query", "chosen_response", "rejected_response", "method", "content_hash"}, pgx.CopyFromRows(rows)); err != nil {
+		b.Fatal(err)
+	}
+	rows = nil
+	svc := &datasets.Service{Pool: pool}
+	d, err := svc.Create(ctx, audit.System, org.ID, datasets.NewDataset{Type: datasets.TypeDPO, Settings: datasets.Settings{Name: "bench", ValidationPercent: 10, SplitSeed: 1}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	if _, err := pool.Exec(ctx, `INSERT INTO training_dataset_members (dataset_id, org_id, pair_id) SELECT $1, org_id, id FROM preference_pairs WHERE org_id = $2`, d.ID, org.ID); err != nil {
+		b.Fatal(err)
+	}
+	if _, err := pool.Exec(ctx, `UPDATE training_datasets SET status = 'curating' WHERE id = $1`, d.ID); err != nil {
+		b.Fatal(err)
+	}
+	t0 := time.Now()
+	ver, err := svc.Freeze(ctx, audit.System, org.ID, d.ID)
+	if err != nil {
+		b.Fatal(err)
+	}
+	freeze := time.Since(t0)
+	if _, err := pool.Exec(ctx, "VACUUM ANALYZE dataset_version_items"); err != nil {
+		b.Fatal(err)
+	}
+	bucket, err := blobstore.OpenDir(b.TempDir())
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer bucket.Close()
+
+	// Postgres alone: the same rows, as TRL-shaped JSON, to nowhere.
+	conn, err := pool.Acquire(ctx)
+	if err != nil {
+		b.Fatal(err)
+	}
+	copySQL := fmt.Sprintf(`COPY (SELECT json_build_object(
+		'prompt', (CASE WHEN content->>'system' <> '' THEN jsonb_build_array(jsonb_build_object('role', 'system', 'content', content->>'system')) ELSE '[]'::jsonb END) || (content->'prompt'),
+		'chosen', json_build_array(json_build_object('role', 'assistant', 'content', content->>'chosen')),
+		'rejected', json_build_array(json_build_object('role', 'assistant', 'content', content->>'rejected')))
+		FROM dataset_version_items WHERE version_id = '%s' ORDER BY split, content_sha, source_id) TO STDOUT`, ver.ID)
+
+	var exportSecs, copySecs float64
+	var peakHeap, baseHeap uint64
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	baseHeap = ms.HeapInuse
+	for b.Loop() {
+		runtime.GC()
+		var high atomic.Uint64
+		stop := make(chan struct{})
+		sampled := make(chan struct{})
+		go func() {
+			defer close(sampled)
+			var ms runtime.MemStats
+			tick := time.NewTicker(10 * time.Millisecond)
+			defer tick.Stop()
+			for {
+				runtime.ReadMemStats(&ms)
+				if ms.HeapInuse > high.Load() {
+					high.Store(ms.HeapInuse)
+				}
+				select {
+				case <-stop:
+					return
+				case <-tick.C:
+				}
+			}
+		}()
+		start := time.Now()
+		m, err := datasets.WriteFiles(ctx, pool, bucket, "bench/", ver, export.TRLPreference, true, nil)
+		exportSecs += time.Since(start).Seconds()
+		close(stop)
+		<-sampled
+		peakHeap = max(peakHeap, high.Load())
+		if err != nil {
+			b.Fatal(err)
+		}
+		if m.Counts["train"]+m.Counts["validation"] != n {
+			b.Fatalf("exported %v rows, want %d", m.Counts, n)
+		}
+
+		start = time.Now()
+		tag, err := conn.Conn().PgConn().CopyTo(ctx, io.Discard, copySQL)
+		copySecs += time.Since(start).Seconds()
+		if err != nil {
+			b.Fatal(err)
+		}
+		if tag.RowsAffected() != int64(n) {
+			b.Fatalf("COPY wrote %d rows", tag.RowsAffected())
+		}
+	}
+	conn.Release()
+	iters := float64(b.N)
+	b.ReportMetric(float64(n)*iters/exportSecs, "export_rows/s")
+	b.ReportMetric(float64(n)*iters/copySecs, "pg_copy_json_rows/s")
+	b.ReportMetric(freeze.Seconds(), "freeze_s")
+	b.ReportMetric(float64(baseHeap)/(1<<20), "heap_before_MiB")
+	b.ReportMetric(float64(peakHeap)/(1<<20), "peak_heap_inuse_MiB")
+	b.ReportMetric(vmHWM()/(1<<10), "vmhwm_MiB")
+	b.ReportMetric(float64(n), "rows")
+}
+
+// vmHWM is the process's peak resident set in KiB, from /proc/self/status
+// (0 where there is none).
+func vmHWM() float64 {
+	f, err := os.Open("/proc/self/status")
+	if err != nil {
+		return 0
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if rest, ok := strings.CutPrefix(sc.Text(), "VmHWM:"); ok {
+			kb, _ := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 64)
+			return kb
+		}
+	}
+	return 0
+}

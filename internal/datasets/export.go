@@ -1,0 +1,450 @@
+package datasets
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"path"
+	"slices"
+	"strings"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"gocloud.dev/blob"
+
+	"github.com/curate/curate/db"
+	"github.com/curate/curate/internal/audit"
+	"github.com/curate/curate/internal/errs"
+	"github.com/curate/curate/internal/export"
+)
+
+// ErrBlocked marks an export refused by its validation report: invalid
+// data does not get better on a retry.
+var ErrBlocked = errors.New("the validation report blocks this export")
+
+// ManifestName is the name of the manifest beside an export's data files.
+const ManifestName = "manifest.json"
+
+// Splits are the data files of an export, in the order they are written.
+var Splits = []string{"train", "validation"}
+
+// ExportRequest asks for an export of a dataset's current version.
+type ExportRequest struct {
+	Format string
+	// MaskPII replaces personal data with its kind ("[EMAIL]"). Turning it
+	// off is for admins only, and is recorded in the audit log.
+	MaskPII bool
+	Admin   bool // the caller is an admin
+}
+
+// Enqueue schedules the export job in the transaction that records the
+// export, so there is never an export without its job or the reverse.
+type Enqueue func(ctx context.Context, tx pgx.Tx, exportID uuid.UUID) error
+
+// DefaultSyncValidationLimit is the largest version whose validation
+// report StartExport runs in the request. Counting tokens takes about a
+// quarter of a millisecond per example, so larger versions are checked by
+// the export job before it writes anything, and a blocked one fails there
+// with the same errors.
+const DefaultSyncValidationLimit = 20000
+
+func (s *Service) syncValidationLimit() int32 {
+	if s.SyncValidationLimit > 0 {
+		return int32(s.SyncValidationLimit)
+	}
+	return DefaultSyncValidationLimit
+}
+
+// StartExport checks that the dataset is frozen and that its validation
+// report for the format has no errors, then records the export and
+// enqueues its job. A blocked export returns errs.Invalid with one entry
+// per error code ("report.too_few_examples": ...) and the report.
+func (s *Service) StartExport(ctx context.Context, actor audit.Actor, orgID, id uuid.UUID, req ExportRequest, enqueue Enqueue) (db.DatasetExport, Report, error) {
+	f, err := export.ParseFormat(req.Format)
+	if err != nil {
+		return db.DatasetExport{}, Report{}, errs.InvalidField("format", "%v", err)
+	}
+	if !req.MaskPII && !req.Admin {
+		return db.DatasetExport{}, Report{}, fmt.Errorf("exporting without PII masking: %w", errs.ErrForbidden)
+	}
+	d, err := s.Get(ctx, orgID, id)
+	if err != nil {
+		return db.DatasetExport{}, Report{}, err
+	}
+	if err := exportable(string(d.Dataset.Status)); err != nil {
+		return db.DatasetExport{}, Report{}, err
+	}
+	if d.Current == nil {
+		return db.DatasetExport{}, Report{}, &errs.Conflict{Message: "the dataset has no frozen version: mark it ready first"}
+	}
+	var rep Report
+	if d.Current.ItemCount <= s.syncValidationLimit() {
+		if rep, err = s.Report(ctx, orgID, id, ReportRequest{Format: string(f), MaskPII: req.MaskPII}); err != nil {
+			return db.DatasetExport{}, Report{}, err
+		}
+		if err := blocking(rep); err != nil {
+			return db.DatasetExport{}, rep, err
+		}
+	}
+	var out db.DatasetExport
+	err = db.InTx(ctx, s.Pool, func(tx pgx.Tx, q *db.Queries) error {
+		var err error
+		out, err = q.ExportInsert(ctx, db.ExportInsertParams{OrgID: orgID, DatasetID: id, VersionID: d.Current.ID,
+			Format: string(f), MaskPii: req.MaskPII, RowsTotal: d.Current.ItemCount, CreatedByLabel: actor.Label})
+		if err != nil {
+			return err
+		}
+		details := map[string]any{"export_id": out.ID, "format": f, "version": d.Current.Number, "content_hash": d.Current.ContentHash, "mask_pii": req.MaskPII}
+		if err := audit.Record(ctx, q, actor, audit.Entry{OrgID: orgID, Action: "dataset.export", TargetType: "dataset", TargetID: id.String(), Details: details}); err != nil {
+			return err
+		}
+		if !req.MaskPII {
+			if err := audit.Record(ctx, q, actor, audit.Entry{OrgID: orgID, Action: "dataset.export_unmasked", TargetType: "dataset", TargetID: id.String(), Details: details}); err != nil {
+				return err
+			}
+		}
+		return enqueue(ctx, tx, out.ID)
+	})
+	return out, rep, err
+}
+
+// blocking turns a report's errors into errs.Invalid, one entry per code.
+func blocking(r Report) error {
+	if !r.Blocking() {
+		return nil
+	}
+	v := &errs.Invalid{}
+	for _, c := range r.Findings {
+		if c.Severity != "error" {
+			continue
+		}
+		msg := fmt.Sprintf("%d finding(s)", c.Count)
+		if len(c.Samples) > 0 {
+			msg += ", e.g. " + c.Samples[0].Message
+		}
+		v.Add("report."+c.Code, "%s", msg)
+	}
+	return v
+}
+
+// RunExport does the work of an export's job: it writes the files under
+// the export's own prefix in the bucket, records the manifest and marks
+// the dataset exported. A finished export is left alone, so a repeated job
+// does nothing twice.
+func (s *Service) RunExport(ctx context.Context, exportID uuid.UUID) error {
+	q := db.New(s.Pool)
+	e, err := q.ExportGetByID(ctx, exportID)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return fmt.Errorf("export %s: %w", exportID, errs.ErrNotFound)
+	}
+	if err != nil {
+		return err
+	}
+	if e.Status == db.ExportStatusSucceeded {
+		return nil
+	}
+	if err := q.ExportStart(ctx, e.ID); err != nil {
+		return err
+	}
+	fail := func(err error) error {
+		if ctx.Err() == nil {
+			_ = q.ExportFail(context.WithoutCancel(ctx), db.ExportFailParams{ID: e.ID, Error: err.Error()})
+		}
+		return err
+	}
+	ver, err := q.VersionGet(ctx, db.VersionGetParams{OrgID: e.OrgID, ID: e.VersionID})
+	if err != nil {
+		return fail(err)
+	}
+	if ver.ItemCount > s.syncValidationLimit() {
+		d, err := q.DatasetGet(ctx, db.DatasetGetParams{OrgID: e.OrgID, ID: e.DatasetID})
+		if err != nil {
+			return fail(err)
+		}
+		rep, err := validateVersion(ctx, q, ver, export.Format(e.Format), d.TrainingDataset.BaseModel, e.MaskPii)
+		if err != nil {
+			return fail(err)
+		}
+		if err := blocking(rep); err != nil {
+			return fail(fmt.Errorf("%w: %w", ErrBlocked, err))
+		}
+	}
+	prefix := ExportPrefix(e)
+	progress := func(done int) error {
+		return q.ExportProgress(ctx, db.ExportProgressParams{ID: e.ID, RowsDone: int32(done)})
+	}
+	m, err := WriteFiles(ctx, s.Pool, s.Bucket, prefix, ver, export.Format(e.Format), e.MaskPii, progress)
+	if err != nil {
+		return fail(err)
+	}
+	mj, err := json.Marshal(m)
+	if err != nil {
+		return fail(err)
+	}
+	return db.InTx(ctx, s.Pool, func(_ pgx.Tx, q *db.Queries) error {
+		if err := q.ExportFinish(ctx, db.ExportFinishParams{ID: e.ID, StoragePrefix: prefix, Manifest: mj}); err != nil {
+			return err
+		}
+		if err := q.DatasetMarkExported(ctx, e.DatasetID); err != nil {
+			return err
+		}
+		return audit.Record(ctx, q, audit.System, audit.Entry{OrgID: e.OrgID, Action: "dataset.export_finished", TargetType: "dataset",
+			TargetID: e.DatasetID.String(), Details: map[string]any{"export_id": e.ID, "format": e.Format, "rows": ver.ItemCount}})
+	})
+}
+
+// ExportPrefix is where an export's files live in the bucket.
+func ExportPrefix(e db.DatasetExport) string {
+	return fmt.Sprintf("%s/%s/%s/", e.OrgID, e.DatasetID, e.ID)
+}
+
+// Querier is what reading a version needs: the pool, or a transaction.
+type Querier = db.DBTX
+
+// progressEvery is how often (in rows) an export reports progress.
+const progressEvery = 1000
+
+// WriteFiles writes one export of a version: train and validation files of
+// the format, then manifest.json, under prefix in bucket. Rows stream from
+// Postgres a keyset page at a time into the format's writer, so memory
+// stays flat whatever the size. Each file is first written under
+// prefix+".partial-"+name and copied to its final name only when every file is
+// complete, then the partial files are deleted: a failed export leaves no
+// file under the final names. The same version, format and masking always
+// give the same bytes, the manifest included (it carries the version's
+// time, not the export's). progress, when set, is called every 1000 rows
+// with the rows written so far.
+func WriteFiles(ctx context.Context, dbtx Querier, bucket *blob.Bucket, prefix string, ver db.DatasetVersion, f export.Format, maskPII bool, progress func(done int) error) (export.Manifest, error) {
+	q := db.New(dbtx)
+	m := export.Manifest{Format: f, DatasetVersion: ver.ContentHash, SplitSeed: ver.SplitSeed,
+		Counts: map[string]int{}, CreatedAt: ver.CreatedAt}
+	// Partial files sit beside the final ones (a directory bucket would
+	// otherwise keep an empty folder behind).
+	partial := prefix + ".partial-"
+	var written []string
+	cleanup := func() {
+		for _, name := range written {
+			_ = bucket.Delete(context.WithoutCancel(ctx), partial+name)
+		}
+	}
+	done := 0
+	for _, split := range Splits {
+		name := split + f.Ext()
+		written = append(written, name)
+		file, rows, err := writeSplit(ctx, q, bucket, partial+name, ver, split, f, maskPII, func() error {
+			done++
+			if progress != nil && done%progressEvery == 0 {
+				return progress(done)
+			}
+			return nil
+		})
+		if err != nil {
+			cleanup()
+			return export.Manifest{}, fmt.Errorf("writing %s: %w", name, err)
+		}
+		file.Name = name
+		m.Files = append(m.Files, file)
+		m.Counts[split] = rows
+	}
+	var buf bytes.Buffer
+	if err := m.Encode(&buf); err != nil {
+		cleanup()
+		return export.Manifest{}, err
+	}
+	written = append(written, ManifestName)
+	if err := bucket.WriteAll(ctx, partial+ManifestName, buf.Bytes(), &blob.WriterOptions{ContentType: "application/json"}); err != nil {
+		cleanup()
+		return export.Manifest{}, err
+	}
+	// Every file is complete: give them their final names, manifest last.
+	for _, name := range written {
+		if err := bucket.Copy(ctx, prefix+name, partial+name, nil); err != nil {
+			cleanup()
+			return export.Manifest{}, fmt.Errorf("committing %s: %w", name, err)
+		}
+	}
+	cleanup()
+	if progress != nil {
+		if err := progress(done); err != nil {
+			return export.Manifest{}, err
+		}
+	}
+	return m, nil
+}
+
+func writeSplit(ctx context.Context, q *db.Queries, bucket *blob.Bucket, key string, ver db.DatasetVersion, split string, f export.Format, maskPII bool, row func() error) (export.ManifestFile, int, error) {
+	// Cancelling wctx before Close discards the object instead of storing
+	// a truncated one.
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	bw, err := bucket.NewWriter(wctx, key, &blob.WriterOptions{ContentType: f.ContentType()})
+	if err != nil {
+		return export.ManifestFile{}, 0, err
+	}
+	hw := export.NewHashingWriter(bw)
+	var ew export.Writer
+	if f == export.Parquet {
+		ew = export.NewParquetWriter(hw, export.Kind(ver.Kind))
+	} else if ew, err = export.NewWriter(f, hw); err != nil {
+		cancel()
+		_ = bw.Close()
+		return export.ManifestFile{}, 0, err
+	}
+	rows := 0
+	err = eachVersionItem(ctx, q, ver.ID, split, func(e Example) error {
+		if maskPII {
+			e = e.Masked()
+		}
+		var err error
+		if ver.Kind == KindPreference {
+			err = ew.WritePref(e.Pref())
+		} else {
+			err = ew.WriteSFT(e.SFT())
+		}
+		if err != nil {
+			return fmt.Errorf("example %d: %w", rows+1, err)
+		}
+		rows++
+		return row()
+	})
+	if err == nil {
+		err = ew.Close()
+	}
+	if err != nil {
+		cancel()
+		_ = bw.Close()
+		return export.ManifestFile{}, 0, err
+	}
+	if err := bw.Close(); err != nil {
+		return export.ManifestFile{}, 0, err
+	}
+	return hw.File(path.Base(key), split, rows), rows, nil
+}
+
+// File is an export's file opened for download.
+type File struct {
+	io.ReadCloser
+	Name        string
+	Size        int64
+	ContentType string
+}
+
+// OpenFile opens one file of a finished export of the organisation's
+// dataset: a data file named in its manifest, or the manifest itself.
+func (s *Service) OpenFile(ctx context.Context, orgID, datasetID, exportID uuid.UUID, name string) (File, error) {
+	e, err := db.New(s.Pool).ExportGet(ctx, db.ExportGetParams{OrgID: orgID, ID: exportID})
+	if errors.Is(err, pgx.ErrNoRows) || (err == nil && e.DatasetID != datasetID) {
+		return File{}, errs.ErrNotFound
+	}
+	if err != nil {
+		return File{}, err
+	}
+	if e.Status != db.ExportStatusSucceeded {
+		return File{}, &errs.Conflict{Message: fmt.Sprintf("the export is %s; its files can be downloaded once it has succeeded", e.Status)}
+	}
+	var m export.Manifest
+	if err := json.Unmarshal(e.Manifest, &m); err != nil {
+		return File{}, err
+	}
+	names := []string{ManifestName}
+	for _, f := range m.Files {
+		names = append(names, f.Name)
+	}
+	if !slices.Contains(names, name) {
+		return File{}, errs.ErrNotFound
+	}
+	r, err := s.Bucket.NewReader(ctx, e.StoragePrefix+name, nil)
+	if err != nil {
+		return File{}, fmt.Errorf("opening %s: %w", name, err)
+	}
+	ct := "application/json"
+	if name != ManifestName {
+		ct = export.Format(e.Format).ContentType()
+	}
+	return File{ReadCloser: r, Name: name, Size: r.Size(), ContentType: ct}, nil
+}
+
+// FileNames lists an export's downloadable files: data files then the
+// manifest; none until it has succeeded.
+func FileNames(e db.DatasetExport) []string {
+	if e.Status != db.ExportStatusSucceeded || len(e.Manifest) == 0 {
+		return nil
+	}
+	var m export.Manifest
+	if json.Unmarshal(e.Manifest, &m) != nil {
+		return nil
+	}
+	var out []string
+	for _, f := range m.Files {
+		out = append(out, f.Name)
+	}
+	slices.SortFunc(out, func(a, b string) int { return strings.Compare(splitOrder(a), splitOrder(b)) })
+	return append(out, ManifestName)
+}
+
+func splitOrder(name string) string {
+	if strings.HasPrefix(name, "train") {
+		return "0" + name
+	}
+	return "1" + name
+}
+
+// OrgOf returns the organisation of a dataset named by id alone, for the
+// command line.
+func (s *Service) OrgOf(ctx context.Context, id uuid.UUID) (uuid.UUID, error) {
+	org, err := db.New(s.Pool).DatasetOrg(ctx, id)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return uuid.Nil, fmt.Errorf("dataset %s: %w", id, errs.ErrNotFound)
+	}
+	return org, err
+}
+
+// ExportTo writes an export of the dataset's current version straight to
+// a bucket (the command line's output directory), with the same checks as
+// StartExport and the same files as the export job. The export is audited
+// but not recorded as a stored export.
+func (s *Service) ExportTo(ctx context.Context, actor audit.Actor, orgID, id uuid.UUID, req ExportRequest, bucket *blob.Bucket, progress func(done int) error) (export.Manifest, Report, error) {
+	f, err := export.ParseFormat(req.Format)
+	if err != nil {
+		return export.Manifest{}, Report{}, errs.InvalidField("format", "%v", err)
+	}
+	if !req.MaskPII && !req.Admin {
+		return export.Manifest{}, Report{}, fmt.Errorf("exporting without PII masking: %w", errs.ErrForbidden)
+	}
+	d, err := s.Get(ctx, orgID, id)
+	if err != nil {
+		return export.Manifest{}, Report{}, err
+	}
+	if err := exportable(string(d.Dataset.Status)); err != nil {
+		return export.Manifest{}, Report{}, err
+	}
+	if d.Current == nil {
+		return export.Manifest{}, Report{}, &errs.Conflict{Message: "the dataset has no frozen version: mark it ready first"}
+	}
+	rep, err := s.Report(ctx, orgID, id, ReportRequest{Format: string(f), MaskPII: req.MaskPII})
+	if err != nil {
+		return export.Manifest{}, Report{}, err
+	}
+	if err := blocking(rep); err != nil {
+		return export.Manifest{}, rep, err
+	}
+	m, err := WriteFiles(ctx, s.Pool, bucket, "", *d.Current, f, req.MaskPII, progress)
+	if err != nil {
+		return export.Manifest{}, rep, err
+	}
+	action := "dataset.export_local"
+	err = db.InTx(ctx, s.Pool, func(_ pgx.Tx, q *db.Queries) error {
+		details := map[string]any{"format": f, "version": d.Current.Number, "content_hash": d.Current.ContentHash, "mask_pii": req.MaskPII}
+		if err := audit.Record(ctx, q, actor, audit.Entry{OrgID: orgID, Action: action, TargetType: "dataset", TargetID: id.String(), Details: details}); err != nil {
+			return err
+		}
+		if req.MaskPII {
+			return nil
+		}
+		return audit.Record(ctx, q, actor, audit.Entry{OrgID: orgID, Action: "dataset.export_unmasked", TargetType: "dataset", TargetID: id.String(), Details: details})
+	})
+	return m, rep, err
+}

@@ -1,0 +1,134 @@
+package datasets
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"gocloud.dev/blob/fileblob"
+
+	"github.com/curate/curate/db"
+	"github.com/curate/curate/internal/errs"
+	"github.com/curate/curate/internal/export"
+	"github.com/curate/curate/internal/finetune"
+	"github.com/curate/curate/internal/validate"
+)
+
+// FineTuneSource gives fine-tuning the organisation's frozen versions and
+// writes a version's files for a launch, with PII masked as exports are by
+// default.
+type FineTuneSource struct {
+	Service *Service
+	// A version never changes, so its verdict is worked out once.
+	verdicts sync.Map // version id → verdict
+}
+
+type verdict struct {
+	valid   bool
+	problem string
+}
+
+var _ finetune.DataSource = (*FineTuneSource)(nil)
+
+// Versions lists the frozen versions, newest first.
+func (s *FineTuneSource) Versions(ctx context.Context, orgID uuid.UUID) ([]finetune.Version, error) {
+	rows, err := db.New(s.Service.Pool).VersionsForOrg(ctx, orgID)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]finetune.Version, len(rows))
+	for i, r := range rows {
+		out[i] = finetune.Version{ID: r.ID, Label: fmt.Sprintf("%s v%d", r.DatasetName, r.Number), Kind: exportKind(r.Kind),
+			Examples: int(r.ItemCount), Valid: true}
+	}
+	return out, nil
+}
+
+// Version describes one version, with its validation verdict.
+func (s *FineTuneSource) Version(ctx context.Context, orgID, versionID uuid.UUID) (finetune.Version, error) {
+	q := db.New(s.Service.Pool)
+	v, err := q.VersionGet(ctx, db.VersionGetParams{OrgID: orgID, ID: versionID})
+	if errors.Is(err, pgx.ErrNoRows) {
+		return finetune.Version{}, errs.ErrNotFound
+	}
+	if err != nil {
+		return finetune.Version{}, err
+	}
+	row, err := q.DatasetGet(ctx, db.DatasetGetParams{OrgID: orgID, ID: v.DatasetID})
+	if err != nil {
+		return finetune.Version{}, err
+	}
+	d := row.TrainingDataset
+	verd, err := s.verdict(ctx, q, v, d)
+	if err != nil {
+		return finetune.Version{}, err
+	}
+	return finetune.Version{ID: v.ID, Label: fmt.Sprintf("%s v%d", d.Name, v.Number), Kind: exportKind(v.Kind),
+		Examples: int(v.ItemCount), Valid: verd.valid, Problem: verd.problem}, nil
+}
+
+// verdict validates a version as the dataset's target format takes it.
+func (s *FineTuneSource) verdict(ctx context.Context, q *db.Queries, v db.DatasetVersion, d db.TrainingDataset) (verdict, error) {
+	if cached, ok := s.verdicts.Load(v.ID); ok {
+		return cached.(verdict), nil
+	}
+	f, err := export.ParseFormat(d.ExportFormat)
+	if err != nil {
+		return verdict{}, err
+	}
+	val, add, err := newValidator(f, d.BaseModel, v.Kind, true)
+	if err != nil {
+		return verdict{}, err
+	}
+	for _, split := range Splits {
+		if err := eachVersionItem(ctx, q, v.ID, split, func(e Example) error { add(e); return nil }); err != nil {
+			return verdict{}, err
+		}
+	}
+	r := val.Report()
+	out := verdict{valid: !r.Blocking()}
+	if r.Blocking() {
+		var codes []string
+		for _, f := range r.Findings {
+			if f.Severity == validate.Error {
+				codes = append(codes, fmt.Sprintf("%s ×%d", f.Code, f.Count))
+			}
+		}
+		out.problem = strings.Join(codes, ", ")
+	}
+	s.verdicts.Store(v.ID, out)
+	return out, nil
+}
+
+// Prepare writes the version's train and validation files in format into
+// dir, as an export would (PII masked), and returns their paths.
+func (s *FineTuneSource) Prepare(ctx context.Context, orgID, versionID uuid.UUID, format export.Format, dir string) (finetune.Prepared, error) {
+	q := db.New(s.Service.Pool)
+	v, err := q.VersionGet(ctx, db.VersionGetParams{OrgID: orgID, ID: versionID})
+	if errors.Is(err, pgx.ErrNoRows) {
+		return finetune.Prepared{}, errs.ErrNotFound
+	}
+	if err != nil {
+		return finetune.Prepared{}, err
+	}
+	bucket, err := fileblob.OpenBucket(dir, &fileblob.Options{NoTempDir: true})
+	if err != nil {
+		return finetune.Prepared{}, err
+	}
+	defer bucket.Close()
+	m, err := WriteFiles(ctx, s.Service.Pool, bucket, "", v, format, true, nil)
+	if err != nil {
+		return finetune.Prepared{}, err
+	}
+	p := finetune.Prepared{TrainPath: dir + "/train" + format.Ext(), TrainExamples: m.Counts["train"]}
+	if m.Counts["validation"] > 0 {
+		p.ValidPath = dir + "/validation" + format.Ext()
+	}
+	return p, nil
+}
+
+func exportKind(kind string) export.Kind { return export.Kind(kind) }

@@ -1,0 +1,229 @@
+package datasets
+
+import (
+	"context"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/curate/curate/db"
+	"github.com/curate/curate/internal/audit"
+	"github.com/curate/curate/internal/errs"
+)
+
+// readPage is how many rows one keyset read fetches: enough to amortise
+// the round trip, few enough that memory stays flat.
+const readPage = 1000
+
+// Freeze marks a curating dataset ready by freezing a version: the
+// members' exported fields are copied into the version's items with their
+// split, and the version gets a content hash and counts. When the content
+// and split equal the latest version's, that version is reused instead of
+// making an identical one. Freezing a dataset that is already ready or
+// exported returns its current version.
+func (s *Service) Freeze(ctx context.Context, actor audit.Actor, orgID, id uuid.UUID) (db.DatasetVersion, error) {
+	var out db.DatasetVersion
+	err := db.InTx(ctx, s.Pool, func(tx pgx.Tx, q *db.Queries) error {
+		d, err := lock(ctx, q, orgID, id)
+		if err != nil {
+			return err
+		}
+		if (d.Status == StatusReady || d.Status == StatusExported) && d.CurrentVersionID.Valid {
+			out, err = q.VersionGet(ctx, db.VersionGetParams{OrgID: orgID, ID: d.CurrentVersionID.UUID})
+			return err
+		}
+		if err := checkTransition(string(d.Status), StatusReady); err != nil {
+			return err
+		}
+		frozen, err := freezeItems(ctx, tx, d, actor.Label)
+		if err != nil {
+			return err
+		}
+		out = frozen.version
+		// The quality score belongs to the new content: it is set again by
+		// the next validation report.
+		p := db.DatasetSetCurrentVersionParams{OrgID: orgID, ID: id, VersionID: uuid.NullUUID{UUID: out.ID, Valid: true}}
+		if _, err := q.DatasetSetCurrentVersion(ctx, p); err != nil {
+			return err
+		}
+		return audit.Record(ctx, q, actor, audit.Entry{OrgID: orgID, Action: "dataset.freeze", TargetType: "dataset",
+			TargetID: id.String(), Details: map[string]any{"version": out.Number, "content_hash": out.ContentHash,
+				"items": out.ItemCount, "reused": frozen.reused}})
+	})
+	return out, err
+}
+
+type frozenVersion struct {
+	version db.DatasetVersion
+	reused  bool
+}
+
+// freezeItems copies the members into a new version inside tx. Items are
+// read a page at a time and written with COPY, so memory holds only the
+// split keys and one 32-byte hash per item.
+func freezeItems(ctx context.Context, tx pgx.Tx, d db.TrainingDataset, by string) (frozenVersion, error) {
+	q := db.New(tx)
+	kind := KindOf(string(d.DatasetType))
+	cfg := SplitConfig{Strategy: string(d.SplitStrategy), ValidationPercent: int(d.ValidationPercent), Seed: d.SplitSeed}
+
+	keys, err := q.DatasetSplitKeys(ctx, d.ID)
+	if err != nil {
+		return frozenVersion{}, err
+	}
+	if len(keys) == 0 {
+		return frozenVersion{}, errs.InvalidField("members", "the dataset has no examples: add %s before marking it ready", memberNoun(kind))
+	}
+	items := make([]SplitItem, len(keys))
+	for i, k := range keys {
+		items[i] = SplitItem{ID: k.ID, Stratum: k.Stratum, User: k.EndUser, Created: k.CreatedAt}
+	}
+	inValidation := Split(items, cfg)
+	splitOf := make(map[uuid.UUID]string, len(items))
+	for i, it := range items {
+		splitOf[it.ID] = splitName(inValidation[i])
+	}
+
+	// A savepoint, so an identical version's items can be dropped again.
+	sp, err := tx.Begin(ctx)
+	if err != nil {
+		return frozenVersion{}, err
+	}
+	defer sp.Rollback(ctx) //nolint:errcheck // after Commit this is a no-op
+	spq := db.New(sp)
+	versionID := uuid.New()
+	hashed := make([]hashedItem, 0, len(items))
+	train := 0
+	batch := make([]db.VersionItemsCopyParams, 0, readPage)
+	add := func(source uuid.UUID, e Example) error {
+		canon, err := e.Canonical()
+		if err != nil {
+			return err
+		}
+		sum := sha256.Sum256(canon)
+		split := splitOf[source]
+		if split == "train" {
+			train++
+		}
+		hashed = append(hashed, hashedItem{sha: sum, split: split})
+		batch = append(batch, db.VersionItemsCopyParams{VersionID: versionID, ContentSha: sum[:], SourceID: source, Split: split, Content: canon})
+		return nil
+	}
+	flush := func() error {
+		if len(batch) == 0 {
+			return nil
+		}
+		_, err := spq.VersionItemsCopy(ctx, batch)
+		batch = batch[:0]
+		return err
+	}
+
+	err = eachMember(ctx, spq, d, func(source uuid.UUID, e Example) error {
+		if err := add(source, e); err != nil {
+			return err
+		}
+		if len(batch) == readPage {
+			return flush()
+		}
+		return nil
+	})
+	if err == nil {
+		err = flush()
+	}
+	if err != nil {
+		return frozenVersion{}, err
+	}
+	if len(hashed) != len(items) {
+		// A member was deleted between the two reads; the lock on the
+		// dataset makes this rare, and a retry sees a consistent set.
+		return frozenVersion{}, &errs.Conflict{Message: "the dataset's members changed while it was being frozen; try again"}
+	}
+	hash := versionHash(kind, cfg, hashed)
+
+	latest, err := spq.VersionLatest(ctx, d.ID)
+	switch {
+	case err == nil && latest.ContentHash == hash && latest.Kind == kind:
+		if err := sp.Rollback(ctx); err != nil {
+			return frozenVersion{}, err
+		}
+		return frozenVersion{version: latest, reused: true}, nil
+	case err != nil && !errors.Is(err, pgx.ErrNoRows):
+		return frozenVersion{}, err
+	}
+	ver, err := spq.VersionInsert(ctx, db.VersionInsertParams{
+		ID: versionID, OrgID: d.OrgID, DatasetID: d.ID, Kind: kind, ContentHash: hash,
+		ItemCount: int32(len(hashed)), TrainCount: int32(train), ValidationCount: int32(len(hashed) - train),
+		SplitStrategy: d.SplitStrategy, ValidationPercent: d.ValidationPercent, SplitSeed: d.SplitSeed,
+		CreatedByLabel: by,
+	})
+	if err != nil {
+		return frozenVersion{}, err
+	}
+	if err := sp.Commit(ctx); err != nil {
+		return frozenVersion{}, err
+	}
+	return frozenVersion{version: ver}, nil
+}
+
+func splitName(validation bool) string {
+	if validation {
+		return "validation"
+	}
+	return "train"
+}
+
+func memberNoun(kind string) string {
+	if kind == KindPreference {
+		return "preference pairs"
+	}
+	return "approved or corrected feedback"
+}
+
+// eachMember calls fn with every member's example, reading a page at a
+// time by id. A page is read completely before fn runs, so fn may use the
+// same connection (to COPY, for instance).
+func eachMember(ctx context.Context, q *db.Queries, d db.TrainingDataset, fn func(source uuid.UUID, e Example) error) error {
+	after := uuid.Nil
+	if KindOf(string(d.DatasetType)) == KindPreference {
+		for {
+			rows, err := q.DatasetPairContents(ctx, db.DatasetPairContentsParams{DatasetID: d.ID, After: after, RowLimit: readPage})
+			if err != nil {
+				return err
+			}
+			for _, r := range rows {
+				e, err := pairExample(r.Prompt, r.SystemPrompt, r.ChosenResponse, r.RejectedResponse, d.SystemPrompt)
+				if err != nil {
+					return fmt.Errorf("pair %s: %w", r.ID, err)
+				}
+				if err := fn(r.ID, e); err != nil {
+					return err
+				}
+			}
+			if len(rows) < readPage {
+				return nil
+			}
+			after = rows[len(rows)-1].ID
+		}
+	}
+	for {
+		rows, err := q.DatasetFeedbackContents(ctx, db.DatasetFeedbackContentsParams{DatasetID: d.ID, After: after, RowLimit: readPage})
+		if err != nil {
+			return err
+		}
+		for _, r := range rows {
+			e, err := feedbackExample(r.Query, r.Response, r.Correction, string(r.Status), r.Context, d.SystemPrompt)
+			if err != nil {
+				return fmt.Errorf("feedback %s: %w", r.ID, err)
+			}
+			if err := fn(r.ID, e); err != nil {
+				return err
+			}
+		}
+		if len(rows) < readPage {
+			return nil
+		}
+		after = rows[len(rows)-1].ID
+	}
+}

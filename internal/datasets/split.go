@@ -1,0 +1,156 @@
+package datasets
+
+import (
+	"bytes"
+	"cmp"
+	"crypto/sha256"
+	"encoding/binary"
+	"slices"
+	"time"
+
+	"github.com/google/uuid"
+)
+
+// Split strategies: how examples are divided between training and
+// validation.
+const (
+	// SplitRandom draws validation examples at random within each stratum
+	// (a rating, a feedback type or a pair method), so both sides keep the
+	// dataset's mix.
+	SplitRandom = "random"
+	// SplitTemporal puts the newest examples in validation, which tests the
+	// model on data from after what it learned from.
+	SplitTemporal = "temporal"
+	// SplitUser puts some end users' examples only in validation, which
+	// tests the model on people it has not seen.
+	SplitUser = "user"
+)
+
+// SplitStrategies lists the strategies.
+var SplitStrategies = []string{SplitRandom, SplitTemporal, SplitUser}
+
+// SplitItem is what the split needs to know of one example.
+type SplitItem struct {
+	ID      uuid.UUID
+	Stratum string    // random: examples are drawn per stratum
+	User    string    // user: "" means unknown, and the example stands alone
+	Created time.Time // temporal
+}
+
+// SplitConfig chooses the strategy, the share of validation examples and
+// the seed.
+type SplitConfig struct {
+	Strategy          string
+	ValidationPercent int // 0 to 50
+	Seed              int64
+}
+
+// Split assigns each item to validation (true) or training (false). The
+// result depends only on the set of items and the config, never on the
+// order the items come in:
+//
+//   - random: in each stratum of n items, round(n × p / 100) go to
+//     validation; which ones is decided by ordering the stratum by
+//     sha256(seed as 8 big-endian bytes ‖ id) and taking the first.
+//   - temporal: round(n × p / 100) of the newest items (ties by id).
+//   - user: users are ordered by sha256(seed ‖ user) and whole users go to
+//     validation until it holds at least round(n × p / 100) items; items
+//     without a user each count as a user of their own.
+//
+// A group (a stratum, or the whole set) never goes entirely to validation:
+// at most n-1 of its n items do, so training always has examples.
+func Split(items []SplitItem, cfg SplitConfig) []bool {
+	out := make([]bool, len(items))
+	if cfg.ValidationPercent <= 0 || len(items) == 0 {
+		return out
+	}
+	switch cfg.Strategy {
+	case SplitTemporal:
+		idx := indexes(len(items))
+		slices.SortFunc(idx, func(a, b int) int {
+			if c := items[b].Created.Compare(items[a].Created); c != 0 {
+				return c // newest first
+			}
+			return bytes.Compare(items[a].ID[:], items[b].ID[:])
+		})
+		for _, i := range idx[:share(len(idx), cfg.ValidationPercent)] {
+			out[i] = true
+		}
+	case SplitUser:
+		splitByUser(items, cfg, out)
+	default:
+		strata := map[string][]int{}
+		keys := make([][]byte, len(items))
+		for i, it := range items {
+			strata[it.Stratum] = append(strata[it.Stratum], i)
+			keys[i] = rankKey(cfg.Seed, it.ID[:])
+		}
+		for _, idx := range strata {
+			slices.SortFunc(idx, func(a, b int) int {
+				return cmp.Or(bytes.Compare(keys[a], keys[b]), bytes.Compare(items[a].ID[:], items[b].ID[:]))
+			})
+			for _, i := range idx[:share(len(idx), cfg.ValidationPercent)] {
+				out[i] = true
+			}
+		}
+	}
+	return out
+}
+
+func splitByUser(items []SplitItem, cfg SplitConfig, out []bool) {
+	groups := map[string][]int{}
+	for i, it := range items {
+		key := "user:" + it.User
+		if it.User == "" {
+			key = "item:" + it.ID.String()
+		}
+		groups[key] = append(groups[key], i)
+	}
+	keys := make([]string, 0, len(groups))
+	rank := make(map[string][]byte, len(groups))
+	for k := range groups {
+		keys = append(keys, k)
+		rank[k] = rankKey(cfg.Seed, []byte(k))
+	}
+	slices.SortFunc(keys, func(a, b string) int {
+		return cmp.Or(bytes.Compare(rank[a], rank[b]), cmp.Compare(a, b))
+	})
+	want := share(len(items), cfg.ValidationPercent)
+	got := 0
+	for _, k := range keys {
+		if got >= want {
+			break
+		}
+		g := groups[k]
+		if got+len(g) >= len(items) {
+			continue // training would be left empty
+		}
+		for _, i := range g {
+			out[i] = true
+		}
+		got += len(g)
+	}
+}
+
+// share is round(n × percent / 100), halves rounded up, and at most n-1.
+func share(n, percent int) int {
+	k := (n*percent + 50) / 100
+	return max(0, min(k, n-1))
+}
+
+func rankKey(seed int64, b []byte) []byte {
+	h := sha256.New()
+	var s [8]byte
+	binary.BigEndian.PutUint64(s[:], uint64(seed))
+	h.Write(s[:])
+	h.Write(b)
+	return h.Sum(nil)
+}
+
+func indexes(n int) []int {
+	idx := make([]int, n)
+	for i := range idx {
+		idx[i] = i
+	}
+	return idx
+}

@@ -1,0 +1,249 @@
+package finetune
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"regexp"
+
+	"github.com/google/uuid"
+
+	"github.com/curate/curate/db"
+	"github.com/curate/curate/internal/errs"
+	"github.com/curate/curate/internal/export"
+	"github.com/curate/curate/internal/pricing"
+	"github.com/curate/curate/internal/provider"
+	"github.com/curate/curate/internal/tokens"
+)
+
+// Request is a launch as a form or the API asks for it.
+type Request struct {
+	VersionID uuid.UUID
+	Provider  string
+	BaseModel string
+	Method    provider.Method
+	Hyper     provider.Hyperparameters
+	Suffix    string
+	Seed      *int64
+}
+
+// Estimate is what a launch would train and cost, and what the budget
+// leaves.
+type Estimate struct {
+	Version        Version
+	Format         export.Format
+	TrainExamples  int
+	TokensPerEpoch int64 // tokens in the training file, by the base model's tokenizer
+	Epochs         int
+	EpochsAuto     bool // Epochs is the provider's choice for "auto"
+	TrainedTokens  int64
+	Price          pricing.Price
+	PriceDate      string
+	Cost           pricing.Micros
+	Budget         Budget
+}
+
+// Fits reports whether the estimate fits in what is left of the budget.
+func (e Estimate) Fits() bool { return e.Cost <= e.Budget.Left() }
+
+// suffixPattern keeps a model-name suffix usable at every provider.
+var suffixPattern = regexp.MustCompile(`^[A-Za-z0-9]+([_-][A-Za-z0-9]+)*$`)
+
+// maxSuffix leaves room in Bedrock's 63-character model names for the
+// hyphen and the job id that follow the suffix.
+const maxSuffix = 24
+
+// Estimate checks a launch request and estimates its cost. Bad input is an
+// *errs.Invalid naming each field.
+func (s *Service) Estimate(ctx context.Context, orgID uuid.UUID, req Request) (Estimate, error) {
+	v := &errs.Invalid{}
+	var est Estimate
+	entry, known := s.Providers[req.Provider]
+	if !known {
+		v.Add("provider", "must be one of %v", s.Providers.Names())
+	}
+	src, err := s.source()
+	if err != nil {
+		return est, err
+	}
+	if req.VersionID == uuid.Nil {
+		v.Add("dataset_version_id", "choose a frozen dataset version")
+	} else {
+		est.Version, err = src.Version(ctx, orgID, req.VersionID)
+		switch {
+		case errors.Is(err, errs.ErrNotFound):
+			v.Add("dataset_version_id", "no such dataset version in this organisation")
+		case err != nil:
+			return est, err
+		case !est.Version.Valid:
+			v.Add("dataset_version_id", "%s failed validation (%s); fix the dataset and freeze a new version", est.Version.Label, est.Version.Problem)
+		}
+	}
+	if req.Method != provider.Supervised && req.Method != provider.DPO {
+		v.Add("method", `must be "supervised" or "dpo"`)
+	} else if known {
+		f, ok := entry.Formats[req.Method]
+		switch {
+		case !ok:
+			v.Add("method", "%s offers no %s training", entry.Label, req.Method)
+		case req.Method == provider.DPO && est.Version.Kind == export.KindSFT:
+			v.Add("method", "dpo trains on preference pairs, and %s holds single examples; choose supervised", est.Version.Label)
+		}
+		est.Format = f
+	}
+	if req.Suffix != "" && (len(req.Suffix) > maxSuffix || !suffixPattern.MatchString(req.Suffix)) {
+		v.Add("suffix", "at most %d letters and digits, joined by single hyphens or underscores", maxSuffix)
+	}
+	switch {
+	case req.Seed == nil:
+	case known && entry.NoSeed:
+		v.Add("seed", "%s takes no seed; leave it empty", entry.Label)
+	case *req.Seed < 0 || *req.Seed > 2147483647:
+		v.Add("seed", "must be from 0 to 2147483647")
+	}
+	var p provider.Provider
+	if known {
+		if p, _, err = s.client(ctx, req.Provider); err != nil {
+			v.Add("provider", "%s cannot be used: %v", entry.Label, err)
+		}
+	}
+	if p != nil {
+		var ve *provider.ValidationError
+		if err := p.Validate(req.Method, req.BaseModel, req.Hyper); errors.As(err, &ve) {
+			for _, fe := range ve.Errors {
+				if fe.Field != "method" || !hasField(v, "method") {
+					v.Add(fe.Field, "%s", fe.Message)
+				}
+			}
+		} else if err != nil {
+			return est, err
+		}
+	}
+	prices, err := s.Prices.Get(ctx)
+	if err != nil {
+		return est, err
+	}
+	est.PriceDate = prices.Date
+	if known && req.BaseModel != "" && !hasField(v, "base_model") {
+		if est.Price, err = prices.Lookup(req.Provider, req.BaseModel); err != nil {
+			v.Add("base_model", "%v; an administrator can add it on the prices page", err)
+		}
+	}
+	if v.Has() {
+		return est, v
+	}
+
+	c, err := s.count(ctx, orgID, src, req.VersionID, est.Format, tokens.ModelInfo(req.BaseModel).Encoding)
+	if err != nil {
+		return est, err
+	}
+	est.TrainExamples, est.TokensPerEpoch = c.examples, c.tokens
+	if n, ok := req.Hyper.Epochs.Number(); ok {
+		est.Epochs = int(n)
+	} else {
+		est.Epochs, est.EpochsAuto = entry.AutoEpochs(c.examples), true
+	}
+	est.TrainedTokens = est.TokensPerEpoch * int64(est.Epochs)
+	est.Cost = pricing.Cost(est.TrainedTokens, est.Price.PerMillion)
+	est.Budget, err = s.budget(ctx, db.New(s.Pool), orgID)
+	return est, err
+}
+
+func hasField(v *errs.Invalid, field string) bool {
+	_, ok := v.ByField()[field]
+	return ok
+}
+
+type countKey struct {
+	version  uuid.UUID
+	format   export.Format
+	encoding string
+}
+
+type count struct {
+	examples int
+	tokens   int64
+}
+
+// maxCounts bounds the memory of counted versions; a frozen version's
+// count never changes, so forgetting is the only reason to count again.
+const maxCounts = 256
+
+// count returns the training examples of a version in a format and their
+// tokens, preparing the files in a scratch folder the first time.
+func (s *Service) count(ctx context.Context, orgID uuid.UUID, src DataSource, versionID uuid.UUID, f export.Format, encoding string) (count, error) {
+	key := countKey{versionID, f, encoding}
+	s.mu.Lock()
+	c, ok := s.counts[key]
+	s.mu.Unlock()
+	if ok {
+		return c, nil
+	}
+	if err := os.MkdirAll(s.Dir, 0o755); err != nil {
+		return c, err
+	}
+	dir, err := os.MkdirTemp(s.Dir, "estimate-")
+	if err != nil {
+		return c, err
+	}
+	defer os.RemoveAll(dir)
+	prep, err := src.Prepare(ctx, orgID, versionID, f, dir)
+	if err != nil {
+		return c, fmt.Errorf("preparing the dataset version: %w", err)
+	}
+	counter, err := tokens.New(encoding)
+	if err != nil {
+		return c, err
+	}
+	n, toks, err := CountFile(ctx, counter, f, prep.TrainPath)
+	if err != nil {
+		return c, err
+	}
+	c = count{examples: n, tokens: toks}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.counts == nil || len(s.counts) >= maxCounts {
+		s.counts = map[countKey]count{}
+	}
+	s.counts[key] = c
+	return c, nil
+}
+
+// CountFile counts the examples in a training file and the tokens a
+// provider trains on per epoch: every message of each conversation, with
+// the chat framing, and for a preference pair both replies.
+func CountFile(ctx context.Context, counter *tokens.Counter, f export.Format, path string) (examples int, total int64, err error) {
+	file, err := os.Open(path)
+	if err != nil {
+		return 0, 0, err
+	}
+	defer file.Close()
+	msgs := func(system string, ms []export.Message) []tokens.Message {
+		var out []tokens.Message
+		if system != "" {
+			out = append(out, tokens.Message{Role: export.RoleSystem, Content: system})
+		}
+		for _, m := range ms {
+			out = append(out, tokens.Message{Role: m.Role, Content: m.Content})
+		}
+		return out
+	}
+	if f.KeepsRejected() {
+		err = export.ReadPref(ctx, f, file, func(_ int, ex export.PrefExample) error {
+			chosen := counter.CountMessages(msgs(ex.System, ex.SFT().Messages))
+			rejected := counter.CountMessages([]tokens.Message{{Role: export.RoleAssistant, Content: ex.Rejected}})
+			// The rejected reply shares the prompt and its priming.
+			total += int64(chosen + rejected - tokens.ReplyPriming)
+			examples++
+			return nil
+		})
+	} else {
+		err = export.ReadSFT(ctx, f, file, func(_ int, ex export.SFTExample) error {
+			total += int64(counter.CountMessages(msgs(ex.System, ex.Messages)))
+			examples++
+			return nil
+		})
+	}
+	return examples, total, err
+}

@@ -1,0 +1,125 @@
+package finetune
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
+
+	"github.com/curate/curate/db"
+	"github.com/curate/curate/internal/audit"
+	"github.com/curate/curate/internal/errs"
+	"github.com/curate/curate/internal/pricing"
+)
+
+// Enqueue queues the worker for a new job inside the launch's transaction
+// and returns the queue's id for it.
+type Enqueue func(ctx context.Context, tx pgx.Tx, jobID uuid.UUID) (int64, error)
+
+// Launch checks the request, refuses it when its estimate exceeds what is
+// left of this month's budget, and stores the job and its worker in one
+// transaction. The budget row is locked meanwhile, so two launches at once
+// cannot both spend the same money.
+func (s *Service) Launch(ctx context.Context, actor audit.Actor, orgID uuid.UUID, req Request, enqueue Enqueue) (db.FineTuningJob, Estimate, error) {
+	est, err := s.Estimate(ctx, orgID, req)
+	if err != nil {
+		return db.FineTuningJob{}, est, err
+	}
+	hyper, err := json.Marshal(req.Hyper)
+	if err != nil {
+		return db.FineTuningJob{}, est, err
+	}
+	var job db.FineTuningJob
+	err = db.InTx(ctx, s.Pool, func(tx pgx.Tx, q *db.Queries) error {
+		if err := q.FineTuneBudgetEnsure(ctx, db.FineTuneBudgetEnsureParams{OrgID: orgID, Monthly: int64(s.DefaultBudget)}); err != nil {
+			return err
+		}
+		if _, err := q.FineTuneBudgetLock(ctx, orgID); err != nil {
+			return err
+		}
+		if est.Budget, err = s.budget(ctx, q, orgID); err != nil {
+			return err
+		}
+		if !est.Fits() {
+			return OverBudget(est)
+		}
+		p := db.FineTuneJobInsertParams{
+			OrgID: orgID, DatasetVersionID: req.VersionID, DatasetLabel: est.Version.Label, DatasetKind: string(est.Version.Kind),
+			Provider: req.Provider, BaseModel: req.BaseModel, Method: string(req.Method), ExportFormat: string(est.Format),
+			Hyperparameters: hyper, Suffix: req.Suffix, TrainExamples: int32(est.TrainExamples), EstimatedTokens: est.TrainedTokens,
+			EstimatedEpochs: int32(est.Epochs), PricePerMillion: int64(pricing.Dollars(est.Price.PerMillion)), PriceDate: est.PriceDate,
+			EstimatedCost: int64(est.Cost), CreatedByLabel: actor.Label,
+		}
+		if req.Seed != nil {
+			p.Seed = pgtype.Int8{Int64: *req.Seed, Valid: true}
+		}
+		if actor.Kind == "user" {
+			p.CreatedBy = uuid.NullUUID{UUID: actor.ID, Valid: true}
+		}
+		if job, err = q.FineTuneJobInsert(ctx, p); err != nil {
+			return err
+		}
+		riverID, err := enqueue(ctx, tx, job.ID)
+		if err != nil {
+			return err
+		}
+		job.RiverJobID = pgtype.Int8{Int64: riverID, Valid: true}
+		if err := q.FineTuneJobSetRiverID(ctx, db.FineTuneJobSetRiverIDParams{ID: job.ID, RiverJobID: job.RiverJobID}); err != nil {
+			return err
+		}
+		return audit.Record(ctx, q, actor, audit.Entry{OrgID: orgID, Action: "finetune.launch", TargetType: "fine_tuning_job",
+			TargetID: job.ID.String(), Details: map[string]any{"provider": req.Provider, "base_model": req.BaseModel,
+				"method": req.Method, "dataset": est.Version.Label, "estimated_usd": est.Cost.Dollars()}})
+	})
+	return job, est, err
+}
+
+// OverBudget is the refusal of a launch that costs more than is left,
+// with the figures.
+func OverBudget(est Estimate) error {
+	return errs.InvalidField("budget", "the estimated cost %s (%d tokens × %d epochs at $%g per million) exceeds the %s left of this month's %s budget (%s spent or committed)",
+		est.Cost, est.TokensPerEpoch, est.Epochs, est.Price.PerMillion, est.Budget.Left(), est.Budget.Monthly, est.Budget.Spent)
+}
+
+// Cancel asks for a job to be stopped; the worker carries it out at the
+// provider. A job that has already ended is a conflict, and costs nothing
+// more. It returns the job's queue id so the caller can wake the worker.
+func (s *Service) Cancel(ctx context.Context, actor audit.Actor, orgID, id uuid.UUID) (db.FineTuningJob, error) {
+	var job db.FineTuningJob
+	err := db.InTx(ctx, s.Pool, func(_ pgx.Tx, q *db.Queries) error {
+		var err error
+		job, err = q.FineTuneJobLock(ctx, db.FineTuneJobLockParams{OrgID: orgID, ID: id})
+		if errors.Is(err, pgx.ErrNoRows) {
+			return errs.ErrNotFound
+		}
+		if err != nil {
+			return err
+		}
+		if Terminal(job.Status) {
+			return &errs.Conflict{Message: "this job has already " + finished(job.Status) + "; there is nothing to cancel and nothing more is charged"}
+		}
+		if err := q.FineTuneJobRequestCancel(ctx, db.FineTuneJobRequestCancelParams{OrgID: orgID, ID: id}); err != nil {
+			return err
+		}
+		now := time.Now()
+		job.CancelRequestedAt = &now
+		return audit.Record(ctx, q, actor, audit.Entry{OrgID: orgID, Action: "finetune.cancel", TargetType: "fine_tuning_job", TargetID: id.String()})
+	})
+	return job, err
+}
+
+// Terminal reports whether a job has stopped for good.
+func Terminal(st db.FinetuneStatus) bool {
+	return st == db.FinetuneStatusSucceeded || st == db.FinetuneStatusFailed || st == db.FinetuneStatusCancelled
+}
+
+func finished(st db.FinetuneStatus) string {
+	if st == db.FinetuneStatusCancelled {
+		return "been cancelled"
+	}
+	return string(st)
+}

@@ -1,0 +1,61 @@
+package finetune
+
+import (
+	"context"
+	"path/filepath"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/curate/curate/internal/config"
+	"github.com/curate/curate/internal/export"
+	"github.com/curate/curate/internal/pricing"
+	"github.com/curate/curate/internal/provider"
+	"github.com/curate/curate/internal/provider/bedrock"
+	"github.com/curate/curate/internal/provider/openai"
+)
+
+// OpenAI is the registry entry for OpenAI: supervised jobs on chat
+// examples, DPO on preference pairs.
+func OpenAI(cfg openai.Config) Entry {
+	return Entry{
+		Label: "OpenAI",
+		New:   func(context.Context) (provider.Provider, error) { return openai.New(cfg) },
+		Formats: map[provider.Method]export.Format{
+			provider.Supervised: export.OpenAIChat,
+			provider.DPO:        export.OpenAIPreference,
+		},
+		AutoEpochs: OpenAIAutoEpochs,
+	}
+}
+
+// Bedrock is the registry entry for Amazon Bedrock: supervised jobs on
+// Bedrock's chat format.
+func Bedrock(cfg bedrock.Config) Entry {
+	return Entry{
+		Label:      "Amazon Bedrock",
+		New:        func(ctx context.Context) (provider.Provider, error) { return bedrock.New(ctx, cfg) },
+		Formats:    map[provider.Method]export.Format{provider.Supervised: export.BedrockChat},
+		AutoEpochs: BedrockAutoEpochs,
+		NoSeed:     true,
+	}
+}
+
+// FromConfig builds the service with OpenAI and Bedrock configured from
+// cfg. A provider whose settings are missing stays listed and says what is
+// missing when a launch names it. The dataset source is set with
+// SetDataSource.
+func FromConfig(pool *pgxpool.Pool, cfg config.Config) *Service {
+	bc := bedrock.Config{Bucket: cfg.BedrockBucket, Prefix: cfg.BedrockPrefix, RoleARN: cfg.BedrockRoleARN,
+		Region: cfg.BedrockRegion, BedrockEndpoint: cfg.BedrockEndpoint, S3Endpoint: cfg.S3Endpoint, S3PathStyle: cfg.S3Endpoint != ""}
+	return &Service{
+		Pool: pool,
+		Providers: Registry{
+			openai.Name:  OpenAI(openai.Config{APIKey: cfg.OpenAIAPIKey, BaseURL: cfg.OpenAIBaseURL}),
+			bedrock.Name: Bedrock(bc),
+		},
+		Prices:        pricing.NewStore(filepath.Join(cfg.DataDir, "fine-tuning-prices.json")),
+		Dir:           filepath.Join(cfg.DataDir, "fine-tuning"),
+		DefaultBudget: pricing.Dollars(cfg.FineTuneBudgetUSD),
+		PollEvery:     cfg.FineTunePoll,
+	}
+}

@@ -1,0 +1,59 @@
+package finetune
+
+import (
+	"context"
+	"slices"
+
+	"github.com/curate/curate/internal/export"
+	"github.com/curate/curate/internal/provider"
+)
+
+// Entry is one provider Curate can launch jobs at.
+type Entry struct {
+	Label string // shown in forms, e.g. "OpenAI"
+	// New builds the client from the configuration. It fails, without
+	// calling the provider, when a credential or setting is missing.
+	New func(ctx context.Context) (provider.Provider, error)
+	// Formats maps each method the provider offers to the export format
+	// it trains on.
+	Formats map[provider.Method]export.Format
+	// AutoEpochs is how many epochs the provider runs when epochs are left
+	// "auto", for a training set of n examples; the estimate uses it.
+	AutoEpochs func(n int) int
+	// NoSeed is true for a provider that takes no training seed.
+	NoSeed bool
+}
+
+// Registry maps a provider's name ("openai", "bedrock", "local") to its
+// entry; adding a provider is adding an entry.
+type Registry map[string]Entry
+
+// Names lists the providers, sorted.
+func (r Registry) Names() []string {
+	names := make([]string, 0, len(r))
+	for n := range r {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	return names
+}
+
+// OpenAIAutoEpochs follows the OpenAI cookbook's "Data preparation and
+// analysis for chat model fine-tuning": 3 epochs, raised so that at least
+// 100 examples are seen (at most 25 epochs), lowered so that at most 25,000
+// are (at least 1).
+func OpenAIAutoEpochs(n int) int {
+	const target, minExamples, maxExamples, minEpochs, maxEpochs = 3, 100, 25000, 1, 25
+	switch {
+	case n <= 0:
+		return target
+	case n*target < minExamples:
+		return min(maxEpochs, minExamples/n)
+	case n*target > maxExamples:
+		return max(minEpochs, maxExamples/n)
+	}
+	return target
+}
+
+// BedrockAutoEpochs is Bedrock's default epochCount for Claude 3 Haiku (2).
+func BedrockAutoEpochs(int) int { return 2 }

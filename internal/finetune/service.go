@@ -1,0 +1,109 @@
+// Package finetune launches fine-tuning jobs at a provider and drives them
+// to the end: launch checks (dataset version, method, base model,
+// hyperparameters, credentials), the cost estimate and the monthly budget,
+// and the step-by-step state machine a worker runs, which stores each
+// step's result before taking the next so that a retried worker resumes
+// instead of paying twice.
+package finetune
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/curate/curate/internal/pricing"
+	"github.com/curate/curate/internal/provider"
+)
+
+// Service holds what launching and driving jobs needs.
+type Service struct {
+	Pool      *pgxpool.Pool
+	Providers Registry
+	Prices    *pricing.Store
+	// Dir holds each job's prepared files, in <Dir>/<job id>/.
+	Dir string
+	// DefaultBudget is an organisation's monthly budget until an admin
+	// sets one.
+	DefaultBudget pricing.Micros
+	// PollEvery is how long a worker waits between two looks at a job
+	// the provider is still working on.
+	PollEvery time.Duration
+	// Now is the clock for budget months (default time.Now).
+	Now func() time.Time
+
+	mu      sync.Mutex
+	data    DataSource
+	clients map[string]provider.Provider
+	counts  map[countKey]count
+}
+
+// SetDataSource sets where dataset versions come from. It may be called
+// while the service is in use.
+func (s *Service) SetDataSource(d DataSource) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.data = d
+}
+
+// ErrNoDataSource is returned while no dataset source is configured.
+var ErrNoDataSource = errors.New("finetune: dataset versions cannot be read: no dataset source is configured")
+
+func (s *Service) source() (DataSource, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.data == nil {
+		return nil, ErrNoDataSource
+	}
+	return s.data, nil
+}
+
+// client returns the provider's client, built once and then reused: the
+// SDK clients are safe for concurrent use.
+func (s *Service) client(ctx context.Context, name string) (provider.Provider, Entry, error) {
+	entry, ok := s.Providers[name]
+	if !ok {
+		return nil, Entry{}, fmt.Errorf("%q is not a configured provider", name)
+	}
+	s.mu.Lock()
+	p, ok := s.clients[name]
+	s.mu.Unlock()
+	if ok {
+		return p, entry, nil
+	}
+	p, err := entry.New(ctx)
+	if err != nil {
+		return nil, entry, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.clients == nil {
+		s.clients = map[string]provider.Provider{}
+	}
+	s.clients[name] = p
+	return p, entry, nil
+}
+
+func (s *Service) now() time.Time {
+	if s.Now != nil {
+		return s.Now()
+	}
+	return time.Now()
+}
+
+func (s *Service) pollEvery() time.Duration {
+	if s.PollEvery > 0 {
+		return s.PollEvery
+	}
+	return 30 * time.Second
+}
+
+// monthStart is the first instant of t's month in UTC: budgets are
+// monthly.
+func monthStart(t time.Time) time.Time {
+	t = t.UTC()
+	return time.Date(t.Year(), t.Month(), 1, 0, 0, 0, 0, time.UTC)
+}

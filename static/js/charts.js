@@ -1,0 +1,74 @@
+// Draws the stats page's charts with uPlot from the JSON data block
+// <script type="application/json" id="stats-data"> (data, not code, so the
+// page's Content-Security-Policy allows it). Every chart has a table beside
+// it: without JavaScript the page still reads.
+(function () {
+  "use strict";
+  var palette = ["#2f6fde", "#d1495b", "#2a9d5c", "#e08e0b", "#7b4fd6", "#0f8b8d", "#a05a2c", "#5c677d"];
+
+  function el(kind) {
+    return document.querySelector('.chart[data-chart="' + kind + '"]');
+  }
+
+  function size(target) {
+    return { width: Math.max(280, target.clientWidth || 600), height: 220 };
+  }
+
+  function draw(target, series, data, yAxis, yRange) {
+    if (!target) return;
+    var opts = size(target);
+    opts.series = [{}].concat(series);
+    opts.axes = [{}, yAxis || {}];
+    opts.scales = { x: { time: true } };
+    // Days are UTC days, as in the tables.
+    opts.tzDate = function (ts) { return window.uPlot.tzDate(new Date(ts * 1e3), "Etc/UTC"); };
+    if (yRange) opts.scales.y = { range: yRange };
+    var plot = new window.uPlot(opts, data, target);
+    window.addEventListener("resize", function () { plot.setSize(size(target)); });
+  }
+
+  function line(label, i, extra) {
+    var s = { label: label, stroke: palette[i % palette.length], width: 2, spanGaps: true, points: { show: true, size: 4 } };
+    for (var k in extra) s[k] = extra[k];
+    return s;
+  }
+
+  function start() {
+    var block = document.getElementById("stats-data");
+    if (!block || !window.uPlot) return;
+    var d;
+    try {
+      d = JSON.parse(block.textContent);
+    } catch (e) {
+      return;
+    }
+    var x = d.x || [];
+
+    draw(el("volume"), [
+      line("Feedback", 0, { fill: "rgba(47,111,222,0.08)" }),
+      line("Thumbs up", 2),
+      line("Thumbs down", 1)
+    ], [x, d.volume || [], d.thumbs_up || [], d.thumbs_down || []]);
+
+    var models = d.models || [];
+    var rateSeries = [], rateData = [x], avgSeries = [], avgData = [x];
+    models.forEach(function (m, i) {
+      rateSeries.push(line(m.name, i, { value: function (u, v) { return v == null ? "—" : (v * 100).toFixed(1) + "%"; } }));
+      rateData.push(m.up_rate || []);
+      avgSeries.push(line(m.name, i, { value: function (u, v) { return v == null ? "—" : v.toFixed(2); } }));
+      avgData.push(m.avg_rating || []);
+    });
+    if (models.length > 0) {
+      draw(el("up_rate"), rateSeries, rateData, {
+        values: function (u, ticks) { return ticks.map(function (t) { return Math.round(t * 100) + "%"; }); }
+      }, [0, 1]);
+      draw(el("avg_rating"), avgSeries, avgData, {}, [1, 5]);
+    }
+  }
+
+  if (document.readyState === "loading") {
+    document.addEventListener("DOMContentLoaded", start);
+  } else {
+    start();
+  }
+})();

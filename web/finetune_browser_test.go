@@ -1,0 +1,127 @@
+package web_test
+
+import (
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+
+	"github.com/curate/curate/internal/finetune/finetunetest"
+	"github.com/curate/curate/web/webtest"
+)
+
+// In a real browser an admin launches an OpenAI DPO job (at the fake),
+// sees the estimate as they type, and watches the job page: the progress
+// bar and the loss move while it runs, and it ends with its model id. Then,
+// with the month's budget spent, the next launch is refused beside the
+// form.
+func TestBrowserFineTuneDPO(t *testing.T) {
+	s, fake, src := fineTuneServer(t, 400*time.Millisecond)
+	org := s.Org("acme")
+	s.User(org, "ada@acme.test", "admin")
+	v := src.AddPref(org, "support-dpo v1", finetunetest.Pairs(6), 2)
+	form := "/fine-tuning/new?" + url.Values{"dataset_version_id": {v.ID.String()}, "provider": {"openai"}, "method": {"dpo"}}.Encode()
+
+	ctx := webtest.Browser(t)
+	err := chromedp.Do(ctx,
+		chromedp.Navigate(s.URL+"/login"),
+		chromedp.WaitVisible(`input[name=email]`),
+		chromedp.SendKeys(`input[name=email]`, "ada@acme.test"),
+		chromedp.SendKeys(`input[name=password]`, webtest.Password),
+		chromedp.Submit(`input[name=password]`),
+		chromedp.WaitVisible(`nav.tabs`),
+		chromedp.Click(`nav.tabs a[href="/fine-tuning"]`),
+		chromedp.WaitVisible(`#launch-link`),
+		chromedp.Navigate(s.URL+form),
+		chromedp.WaitVisible(`#ft-form`),
+		chromedp.SendKeys(`input[name=base_model]`, ftMini),
+		chromedp.SendKeys(`input[name="hyperparameters.beta"]`, "0.1"),
+		// 4 pairs × 18 tokens × 25 auto epochs at $3 per million.
+		chromedp.Poll[chromedp.Void](`document.querySelector('#est-cost')?.textContent.trim() === '$0.0054'`, chromedp.WithPollingTimeout(20*time.Second)),
+	)
+	if err != nil {
+		t.Fatalf("estimate: %v", err)
+	}
+	// A bad number is flagged under its field while typing.
+	err = chromedp.Do(ctx,
+		chromedp.SendKeys(`input[name="hyperparameters.epochs"]`, "99"),
+		chromedp.Poll[chromedp.Void](`document.querySelector('#err-hyperparameters-epochs').textContent.includes('from 1 to 50')`, chromedp.WithPollingTimeout(20*time.Second)),
+		chromedp.Evaluate[chromedp.Void](`(() => { const e = document.querySelector('input[name="hyperparameters.epochs"]'); e.value = ''; e.dispatchEvent(new Event("input", {bubbles: true})); })()`),
+		chromedp.Poll[chromedp.Void](`document.querySelector('#err-hyperparameters-epochs').textContent === '' && document.querySelector('#est-cost')`, chromedp.WithPollingTimeout(20*time.Second)),
+	)
+	if err != nil {
+		t.Fatalf("inline validation: %v", err)
+	}
+	webtest.Screenshot(t, ctx, "finetune-launch")
+
+	start := time.Now()
+	if err := chromedp.Do(ctx, chromedp.Click(`#ft-launch`), chromedp.WaitVisible(`#ft-live`)); err != nil {
+		t.Fatalf("launch: %v", err)
+	}
+	var statuses, losses []string
+	var progress []int
+	for time.Since(start) < 90*time.Second {
+		st := text(t, ctx, `#ft-status`)
+		if !slices.Contains(statuses, st) {
+			statuses = append(statuses, st)
+		}
+		val := eval[string](t, ctx, `document.querySelector('#ft-progress').getAttribute('value') || ''`)
+		if n, err := strconv.Atoi(val); err == nil && !slices.Contains(progress, n) {
+			progress = append(progress, n)
+		}
+		if l := eval[string](t, ctx, `document.querySelector('#ft-loss')?.textContent || ''`); l != "" && !slices.Contains(losses, l) {
+			losses = append(losses, l)
+		}
+		if st == "succeeded" || st == "failed" {
+			break
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+	t.Logf("a full run at the fake took %s in the browser; statuses %v, progress %v, losses %v", time.Since(start).Round(100*time.Millisecond), statuses, progress, losses)
+	if statuses[len(statuses)-1] != "succeeded" {
+		t.Fatalf("the job ended %v", statuses)
+	}
+	if !slices.Contains(statuses, "running") || !slices.ContainsFunc(progress, func(n int) bool { return n > 0 && n < 100 }) {
+		t.Errorf("no progress seen while running: statuses %v, progress %v", statuses, progress)
+	}
+	if len(losses) < 2 {
+		t.Errorf("the loss did not move: %v", losses)
+	}
+	model := text(t, ctx, `#ft-model`)
+	if !strings.HasPrefix(model, "ft:"+ftMini) {
+		t.Errorf("model id %q", model)
+	}
+	if pts := eval[string](t, ctx, `document.querySelector('#ft-train-line').getAttribute('points')`); len(strings.Fields(pts)) != 4 {
+		t.Errorf("loss chart has points %q, want 4", pts)
+	}
+	if fake.JobsCreated() != 1 {
+		t.Errorf("%d jobs at the provider", fake.JobsCreated())
+	}
+	webtest.Screenshot(t, ctx, "finetune-job")
+
+	// $0.012288 was spent; a $0.01 budget leaves nothing.
+	err = chromedp.Do(ctx,
+		chromedp.Navigate(s.URL+"/fine-tuning/settings"),
+		chromedp.WaitVisible(`#ft-budget`),
+		chromedp.SetValue(`input[name=monthly_budget]`, "0.01"),
+		chromedp.Submit(`input[name=monthly_budget]`),
+		chromedp.WaitVisible(`.flash-ok`),
+		chromedp.Navigate(s.URL+form),
+		chromedp.WaitVisible(`#ft-form`),
+		chromedp.SendKeys(`input[name=base_model]`, ftMini),
+		chromedp.WaitVisible(`#est-over`),
+		chromedp.Click(`#ft-launch`),
+	)
+	if err != nil {
+		t.Fatalf("over budget: %v", err)
+	}
+	waitFor(t, ctx, `document.querySelector('#err-budget')?.textContent.includes('exceeds the $0.00 left')`)
+	webtest.Screenshot(t, ctx, "finetune-over-budget")
+	if fake.JobsCreated() != 1 {
+		t.Errorf("the refused launch reached the provider")
+	}
+}

@@ -1,0 +1,201 @@
+package web_test
+
+import (
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/curate/curate/internal/finetune/finetunetest"
+	"github.com/curate/curate/internal/provider/openaifake"
+	"github.com/curate/curate/web/webtest"
+)
+
+const ftMini = "gpt-4o-mini-2024-07-18"
+
+// fineTuneServer starts Curate with workers, OpenAI pointed at the fake
+// and an in-memory dataset source.
+func fineTuneServer(t *testing.T, poll time.Duration) (*webtest.Server, *openaifake.Server, *finetunetest.Source) {
+	t.Helper()
+	fake := openaifake.New(t)
+	s := webtest.New(t, webtest.Options{Workers: 2, Configure: func(c *cfgT) {
+		c.OpenAIAPIKey, c.OpenAIBaseURL, c.FineTunePoll, c.FineTuneBudgetUSD = "sk-test", fake.URL(), poll, 100
+	}})
+	src := &finetunetest.Source{}
+	s.App.FineTune.SetDataSource(src)
+	return s, fake, src
+}
+
+type ftJob struct {
+	ID             string   `json:"id"`
+	Status         string   `json:"status"`
+	FineTunedModel string   `json:"fine_tuned_model"`
+	EstimatedCost  float64  `json:"estimated_cost_usd"`
+	ActualCost     *float64 `json:"actual_cost_usd"`
+	TrainedTokens  int64    `json:"trained_tokens"`
+	Error          string   `json:"error"`
+	Progress       struct {
+		Step, TotalSteps int
+		Fraction         *float64 `json:"fraction"`
+	} `json:"progress"`
+	Metrics []struct {
+		Step      int      `json:"step"`
+		TrainLoss *float64 `json:"train_loss"`
+		ValidLoss *float64 `json:"valid_loss"`
+	} `json:"metrics"`
+}
+
+// Through the API: an admin key launches a DPO job, the workers take it to
+// success against the fake, and the job reports its model, metrics and
+// actual cost; the list filters; roles, budget, bad input and a cancel of
+// an ended job are refused with clear messages.
+func TestFineTuneAPI(t *testing.T) {
+	s, fake, src := fineTuneServer(t, 20*time.Millisecond)
+	org := s.Org("acme")
+	admin := s.APIKey(org, "ops", "admin")
+	curator := s.APIKey(org, "helper", "curator")
+	other := s.APIKey(s.Org("globex"), "ops", "admin")
+	v := src.AddPref(org, "support-dpo v1", finetunetest.Pairs(6), 2)
+
+	launch := map[string]any{"dataset_version_id": v.ID.String(), "provider": "openai", "base_model": ftMini, "method": "dpo",
+		"hyperparameters": map[string]any{"beta": 0.1, "epochs": "auto"}, "suffix": "support"}
+	s.API(curator, http.MethodPost, "/api/fine-tuning/jobs", launch).Must(t, http.StatusForbidden)
+
+	var job ftJob
+	s.API(admin, http.MethodPost, "/api/fine-tuning/jobs", launch).Must(t, http.StatusCreated).JSON(t, &job)
+	// 4 training pairs × 18 tokens × 25 auto epochs at $3 per million.
+	if job.EstimatedCost != 0.0054 {
+		t.Errorf("estimated $%v, want $0.0054", job.EstimatedCost)
+	}
+	deadline := time.Now().Add(60 * time.Second)
+	for job.Status != "succeeded" && time.Now().Before(deadline) {
+		time.Sleep(100 * time.Millisecond)
+		s.API(admin, http.MethodGet, "/api/fine-tuning/jobs/"+job.ID, nil).Must(t, http.StatusOK).JSON(t, &job)
+		if job.Status == "failed" {
+			t.Fatalf("job failed: %s", job.Error)
+		}
+	}
+	if job.Status != "succeeded" || job.FineTunedModel == "" || len(job.Metrics) != 4 {
+		t.Fatalf("job %+v", job)
+	}
+	if job.ActualCost == nil || *job.ActualCost != 0.012288 || job.TrainedTokens != 4096 {
+		t.Errorf("actual cost %v for %d tokens, want $0.012288 for 4096", job.ActualCost, job.TrainedTokens)
+	}
+	if fake.FilesCreated() != 2 || fake.JobsCreated() != 1 {
+		t.Errorf("%d files and %d jobs at the provider", fake.FilesCreated(), fake.JobsCreated())
+	}
+
+	var list struct {
+		Data []ftJob `json:"data"`
+	}
+	s.API(curator, http.MethodGet, "/api/fine-tuning/jobs?status=succeeded&provider=openai", nil).Must(t, http.StatusOK).JSON(t, &list)
+	if len(list.Data) != 1 || list.Data[0].ID != job.ID {
+		t.Errorf("filtered list %+v", list.Data)
+	}
+	s.API(curator, http.MethodGet, "/api/fine-tuning/jobs?status=done", nil).Must(t, http.StatusUnprocessableEntity)
+	s.API(other, http.MethodGet, "/api/fine-tuning/jobs/"+job.ID, nil).Must(t, http.StatusNotFound)
+
+	res := s.API(admin, http.MethodPost, "/api/fine-tuning/jobs/"+job.ID+"/cancel", nil).Must(t, http.StatusConflict)
+	if !strings.Contains(res.Body, "nothing more is charged") {
+		t.Errorf("cancel of an ended job: %s", res.Body)
+	}
+
+	bad := map[string]any{"dataset_version_id": v.ID.String(), "provider": "openai", "base_model": "gpt-3.5-turbo-0125", "method": "dpo",
+		"hyperparameters": map[string]any{"epochs": 80}}
+	res = s.API(admin, http.MethodPost, "/api/fine-tuning/jobs", bad).Must(t, http.StatusUnprocessableEntity)
+	for _, field := range []string{`"field":"method"`, `"field":"hyperparameters.epochs"`} {
+		if !strings.Contains(res.Body, field) {
+			t.Errorf("bad launch answer lacks %s: %s", field, res.Body)
+		}
+	}
+}
+
+// The pages: the estimate updates from the form; a launch over the budget
+// is refused beside the form with the figures; viewers see the dashboard
+// but not the launch form.
+func TestFineTunePages(t *testing.T) {
+	s, _, src := fineTuneServer(t, time.Hour)
+	org := s.Org("acme")
+	s.User(org, "ada@acme.test", "admin")
+	s.User(org, "vic@acme.test", "viewer")
+	v := src.AddPref(org, "support-dpo v1", finetunetest.Pairs(6), 2)
+	c := s.SignedIn("ada@acme.test")
+
+	page := c.Get("/fine-tuning/new").Must(t, http.StatusOK)
+	if !strings.Contains(page.Body, "support-dpo v1") {
+		t.Fatal("the form does not offer the dataset version")
+	}
+	form := url.Values{"dataset_version_id": {v.ID.String()}, "provider": {"openai"}, "base_model": {ftMini}, "method": {"dpo"},
+		"hyperparameters.epochs": {"2"}}
+	est := c.PostForm("/fine-tuning/estimate", form).Must(t, http.StatusOK)
+	// 72 tokens per epoch × 2 epochs = 144 tokens at $3 per million.
+	if !strings.Contains(est.Body, `id="est-tokens">144<`) || !strings.Contains(est.Body, "$0.0004") {
+		t.Errorf("estimate: %s", est.Body)
+	}
+	form.Set("hyperparameters.epochs", "99")
+	est = c.PostForm("/fine-tuning/estimate", form).Must(t, http.StatusOK)
+	if !strings.Contains(est.Body, `id="err-hyperparameters-epochs" hx-swap-oob="true">must be`) {
+		t.Errorf("no inline message for epochs: %s", est.Body)
+	}
+
+	c.PostForm("/fine-tuning/budget", url.Values{"monthly_budget": {"0.0001"}}).Must(t, http.StatusSeeOther)
+	form.Set("hyperparameters.epochs", "2")
+	res := c.PostForm("/fine-tuning/jobs", form).Must(t, http.StatusUnprocessableEntity)
+	if !strings.Contains(res.Body, "exceeds the $0.0001 left") || !strings.Contains(res.Body, "$0.0004") {
+		t.Errorf("over-budget launch: %s", regexpFind(t, `(?s)(id="err-budget".{0,300})`, res.Body))
+	}
+	var n int
+	if err := s.Pool.QueryRow(t.Context(), "SELECT count(*) FROM fine_tuning_jobs").Scan(&n); err != nil || n != 0 {
+		t.Errorf("%d jobs stored after the refusal", n)
+	}
+	assertAudit(t, s, "finetune.budget")
+
+	viewer := s.SignedIn("vic@acme.test")
+	viewer.Get("/fine-tuning").Must(t, http.StatusOK)
+	viewer.Get("/fine-tuning/new").Must(t, http.StatusForbidden)
+
+	// Within the budget the launch goes through; the worker then waits an
+	// hour between looks, and cancelling wakes it at once.
+	c.PostForm("/fine-tuning/budget", url.Values{"monthly_budget": {"50"}}).Must(t, http.StatusSeeOther)
+	res = c.PostForm("/fine-tuning/jobs", form).Must(t, http.StatusSeeOther)
+	jobURL := res.Header.Get("Location")
+	page = c.Get(jobURL).Must(t, http.StatusOK)
+	if !strings.Contains(page.Body, `id="ft-cancel"`) || !strings.Contains(page.Body, "support-dpo v1") {
+		t.Fatal("the job page has no cancel form or dataset version")
+	}
+	viewer.PostForm(jobURL+"/cancel", url.Values{}).Must(t, http.StatusForbidden)
+	// Cancel once the worker waits for the provider to process the files.
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		var state string
+		if err := s.Pool.QueryRow(t.Context(), "SELECT state::text FROM river_job WHERE kind = 'finetune'").Scan(&state); err != nil {
+			t.Fatal(err)
+		}
+		if state == "scheduled" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the worker is %s, never waiting", state)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	c.PostForm(jobURL+"/cancel", url.Values{}).Must(t, http.StatusSeeOther)
+	for {
+		var status string
+		if err := s.Pool.QueryRow(t.Context(), "SELECT status FROM fine_tuning_jobs").Scan(&status); err != nil {
+			t.Fatal(err)
+		}
+		if status == "cancelled" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the job is still %s after cancelling", status)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if page := c.Get(jobURL).Must(t, http.StatusOK); strings.Contains(page.Body, `id="ft-cancel"`) || strings.Contains(page.Body, "every 2s") {
+		t.Error("a cancelled job still offers cancelling or keeps polling")
+	}
+	assertAudit(t, s, "finetune.launch", "finetune.cancel")
+}

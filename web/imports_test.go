@@ -1,0 +1,176 @@
+package web_test
+
+import (
+	"bytes"
+	"mime/multipart"
+	"net/http"
+	"net/url"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/curate/curate/internal/langfuse/langfusetest"
+	"github.com/curate/curate/web/webtest"
+)
+
+// upload posts a file to /imports as the page's form does.
+func upload(t *testing.T, c *webtest.Client, kind, name, content string, withCSRF bool) webtest.Response {
+	t.Helper()
+	var body bytes.Buffer
+	w := multipart.NewWriter(&body)
+	if withCSRF {
+		_ = w.WriteField("_csrf", c.CSRF())
+	}
+	_ = w.WriteField("kind", kind)
+	fw, err := w.CreateFormFile("file", name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fw.Write([]byte(content))
+	w.Close()
+	return c.Do(http.MethodPost, "/imports", &body, http.Header{"Content-Type": {w.FormDataContentType()}})
+}
+
+func TestImportsPage(t *testing.T) {
+	s := webtest.New(t, webtest.Options{Workers: 2})
+	org := s.Org("acme")
+	s.User(org, "cur@acme.test", "curator")
+	s.User(org, "view@acme.test", "viewer")
+
+	viewer := s.SignedIn("view@acme.test")
+	viewer.Get("/imports").Must(t, http.StatusForbidden)
+	upload(t, viewer, "jsonl", "f.jsonl", "{}\n", true).Must(t, http.StatusForbidden)
+
+	c := s.SignedIn("cur@acme.test")
+	page := c.Get("/imports").Must(t, http.StatusOK)
+	for _, want := range []string{`enctype="multipart/form-data"`, `name="kind"`, `type="file"`, "No imports yet."} {
+		if !strings.Contains(page.Body, want) {
+			t.Errorf("imports page lacks %s", want)
+		}
+	}
+	if res := upload(t, c, "jsonl", "f.jsonl", "{}\n", false); res.Status != http.StatusForbidden && res.Status != http.StatusBadRequest {
+		t.Fatalf("upload without the CSRF token: %d", res.Status)
+	}
+	if res := upload(t, c, "csv", "f.csv", "a,b\n", true).Must(t, http.StatusUnprocessableEntity); !strings.Contains(res.Body, "must be jsonl or oasst") {
+		t.Errorf("bad kind: no message beside the field")
+	}
+
+	good := `{"query":"What is 2+2?","response":"4","feedback_type":"thumbs_up"}` + "\n" +
+		`{"query":"Capital of France?","response":"Lyon","feedback_type":"correction","correction":"Paris"}` + "\n"
+	res := upload(t, c, "jsonl", "good.jsonl", good, true).Must(t, http.StatusSeeOther)
+	if res.Header.Get("Location") != "/imports" {
+		t.Fatalf("redirect to %q", res.Header.Get("Location"))
+	}
+	cut := good + `{"query":"cut","resp`
+	upload(t, c, "jsonl", "cut.jsonl", cut, true).Must(t, http.StatusSeeOther)
+
+	page = c.Get("/imports").Must(t, http.StatusOK)
+	ids := map[string]string{}
+	for _, m := range regexp.MustCompile(`id="run-([0-9a-f-]{36})"[^>]*>\s*<td>[^<]*<br/?><span class="muted">[^<]*</span></td><td>([^<]+)<br`).FindAllStringSubmatch(page.Body, -1) {
+		ids[m[2]] = m[1]
+	}
+	if ids["good.jsonl"] == "" || ids["cut.jsonl"] == "" {
+		t.Fatalf("runs not listed: %v", ids)
+	}
+	if !strings.Contains(page.Body, "<progress max=") {
+		t.Error("no progress bar")
+	}
+
+	// The row refreshes itself while active; poll it as HTMX does until done.
+	row := func(id string) string {
+		deadline := time.Now().Add(30 * time.Second)
+		for {
+			r := c.Do(http.MethodGet, "/imports/runs/"+id+"/row", nil, http.Header{"HX-Request": {"true"}}).Must(t, http.StatusOK)
+			if !strings.Contains(r.Body, `hx-trigger="every 2s"`) {
+				return r.Body
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("run %s still active: %s", id, r.Body)
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+	if body := row(ids["good.jsonl"]); !strings.Contains(body, `data-status="succeeded"`) || !strings.Contains(body, "2 stored, 0 already there, 0 skipped") ||
+		!strings.Contains(body, `<progress max="`+strconv.Itoa(2*len(good))+`" value="`+strconv.Itoa(2*len(good))+`"`) {
+		t.Errorf("good run: %s", body)
+	}
+	if body := row(ids["cut.jsonl"]); !strings.Contains(body, `data-status="failed"`) || !strings.Contains(body, "line 3") {
+		t.Errorf("cut run: %s", body)
+	}
+	var n int
+	if err := s.Pool.QueryRow(t.Context(), "SELECT count(*) FROM feedback WHERE source = 'file'").Scan(&n); err != nil || n != 2 {
+		t.Fatalf("%d file rows, want the good file's 2 (%v)", n, err)
+	}
+	assertAudit(t, s, "import.start")
+
+	// Another organisation's run is not found.
+	other := s.Org("other")
+	s.User(other, "cur@other.test", "curator")
+	s.SignedIn("cur@other.test").Get("/imports/runs/"+ids["good.jsonl"]+"/row").Must(t, http.StatusNotFound)
+}
+
+func TestLangfuseConnectionPage(t *testing.T) {
+	s := webtest.New(t, webtest.Options{Workers: 2})
+	org := s.Org("acme")
+	s.User(org, "admin@acme.test", "admin")
+	s.User(org, "cur@acme.test", "curator")
+	at := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	lf := langfusetest.NewServer(t, langfusetest.Options{
+		Traces: []langfusetest.Trace{{ID: "tr-1", Input: "Hi?", Output: "Hello."}},
+		Scores: []langfusetest.Score{{ID: "s-1", TraceID: "tr-1", Name: "stars", DataType: "NUMERIC", Value: 5, Timestamp: at}},
+	})
+
+	cur := s.SignedIn("cur@acme.test")
+	if page := cur.Get("/imports/langfuse").Must(t, http.StatusOK); strings.Contains(page.Body, `name="secret_key"`) {
+		t.Error("a curator sees the connection form")
+	}
+	cur.PostForm("/imports/langfuse", url.Values{"host": {lf.URL}, "public_key": {lf.PublicKey}, "secret_key": {lf.SecretKey}}).Must(t, http.StatusForbidden)
+
+	admin := s.SignedIn("admin@acme.test")
+	admin.Get("/imports/langfuse").Must(t, http.StatusOK)
+	res := admin.PostForm("/imports/langfuse", url.Values{"host": {"not a url"}, "public_key": {lf.PublicKey}, "secret_key": {"x"}}).Must(t, http.StatusUnprocessableEntity)
+	if !strings.Contains(res.Body, `id="err-host"`) {
+		t.Error("no message beside the host field")
+	}
+
+	// A wrong secret: saved, but the page says the keys were rejected.
+	admin.PostForm("/imports/langfuse", url.Values{"host": {lf.URL}, "public_key": {lf.PublicKey}, "secret_key": {"sk-lf-wrong"}}).Must(t, http.StatusSeeOther)
+	page := admin.Get("/imports/langfuse").Must(t, http.StatusOK)
+	if !strings.Contains(page.Body, "rejected the API keys") || strings.Contains(page.Body, "sk-lf-wrong") {
+		t.Fatalf("after a wrong secret the page does not say so, or shows the secret: %s", page.Body)
+	}
+	cur.PostForm("/imports/langfuse/sync", nil).Must(t, http.StatusSeeOther)
+	waitSynced := func(want string) string {
+		deadline := time.Now().Add(30 * time.Second)
+		for {
+			body := admin.Get("/imports/langfuse").Body
+			if strings.Contains(body, want) && !strings.Contains(body, "syncing…") {
+				return body
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("page never showed %q: %s", want, body)
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+	waitSynced("Last attempt failed")
+	var n int
+	if err := s.Pool.QueryRow(t.Context(), "SELECT count(*) FROM feedback").Scan(&n); err != nil || n != 0 {
+		t.Fatalf("%d rows after a refused sync", n)
+	}
+
+	// The right secret, the secret never shown; sync now stores the score.
+	admin.PostForm("/imports/langfuse", url.Values{"host": {lf.URL}, "public_key": {lf.PublicKey}, "secret_key": {lf.SecretKey}}).Must(t, http.StatusSeeOther)
+	page = admin.Get("/imports/langfuse").Must(t, http.StatusOK)
+	if !strings.Contains(page.Body, "Langfuse accepted the keys") || strings.Contains(page.Body, lf.SecretKey) {
+		t.Fatalf("after saving the right keys: %s", page.Body)
+	}
+	admin.PostForm("/imports/langfuse/sync", nil).Must(t, http.StatusSeeOther)
+	body := waitSynced("1 new, 0 already there, 0 skipped")
+	if strings.Contains(body, "Last attempt failed") {
+		t.Error("the old error is still shown")
+	}
+	assertAudit(t, s, "langfuse.connection_save", "langfuse.sync_requested")
+}
