@@ -208,7 +208,7 @@ func (q *Queries) FineTuneEvents(ctx context.Context, arg FineTuneEventsParams) 
 }
 
 const fineTuneJobByID = `-- name: FineTuneJobByID :one
-SELECT id, org_id, dataset_version_id, dataset_label, dataset_kind, provider, base_model, method, export_format, hyperparameters, suffix, seed, status, provider_state, train_path, valid_path, train_file_id, valid_file_id, files_ready, provider_job_id, event_cursor, cancel_requested_at, cancel_sent_at, step, total_steps, epoch, total_epochs, train_examples, estimated_tokens, estimated_epochs, price_per_million, price_date, estimated_cost, trained_tokens, actual_cost, fine_tuned_model, error_message, river_job_id, created_by, created_by_label, created_at, started_at, completed_at, updated_at FROM fine_tuning_jobs WHERE id = $1
+SELECT id, org_id, dataset_version_id, dataset_label, dataset_kind, provider, base_model, method, export_format, hyperparameters, suffix, seed, status, provider_state, train_path, valid_path, train_file_id, valid_file_id, files_ready, provider_job_id, event_cursor, cancel_requested_at, cancel_sent_at, step, total_steps, epoch, total_epochs, train_examples, estimated_tokens, estimated_epochs, price_per_million, price_date, estimated_cost, trained_tokens, actual_cost, fine_tuned_model, error_message, river_job_id, created_by, created_by_label, created_at, started_at, completed_at, updated_at, local_settings FROM fine_tuning_jobs WHERE id = $1
 `
 
 func (q *Queries) FineTuneJobByID(ctx context.Context, id uuid.UUID) (FineTuningJob, error) {
@@ -259,6 +259,7 @@ func (q *Queries) FineTuneJobByID(ctx context.Context, id uuid.UUID) (FineTuning
 		&i.StartedAt,
 		&i.CompletedAt,
 		&i.UpdatedAt,
+		&i.LocalSettings,
 	)
 	return i, err
 }
@@ -295,7 +296,7 @@ func (q *Queries) FineTuneJobFinish(ctx context.Context, arg FineTuneJobFinishPa
 }
 
 const fineTuneJobGet = `-- name: FineTuneJobGet :one
-SELECT id, org_id, dataset_version_id, dataset_label, dataset_kind, provider, base_model, method, export_format, hyperparameters, suffix, seed, status, provider_state, train_path, valid_path, train_file_id, valid_file_id, files_ready, provider_job_id, event_cursor, cancel_requested_at, cancel_sent_at, step, total_steps, epoch, total_epochs, train_examples, estimated_tokens, estimated_epochs, price_per_million, price_date, estimated_cost, trained_tokens, actual_cost, fine_tuned_model, error_message, river_job_id, created_by, created_by_label, created_at, started_at, completed_at, updated_at FROM fine_tuning_jobs WHERE org_id = $1 AND id = $2
+SELECT id, org_id, dataset_version_id, dataset_label, dataset_kind, provider, base_model, method, export_format, hyperparameters, suffix, seed, status, provider_state, train_path, valid_path, train_file_id, valid_file_id, files_ready, provider_job_id, event_cursor, cancel_requested_at, cancel_sent_at, step, total_steps, epoch, total_epochs, train_examples, estimated_tokens, estimated_epochs, price_per_million, price_date, estimated_cost, trained_tokens, actual_cost, fine_tuned_model, error_message, river_job_id, created_by, created_by_label, created_at, started_at, completed_at, updated_at, local_settings FROM fine_tuning_jobs WHERE org_id = $1 AND id = $2
 `
 
 type FineTuneJobGetParams struct {
@@ -351,6 +352,7 @@ func (q *Queries) FineTuneJobGet(ctx context.Context, arg FineTuneJobGetParams) 
 		&i.StartedAt,
 		&i.CompletedAt,
 		&i.UpdatedAt,
+		&i.LocalSettings,
 	)
 	return i, err
 }
@@ -359,13 +361,13 @@ const fineTuneJobInsert = `-- name: FineTuneJobInsert :one
 INSERT INTO fine_tuning_jobs (
     org_id, dataset_version_id, dataset_label, dataset_kind, provider, base_model, method, export_format,
     hyperparameters, suffix, seed, train_examples, estimated_tokens, estimated_epochs, price_per_million,
-    price_date, estimated_cost, created_by, created_by_label
+    price_date, estimated_cost, created_by, created_by_label, local_settings
 ) VALUES (
     $1, $2, $3, $4, $5, $6, $7, $8,
     $9, $10, $11, $12, $13, $14, $15,
-    $16, $17, $18, $19
+    $16, $17, $18, $19, $20
 )
-RETURNING id, org_id, dataset_version_id, dataset_label, dataset_kind, provider, base_model, method, export_format, hyperparameters, suffix, seed, status, provider_state, train_path, valid_path, train_file_id, valid_file_id, files_ready, provider_job_id, event_cursor, cancel_requested_at, cancel_sent_at, step, total_steps, epoch, total_epochs, train_examples, estimated_tokens, estimated_epochs, price_per_million, price_date, estimated_cost, trained_tokens, actual_cost, fine_tuned_model, error_message, river_job_id, created_by, created_by_label, created_at, started_at, completed_at, updated_at
+RETURNING id, org_id, dataset_version_id, dataset_label, dataset_kind, provider, base_model, method, export_format, hyperparameters, suffix, seed, status, provider_state, train_path, valid_path, train_file_id, valid_file_id, files_ready, provider_job_id, event_cursor, cancel_requested_at, cancel_sent_at, step, total_steps, epoch, total_epochs, train_examples, estimated_tokens, estimated_epochs, price_per_million, price_date, estimated_cost, trained_tokens, actual_cost, fine_tuned_model, error_message, river_job_id, created_by, created_by_label, created_at, started_at, completed_at, updated_at, local_settings
 `
 
 type FineTuneJobInsertParams struct {
@@ -388,6 +390,7 @@ type FineTuneJobInsertParams struct {
 	EstimatedCost    int64           `json:"estimated_cost"`
 	CreatedBy        uuid.NullUUID   `json:"created_by"`
 	CreatedByLabel   string          `json:"created_by_label"`
+	LocalSettings    json.RawMessage `json:"local_settings"`
 }
 
 func (q *Queries) FineTuneJobInsert(ctx context.Context, arg FineTuneJobInsertParams) (FineTuningJob, error) {
@@ -411,6 +414,7 @@ func (q *Queries) FineTuneJobInsert(ctx context.Context, arg FineTuneJobInsertPa
 		arg.EstimatedCost,
 		arg.CreatedBy,
 		arg.CreatedByLabel,
+		arg.LocalSettings,
 	)
 	var i FineTuningJob
 	err := row.Scan(
@@ -458,12 +462,13 @@ func (q *Queries) FineTuneJobInsert(ctx context.Context, arg FineTuneJobInsertPa
 		&i.StartedAt,
 		&i.CompletedAt,
 		&i.UpdatedAt,
+		&i.LocalSettings,
 	)
 	return i, err
 }
 
 const fineTuneJobList = `-- name: FineTuneJobList :many
-SELECT id, org_id, dataset_version_id, dataset_label, dataset_kind, provider, base_model, method, export_format, hyperparameters, suffix, seed, status, provider_state, train_path, valid_path, train_file_id, valid_file_id, files_ready, provider_job_id, event_cursor, cancel_requested_at, cancel_sent_at, step, total_steps, epoch, total_epochs, train_examples, estimated_tokens, estimated_epochs, price_per_million, price_date, estimated_cost, trained_tokens, actual_cost, fine_tuned_model, error_message, river_job_id, created_by, created_by_label, created_at, started_at, completed_at, updated_at FROM fine_tuning_jobs
+SELECT id, org_id, dataset_version_id, dataset_label, dataset_kind, provider, base_model, method, export_format, hyperparameters, suffix, seed, status, provider_state, train_path, valid_path, train_file_id, valid_file_id, files_ready, provider_job_id, event_cursor, cancel_requested_at, cancel_sent_at, step, total_steps, epoch, total_epochs, train_examples, estimated_tokens, estimated_epochs, price_per_million, price_date, estimated_cost, trained_tokens, actual_cost, fine_tuned_model, error_message, river_job_id, created_by, created_by_label, created_at, started_at, completed_at, updated_at, local_settings FROM fine_tuning_jobs
 WHERE org_id = $1
   AND ($2::text = '' OR status::text = $2)
   AND ($3::text = '' OR provider = $3)
@@ -545,6 +550,7 @@ func (q *Queries) FineTuneJobList(ctx context.Context, arg FineTuneJobListParams
 			&i.StartedAt,
 			&i.CompletedAt,
 			&i.UpdatedAt,
+			&i.LocalSettings,
 		); err != nil {
 			return nil, err
 		}
@@ -557,7 +563,7 @@ func (q *Queries) FineTuneJobList(ctx context.Context, arg FineTuneJobListParams
 }
 
 const fineTuneJobLock = `-- name: FineTuneJobLock :one
-SELECT id, org_id, dataset_version_id, dataset_label, dataset_kind, provider, base_model, method, export_format, hyperparameters, suffix, seed, status, provider_state, train_path, valid_path, train_file_id, valid_file_id, files_ready, provider_job_id, event_cursor, cancel_requested_at, cancel_sent_at, step, total_steps, epoch, total_epochs, train_examples, estimated_tokens, estimated_epochs, price_per_million, price_date, estimated_cost, trained_tokens, actual_cost, fine_tuned_model, error_message, river_job_id, created_by, created_by_label, created_at, started_at, completed_at, updated_at FROM fine_tuning_jobs WHERE org_id = $1 AND id = $2 FOR UPDATE
+SELECT id, org_id, dataset_version_id, dataset_label, dataset_kind, provider, base_model, method, export_format, hyperparameters, suffix, seed, status, provider_state, train_path, valid_path, train_file_id, valid_file_id, files_ready, provider_job_id, event_cursor, cancel_requested_at, cancel_sent_at, step, total_steps, epoch, total_epochs, train_examples, estimated_tokens, estimated_epochs, price_per_million, price_date, estimated_cost, trained_tokens, actual_cost, fine_tuned_model, error_message, river_job_id, created_by, created_by_label, created_at, started_at, completed_at, updated_at, local_settings FROM fine_tuning_jobs WHERE org_id = $1 AND id = $2 FOR UPDATE
 `
 
 type FineTuneJobLockParams struct {
@@ -613,6 +619,7 @@ func (q *Queries) FineTuneJobLock(ctx context.Context, arg FineTuneJobLockParams
 		&i.StartedAt,
 		&i.CompletedAt,
 		&i.UpdatedAt,
+		&i.LocalSettings,
 	)
 	return i, err
 }

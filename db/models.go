@@ -733,6 +733,7 @@ type FineTuningJob struct {
 	StartedAt         *time.Time      `json:"started_at"`
 	CompletedAt       *time.Time      `json:"completed_at"`
 	UpdatedAt         time.Time       `json:"updated_at"`
+	LocalSettings     json.RawMessage `json:"local_settings"`
 }
 
 type FineTuningMetric struct {

@@ -354,6 +354,39 @@ func (q *Queries) PairGetByHash(ctx context.Context, arg PairGetByHashParams) (P
 	return i, err
 }
 
+const pairIDsByIdentity = `-- name: PairIDsByIdentity :many
+SELECT id FROM preference_pairs
+WHERE org_id = $1 AND (content_hash = ANY($2::bytea[]) OR external_id = ANY($3::text[]))
+`
+
+type PairIDsByIdentityParams struct {
+	OrgID         uuid.UUID `json:"org_id"`
+	ContentHashes [][]byte  `json:"content_hashes"`
+	ExternalIds   []string  `json:"external_ids"`
+}
+
+// The organisation's pairs with one of the content hashes or external ids:
+// the pairs an import stored, or found already stored.
+func (q *Queries) PairIDsByIdentity(ctx context.Context, arg PairIDsByIdentityParams) ([]uuid.UUID, error) {
+	rows, err := q.db.Query(ctx, pairIDsByIdentity, arg.OrgID, arg.ContentHashes, arg.ExternalIds)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []uuid.UUID{}
+	for rows.Next() {
+		var id uuid.UUID
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		items = append(items, id)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const pairInsert = `-- name: PairInsert :one
 
 INSERT INTO preference_pairs (

@@ -12,6 +12,7 @@ import (
 	"github.com/curate/curate/internal/finetune"
 	"github.com/curate/curate/internal/pricing"
 	"github.com/curate/curate/internal/provider"
+	"github.com/curate/curate/internal/provider/local"
 )
 
 // fineTuneObject is a job in the API's shape. Money is in US dollars.
@@ -26,6 +27,7 @@ type fineTuneObject struct {
 	Dataset          string                `json:"dataset"`
 	ExportFormat     string                `json:"export_format"`
 	Hyperparameters  json.RawMessage       `json:"hyperparameters"`
+	Local            json.RawMessage       `json:"local,omitempty"` // a local job's own settings
 	Suffix           string                `json:"suffix,omitempty"`
 	Seed             *int64                `json:"seed,omitempty"`
 	ProviderJobID    string                `json:"provider_job_id,omitempty"`
@@ -64,7 +66,7 @@ type checkpointObject struct {
 func toFineTuneObject(j db.FineTuningJob) fineTuneObject {
 	o := fineTuneObject{ID: j.ID.String(), Status: string(j.Status), ProviderState: j.ProviderState, Provider: j.Provider,
 		BaseModel: j.BaseModel, Method: j.Method, DatasetVersionID: j.DatasetVersionID.String(), Dataset: j.DatasetLabel,
-		ExportFormat: j.ExportFormat, Hyperparameters: j.Hyperparameters, Suffix: j.Suffix, ProviderJobID: j.ProviderJobID,
+		ExportFormat: j.ExportFormat, Hyperparameters: j.Hyperparameters, Local: localSettings(j), Suffix: j.Suffix, ProviderJobID: j.ProviderJobID,
 		FineTunedModel: j.FineTunedModel, Error: j.ErrorMessage, EstimatedTokens: j.EstimatedTokens,
 		EstimatedCost: pricing.Micros(j.EstimatedCost).Dollars(), TrainedTokens: j.TrainedTokens, PriceDate: j.PriceDate,
 		CancelRequested: j.CancelRequestedAt != nil, CreatedBy: j.CreatedByLabel, CreatedAt: j.CreatedAt,
@@ -83,6 +85,14 @@ func toFineTuneObject(j db.FineTuningJob) fineTuneObject {
 	return o
 }
 
+// localSettings are a local job's settings; nil for other providers.
+func localSettings(j db.FineTuningJob) json.RawMessage {
+	if j.Provider != local.Name || len(j.LocalSettings) == 0 {
+		return nil
+	}
+	return j.LocalSettings
+}
+
 // APIFineTuneLaunch launches a job: 201 with it, 422 naming each bad
 // field, or 422 on "budget" with the figures when it would overspend.
 func (h *Handlers) APIFineTuneLaunch(c echo.Context) error {
@@ -94,18 +104,19 @@ func (h *Handlers) APIFineTuneLaunch(c echo.Context) error {
 		Hyperparameters  provider.Hyperparameters `json:"hyperparameters"`
 		Suffix           string                   `json:"suffix"`
 		Seed             *int64                   `json:"seed"`
+		Local            *local.Settings          `json:"local"` // the local provider's own settings
 	}
 	if err := decodeJSON(c, &body, ""); err != nil {
 		return err
 	}
 	req := finetune.Request{Provider: body.Provider, BaseModel: body.BaseModel, Method: provider.Method(body.Method),
-		Hyper: body.Hyperparameters, Suffix: body.Suffix, Seed: body.Seed}
+		Hyper: body.Hyperparameters, Suffix: body.Suffix, Seed: body.Seed, Local: body.Local}
 	if body.DatasetVersionID != "" {
 		if err := req.VersionID.UnmarshalText([]byte(body.DatasetVersionID)); err != nil {
 			return errs.InvalidField("dataset_version_id", "must be a dataset version id")
 		}
 	}
-	job, _, err := h.FineTune.Launch(ctx(c), actor(c), CallerOf(c).OrgID, req, h.enqueueFineTune)
+	job, _, err := h.FineTune.Launch(ctx(c), actor(c), CallerOf(c).OrgID, req, h.enqueueFineTune(req.Provider))
 	if err != nil {
 		return err
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/labstack/echo/v4"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/curate/curate/db"
 	"github.com/curate/curate/internal/auth"
@@ -33,16 +34,21 @@ func (h *Handlers) FeedbackQueue(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	page, err := h.Feedback.List(ctx(c), caller.OrgID, f, cursor, QueuePageSize)
-	if err != nil {
+	// The page, the assignee list and the model list are independent reads:
+	// run them at once so the page waits for the slowest, not their sum.
+	var (
+		page   feedback.Page
+		users  []db.User
+		models []string
+	)
+	g, gctx := errgroup.WithContext(ctx(c))
+	g.Go(func() (err error) {
+		page, err = h.Feedback.List(gctx, caller.OrgID, f, cursor, QueuePageSize)
 		return err
-	}
-	users, err := h.Q.UserList(ctx(c), caller.OrgID)
-	if err != nil {
-		return err
-	}
-	models, err := h.Q.FeedbackQueueModels(ctx(c), caller.OrgID)
-	if err != nil {
+	})
+	g.Go(func() (err error) { users, err = h.Q.UserList(gctx, caller.OrgID); return err })
+	g.Go(func() (err error) { models, err = h.Q.FeedbackQueueModels(gctx, caller.OrgID); return err })
+	if err := g.Wait(); err != nil {
 		return err
 	}
 

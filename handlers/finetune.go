@@ -22,6 +22,7 @@ import (
 	"github.com/curate/curate/internal/finetune"
 	"github.com/curate/curate/internal/pricing"
 	"github.com/curate/curate/internal/provider"
+	"github.com/curate/curate/internal/provider/local"
 	"github.com/curate/curate/jobs"
 	"github.com/curate/curate/views"
 )
@@ -94,7 +95,7 @@ var launchFields = []string{"dataset_version_id", "provider", "base_model", "met
 // estimate can check it too.
 func parseLaunchForm(c echo.Context) (finetune.Request, map[string]string, *errs.Invalid) {
 	values := map[string]string{}
-	for _, f := range launchFields {
+	for _, f := range append(launchFields, localFieldNames()...) {
 		values[f] = strings.TrimSpace(c.FormValue(f))
 	}
 	bad := &errs.Invalid{}
@@ -129,6 +130,10 @@ func parseLaunchForm(c echo.Context) (finetune.Request, map[string]string, *errs
 			req.Seed = &n
 		}
 	}
+	if req.Provider == local.Name {
+		// The local settings' section applies to local jobs only.
+		req.Local = parseLocalForm(values, bad)
+	}
 	return req, values, bad
 }
 
@@ -149,20 +154,21 @@ func mergeInvalid(bad *errs.Invalid, err error) error {
 }
 
 func estimateView(est finetune.Estimate, bad *errs.Invalid) views.FineTuneEstimateView {
-	v := views.FineTuneEstimateView{Errors: bad.ByField()}
+	fields := append(append([]string(nil), views.FineTuneFields...), localFieldNames()...)
+	v := views.FineTuneEstimateView{Errors: bad.ByField(), Fields: fields}
 	if bad.Has() {
 		return v
 	}
 	return views.FineTuneEstimateView{Ready: true, Examples: est.TrainExamples, PerEpoch: est.TokensPerEpoch, Epochs: est.Epochs,
 		EpochsAuto: est.EpochsAuto, Tokens: est.TrainedTokens, Price: fmt.Sprintf("$%g", est.Price.PerMillion), PriceDate: est.PriceDate,
 		Cost: est.Cost.String(), Left: est.Budget.Left().String(), Budget: est.Budget.Monthly.String(), OverBudget: !est.Fits(),
-		Errors: map[string]string{}}
+		Free: est.Free, Errors: map[string]string{}, Fields: fields}
 }
 
 // FineTuneNew shows the launch form.
 func (h *Handlers) FineTuneNew(c echo.Context) error {
 	values := map[string]string{"provider": "openai", "method": "supervised"}
-	for _, f := range launchFields {
+	for _, f := range append(launchFields, localFieldNames()...) {
 		if v := c.QueryParam(f); v != "" {
 			values[f] = v
 		}
@@ -172,7 +178,11 @@ func (h *Handlers) FineTuneNew(c echo.Context) error {
 
 func (h *Handlers) renderLaunchForm(c echo.Context, status int, values, errors map[string]string, est views.FineTuneEstimateView) error {
 	caller := CallerOf(c)
-	m := views.FineTuneFormView{Providers: h.providerOptions(), Values: values, Errors: errors, Estimate: est}
+	m := views.FineTuneFormView{Providers: h.providerOptions(), Values: values, Errors: errors, Estimate: est,
+		Device: h.localDevice(ctx(c))}
+	for _, in := range localInputs(&local.Settings{}, map[string]float64{}) {
+		m.Local = append(m.Local, in.FineTuneLocalInput)
+	}
 	versions, err := h.FineTune.Versions(ctx(c), caller.OrgID)
 	if err != nil {
 		return err
@@ -213,24 +223,35 @@ func (h *Handlers) FineTuneLaunch(c echo.Context) error {
 	var est finetune.Estimate
 	var err error
 	if !bad.Has() {
-		job, est, err = h.FineTune.Launch(ctx(c), actor(c), CallerOf(c).OrgID, req, h.enqueueFineTune)
-		if err := mergeInvalid(bad, err); err != nil {
-			return err
-		}
+		job, est, err = h.FineTune.Launch(ctx(c), actor(c), CallerOf(c).OrgID, req, h.enqueueFineTune(req.Provider))
+	} else {
+		// Not launched; the estimate's checks still name every other bad field.
+		_, err = h.FineTune.Estimate(ctx(c), CallerOf(c).OrgID, req)
+	}
+	if err := mergeInvalid(bad, err); err != nil {
+		return err
 	}
 	if bad.Has() {
 		return h.renderLaunchForm(c, http.StatusUnprocessableEntity, values, bad.ByField(), estimateView(est, &errs.Invalid{}))
 	}
-	h.Sessions.Flash(c, "ok", fmt.Sprintf("Fine-tuning job launched: an estimated %s for %d tokens.", est.Cost, est.TrainedTokens))
+	if est.Free {
+		h.Sessions.Flash(c, "ok", fmt.Sprintf("Local training job launched on %d examples (no charge).", est.TrainExamples))
+	} else {
+		h.Sessions.Flash(c, "ok", fmt.Sprintf("Fine-tuning job launched: an estimated %s for %d tokens.", est.Cost, est.TrainedTokens))
+	}
 	return redirect(c, "/fine-tuning/jobs/"+job.ID.String())
 }
 
-func (h *Handlers) enqueueFineTune(ctx context.Context, tx pgx.Tx, id uuid.UUID) (int64, error) {
-	res, err := h.River.InsertTx(ctx, tx, jobs.FineTuneArgs{JobID: id}, nil)
-	if err != nil {
-		return 0, err
+// enqueueFineTune queues the worker of a job at the named provider; a
+// local job's goes to the GPU queue.
+func (h *Handlers) enqueueFineTune(providerName string) finetune.Enqueue {
+	return func(ctx context.Context, tx pgx.Tx, id uuid.UUID) (int64, error) {
+		res, err := h.River.InsertTx(ctx, tx, jobs.FineTuneArgs{JobID: id, Local: providerName == local.Name}, nil)
+		if err != nil {
+			return 0, err
+		}
+		return res.Job.ID, nil
 	}
-	return res.Job.ID, nil
 }
 
 // FineTuneJob is one job's page.
@@ -240,13 +261,16 @@ func (h *Handlers) FineTuneJob(c echo.Context) error {
 		return err
 	}
 	j := d.Job
-	m := views.FineTuneJobView{ID: j.ID.String(), Live: liveView(d), Provider: h.providerLabel(j.Provider), BaseModel: j.BaseModel,
+	m := views.FineTuneJobView{ID: j.ID.String(), Live: h.liveView(ctx(c), d), Local: settingsRows(localSettings(j)), Provider: h.providerLabel(j.Provider), BaseModel: j.BaseModel,
 		Method: j.Method, Dataset: j.DatasetLabel, DatasetVersion: j.DatasetVersionID.String(), Format: j.ExportFormat,
 		Suffix: j.Suffix, EstimatedTokens: j.EstimatedTokens, EstimatedCost: pricing.Micros(j.EstimatedCost).String(),
 		PriceDate: j.PriceDate, CreatedBy: j.CreatedByLabel, CreatedAt: views.When(j.CreatedAt),
 		CanCancel: !finetune.Terminal(j.Status) && j.CancelRequestedAt == nil && CallerOf(c).Role.AtLeast(auth.Admin)}
 	if j.Seed.Valid {
 		m.Seed = strconv.FormatInt(j.Seed.Int64, 10)
+	}
+	if h.FineTune.Providers[j.Provider].Free {
+		m.EstimatedCost = "local: no charge"
 	}
 	var hyper provider.Hyperparameters
 	if err := json.Unmarshal(j.Hyperparameters, &hyper); err != nil {
@@ -267,7 +291,7 @@ func (h *Handlers) FineTuneJobLive(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return render(c, http.StatusOK, views.FineTuneLive(liveView(d)))
+	return render(c, http.StatusOK, views.FineTuneLive(h.liveView(ctx(c), d)))
 }
 
 func (h *Handlers) fineTuneDetail(c echo.Context) (finetune.Detail, error) {
@@ -276,6 +300,22 @@ func (h *Handlers) fineTuneDetail(c echo.Context) (finetune.Detail, error) {
 		return finetune.Detail{}, err
 	}
 	return h.FineTune.Get(ctx(c), CallerOf(c).OrgID, id)
+}
+
+// liveView is the refreshing part of a job page; an IRS job's adds its
+// iterations from the run's metrics.jsonl.
+func (h *Handlers) liveView(ctx context.Context, d finetune.Detail) views.FineTuneLiveView {
+	v := liveView(d)
+	if d.Job.Method == string(local.IRS) {
+		lines, err := h.FineTune.RunMetrics(ctx, d.Job)
+		if err != nil {
+			h.Log.Warn("reading an IRS run's metrics", "job", d.Job.ID, "err", err)
+		}
+		points, _ := finetune.IRSSummary(lines)
+		c := irsChart(points)
+		v.IRS = &c
+	}
+	return v
 }
 
 func liveView(d finetune.Detail) views.FineTuneLiveView {

@@ -38,6 +38,9 @@ type Options struct {
 	// Workers is how many jobs run at once on the default queue; 0 makes an
 	// insert-only client for a web-only process.
 	Workers int
+	// GPUSlots is how many local trainers may run at once: the workers of
+	// the "gpu" queue (default 1), when Workers is not 0.
+	GPUSlots int
 }
 
 // Register adds every worker to a River worker set.
@@ -67,7 +70,10 @@ func NewClient(d Deps, opts Options) (*river.Client[pgx.Tx], error) {
 		Workers: Register(d),
 	}
 	if opts.Workers > 0 {
-		cfg.Queues = map[string]river.QueueConfig{river.QueueDefault: {MaxWorkers: opts.Workers}}
+		cfg.Queues = map[string]river.QueueConfig{
+			river.QueueDefault: {MaxWorkers: opts.Workers},
+			QueueGPU:           {MaxWorkers: max(opts.GPUSlots, 1)},
+		}
 		cfg.PeriodicJobs = []*river.PeriodicJob{
 			river.NewPeriodicJob(river.PeriodicInterval(time.Hour),
 				func() (river.JobArgs, *river.InsertOpts) { return MaintenanceArgs{}, nil },

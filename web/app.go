@@ -82,7 +82,7 @@ func New(cfg config.Config, pool *pgxpool.Pool, log *slog.Logger) (*App, error) 
 	if err != nil {
 		return nil, err
 	}
-	client, err := jobs.NewClient(deps, jobs.Options{Workers: cfg.Workers})
+	client, err := jobs.NewClient(deps, jobs.Options{Workers: cfg.Workers, GPUSlots: cfg.GPUSlots})
 	if err != nil {
 		return nil, fmt.Errorf("river: %w", err)
 	}

@@ -125,3 +125,81 @@ func TestBrowserFineTuneDPO(t *testing.T) {
 		t.Errorf("the refused launch reached the provider")
 	}
 }
+
+// In a real browser an admin launches a local DPO job (the fake trainer,
+// one step every 2 seconds): the form shows the device and the local
+// settings, the estimate says there is no charge, and the job page shows
+// progress and loss while it runs and the adapter directory at the end.
+func TestBrowserLocalFineTune(t *testing.T) {
+	s, src := localServer(t, 100*time.Millisecond, "FAKE_TRAINER_DELAY=2s")
+	org := s.Org("acme")
+	s.User(org, "ada@acme.test", "admin")
+	v := src.AddPref(org, "support-dpo v1", finetunetest.Pairs(6), 2)
+	model := localModel(t)
+	form := "/fine-tuning/new?" + url.Values{"dataset_version_id": {v.ID.String()}, "provider": {"local"}, "method": {"dpo"}}.Encode()
+
+	ctx := webtest.Browser(t)
+	err := chromedp.Do(ctx,
+		chromedp.Navigate(s.URL+"/login"),
+		chromedp.WaitVisible(`input[name=email]`),
+		chromedp.SendKeys(`input[name=email]`, "ada@acme.test"),
+		chromedp.SendKeys(`input[name=password]`, webtest.Password),
+		chromedp.Submit(`input[name=password]`),
+		chromedp.WaitVisible(`nav.tabs`),
+		chromedp.Navigate(s.URL+form),
+		chromedp.WaitVisible(`#ft-device`),
+		chromedp.SendKeys(`input[name=base_model]`, model),
+		chromedp.SendKeys(`input[name="local.lora_r"]`, "999"),
+		chromedp.Poll[chromedp.Void](`document.querySelector('#err-local-lora-r').textContent.includes('from 1 to 256')`, chromedp.WithPollingTimeout(20*time.Second)),
+		chromedp.SetValue(`input[name="local.lora_r"]`, "16"),
+		chromedp.SendKeys(`input[name="hyperparameters.beta"]`, "0.1"),
+		chromedp.Poll[chromedp.Void](`document.querySelector('#est-cost')?.textContent.trim() === 'local: no charge' && document.querySelector('#err-local-lora-r').textContent === ''`, chromedp.WithPollingTimeout(20*time.Second)),
+	)
+	if err != nil {
+		t.Fatalf("launch form: %v", err)
+	}
+	webtest.Screenshot(t, ctx, "finetune-local-launch")
+
+	start := time.Now()
+	if err := chromedp.Do(ctx, chromedp.Click(`#ft-launch`), chromedp.WaitVisible(`#ft-live`)); err != nil {
+		t.Fatalf("launch: %v", err)
+	}
+	var statuses, losses []string
+	var progress []int
+	for time.Since(start) < 90*time.Second {
+		// Read with optional chaining: the live section is swapped every 2s.
+		st := eval[string](t, ctx, `document.querySelector('#ft-status')?.textContent.trim() || ''`)
+		if st != "" && !slices.Contains(statuses, st) {
+			statuses = append(statuses, st)
+		}
+		val := eval[string](t, ctx, `document.querySelector('#ft-progress')?.getAttribute('value') || ''`)
+		if n, err := strconv.Atoi(val); err == nil && !slices.Contains(progress, n) {
+			progress = append(progress, n)
+		}
+		if l := eval[string](t, ctx, `document.querySelector('#ft-loss')?.textContent || ''`); l != "" && !slices.Contains(losses, l) {
+			losses = append(losses, l)
+		}
+		if st == "succeeded" || st == "failed" || st == "cancelled" {
+			break
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+	t.Logf("statuses %v, progress %v, losses %v in %s", statuses, progress, losses, time.Since(start).Round(100*time.Millisecond))
+	if statuses[len(statuses)-1] != "succeeded" {
+		t.Fatalf("the job ended %v", statuses)
+	}
+	if !slices.Contains(statuses, "running") || !slices.ContainsFunc(progress, func(n int) bool { return n > 0 && n < 100 }) {
+		t.Errorf("no progress seen while running: statuses %v, progress %v", statuses, progress)
+	}
+	// The fake's losses are 2, 1.5 and 1.25; at least two are seen live.
+	if len(losses) < 2 || losses[len(losses)-1] != "1.25" {
+		t.Errorf("losses seen %v, want at least two ending in 1.25", losses)
+	}
+	if model := text(t, ctx, `#ft-model`); !strings.HasSuffix(model, "/final") || !strings.Contains(model, "/runs/train_") {
+		t.Errorf("model %q, want the run's final/ directory", model)
+	}
+	if got := eval[string](t, ctx, `[...document.querySelectorAll('.ft-local-setting')].map(e => e.textContent).join(',')`); got != "16" {
+		t.Errorf("local settings shown %q, want the LoRA rank 16", got)
+	}
+	webtest.Screenshot(t, ctx, "finetune-local-job")
+}

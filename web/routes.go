@@ -126,6 +126,11 @@ func Routes(h *handlers.Handlers) []Route {
 		{GET, "/api/fine-tuning/jobs/:id", auth.Viewer, h.APIFineTuneGet},
 		{POST, "/api/fine-tuning/jobs/:id/cancel", auth.Admin, h.APIFineTuneCancel},
 
+		// Seed 003 training API.
+		{POST, "/api/train", auth.Admin, h.APITrain},
+		{GET, "/api/train/status/:id", auth.Viewer, h.APITrainStatus},
+		{GET, "/api/train/:id/metrics", auth.Viewer, h.APITrainMetrics},
+
 		// Administration.
 		{GET, "/admin/users", auth.Admin, h.Users},
 		{POST, "/admin/users", auth.Admin, h.UserCreate},

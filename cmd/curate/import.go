@@ -22,7 +22,7 @@ func cmdImport(ctx context.Context, env *Env, args []string) error {
 	if err != nil {
 		return err
 	}
-	fs := newFlags(env, "import", "import --org SLUG --kind jsonl|oasst|hh-rlhf|oasst-pairs|trl|openai-preference FILE",
+	fs := newFlags(env, "import", "import --org SLUG --kind jsonl|oasst|hh-rlhf|oasst-pairs|trl|openai-preference [--dataset NAME] FILE",
 		"Imports a feedback file into an organisation, as an upload on the Imports page does,\n"+
 			"and prints what was stored, what was already there and what was skipped and why.\n"+
 			"The whole file is checked first: a bad line stops the import with its number and\n"+
@@ -31,9 +31,13 @@ func cmdImport(ctx context.Context, env *Env, args []string) error {
 			"oasst (OpenAssistant message trees, one per line). Plain or gzip.\n\n"+
 			"Preference pairs: hh-rlhf (Anthropic HH-RLHF chosen/rejected transcripts),\n"+
 			"oasst-pairs (OpenAssistant ranked siblings), trl and openai-preference (files\n"+
-			"Curate exported, read back).")
+			"Curate exported, read back). With --dataset NAME the file's pairs also go into a\n"+
+			"new preference_pairs dataset of that name, whose id is printed: every pair\n"+
+			"the file holds, those this import stored and those already there (so importing\n"+
+			"the same file again makes a new dataset with the same pairs and stores none).")
 	org := fs.String("org", "", "organisation slug")
 	kind := fs.String("kind", "", "jsonl, oasst, hh-rlhf, oasst-pairs, trl or openai-preference")
+	dataset := fs.String("dataset", "", "preference pairs only: also put the file's pairs into a new dataset of this name")
 	fs.StringVar(&cfg.DataDir, "data-dir", cfg.DataDir, "data directory (CURATE_DATA_DIR)")
 	// Flags may come before or after the file name.
 	var files []string
@@ -54,6 +58,8 @@ func cmdImport(ctx context.Context, env *Env, args []string) error {
 		return fmt.Errorf("--kind: must be one of %s, not %q", strings.Join(append(slices.Clone(importer.Kinds), pairs.ImportKinds...), ", "), *kind)
 	case len(files) != 1:
 		return errors.New("give exactly one file to import")
+	case *dataset != "" && !slices.Contains(pairs.ImportKinds, *kind):
+		return fmt.Errorf("--dataset: a %s file holds feedback, not preference pairs; build an instruction dataset from it on the Datasets page or with the API", *kind)
 	}
 	path := files[0]
 	fi, err := os.Stat(path)
@@ -71,7 +77,7 @@ func cmdImport(ctx context.Context, env *Env, args []string) error {
 	}
 	defer d.Close()
 	if slices.Contains(pairs.ImportKinds, *kind) {
-		return runPairImport(ctx, env, d, *org, *kind, path)
+		return runPairImport(ctx, env, d, *org, *kind, path, *dataset)
 	}
 	o, err := accounts.New(d.Pool).OrgBySlug(ctx, *org)
 	if err != nil {

@@ -36,7 +36,7 @@ func cmdWorker(ctx context.Context, env *Env, args []string) error {
 	if err != nil {
 		return err
 	}
-	client, err := jobs.NewClient(deps, jobs.Options{Workers: cfg.Workers})
+	client, err := jobs.NewClient(deps, jobs.Options{Workers: cfg.Workers, GPUSlots: cfg.GPUSlots})
 	if err != nil {
 		return err
 	}

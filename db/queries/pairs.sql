@@ -36,6 +36,12 @@ LEFT JOIN feedback cf ON cf.org_id = @org_id AND u.chosen_external_id <> '' AND 
 LEFT JOIN feedback rf ON rf.org_id = @org_id AND u.rejected_external_id <> '' AND rf.external_id = u.rejected_external_id
 ON CONFLICT DO NOTHING;
 
+-- name: PairIDsByIdentity :many
+-- The organisation's pairs with one of the content hashes or external ids:
+-- the pairs an import stored, or found already stored.
+SELECT id FROM preference_pairs
+WHERE org_id = @org_id AND (content_hash = ANY(@content_hashes::bytea[]) OR external_id = ANY(@external_ids::text[]));
+
 -- name: PairGetByHash :one
 SELECT * FROM preference_pairs WHERE org_id = @org_id AND content_hash = @content_hash;
 

@@ -5,6 +5,7 @@ package config
 import (
 	"fmt"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -44,6 +45,13 @@ type Config struct {
 	BedrockRegion     string        // CURATE_BEDROCK_REGION, unset: AWS_REGION; credentials from the AWS chain
 	BedrockEndpoint   string        // CURATE_BEDROCK_ENDPOINT, unset: AWS's
 	S3Endpoint        string        // CURATE_S3_ENDPOINT, unset: AWS's (set: path-style addressing)
+
+	// Local training (runs in <DataDir>/runs).
+	TrainerPython  string // CURATE_TRAINER_PYTHON, "python3"
+	TrainerDir     string // CURATE_TRAINER_DIR, "./trainer" made absolute when it exists, else unset (the installed package)
+	TrainerCommand string // CURATE_TRAINER_COMMAND, unset: the bundled trainer; split at spaces, the config path is appended
+	GPUSlots       int    // CURATE_GPU_SLOTS, 1: local trainers at once (and workers of the "gpu" queue)
+	TrainerDevice  string // CURATE_TRAINER_DEVICE, "auto", "cuda" or "cpu"
 }
 
 // FromEnv reads the environment, applying defaults.
@@ -79,6 +87,12 @@ func FromEnv() (Config, error) {
 		BedrockRegion:     os.Getenv("CURATE_BEDROCK_REGION"),
 		BedrockEndpoint:   os.Getenv("CURATE_BEDROCK_ENDPOINT"),
 		S3Endpoint:        os.Getenv("CURATE_S3_ENDPOINT"),
+
+		TrainerPython:  env("CURATE_TRAINER_PYTHON", "python3"),
+		TrainerDir:     os.Getenv("CURATE_TRAINER_DIR"),
+		TrainerCommand: os.Getenv("CURATE_TRAINER_COMMAND"),
+		GPUSlots:       1,
+		TrainerDevice:  env("CURATE_TRAINER_DEVICE", "auto"),
 	}
 	var err error
 	if c.SessionTTL, err = durationEnv("CURATE_SESSION_TTL", c.SessionTTL); err != nil {
@@ -104,6 +118,12 @@ func FromEnv() (Config, error) {
 		return c, err
 	}
 	if c.FeedbackPerUser, err = intEnv("CURATE_FEEDBACK_PER_USER", c.FeedbackPerUser); err != nil {
+		return c, err
+	}
+	if c.TrainerDir == "" {
+		c.TrainerDir = defaultTrainerDir()
+	}
+	if c.GPUSlots, err = intEnv("CURATE_GPU_SLOTS", c.GPUSlots); err != nil {
 		return c, err
 	}
 	if c.FineTunePoll, err = durationEnv("CURATE_FINETUNE_POLL", c.FineTunePoll); err != nil {
@@ -142,12 +162,33 @@ func (c Config) Validate() error {
 	if c.BodyLimit < 1024 {
 		return fmt.Errorf("CURATE_BODY_LIMIT must be at least 1024 bytes")
 	}
+	if c.GPUSlots < 0 || c.GPUSlots > 64 {
+		return fmt.Errorf("CURATE_GPU_SLOTS must be 1 to 64, not %d", c.GPUSlots)
+	}
+	switch c.TrainerDevice {
+	case "", "auto", "cuda", "cpu":
+	default:
+		return fmt.Errorf("CURATE_TRAINER_DEVICE must be auto, cuda or cpu, not %q", c.TrainerDevice)
+	}
 	switch strings.ToLower(c.LogFormat) {
 	case "text", "json":
 	default:
 		return fmt.Errorf("CURATE_LOG_FORMAT must be text or json")
 	}
 	return nil
+}
+
+// defaultTrainerDir is the bundled trainer beside the working directory,
+// so `curate serve` run from a checkout finds it; "" when there is none.
+func defaultTrainerDir() string {
+	dir, err := filepath.Abs("trainer")
+	if err != nil {
+		return ""
+	}
+	if info, err := os.Stat(filepath.Join(dir, "curate_trainer")); err != nil || !info.IsDir() {
+		return ""
+	}
+	return dir
 }
 
 // Dev reports whether dev mode (demo data, printed credentials) is on.

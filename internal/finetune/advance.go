@@ -18,6 +18,7 @@ import (
 	"github.com/curate/curate/internal/errs"
 	"github.com/curate/curate/internal/export"
 	"github.com/curate/curate/internal/provider"
+	"github.com/curate/curate/internal/provider/local"
 )
 
 // Step names the step Advance took.
@@ -172,12 +173,28 @@ func (s *Service) create(ctx context.Context, q *db.Queries, p provider.Provider
 		if j.Seed.Valid {
 			req.Seed = &j.Seed.Int64
 		}
-		if job, err = p.Create(ctx, req); err != nil {
+		if job, err = createJob(ctx, p, req, j.LocalSettings); err != nil {
 			return Outcome{}, err
 		}
 	}
 	return Outcome{}, q.FineTuneJobSetProviderJob(ctx, db.FineTuneJobSetProviderJobParams{ID: j.ID, ProviderJobID: job.ID,
 		Status: status(job.Status.State), ProviderState: job.Status.ProviderState})
+}
+
+// createJob creates the provider's job; a local one is started with the
+// job's own settings.
+func createJob(ctx context.Context, p provider.Provider, req provider.CreateRequest, settings json.RawMessage) (provider.Job, error) {
+	lp, ok := p.(*local.Provider)
+	if !ok {
+		return p.Create(ctx, req)
+	}
+	var s local.Settings
+	if len(settings) > 0 {
+		if err := json.Unmarshal(settings, &s); err != nil {
+			return provider.Job{}, fmt.Errorf("the job's local settings: %w", err)
+		}
+	}
+	return lp.CreateWith(ctx, req, s)
 }
 
 // status maps a provider's state to the job's.

@@ -6,6 +6,9 @@ import (
 	"fmt"
 	"os"
 	"regexp"
+	"slices"
+	"strconv"
+	"strings"
 
 	"github.com/google/uuid"
 
@@ -14,6 +17,7 @@ import (
 	"github.com/curate/curate/internal/export"
 	"github.com/curate/curate/internal/pricing"
 	"github.com/curate/curate/internal/provider"
+	"github.com/curate/curate/internal/provider/local"
 	"github.com/curate/curate/internal/tokens"
 )
 
@@ -26,6 +30,9 @@ type Request struct {
 	Hyper     provider.Hyperparameters
 	Suffix    string
 	Seed      *int64
+	// Local holds the local trainer's own settings (LoRA, learning rate,
+	// IRS); only the local provider takes them.
+	Local *local.Settings
 }
 
 // Estimate is what a launch would train and cost, and what the budget
@@ -41,6 +48,7 @@ type Estimate struct {
 	Price          pricing.Price
 	PriceDate      string
 	Cost           pricing.Micros
+	Free           bool // the provider charges nothing (local training)
 	Budget         Budget
 }
 
@@ -80,17 +88,20 @@ func (s *Service) Estimate(ctx context.Context, orgID uuid.UUID, req Request) (E
 			v.Add("dataset_version_id", "%s failed validation (%s); fix the dataset and freeze a new version", est.Version.Label, est.Version.Problem)
 		}
 	}
-	if req.Method != provider.Supervised && req.Method != provider.DPO {
-		v.Add("method", `must be "supervised" or "dpo"`)
+	if methods := s.Providers.Methods(); !slices.Contains(methods, req.Method) {
+		v.Add("method", "must be one of %s", quoteMethods(methods))
 	} else if known {
 		f, ok := entry.Formats[req.Method]
 		switch {
 		case !ok:
 			v.Add("method", "%s offers no %s training", entry.Label, req.Method)
-		case req.Method == provider.DPO && est.Version.Kind == export.KindSFT:
-			v.Add("method", "dpo trains on preference pairs, and %s holds single examples; choose supervised", est.Version.Label)
+		case preferenceMethod(req.Method) && est.Version.Kind == export.KindSFT:
+			v.Add("method", "%s trains on preference pairs, and %s holds single examples; choose supervised", req.Method, est.Version.Label)
 		}
 		est.Format = f
+	}
+	if req.Local != nil && known && req.Provider != local.Name {
+		v.Add("local", "applies only to the local provider")
 	}
 	if req.Suffix != "" && (len(req.Suffix) > maxSuffix || !suffixPattern.MatchString(req.Suffix)) {
 		v.Add("suffix", "at most %d letters and digits, joined by single hyphens or underscores", maxSuffix)
@@ -110,10 +121,10 @@ func (s *Service) Estimate(ctx context.Context, orgID uuid.UUID, req Request) (E
 	}
 	if p != nil {
 		var ve *provider.ValidationError
-		if err := p.Validate(req.Method, req.BaseModel, req.Hyper); errors.As(err, &ve) {
+		if err := validate(p, req); errors.As(err, &ve) {
 			for _, fe := range ve.Errors {
 				if fe.Field != "method" || !hasField(v, "method") {
-					v.Add(fe.Field, "%s", fe.Message)
+					v.Add(localField(fe.Field), "%s", fe.Message)
 				}
 			}
 		} else if err != nil {
@@ -125,7 +136,8 @@ func (s *Service) Estimate(ctx context.Context, orgID uuid.UUID, req Request) (E
 		return est, err
 	}
 	est.PriceDate = prices.Date
-	if known && req.BaseModel != "" && !hasField(v, "base_model") {
+	est.Free = known && entry.Free
+	if known && !entry.Free && req.BaseModel != "" && !hasField(v, "base_model") {
 		if est.Price, err = prices.Lookup(req.Provider, req.BaseModel); err != nil {
 			v.Add("base_model", "%v; an administrator can add it on the prices page", err)
 		}
@@ -148,6 +160,48 @@ func (s *Service) Estimate(ctx context.Context, orgID uuid.UUID, req Request) (E
 	est.Cost = pricing.Cost(est.TrainedTokens, est.Price.PerMillion)
 	est.Budget, err = s.budget(ctx, db.New(s.Pool), orgID)
 	return est, err
+}
+
+// validate checks the launch at its provider; the local provider checks
+// the job's own settings too.
+func validate(p provider.Provider, req Request) error {
+	if lp, ok := p.(*local.Provider); ok {
+		var s local.Settings
+		if req.Local != nil {
+			s = *req.Local
+		}
+		return lp.ValidateWith(req.Method, req.BaseModel, req.Hyper, s)
+	}
+	return p.Validate(req.Method, req.BaseModel, req.Hyper)
+}
+
+// sharedFields are the hyperparameters every provider names; the local
+// trainer's other "hyperparameters." settings, and its "irs." ones, come
+// from Request.Local and are named after it ("local.lora_r").
+var sharedFields = []string{provider.FieldEpochs, provider.FieldBatchSize, provider.FieldLearningRateMultiplier,
+	provider.FieldBeta, provider.FieldEarlyStoppingThreshold, provider.FieldEarlyStoppingPatience}
+
+func localField(field string) string {
+	switch {
+	case slices.Contains(sharedFields, field):
+		return field
+	case strings.HasPrefix(field, "hyperparameters."):
+		return "local." + strings.TrimPrefix(field, "hyperparameters.")
+	case strings.HasPrefix(field, "irs."):
+		return "local." + field
+	}
+	return field
+}
+
+// preferenceMethod reports whether a method trains on preference pairs.
+func preferenceMethod(m provider.Method) bool { return m == provider.DPO || m == local.Reward }
+
+func quoteMethods(ms []provider.Method) string {
+	q := make([]string, len(ms))
+	for i, m := range ms {
+		q[i] = strconv.Quote(string(m))
+	}
+	return strings.Join(q, ", ")
 }
 
 func hasField(v *errs.Invalid, field string) bool {

@@ -33,6 +33,12 @@ func (s *Service) Launch(ctx context.Context, actor audit.Actor, orgID uuid.UUID
 	if err != nil {
 		return db.FineTuningJob{}, est, err
 	}
+	settings := []byte("{}")
+	if req.Local != nil {
+		if settings, err = json.Marshal(req.Local); err != nil {
+			return db.FineTuningJob{}, est, err
+		}
+	}
 	var job db.FineTuningJob
 	err = db.InTx(ctx, s.Pool, func(tx pgx.Tx, q *db.Queries) error {
 		if err := q.FineTuneBudgetEnsure(ctx, db.FineTuneBudgetEnsureParams{OrgID: orgID, Monthly: int64(s.DefaultBudget)}); err != nil {
@@ -52,7 +58,7 @@ func (s *Service) Launch(ctx context.Context, actor audit.Actor, orgID uuid.UUID
 			Provider: req.Provider, BaseModel: req.BaseModel, Method: string(req.Method), ExportFormat: string(est.Format),
 			Hyperparameters: hyper, Suffix: req.Suffix, TrainExamples: int32(est.TrainExamples), EstimatedTokens: est.TrainedTokens,
 			EstimatedEpochs: int32(est.Epochs), PricePerMillion: int64(pricing.Dollars(est.Price.PerMillion)), PriceDate: est.PriceDate,
-			EstimatedCost: int64(est.Cost), CreatedByLabel: actor.Label,
+			EstimatedCost: int64(est.Cost), CreatedByLabel: actor.Label, LocalSettings: settings,
 		}
 		if req.Seed != nil {
 			p.Seed = pgtype.Int8{Int64: *req.Seed, Valid: true}

@@ -3,6 +3,7 @@ package finetune
 import (
 	"context"
 	"path/filepath"
+	"strings"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
@@ -11,6 +12,7 @@ import (
 	"github.com/curate/curate/internal/pricing"
 	"github.com/curate/curate/internal/provider"
 	"github.com/curate/curate/internal/provider/bedrock"
+	"github.com/curate/curate/internal/provider/local"
 	"github.com/curate/curate/internal/provider/openai"
 )
 
@@ -40,7 +42,32 @@ func Bedrock(cfg bedrock.Config) Entry {
 	}
 }
 
-// FromConfig builds the service with OpenAI and Bedrock configured from
+// Local is the registry entry for training on this machine with the
+// bundled trainer: chat examples for sft and irs, TRL preference pairs for
+// dpo and reward. It costs nothing and takes no price.
+func Local(cfg local.Config) Entry {
+	return Entry{
+		Label: "Local GPU",
+		New:   func(context.Context) (provider.Provider, error) { return local.New(cfg) },
+		Formats: map[provider.Method]export.Format{
+			provider.Supervised: export.OpenAIChat,
+			provider.DPO:        export.TRLPreference,
+			local.Reward:        export.TRLPreference,
+			local.IRS:           export.OpenAIChat,
+		},
+		AutoEpochs: func(int) int { return 1 }, // the trainer's default (trainer/README.md)
+		Free:       true,
+	}
+}
+
+// LocalConfig is the local provider's configuration from cfg: runs under
+// <data dir>/runs, the trainer and its slots from the environment.
+func LocalConfig(cfg config.Config) local.Config {
+	return local.Config{RunsRoot: filepath.Join(cfg.DataDir, "runs"), Python: cfg.TrainerPython, TrainerDir: cfg.TrainerDir,
+		Command: strings.Fields(cfg.TrainerCommand), Slots: cfg.GPUSlots, Device: cfg.TrainerDevice}
+}
+
+// FromConfig builds the service with OpenAI, Bedrock and local training configured from
 // cfg. A provider whose settings are missing stays listed and says what is
 // missing when a launch names it. The dataset source is set with
 // SetDataSource.
@@ -52,6 +79,7 @@ func FromConfig(pool *pgxpool.Pool, cfg config.Config) *Service {
 		Providers: Registry{
 			openai.Name:  OpenAI(openai.Config{APIKey: cfg.OpenAIAPIKey, BaseURL: cfg.OpenAIBaseURL}),
 			bedrock.Name: Bedrock(bc),
+			local.Name:   Local(LocalConfig(cfg)),
 		},
 		Prices:        pricing.NewStore(filepath.Join(cfg.DataDir, "fine-tuning-prices.json")),
 		Dir:           filepath.Join(cfg.DataDir, "fine-tuning"),

@@ -22,6 +22,9 @@ type Entry struct {
 	AutoEpochs func(n int) int
 	// NoSeed is true for a provider that takes no training seed.
 	NoSeed bool
+	// Free is true for a provider that runs on this machine: it needs no
+	// price, costs nothing and takes nothing from the budget.
+	Free bool
 }
 
 // Registry maps a provider's name ("openai", "bedrock", "local") to its
@@ -36,6 +39,20 @@ func (r Registry) Names() []string {
 	}
 	slices.Sort(names)
 	return names
+}
+
+// Methods lists every method some provider offers, sorted.
+func (r Registry) Methods() []provider.Method {
+	var out []provider.Method
+	for _, e := range r {
+		for m := range e.Formats {
+			if !slices.Contains(out, m) {
+				out = append(out, m)
+			}
+		}
+	}
+	slices.Sort(out)
+	return out
 }
 
 // OpenAIAutoEpochs follows the OpenAI cookbook's "Data preparation and

@@ -39,6 +39,7 @@ type Service struct {
 	data    DataSource
 	clients map[string]provider.Provider
 	counts  map[countKey]count
+	probe   *probeResult // the local machine's last probe
 }
 
 // SetDataSource sets where dataset versions come from. It may be called

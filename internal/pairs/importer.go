@@ -33,6 +33,10 @@ type ImportReport struct {
 	Created    int            `json:"created"`    // stored
 	Duplicates int            `json:"duplicates"` // already stored (or repeated in the file)
 	Skipped    []imports.Skip `json:"skipped"`    // read but not importable, with the reason
+	// PairIDs are the stored pairs the file's pairs are, whether this import
+	// stored them or found them already there, each once, so that a caller
+	// can put the file's pairs into a dataset.
+	PairIDs []uuid.UUID `json:"-"`
 }
 
 // Import reads a file of pairs of the given kind (plain or gzip) and stores
@@ -48,6 +52,7 @@ func (s *Store) Import(ctx context.Context, actor audit.Actor, orgID uuid.UUID, 
 	}
 	err := db.InTx(ctx, s.Pool, func(_ pgx.Tx, q *db.Queries) error {
 		var batch db.PairInsertManyParams
+		seen := map[uuid.UUID]bool{}
 		flush := func() error {
 			if len(batch.Chosen) == 0 {
 				return nil
@@ -59,6 +64,17 @@ func (s *Store) Import(ctx context.Context, actor audit.Actor, orgID uuid.UUID, 
 			}
 			rep.Created += int(n)
 			rep.Duplicates += len(batch.Chosen) - int(n)
+			ids, err := q.PairIDsByIdentity(ctx, db.PairIDsByIdentityParams{OrgID: orgID,
+				ContentHashes: batch.ContentHashes, ExternalIds: batch.ExternalIds})
+			if err != nil {
+				return err
+			}
+			for _, id := range ids {
+				if !seen[id] {
+					seen[id] = true
+					rep.PairIDs = append(rep.PairIDs, id)
+				}
+			}
 			batch = db.PairInsertManyParams{}
 			return nil
 		}

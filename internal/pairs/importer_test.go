@@ -8,8 +8,11 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
+
+	"github.com/google/uuid"
 
 	"github.com/curate/curate/internal/export"
 	"github.com/curate/curate/internal/imports"
@@ -66,6 +69,33 @@ func TestImportHHRLHF(t *testing.T) {
 	again, err := s.Import(ctx, curator, org, "hh-rlhf", f2)
 	if err != nil || again.Created != 0 || again.Duplicates != rep.Read {
 		t.Fatalf("second import %+v (%v)", again, err)
+	}
+	// Both imports name the stored pairs, each once: the first because it
+	// stored them, the second because it found them.
+	var stored []uuid.UUID
+	rows, err := s.Pool.Query(ctx, `SELECT id FROM preference_pairs WHERE org_id = $1`, org)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rows.Next() {
+		var id uuid.UUID
+		if err := rows.Scan(&id); err != nil {
+			t.Fatal(err)
+		}
+		stored = append(stored, id)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	byText := func(a, b uuid.UUID) int { return strings.Compare(a.String(), b.String()) }
+	slices.SortFunc(stored, byText)
+	for name, r := range map[string]pairs.ImportReport{"first": rep, "second": again} {
+		got := slices.Clone(r.PairIDs)
+		slices.SortFunc(got, byText)
+		if !slices.Equal(got, stored) {
+			t.Fatalf("%s import names %d pairs, %d are stored", name, len(got), len(stored))
+		}
 	}
 }
 

@@ -51,6 +51,10 @@ func (p *Provider) run(curateJobID string) run {
 	return run{id: id, dir: filepath.Join(p.cfg.RunsRoot, id)}
 }
 
+// RunDir is the run directory of a Curate job, whether or not it exists
+// yet.
+func (p *Provider) RunDir(curateJobID string) string { return p.run(curateJobID).dir }
+
 // runOf returns the run of a provider job id, refusing ids that are not
 // one (and so could point outside the runs root).
 func (p *Provider) runOf(jobID string) (run, error) {

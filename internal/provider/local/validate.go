@@ -29,6 +29,12 @@ func (p *Provider) Validate(method provider.Method, baseModel string, h provider
 	return provider.Invalid(p.validate(method, baseModel, h, p.cfg.Settings))
 }
 
+// ValidateWith is Validate with a job's own settings in place of the
+// configured ones, as CreateWith takes them.
+func (p *Provider) ValidateWith(method provider.Method, baseModel string, h provider.Hyperparameters, s Settings) error {
+	return provider.Invalid(p.validate(method, baseModel, h, s))
+}
+
 func (p *Provider) validate(method provider.Method, baseModel string, h provider.Hyperparameters, s Settings) []provider.FieldError {
 	var errs []provider.FieldError
 	add := func(fe *provider.FieldError) {

@@ -1,6 +1,7 @@
-// Package openaifake is a test stand-in for OpenAI's files and
-// fine-tuning API: an httptest server answering in the API's JSON shapes, so
-// the production client talks to it unchanged.
+// Package openaifake is a stand-in for OpenAI's files and fine-tuning API:
+// a local HTTP server answering in the API's JSON shapes, so the production
+// client talks to it unchanged. Tests start it with New; dev mode starts it
+// with Start so fine-tuning jobs run without an OpenAI key.
 //
 // Jobs follow a Script driven by how many times the job has been fetched
 // (GET /v1/fine_tuning/jobs/{id}), never by the clock: validating_files,
@@ -15,6 +16,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"math"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -62,7 +65,30 @@ func DefaultScript() Script {
 	}
 }
 
+// DevScript is a job long enough to watch in dev mode: two fetches
+// validating, two queued, then fifteen steps over three epochs, one step
+// per fetch, with the training loss falling and a validation loss at each
+// epoch's end.
+func DevScript() Script {
+	sc := DefaultScript()
+	sc.ValidatingPolls, sc.QueuedPolls, sc.Epochs, sc.TrainedTokens = 2, 2, 3, 7680
+	sc.Metrics = nil
+	loss, acc := 2.0, 0.4
+	for step := 1; step <= 15; step++ {
+		loss, acc = loss*0.88, acc+(1-acc)*0.12
+		m := provider.StepMetric{Step: step, TrainLoss: ptr(round(loss)), TrainAccuracy: ptr(round(acc))}
+		if step%5 == 0 {
+			m.ValidLoss, m.ValidMeanTokenAccuracy = ptr(round(loss*1.1)), ptr(round(acc*0.95))
+		}
+		sc.Metrics = append(sc.Metrics, m)
+	}
+	return sc
+}
+
 func ptr(f float64) *float64 { return &f }
+
+// round keeps four decimals, as OpenAI's metrics carry.
+func round(f float64) float64 { return math.Round(f*1e4) / 1e4 }
 
 // Fault makes matching requests fail or stall instead of being served.
 type Fault struct {
@@ -112,15 +138,29 @@ type stored struct {
 // so they are deterministic and increasing.
 var epoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).Unix()
 
-// New starts a server with DefaultScript that accepts any bearer token,
-// closed when the test ends.
-func New(t testing.TB) *Server {
+// Option adjusts a server made by Start.
+type Option func(*Server)
+
+// WithScript makes jobs and files follow sc from the start.
+func WithScript(sc Script) Option { return func(s *Server) { s.script = sc } }
+
+// Start serves the fake on a free port of 127.0.0.1 until Close, with
+// DefaultScript unless an option says otherwise. It accepts any bearer
+// token.
+func Start(opts ...Option) (*Server, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, fmt.Errorf("openaifake: %w", err)
+	}
 	s := &Server{
 		script:     DefaultScript(),
 		files:      map[string]*file{},
 		jobs:       map[string]*job{},
 		idempotent: map[string]stored{},
 		hits:       map[string]int{},
+	}
+	for _, o := range opts {
+		o(s)
 	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /v1/files", s.createFile)
@@ -133,10 +173,27 @@ func New(t testing.TB) *Server {
 	mux.HandleFunc("GET /v1/fine_tuning/jobs/{id}/events", s.listEvents)
 	mux.HandleFunc("GET /v1/fine_tuning/jobs/{id}/checkpoints", s.listCheckpoints)
 	mux.HandleFunc("POST /v1/fine_tuning/jobs/{id}/cancel", s.cancelJob)
-	s.srv = httptest.NewServer(s.middleware(mux))
-	t.Cleanup(s.srv.Close)
+	// An httptest server given its own listener, so a failure to listen is
+	// an error rather than the panic httptest.NewServer raises.
+	s.srv = &httptest.Server{Listener: ln, Config: &http.Server{Handler: s.middleware(mux)}}
+	s.srv.Start()
+	return s, nil
+}
+
+// New starts a server with DefaultScript that accepts any bearer token,
+// closed when the test ends.
+func New(t testing.TB) *Server {
+	t.Helper()
+	s, err := Start()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Close)
 	return s
 }
+
+// Close stops the server, waiting for requests in flight.
+func (s *Server) Close() { s.srv.Close() }
 
 // URL is the base URL to give the client, ending in "/v1/".
 func (s *Server) URL() string { return s.srv.URL + "/v1/" }

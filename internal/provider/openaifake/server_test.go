@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"mime/multipart"
 	"net/http"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/curate/curate/internal/provider/openaifake"
@@ -84,5 +86,82 @@ func TestResultCSV(t *testing.T) {
 		"1,1.5,0.5,,\n2,1.25,0.625,1.375,0.5\n3,0.75,0.75,,\n4,0.5,0.875,0.625,0.75\n"
 	if got != want {
 		t.Fatalf("got\n%s\nwant\n%s", got, want)
+	}
+}
+
+// call sends an authorised request and decodes the JSON answer into out.
+func call(t *testing.T, method, url string, body string, out any) {
+	t.Helper()
+	req, err := http.NewRequest(method, url, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer sk-dev")
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("%s %s: status %d", method, url, resp.StatusCode)
+	}
+	if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A server from Start runs DevScript's job fetch by fetch: two fetches
+// validating, two queued, fourteen running (steps 1 to 14), and the
+// nineteenth reveals step 15 and succeeds. After Close it answers nothing.
+func TestStartRunsDevScript(t *testing.T) {
+	srv, err := openaifake.Start(openaifake.WithScript(openaifake.DevScript()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, fileID := upload(t, srv, "")
+	var job struct {
+		ID, Status string
+	}
+	call(t, http.MethodPost, srv.URL()+"fine_tuning/jobs", `{"model":"gpt-4o-mini-2024-07-18","training_file":"`+fileID+`"}`, &job)
+
+	var seen []string
+	for range 19 {
+		call(t, http.MethodGet, srv.URL()+"fine_tuning/jobs/"+job.ID, "", &job)
+		seen = append(seen, job.Status)
+	}
+	want := slices.Concat(slices.Repeat([]string{"validating_files"}, 2), slices.Repeat([]string{"queued"}, 2),
+		slices.Repeat([]string{"running"}, 14), []string{"succeeded"})
+	if !slices.Equal(seen, want) {
+		t.Fatalf("statuses %v, want %v", seen, want)
+	}
+
+	var cps struct {
+		Data []struct {
+			StepNumber int `json:"step_number"`
+		}
+	}
+	call(t, http.MethodGet, srv.URL()+"fine_tuning/jobs/"+job.ID+"/checkpoints", "", &cps)
+	// Three epochs of five steps: checkpoints after the first two, newest first.
+	if len(cps.Data) != 2 || cps.Data[0].StepNumber != 10 || cps.Data[1].StepNumber != 5 {
+		t.Fatalf("checkpoints %+v, want steps 10 and 5", cps.Data)
+	}
+
+	srv.Close()
+	if _, err := http.Get(srv.URL() + "files"); err == nil {
+		t.Fatal("the server still answers after Close")
+	}
+}
+
+// DevScript's loss starts at 2 × 0.88 and falls every step.
+func TestDevScriptLossFalls(t *testing.T) {
+	ms := openaifake.DevScript().Metrics
+	if len(ms) != 15 || *ms[0].TrainLoss != 1.76 {
+		t.Fatalf("%d steps, first loss %v; want 15 steps from 1.76", len(ms), *ms[0].TrainLoss)
+	}
+	for i := 1; i < len(ms); i++ {
+		if *ms[i].TrainLoss >= *ms[i-1].TrainLoss {
+			t.Fatalf("step %d loss %v does not fall from %v", ms[i].Step, *ms[i].TrainLoss, *ms[i-1].TrainLoss)
+		}
 	}
 }

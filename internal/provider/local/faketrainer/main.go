@@ -15,6 +15,16 @@
 //	chatty     50 MB on stderr and 20,000 log lines on stdout, then ok
 //	wait       waits until the file "release" appears in the run directory, then ok
 //
+// With method "irs" the ok run is an IRS run instead: per iteration
+// (irs.n_iterations, default 3) a generating and a scoring phase, an
+// iteration summary (average reward 1.5, 2.0, 2.5, ...; weights moving
+// from the initial ones) and one SFT step, then final/ and done.
+// Metrics also go to metrics.jsonl with "ts" and "phase", as the trainer
+// writes them.
+//
+// FAKE_TRAINER_DELAY (a Go duration) makes each training step take that
+// long, so a watcher can see the run move.
+//
 // Every start appends a line to starts.log in the run directory.
 package main
 
@@ -58,6 +68,12 @@ func run(configPath, mode string) int {
 	var cfg struct {
 		Method    string `json:"method"`
 		BaseModel string `json:"base_model"`
+		IRS       struct {
+			NIterations int `json:"n_iterations"`
+			DW          struct {
+				InitialWeights map[string]float64 `json:"initial_weights"`
+			} `json:"dw_config"`
+		} `json:"irs"`
 	}
 	b, err := os.ReadFile(configPath)
 	if err == nil {
@@ -121,7 +137,56 @@ func run(configPath, mode string) int {
 		fmt.Println(`{"no_event": true}`)
 		os.Stdout.Write([]byte{0xff, 0xfe, '\n'})
 	}
+	if cfg.Method == "irs" {
+		return trainIRS(dir, cfg.IRS.NIterations, cfg.IRS.DW.InitialWeights)
+	}
 	return train(dir)
+}
+
+// trainIRS is the ok run of method irs: iteration i has an average reward
+// of 1 + i/2 and uses the weights of the one before, each weight moved by
+// +0.1 (rel), -0.1 (faith) and 0 (conc) per iteration.
+func trainIRS(dir string, n int, weights map[string]float64) int {
+	if n == 0 {
+		n = 3
+	}
+	delta := map[string]float64{"rel": 0.1, "faith": -0.1}
+	for i := 1; i <= n; i++ {
+		for _, phase := range []string{"generating", "scoring"} {
+			emit(map[string]any{"event": "progress", "phase": phase, "iter": i})
+			metricsLine(dir, map[string]any{"iter": i, "phase": strings.ToUpper(phase), "progress": 0.0})
+		}
+		next := map[string]float64{}
+		for k, w := range weights {
+			next[k] = w + delta[k]
+		}
+		summary := map[string]any{"step": 0, "iter": i, "avg_reward": 1 + float64(i)/2, "best_avg_reward": 2 + float64(i)/2,
+			"n_samples": 4, "reward_breakdown": map[string]float64{"rel": 0.9, "faith": 0.8, "conc": 0.7}, "weights": weights, "next_weights": next}
+		emit(merge(map[string]any{"event": "metric"}, summary))
+		metricsLine(dir, merge(map[string]any{"phase": "METRICS"}, summary))
+		weights = next
+		step(dir, i, 2.0/float64(i))
+		os.MkdirAll(filepath.Join(dir, "checkpoints", "iter_"+strconv.Itoa(i)), 0o755)
+		emit(map[string]any{"event": "artifact", "path": "checkpoints/iter_" + strconv.Itoa(i), "kind": "checkpoint"})
+	}
+	os.MkdirAll(filepath.Join(dir, "final"), 0o755)
+	os.WriteFile(filepath.Join(dir, "final", "adapter_config.json"), []byte("{}"), 0o644)
+	emit(map[string]any{"event": "artifact", "path": "final", "kind": "adapter"})
+	emit(map[string]any{"event": "done"})
+	return 0
+}
+
+func merge(a, b map[string]any) map[string]any {
+	for k, v := range b {
+		a[k] = v
+	}
+	return a
+}
+
+// metricsLine appends one line to metrics.jsonl, stamped.
+func metricsLine(dir string, v map[string]any) {
+	b, _ := json.Marshal(merge(map[string]any{"ts": time.Now().UTC().Format(time.RFC3339Nano)}, v))
+	appendLine(filepath.Join(dir, "metrics.jsonl"), string(b))
 }
 
 // train is the ok run: losses 2.0, 1.5, 1.25 at steps 1 to 3, a checkpoint
@@ -146,8 +211,12 @@ func train(dir string) int {
 }
 
 func step(dir string, n int, loss float64) {
+	if d, err := time.ParseDuration(os.Getenv("FAKE_TRAINER_DELAY")); err == nil {
+		time.Sleep(d)
+	}
 	emit(map[string]any{"event": "progress", "phase": "training", "step": n, "total_steps": 3, "epoch": 1})
 	emit(map[string]any{"event": "metric", "step": n, "epoch": 1, "loss": loss, "lr": 0.0002})
+	metricsLine(dir, map[string]any{"phase": "TRAINING", "step": n, "epoch": 1, "loss": loss, "lr": 0.0002})
 	logf("step %d loss %g", n, loss)
 }
 

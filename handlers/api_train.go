@@ -1,0 +1,230 @@
+package handlers
+
+import (
+	"encoding/json"
+	"errors"
+	"net/http"
+	"strings"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/curate/curate/db"
+	"github.com/curate/curate/internal/errs"
+	"github.com/curate/curate/internal/finetune"
+	"github.com/curate/curate/internal/provider"
+	"github.com/curate/curate/internal/provider/local"
+)
+
+// The training API of Curate's IRS design (seed 003, section 4), mapped
+// onto local fine-tuning jobs: a stage is a method, model_id the local base
+// model directory, irs_config the IRS settings.
+
+// trainStages maps the design's stages to methods.
+var trainStages = map[string]provider.Method{
+	"IRS": local.IRS, "SFT": provider.Supervised, "DPO": provider.DPO, "REWARD": local.Reward,
+}
+
+// stageOf is the design's stage of a method.
+func stageOf(m string) string {
+	for stage, method := range trainStages {
+		if string(method) == m {
+			return stage
+		}
+	}
+	return strings.ToUpper(m)
+}
+
+// irsConfig is the design's irs_config: the IRS settings and a switch the
+// local trainer does not offer.
+type irsConfig struct {
+	local.IRSSettings
+	LoadIn4Bit *bool `json:"load_in_4bit"`
+}
+
+// trainFields renames the launch's field names to the request's.
+var trainFields = map[string]string{"method": "stage", "base_model": "model_id", "provider": "stage",
+	"local.irs.n_questions": "n_questions"}
+
+func trainField(f string) string {
+	if to, ok := trainFields[f]; ok {
+		return to
+	}
+	if rest, ok := strings.CutPrefix(f, "local.irs."); ok {
+		return "irs_config." + rest
+	}
+	return f
+}
+
+// APITrain starts a local training job: 201 with {"job_id": ...}, or 422
+// naming each bad field as the request names it.
+func (h *Handlers) APITrain(c echo.Context) error {
+	var body struct {
+		Stage            string                   `json:"stage"`
+		ModelID          string                   `json:"model_id"`
+		DatasetVersionID string                   `json:"dataset_version_id"`
+		IRSConfig        *irsConfig               `json:"irs_config"`
+		NQuestions       int                      `json:"n_questions"`
+		TopK             *int                     `json:"top_k"` // the design's retrieval depth: prompts here carry their context, so it is not used
+		Hyperparameters  provider.Hyperparameters `json:"hyperparameters"`
+		Local            *local.Settings          `json:"local"` // LoRA and other trainer settings
+	}
+	if err := decodeJSON(c, &body, ""); err != nil {
+		return err
+	}
+	bad := &errs.Invalid{}
+	method, ok := trainStages[body.Stage]
+	if !ok {
+		bad.Add("stage", `must be "IRS", "SFT", "DPO" or "REWARD"`)
+	}
+	req := finetune.Request{Provider: local.Name, BaseModel: body.ModelID, Method: method, Hyper: body.Hyperparameters, Local: body.Local}
+	if body.DatasetVersionID != "" {
+		if err := req.VersionID.UnmarshalText([]byte(body.DatasetVersionID)); err != nil {
+			bad.Add("dataset_version_id", "must be a dataset version id")
+		}
+	}
+	if body.IRSConfig != nil || body.NQuestions != 0 {
+		if req.Local == nil {
+			req.Local = &local.Settings{}
+		}
+		if body.IRSConfig != nil {
+			if body.IRSConfig.LoadIn4Bit != nil && *body.IRSConfig.LoadIn4Bit {
+				bad.Add("irs_config.load_in_4bit", "the local trainer loads models in their dtype (local.dtype); 4-bit loading is not offered, so leave it false or out")
+			}
+			req.Local.IRS = body.IRSConfig.IRSSettings
+		}
+		if body.NQuestions != 0 {
+			req.Local.IRS.NQuestions = body.NQuestions
+		}
+	}
+	if bad.Has() {
+		return bad
+	}
+	job, _, err := h.FineTune.Launch(ctx(c), actor(c), CallerOf(c).OrgID, req, h.enqueueFineTune(local.Name))
+	var inv *errs.Invalid
+	if errors.As(err, &inv) {
+		out := &errs.Invalid{}
+		for _, fe := range inv.Errors {
+			out.Add(trainField(fe.Field), "%s", fe.Message)
+		}
+		return out
+	}
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusCreated, map[string]string{"job_id": job.ID.String()})
+}
+
+// trainStatus is the design's status answer, with the resulting model and
+// the error added.
+type trainStatus struct {
+	JobID  string      `json:"job_id"`
+	Stage  string      `json:"stage"`
+	State  string      `json:"state"`
+	Detail trainDetail `json:"detail"`
+}
+
+type trainDetail struct {
+	// IRS: the iteration; other stages: the epoch.
+	CurrentIteration int          `json:"current_iteration"`
+	TotalIterations  int          `json:"total_iterations"`
+	CurrentPhase     string       `json:"current_phase"`
+	PhaseProgress    float64      `json:"phase_progress"` // percent
+	Metrics          trainMetrics `json:"metrics"`
+	Runtime          trainRuntime `json:"runtime"`
+	Model            string       `json:"model,omitempty"` // the adapter (or reward model) directory, once saved
+	Error            string       `json:"error,omitempty"`
+}
+
+type trainMetrics struct {
+	AvgReward       *float64           `json:"avg_reward"`
+	RewardBreakdown map[string]float64 `json:"reward_breakdown"`
+	CurrentWeights  map[string]float64 `json:"current_weights"`
+	Loss            *float64           `json:"loss,omitempty"` // the last training loss
+}
+
+type trainRuntime struct {
+	Device string `json:"device"` // cuda, cpu, none (no torch) or unknown
+}
+
+// APITrainStatus answers GET /api/train/status/:id.
+func (h *Handlers) APITrainStatus(c echo.Context) error {
+	d, err := h.fineTuneDetail(c)
+	if err != nil {
+		return err
+	}
+	j := d.Job
+	lines, err := h.FineTune.RunMetrics(ctx(c), j)
+	if err != nil {
+		return err
+	}
+	points, phase := finetune.IRSSummary(lines)
+	out := trainStatus{JobID: j.ID.String(), Stage: stageOf(j.Method), State: string(j.Status),
+		Detail: trainDetail{CurrentPhase: strings.ToUpper(phase.Phase), Model: j.FineTunedModel, Error: j.ErrorMessage,
+			Metrics: trainMetrics{RewardBreakdown: map[string]float64{}, CurrentWeights: map[string]float64{}},
+			Runtime: trainRuntime{Device: "unknown"}}}
+	if j.Method == string(local.IRS) {
+		out.Detail.TotalIterations = totalIterations(j)
+		out.Detail.CurrentIteration = phase.Iter
+		if n := len(points); n > 0 {
+			last := points[n-1]
+			out.Detail.Metrics.AvgReward = last.AvgReward
+			out.Detail.Metrics.RewardBreakdown = orEmpty(last.RewardBreakdown)
+			out.Detail.Metrics.CurrentWeights = orEmpty(last.NextWeights)
+			if last.NextWeights == nil {
+				out.Detail.Metrics.CurrentWeights = orEmpty(last.Weights)
+			}
+		}
+	} else {
+		out.Detail.CurrentIteration, out.Detail.TotalIterations = int(j.Epoch), int(j.TotalEpochs)
+	}
+	switch {
+	case phase.Progress != nil:
+		out.Detail.PhaseProgress = *phase.Progress
+	default:
+		if f, ok := finetune.Progress(j); ok {
+			out.Detail.PhaseProgress = f * 100
+		}
+	}
+	if out.Detail.CurrentPhase == "" {
+		out.Detail.CurrentPhase = strings.ToUpper(string(j.Status))
+	}
+	for _, m := range d.Metrics {
+		if m.TrainLoss.Valid {
+			out.Detail.Metrics.Loss = &m.TrainLoss.Float64
+		}
+	}
+	if info, err := h.FineTune.LocalProbe(ctx(c)); err == nil && info.Device != "" {
+		out.Detail.Runtime.Device = info.Device
+	}
+	return c.JSON(http.StatusOK, out)
+}
+
+// totalIterations is an IRS job's n_iterations, or the design's default.
+func totalIterations(j db.FineTuningJob) int {
+	var s local.Settings
+	if json.Unmarshal(j.LocalSettings, &s) == nil && s.IRS.NIterations > 0 {
+		return s.IRS.NIterations
+	}
+	return local.DefaultIRS().NIterations
+}
+
+func orEmpty(m map[string]float64) map[string]float64 {
+	if m == nil {
+		return map[string]float64{}
+	}
+	return m
+}
+
+// APITrainMetrics answers GET /api/train/:id/metrics: the run's
+// metrics.jsonl as a JSON array (its newest 4 MiB at most).
+func (h *Handlers) APITrainMetrics(c echo.Context) error {
+	d, err := h.fineTuneDetail(c)
+	if err != nil {
+		return err
+	}
+	lines, err := h.FineTune.RunMetrics(ctx(c), d.Job)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, lines)
+}
