@@ -34,14 +34,18 @@ func (h *Handlers) FeedbackQueue(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	// The page, the assignee list and the model list are independent reads:
-	// run them at once so the page waits for the slowest, not their sum.
+	// The page, the assignee list, the model list and the layout (its alert
+	// banners) are independent reads: run them at once so the page waits for
+	// the slowest, not their sum. Only the layout's goroutine touches c until
+	// Wait returns.
 	var (
 		page   feedback.Page
 		users  []db.User
 		models []string
+		layout views.Page
 	)
 	g, gctx := errgroup.WithContext(ctx(c))
+	g.Go(func() error { layout = h.page(c, "Feedback queue", "queue"); return nil })
 	g.Go(func() (err error) {
 		page, err = h.Feedback.List(gctx, caller.OrgID, f, cursor, QueuePageSize)
 		return err
@@ -90,7 +94,7 @@ func (h *Handlers) FeedbackQueue(c echo.Context) error {
 	if cursor != nil {
 		v.FirstURL = feedbackQueueURL(filterQuery)
 	}
-	return render(c, http.StatusOK, views.QueuePage(h.page(c, "Feedback queue", "queue"), v))
+	return render(c, http.StatusOK, views.QueuePage(layout, v))
 }
 
 // FeedbackCounts is the queue's status tabs with the number of items under

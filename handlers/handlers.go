@@ -4,10 +4,12 @@
 package handlers
 
 import (
+	"bytes"
 	"context"
 	"log/slog"
 	"net/http"
 	"net/url"
+	"sync"
 
 	"github.com/a-h/templ"
 	"github.com/google/uuid"
@@ -82,11 +84,20 @@ func actor(c echo.Context) audit.Actor { return CallerOf(c).Actor(c.RealIP()) }
 
 func ctx(c echo.Context) context.Context { return c.Request().Context() }
 
-// render writes a templ component with a status code.
+// pageBuffers holds the buffers pages render into.
+var pageBuffers = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+
+// render writes a templ component with a status code. The page is rendered
+// into a buffer first: it goes out in one write with its length, and a
+// rendering error becomes a clean error page instead of half a page.
 func render(c echo.Context, status int, cmp templ.Component) error {
-	c.Response().Header().Set(echo.HeaderContentType, echo.MIMETextHTMLCharsetUTF8)
-	c.Response().WriteHeader(status)
-	return cmp.Render(ctx(c), c.Response())
+	buf := pageBuffers.Get().(*bytes.Buffer)
+	buf.Reset()
+	defer pageBuffers.Put(buf)
+	if err := cmp.Render(ctx(c), buf); err != nil {
+		return err
+	}
+	return c.Blob(status, echo.MIMETextHTMLCharsetUTF8, buf.Bytes())
 }
 
 // page builds the layout's model for the current request.
