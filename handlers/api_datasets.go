@@ -115,11 +115,7 @@ func (h *Handlers) APIDatasetList(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	limit, err := listLimit(q.Get("limit"))
-	if err != nil {
-		return err
-	}
-	cursor, err := feedback.ParseCursor(q.Get("cursor"))
+	limit, cursor, err := listPage(q, feedback.ParseCursor)
 	if err != nil {
 		return err
 	}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -73,11 +74,7 @@ func (h *Handlers) APIFeedbackList(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	limit, err := listLimit(q.Get("limit"))
-	if err != nil {
-		return err
-	}
-	cursor, err := feedback.ParseCursor(q.Get("cursor"))
+	limit, cursor, err := listPage(q, feedback.ParseCursor)
 	if err != nil {
 		return err
 	}
@@ -187,6 +184,21 @@ func (h *Handlers) APIFeedbackPatch(c echo.Context) error {
 
 func setETag(c echo.Context, version int32) {
 	c.Response().Header().Set("ETag", fmt.Sprintf(`W/"%d"`, version))
+}
+
+// listPage reads a list's ?limit= and ?cursor=, the cursor with the list's
+// own parser.
+func listPage[C any](q url.Values, parseCursor func(string) (C, error)) (int, C, error) {
+	var none C
+	limit, err := listLimit(q.Get("limit"))
+	if err != nil {
+		return 0, none, err
+	}
+	cursor, err := parseCursor(q.Get("cursor"))
+	if err != nil {
+		return 0, none, err
+	}
+	return limit, cursor, nil
 }
 
 // listLimit reads ?limit= (default 50, at most 500).

@@ -130,11 +130,7 @@ func (h *Handlers) APIFineTuneList(c echo.Context) error {
 	if err := f.Check(h.FineTune.Providers); err != nil {
 		return err
 	}
-	limit, err := listLimit(q.Get("limit"))
-	if err != nil {
-		return err
-	}
-	cursor, err := finetune.ParseCursor(q.Get("cursor"))
+	limit, cursor, err := listPage(q, finetune.ParseCursor)
 	if err != nil {
 		return err
 	}

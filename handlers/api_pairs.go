@@ -38,11 +38,7 @@ func (h *Handlers) APIPairList(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	limit, err := listLimit(q.Get("limit"))
-	if err != nil {
-		return err
-	}
-	cursor, err := pairs.ParseCursor(q.Get("cursor"))
+	limit, cursor, err := listPage(q, pairs.ParseCursor)
 	if err != nil {
 		return err
 	}

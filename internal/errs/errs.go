@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 var (
@@ -96,3 +97,22 @@ type TooMany struct {
 }
 
 func (e *TooMany) Error() string { return e.Message }
+
+// Text checks a text field: present when required, at most max bytes, valid
+// UTF-8 and free of NUL characters. It records the first problem and
+// reports whether the field is fine.
+func (e *Invalid) Text(field, value string, max int, required bool) bool {
+	switch {
+	case required && strings.TrimSpace(value) == "":
+		e.Add(field, "is required")
+	case len(value) > max:
+		e.Add(field, "is %d bytes; at most %d", len(value), max)
+	case !utf8.ValidString(value):
+		e.Add(field, "is not valid UTF-8")
+	case strings.ContainsRune(value, 0):
+		e.Add(field, "contains a NUL character")
+	default:
+		return true
+	}
+	return false
+}

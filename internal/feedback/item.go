@@ -69,18 +69,7 @@ type Item struct {
 // (e.g. "items[3]."), and normalises tags.
 func (it *Item) Validate(v *errs.Invalid, prefix string) {
 	field := func(name string) string { return prefix + name }
-	text := func(name, value string, max int, required bool) {
-		switch {
-		case required && strings.TrimSpace(value) == "":
-			v.Add(field(name), "is required")
-		case len(value) > max:
-			v.Add(field(name), "is %d bytes; at most %d", len(value), max)
-		case !utf8.ValidString(value):
-			v.Add(field(name), "is not valid UTF-8")
-		case strings.ContainsRune(value, 0):
-			v.Add(field(name), "contains a NUL character")
-		}
-	}
+	text := func(name, value string, max int, required bool) { v.Text(field(name), value, max, required) }
 	text("query", it.Query, MaxQuery, true)
 	text("response", it.Response, MaxResponse, true)
 	text("comment", it.Comment, MaxComment, false)

@@ -64,21 +64,7 @@ type Input struct {
 // from the prompt), strength 1, an empty document list, normalised tags.
 func (in *Input) Validate(v *errs.Invalid, prefix string) {
 	field := func(name string) string { return prefix + name }
-	text := func(name, value string, max int, required bool) bool {
-		switch {
-		case required && strings.TrimSpace(value) == "":
-			v.Add(field(name), "is required")
-		case len(value) > max:
-			v.Add(field(name), "is %d bytes; at most %d", len(value), max)
-		case !utf8.ValidString(value):
-			v.Add(field(name), "is not valid UTF-8")
-		case strings.ContainsRune(value, 0):
-			v.Add(field(name), "contains a NUL character")
-		default:
-			return true
-		}
-		return false
-	}
+	text := func(name, value string, max int, required bool) bool { return v.Text(field(name), value, max, required) }
 	promptOK := true
 	if len(in.Prompt) > 0 {
 		promptOK = in.validatePrompt(v, prefix)
