@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"errors"
+	"strconv"
 	"strings"
 	"unicode"
 
@@ -77,7 +78,7 @@ func batchRows(orgID uuid.UUID, source string, items []Item) ([]db.FeedbackCopyP
 	}
 	v := &errs.Invalid{}
 	for i := range items {
-		items[i].Validate(v, "items["+itoa(i)+"].")
+		items[i].Validate(v, "items["+strconv.Itoa(i)+"].")
 	}
 	if v.Has() {
 		return nil, v
@@ -186,12 +187,4 @@ func nonNil(s []string) []string {
 		return []string{}
 	}
 	return s
-}
-
-func itoa(i int) string {
-	const digits = "0123456789"
-	if i < 10 {
-		return digits[i : i+1]
-	}
-	return itoa(i/10) + digits[i%10:i%10+1]
 }

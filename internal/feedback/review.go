@@ -3,6 +3,7 @@ package feedback
 import (
 	"context"
 	"errors"
+	"strconv"
 	"strings"
 	"time"
 
@@ -228,7 +229,7 @@ func (s *Store) ApplyBulk(ctx context.Context, actor audit.Actor, orgID uuid.UUI
 			}
 		}
 		if expected >= 0 && len(ids) != expected {
-			return &errs.Conflict{Message: "the selection changed since you confirmed it (now " + itoa(len(ids)) + " items): confirm again"}
+			return &errs.Conflict{Message: "the selection changed since you confirmed it (now " + strconv.Itoa(len(ids)) + " items): confirm again"}
 		}
 		if b.Assign && b.Assignee != uuid.Nil {
 			if _, err := q.UserGet(ctx, db.UserGetParams{OrgID: orgID, ID: b.Assignee}); err != nil {

@@ -22,7 +22,6 @@ import (
 	"net/http/httptest"
 	"strings"
 	"sync"
-	"testing"
 	"time"
 
 	"github.com/curate/curate/internal/provider"
@@ -180,9 +179,17 @@ func Start(opts ...Option) (*Server, error) {
 	return s, nil
 }
 
+// TB is the part of testing.TB that New uses. Naming it here keeps the
+// testing package out of binaries that start the fake with Start.
+type TB interface {
+	Helper()
+	Fatal(args ...any)
+	Cleanup(func())
+}
+
 // New starts a server with DefaultScript that accepts any bearer token,
 // closed when the test ends.
-func New(t testing.TB) *Server {
+func New(t TB) *Server {
 	t.Helper()
 	s, err := Start()
 	if err != nil {
