@@ -291,7 +291,7 @@ func (h *Handlers) FineTuneJobLive(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return render(c, http.StatusOK, views.FineTuneLive(h.liveView(ctx(c), d)))
+	return render(c, http.StatusOK, views.FineTuneLiveUpdate(h.liveView(ctx(c), d)))
 }
 
 func (h *Handlers) fineTuneDetail(c echo.Context) (finetune.Detail, error) {
