@@ -14,8 +14,6 @@ import (
 	"github.com/curate/curate/internal/pairs"
 )
 
-func (h *Handlers) pairStore() *pairs.Store { return &pairs.Store{Pool: h.Pool} }
-
 // APIPairCreate stores one pair: 201 with it, 409 with the stored one when
 // an identical pair exists.
 func (h *Handlers) APIPairCreate(c echo.Context) error {
@@ -23,7 +21,7 @@ func (h *Handlers) APIPairCreate(c echo.Context) error {
 	if err := decodeJSON(c, &in, ""); err != nil {
 		return err
 	}
-	p, err := h.pairStore().Create(ctx(c), actor(c), CallerOf(c).OrgID, in)
+	p, err := h.Pairs.Create(ctx(c), actor(c), CallerOf(c).OrgID, in)
 	if err != nil {
 		return pairConflictObject(err)
 	}
@@ -42,7 +40,7 @@ func (h *Handlers) APIPairList(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	page, err := h.pairStore().List(ctx(c), CallerOf(c).OrgID, f, cursor, limit)
+	page, err := h.Pairs.List(ctx(c), CallerOf(c).OrgID, f, cursor, limit)
 	if err != nil {
 		return err
 	}
@@ -88,7 +86,7 @@ func (h *Handlers) APIPairGet(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	d, err := h.pairStore().Get(ctx(c), CallerOf(c).OrgID, id)
+	d, err := h.Pairs.Get(ctx(c), CallerOf(c).OrgID, id)
 	if err != nil {
 		return err
 	}
@@ -111,7 +109,7 @@ func (h *Handlers) APIPairPatch(c echo.Context) error {
 	if err := decodeJSON(c, &ch, ""); err != nil {
 		return err
 	}
-	p, err := h.pairStore().Update(ctx(c), actor(c), CallerOf(c).OrgID, id, version, ch)
+	p, err := h.Pairs.Update(ctx(c), actor(c), CallerOf(c).OrgID, id, version, ch)
 	if err != nil {
 		return pairConflictObject(err)
 	}
@@ -129,7 +127,7 @@ func (h *Handlers) APIPairDelete(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := h.pairStore().Delete(ctx(c), actor(c), CallerOf(c).OrgID, id, version); err != nil {
+	if err := h.Pairs.Delete(ctx(c), actor(c), CallerOf(c).OrgID, id, version); err != nil {
 		return pairConflictObject(err)
 	}
 	return c.NoContent(http.StatusNoContent)
@@ -144,13 +142,13 @@ func (h *Handlers) APIPairBulk(c echo.Context) error {
 	}
 	orgID := CallerOf(c).OrgID
 	if g.DryRun {
-		p, err := h.pairStore().Preview(ctx(c), orgID, g)
+		p, err := h.Pairs.Preview(ctx(c), orgID, g)
 		if err != nil {
 			return err
 		}
 		return c.JSON(http.StatusOK, p)
 	}
-	res, err := h.pairStore().Generate(ctx(c), actor(c), orgID, g)
+	res, err := h.Pairs.Generate(ctx(c), actor(c), orgID, g)
 	if err != nil {
 		return err
 	}

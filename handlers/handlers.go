@@ -26,6 +26,7 @@ import (
 	"github.com/curate/curate/internal/feedback"
 	"github.com/curate/curate/internal/finetune"
 	"github.com/curate/curate/internal/importer"
+	"github.com/curate/curate/internal/pairs"
 	"github.com/curate/curate/internal/ratelimit"
 	"github.com/curate/curate/views"
 )
@@ -38,7 +39,8 @@ type Handlers struct {
 	Sessions *Sessions
 	River    *river.Client[pgx.Tx]
 	Log      *slog.Logger
-	Feedback *feedback.Store
+	Feedback *feedback.Service
+	Pairs    *pairs.Service
 	// UserLimiter bounds feedback per end user (the item's user_id).
 	UserLimiter *ratelimit.Limiter
 	// Importer runs file imports and the Langfuse connection.

@@ -21,8 +21,8 @@ import (
 	"github.com/curate/curate/views"
 )
 
-// Pairs lists the organisation's preference pairs.
-func (h *Handlers) Pairs(c echo.Context) error {
+// PairList lists the organisation's preference pairs.
+func (h *Handlers) PairList(c echo.Context) error {
 	q := c.QueryParams()
 	f, err := pairs.ParseFilter(q.Get)
 	if err != nil {
@@ -33,7 +33,7 @@ func (h *Handlers) Pairs(c echo.Context) error {
 		return err
 	}
 	caller := CallerOf(c)
-	page, err := h.pairStore().List(ctx(c), caller.OrgID, f, cursor, 50)
+	page, err := h.Pairs.List(ctx(c), caller.OrgID, f, cursor, 50)
 	if err != nil {
 		return err
 	}
@@ -69,7 +69,7 @@ func (h *Handlers) PairNew(c echo.Context) error {
 		if err != nil {
 			return errs.ErrNotFound
 		}
-		if in, err = h.pairStore().FromFeedback(ctx(c), CallerOf(c).OrgID, id); err != nil {
+		if in, err = h.Pairs.FromFeedback(ctx(c), CallerOf(c).OrgID, id); err != nil {
 			return err
 		}
 	}
@@ -89,7 +89,7 @@ func (h *Handlers) PairCreate(c echo.Context) error {
 	if formErr != nil {
 		return h.renderEditor(c, http.StatusUnprocessableEntity, "", "", in, editorState{errors: formErr.ByField()})
 	}
-	p, err := h.pairStore().Create(ctx(c), actor(c), CallerOf(c).OrgID, in)
+	p, err := h.Pairs.Create(ctx(c), actor(c), CallerOf(c).OrgID, in)
 	if err != nil {
 		return h.editorError(c, "", "", in, err)
 	}
@@ -103,7 +103,7 @@ func (h *Handlers) PairEdit(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	d, err := h.pairStore().Get(ctx(c), CallerOf(c).OrgID, id)
+	d, err := h.Pairs.Get(ctx(c), CallerOf(c).OrgID, id)
 	if err != nil {
 		return err
 	}
@@ -130,7 +130,7 @@ func (h *Handlers) PairSave(c echo.Context) error {
 	}
 	n, _ := strconv.Atoi(version)
 	ch := pairs.Change{Query: &in.Query, Chosen: &in.Chosen, Rejected: &in.Rejected, Strength: in.Strength, Notes: &in.Notes, Tags: &in.Tags}
-	cur, err := h.pairStore().Get(ctx(c), CallerOf(c).OrgID, id)
+	cur, err := h.Pairs.Get(ctx(c), CallerOf(c).OrgID, id)
 	if err != nil {
 		return err
 	}
@@ -139,7 +139,7 @@ func (h *Handlers) PairSave(c echo.Context) error {
 		// Swap applies after the edits, so the texts go in exchanged.
 		ch.Swap, ch.Chosen, ch.Rejected = true, &in.Rejected, &in.Chosen
 	}
-	p, err := h.pairStore().Update(ctx(c), actor(c), CallerOf(c).OrgID, id, int32(n), ch)
+	p, err := h.Pairs.Update(ctx(c), actor(c), CallerOf(c).OrgID, id, int32(n), ch)
 	if err != nil {
 		return h.editorError(c, id.String(), version, in, err)
 	}
@@ -161,7 +161,7 @@ func (h *Handlers) PairDelete(c echo.Context) error {
 		return err
 	}
 	n, _ := strconv.Atoi(c.FormValue("version"))
-	if err := h.pairStore().Delete(ctx(c), actor(c), CallerOf(c).OrgID, id, int32(n)); err != nil {
+	if err := h.Pairs.Delete(ctx(c), actor(c), CallerOf(c).OrgID, id, int32(n)); err != nil {
 		var conflict *errs.Conflict
 		if errors.As(err, &conflict) {
 			h.Sessions.Flash(c, "error", conflict.Message)
@@ -330,7 +330,7 @@ func (h *Handlers) PairRankSave(c echo.Context) error {
 			r.Tags = append(r.Tags, t)
 		}
 	}
-	res, err := h.pairStore().SaveRanking(ctx(c), actor(c), CallerOf(c).OrgID, r)
+	res, err := h.Pairs.SaveRanking(ctx(c), actor(c), CallerOf(c).OrgID, r)
 	var invalid *errs.Invalid
 	if errors.As(err, &invalid) {
 		return h.renderRank(c, http.StatusUnprocessableEntity, query, positions, invalid.ByField())
@@ -345,7 +345,7 @@ func (h *Handlers) PairRankSave(c echo.Context) error {
 func (h *Handlers) renderRank(c echo.Context, status int, query string, positions, errors map[string]string) error {
 	v := views.PairRankView{CSRF: CSRFToken(c), Query: query, Errors: errors, CanEdit: CallerOf(c).Role.AtLeast(auth.Curator)}
 	if strings.TrimSpace(query) != "" {
-		cands, err := h.pairStore().Candidates(ctx(c), CallerOf(c).OrgID, query)
+		cands, err := h.Pairs.Candidates(ctx(c), CallerOf(c).OrgID, query)
 		if err != nil {
 			return err
 		}
@@ -372,7 +372,7 @@ func (h *Handlers) PairGenerate(c echo.Context) error {
 	v.CanEdit = CallerOf(c).Role.AtLeast(auth.Curator)
 	status := http.StatusOK
 	if c.QueryParam("preview") == "1" && v.Errors == nil {
-		p, err := h.pairStore().Preview(ctx(c), CallerOf(c).OrgID, g)
+		p, err := h.Pairs.Preview(ctx(c), CallerOf(c).OrgID, g)
 		var invalid *errs.Invalid
 		switch {
 		case errors.As(err, &invalid):
@@ -402,7 +402,7 @@ func (h *Handlers) PairGenerateConfirm(c echo.Context) error {
 		}
 		return bad
 	}
-	res, err := h.pairStore().Generate(ctx(c), actor(c), CallerOf(c).OrgID, g)
+	res, err := h.Pairs.Generate(ctx(c), actor(c), CallerOf(c).OrgID, g)
 	if err != nil {
 		return err
 	}

@@ -19,6 +19,7 @@ import (
 	"github.com/curate/curate/db/pgtest"
 	"github.com/curate/curate/internal/accounts"
 	"github.com/curate/curate/internal/alerts"
+	"github.com/curate/curate/internal/app"
 	"github.com/curate/curate/internal/feedback"
 	"github.com/curate/curate/internal/webhook"
 	"github.com/curate/curate/jobs"
@@ -73,7 +74,7 @@ func TestAlertsJobOpensDeliversAndResolves(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	store := &feedback.Store{Pool: pool}
+	store := &feedback.Service{Pool: pool}
 	// 3,3,3,3,3,3,3,3,4,4: sum 32, average 3.2.
 	var items []feedback.Item
 	for i, r := range []int{3, 3, 3, 3, 3, 3, 3, 3, 4, 4} {
@@ -88,7 +89,7 @@ func TestAlertsJobOpensDeliversAndResolves(t *testing.T) {
 	}
 	safetyID := res.IDs[10]
 
-	client, err := jobs.NewClient(jobs.Deps{Pool: pool, Accounts: acc, Log: slog.New(slog.DiscardHandler),
+	client, err := jobs.NewClient(jobs.Deps{Services: &app.Services{Pool: pool, Accounts: acc, Log: slog.New(slog.DiscardHandler)},
 		Webhooks: &webhook.Sender{MaxAttempts: 3, BaseDelay: 10 * time.Millisecond}}, jobs.Options{Workers: 2})
 	if err != nil {
 		t.Fatal(err)

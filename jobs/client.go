@@ -3,34 +3,22 @@
 package jobs
 
 import (
-	"log/slog"
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 
-	"github.com/curate/curate/internal/accounts"
-	"github.com/curate/curate/internal/datasets"
-	"github.com/curate/curate/internal/finetune"
-	"github.com/curate/curate/internal/importer"
+	"github.com/curate/curate/internal/app"
 	"github.com/curate/curate/internal/webhook"
 )
 
-// Deps are what workers need; each worker takes only its own part.
+// Deps are what workers need: the process's services (a nil service
+// leaves its workers out, for tests) and an alert webhook sender.
 type Deps struct {
-	Pool     *pgxpool.Pool
-	Accounts *accounts.Service
-	Log      *slog.Logger
-	// Imports runs file imports and Langfuse syncs; nil leaves them out.
-	Imports *importer.Service
+	*app.Services
 	// Webhooks sends alert deliveries; nil uses a default sender.
 	Webhooks *webhook.Sender
-	// Datasets writes dataset exports; nil leaves them out.
-	Datasets *datasets.Service
-	// FineTune drives fine-tuning jobs at providers; nil leaves them out.
-	FineTune *finetune.Service
 }
 
 // Options size the client.

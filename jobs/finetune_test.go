@@ -14,6 +14,7 @@ import (
 	"github.com/curate/curate/db"
 	"github.com/curate/curate/db/pgtest"
 	"github.com/curate/curate/internal/accounts"
+	"github.com/curate/curate/internal/app"
 	"github.com/curate/curate/internal/audit"
 	"github.com/curate/curate/internal/finetune"
 	"github.com/curate/curate/internal/finetune/finetunetest"
@@ -40,10 +41,10 @@ func TestFineTuneWorkerSnoozesToTheEnd(t *testing.T) {
 	dir := t.TempDir()
 	svc := &finetune.Service{Pool: pool, Prices: pricing.NewStore(filepath.Join(dir, "prices.json")), Dir: dir,
 		DefaultBudget: pricing.Dollars(10), PollEvery: 10 * time.Millisecond,
-		Providers: finetune.Registry{"openai": finetune.OpenAI(openai.Config{APIKey: "sk-test", BaseURL: fake.URL()})}}
+		Providers: finetune.Providers{"openai": finetune.OpenAI(openai.Config{APIKey: "sk-test", BaseURL: fake.URL()})}}
 	svc.SetDataSource(src)
 
-	client, err := jobs.NewClient(jobs.Deps{Pool: pool, Accounts: accounts.New(pool), Log: slog.New(slog.DiscardHandler), FineTune: svc}, jobs.Options{Workers: 2})
+	client, err := jobs.NewClient(jobs.Deps{Services: &app.Services{Pool: pool, Accounts: accounts.New(pool), Log: slog.New(slog.DiscardHandler), FineTune: svc}}, jobs.Options{Workers: 2})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/curate/curate/db"
 	"github.com/curate/curate/db/pgtest"
 	"github.com/curate/curate/internal/accounts"
+	"github.com/curate/curate/internal/app"
 	"github.com/curate/curate/internal/audit"
 	"github.com/curate/curate/internal/config"
 	"github.com/curate/curate/internal/importer"
@@ -44,7 +45,7 @@ func TestImportJobs(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	client, err := jobs.NewClient(jobs.Deps{Pool: pool, Accounts: accounts.New(pool), Log: log, Imports: imp}, jobs.Options{Workers: 2})
+	client, err := jobs.NewClient(jobs.Deps{Services: &app.Services{Pool: pool, Accounts: accounts.New(pool), Log: log, Imports: imp}}, jobs.Options{Workers: 2})
 	if err != nil {
 		t.Fatal(err)
 	}

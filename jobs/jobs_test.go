@@ -11,6 +11,7 @@ import (
 	"github.com/curate/curate/db"
 	"github.com/curate/curate/db/pgtest"
 	"github.com/curate/curate/internal/accounts"
+	"github.com/curate/curate/internal/app"
 	"github.com/curate/curate/jobs"
 )
 
@@ -32,7 +33,7 @@ func TestMaintenanceJobRuns(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	client, err := jobs.NewClient(jobs.Deps{Pool: pool, Accounts: accounts.New(pool), Log: slog.New(slog.DiscardHandler)}, jobs.Options{Workers: 2})
+	client, err := jobs.NewClient(jobs.Deps{Services: &app.Services{Pool: pool, Accounts: accounts.New(pool), Log: slog.New(slog.DiscardHandler)}}, jobs.Options{Workers: 2})
 	if err != nil {
 		t.Fatal(err)
 	}

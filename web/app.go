@@ -25,10 +25,8 @@ import (
 	"github.com/curate/curate/db"
 	"github.com/curate/curate/handlers"
 	"github.com/curate/curate/internal/accounts"
-	"github.com/curate/curate/internal/blobstore"
+	"github.com/curate/curate/internal/app"
 	"github.com/curate/curate/internal/config"
-	"github.com/curate/curate/internal/datasets"
-	"github.com/curate/curate/internal/feedback"
 	"github.com/curate/curate/internal/finetune"
 	"github.com/curate/curate/internal/importer"
 	"github.com/curate/curate/internal/ratelimit"
@@ -41,11 +39,13 @@ const uploadLimit = importer.MaxUpload + 1<<20 // the file and the form around i
 
 // App is one Curate server: HTTP and, unless Workers is 0, River workers.
 type App struct {
-	Config   config.Config
-	Pool     *pgxpool.Pool
-	River    *river.Client[pgx.Tx]
-	Echo     *echo.Echo
-	Log      *slog.Logger
+	Config config.Config
+	Pool   *pgxpool.Pool
+	River  *river.Client[pgx.Tx]
+	Echo   *echo.Echo
+	Log    *slog.Logger
+	// Services are the domain services, shared with the workers.
+	Services *app.Services
 	Accounts *accounts.Service
 	// FineTune launches and drives fine-tuning jobs on frozen dataset
 	// versions (tests may swap its source with SetDataSource).
@@ -55,44 +55,27 @@ type App struct {
 	keyLimiter *ratelimit.Limiter // requests per API key
 }
 
-// Services builds the domain services every process needs, web or worker,
-// so a `curate worker` can run every kind of job `curate serve` can.
-func Services(cfg config.Config, pool *pgxpool.Pool, log *slog.Logger) (jobs.Deps, error) {
-	imp, err := importer.New(pool, cfg, log)
-	if err != nil {
-		return jobs.Deps{}, err
-	}
-	bucket, err := blobstore.Open(context.Background(), cfg.BlobURL, cfg.DataDir)
-	if err != nil {
-		return jobs.Deps{}, err
-	}
-	ds := &datasets.Service{Pool: pool, Bucket: bucket}
-	ft := finetune.FromConfig(pool, cfg)
-	ft.SetDataSource(&datasets.FineTuneSource{Service: ds})
-	return jobs.Deps{Pool: pool, Accounts: accounts.New(pool), Log: log, Imports: imp, Datasets: ds, FineTune: ft}, nil
-}
-
 // New assembles an App on an open, migrated database.
 func New(cfg config.Config, pool *pgxpool.Pool, log *slog.Logger) (*App, error) {
 	hashKey, blockKey, err := SessionKeys(cfg)
 	if err != nil {
 		return nil, err
 	}
-	deps, err := Services(cfg, pool, log)
+	svc, err := app.New(cfg, pool, log)
 	if err != nil {
 		return nil, err
 	}
-	client, err := jobs.NewClient(deps, jobs.Options{Workers: cfg.Workers, GPUSlots: cfg.GPUSlots})
+	client, err := jobs.NewClient(jobs.Deps{Services: svc}, jobs.Options{Workers: cfg.Workers, GPUSlots: cfg.GPUSlots})
 	if err != nil {
 		return nil, fmt.Errorf("river: %w", err)
 	}
-	acc, imp, ds, ft := deps.Accounts, deps.Imports, deps.Datasets, deps.FineTune
 	q := db.New(pool)
 	a := &App{
-		Config: cfg, Pool: pool, River: client, Log: log, Accounts: acc, FineTune: ft,
-		handlers: &handlers.Handlers{Pool: pool, Q: q, Accounts: acc, River: client, Log: log, Importer: imp, Datasets: ds, FineTune: ft,
+		Config: cfg, Pool: pool, River: client, Log: log, Services: svc, Accounts: svc.Accounts, FineTune: svc.FineTune,
+		handlers: &handlers.Handlers{Pool: pool, Q: q, River: client, Log: log,
+			Accounts: svc.Accounts, Importer: svc.Imports, Datasets: svc.Datasets, FineTune: svc.FineTune,
+			Feedback: svc.Feedback, Pairs: svc.Pairs,
 			Sessions:    handlers.NewSessions(hashKey, blockKey, cfg.SessionTTL),
-			Feedback:    &feedback.Store{Pool: pool},
 			UserLimiter: ratelimit.New(float64(cfg.FeedbackPerUser)/60, cfg.FeedbackPerUser)},
 		metrics:    newMetrics(q),
 		keyLimiter: ratelimit.New(cfg.APIRate, cfg.APIBurst),

@@ -32,7 +32,7 @@ const flowCorrections = 12
 func flowMaterial(t *testing.T, s *webtest.Server, org, curator uuid.UUID) []uuid.UUID {
 	t.Helper()
 	bg := context.Background()
-	store := &feedback.Store{Pool: s.Pool}
+	store := &feedback.Service{Pool: s.Pool}
 	reviewer := audit.Actor{Kind: "user", ID: curator, Label: "cora@acme.test"}
 	for i := range flowCorrections {
 		row, _, err := store.Ingest(bg, org, "api", feedback.Item{Query: fmt.Sprintf("How do I rotate API key %d?", i),
@@ -45,7 +45,7 @@ func flowMaterial(t *testing.T, s *webtest.Server, org, curator uuid.UUID) []uui
 			t.Fatal(err)
 		}
 	}
-	ps := &pairs.Store{Pool: s.Pool}
+	ps := &pairs.Service{Pool: s.Pool}
 	gen, err := ps.Generate(bg, reviewer, org, pairs.Generation{Method: "correction"})
 	if err != nil {
 		t.Fatal(err)

@@ -26,7 +26,7 @@ func actorFor(user uuid.UUID) audit.Actor {
 // ingest stores items for an organisation and returns their ids in order.
 func ingest(t *testing.T, s *webtest.Server, org uuid.UUID, items ...feedback.Item) []uuid.UUID {
 	t.Helper()
-	store := feedback.Store{Pool: s.Pool}
+	store := feedback.Service{Pool: s.Pool}
 	ids := make([]uuid.UUID, len(items))
 	for i, it := range items {
 		row, created, err := store.Ingest(context.Background(), org, "api", it)
@@ -96,7 +96,7 @@ func TestFeedbackQueueFilters(t *testing.T) {
 		byExt[it.ExternalID] = ids[i].String()
 	}
 	// b is approved and assigned to bob, through the domain.
-	store := feedback.Store{Pool: s.Pool}
+	store := feedback.Service{Pool: s.Pool}
 	approved := "approved"
 	if _, err := store.Update(context.Background(), actorFor(bob), org, ids[1], 1, feedback.Change{Status: &approved}); err != nil {
 		t.Fatal(err)
@@ -191,7 +191,7 @@ func TestFeedbackQueuePagination(t *testing.T) {
 	for i := range items {
 		items[i] = feedback.Item{Query: fmt.Sprintf("question number %d", i), Response: fmt.Sprintf("answer %d", i), FeedbackType: "thumbs_up", Model: "m"}
 	}
-	if _, err := (&feedback.Store{Pool: s.Pool}).IngestBatch(context.Background(), org, "file", items); err != nil {
+	if _, err := (&feedback.Service{Pool: s.Pool}).IngestBatch(context.Background(), org, "file", items); err != nil {
 		t.Fatal(err)
 	}
 	var want []string

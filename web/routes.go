@@ -71,7 +71,7 @@ func Routes(h *handlers.Handlers) []Route {
 		{POST, "/imports/langfuse/sync", auth.Curator, h.LangfuseSyncNow},
 
 		// Preference pairs.
-		{GET, "/pairs", auth.Viewer, h.Pairs},
+		{GET, "/pairs", auth.Viewer, h.PairList},
 		{GET, "/pairs/new", auth.Viewer, h.PairNew},
 		{POST, "/pairs", auth.Curator, h.PairCreate},
 		{GET, "/pairs/rank", auth.Viewer, h.PairRank},

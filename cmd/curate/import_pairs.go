@@ -58,7 +58,7 @@ func runPairImport(ctx context.Context, env *Env, d *database, orgSlug, kind, pa
 		progressbar.OptionOnCompletion(func() { fmt.Fprintln(env.Stderr) }),
 	)
 	in := imports.WithProgress(f, fi.Size(), func(read, _ int64) { _ = bar.Set64(read) })
-	rep, err := (&pairs.Store{Pool: d.Pool}).Import(ctx, cliActor, o.ID, kind, in)
+	rep, err := (&pairs.Service{Pool: d.Pool}).Import(ctx, cliActor, o.ID, kind, in)
 	if err != nil {
 		_ = bar.Exit()
 		fmt.Fprintln(env.Stderr)

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 
+	"github.com/curate/curate/internal/app"
 	"github.com/curate/curate/jobs"
 	"github.com/curate/curate/web"
 )
@@ -32,11 +33,11 @@ func cmdWorker(ctx context.Context, env *Env, args []string) error {
 		return err
 	}
 	defer d.Close()
-	deps, err := web.Services(cfg, d.Pool, log)
+	svc, err := app.New(cfg, d.Pool, log)
 	if err != nil {
 		return err
 	}
-	client, err := jobs.NewClient(deps, jobs.Options{Workers: cfg.Workers, GPUSlots: cfg.GPUSlots})
+	client, err := jobs.NewClient(jobs.Deps{Services: svc}, jobs.Options{Workers: cfg.Workers, GPUSlots: cfg.GPUSlots})
 	if err != nil {
 		return err
 	}

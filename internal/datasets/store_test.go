@@ -81,7 +81,7 @@ func (e env) pairs(t *testing.T, n int) []uuid.UUID {
 func (e env) feedbackItem(t *testing.T, it feedback.Item, status, correction string) uuid.UUID {
 	t.Helper()
 	ctx := context.Background()
-	store := &feedback.Store{Pool: e.pool}
+	store := &feedback.Service{Pool: e.pool}
 	row, _, err := store.Ingest(ctx, e.org, "api", it)
 	id := row.ID
 	if err != nil {

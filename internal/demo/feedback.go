@@ -121,7 +121,7 @@ func ptr(n int) *int { return &n }
 // once. It returns how many items it stored.
 func SeedFeedback(ctx context.Context, pool *pgxpool.Pool, s Seeded) (int, error) {
 	items, ages := Items()
-	store := &feedback.Store{Pool: pool}
+	store := &feedback.Service{Pool: pool}
 	res, err := store.IngestBatch(ctx, s.OrgID, "api", items)
 	if err != nil {
 		return 0, fmt.Errorf("demo feedback: %w", err)

@@ -19,15 +19,15 @@ import (
 	"github.com/curate/curate/internal/pii"
 )
 
-// Store reads and writes feedback for one database.
-type Store struct {
+// Service reads and writes feedback for one database.
+type Service struct {
 	Pool *pgxpool.Pool
 }
 
 // Ingest stores one validated item and returns it. When its external_id
 // was already stored it stores nothing and returns the stored row with
 // created false. One statement: the duplicate link is found by the INSERT.
-func (s *Store) Ingest(ctx context.Context, orgID uuid.UUID, source string, it Item) (db.Feedback, bool, error) {
+func (s *Service) Ingest(ctx context.Context, orgID uuid.UUID, source string, it Item) (db.Feedback, bool, error) {
 	v := &errs.Invalid{}
 	it.Validate(v, "")
 	if v.Has() {
@@ -54,7 +54,7 @@ type BatchResult struct {
 // valid; then it loads the new ones with COPY in one transaction. Items whose
 // external_id is already stored (or repeats within the batch) are counted as
 // duplicates and skipped, so re-sending a batch changes nothing.
-func (s *Store) IngestBatch(ctx context.Context, orgID uuid.UUID, source string, items []Item) (BatchResult, error) {
+func (s *Service) IngestBatch(ctx context.Context, orgID uuid.UUID, source string, items []Item) (BatchResult, error) {
 	rows, err := batchRows(orgID, source, items)
 	if err != nil {
 		return BatchResult{}, err

@@ -13,7 +13,7 @@ import (
 // batches (a whole import file) commit together or not at all. Each batch
 // runs in a savepoint: when a concurrent writer stores one of its external
 // ids first, only that batch is rolled back and tried again.
-func (s *Store) IngestBatchTx(ctx context.Context, tx pgx.Tx, orgID uuid.UUID, source string, items []Item) (BatchResult, error) {
+func (s *Service) IngestBatchTx(ctx context.Context, tx pgx.Tx, orgID uuid.UUID, source string, items []Item) (BatchResult, error) {
 	rows, err := batchRows(orgID, source, items)
 	if err != nil {
 		return BatchResult{}, err

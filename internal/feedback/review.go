@@ -22,7 +22,7 @@ type Page struct {
 }
 
 // List returns a page of the queue, newest first.
-func (s *Store) List(ctx context.Context, orgID uuid.UUID, f Filter, cursor *Cursor, limit int) (Page, error) {
+func (s *Service) List(ctx context.Context, orgID uuid.UUID, f Filter, cursor *Cursor, limit int) (Page, error) {
 	rows, err := db.New(s.Pool).FeedbackList(ctx, f.ListParams(orgID, cursor, limit+1))
 	if err != nil {
 		return Page{}, err
@@ -43,7 +43,7 @@ type Detail struct {
 }
 
 // Get returns an item of the organisation, or errs.ErrNotFound.
-func (s *Store) Get(ctx context.Context, orgID, id uuid.UUID) (Detail, error) {
+func (s *Service) Get(ctx context.Context, orgID, id uuid.UUID) (Detail, error) {
 	q := db.New(s.Pool)
 	row, err := q.FeedbackGet(ctx, db.FeedbackGetParams{OrgID: orgID, ID: id})
 	if errors.Is(err, pgx.ErrNoRows) {
@@ -69,7 +69,7 @@ type Change struct {
 // returns errs.Conflict holding the item as it is now, so a second curator
 // never silently overwrites the first. Saving a correction marks the item
 // corrected unless a status is given.
-func (s *Store) Update(ctx context.Context, actor audit.Actor, orgID, id uuid.UUID, version int32, ch Change) (db.Feedback, error) {
+func (s *Service) Update(ctx context.Context, actor audit.Actor, orgID, id uuid.UUID, version int32, ch Change) (db.Feedback, error) {
 	v := &errs.Invalid{}
 	if ch.Status != nil && !oneOf(*ch.Status, Statuses) {
 		v.Add("status", "must be one of %s", strings.Join(Statuses, ", "))
@@ -183,7 +183,7 @@ const MaxBulk = 50000
 
 // Matching counts the items a filter selects, for the confirmation before a
 // bulk action ("apply to all N matching?").
-func (s *Store) Matching(ctx context.Context, orgID uuid.UUID, f Filter) (int, error) {
+func (s *Service) Matching(ctx context.Context, orgID uuid.UUID, f Filter) (int, error) {
 	ids, err := db.New(s.Pool).FeedbackMatchingIDs(ctx, f.MatchingParams(orgID, MaxBulk+1))
 	return len(ids), err
 }
@@ -191,7 +191,7 @@ func (s *Store) Matching(ctx context.Context, orgID uuid.UUID, f Filter) (int, e
 // ApplyBulk applies b in one transaction and returns how many items changed.
 // The expected count must match what the selection holds now, so a curator
 // confirms exactly what runs.
-func (s *Store) ApplyBulk(ctx context.Context, actor audit.Actor, orgID uuid.UUID, b Bulk, expected int) (int, error) {
+func (s *Service) ApplyBulk(ctx context.Context, actor audit.Actor, orgID uuid.UUID, b Bulk, expected int) (int, error) {
 	v := &errs.Invalid{}
 	if b.Status != "" && !oneOf(b.Status, Statuses) {
 		v.Add("status", "must be one of %s", strings.Join(Statuses, ", "))

@@ -46,7 +46,7 @@ type env struct {
 	org  uuid.UUID
 }
 
-func newEnv(t *testing.T, reg finetune.Registry) *env {
+func newEnv(t *testing.T, reg finetune.Providers) *env {
 	t.Helper()
 	pool := pgtest.NewDB(t)
 	var org uuid.UUID
@@ -208,7 +208,7 @@ func TestOpenAIDPOSurvivesAKillAtEveryStep(t *testing.T) {
 		t.Run("kill after "+at, func(t *testing.T) {
 			t.Parallel()
 			srv := openaifake.New(t)
-			e := newEnv(t, finetune.Registry{"openai": killing(openaiEntry(srv), at)})
+			e := newEnv(t, finetune.Providers{"openai": killing(openaiEntry(srv), at)})
 			v := e.src.AddPref(e.org, "support-dpo v1", finetunetest.Pairs(6), 2)
 			job := e.launch(t, finetune.Request{VersionID: v.ID, Provider: "openai", BaseModel: mini, Method: provider.DPO,
 				Hyper: provider.Hyperparameters{Beta: provider.Num(0.1)}, Suffix: "support"})
@@ -255,7 +255,7 @@ func TestBedrockSurvivesAKillAtEveryStep(t *testing.T) {
 		t.Run("kill after "+at, func(t *testing.T) {
 			t.Parallel()
 			srv := bedrockfake.New(t)
-			e := newEnv(t, finetune.Registry{"bedrock": killing(bedrockEntry(srv), at)})
+			e := newEnv(t, finetune.Providers{"bedrock": killing(bedrockEntry(srv), at)})
 			v := e.src.AddSFT(e.org, "support-sft v2", finetunetest.Chats(5), 1)
 			job := e.launch(t, finetune.Request{VersionID: v.ID, Provider: "bedrock", BaseModel: haiku, Method: provider.Supervised,
 				Hyper: provider.Hyperparameters{Epochs: provider.Num(2)}})
@@ -288,7 +288,7 @@ func TestBedrockSurvivesAKillAtEveryStep(t *testing.T) {
 // per million is $0.0054.
 func TestEstimateCountsTokensEpochsAndPrice(t *testing.T) {
 	srv := openaifake.New(t)
-	e := newEnv(t, finetune.Registry{"openai": openaiEntry(srv)})
+	e := newEnv(t, finetune.Providers{"openai": openaiEntry(srv)})
 	v := e.src.AddPref(e.org, "p v1", finetunetest.Pairs(6), 2)
 	chats := e.src.AddSFT(e.org, "c v1", finetunetest.Chats(3), 0)
 	cases := []struct {
@@ -331,7 +331,7 @@ func TestOpenAIAutoEpochsFollowsTheCookbook(t *testing.T) {
 // stored or sent.
 func TestLaunchRefusesBadInput(t *testing.T) {
 	srv := openaifake.New(t)
-	reg := finetune.Registry{
+	reg := finetune.Providers{
 		"openai":  openaiEntry(srv),
 		"bedrock": finetune.Bedrock(bedrock.Config{}), // no bucket, role or credentials
 	}
@@ -388,7 +388,7 @@ func TestLaunchRefusesBadInput(t *testing.T) {
 // estimate counts against the month until its actual cost is known.
 func TestBudgetRefusesOverspending(t *testing.T) {
 	srv := openaifake.New(t)
-	e := newEnv(t, finetune.Registry{"openai": openaiEntry(srv)})
+	e := newEnv(t, finetune.Providers{"openai": openaiEntry(srv)})
 	ctx := context.Background()
 	v := e.src.AddPref(e.org, "p v1", finetunetest.Pairs(6), 2)
 	req := finetune.Request{VersionID: v.ID, Provider: "openai", BaseModel: mini, Method: provider.DPO} // $0.0054
@@ -423,7 +423,7 @@ func TestProviderFailureKeepsItsMessage(t *testing.T) {
 	sc := openaifake.DefaultScript()
 	sc.FailAtStep, sc.FailMessage = 3, "Training diverged: loss became NaN."
 	srv.SetScript(sc)
-	e := newEnv(t, finetune.Registry{"openai": openaiEntry(srv)})
+	e := newEnv(t, finetune.Providers{"openai": openaiEntry(srv)})
 	v := e.src.AddPref(e.org, "p v1", finetunetest.Pairs(6), 2)
 	job := e.launch(t, finetune.Request{VersionID: v.ID, Provider: "openai", BaseModel: mini, Method: provider.DPO})
 	e.run(t, job.ID)
@@ -440,7 +440,7 @@ func TestRefusedFileFailsTheJob(t *testing.T) {
 	sc := openaifake.DefaultScript()
 	sc.FileError = "Invalid file format: line 3 is not JSON."
 	srv.SetScript(sc)
-	e := newEnv(t, finetune.Registry{"openai": openaiEntry(srv)})
+	e := newEnv(t, finetune.Providers{"openai": openaiEntry(srv)})
 	v := e.src.AddPref(e.org, "p v1", finetunetest.Pairs(6), 2)
 	job := e.launch(t, finetune.Request{VersionID: v.ID, Provider: "openai", BaseModel: mini, Method: provider.DPO})
 	e.run(t, job.ID)
@@ -457,7 +457,7 @@ func TestRefusedFileFailsTheJob(t *testing.T) {
 // creating anything twice.
 func TestTransientErrorsAreRetried(t *testing.T) {
 	srv := openaifake.New(t)
-	e := newEnv(t, finetune.Registry{"openai": openaiEntry(srv)})
+	e := newEnv(t, finetune.Providers{"openai": openaiEntry(srv)})
 	for _, f := range []openaifake.Fault{
 		{Method: "POST", Path: "/v1/files", Status: 500},
 		{Method: "POST", Path: "/v1/fine_tuning/jobs", Status: 503},
@@ -483,7 +483,7 @@ func TestTransientErrorsAreRetried(t *testing.T) {
 func TestCancel(t *testing.T) {
 	ctx := context.Background()
 	srv := openaifake.New(t)
-	e := newEnv(t, finetune.Registry{"openai": openaiEntry(srv)})
+	e := newEnv(t, finetune.Providers{"openai": openaiEntry(srv)})
 	v := e.src.AddPref(e.org, "p v1", finetunetest.Pairs(6), 2)
 	req := finetune.Request{VersionID: v.ID, Provider: "openai", BaseModel: mini, Method: provider.DPO}
 
@@ -527,7 +527,7 @@ func TestCancel(t *testing.T) {
 // Lists filter and page with a cursor, newest first.
 func TestListPages(t *testing.T) {
 	srv := openaifake.New(t)
-	e := newEnv(t, finetune.Registry{"openai": openaiEntry(srv)})
+	e := newEnv(t, finetune.Providers{"openai": openaiEntry(srv)})
 	v := e.src.AddPref(e.org, "p v1", finetunetest.Pairs(6), 2)
 	var ids []uuid.UUID
 	for range 5 {
@@ -563,7 +563,7 @@ func TestListPages(t *testing.T) {
 // budget row's lock lets exactly one through.
 func TestConcurrentLaunchesShareTheBudget(t *testing.T) {
 	srv := openaifake.New(t)
-	e := newEnv(t, finetune.Registry{"openai": openaiEntry(srv)})
+	e := newEnv(t, finetune.Providers{"openai": openaiEntry(srv)})
 	ctx := context.Background()
 	v := e.src.AddPref(e.org, "p v1", finetunetest.Pairs(6), 2)
 	req := finetune.Request{VersionID: v.ID, Provider: "openai", BaseModel: mini, Method: provider.DPO} // $0.0054 each

@@ -32,7 +32,7 @@ func TestLocalEntryAndMethods(t *testing.T) {
 	if !e.Free || len(e.Formats) != 4 {
 		t.Errorf("local entry %+v", e)
 	}
-	reg := finetune.Registry{"local": e, "openai": finetune.OpenAI(openai.Config{})}
+	reg := finetune.Providers{"local": e, "openai": finetune.OpenAI(openai.Config{})}
 	if got := reg.Methods(); !slices.Equal(got, []provider.Method{"dpo", "irs", "reward", "supervised"}) {
 		t.Errorf("methods %v", got)
 	}
@@ -43,7 +43,7 @@ func TestLocalEntryAndMethods(t *testing.T) {
 // "local" object, and stored with the job.
 func TestLocalEstimateIsFreeAndChecksSettings(t *testing.T) {
 	fake := openaifake.New(t)
-	e := newEnv(t, finetune.Registry{"local": finetune.Local(local.Config{RunsRoot: t.TempDir()}), "openai": openaiEntry(fake)})
+	e := newEnv(t, finetune.Providers{"local": finetune.Local(local.Config{RunsRoot: t.TempDir()}), "openai": openaiEntry(fake)})
 	v := e.src.AddPref(e.org, "support-dpo v1", finetunetest.Pairs(6), 2)
 	model := filepath.Join(t.TempDir(), "model")
 	if err := os.MkdirAll(model, 0o755); err != nil {

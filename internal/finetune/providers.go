@@ -76,7 +76,7 @@ func FromConfig(pool *pgxpool.Pool, cfg config.Config) *Service {
 		Region: cfg.BedrockRegion, BedrockEndpoint: cfg.BedrockEndpoint, S3Endpoint: cfg.S3Endpoint, S3PathStyle: cfg.S3Endpoint != ""}
 	return &Service{
 		Pool: pool,
-		Providers: Registry{
+		Providers: Providers{
 			openai.Name:  OpenAI(openai.Config{APIKey: cfg.OpenAIAPIKey, BaseURL: cfg.OpenAIBaseURL}),
 			bedrock.Name: Bedrock(bc),
 			local.Name:   Local(LocalConfig(cfg)),

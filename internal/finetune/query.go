@@ -57,7 +57,7 @@ type Filter struct {
 var Statuses = []string{"pending", "uploading", "validating", "queued", "running", "succeeded", "failed", "cancelled"}
 
 // Check validates the filter against the known values.
-func (f Filter) Check(providers Registry) error {
+func (f Filter) Check(providers Providers) error {
 	v := &errs.Invalid{}
 	if f.Status != "" && !contains(Statuses, f.Status) {
 		v.Add("status", "must be one of %s", strings.Join(Statuses, ", "))

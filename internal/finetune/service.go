@@ -22,7 +22,7 @@ import (
 // Service holds what launching and driving jobs needs.
 type Service struct {
 	Pool      *pgxpool.Pool
-	Providers Registry
+	Providers Providers
 	Prices    *pricing.Store
 	// Dir holds each job's prepared files, in <Dir>/<job id>/.
 	Dir string

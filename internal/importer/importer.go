@@ -2,7 +2,7 @@
 // own JSONL, OpenAssistant message trees) uploaded in the browser or given
 // to the CLI, and an organisation's Langfuse project, synced periodically.
 // It maps what it reads to feedback.Item and stores it through
-// feedback.Store, all or nothing: a file with one bad line, or a sync that
+// feedback.Service, all or nothing: a file with one bad line, or a sync that
 // loses its connection halfway, stores nothing.
 //
 // Import runs and Langfuse connections are rows (import_runs,
@@ -28,7 +28,7 @@ import (
 type Service struct {
 	Pool     *pgxpool.Pool
 	Q        *db.Queries
-	Feedback *feedback.Store
+	Feedback *feedback.Service
 	Secrets  *secrets.Box
 	// DataDir holds uploaded files under imports/<run id> until their run ends.
 	DataDir string
@@ -48,7 +48,7 @@ func New(pool *pgxpool.Pool, cfg config.Config, log *slog.Logger) (*Service, err
 	if err != nil {
 		return nil, err
 	}
-	return &Service{Pool: pool, Q: db.New(pool), Feedback: &feedback.Store{Pool: pool}, Secrets: box, DataDir: cfg.DataDir, Log: log}, nil
+	return &Service{Pool: pool, Q: db.New(pool), Feedback: &feedback.Service{Pool: pool}, Secrets: box, DataDir: cfg.DataDir, Log: log}, nil
 }
 
 // UploadPath is where an uploaded file waits for its run.

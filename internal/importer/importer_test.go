@@ -46,7 +46,7 @@ func newFixture(t *testing.T) *fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	svc := &importer.Service{Pool: pool, Q: db.New(pool), Feedback: &feedback.Store{Pool: pool}, Secrets: box,
+	svc := &importer.Service{Pool: pool, Q: db.New(pool), Feedback: &feedback.Service{Pool: pool}, Secrets: box,
 		DataDir: t.TempDir(), Log: slog.New(slog.DiscardHandler)}
 	return &fixture{ctx: ctx, pool: pool, svc: svc, orgID: org.ID}
 }

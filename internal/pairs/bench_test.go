@@ -65,7 +65,7 @@ func BenchmarkPairGeneration(b *testing.B) {
 }
 
 // loadFeedback COPYs n feedback rows: n/5 queries with five answers each.
-func loadFeedback(b *testing.B, s *pairs.Store, org uuid.UUID, n int) {
+func loadFeedback(b *testing.B, s *pairs.Service, org uuid.UUID, n int) {
 	b.Helper()
 	rng := rand.New(rand.NewPCG(1, 2))
 	score := func() pgtype.Int2 { return pgtype.Int2{Int16: int16(rng.IntN(5) + 1), Valid: true} }

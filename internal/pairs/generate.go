@@ -122,7 +122,7 @@ type Result struct {
 }
 
 // Preview counts the pairs a generation finds and shows a few new ones.
-func (s *Store) Preview(ctx context.Context, orgID uuid.UUID, g Generation) (Preview, error) {
+func (s *Service) Preview(ctx context.Context, orgID uuid.UUID, g Generation) (Preview, error) {
 	if err := g.Validate(); err != nil {
 		return Preview{}, err
 	}
@@ -150,7 +150,7 @@ func (s *Store) Preview(ctx context.Context, orgID uuid.UUID, g Generation) (Pre
 // Generate stores every pair the generation finds in one set-based
 // statement, leaving out those already stored, and records it in the audit
 // log.
-func (s *Store) Generate(ctx context.Context, actor audit.Actor, orgID uuid.UUID, g Generation) (Result, error) {
+func (s *Service) Generate(ctx context.Context, actor audit.Actor, orgID uuid.UUID, g Generation) (Result, error) {
 	if err := g.Validate(); err != nil {
 		return Result{}, err
 	}

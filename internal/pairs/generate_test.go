@@ -132,7 +132,7 @@ func TestGenerate(t *testing.T) {
 	}
 }
 
-func countPairs(t *testing.T, s *pairs.Store, org any) int {
+func countPairs(t *testing.T, s *pairs.Service, org any) int {
 	t.Helper()
 	var n int
 	if err := s.Pool.QueryRow(context.Background(), `SELECT count(*) FROM preference_pairs WHERE org_id = $1`, org).Scan(&n); err != nil {
@@ -141,7 +141,7 @@ func countPairs(t *testing.T, s *pairs.Store, org any) int {
 	return n
 }
 
-func storedPairs(t *testing.T, s *pairs.Store, org any) []string {
+func storedPairs(t *testing.T, s *pairs.Service, org any) []string {
 	t.Helper()
 	rows, err := s.Pool.Query(context.Background(), `SELECT chosen_response, rejected_response, preference_strength FROM preference_pairs WHERE org_id = $1`, org)
 	if err != nil {

@@ -45,7 +45,7 @@ type ImportReport struct {
 // nothing. Pairs with an empty or repeated reply are skipped and reported.
 // A Git LFS pointer or broken gzip data is refused with an error that says
 // so. OASST pairs link to their feedback items where those were imported.
-func (s *Store) Import(ctx context.Context, actor audit.Actor, orgID uuid.UUID, kind string, r io.Reader) (ImportReport, error) {
+func (s *Service) Import(ctx context.Context, actor audit.Actor, orgID uuid.UUID, kind string, r io.Reader) (ImportReport, error) {
 	rep := ImportReport{Kind: kind, Skipped: []imports.Skip{}}
 	if !oneOf(kind, ImportKinds) {
 		return rep, errs.InvalidField("kind", "must be one of %s", strings.Join(ImportKinds, ", "))

@@ -64,7 +64,9 @@ type Input struct {
 // from the prompt), strength 1, an empty document list, normalised tags.
 func (in *Input) Validate(v *errs.Invalid, prefix string) {
 	field := func(name string) string { return prefix + name }
-	text := func(name, value string, max int, required bool) bool { return v.Text(field(name), value, max, required) }
+	text := func(name, value string, max int, required bool) bool {
+		return v.Text(field(name), value, max, required)
+	}
 	promptOK := true
 	if len(in.Prompt) > 0 {
 		promptOK = in.validatePrompt(v, prefix)

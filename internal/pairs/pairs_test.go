@@ -24,19 +24,19 @@ func TestMain(m *testing.M) { pgtest.Main(m) }
 
 var curator = audit.Actor{Kind: "system", Label: "test"}
 
-func setup(t testing.TB) (*pgxpool.Pool, *pairs.Store, uuid.UUID) {
+func setup(t testing.TB) (*pgxpool.Pool, *pairs.Service, uuid.UUID) {
 	t.Helper()
 	pool := pgtest.NewDB(t)
 	org, err := accounts.New(pool).EnsureOrg(context.Background(), "acme", "Acme")
 	if err != nil {
 		t.Fatal(err)
 	}
-	return pool, &pairs.Store{Pool: pool}, org.ID
+	return pool, &pairs.Service{Pool: pool}, org.ID
 }
 
 func ingest(t *testing.T, pool *pgxpool.Pool, org uuid.UUID, it feedback.Item) uuid.UUID {
 	t.Helper()
-	row, _, err := (&feedback.Store{Pool: pool}).Ingest(context.Background(), org, "api", it)
+	row, _, err := (&feedback.Service{Pool: pool}).Ingest(context.Background(), org, "api", it)
 	id := row.ID
 	if err != nil {
 		t.Fatal(err)

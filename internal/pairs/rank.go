@@ -33,7 +33,7 @@ type Candidate struct {
 // Candidates returns the distinct answers the organisation's feedback holds
 // for query (compared lowercased with white space collapsed), best rated
 // first, at most MaxRank.
-func (s *Store) Candidates(ctx context.Context, orgID uuid.UUID, query string) ([]Candidate, error) {
+func (s *Service) Candidates(ctx context.Context, orgID uuid.UUID, query string) ([]Candidate, error) {
 	if strings.TrimSpace(query) == "" {
 		return nil, errs.InvalidField("query", "is required")
 	}
@@ -96,7 +96,7 @@ func Implied(n int) []Implication {
 // SaveRanking stores every pair a ranking implies (method "ranking"),
 // leaving out those already stored. The answers must be items of the
 // organisation sharing the query, with different responses.
-func (s *Store) SaveRanking(ctx context.Context, actor audit.Actor, orgID uuid.UUID, r Ranking) (Result, error) {
+func (s *Service) SaveRanking(ctx context.Context, actor audit.Actor, orgID uuid.UUID, r Ranking) (Result, error) {
 	v := &errs.Invalid{}
 	switch {
 	case len(r.Order) < 2:

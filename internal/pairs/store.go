@@ -20,15 +20,15 @@ import (
 	"github.com/curate/curate/internal/export"
 )
 
-// Store reads and writes preference pairs for one database.
-type Store struct {
+// Service reads and writes preference pairs for one database.
+type Service struct {
 	Pool *pgxpool.Pool
 }
 
 // Create validates and stores one pair made by hand (or from a corrected
 // item). An identical pair already stored answers errs.Conflict holding it;
 // feedback links must name items of the organisation.
-func (s *Store) Create(ctx context.Context, actor audit.Actor, orgID uuid.UUID, in Input) (db.PreferencePair, error) {
+func (s *Service) Create(ctx context.Context, actor audit.Actor, orgID uuid.UUID, in Input) (db.PreferencePair, error) {
 	v := &errs.Invalid{}
 	in.Validate(v, "")
 	if v.Has() {
@@ -99,7 +99,7 @@ type Detail struct {
 }
 
 // Get returns a pair of the organisation, or errs.ErrNotFound.
-func (s *Store) Get(ctx context.Context, orgID, id uuid.UUID) (Detail, error) {
+func (s *Service) Get(ctx context.Context, orgID, id uuid.UUID) (Detail, error) {
 	row, err := db.New(s.Pool).PairGet(ctx, db.PairGetParams{OrgID: orgID, ID: id})
 	if errors.Is(err, pgx.ErrNoRows) {
 		return Detail{}, errs.ErrNotFound
@@ -126,7 +126,7 @@ type Change struct {
 // returns errs.Conflict holding the pair as it is now, so one curator never
 // silently overwrites another. An edit that makes the pair identical to
 // another stored pair is refused with errs.Conflict too.
-func (s *Store) Update(ctx context.Context, actor audit.Actor, orgID, id uuid.UUID, version int32, ch Change) (db.PreferencePair, error) {
+func (s *Service) Update(ctx context.Context, actor audit.Actor, orgID, id uuid.UUID, version int32, ch Change) (db.PreferencePair, error) {
 	var out db.PreferencePair
 	err := db.InTx(ctx, s.Pool, func(_ pgx.Tx, q *db.Queries) error {
 		cur, err := q.PairGet(ctx, db.PairGetParams{OrgID: orgID, ID: id})
@@ -198,7 +198,7 @@ func (s *Store) Update(ctx context.Context, actor audit.Actor, orgID, id uuid.UU
 }
 
 // Delete removes a pair. A version above 0 must match the stored one.
-func (s *Store) Delete(ctx context.Context, actor audit.Actor, orgID, id uuid.UUID, version int32) error {
+func (s *Service) Delete(ctx context.Context, actor audit.Actor, orgID, id uuid.UUID, version int32) error {
 	return db.InTx(ctx, s.Pool, func(_ pgx.Tx, q *db.Queries) error {
 		cur, err := q.PairGet(ctx, db.PairGetParams{OrgID: orgID, ID: id})
 		if errors.Is(err, pgx.ErrNoRows) {
@@ -242,7 +242,7 @@ func Strength(f float32) float64 { return math.Round(float64(f)*1e4) / 1e4 }
 // gives chosen = correction, rejected = the original response; any other
 // item gives its response as the rejected reply, to be answered with a
 // better one. The context's documents come along.
-func (s *Store) FromFeedback(ctx context.Context, orgID, feedbackID uuid.UUID) (Input, error) {
+func (s *Service) FromFeedback(ctx context.Context, orgID, feedbackID uuid.UUID) (Input, error) {
 	rows, err := db.New(s.Pool).PairFeedbackByIDs(ctx, db.PairFeedbackByIDsParams{OrgID: orgID, Ids: []uuid.UUID{feedbackID}})
 	if err != nil {
 		return Input{}, err
@@ -342,7 +342,7 @@ type Page struct {
 }
 
 // List returns a page of the organisation's pairs.
-func (s *Store) List(ctx context.Context, orgID uuid.UUID, f Filter, cursor *Cursor, limit int) (Page, error) {
+func (s *Service) List(ctx context.Context, orgID uuid.UUID, f Filter, cursor *Cursor, limit int) (Page, error) {
 	p := db.PairListParams{OrgID: orgID, Method: db.NullPairMethod{PairMethod: db.PairMethod(f.Method), Valid: f.Method != ""},
 		Tag: f.Tag, Q: f.Q, FeedbackID: uuid.NullUUID{UUID: f.FeedbackID, Valid: f.FeedbackID != uuid.Nil}, RowLimit: int32(limit + 1)}
 	if cursor != nil {

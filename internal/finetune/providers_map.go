@@ -27,12 +27,12 @@ type Entry struct {
 	Free bool
 }
 
-// Registry maps a provider's name ("openai", "bedrock", "local") to its
+// Providers maps a provider's name ("openai", "bedrock", "local") to its
 // entry; adding a provider is adding an entry.
-type Registry map[string]Entry
+type Providers map[string]Entry
 
 // Names lists the providers, sorted.
-func (r Registry) Names() []string {
+func (r Providers) Names() []string {
 	names := make([]string, 0, len(r))
 	for n := range r {
 		names = append(names, n)
@@ -42,7 +42,7 @@ func (r Registry) Names() []string {
 }
 
 // Methods lists every method some provider offers, sorted.
-func (r Registry) Methods() []provider.Method {
+func (r Providers) Methods() []provider.Method {
 	var out []provider.Method
 	for _, e := range r {
 		for m := range e.Formats {

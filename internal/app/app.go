@@ -1,0 +1,70 @@
+// Package app is Curate's composition root: it builds every domain service
+// once, from the configuration and one database pool, for `serve`, `worker`
+// and the CLI alike. Handlers and job workers receive these services; they
+// never build their own.
+package app
+
+import (
+	"context"
+	"log/slog"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/riverqueue/river"
+
+	"github.com/curate/curate/internal/accounts"
+	"github.com/curate/curate/internal/blobstore"
+	"github.com/curate/curate/internal/config"
+	"github.com/curate/curate/internal/datasets"
+	"github.com/curate/curate/internal/feedback"
+	"github.com/curate/curate/internal/finetune"
+	"github.com/curate/curate/internal/importer"
+	"github.com/curate/curate/internal/jobq"
+	"github.com/curate/curate/internal/pairs"
+)
+
+// Services are the domain services of one process.
+type Services struct {
+	Config config.Config
+	Pool   *pgxpool.Pool
+	Log    *slog.Logger
+	// Jobs inserts River jobs; services start their work through it.
+	Jobs *river.Client[pgx.Tx]
+
+	Accounts *accounts.Service
+	Feedback *feedback.Service
+	Pairs    *pairs.Service
+	Imports  *importer.Service
+	Datasets *datasets.Service
+	FineTune *finetune.Service
+}
+
+// New builds the services on an open, migrated database.
+func New(cfg config.Config, pool *pgxpool.Pool, log *slog.Logger) (*Services, error) {
+	inserter, err := jobq.New(pool)
+	if err != nil {
+		return nil, err
+	}
+	bucket, err := blobstore.Open(context.Background(), cfg.BlobURL, cfg.DataDir)
+	if err != nil {
+		return nil, err
+	}
+	imp, err := importer.New(pool, cfg, log)
+	if err != nil {
+		return nil, err
+	}
+	fb := &feedback.Service{Pool: pool}
+	imp.Feedback = fb
+	ds := &datasets.Service{Pool: pool, Bucket: bucket}
+	ft := finetune.FromConfig(pool, cfg)
+	ft.SetDataSource(&datasets.FineTuneSource{Service: ds})
+	return &Services{
+		Config: cfg, Pool: pool, Log: log, Jobs: inserter,
+		Accounts: accounts.New(pool),
+		Feedback: fb,
+		Pairs:    &pairs.Service{Pool: pool},
+		Imports:  imp,
+		Datasets: ds,
+		FineTune: ft,
+	}, nil
+}

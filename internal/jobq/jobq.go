@@ -1,0 +1,28 @@
+// Package jobq is how a domain service starts background work: it inserts
+// River jobs inside its own transaction, so the job exists exactly when the
+// rows it works on do. Job args live in the domain package that starts the
+// job; the workers that run them live in the jobs package.
+package jobq
+
+import (
+	"context"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/riverdriver/riverpgxv5"
+	"github.com/riverqueue/river/rivertype"
+)
+
+// Inserter inserts jobs in a caller's transaction and wakes waiting ones.
+// River's client is one.
+type Inserter interface {
+	InsertTx(ctx context.Context, tx pgx.Tx, args river.JobArgs, opts *river.InsertOpts) (*rivertype.JobInsertResult, error)
+	JobRetry(ctx context.Context, id int64) (*rivertype.JobRow, error)
+}
+
+// New builds an insert-only River client: it runs no job, so every process
+// (web, worker, CLI) can start jobs that any worker then takes.
+func New(pool *pgxpool.Pool) (*river.Client[pgx.Tx], error) {
+	return river.NewClient(riverpgxv5.New(pool), &river.Config{})
+}

@@ -1,0 +1,72 @@
+// Package keyset is the one keyset cursor of every list: the position after
+// the last row of a page, as (time, id), encoded with the list's name so a
+// cursor from one list is refused by another.
+package keyset
+
+import (
+	"encoding/base64"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/curate/curate/internal/errs"
+)
+
+// Cursor is a position in a list ordered by (time, id) descending.
+type Cursor struct {
+	At time.Time
+	ID uuid.UUID
+}
+
+// Encode writes the cursor for a URL. Times keep Postgres's microseconds.
+func (c Cursor) Encode(list string) string {
+	return base64.RawURLEncoding.EncodeToString([]byte(list + "." + strconv.FormatInt(c.At.UnixMicro(), 10) + "." + c.ID.String()))
+}
+
+// Parse reads a cursor written by Encode for the same list; "" is the first
+// page (nil). Anything else is an invalid "cursor" field.
+func Parse(list, s string) (*Cursor, error) {
+	if s == "" {
+		return nil, nil
+	}
+	bad := errs.InvalidField("cursor", "is not a cursor from this list")
+	b, err := base64.RawURLEncoding.DecodeString(s)
+	if err != nil {
+		return nil, bad
+	}
+	parts := strings.Split(string(b), ".")
+	if len(parts) != 3 || parts[0] != list {
+		return nil, bad
+	}
+	micros, err := strconv.ParseInt(parts[1], 10, 64)
+	if err != nil {
+		return nil, bad
+	}
+	id, err := uuid.Parse(parts[2])
+	if err != nil {
+		return nil, bad
+	}
+	return &Cursor{At: time.UnixMicro(micros).UTC(), ID: id}, nil
+}
+
+// Page cuts rows fetched with limit+1 to limit and returns the cursor of the
+// next page: nil when this is the last.
+func Page[T any](rows []T, limit int, key func(T) Cursor) ([]T, *Cursor) {
+	if len(rows) <= limit {
+		return rows, nil
+	}
+	rows = rows[:limit]
+	next := key(rows[limit-1])
+	return rows, &next
+}
+
+// Bounds are a cursor as the list queries take it: nullable time and id.
+func (c *Cursor) Bounds() (*time.Time, uuid.NullUUID) {
+	if c == nil {
+		return nil, uuid.NullUUID{}
+	}
+	at := c.At
+	return &at, uuid.NullUUID{UUID: c.ID, Valid: true}
+}

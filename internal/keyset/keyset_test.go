@@ -1,0 +1,45 @@
+package keyset
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/curate/curate/internal/errs"
+)
+
+func TestRoundTrip(t *testing.T) {
+	c := Cursor{At: time.Date(2026, 3, 4, 5, 6, 7, 123456000, time.UTC), ID: uuid.New()}
+	got, err := Parse("pairs", c.Encode("pairs"))
+	if err != nil || got == nil || !got.At.Equal(c.At) || got.ID != c.ID {
+		t.Fatalf("Parse(Encode) = %+v, %v; want %+v", got, err, c)
+	}
+	if got, err := Parse("pairs", ""); got != nil || err != nil {
+		t.Fatalf("empty cursor = %v, %v; want first page", got, err)
+	}
+}
+
+func TestRefused(t *testing.T) {
+	other := Cursor{At: time.Now(), ID: uuid.New()}.Encode("feedback")
+	for _, s := range []string{other, "!!", "bm90IGEgY3Vyc29y", Cursor{}.Encode("pairs") + "x"} {
+		_, err := Parse("pairs", s)
+		var inv *errs.Invalid
+		if !errors.As(err, &inv) || inv.Errors[0].Field != "cursor" {
+			t.Errorf("Parse(%q) = %v; want an invalid cursor field", s, err)
+		}
+	}
+}
+
+func TestPage(t *testing.T) {
+	rows := []int{5, 4, 3}
+	key := func(i int) Cursor { return Cursor{ID: uuid.UUID{byte(i)}} }
+	got, next := Page(rows, 2, key)
+	if len(got) != 2 || next == nil || next.ID[0] != 4 {
+		t.Fatalf("Page(3 rows, 2) = %v, %v; want 2 rows and a cursor at 4", got, next)
+	}
+	if got, next := Page(rows, 3, key); len(got) != 3 || next != nil {
+		t.Fatalf("Page(3 rows, 3) = %v, %v; want the last page", got, next)
+	}
+}
