@@ -96,11 +96,11 @@ func TestChatFixture(t *testing.T) {
 // expected numbers are printed by the cookbook's Chat_finetuning_data_prep
 // notebook for it (cl100k_base).
 func TestCookbookToyFile(t *testing.T) {
+	examples := readChat(t, publicdata.Path(t, "openai-cookbook", "toy_chat_fine_tuning.jsonl"))
 	c, err := New(CL100K)
 	if err != nil {
 		t.Fatal(err)
 	}
-	examples := readChat(t, publicdata.Path(t, "openai-cookbook", "toy_chat_fine_tuning.jsonl"))
 	checkCounts(t, c, examples, []int{45, 111, 26, 28, 8032}, []int{10, 28, 9, 4, 8000})
 }
 
