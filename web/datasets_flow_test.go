@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net/http"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -15,12 +14,10 @@ import (
 	"github.com/curate/curate/internal/export"
 	"github.com/curate/curate/internal/feedback"
 	"github.com/curate/curate/internal/pairs"
+	"github.com/curate/curate/internal/publicdata"
 	"github.com/curate/curate/internal/validate"
 	"github.com/curate/curate/web/webtest"
 )
-
-// hhRLHF is the real HH-RLHF sample (see shared/data/README.md).
-var hhRLHF = filepath.Join("..", "..", "shared", "data", "hh-rlhf", "harmless-base-test.part1.jsonl.gz")
 
 // flowCorrections is how many feedback items the flow corrects.
 const flowCorrections = 12
@@ -28,9 +25,11 @@ const flowCorrections = 12
 // flowMaterial stores what a curator starts from: feedback with corrected
 // answers, each made into a correction pair (the correction chosen over
 // the answer given), and the HH-RLHF sample imported as pairs. It returns
-// the imported pairs' ids.
+// the imported pairs' ids. The sample is public data: without it the test
+// skips (fails in CI).
 func flowMaterial(t *testing.T, s *webtest.Server, org, curator uuid.UUID) []uuid.UUID {
 	t.Helper()
+	hhRLHF := publicdata.Path(t, "hh-rlhf", "harmless-base-test.part1.jsonl.gz")
 	bg := context.Background()
 	store := &feedback.Service{Pool: s.Pool}
 	reviewer := audit.Actor{Kind: "user", ID: curator, Label: "cora@acme.test"}

@@ -5,8 +5,11 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
+
+	"github.com/curate/curate/internal/publicdata"
 )
 
 func TestQueryText(t *testing.T) {
@@ -81,24 +84,56 @@ func TestResponseText(t *testing.T) {
 	}
 }
 
-// The OpenAI cookbook's toy fine-tuning file holds real {"messages": [...]}
-// conversations; its second line is a multi-turn chat whose last user turn
-// and last assistant turn are read off the file by hand.
-func TestExtractFromCookbookConversation(t *testing.T) {
-	f, err := os.Open(filepath.Join("..", "..", "..", "shared", "data", "openai-cookbook", "toy_chat_fine_tuning.jsonl"))
+// lines reads a JSON Lines file.
+func lines(t *testing.T, path string) [][]byte {
+	t.Helper()
+	f, err := os.Open(path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer f.Close()
+	var out [][]byte
 	sc := bufio.NewScanner(f)
 	sc.Buffer(make([]byte, 0, 64<<10), 1<<20)
-	var line []byte
-	for i := 0; i < 2 && sc.Scan(); i++ {
-		line = sc.Bytes()
+	for sc.Scan() {
+		out = append(out, slices.Clone(sc.Bytes()))
 	}
 	if err := sc.Err(); err != nil {
 		t.Fatal(err)
 	}
+	return out
+}
+
+// testdata/conversations.jsonl was written for this test: logged chat
+// requests as {"messages": [...]}, one with a system prompt, one with two
+// turns (the last of each role counts), one with content parts (the image
+// is left out, text parts are joined by newlines).
+func TestExtractFromConversations(t *testing.T) {
+	want := []struct{ query, response string }{
+		{"How do I share my calendar?", "Open Settings, choose Sharing and add your colleague's e-mail address."},
+		{"The big one on the third floor.", "Done: the Atrium is yours on Friday from 10:00 to 11:00."},
+		{"What is on this screenshot?", "Your week view,\nwith two meetings on Tuesday."},
+	}
+	got := lines(t, filepath.Join("testdata", "conversations.jsonl"))
+	if len(got) != len(want) {
+		t.Fatalf("%d lines, want %d", len(got), len(want))
+	}
+	for i, line := range got {
+		if q := QueryText(line); q != want[i].query {
+			t.Errorf("line %d: QueryText = %q, want %q", i+1, q, want[i].query)
+		}
+		if r := ResponseText(line); r != want[i].response {
+			t.Errorf("line %d: ResponseText = %q, want %q", i+1, r, want[i].response)
+		}
+	}
+}
+
+// The OpenAI cookbook's toy fine-tuning file (public data) holds real
+// {"messages": [...]} conversations; its second line is a multi-turn chat
+// whose last user turn and last assistant turn are read off the file by
+// hand.
+func TestExtractFromCookbookConversation(t *testing.T) {
+	line := lines(t, publicdata.Path(t, "openai-cookbook", "toy_chat_fine_tuning.jsonl"))[1]
 	if got, want := QueryText(line), "I don't even know how to play golf."; got != want {
 		t.Errorf("QueryText = %q, want %q", got, want)
 	}

@@ -6,17 +6,17 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/curate/curate/internal/publicdata"
 )
 
-// toyFile is the OpenAI cookbook's toy chat fine-tuning file, kept beside the
-// checkout in shared/data.
-var toyFile = filepath.Join("..", "..", "..", "shared", "data", "openai-cookbook", "toy_chat_fine_tuning.jsonl")
-
-func readToy(t *testing.T) [][]Message {
+// readChat reads an OpenAI chat fine-tuning file: {"messages": [...]} per
+// line.
+func readChat(t *testing.T, path string) [][]Message {
 	t.Helper()
-	f, err := os.Open(toyFile)
+	f, err := os.Open(path)
 	if err != nil {
-		t.Fatalf("open cookbook data: %v", err)
+		t.Fatal(err)
 	}
 	defer f.Close()
 	var out [][]Message
@@ -27,6 +27,7 @@ func readToy(t *testing.T) [][]Message {
 			Messages []struct {
 				Role    string `json:"role"`
 				Content string `json:"content"`
+				Name    string `json:"name"`
 			} `json:"messages"`
 		}
 		if err := json.Unmarshal(sc.Bytes(), &line); err != nil {
@@ -34,7 +35,7 @@ func readToy(t *testing.T) [][]Message {
 		}
 		var msgs []Message
 		for _, m := range line.Messages {
-			msgs = append(msgs, Message{Role: m.Role, Content: m.Content})
+			msgs = append(msgs, Message{Role: m.Role, Content: m.Content, Name: m.Name})
 		}
 		out = append(out, msgs)
 	}
@@ -44,35 +45,63 @@ func readToy(t *testing.T) [][]Message {
 	return out
 }
 
-// The expected numbers are printed by the cookbook's Chat_finetuning_data_prep
-// notebook for this file (cl100k_base).
-func TestCookbookToyFile(t *testing.T) {
-	c, err := New(CL100K)
-	if err != nil {
-		t.Fatal(err)
-	}
-	examples := readToy(t)
-	wantTotal := []int{45, 111, 26, 28, 8032}
-	wantAssistant := []int{10, 28, 9, 4, 8000}
+// checkCounts compares each example's counts with the expected ones, and
+// the count of a conversation split before its last message and joined.
+func checkCounts(t *testing.T, c *Counter, examples [][]Message, wantTotal, wantAssistant []int) {
+	t.Helper()
 	if len(examples) != len(wantTotal) {
 		t.Fatalf("read %d examples, want %d", len(examples), len(wantTotal))
 	}
 	for i, msgs := range examples {
 		if got := c.CountMessages(msgs); got != wantTotal[i] {
-			t.Errorf("example %d: CountMessages = %d, want %d", i, got, wantTotal[i])
+			t.Errorf("%s example %d: CountMessages = %d, want %d", c.Encoding(), i, got, wantTotal[i])
 		}
 		if got := c.CountAssistant(msgs); got != wantAssistant[i] {
-			t.Errorf("example %d: CountAssistant = %d, want %d", i, got, wantAssistant[i])
+			t.Errorf("%s example %d: CountAssistant = %d, want %d", c.Encoding(), i, got, wantAssistant[i])
 		}
 		if total, asst := c.Conversation(msgs); total != wantTotal[i] || asst != wantAssistant[i] {
-			t.Errorf("example %d: Conversation = %d, %d, want %d, %d", i, total, asst, wantTotal[i], wantAssistant[i])
+			t.Errorf("%s example %d: Conversation = %d, %d, want %d, %d", c.Encoding(), i, total, asst, wantTotal[i], wantAssistant[i])
 		}
-		// Splitting before the last message and joining the counts.
 		last := len(msgs) - 1
 		if got := c.CountMessages(msgs[:last]) + c.CountMessages(msgs[last:]) - ReplyPriming; got != wantTotal[i] {
-			t.Errorf("example %d: split count = %d, want %d", i, got, wantTotal[i])
+			t.Errorf("%s example %d: split count = %d, want %d", c.Encoding(), i, got, wantTotal[i])
 		}
 	}
+}
+
+// testdata/chat.jsonl was written for these tests: a system prompt, two
+// turns, a named German user with typographic quotes, no user message, an
+// emoji. The expected counts come from OpenAI's own tiktoken (its
+// JavaScript/WASM build) with the cookbook's counting rule, not from this
+// package. The fourth line by hand: 3 + system(1) + "Be brief."(3) + 3 +
+// assistant(1) + "Hello!"(2) + 3 priming = 16.
+func TestChatFixture(t *testing.T) {
+	examples := readChat(t, filepath.Join("testdata", "chat.jsonl"))
+	for _, tc := range []struct {
+		encoding            string
+		wantTotal, wantAsst []int
+	}{
+		{CL100K, []int{46, 62, 53, 16, 31}, []int{14, 27, 21, 2, 9}},
+		{O200K, []int{46, 61, 49, 16, 31}, []int{14, 26, 17, 2, 9}},
+	} {
+		c, err := New(tc.encoding)
+		if err != nil {
+			t.Fatal(err)
+		}
+		checkCounts(t, c, examples, tc.wantTotal, tc.wantAsst)
+	}
+}
+
+// The OpenAI cookbook's toy chat fine-tuning file (public data): the
+// expected numbers are printed by the cookbook's Chat_finetuning_data_prep
+// notebook for it (cl100k_base).
+func TestCookbookToyFile(t *testing.T) {
+	examples := readChat(t, publicdata.Path(t, "openai-cookbook", "toy_chat_fine_tuning.jsonl"))
+	c, err := New(CL100K)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkCounts(t, c, examples, []int{45, 111, 26, 28, 8032}, []int{10, 28, 9, 4, 8000})
 }
 
 func TestCount(t *testing.T) {

@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/curate/curate/internal/export"
+	"github.com/curate/curate/internal/publicdata"
 	"github.com/curate/curate/internal/tokens"
 )
 
@@ -283,20 +284,15 @@ func TestNewRejectsUnknownFormat(t *testing.T) {
 	}
 }
 
-// The OpenAI cookbook's toy file: its numbers are printed by the cookbook's
-// data-preparation notebook (per-example totals 45, 111, 26, 28, 8032; one
-// example over a 4,096-token limit; ~4306 billable tokens; 20 epochs by
-// default; ~86120 tokens charged).
-func TestCookbookToyFile(t *testing.T) {
-	path := filepath.Join("..", "..", "..", "shared", "data", "openai-cookbook", "toy_chat_fine_tuning.jsonl")
+// validateFile reads an OpenAI chat file and returns its report.
+func validateFile(t *testing.T, path string, opts Options) *Report {
+	t.Helper()
 	f, err := os.Open(path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	// gpt-3.5-turbo-0613 trained on at most 4,096 tokens per example, the
-	// limit the notebook checked against.
-	v, err := New(Options{Format: export.OpenAIChat, BaseModel: "gpt-3.5-turbo-0613"})
+	v, err := New(opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -307,50 +303,118 @@ func TestCookbookToyFile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := v.Report()
+	return v.Report()
+}
 
-	if r.Encoding != tokens.CL100K || r.ContextLimit != 4096 {
-		t.Errorf("encoding %s, limit %d; want cl100k_base, 4096", r.Encoding, r.ContextLimit)
-	}
-	if want := []int{45, 111, 26, 28, 8032}; !slices.Equal(r.ExampleTokens, want) {
-		t.Errorf("example tokens = %v, want %v", r.ExampleTokens, want)
-	}
-	if r.TotalTokens != 8242 || r.BillableTokens != 4306 || r.Epochs != 20 || r.EstimatedBilledTokens != 86120 {
-		t.Errorf("total %d, billable %d, epochs %d, billed %d; want 8242, 4306, 20, 86120",
-			r.TotalTokens, r.BillableTokens, r.Epochs, r.EstimatedBilledTokens)
-	}
-	// By hand, numpy-style: sorted 26, 28, 45, 111, 8032; p5 at rank 0.2
-	// = 26.4; p95 at rank 3.8 = 111 + 0.8 × 7921 = 6447.8.
-	wantDist := Distribution{Min: 26, Max: 8032, Mean: 1648.4, Median: 45, P5: 26.4, P95: 6447.8}
-	if !closeDist(r.Tokens, wantDist) {
-		t.Errorf("token distribution = %+v, want %+v", r.Tokens, wantDist)
-	}
-	// Assistant tokens 10, 28, 9, 4, 8000.
-	if r.AssistantTokens.Min != 4 || r.AssistantTokens.Max != 8000 || r.AssistantTokens.Median != 10 {
-		t.Errorf("assistant distribution = %+v, want min 4, max 8000, median 10", r.AssistantTokens)
-	}
+// fileWant is what a report on a five-example chat file should say.
+type fileWant struct {
+	limit                           int
+	tokens                          []int
+	total, billable, epochs, billed int
+	dist                            Distribution
+	asstMin, asstMax                int
+	asstMedian                      float64
+	findings                        map[string][]int
+	overContextMessage              string
+	withErrors, withWarnings        int
+	score                           float64
+}
 
-	want := map[string][]int{
-		CodeOverContext:    {4},
-		CodeTooFewExamples: {-1},
-		CodeNoUserMessage:  {3},
-		CodeLengthOutlier:  {4},
+func checkFileReport(t *testing.T, r *Report, want fileWant) {
+	t.Helper()
+	if r.Encoding != tokens.CL100K || r.ContextLimit != want.limit {
+		t.Errorf("encoding %s, limit %d; want cl100k_base, %d", r.Encoding, r.ContextLimit, want.limit)
 	}
-	if got := found(r); !reflect.DeepEqual(got, want) {
-		t.Errorf("findings = %v, want %v", got, want)
+	if !slices.Equal(r.ExampleTokens, want.tokens) {
+		t.Errorf("example tokens = %v, want %v", r.ExampleTokens, want.tokens)
+	}
+	if r.TotalTokens != want.total || r.BillableTokens != want.billable || r.Epochs != want.epochs || r.EstimatedBilledTokens != want.billed {
+		t.Errorf("total %d, billable %d, epochs %d, billed %d; want %d, %d, %d, %d",
+			r.TotalTokens, r.BillableTokens, r.Epochs, r.EstimatedBilledTokens, want.total, want.billable, want.epochs, want.billed)
+	}
+	if !closeDist(r.Tokens, want.dist) {
+		t.Errorf("token distribution = %+v, want %+v", r.Tokens, want.dist)
+	}
+	if a := r.AssistantTokens; a.Min != want.asstMin || a.Max != want.asstMax || a.Median != want.asstMedian {
+		t.Errorf("assistant distribution = %+v, want min %d, max %d, median %g", a, want.asstMin, want.asstMax, want.asstMedian)
+	}
+	if got := found(r); !reflect.DeepEqual(got, want.findings) {
+		t.Errorf("findings = %v, want %v", got, want.findings)
 	}
 	if !r.Blocking() {
 		t.Error("report does not block, but an example exceeds the context and there are fewer than 10 examples")
 	}
-	// Example 4 has an error, example 3 only a warning: 1 - (1 + 0.5)/5.
-	if r.ExamplesWithErrors != 1 || r.ExamplesWithWarnings != 1 || math.Abs(r.QualityScore-0.7) > 1e-9 {
-		t.Errorf("errors %d, warnings %d, score %v; want 1, 1, 0.7", r.ExamplesWithErrors, r.ExamplesWithWarnings, r.QualityScore)
+	if r.ExamplesWithErrors != want.withErrors || r.ExamplesWithWarnings != want.withWarnings || math.Abs(r.QualityScore-want.score) > 1e-9 {
+		t.Errorf("errors %d, warnings %d, score %v; want %d, %d, %v",
+			r.ExamplesWithErrors, r.ExamplesWithWarnings, r.QualityScore, want.withErrors, want.withWarnings, want.score)
 	}
 	for _, s := range r.Findings {
-		if s.Code == CodeOverContext && !strings.Contains(s.Samples[0].Message, "8032 tokens") {
+		if s.Code == CodeOverContext && !strings.Contains(s.Samples[0].Message, want.overContextMessage) {
 			t.Errorf("over-context message %q does not give the count", s.Samples[0].Message)
 		}
 	}
+}
+
+// testdata/chat.jsonl was written for this test: five support chats, the
+// third without a user message, the fourth a long answer. Token counts
+// (47, 30, 24, 140, 38; assistant 15, 12, 8, 122, 11) come from OpenAI's
+// own tiktoken, not from this module. With a 100-token context the fourth
+// is over it; everything else by hand below.
+func TestChatFixture(t *testing.T) {
+	r := validateFile(t, filepath.Join("testdata", "chat.jsonl"),
+		Options{Format: export.OpenAIChat, BaseModel: "gpt-3.5-turbo-0613", ContextLimit: 100})
+	checkFileReport(t, r, fileWant{
+		limit:  100,
+		tokens: []int{47, 30, 24, 140, 38},
+		// Billable: 47 + 30 + 24 + 100 (capped) + 38 = 239; 5 examples
+		// make 20 default epochs (100 passes / 5), so 4,780 billed.
+		total: 279, billable: 239, epochs: 20, billed: 4780,
+		// Sorted 24, 30, 38, 47, 140: mean 279/5; p5 at rank 0.2 = 24 +
+		// 0.2 × 6; p95 at rank 3.8 = 47 + 0.8 × 93.
+		dist:    Distribution{Min: 24, Max: 140, Mean: 55.8, Median: 38, P5: 25.2, P95: 121.4},
+		asstMin: 8, asstMax: 122, asstMedian: 12,
+		// Deviations from the median 38: 9, 8, 14, 102, 0; their median
+		// 9 × 1.4826 × 3 = 40.0: only the fourth is an outlier.
+		findings: map[string][]int{
+			CodeOverContext:    {3},
+			CodeTooFewExamples: {-1},
+			CodeNoUserMessage:  {2},
+			CodeLengthOutlier:  {3},
+		},
+		overContextMessage: "140 tokens",
+		// The fourth has an error, the third only a warning: 1 - (1 + 0.5)/5.
+		withErrors: 1, withWarnings: 1, score: 0.7,
+	})
+}
+
+// The OpenAI cookbook's toy file (public data): its numbers are printed by
+// the cookbook's data-preparation notebook (per-example totals 45, 111, 26,
+// 28, 8032; one example over a 4,096-token limit; ~4306 billable tokens; 20
+// epochs by default; ~86120 tokens charged).
+func TestCookbookToyFile(t *testing.T) {
+	// gpt-3.5-turbo-0613 trained on at most 4,096 tokens per example, the
+	// limit the notebook checked against.
+	r := validateFile(t, publicdata.Path(t, "openai-cookbook", "toy_chat_fine_tuning.jsonl"),
+		Options{Format: export.OpenAIChat, BaseModel: "gpt-3.5-turbo-0613"})
+	checkFileReport(t, r, fileWant{
+		limit:  4096,
+		tokens: []int{45, 111, 26, 28, 8032},
+		total:  8242, billable: 4306, epochs: 20, billed: 86120,
+		// By hand, numpy-style: sorted 26, 28, 45, 111, 8032; p5 at rank 0.2
+		// = 26.4; p95 at rank 3.8 = 111 + 0.8 × 7921 = 6447.8.
+		dist: Distribution{Min: 26, Max: 8032, Mean: 1648.4, Median: 45, P5: 26.4, P95: 6447.8},
+		// Assistant tokens 10, 28, 9, 4, 8000.
+		asstMin: 4, asstMax: 8000, asstMedian: 10,
+		findings: map[string][]int{
+			CodeOverContext:    {4},
+			CodeTooFewExamples: {-1},
+			CodeNoUserMessage:  {3},
+			CodeLengthOutlier:  {4},
+		},
+		overContextMessage: "8032 tokens",
+		// Example 4 has an error, example 3 only a warning: 1 - (1 + 0.5)/5.
+		withErrors: 1, withWarnings: 1, score: 0.7,
+	})
 }
 
 func closeDist(a, b Distribution) bool {

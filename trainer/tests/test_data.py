@@ -6,11 +6,11 @@ import tempfile
 import unittest
 from pathlib import Path
 
+import publicdata
 from curate_trainer import data, paths
 from curate_trainer.errors import DataError, TrainerError
 
-REPO = Path(__file__).resolve().parents[2]
-SHARED = REPO.parent / "shared" / "data"  # CI keeps shared/ beside the checkout
+TESTDATA = Path(__file__).resolve().parent / "testdata"
 LFS_POINTER = (b"version https://git-lfs.github.com/spec/v1\n"
                b"oid sha256:4d7a214614ab2935c943f9e0ff69d22eadbb8f32b1258daaa5e2ca24d17e2393\nsize 12345\n")
 
@@ -99,14 +99,42 @@ class ChatDataTest(TempDir):
             data.read_examples(empty, data.parse_chat)
         self.assertEqual(data.read_examples(empty, data.parse_chat, "eval_file", required=False), [])
 
+    def test_chat_fixture(self):
+        # testdata/chat.jsonl, written for this test as Curate exports chats:
+        # a system prompt, a turn kept out of training (weight 0), a blank
+        # line, a named user whose content comes in text parts.
+        first, second, third = data.read_examples(TESTDATA / "chat.jsonl", data.parse_chat)
+        self.assertEqual([m.role for m in first.messages], ["system", "user", "assistant"])
+        self.assertEqual(first.messages[2].content,
+                         "Open Settings, choose Sharing and add your colleague's e-mail address.")
+        self.assertEqual(second.messages[1], data.Message("assistant", "Which room would you like?", weight=0))
+        self.assertEqual(second.messages[3].weight, 1)
+        self.assertEqual(third.messages[0], data.Message("user", "Wie ändere ich meine Zeitzone?"))
+        self.assertEqual([ex.line for ex in (first, second, third)], [1, 2, 4])
+
     def test_openai_cookbook_file(self):
-        # Five valid chat examples, one of them very long.
-        examples = data.read_examples(SHARED / "openai-cookbook" / "toy_chat_fine_tuning.jsonl", data.parse_chat)
+        # OpenAI's toy file (public data): five valid chat examples, one of
+        # them very long.
+        path = publicdata.path("openai-cookbook", "toy_chat_fine_tuning.jsonl")
+        examples = data.read_examples(path, data.parse_chat)
         self.assertEqual(len(examples), 5)
         self.assertTrue(all(ex.messages[-1].role == "assistant" for ex in examples))
 
 
 class PreferenceDataTest(TempDir):
+    def test_preference_fixture(self):
+        # testdata/preference.jsonl, written for this test: TRL's
+        # conversational form with ratings, and its plain-string form.
+        rated, plain = data.read_examples(TESTDATA / "preference.jsonl", data.parse_preference)
+        self.assertEqual(rated.prompt, (data.Message("system", "Answer briefly."),
+                                        data.Message("user", "How do I move a meeting?")))
+        self.assertEqual(rated.chosen, (data.Message("assistant", "Drag it to the new time."),))
+        self.assertEqual(rated.rejected, (data.Message("assistant", "Meetings cannot be moved."),))
+        self.assertEqual((rated.rating_chosen, rated.rating_rejected), (5.0, 2.0))
+        self.assertEqual(plain.prompt, (data.Message("user", "Is there a dark mode?"),))
+        self.assertEqual(plain.rejected, (data.Message("assistant", "No."),))
+        self.assertIsNone(plain.rating_chosen)
+
     def test_conversational_and_plain_forms(self):
         path = self.write("train.jsonl", [
             {"prompt": [msg("system", "S"), msg("user", "Q")], "chosen": [msg("assistant", "A")],

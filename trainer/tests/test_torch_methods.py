@@ -21,6 +21,7 @@ import time
 import unittest
 from pathlib import Path
 
+import publicdata
 from curate_trainer.chat import ChatFormat
 from curate_trainer.data import Message
 
@@ -34,8 +35,6 @@ except ImportError:
     HAVE_TORCH = False
 
 TRAINER_DIR = Path(__file__).resolve().parents[1]
-
-HH_RLHF = TRAINER_DIR.parent.parent / "shared" / "data" / "hh-rlhf" / "harmless-base-test.part1.jsonl.gz"
 DEVICE = os.environ.get("CURATE_TRAINER_TEST_DEVICE", "cpu")
 CHATML = ("{% for m in messages %}<|im_start|>{{ m['role'] }}\n{{ m['content'] }}<|im_end|>\n{% endfor %}"
           "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}")
@@ -44,10 +43,10 @@ TS = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$")
 TURN = re.compile(r"\n\n(Human|Assistant): ")
 
 
-def hh_conversations(limit):
+def hh_conversations(path, limit):
     """Single-turn HH-RLHF conversations with short texts: (question, chosen reply)."""
     rows = []
-    with gzip.open(HH_RLHF, "rt", encoding="utf-8") as f:
+    with gzip.open(path, "rt", encoding="utf-8") as f:
         for line in f:
             parts = TURN.split(json.loads(line)["chosen"])
             if len(parts) != 5 or parts[0] or parts[1] != "Human" or parts[3] != "Assistant":
@@ -118,9 +117,12 @@ def mean(values):
 class TrainerMethodsTest(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
+        # Real conversations (public data): without them the class skips,
+        # before it makes anything to clean up.
+        hh_rlhf = publicdata.path("hh-rlhf", "harmless-base-test.part1.jsonl.gz")
         cls._tmp = tempfile.TemporaryDirectory()
         cls.root = Path(cls._tmp.name)
-        cls.rows = hh_conversations(40)
+        cls.rows = hh_conversations(hh_rlhf, 40)
         assert len(cls.rows) == 40, "not enough short HH-RLHF conversations"
         texts = [q + "\n" + a for q, a in cls.rows] + [REJECTED, "user: assistant: system:"]
         cls.chat_model = build_model_dir(cls.root / "tiny-chat", texts, CHATML)

@@ -49,11 +49,14 @@ type Options struct {
 func New(t testing.TB, opts Options) *Server {
 	t.Helper()
 	pool := pgtest.NewDB(t)
-	cfg := config.Config{
-		Addr: "127.0.0.1:0", DataDir: t.TempDir(), SessionKey: strings.Repeat("k", 32), SessionTTL: time.Hour,
-		Workers: opts.Workers, LogLevel: "warn", LogFormat: "text", BodyLimit: 2 << 20, ShutdownTimeout: 5 * time.Second,
-		BatchBodyLimit: 64 << 20, APIRate: 1000, APIBurst: 1000, FeedbackPerUser: 10,
-	}
+	// serve's defaults, changed only where a test server must differ: any
+	// free port, a private data directory, quiet logs, the workers the test
+	// asks for, a quick stop, and API keys that tests hammering one key do
+	// not exhaust.
+	cfg := config.Defaults()
+	cfg.Addr, cfg.DataDir, cfg.LogLevel = "127.0.0.1:0", t.TempDir(), "warn"
+	cfg.Workers, cfg.ShutdownTimeout = opts.Workers, 5*time.Second
+	cfg.APIRate, cfg.APIBurst = 1000, 1000
 	if opts.Configure != nil {
 		opts.Configure(&cfg)
 	}

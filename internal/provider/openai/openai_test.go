@@ -1,9 +1,12 @@
 package openai_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -13,10 +16,11 @@ import (
 	"github.com/curate/curate/internal/provider"
 	"github.com/curate/curate/internal/provider/openai"
 	"github.com/curate/curate/internal/provider/openaifake"
+	"github.com/curate/curate/internal/publicdata"
 )
 
-// toyChat is OpenAI's own five-example chat fine-tuning file.
-const toyChat = "../../../../shared/data/openai-cookbook/toy_chat_fine_tuning.jsonl"
+// trainChat is a small chat fine-tuning file written for these tests.
+var trainChat = filepath.Join("testdata", "train.jsonl")
 
 const jobID = "6f1c2a9e-3b4d-4e5f-8a7b-9c0d1e2f3a4b"
 
@@ -45,12 +49,51 @@ func validFile(t *testing.T) string {
 func upload(t *testing.T, p *openai.Provider, validPath string) provider.UploadResult {
 	t.Helper()
 	res, err := p.Upload(context.Background(), provider.UploadRequest{
-		CurateJobID: jobID, TrainPath: toyChat, ValidPath: validPath, Format: "openai_chat",
+		CurateJobID: jobID, TrainPath: trainChat, ValidPath: validPath, Format: "openai_chat",
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
 	return res
+}
+
+// uploaded is the content OpenAI holds for a file.
+func uploaded(t *testing.T, srv *openaifake.Server, fileID string) []byte {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodGet, srv.URL()+"files/"+fileID+"/content", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer sk-test")
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	b, err := io.ReadAll(res.Body)
+	if err != nil || res.StatusCode != http.StatusOK {
+		t.Fatalf("file %s content: %d %s %v", fileID, res.StatusCode, b, err)
+	}
+	return b
+}
+
+// OpenAI's own toy file (public data, its 8,000-token example included)
+// reaches OpenAI byte for byte.
+func TestUploadCookbookFile(t *testing.T) {
+	path := publicdata.Path(t, "openai-cookbook", "toy_chat_fine_tuning.jsonl")
+	srv := openaifake.New(t)
+	p := newProvider(t, srv)
+	res, err := p.Upload(context.Background(), provider.UploadRequest{CurateJobID: jobID, TrainPath: path, Format: "openai_chat"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := uploaded(t, srv, res.TrainFileID); !bytes.Equal(got, want) {
+		t.Fatalf("uploaded %d bytes, the file has %d", len(got), len(want))
+	}
 }
 
 func supervised(files provider.UploadResult) provider.CreateRequest {
@@ -74,6 +117,9 @@ func TestEndToEnd(t *testing.T) {
 	}
 	if got := srv.FilesCreated(); got != 2 {
 		t.Fatalf("files created = %d, want 2", got)
+	}
+	if want, err := os.ReadFile(trainChat); err != nil || !bytes.Equal(uploaded(t, srv, files.TrainFileID), want) {
+		t.Fatalf("the training file did not arrive as written (%v)", err)
 	}
 	// The default script keeps a new file "uploaded" for one fetch.
 	for i, want := range []bool{false, true} {
@@ -336,7 +382,7 @@ func TestUploadStopsWhenLookupFails(t *testing.T) {
 	srv := openaifake.New(t)
 	p := newProvider(t, srv)
 	srv.Inject(openaifake.Fault{Method: "GET", Path: "/v1/files", Status: 500, RetryAfter: time.Millisecond, Times: 3})
-	_, err := p.Upload(ctx, provider.UploadRequest{CurateJobID: jobID, TrainPath: toyChat, Format: "openai_chat"})
+	_, err := p.Upload(ctx, provider.UploadRequest{CurateJobID: jobID, TrainPath: trainChat, Format: "openai_chat"})
 	if err == nil || provider.IsPermanent(err) {
 		t.Fatalf("upload with the file list failing = %v, want a temporary error", err)
 	}
@@ -368,11 +414,11 @@ func TestUploadChecksRequest(t *testing.T) {
 		req    provider.UploadRequest
 		fields []string
 	}{
-		{"bedrock format", provider.UploadRequest{CurateJobID: jobID, TrainPath: toyChat, Format: "bedrock_chat"}, []string{"format"}},
+		{"bedrock format", provider.UploadRequest{CurateJobID: jobID, TrainPath: trainChat, Format: "bedrock_chat"}, []string{"format"}},
 		{"no train file", provider.UploadRequest{CurateJobID: jobID, Format: "openai_chat"}, []string{"train_path"}},
 		{"missing file", provider.UploadRequest{CurateJobID: jobID, TrainPath: "no/such.jsonl", Format: "openai_chat"}, []string{"train_path"}},
-		{"empty validation file", provider.UploadRequest{CurateJobID: jobID, TrainPath: toyChat, ValidPath: empty, Format: "openai_chat"}, []string{"valid_path"}},
-		{"bad job id", provider.UploadRequest{CurateJobID: "a/b", TrainPath: toyChat, Format: "openai_chat"}, []string{"curate_job_id"}},
+		{"empty validation file", provider.UploadRequest{CurateJobID: jobID, TrainPath: trainChat, ValidPath: empty, Format: "openai_chat"}, []string{"valid_path"}},
+		{"bad job id", provider.UploadRequest{CurateJobID: "a/b", TrainPath: trainChat, Format: "openai_chat"}, []string{"curate_job_id"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
