@@ -88,6 +88,7 @@ func (a *App) router() *echo.Echo {
 	e := echo.New()
 	e.HideBanner, e.HidePort = true, true
 	e.HTTPErrorHandler = a.handlers.HandleError
+	e.IPExtractor = clientIP(a.Config)
 	tls := a.Config.TLSCert != ""
 
 	e.Use(middleware.Recover())

@@ -2,7 +2,9 @@ package web
 
 import (
 	"errors"
+	"net"
 	"net/http"
+	"net/netip"
 	"strings"
 
 	"github.com/jackc/pgx/v5"
@@ -11,6 +13,7 @@ import (
 	"github.com/curate/curate/handlers"
 	"github.com/curate/curate/internal/accounts"
 	"github.com/curate/curate/internal/auth"
+	"github.com/curate/curate/internal/config"
 	"github.com/curate/curate/internal/errs"
 )
 
@@ -147,4 +150,24 @@ func requireRole(min auth.Role) echo.MiddlewareFunc {
 			return next(c)
 		}
 	}
+}
+
+// clientIP decides where a request comes from. Forwarding headers are
+// believed only from the proxies the operator names: anyone else could
+// write any address there, resetting the per-address sign-in limit and
+// putting a false address in the audit log.
+func clientIP(cfg config.Config) echo.IPExtractor {
+	proxies, _ := cfg.Proxies() // checked by Validate
+	if len(proxies) == 0 {
+		return echo.ExtractIPDirect()
+	}
+	opts := []echo.TrustOption{echo.TrustLoopback(false), echo.TrustLinkLocal(false), echo.TrustPrivateNet(false)}
+	for _, p := range proxies {
+		opts = append(opts, echo.TrustIPRange(netipToIPNet(p)))
+	}
+	return echo.ExtractIPFromXFFHeader(opts...)
+}
+
+func netipToIPNet(p netip.Prefix) *net.IPNet {
+	return &net.IPNet{IP: p.Addr().AsSlice(), Mask: net.CIDRMask(p.Bits(), p.Addr().BitLen())}
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -13,6 +14,8 @@ import (
 	"time"
 
 	"github.com/caarlos0/env/v11"
+
+	"github.com/curate/curate/internal/outbound"
 )
 
 // Config holds every setting. Each field's tags name its environment
@@ -39,6 +42,13 @@ type Config struct {
 	APIRate         float64       `env:"CURATE_API_RATE" envDefault:"200"`              // requests per second per API key
 	APIBurst        int           `env:"CURATE_API_BURST" envDefault:"400"`
 	FeedbackPerUser int           `env:"CURATE_FEEDBACK_PER_USER" envDefault:"10"` // feedback per minute per end user (user_id)
+	// TrustedProxies are the addresses (IPs or CIDRs, comma-separated) of
+	// the proxies whose X-Forwarded-For and X-Real-IP are believed; unset:
+	// the socket's address is the client, whatever the headers say.
+	TrustedProxies string `env:"CURATE_TRUSTED_PROXIES"`
+	// OutboundAllow lists the loopback and private hosts and CIDRs that
+	// calls to user-named servers may reach (see internal/outbound).
+	OutboundAllow string `env:"CURATE_OUTBOUND_ALLOW"`
 
 	// Fine-tuning. Credentials come from the environment only and are
 	// never logged, rendered or stored in rows.
@@ -117,6 +127,21 @@ func named(err error) error {
 	return errors.Join(out...)
 }
 
+// Proxies parses CURATE_TRUSTED_PROXIES: addresses and CIDRs.
+func (c Config) Proxies() ([]netip.Prefix, error) {
+	var out []netip.Prefix
+	for _, f := range strings.FieldsFunc(c.TrustedProxies, func(r rune) bool { return r == ',' || r == ' ' }) {
+		if p, err := netip.ParsePrefix(f); err == nil {
+			out = append(out, p.Masked())
+		} else if a, err := netip.ParseAddr(f); err == nil {
+			out = append(out, netip.PrefixFrom(a, a.BitLen()))
+		} else {
+			return nil, fmt.Errorf("CURATE_TRUSTED_PROXIES: %q is not an IP address or CIDR", f)
+		}
+	}
+	return out, nil
+}
+
 // Validate checks values that would otherwise fail later and less clearly.
 func (c Config) Validate() error {
 	if c.Env != "" && c.Env != "dev" {
@@ -136,6 +161,12 @@ func (c Config) Validate() error {
 	}
 	if !(c.FineTuneBudgetUSD >= 0) || math.IsInf(c.FineTuneBudgetUSD, 1) { // NaN fails >= 0
 		return fmt.Errorf("CURATE_FINETUNE_BUDGET_USD must be a number of dollars, at least 0")
+	}
+	if _, err := c.Proxies(); err != nil {
+		return err
+	}
+	if _, err := outbound.ParsePolicy(c.OutboundAllow); err != nil {
+		return err
 	}
 	if c.BodyLimit < 1024 {
 		return fmt.Errorf("CURATE_BODY_LIMIT must be at least 1024 bytes")

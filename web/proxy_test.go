@@ -1,0 +1,61 @@
+package web_test
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+
+	"github.com/curate/curate/internal/config"
+	"github.com/curate/curate/web/webtest"
+)
+
+// failLogin posts a wrong password with a forged forwarding header.
+func failLogin(c *webtest.Client, email, forwarded string) webtest.Response {
+	if c.CSRF() == "" {
+		c.Get("/login")
+	}
+	form := url.Values{"email": {email}, "password": {"wrong-password-x"}, "_csrf": {c.CSRF()}}
+	return c.Do(http.MethodPost, "/login", strings.NewReader(form.Encode()), http.Header{
+		"Content-Type": {"application/x-www-form-urlencoded"}, "X-Forwarded-For": {forwarded}, "X-Real-Ip": {forwarded}})
+}
+
+func lastFailedLoginIP(t *testing.T, s *webtest.Server) string {
+	t.Helper()
+	var ip string
+	err := s.Pool.QueryRow(context.Background(),
+		"SELECT ip FROM audit_log WHERE action = 'auth.login_failed' ORDER BY created_at DESC, id DESC LIMIT 1").Scan(&ip)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ip
+}
+
+// An untrusted client's X-Forwarded-For changes neither the per-address
+// lockout nor the address in the audit log.
+func TestForwardedForIgnoredFromUntrustedClients(t *testing.T) {
+	t.Parallel()
+	s := webtest.New(t, webtest.Options{})
+	c := s.Client()
+	for i := range 30 {
+		failLogin(c, fmt.Sprintf("nobody%d@acme.test", i), fmt.Sprintf("203.0.113.%d", i+1)).Must(t, http.StatusUnauthorized)
+	}
+	if ip := lastFailedLoginIP(t, s); ip != "127.0.0.1" {
+		t.Errorf("audit address = %q; want the socket's 127.0.0.1", ip)
+	}
+	// The 31st failure from this socket is locked out whatever it claims.
+	if res := failLogin(c, "nobody-else@acme.test", "198.51.100.7"); res.Status != http.StatusTooManyRequests {
+		t.Fatalf("31st failure with a fresh forged address = %d; want 429", res.Status)
+	}
+}
+
+func TestForwardedForBelievedFromTrustedProxy(t *testing.T) {
+	t.Parallel()
+	s := webtest.New(t, webtest.Options{Configure: func(c *config.Config) { c.TrustedProxies = "127.0.0.1/32" }})
+	failLogin(s.Client(), "nobody@acme.test", "203.0.113.9").Must(t, http.StatusUnauthorized)
+	if ip := lastFailedLoginIP(t, s); ip != "203.0.113.9" {
+		t.Errorf("audit address = %q; want the proxy's client 203.0.113.9", ip)
+	}
+}
