@@ -3,7 +3,9 @@ package handlers
 import (
 	"errors"
 	"net/http"
+	"net/url"
 	"strings"
+	"unicode"
 
 	"github.com/labstack/echo/v4"
 
@@ -68,9 +70,16 @@ func (h *Handlers) Logout(c echo.Context) error {
 	return c.Redirect(http.StatusSeeOther, "/login")
 }
 
-// safeNext keeps post-login redirects on this site.
+// safeNext keeps post-login redirects on this site: a path, with no
+// scheme, no host, no "//" (a host to browsers), no backslash (a slash to
+// browsers) and no control character (browsers drop tabs and newlines, so
+// "/\t/evil.example" becomes "//evil.example").
 func safeNext(next string) string {
-	if !strings.HasPrefix(next, "/") || strings.HasPrefix(next, "//") || strings.HasPrefix(next, "/\\") {
+	if !strings.HasPrefix(next, "/") || strings.HasPrefix(next, "//") || strings.ContainsRune(next, '\\') ||
+		strings.ContainsFunc(next, unicode.IsControl) {
+		return "/"
+	}
+	if u, err := url.Parse(next); err != nil || u.Scheme != "" || u.Host != "" {
 		return "/"
 	}
 	return next

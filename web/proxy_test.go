@@ -59,3 +59,30 @@ func TestForwardedForBelievedFromTrustedProxy(t *testing.T) {
 		t.Errorf("audit address = %q; want the proxy's client 203.0.113.9", ip)
 	}
 }
+
+// After sign-in Curate goes only to a path of its own.
+func TestSignInRedirectStaysOnSite(t *testing.T) {
+	t.Parallel()
+	s := webtest.New(t, webtest.Options{})
+	org := s.Org("acme")
+	s.User(org, "ann@acme.test", "viewer")
+	for next, want := range map[string]string{
+		"/stats?model=a":        "/stats?model=a",
+		"/\t/evil.example":      "/",
+		"/\n/evil.example":      "/",
+		"//evil.example":        "/",
+		"/\\evil.example":       "/",
+		"/\\/evil.example":      "/",
+		"https://evil.example/": "/",
+		"javascript:alert(1)":   "/",
+		"/%09/evil.example":     "/%09/evil.example", // stays an encoded path on this site
+	} {
+		c := s.Client()
+		c.Get("/login")
+		c.HTTP.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+		res := c.PostForm("/login", url.Values{"email": {"ann@acme.test"}, "password": {webtest.Password}, "next": {next}})
+		if res.Status != http.StatusSeeOther || res.Header.Get("Location") != want {
+			t.Errorf("next=%q: %d to %q; want 303 to %q", next, res.Status, res.Header.Get("Location"), want)
+		}
+	}
+}
