@@ -98,6 +98,7 @@ func (a *App) router() *echo.Echo {
 		"/api/feedback/batch": a.Config.BatchBodyLimit,
 		"/imports":            uploadLimit,
 	}))
+	e.Use(textInputs)
 	e.Use(middleware.CSRFWithConfig(middleware.CSRFConfig{
 		TokenLookup:    "header:X-CSRF-Token,form:_csrf",
 		CookieName:     "curate_csrf",

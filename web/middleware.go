@@ -2,6 +2,7 @@ package web
 
 import (
 	"errors"
+	"math"
 	"net"
 	"net/http"
 	"net/netip"
@@ -170,4 +171,40 @@ func clientIP(cfg config.Config) echo.IPExtractor {
 
 func netipToIPNet(p netip.Prefix) *net.IPNet {
 	return &net.IPNet{IP: p.Addr().AsSlice(), Mask: net.CIDRMask(p.Bits(), p.Addr().BitLen())}
+}
+
+// textInputs refuses NUL characters and invalid UTF-8 in every query
+// parameter and every field of a URL-encoded form with a 422 naming the
+// parameter, before any handler sees them: Postgres cannot store NUL in
+// text, and a handler should never have to think about it. JSON bodies are
+// checked where they are decoded, multipart forms where their files are read.
+func textInputs(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		inv := &errs.Invalid{}
+		checkValues(inv, c.QueryParams())
+		if strings.HasPrefix(c.Request().Header.Get(echo.HeaderContentType), echo.MIMEApplicationForm) {
+			form, err := c.FormParams()
+			if err != nil {
+				return err
+			}
+			checkValues(inv, form)
+		}
+		if inv.Has() {
+			return inv
+		}
+		return next(c)
+	}
+}
+
+func checkValues(inv *errs.Invalid, vals map[string][]string) {
+	for name, vs := range vals {
+		if !inv.Text("parameter name", name, math.MaxInt, false) {
+			continue
+		}
+		for _, v := range vs {
+			if !inv.Text(name, v, math.MaxInt, false) {
+				break
+			}
+		}
+	}
 }

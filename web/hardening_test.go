@@ -86,3 +86,33 @@ func TestSignInRedirectStaysOnSite(t *testing.T) {
 		}
 	}
 }
+
+// A NUL byte or invalid UTF-8 in a query parameter or a form field is a 422
+// naming it, never a 500 from the database.
+func TestNULInQueryAndForms(t *testing.T) {
+	t.Parallel()
+	s := webtest.New(t, webtest.Options{})
+	org := s.Org("acme")
+	s.User(org, "cur@acme.test", "curator")
+	key := s.APIKey(org, "k", "curator")
+	c := s.SignedIn("cur@acme.test")
+	for _, path := range []string{"/feedback?q=a%00b", "/feedback?tag=%ff", "/pairs?q=%00", "/api/feedback?q=x%00"} {
+		var res webtest.Response
+		if strings.HasPrefix(path, "/api/") {
+			res = s.API(key, http.MethodGet, path, nil)
+		} else {
+			res = c.Get(path)
+		}
+		if res.Status != http.StatusUnprocessableEntity {
+			t.Errorf("GET %s = %d; want 422", path, res.Status)
+		}
+	}
+	res := s.API(key, http.MethodGet, "/api/feedback?q=x%00", nil)
+	if !strings.Contains(res.Body, `"field":"q"`) || !strings.Contains(res.Body, "NUL") {
+		t.Errorf("problem does not name the parameter: %s", res.Body)
+	}
+	res = c.PostForm("/pairs", url.Values{"query": {"a\x00b"}})
+	if res.Status != http.StatusUnprocessableEntity || !strings.Contains(res.Body, "NUL") {
+		t.Errorf("form with NUL = %d; want 422 naming it", res.Status)
+	}
+}
