@@ -20,6 +20,7 @@ import (
 
 	"github.com/curate/curate/db"
 	"github.com/curate/curate/internal/accounts"
+	"github.com/curate/curate/internal/alerts"
 	"github.com/curate/curate/internal/audit"
 	"github.com/curate/curate/internal/auth"
 	"github.com/curate/curate/internal/datasets"
@@ -36,6 +37,7 @@ type Handlers struct {
 	Pool     *pgxpool.Pool
 	Q        *db.Queries
 	Accounts *accounts.Service
+	Alerts   *alerts.Service
 	Sessions *Sessions
 	River    *river.Client[pgx.Tx]
 	Log      *slog.Logger

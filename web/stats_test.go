@@ -15,7 +15,6 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/curate/curate/db"
-	"github.com/curate/curate/internal/alerts"
 	"github.com/curate/curate/internal/feedback"
 	"github.com/curate/curate/views"
 	"github.com/curate/curate/web/webtest"
@@ -176,7 +175,7 @@ func TestAlertBannerAndDismiss(t *testing.T) {
 	unsafe := statsItem("m1", "thumbs_down", 0)
 	unsafe.Tags = []string{"safety"}
 	statsIngest(t, s, org, unsafe)
-	res, err := (&alerts.Evaluator{Pool: s.Pool}).EvaluateOrg(ctx, org, time.Now(), nil)
+	res, err := s.App.Services.Alerts.Evaluate(ctx, org, time.Now())
 	if err != nil || len(res.Opened) != 1 {
 		t.Fatalf("evaluate: %+v %v", res, err)
 	}
@@ -236,18 +235,19 @@ func TestAlertSettings(t *testing.T) {
 	}
 	form.Set("webhook_url", "https://hooks.example.com/curate")
 	admin.PostForm("/alerts/settings", form).Must(t, http.StatusSeeOther)
-	got, row, err := alerts.Load(ctx, db.New(s.Pool), org)
+	got, hasSecret, err := s.App.Services.Alerts.Settings(ctx, org)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if got.RatingThreshold != 3.8 || got.MinRatings != 20 || got.Window != 12*time.Hour || got.BaselineDays != 14 ||
-		got.SpikeFactor != 2.5 || got.SpikeMinCount != 8 || got.WebhookURL != "https://hooks.example.com/curate" || row.WebhookSecret != "" {
+		got.SpikeFactor != 2.5 || got.SpikeMinCount != 8 || got.WebhookURL != "https://hooks.example.com/curate" || hasSecret {
 		t.Errorf("stored %+v", got)
 	}
 
 	created := admin.PostForm("/alerts/settings/secret", nil).Must(t, http.StatusCreated)
 	secret := regexpFind(t, `(whsec_[A-Za-z0-9+/=]+)`, created.Body)
-	if _, row, _ := alerts.Load(ctx, db.New(s.Pool), org); row.WebhookSecret != secret {
+	var stored string
+	if err := s.Pool.QueryRow(ctx, "SELECT webhook_secret FROM alert_settings WHERE org_id = $1", org).Scan(&stored); err != nil || stored != secret {
 		t.Error("the shown secret is not the stored one")
 	}
 	if created.Header.Get("Cache-Control") != "no-store" {

@@ -13,6 +13,7 @@ import (
 	"github.com/riverqueue/river"
 
 	"github.com/curate/curate/internal/accounts"
+	"github.com/curate/curate/internal/alerts"
 	"github.com/curate/curate/internal/blobstore"
 	"github.com/curate/curate/internal/config"
 	"github.com/curate/curate/internal/datasets"
@@ -32,6 +33,7 @@ type Services struct {
 	Jobs *river.Client[pgx.Tx]
 
 	Accounts *accounts.Service
+	Alerts   *alerts.Service
 	Feedback *feedback.Service
 	Pairs    *pairs.Service
 	Imports  *importer.Service
@@ -61,6 +63,7 @@ func New(cfg config.Config, pool *pgxpool.Pool, log *slog.Logger) (*Services, er
 	return &Services{
 		Config: cfg, Pool: pool, Log: log, Jobs: inserter,
 		Accounts: accounts.New(pool),
+		Alerts:   &alerts.Service{Pool: pool, Jobs: inserter},
 		Feedback: fb,
 		Pairs:    &pairs.Service{Pool: pool},
 		Imports:  imp,
