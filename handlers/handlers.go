@@ -25,6 +25,7 @@ import (
 	"github.com/curate/curate/internal/auth"
 	"github.com/curate/curate/internal/datasets"
 	"github.com/curate/curate/internal/feedback"
+	"github.com/curate/curate/internal/feedbackstats"
 	"github.com/curate/curate/internal/finetune"
 	"github.com/curate/curate/internal/importer"
 	"github.com/curate/curate/internal/pairs"
@@ -42,7 +43,9 @@ type Handlers struct {
 	River    *river.Client[pgx.Tx]
 	Log      *slog.Logger
 	Feedback *feedback.Service
-	Pairs    *pairs.Service
+	// FeedbackStats sums up feedback for the stats page.
+	FeedbackStats *feedbackstats.Service
+	Pairs         *pairs.Service
 	// UserLimiter bounds feedback per end user (the item's user_id).
 	UserLimiter *ratelimit.Limiter
 	// Importer runs file imports and the Langfuse connection.

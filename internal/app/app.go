@@ -18,6 +18,7 @@ import (
 	"github.com/curate/curate/internal/config"
 	"github.com/curate/curate/internal/datasets"
 	"github.com/curate/curate/internal/feedback"
+	"github.com/curate/curate/internal/feedbackstats"
 	"github.com/curate/curate/internal/finetune"
 	"github.com/curate/curate/internal/importer"
 	"github.com/curate/curate/internal/jobq"
@@ -35,10 +36,12 @@ type Services struct {
 	Accounts *accounts.Service
 	Alerts   *alerts.Service
 	Feedback *feedback.Service
-	Pairs    *pairs.Service
-	Imports  *importer.Service
-	Datasets *datasets.Service
-	FineTune *finetune.Service
+	// FeedbackStats sums up feedback for the stats page.
+	FeedbackStats *feedbackstats.Service
+	Pairs         *pairs.Service
+	Imports       *importer.Service
+	Datasets      *datasets.Service
+	FineTune      *finetune.Service
 }
 
 // New builds the services on an open, migrated database.
@@ -62,12 +65,13 @@ func New(cfg config.Config, pool *pgxpool.Pool, log *slog.Logger) (*Services, er
 	ft.SetDataSource(&datasets.FineTuneSource{Service: ds})
 	return &Services{
 		Config: cfg, Pool: pool, Log: log, Jobs: inserter,
-		Accounts: accounts.New(pool),
-		Alerts:   &alerts.Service{Pool: pool, Jobs: inserter},
-		Feedback: fb,
-		Pairs:    &pairs.Service{Pool: pool},
-		Imports:  imp,
-		Datasets: ds,
-		FineTune: ft,
+		Accounts:      accounts.New(pool),
+		Alerts:        &alerts.Service{Pool: pool, Jobs: inserter},
+		Feedback:      fb,
+		FeedbackStats: &feedbackstats.Service{Pool: pool},
+		Pairs:         &pairs.Service{Pool: pool},
+		Imports:       imp,
+		Datasets:      ds,
+		FineTune:      ft,
 	}, nil
 }
