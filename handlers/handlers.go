@@ -27,6 +27,7 @@ import (
 	"github.com/curate/curate/internal/feedback"
 	"github.com/curate/curate/internal/feedbackstats"
 	"github.com/curate/curate/internal/finetune"
+	"github.com/curate/curate/internal/health"
 	"github.com/curate/curate/internal/importer"
 	"github.com/curate/curate/internal/pairs"
 	"github.com/curate/curate/internal/ratelimit"
@@ -38,14 +39,11 @@ type Handlers struct {
 	Pool     *pgxpool.Pool
 	Q        *db.Queries
 	Accounts *accounts.Service
-	Alerts   *alerts.Service
 	Sessions *Sessions
 	River    *river.Client[pgx.Tx]
 	Log      *slog.Logger
 	Feedback *feedback.Service
-	// FeedbackStats sums up feedback for the stats page.
-	FeedbackStats *feedbackstats.Service
-	Pairs         *pairs.Service
+	Pairs    *pairs.Service
 	// UserLimiter bounds feedback per end user (the item's user_id).
 	UserLimiter *ratelimit.Limiter
 	// Importer runs file imports and the Langfuse connection.
@@ -54,6 +52,14 @@ type Handlers struct {
 	Datasets *datasets.Service
 	// FineTune launches fine-tuning jobs and reports on them.
 	FineTune *finetune.Service
+	// Alerts lists, dismisses and configures alerts.
+	Alerts *alerts.Service
+	// FeedbackStats sums up feedback for the stats page.
+	FeedbackStats *feedbackstats.Service
+	// AuditLog reads the audit log.
+	AuditLog *audit.Service
+	// Health answers the readiness probe.
+	Health *health.Service
 }
 
 // Caller is who is making the request, set by the authentication middleware.

@@ -73,8 +73,9 @@ func New(cfg config.Config, pool *pgxpool.Pool, log *slog.Logger) (*App, error) 
 	a := &App{
 		Config: cfg, Pool: pool, River: client, Log: log, Services: svc, Accounts: svc.Accounts, FineTune: svc.FineTune,
 		handlers: &handlers.Handlers{Pool: pool, Q: q, River: client, Log: log,
-			Accounts: svc.Accounts, Alerts: svc.Alerts, Importer: svc.Imports, Datasets: svc.Datasets, FineTune: svc.FineTune,
-			Feedback: svc.Feedback, FeedbackStats: svc.FeedbackStats, Pairs: svc.Pairs,
+			Accounts: svc.Accounts, Importer: svc.Imports, Datasets: svc.Datasets, FineTune: svc.FineTune,
+			Feedback: svc.Feedback, Pairs: svc.Pairs,
+			Alerts: svc.Alerts, FeedbackStats: svc.FeedbackStats, AuditLog: svc.AuditLog, Health: svc.Health,
 			Sessions:    handlers.NewSessions(hashKey, blockKey, cfg.SessionTTL),
 			UserLimiter: ratelimit.New(float64(cfg.FeedbackPerUser)/60, cfg.FeedbackPerUser)},
 		metrics:    newMetrics(q),

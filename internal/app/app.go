@@ -14,12 +14,14 @@ import (
 
 	"github.com/curate/curate/internal/accounts"
 	"github.com/curate/curate/internal/alerts"
+	"github.com/curate/curate/internal/audit"
 	"github.com/curate/curate/internal/blobstore"
 	"github.com/curate/curate/internal/config"
 	"github.com/curate/curate/internal/datasets"
 	"github.com/curate/curate/internal/feedback"
 	"github.com/curate/curate/internal/feedbackstats"
 	"github.com/curate/curate/internal/finetune"
+	"github.com/curate/curate/internal/health"
 	"github.com/curate/curate/internal/importer"
 	"github.com/curate/curate/internal/jobq"
 	"github.com/curate/curate/internal/pairs"
@@ -34,14 +36,16 @@ type Services struct {
 	Jobs *river.Client[pgx.Tx]
 
 	Accounts *accounts.Service
-	Alerts   *alerts.Service
 	Feedback *feedback.Service
-	// FeedbackStats sums up feedback for the stats page.
+	Pairs    *pairs.Service
+	Imports  *importer.Service
+	Datasets *datasets.Service
+	FineTune *finetune.Service
+
+	Alerts        *alerts.Service
 	FeedbackStats *feedbackstats.Service
-	Pairs         *pairs.Service
-	Imports       *importer.Service
-	Datasets      *datasets.Service
-	FineTune      *finetune.Service
+	AuditLog      *audit.Service
+	Health        *health.Service
 }
 
 // New builds the services on an open, migrated database.
@@ -65,13 +69,16 @@ func New(cfg config.Config, pool *pgxpool.Pool, log *slog.Logger) (*Services, er
 	ft.SetDataSource(&datasets.FineTuneSource{Service: ds})
 	return &Services{
 		Config: cfg, Pool: pool, Log: log, Jobs: inserter,
-		Accounts:      accounts.New(pool),
+		Accounts: accounts.New(pool),
+		Feedback: fb,
+		Pairs:    &pairs.Service{Pool: pool},
+		Imports:  imp,
+		Datasets: ds,
+		FineTune: ft,
+
 		Alerts:        &alerts.Service{Pool: pool, Jobs: inserter},
-		Feedback:      fb,
 		FeedbackStats: &feedbackstats.Service{Pool: pool},
-		Pairs:         &pairs.Service{Pool: pool},
-		Imports:       imp,
-		Datasets:      ds,
-		FineTune:      ft,
+		AuditLog:      &audit.Service{Pool: pool},
+		Health:        &health.Service{Pool: pool},
 	}, nil
 }
