@@ -3,6 +3,7 @@ package web_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"html"
 	"net/http"
 	"net/url"
@@ -15,7 +16,9 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/curate/curate/db"
+	"github.com/curate/curate/internal/audit"
 	"github.com/curate/curate/internal/feedback"
+	"github.com/curate/curate/internal/keyset"
 	"github.com/curate/curate/views"
 	"github.com/curate/curate/web/webtest"
 )
@@ -284,4 +287,41 @@ func TestBrowserStatsCharts(t *testing.T) {
 	if err != nil || n != 3 {
 		t.Fatalf("%d chart canvases (%v), want 3", n, err)
 	}
+}
+
+// The alerts list shows 50 alerts a page, newest first, and links to the
+// older ones with a keyset cursor; another list's cursor is refused.
+func TestAlertListPages(t *testing.T) {
+	s := webtest.New(t, webtest.Options{})
+	ctx := context.Background()
+	org := s.Org("acme")
+	s.User(org, "vera@acme.test", "viewer")
+	q := db.New(s.Pool)
+	base := time.Now().Add(-time.Hour)
+	for i := range 52 {
+		if _, err := q.AlertOpen(ctx, db.AlertOpenParams{OrgID: org, Kind: "low_rating", Severity: "warn", DedupKey: fmt.Sprintf("low_rating:m%02d", i),
+			Title: fmt.Sprintf("Low ratings for m%02d", i), Message: "below 3.50.", Details: []byte("{}"), Now: base.Add(time.Duration(i) * time.Second)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The list's titles, not the banners' above it.
+	titles := func(body string) []string {
+		var out []string
+		_, table, _ := strings.Cut(body, "<table")
+		for _, m := range regexp.MustCompile(`Low ratings for (m\d\d)`).FindAllStringSubmatch(table, -1) {
+			out = append(out, m[1])
+		}
+		return out
+	}
+	viewer := s.SignedIn("vera@acme.test")
+	first := viewer.Get("/alerts").Must(t, http.StatusOK).Body
+	if got := titles(first); len(got) != 50 || got[0] != "m51" || got[49] != "m02" {
+		t.Fatalf("first page: %d alerts, %v", len(got), got)
+	}
+	next := html.UnescapeString(regexpFind(t, `<a href="(/alerts\?cursor=[^"]+)">Older alerts</a>`, first))
+	second := viewer.Get(next).Must(t, http.StatusOK).Body
+	if got := titles(second); len(got) != 2 || got[0] != "m01" || got[1] != "m00" || strings.Contains(second, "Older alerts") {
+		t.Errorf("second page: %v", got)
+	}
+	viewer.Get("/alerts?cursor="+keyset.Cursor{At: time.Now(), ID: uuid.New()}.Encode(audit.ListName)).Must(t, http.StatusUnprocessableEntity)
 }
