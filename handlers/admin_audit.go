@@ -4,11 +4,11 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
-	"strconv"
 
 	"github.com/labstack/echo/v4"
 
-	"github.com/curate/curate/db"
+	"github.com/curate/curate/internal/audit"
+	"github.com/curate/curate/internal/keyset"
 	"github.com/curate/curate/views"
 )
 
@@ -18,24 +18,25 @@ const auditPageSize = 50
 // one keyset page at a time.
 func (h *Handlers) Audit(c echo.Context) error {
 	caller := CallerOf(c)
-	actorFilter := trimMax(c.QueryParam("actor"), 254)
-	action := trimMax(c.QueryParam("action"), 100)
-	before, _ := strconv.ParseInt(c.QueryParam("before"), 10, 64)
-	rows, err := h.Q.AuditList(ctx(c), db.AuditListParams{OrgID: nullUUID(caller.OrgID), Actor: actorFilter, Action: action, BeforeID: before, RowLimit: auditPageSize + 1})
+	f := audit.Filter{Actor: trimMax(c.QueryParam("actor"), 254), Action: trimMax(c.QueryParam("action"), 100)}
+	cursor, err := keyset.Parse(audit.ListName, c.QueryParam("cursor"))
 	if err != nil {
 		return err
 	}
-	actions, err := h.Q.AuditActions(ctx(c), nullUUID(caller.OrgID))
+	page, err := h.AuditLog.List(ctx(c), caller.OrgID, f, cursor, auditPageSize)
 	if err != nil {
 		return err
 	}
-	v := views.AuditView{Actor: actorFilter, Action: action, Actions: actions}
-	if len(rows) > auditPageSize {
-		rows = rows[:auditPageSize]
-		q := url.Values{"actor": {actorFilter}, "action": {action}, "before": {strconv.FormatInt(rows[len(rows)-1].ID, 10)}}
+	actions, err := h.AuditLog.Actions(ctx(c), caller.OrgID)
+	if err != nil {
+		return err
+	}
+	v := views.AuditView{Actor: f.Actor, Action: f.Action, Actions: actions}
+	if page.Next != nil {
+		q := url.Values{"actor": {f.Actor}, "action": {f.Action}, "cursor": {page.Next.Encode(audit.ListName)}}
 		v.NextPage = "/admin/audit?" + q.Encode()
 	}
-	for _, r := range rows {
+	for _, r := range page.Rows {
 		target := r.TargetType
 		if r.TargetID != "" {
 			target = fmt.Sprintf("%s %s", r.TargetType, r.TargetID)

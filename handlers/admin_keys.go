@@ -17,7 +17,7 @@ func (h *Handlers) APIKeys(c echo.Context) error {
 }
 
 func (h *Handlers) renderKeys(c echo.Context, status int, v views.KeysView) error {
-	keys, err := h.Q.APIKeyList(ctx(c), CallerOf(c).OrgID)
+	keys, err := h.Accounts.ListAPIKeys(ctx(c), CallerOf(c).OrgID)
 	if err != nil {
 		return err
 	}

@@ -7,7 +7,6 @@ import (
 	"github.com/google/uuid"
 	"github.com/labstack/echo/v4"
 
-	"github.com/curate/curate/db"
 	"github.com/curate/curate/internal/accounts"
 	"github.com/curate/curate/internal/errs"
 	"github.com/curate/curate/views"
@@ -20,7 +19,7 @@ func (h *Handlers) Users(c echo.Context) error {
 
 func (h *Handlers) renderUsers(c echo.Context, status int, form views.UserForm, fieldErrs map[string]string) error {
 	caller := CallerOf(c)
-	users, err := h.Q.UserList(ctx(c), caller.OrgID)
+	users, err := h.Accounts.ListUsers(ctx(c), caller.OrgID)
 	if err != nil {
 		return err
 	}
@@ -91,8 +90,4 @@ func pathID(c echo.Context) (uuid.UUID, error) {
 		return uuid.Nil, errs.ErrNotFound
 	}
 	return id, nil
-}
-
-func userGetParams(caller *Caller) db.UserGetParams {
-	return db.UserGetParams{OrgID: caller.OrgID, ID: caller.UserID}
 }

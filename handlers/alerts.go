@@ -1,7 +1,6 @@
 package handlers
 
 import (
-	"encoding/base64"
 	"errors"
 	"net/http"
 	"strconv"
@@ -9,15 +8,12 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5"
 	"github.com/labstack/echo/v4"
 
-	"github.com/curate/curate/db"
 	"github.com/curate/curate/internal/alerts"
-	"github.com/curate/curate/internal/audit"
 	"github.com/curate/curate/internal/auth"
 	"github.com/curate/curate/internal/errs"
-	"github.com/curate/curate/internal/webhook"
+	"github.com/curate/curate/internal/keyset"
 	"github.com/curate/curate/views"
 )
 
@@ -27,7 +23,7 @@ const alertsPageSize = 50
 // layout. A failure here must not take the page down with it: it is logged
 // and the page shows no banners.
 func (h *Handlers) alertBanners(c echo.Context, orgID uuid.UUID) []views.Alert {
-	rows, err := h.Q.AlertBanners(ctx(c), orgID)
+	rows, err := h.Alerts.Banners(ctx(c), orgID)
 	if err != nil {
 		h.Log.Warn("loading alert banners", "err", err)
 		return nil
@@ -39,28 +35,22 @@ func (h *Handlers) alertBanners(c echo.Context, orgID uuid.UUID) []views.Alert {
 	return out
 }
 
-// Alerts lists the organisation's alerts, newest first.
-func (h *Handlers) Alerts(c echo.Context) error {
+// AlertList lists the organisation's alerts, newest first.
+func (h *Handlers) AlertList(c echo.Context) error {
 	caller := CallerOf(c)
-	p := db.AlertListParams{OrgID: caller.OrgID, RowLimit: alertsPageSize + 1}
-	if cur := c.QueryParam("cursor"); cur != "" {
-		t, id, err := decodeAlertCursor(cur)
-		if err != nil {
-			return errs.InvalidField("cursor", "is not a cursor this page gave out")
-		}
-		p.CursorTime, p.CursorID = &t, uuid.NullUUID{UUID: id, Valid: true}
+	cursor, err := keyset.Parse(alerts.ListName, c.QueryParam("cursor"))
+	if err != nil {
+		return err
 	}
-	rows, err := h.Q.AlertList(ctx(c), p)
+	page, err := h.Alerts.List(ctx(c), caller.OrgID, cursor, alertsPageSize)
 	if err != nil {
 		return err
 	}
 	v := views.AlertsView{CanDismiss: caller.Role.AtLeast(auth.Curator), IsAdmin: caller.Role.AtLeast(auth.Admin)}
-	if len(rows) > alertsPageSize {
-		last := rows[alertsPageSize-1]
-		v.NextCursor = encodeAlertCursor(last.OpenedAt, last.ID)
-		rows = rows[:alertsPageSize]
+	if page.Next != nil {
+		v.NextCursor = page.Next.Encode(alerts.ListName)
 	}
-	for _, r := range rows {
+	for _, r := range page.Rows {
 		row := views.AlertRow{ID: r.ID.String(), Kind: r.Kind, Severity: r.Severity, Title: r.Title, Message: r.Message,
 			OpenedAt: views.When(r.OpenedAt), Dismissed: r.DismissedAt != nil, DismissedBy: r.DismissedByEmail}
 		if r.ResolvedAt != nil {
@@ -74,51 +64,13 @@ func (h *Handlers) Alerts(c echo.Context) error {
 	return render(c, http.StatusOK, views.AlertsPage(h.page(c, "Alerts", "alerts"), v))
 }
 
-func encodeAlertCursor(t time.Time, id uuid.UUID) string {
-	return base64.RawURLEncoding.EncodeToString([]byte(t.UTC().Format(time.RFC3339Nano) + "|" + id.String()))
-}
-
-func decodeAlertCursor(s string) (time.Time, uuid.UUID, error) {
-	b, err := base64.RawURLEncoding.DecodeString(s)
-	if err != nil {
-		return time.Time{}, uuid.Nil, err
-	}
-	ts, ids, ok := strings.Cut(string(b), "|")
-	if !ok {
-		return time.Time{}, uuid.Nil, errors.New("no separator")
-	}
-	t, err := time.Parse(time.RFC3339Nano, ts)
-	if err != nil {
-		return time.Time{}, uuid.Nil, err
-	}
-	id, err := uuid.Parse(ids)
-	return t, id, err
-}
-
-// AlertDismiss hides an open alert's banner. The alert stays open until its
-// condition clears, so the same condition does not alert again meanwhile.
+// AlertDismiss hides an open alert's banner; the alert itself stays open.
 func (h *Handlers) AlertDismiss(c echo.Context) error {
 	id, err := pathID(c)
 	if err != nil {
 		return err
 	}
-	caller := CallerOf(c)
-	err = db.InTx(ctx(c), h.Pool, func(_ pgx.Tx, q *db.Queries) error {
-		a, err := q.AlertDismiss(ctx(c), db.AlertDismissParams{OrgID: caller.OrgID, ID: id, DismissedBy: uuid.NullUUID{UUID: caller.UserID, Valid: caller.UserID != uuid.Nil}})
-		if errors.Is(err, pgx.ErrNoRows) {
-			// Unknown, another organisation's, or already dismissed.
-			if _, gerr := q.AlertGet(ctx(c), db.AlertGetParams{OrgID: caller.OrgID, ID: id}); gerr != nil {
-				return errs.ErrNotFound
-			}
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-		return audit.Record(ctx(c), q, actor(c), audit.Entry{OrgID: caller.OrgID, Action: "alert.dismiss",
-			TargetType: "alert", TargetID: a.ID.String(), Details: map[string]any{"kind": a.Kind, "title": a.Title}})
-	})
-	if err != nil {
+	if err := h.Alerts.Dismiss(ctx(c), actor(c), CallerOf(c).OrgID, id); err != nil {
 		return err
 	}
 	h.Sessions.Flash(c, "ok", "Dismissed the alert.")
@@ -127,11 +79,11 @@ func (h *Handlers) AlertDismiss(c echo.Context) error {
 
 // AlertSettings shows the organisation's alert rules and webhook.
 func (h *Handlers) AlertSettings(c echo.Context) error {
-	s, row, err := alerts.Load(ctx(c), h.Q, CallerOf(c).OrgID)
+	s, hasSecret, err := h.Alerts.Settings(ctx(c), CallerOf(c).OrgID)
 	if err != nil {
 		return err
 	}
-	return h.renderAlertSettings(c, http.StatusOK, views.AlertSettingsView{Form: alertForm(s), HasSecret: row.WebhookSecret != ""})
+	return h.renderAlertSettings(c, http.StatusOK, views.AlertSettingsView{Form: alertForm(s), HasSecret: hasSecret})
 }
 
 func (h *Handlers) renderAlertSettings(c echo.Context, status int, v views.AlertSettingsView) error {
@@ -154,30 +106,19 @@ func (h *Handlers) AlertSettingsSave(c echo.Context) error {
 		WindowHours: strings.TrimSpace(c.FormValue("window_hours")), BaselineDays: strings.TrimSpace(c.FormValue("baseline_days")),
 		SpikeFactor: strings.TrimSpace(c.FormValue("spike_factor")), SpikeMinCount: strings.TrimSpace(c.FormValue("spike_min_count")),
 		WebhookURL: strings.TrimSpace(c.FormValue("webhook_url"))}
+	caller := CallerOf(c)
 	s, err := parseAlertForm(form)
 	if err == nil {
-		err = s.Validate()
+		err = h.Alerts.SaveSettings(ctx(c), actor(c), caller.OrgID, s)
 	}
-	caller := CallerOf(c)
 	var invalid *errs.Invalid
 	if errors.As(err, &invalid) {
-		_, row, lerr := alerts.Load(ctx(c), h.Q, caller.OrgID)
+		_, hasSecret, lerr := h.Alerts.Settings(ctx(c), caller.OrgID)
 		if lerr != nil {
 			return lerr
 		}
-		return h.renderAlertSettings(c, http.StatusUnprocessableEntity, views.AlertSettingsView{Form: form, Errors: invalid.ByField(), HasSecret: row.WebhookSecret != ""})
+		return h.renderAlertSettings(c, http.StatusUnprocessableEntity, views.AlertSettingsView{Form: form, Errors: invalid.ByField(), HasSecret: hasSecret})
 	}
-	if err != nil {
-		return err
-	}
-	err = db.InTx(ctx(c), h.Pool, func(_ pgx.Tx, q *db.Queries) error {
-		if _, err := alerts.Save(ctx(c), q, caller.OrgID, s); err != nil {
-			return err
-		}
-		return audit.Record(ctx(c), q, actor(c), audit.Entry{OrgID: caller.OrgID, Action: "alerts.settings", TargetType: "alert_settings",
-			TargetID: caller.OrgID.String(), Details: map[string]any{"enabled": s.Enabled, "rating_threshold": s.RatingThreshold,
-				"window_hours": int(s.Window / time.Hour), "spike_factor": s.SpikeFactor, "webhook_url": s.WebhookURL}})
-	})
 	if err != nil {
 		return err
 	}
@@ -214,18 +155,11 @@ func parseAlertForm(f views.AlertSettingsForm) (alerts.Settings, error) {
 // once, in this response only.
 func (h *Handlers) AlertSecretCreate(c echo.Context) error {
 	caller := CallerOf(c)
-	secret := webhook.NewSecret()
-	err := db.InTx(ctx(c), h.Pool, func(_ pgx.Tx, q *db.Queries) error {
-		if err := q.AlertSettingsSetSecret(ctx(c), db.AlertSettingsSetSecretParams{OrgID: caller.OrgID, WebhookSecret: secret}); err != nil {
-			return err
-		}
-		return audit.Record(ctx(c), q, actor(c), audit.Entry{OrgID: caller.OrgID, Action: "alerts.webhook_secret",
-			TargetType: "alert_settings", TargetID: caller.OrgID.String()})
-	})
+	secret, err := h.Alerts.RotateSecret(ctx(c), actor(c), caller.OrgID)
 	if err != nil {
 		return err
 	}
-	s, _, err := alerts.Load(ctx(c), h.Q, caller.OrgID)
+	s, _, err := h.Alerts.Settings(ctx(c), caller.OrgID)
 	if err != nil {
 		return err
 	}

@@ -56,7 +56,7 @@ func (h *Handlers) Login(c echo.Context) error {
 func (h *Handlers) Logout(c echo.Context) error {
 	caller := CallerOf(c)
 	if caller != nil && caller.Kind == "session" {
-		u, err := h.Q.UserGet(ctx(c), userGetParams(caller))
+		u, err := h.Accounts.GetUser(ctx(c), caller.OrgID, caller.UserID)
 		if err == nil {
 			if err := h.Accounts.SignOut(ctx(c), u, c.RealIP()); err != nil {
 				return err

@@ -43,7 +43,7 @@ func (h *Handlers) renderItem(c echo.Context, status int, id uuid.UUID, st feedb
 	if err != nil {
 		return err
 	}
-	users, err := h.Q.UserList(ctx(c), caller.OrgID)
+	users, err := h.Accounts.ListUsers(ctx(c), caller.OrgID)
 	if err != nil {
 		return err
 	}

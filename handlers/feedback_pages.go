@@ -50,8 +50,8 @@ func (h *Handlers) FeedbackQueue(c echo.Context) error {
 		page, err = h.Feedback.List(gctx, caller.OrgID, f, cursor, QueuePageSize)
 		return err
 	})
-	g.Go(func() (err error) { users, err = h.Q.UserList(gctx, caller.OrgID); return err })
-	g.Go(func() (err error) { models, err = h.Q.FeedbackQueueModels(gctx, caller.OrgID); return err })
+	g.Go(func() (err error) { users, err = h.Accounts.ListUsers(gctx, caller.OrgID); return err })
+	g.Go(func() (err error) { models, err = h.Feedback.Models(gctx, caller.OrgID); return err })
 	if err := g.Wait(); err != nil {
 		return err
 	}
@@ -104,7 +104,7 @@ func (h *Handlers) FeedbackCounts(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	counts, err := h.Q.FeedbackStatusCounts(ctx(c), f.CountParams(CallerOf(c).OrgID))
+	counts, err := h.Feedback.StatusCounts(ctx(c), CallerOf(c).OrgID, f)
 	if err != nil {
 		return err
 	}
@@ -285,7 +285,7 @@ func (h *Handlers) bulkFromForm(c echo.Context, form url.Values) (feedback.Bulk,
 				v.Add("assignee", "is not a user id")
 				break
 			}
-			u, err := h.Q.UserGet(ctx(c), db.UserGetParams{OrgID: CallerOf(c).OrgID, ID: id})
+			u, err := h.Accounts.GetUser(ctx(c), CallerOf(c).OrgID, id)
 			if err != nil {
 				v.Add("assignee", "no such user in this organisation")
 				break
@@ -321,9 +321,7 @@ func (h *Handlers) bulkFromForm(c echo.Context, form url.Values) (feedback.Bulk,
 			}
 		}
 		if len(b.IDs) > 0 && !v.Has() {
-			// Ids of other organisations (or deleted items) are no part of
-			// the selection: the count to confirm is what really changes.
-			known, err := h.Q.FeedbackQueueKnownIDs(ctx(c), db.FeedbackQueueKnownIDsParams{OrgID: CallerOf(c).OrgID, Ids: b.IDs})
+			known, err := h.Feedback.KnownIDs(ctx(c), CallerOf(c).OrgID, b.IDs)
 			if err != nil {
 				return b, label, err
 			}

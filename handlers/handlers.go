@@ -20,11 +20,14 @@ import (
 
 	"github.com/curate/curate/db"
 	"github.com/curate/curate/internal/accounts"
+	"github.com/curate/curate/internal/alerts"
 	"github.com/curate/curate/internal/audit"
 	"github.com/curate/curate/internal/auth"
 	"github.com/curate/curate/internal/datasets"
 	"github.com/curate/curate/internal/feedback"
+	"github.com/curate/curate/internal/feedbackstats"
 	"github.com/curate/curate/internal/finetune"
+	"github.com/curate/curate/internal/health"
 	"github.com/curate/curate/internal/importer"
 	"github.com/curate/curate/internal/pairs"
 	"github.com/curate/curate/internal/ratelimit"
@@ -49,6 +52,14 @@ type Handlers struct {
 	Datasets *datasets.Service
 	// FineTune launches fine-tuning jobs and reports on them.
 	FineTune *finetune.Service
+	// Alerts lists, dismisses and configures alerts.
+	Alerts *alerts.Service
+	// FeedbackStats sums up feedback for the stats page.
+	FeedbackStats *feedbackstats.Service
+	// AuditLog reads the audit log.
+	AuditLog *audit.Service
+	// Health answers the readiness probe.
+	Health *health.Service
 }
 
 // Caller is who is making the request, set by the authentication middleware.

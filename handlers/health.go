@@ -1,11 +1,12 @@
 package handlers
 
 import (
-	"context"
+	"errors"
 	"net/http"
-	"time"
 
 	"github.com/labstack/echo/v4"
+
+	"github.com/curate/curate/internal/health"
 )
 
 // Healthz says the process is up.
@@ -15,16 +16,14 @@ func (h *Handlers) Healthz(c echo.Context) error {
 
 // Readyz says whether the database and River's tables answer.
 func (h *Handlers) Readyz(c echo.Context) error {
-	cctx, cancel := context.WithTimeout(ctx(c), 2*time.Second)
-	defer cancel()
-	if err := h.Pool.Ping(cctx); err != nil {
-		h.Log.Warn("readyz: database", "err", err)
-		return c.JSON(http.StatusServiceUnavailable, map[string]string{"status": "unavailable", "database": "unreachable"})
+	err := h.Health.Check(ctx(c))
+	if err == nil {
+		return c.JSON(http.StatusOK, map[string]string{"status": "ok", "database": "ok", "queue": "ok"})
 	}
-	v, err := h.Q.RiverSchemaVersion(cctx)
-	if err != nil || v == 0 {
-		h.Log.Warn("readyz: river", "err", err)
+	h.Log.Warn("readyz", "err", err)
+	var down *health.Down
+	if errors.As(err, &down) && down.Part == health.Queue {
 		return c.JSON(http.StatusServiceUnavailable, map[string]string{"status": "unavailable", "database": "ok", "queue": "unreachable"})
 	}
-	return c.JSON(http.StatusOK, map[string]string{"status": "ok", "database": "ok", "queue": "ok"})
+	return c.JSON(http.StatusServiceUnavailable, map[string]string{"status": "unavailable", "database": "unreachable"})
 }

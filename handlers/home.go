@@ -11,20 +11,10 @@ import (
 // Home is the Curate tab's overview.
 func (h *Handlers) Home(c echo.Context) error {
 	caller := CallerOf(c)
-	users, err := h.Q.UserList(ctx(c), caller.OrgID)
+	sum, err := h.Accounts.Summarize(ctx(c), caller.OrgID)
 	if err != nil {
 		return err
 	}
-	keys, err := h.Q.APIKeyList(ctx(c), caller.OrgID)
-	if err != nil {
-		return err
-	}
-	active := 0
-	for _, k := range keys {
-		if k.RevokedAt == nil {
-			active++
-		}
-	}
-	v := views.HomeView{OrgName: caller.OrgName, Users: len(users), APIKeys: active}
+	v := views.HomeView{OrgName: caller.OrgName, Users: sum.Users, APIKeys: sum.ActiveKeys}
 	return render(c, http.StatusOK, views.HomePage(h.page(c, "Overview", "home"), v))
 }

@@ -37,7 +37,7 @@ func (h *Handlers) PairList(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	counts, err := h.Q.PairMethodCounts(ctx(c), caller.OrgID)
+	counts, err := h.Pairs.MethodCounts(ctx(c), caller.OrgID)
 	if err != nil {
 		return err
 	}

@@ -1,12 +1,6 @@
 package handlers
 
-import (
-	"strings"
-
-	"github.com/google/uuid"
-)
-
-func nullUUID(id uuid.UUID) uuid.NullUUID { return uuid.NullUUID{UUID: id, Valid: true} }
+import "strings"
 
 // trimMax trims spaces and bounds a filter value's length.
 func trimMax(s string, n int) string {

@@ -20,7 +20,9 @@ import (
 	"github.com/curate/curate/internal/accounts"
 	"github.com/curate/curate/internal/alerts"
 	"github.com/curate/curate/internal/app"
+	"github.com/curate/curate/internal/audit"
 	"github.com/curate/curate/internal/feedback"
+	"github.com/curate/curate/internal/jobq"
 	"github.com/curate/curate/internal/webhook"
 	"github.com/curate/curate/jobs"
 )
@@ -64,13 +66,18 @@ func TestAlertsJobOpensDeliversAndResolves(t *testing.T) {
 	}))
 	defer srv.Close()
 
-	settings := alerts.Defaults()
-	settings.WebhookURL = srv.URL + "/hook"
-	if _, err := alerts.Save(ctx, q, org.ID, settings); err != nil {
+	inserter, err := jobq.New(pool)
+	if err != nil {
 		t.Fatal(err)
 	}
-	secret := webhook.NewSecret()
-	if err := q.AlertSettingsSetSecret(ctx, db.AlertSettingsSetSecretParams{OrgID: org.ID, WebhookSecret: secret}); err != nil {
+	svc := &alerts.Service{Pool: pool, Jobs: inserter, Webhooks: &webhook.Sender{MaxAttempts: 3, BaseDelay: 10 * time.Millisecond}}
+	settings := alerts.Defaults()
+	settings.WebhookURL = srv.URL + "/hook"
+	if err := svc.SaveSettings(ctx, audit.System, org.ID, settings); err != nil {
+		t.Fatal(err)
+	}
+	secret, err := svc.RotateSecret(ctx, audit.System, org.ID)
+	if err != nil {
 		t.Fatal(err)
 	}
 
@@ -89,8 +96,8 @@ func TestAlertsJobOpensDeliversAndResolves(t *testing.T) {
 	}
 	safetyID := res.IDs[10]
 
-	client, err := jobs.NewClient(jobs.Deps{Services: &app.Services{Pool: pool, Accounts: acc, Log: slog.New(slog.DiscardHandler)},
-		Webhooks: &webhook.Sender{MaxAttempts: 3, BaseDelay: 10 * time.Millisecond}}, jobs.Options{Workers: 2})
+	client, err := jobs.NewClient(jobs.Deps{Services: &app.Services{Pool: pool, Accounts: acc, Alerts: svc, Log: slog.New(slog.DiscardHandler)}},
+		jobs.Options{Workers: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -164,7 +171,7 @@ func TestAlertsJobOpensDeliversAndResolves(t *testing.T) {
 			t.Errorf("delivery %s: %v", d.header.Get("webhook-id"), err)
 		}
 		ids[d.header.Get("webhook-id")]++
-		var p jobs.AlertWebhookPayload
+		var p alerts.WebhookPayload
 		if err := json.Unmarshal(d.body, &p); err != nil {
 			t.Fatal(err)
 		}

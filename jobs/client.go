@@ -10,15 +10,12 @@ import (
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 
 	"github.com/curate/curate/internal/app"
-	"github.com/curate/curate/internal/webhook"
 )
 
 // Deps are what workers need: the process's services (a nil service
-// leaves its workers out, for tests) and an alert webhook sender.
+// leaves its workers out, for tests).
 type Deps struct {
 	*app.Services
-	// Webhooks sends alert deliveries; nil uses a default sender.
-	Webhooks *webhook.Sender
 }
 
 // Options size the client.
@@ -43,8 +40,10 @@ func Register(d Deps) *river.Workers {
 		river.AddWorker(w, &LangfuseSyncWorker{Imports: d.Imports})
 		river.AddWorker(w, &LangfuseSyncAllWorker{Imports: d.Imports})
 	}
-	river.AddWorker(w, &AlertsEvaluateWorker{Pool: d.Pool, Log: d.Log})
-	river.AddWorker(w, &AlertWebhookWorker{Pool: d.Pool, Sender: d.Webhooks})
+	if d.Alerts != nil {
+		river.AddWorker(w, &AlertsEvaluateWorker{Alerts: d.Alerts, Log: d.Log})
+		river.AddWorker(w, &AlertWebhookWorker{Alerts: d.Alerts})
+	}
 	if d.FineTune != nil {
 		river.AddWorker(w, &FineTuneWorker{FineTune: d.FineTune})
 	}
@@ -66,9 +65,11 @@ func NewClient(d Deps, opts Options) (*river.Client[pgx.Tx], error) {
 			river.NewPeriodicJob(river.PeriodicInterval(time.Hour),
 				func() (river.JobArgs, *river.InsertOpts) { return MaintenanceArgs{}, nil },
 				&river.PeriodicJobOpts{RunOnStart: true}),
-			river.NewPeriodicJob(river.PeriodicInterval(5*time.Minute),
-				func() (river.JobArgs, *river.InsertOpts) { return AlertsEvaluateArgs{}, nil }, nil),
 		}
+	}
+	if opts.Workers > 0 && d.Alerts != nil {
+		cfg.PeriodicJobs = append(cfg.PeriodicJobs, river.NewPeriodicJob(river.PeriodicInterval(5*time.Minute),
+			func() (river.JobArgs, *river.InsertOpts) { return AlertsEvaluateArgs{}, nil }, nil))
 	}
 	if opts.Workers > 0 && d.Imports != nil {
 		cfg.PeriodicJobs = append(cfg.PeriodicJobs, river.NewPeriodicJob(river.PeriodicInterval(LangfuseSyncEvery),

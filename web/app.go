@@ -75,6 +75,7 @@ func New(cfg config.Config, pool *pgxpool.Pool, log *slog.Logger) (*App, error) 
 		handlers: &handlers.Handlers{Pool: pool, Q: q, River: client, Log: log,
 			Accounts: svc.Accounts, Importer: svc.Imports, Datasets: svc.Datasets, FineTune: svc.FineTune,
 			Feedback: svc.Feedback, Pairs: svc.Pairs,
+			Alerts: svc.Alerts, FeedbackStats: svc.FeedbackStats, AuditLog: svc.AuditLog, Health: svc.Health,
 			Sessions:    handlers.NewSessions(hashKey, blockKey, cfg.SessionTTL),
 			UserLimiter: ratelimit.New(float64(cfg.FeedbackPerUser)/60, cfg.FeedbackPerUser)},
 		metrics:    newMetrics(q),

@@ -54,7 +54,7 @@ func Routes(h *handlers.Handlers) []Route {
 
 		// Stats and alerts.
 		{GET, "/stats", auth.Viewer, h.Stats},
-		{GET, "/alerts", auth.Viewer, h.Alerts},
+		{GET, "/alerts", auth.Viewer, h.AlertList},
 		{POST, "/alerts/:id/dismiss", auth.Curator, h.AlertDismiss},
 		{GET, "/alerts/settings", auth.Admin, h.AlertSettings},
 		{POST, "/alerts/settings", auth.Admin, h.AlertSettingsSave},

@@ -3,6 +3,7 @@ package web_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"html"
 	"net/http"
 	"net/url"
@@ -15,8 +16,9 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/curate/curate/db"
-	"github.com/curate/curate/internal/alerts"
+	"github.com/curate/curate/internal/audit"
 	"github.com/curate/curate/internal/feedback"
+	"github.com/curate/curate/internal/keyset"
 	"github.com/curate/curate/views"
 	"github.com/curate/curate/web/webtest"
 )
@@ -176,7 +178,7 @@ func TestAlertBannerAndDismiss(t *testing.T) {
 	unsafe := statsItem("m1", "thumbs_down", 0)
 	unsafe.Tags = []string{"safety"}
 	statsIngest(t, s, org, unsafe)
-	res, err := (&alerts.Evaluator{Pool: s.Pool}).EvaluateOrg(ctx, org, time.Now(), nil)
+	res, err := s.App.Services.Alerts.Evaluate(ctx, org, time.Now())
 	if err != nil || len(res.Opened) != 1 {
 		t.Fatalf("evaluate: %+v %v", res, err)
 	}
@@ -236,18 +238,19 @@ func TestAlertSettings(t *testing.T) {
 	}
 	form.Set("webhook_url", "https://hooks.example.com/curate")
 	admin.PostForm("/alerts/settings", form).Must(t, http.StatusSeeOther)
-	got, row, err := alerts.Load(ctx, db.New(s.Pool), org)
+	got, hasSecret, err := s.App.Services.Alerts.Settings(ctx, org)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if got.RatingThreshold != 3.8 || got.MinRatings != 20 || got.Window != 12*time.Hour || got.BaselineDays != 14 ||
-		got.SpikeFactor != 2.5 || got.SpikeMinCount != 8 || got.WebhookURL != "https://hooks.example.com/curate" || row.WebhookSecret != "" {
+		got.SpikeFactor != 2.5 || got.SpikeMinCount != 8 || got.WebhookURL != "https://hooks.example.com/curate" || hasSecret {
 		t.Errorf("stored %+v", got)
 	}
 
 	created := admin.PostForm("/alerts/settings/secret", nil).Must(t, http.StatusCreated)
 	secret := regexpFind(t, `(whsec_[A-Za-z0-9+/=]+)`, created.Body)
-	if _, row, _ := alerts.Load(ctx, db.New(s.Pool), org); row.WebhookSecret != secret {
+	var stored string
+	if err := s.Pool.QueryRow(ctx, "SELECT webhook_secret FROM alert_settings WHERE org_id = $1", org).Scan(&stored); err != nil || stored != secret {
 		t.Error("the shown secret is not the stored one")
 	}
 	if created.Header.Get("Cache-Control") != "no-store" {
@@ -284,4 +287,41 @@ func TestBrowserStatsCharts(t *testing.T) {
 	if err != nil || n != 3 {
 		t.Fatalf("%d chart canvases (%v), want 3", n, err)
 	}
+}
+
+// The alerts list shows 50 alerts a page, newest first, and links to the
+// older ones with a keyset cursor; another list's cursor is refused.
+func TestAlertListPages(t *testing.T) {
+	s := webtest.New(t, webtest.Options{})
+	ctx := context.Background()
+	org := s.Org("acme")
+	s.User(org, "vera@acme.test", "viewer")
+	q := db.New(s.Pool)
+	base := time.Now().Add(-time.Hour)
+	for i := range 52 {
+		if _, err := q.AlertOpen(ctx, db.AlertOpenParams{OrgID: org, Kind: "low_rating", Severity: "warn", DedupKey: fmt.Sprintf("low_rating:m%02d", i),
+			Title: fmt.Sprintf("Low ratings for m%02d", i), Message: "below 3.50.", Details: []byte("{}"), Now: base.Add(time.Duration(i) * time.Second)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The list's titles, not the banners' above it.
+	titles := func(body string) []string {
+		var out []string
+		_, table, _ := strings.Cut(body, "<table")
+		for _, m := range regexp.MustCompile(`Low ratings for (m\d\d)`).FindAllStringSubmatch(table, -1) {
+			out = append(out, m[1])
+		}
+		return out
+	}
+	viewer := s.SignedIn("vera@acme.test")
+	first := viewer.Get("/alerts").Must(t, http.StatusOK).Body
+	if got := titles(first); len(got) != 50 || got[0] != "m51" || got[49] != "m02" {
+		t.Fatalf("first page: %d alerts, %v", len(got), got)
+	}
+	next := html.UnescapeString(regexpFind(t, `<a href="(/alerts\?cursor=[^"]+)">Older alerts</a>`, first))
+	second := viewer.Get(next).Must(t, http.StatusOK).Body
+	if got := titles(second); len(got) != 2 || got[0] != "m01" || got[1] != "m00" || strings.Contains(second, "Older alerts") {
+		t.Errorf("second page: %v", got)
+	}
+	viewer.Get("/alerts?cursor="+keyset.Cursor{At: time.Now(), ID: uuid.New()}.Encode(audit.ListName)).Must(t, http.StatusUnprocessableEntity)
 }

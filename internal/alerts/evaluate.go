@@ -9,13 +9,13 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/curate/curate/db"
 )
 
-// Load returns an organisation's settings, the defaults when it has none.
-func Load(ctx context.Context, q *db.Queries, orgID uuid.UUID) (Settings, db.AlertSetting, error) {
+// load returns an organisation's settings, the defaults when it has none,
+// with the stored row (its webhook secret).
+func load(ctx context.Context, q *db.Queries, orgID uuid.UUID) (Settings, db.AlertSetting, error) {
 	row, err := q.AlertSettingsGet(ctx, orgID)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return Defaults(), db.AlertSetting{OrgID: orgID}, nil
@@ -23,30 +23,17 @@ func Load(ctx context.Context, q *db.Queries, orgID uuid.UUID) (Settings, db.Ale
 	if err != nil {
 		return Settings{}, row, err
 	}
-	return FromRow(row), row, nil
+	return fromRow(row), row, nil
 }
 
-// FromRow turns a stored settings row into Settings.
-func FromRow(r db.AlertSetting) Settings {
+func fromRow(r db.AlertSetting) Settings {
 	return Settings{Enabled: r.Enabled, RatingThreshold: r.RatingThreshold, MinRatings: int(r.MinRatings),
 		Window: time.Duration(r.WindowHours) * time.Hour, BaselineDays: int(r.BaselineDays),
 		SpikeFactor: r.SpikeFactor, SpikeMinCount: int(r.SpikeMinCount), WebhookURL: r.WebhookUrl}
 }
 
-// Save validates and stores an organisation's settings (not the secret).
-func Save(ctx context.Context, q *db.Queries, orgID uuid.UUID, s Settings) (db.AlertSetting, error) {
-	if err := s.Validate(); err != nil {
-		return db.AlertSetting{}, err
-	}
-	return q.AlertSettingsUpsert(ctx, db.AlertSettingsUpsertParams{
-		OrgID: orgID, Enabled: s.Enabled, RatingThreshold: s.RatingThreshold, MinRatings: int32(s.MinRatings),
-		WindowHours: int32(s.Window / time.Hour), BaselineDays: int32(s.BaselineDays), SpikeFactor: s.SpikeFactor,
-		SpikeMinCount: int32(s.SpikeMinCount), WebhookUrl: s.WebhookURL,
-	})
-}
-
-// Read takes the snapshot the rules need for the window ending at now.
-func Read(ctx context.Context, q *db.Queries, orgID uuid.UUID, s Settings, now time.Time) (Snapshot, error) {
+// read takes the snapshot the rules need for the window ending at now.
+func read(ctx context.Context, q *db.Queries, orgID uuid.UUID, s Settings, now time.Time) (Snapshot, error) {
 	since := now.Add(-s.Window)
 	var snap Snapshot
 	ratings, err := q.AlertRatingsByModel(ctx, db.AlertRatingsByModelParams{OrgID: orgID, Since: since, Until: now})
@@ -76,27 +63,43 @@ type Result struct {
 	Resolved int
 }
 
-// Evaluator runs the rules against the database.
-type Evaluator struct {
-	Pool *pgxpool.Pool
+// EvaluateAll evaluates every organisation at now, each on its own, so one
+// failing does not hold back the others. It returns what changed in each
+// organisation that was evaluated, and every failure joined.
+func (s *Service) EvaluateAll(ctx context.Context, now time.Time) (map[uuid.UUID]Result, error) {
+	orgs, err := db.New(s.Pool).AlertOrgIDs(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[uuid.UUID]Result, len(orgs))
+	var failed []error
+	for _, org := range orgs {
+		if err := ctx.Err(); err != nil {
+			return out, err
+		}
+		res, err := s.Evaluate(ctx, org, now)
+		if err != nil {
+			failed = append(failed, fmt.Errorf("organisation %s: %w", org, err))
+			continue
+		}
+		out[org] = res
+	}
+	return out, errors.Join(failed...)
 }
 
-// OnOpen is called inside the evaluation's transaction for each alert it
-// opens, so that work queued for the alert (a webhook delivery) commits with it.
-type OnOpen func(ctx context.Context, tx pgx.Tx, a db.Alert) error
-
-// EvaluateOrg evaluates one organisation at now: opens alerts for new
+// Evaluate evaluates one organisation at now: opens alerts for new
 // conditions, refreshes the ones that still hold and resolves the ones that
-// cleared, in one transaction.
-func (e *Evaluator) EvaluateOrg(ctx context.Context, orgID uuid.UUID, now time.Time, onOpen OnOpen) (Result, error) {
+// cleared, in one transaction, which also queues a webhook delivery for
+// each alert it opens, so a delivery exists exactly when its alert does.
+func (s *Service) Evaluate(ctx context.Context, orgID uuid.UUID, now time.Time) (Result, error) {
 	var res Result
-	err := db.InTx(ctx, e.Pool, func(tx pgx.Tx, q *db.Queries) error {
+	err := db.InTx(ctx, s.Pool, func(tx pgx.Tx, q *db.Queries) error {
 		res = Result{}
-		s, _, err := Load(ctx, q, orgID)
+		settings, _, err := load(ctx, q, orgID)
 		if err != nil {
 			return err
 		}
-		snap, err := Read(ctx, q, orgID, s, now)
+		snap, err := read(ctx, q, orgID, settings, now)
 		if err != nil {
 			return err
 		}
@@ -109,7 +112,7 @@ func (e *Evaluator) EvaluateOrg(ctx context.Context, orgID uuid.UUID, now time.T
 		for i, a := range open {
 			byKey[a.DedupKey], keys[i] = a, a.DedupKey
 		}
-		toOpen, toRefresh, toResolve := Plan(keys, Evaluate(s, snap))
+		toOpen, toRefresh, toResolve := Plan(keys, Evaluate(settings, snap))
 		for _, c := range toOpen {
 			details, err := json.Marshal(c.Details)
 			if err != nil {
@@ -120,8 +123,8 @@ func (e *Evaluator) EvaluateOrg(ctx context.Context, orgID uuid.UUID, now time.T
 			if err != nil {
 				return fmt.Errorf("opening alert %s: %w", c.Key, err)
 			}
-			if onOpen != nil {
-				if err := onOpen(ctx, tx, a); err != nil {
+			if s.Jobs != nil {
+				if _, err := s.Jobs.InsertTx(ctx, tx, WebhookArgs{OrgID: a.OrgID, AlertID: a.ID}, nil); err != nil {
 					return err
 				}
 			}

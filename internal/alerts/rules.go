@@ -1,10 +1,12 @@
 // Package alerts watches an organisation's feedback for three conditions:
 // the average rating of a model falling below a threshold over a window, a
 // spike of thumbs-down against the trailing baseline, and safety reports
-// awaiting review. Rules are pure functions of a Snapshot; the Evaluator
-// reads the snapshot from the database, opens an alert for each new
-// condition, keeps one alert per condition while it holds (its dedup key),
-// and resolves it when the condition clears.
+// awaiting review. Rules are pure functions of a Snapshot; the Service's
+// evaluation reads the snapshot from the database, opens an alert for each
+// new condition, keeps one alert per condition while it holds (its dedup
+// key), and resolves it when the condition clears. The Service also owns
+// what people do with alerts (the list, dismissing, the settings and the
+// webhook secret) and the webhook deliveries.
 package alerts
 
 import (

@@ -13,11 +13,15 @@ import (
 	"github.com/riverqueue/river"
 
 	"github.com/curate/curate/internal/accounts"
+	"github.com/curate/curate/internal/alerts"
+	"github.com/curate/curate/internal/audit"
 	"github.com/curate/curate/internal/blobstore"
 	"github.com/curate/curate/internal/config"
 	"github.com/curate/curate/internal/datasets"
 	"github.com/curate/curate/internal/feedback"
+	"github.com/curate/curate/internal/feedbackstats"
 	"github.com/curate/curate/internal/finetune"
+	"github.com/curate/curate/internal/health"
 	"github.com/curate/curate/internal/importer"
 	"github.com/curate/curate/internal/jobq"
 	"github.com/curate/curate/internal/pairs"
@@ -37,6 +41,11 @@ type Services struct {
 	Imports  *importer.Service
 	Datasets *datasets.Service
 	FineTune *finetune.Service
+
+	Alerts        *alerts.Service
+	FeedbackStats *feedbackstats.Service
+	AuditLog      *audit.Service
+	Health        *health.Service
 }
 
 // New builds the services on an open, migrated database.
@@ -66,5 +75,10 @@ func New(cfg config.Config, pool *pgxpool.Pool, log *slog.Logger) (*Services, er
 		Imports:  imp,
 		Datasets: ds,
 		FineTune: ft,
+
+		Alerts:        &alerts.Service{Pool: pool, Jobs: inserter},
+		FeedbackStats: &feedbackstats.Service{Pool: pool},
+		AuditLog:      &audit.Service{Pool: pool},
+		Health:        &health.Service{Pool: pool},
 	}, nil
 }

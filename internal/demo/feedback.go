@@ -156,8 +156,7 @@ func SeedFeedback(ctx context.Context, pool *pgxpool.Pool, s Seeded) (int, error
 	if err != nil {
 		return 0, fmt.Errorf("demo feedback dates and reviews: %w", err)
 	}
-	ev := &alerts.Evaluator{Pool: pool}
-	if _, err := ev.EvaluateOrg(ctx, s.OrgID, now, nil); err != nil {
+	if _, err := (&alerts.Service{Pool: pool}).Evaluate(ctx, s.OrgID, now); err != nil {
 		return 0, fmt.Errorf("demo alerts: %w", err)
 	}
 	return res.Inserted, nil

@@ -1,0 +1,92 @@
+package alerts
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/riverqueue/river"
+
+	"github.com/curate/curate/db"
+	"github.com/curate/curate/internal/errs"
+	"github.com/curate/curate/internal/webhook"
+)
+
+// WebhookArgs asks for one alert to be sent to its organisation's webhook;
+// the evaluation that opens the alert queues it.
+type WebhookArgs struct {
+	OrgID   uuid.UUID `json:"org_id"`
+	AlertID uuid.UUID `json:"alert_id"`
+}
+
+// Kind names the job in River's table.
+func (WebhookArgs) Kind() string { return "alert_webhook" }
+
+// InsertOpts gives a delivery River's retries over about a day on top of
+// the sender's own quick ones.
+func (WebhookArgs) InsertOpts() river.InsertOpts { return river.InsertOpts{MaxAttempts: 12} }
+
+// WebhookPayload is the body of an alert delivery, in the Standard
+// Webhooks shape: type, timestamp and data.
+type WebhookPayload struct {
+	Type      string      `json:"type"`
+	Timestamp time.Time   `json:"timestamp"`
+	Data      WebhookData `json:"data"`
+}
+
+// WebhookData is the alert as a receiver sees it.
+type WebhookData struct {
+	ID       uuid.UUID      `json:"id"`
+	OrgID    uuid.UUID      `json:"org_id"`
+	Kind     string         `json:"kind"`
+	Severity string         `json:"severity"`
+	Title    string         `json:"title"`
+	Message  string         `json:"message"`
+	Details  map[string]any `json:"details"`
+	OpenedAt time.Time      `json:"opened_at"`
+}
+
+// Deliver sends an opened alert to its organisation's webhook and marks it
+// delivered. The alert's id is the delivery's webhook-id on every attempt,
+// so receivers can drop repeats; an alert already delivered, or an
+// organisation without a webhook address and secret, sends nothing. An
+// alert that no longer exists is errs.ErrNotFound; a receiver's refusal
+// is the sender's *webhook.StatusError.
+func (s *Service) Deliver(ctx context.Context, orgID, alertID uuid.UUID) error {
+	q := db.New(s.Pool)
+	a, err := q.AlertGet(ctx, db.AlertGetParams{OrgID: orgID, ID: alertID})
+	if errors.Is(err, pgx.ErrNoRows) {
+		return errs.ErrNotFound
+	}
+	if err != nil {
+		return err
+	}
+	if a.WebhookDeliveredAt != nil {
+		return nil
+	}
+	_, settings, err := load(ctx, q, a.OrgID)
+	if err != nil {
+		return err
+	}
+	if settings.WebhookUrl == "" || settings.WebhookSecret == "" {
+		return nil
+	}
+	data := WebhookData{ID: a.ID, OrgID: a.OrgID, Kind: a.Kind, Severity: a.Severity, Title: a.Title,
+		Message: a.Message, OpenedAt: a.OpenedAt.UTC()}
+	if err := json.Unmarshal(a.Details, &data.Details); err != nil {
+		return fmt.Errorf("alert %s details: %w", a.ID, err)
+	}
+	payload := WebhookPayload{Type: "alert.opened", Timestamp: a.OpenedAt.UTC(), Data: data}
+	sender := s.Webhooks
+	if sender == nil {
+		sender = &webhook.Sender{MaxAttempts: 3}
+	}
+	if _, err := sender.Send(ctx, webhook.Endpoint{URL: settings.WebhookUrl, Secret: settings.WebhookSecret}, "alert_"+a.ID.String(), payload); err != nil {
+		return err
+	}
+	return q.AlertMarkDelivered(ctx, db.AlertMarkDeliveredParams{OrgID: a.OrgID, ID: a.ID})
+}

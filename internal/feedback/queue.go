@@ -1,0 +1,27 @@
+package feedback
+
+import (
+	"context"
+
+	"github.com/google/uuid"
+
+	"github.com/curate/curate/db"
+)
+
+// Models are the organisation's model names, for the queue's filter.
+func (s *Service) Models(ctx context.Context, orgID uuid.UUID) ([]string, error) {
+	return db.New(s.Pool).FeedbackQueueModels(ctx, orgID)
+}
+
+// StatusCounts counts the items a filter selects under each review status
+// (the filter's own status aside), for the queue's status tabs.
+func (s *Service) StatusCounts(ctx context.Context, orgID uuid.UUID, f Filter) ([]db.FeedbackStatusCountsRow, error) {
+	return db.New(s.Pool).FeedbackStatusCounts(ctx, f.CountParams(orgID))
+}
+
+// KnownIDs keeps the ids of a bulk selection that are the organisation's
+// items: ids of other organisations, or of deleted items, are no part of
+// the selection, so the count a curator confirms is what really changes.
+func (s *Service) KnownIDs(ctx context.Context, orgID uuid.UUID, ids []uuid.UUID) ([]uuid.UUID, error) {
+	return db.New(s.Pool).FeedbackQueueKnownIDs(ctx, db.FeedbackQueueKnownIDsParams{OrgID: orgID, Ids: ids})
+}
