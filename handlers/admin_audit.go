@@ -8,7 +8,6 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/curate/curate/internal/audit"
-	"github.com/curate/curate/internal/keyset"
 	"github.com/curate/curate/views"
 )
 
@@ -19,11 +18,7 @@ const auditPageSize = 50
 func (h *Handlers) Audit(c echo.Context) error {
 	caller := CallerOf(c)
 	f := audit.Filter{Actor: trimMax(c.QueryParam("actor"), 254), Action: trimMax(c.QueryParam("action"), 100)}
-	cursor, err := keyset.Parse(audit.ListName, c.QueryParam("cursor"))
-	if err != nil {
-		return err
-	}
-	page, err := h.AuditLog.List(ctx(c), caller.OrgID, f, cursor, auditPageSize)
+	page, err := h.AuditLog.List(ctx(c), caller.OrgID, f, c.QueryParam("cursor"), auditPageSize)
 	if err != nil {
 		return err
 	}
@@ -32,8 +27,8 @@ func (h *Handlers) Audit(c echo.Context) error {
 		return err
 	}
 	v := views.AuditView{Actor: f.Actor, Action: f.Action, Actions: actions}
-	if page.Next != nil {
-		q := url.Values{"actor": {f.Actor}, "action": {f.Action}, "cursor": {page.Next.Encode(audit.ListName)}}
+	if page.Next != "" {
+		q := url.Values{"actor": {f.Actor}, "action": {f.Action}, "cursor": {page.Next}}
 		v.NextPage = "/admin/audit?" + q.Encode()
 	}
 	for _, r := range page.Rows {

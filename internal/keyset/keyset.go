@@ -70,3 +70,32 @@ func (c *Cursor) Bounds() (*time.Time, uuid.NullUUID) {
 	at := c.At
 	return &at, uuid.NullUUID{UUID: c.ID, Valid: true}
 }
+
+// EncodeSeq writes the position after a row of a list ordered by a row
+// number alone (the audit log, whose bigint ids follow the order entries
+// were written in).
+func EncodeSeq(list string, n int64) string {
+	return base64.RawURLEncoding.EncodeToString([]byte(list + ".#" + strconv.FormatInt(n, 10)))
+}
+
+// ParseSeq reads a cursor written by EncodeSeq for the same list; "" is the
+// first page (0).
+func ParseSeq(list, s string) (int64, error) {
+	if s == "" {
+		return 0, nil
+	}
+	bad := errs.InvalidField("cursor", "is not a cursor from this list")
+	b, err := base64.RawURLEncoding.DecodeString(s)
+	if err != nil {
+		return 0, bad
+	}
+	rest, ok := strings.CutPrefix(string(b), list+".#")
+	if !ok {
+		return 0, bad
+	}
+	n, err := strconv.ParseInt(rest, 10, 64)
+	if err != nil || n < 1 {
+		return 0, bad
+	}
+	return n, nil
+}

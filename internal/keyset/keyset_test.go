@@ -43,3 +43,17 @@ func TestPage(t *testing.T) {
 		t.Fatalf("Page(3 rows, 3) = %v, %v; want the last page", got, next)
 	}
 }
+
+func TestSeq(t *testing.T) {
+	if n, err := ParseSeq("audit", EncodeSeq("audit", 4711)); n != 4711 || err != nil {
+		t.Fatalf("ParseSeq(EncodeSeq(4711)) = %d, %v", n, err)
+	}
+	if n, err := ParseSeq("audit", ""); n != 0 || err != nil {
+		t.Fatalf("empty = %d, %v; want the first page", n, err)
+	}
+	for _, s := range []string{EncodeSeq("alerts", 3), Cursor{ID: uuid.New()}.Encode("audit"), EncodeSeq("audit", 0), "%%"} {
+		if _, err := ParseSeq("audit", s); err == nil {
+			t.Errorf("ParseSeq(%q) accepted", s)
+		}
+	}
+}
