@@ -15,7 +15,7 @@ import (
 
 	"github.com/curate/curate/internal/accounts"
 	"github.com/curate/curate/internal/datasets"
-	"github.com/curate/curate/internal/imports"
+	"github.com/curate/curate/internal/importfile"
 	"github.com/curate/curate/internal/pairs"
 )
 
@@ -57,7 +57,7 @@ func runPairImport(ctx context.Context, env *Env, d *database, orgSlug, kind, pa
 		progressbar.OptionThrottle(100*time.Millisecond),
 		progressbar.OptionOnCompletion(func() { fmt.Fprintln(env.Stderr) }),
 	)
-	in := imports.WithProgress(f, fi.Size(), func(read, _ int64) { _ = bar.Set64(read) })
+	in := importfile.WithProgress(f, fi.Size(), func(read, _ int64) { _ = bar.Set64(read) })
 	rep, err := (&pairs.Service{Pool: d.Pool}).Import(ctx, cliActor, o.ID, kind, in)
 	if err != nil {
 		_ = bar.Exit()

@@ -22,7 +22,7 @@ import (
 	"github.com/curate/curate/internal/audit"
 	"github.com/curate/curate/internal/errs"
 	"github.com/curate/curate/internal/feedback"
-	"github.com/curate/curate/internal/imports"
+	"github.com/curate/curate/internal/importfile"
 )
 
 // File kinds.
@@ -234,7 +234,7 @@ func (s *Service) finish(ctx context.Context, run db.ImportRun, sum Summary, run
 		if !IsBadInput(runErr) {
 			p.Error += " (the import is tried again)"
 		}
-		var le *imports.LineError
+		var le *importfile.LineError
 		if errors.As(runErr, &le) {
 			p.ErrorLine = pgtype.Int4{Int32: int32(le.Line), Valid: true}
 		}
@@ -245,10 +245,10 @@ func (s *Service) finish(ctx context.Context, run db.ImportRun, sum Summary, run
 // IsBadInput reports whether an import failed because of its input (a bad
 // line, a wrong or empty file), which trying again would not change.
 func IsBadInput(err error) bool {
-	var le *imports.LineError
+	var le *importfile.LineError
 	var inv *errs.Invalid
-	return errors.As(err, &le) || errors.As(err, &inv) || errors.Is(err, imports.ErrEmpty) ||
-		errors.Is(err, imports.ErrLFSPointer) || errors.Is(err, imports.ErrGzip) || errors.Is(err, os.ErrNotExist)
+	return errors.As(err, &le) || errors.As(err, &inv) || errors.Is(err, importfile.ErrEmpty) ||
+		errors.Is(err, importfile.ErrLFSPointer) || errors.Is(err, importfile.ErrGzip) || errors.Is(err, os.ErrNotExist)
 }
 
 // reporter passes progress to the caller and, at most every progressEvery,
@@ -324,7 +324,7 @@ func (s *Service) readFile(ctx context.Context, run db.ImportRun, path, phase st
 	}
 	defer f.Close()
 	rep.report(ctx, phase, 0)
-	r := imports.WithProgress(f, run.FileSize, func(read, _ int64) { rep.report(ctx, phase, read) })
+	r := importfile.WithProgress(f, run.FileSize, func(read, _ int64) { rep.report(ctx, phase, read) })
 	switch run.Kind {
 	case KindJSONL:
 		return readJSONL(ctx, r, fn)
@@ -338,7 +338,7 @@ func (s *Service) readFile(ctx context.Context, run db.ImportRun, path, phase st
 // external_id gets "jsonl:" and a digest of its content, so importing the
 // same file again is recognised and stores nothing new.
 func readJSONL(ctx context.Context, r io.Reader, fn func(int, feedback.Item) error) error {
-	return imports.ReadJSONL(ctx, r, func(line int, it feedback.Item) error {
+	return importfile.ReadJSONL(ctx, r, func(line int, it feedback.Item) error {
 		v := &errs.Invalid{}
 		it.Validate(v, "")
 		if v.Has() {
@@ -358,7 +358,7 @@ func readJSONL(ctx context.Context, r io.Reader, fn func(int, feedback.Item) err
 
 // readOASST turns every assistant reply of the trees into a feedback item.
 func readOASST(ctx context.Context, r io.Reader, sum *Summary, fn func(int, feedback.Item) error) error {
-	rep, err := imports.ReadOASST(ctx, r, func(tree imports.OASSTTree) error {
+	rep, err := importfile.ReadOASST(ctx, r, func(tree importfile.OASSTTree) error {
 		for _, o := range tree.Items {
 			it, err := oasstItem(o)
 			if err != nil {
@@ -395,7 +395,7 @@ func skipReason(reason string) string {
 // give the thumbs (a reply without a majority either way is "detailed":
 // its rank is the judgement); the rank is kept with the parent message's id
 // as the group, for turning ranks into pairs.
-func oasstItem(o imports.OASSTItem) (feedback.Item, error) {
+func oasstItem(o importfile.OASSTItem) (feedback.Item, error) {
 	if len(o.Prompt) == 0 {
 		return feedback.Item{}, fmt.Errorf("message %s: no prompt", o.MessageID)
 	}
@@ -411,9 +411,9 @@ func oasstItem(o imports.OASSTItem) (feedback.Item, error) {
 		Tags:       []string{"oasst"},
 	}
 	switch o.Thumbs {
-	case imports.ThumbsUp:
+	case importfile.ThumbsUp:
 		it.FeedbackType = "thumbs_up"
-	case imports.ThumbsDown:
+	case importfile.ThumbsDown:
 		it.FeedbackType = "thumbs_down"
 	default:
 		it.FeedbackType = "detailed"

@@ -17,7 +17,7 @@ import (
 	"github.com/curate/curate/internal/audit"
 	"github.com/curate/curate/internal/errs"
 	"github.com/curate/curate/internal/export"
-	"github.com/curate/curate/internal/imports"
+	"github.com/curate/curate/internal/importfile"
 )
 
 // ImportKinds are the files Import reads.
@@ -32,7 +32,7 @@ type ImportReport struct {
 	Read       int            `json:"read"`       // pairs read from the file
 	Created    int            `json:"created"`    // stored
 	Duplicates int            `json:"duplicates"` // already stored (or repeated in the file)
-	Skipped    []imports.Skip `json:"skipped"`    // read but not importable, with the reason
+	Skipped    []importfile.Skip `json:"skipped"`    // read but not importable, with the reason
 	// PairIDs are the stored pairs the file's pairs are, whether this import
 	// stored them or found them already there, each once, so that a caller
 	// can put the file's pairs into a dataset.
@@ -46,7 +46,7 @@ type ImportReport struct {
 // A Git LFS pointer or broken gzip data is refused with an error that says
 // so. OASST pairs link to their feedback items where those were imported.
 func (s *Service) Import(ctx context.Context, actor audit.Actor, orgID uuid.UUID, kind string, r io.Reader) (ImportReport, error) {
-	rep := ImportReport{Kind: kind, Skipped: []imports.Skip{}}
+	rep := ImportReport{Kind: kind, Skipped: []importfile.Skip{}}
 	if !oneOf(kind, ImportKinds) {
 		return rep, errs.InvalidField("kind", "must be one of %s", strings.Join(ImportKinds, ", "))
 	}
@@ -85,7 +85,7 @@ func (s *Service) Import(ctx context.Context, actor audit.Actor, orgID uuid.UUID
 			in.Validate(v, "")
 			if v.Has() {
 				if reason, ok := skippable(v); ok {
-					rep.Skipped = append(rep.Skipped, imports.Skip{Line: line, Reason: reason})
+					rep.Skipped = append(rep.Skipped, importfile.Skip{Line: line, Reason: reason})
 					return nil
 				}
 				return fmt.Errorf("line %d: %w", line, v)
@@ -99,14 +99,14 @@ func (s *Service) Import(ctx context.Context, actor audit.Actor, orgID uuid.UUID
 		var err error
 		switch kind {
 		case "hh-rlhf":
-			var r2 imports.Report
-			r2, err = imports.ReadHHRLHF(ctx, r, func(p imports.Pair) error {
+			var r2 importfile.Report
+			r2, err = importfile.ReadHHRLHF(ctx, r, func(p importfile.Pair) error {
 				return take(p.Line, "", toMessages(p.Prompt), p.Chosen, p.Rejected, p.Strength, p.ExternalID, "", "")
 			})
 			rep.Skipped = append(r2.Skipped, rep.Skipped...)
 		case "oasst-pairs":
-			var r2 imports.Report
-			r2, err = imports.ReadOASST(ctx, r, func(t imports.OASSTTree) error {
+			var r2 importfile.Report
+			r2, err = importfile.ReadOASST(ctx, r, func(t importfile.OASSTTree) error {
 				for _, p := range t.Pairs {
 					if err := take(p.Line, "", toMessages(p.Prompt), p.Chosen, p.Rejected, p.Strength, p.ExternalID,
 						p.ChosenExternalID, p.RejectedExternalID); err != nil {
@@ -142,7 +142,7 @@ func (s *Service) Import(ctx context.Context, actor audit.Actor, orgID uuid.UUID
 				"skipped": len(rep.Skipped)}})
 	})
 	if err != nil {
-		return ImportReport{Kind: kind, Skipped: []imports.Skip{}}, err
+		return ImportReport{Kind: kind, Skipped: []importfile.Skip{}}, err
 	}
 	return rep, nil
 }
@@ -164,7 +164,7 @@ func skippable(v *errs.Invalid) (string, bool) {
 	return "chosen and rejected replies are the same text", true
 }
 
-func toMessages(in []imports.Message) []Message {
+func toMessages(in []importfile.Message) []Message {
 	out := make([]Message, len(in))
 	for i, m := range in {
 		out[i] = Message{Role: m.Role, Content: m.Content}
@@ -185,11 +185,11 @@ func plainInput(r io.Reader) (io.Reader, error) {
 	case bytes.HasPrefix(head, []byte{0x1f, 0x8b}):
 		zr, err := gzip.NewReader(br)
 		if err != nil {
-			return nil, fmt.Errorf("%w: %v", imports.ErrGzip, err)
+			return nil, fmt.Errorf("%w: %v", importfile.ErrGzip, err)
 		}
 		return gzipErrors{zr}, nil
 	case string(head) == lfs:
-		return nil, fmt.Errorf("%w: fetch the real file (git lfs pull) and import that", imports.ErrLFSPointer)
+		return nil, fmt.Errorf("%w: fetch the real file (git lfs pull) and import that", importfile.ErrLFSPointer)
 	}
 	return br, nil
 }
@@ -203,7 +203,7 @@ func (g gzipErrors) Read(p []byte) (int, error) {
 		if errors.Is(err, io.ErrUnexpectedEOF) {
 			err = errors.New("compressed data ends early (file truncated?)")
 		}
-		err = fmt.Errorf("%w: %v", imports.ErrGzip, err)
+		err = fmt.Errorf("%w: %v", importfile.ErrGzip, err)
 	}
 	return n, err
 }

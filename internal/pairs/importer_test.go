@@ -15,7 +15,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/curate/curate/internal/export"
-	"github.com/curate/curate/internal/imports"
+	"github.com/curate/curate/internal/importfile"
 	"github.com/curate/curate/internal/pairs"
 )
 
@@ -199,10 +199,10 @@ func TestImportBadInput(t *testing.T) {
 		is                error
 	}{
 		{"not the format", "trl", good + `{"messages":[]}` + "\n", "line 2", nil},
-		{"not JSON", "hh-rlhf", `{"chosen":"\n\nHuman: a\n\nAssistant: b","rejected":"\n\nHuman: a\n\nAssistant: c"}` + "\nnot json\n", "line 2", imports.ErrInvalidJSON},
-		{"LFS pointer", "trl", "version https://git-lfs.github.com/spec/v1\noid sha256:4d7a\nsize 12345\n", "git lfs pull", imports.ErrLFSPointer},
-		{"LFS pointer hh", "hh-rlhf", "version https://git-lfs.github.com/spec/v1\noid sha256:4d7a\nsize 12345\n", "git lfs pull", imports.ErrLFSPointer},
-		{"truncated gzip", "trl", gz.String()[:gz.Len()/2], "gzip", imports.ErrGzip},
+		{"not JSON", "hh-rlhf", `{"chosen":"\n\nHuman: a\n\nAssistant: b","rejected":"\n\nHuman: a\n\nAssistant: c"}` + "\nnot json\n", "line 2", importfile.ErrInvalidJSON},
+		{"LFS pointer", "trl", "version https://git-lfs.github.com/spec/v1\noid sha256:4d7a\nsize 12345\n", "git lfs pull", importfile.ErrLFSPointer},
+		{"LFS pointer hh", "hh-rlhf", "version https://git-lfs.github.com/spec/v1\noid sha256:4d7a\nsize 12345\n", "git lfs pull", importfile.ErrLFSPointer},
+		{"truncated gzip", "trl", gz.String()[:gz.Len()/2], "gzip", importfile.ErrGzip},
 		{"prompt ends with the assistant", "trl", `{"prompt":[{"role":"user","content":"q"},{"role":"assistant","content":"x"}],"chosen":"a","rejected":"b"}` + "\n", "line 1", nil},
 		{"unknown kind", "csv", good, "kind", nil},
 		{"empty", "trl", "\n\n", "no trl pairs", nil},

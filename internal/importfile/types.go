@@ -1,4 +1,4 @@
-package imports
+package importfile
 
 // Message is one turn of a conversation. Role is "user" or "assistant", the
 // names the export formats use.

@@ -1,4 +1,4 @@
-// Package imports reads the files people bring to Curate: HH-RLHF
+// Package importfile reads the files people bring to Curate: HH-RLHF
 // preference pairs, OpenAssistant (OASST) message trees and Curate's own
 // JSONL feedback. Every reader streams (one line in memory at a time), reads
 // plain or gzip-compressed input (told apart by its first bytes), recognises
@@ -11,7 +11,7 @@
 //
 // The readers return small local types (Message, Pair, OASSTItem); mapping
 // them to database rows is the caller's business.
-package imports
+package importfile
 
 import (
 	"bufio"
