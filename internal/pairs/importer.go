@@ -28,10 +28,10 @@ const importBatch = 1000
 
 // ImportReport says what an import read and stored.
 type ImportReport struct {
-	Kind       string         `json:"kind"`
-	Read       int            `json:"read"`       // pairs read from the file
-	Created    int            `json:"created"`    // stored
-	Duplicates int            `json:"duplicates"` // already stored (or repeated in the file)
+	Kind       string            `json:"kind"`
+	Read       int               `json:"read"`       // pairs read from the file
+	Created    int               `json:"created"`    // stored
+	Duplicates int               `json:"duplicates"` // already stored (or repeated in the file)
 	Skipped    []importfile.Skip `json:"skipped"`    // read but not importable, with the reason
 	// PairIDs are the stored pairs the file's pairs are, whether this import
 	// stored them or found them already there, each once, so that a caller
