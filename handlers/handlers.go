@@ -28,7 +28,7 @@ import (
 	"github.com/curate/curate/internal/feedbackstats"
 	"github.com/curate/curate/internal/finetune"
 	"github.com/curate/curate/internal/health"
-	"github.com/curate/curate/internal/importer"
+	"github.com/curate/curate/internal/imports"
 	"github.com/curate/curate/internal/pairs"
 	"github.com/curate/curate/internal/ratelimit"
 	"github.com/curate/curate/views"
@@ -46,8 +46,9 @@ type Handlers struct {
 	Pairs    *pairs.Service
 	// UserLimiter bounds feedback per end user (the item's user_id).
 	UserLimiter *ratelimit.Limiter
-	// Importer runs file imports and the Langfuse connection.
-	Importer *importer.Service
+	// Importer runs imports (feedback and pair files, through import runs)
+	// and the Langfuse connection.
+	Importer *imports.Service
 	// Datasets curates training datasets and their exports.
 	Datasets *datasets.Service
 	// FineTune launches fine-tuning jobs and reports on them.

@@ -1,7 +1,6 @@
 package handlers
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -9,14 +8,12 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/labstack/echo/v4"
 
 	"github.com/curate/curate/db"
 	"github.com/curate/curate/internal/auth"
 	"github.com/curate/curate/internal/errs"
-	"github.com/curate/curate/internal/importer"
-	"github.com/curate/curate/jobs"
+	"github.com/curate/curate/internal/imports"
 	"github.com/curate/curate/views"
 )
 
@@ -25,7 +22,7 @@ const recentRuns = 50
 
 // Imports lists recent import runs with the upload form.
 func (h *Handlers) Imports(c echo.Context) error {
-	return h.renderImports(c, http.StatusOK, views.ImportsView{Kind: importer.KindJSONL})
+	return h.renderImports(c, http.StatusOK, views.ImportsView{Kind: imports.KindJSONL})
 }
 
 func (h *Handlers) renderImports(c echo.Context, status int, v views.ImportsView) error {
@@ -36,7 +33,7 @@ func (h *Handlers) renderImports(c echo.Context, status int, v views.ImportsView
 	for _, r := range runs {
 		v.Runs = append(v.Runs, runRow(r))
 	}
-	v.Kinds, v.MaxUploadMiB = importer.Kinds, importer.MaxUpload>>20
+	v.FeedbackKinds, v.PairKinds, v.MaxUploadMiB = imports.FeedbackKinds, imports.PairKinds, imports.MaxUpload>>20
 	return render(c, status, views.ImportsPage(h.page(c, "Imports", "imports"), v))
 }
 
@@ -55,11 +52,7 @@ func (h *Handlers) ImportCreate(c echo.Context) error {
 		return err
 	}
 	defer f.Close()
-	run, err := h.Importer.Start(ctx(c), actor(c), importer.NewRun{OrgID: CallerOf(c).OrgID, Kind: kind, FileName: fh.Filename, Body: f},
-		func(ctx context.Context, tx pgx.Tx, run db.ImportRun) error {
-			_, err := h.River.InsertTx(ctx, tx, jobs.ImportArgs{OrgID: run.OrgID, RunID: run.ID}, nil)
-			return err
-		})
+	run, err := h.Importer.Start(ctx(c), actor(c), imports.NewRun{OrgID: CallerOf(c).OrgID, Kind: kind, FileName: fh.Filename, Body: f})
 	var invalid *errs.Invalid
 	if errors.As(err, &invalid) {
 		return h.renderImports(c, http.StatusUnprocessableEntity, views.ImportsView{Kind: kind, Errors: invalid.ByField()})
@@ -88,13 +81,13 @@ func runRow(r db.ImportRun) views.ImportRunRow {
 	row := views.ImportRunRow{
 		ID: r.ID.String(), Kind: r.Kind, FileName: r.FileName, Size: byteSize(r.FileSize), Status: r.Status, Phase: r.Phase,
 		CreatedAt: views.When(r.CreatedAt), CreatedBy: r.CreatedByLabel, Total: 2 * r.FileSize, Done: r.BytesDone,
-		Active: r.Status == importer.StatusQueued || r.Status == importer.StatusRunning,
+		Active: r.Status == imports.StatusQueued || r.Status == imports.StatusRunning,
 		Stored: int(r.Stored), Duplicates: int(r.Duplicates), Skipped: int(r.Skipped), Reasons: reasons(r.SkipReasons), Error: r.Error,
 	}
 	switch {
-	case r.Status == importer.StatusSucceeded:
+	case r.Status == imports.StatusSucceeded:
 		row.Done = row.Total
-	case r.Phase == importer.PhaseStoring:
+	case r.Phase == imports.PhaseStoring:
 		row.Done += r.FileSize // the checking pass is behind it
 	}
 	return row
@@ -184,7 +177,7 @@ func (h *Handlers) LangfuseStatus(c echo.Context) error {
 // LangfuseSave creates or changes the connection, then tests it.
 func (h *Handlers) LangfuseSave(c echo.Context) error {
 	form := views.LangfuseForm{Host: c.FormValue("host"), PublicKey: c.FormValue("public_key")}
-	in := importer.ConnectionInput{Host: form.Host, PublicKey: form.PublicKey, SecretKey: c.FormValue("secret_key")}
+	in := imports.ConnectionInput{Host: form.Host, PublicKey: form.PublicKey, SecretKey: c.FormValue("secret_key")}
 	orgID := CallerOf(c).OrgID
 	_, err := h.Importer.SaveConnection(ctx(c), actor(c), orgID, in)
 	var invalid *errs.Invalid
@@ -218,12 +211,7 @@ func (h *Handlers) LangfuseTest(c echo.Context) error {
 
 // LangfuseSyncNow queues a sync at once.
 func (h *Handlers) LangfuseSyncNow(c echo.Context) error {
-	orgID := CallerOf(c).OrgID
-	err := h.Importer.RequestSync(ctx(c), actor(c), orgID, func(ctx context.Context, tx pgx.Tx) error {
-		_, err := h.River.InsertTx(ctx, tx, jobs.LangfuseSyncArgs{OrgID: orgID}, nil)
-		return err
-	})
-	if err != nil {
+	if err := h.Importer.RequestSync(ctx(c), actor(c), CallerOf(c).OrgID); err != nil {
 		return err
 	}
 	h.Sessions.Flash(c, "ok", "A sync is queued; this page shows its result when it ends.")

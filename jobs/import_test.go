@@ -3,11 +3,12 @@ package jobs_test
 import (
 	"context"
 	"log/slog"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/riverqueue/river"
 
 	"github.com/curate/curate/db"
@@ -16,14 +17,18 @@ import (
 	"github.com/curate/curate/internal/app"
 	"github.com/curate/curate/internal/audit"
 	"github.com/curate/curate/internal/config"
-	"github.com/curate/curate/internal/importer"
+	"github.com/curate/curate/internal/feedback"
+	"github.com/curate/curate/internal/imports"
+	"github.com/curate/curate/internal/jobq"
 	"github.com/curate/curate/internal/langfuse/langfusetest"
+	"github.com/curate/curate/internal/pairs"
 	"github.com/curate/curate/jobs"
 )
 
-// An uploaded file is imported by a real River client: a good file
-// completes, a cut-off one is cancelled (not retried) with its run failed.
-// The periodic Langfuse job queues a sync that stores the fake's score.
+// An uploaded file is imported by a real River client: a good file (of
+// feedback or of pairs) completes, a cut-off one is cancelled (not retried)
+// with its run failed. The periodic Langfuse job queues a sync that stores
+// the fake's score.
 func TestImportJobs(t *testing.T) {
 	ctx := context.Background()
 	pool := pgtest.NewDB(t)
@@ -32,7 +37,11 @@ func TestImportJobs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	imp, err := importer.New(pool, config.Config{DataDir: t.TempDir()}, log)
+	inserter, err := jobq.New(pool)
+	if err != nil {
+		t.Fatal(err)
+	}
+	imp, err := imports.New(config.Config{DataDir: t.TempDir()}, pool, &feedback.Service{Pool: pool}, &pairs.Service{Pool: pool}, inserter, log)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -41,7 +50,7 @@ func TestImportJobs(t *testing.T) {
 		Traces: []langfusetest.Trace{{ID: "tr-1", Input: "Hi?", Output: "Hello."}},
 		Scores: []langfusetest.Score{{ID: "s-1", TraceID: "tr-1", Name: "helpful", DataType: "BOOLEAN", Value: 1, Timestamp: at}},
 	})
-	if _, err := imp.SaveConnection(ctx, audit.System, org.ID, importer.ConnectionInput{Host: srv.URL, PublicKey: srv.PublicKey, SecretKey: srv.SecretKey}); err != nil {
+	if _, err := imp.SaveConnection(ctx, audit.System, org.ID, imports.ConnectionInput{Host: srv.URL, PublicKey: srv.PublicKey, SecretKey: srv.SecretKey}); err != nil {
 		t.Fatal(err)
 	}
 
@@ -56,30 +65,32 @@ func TestImportJobs(t *testing.T) {
 	}
 	defer client.Stop(ctx) //nolint:errcheck
 
-	start := func(body string) db.ImportRun {
-		run, err := imp.Start(ctx, audit.System, importer.NewRun{OrgID: org.ID, Kind: importer.KindJSONL, FileName: "f.jsonl", Body: strings.NewReader(body)},
-			func(ctx context.Context, tx pgx.Tx, run db.ImportRun) error {
-				_, err := client.InsertTx(ctx, tx, jobs.ImportArgs{OrgID: run.OrgID, RunID: run.ID}, nil)
-				return err
-			})
+	// The service queues each upload's job itself.
+	start := func(kind, body string) db.ImportRun {
+		run, err := imp.Start(ctx, audit.System, imports.NewRun{OrgID: org.ID, Kind: kind, FileName: "f.jsonl", Body: strings.NewReader(body)})
 		if err != nil {
 			t.Fatal(err)
 		}
 		return run
 	}
-	good := start(`{"query":"q","response":"r","feedback_type":"thumbs_up"}` + "\n")
-	bad := start(`{"query":"q","response":"r","feedback_type":"thumbs_up"}` + "\n" + `{"query":"q2","resp`)
+	trl, err := os.ReadFile(filepath.Join("..", "internal", "importfile", "testdata", "trl_preference.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	good := start(imports.KindJSONL, `{"query":"q","response":"r","feedback_type":"thumbs_up"}`+"\n")
+	bad := start(imports.KindJSONL, `{"query":"q","response":"r","feedback_type":"thumbs_up"}`+"\n"+`{"query":"q2","resp`)
+	pairFile := start(imports.KindTRL, string(trl))
 
-	// Two import jobs, the periodic job (run on start) and the sync it queues.
+	// Three import jobs, the periodic job (run on start) and the sync it queues.
 	want := map[string]river.EventKind{}
-	imports := 0
-	for imports < 2 || want["langfuse_sync"] == "" {
+	imported := 0
+	for imported < 3 || want["langfuse_sync"] == "" {
 		select {
 		case ev := <-events:
 			key := ev.Job.Kind
 			if ev.Job.Kind == "import_file" {
 				key += ":" + string(ev.Job.EncodedArgs)
-				imports++
+				imported++
 			}
 			want[key] = ev.Kind
 		case <-time.After(30 * time.Second):
@@ -94,7 +105,11 @@ func TestImportJobs(t *testing.T) {
 		run    db.ImportRun
 		status string
 		event  river.EventKind
-	}{{good, importer.StatusSucceeded, river.EventKindJobCompleted}, {bad, importer.StatusFailed, river.EventKindJobCancelled}} {
+	}{
+		{good, imports.StatusSucceeded, river.EventKindJobCompleted},
+		{bad, imports.StatusFailed, river.EventKindJobCancelled},
+		{pairFile, imports.StatusSucceeded, river.EventKindJobCompleted},
+	} {
 		got, err := q.ImportRunGet(ctx, db.ImportRunGetParams{OrgID: org.ID, ID: tc.run.ID})
 		if err != nil {
 			t.Fatal(err)
@@ -118,5 +133,13 @@ func TestImportJobs(t *testing.T) {
 	var n int
 	if err := pool.QueryRow(ctx, "SELECT count(*) FROM feedback WHERE source = 'langfuse' AND external_id = 'langfuse:s-1'").Scan(&n); err != nil || n != 1 {
 		t.Fatalf("langfuse feedback rows: %d, %v", n, err)
+	}
+	// The TRL fixture: three pairs, one skipped (replies equal but for case).
+	got, err := q.ImportRunGet(ctx, db.ImportRunGetParams{OrgID: org.ID, ID: pairFile.ID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := pool.QueryRow(ctx, "SELECT count(*) FROM preference_pairs WHERE method = 'import'").Scan(&n); err != nil || n != 3 || got.Stored != 3 || got.Skipped != 1 {
+		t.Fatalf("pair run: %d pairs stored, run says %d stored and %d skipped (%v)", n, got.Stored, got.Skipped, err)
 	}
 }

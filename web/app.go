@@ -28,14 +28,14 @@ import (
 	"github.com/curate/curate/internal/app"
 	"github.com/curate/curate/internal/config"
 	"github.com/curate/curate/internal/finetune"
-	"github.com/curate/curate/internal/importer"
+	"github.com/curate/curate/internal/imports"
 	"github.com/curate/curate/internal/ratelimit"
 	"github.com/curate/curate/jobs"
 	"github.com/curate/curate/static"
 )
 
 // uploadLimit bounds an uploaded import file.
-const uploadLimit = importer.MaxUpload + 1<<20 // the file and the form around it
+const uploadLimit = imports.MaxUpload + 1<<20 // the file and the form around it
 
 // App is one Curate server: HTTP and, unless Workers is 0, River workers.
 type App struct {

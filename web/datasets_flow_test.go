@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -13,6 +14,7 @@ import (
 	"github.com/curate/curate/internal/audit"
 	"github.com/curate/curate/internal/export"
 	"github.com/curate/curate/internal/feedback"
+	"github.com/curate/curate/internal/imports"
 	"github.com/curate/curate/internal/pairs"
 	"github.com/curate/curate/internal/publicdata"
 	"github.com/curate/curate/internal/validate"
@@ -52,19 +54,23 @@ func flowMaterial(t *testing.T, s *webtest.Server, org, curator uuid.UUID) []uui
 	if gen.Created != flowCorrections {
 		t.Fatalf("%d correction pairs from %d corrections", gen.Created, flowCorrections)
 	}
-	f, err := os.Open(hhRLHF)
+	fi, err := os.Stat(hhRLHF)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer f.Close()
-	rep, err := ps.Import(bg, reviewer, org, "hh-rlhf", f)
+	imp := s.App.Services.Imports
+	run, err := imp.Start(bg, reviewer, imports.NewRun{OrgID: org, Kind: imports.KindHHRLHF, FileName: filepath.Base(hhRLHF), Size: fi.Size()})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(rep.PairIDs) != rep.Created || rep.Created < 1000 {
-		t.Fatalf("import stored %d pairs, returned %d ids", rep.Created, len(rep.PairIDs))
+	sum, err := imp.Run(bg, org, run.ID, hhRLHF, nil)
+	if err != nil {
+		t.Fatal(err)
 	}
-	return rep.PairIDs
+	if len(sum.PairIDs) != sum.Stored || sum.Stored < 1000 {
+		t.Fatalf("import stored %d pairs, returned %d ids", sum.Stored, len(sum.PairIDs))
+	}
+	return sum.PairIDs
 }
 
 // multiTurn returns the organisation's pairs whose prompt is not a single

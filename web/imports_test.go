@@ -5,6 +5,8 @@ import (
 	"mime/multipart"
 	"net/http"
 	"net/url"
+	"os"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -33,6 +35,32 @@ func upload(t *testing.T, c *webtest.Client, kind, name, content string, withCSR
 	return c.Do(http.MethodPost, "/imports", &body, http.Header{"Content-Type": {w.FormDataContentType()}})
 }
 
+// runIDs maps the file names of the runs the imports page lists to their ids.
+func runIDs(page string) map[string]string {
+	ids := map[string]string{}
+	for _, m := range regexp.MustCompile(`id="run-([0-9a-f-]{36})"[^>]*>\s*<td>[^<]*<br/?><span class="muted">[^<]*</span></td><td>([^<]+)<br`).FindAllStringSubmatch(page, -1) {
+		ids[m[2]] = m[1]
+	}
+	return ids
+}
+
+// finishedRow polls a run's row as HTMX does (it refreshes itself while
+// the run is active) and returns it once the run has ended.
+func finishedRow(t *testing.T, c *webtest.Client, id string) string {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		r := c.Do(http.MethodGet, "/imports/runs/"+id+"/row", nil, http.Header{"HX-Request": {"true"}}).Must(t, http.StatusOK)
+		if !strings.Contains(r.Body, `hx-trigger="every 2s"`) {
+			return r.Body
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("run %s still active: %s", id, r.Body)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
 func TestImportsPage(t *testing.T) {
 	s := webtest.New(t, webtest.Options{Workers: 2})
 	org := s.Org("acme")
@@ -53,7 +81,7 @@ func TestImportsPage(t *testing.T) {
 	if res := upload(t, c, "jsonl", "f.jsonl", "{}\n", false); res.Status != http.StatusForbidden && res.Status != http.StatusBadRequest {
 		t.Fatalf("upload without the CSRF token: %d", res.Status)
 	}
-	if res := upload(t, c, "csv", "f.csv", "a,b\n", true).Must(t, http.StatusUnprocessableEntity); !strings.Contains(res.Body, "must be jsonl or oasst") {
+	if res := upload(t, c, "csv", "f.csv", "a,b\n", true).Must(t, http.StatusUnprocessableEntity); !strings.Contains(res.Body, "must be one of jsonl, oasst, hh-rlhf") {
 		t.Errorf("bad kind: no message beside the field")
 	}
 
@@ -67,10 +95,7 @@ func TestImportsPage(t *testing.T) {
 	upload(t, c, "jsonl", "cut.jsonl", cut, true).Must(t, http.StatusSeeOther)
 
 	page = c.Get("/imports").Must(t, http.StatusOK)
-	ids := map[string]string{}
-	for _, m := range regexp.MustCompile(`id="run-([0-9a-f-]{36})"[^>]*>\s*<td>[^<]*<br/?><span class="muted">[^<]*</span></td><td>([^<]+)<br`).FindAllStringSubmatch(page.Body, -1) {
-		ids[m[2]] = m[1]
-	}
+	ids := runIDs(page.Body)
 	if ids["good.jsonl"] == "" || ids["cut.jsonl"] == "" {
 		t.Fatalf("runs not listed: %v", ids)
 	}
@@ -78,20 +103,7 @@ func TestImportsPage(t *testing.T) {
 		t.Error("no progress bar")
 	}
 
-	// The row refreshes itself while active; poll it as HTMX does until done.
-	row := func(id string) string {
-		deadline := time.Now().Add(30 * time.Second)
-		for {
-			r := c.Do(http.MethodGet, "/imports/runs/"+id+"/row", nil, http.Header{"HX-Request": {"true"}}).Must(t, http.StatusOK)
-			if !strings.Contains(r.Body, `hx-trigger="every 2s"`) {
-				return r.Body
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("run %s still active: %s", id, r.Body)
-			}
-			time.Sleep(100 * time.Millisecond)
-		}
-	}
+	row := func(id string) string { return finishedRow(t, c, id) }
 	if body := row(ids["good.jsonl"]); !strings.Contains(body, `data-status="succeeded"`) || !strings.Contains(body, "2 stored, 0 already there, 0 skipped") ||
 		!strings.Contains(body, `<progress max="`+strconv.Itoa(2*len(good))+`" value="`+strconv.Itoa(2*len(good))+`"`) {
 		t.Errorf("good run: %s", body)
@@ -173,4 +185,75 @@ func TestLangfuseConnectionPage(t *testing.T) {
 		t.Error("the old error is still shown")
 	}
 	assertAudit(t, s, "langfuse.connection_save", "langfuse.sync_requested")
+}
+
+// Pair files are uploaded on the same page, checked whole first and
+// imported by a job like feedback files: the run records their kind and
+// counts, and the pairs are stored as the uploader's.
+func TestImportPairsUpload(t *testing.T) {
+	s := webtest.New(t, webtest.Options{Workers: 2})
+	org := s.Org("acme")
+	cur := s.User(org, "cur@acme.test", "curator")
+	c := s.SignedIn("cur@acme.test")
+
+	page := c.Get("/imports").Must(t, http.StatusOK)
+	for _, kind := range []string{"hh-rlhf", "oasst-pairs", "trl", "openai-preference"} {
+		if !strings.Contains(page.Body, `<option value="`+kind+`"`) {
+			t.Errorf("the form offers no %s files", kind)
+		}
+	}
+	fixture := func(name string) string {
+		b, err := os.ReadFile(filepath.Join("..", "internal", "importfile", "testdata", name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(b)
+	}
+	trl := fixture("trl_preference.jsonl")
+	upload(t, c, "trl", "trl_preference.jsonl", trl, true).Must(t, http.StatusSeeOther)
+	upload(t, c, "hh-rlhf", "hh_rlhf.jsonl.gz", fixture("hh_rlhf.jsonl.gz"), true).Must(t, http.StatusSeeOther)
+	upload(t, c, "trl", "trl_malformed.jsonl", fixture("trl_malformed.jsonl"), true).Must(t, http.StatusSeeOther)
+
+	ids := runIDs(c.Get("/imports").Must(t, http.StatusOK).Body)
+	body := finishedRow(t, c, ids["trl_preference.jsonl"])
+	for _, want := range []string{`data-status="succeeded"`, "TRL preference (pairs)", "3 stored, 0 already there, 1 skipped",
+		"chosen and rejected replies are the same text: 1",
+		`<progress max="` + strconv.Itoa(2*len(trl)) + `" value="` + strconv.Itoa(2*len(trl)) + `"`} {
+		if !strings.Contains(body, want) {
+			t.Errorf("TRL run lacks %q: %s", want, body)
+		}
+	}
+	body = finishedRow(t, c, ids["hh_rlhf.jsonl.gz"])
+	for _, want := range []string{`data-status="succeeded"`, "2 stored, 0 already there, 2 skipped", "empty chosen reply: 1"} {
+		if !strings.Contains(body, want) {
+			t.Errorf("HH-RLHF run lacks %q: %s", want, body)
+		}
+	}
+	if body := finishedRow(t, c, ids["trl_malformed.jsonl"]); !strings.Contains(body, `data-status="failed"`) || !strings.Contains(body, "line 2") {
+		t.Errorf("malformed run: %s", body)
+	}
+
+	var stored, byCurator int
+	if err := s.Pool.QueryRow(t.Context(), `SELECT count(*), count(*) FILTER (WHERE annotator_id = $1)
+		FROM preference_pairs WHERE method = 'import'`, cur).Scan(&stored, &byCurator); err != nil {
+		t.Fatal(err)
+	}
+	if stored != 5 || byCurator != 5 {
+		t.Fatalf("%d pairs stored (%d as the uploader's), want the good files' 5", stored, byCurator)
+	}
+	var kind string
+	var runStored, runSkipped int
+	if err := s.Pool.QueryRow(t.Context(), `SELECT kind, stored, skipped FROM import_runs WHERE id = $1`, ids["trl_preference.jsonl"]).
+		Scan(&kind, &runStored, &runSkipped); err != nil || kind != "trl" || runStored != 3 || runSkipped != 1 {
+		t.Fatalf("TRL run row: %s, %d stored, %d skipped (%v)", kind, runStored, runSkipped, err)
+	}
+	if list := c.Get("/pairs?method=import").Must(t, http.StatusOK); !strings.Contains(list.Body, "Why is the sea salty?") {
+		t.Error("the pairs page does not list an imported pair")
+	}
+
+	// The same file again stores nothing twice.
+	upload(t, c, "trl", "again.jsonl", trl, true).Must(t, http.StatusSeeOther)
+	if body := finishedRow(t, c, runIDs(c.Get("/imports").Body)["again.jsonl"]); !strings.Contains(body, "0 stored, 3 already there, 1 skipped") {
+		t.Errorf("second upload: %s", body)
+	}
 }

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -11,9 +10,18 @@ import (
 
 	"github.com/curate/curate/db/pgtest"
 	"github.com/curate/curate/internal/accounts"
+	"github.com/curate/curate/internal/publicdata"
 )
 
-func TestImportCommand(t *testing.T) {
+// fixture is a file written for the import tests (see importfile's testdata).
+func fixture(name string) string {
+	return filepath.Join("..", "..", "internal", "importfile", "testdata", name)
+}
+
+// importEnv points the CLI at a fresh database with organisation acme and
+// returns a counter of rows in a table.
+func importEnv(t *testing.T) func(table string) int {
+	t.Helper()
 	pool, url := pgtest.NewDBURL(t)
 	t.Setenv("DATABASE_URL", url)
 	t.Setenv("CURATE_DATA_DIR", t.TempDir())
@@ -21,28 +29,28 @@ func TestImportCommand(t *testing.T) {
 	if _, err := accounts.New(pool).EnsureOrg(ctx, "acme", "Acme"); err != nil {
 		t.Fatal(err)
 	}
-	count := func() int {
+	return func(table string) int {
+		t.Helper()
 		var n int
-		if err := pool.QueryRow(ctx, "SELECT count(*) FROM feedback").Scan(&n); err != nil {
+		if err := pool.QueryRow(ctx, "SELECT count(*) FROM "+table).Scan(&n); err != nil {
 			t.Fatal(err)
 		}
 		return n
 	}
+}
 
-	// Every assistant message of the sample is one item.
-	const file = "../../../shared/data/oasst/en_100_tree.jsonl"
-	b, err := os.ReadFile(file)
-	if err != nil {
-		t.Fatal(err)
-	}
-	replies := len(regexp.MustCompile(`"role": *"assistant"`).FindAll(b, -1))
-
+func TestImportCommand(t *testing.T) {
+	count := importEnv(t)
+	// Six assistant replies; a seventh, deleted, is skipped.
+	file := fixture("oasst_trees.jsonl")
 	out, stderr, err := runCLI(t, "", "import", "--org", "acme", "--kind", "oasst", file)
 	if err != nil {
 		t.Fatalf("%v; stderr %s", err, stderr)
 	}
-	if want := fmt.Sprintf("imported en_100_tree.jsonl into acme: %d stored, 0 already there, 0 skipped", replies); !strings.Contains(out, want) {
-		t.Fatalf("output %q, want %q", out, want)
+	for _, want := range []string{"imported oasst_trees.jsonl into acme: 6 stored, 0 already there, 1 skipped", "  skipped 1: deleted (with its replies)"} {
+		if !strings.Contains(out, want) {
+			t.Fatalf("output %q, want %q", out, want)
+		}
 	}
 	if !strings.Contains(stderr, "storing") || !strings.Contains(stderr, "100%") {
 		t.Errorf("no progress bar on stderr: %q", stderr)
@@ -52,21 +60,18 @@ func TestImportCommand(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := fmt.Sprintf("0 stored, %d already there", replies); !strings.Contains(out, want) || count() != replies {
-		t.Fatalf("second import: %q, %d rows; want %q and %d rows", out, count(), want, replies)
+	if want := "0 stored, 6 already there"; !strings.Contains(out, want) || count("feedback") != 6 {
+		t.Fatalf("second import: %q, %d rows; want %q and 6 rows", out, count("feedback"), want)
 	}
 
 	// A cut-off file fails naming its line, and stores nothing.
-	cut := filepath.Join(t.TempDir(), "cut.jsonl")
-	if err := os.WriteFile(cut, []byte(`{"query":"q","response":"r","feedback_type":"thumbs_up"}`+"\n"+`{"query":"q2","resp`), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	cut := fixture("feedback_truncated.jsonl")
 	_, _, err = runCLI(t, "", "import", "--org", "acme", "--kind", "jsonl", cut)
-	if err == nil || !strings.Contains(err.Error(), "line 2") || !strings.Contains(err.Error(), "nothing was stored") {
-		t.Fatalf("err = %v, want a failure on line 2", err)
+	if err == nil || !strings.Contains(err.Error(), "line 3") || !strings.Contains(err.Error(), "nothing was stored") {
+		t.Fatalf("err = %v, want a failure on line 3", err)
 	}
-	if count() != replies {
-		t.Fatalf("%d rows after the failed import, want %d", count(), replies)
+	if count("feedback") != 6 {
+		t.Fatalf("%d rows after the failed import, want 6", count("feedback"))
 	}
 
 	for _, bad := range [][]string{
@@ -78,5 +83,29 @@ func TestImportCommand(t *testing.T) {
 		if _, _, err := runCLI(t, "", bad...); err == nil {
 			t.Errorf("%v accepted", bad)
 		}
+	}
+	// Every import, the failed one too, is a run.
+	if n := count("import_runs"); n != 3 {
+		t.Errorf("%d import runs, want 3", n)
+	}
+}
+
+// The public OpenAssistant sample: its README's 687 assistant replies.
+func TestImportCommandPublicData(t *testing.T) {
+	file := publicdata.Path(t, "oasst", "en_100_tree.jsonl")
+	count := importEnv(t)
+	b, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if replies := len(regexp.MustCompile(`"role": *"assistant"`).FindAll(b, -1)); replies != 687 {
+		t.Fatalf("%d assistant messages in the sample, its README says 687", replies)
+	}
+	out, stderr, err := runCLI(t, "", "import", "--org", "acme", "--kind", "oasst", file)
+	if err != nil {
+		t.Fatalf("%v; stderr %s", err, stderr)
+	}
+	if want := "imported en_100_tree.jsonl into acme: 687 stored, 0 already there, 0 skipped"; !strings.Contains(out, want) || count("feedback") != 687 {
+		t.Fatalf("output %q, want %q", out, want)
 	}
 }

@@ -22,7 +22,7 @@ import (
 	"github.com/curate/curate/internal/feedbackstats"
 	"github.com/curate/curate/internal/finetune"
 	"github.com/curate/curate/internal/health"
-	"github.com/curate/curate/internal/importer"
+	"github.com/curate/curate/internal/imports"
 	"github.com/curate/curate/internal/jobq"
 	"github.com/curate/curate/internal/pairs"
 )
@@ -38,7 +38,7 @@ type Services struct {
 	Accounts *accounts.Service
 	Feedback *feedback.Service
 	Pairs    *pairs.Service
-	Imports  *importer.Service
+	Imports  *imports.Service
 	Datasets *datasets.Service
 	FineTune *finetune.Service
 
@@ -58,12 +58,12 @@ func New(cfg config.Config, pool *pgxpool.Pool, log *slog.Logger) (*Services, er
 	if err != nil {
 		return nil, err
 	}
-	imp, err := importer.New(pool, cfg, log)
+	fb := &feedback.Service{Pool: pool}
+	ps := &pairs.Service{Pool: pool}
+	imp, err := imports.New(cfg, pool, fb, ps, inserter, log)
 	if err != nil {
 		return nil, err
 	}
-	fb := &feedback.Service{Pool: pool}
-	imp.Feedback = fb
 	ds := &datasets.Service{Pool: pool, Bucket: bucket}
 	ft := finetune.FromConfig(pool, cfg)
 	ft.SetDataSource(&datasets.FineTuneSource{Service: ds})
@@ -71,7 +71,7 @@ func New(cfg config.Config, pool *pgxpool.Pool, log *slog.Logger) (*Services, er
 		Config: cfg, Pool: pool, Log: log, Jobs: inserter,
 		Accounts: accounts.New(pool),
 		Feedback: fb,
-		Pairs:    &pairs.Service{Pool: pool},
+		Pairs:    ps,
 		Imports:  imp,
 		Datasets: ds,
 		FineTune: ft,

@@ -30,22 +30,36 @@ func (e *LineError) Unwrap() error { return e.Err }
 // OpenAI lines may carry "tools" only when empty, since tool definitions
 // cannot be kept. A leading system message becomes PrefExample.System.
 func ReadPref(ctx context.Context, f Format, r io.Reader, fn func(lineNo int, ex PrefExample) error) error {
-	var parse func([]byte) (PrefExample, error)
-	switch f {
-	case OpenAIPreference:
-		parse = parseOpenAIPref
-	case TRLPreference:
-		parse = parseTRLPref
-	default:
-		return fmt.Errorf("export: cannot read preference pairs from %s", f)
+	if _, err := prefParser(f); err != nil {
+		return err
 	}
 	return readLines(ctx, r, func(n int, line []byte) error {
-		ex, err := parse(line)
+		ex, err := ParsePref(f, line)
 		if err != nil {
 			return &LineError{Line: n, Err: err}
 		}
 		return fn(n, ex)
 	})
+}
+
+// ParsePref parses one line of a preference file, as ReadPref does, for
+// readers that split the lines themselves (package importfile).
+func ParsePref(f Format, line []byte) (PrefExample, error) {
+	parse, err := prefParser(f)
+	if err != nil {
+		return PrefExample{}, err
+	}
+	return parse(line)
+}
+
+func prefParser(f Format) (func([]byte) (PrefExample, error), error) {
+	switch f {
+	case OpenAIPreference:
+		return parseOpenAIPref, nil
+	case TRLPreference:
+		return parseTRLPref, nil
+	}
+	return nil, fmt.Errorf("export: cannot read preference pairs from %s", f)
 }
 
 // ReadSFT reads a JSON Lines file of SFT examples in OpenAIChat or

@@ -1,7 +1,6 @@
 package pairs_test
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"math/rand/v2"
@@ -110,32 +109,4 @@ func loadFeedback(b *testing.B, s *pairs.Service, org uuid.UUID, n int) {
 	if _, err := s.Pool.Exec(context.Background(), "ANALYZE feedback"); err != nil {
 		b.Fatal(err)
 	}
-}
-
-// BenchmarkHHRLHFImport imports the shared HH-RLHF sample (1,156 lines)
-// into an empty organisation per iteration and reports pairs read per
-// second.
-func BenchmarkHHRLHFImport(b *testing.B) {
-	data, err := os.ReadFile(dataPath(b, "hh-rlhf/harmless-base-test.part1.jsonl.gz"))
-	if err != nil {
-		b.Fatal(err)
-	}
-	pool, store, org := setup(b)
-	var rows int
-	var elapsed time.Duration
-	for b.Loop() {
-		b.StopTimer()
-		if _, err := pool.Exec(context.Background(), `DELETE FROM preference_pairs`); err != nil {
-			b.Fatal(err)
-		}
-		b.StartTimer()
-		start := time.Now()
-		rep, err := store.Import(context.Background(), curator, org, "hh-rlhf", bytes.NewReader(data))
-		if err != nil {
-			b.Fatal(err)
-		}
-		elapsed += time.Since(start)
-		rows += rep.Read + len(rep.Skipped)
-	}
-	b.ReportMetric(float64(rows)/elapsed.Seconds(), "rows/s")
 }

@@ -1,22 +1,19 @@
-package imports
+package importfile
 
 import (
 	"context"
 	"errors"
 	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
-)
 
-// sharedData is the folder of public test data, which CI keeps beside the
-// checkout.
-var sharedData = filepath.Join("..", "..", "..", "shared", "data")
+	"github.com/curate/curate/internal/publicdata"
+)
 
 func readHHFile(t *testing.T) (map[int]Pair, Report) {
 	t.Helper()
-	f, err := os.Open(filepath.Join(sharedData, "hh-rlhf", "harmless-base-test.part1.jsonl.gz"))
+	f, err := os.Open(publicdata.Path(t, "hh-rlhf", "harmless-base-test.part1.jsonl.gz"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package importer_test
+package imports_test
 
 import (
 	"bytes"
@@ -9,7 +9,7 @@ import (
 
 	"github.com/curate/curate/internal/audit"
 	"github.com/curate/curate/internal/errs"
-	"github.com/curate/curate/internal/importer"
+	"github.com/curate/curate/internal/imports"
 	"github.com/curate/curate/internal/langfuse"
 	"github.com/curate/curate/internal/langfuse/langfusetest"
 )
@@ -37,15 +37,15 @@ func fakeLangfuse(t *testing.T) *langfusetest.Server {
 	})
 }
 
-func (f *fixture) connect(t *testing.T, host, secret string) {
+func (f *env) connect(t *testing.T, host, secret string) {
 	t.Helper()
-	if _, err := f.svc.SaveConnection(f.ctx, admin, f.orgID, importer.ConnectionInput{Host: host, PublicKey: langfusetest.DefaultPublicKey, SecretKey: secret}); err != nil {
+	if _, err := f.svc.SaveConnection(f.ctx, admin, f.orgID, imports.ConnectionInput{Host: host, PublicKey: langfusetest.DefaultPublicKey, SecretKey: secret}); err != nil {
 		t.Fatal(err)
 	}
 }
 
 func TestLangfuseSync(t *testing.T) {
-	f := newFixture(t)
+	f := newEnv(t)
 	srv := fakeLangfuse(t)
 	f.connect(t, srv.URL, srv.SecretKey)
 
@@ -124,29 +124,29 @@ func ptr[T any](v T) *T { return &v }
 func TestLangfuseSyncFailures(t *testing.T) {
 	cases := []struct {
 		name    string
-		setup   func(f *fixture, srv *langfusetest.Server)
+		setup   func(f *env, srv *langfusetest.Server)
 		is      error
 		mention string
 	}{
-		{"wrong secret", func(f *fixture, srv *langfusetest.Server) { f.connect(t, srv.URL, "sk-lf-wrong") },
+		{"wrong secret", func(f *env, srv *langfusetest.Server) { f.connect(t, srv.URL, "sk-lf-wrong") },
 			langfuse.ErrUnauthorized, "rejected the API keys"},
-		{"unreachable", func(f *fixture, srv *langfusetest.Server) {
+		{"unreachable", func(f *env, srv *langfusetest.Server) {
 			dead := langfusetest.NewServer(t, langfusetest.Options{})
 			dead.Close()
 			f.connect(t, dead.URL, srv.SecretKey)
 		}, langfuse.ErrUnreachable, "cannot reach"},
-		{"trace refused halfway", func(f *fixture, srv *langfusetest.Server) {
+		{"trace refused halfway", func(f *env, srv *langfusetest.Server) {
 			f.connect(t, srv.URL, srv.SecretKey)
 			srv.FailNext(langfusetest.EndpointTrace, 403, 1)
 		}, langfuse.ErrUnauthorized, "refused access"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			f := newFixture(t)
+			f := newEnv(t)
 			srv := fakeLangfuse(t)
 			tc.setup(f, srv)
 			_, err := f.svc.Sync(f.ctx, f.orgID)
-			var se *importer.SyncError
+			var se *imports.SyncError
 			if !errors.As(err, &se) || !errors.Is(err, tc.is) {
 				t.Fatalf("err = %v, want a SyncError matching %v", err, tc.is)
 			}
@@ -165,9 +165,9 @@ func TestLangfuseSyncFailures(t *testing.T) {
 }
 
 func TestSaveConnection(t *testing.T) {
-	f := newFixture(t)
+	f := newEnv(t)
 	srv := fakeLangfuse(t)
-	_, err := f.svc.SaveConnection(f.ctx, admin, f.orgID, importer.ConnectionInput{Host: "ftp://x", PublicKey: "", SecretKey: ""})
+	_, err := f.svc.SaveConnection(f.ctx, admin, f.orgID, imports.ConnectionInput{Host: "ftp://x", PublicKey: "", SecretKey: ""})
 	var inv *errs.Invalid
 	if !errors.As(err, &inv) {
 		t.Fatalf("err = %v, want field errors", err)
@@ -178,7 +178,7 @@ func TestSaveConnection(t *testing.T) {
 
 	f.connect(t, srv.URL, srv.SecretKey)
 	// Saving again without a secret keeps the stored one.
-	if _, err := f.svc.SaveConnection(f.ctx, admin, f.orgID, importer.ConnectionInput{Host: srv.URL + "/", PublicKey: langfusetest.DefaultPublicKey}); err != nil {
+	if _, err := f.svc.SaveConnection(f.ctx, admin, f.orgID, imports.ConnectionInput{Host: srv.URL + "/", PublicKey: langfusetest.DefaultPublicKey}); err != nil {
 		t.Fatal(err)
 	}
 	if err := f.svc.TestConnection(f.ctx, f.orgID); err != nil {
@@ -186,5 +186,28 @@ func TestSaveConnection(t *testing.T) {
 	}
 	if n := f.count(t, "SELECT count(*) FROM audit_log WHERE action = 'langfuse.connection_save' AND NOT details::text LIKE '%sk-lf%'"); n != 2 {
 		t.Fatalf("%d audit entries without the secret, want 2", n)
+	}
+}
+
+// A requested sync and the periodic one queue their job themselves, one per
+// organisation while it waits; a request without a connection queues none.
+func TestQueueSyncs(t *testing.T) {
+	f := newEnv(t)
+	if err := f.svc.RequestSync(f.ctx, admin, f.orgID); !errors.Is(err, errs.ErrNotFound) {
+		t.Fatalf("sync of an organisation without a connection: %v", err)
+	}
+	srv := fakeLangfuse(t)
+	f.connect(t, srv.URL, srv.SecretKey)
+	if err := f.svc.RequestSync(f.ctx, admin, f.orgID); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.svc.QueueSyncs(f.ctx); err != nil {
+		t.Fatal(err)
+	}
+	if n := f.count(t, "SELECT count(*) FROM river_job WHERE kind = 'langfuse_sync' AND args->>'org_id' = $1", f.orgID.String()); n != 1 {
+		t.Fatalf("%d sync jobs waiting, want 1", n)
+	}
+	if n := f.count(t, "SELECT count(*) FROM audit_log WHERE action = 'langfuse.sync_requested'"); n != 1 {
+		t.Fatalf("%d audit entries for the request, want 1", n)
 	}
 }

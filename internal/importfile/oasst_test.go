@@ -1,4 +1,4 @@
-package imports
+package importfile
 
 import (
 	"bufio"
@@ -7,17 +7,22 @@ import (
 	"errors"
 	"math"
 	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/curate/curate/internal/publicdata"
 )
 
-var oasstFile = filepath.Join(sharedData, "oasst", "en_100_tree.jsonl")
+// oasstFile is the public OpenAssistant sample (see publicdata).
+func oasstFile(t *testing.T) string {
+	t.Helper()
+	return publicdata.Path(t, "oasst", "en_100_tree.jsonl")
+}
 
 func readOASSTFile(t *testing.T) ([]OASSTTree, Report) {
 	t.Helper()
-	f, err := os.Open(oasstFile)
+	f, err := os.Open(oasstFile(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -39,7 +44,7 @@ func readOASSTFile(t *testing.T) ([]OASSTTree, Report) {
 // expand to.
 func rawCounts(t *testing.T) (messages, assistants, answered, groups, pairs int) {
 	t.Helper()
-	f, err := os.Open(oasstFile)
+	f, err := os.Open(oasstFile(t))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package importer
+package imports
 
 import (
 	"context"
@@ -122,11 +122,6 @@ func (s *Service) TestConnection(ctx context.Context, orgID uuid.UUID) error {
 		return errors.Join(err, rerr)
 	}
 	return err
-}
-
-// ConnectedOrgs lists the organisations with a Langfuse connection.
-func (s *Service) ConnectedOrgs(ctx context.Context) ([]uuid.UUID, error) {
-	return s.Q.LangfuseConnectionOrgs(ctx)
 }
 
 // Sync imports the scores given since the last successful sync (all of
@@ -280,8 +275,8 @@ func langfuseItem(f langfuse.Feedback) feedback.Item {
 }
 
 // RequestSync audits a person's "sync now" ("langfuse.sync_requested") and
-// calls enqueue in the same transaction to queue the sync job.
-func (s *Service) RequestSync(ctx context.Context, actor audit.Actor, orgID uuid.UUID, enqueue func(ctx context.Context, tx pgx.Tx) error) error {
+// queues the sync job in the same transaction.
+func (s *Service) RequestSync(ctx context.Context, actor audit.Actor, orgID uuid.UUID) error {
 	if _, err := s.Connection(ctx, orgID); err != nil {
 		return err
 	}
@@ -290,6 +285,7 @@ func (s *Service) RequestSync(ctx context.Context, actor audit.Actor, orgID uuid
 			TargetType: "langfuse_connection", TargetID: orgID.String()}); err != nil {
 			return err
 		}
-		return enqueue(ctx, tx)
+		_, err := s.Jobs.InsertTx(ctx, tx, LangfuseSyncArgs{OrgID: orgID}, nil)
+		return err
 	})
 }

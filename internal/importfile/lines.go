@@ -1,6 +1,7 @@
-// Package imports reads the files people bring to Curate: HH-RLHF
-// preference pairs, OpenAssistant (OASST) message trees and Curate's own
-// JSONL feedback. Every reader streams (one line in memory at a time), reads
+// Package importfile reads the files people bring to Curate: Curate's own
+// JSONL feedback, OpenAssistant (OASST) message trees (their replies and
+// ranked pairs), HH-RLHF preference pairs, and TRL and OpenAI preference
+// files (what Curate's exports write, read back). Every reader streams (one line in memory at a time), reads
 // plain or gzip-compressed input (told apart by its first bytes), recognises
 // a Git LFS pointer checked in instead of the data, and reports bad input as
 // a *LineError naming the line and the reason.
@@ -11,7 +12,7 @@
 //
 // The readers return small local types (Message, Pair, OASSTItem); mapping
 // them to database rows is the caller's business.
-package imports
+package importfile
 
 import (
 	"bufio"

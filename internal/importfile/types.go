@@ -1,4 +1,4 @@
-package imports
+package importfile
 
 // Message is one turn of a conversation. Role is "user" or "assistant", the
 // names the export formats use.
@@ -16,6 +16,9 @@ const (
 // Pair is one preference: for the conversation Prompt (ending with the user
 // turn being answered), the reply Chosen is preferred over Rejected.
 type Pair struct {
+	// System is the system prompt, where the format has one (TRL and
+	// OpenAI preference files).
+	System   string
 	Prompt   []Message
 	Chosen   string
 	Rejected string
@@ -27,7 +30,8 @@ type Pair struct {
 	Line int
 	// ExternalID identifies the pair across imports of the same data, so a
 	// re-import can be recognised: "hh-rlhf:<sha256 of the line, 32 hex>"
-	// or "oasst:<chosen message id>:<rejected message id>".
+	// or "oasst:<chosen message id>:<rejected message id>". TRL and OpenAI
+	// files have none: their pairs are known again by their content.
 	ExternalID string
 	// ChosenExternalID and RejectedExternalID are the feedback items'
 	// ExternalIDs of the two replies where the source has them (OASST).

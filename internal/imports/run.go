@@ -1,15 +1,14 @@
-package importer
+package imports
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -21,18 +20,8 @@ import (
 	"github.com/curate/curate/db"
 	"github.com/curate/curate/internal/audit"
 	"github.com/curate/curate/internal/errs"
-	"github.com/curate/curate/internal/feedback"
-	"github.com/curate/curate/internal/imports"
+	"github.com/curate/curate/internal/importfile"
 )
-
-// File kinds.
-const (
-	KindJSONL = "jsonl" // one feedback item per line, the API's item shape
-	KindOASST = "oasst" // OpenAssistant message trees, one tree per line
-)
-
-// Kinds lists the file kinds, for forms and flags.
-var Kinds = []string{KindJSONL, KindOASST}
 
 // Run statuses and phases, as the import_runs row has them.
 const (
@@ -48,7 +37,7 @@ const (
 const (
 	// MaxUpload bounds an uploaded file.
 	MaxUpload = 200 << 20
-	// batchSize is how many items go to the database in one COPY.
+	// batchSize is how many records go to the database in one statement.
 	batchSize = 1000
 	// progressEvery bounds how often progress is written to the run's row.
 	progressEvery = 250 * time.Millisecond
@@ -66,16 +55,15 @@ type NewRun struct {
 	Size int64
 }
 
-// Enqueue is called inside the transaction that records a run, so the run
-// and the job that will work it commit together.
-type Enqueue func(ctx context.Context, tx pgx.Tx, run db.ImportRun) error
-
-// Start records a queued run and audits it ("import.start"); with a Body it
-// first keeps the file under the data directory.
-func (s *Service) Start(ctx context.Context, actor audit.Actor, in NewRun, enqueue Enqueue) (db.ImportRun, error) {
+// Start records a queued run and audits it ("import.start"). An upload
+// (Body set) is first kept under the data directory, and its import job is
+// queued in the transaction that records the run, so the two exist
+// together; a file read in place (the CLI's) is worked by the caller
+// through Run.
+func (s *Service) Start(ctx context.Context, actor audit.Actor, in NewRun) (db.ImportRun, error) {
 	v := &errs.Invalid{}
-	if in.Kind != KindJSONL && in.Kind != KindOASST {
-		v.Add("kind", "must be %s", strings.Join(Kinds, " or "))
+	if !slices.Contains(Kinds, in.Kind) {
+		v.Add("kind", "must be one of %s", strings.Join(Kinds, ", "))
 	}
 	in.FileName = cleanName(in.FileName)
 	if in.FileName == "" {
@@ -115,10 +103,11 @@ func (s *Service) Start(ctx context.Context, actor audit.Actor, in NewRun, enque
 			TargetID: id.String(), Details: map[string]any{"kind": in.Kind, "file_name": in.FileName, "file_size": in.Size}}); err != nil {
 			return err
 		}
-		if enqueue != nil {
-			return enqueue(ctx, tx, run)
+		if in.Body == nil {
+			return nil
 		}
-		return nil
+		_, err = s.Jobs.InsertTx(ctx, tx, ImportArgs{OrgID: run.OrgID, RunID: run.ID}, nil)
+		return err
 	})
 	if err != nil {
 		if in.Body != nil {
@@ -197,8 +186,9 @@ func (s *Service) RunUpload(ctx context.Context, orgID, runID uuid.UUID) (Summar
 
 // Run imports the run's file at path: it reads the whole file once to check
 // every record, and only when all are good reads it again and stores the
-// items in batches inside one transaction, so a bad or cut-off file stores
-// nothing and a crash halfway leaves nothing behind for the retry. Progress
+// records (feedback items or pairs, by the run's kind) in batches inside
+// one transaction, so a bad or cut-off file stores nothing and a crash
+// halfway leaves nothing behind for the retry. Progress
 // is written to the run's row as it goes and passed to progress (may be
 // nil). The outcome (counts, or the error with its line) is recorded on the
 // row; errors from the input match IsBadInput.
@@ -234,7 +224,7 @@ func (s *Service) finish(ctx context.Context, run db.ImportRun, sum Summary, run
 		if !IsBadInput(runErr) {
 			p.Error += " (the import is tried again)"
 		}
-		var le *imports.LineError
+		var le *importfile.LineError
 		if errors.As(runErr, &le) {
 			p.ErrorLine = pgtype.Int4{Int32: int32(le.Line), Valid: true}
 		}
@@ -245,10 +235,10 @@ func (s *Service) finish(ctx context.Context, run db.ImportRun, sum Summary, run
 // IsBadInput reports whether an import failed because of its input (a bad
 // line, a wrong or empty file), which trying again would not change.
 func IsBadInput(err error) bool {
-	var le *imports.LineError
+	var le *importfile.LineError
 	var inv *errs.Invalid
-	return errors.As(err, &le) || errors.As(err, &inv) || errors.Is(err, imports.ErrEmpty) ||
-		errors.Is(err, imports.ErrLFSPointer) || errors.Is(err, imports.ErrGzip) || errors.Is(err, os.ErrNotExist)
+	return errors.As(err, &le) || errors.As(err, &inv) || errors.Is(err, importfile.ErrEmpty) ||
+		errors.Is(err, importfile.ErrLFSPointer) || errors.Is(err, importfile.ErrGzip) || errors.Is(err, os.ErrNotExist)
 }
 
 // reporter passes progress to the caller and, at most every progressEvery,
@@ -276,36 +266,51 @@ func (r *reporter) report(ctx context.Context, phase string, done int64) {
 	}
 }
 
-// importFile checks, then stores, the file at path.
+// importFile checks, then stores, the file at path, as its kind says.
 func (s *Service) importFile(ctx context.Context, run db.ImportRun, path string, rep *reporter) (Summary, error) {
-	var checked Summary
-	err := s.readFile(ctx, run, path, PhaseChecking, rep, &checked, func(int, feedback.Item) error { return nil })
+	switch {
+	case slices.Contains(FeedbackKinds, run.Kind):
+		return checkThenStore(ctx, s, run, path, rep, readFeedback, s.storeFeedback)
+	case IsPairKind(run.Kind):
+		return checkThenStore(ctx, s, run, path, rep, readPairs, s.pairStore())
+	}
+	return Summary{}, fmt.Errorf("unknown import kind %q", run.Kind)
+}
+
+// checkThenStore is the one pipeline of every file: read reads the file as
+// kind, counting skipped records in sum and passing each good one to its
+// callback, or fails at the first bad one; store stores a batch in the
+// run's transaction, counting it in sum. The file is read whole to check
+// it, and only then read again to store it.
+func checkThenStore[T any](ctx context.Context, s *Service, run db.ImportRun, path string, rep *reporter,
+	read func(ctx context.Context, kind string, r io.Reader, sum *Summary, fn func(T) error) error,
+	store func(ctx context.Context, tx pgx.Tx, run db.ImportRun, batch []T, sum *Summary) error,
+) (Summary, error) {
+	err := readFile(ctx, run, path, PhaseChecking, rep, func(r io.Reader) error {
+		return read(ctx, run.Kind, r, &Summary{}, func(T) error { return nil })
+	})
 	if err != nil {
 		return Summary{}, err
 	}
 	var sum Summary
 	err = pgx.BeginFunc(ctx, s.Pool, func(tx pgx.Tx) error {
-		sum = Summary{}
-		batch := make([]feedback.Item, 0, batchSize)
+		batch := make([]T, 0, batchSize)
 		flush := func() error {
 			if len(batch) == 0 {
 				return nil
 			}
-			res, err := s.Feedback.IngestBatchTx(ctx, tx, run.OrgID, "file", batch)
-			if err != nil {
-				return err
-			}
-			sum.Stored += res.Inserted
-			sum.Duplicates += res.Duplicates
+			err := store(ctx, tx, run, batch, &sum)
 			batch = batch[:0]
-			return nil
+			return err
 		}
-		err := s.readFile(ctx, run, path, PhaseStoring, rep, &sum, func(_ int, it feedback.Item) error {
-			batch = append(batch, it)
-			if len(batch) == batchSize {
-				return flush()
-			}
-			return nil
+		err := readFile(ctx, run, path, PhaseStoring, rep, func(r io.Reader) error {
+			return read(ctx, run.Kind, r, &sum, func(v T) error {
+				batch = append(batch, v)
+				if len(batch) == batchSize {
+					return flush()
+				}
+				return nil
+			})
 		})
 		if err != nil {
 			return err
@@ -315,123 +320,16 @@ func (s *Service) importFile(ctx context.Context, run db.ImportRun, path string,
 	return sum, err
 }
 
-// readFile reads the file at path as run.Kind, maps and validates every
-// record, counts skipped ones in sum and passes each item to fn.
-func (s *Service) readFile(ctx context.Context, run db.ImportRun, path, phase string, rep *reporter, sum *Summary, fn func(line int, it feedback.Item) error) error {
+// readFile opens the file at path and passes it to read, reporting the
+// bytes read in this phase.
+func readFile(ctx context.Context, run db.ImportRun, path, phase string, rep *reporter, read func(io.Reader) error) error {
 	f, err := os.Open(path)
 	if err != nil {
 		return err
 	}
 	defer f.Close()
 	rep.report(ctx, phase, 0)
-	r := imports.WithProgress(f, run.FileSize, func(read, _ int64) { rep.report(ctx, phase, read) })
-	switch run.Kind {
-	case KindJSONL:
-		return readJSONL(ctx, r, fn)
-	case KindOASST:
-		return readOASST(ctx, r, sum, fn)
-	}
-	return fmt.Errorf("unknown import kind %q", run.Kind)
-}
-
-// readJSONL reads feedback items in the API's shape. An item without an
-// external_id gets "jsonl:" and a digest of its content, so importing the
-// same file again is recognised and stores nothing new.
-func readJSONL(ctx context.Context, r io.Reader, fn func(int, feedback.Item) error) error {
-	return imports.ReadJSONL(ctx, r, func(line int, it feedback.Item) error {
-		v := &errs.Invalid{}
-		it.Validate(v, "")
-		if v.Has() {
-			return v
-		}
-		if it.ExternalID == "" {
-			b, err := json.Marshal(it)
-			if err != nil {
-				return err
-			}
-			sum := sha256.Sum256(b)
-			it.ExternalID = "jsonl:" + hex.EncodeToString(sum[:16])
-		}
-		return fn(line, it)
-	})
-}
-
-// readOASST turns every assistant reply of the trees into a feedback item.
-func readOASST(ctx context.Context, r io.Reader, sum *Summary, fn func(int, feedback.Item) error) error {
-	rep, err := imports.ReadOASST(ctx, r, func(tree imports.OASSTTree) error {
-		for _, o := range tree.Items {
-			it, err := oasstItem(o)
-			if err != nil {
-				return err
-			}
-			v := &errs.Invalid{}
-			it.Validate(v, "message "+o.MessageID+": ")
-			if v.Has() {
-				return v
-			}
-			if err := fn(tree.Line, it); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
-	for _, sk := range rep.Skipped {
-		sum.skip(skipReason(sk.Reason))
-	}
-	return err
-}
-
-// skipReason drops the message or tree id the reader puts before the
-// reason ("message 1f…: deleted (with its replies)"), so reasons add up.
-func skipReason(reason string) string {
-	if _, rest, ok := strings.Cut(reason, ": "); ok && (strings.HasPrefix(reason, "message ") || strings.HasPrefix(reason, "tree ")) {
-		return rest
-	}
-	return reason
-}
-
-// oasstItem maps one OASST assistant reply: the question is the prompt's
-// last (user) turn, the earlier turns go to context.messages; the votes
-// give the thumbs (a reply without a majority either way is "detailed":
-// its rank is the judgement); the rank is kept with the parent message's id
-// as the group, for turning ranks into pairs.
-func oasstItem(o imports.OASSTItem) (feedback.Item, error) {
-	if len(o.Prompt) == 0 {
-		return feedback.Item{}, fmt.Errorf("message %s: no prompt", o.MessageID)
-	}
-	last := o.Prompt[len(o.Prompt)-1]
-	it := feedback.Item{
-		ExternalID: o.ExternalID,
-		SessionID:  o.TreeID,
-		Query:      last.Content,
-		Response:   o.Response,
-		Model:      o.ModelName,
-		Rank:       o.Rank,
-		RankGroup:  o.ParentID,
-		Tags:       []string{"oasst"},
-	}
-	switch o.Thumbs {
-	case imports.ThumbsUp:
-		it.FeedbackType = "thumbs_up"
-	case imports.ThumbsDown:
-		it.FeedbackType = "thumbs_down"
-	default:
-		it.FeedbackType = "detailed"
-	}
-	if o.Up+o.Down > 0 {
-		it.Comment = fmt.Sprintf("OpenAssistant votes: %d up, %d down", o.Up, o.Down)
-	}
-	if o.Synthetic {
-		it.Tags = append(it.Tags, "synthetic")
-	}
-	if len(o.Prompt) > 1 {
-		b, err := json.Marshal(map[string]any{"messages": o.Prompt[:len(o.Prompt)-1]})
-		if err != nil {
-			return feedback.Item{}, err
-		}
-		it.Context = b
-	}
-	return it, nil
+	return read(importfile.WithProgress(f, run.FileSize, func(n, _ int64) { rep.report(ctx, phase, n) }))
 }
 
 func nonNilMap(m map[string]int) map[string]int {

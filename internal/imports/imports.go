@@ -1,0 +1,137 @@
+// Package imports brings data into Curate from outside, all through one
+// pipeline: files uploaded in the browser or given to the CLI (feedback in
+// Curate's JSONL or as OpenAssistant trees; preference pairs from HH-RLHF,
+// OpenAssistant ranked siblings, or TRL and OpenAI preference files), and an
+// organisation's Langfuse project, synced periodically.
+//
+// Every file import is an import run (a row of import_runs whose kind,
+// progress, counts and error the pages show). The file is read whole once
+// to check every record, then again to store, inside one transaction: a
+// file with one bad line stores nothing. Package importfile reads the
+// formats; this package maps what it reads to feedback.Item or
+// pairs.ImportPair and stores it through feedback.Service or pairs.Service.
+// A Langfuse sync is all or nothing too.
+//
+// The service starts its own background work: an upload's run and its
+// import job (ImportArgs), or a requested sync and its job
+// (LangfuseSyncArgs), are written in one transaction. The workers in
+// package jobs call back into the service; handlers and the CLI call it
+// directly. It knows nothing of HTTP.
+package imports
+
+import (
+	"log/slog"
+	"net/http"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/curate/curate/db"
+	"github.com/curate/curate/internal/config"
+	"github.com/curate/curate/internal/feedback"
+	"github.com/curate/curate/internal/importfile"
+	"github.com/curate/curate/internal/jobq"
+	"github.com/curate/curate/internal/pairs"
+	"github.com/curate/curate/internal/secrets"
+)
+
+// File kinds: what a file holds, and so what its import stores.
+const (
+	KindJSONL            = "jsonl"             // feedback items, the API's item shape, one per line
+	KindOASST            = "oasst"             // OpenAssistant message trees: every assistant reply as feedback
+	KindHHRLHF           = "hh-rlhf"           // Anthropic HH-RLHF chosen/rejected transcripts: pairs
+	KindOASSTPairs       = "oasst-pairs"       // OpenAssistant message trees: ranked siblings as pairs
+	KindTRL              = "trl"               // TRL preference lines (Curate's trl_preference export): pairs
+	KindOpenAIPreference = "openai-preference" // OpenAI DPO lines (Curate's openai_preference export): pairs
+)
+
+var (
+	// FeedbackKinds are the kinds whose import stores feedback items.
+	FeedbackKinds = []string{KindJSONL, KindOASST}
+	// PairKinds are the kinds whose import stores preference pairs.
+	PairKinds = []string{KindHHRLHF, KindOASSTPairs, KindTRL, KindOpenAIPreference}
+	// Kinds lists every kind, for forms and flags.
+	Kinds = slices.Concat(FeedbackKinds, PairKinds)
+)
+
+// IsPairKind reports whether a file of this kind holds preference pairs.
+func IsPairKind(kind string) bool { return slices.Contains(PairKinds, kind) }
+
+// Service runs imports for one database.
+type Service struct {
+	Pool     *pgxpool.Pool
+	Q        *db.Queries
+	Feedback *feedback.Service
+	Pairs    *pairs.Service
+	// Jobs queues the import and sync jobs, in the transaction that
+	// records what they will work on.
+	Jobs    jobq.Inserter
+	Secrets *secrets.Box
+	// DataDir holds uploaded files under imports/<run id> until their run ends.
+	DataDir string
+	// HTTP talks to Langfuse; nil means the Langfuse client's default.
+	HTTP *http.Client
+	Log  *slog.Logger
+}
+
+// New builds the service on the process's feedback and pair services, from
+// the configuration: the data directory and the key that encrypts stored
+// secrets (see config.Config.Secret).
+func New(cfg config.Config, pool *pgxpool.Pool, fb *feedback.Service, ps *pairs.Service, jobs jobq.Inserter, log *slog.Logger) (*Service, error) {
+	key, err := cfg.Secret()
+	if err != nil {
+		return nil, err
+	}
+	box, err := secrets.New(key)
+	if err != nil {
+		return nil, err
+	}
+	return &Service{Pool: pool, Q: db.New(pool), Feedback: fb, Pairs: ps, Jobs: jobs, Secrets: box, DataDir: cfg.DataDir, Log: log}, nil
+}
+
+// UploadPath is where an uploaded file waits for its run.
+func (s *Service) UploadPath(runID uuid.UUID) string {
+	return filepath.Join(s.DataDir, "imports", runID.String())
+}
+
+// Summary is what an import stored (feedback items or pairs, by its
+// kind), and what it left out and why.
+type Summary struct {
+	Stored     int            `json:"stored"`
+	Duplicates int            `json:"duplicates"` // already stored (same external id or content), or repeated in the input
+	Skipped    int            `json:"skipped"`
+	Reasons    map[string]int `json:"reasons"` // why records were skipped: reason -> count
+	// Skips lists the skipped records of a file with their lines, in order.
+	Skips []importfile.Skip `json:"-"`
+	// PairIDs are, for a pair file, the stored pairs the file's pairs are,
+	// whether this import stored them or found them already there, each
+	// once, so that a caller can put the file's pairs into a dataset.
+	PairIDs []uuid.UUID `json:"-"`
+}
+
+// skip counts a skipped record under its reason.
+func (s *Summary) skip(reason string) {
+	if s.Reasons == nil {
+		s.Reasons = map[string]int{}
+	}
+	s.Reasons[reason]++
+	s.Skipped++
+}
+
+// skipLine counts a skipped record of a file and keeps its line.
+func (s *Summary) skipLine(sk importfile.Skip) {
+	s.skip(skipReason(sk.Reason))
+	s.Skips = append(s.Skips, sk)
+}
+
+// skipReason drops the message or tree id the reader puts before the
+// reason ("message 1f…: deleted (with its replies)"), so reasons add up.
+func skipReason(reason string) string {
+	if _, rest, ok := strings.Cut(reason, ": "); ok && (strings.HasPrefix(reason, "message ") || strings.HasPrefix(reason, "tree ")) {
+		return rest
+	}
+	return reason
+}
