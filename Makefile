@@ -6,9 +6,12 @@ GO      ?= go
 HTMX    := 2.0.11
 UPLOT   := 1.6.32
 PYTHON  ?= python3
+# The trainer's tensor math tests need torch: CI installs Debian's
+# python3-torch, which only the system Python sees.
+TORCH_PYTHON ?= /usr/bin/python3
 TESTDIR := $(CURDIR)/.curate-test
 
-.PHONY: run build test generate check-generated lint gotest trainer-test bench assets clean
+.PHONY: run build test generate check-generated lint gotest trainer-test trainer-math bench assets clean
 
 ## run: build and start Curate in dev mode with its own Postgres in ./.curate
 run:
@@ -22,7 +25,7 @@ generate:
 	$(GO) tool templ generate
 	$(GO) tool sqlc generate
 
-## test: generated code up to date, vet, staticcheck, race tests, trainer unit tests
+## test: generated code up to date, vet, staticcheck, race tests, trainer unit and math tests
 test: check-generated lint gotest trainer-test
 
 check-generated:
@@ -46,8 +49,20 @@ gotest:
 	status=0; $(GO) test -race -count=1 -timeout=20m ./... || status=$$?; \
 	CURATE_DATA_DIR=$(TESTDIR) $(TESTDIR)/curate devdb stop >/dev/null; exit $$status
 
+## trainer-test: the trainer's tests under $(PYTHON); when it has no torch, the math tests run under $(TORCH_PYTHON)
 trainer-test:
 	cd trainer && $(PYTHON) -m unittest discover -s tests -v
+	@$(PYTHON) -c 'import torch' 2>/dev/null || $(MAKE) --no-print-directory trainer-math
+
+## trainer-math: the trainer's tensor math tests (tests/test_losses.py) under $(TORCH_PYTHON); without torch they fail under CI=true
+trainer-math:
+	@if $(TORCH_PYTHON) -c 'import torch' 2>/dev/null; then \
+		cd trainer && $(TORCH_PYTHON) -m unittest discover -s tests -p test_losses.py -v; \
+	elif [ "$${CI:-}" = true ]; then \
+		echo "trainer-math: $(TORCH_PYTHON) cannot import torch; CI needs Debian's python3-torch (.ci/run installs it)"; exit 1; \
+	else \
+		echo "trainer-math: NOT RUN: $(TORCH_PYTHON) cannot import torch (install python3-torch, or set TORCH_PYTHON to a Python that has torch)"; \
+	fi
 
 ## bench: benchmarks that print figures (CURATE_BENCH_ROWS sizes the database ones)
 bench:

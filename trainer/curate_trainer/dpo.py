@@ -7,14 +7,15 @@ only one copy of the weights is in memory. For each pair,
     rejected_reward = beta * (log pi(rejected) - log ref(rejected))
     loss            = -log sigmoid(chosen_reward - rejected_reward)
 
-where log pi is the summed log-probability of the reply's tokens.
+where log pi is the summed log-probability of the reply's tokens (the math
+is in losses.py).
 """
 
 import logging
 
 import torch
 
-from . import runtime
+from . import losses, runtime
 from .chat import ChatFormat
 from .errors import Cancelled, TrainerError
 from .training import Loop, LoopSettings
@@ -38,25 +39,12 @@ def encode_pairs(fmt, examples, max_length, field):
 def preference_stats(model, batch, run, pad_token_id, beta):
     """Loss (mean over the batch) and the per-pair chosen and rejected rewards."""
     sequences = [c for c, _, _ in batch] + [r for _, r, _ in batch]
-    input_ids, attention_mask, labels = runtime.collate(run, sequences, pad_token_id)
+    input_ids, attention_mask, labels = losses.collate(sequences, pad_token_id, run.device)
     n = len(batch)
     with torch.no_grad(), model.disable_adapter():
-        reference = runtime.sequence_logprobs(model, input_ids, attention_mask, labels)
-    policy = runtime.sequence_logprobs(model, input_ids, attention_mask, labels)
-    chosen = beta * (policy[:n] - reference[:n])
-    rejected = beta * (policy[n:] - reference[n:])
-    loss = -torch.nn.functional.logsigmoid(chosen - rejected).mean()
-    return loss, chosen.detach(), rejected.detach()
-
-
-def summary(chosen, rejected, prefix=""):
-    margin = chosen - rejected
-    return {
-        prefix + "reward_margin": margin.mean().item(),
-        prefix + "preference_accuracy": (margin > 0).float().mean().item(),
-        prefix + "chosen_reward": chosen.mean().item(),
-        prefix + "rejected_reward": rejected.mean().item(),
-    }
+        reference = losses.sequence_logprobs(model, input_ids, attention_mask, labels)
+    policy = losses.sequence_logprobs(model, input_ids, attention_mask, labels)
+    return losses.dpo_loss(policy[:n], policy[n:], reference[:n], reference[n:], beta)
 
 
 def train(run, train_examples, eval_examples):
@@ -74,19 +62,19 @@ def train(run, train_examples, eval_examples):
 
     def compute(batch):
         loss, chosen, rejected = preference_stats(model, batch, run, pad_id, hp.beta)
-        return loss, summary(chosen, rejected)
+        return loss, losses.preference_summary(chosen, rejected)
 
     def evaluate():
-        losses, chosen_all, rejected_all = [], [], []
+        batch_losses, chosen_all, rejected_all = [], [], []
         for i in range(0, len(eval_items), hp.batch_size):
             run.stop.check()
             batch = eval_items[i:i + hp.batch_size]
             loss, chosen, rejected = preference_stats(model, batch, run, pad_id, hp.beta)
-            losses.append(loss.item() * len(batch))
+            batch_losses.append(loss.item() * len(batch))
             chosen_all.append(chosen)
             rejected_all.append(rejected)
-        values = summary(torch.cat(chosen_all), torch.cat(rejected_all), prefix="eval_")
-        values["eval_loss"] = sum(losses) / len(eval_items)
+        values = losses.preference_summary(torch.cat(chosen_all), torch.cat(rejected_all), prefix="eval_")
+        values["eval_loss"] = sum(batch_losses) / len(eval_items)
         return values
 
     def checkpoint(name):

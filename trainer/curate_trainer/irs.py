@@ -18,7 +18,7 @@ from pathlib import Path
 
 import torch
 
-from . import runtime, scoring
+from . import losses, runtime, scoring
 from .chat import ChatFormat
 from .data import ChatExample, Message
 from .errors import Cancelled
@@ -75,8 +75,8 @@ def generate(run, model, tokenizer, fmt, prompts, iter_no):
         batch = prompts[start:start + irs.batch_size]
         # Left padding keeps every prompt's last token next to the generated ones.
         ids = [fmt.encode_prompt(p.prompt, prompt_room) for p in batch]
-        input_ids = runtime.pad(ids, tokenizer.pad_token_id, side="left").to(run.device)
-        attention_mask = runtime.pad([[1] * len(x) for x in ids], 0, side="left").to(run.device)
+        input_ids = losses.pad(ids, tokenizer.pad_token_id, side="left").to(run.device)
+        attention_mask = losses.pad([[1] * len(x) for x in ids], 0, side="left").to(run.device)
         with torch.no_grad():
             generated = model.generate(input_ids=input_ids, attention_mask=attention_mask, **kwargs)
         texts = tokenizer.batch_decode(generated[:, input_ids.shape[1]:], skip_special_tokens=True)

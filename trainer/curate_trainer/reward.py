@@ -3,16 +3,17 @@ body and a fully trained score head.
 
 Loss = ranking_weight * BT + mse_weight * MSE, where BT is the Bradley-Terry
 pairwise loss -log sigmoid(r_chosen - r_rejected) and MSE compares
-sigmoid(r) with (rating - 1) / 4 for the replies that carry a 1-5 rating.
-The final model is saved with the LoRA weights merged in, so ``final/`` loads
-with AutoModelForSequenceClassification alone (irs.reward_model takes it).
+sigmoid(r) with (rating - 1) / 4 for the replies that carry a 1-5 rating
+(both losses are in losses.py). The final model is saved with the LoRA
+weights merged in, so ``final/`` loads with AutoModelForSequenceClassification
+alone (irs.reward_model takes it).
 """
 
 import logging
 
 import torch
 
-from . import runtime
+from . import losses, runtime
 from .chat import ChatFormat
 from .errors import Cancelled, TrainerError
 from .training import Loop, LoopSettings
@@ -40,8 +41,8 @@ def _target(rating):
 
 def scores(model, run, sequences, pad_token_id):
     """The model's raw score for each token sequence."""
-    input_ids = runtime.pad(sequences, pad_token_id).to(run.device)
-    attention_mask = runtime.pad([[1] * len(s) for s in sequences], 0).to(run.device)
+    input_ids = losses.pad(sequences, pad_token_id).to(run.device)
+    attention_mask = losses.pad([[1] * len(s) for s in sequences], 0).to(run.device)
     out = model(input_ids=input_ids, attention_mask=attention_mask)
     return out.logits.squeeze(-1).float()
 
@@ -50,15 +51,8 @@ def pair_losses(model, run, batch, pad_token_id, hp):
     n = len(batch)
     r = scores(model, run, [c for c, _, _, _ in batch] + [rj for _, rj, _, _ in batch], pad_token_id)
     chosen, rejected = r[:n], r[n:]
-    ranking = -torch.nn.functional.logsigmoid(chosen - rejected).mean()
     targets = [t for _, _, t, _ in batch] + [t for _, _, _, t in batch]
-    rated = [i for i, t in enumerate(targets) if t is not None]
-    mse = None
-    if rated:
-        predicted = torch.sigmoid(r[rated])
-        wanted = torch.tensor([targets[i] for i in rated], device=r.device, dtype=r.dtype)
-        mse = torch.nn.functional.mse_loss(predicted, wanted)
-    return chosen, rejected, ranking, mse, r, targets
+    return chosen, rejected, losses.bradley_terry_loss(chosen, rejected), losses.rating_mse(r, targets), r, targets
 
 
 def _pearson(xs, ys):

@@ -1,6 +1,6 @@
 """What every training method shares once torch is loaded: the run's
-context, device and dtype choice, loading models offline, LoRA, batching and
-saving.
+context, device and dtype choice, loading models offline, LoRA and saving.
+Batching and the losses are in losses.py, which needs torch alone.
 
 This is the first module that imports torch, transformers and peft, and it
 is imported only when a run starts.
@@ -12,7 +12,6 @@ import random
 from dataclasses import dataclass
 from pathlib import Path
 
-from .chat import IGNORE
 from .errors import TrainerError
 
 # Nothing is ever fetched from the Hub: set before transformers is imported.
@@ -176,39 +175,6 @@ def trainable_summary(model):
     trainable = sum(p.numel() for p in model.parameters() if p.requires_grad)
     total = sum(p.numel() for p in model.parameters())
     return f"{trainable:,} of {total:,} parameters trainable ({100 * trainable / max(total, 1):.3f}%)"
-
-
-def pad(sequences, value, side="right"):
-    """A 2-D long tensor of the sequences padded to the longest."""
-    width = max(len(s) for s in sequences)
-    rows = []
-    for s in sequences:
-        fill = [value] * (width - len(s))
-        rows.append(list(s) + fill if side == "right" else fill + list(s))
-    return torch.tensor(rows, dtype=torch.long)
-
-
-def collate(run, pairs, pad_token_id):
-    """input_ids, attention_mask and labels on the run's device from (ids, labels) pairs."""
-    input_ids = pad([ids for ids, _ in pairs], pad_token_id)
-    attention_mask = pad([[1] * len(ids) for ids, _ in pairs], 0)
-    labels = pad([labels for _, labels in pairs], IGNORE)
-    return input_ids.to(run.device), attention_mask.to(run.device), labels.to(run.device)
-
-
-def token_logits(model, input_ids, attention_mask):
-    """Float32 logits predicting each next token (the last position dropped)."""
-    out = model(input_ids=input_ids, attention_mask=attention_mask)
-    return out.logits[:, :-1, :].float()
-
-
-def sequence_logprobs(model, input_ids, attention_mask, labels):
-    """Sum of log-probabilities of the labelled tokens of each sequence."""
-    logits = token_logits(model, input_ids, attention_mask)
-    targets = labels[:, 1:]
-    nll = torch.nn.functional.cross_entropy(
-        logits.transpose(1, 2), targets, ignore_index=IGNORE, reduction="none")
-    return -(nll * (targets != IGNORE)).sum(dim=-1)
 
 
 def save_model(run, model, tokenizer, relative, kind):

@@ -3,10 +3,8 @@
 import logging
 import math
 
-import torch
-
-from . import runtime
-from .chat import IGNORE, ChatFormat
+from . import losses, runtime
+from .chat import ChatFormat
 from .errors import Cancelled, TrainerError
 from .training import Loop, LoopSettings
 
@@ -32,12 +30,8 @@ def encode(fmt, examples, max_length, field):
 
 
 def token_loss(model, batch, run, pad_token_id, reduction="mean"):
-    input_ids, attention_mask, labels = runtime.collate(run, batch, pad_token_id)
-    logits = runtime.token_logits(model, input_ids, attention_mask)
-    targets = labels[:, 1:]
-    loss = torch.nn.functional.cross_entropy(
-        logits.reshape(-1, logits.shape[-1]), targets.reshape(-1), ignore_index=IGNORE, reduction=reduction)
-    return loss, int((targets != IGNORE).sum().item())
+    input_ids, attention_mask, labels = losses.collate(batch, pad_token_id, run.device)
+    return losses.token_loss(losses.token_logits(model, input_ids, attention_mask), labels, reduction)
 
 
 def make_loop(run, model, tokenizer, train, eval_items, settings, seed, iter=None, step_offset=0, checkpoint=None):
