@@ -285,10 +285,8 @@ func writeSplit(ctx context.Context, q *db.Queries, bucket *blob.Bucket, key str
 		return export.ManifestFile{}, 0, err
 	}
 	hw := export.NewHashingWriter(bw)
-	var ew export.Writer
-	if f == export.Parquet {
-		ew = export.NewParquetWriter(hw, export.Kind(ver.Kind))
-	} else if ew, err = export.NewWriter(f, hw); err != nil {
+	ew, err := export.NewWriter(f, hw, export.Kind(ver.Kind))
+	if err != nil {
 		cancel()
 		_ = bw.Close()
 		return export.ManifestFile{}, 0, err
