@@ -55,7 +55,7 @@ func New(cfg config.Config, pool *pgxpool.Pool, log *slog.Logger) (*Services, er
 	}
 	fb := &feedback.Service{Pool: pool}
 	imp.Feedback = fb
-	ds := &datasets.Service{Pool: pool, Bucket: bucket}
+	ds := &datasets.Service{Pool: pool, Bucket: bucket, Jobs: inserter}
 	ft := finetune.FromConfig(pool, cfg)
 	ft.SetDataSource(&datasets.FineTuneSource{Service: ds})
 	return &Services{

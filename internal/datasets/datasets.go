@@ -30,6 +30,7 @@ import (
 	"github.com/curate/curate/internal/errs"
 	"github.com/curate/curate/internal/export"
 	"github.com/curate/curate/internal/feedback"
+	"github.com/curate/curate/internal/jobq"
 )
 
 // Dataset types.
@@ -62,6 +63,9 @@ const (
 // Service does the work; its fields are its dependencies.
 type Service struct {
 	Pool *pgxpool.Pool
+	// Jobs inserts the export job in the transaction that records the
+	// export.
+	Jobs jobq.Inserter
 	// Bucket holds export files; nil where nothing is exported (the CLI
 	// writes to a directory bucket of its own).
 	Bucket *blob.Bucket
