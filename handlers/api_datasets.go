@@ -16,7 +16,7 @@ import (
 	"github.com/curate/curate/internal/auth"
 	"github.com/curate/curate/internal/datasets"
 	"github.com/curate/curate/internal/errs"
-	"github.com/curate/curate/internal/feedback"
+	"github.com/curate/curate/internal/keyset"
 )
 
 // splitBody is a split configuration in a request.
@@ -112,7 +112,7 @@ func (h *Handlers) APIDatasetList(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	limit, cursor, err := listPage(q, feedback.ParseCursor)
+	limit, cursor, err := listPage(q, func(s string) (*keyset.Cursor, error) { return keyset.Parse(datasets.ListCursor, s) })
 	if err != nil {
 		return err
 	}
@@ -128,7 +128,7 @@ func (h *Handlers) APIDatasetList(c echo.Context) error {
 		out.Data[i] = datasets.ToObject(r.TrainingDataset, int(r.MemberCount), nil, nil)
 	}
 	if next != nil {
-		out.NextCursor = next.Encode()
+		out.NextCursor = next.Encode(datasets.ListCursor)
 	}
 	return c.JSON(http.StatusOK, out)
 }

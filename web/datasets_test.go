@@ -15,6 +15,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/curate/curate/internal/export"
+	"github.com/curate/curate/internal/keyset"
 	"github.com/curate/curate/web/webtest"
 )
 
@@ -144,6 +145,12 @@ func TestDatasetAPILifecycleAndExport(t *testing.T) {
 		t.Fatalf("list %+v", list.Data)
 	}
 	s.API(viewer, http.MethodGet, "/api/training-datasets?status=bogus", nil).Must(t, http.StatusUnprocessableEntity)
+	// A cursor from another list is refused, naming the field.
+	pairsCursor := keyset.Cursor{At: time.Now(), ID: uuid.New()}.Encode("pairs")
+	s.API(viewer, http.MethodGet, "/api/training-datasets?cursor="+pairsCursor, nil).Must(t, http.StatusUnprocessableEntity).JSON(t, &p)
+	if p.fields() != "cursor" {
+		t.Fatalf("fields %q", p.fields())
+	}
 
 	// A stale If-Match is a conflict: nothing is overwritten.
 	stale := s.Client().Do(http.MethodPatch, base, strings.NewReader(`{"name":"Renamed"}`),

@@ -21,6 +21,7 @@ import (
 	"github.com/curate/curate/internal/errs"
 	"github.com/curate/curate/internal/feedback"
 	"github.com/curate/curate/internal/jobq"
+	"github.com/curate/curate/internal/keyset"
 )
 
 func TestMain(m *testing.M) { pgtest.Main(m) }
@@ -342,5 +343,39 @@ func TestAddByFilterCorrectedFeedback(t *testing.T) {
 	}
 	if ex.System != "You are the support assistant." || len(ex.Messages) != 2 || ex.Messages[1].Content != "Open Settings > Security and choose Reset password." {
 		t.Fatalf("frozen example %+v", ex)
+	}
+}
+
+// The list pages with the keyset cursor, newest first, each dataset once.
+func TestListPages(t *testing.T) {
+	ctx := context.Background()
+	e := newEnv(t)
+	var want []uuid.UUID
+	for i := range 5 {
+		d := e.dataset(t, datasets.TypeDPO, datasets.Settings{Name: fmt.Sprintf("Set %d", i)})
+		want = append([]uuid.UUID{d.ID}, want...)
+	}
+	var got []uuid.UUID
+	var cursor *keyset.Cursor
+	for page := 0; ; page++ {
+		rows, next, err := e.svc.List(ctx, e.org, datasets.ListFilter{}, cursor, 2)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range rows {
+			got = append(got, r.TrainingDataset.ID)
+		}
+		if next == nil {
+			if page != 2 || len(rows) != 1 {
+				t.Fatalf("last page is page %d with %d rows; want page 2 with 1", page, len(rows))
+			}
+			break
+		}
+		if cursor, err = keyset.Parse(datasets.ListCursor, next.Encode(datasets.ListCursor)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("pages gave %v, want %v (newest first)", got, want)
 	}
 }
