@@ -186,3 +186,28 @@ func countParams(org uuid.UUID, a filterArgs) db.FeedbackStatusCountsParams {
 	p := listParams(org, a, 0)
 	return db.FeedbackStatusCountsParams{OrgID: org, FeedbackType: p.FeedbackType, Tag: p.Tag, Model: p.Model, RatingMin: p.RatingMin}
 }
+
+// One query lists an organisation's model names: each once, in order,
+// none empty, none of another organisation.
+func TestFeedbackModels(t *testing.T) {
+	ctx := context.Background()
+	pool := pgtest.NewDB(t)
+	org := seedQueue(t, pool, 90)
+	other := seedQueue(t, pool, 3)
+	for _, m := range []struct {
+		org   uuid.UUID
+		model string
+	}{{org, ""}, {other, "other-v1"}} {
+		if _, err := pool.Exec(ctx, `INSERT INTO feedback (org_id, query, response, model, feedback_type, status, source, content_hash)
+			VALUES ($1, 'q', 'r', $2::text, 'thumbs_up', 'pending', 'api', sha256(convert_to($2::text || 'x', 'UTF8')))`, m.org, m.model); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := db.New(pool).FeedbackModels(ctx, org)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(got, ",") != "support-v1,support-v2,triage-v1" {
+		t.Fatalf("models %v, want support-v1, support-v2, triage-v1", got)
+	}
+}

@@ -51,7 +51,7 @@ func (h *Handlers) FeedbackQueue(c echo.Context) error {
 		return err
 	})
 	g.Go(func() (err error) { users, err = h.Q.UserList(gctx, caller.OrgID); return err })
-	g.Go(func() (err error) { models, err = h.Q.FeedbackQueueModels(gctx, caller.OrgID); return err })
+	g.Go(func() (err error) { models, err = h.Feedback.Models(gctx, caller.OrgID); return err })
 	if err := g.Wait(); err != nil {
 		return err
 	}
