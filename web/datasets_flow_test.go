@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net/http"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -15,12 +14,16 @@ import (
 	"github.com/curate/curate/internal/export"
 	"github.com/curate/curate/internal/feedback"
 	"github.com/curate/curate/internal/pairs"
+	"github.com/curate/curate/internal/publicdata"
 	"github.com/curate/curate/internal/validate"
 	"github.com/curate/curate/web/webtest"
 )
 
-// hhRLHF is the real HH-RLHF sample (see shared/data/README.md).
-var hhRLHF = filepath.Join("..", "..", "shared", "data", "hh-rlhf", "harmless-base-test.part1.jsonl.gz")
+// hhRLHF finds the real HH-RLHF sample in the public data (see
+// shared/data/README.md); without it the flow tests skip.
+func hhRLHF(t *testing.T) string {
+	return publicdata.Path(t, "hh-rlhf", "harmless-base-test.part1.jsonl.gz")
+}
 
 // flowCorrections is how many feedback items the flow corrects.
 const flowCorrections = 12
@@ -29,7 +32,7 @@ const flowCorrections = 12
 // answers, each made into a correction pair (the correction chosen over
 // the answer given), and the HH-RLHF sample imported as pairs. It returns
 // the imported pairs' ids.
-func flowMaterial(t *testing.T, s *webtest.Server, org, curator uuid.UUID) []uuid.UUID {
+func flowMaterial(t *testing.T, s *webtest.Server, hh string, org, curator uuid.UUID) []uuid.UUID {
 	t.Helper()
 	bg := context.Background()
 	store := &feedback.Service{Pool: s.Pool}
@@ -53,7 +56,7 @@ func flowMaterial(t *testing.T, s *webtest.Server, org, curator uuid.UUID) []uui
 	if gen.Created != flowCorrections {
 		t.Fatalf("%d correction pairs from %d corrections", gen.Created, flowCorrections)
 	}
-	f, err := os.Open(hhRLHF)
+	f, err := os.Open(hh)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -133,11 +136,12 @@ func checkExportFile(t *testing.T, f export.Format, name, body string) (sft []ex
 // Bedrock's chat format with the chosen reply as the assistant's turn.
 func TestDatasetFlowAPI(t *testing.T) {
 	t.Parallel()
+	hh := hhRLHF(t)
 	s := webtest.New(t, webtest.Options{Workers: 2})
 	org := s.Org("acme")
 	uid := s.User(org, "cora@acme.test", "curator")
 	key := s.APIKey(org, "curation", "curator")
-	imported := flowMaterial(t, s, org, uid)
+	imported := flowMaterial(t, s, hh, org, uid)
 	multi := multiTurn(t, s, org)
 	if len(multi) == 0 || len(multi) == len(imported) {
 		t.Fatalf("%d of %d imported pairs are multi-turn: the sample should hold both kinds", len(multi), len(imported))

@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/curate/curate/internal/export"
+	"github.com/curate/curate/internal/publicdata"
 	"github.com/curate/curate/internal/tokens"
 )
 
@@ -288,8 +289,7 @@ func TestNewRejectsUnknownFormat(t *testing.T) {
 // example over a 4,096-token limit; ~4306 billable tokens; 20 epochs by
 // default; ~86120 tokens charged).
 func TestCookbookToyFile(t *testing.T) {
-	path := filepath.Join("..", "..", "..", "shared", "data", "openai-cookbook", "toy_chat_fine_tuning.jsonl")
-	f, err := os.Open(path)
+	f, err := os.Open(publicdata.Path(t, "openai-cookbook", "toy_chat_fine_tuning.jsonl"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -350,6 +350,44 @@ func TestCookbookToyFile(t *testing.T) {
 		if s.Code == CodeOverContext && !strings.Contains(s.Samples[0].Message, "8032 tokens") {
 			t.Errorf("over-context message %q does not give the count", s.Samples[0].Message)
 		}
+	}
+}
+
+// testdata/chat.jsonl, written for this test, read as the export reads
+// an OpenAI chat file: four examples (too few for length outliers to be
+// looked for), of which the second has no user message, the third ends on
+// the user's turn and the fourth repeats the first. By hand: 4 < 10
+// examples is too few (a dataset-level error); one example has an error
+// and two only warnings, so the score is 1 - (1 + 0.5 × 2) / 4 = 0.5.
+func TestChatFixture(t *testing.T) {
+	f, err := os.Open(filepath.Join("testdata", "chat.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	v, err := New(Options{Format: export.OpenAIChat, Counter: counter(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := export.ReadSFT(context.Background(), export.OpenAIChat, f, func(_ int, ex export.SFTExample) error {
+		v.AddSFT(ex)
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	r := v.Report()
+	want := map[string][]int{
+		CodeTooFewExamples:   {-1},
+		CodeNoUserMessage:    {1},
+		CodeLastNotAssistant: {2},
+		CodeDuplicate:        {3},
+	}
+	if got := found(r); r.Examples != 4 || !reflect.DeepEqual(got, want) {
+		t.Errorf("%d examples, findings %v; want 4 and %v", r.Examples, got, want)
+	}
+	if !r.Blocking() || r.ExamplesWithErrors != 1 || r.ExamplesWithWarnings != 2 || math.Abs(r.QualityScore-0.5) > 1e-9 {
+		t.Errorf("blocking %v, errors %d, warnings %d, score %v; want true, 1, 2, 0.5",
+			r.Blocking(), r.ExamplesWithErrors, r.ExamplesWithWarnings, r.QualityScore)
 	}
 }
 
