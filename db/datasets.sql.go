@@ -667,18 +667,28 @@ func (q *Queries) DatasetSetCurrentVersion(ctx context.Context, arg DatasetSetCu
 }
 
 const datasetSetQuality = `-- name: DatasetSetQuality :exec
-UPDATE training_datasets SET quality_score = $1 WHERE org_id = $2 AND id = $3
+UPDATE training_datasets SET quality_score = $1
+WHERE org_id = $2 AND id = $3 AND current_version_id = $4 AND export_format = $5
 `
 
 type DatasetSetQualityParams struct {
 	QualityScore pgtype.Float4 `json:"quality_score"`
 	OrgID        uuid.UUID     `json:"org_id"`
 	ID           uuid.UUID     `json:"id"`
+	VersionID    uuid.NullUUID `json:"version_id"`
+	ExportFormat string        `json:"export_format"`
 }
 
-// The quality score of the latest validation report for the target format.
+// The quality score of an export's validation report, kept only when the
+// export is of the current version in the target format.
 func (q *Queries) DatasetSetQuality(ctx context.Context, arg DatasetSetQualityParams) error {
-	_, err := q.db.Exec(ctx, datasetSetQuality, arg.QualityScore, arg.OrgID, arg.ID)
+	_, err := q.db.Exec(ctx, datasetSetQuality,
+		arg.QualityScore,
+		arg.OrgID,
+		arg.ID,
+		arg.VersionID,
+		arg.ExportFormat,
+	)
 	return err
 }
 

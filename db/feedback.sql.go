@@ -285,7 +285,6 @@ func (q *Queries) FeedbackGetByExternalID(ctx context.Context, arg FeedbackGetBy
 }
 
 const feedbackInsert = `-- name: FeedbackInsert :one
-
 INSERT INTO feedback (
     id, org_id, external_id, session_id, trace_id, end_user_id, query, response, context, model, experiment_arm,
     feedback_type, rating, dim_accuracy, dim_helpfulness, dim_clarity, dim_safety, comment, correction,
@@ -333,8 +332,6 @@ type FeedbackInsertParams struct {
 	DuplicateOf    uuid.NullUUID   `json:"duplicate_of"`
 }
 
-// The queue's filters appear in FeedbackList, FeedbackStatusCounts and
-// FeedbackMatchingIDs: keep the three WHERE clauses the same.
 func (q *Queries) FeedbackInsert(ctx context.Context, arg FeedbackInsertParams) (Feedback, error) {
 	row := q.db.QueryRow(ctx, feedbackInsert,
 		arg.ID,
@@ -408,26 +405,15 @@ func (q *Queries) FeedbackInsert(ctx context.Context, arg FeedbackInsertParams) 
 }
 
 const feedbackList = `-- name: FeedbackList :many
+
 SELECT f.id, f.external_id, f.session_id, f.end_user_id, left(f.query, 300)::text AS query_preview,
        left(f.response, 300)::text AS response_preview, f.model, f.feedback_type, f.rating,
        f.dim_accuracy, f.dim_helpfulness, f.dim_clarity, f.dim_safety, f.tags, f.status, f.source,
        f.assignee_id, f.pii_kinds, f.duplicate_of, f.correction <> '' AS has_correction, f.created_at, f.version
 FROM feedback f
-WHERE f.org_id = $1
-  AND ($2::review_status IS NULL OR f.status = $2)
-  AND ($3::feedback_type IS NULL OR f.feedback_type = $3)
-  AND ($4::feedback_source IS NULL OR f.source = $4)
-  AND ($5::int = 0 OR f.rating >= $5)
-  AND ($6::int = 0 OR f.rating <= $6)
-  AND ($7::int = 0 OR least(coalesce(f.dim_accuracy, 9), coalesce(f.dim_helpfulness, 9), coalesce(f.dim_clarity, 9), coalesce(f.dim_safety, 9)) < $7)
-  AND ($8::text = '' OR f.tags @> ARRAY[$8::text])
-  AND ($9::text = '' OR f.model = $9)
-  AND ($10::uuid IS NULL OR f.assignee_id = $10)
-  AND ($11::timestamptz IS NULL OR f.created_at >= $11)
-  AND ($12::timestamptz IS NULL OR f.created_at < $12)
-  AND ($13::bool OR f.duplicate_of IS NULL)
-  AND (NOT $14::bool OR f.pii_kinds <> '{}')
-  AND ($15::text = '' OR feedback_document(f.query, f.response, f.comment) @@ websearch_to_tsquery('english', $15))
+WHERE feedback_matches(f, $1::uuid, $2::review_status, $3::feedback_type, $4::feedback_source,
+    $5::int, $6::int, $7::int, $8::text, $9::text, $10::uuid,
+    $11::timestamptz, $12::timestamptz, $13::bool, $14::bool, $15::text)
   AND ($16::timestamptz IS NULL OR (f.created_at, f.id) < ($16, $17::uuid))
 ORDER BY f.created_at DESC, f.id DESC
 LIMIT $18
@@ -479,6 +465,8 @@ type FeedbackListRow struct {
 	Version         int32          `json:"version"`
 }
 
+// FeedbackList, FeedbackStatusCounts and FeedbackMatchingIDs filter with
+// feedback_matches (migration 00010), the queue's one filter.
 func (q *Queries) FeedbackList(ctx context.Context, arg FeedbackListParams) ([]FeedbackListRow, error) {
 	rows, err := q.db.Query(ctx, feedbackList,
 		arg.OrgID,
@@ -544,21 +532,9 @@ func (q *Queries) FeedbackList(ctx context.Context, arg FeedbackListParams) ([]F
 const feedbackMatchingIDs = `-- name: FeedbackMatchingIDs :many
 SELECT f.id
 FROM feedback f
-WHERE f.org_id = $1
-  AND ($2::review_status IS NULL OR f.status = $2)
-  AND ($3::feedback_type IS NULL OR f.feedback_type = $3)
-  AND ($4::feedback_source IS NULL OR f.source = $4)
-  AND ($5::int = 0 OR f.rating >= $5)
-  AND ($6::int = 0 OR f.rating <= $6)
-  AND ($7::int = 0 OR least(coalesce(f.dim_accuracy, 9), coalesce(f.dim_helpfulness, 9), coalesce(f.dim_clarity, 9), coalesce(f.dim_safety, 9)) < $7)
-  AND ($8::text = '' OR f.tags @> ARRAY[$8::text])
-  AND ($9::text = '' OR f.model = $9)
-  AND ($10::uuid IS NULL OR f.assignee_id = $10)
-  AND ($11::timestamptz IS NULL OR f.created_at >= $11)
-  AND ($12::timestamptz IS NULL OR f.created_at < $12)
-  AND ($13::bool OR f.duplicate_of IS NULL)
-  AND (NOT $14::bool OR f.pii_kinds <> '{}')
-  AND ($15::text = '' OR feedback_document(f.query, f.response, f.comment) @@ websearch_to_tsquery('english', $15))
+WHERE feedback_matches(f, $1::uuid, $2::review_status, $3::feedback_type, $4::feedback_source,
+    $5::int, $6::int, $7::int, $8::text, $9::text, $10::uuid,
+    $11::timestamptz, $12::timestamptz, $13::bool, $14::bool, $15::text)
 ORDER BY f.created_at DESC, f.id DESC
 LIMIT $16
 `
@@ -621,9 +597,20 @@ func (q *Queries) FeedbackMatchingIDs(ctx context.Context, arg FeedbackMatchingI
 }
 
 const feedbackModels = `-- name: FeedbackModels :many
-SELECT DISTINCT model FROM feedback WHERE org_id = $1 AND model <> '' ORDER BY model LIMIT 200
+WITH RECURSIVE models AS (
+    (SELECT f.model FROM feedback f WHERE f.org_id = $1 AND f.model > '' ORDER BY f.model LIMIT 1)
+    UNION ALL
+    SELECT (SELECT f.model FROM feedback f WHERE f.org_id = $1 AND f.model > m.model ORDER BY f.model LIMIT 1)
+    FROM models m
+    WHERE m.model IS NOT NULL
+)
+SELECT model::text FROM models WHERE model IS NOT NULL LIMIT 200
 `
 
+// The organisation's model names (the first 200 in order), for the queue's
+// and the statistics' filters. A skip scan over feedback_org_model_idx: one
+// index probe per distinct model, so it stays quick however many items
+// there are.
 func (q *Queries) FeedbackModels(ctx context.Context, orgID uuid.UUID) ([]string, error) {
 	rows, err := q.db.Query(ctx, feedbackModels, orgID)
 	if err != nil {
@@ -728,20 +715,9 @@ func (q *Queries) FeedbackReviews(ctx context.Context, arg FeedbackReviewsParams
 const feedbackStatusCounts = `-- name: FeedbackStatusCounts :many
 SELECT f.status, count(*) AS count
 FROM feedback f
-WHERE f.org_id = $1
-  AND ($2::feedback_type IS NULL OR f.feedback_type = $2)
-  AND ($3::feedback_source IS NULL OR f.source = $3)
-  AND ($4::int = 0 OR f.rating >= $4)
-  AND ($5::int = 0 OR f.rating <= $5)
-  AND ($6::int = 0 OR least(coalesce(f.dim_accuracy, 9), coalesce(f.dim_helpfulness, 9), coalesce(f.dim_clarity, 9), coalesce(f.dim_safety, 9)) < $6)
-  AND ($7::text = '' OR f.tags @> ARRAY[$7::text])
-  AND ($8::text = '' OR f.model = $8)
-  AND ($9::uuid IS NULL OR f.assignee_id = $9)
-  AND ($10::timestamptz IS NULL OR f.created_at >= $10)
-  AND ($11::timestamptz IS NULL OR f.created_at < $11)
-  AND ($12::bool OR f.duplicate_of IS NULL)
-  AND (NOT $13::bool OR f.pii_kinds <> '{}')
-  AND ($14::text = '' OR feedback_document(f.query, f.response, f.comment) @@ websearch_to_tsquery('english', $14))
+WHERE feedback_matches(f, $1::uuid, NULL::review_status, $2::feedback_type, $3::feedback_source,
+    $4::int, $5::int, $6::int, $7::text, $8::text, $9::uuid,
+    $10::timestamptz, $11::timestamptz, $12::bool, $13::bool, $14::text)
 GROUP BY f.status
 `
 

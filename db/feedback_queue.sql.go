@@ -41,37 +41,3 @@ func (q *Queries) FeedbackQueueKnownIDs(ctx context.Context, arg FeedbackQueueKn
 	}
 	return items, nil
 }
-
-const feedbackQueueModels = `-- name: FeedbackQueueModels :many
-WITH RECURSIVE models AS (
-    (SELECT f.model FROM feedback f WHERE f.org_id = $1 AND f.model > '' ORDER BY f.model LIMIT 1)
-    UNION ALL
-    SELECT (SELECT f.model FROM feedback f WHERE f.org_id = $1 AND f.model > m.model ORDER BY f.model LIMIT 1)
-    FROM models m
-    WHERE m.model IS NOT NULL
-)
-SELECT model::text FROM models WHERE model IS NOT NULL LIMIT 200
-`
-
-// The organisation's model names for the queue's filter. A skip scan over
-// feedback_org_model_idx: one index probe per distinct model, so it stays
-// quick however many items there are.
-func (q *Queries) FeedbackQueueModels(ctx context.Context, orgID uuid.UUID) ([]string, error) {
-	rows, err := q.db.Query(ctx, feedbackQueueModels, orgID)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	items := []string{}
-	for rows.Next() {
-		var model string
-		if err := rows.Scan(&model); err != nil {
-			return nil, err
-		}
-		items = append(items, model)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	return items, nil
-}

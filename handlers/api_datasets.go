@@ -1,7 +1,6 @@
 package handlers
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -11,15 +10,13 @@ import (
 	"strings"
 
 	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5"
 	"github.com/labstack/echo/v4"
 
 	"github.com/curate/curate/db"
 	"github.com/curate/curate/internal/auth"
 	"github.com/curate/curate/internal/datasets"
 	"github.com/curate/curate/internal/errs"
-	"github.com/curate/curate/internal/feedback"
-	"github.com/curate/curate/jobs"
+	"github.com/curate/curate/internal/keyset"
 )
 
 // splitBody is a split configuration in a request.
@@ -115,7 +112,7 @@ func (h *Handlers) APIDatasetList(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	limit, cursor, err := listPage(q, feedback.ParseCursor)
+	limit, cursor, err := listPage(q, func(s string) (*keyset.Cursor, error) { return keyset.Parse(datasets.ListCursor, s) })
 	if err != nil {
 		return err
 	}
@@ -131,7 +128,7 @@ func (h *Handlers) APIDatasetList(c echo.Context) error {
 		out.Data[i] = datasets.ToObject(r.TrainingDataset, int(r.MemberCount), nil, nil)
 	}
 	if next != nil {
-		out.NextCursor = next.Encode()
+		out.NextCursor = next.Encode(datasets.ListCursor)
 	}
 	return c.JSON(http.StatusOK, out)
 }
@@ -299,13 +296,8 @@ func (h *Handlers) APIDatasetExport(c echo.Context) error {
 func (h *Handlers) startExport(c echo.Context, id uuid.UUID, format string, mask bool) (db.DatasetExport, error) {
 	caller := CallerOf(c)
 	e, _, err := h.Datasets.StartExport(ctx(c), actor(c), caller.OrgID, id,
-		datasets.ExportRequest{Format: format, MaskPII: mask, Admin: caller.Role.AtLeast(auth.Admin)}, h.enqueueExport)
+		datasets.ExportRequest{Format: format, MaskPII: mask, Admin: caller.Role.AtLeast(auth.Admin)})
 	return e, err
-}
-
-func (h *Handlers) enqueueExport(ctx context.Context, tx pgx.Tx, exportID uuid.UUID) error {
-	_, err := h.River.InsertTx(ctx, tx, jobs.ExportArgs{ExportID: exportID}, nil)
-	return err
 }
 
 // APIDatasetExportGet returns one export with its progress and files.
@@ -326,11 +318,7 @@ func (h *Handlers) exportOf(c echo.Context) (db.DatasetExport, error) {
 	if err != nil {
 		return db.DatasetExport{}, errs.ErrNotFound
 	}
-	e, err := h.Q.ExportGet(ctx(c), db.ExportGetParams{OrgID: CallerOf(c).OrgID, ID: eid})
-	if err != nil || e.DatasetID != id {
-		return db.DatasetExport{}, errs.ErrNotFound
-	}
-	return e, nil
+	return h.Datasets.Export(ctx(c), CallerOf(c).OrgID, id, eid)
 }
 
 // DatasetExportFile streams one file of a finished export through the app:

@@ -15,6 +15,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/curate/curate/internal/export"
+	"github.com/curate/curate/internal/keyset"
 	"github.com/curate/curate/web/webtest"
 )
 
@@ -40,11 +41,31 @@ func storePairs(t *testing.T, s *webtest.Server, org uuid.UUID, n int) []string 
 	return ids
 }
 
+// datasetRows is every stored row about a dataset, as text: the dataset,
+// its members, versions and exports, its audit entries and the export
+// jobs queued. (Other jobs come and go with the workers.)
+func datasetRows(t *testing.T, s *webtest.Server, id string) string {
+	t.Helper()
+	var out string
+	err := s.Pool.QueryRow(context.Background(), `SELECT concat_ws(E'\n',
+		(SELECT d::text FROM training_datasets d WHERE d.id = $1),
+		(SELECT string_agg(m::text, ',' ORDER BY m::text) FROM training_dataset_members m WHERE m.dataset_id = $1),
+		(SELECT string_agg(v::text, ',' ORDER BY v::text) FROM dataset_versions v WHERE v.dataset_id = $1),
+		(SELECT string_agg(e::text, ',' ORDER BY e::text) FROM dataset_exports e WHERE e.dataset_id = $1),
+		(SELECT count(*)::text FROM audit_log WHERE target_id = $1::text),
+		(SELECT count(*)::text FROM river_job WHERE kind = 'dataset_export'))`, id).Scan(&out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
 type datasetDoc struct {
-	ID             string `json:"id"`
-	Status         string `json:"status"`
-	SampleCount    int    `json:"sample_count"`
-	ExportURL      string `json:"export_url"`
+	ID             string   `json:"id"`
+	Status         string   `json:"status"`
+	SampleCount    int      `json:"sample_count"`
+	QualityScore   *float64 `json:"quality_score"`
+	ExportURL      string   `json:"export_url"`
 	CurrentVersion *struct {
 		Number      int    `json:"number"`
 		ContentHash string `json:"content_hash"`
@@ -124,6 +145,12 @@ func TestDatasetAPILifecycleAndExport(t *testing.T) {
 		t.Fatalf("list %+v", list.Data)
 	}
 	s.API(viewer, http.MethodGet, "/api/training-datasets?status=bogus", nil).Must(t, http.StatusUnprocessableEntity)
+	// A cursor from another list is refused, naming the field.
+	pairsCursor := keyset.Cursor{At: time.Now(), ID: uuid.New()}.Encode("pairs")
+	s.API(viewer, http.MethodGet, "/api/training-datasets?cursor="+pairsCursor, nil).Must(t, http.StatusUnprocessableEntity).JSON(t, &p)
+	if p.fields() != "cursor" {
+		t.Fatalf("fields %q", p.fields())
+	}
 
 	// A stale If-Match is a conflict: nothing is overwritten.
 	stale := s.Client().Do(http.MethodPatch, base, strings.NewReader(`{"name":"Renamed"}`),
@@ -150,9 +177,25 @@ func TestDatasetAPILifecycleAndExport(t *testing.T) {
 			Examples       int     `json:"examples"`
 		} `json:"report"`
 	}
-	s.API(viewer, http.MethodGet, base+"/validation?format=openai_preference", nil).Must(t, http.StatusOK).JSON(t, &rep)
-	if rep.Blocked || rep.Report.Examples != 12 || !strings.Contains(rep.Report.QualityFormula, "examples_with_errors") {
-		t.Fatalf("report %+v", rep)
+	// GET stays a read: the report in the target format (the dataset list's
+	// quality score) and in another format, masked or not, write no row.
+	before := datasetRows(t, s, d.ID)
+	var targetScore float64 // the target format's, masked: the list's score once exported
+	for _, q := range []string{"", "?mask_pii=false", "?format=openai_preference"} {
+		s.API(viewer, http.MethodGet, base+"/validation"+q, nil).Must(t, http.StatusOK).JSON(t, &rep)
+		if rep.Blocked || rep.Report.Examples != 12 || !strings.Contains(rep.Report.QualityFormula, "examples_with_errors") {
+			t.Fatalf("report %s: %+v", q, rep)
+		}
+		if q == "" {
+			targetScore = rep.Report.QualityScore
+		}
+	}
+	s.API(viewer, http.MethodGet, base, nil).Must(t, http.StatusOK).JSON(t, &d)
+	if d.QualityScore != nil {
+		t.Fatalf("quality score %v before any export", *d.QualityScore)
+	}
+	if after := datasetRows(t, s, d.ID); after != before {
+		t.Fatalf("reading the validation report wrote:\nbefore %s\nafter  %s", before, after)
 	}
 
 	// PII opt-out: admins only, and audited.
@@ -227,6 +270,10 @@ func TestDatasetAPILifecycleAndExport(t *testing.T) {
 	s.API(curator, http.MethodGet, base, nil).Must(t, http.StatusOK).JSON(t, &d)
 	if d.Status != "exported" || len(d.Exports) != 3 || !strings.HasSuffix(d.ExportURL, "/manifest.json") {
 		t.Fatalf("after exports: status %s, %d exports, url %q", d.Status, len(d.Exports), d.ExportURL)
+	}
+	// The masked export in the target format recorded its quality score.
+	if d.QualityScore == nil || *d.QualityScore != float64(float32(targetScore)) {
+		t.Fatalf("quality score after the exports: %v, want the report's %v", d.QualityScore, targetScore)
 	}
 	s.API(curator, http.MethodDelete, base, nil).Must(t, http.StatusOK).JSON(t, &d)
 	if d.Status != "archived" {

@@ -10,7 +10,9 @@ import (
 	"github.com/google/uuid"
 	"github.com/schollz/progressbar/v3"
 
+	"github.com/curate/curate/internal/app"
 	"github.com/curate/curate/internal/blobstore"
+	"github.com/curate/curate/internal/config"
 	"github.com/curate/curate/internal/datasets"
 )
 
@@ -40,12 +42,11 @@ func cmdDataset(ctx context.Context, env *Env, args []string) error {
 	if err != nil {
 		return fmt.Errorf("%q is not a dataset id", fs.Arg(0))
 	}
-	d, err := openDB(ctx, cfg, newLogger(cfg, env.Stderr))
+	svc, closeDB, err := openDatasets(ctx, cfg, env)
 	if err != nil {
 		return err
 	}
-	defer d.Close()
-	svc := &datasets.Service{Pool: d.Pool}
+	defer closeDB()
 	org, err := svc.OrgOf(ctx, id)
 	if err != nil {
 		return err
@@ -83,12 +84,11 @@ func cmdExport(ctx context.Context, env *Env, args []string) error {
 	if err != nil {
 		return fmt.Errorf("--dataset: %q is not a dataset id", *dataset)
 	}
-	d, err := openDB(ctx, cfg, newLogger(cfg, env.Stderr))
+	svc, closeDB, err := openDatasets(ctx, cfg, env)
 	if err != nil {
 		return err
 	}
-	defer d.Close()
-	svc := &datasets.Service{Pool: d.Pool}
+	defer closeDB()
 	org, err := svc.OrgOf(ctx, id)
 	if err != nil {
 		return err
@@ -132,4 +132,20 @@ func cmdExport(ctx context.Context, env *Env, args []string) error {
 	}
 	fmt.Fprintf(env.Stdout, "%s\tdataset version %s\n", filepath.Join(dir, datasets.ManifestName), m.DatasetVersion)
 	return nil
+}
+
+// openDatasets opens the database and returns the datasets service as
+// every process builds it (app.New), and what closes the database.
+func openDatasets(ctx context.Context, cfg config.Config, env *Env) (*datasets.Service, func(), error) {
+	log := newLogger(cfg, env.Stderr)
+	d, err := openDB(ctx, cfg, log)
+	if err != nil {
+		return nil, nil, err
+	}
+	svc, err := app.New(cfg, d.Pool, log)
+	if err != nil {
+		d.Close()
+		return nil, nil, err
+	}
+	return svc.Datasets, d.Close, nil
 }

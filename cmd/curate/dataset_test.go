@@ -12,13 +12,13 @@ import (
 	"testing"
 
 	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5"
 
 	"github.com/curate/curate/db/pgtest"
 	"github.com/curate/curate/internal/accounts"
 	"github.com/curate/curate/internal/audit"
 	"github.com/curate/curate/internal/blobstore"
 	"github.com/curate/curate/internal/datasets"
+	"github.com/curate/curate/internal/jobq"
 )
 
 // The CLI freezes and exports through the same code as the pages and the
@@ -48,7 +48,11 @@ func TestDatasetFreezeAndExport(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer bucket.Close()
-	svc := &datasets.Service{Pool: pool, Bucket: bucket}
+	inserter, err := jobq.New(pool)
+	if err != nil {
+		t.Fatal(err)
+	}
+	svc := &datasets.Service{Pool: pool, Bucket: bucket, Jobs: inserter}
 	d, err := svc.Create(ctx, audit.System, org.ID, datasets.NewDataset{Type: datasets.TypeDPO, Settings: datasets.Settings{Name: "CLI", ValidationPercent: 20, SplitSeed: 1}})
 	if err != nil {
 		t.Fatal(err)
@@ -86,11 +90,11 @@ func TestDatasetFreezeAndExport(t *testing.T) {
 	}
 
 	// The job's files for the same version and format.
-	var exportID uuid.UUID
-	if _, _, err := svc.StartExport(ctx, audit.System, org.ID, d.ID, datasets.ExportRequest{Format: "trl_preference", MaskPII: true},
-		func(_ context.Context, _ pgx.Tx, id uuid.UUID) error { exportID = id; return nil }); err != nil {
+	ex, _, err := svc.StartExport(ctx, audit.System, org.ID, d.ID, datasets.ExportRequest{Format: "trl_preference", MaskPII: true})
+	if err != nil {
 		t.Fatal(err)
 	}
+	exportID := ex.ID
 	if err := svc.RunExport(ctx, exportID); err != nil {
 		t.Fatal(err)
 	}

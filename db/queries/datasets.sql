@@ -190,8 +190,10 @@ VALUES (@org_id, @dataset_id, @version_id, @format, @mask_pii, @rows_total, @cre
 RETURNING *;
 
 -- name: DatasetSetQuality :exec
--- The quality score of the latest validation report for the target format.
-UPDATE training_datasets SET quality_score = @quality_score WHERE org_id = @org_id AND id = @id;
+-- The quality score of an export's validation report, kept only when the
+-- export is of the current version in the target format.
+UPDATE training_datasets SET quality_score = @quality_score
+WHERE org_id = @org_id AND id = @id AND current_version_id = @version_id AND export_format = @export_format;
 
 -- name: ExportGet :one
 SELECT * FROM dataset_exports WHERE org_id = @org_id AND id = @id;

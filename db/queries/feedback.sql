@@ -1,6 +1,3 @@
--- The queue's filters appear in FeedbackList, FeedbackStatusCounts and
--- FeedbackMatchingIDs: keep the three WHERE clauses the same.
-
 -- name: FeedbackInsert :one
 INSERT INTO feedback (
     id, org_id, external_id, session_id, trace_id, end_user_id, query, response, context, model, experiment_arm,
@@ -34,27 +31,18 @@ LEFT JOIN users a ON a.id = f.assignee_id
 LEFT JOIN users r ON r.id = f.reviewer_id
 WHERE f.org_id = @org_id AND f.id = @id;
 
+-- FeedbackList, FeedbackStatusCounts and FeedbackMatchingIDs filter with
+-- feedback_matches (migration 00010), the queue's one filter.
+
 -- name: FeedbackList :many
 SELECT f.id, f.external_id, f.session_id, f.end_user_id, left(f.query, 300)::text AS query_preview,
        left(f.response, 300)::text AS response_preview, f.model, f.feedback_type, f.rating,
        f.dim_accuracy, f.dim_helpfulness, f.dim_clarity, f.dim_safety, f.tags, f.status, f.source,
        f.assignee_id, f.pii_kinds, f.duplicate_of, f.correction <> '' AS has_correction, f.created_at, f.version
 FROM feedback f
-WHERE f.org_id = @org_id
-  AND (sqlc.narg('status')::review_status IS NULL OR f.status = sqlc.narg('status'))
-  AND (sqlc.narg('feedback_type')::feedback_type IS NULL OR f.feedback_type = sqlc.narg('feedback_type'))
-  AND (sqlc.narg('source')::feedback_source IS NULL OR f.source = sqlc.narg('source'))
-  AND (@rating_min::int = 0 OR f.rating >= @rating_min)
-  AND (@rating_max::int = 0 OR f.rating <= @rating_max)
-  AND (@dim_below::int = 0 OR least(coalesce(f.dim_accuracy, 9), coalesce(f.dim_helpfulness, 9), coalesce(f.dim_clarity, 9), coalesce(f.dim_safety, 9)) < @dim_below)
-  AND (@tag::text = '' OR f.tags @> ARRAY[@tag::text])
-  AND (@model::text = '' OR f.model = @model)
-  AND (sqlc.narg('assignee_id')::uuid IS NULL OR f.assignee_id = sqlc.narg('assignee_id'))
-  AND (sqlc.narg('created_from')::timestamptz IS NULL OR f.created_at >= sqlc.narg('created_from'))
-  AND (sqlc.narg('created_to')::timestamptz IS NULL OR f.created_at < sqlc.narg('created_to'))
-  AND (@with_duplicates::bool OR f.duplicate_of IS NULL)
-  AND (NOT @pii_only::bool OR f.pii_kinds <> '{}')
-  AND (@q::text = '' OR feedback_document(f.query, f.response, f.comment) @@ websearch_to_tsquery('english', @q))
+WHERE feedback_matches(f, @org_id::uuid, sqlc.narg('status')::review_status, sqlc.narg('feedback_type')::feedback_type, sqlc.narg('source')::feedback_source,
+    @rating_min::int, @rating_max::int, @dim_below::int, @tag::text, @model::text, sqlc.narg('assignee_id')::uuid,
+    sqlc.narg('created_from')::timestamptz, sqlc.narg('created_to')::timestamptz, @with_duplicates::bool, @pii_only::bool, @q::text)
   AND (sqlc.narg('cursor_time')::timestamptz IS NULL OR (f.created_at, f.id) < (sqlc.narg('cursor_time'), sqlc.narg('cursor_id')::uuid))
 ORDER BY f.created_at DESC, f.id DESC
 LIMIT @row_limit;
@@ -62,41 +50,18 @@ LIMIT @row_limit;
 -- name: FeedbackStatusCounts :many
 SELECT f.status, count(*) AS count
 FROM feedback f
-WHERE f.org_id = @org_id
-  AND (sqlc.narg('feedback_type')::feedback_type IS NULL OR f.feedback_type = sqlc.narg('feedback_type'))
-  AND (sqlc.narg('source')::feedback_source IS NULL OR f.source = sqlc.narg('source'))
-  AND (@rating_min::int = 0 OR f.rating >= @rating_min)
-  AND (@rating_max::int = 0 OR f.rating <= @rating_max)
-  AND (@dim_below::int = 0 OR least(coalesce(f.dim_accuracy, 9), coalesce(f.dim_helpfulness, 9), coalesce(f.dim_clarity, 9), coalesce(f.dim_safety, 9)) < @dim_below)
-  AND (@tag::text = '' OR f.tags @> ARRAY[@tag::text])
-  AND (@model::text = '' OR f.model = @model)
-  AND (sqlc.narg('assignee_id')::uuid IS NULL OR f.assignee_id = sqlc.narg('assignee_id'))
-  AND (sqlc.narg('created_from')::timestamptz IS NULL OR f.created_at >= sqlc.narg('created_from'))
-  AND (sqlc.narg('created_to')::timestamptz IS NULL OR f.created_at < sqlc.narg('created_to'))
-  AND (@with_duplicates::bool OR f.duplicate_of IS NULL)
-  AND (NOT @pii_only::bool OR f.pii_kinds <> '{}')
-  AND (@q::text = '' OR feedback_document(f.query, f.response, f.comment) @@ websearch_to_tsquery('english', @q))
+WHERE feedback_matches(f, @org_id::uuid, NULL::review_status, sqlc.narg('feedback_type')::feedback_type, sqlc.narg('source')::feedback_source,
+    @rating_min::int, @rating_max::int, @dim_below::int, @tag::text, @model::text, sqlc.narg('assignee_id')::uuid,
+    sqlc.narg('created_from')::timestamptz, sqlc.narg('created_to')::timestamptz, @with_duplicates::bool, @pii_only::bool, @q::text)
 GROUP BY f.status;
 
 -- name: FeedbackMatchingIDs :many
 -- Every id matching the queue's filter, for "all N matching" bulk actions.
 SELECT f.id
 FROM feedback f
-WHERE f.org_id = @org_id
-  AND (sqlc.narg('status')::review_status IS NULL OR f.status = sqlc.narg('status'))
-  AND (sqlc.narg('feedback_type')::feedback_type IS NULL OR f.feedback_type = sqlc.narg('feedback_type'))
-  AND (sqlc.narg('source')::feedback_source IS NULL OR f.source = sqlc.narg('source'))
-  AND (@rating_min::int = 0 OR f.rating >= @rating_min)
-  AND (@rating_max::int = 0 OR f.rating <= @rating_max)
-  AND (@dim_below::int = 0 OR least(coalesce(f.dim_accuracy, 9), coalesce(f.dim_helpfulness, 9), coalesce(f.dim_clarity, 9), coalesce(f.dim_safety, 9)) < @dim_below)
-  AND (@tag::text = '' OR f.tags @> ARRAY[@tag::text])
-  AND (@model::text = '' OR f.model = @model)
-  AND (sqlc.narg('assignee_id')::uuid IS NULL OR f.assignee_id = sqlc.narg('assignee_id'))
-  AND (sqlc.narg('created_from')::timestamptz IS NULL OR f.created_at >= sqlc.narg('created_from'))
-  AND (sqlc.narg('created_to')::timestamptz IS NULL OR f.created_at < sqlc.narg('created_to'))
-  AND (@with_duplicates::bool OR f.duplicate_of IS NULL)
-  AND (NOT @pii_only::bool OR f.pii_kinds <> '{}')
-  AND (@q::text = '' OR feedback_document(f.query, f.response, f.comment) @@ websearch_to_tsquery('english', @q))
+WHERE feedback_matches(f, @org_id::uuid, sqlc.narg('status')::review_status, sqlc.narg('feedback_type')::feedback_type, sqlc.narg('source')::feedback_source,
+    @rating_min::int, @rating_max::int, @dim_below::int, @tag::text, @model::text, sqlc.narg('assignee_id')::uuid,
+    sqlc.narg('created_from')::timestamptz, sqlc.narg('created_to')::timestamptz, @with_duplicates::bool, @pii_only::bool, @q::text)
 ORDER BY f.created_at DESC, f.id DESC
 LIMIT @row_limit;
 
@@ -133,7 +98,18 @@ VALUES (@org_id, @feedback_id, @actor_id, @actor_label, @action, @from_status, @
 SELECT * FROM feedback_reviews WHERE org_id = @org_id AND feedback_id = @feedback_id ORDER BY id;
 
 -- name: FeedbackModels :many
-SELECT DISTINCT model FROM feedback WHERE org_id = $1 AND model <> '' ORDER BY model LIMIT 200;
+-- The organisation's model names (the first 200 in order), for the queue's
+-- and the statistics' filters. A skip scan over feedback_org_model_idx: one
+-- index probe per distinct model, so it stays quick however many items
+-- there are.
+WITH RECURSIVE models AS (
+    (SELECT f.model FROM feedback f WHERE f.org_id = @org_id AND f.model > '' ORDER BY f.model LIMIT 1)
+    UNION ALL
+    SELECT (SELECT f.model FROM feedback f WHERE f.org_id = @org_id AND f.model > m.model ORDER BY f.model LIMIT 1)
+    FROM models m
+    WHERE m.model IS NOT NULL
+)
+SELECT model::text FROM models WHERE model IS NOT NULL LIMIT 200;
 
 -- name: FeedbackCopy :copyfrom
 INSERT INTO feedback (

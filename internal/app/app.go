@@ -64,7 +64,7 @@ func New(cfg config.Config, pool *pgxpool.Pool, log *slog.Logger) (*Services, er
 	if err != nil {
 		return nil, err
 	}
-	ds := &datasets.Service{Pool: pool, Bucket: bucket}
+	ds := &datasets.Service{Pool: pool, Bucket: bucket, Jobs: inserter}
 	ft := finetune.FromConfig(pool, cfg)
 	ft.SetDataSource(&datasets.FineTuneSource{Service: ds})
 	return &Services{

@@ -13,6 +13,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
+	"github.com/riverqueue/river"
 	"gocloud.dev/blob"
 
 	"github.com/curate/curate/db"
@@ -31,6 +32,22 @@ const ManifestName = "manifest.json"
 // Splits are the data files of an export, in the order they are written.
 var Splits = []string{"train", "validation"}
 
+// ExportArgs asks for one recorded dataset export to be written. StartExport
+// inserts it with the export's row; the worker in package jobs runs
+// RunExport.
+type ExportArgs struct {
+	ExportID uuid.UUID `json:"export_id"`
+}
+
+// Kind names the job in River's table.
+func (ExportArgs) Kind() string { return "dataset_export" }
+
+// InsertOpts: a failed write is retried a few times; each try starts the
+// files afresh, so a retry never leaves a mix of two tries.
+func (ExportArgs) InsertOpts() river.InsertOpts {
+	return river.InsertOpts{MaxAttempts: 3}
+}
+
 // ExportRequest asks for an export of a dataset's current version.
 type ExportRequest struct {
 	Format string
@@ -40,15 +57,11 @@ type ExportRequest struct {
 	Admin   bool // the caller is an admin
 }
 
-// Enqueue schedules the export job in the transaction that records the
-// export, so there is never an export without its job or the reverse.
-type Enqueue func(ctx context.Context, tx pgx.Tx, exportID uuid.UUID) error
-
-// DefaultSyncValidationLimit is the largest version whose validation
-// report StartExport runs in the request. Counting tokens takes about a
-// quarter of a millisecond per example, so larger versions are checked by
-// the export job before it writes anything, and a blocked one fails there
-// with the same errors.
+// DefaultSyncValidationLimit is the largest version whose preflight
+// StartExport also runs in the request, so the caller hears of a blocked
+// export at once. Counting tokens takes about a quarter of a millisecond
+// per example, so larger versions are only checked by the export job,
+// which fails with the same errors.
 const DefaultSyncValidationLimit = 20000
 
 func (s *Service) syncValidationLimit() int32 {
@@ -58,55 +71,107 @@ func (s *Service) syncValidationLimit() int32 {
 	return DefaultSyncValidationLimit
 }
 
-// StartExport checks that the dataset is frozen and that its validation
-// report for the format has no errors, then records the export and
-// enqueues its job. A blocked export returns errs.Invalid with one entry
-// per error code ("report.too_few_examples": ...) and the report.
-func (s *Service) StartExport(ctx context.Context, actor audit.Actor, orgID, id uuid.UUID, req ExportRequest, enqueue Enqueue) (db.DatasetExport, Report, error) {
+// exportPlan is what one export writes: a frozen version of a dataset, in
+// a format, with PII masked or not.
+type exportPlan struct {
+	dataset db.TrainingDataset
+	version db.DatasetVersion
+	format  export.Format
+	maskPII bool
+}
+
+func (p exportPlan) details() map[string]any {
+	return map[string]any{"format": p.format, "version": p.version.Number, "content_hash": p.version.ContentHash, "mask_pii": p.maskPII}
+}
+
+// planExport checks a request for an export: a known format, PII masked
+// unless the caller is an admin, and a dataset that is ready or exported,
+// so that it has a frozen version to write.
+func (s *Service) planExport(ctx context.Context, orgID, id uuid.UUID, req ExportRequest) (exportPlan, error) {
 	f, err := export.ParseFormat(req.Format)
 	if err != nil {
-		return db.DatasetExport{}, Report{}, errs.InvalidField("format", "%v", err)
+		return exportPlan{}, errs.InvalidField("format", "%v", err)
 	}
 	if !req.MaskPII && !req.Admin {
-		return db.DatasetExport{}, Report{}, fmt.Errorf("exporting without PII masking: %w", errs.ErrForbidden)
+		return exportPlan{}, fmt.Errorf("exporting without PII masking: %w", errs.ErrForbidden)
 	}
 	d, err := s.Get(ctx, orgID, id)
 	if err != nil {
-		return db.DatasetExport{}, Report{}, err
+		return exportPlan{}, err
 	}
 	if err := exportable(string(d.Dataset.Status)); err != nil {
-		return db.DatasetExport{}, Report{}, err
+		return exportPlan{}, err
 	}
 	if d.Current == nil {
-		return db.DatasetExport{}, Report{}, &errs.Conflict{Message: "the dataset has no frozen version: mark it ready first"}
+		return exportPlan{}, &errs.Conflict{Message: "the dataset has no frozen version: mark it ready first"}
+	}
+	return exportPlan{dataset: d.Dataset, version: *d.Current, format: f, maskPII: req.MaskPII}, nil
+}
+
+// preflight is the one check every export passes before it writes a byte,
+// the export job and the command line alike: the validation report of the
+// version in the format, with the examples as the export writes them. A
+// report with errors blocks the export: the error wraps ErrBlocked and an
+// errs.Invalid with one entry per error code ("report.too_few_examples").
+func preflight(ctx context.Context, q *db.Queries, p exportPlan) (Report, error) {
+	rep, err := validateVersion(ctx, q, p.version, p.format, p.dataset.BaseModel, p.maskPII)
+	if err != nil {
+		return Report{}, err
+	}
+	if err := blocking(rep); err != nil {
+		return rep, fmt.Errorf("%w: %w", ErrBlocked, err)
+	}
+	return rep, nil
+}
+
+// recordQuality keeps an export's quality score on the dataset, which its
+// list shows: the score of the current version in the target format, as
+// exported (PII masked). Other exports leave it alone.
+func recordQuality(ctx context.Context, q *db.Queries, p exportPlan, rep Report) error {
+	if !p.maskPII {
+		return nil
+	}
+	return q.DatasetSetQuality(ctx, db.DatasetSetQualityParams{OrgID: p.dataset.OrgID, ID: p.dataset.ID,
+		VersionID: uuid.NullUUID{UUID: p.version.ID, Valid: true}, ExportFormat: string(p.format), QualityScore: float4(rep.QualityScore)})
+}
+
+// StartExport records an export of the dataset's current version and
+// inserts its job in the same transaction, so there is never an export
+// without its job or the reverse. The request is checked first (see
+// planExport); a version small enough is also put through the preflight
+// here, so a blocked export is refused at once with the report, nothing
+// recorded.
+func (s *Service) StartExport(ctx context.Context, actor audit.Actor, orgID, id uuid.UUID, req ExportRequest) (db.DatasetExport, Report, error) {
+	p, err := s.planExport(ctx, orgID, id, req)
+	if err != nil {
+		return db.DatasetExport{}, Report{}, err
 	}
 	var rep Report
-	if d.Current.ItemCount <= s.syncValidationLimit() {
-		if rep, err = s.Report(ctx, orgID, id, ReportRequest{Format: string(f), MaskPII: req.MaskPII}); err != nil {
-			return db.DatasetExport{}, Report{}, err
-		}
-		if err := blocking(rep); err != nil {
+	if p.version.ItemCount <= s.syncValidationLimit() {
+		if rep, err = preflight(ctx, db.New(s.Pool), p); err != nil {
 			return db.DatasetExport{}, rep, err
 		}
 	}
 	var out db.DatasetExport
 	err = db.InTx(ctx, s.Pool, func(tx pgx.Tx, q *db.Queries) error {
 		var err error
-		out, err = q.ExportInsert(ctx, db.ExportInsertParams{OrgID: orgID, DatasetID: id, VersionID: d.Current.ID,
-			Format: string(f), MaskPii: req.MaskPII, RowsTotal: d.Current.ItemCount, CreatedByLabel: actor.Label})
+		out, err = q.ExportInsert(ctx, db.ExportInsertParams{OrgID: orgID, DatasetID: id, VersionID: p.version.ID,
+			Format: string(p.format), MaskPii: p.maskPII, RowsTotal: p.version.ItemCount, CreatedByLabel: actor.Label})
 		if err != nil {
 			return err
 		}
-		details := map[string]any{"export_id": out.ID, "format": f, "version": d.Current.Number, "content_hash": d.Current.ContentHash, "mask_pii": req.MaskPII}
+		details := p.details()
+		details["export_id"] = out.ID
 		if err := audit.Record(ctx, q, actor, audit.Entry{OrgID: orgID, Action: "dataset.export", TargetType: "dataset", TargetID: id.String(), Details: details}); err != nil {
 			return err
 		}
-		if !req.MaskPII {
+		if !p.maskPII {
 			if err := audit.Record(ctx, q, actor, audit.Entry{OrgID: orgID, Action: "dataset.export_unmasked", TargetType: "dataset", TargetID: id.String(), Details: details}); err != nil {
 				return err
 			}
 		}
-		return enqueue(ctx, tx, out.ID)
+		_, err = s.Jobs.InsertTx(ctx, tx, ExportArgs{ExportID: out.ID}, nil)
+		return err
 	})
 	return out, rep, err
 }
@@ -130,10 +195,11 @@ func blocking(r Report) error {
 	return v
 }
 
-// RunExport does the work of an export's job: it writes the files under
-// the export's own prefix in the bucket, records the manifest and marks
-// the dataset exported. A finished export is left alone, so a repeated job
-// does nothing twice.
+// RunExport does the work of an export's job: it puts the version through
+// the preflight, writes the files under the export's own prefix in the
+// bucket, records the manifest and the quality score, and marks the dataset
+// exported. A finished export is left alone, so a repeated job does nothing
+// twice.
 func (s *Service) RunExport(ctx context.Context, exportID uuid.UUID) error {
 	q := db.New(s.Pool)
 	e, err := q.ExportGetByID(ctx, exportID)
@@ -159,24 +225,20 @@ func (s *Service) RunExport(ctx context.Context, exportID uuid.UUID) error {
 	if err != nil {
 		return fail(err)
 	}
-	if ver.ItemCount > s.syncValidationLimit() {
-		d, err := q.DatasetGet(ctx, db.DatasetGetParams{OrgID: e.OrgID, ID: e.DatasetID})
-		if err != nil {
-			return fail(err)
-		}
-		rep, err := validateVersion(ctx, q, ver, export.Format(e.Format), d.TrainingDataset.BaseModel, e.MaskPii)
-		if err != nil {
-			return fail(err)
-		}
-		if err := blocking(rep); err != nil {
-			return fail(fmt.Errorf("%w: %w", ErrBlocked, err))
-		}
+	d, err := q.DatasetGet(ctx, db.DatasetGetParams{OrgID: e.OrgID, ID: e.DatasetID})
+	if err != nil {
+		return fail(err)
+	}
+	p := exportPlan{dataset: d.TrainingDataset, version: ver, format: export.Format(e.Format), maskPII: e.MaskPii}
+	rep, err := preflight(ctx, q, p)
+	if err != nil {
+		return fail(err)
 	}
 	prefix := ExportPrefix(e)
 	progress := func(done int) error {
 		return q.ExportProgress(ctx, db.ExportProgressParams{ID: e.ID, RowsDone: int32(done)})
 	}
-	m, err := WriteFiles(ctx, s.Pool, s.Bucket, prefix, ver, export.Format(e.Format), e.MaskPii, progress)
+	m, err := WriteFiles(ctx, s.Pool, s.Bucket, prefix, ver, p.format, p.maskPII, progress)
 	if err != nil {
 		return fail(err)
 	}
@@ -189,6 +251,9 @@ func (s *Service) RunExport(ctx context.Context, exportID uuid.UUID) error {
 			return err
 		}
 		if err := q.DatasetMarkExported(ctx, e.DatasetID); err != nil {
+			return err
+		}
+		if err := recordQuality(ctx, q, p, rep); err != nil {
 			return err
 		}
 		return audit.Record(ctx, q, audit.System, audit.Entry{OrgID: e.OrgID, Action: "dataset.export_finished", TargetType: "dataset",
@@ -285,10 +350,8 @@ func writeSplit(ctx context.Context, q *db.Queries, bucket *blob.Bucket, key str
 		return export.ManifestFile{}, 0, err
 	}
 	hw := export.NewHashingWriter(bw)
-	var ew export.Writer
-	if f == export.Parquet {
-		ew = export.NewParquetWriter(hw, export.Kind(ver.Kind))
-	} else if ew, err = export.NewWriter(f, hw); err != nil {
+	ew, err := export.NewWriter(f, hw, export.Kind(ver.Kind))
+	if err != nil {
 		cancel()
 		_ = bw.Close()
 		return export.ManifestFile{}, 0, err
@@ -324,6 +387,16 @@ func writeSplit(ctx context.Context, q *db.Queries, bucket *blob.Bucket, key str
 	return hw.File(path.Base(key), split, rows), rows, nil
 }
 
+// Export returns one export of the organisation's dataset, or
+// errs.ErrNotFound.
+func (s *Service) Export(ctx context.Context, orgID, datasetID, exportID uuid.UUID) (db.DatasetExport, error) {
+	e, err := db.New(s.Pool).ExportGet(ctx, db.ExportGetParams{OrgID: orgID, ID: exportID})
+	if errors.Is(err, pgx.ErrNoRows) || (err == nil && e.DatasetID != datasetID) {
+		return db.DatasetExport{}, errs.ErrNotFound
+	}
+	return e, err
+}
+
 // File is an export's file opened for download.
 type File struct {
 	io.ReadCloser
@@ -335,10 +408,7 @@ type File struct {
 // OpenFile opens one file of a finished export of the organisation's
 // dataset: a data file named in its manifest, or the manifest itself.
 func (s *Service) OpenFile(ctx context.Context, orgID, datasetID, exportID uuid.UUID, name string) (File, error) {
-	e, err := db.New(s.Pool).ExportGet(ctx, db.ExportGetParams{OrgID: orgID, ID: exportID})
-	if errors.Is(err, pgx.ErrNoRows) || (err == nil && e.DatasetID != datasetID) {
-		return File{}, errs.ErrNotFound
-	}
+	e, err := s.Export(ctx, orgID, datasetID, exportID)
 	if err != nil {
 		return File{}, err
 	}
@@ -404,44 +474,30 @@ func (s *Service) OrgOf(ctx context.Context, id uuid.UUID) (uuid.UUID, error) {
 
 // ExportTo writes an export of the dataset's current version straight to
 // a bucket (the command line's output directory), with the same checks as
-// StartExport and the same files as the export job. The export is audited
-// but not recorded as a stored export.
+// StartExport, the same preflight as the export job and the same files.
+// The export is audited but not recorded as a stored export.
 func (s *Service) ExportTo(ctx context.Context, actor audit.Actor, orgID, id uuid.UUID, req ExportRequest, bucket *blob.Bucket, progress func(done int) error) (export.Manifest, Report, error) {
-	f, err := export.ParseFormat(req.Format)
-	if err != nil {
-		return export.Manifest{}, Report{}, errs.InvalidField("format", "%v", err)
-	}
-	if !req.MaskPII && !req.Admin {
-		return export.Manifest{}, Report{}, fmt.Errorf("exporting without PII masking: %w", errs.ErrForbidden)
-	}
-	d, err := s.Get(ctx, orgID, id)
+	p, err := s.planExport(ctx, orgID, id, req)
 	if err != nil {
 		return export.Manifest{}, Report{}, err
 	}
-	if err := exportable(string(d.Dataset.Status)); err != nil {
-		return export.Manifest{}, Report{}, err
-	}
-	if d.Current == nil {
-		return export.Manifest{}, Report{}, &errs.Conflict{Message: "the dataset has no frozen version: mark it ready first"}
-	}
-	rep, err := s.Report(ctx, orgID, id, ReportRequest{Format: string(f), MaskPII: req.MaskPII})
-	if err != nil {
-		return export.Manifest{}, Report{}, err
-	}
-	if err := blocking(rep); err != nil {
-		return export.Manifest{}, rep, err
-	}
-	m, err := WriteFiles(ctx, s.Pool, bucket, "", *d.Current, f, req.MaskPII, progress)
+	rep, err := preflight(ctx, db.New(s.Pool), p)
 	if err != nil {
 		return export.Manifest{}, rep, err
 	}
-	action := "dataset.export_local"
+	m, err := WriteFiles(ctx, s.Pool, bucket, "", p.version, p.format, p.maskPII, progress)
+	if err != nil {
+		return export.Manifest{}, rep, err
+	}
 	err = db.InTx(ctx, s.Pool, func(_ pgx.Tx, q *db.Queries) error {
-		details := map[string]any{"format": f, "version": d.Current.Number, "content_hash": d.Current.ContentHash, "mask_pii": req.MaskPII}
-		if err := audit.Record(ctx, q, actor, audit.Entry{OrgID: orgID, Action: action, TargetType: "dataset", TargetID: id.String(), Details: details}); err != nil {
+		if err := recordQuality(ctx, q, p, rep); err != nil {
 			return err
 		}
-		if req.MaskPII {
+		details := p.details()
+		if err := audit.Record(ctx, q, actor, audit.Entry{OrgID: orgID, Action: "dataset.export_local", TargetType: "dataset", TargetID: id.String(), Details: details}); err != nil {
+			return err
+		}
+		if p.maskPII {
 			return nil
 		}
 		return audit.Record(ctx, q, actor, audit.Entry{OrgID: orgID, Action: "dataset.export_unmasked", TargetType: "dataset", TargetID: id.String(), Details: details})

@@ -14,7 +14,6 @@ import (
 	"testing"
 
 	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5"
 	"github.com/parquet-go/parquet-go"
 	"gocloud.dev/blob"
 
@@ -231,24 +230,26 @@ func TestStartAndRunExport(t *testing.T) {
 	ctx := context.Background()
 	e := newEnv(t)
 	d, v := frozenPairs(t, e)
-	var queued []uuid.UUID
-	enqueue := func(_ context.Context, _ pgx.Tx, id uuid.UUID) error { queued = append(queued, id); return nil }
 
 	// Unmasked export: refused to a curator, allowed to an admin and audited.
-	_, _, err := e.svc.StartExport(ctx, e.actor, e.org, d.ID, datasets.ExportRequest{Format: "trl_preference"}, enqueue)
+	_, _, err := e.svc.StartExport(ctx, e.actor, e.org, d.ID, datasets.ExportRequest{Format: "trl_preference"})
 	if !errors.Is(err, errs.ErrForbidden) {
 		t.Fatalf("unmasked by a curator: %v", err)
 	}
+	if n := e.exportJobs(t, uuid.Nil); n != 0 {
+		t.Fatalf("%d export jobs queued for a refused export", n)
+	}
 	admin := audit.Actor{Kind: "api_key", ID: uuid.New(), Label: "admin key"}
-	ex, _, err := e.svc.StartExport(ctx, admin, e.org, d.ID, datasets.ExportRequest{Format: "trl_preference", Admin: true}, enqueue)
+	ex, _, err := e.svc.StartExport(ctx, admin, e.org, d.ID, datasets.ExportRequest{Format: "trl_preference", Admin: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if n := count(t, e.pool, "SELECT count(*) FROM audit_log WHERE action = 'dataset.export_unmasked' AND actor_label = 'admin key'"); n != 1 {
 		t.Fatalf("%d unmasked-export audit entries", n)
 	}
-	if len(queued) != 1 || queued[0] != ex.ID || ex.Status != "queued" || ex.RowsTotal != 12 || ex.VersionID != v.ID {
-		t.Fatalf("export %+v queued %v", ex, queued)
+	// The export's row and its job were stored together.
+	if n := e.exportJobs(t, ex.ID); n != 1 || ex.Status != "queued" || ex.RowsTotal != 12 || ex.VersionID != v.ID {
+		t.Fatalf("export %+v with %d jobs", ex, n)
 	}
 	if err := e.svc.RunExport(ctx, ex.ID); err != nil {
 		t.Fatal(err)
@@ -256,6 +257,10 @@ func TestStartAndRunExport(t *testing.T) {
 	got, _ := e.svc.Get(ctx, e.org, d.ID)
 	if got.Dataset.Status != "exported" || got.Exports[0].Status != "succeeded" || got.Exports[0].RowsDone != 12 {
 		t.Fatalf("after the job: dataset %s, export %+v", got.Dataset.Status, got.Exports[0])
+	}
+	// An unmasked export is not what the list's quality score describes.
+	if got.Dataset.QualityScore.Valid {
+		t.Fatalf("an unmasked export recorded quality %v", got.Dataset.QualityScore)
 	}
 	if names := datasets.FileNames(got.Exports[0]); strings.Join(names, ",") != "train.jsonl,validation.jsonl,manifest.json" {
 		t.Fatalf("files %v", names)
@@ -282,9 +287,32 @@ func TestStartAndRunExport(t *testing.T) {
 	if err := e.svc.RunExport(ctx, ex.ID); err != nil {
 		t.Fatal(err)
 	}
-	// The exported version is exported again without freezing anew.
-	if _, _, err := e.svc.StartExport(ctx, e.actor, e.org, d.ID, datasets.ExportRequest{Format: "parquet", MaskPII: true}, enqueue); err != nil {
+	// The exported version is exported again without freezing anew; an
+	// export in another format leaves the quality score alone, and the
+	// masked export in the target format records its report's score.
+	pq, _, err := e.svc.StartExport(ctx, e.actor, e.org, d.ID, datasets.ExportRequest{Format: "parquet", MaskPII: true})
+	if err != nil {
 		t.Fatal(err)
+	}
+	if err := e.svc.RunExport(ctx, pq.ID); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := e.svc.Get(ctx, e.org, d.ID); got.Dataset.QualityScore.Valid {
+		t.Fatalf("a parquet export recorded the trl_preference quality score %v", got.Dataset.QualityScore)
+	}
+	target, rep, err := e.svc.StartExport(ctx, e.actor, e.org, d.ID, datasets.ExportRequest{Format: d.ExportFormat, MaskPII: true})
+	if err != nil || rep.Report == nil {
+		t.Fatalf("target-format export: %+v %v", rep, err)
+	}
+	if got, _ := e.svc.Get(ctx, e.org, d.ID); got.Dataset.QualityScore.Valid {
+		t.Fatal("the quality score was recorded before the export ran")
+	}
+	if err := e.svc.RunExport(ctx, target.ID); err != nil {
+		t.Fatal(err)
+	}
+	got, _ = e.svc.Get(ctx, e.org, d.ID)
+	if !got.Dataset.QualityScore.Valid || float64(got.Dataset.QualityScore.Float32) != float64(float32(rep.QualityScore)) {
+		t.Fatalf("quality score %v after the export, want the report's %v", got.Dataset.QualityScore, rep.QualityScore)
 	}
 }
 
@@ -299,17 +327,16 @@ func TestExportBlockedByValidation(t *testing.T) {
 	if _, err := e.svc.Freeze(ctx, e.actor, e.org, d.ID); err != nil {
 		t.Fatal(err)
 	}
-	_, rep, err := e.svc.StartExport(ctx, e.actor, e.org, d.ID, datasets.ExportRequest{Format: "openai_preference", MaskPII: true}, noEnqueue(t))
+	_, rep, err := e.svc.StartExport(ctx, e.actor, e.org, d.ID, datasets.ExportRequest{Format: "openai_preference", MaskPII: true})
 	var inv *errs.Invalid
 	if !errors.As(err, &inv) || inv.Errors[0].Field != "report.too_few_examples" || rep.Report == nil || !rep.Blocking() {
 		t.Fatalf("want a too_few_examples refusal, got %v", err)
 	}
-	if n := count(t, e.pool, "SELECT count(*) FROM dataset_exports"); n != 0 {
+	if n := count(t, e.pool, "SELECT count(*) FROM dataset_exports"); n != 0 || e.exportJobs(t, uuid.Nil) != 0 {
 		t.Fatalf("%d exports recorded for a refused export", n)
 	}
 	// trl_preference has no minimum: the same version exports.
-	if _, _, err := e.svc.StartExport(ctx, e.actor, e.org, d.ID, datasets.ExportRequest{Format: "trl_preference", MaskPII: true},
-		func(context.Context, pgx.Tx, uuid.UUID) error { return nil }); err != nil {
+	if _, _, err := e.svc.StartExport(ctx, e.actor, e.org, d.ID, datasets.ExportRequest{Format: "trl_preference", MaskPII: true}); err != nil {
 		t.Fatal(err)
 	}
 	// An instruction dataset cannot go to a preference-only format.
@@ -356,12 +383,11 @@ func TestLargeExportValidatedByJob(t *testing.T) {
 	if _, err := e.svc.Freeze(ctx, e.actor, e.org, d.ID); err != nil {
 		t.Fatal(err)
 	}
-	var id uuid.UUID
-	if _, _, err := e.svc.StartExport(ctx, e.actor, e.org, d.ID, datasets.ExportRequest{Format: "openai_preference", MaskPII: true},
-		func(_ context.Context, _ pgx.Tx, x uuid.UUID) error { id = x; return nil }); err != nil {
+	ex, _, err := e.svc.StartExport(ctx, e.actor, e.org, d.ID, datasets.ExportRequest{Format: "openai_preference", MaskPII: true})
+	if err != nil {
 		t.Fatal(err)
 	}
-	err := e.svc.RunExport(ctx, id)
+	err = e.svc.RunExport(ctx, ex.ID)
 	if !errors.Is(err, datasets.ErrBlocked) || !strings.Contains(err.Error(), "too_few_examples") {
 		t.Fatalf("run: %v", err)
 	}

@@ -80,16 +80,10 @@ func (s *FineTuneSource) verdict(ctx context.Context, q *db.Queries, v db.Datase
 	if err != nil {
 		return verdict{}, err
 	}
-	val, add, err := newValidator(f, d.BaseModel, v.Kind, true)
+	r, err := validateVersion(ctx, q, v, f, d.BaseModel, true)
 	if err != nil {
 		return verdict{}, err
 	}
-	for _, split := range Splits {
-		if err := eachVersionItem(ctx, q, v.ID, split, func(e Example) error { add(e); return nil }); err != nil {
-			return verdict{}, err
-		}
-	}
-	r := val.Report()
 	out := verdict{valid: !r.Blocking()}
 	if r.Blocking() {
 		var codes []string

@@ -43,8 +43,8 @@ func (s *Service) Freeze(ctx context.Context, actor audit.Actor, orgID, id uuid.
 			return err
 		}
 		out = frozen.version
-		// The quality score belongs to the new content: it is set again by
-		// the next validation report.
+		// The quality score belongs to the old content: the next export in
+		// the target format records the new one.
 		p := db.DatasetSetCurrentVersionParams{OrgID: orgID, ID: id, VersionID: uuid.NullUUID{UUID: out.ID, Valid: true}}
 		if _, err := q.DatasetSetCurrentVersion(ctx, p); err != nil {
 			return err

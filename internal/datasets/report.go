@@ -32,7 +32,8 @@ type Report struct {
 // Report validates a dataset for a format: its current version when it is
 // ready or exported, its members as they are now otherwise. Examples are
 // checked as the export writes them: with PII masked when MaskPII is set,
-// and otherwise with PII reported as warnings.
+// and otherwise with PII reported as warnings. Reading a report changes
+// nothing; an export records the score it was checked with.
 func (s *Service) Report(ctx context.Context, orgID, id uuid.UUID, req ReportRequest) (Report, error) {
 	d, err := s.Get(ctx, orgID, id)
 	if err != nil {
@@ -46,35 +47,20 @@ func (s *Service) Report(ctx context.Context, orgID, id uuid.UUID, req ReportReq
 	if err != nil {
 		return Report{}, errs.InvalidField("format", "%v", err)
 	}
+	q := db.New(s.Pool)
+	if d.Current != nil && (d.Dataset.Status == StatusReady || d.Dataset.Status == StatusExported) {
+		out, err := validateVersion(ctx, q, *d.Current, f, d.Dataset.BaseModel, req.MaskPII)
+		out.Source = fmt.Sprintf("version %d (frozen, %s)", d.Current.Number, short(d.Current.ContentHash))
+		return out, err
+	}
 	v, addEx, err := newValidator(f, d.Dataset.BaseModel, KindOf(string(d.Dataset.DatasetType)), req.MaskPII)
 	if err != nil {
 		return Report{}, err
 	}
-	q := db.New(s.Pool)
-	out := Report{}
-	frozen := d.Current != nil && (d.Dataset.Status == StatusReady || d.Dataset.Status == StatusExported)
-	if frozen {
-		out.Version = d.Current
-		out.Source = fmt.Sprintf("version %d (frozen, %s)", d.Current.Number, short(d.Current.ContentHash))
-		for _, split := range []string{"train", "validation"} {
-			if err := eachVersionItem(ctx, q, d.Current.ID, split, func(e Example) error { addEx(e); return nil }); err != nil {
-				return Report{}, err
-			}
-		}
-	} else {
-		out.Source = "the current members (not frozen yet)"
-		if err := eachMember(ctx, q, d.Dataset, func(_ uuid.UUID, e Example) error { addEx(e); return nil }); err != nil {
-			return Report{}, err
-		}
+	if err := eachMember(ctx, q, d.Dataset, func(_ uuid.UUID, e Example) error { addEx(e); return nil }); err != nil {
+		return Report{}, err
 	}
-	out.Report = v.Report()
-	if frozen && req.MaskPII && string(f) == d.Dataset.ExportFormat {
-		// The list shows this score: the target format's, as exported.
-		if err := q.DatasetSetQuality(ctx, db.DatasetSetQualityParams{OrgID: orgID, ID: id, QualityScore: float4(out.QualityScore)}); err != nil {
-			return Report{}, err
-		}
-	}
-	return out, nil
+	return Report{Report: v.Report(), Source: "the current members (not frozen yet)"}, nil
 }
 
 // newValidator returns a validator for the format and a function adding
@@ -100,7 +86,7 @@ func newValidator(f export.Format, baseModel, kind string, maskPII bool) (*valid
 	}, nil
 }
 
-// validateVersion is the report on a frozen version, for the export job.
+// validateVersion is the report on a frozen version in a format.
 func validateVersion(ctx context.Context, q *db.Queries, ver db.DatasetVersion, f export.Format, baseModel string, maskPII bool) (Report, error) {
 	v, addEx, err := newValidator(f, baseModel, ver.Kind, maskPII)
 	if err != nil {

@@ -10,7 +10,6 @@ import (
 	"testing"
 
 	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/curate/curate/db"
@@ -21,6 +20,8 @@ import (
 	"github.com/curate/curate/internal/datasets"
 	"github.com/curate/curate/internal/errs"
 	"github.com/curate/curate/internal/feedback"
+	"github.com/curate/curate/internal/jobq"
+	"github.com/curate/curate/internal/keyset"
 )
 
 func TestMain(m *testing.M) { pgtest.Main(m) }
@@ -48,8 +49,22 @@ func newEnv(t *testing.T) env {
 	if err != nil {
 		t.Fatal(err)
 	}
+	inserter, err := jobq.New(pool)
+	if err != nil {
+		t.Fatal(err)
+	}
 	actor := audit.Actor{Kind: "user", ID: u.ID, Label: u.Email}
-	return env{actor: actor, pool: pool, svc: &datasets.Service{Pool: pool, Bucket: bucket}, org: org.ID}
+	return env{actor: actor, pool: pool, svc: &datasets.Service{Pool: pool, Bucket: bucket, Jobs: inserter}, org: org.ID}
+}
+
+// exportJobs counts the export jobs queued for an export (uuid.Nil: for
+// any export).
+func (e env) exportJobs(t *testing.T, exportID uuid.UUID) int {
+	t.Helper()
+	if exportID == uuid.Nil {
+		return count(t, e.pool, "SELECT count(*) FROM river_job WHERE kind = 'dataset_export'")
+	}
+	return count(t, e.pool, "SELECT count(*) FROM river_job WHERE kind = 'dataset_export' AND args->>'export_id' = $1", exportID.String())
 }
 
 // pair stores a preference pair the way the pair features do: prompt as
@@ -144,15 +159,15 @@ func TestFreezeHashStableAndChanging(t *testing.T) {
 		t.Fatalf("after freeze: %+v", got.Dataset)
 	}
 
-	// The report on the frozen version for the target format records the
-	// quality score; 12 clean pairs score 1.
+	// The report on the frozen version for the target format: 12 clean
+	// pairs score 1. Reading it stores nothing; an export records it.
 	rep, err := e.svc.Report(ctx, e.org, d.ID, datasets.ReportRequest{MaskPII: true})
 	if err != nil || rep.Version == nil || rep.Version.ID != v1.ID || rep.QualityScore != 1 {
 		t.Fatalf("report: %+v %v", rep, err)
 	}
 	got, _ = e.svc.Get(ctx, e.org, d.ID)
-	if !got.Dataset.QualityScore.Valid || got.Dataset.QualityScore.Float32 != 1 {
-		t.Fatalf("quality score %+v", got.Dataset.QualityScore)
+	if got.Dataset.QualityScore.Valid {
+		t.Fatalf("reading the report stored a quality score %+v", got.Dataset.QualityScore)
 	}
 
 	// A second dataset with the same pairs, added in another order, has
@@ -224,10 +239,13 @@ func TestFreezeRefusals(t *testing.T) {
 	if !errors.As(err, &inv) || !strings.Contains(err.Error(), "cannot go from draft to ready") {
 		t.Fatalf("freeze a draft: %v", err)
 	}
-	_, _, err = e.svc.StartExport(ctx, e.actor, e.org, d.ID, datasets.ExportRequest{Format: "trl_preference", MaskPII: true}, noEnqueue(t))
+	_, _, err = e.svc.StartExport(ctx, e.actor, e.org, d.ID, datasets.ExportRequest{Format: "trl_preference", MaskPII: true})
 	var conflict *errs.Conflict
 	if !errors.As(err, &conflict) || !strings.Contains(conflict.Message, "draft") {
 		t.Fatalf("export a draft: %v", err)
+	}
+	if n := e.exportJobs(t, uuid.Nil); n != 0 {
+		t.Fatalf("%d export jobs queued for a refused export", n)
 	}
 	// Curating with no members: a clear error and no version.
 	if _, err := e.svc.Transition(ctx, e.actor, e.org, d.ID, "curating"); err != nil {
@@ -253,14 +271,6 @@ func TestFreezeRefusals(t *testing.T) {
 	}
 	if _, err := e.svc.Transition(ctx, e.actor, e.org, d.ID, "curating"); err == nil {
 		t.Fatal("an archived dataset came back")
-	}
-}
-
-func noEnqueue(t *testing.T) datasets.Enqueue {
-	return func(context.Context, pgx.Tx, uuid.UUID) error {
-		t.Helper()
-		t.Error("enqueue called")
-		return nil
 	}
 }
 
@@ -333,5 +343,39 @@ func TestAddByFilterCorrectedFeedback(t *testing.T) {
 	}
 	if ex.System != "You are the support assistant." || len(ex.Messages) != 2 || ex.Messages[1].Content != "Open Settings > Security and choose Reset password." {
 		t.Fatalf("frozen example %+v", ex)
+	}
+}
+
+// The list pages with the keyset cursor, newest first, each dataset once.
+func TestListPages(t *testing.T) {
+	ctx := context.Background()
+	e := newEnv(t)
+	var want []uuid.UUID
+	for i := range 5 {
+		d := e.dataset(t, datasets.TypeDPO, datasets.Settings{Name: fmt.Sprintf("Set %d", i)})
+		want = append([]uuid.UUID{d.ID}, want...)
+	}
+	var got []uuid.UUID
+	var cursor *keyset.Cursor
+	for page := 0; ; page++ {
+		rows, next, err := e.svc.List(ctx, e.org, datasets.ListFilter{}, cursor, 2)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range rows {
+			got = append(got, r.TrainingDataset.ID)
+		}
+		if next == nil {
+			if page != 2 || len(rows) != 1 {
+				t.Fatalf("last page is page %d with %d rows; want page 2 with 1", page, len(rows))
+			}
+			break
+		}
+		if cursor, err = keyset.Parse(datasets.ListCursor, next.Encode(datasets.ListCursor)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("pages gave %v, want %v (newest first)", got, want)
 	}
 }

@@ -17,7 +17,7 @@ func BenchmarkWriteTRL(b *testing.B) {
 	}
 	b.ReportAllocs()
 	for b.Loop() {
-		w, err := NewWriter(TRLPreference, io.Discard)
+		w, err := NewWriter(TRLPreference, io.Discard, "")
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -37,7 +37,7 @@ const (
 	ShareGPT Format = "sharegpt"
 	// Alpaca is {"instruction":...,"input":"","output":...,"system":...,"history":[[q,a],...]}.
 	Alpaca Format = "alpaca"
-	// Parquet holds TRL's conversational columns; see NewParquetWriter.
+	// Parquet holds TRL's conversational columns; see newParquetWriter.
 	Parquet Format = "parquet"
 )
 

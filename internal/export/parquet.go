@@ -33,7 +33,7 @@ const (
 	parquetGroupBytes = 32 << 20
 )
 
-// NewParquetWriter returns a writer of parquet files that hold TRL's
+// newParquetWriter returns a writer of parquet files that hold TRL's
 // conversational formats as columns, which Hugging Face datasets and pandas
 // read directly:
 //
@@ -42,14 +42,14 @@ const (
 //   - Preference files: "prompt" (list of {role, content}, system first when
 //     set), "chosen" and "rejected" (each a list of one assistant message).
 //
-// A file holds one kind: kind (KindSFT or KindPreference) fixes it up front,
-// or "" lets the first row decide, and an empty file with no kind given gets
+// A file holds one kind: kind (KindSFT or KindPreference, from NewWriter)
+// fixes it up front, or "" lets the first row decide, and an empty file with no kind given gets
 // the SFT schema. A preference pair written to an SFT file becomes its
 // chosen conversation; an SFT example cannot go into a preference file.
 //
 // Row groups are flushed every 20,000 rows or 32 MiB of text, so memory
 // stays bounded; the file is Snappy-compressed.
-func NewParquetWriter(w io.Writer, kind Kind) Writer {
+func newParquetWriter(w io.Writer, kind Kind) Writer {
 	return &parquetWriter{out: w, kind: kind}
 }
 

@@ -14,7 +14,7 @@ func pm(role, content string) ParquetMessage { return ParquetMessage{Role: role,
 func TestParquetPreferenceReadsBack(t *testing.T) {
 	_, pref := sampleExamples()
 	var buf bytes.Buffer
-	w, err := NewWriter(Parquet, &buf)
+	w, err := NewWriter(Parquet, &buf, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -69,7 +69,10 @@ func TestParquetPreferenceReadsBack(t *testing.T) {
 
 func TestParquetSFTReadsBack(t *testing.T) {
 	var buf bytes.Buffer
-	w := NewParquetWriter(&buf, KindSFT)
+	w, err := NewWriter(Parquet, &buf, KindSFT)
+	if err != nil {
+		t.Fatal(err)
+	}
 	if err := w.WriteSFT(SFTExample{System: "S", Messages: []Message{user("q"), assistant("a")}}); err != nil {
 		t.Fatal(err)
 	}
@@ -95,7 +98,10 @@ func TestParquetSFTReadsBack(t *testing.T) {
 
 func TestParquetEmptyFile(t *testing.T) {
 	var buf bytes.Buffer
-	w := NewParquetWriter(&buf, KindPreference)
+	w, err := NewWriter(Parquet, &buf, KindPreference)
+	if err != nil {
+		t.Fatal(err)
+	}
 	if err := w.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -114,7 +120,10 @@ func TestParquetEmptyFile(t *testing.T) {
 func TestParquetFlushesRowGroups(t *testing.T) {
 	const n = 2*parquetGroupRows + 5
 	var buf bytes.Buffer
-	w := NewParquetWriter(&buf, "")
+	w, err := NewWriter(Parquet, &buf, "")
+	if err != nil {
+		t.Fatal(err)
+	}
 	for i := range n {
 		p := PrefExample{Prompt: []Message{user(fmt.Sprintf("q%d", i))}, Chosen: fmt.Sprintf("c%d", i), Rejected: fmt.Sprintf("r%d", i)}
 		if err := w.WritePref(p); err != nil {

@@ -14,7 +14,7 @@ func TestRoundTripPref(t *testing.T) {
 	for _, f := range []Format{TRLPreference, OpenAIPreference} {
 		t.Run(string(f), func(t *testing.T) {
 			var buf bytes.Buffer
-			w, err := NewWriter(f, &buf)
+			w, err := NewWriter(f, &buf, "")
 			if err != nil {
 				t.Fatal(err)
 			}

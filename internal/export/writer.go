@@ -24,11 +24,20 @@ type Writer interface {
 // ErrClosed is returned by writes after Close.
 var ErrClosed = errors.New("export: writer is closed")
 
-// NewWriter returns a streaming writer of format f onto w.
-func NewWriter(f Format, w io.Writer) (Writer, error) {
+// NewWriter returns a streaming writer of format f onto w: every format,
+// JSON Lines and parquet alike, is written through this one constructor
+// and the Writer interface. kind is what the file holds (KindSFT or
+// KindPreference), or "" to let the first example decide; a format that
+// cannot hold kind is refused. Parquet needs the kind up front to give an
+// empty file the right columns; the JSON Lines formats write each line the
+// same whatever the kind.
+func NewWriter(f Format, w io.Writer, kind Kind) (Writer, error) {
+	if kind != "" && !f.Accepts(kind) {
+		return nil, fmt.Errorf("export: %s cannot hold %s examples", f, kind)
+	}
 	switch f {
 	case Parquet:
-		return NewParquetWriter(w, ""), nil
+		return newParquetWriter(w, kind), nil
 	case OpenAIChat, OpenAIPreference, TRLPreference, BedrockChat, AnthropicText, ShareGPT, Alpaca:
 		bw := bufio.NewWriterSize(w, 64<<10)
 		enc := json.NewEncoder(bw)

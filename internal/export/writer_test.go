@@ -112,7 +112,7 @@ func TestGoldenPref(t *testing.T) {
 func writeAll(t *testing.T, f Format, sft []SFTExample, pref []PrefExample) string {
 	t.Helper()
 	var buf bytes.Buffer
-	w, err := NewWriter(f, &buf)
+	w, err := NewWriter(f, &buf, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -154,7 +154,7 @@ func TestWriteRejects(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			w, err := NewWriter(tc.format, &bytes.Buffer{})
+			w, err := NewWriter(tc.format, &bytes.Buffer{}, "")
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -172,7 +172,7 @@ func TestWriteRejects(t *testing.T) {
 
 func TestWriteAfterClose(t *testing.T) {
 	for _, f := range Formats() {
-		w, err := NewWriter(f, &bytes.Buffer{})
+		w, err := NewWriter(f, &bytes.Buffer{}, "")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -243,7 +243,7 @@ func TestByteIdenticalRerun(t *testing.T) {
 		var runs [2][]byte
 		for i := range runs {
 			var buf bytes.Buffer
-			w, err := NewWriter(f, &buf)
+			w, err := NewWriter(f, &buf, "")
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -8,11 +8,6 @@ import (
 	"github.com/curate/curate/db"
 )
 
-// Models are the organisation's model names, for the queue's filter.
-func (s *Service) Models(ctx context.Context, orgID uuid.UUID) ([]string, error) {
-	return db.New(s.Pool).FeedbackQueueModels(ctx, orgID)
-}
-
 // StatusCounts counts the items a filter selects under each review status
 // (the filter's own status aside), for the queue's status tabs.
 func (s *Service) StatusCounts(ctx context.Context, orgID uuid.UUID, f Filter) ([]db.FeedbackStatusCountsRow, error) {

@@ -36,6 +36,12 @@ func (s *Service) List(ctx context.Context, orgID uuid.UUID, f Filter, cursor *C
 	return p, nil
 }
 
+// Models lists the model names the organisation's feedback names, in
+// order, for the filters that offer them.
+func (s *Service) Models(ctx context.Context, orgID uuid.UUID) ([]string, error) {
+	return db.New(s.Pool).FeedbackModels(ctx, orgID)
+}
+
 // Detail is one item with who reviewed it and its history.
 type Detail struct {
 	db.FeedbackGetRow

@@ -421,3 +421,40 @@ func closeDist(a, b Distribution) bool {
 	near := func(x, y float64) bool { return math.Abs(x-y) < 1e-9 }
 	return a.Min == b.Min && a.Max == b.Max && near(a.Mean, b.Mean) && near(a.Median, b.Median) && near(a.P5, b.P5) && near(a.P95, b.P95)
 }
+// testdata/chat_faults.jsonl, written for this test, read as the export reads
+// an OpenAI chat file: four examples (too few for length outliers to be
+// looked for), of which the second has no user message, the third ends on
+// the user's turn and the fourth repeats the first. By hand: 4 < 10
+// examples is too few (a dataset-level error); one example has an error
+// and two only warnings, so the score is 1 - (1 + 0.5 × 2) / 4 = 0.5.
+func TestChatFaultsFixture(t *testing.T) {
+	f, err := os.Open(filepath.Join("testdata", "chat_faults.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	v, err := New(Options{Format: export.OpenAIChat, Counter: counter(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := export.ReadSFT(context.Background(), export.OpenAIChat, f, func(_ int, ex export.SFTExample) error {
+		v.AddSFT(ex)
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	r := v.Report()
+	want := map[string][]int{
+		CodeTooFewExamples:   {-1},
+		CodeNoUserMessage:    {1},
+		CodeLastNotAssistant: {2},
+		CodeDuplicate:        {3},
+	}
+	if got := found(r); r.Examples != 4 || !reflect.DeepEqual(got, want) {
+		t.Errorf("%d examples, findings %v; want 4 and %v", r.Examples, got, want)
+	}
+	if !r.Blocking() || r.ExamplesWithErrors != 1 || r.ExamplesWithWarnings != 2 || math.Abs(r.QualityScore-0.5) > 1e-9 {
+		t.Errorf("blocking %v, errors %d, warnings %d, score %v; want true, 1, 2, 0.5",
+			r.Blocking(), r.ExamplesWithErrors, r.ExamplesWithWarnings, r.QualityScore)
+	}
+}

@@ -113,7 +113,7 @@ func (s *Source) Prepare(_ context.Context, org, id uuid.UUID, f export.Format, 
 			return "", err
 		}
 		defer file.Close()
-		w, err := export.NewWriter(f, file)
+		w, err := export.NewWriter(f, file, "")
 		if err != nil {
 			return "", err
 		}

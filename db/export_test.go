@@ -1,0 +1,8 @@
+package db
+
+// The queue's query texts, for the tests that read their plans.
+var (
+	FeedbackListSQL         = feedbackList
+	FeedbackStatusCountsSQL = feedbackStatusCounts
+	FeedbackMatchingIDsSQL  = feedbackMatchingIDs
+)
