@@ -227,7 +227,7 @@ func TestImportRoundTrip(t *testing.T) {
 				{Prompt: []export.Message{{Role: "user", Content: "Colour of the sky?"}}, Chosen: "Blue, by Rayleigh scattering.", Rejected: "Green."},
 			}
 			var buf bytes.Buffer
-			w, err := export.NewWriter(tc.format, &buf)
+			w, err := export.NewWriter(tc.format, &buf, "")
 			if err != nil {
 				t.Fatal(err)
 			}
