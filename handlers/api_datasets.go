@@ -2,13 +2,11 @@ package handlers
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"net/url"
 	"strconv"
-	"strings"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
@@ -158,11 +156,9 @@ func (h *Handlers) APIDatasetPatch(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	var version int64
-	if m := strings.Trim(strings.TrimPrefix(c.Request().Header.Get("If-Match"), "W/"), `"`); m != "" {
-		if version, err = strconv.ParseInt(m, 10, 32); err != nil {
-			return errs.InvalidField("If-Match", "must be the dataset's version number")
-		}
+	version, err := ifMatch(c, false)
+	if err != nil {
+		return err
 	}
 	body := datasetBody{}
 	if err := decodeJSON(c, &body, ""); err != nil {
@@ -175,16 +171,9 @@ func (h *Handlers) APIDatasetPatch(c echo.Context) error {
 	settings := body
 	settings.Status = nil
 	if settings != (datasetBody{}) {
-		_, err := h.Datasets.Update(ctx(c), actor(c), orgID, id, int32(version), body.apply)
-		var conflict *errs.Conflict
-		if errors.As(err, &conflict) {
-			// Answer with the dataset as it is now, in the API's shape.
-			if row, ok := conflict.Current.(db.TrainingDataset); ok {
-				conflict.Current = datasets.ToObject(row, 0, nil, nil)
-			}
-		}
+		_, err := h.Datasets.Update(ctx(c), actor(c), orgID, id, version, body.apply)
 		if err != nil {
-			return err
+			return conflictAs(err, func(d db.TrainingDataset) datasets.Object { return datasets.ToObject(d, 0, nil, nil) })
 		}
 	}
 	if body.Status != nil {

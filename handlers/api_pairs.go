@@ -1,16 +1,11 @@
 package handlers
 
 import (
-	"errors"
 	"net/http"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/labstack/echo/v4"
 
-	"github.com/curate/curate/db"
-	"github.com/curate/curate/internal/errs"
 	"github.com/curate/curate/internal/pairs"
 )
 
@@ -23,7 +18,7 @@ func (h *Handlers) APIPairCreate(c echo.Context) error {
 	}
 	p, err := h.Pairs.Create(ctx(c), actor(c), CallerOf(c).OrgID, in)
 	if err != nil {
-		return pairConflictObject(err)
+		return conflictAs(err, pairs.ToObject)
 	}
 	setETag(c, p.Version)
 	return c.JSON(http.StatusCreated, pairs.ToObject(p))
@@ -101,7 +96,7 @@ func (h *Handlers) APIPairPatch(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	version, err := pairIfMatch(c, true)
+	version, err := ifMatch(c, true)
 	if err != nil {
 		return err
 	}
@@ -111,7 +106,7 @@ func (h *Handlers) APIPairPatch(c echo.Context) error {
 	}
 	p, err := h.Pairs.Update(ctx(c), actor(c), CallerOf(c).OrgID, id, version, ch)
 	if err != nil {
-		return pairConflictObject(err)
+		return conflictAs(err, pairs.ToObject)
 	}
 	setETag(c, p.Version)
 	return c.JSON(http.StatusOK, pairs.ToObject(p))
@@ -123,12 +118,12 @@ func (h *Handlers) APIPairDelete(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	version, err := pairIfMatch(c, false)
+	version, err := ifMatch(c, false)
 	if err != nil {
 		return err
 	}
 	if err := h.Pairs.Delete(ctx(c), actor(c), CallerOf(c).OrgID, id, version); err != nil {
-		return pairConflictObject(err)
+		return conflictAs(err, pairs.ToObject)
 	}
 	return c.NoContent(http.StatusNoContent)
 }
@@ -153,32 +148,4 @@ func (h *Handlers) APIPairBulk(c echo.Context) error {
 		return err
 	}
 	return c.JSON(http.StatusOK, res)
-}
-
-// pairIfMatch reads the version in If-Match ("3", W/"3" or "\"3\"");
-// 0 when it is absent and not required.
-func pairIfMatch(c echo.Context, required bool) (int32, error) {
-	s := strings.Trim(strings.TrimPrefix(c.Request().Header.Get("If-Match"), "W/"), `"`)
-	if s == "" {
-		if required {
-			return 0, echo.NewHTTPError(http.StatusPreconditionRequired, "Send If-Match with the pair's version (its ETag), so a concurrent change is never overwritten.")
-		}
-		return 0, nil
-	}
-	v, err := strconv.ParseInt(s, 10, 32)
-	if err != nil || v < 1 {
-		return 0, errs.InvalidField("If-Match", "must be the pair's version number")
-	}
-	return int32(v), nil
-}
-
-// pairConflictObject shows a conflict's pair in the API's shape.
-func pairConflictObject(err error) error {
-	var conflict *errs.Conflict
-	if errors.As(err, &conflict) {
-		if row, ok := conflict.Current.(db.PreferencePair); ok {
-			conflict.Current = pairs.ToObject(row)
-		}
-	}
-	return err
 }

@@ -203,9 +203,6 @@ func smallIntText(n int16, valid bool) string {
 	return strconv.Itoa(int(n))
 }
 
-// htmxRequest reports whether htmx sent the request, so a fragment is enough.
-func htmxRequest(c echo.Context) bool { return c.Request().Header.Get("HX-Request") == "true" }
-
 // FeedbackBulk applies one action to selected items or to every item
 // matching a filter. The first post answers with the exact count to confirm;
 // the second carries confirm=N and runs only if the selection still holds N
