@@ -428,9 +428,12 @@ WHERE f.org_id = $1
   AND ($13::bool OR f.duplicate_of IS NULL)
   AND (NOT $14::bool OR f.pii_kinds <> '{}')
   AND ($15::text = '' OR feedback_document(f.query, f.response, f.comment) @@ websearch_to_tsquery('english', $15))
-  AND ($16::timestamptz IS NULL OR (f.created_at, f.id) < ($16, $17::uuid))
+  AND ($16::uuid IS NULL OR EXISTS (
+       SELECT 1 FROM training_dataset_members m
+       WHERE m.org_id = $1 AND m.dataset_id = $16 AND m.feedback_id = f.id))
+  AND ($17::timestamptz IS NULL OR (f.created_at, f.id) < ($17, $18::uuid))
 ORDER BY f.created_at DESC, f.id DESC
-LIMIT $18
+LIMIT $19
 `
 
 type FeedbackListParams struct {
@@ -449,6 +452,7 @@ type FeedbackListParams struct {
 	WithDuplicates bool               `json:"with_duplicates"`
 	PiiOnly        bool               `json:"pii_only"`
 	Q              string             `json:"q"`
+	DatasetID      uuid.NullUUID      `json:"dataset_id"`
 	CursorTime     *time.Time         `json:"cursor_time"`
 	CursorID       uuid.NullUUID      `json:"cursor_id"`
 	RowLimit       int32              `json:"row_limit"`
@@ -496,6 +500,7 @@ func (q *Queries) FeedbackList(ctx context.Context, arg FeedbackListParams) ([]F
 		arg.WithDuplicates,
 		arg.PiiOnly,
 		arg.Q,
+		arg.DatasetID,
 		arg.CursorTime,
 		arg.CursorID,
 		arg.RowLimit,
@@ -541,6 +546,73 @@ func (q *Queries) FeedbackList(ctx context.Context, arg FeedbackListParams) ([]F
 	return items, nil
 }
 
+const feedbackListByIDs = `-- name: FeedbackListByIDs :many
+SELECT id, seq, org_id, external_id, session_id, trace_id, end_user_id, query, response, context, model, experiment_arm, feedback_type, rating, dim_accuracy, dim_helpfulness, dim_clarity, dim_safety, comment, correction, latency_ms, tags, status, assignee_id, reviewer_id, reviewed_at, source, rank, rank_group, pii_kinds, content_hash, duplicate_of, created_at, updated_at, version FROM feedback WHERE org_id = $1 AND id = ANY($2::uuid[])
+`
+
+type FeedbackListByIDsParams struct {
+	OrgID uuid.UUID   `json:"org_id"`
+	Ids   []uuid.UUID `json:"ids"`
+}
+
+// Whole items for a page the list found, for answers that show each item
+// as GET /:id does.
+func (q *Queries) FeedbackListByIDs(ctx context.Context, arg FeedbackListByIDsParams) ([]Feedback, error) {
+	rows, err := q.db.Query(ctx, feedbackListByIDs, arg.OrgID, arg.Ids)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []Feedback{}
+	for rows.Next() {
+		var i Feedback
+		if err := rows.Scan(
+			&i.ID,
+			&i.Seq,
+			&i.OrgID,
+			&i.ExternalID,
+			&i.SessionID,
+			&i.TraceID,
+			&i.EndUserID,
+			&i.Query,
+			&i.Response,
+			&i.Context,
+			&i.Model,
+			&i.ExperimentArm,
+			&i.FeedbackType,
+			&i.Rating,
+			&i.DimAccuracy,
+			&i.DimHelpfulness,
+			&i.DimClarity,
+			&i.DimSafety,
+			&i.Comment,
+			&i.Correction,
+			&i.LatencyMs,
+			&i.Tags,
+			&i.Status,
+			&i.AssigneeID,
+			&i.ReviewerID,
+			&i.ReviewedAt,
+			&i.Source,
+			&i.Rank,
+			&i.RankGroup,
+			&i.PiiKinds,
+			&i.ContentHash,
+			&i.DuplicateOf,
+			&i.CreatedAt,
+			&i.UpdatedAt,
+			&i.Version,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const feedbackMatchingIDs = `-- name: FeedbackMatchingIDs :many
 SELECT f.id
 FROM feedback f
@@ -559,8 +631,11 @@ WHERE f.org_id = $1
   AND ($13::bool OR f.duplicate_of IS NULL)
   AND (NOT $14::bool OR f.pii_kinds <> '{}')
   AND ($15::text = '' OR feedback_document(f.query, f.response, f.comment) @@ websearch_to_tsquery('english', $15))
+  AND ($16::uuid IS NULL OR EXISTS (
+       SELECT 1 FROM training_dataset_members m
+       WHERE m.org_id = $1 AND m.dataset_id = $16 AND m.feedback_id = f.id))
 ORDER BY f.created_at DESC, f.id DESC
-LIMIT $16
+LIMIT $17
 `
 
 type FeedbackMatchingIDsParams struct {
@@ -579,6 +654,7 @@ type FeedbackMatchingIDsParams struct {
 	WithDuplicates bool               `json:"with_duplicates"`
 	PiiOnly        bool               `json:"pii_only"`
 	Q              string             `json:"q"`
+	DatasetID      uuid.NullUUID      `json:"dataset_id"`
 	RowLimit       int32              `json:"row_limit"`
 }
 
@@ -600,6 +676,7 @@ func (q *Queries) FeedbackMatchingIDs(ctx context.Context, arg FeedbackMatchingI
 		arg.WithDuplicates,
 		arg.PiiOnly,
 		arg.Q,
+		arg.DatasetID,
 		arg.RowLimit,
 	)
 	if err != nil {
@@ -742,6 +819,9 @@ WHERE f.org_id = $1
   AND ($12::bool OR f.duplicate_of IS NULL)
   AND (NOT $13::bool OR f.pii_kinds <> '{}')
   AND ($14::text = '' OR feedback_document(f.query, f.response, f.comment) @@ websearch_to_tsquery('english', $14))
+  AND ($15::uuid IS NULL OR EXISTS (
+       SELECT 1 FROM training_dataset_members m
+       WHERE m.org_id = $1 AND m.dataset_id = $15 AND m.feedback_id = f.id))
 GROUP BY f.status
 `
 
@@ -760,6 +840,7 @@ type FeedbackStatusCountsParams struct {
 	WithDuplicates bool               `json:"with_duplicates"`
 	PiiOnly        bool               `json:"pii_only"`
 	Q              string             `json:"q"`
+	DatasetID      uuid.NullUUID      `json:"dataset_id"`
 }
 
 type FeedbackStatusCountsRow struct {
@@ -783,6 +864,7 @@ func (q *Queries) FeedbackStatusCounts(ctx context.Context, arg FeedbackStatusCo
 		arg.WithDuplicates,
 		arg.PiiOnly,
 		arg.Q,
+		arg.DatasetID,
 	)
 	if err != nil {
 		return nil, err

@@ -16,7 +16,6 @@ import (
 	"github.com/curate/curate/internal/auth"
 	"github.com/curate/curate/internal/datasets"
 	"github.com/curate/curate/internal/errs"
-	"github.com/curate/curate/internal/feedback"
 	"github.com/curate/curate/jobs"
 )
 
@@ -113,7 +112,7 @@ func (h *Handlers) APIDatasetList(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	limit, cursor, err := listPage(q, feedback.ParseCursor)
+	limit, cursor, err := listPage(q, cursorIn(datasets.ListName))
 	if err != nil {
 		return err
 	}
@@ -121,17 +120,11 @@ func (h *Handlers) APIDatasetList(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	out := struct {
-		Data       []datasets.Object `json:"data"`
-		NextCursor string            `json:"next_cursor,omitempty"`
-	}{Data: make([]datasets.Object, len(rows))}
+	out := make([]datasets.Object, len(rows))
 	for i, r := range rows {
-		out.Data[i] = datasets.ToObject(r.TrainingDataset, int(r.MemberCount), nil, nil)
+		out[i] = datasets.ToObject(r.TrainingDataset, int(r.MemberCount), nil, nil)
 	}
-	if next != nil {
-		out.NextCursor = next.Encode()
-	}
-	return c.JSON(http.StatusOK, out)
+	return listJSON(c, datasets.ListName, out, next)
 }
 
 // APIDatasetGet returns a dataset with its versions and exports.

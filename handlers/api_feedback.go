@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
@@ -60,32 +61,37 @@ func (h *Handlers) APIFeedbackBatch(c echo.Context) error {
 	return c.JSON(http.StatusOK, res)
 }
 
-// APIFeedbackList lists the queue with the page's filters and a cursor.
+// APIFeedbackList lists the queue with the page's filters and a cursor,
+// each item whole as GET /api/feedback/:id shows it (without its history);
+// preview=1 cuts the long texts.
 func (h *Handlers) APIFeedbackList(c echo.Context) error {
-	q := c.QueryParams()
+	q, err := queryParams(c, slices.Concat(feedback.FilterParams, pageParams, []string{"preview"})...)
+	if err != nil {
+		return err
+	}
 	f, err := feedback.ParseFilter(q)
 	if err != nil {
 		return err
 	}
-	limit, cursor, err := listPage(q, feedback.ParseCursor)
+	limit, cursor, err := listPage(q, cursorIn(feedback.ListName))
 	if err != nil {
 		return err
 	}
-	page, err := h.Feedback.List(ctx(c), CallerOf(c).OrgID, f, cursor, limit)
+	short, err := wantPreview(q)
 	if err != nil {
 		return err
 	}
-	out := struct {
-		Data       []feedback.ListObject `json:"data"`
-		NextCursor string                `json:"next_cursor,omitempty"`
-	}{Data: make([]feedback.ListObject, len(page.Rows))}
-	for i, r := range page.Rows {
-		out.Data[i] = feedback.ToListObject(r)
+	items, next, err := h.Feedback.ListObjects(ctx(c), CallerOf(c).OrgID, f, cursor, limit)
+	if err != nil {
+		return err
 	}
-	if page.Next != nil {
-		out.NextCursor = page.Next.Encode()
+	if short {
+		for i := range items {
+			o := &items[i]
+			o.Query, o.Response, o.Comment, o.Correction = preview(o.Query), preview(o.Response), preview(o.Comment), preview(o.Correction)
+		}
 	}
-	return c.JSON(http.StatusOK, out)
+	return listJSON(c, feedback.ListName, items, next)
 }
 
 // APIFeedbackGet returns one item with its review history.

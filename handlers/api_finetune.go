@@ -130,7 +130,7 @@ func (h *Handlers) APIFineTuneList(c echo.Context) error {
 	if err := f.Check(h.FineTune.Providers); err != nil {
 		return err
 	}
-	limit, cursor, err := listPage(q, finetune.ParseCursor)
+	limit, cursor, err := listPage(q, cursorIn(finetune.ListName))
 	if err != nil {
 		return err
 	}
@@ -138,17 +138,11 @@ func (h *Handlers) APIFineTuneList(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	out := struct {
-		Data       []fineTuneObject `json:"data"`
-		NextCursor string           `json:"next_cursor,omitempty"`
-	}{Data: make([]fineTuneObject, len(page.Jobs))}
+	out := make([]fineTuneObject, len(page.Jobs))
 	for i, j := range page.Jobs {
-		out.Data[i] = toFineTuneObject(j)
+		out[i] = toFineTuneObject(j)
 	}
-	if page.Next != nil {
-		out.NextCursor = page.Next.Encode()
-	}
-	return c.JSON(http.StatusOK, out)
+	return listJSON(c, finetune.ListName, out, page.Next)
 }
 
 // APIFineTuneGet returns a job with its status, progress, metrics and

@@ -2,7 +2,7 @@ package handlers
 
 import (
 	"net/http"
-	"time"
+	"slices"
 
 	"github.com/labstack/echo/v4"
 
@@ -24,55 +24,41 @@ func (h *Handlers) APIPairCreate(c echo.Context) error {
 	return c.JSON(http.StatusCreated, pairs.ToObject(p))
 }
 
-// APIPairList lists pairs, newest first, with filters and a cursor.
+// APIPairList lists pairs, newest first, with filters and a cursor, each
+// pair whole as GET /api/preference-pairs/:id shows it; preview=1 cuts the
+// long texts.
 func (h *Handlers) APIPairList(c echo.Context) error {
-	q := c.QueryParams()
+	q, err := queryParams(c, slices.Concat(pairs.FilterParams, pageParams, []string{"preview"})...)
+	if err != nil {
+		return err
+	}
 	f, err := pairs.ParseFilter(q.Get)
 	if err != nil {
 		return err
 	}
-	limit, cursor, err := listPage(q, pairs.ParseCursor)
+	limit, cursor, err := listPage(q, cursorIn(pairs.ListName))
 	if err != nil {
 		return err
 	}
-	page, err := h.Pairs.List(ctx(c), CallerOf(c).OrgID, f, cursor, limit)
+	short, err := wantPreview(q)
 	if err != nil {
 		return err
 	}
-	type row struct {
-		ID                 string    `json:"id"`
-		QueryPreview       string    `json:"query_preview"`
-		ChosenPreview      string    `json:"chosen_preview"`
-		RejectedPreview    string    `json:"rejected_preview"`
-		PreferenceStrength float64   `json:"preference_strength"`
-		Method             string    `json:"method"`
-		ChosenFeedbackID   *string   `json:"chosen_feedback_id"`
-		RejectedFeedbackID *string   `json:"rejected_feedback_id"`
-		Tags               []string  `json:"tags"`
-		CreatedAt          time.Time `json:"created_at"`
-		Version            int32     `json:"version"`
+	list, next, err := h.Pairs.ListObjects(ctx(c), CallerOf(c).OrgID, f, cursor, limit)
+	if err != nil {
+		return err
 	}
-	out := struct {
-		Data       []row  `json:"data"`
-		NextCursor string `json:"next_cursor,omitempty"`
-	}{Data: make([]row, len(page.Rows))}
-	for i, r := range page.Rows {
-		out.Data[i] = row{ID: r.ID.String(), QueryPreview: r.QueryPreview, ChosenPreview: r.ChosenPreview,
-			RejectedPreview: r.RejectedPreview, PreferenceStrength: pairs.Strength(r.PreferenceStrength), Method: string(r.Method),
-			Tags: r.Tags, CreatedAt: r.CreatedAt, Version: r.Version}
-		if r.ChosenFeedbackID.Valid {
-			s := r.ChosenFeedbackID.UUID.String()
-			out.Data[i].ChosenFeedbackID = &s
-		}
-		if r.RejectedFeedbackID.Valid {
-			s := r.RejectedFeedbackID.UUID.String()
-			out.Data[i].RejectedFeedbackID = &s
+	if short {
+		for i := range list {
+			p := &list[i]
+			p.Query, p.ChosenResponse, p.RejectedResponse = preview(p.Query), preview(p.ChosenResponse), preview(p.RejectedResponse)
+			p.SystemPrompt, p.AnnotationNotes = preview(p.SystemPrompt), preview(p.AnnotationNotes)
+			for m := range p.Prompt {
+				p.Prompt[m].Content = preview(p.Prompt[m].Content)
+			}
 		}
 	}
-	if page.Next != nil {
-		out.NextCursor = page.Next.Encode()
-	}
-	return c.JSON(http.StatusOK, out)
+	return listJSON(c, pairs.ListName, list, next)
 }
 
 // APIPairGet returns one pair.

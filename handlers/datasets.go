@@ -16,7 +16,7 @@ import (
 	"github.com/curate/curate/internal/datasets"
 	"github.com/curate/curate/internal/errs"
 	"github.com/curate/curate/internal/export"
-	"github.com/curate/curate/internal/feedback"
+	"github.com/curate/curate/internal/keyset"
 	"github.com/curate/curate/views"
 )
 
@@ -38,7 +38,7 @@ func (h *Handlers) renderDatasets(c echo.Context, status int, form views.Dataset
 	if err != nil {
 		return err
 	}
-	cursor, err := feedback.ParseCursor(q.Get("cursor"))
+	cursor, err := keyset.Parse(datasets.ListName, q.Get("cursor"))
 	if err != nil {
 		return err
 	}
@@ -65,7 +65,7 @@ func (h *Handlers) renderDatasets(c echo.Context, status int, form views.Dataset
 		v.Rows = append(v.Rows, row)
 	}
 	if next != nil {
-		nq := url.Values{"cursor": {next.Encode()}}
+		nq := url.Values{"cursor": {next.Encode(datasets.ListName)}}
 		if f.Status != "" {
 			nq.Set("status", f.Status)
 		}

@@ -20,6 +20,7 @@ import (
 	"github.com/curate/curate/internal/auth"
 	"github.com/curate/curate/internal/errs"
 	"github.com/curate/curate/internal/finetune"
+	"github.com/curate/curate/internal/keyset"
 	"github.com/curate/curate/internal/pricing"
 	"github.com/curate/curate/internal/provider"
 	"github.com/curate/curate/internal/provider/local"
@@ -35,7 +36,7 @@ func (h *Handlers) FineTuneJobs(c echo.Context) error {
 	if err := f.Check(h.FineTune.Providers); err != nil {
 		return err
 	}
-	cursor, err := finetune.ParseCursor(q.Get("cursor"))
+	cursor, err := keyset.Parse(finetune.ListName, q.Get("cursor"))
 	if err != nil {
 		return err
 	}
@@ -60,7 +61,7 @@ func (h *Handlers) FineTuneJobs(c echo.Context) error {
 		m.Rows = append(m.Rows, r)
 	}
 	if page.Next != nil {
-		next := url.Values{"cursor": {page.Next.Encode()}}
+		next := url.Values{"cursor": {page.Next.Encode(finetune.ListName)}}
 		for k, v := range map[string]string{"status": f.Status, "provider": f.Provider} {
 			if v != "" {
 				next.Set(k, v)

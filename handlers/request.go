@@ -80,6 +80,18 @@ func listPage[C any](q url.Values, parseCursor func(string) (C, error)) (int, C,
 	return limit, cursor, nil
 }
 
+// wantPreview reads a list's ?preview=: "1" (or "true") asks for long
+// texts cut short.
+func wantPreview(q url.Values) (bool, error) {
+	switch q.Get("preview") {
+	case "", "0", "false":
+		return false, nil
+	case "1", "true":
+		return true, nil
+	}
+	return false, errs.InvalidField("preview", `must be "1" or "0"`)
+}
+
 // cursorIn parses cursors of the named keyset list; a cursor from another
 // list is an invalid "cursor".
 func cursorIn(list string) func(string) (*keyset.Cursor, error) {

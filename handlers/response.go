@@ -62,6 +62,23 @@ func listJSON[T any](c echo.Context, list string, rows []T, next *keyset.Cursor)
 	return c.JSON(http.StatusOK, out)
 }
 
+// previewRunes is how much of a long text a list asked for with preview=1
+// keeps.
+const previewRunes = 300
+
+// preview cuts a text to previewRunes characters, marking the cut with an
+// ellipsis.
+func preview(s string) string {
+	n := 0
+	for i := range s {
+		if n == previewRunes {
+			return s[:i] + "…"
+		}
+		n++
+	}
+	return s
+}
+
 // conflictAs puts a conflict's current row in the API's shape, so a 409
 // carries the object as GET /:id would show it now; other errors pass
 // through.

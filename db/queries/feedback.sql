@@ -55,9 +55,17 @@ WHERE f.org_id = @org_id
   AND (@with_duplicates::bool OR f.duplicate_of IS NULL)
   AND (NOT @pii_only::bool OR f.pii_kinds <> '{}')
   AND (@q::text = '' OR feedback_document(f.query, f.response, f.comment) @@ websearch_to_tsquery('english', @q))
+  AND (sqlc.narg('dataset_id')::uuid IS NULL OR EXISTS (
+       SELECT 1 FROM training_dataset_members m
+       WHERE m.org_id = @org_id AND m.dataset_id = sqlc.narg('dataset_id') AND m.feedback_id = f.id))
   AND (sqlc.narg('cursor_time')::timestamptz IS NULL OR (f.created_at, f.id) < (sqlc.narg('cursor_time'), sqlc.narg('cursor_id')::uuid))
 ORDER BY f.created_at DESC, f.id DESC
 LIMIT @row_limit;
+
+-- name: FeedbackListByIDs :many
+-- Whole items for a page the list found, for answers that show each item
+-- as GET /:id does.
+SELECT * FROM feedback WHERE org_id = @org_id AND id = ANY(@ids::uuid[]);
 
 -- name: FeedbackStatusCounts :many
 SELECT f.status, count(*) AS count
@@ -76,6 +84,9 @@ WHERE f.org_id = @org_id
   AND (@with_duplicates::bool OR f.duplicate_of IS NULL)
   AND (NOT @pii_only::bool OR f.pii_kinds <> '{}')
   AND (@q::text = '' OR feedback_document(f.query, f.response, f.comment) @@ websearch_to_tsquery('english', @q))
+  AND (sqlc.narg('dataset_id')::uuid IS NULL OR EXISTS (
+       SELECT 1 FROM training_dataset_members m
+       WHERE m.org_id = @org_id AND m.dataset_id = sqlc.narg('dataset_id') AND m.feedback_id = f.id))
 GROUP BY f.status;
 
 -- name: FeedbackMatchingIDs :many
@@ -97,6 +108,9 @@ WHERE f.org_id = @org_id
   AND (@with_duplicates::bool OR f.duplicate_of IS NULL)
   AND (NOT @pii_only::bool OR f.pii_kinds <> '{}')
   AND (@q::text = '' OR feedback_document(f.query, f.response, f.comment) @@ websearch_to_tsquery('english', @q))
+  AND (sqlc.narg('dataset_id')::uuid IS NULL OR EXISTS (
+       SELECT 1 FROM training_dataset_members m
+       WHERE m.org_id = @org_id AND m.dataset_id = sqlc.narg('dataset_id') AND m.feedback_id = f.id))
 ORDER BY f.created_at DESC, f.id DESC
 LIMIT @row_limit;
 

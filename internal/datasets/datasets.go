@@ -30,6 +30,7 @@ import (
 	"github.com/curate/curate/internal/errs"
 	"github.com/curate/curate/internal/export"
 	"github.com/curate/curate/internal/feedback"
+	"github.com/curate/curate/internal/keyset"
 )
 
 // Dataset types.
@@ -221,9 +222,13 @@ func ParseListFilter(q url.Values) (ListFilter, error) {
 	return f, v.Err()
 }
 
+// ListName is the name the dataset list's keyset cursors carry: a cursor
+// from another list is refused.
+const ListName = "datasets"
+
 // List returns one keyset page of datasets, newest first, and the cursor of
 // the next page (nil on the last).
-func (s *Service) List(ctx context.Context, orgID uuid.UUID, f ListFilter, cursor *feedback.Cursor, limit int) ([]db.DatasetListRow, *feedback.Cursor, error) {
+func (s *Service) List(ctx context.Context, orgID uuid.UUID, f ListFilter, cursor *keyset.Cursor, limit int) ([]db.DatasetListRow, *keyset.Cursor, error) {
 	p := db.DatasetListParams{OrgID: orgID, RowLimit: int32(limit + 1)}
 	if f.Status != "" {
 		p.Status = db.NullDatasetStatus{DatasetStatus: db.DatasetStatus(f.Status), Valid: true}
@@ -231,19 +236,15 @@ func (s *Service) List(ctx context.Context, orgID uuid.UUID, f ListFilter, curso
 	if f.Type != "" {
 		p.DatasetType = db.NullDatasetType{DatasetType: db.DatasetType(f.Type), Valid: true}
 	}
-	if cursor != nil {
-		p.CursorTime = &cursor.At
-		p.CursorID = uuid.NullUUID{UUID: cursor.ID, Valid: true}
-	}
+	p.CursorTime, p.CursorID = cursor.Bounds()
 	rows, err := db.New(s.Pool).DatasetList(ctx, p)
 	if err != nil {
 		return nil, nil, err
 	}
-	if len(rows) <= limit {
-		return rows, nil, nil
-	}
-	last := rows[limit-1].TrainingDataset
-	return rows[:limit], &feedback.Cursor{At: last.CreatedAt, ID: last.ID}, nil
+	rows, next := keyset.Page(rows, limit, func(r db.DatasetListRow) keyset.Cursor {
+		return keyset.Cursor{At: r.TrainingDataset.CreatedAt, ID: r.TrainingDataset.ID}
+	})
+	return rows, next, nil
 }
 
 // Update changes a dataset's settings. version is the version the caller

@@ -21,6 +21,7 @@ import (
 	"github.com/curate/curate/internal/errs"
 	"github.com/curate/curate/internal/finetune"
 	"github.com/curate/curate/internal/finetune/finetunetest"
+	"github.com/curate/curate/internal/keyset"
 	"github.com/curate/curate/internal/pricing"
 	"github.com/curate/curate/internal/provider"
 	"github.com/curate/curate/internal/provider/bedrock"
@@ -534,7 +535,7 @@ func TestListPages(t *testing.T) {
 		ids = append(ids, e.launch(t, finetune.Request{VersionID: v.ID, Provider: "openai", BaseModel: mini, Method: provider.DPO}).ID)
 	}
 	var seen []uuid.UUID
-	var cur *finetune.Cursor
+	var cur *keyset.Cursor
 	for {
 		p, err := e.svc.List(context.Background(), e.org, finetune.Filter{Provider: "openai"}, cur, 2)
 		if err != nil {
@@ -546,7 +547,7 @@ func TestListPages(t *testing.T) {
 		if p.Next == nil {
 			break
 		}
-		if cur, err = finetune.ParseCursor(p.Next.Encode()); err != nil {
+		if cur, err = keyset.Parse(finetune.ListName, p.Next.Encode(finetune.ListName)); err != nil {
 			t.Fatal(err)
 		}
 	}
