@@ -116,7 +116,7 @@ func (h *Handlers) APIFineTuneLaunch(c echo.Context) error {
 			return errs.InvalidField("dataset_version_id", "must be a dataset version id")
 		}
 	}
-	job, _, err := h.FineTune.Launch(ctx(c), actor(c), CallerOf(c).OrgID, req, h.enqueueFineTune(req.Provider))
+	job, _, err := h.FineTune.Launch(ctx(c), actor(c), CallerOf(c).OrgID, req)
 	if err != nil {
 		return err
 	}
@@ -183,7 +183,7 @@ func (h *Handlers) APIFineTuneCancel(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	job, err := h.cancelFineTune(c, id)
+	job, err := h.FineTune.Cancel(ctx(c), actor(c), CallerOf(c).OrgID, id)
 	if err != nil {
 		return err
 	}

@@ -99,7 +99,7 @@ func (h *Handlers) APITrain(c echo.Context) error {
 	if bad.Has() {
 		return bad
 	}
-	job, _, err := h.FineTune.Launch(ctx(c), actor(c), CallerOf(c).OrgID, req, h.enqueueFineTune(local.Name))
+	job, _, err := h.FineTune.Launch(ctx(c), actor(c), CallerOf(c).OrgID, req)
 	var inv *errs.Invalid
 	if errors.As(err, &inv) {
 		out := &errs.Invalid{}

@@ -12,11 +12,9 @@ import (
 	"strings"
 
 	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5"
 	"github.com/labstack/echo/v4"
 
 	"github.com/curate/curate/db"
-	"github.com/curate/curate/internal/audit"
 	"github.com/curate/curate/internal/auth"
 	"github.com/curate/curate/internal/errs"
 	"github.com/curate/curate/internal/finetune"
@@ -24,7 +22,6 @@ import (
 	"github.com/curate/curate/internal/pricing"
 	"github.com/curate/curate/internal/provider"
 	"github.com/curate/curate/internal/provider/local"
-	"github.com/curate/curate/jobs"
 	"github.com/curate/curate/views"
 )
 
@@ -224,7 +221,7 @@ func (h *Handlers) FineTuneLaunch(c echo.Context) error {
 	var est finetune.Estimate
 	var err error
 	if !bad.Has() {
-		job, est, err = h.FineTune.Launch(ctx(c), actor(c), CallerOf(c).OrgID, req, h.enqueueFineTune(req.Provider))
+		job, est, err = h.FineTune.Launch(ctx(c), actor(c), CallerOf(c).OrgID, req)
 	} else {
 		// Not launched; the estimate's checks still name every other bad field.
 		_, err = h.FineTune.Estimate(ctx(c), CallerOf(c).OrgID, req)
@@ -241,18 +238,6 @@ func (h *Handlers) FineTuneLaunch(c echo.Context) error {
 		h.Sessions.Flash(c, "ok", fmt.Sprintf("Fine-tuning job launched: an estimated %s for %d tokens.", est.Cost, est.TrainedTokens))
 	}
 	return redirect(c, "/fine-tuning/jobs/"+job.ID.String())
-}
-
-// enqueueFineTune queues the worker of a job at the named provider; a
-// local job's goes to the GPU queue.
-func (h *Handlers) enqueueFineTune(providerName string) finetune.Enqueue {
-	return func(ctx context.Context, tx pgx.Tx, id uuid.UUID) (int64, error) {
-		res, err := h.River.InsertTx(ctx, tx, jobs.FineTuneArgs{JobID: id, Local: providerName == local.Name}, nil)
-		if err != nil {
-			return 0, err
-		}
-		return res.Job.ID, nil
-	}
 }
 
 // FineTuneJob is one job's page.
@@ -421,7 +406,7 @@ func (h *Handlers) FineTuneCancel(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	if _, err := h.cancelFineTune(c, id); err != nil {
+	if _, err := h.FineTune.Cancel(ctx(c), actor(c), CallerOf(c).OrgID, id); err != nil {
 		var conflict *errs.Conflict
 		if errors.As(err, &conflict) {
 			h.Sessions.Flash(c, "error", "Not cancelled: "+conflict.Message+".")
@@ -431,20 +416,6 @@ func (h *Handlers) FineTuneCancel(c echo.Context) error {
 	}
 	h.Sessions.Flash(c, "ok", "Cancellation requested; the provider is told at once.")
 	return redirect(c, "/fine-tuning/jobs/"+id.String())
-}
-
-func (h *Handlers) cancelFineTune(c echo.Context, id uuid.UUID) (db.FineTuningJob, error) {
-	job, err := h.FineTune.Cancel(ctx(c), actor(c), CallerOf(c).OrgID, id)
-	if err != nil {
-		return job, err
-	}
-	// The worker may be waiting for its next look; bring that forward.
-	if job.RiverJobID.Valid {
-		if _, err := h.River.JobRetry(ctx(c), job.RiverJobID.Int64); err != nil {
-			h.Log.Warn("waking the fine-tuning worker", "job", id, "err", err)
-		}
-	}
-	return job, nil
 }
 
 // FineTuneSettings shows the budget and the price table.
@@ -523,7 +494,7 @@ func (h *Handlers) FineTunePricesSave(c echo.Context) error {
 		t.Prices = append(t.Prices, pricing.Price{Provider: prov, BaseModel: model, PerMillion: n})
 	}
 	if len(bad) == 0 {
-		err := h.FineTune.Prices.Set(ctx(c), t)
+		err := h.FineTune.SetPrices(ctx(c), actor(c), CallerOf(c).OrgID, t)
 		var inv *errs.Invalid
 		if errors.As(err, &inv) {
 			for _, fe := range inv.Errors {
@@ -541,10 +512,6 @@ func (h *Handlers) FineTunePricesSave(c echo.Context) error {
 	}
 	if len(bad) > 0 {
 		return h.renderSettings(c, http.StatusUnprocessableEntity, &t, bad)
-	}
-	if err := audit.Record(ctx(c), h.Q, actor(c), audit.Entry{OrgID: CallerOf(c).OrgID, Action: "finetune.prices",
-		TargetType: "price_table", TargetID: t.Date, Details: map[string]any{"prices": len(t.Prices)}}); err != nil {
-		return err
 	}
 	h.Sessions.Flash(c, "ok", fmt.Sprintf("Price table of %s saved: %d prices.", t.Date, len(t.Prices)))
 	return redirect(c, "/fine-tuning/settings")

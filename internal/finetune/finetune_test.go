@@ -12,7 +12,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/curate/curate/db"
@@ -21,6 +20,7 @@ import (
 	"github.com/curate/curate/internal/errs"
 	"github.com/curate/curate/internal/finetune"
 	"github.com/curate/curate/internal/finetune/finetunetest"
+	"github.com/curate/curate/internal/jobq"
 	"github.com/curate/curate/internal/keyset"
 	"github.com/curate/curate/internal/pricing"
 	"github.com/curate/curate/internal/provider"
@@ -60,8 +60,14 @@ func newEnv(t *testing.T, reg finetune.Providers) *env {
 	}
 	dir := t.TempDir()
 	src := &finetunetest.Source{}
+	// An insert-only River client: launches store their worker's job, which
+	// no worker here takes; the tests advance jobs themselves.
+	inserter, err := jobq.New(pool)
+	if err != nil {
+		t.Fatal(err)
+	}
 	svc := &finetune.Service{Pool: pool, Providers: reg, Prices: pricing.NewStore(filepath.Join(dir, "prices.json")),
-		Dir: filepath.Join(dir, "ft"), DefaultBudget: pricing.Dollars(100), PollEvery: time.Millisecond}
+		Dir: filepath.Join(dir, "ft"), DefaultBudget: pricing.Dollars(100), PollEvery: time.Millisecond, Jobs: inserter}
 	svc.SetDataSource(src)
 	return &env{svc: svc, pool: pool, src: src, org: org}
 }
@@ -80,11 +86,9 @@ func bedrockEntry(srv *bedrockfake.Server) finetune.Entry {
 	})
 }
 
-func noQueue(context.Context, pgx.Tx, uuid.UUID) (int64, error) { return 0, nil }
-
 func (e *env) launch(t *testing.T, req finetune.Request) db.FineTuningJob {
 	t.Helper()
-	job, _, err := e.svc.Launch(context.Background(), admin, e.org, req, noQueue)
+	job, _, err := e.svc.Launch(context.Background(), admin, e.org, req)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -365,7 +369,7 @@ func TestLaunchRefusesBadInput(t *testing.T) {
 		}), "seed"},
 	}
 	for _, c := range cases {
-		_, _, err := e.svc.Launch(context.Background(), admin, e.org, c.req, noQueue)
+		_, _, err := e.svc.Launch(context.Background(), admin, e.org, c.req)
 		var inv *errs.Invalid
 		if !errors.As(err, &inv) {
 			t.Errorf("%s: %v, want invalid input", c.name, err)
@@ -397,7 +401,7 @@ func TestBudgetRefusesOverspending(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.launch(t, req)
-	_, _, err := e.svc.Launch(ctx, admin, e.org, req, noQueue)
+	_, _, err := e.svc.Launch(ctx, admin, e.org, req)
 	var inv *errs.Invalid
 	if !errors.As(err, &inv) || inv.ByField()["budget"] == "" {
 		t.Fatalf("second launch: %v, want refused on budget", err)
@@ -577,7 +581,7 @@ func TestConcurrentLaunchesShareTheBudget(t *testing.T) {
 	results := make(chan error, 2)
 	for range 2 {
 		go func() {
-			_, _, err := e.svc.Launch(ctx, admin, e.org, req, noQueue)
+			_, _, err := e.svc.Launch(ctx, admin, e.org, req)
 			results <- err
 		}()
 	}
