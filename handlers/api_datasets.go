@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 
 	"github.com/google/uuid"
@@ -83,6 +84,9 @@ func detailObject(d datasets.Detail) datasetDetailObject {
 
 // APIDatasetCreate makes a draft dataset: 201 with it.
 func (h *Handlers) APIDatasetCreate(c echo.Context) error {
+	if _, err := queryParams(c); err != nil {
+		return err
+	}
 	body := datasetBody{}
 	if err := decodeJSON(c, &body, ""); err != nil {
 		return err
@@ -107,7 +111,10 @@ func (h *Handlers) APIDatasetCreate(c echo.Context) error {
 // APIDatasetList lists datasets, newest first, with ?status=, ?type=,
 // ?limit= and ?cursor=.
 func (h *Handlers) APIDatasetList(c echo.Context) error {
-	q := c.QueryParams()
+	q, err := queryParams(c, slices.Concat(datasets.ListParams, pageParams)...)
+	if err != nil {
+		return err
+	}
 	f, err := datasets.ParseListFilter(q)
 	if err != nil {
 		return err
@@ -116,19 +123,18 @@ func (h *Handlers) APIDatasetList(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	rows, next, err := h.Datasets.List(ctx(c), CallerOf(c).OrgID, f, cursor, limit)
+	list, next, err := h.Datasets.ListObjects(ctx(c), CallerOf(c).OrgID, f, cursor, limit)
 	if err != nil {
 		return err
 	}
-	out := make([]datasets.Object, len(rows))
-	for i, r := range rows {
-		out[i] = datasets.ToObject(r.TrainingDataset, int(r.MemberCount), nil, nil)
-	}
-	return listJSON(c, datasets.ListName, out, next)
+	return listJSON(c, datasets.ListName, list, next)
 }
 
 // APIDatasetGet returns a dataset with its versions and exports.
 func (h *Handlers) APIDatasetGet(c echo.Context) error {
+	if _, err := queryParams(c); err != nil {
+		return err
+	}
 	id, err := pathID(c)
 	if err != nil {
 		return err
@@ -145,6 +151,9 @@ func (h *Handlers) APIDatasetGet(c echo.Context) error {
 // through its lifecycle ("ready" freezes a version). If-Match, when sent,
 // must carry the version the caller saw.
 func (h *Handlers) APIDatasetPatch(c echo.Context) error {
+	if _, err := queryParams(c); err != nil {
+		return err
+	}
 	id, err := pathID(c)
 	if err != nil {
 		return err
@@ -180,6 +189,9 @@ func (h *Handlers) APIDatasetPatch(c echo.Context) error {
 // APIDatasetArchive archives a dataset (DELETE): its versions and exports
 // stay.
 func (h *Handlers) APIDatasetArchive(c echo.Context) error {
+	if _, err := queryParams(c); err != nil {
+		return err
+	}
 	id, err := pathID(c)
 	if err != nil {
 		return err
@@ -194,6 +206,9 @@ func (h *Handlers) APIDatasetArchive(c echo.Context) error {
 // the pair filter or the feedback queue's, as string values), and removes
 // them ("remove").
 func (h *Handlers) APIDatasetMembers(c echo.Context) error {
+	if _, err := queryParams(c); err != nil {
+		return err
+	}
 	id, err := pathID(c)
 	if err != nil {
 		return err
@@ -241,11 +256,15 @@ func (h *Handlers) APIDatasetMembers(c echo.Context) error {
 // APIDatasetValidation returns the validation report for ?format= (default
 // the dataset's target) with PII masked unless ?mask_pii=false.
 func (h *Handlers) APIDatasetValidation(c echo.Context) error {
+	q, err := queryParams(c, "format", "mask_pii")
+	if err != nil {
+		return err
+	}
 	id, err := pathID(c)
 	if err != nil {
 		return err
 	}
-	r, err := h.Datasets.Report(ctx(c), CallerOf(c).OrgID, id, datasets.ReportRequest{Format: c.QueryParam("format"), MaskPII: c.QueryParam("mask_pii") != "false"})
+	r, err := h.Datasets.Report(ctx(c), CallerOf(c).OrgID, id, datasets.ReportRequest{Format: q.Get("format"), MaskPII: q.Get("mask_pii") != "false"})
 	if err != nil {
 		return err
 	}
@@ -260,6 +279,9 @@ func (h *Handlers) APIDatasetValidation(c echo.Context) error {
 // APIDatasetExport starts an export job: 202 with the export. Errors in
 // the validation report answer 422, one entry per error code.
 func (h *Handlers) APIDatasetExport(c echo.Context) error {
+	if _, err := queryParams(c); err != nil {
+		return err
+	}
 	id, err := pathID(c)
 	if err != nil {
 		return err
@@ -292,6 +314,9 @@ func (h *Handlers) enqueueExport(ctx context.Context, tx pgx.Tx, exportID uuid.U
 
 // APIDatasetExportGet returns one export with its progress and files.
 func (h *Handlers) APIDatasetExportGet(c echo.Context) error {
+	if _, err := queryParams(c); err != nil {
+		return err
+	}
 	e, err := h.exportOf(c)
 	if err != nil {
 		return err
@@ -319,6 +344,9 @@ func (h *Handlers) exportOf(c echo.Context) (db.DatasetExport, error) {
 // the caller must be signed in to the dataset's organisation; there are no
 // public links to the storage.
 func (h *Handlers) DatasetExportFile(c echo.Context) error {
+	if _, err := queryParams(c); err != nil {
+		return err
+	}
 	id, err := pathID(c)
 	if err != nil {
 		return err

@@ -18,6 +18,9 @@ import (
 // APIFeedbackCreate stores one item: 201 with it, or 200 with the stored
 // one when its external_id was already stored.
 func (h *Handlers) APIFeedbackCreate(c echo.Context) error {
+	if _, err := queryParams(c); err != nil {
+		return err
+	}
 	var it feedback.Item
 	if err := decodeJSON(c, &it, ""); err != nil {
 		return err
@@ -43,6 +46,9 @@ func (h *Handlers) APIFeedbackCreate(c echo.Context) error {
 
 // APIFeedbackBatch stores up to 10,000 items with COPY, all or nothing.
 func (h *Handlers) APIFeedbackBatch(c echo.Context) error {
+	if _, err := queryParams(c); err != nil {
+		return err
+	}
 	body, err := readJSONBody(c)
 	if err != nil {
 		return err
@@ -96,6 +102,9 @@ func (h *Handlers) APIFeedbackList(c echo.Context) error {
 
 // APIFeedbackGet returns one item with its review history.
 func (h *Handlers) APIFeedbackGet(c echo.Context) error {
+	if _, err := queryParams(c); err != nil {
+		return err
+	}
 	id, err := pathID(c)
 	if err != nil {
 		return err
@@ -128,6 +137,9 @@ func (h *Handlers) APIFeedbackGet(c echo.Context) error {
 // must carry the version the caller saw; a stale one answers 409 with the
 // current item.
 func (h *Handlers) APIFeedbackPatch(c echo.Context) error {
+	if _, err := queryParams(c); err != nil {
+		return err
+	}
 	id, err := pathID(c)
 	if err != nil {
 		return err

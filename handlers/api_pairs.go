@@ -12,6 +12,9 @@ import (
 // APIPairCreate stores one pair: 201 with it, 409 with the stored one when
 // an identical pair exists.
 func (h *Handlers) APIPairCreate(c echo.Context) error {
+	if _, err := queryParams(c); err != nil {
+		return err
+	}
 	var in pairs.Input
 	if err := decodeJSON(c, &in, ""); err != nil {
 		return err
@@ -63,6 +66,9 @@ func (h *Handlers) APIPairList(c echo.Context) error {
 
 // APIPairGet returns one pair.
 func (h *Handlers) APIPairGet(c echo.Context) error {
+	if _, err := queryParams(c); err != nil {
+		return err
+	}
 	id, err := pathID(c)
 	if err != nil {
 		return err
@@ -78,6 +84,9 @@ func (h *Handlers) APIPairGet(c echo.Context) error {
 // APIPairPatch edits a pair. If-Match must carry the version the caller
 // saw; a stale one answers 409 with the pair as it is now.
 func (h *Handlers) APIPairPatch(c echo.Context) error {
+	if _, err := queryParams(c); err != nil {
+		return err
+	}
 	id, err := pathID(c)
 	if err != nil {
 		return err
@@ -100,6 +109,9 @@ func (h *Handlers) APIPairPatch(c echo.Context) error {
 
 // APIPairDelete deletes a pair; If-Match, when sent, must match.
 func (h *Handlers) APIPairDelete(c echo.Context) error {
+	if _, err := queryParams(c); err != nil {
+		return err
+	}
 	id, err := pathID(c)
 	if err != nil {
 		return err
@@ -117,6 +129,9 @@ func (h *Handlers) APIPairDelete(c echo.Context) error {
 // APIPairBulk generates pairs from feedback: with "dry_run": true the
 // counts and samples of what would be made, otherwise what was made.
 func (h *Handlers) APIPairBulk(c echo.Context) error {
+	if _, err := queryParams(c); err != nil {
+		return err
+	}
 	var g pairs.Generation
 	if err := decodeJSON(c, &g, ""); err != nil {
 		return err

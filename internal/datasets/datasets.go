@@ -209,6 +209,9 @@ type ListFilter struct {
 	Type   string
 }
 
+// ListParams are the query parameters ParseListFilter reads.
+var ListParams = []string{"status", "type"}
+
 // ParseListFilter reads ?status= and ?type=.
 func ParseListFilter(q url.Values) (ListFilter, error) {
 	f := ListFilter{Status: q.Get("status"), Type: q.Get("type")}
