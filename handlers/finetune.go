@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"math"
 	"net/http"
-	"net/url"
 	"strconv"
 	"strings"
 
@@ -29,8 +28,8 @@ import (
 func (h *Handlers) FineTuneJobs(c echo.Context) error {
 	caller := CallerOf(c)
 	q := c.QueryParams()
-	f := finetune.Filter{Status: q.Get("status"), Provider: q.Get("provider")}
-	if err := f.Check(h.FineTune.Providers); err != nil {
+	f, err := finetune.ParseFilter(q, h.FineTune.Providers)
+	if err != nil {
 		return err
 	}
 	cursor, err := keyset.Parse(finetune.ListName, q.Get("cursor"))
@@ -58,12 +57,8 @@ func (h *Handlers) FineTuneJobs(c echo.Context) error {
 		m.Rows = append(m.Rows, r)
 	}
 	if page.Next != nil {
-		next := url.Values{"cursor": {page.Next.Encode(finetune.ListName)}}
-		for k, v := range map[string]string{"status": f.Status, "provider": f.Provider} {
-			if v != "" {
-				next.Set(k, v)
-			}
-		}
+		next := f.Values()
+		next.Set("cursor", page.Next.Encode(finetune.ListName))
 		m.NextURL = "/fine-tuning?" + next.Encode()
 	}
 	return render(c, http.StatusOK, views.FineTuneListPage(h.page(c, "Fine-tuning", "finetune"), m))
@@ -247,7 +242,7 @@ func (h *Handlers) FineTuneJob(c echo.Context) error {
 		return err
 	}
 	j := d.Job
-	m := views.FineTuneJobView{ID: j.ID.String(), Live: h.liveView(ctx(c), d), Local: settingsRows(localSettings(j)), Provider: h.providerLabel(j.Provider), BaseModel: j.BaseModel,
+	m := views.FineTuneJobView{ID: j.ID.String(), Live: h.liveView(ctx(c), d), Local: settingsRows(finetune.LocalSettings(j)), Provider: h.providerLabel(j.Provider), BaseModel: j.BaseModel,
 		Method: j.Method, Dataset: j.DatasetLabel, DatasetVersion: j.DatasetVersionID.String(), Format: j.ExportFormat,
 		Suffix: j.Suffix, EstimatedTokens: j.EstimatedTokens, EstimatedCost: pricing.Micros(j.EstimatedCost).String(),
 		PriceDate: j.PriceDate, CreatedBy: j.CreatedByLabel, CreatedAt: views.When(j.CreatedAt),

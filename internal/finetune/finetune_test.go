@@ -2,6 +2,7 @@ package finetune_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"path/filepath"
@@ -353,6 +354,9 @@ func TestLaunchRefusesBadInput(t *testing.T) {
 	}{
 		{"version failed validation", with(func(r *finetune.Request) { r.VersionID = bad.ID }), "dataset_version_id"},
 		{"unknown version", with(func(r *finetune.Request) { r.VersionID = uuid.New() }), "dataset_version_id"},
+		{"unknown dataset", with(func(r *finetune.Request) { r.VersionID, r.DatasetID = uuid.Nil, uuid.New() }), "dataset_id"},
+		{"dataset failed validation", with(func(r *finetune.Request) { r.VersionID, r.DatasetID = uuid.Nil, bad.DatasetID }), "dataset_id"},
+		{"version of another dataset", with(func(r *finetune.Request) { r.DatasetID = chats.DatasetID }), "dataset_version_id"},
 		{"base model without dpo", with(func(r *finetune.Request) { r.BaseModel = "gpt-3.5-turbo-0125" }), "method"},
 		{"dpo on single examples", with(func(r *finetune.Request) { r.VersionID = chats.ID }), "method"},
 		{"epochs out of range", with(func(r *finetune.Request) { r.Hyper.Epochs = provider.Num(51) }), "hyperparameters.epochs"},
@@ -385,6 +389,29 @@ func TestLaunchRefusesBadInput(t *testing.T) {
 	}
 	if srv.FilesCreated() != 0 || srv.JobsCreated() != 0 {
 		t.Errorf("the provider was called")
+	}
+}
+
+// A launch may name a dataset instead of a version, and leave out the base
+// model: it trains the dataset's newest version on the provider's default
+// model, and the job records both.
+func TestLaunchByDatasetWithDefaultModel(t *testing.T) {
+	srv := openaifake.New(t)
+	e := newEnv(t, finetune.Providers{"openai": openaiEntry(srv)})
+	v := e.src.AddPref(e.org, "p v1", finetunetest.Pairs(6), 2)
+	job := e.launch(t, finetune.Request{DatasetID: v.DatasetID, Provider: "openai", Method: provider.DPO,
+		Hyper: provider.Hyperparameters{Epochs: provider.Num(1)}})
+	hyper, _ := json.Marshal(finetune.ToObject(job, openai.Spelling).Hyperparameters)
+	if job.DatasetVersionID != v.ID || job.BaseModel != mini || string(hyper) != `{"n_epochs":1}` || !job.RiverJobID.Valid {
+		t.Fatalf("job on version %s, model %q, hyperparameters %s, river job %v; want version %s, model %s, n_epochs 1",
+			job.DatasetVersionID, job.BaseModel, hyper, job.RiverJobID, v.ID, mini)
+	}
+	var kind, args string
+	if err := e.pool.QueryRow(context.Background(), "SELECT kind, args::text FROM river_job WHERE id = $1", job.RiverJobID.Int64).Scan(&kind, &args); err != nil {
+		t.Fatal(err)
+	}
+	if kind != "finetune" || !strings.Contains(args, job.ID.String()) {
+		t.Errorf("queued %s %s, want the finetune job of %s", kind, args, job.ID)
 	}
 }
 

@@ -26,6 +26,7 @@ func (s *Service) Launch(ctx context.Context, actor audit.Actor, orgID uuid.UUID
 	if err != nil {
 		return db.FineTuningJob{}, est, err
 	}
+	req = est.Request
 	hyper, err := json.Marshal(req.Hyper)
 	if err != nil {
 		return db.FineTuningJob{}, est, err

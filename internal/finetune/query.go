@@ -3,6 +3,7 @@ package finetune
 import (
 	"context"
 	"errors"
+	"net/url"
 	"strings"
 
 	"github.com/google/uuid"
@@ -50,13 +51,19 @@ type Filter struct {
 	Status    string
 	Provider  string
 	BaseModel string
+	DatasetID uuid.UUID // jobs trained on a version of this dataset
 }
 
 // Statuses are the job states a filter may name.
 var Statuses = []string{"pending", "uploading", "validating", "queued", "running", "succeeded", "failed", "cancelled"}
 
-// Check validates the filter against the known values.
-func (f Filter) Check(providers Providers) error {
+// FilterParams are the query parameters ParseFilter reads.
+var FilterParams = []string{"status", "provider", "base_model", "dataset_id"}
+
+// ParseFilter reads a filter from query parameters, checking each against
+// the known values.
+func ParseFilter(q url.Values, providers Providers) (Filter, error) {
+	f := Filter{Status: q.Get("status"), Provider: q.Get("provider"), BaseModel: q.Get("base_model")}
 	v := &errs.Invalid{}
 	if f.Status != "" && !contains(Statuses, f.Status) {
 		v.Add("status", "must be one of %s", strings.Join(Statuses, ", "))
@@ -64,7 +71,28 @@ func (f Filter) Check(providers Providers) error {
 	if _, ok := providers[f.Provider]; f.Provider != "" && !ok {
 		v.Add("provider", "must be one of %s", strings.Join(providers.Names(), ", "))
 	}
-	return v.Err()
+	if s := q.Get("dataset_id"); s != "" {
+		id, err := uuid.Parse(s)
+		if err != nil {
+			v.Add("dataset_id", "is not a dataset id")
+		}
+		f.DatasetID = id
+	}
+	return f, v.Err()
+}
+
+// Values writes the filter back as query parameters (only what is set).
+func (f Filter) Values() url.Values {
+	q := url.Values{}
+	for k, v := range map[string]string{"status": f.Status, "provider": f.Provider, "base_model": f.BaseModel} {
+		if v != "" {
+			q.Set(k, v)
+		}
+	}
+	if f.DatasetID != uuid.Nil {
+		q.Set("dataset_id", f.DatasetID.String())
+	}
+	return q
 }
 
 func contains(list []string, s string) bool {
@@ -88,7 +116,8 @@ type Page struct {
 
 // List returns a page of the organisation's jobs.
 func (s *Service) List(ctx context.Context, orgID uuid.UUID, f Filter, after *keyset.Cursor, limit int) (Page, error) {
-	p := db.FineTuneJobListParams{OrgID: orgID, Status: f.Status, Provider: f.Provider, BaseModel: f.BaseModel, RowLimit: int32(limit + 1)}
+	p := db.FineTuneJobListParams{OrgID: orgID, Status: f.Status, Provider: f.Provider, BaseModel: f.BaseModel,
+		DatasetID: uuid.NullUUID{UUID: f.DatasetID, Valid: f.DatasetID != uuid.Nil}, RowLimit: int32(limit + 1)}
 	if after != nil {
 		p.BeforeAt, p.BeforeID = &after.At, after.ID
 	}
