@@ -96,8 +96,7 @@ func (s *Source) Version(_ context.Context, org, id uuid.UUID) (finetune.Version
 	return st.v, err
 }
 
-// Latest describes the dataset's newest version. Each version added is
-// the one version of a dataset of its own.
+// Latest describes the dataset's version.
 func (s *Source) Latest(_ context.Context, org, datasetID uuid.UUID) (finetune.Version, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
