@@ -997,6 +997,55 @@ func (q *Queries) ExportInsert(ctx context.Context, arg ExportInsertParams) (Dat
 	return i, err
 }
 
+const exportListLatestSucceeded = `-- name: ExportListLatestSucceeded :many
+SELECT DISTINCT ON (dataset_id) id, org_id, dataset_id, version_id, format, mask_pii, status, rows_total, rows_done, storage_prefix, manifest, error, created_by_label, created_at, finished_at FROM dataset_exports
+WHERE org_id = $1 AND dataset_id = ANY($2::uuid[]) AND status = 'succeeded'
+ORDER BY dataset_id, created_at DESC, id DESC
+`
+
+type ExportListLatestSucceededParams struct {
+	OrgID      uuid.UUID   `json:"org_id"`
+	DatasetIds []uuid.UUID `json:"dataset_ids"`
+}
+
+// The newest finished export of each of a page of datasets: their
+// export_url in list answers.
+func (q *Queries) ExportListLatestSucceeded(ctx context.Context, arg ExportListLatestSucceededParams) ([]DatasetExport, error) {
+	rows, err := q.db.Query(ctx, exportListLatestSucceeded, arg.OrgID, arg.DatasetIds)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []DatasetExport{}
+	for rows.Next() {
+		var i DatasetExport
+		if err := rows.Scan(
+			&i.ID,
+			&i.OrgID,
+			&i.DatasetID,
+			&i.VersionID,
+			&i.Format,
+			&i.MaskPii,
+			&i.Status,
+			&i.RowsTotal,
+			&i.RowsDone,
+			&i.StoragePrefix,
+			&i.Manifest,
+			&i.Error,
+			&i.CreatedByLabel,
+			&i.CreatedAt,
+			&i.FinishedAt,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const exportProgress = `-- name: ExportProgress :exec
 UPDATE dataset_exports SET rows_done = $1 WHERE id = $2
 `
@@ -1239,6 +1288,52 @@ func (q *Queries) VersionLatest(ctx context.Context, datasetID uuid.UUID) (Datas
 		&i.CreatedAt,
 	)
 	return i, err
+}
+
+const versionListByIDs = `-- name: VersionListByIDs :many
+SELECT id, org_id, dataset_id, number, kind, content_hash, item_count, train_count, validation_count, split_strategy, validation_percent, split_seed, created_by_label, created_at FROM dataset_versions WHERE org_id = $1 AND id = ANY($2::uuid[])
+`
+
+type VersionListByIDsParams struct {
+	OrgID uuid.UUID   `json:"org_id"`
+	Ids   []uuid.UUID `json:"ids"`
+}
+
+// The current versions of a page of datasets, for list answers that show
+// each dataset as GET /:id does.
+func (q *Queries) VersionListByIDs(ctx context.Context, arg VersionListByIDsParams) ([]DatasetVersion, error) {
+	rows, err := q.db.Query(ctx, versionListByIDs, arg.OrgID, arg.Ids)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []DatasetVersion{}
+	for rows.Next() {
+		var i DatasetVersion
+		if err := rows.Scan(
+			&i.ID,
+			&i.OrgID,
+			&i.DatasetID,
+			&i.Number,
+			&i.Kind,
+			&i.ContentHash,
+			&i.ItemCount,
+			&i.TrainCount,
+			&i.ValidationCount,
+			&i.SplitStrategy,
+			&i.ValidationPercent,
+			&i.SplitSeed,
+			&i.CreatedByLabel,
+			&i.CreatedAt,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
 }
 
 const versionsForOrg = `-- name: VersionsForOrg :many

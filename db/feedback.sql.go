@@ -413,10 +413,10 @@ SELECT f.id, f.external_id, f.session_id, f.end_user_id, left(f.query, 300)::tex
 FROM feedback f
 WHERE feedback_matches(f, $1::uuid, $2::review_status, $3::feedback_type, $4::feedback_source,
     $5::int, $6::int, $7::int, $8::text, $9::text, $10::uuid,
-    $11::timestamptz, $12::timestamptz, $13::bool, $14::bool, $15::text)
-  AND ($16::timestamptz IS NULL OR (f.created_at, f.id) < ($16, $17::uuid))
+    $11::timestamptz, $12::timestamptz, $13::bool, $14::bool, $15::text, $16::uuid)
+  AND ($17::timestamptz IS NULL OR (f.created_at, f.id) < ($17, $18::uuid))
 ORDER BY f.created_at DESC, f.id DESC
-LIMIT $18
+LIMIT $19
 `
 
 type FeedbackListParams struct {
@@ -435,6 +435,7 @@ type FeedbackListParams struct {
 	WithDuplicates bool               `json:"with_duplicates"`
 	PiiOnly        bool               `json:"pii_only"`
 	Q              string             `json:"q"`
+	DatasetID      uuid.NullUUID      `json:"dataset_id"`
 	CursorTime     *time.Time         `json:"cursor_time"`
 	CursorID       uuid.NullUUID      `json:"cursor_id"`
 	RowLimit       int32              `json:"row_limit"`
@@ -466,7 +467,7 @@ type FeedbackListRow struct {
 }
 
 // FeedbackList, FeedbackStatusCounts and FeedbackMatchingIDs filter with
-// feedback_matches (migration 00010), the queue's one filter.
+// feedback_matches (migration 00011), the queue's one filter.
 func (q *Queries) FeedbackList(ctx context.Context, arg FeedbackListParams) ([]FeedbackListRow, error) {
 	rows, err := q.db.Query(ctx, feedbackList,
 		arg.OrgID,
@@ -484,6 +485,7 @@ func (q *Queries) FeedbackList(ctx context.Context, arg FeedbackListParams) ([]F
 		arg.WithDuplicates,
 		arg.PiiOnly,
 		arg.Q,
+		arg.DatasetID,
 		arg.CursorTime,
 		arg.CursorID,
 		arg.RowLimit,
@@ -529,14 +531,81 @@ func (q *Queries) FeedbackList(ctx context.Context, arg FeedbackListParams) ([]F
 	return items, nil
 }
 
+const feedbackListByIDs = `-- name: FeedbackListByIDs :many
+SELECT id, seq, org_id, external_id, session_id, trace_id, end_user_id, query, response, context, model, experiment_arm, feedback_type, rating, dim_accuracy, dim_helpfulness, dim_clarity, dim_safety, comment, correction, latency_ms, tags, status, assignee_id, reviewer_id, reviewed_at, source, rank, rank_group, pii_kinds, content_hash, duplicate_of, created_at, updated_at, version FROM feedback WHERE org_id = $1 AND id = ANY($2::uuid[])
+`
+
+type FeedbackListByIDsParams struct {
+	OrgID uuid.UUID   `json:"org_id"`
+	Ids   []uuid.UUID `json:"ids"`
+}
+
+// Whole items for a page the list found, for answers that show each item
+// as GET /:id does.
+func (q *Queries) FeedbackListByIDs(ctx context.Context, arg FeedbackListByIDsParams) ([]Feedback, error) {
+	rows, err := q.db.Query(ctx, feedbackListByIDs, arg.OrgID, arg.Ids)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []Feedback{}
+	for rows.Next() {
+		var i Feedback
+		if err := rows.Scan(
+			&i.ID,
+			&i.Seq,
+			&i.OrgID,
+			&i.ExternalID,
+			&i.SessionID,
+			&i.TraceID,
+			&i.EndUserID,
+			&i.Query,
+			&i.Response,
+			&i.Context,
+			&i.Model,
+			&i.ExperimentArm,
+			&i.FeedbackType,
+			&i.Rating,
+			&i.DimAccuracy,
+			&i.DimHelpfulness,
+			&i.DimClarity,
+			&i.DimSafety,
+			&i.Comment,
+			&i.Correction,
+			&i.LatencyMs,
+			&i.Tags,
+			&i.Status,
+			&i.AssigneeID,
+			&i.ReviewerID,
+			&i.ReviewedAt,
+			&i.Source,
+			&i.Rank,
+			&i.RankGroup,
+			&i.PiiKinds,
+			&i.ContentHash,
+			&i.DuplicateOf,
+			&i.CreatedAt,
+			&i.UpdatedAt,
+			&i.Version,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const feedbackMatchingIDs = `-- name: FeedbackMatchingIDs :many
 SELECT f.id
 FROM feedback f
 WHERE feedback_matches(f, $1::uuid, $2::review_status, $3::feedback_type, $4::feedback_source,
     $5::int, $6::int, $7::int, $8::text, $9::text, $10::uuid,
-    $11::timestamptz, $12::timestamptz, $13::bool, $14::bool, $15::text)
+    $11::timestamptz, $12::timestamptz, $13::bool, $14::bool, $15::text, $16::uuid)
 ORDER BY f.created_at DESC, f.id DESC
-LIMIT $16
+LIMIT $17
 `
 
 type FeedbackMatchingIDsParams struct {
@@ -555,6 +624,7 @@ type FeedbackMatchingIDsParams struct {
 	WithDuplicates bool               `json:"with_duplicates"`
 	PiiOnly        bool               `json:"pii_only"`
 	Q              string             `json:"q"`
+	DatasetID      uuid.NullUUID      `json:"dataset_id"`
 	RowLimit       int32              `json:"row_limit"`
 }
 
@@ -576,6 +646,7 @@ func (q *Queries) FeedbackMatchingIDs(ctx context.Context, arg FeedbackMatchingI
 		arg.WithDuplicates,
 		arg.PiiOnly,
 		arg.Q,
+		arg.DatasetID,
 		arg.RowLimit,
 	)
 	if err != nil {
@@ -717,7 +788,7 @@ SELECT f.status, count(*) AS count
 FROM feedback f
 WHERE feedback_matches(f, $1::uuid, NULL::review_status, $2::feedback_type, $3::feedback_source,
     $4::int, $5::int, $6::int, $7::text, $8::text, $9::uuid,
-    $10::timestamptz, $11::timestamptz, $12::bool, $13::bool, $14::text)
+    $10::timestamptz, $11::timestamptz, $12::bool, $13::bool, $14::text, $15::uuid)
 GROUP BY f.status
 `
 
@@ -736,6 +807,7 @@ type FeedbackStatusCountsParams struct {
 	WithDuplicates bool               `json:"with_duplicates"`
 	PiiOnly        bool               `json:"pii_only"`
 	Q              string             `json:"q"`
+	DatasetID      uuid.NullUUID      `json:"dataset_id"`
 }
 
 type FeedbackStatusCountsRow struct {
@@ -759,6 +831,7 @@ func (q *Queries) FeedbackStatusCounts(ctx context.Context, arg FeedbackStatusCo
 		arg.WithDuplicates,
 		arg.PiiOnly,
 		arg.Q,
+		arg.DatasetID,
 	)
 	if err != nil {
 		return nil, err

@@ -468,24 +468,28 @@ func (q *Queries) FineTuneJobInsert(ctx context.Context, arg FineTuneJobInsertPa
 }
 
 const fineTuneJobList = `-- name: FineTuneJobList :many
-SELECT id, org_id, dataset_version_id, dataset_label, dataset_kind, provider, base_model, method, export_format, hyperparameters, suffix, seed, status, provider_state, train_path, valid_path, train_file_id, valid_file_id, files_ready, provider_job_id, event_cursor, cancel_requested_at, cancel_sent_at, step, total_steps, epoch, total_epochs, train_examples, estimated_tokens, estimated_epochs, price_per_million, price_date, estimated_cost, trained_tokens, actual_cost, fine_tuned_model, error_message, river_job_id, created_by, created_by_label, created_at, started_at, completed_at, updated_at, local_settings FROM fine_tuning_jobs
-WHERE org_id = $1
-  AND ($2::text = '' OR status::text = $2)
-  AND ($3::text = '' OR provider = $3)
-  AND ($4::text = '' OR base_model = $4)
-  AND ($5::timestamptz IS NULL OR (created_at, id) < ($5::timestamptz, $6::uuid))
-ORDER BY created_at DESC, id DESC
-LIMIT $7
+SELECT j.id, j.org_id, j.dataset_version_id, j.dataset_label, j.dataset_kind, j.provider, j.base_model, j.method, j.export_format, j.hyperparameters, j.suffix, j.seed, j.status, j.provider_state, j.train_path, j.valid_path, j.train_file_id, j.valid_file_id, j.files_ready, j.provider_job_id, j.event_cursor, j.cancel_requested_at, j.cancel_sent_at, j.step, j.total_steps, j.epoch, j.total_epochs, j.train_examples, j.estimated_tokens, j.estimated_epochs, j.price_per_million, j.price_date, j.estimated_cost, j.trained_tokens, j.actual_cost, j.fine_tuned_model, j.error_message, j.river_job_id, j.created_by, j.created_by_label, j.created_at, j.started_at, j.completed_at, j.updated_at, j.local_settings FROM fine_tuning_jobs j
+WHERE j.org_id = $1
+  AND ($2::text = '' OR j.status::text = $2)
+  AND ($3::text = '' OR j.provider = $3)
+  AND ($4::text = '' OR j.base_model = $4)
+  AND ($5::uuid IS NULL OR EXISTS (
+       SELECT 1 FROM dataset_versions v
+       WHERE v.id = j.dataset_version_id AND v.org_id = j.org_id AND v.dataset_id = $5))
+  AND ($6::timestamptz IS NULL OR (j.created_at, j.id) < ($6::timestamptz, $7::uuid))
+ORDER BY j.created_at DESC, j.id DESC
+LIMIT $8
 `
 
 type FineTuneJobListParams struct {
-	OrgID     uuid.UUID  `json:"org_id"`
-	Status    string     `json:"status"`
-	Provider  string     `json:"provider"`
-	BaseModel string     `json:"base_model"`
-	BeforeAt  *time.Time `json:"before_at"`
-	BeforeID  uuid.UUID  `json:"before_id"`
-	RowLimit  int32      `json:"row_limit"`
+	OrgID     uuid.UUID     `json:"org_id"`
+	Status    string        `json:"status"`
+	Provider  string        `json:"provider"`
+	BaseModel string        `json:"base_model"`
+	DatasetID uuid.NullUUID `json:"dataset_id"`
+	BeforeAt  *time.Time    `json:"before_at"`
+	BeforeID  uuid.UUID     `json:"before_id"`
+	RowLimit  int32         `json:"row_limit"`
 }
 
 func (q *Queries) FineTuneJobList(ctx context.Context, arg FineTuneJobListParams) ([]FineTuningJob, error) {
@@ -494,6 +498,7 @@ func (q *Queries) FineTuneJobList(ctx context.Context, arg FineTuneJobListParams
 		arg.Status,
 		arg.Provider,
 		arg.BaseModel,
+		arg.DatasetID,
 		arg.BeforeAt,
 		arg.BeforeID,
 		arg.RowLimit,

@@ -552,10 +552,13 @@ WHERE p.org_id = $1
        OR p.rejected_response ILIKE '%' || $4 || '%')
   AND ($5::uuid IS NULL OR p.chosen_feedback_id = $5
        OR p.rejected_feedback_id = $5)
-  AND ($6::timestamptz IS NULL
-       OR (p.created_at, p.id) < ($6, $7::uuid))
+  AND ($6::uuid IS NULL OR EXISTS (
+       SELECT 1 FROM training_dataset_members m
+       WHERE m.org_id = $1 AND m.dataset_id = $6 AND m.pair_id = p.id))
+  AND ($7::timestamptz IS NULL
+       OR (p.created_at, p.id) < ($7, $8::uuid))
 ORDER BY p.created_at DESC, p.id DESC
-LIMIT $8
+LIMIT $9
 `
 
 type PairListParams struct {
@@ -564,6 +567,7 @@ type PairListParams struct {
 	Tag        string         `json:"tag"`
 	Q          string         `json:"q"`
 	FeedbackID uuid.NullUUID  `json:"feedback_id"`
+	DatasetID  uuid.NullUUID  `json:"dataset_id"`
 	CursorTime *time.Time     `json:"cursor_time"`
 	CursorID   uuid.NullUUID  `json:"cursor_id"`
 	RowLimit   int32          `json:"row_limit"`
@@ -591,6 +595,7 @@ func (q *Queries) PairList(ctx context.Context, arg PairListParams) ([]PairListR
 		arg.Tag,
 		arg.Q,
 		arg.FeedbackID,
+		arg.DatasetID,
 		arg.CursorTime,
 		arg.CursorID,
 		arg.RowLimit,
@@ -614,6 +619,59 @@ func (q *Queries) PairList(ctx context.Context, arg PairListParams) ([]PairListR
 			&i.ExternalID,
 			&i.Tags,
 			&i.CreatedAt,
+			&i.Version,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const pairListByIDs = `-- name: PairListByIDs :many
+SELECT id, seq, org_id, prompt, query, system_prompt, chosen_response, rejected_response, preference_strength, context_documents, method, chosen_feedback_id, rejected_feedback_id, external_id, annotator_id, annotation_notes, tags, content_hash, created_at, updated_at, version FROM preference_pairs WHERE org_id = $1 AND id = ANY($2::uuid[])
+`
+
+type PairListByIDsParams struct {
+	OrgID uuid.UUID   `json:"org_id"`
+	Ids   []uuid.UUID `json:"ids"`
+}
+
+// Whole pairs for a page the list found, for answers that show each pair
+// as GET /:id does.
+func (q *Queries) PairListByIDs(ctx context.Context, arg PairListByIDsParams) ([]PreferencePair, error) {
+	rows, err := q.db.Query(ctx, pairListByIDs, arg.OrgID, arg.Ids)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []PreferencePair{}
+	for rows.Next() {
+		var i PreferencePair
+		if err := rows.Scan(
+			&i.ID,
+			&i.Seq,
+			&i.OrgID,
+			&i.Prompt,
+			&i.Query,
+			&i.SystemPrompt,
+			&i.ChosenResponse,
+			&i.RejectedResponse,
+			&i.PreferenceStrength,
+			&i.ContextDocuments,
+			&i.Method,
+			&i.ChosenFeedbackID,
+			&i.RejectedFeedbackID,
+			&i.ExternalID,
+			&i.AnnotatorID,
+			&i.AnnotationNotes,
+			&i.Tags,
+			&i.ContentHash,
+			&i.CreatedAt,
+			&i.UpdatedAt,
 			&i.Version,
 		); err != nil {
 			return nil, err

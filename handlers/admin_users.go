@@ -4,7 +4,6 @@ import (
 	"errors"
 	"net/http"
 
-	"github.com/google/uuid"
 	"github.com/labstack/echo/v4"
 
 	"github.com/curate/curate/internal/accounts"
@@ -81,13 +80,4 @@ func (h *Handlers) UserActive(c echo.Context) error {
 	}
 	h.Sessions.Flash(c, "ok", msg)
 	return redirect(c, "/admin/users")
-}
-
-// pathID parses the :id path parameter; a malformed id is simply not found.
-func pathID(c echo.Context) (uuid.UUID, error) {
-	id, err := uuid.Parse(c.Param("id"))
-	if err != nil {
-		return uuid.Nil, errs.ErrNotFound
-	}
-	return id, nil
 }

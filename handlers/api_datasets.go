@@ -1,13 +1,12 @@
 package handlers
 
 import (
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
-	"strings"
 
 	"github.com/google/uuid"
 	"github.com/labstack/echo/v4"
@@ -16,7 +15,6 @@ import (
 	"github.com/curate/curate/internal/auth"
 	"github.com/curate/curate/internal/datasets"
 	"github.com/curate/curate/internal/errs"
-	"github.com/curate/curate/internal/keyset"
 )
 
 // splitBody is a split configuration in a request.
@@ -83,6 +81,9 @@ func detailObject(d datasets.Detail) datasetDetailObject {
 
 // APIDatasetCreate makes a draft dataset: 201 with it.
 func (h *Handlers) APIDatasetCreate(c echo.Context) error {
+	if _, err := queryParams(c); err != nil {
+		return err
+	}
 	body := datasetBody{}
 	if err := decodeJSON(c, &body, ""); err != nil {
 		return err
@@ -107,34 +108,30 @@ func (h *Handlers) APIDatasetCreate(c echo.Context) error {
 // APIDatasetList lists datasets, newest first, with ?status=, ?type=,
 // ?limit= and ?cursor=.
 func (h *Handlers) APIDatasetList(c echo.Context) error {
-	q := c.QueryParams()
+	q, err := queryParams(c, slices.Concat(datasets.ListParams, pageParams)...)
+	if err != nil {
+		return err
+	}
 	f, err := datasets.ParseListFilter(q)
 	if err != nil {
 		return err
 	}
-	limit, cursor, err := listPage(q, func(s string) (*keyset.Cursor, error) { return keyset.Parse(datasets.ListCursor, s) })
+	limit, cursor, err := listPage(q, cursorIn(datasets.ListName))
 	if err != nil {
 		return err
 	}
-	rows, next, err := h.Datasets.List(ctx(c), CallerOf(c).OrgID, f, cursor, limit)
+	list, next, err := h.Datasets.ListObjects(ctx(c), CallerOf(c).OrgID, f, cursor, limit)
 	if err != nil {
 		return err
 	}
-	out := struct {
-		Data       []datasets.Object `json:"data"`
-		NextCursor string            `json:"next_cursor,omitempty"`
-	}{Data: make([]datasets.Object, len(rows))}
-	for i, r := range rows {
-		out.Data[i] = datasets.ToObject(r.TrainingDataset, int(r.MemberCount), nil, nil)
-	}
-	if next != nil {
-		out.NextCursor = next.Encode(datasets.ListCursor)
-	}
-	return c.JSON(http.StatusOK, out)
+	return listJSON(c, datasets.ListName, list, next)
 }
 
 // APIDatasetGet returns a dataset with its versions and exports.
 func (h *Handlers) APIDatasetGet(c echo.Context) error {
+	if _, err := queryParams(c); err != nil {
+		return err
+	}
 	id, err := pathID(c)
 	if err != nil {
 		return err
@@ -151,15 +148,16 @@ func (h *Handlers) APIDatasetGet(c echo.Context) error {
 // through its lifecycle ("ready" freezes a version). If-Match, when sent,
 // must carry the version the caller saw.
 func (h *Handlers) APIDatasetPatch(c echo.Context) error {
+	if _, err := queryParams(c); err != nil {
+		return err
+	}
 	id, err := pathID(c)
 	if err != nil {
 		return err
 	}
-	var version int64
-	if m := strings.Trim(strings.TrimPrefix(c.Request().Header.Get("If-Match"), "W/"), `"`); m != "" {
-		if version, err = strconv.ParseInt(m, 10, 32); err != nil {
-			return errs.InvalidField("If-Match", "must be the dataset's version number")
-		}
+	version, err := ifMatch(c, false)
+	if err != nil {
+		return err
 	}
 	body := datasetBody{}
 	if err := decodeJSON(c, &body, ""); err != nil {
@@ -172,16 +170,9 @@ func (h *Handlers) APIDatasetPatch(c echo.Context) error {
 	settings := body
 	settings.Status = nil
 	if settings != (datasetBody{}) {
-		_, err := h.Datasets.Update(ctx(c), actor(c), orgID, id, int32(version), body.apply)
-		var conflict *errs.Conflict
-		if errors.As(err, &conflict) {
-			// Answer with the dataset as it is now, in the API's shape.
-			if row, ok := conflict.Current.(db.TrainingDataset); ok {
-				conflict.Current = datasets.ToObject(row, 0, nil, nil)
-			}
-		}
+		_, err := h.Datasets.Update(ctx(c), actor(c), orgID, id, version, body.apply)
 		if err != nil {
-			return err
+			return conflictAs(err, func(d db.TrainingDataset) datasets.Object { return datasets.ToObject(d, 0, nil, nil) })
 		}
 	}
 	if body.Status != nil {
@@ -195,6 +186,9 @@ func (h *Handlers) APIDatasetPatch(c echo.Context) error {
 // APIDatasetArchive archives a dataset (DELETE): its versions and exports
 // stay.
 func (h *Handlers) APIDatasetArchive(c echo.Context) error {
+	if _, err := queryParams(c); err != nil {
+		return err
+	}
 	id, err := pathID(c)
 	if err != nil {
 		return err
@@ -209,6 +203,9 @@ func (h *Handlers) APIDatasetArchive(c echo.Context) error {
 // the pair filter or the feedback queue's, as string values), and removes
 // them ("remove").
 func (h *Handlers) APIDatasetMembers(c echo.Context) error {
+	if _, err := queryParams(c); err != nil {
+		return err
+	}
 	id, err := pathID(c)
 	if err != nil {
 		return err
@@ -256,11 +253,15 @@ func (h *Handlers) APIDatasetMembers(c echo.Context) error {
 // APIDatasetValidation returns the validation report for ?format= (default
 // the dataset's target) with PII masked unless ?mask_pii=false.
 func (h *Handlers) APIDatasetValidation(c echo.Context) error {
+	q, err := queryParams(c, "format", "mask_pii")
+	if err != nil {
+		return err
+	}
 	id, err := pathID(c)
 	if err != nil {
 		return err
 	}
-	r, err := h.Datasets.Report(ctx(c), CallerOf(c).OrgID, id, datasets.ReportRequest{Format: c.QueryParam("format"), MaskPII: c.QueryParam("mask_pii") != "false"})
+	r, err := h.Datasets.Report(ctx(c), CallerOf(c).OrgID, id, datasets.ReportRequest{Format: q.Get("format"), MaskPII: q.Get("mask_pii") != "false"})
 	if err != nil {
 		return err
 	}
@@ -275,6 +276,9 @@ func (h *Handlers) APIDatasetValidation(c echo.Context) error {
 // APIDatasetExport starts an export job: 202 with the export. Errors in
 // the validation report answer 422, one entry per error code.
 func (h *Handlers) APIDatasetExport(c echo.Context) error {
+	if _, err := queryParams(c); err != nil {
+		return err
+	}
 	id, err := pathID(c)
 	if err != nil {
 		return err
@@ -302,6 +306,9 @@ func (h *Handlers) startExport(c echo.Context, id uuid.UUID, format string, mask
 
 // APIDatasetExportGet returns one export with its progress and files.
 func (h *Handlers) APIDatasetExportGet(c echo.Context) error {
+	if _, err := queryParams(c); err != nil {
+		return err
+	}
 	e, err := h.exportOf(c)
 	if err != nil {
 		return err
@@ -325,6 +332,9 @@ func (h *Handlers) exportOf(c echo.Context) (db.DatasetExport, error) {
 // the caller must be signed in to the dataset's organisation; there are no
 // public links to the storage.
 func (h *Handlers) DatasetExportFile(c echo.Context) error {
+	if _, err := queryParams(c); err != nil {
+		return err
+	}
 	id, err := pathID(c)
 	if err != nil {
 		return err

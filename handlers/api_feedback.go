@@ -1,22 +1,16 @@
 package handlers
 
 import (
-	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
 	"net/http"
-	"net/url"
-	"strconv"
+	"slices"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/google/uuid"
 	"github.com/labstack/echo/v4"
 
-	"github.com/curate/curate/db"
 	"github.com/curate/curate/internal/errs"
 	"github.com/curate/curate/internal/feedback"
 )
@@ -24,6 +18,9 @@ import (
 // APIFeedbackCreate stores one item: 201 with it, or 200 with the stored
 // one when its external_id was already stored.
 func (h *Handlers) APIFeedbackCreate(c echo.Context) error {
+	if _, err := queryParams(c); err != nil {
+		return err
+	}
 	var it feedback.Item
 	if err := decodeJSON(c, &it, ""); err != nil {
 		return err
@@ -49,6 +46,9 @@ func (h *Handlers) APIFeedbackCreate(c echo.Context) error {
 
 // APIFeedbackBatch stores up to 10,000 items with COPY, all or nothing.
 func (h *Handlers) APIFeedbackBatch(c echo.Context) error {
+	if _, err := queryParams(c); err != nil {
+		return err
+	}
 	body, err := readJSONBody(c)
 	if err != nil {
 		return err
@@ -67,36 +67,44 @@ func (h *Handlers) APIFeedbackBatch(c echo.Context) error {
 	return c.JSON(http.StatusOK, res)
 }
 
-// APIFeedbackList lists the queue with the page's filters and a cursor.
+// APIFeedbackList lists the queue with the page's filters and a cursor,
+// each item whole as GET /api/feedback/:id shows it (without its history);
+// preview=1 cuts the long texts.
 func (h *Handlers) APIFeedbackList(c echo.Context) error {
-	q := c.QueryParams()
+	q, err := queryParams(c, slices.Concat(feedback.FilterParams, pageParams, []string{"preview"})...)
+	if err != nil {
+		return err
+	}
 	f, err := feedback.ParseFilter(q)
 	if err != nil {
 		return err
 	}
-	limit, cursor, err := listPage(q, feedback.ParseCursor)
+	limit, cursor, err := listPage(q, cursorIn(feedback.ListName))
 	if err != nil {
 		return err
 	}
-	page, err := h.Feedback.List(ctx(c), CallerOf(c).OrgID, f, cursor, limit)
+	short, err := wantPreview(q)
 	if err != nil {
 		return err
 	}
-	out := struct {
-		Data       []feedback.ListObject `json:"data"`
-		NextCursor string                `json:"next_cursor,omitempty"`
-	}{Data: make([]feedback.ListObject, len(page.Rows))}
-	for i, r := range page.Rows {
-		out.Data[i] = feedback.ToListObject(r)
+	items, next, err := h.Feedback.ListObjects(ctx(c), CallerOf(c).OrgID, f, cursor, limit)
+	if err != nil {
+		return err
 	}
-	if page.Next != nil {
-		out.NextCursor = page.Next.Encode()
+	if short {
+		for i := range items {
+			o := &items[i]
+			o.Query, o.Response, o.Comment, o.Correction = preview(o.Query), preview(o.Response), preview(o.Comment), preview(o.Correction)
+		}
 	}
-	return c.JSON(http.StatusOK, out)
+	return listJSON(c, feedback.ListName, items, next)
 }
 
 // APIFeedbackGet returns one item with its review history.
 func (h *Handlers) APIFeedbackGet(c echo.Context) error {
+	if _, err := queryParams(c); err != nil {
+		return err
+	}
 	id, err := pathID(c)
 	if err != nil {
 		return err
@@ -129,17 +137,16 @@ func (h *Handlers) APIFeedbackGet(c echo.Context) error {
 // must carry the version the caller saw; a stale one answers 409 with the
 // current item.
 func (h *Handlers) APIFeedbackPatch(c echo.Context) error {
+	if _, err := queryParams(c); err != nil {
+		return err
+	}
 	id, err := pathID(c)
 	if err != nil {
 		return err
 	}
-	ifMatch := strings.Trim(strings.TrimPrefix(c.Request().Header.Get("If-Match"), "W/"), `"`)
-	if ifMatch == "" {
-		return echo.NewHTTPError(http.StatusPreconditionRequired, "Send If-Match with the item's version (its ETag), so a concurrent change is never overwritten.")
-	}
-	version, err := strconv.ParseInt(ifMatch, 10, 32)
+	version, err := ifMatch(c, true)
 	if err != nil {
-		return errs.InvalidField("If-Match", "must be the item's version number")
+		return err
 	}
 	var body struct {
 		Status     *string          `json:"status"`
@@ -166,51 +173,12 @@ func (h *Handlers) APIFeedbackPatch(c echo.Context) error {
 		ch.Assignee = &a
 	}
 	caller := CallerOf(c)
-	f, err := h.Feedback.Update(ctx(c), actor(c), caller.OrgID, id, int32(version), ch)
-	var conflict *errs.Conflict
-	if errors.As(err, &conflict) {
-		// Answer with the item as it is now, in the API's shape.
-		if row, ok := conflict.Current.(db.Feedback); ok {
-			conflict.Current = feedback.ToObject(row)
-		}
-		return conflict
-	}
+	f, err := h.Feedback.Update(ctx(c), actor(c), caller.OrgID, id, version, ch)
 	if err != nil {
-		return err
+		return conflictAs(err, feedback.ToObject)
 	}
 	setETag(c, f.Version)
 	return c.JSON(http.StatusOK, feedback.ToObject(f))
-}
-
-func setETag(c echo.Context, version int32) {
-	c.Response().Header().Set("ETag", fmt.Sprintf(`W/"%d"`, version))
-}
-
-// listPage reads a list's ?limit= and ?cursor=, the cursor with the list's
-// own parser.
-func listPage[C any](q url.Values, parseCursor func(string) (C, error)) (int, C, error) {
-	var none C
-	limit, err := listLimit(q.Get("limit"))
-	if err != nil {
-		return 0, none, err
-	}
-	cursor, err := parseCursor(q.Get("cursor"))
-	if err != nil {
-		return 0, none, err
-	}
-	return limit, cursor, nil
-}
-
-// listLimit reads ?limit= (default 50, at most 500).
-func listLimit(s string) (int, error) {
-	if s == "" {
-		return 50, nil
-	}
-	n, err := strconv.Atoi(s)
-	if err != nil || n < 1 || n > 500 {
-		return 0, errs.InvalidField("limit", "must be 1 to 500")
-	}
-	return n, nil
 }
 
 // batchDecodeError names the item a batch failed to decode on.
@@ -232,90 +200,4 @@ func batchDecodeError(body []byte, err error) error {
 		v.Add(strings.TrimPrefix(jsonErrField(err), "."), "%s", jsonErrMessage(err))
 	}
 	return v
-}
-
-// readJSONBody reads a request body that must be JSON in valid UTF-8.
-func readJSONBody(c echo.Context) ([]byte, error) {
-	if ct := c.Request().Header.Get(echo.HeaderContentType); !strings.HasPrefix(ct, echo.MIMEApplicationJSON) {
-		return nil, errs.InvalidField("Content-Type", "send application/json")
-	}
-	body, err := io.ReadAll(c.Request().Body)
-	if err != nil {
-		return nil, err // a body over the limit becomes 413 in the middleware
-	}
-	if !utf8.Valid(body) {
-		return nil, errs.InvalidField("body", "is not valid UTF-8")
-	}
-	return body, nil
-}
-
-// decodeJSON reads a JSON body strictly: valid UTF-8, known fields only,
-// one value. Errors name the field.
-func decodeJSON(c echo.Context, v any, prefix string) error {
-	body, err := readJSONBody(c)
-	if err != nil {
-		return err
-	}
-	if err := strictUnmarshal(body, v); err != nil {
-		return errs.InvalidField(prefix+strings.TrimPrefix(jsonErrField(err), "."), "%s", jsonErrMessage(err))
-	}
-	return nil
-}
-
-func strictUnmarshal(b []byte, v any) error {
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		return err
-	}
-	if dec.More() {
-		return errors.New("unexpected data after the JSON value")
-	}
-	return nil
-}
-
-// jsonErrField is the field a decoding error is about, as ".name" or "".
-func jsonErrField(err error) string {
-	var typeErr *json.UnmarshalTypeError
-	if errors.As(err, &typeErr) && typeErr.Field != "" {
-		return "." + typeErr.Field
-	}
-	if f, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
-		return "." + strings.Trim(f, `"`)
-	}
-	return ""
-}
-
-func jsonErrMessage(err error) string {
-	var typeErr *json.UnmarshalTypeError
-	var syntaxErr *json.SyntaxError
-	switch {
-	case errors.As(err, &typeErr):
-		return "must be " + jsonType(typeErr.Type.Kind().String()) + ", not " + typeErr.Value
-	case errors.As(err, &syntaxErr):
-		return fmt.Sprintf("malformed JSON at byte %d: %v", syntaxErr.Offset, syntaxErr)
-	case strings.HasPrefix(err.Error(), "json: unknown field"):
-		return "is not a known field"
-	case errors.Is(err, io.EOF):
-		return "the body is empty"
-	case errors.Is(err, io.ErrUnexpectedEOF):
-		return "the JSON ends too early"
-	}
-	return err.Error()
-}
-
-func jsonType(kind string) string {
-	switch kind {
-	case "int", "int16", "int32", "int64":
-		return "a whole number"
-	case "string":
-		return "a string"
-	case "slice":
-		return "an array"
-	case "struct", "map", "ptr":
-		return "an object"
-	case "bool":
-		return "true or false"
-	}
-	return kind
 }

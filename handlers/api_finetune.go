@@ -2,135 +2,114 @@ package handlers
 
 import (
 	"encoding/json"
+	"errors"
 	"net/http"
-	"time"
+	"slices"
 
+	"github.com/google/uuid"
 	"github.com/labstack/echo/v4"
 
 	"github.com/curate/curate/db"
 	"github.com/curate/curate/internal/errs"
 	"github.com/curate/curate/internal/finetune"
-	"github.com/curate/curate/internal/pricing"
 	"github.com/curate/curate/internal/provider"
 	"github.com/curate/curate/internal/provider/local"
 )
 
-// fineTuneObject is a job in the API's shape. Money is in US dollars.
-type fineTuneObject struct {
-	ID               string                `json:"id"`
-	Status           string                `json:"status"`
-	ProviderState    string                `json:"provider_state,omitempty"`
-	Provider         string                `json:"provider"`
-	BaseModel        string                `json:"base_model"`
-	Method           string                `json:"method"`
-	DatasetVersionID string                `json:"dataset_version_id"`
-	Dataset          string                `json:"dataset"`
-	ExportFormat     string                `json:"export_format"`
-	Hyperparameters  json.RawMessage       `json:"hyperparameters"`
-	Local            json.RawMessage       `json:"local,omitempty"` // a local job's own settings
-	Suffix           string                `json:"suffix,omitempty"`
-	Seed             *int64                `json:"seed,omitempty"`
-	ProviderJobID    string                `json:"provider_job_id,omitempty"`
-	FineTunedModel   string                `json:"fine_tuned_model,omitempty"`
-	Error            string                `json:"error,omitempty"`
-	Progress         progressObject        `json:"progress"`
-	EstimatedTokens  int64                 `json:"estimated_tokens"`
-	EstimatedCost    float64               `json:"estimated_cost_usd"`
-	TrainedTokens    int64                 `json:"trained_tokens"`
-	ActualCost       *float64              `json:"actual_cost_usd,omitempty"`
-	PriceDate        string                `json:"price_date"`
-	CancelRequested  bool                  `json:"cancel_requested"`
-	CreatedBy        string                `json:"created_by"`
-	CreatedAt        time.Time             `json:"created_at"`
-	StartedAt        *time.Time            `json:"started_at,omitempty"`
-	CompletedAt      *time.Time            `json:"completed_at,omitempty"`
-	Metrics          []provider.StepMetric `json:"metrics,omitempty"`
-	Checkpoints      []checkpointObject    `json:"checkpoints,omitempty"`
+// fineTuneObject is a job in the API's shape, its hyperparameters named as
+// its provider names them.
+func (h *Handlers) fineTuneObject(j db.FineTuningJob) finetune.Object {
+	return finetune.ToObject(j, h.FineTune.Providers[j.Provider].Spelling)
 }
 
-type progressObject struct {
-	Step        int32    `json:"step"`
-	TotalSteps  int32    `json:"total_steps"`
-	Epoch       int32    `json:"epoch"`
-	TotalEpochs int32    `json:"total_epochs"`
-	Fraction    *float64 `json:"fraction,omitempty"` // 0 to 1, when known
-}
-
-type checkpointObject struct {
-	Step    int32           `json:"step"`
-	Model   string          `json:"model"`
-	At      time.Time       `json:"at"`
-	Metrics json.RawMessage `json:"metrics"`
-}
-
-func toFineTuneObject(j db.FineTuningJob) fineTuneObject {
-	o := fineTuneObject{ID: j.ID.String(), Status: string(j.Status), ProviderState: j.ProviderState, Provider: j.Provider,
-		BaseModel: j.BaseModel, Method: j.Method, DatasetVersionID: j.DatasetVersionID.String(), Dataset: j.DatasetLabel,
-		ExportFormat: j.ExportFormat, Hyperparameters: j.Hyperparameters, Local: localSettings(j), Suffix: j.Suffix, ProviderJobID: j.ProviderJobID,
-		FineTunedModel: j.FineTunedModel, Error: j.ErrorMessage, EstimatedTokens: j.EstimatedTokens,
-		EstimatedCost: pricing.Micros(j.EstimatedCost).Dollars(), TrainedTokens: j.TrainedTokens, PriceDate: j.PriceDate,
-		CancelRequested: j.CancelRequestedAt != nil, CreatedBy: j.CreatedByLabel, CreatedAt: j.CreatedAt,
-		StartedAt: j.StartedAt, CompletedAt: j.CompletedAt,
-		Progress: progressObject{Step: j.Step, TotalSteps: j.TotalSteps, Epoch: j.Epoch, TotalEpochs: j.TotalEpochs}}
-	if j.Seed.Valid {
-		o.Seed = &j.Seed.Int64
-	}
-	if j.ActualCost.Valid {
-		d := pricing.Micros(j.ActualCost.Int64).Dollars()
-		o.ActualCost = &d
-	}
-	if f, ok := finetune.Progress(j); ok {
-		o.Progress.Fraction = &f
-	}
-	return o
-}
-
-// localSettings are a local job's settings; nil for other providers.
-func localSettings(j db.FineTuningJob) json.RawMessage {
-	if j.Provider != local.Name || len(j.LocalSettings) == 0 {
-		return nil
-	}
-	return j.LocalSettings
-}
-
-// APIFineTuneLaunch launches a job: 201 with it, 422 naming each bad
-// field, or 422 on "budget" with the figures when it would overspend.
+// APIFineTuneLaunch launches a job on dataset_version_id, or on the newest
+// frozen version of dataset_id: 201 with it, 422 naming each bad field as
+// the request named it, or 422 on "budget" with the figures when it would
+// overspend. Hyperparameters may use Curate's names or the provider's own
+// (n_epochs at OpenAI, epochCount at Bedrock).
 func (h *Handlers) APIFineTuneLaunch(c echo.Context) error {
+	if _, err := queryParams(c); err != nil {
+		return err
+	}
 	var body struct {
-		DatasetVersionID string                   `json:"dataset_version_id"`
-		Provider         string                   `json:"provider"`
-		BaseModel        string                   `json:"base_model"`
-		Method           string                   `json:"method"`
-		Hyperparameters  provider.Hyperparameters `json:"hyperparameters"`
-		Suffix           string                   `json:"suffix"`
-		Seed             *int64                   `json:"seed"`
-		Local            *local.Settings          `json:"local"` // the local provider's own settings
+		DatasetID        string                     `json:"dataset_id"`
+		DatasetVersionID string                     `json:"dataset_version_id"`
+		Provider         string                     `json:"provider"`
+		BaseModel        string                     `json:"base_model"`
+		Method           string                     `json:"method"`
+		Hyperparameters  map[string]json.RawMessage `json:"hyperparameters"`
+		Suffix           string                     `json:"suffix"`
+		Seed             *int64                     `json:"seed"`
+		Local            *local.Settings            `json:"local"` // the local provider's own settings
 	}
 	if err := decodeJSON(c, &body, ""); err != nil {
 		return err
 	}
+	bad := &errs.Invalid{}
 	req := finetune.Request{Provider: body.Provider, BaseModel: body.BaseModel, Method: provider.Method(body.Method),
-		Hyper: body.Hyperparameters, Suffix: body.Suffix, Seed: body.Seed, Local: body.Local}
-	if body.DatasetVersionID != "" {
-		if err := req.VersionID.UnmarshalText([]byte(body.DatasetVersionID)); err != nil {
-			return errs.InvalidField("dataset_version_id", "must be a dataset version id")
-		}
+		Suffix: body.Suffix, Seed: body.Seed, Local: body.Local}
+	req.VersionID = optionalID(bad, "dataset_version_id", body.DatasetVersionID, "must be a dataset version id")
+	req.DatasetID = optionalID(bad, "dataset_id", body.DatasetID, "must be a dataset id")
+	hyper, sentAs, hyperErrs := provider.ParseHyperparameters(body.Hyperparameters, h.FineTune.Providers[body.Provider].Spelling)
+	for _, fe := range hyperErrs {
+		bad.Add(fe.Field, "%s", fe.Message)
 	}
-	job, _, err := h.FineTune.Launch(ctx(c), actor(c), CallerOf(c).OrgID, req, h.enqueueFineTune(req.Provider))
+	if bad.Has() {
+		return bad
+	}
+	req.Hyper = hyper
+	job, _, err := h.FineTune.Launch(ctx(c), actor(c), CallerOf(c).OrgID, req)
+	if err != nil {
+		// Name each hyperparameter as the request spelt it.
+		return renameFields(err, func(field string) string {
+			if name, ok := sentAs[field]; ok {
+				return "hyperparameters." + name
+			}
+			return field
+		})
+	}
+	return c.JSON(http.StatusCreated, h.fineTuneObject(job))
+}
+
+// optionalID parses an id field that may be left out; a malformed one is
+// recorded in bad.
+func optionalID(bad *errs.Invalid, field, s, message string) uuid.UUID {
+	if s == "" {
+		return uuid.Nil
+	}
+	id, err := uuid.Parse(s)
+	if err != nil {
+		bad.Add(field, "%s", message)
+	}
+	return id
+}
+
+// renameFields renames the fields of invalid input, so that messages name
+// each field as the request did; other errors pass through.
+func renameFields(err error, rename func(string) string) error {
+	var inv *errs.Invalid
+	if !errors.As(err, &inv) {
+		return err
+	}
+	out := &errs.Invalid{}
+	for _, fe := range inv.Errors {
+		out.Add(rename(fe.Field), "%s", fe.Message)
+	}
+	return out
+}
+
+// APIFineTuneList lists jobs, newest first, with filters (status,
+// provider, base_model, dataset_id) and a cursor.
+func (h *Handlers) APIFineTuneList(c echo.Context) error {
+	q, err := queryParams(c, slices.Concat(finetune.FilterParams, pageParams)...)
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusCreated, toFineTuneObject(job))
-}
-
-// APIFineTuneList lists jobs, newest first, with filters and a cursor.
-func (h *Handlers) APIFineTuneList(c echo.Context) error {
-	q := c.QueryParams()
-	f := finetune.Filter{Status: q.Get("status"), Provider: q.Get("provider"), BaseModel: q.Get("base_model")}
-	if err := f.Check(h.FineTune.Providers); err != nil {
+	f, err := finetune.ParseFilter(q, h.FineTune.Providers)
+	if err != nil {
 		return err
 	}
-	limit, cursor, err := listPage(q, finetune.ParseCursor)
+	limit, cursor, err := listPage(q, cursorIn(finetune.ListName))
 	if err != nil {
 		return err
 	}
@@ -138,60 +117,39 @@ func (h *Handlers) APIFineTuneList(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	out := struct {
-		Data       []fineTuneObject `json:"data"`
-		NextCursor string           `json:"next_cursor,omitempty"`
-	}{Data: make([]fineTuneObject, len(page.Jobs))}
+	out := make([]finetune.Object, len(page.Jobs))
 	for i, j := range page.Jobs {
-		out.Data[i] = toFineTuneObject(j)
+		out[i] = h.fineTuneObject(j)
 	}
-	if page.Next != nil {
-		out.NextCursor = page.Next.Encode()
-	}
-	return c.JSON(http.StatusOK, out)
+	return listJSON(c, finetune.ListName, out, page.Next)
 }
 
 // APIFineTuneGet returns a job with its status, progress, metrics and
 // checkpoints.
 func (h *Handlers) APIFineTuneGet(c echo.Context) error {
+	if _, err := queryParams(c); err != nil {
+		return err
+	}
 	d, err := h.fineTuneDetail(c)
 	if err != nil {
 		return err
 	}
-	o := toFineTuneObject(d.Job)
-	o.Metrics = []provider.StepMetric{}
-	for _, m := range d.Metrics {
-		sm := provider.StepMetric{Step: int(m.Step), Epoch: int(m.Epoch)}
-		if m.TrainLoss.Valid {
-			sm.TrainLoss = &m.TrainLoss.Float64
-		}
-		if m.TrainAccuracy.Valid {
-			sm.TrainAccuracy = &m.TrainAccuracy.Float64
-		}
-		if m.ValidLoss.Valid {
-			sm.ValidLoss = &m.ValidLoss.Float64
-		}
-		if m.ValidMeanTokenAccuracy.Valid {
-			sm.ValidMeanTokenAccuracy = &m.ValidMeanTokenAccuracy.Float64
-		}
-		o.Metrics = append(o.Metrics, sm)
-	}
-	for _, cp := range d.Checkpoints {
-		o.Checkpoints = append(o.Checkpoints, checkpointObject{Step: cp.Step, Model: cp.Model, At: cp.At, Metrics: cp.Metrics})
-	}
-	return c.JSON(http.StatusOK, o)
+	return c.JSON(http.StatusOK, finetune.DetailObject(d, h.FineTune.Providers[d.Job.Provider].Spelling))
 }
 
 // APIFineTuneCancel asks the provider to stop the job: 202 with the job,
 // or 409 when it has already ended (and nothing is charged).
 func (h *Handlers) APIFineTuneCancel(c echo.Context) error {
+	if _, err := queryParams(c); err != nil {
+		return err
+	}
 	id, err := pathID(c)
 	if err != nil {
 		return err
 	}
-	job, err := h.cancelFineTune(c, id)
+	job, err := h.FineTune.Cancel(ctx(c), actor(c), CallerOf(c).OrgID, id)
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusAccepted, toFineTuneObject(job))
+	return c.JSON(http.StatusAccepted, h.fineTuneObject(job))
 }

@@ -1,87 +1,74 @@
 package handlers
 
 import (
-	"errors"
 	"net/http"
-	"strconv"
-	"strings"
-	"time"
+	"slices"
 
 	"github.com/labstack/echo/v4"
 
-	"github.com/curate/curate/db"
-	"github.com/curate/curate/internal/errs"
 	"github.com/curate/curate/internal/pairs"
 )
 
 // APIPairCreate stores one pair: 201 with it, 409 with the stored one when
 // an identical pair exists.
 func (h *Handlers) APIPairCreate(c echo.Context) error {
+	if _, err := queryParams(c); err != nil {
+		return err
+	}
 	var in pairs.Input
 	if err := decodeJSON(c, &in, ""); err != nil {
 		return err
 	}
 	p, err := h.Pairs.Create(ctx(c), actor(c), CallerOf(c).OrgID, in)
 	if err != nil {
-		return pairConflictObject(err)
+		return conflictAs(err, pairs.ToObject)
 	}
 	setETag(c, p.Version)
 	return c.JSON(http.StatusCreated, pairs.ToObject(p))
 }
 
-// APIPairList lists pairs, newest first, with filters and a cursor.
+// APIPairList lists pairs, newest first, with filters and a cursor, each
+// pair whole as GET /api/preference-pairs/:id shows it; preview=1 cuts the
+// long texts.
 func (h *Handlers) APIPairList(c echo.Context) error {
-	q := c.QueryParams()
+	q, err := queryParams(c, slices.Concat(pairs.FilterParams, pageParams, []string{"preview"})...)
+	if err != nil {
+		return err
+	}
 	f, err := pairs.ParseFilter(q.Get)
 	if err != nil {
 		return err
 	}
-	limit, cursor, err := listPage(q, pairs.ParseCursor)
+	limit, cursor, err := listPage(q, cursorIn(pairs.ListName))
 	if err != nil {
 		return err
 	}
-	page, err := h.Pairs.List(ctx(c), CallerOf(c).OrgID, f, cursor, limit)
+	short, err := wantPreview(q)
 	if err != nil {
 		return err
 	}
-	type row struct {
-		ID                 string    `json:"id"`
-		QueryPreview       string    `json:"query_preview"`
-		ChosenPreview      string    `json:"chosen_preview"`
-		RejectedPreview    string    `json:"rejected_preview"`
-		PreferenceStrength float64   `json:"preference_strength"`
-		Method             string    `json:"method"`
-		ChosenFeedbackID   *string   `json:"chosen_feedback_id"`
-		RejectedFeedbackID *string   `json:"rejected_feedback_id"`
-		Tags               []string  `json:"tags"`
-		CreatedAt          time.Time `json:"created_at"`
-		Version            int32     `json:"version"`
+	list, next, err := h.Pairs.ListObjects(ctx(c), CallerOf(c).OrgID, f, cursor, limit)
+	if err != nil {
+		return err
 	}
-	out := struct {
-		Data       []row  `json:"data"`
-		NextCursor string `json:"next_cursor,omitempty"`
-	}{Data: make([]row, len(page.Rows))}
-	for i, r := range page.Rows {
-		out.Data[i] = row{ID: r.ID.String(), QueryPreview: r.QueryPreview, ChosenPreview: r.ChosenPreview,
-			RejectedPreview: r.RejectedPreview, PreferenceStrength: pairs.Strength(r.PreferenceStrength), Method: string(r.Method),
-			Tags: r.Tags, CreatedAt: r.CreatedAt, Version: r.Version}
-		if r.ChosenFeedbackID.Valid {
-			s := r.ChosenFeedbackID.UUID.String()
-			out.Data[i].ChosenFeedbackID = &s
-		}
-		if r.RejectedFeedbackID.Valid {
-			s := r.RejectedFeedbackID.UUID.String()
-			out.Data[i].RejectedFeedbackID = &s
+	if short {
+		for i := range list {
+			p := &list[i]
+			p.Query, p.ChosenResponse, p.RejectedResponse = preview(p.Query), preview(p.ChosenResponse), preview(p.RejectedResponse)
+			p.SystemPrompt, p.AnnotationNotes = preview(p.SystemPrompt), preview(p.AnnotationNotes)
+			for m := range p.Prompt {
+				p.Prompt[m].Content = preview(p.Prompt[m].Content)
+			}
 		}
 	}
-	if page.Next != nil {
-		out.NextCursor = page.Next.Encode()
-	}
-	return c.JSON(http.StatusOK, out)
+	return listJSON(c, pairs.ListName, list, next)
 }
 
 // APIPairGet returns one pair.
 func (h *Handlers) APIPairGet(c echo.Context) error {
+	if _, err := queryParams(c); err != nil {
+		return err
+	}
 	id, err := pathID(c)
 	if err != nil {
 		return err
@@ -97,11 +84,14 @@ func (h *Handlers) APIPairGet(c echo.Context) error {
 // APIPairPatch edits a pair. If-Match must carry the version the caller
 // saw; a stale one answers 409 with the pair as it is now.
 func (h *Handlers) APIPairPatch(c echo.Context) error {
+	if _, err := queryParams(c); err != nil {
+		return err
+	}
 	id, err := pathID(c)
 	if err != nil {
 		return err
 	}
-	version, err := pairIfMatch(c, true)
+	version, err := ifMatch(c, true)
 	if err != nil {
 		return err
 	}
@@ -111,7 +101,7 @@ func (h *Handlers) APIPairPatch(c echo.Context) error {
 	}
 	p, err := h.Pairs.Update(ctx(c), actor(c), CallerOf(c).OrgID, id, version, ch)
 	if err != nil {
-		return pairConflictObject(err)
+		return conflictAs(err, pairs.ToObject)
 	}
 	setETag(c, p.Version)
 	return c.JSON(http.StatusOK, pairs.ToObject(p))
@@ -119,16 +109,19 @@ func (h *Handlers) APIPairPatch(c echo.Context) error {
 
 // APIPairDelete deletes a pair; If-Match, when sent, must match.
 func (h *Handlers) APIPairDelete(c echo.Context) error {
+	if _, err := queryParams(c); err != nil {
+		return err
+	}
 	id, err := pathID(c)
 	if err != nil {
 		return err
 	}
-	version, err := pairIfMatch(c, false)
+	version, err := ifMatch(c, false)
 	if err != nil {
 		return err
 	}
 	if err := h.Pairs.Delete(ctx(c), actor(c), CallerOf(c).OrgID, id, version); err != nil {
-		return pairConflictObject(err)
+		return conflictAs(err, pairs.ToObject)
 	}
 	return c.NoContent(http.StatusNoContent)
 }
@@ -136,6 +129,9 @@ func (h *Handlers) APIPairDelete(c echo.Context) error {
 // APIPairBulk generates pairs from feedback: with "dry_run": true the
 // counts and samples of what would be made, otherwise what was made.
 func (h *Handlers) APIPairBulk(c echo.Context) error {
+	if _, err := queryParams(c); err != nil {
+		return err
+	}
 	var g pairs.Generation
 	if err := decodeJSON(c, &g, ""); err != nil {
 		return err
@@ -153,32 +149,4 @@ func (h *Handlers) APIPairBulk(c echo.Context) error {
 		return err
 	}
 	return c.JSON(http.StatusOK, res)
-}
-
-// pairIfMatch reads the version in If-Match ("3", W/"3" or "\"3\"");
-// 0 when it is absent and not required.
-func pairIfMatch(c echo.Context, required bool) (int32, error) {
-	s := strings.Trim(strings.TrimPrefix(c.Request().Header.Get("If-Match"), "W/"), `"`)
-	if s == "" {
-		if required {
-			return 0, echo.NewHTTPError(http.StatusPreconditionRequired, "Send If-Match with the pair's version (its ETag), so a concurrent change is never overwritten.")
-		}
-		return 0, nil
-	}
-	v, err := strconv.ParseInt(s, 10, 32)
-	if err != nil || v < 1 {
-		return 0, errs.InvalidField("If-Match", "must be the pair's version number")
-	}
-	return int32(v), nil
-}
-
-// pairConflictObject shows a conflict's pair in the API's shape.
-func pairConflictObject(err error) error {
-	var conflict *errs.Conflict
-	if errors.As(err, &conflict) {
-		if row, ok := conflict.Current.(db.PreferencePair); ok {
-			conflict.Current = pairs.ToObject(row)
-		}
-	}
-	return err
 }

@@ -2,7 +2,6 @@ package handlers
 
 import (
 	"encoding/json"
-	"errors"
 	"net/http"
 	"strings"
 
@@ -58,6 +57,9 @@ func trainField(f string) string {
 // APITrain starts a local training job: 201 with {"job_id": ...}, or 422
 // naming each bad field as the request names it.
 func (h *Handlers) APITrain(c echo.Context) error {
+	if _, err := queryParams(c); err != nil {
+		return err
+	}
 	var body struct {
 		Stage            string                   `json:"stage"`
 		ModelID          string                   `json:"model_id"`
@@ -99,17 +101,9 @@ func (h *Handlers) APITrain(c echo.Context) error {
 	if bad.Has() {
 		return bad
 	}
-	job, _, err := h.FineTune.Launch(ctx(c), actor(c), CallerOf(c).OrgID, req, h.enqueueFineTune(local.Name))
-	var inv *errs.Invalid
-	if errors.As(err, &inv) {
-		out := &errs.Invalid{}
-		for _, fe := range inv.Errors {
-			out.Add(trainField(fe.Field), "%s", fe.Message)
-		}
-		return out
-	}
+	job, _, err := h.FineTune.Launch(ctx(c), actor(c), CallerOf(c).OrgID, req)
 	if err != nil {
-		return err
+		return renameFields(err, trainField)
 	}
 	return c.JSON(http.StatusCreated, map[string]string{"job_id": job.ID.String()})
 }
@@ -148,6 +142,9 @@ type trainRuntime struct {
 
 // APITrainStatus answers GET /api/train/status/:id.
 func (h *Handlers) APITrainStatus(c echo.Context) error {
+	if _, err := queryParams(c); err != nil {
+		return err
+	}
 	d, err := h.fineTuneDetail(c)
 	if err != nil {
 		return err
@@ -218,6 +215,9 @@ func orEmpty(m map[string]float64) map[string]float64 {
 // APITrainMetrics answers GET /api/train/:id/metrics: the run's
 // metrics.jsonl as a JSON array (its newest 4 MiB at most).
 func (h *Handlers) APITrainMetrics(c echo.Context) error {
+	if _, err := queryParams(c); err != nil {
+		return err
+	}
 	d, err := h.fineTuneDetail(c)
 	if err != nil {
 		return err

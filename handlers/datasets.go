@@ -38,7 +38,7 @@ func (h *Handlers) renderDatasets(c echo.Context, status int, form views.Dataset
 	if err != nil {
 		return err
 	}
-	cursor, err := keyset.Parse(datasets.ListCursor, q.Get("cursor"))
+	cursor, err := keyset.Parse(datasets.ListName, q.Get("cursor"))
 	if err != nil {
 		return err
 	}
@@ -65,7 +65,7 @@ func (h *Handlers) renderDatasets(c echo.Context, status int, form views.Dataset
 		v.Rows = append(v.Rows, row)
 	}
 	if next != nil {
-		nq := url.Values{"cursor": {next.Encode(datasets.ListCursor)}}
+		nq := url.Values{"cursor": {next.Encode(datasets.ListName)}}
 		if f.Status != "" {
 			nq.Set("status", f.Status)
 		}

@@ -46,7 +46,7 @@ func (h *Handlers) HandleError(err error, c echo.Context) {
 	case strings.HasPrefix(c.Request().URL.Path, "/api/"):
 		c.Response().Header().Set(echo.HeaderContentType, "application/problem+json")
 		werr = c.JSON(p.Status, p)
-	case c.Request().Header.Get("HX-Request") == "true":
+	case isHTMX(c):
 		// HTMX swaps only 2xx answers by default; an error fragment goes to
 		// the page's flash area.
 		c.Response().Header().Set("HX-Retarget", "#main")
@@ -64,6 +64,7 @@ func (h *Handlers) HandleError(err error, c echo.Context) {
 
 func (h *Handlers) problemFor(err error, c echo.Context) Problem {
 	var (
+		badQuery *queryError
 		invalid  *errs.Invalid
 		conflict *errs.Conflict
 		tooMany  *errs.TooMany
@@ -74,6 +75,10 @@ func (h *Handlers) problemFor(err error, c echo.Context) Problem {
 		return problem(http.StatusNotFound, "Not found", "There is nothing here, or it belongs to another organisation.")
 	case errors.Is(err, errs.ErrForbidden):
 		return problem(http.StatusForbidden, "Forbidden", "Your role does not allow this.")
+	case errors.As(err, &badQuery):
+		p := problem(http.StatusBadRequest, "Bad request", "Unknown query parameters: "+strings.Join(badQuery.Fields(), ", "))
+		p.Errors = badQuery.Errors
+		return p
 	case errors.As(err, &invalid):
 		p := problem(http.StatusUnprocessableEntity, "Invalid input", "Some fields need correcting.")
 		p.Errors = invalid.Errors

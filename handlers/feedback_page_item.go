@@ -68,7 +68,7 @@ func (h *Handlers) renderItem(c echo.Context, status int, id uuid.UUID, st feedb
 		v.Conflict = &views.ItemConflict{Message: st.conflict, Status: v.Status, Correction: v.Correction,
 			Tags: strings.Join(v.Tags, ", "), Assignee: v.Assignee, Yours: st.yours, ReloadURL: v.URL}
 	}
-	if htmxRequest(c) {
+	if isHTMX(c) {
 		return render(c, status, views.ItemFragment(v))
 	}
 	return render(c, status, views.ItemPage(h.page(c, "Feedback", "queue"), v))
@@ -300,7 +300,7 @@ func (h *Handlers) itemChange(c echo.Context, ch feedback.Change, done, yours st
 		h.Sessions.Flash(c, "ok", done)
 		return redirect(c, "/feedback"+withPrefix("?", queueQuery))
 	}
-	if htmxRequest(c) {
+	if isHTMX(c) {
 		return h.renderItem(c, http.StatusOK, id, feedbackItemState{message: done})
 	}
 	h.Sessions.Flash(c, "ok", done)

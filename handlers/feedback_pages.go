@@ -15,6 +15,7 @@ import (
 	"github.com/curate/curate/internal/auth"
 	"github.com/curate/curate/internal/errs"
 	"github.com/curate/curate/internal/feedback"
+	"github.com/curate/curate/internal/keyset"
 	"github.com/curate/curate/views"
 )
 
@@ -30,7 +31,7 @@ func (h *Handlers) FeedbackQueue(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	cursor, err := feedback.ParseCursor(params.Get("cursor"))
+	cursor, err := keyset.Parse(feedback.ListName, params.Get("cursor"))
 	if err != nil {
 		return err
 	}
@@ -59,7 +60,7 @@ func (h *Handlers) FeedbackQueue(c echo.Context) error {
 	filterQuery := f.Values()
 	itemQuery := queueCloneQuery(filterQuery)
 	if cursor != nil {
-		itemQuery.Set("cursor", cursor.Encode())
+		itemQuery.Set("cursor", cursor.Encode(feedback.ListName))
 	}
 	mine := queueCloneQuery(filterQuery)
 	mine.Set("assignee", caller.UserID.String())
@@ -88,7 +89,7 @@ func (h *Handlers) FeedbackQueue(c echo.Context) error {
 	}
 	if page.Next != nil {
 		next := queueCloneQuery(filterQuery)
-		next.Set("cursor", page.Next.Encode())
+		next.Set("cursor", page.Next.Encode(feedback.ListName))
 		v.NextURL = feedbackQueueURL(next)
 	}
 	if cursor != nil {
@@ -182,8 +183,8 @@ func queueQueryParam(raw string) string {
 		return ""
 	}
 	out := f.Values()
-	if cur, err := feedback.ParseCursor(q.Get("cursor")); err == nil && cur != nil {
-		out.Set("cursor", cur.Encode())
+	if cur, err := keyset.Parse(feedback.ListName, q.Get("cursor")); err == nil && cur != nil {
+		out.Set("cursor", cur.Encode(feedback.ListName))
 	}
 	return out.Encode()
 }
@@ -202,9 +203,6 @@ func smallIntText(n int16, valid bool) string {
 	}
 	return strconv.Itoa(int(n))
 }
-
-// htmxRequest reports whether htmx sent the request, so a fragment is enough.
-func htmxRequest(c echo.Context) bool { return c.Request().Header.Get("HX-Request") == "true" }
 
 // FeedbackBulk applies one action to selected items or to every item
 // matching a filter. The first post answers with the exact count to confirm;

@@ -7,23 +7,20 @@ import (
 	"fmt"
 	"math"
 	"net/http"
-	"net/url"
 	"strconv"
 	"strings"
 
 	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5"
 	"github.com/labstack/echo/v4"
 
 	"github.com/curate/curate/db"
-	"github.com/curate/curate/internal/audit"
 	"github.com/curate/curate/internal/auth"
 	"github.com/curate/curate/internal/errs"
 	"github.com/curate/curate/internal/finetune"
+	"github.com/curate/curate/internal/keyset"
 	"github.com/curate/curate/internal/pricing"
 	"github.com/curate/curate/internal/provider"
 	"github.com/curate/curate/internal/provider/local"
-	"github.com/curate/curate/jobs"
 	"github.com/curate/curate/views"
 )
 
@@ -31,11 +28,11 @@ import (
 func (h *Handlers) FineTuneJobs(c echo.Context) error {
 	caller := CallerOf(c)
 	q := c.QueryParams()
-	f := finetune.Filter{Status: q.Get("status"), Provider: q.Get("provider")}
-	if err := f.Check(h.FineTune.Providers); err != nil {
+	f, err := finetune.ParseFilter(q, h.FineTune.Providers)
+	if err != nil {
 		return err
 	}
-	cursor, err := finetune.ParseCursor(q.Get("cursor"))
+	cursor, err := keyset.Parse(finetune.ListName, q.Get("cursor"))
 	if err != nil {
 		return err
 	}
@@ -60,12 +57,8 @@ func (h *Handlers) FineTuneJobs(c echo.Context) error {
 		m.Rows = append(m.Rows, r)
 	}
 	if page.Next != nil {
-		next := url.Values{"cursor": {page.Next.Encode()}}
-		for k, v := range map[string]string{"status": f.Status, "provider": f.Provider} {
-			if v != "" {
-				next.Set(k, v)
-			}
-		}
+		next := f.Values()
+		next.Set("cursor", page.Next.Encode(finetune.ListName))
 		m.NextURL = "/fine-tuning?" + next.Encode()
 	}
 	return render(c, http.StatusOK, views.FineTuneListPage(h.page(c, "Fine-tuning", "finetune"), m))
@@ -223,7 +216,7 @@ func (h *Handlers) FineTuneLaunch(c echo.Context) error {
 	var est finetune.Estimate
 	var err error
 	if !bad.Has() {
-		job, est, err = h.FineTune.Launch(ctx(c), actor(c), CallerOf(c).OrgID, req, h.enqueueFineTune(req.Provider))
+		job, est, err = h.FineTune.Launch(ctx(c), actor(c), CallerOf(c).OrgID, req)
 	} else {
 		// Not launched; the estimate's checks still name every other bad field.
 		_, err = h.FineTune.Estimate(ctx(c), CallerOf(c).OrgID, req)
@@ -242,18 +235,6 @@ func (h *Handlers) FineTuneLaunch(c echo.Context) error {
 	return redirect(c, "/fine-tuning/jobs/"+job.ID.String())
 }
 
-// enqueueFineTune queues the worker of a job at the named provider; a
-// local job's goes to the GPU queue.
-func (h *Handlers) enqueueFineTune(providerName string) finetune.Enqueue {
-	return func(ctx context.Context, tx pgx.Tx, id uuid.UUID) (int64, error) {
-		res, err := h.River.InsertTx(ctx, tx, jobs.FineTuneArgs{JobID: id, Local: providerName == local.Name}, nil)
-		if err != nil {
-			return 0, err
-		}
-		return res.Job.ID, nil
-	}
-}
-
 // FineTuneJob is one job's page.
 func (h *Handlers) FineTuneJob(c echo.Context) error {
 	d, err := h.fineTuneDetail(c)
@@ -261,7 +242,7 @@ func (h *Handlers) FineTuneJob(c echo.Context) error {
 		return err
 	}
 	j := d.Job
-	m := views.FineTuneJobView{ID: j.ID.String(), Live: h.liveView(ctx(c), d), Local: settingsRows(localSettings(j)), Provider: h.providerLabel(j.Provider), BaseModel: j.BaseModel,
+	m := views.FineTuneJobView{ID: j.ID.String(), Live: h.liveView(ctx(c), d), Local: settingsRows(finetune.LocalSettings(j)), Provider: h.providerLabel(j.Provider), BaseModel: j.BaseModel,
 		Method: j.Method, Dataset: j.DatasetLabel, DatasetVersion: j.DatasetVersionID.String(), Format: j.ExportFormat,
 		Suffix: j.Suffix, EstimatedTokens: j.EstimatedTokens, EstimatedCost: pricing.Micros(j.EstimatedCost).String(),
 		PriceDate: j.PriceDate, CreatedBy: j.CreatedByLabel, CreatedAt: views.When(j.CreatedAt),
@@ -420,7 +401,7 @@ func (h *Handlers) FineTuneCancel(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	if _, err := h.cancelFineTune(c, id); err != nil {
+	if _, err := h.FineTune.Cancel(ctx(c), actor(c), CallerOf(c).OrgID, id); err != nil {
 		var conflict *errs.Conflict
 		if errors.As(err, &conflict) {
 			h.Sessions.Flash(c, "error", "Not cancelled: "+conflict.Message+".")
@@ -430,20 +411,6 @@ func (h *Handlers) FineTuneCancel(c echo.Context) error {
 	}
 	h.Sessions.Flash(c, "ok", "Cancellation requested; the provider is told at once.")
 	return redirect(c, "/fine-tuning/jobs/"+id.String())
-}
-
-func (h *Handlers) cancelFineTune(c echo.Context, id uuid.UUID) (db.FineTuningJob, error) {
-	job, err := h.FineTune.Cancel(ctx(c), actor(c), CallerOf(c).OrgID, id)
-	if err != nil {
-		return job, err
-	}
-	// The worker may be waiting for its next look; bring that forward.
-	if job.RiverJobID.Valid {
-		if _, err := h.River.JobRetry(ctx(c), job.RiverJobID.Int64); err != nil {
-			h.Log.Warn("waking the fine-tuning worker", "job", id, "err", err)
-		}
-	}
-	return job, nil
 }
 
 // FineTuneSettings shows the budget and the price table.
@@ -522,7 +489,7 @@ func (h *Handlers) FineTunePricesSave(c echo.Context) error {
 		t.Prices = append(t.Prices, pricing.Price{Provider: prov, BaseModel: model, PerMillion: n})
 	}
 	if len(bad) == 0 {
-		err := h.FineTune.Prices.Set(ctx(c), t)
+		err := h.FineTune.SetPrices(ctx(c), actor(c), CallerOf(c).OrgID, t)
 		var inv *errs.Invalid
 		if errors.As(err, &inv) {
 			for _, fe := range inv.Errors {
@@ -540,10 +507,6 @@ func (h *Handlers) FineTunePricesSave(c echo.Context) error {
 	}
 	if len(bad) > 0 {
 		return h.renderSettings(c, http.StatusUnprocessableEntity, &t, bad)
-	}
-	if err := audit.Record(ctx(c), h.Q, actor(c), audit.Entry{OrgID: CallerOf(c).OrgID, Action: "finetune.prices",
-		TargetType: "price_table", TargetID: t.Date, Details: map[string]any{"prices": len(t.Prices)}}); err != nil {
-		return err
 	}
 	h.Sessions.Flash(c, "ok", fmt.Sprintf("Price table of %s saved: %d prices.", t.Date, len(t.Prices)))
 	return redirect(c, "/fine-tuning/settings")

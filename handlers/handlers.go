@@ -1,24 +1,18 @@
 // Package handlers holds Curate's HTTP handlers, one file per area, pages
 // (templ) and the JSON API (/api/...) side by side. A handler parses,
-// authorizes, calls one domain function or query, and renders.
+// authorizes, calls one domain service, and renders: it holds no database
+// handle and starts no job itself (services own their transactions, audit
+// records and jobs).
 package handlers
 
 import (
-	"bytes"
 	"context"
 	"log/slog"
-	"net/http"
 	"net/url"
-	"sync"
 
-	"github.com/a-h/templ"
 	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/labstack/echo/v4"
-	"github.com/riverqueue/river"
 
-	"github.com/curate/curate/db"
 	"github.com/curate/curate/internal/accounts"
 	"github.com/curate/curate/internal/alerts"
 	"github.com/curate/curate/internal/audit"
@@ -36,11 +30,8 @@ import (
 
 // Handlers holds the dependencies every handler may use.
 type Handlers struct {
-	Pool     *pgxpool.Pool
-	Q        *db.Queries
 	Accounts *accounts.Service
 	Sessions *Sessions
-	River    *river.Client[pgx.Tx]
 	Log      *slog.Logger
 	Feedback *feedback.Service
 	Pairs    *pairs.Service
@@ -98,22 +89,6 @@ func actor(c echo.Context) audit.Actor { return CallerOf(c).Actor(c.RealIP()) }
 
 func ctx(c echo.Context) context.Context { return c.Request().Context() }
 
-// pageBuffers holds the buffers pages render into.
-var pageBuffers = sync.Pool{New: func() any { return new(bytes.Buffer) }}
-
-// render writes a templ component with a status code. The page is rendered
-// into a buffer first: it goes out in one write with its length, and a
-// rendering error becomes a clean error page instead of half a page.
-func render(c echo.Context, status int, cmp templ.Component) error {
-	buf := pageBuffers.Get().(*bytes.Buffer)
-	buf.Reset()
-	defer pageBuffers.Put(buf)
-	if err := cmp.Render(ctx(c), buf); err != nil {
-		return err
-	}
-	return c.Blob(status, echo.MIMETextHTMLCharsetUTF8, buf.Bytes())
-}
-
 // page builds the layout's model for the current request.
 func (h *Handlers) page(c echo.Context, title, section string) views.Page {
 	p := views.Page{Title: title, Section: section, CSRF: CSRFToken(c)}
@@ -129,15 +104,6 @@ func (h *Handlers) page(c echo.Context, title, section string) views.Page {
 func CSRFToken(c echo.Context) string {
 	t, _ := c.Get("csrf").(string)
 	return t
-}
-
-// redirect answers a form post: a 303 so the browser follows with a GET.
-func redirect(c echo.Context, to string) error {
-	if c.Request().Header.Get("HX-Request") == "true" {
-		c.Response().Header().Set("HX-Redirect", to)
-		return c.NoContent(http.StatusNoContent)
-	}
-	return c.Redirect(http.StatusSeeOther, to)
 }
 
 func urlQueryEscape(s string) string { return url.QueryEscape(s) }

@@ -16,6 +16,7 @@ import (
 	"github.com/curate/curate/db"
 	"github.com/curate/curate/internal/auth"
 	"github.com/curate/curate/internal/errs"
+	"github.com/curate/curate/internal/keyset"
 	"github.com/curate/curate/internal/pairs"
 	"github.com/curate/curate/internal/textdiff"
 	"github.com/curate/curate/views"
@@ -28,7 +29,7 @@ func (h *Handlers) PairList(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	cursor, err := pairs.ParseCursor(q.Get("cursor"))
+	cursor, err := keyset.Parse(pairs.ListName, q.Get("cursor"))
 	if err != nil {
 		return err
 	}
@@ -55,7 +56,7 @@ func (h *Handlers) PairList(c echo.Context) error {
 		for k, vals := range q {
 			next[k] = vals
 		}
-		next.Set("cursor", page.Next.Encode())
+		next.Set("cursor", page.Next.Encode(pairs.ListName))
 		v.NextURL = "/pairs?" + next.Encode()
 	}
 	return render(c, http.StatusOK, views.PairListPage(h.page(c, "Preference pairs", "pairs"), v))

@@ -10,6 +10,7 @@ import (
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 
 	"github.com/curate/curate/internal/app"
+	"github.com/curate/curate/internal/finetune"
 )
 
 // Deps are what workers need: the process's services (a nil service
@@ -59,7 +60,7 @@ func NewClient(d Deps, opts Options) (*river.Client[pgx.Tx], error) {
 	if opts.Workers > 0 {
 		cfg.Queues = map[string]river.QueueConfig{
 			river.QueueDefault: {MaxWorkers: opts.Workers},
-			QueueGPU:           {MaxWorkers: max(opts.GPUSlots, 1)},
+			finetune.QueueGPU:  {MaxWorkers: max(opts.GPUSlots, 1)},
 		}
 		cfg.PeriodicJobs = []*river.PeriodicJob{
 			river.NewPeriodicJob(river.PeriodicInterval(time.Hour),

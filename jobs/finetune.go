@@ -5,7 +5,6 @@ import (
 	"errors"
 	"time"
 
-	"github.com/google/uuid"
 	"github.com/riverqueue/river"
 
 	"github.com/curate/curate/internal/finetune"
@@ -13,48 +12,24 @@ import (
 	"github.com/curate/curate/internal/provider/local"
 )
 
-// FineTuneArgs drives one fine-tuning job at its provider to the end.
-type FineTuneArgs struct {
-	JobID uuid.UUID `json:"job_id"`
-	// Local puts the worker on the GPU queue: a job trained on this
-	// machine waits there for a slot rather than holding a default worker.
-	Local bool `json:"local,omitempty"`
-}
-
-// QueueGPU is the queue of local training jobs; it has one worker per GPU
-// slot.
-const QueueGPU = "gpu"
-
 // slotWait is how long a local job waits before trying again for a GPU
 // slot when every slot has a trainer.
 const slotWait = 30 * time.Second
-
-// Kind names the job in River's table.
-func (FineTuneArgs) Kind() string { return "finetune" }
-
-// InsertOpts keeps one worker per fine-tuning job.
-func (a FineTuneArgs) InsertOpts() river.InsertOpts {
-	opts := river.InsertOpts{MaxAttempts: 20, UniqueOpts: river.UniqueOpts{ByArgs: true}}
-	if a.Local {
-		opts.Queue = QueueGPU
-	}
-	return opts
-}
 
 // FineTuneWorker takes the job's steps one after another, storing each
 // result before the next (finetune.Service.Advance), and snoozes while the
 // provider works rather than sleeping. A retried attempt resumes from the
 // stored steps.
 type FineTuneWorker struct {
-	river.WorkerDefaults[FineTuneArgs]
+	river.WorkerDefaults[finetune.JobArgs]
 	FineTune *finetune.Service
 }
 
 // Timeout leaves room for uploading a large training file.
-func (w *FineTuneWorker) Timeout(*river.Job[FineTuneArgs]) time.Duration { return 30 * time.Minute }
+func (w *FineTuneWorker) Timeout(*river.Job[finetune.JobArgs]) time.Duration { return 30 * time.Minute }
 
 // Work advances the job until it ends or has to wait.
-func (w *FineTuneWorker) Work(ctx context.Context, job *river.Job[FineTuneArgs]) error {
+func (w *FineTuneWorker) Work(ctx context.Context, job *river.Job[finetune.JobArgs]) error {
 	for {
 		out, err := w.FineTune.Advance(ctx, job.Args.JobID)
 		if errors.Is(err, local.ErrSlotsBusy) {

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5"
 	"github.com/riverqueue/river"
 
 	"github.com/curate/curate/db"
@@ -55,15 +54,9 @@ func TestFineTuneWorkerSnoozesToTheEnd(t *testing.T) {
 	}
 	defer client.Stop(ctx) //nolint:errcheck
 
-	enqueue := func(ctx context.Context, tx pgx.Tx, id uuid.UUID) (int64, error) {
-		res, err := client.InsertTx(ctx, tx, jobs.FineTuneArgs{JobID: id}, nil)
-		if err != nil {
-			return 0, err
-		}
-		return res.Job.ID, nil
-	}
+	svc.Jobs = client
 	job, _, err := svc.Launch(ctx, audit.System, org, finetune.Request{VersionID: v.ID, Provider: "openai",
-		BaseModel: "gpt-4o-mini-2024-07-18", Method: provider.DPO}, enqueue)
+		BaseModel: "gpt-4o-mini-2024-07-18", Method: provider.DPO})
 	if err != nil {
 		t.Fatal(err)
 	}

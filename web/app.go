@@ -72,7 +72,7 @@ func New(cfg config.Config, pool *pgxpool.Pool, log *slog.Logger) (*App, error) 
 	q := db.New(pool)
 	a := &App{
 		Config: cfg, Pool: pool, River: client, Log: log, Services: svc, Accounts: svc.Accounts, FineTune: svc.FineTune,
-		handlers: &handlers.Handlers{Pool: pool, Q: q, River: client, Log: log,
+		handlers: &handlers.Handlers{Log: log,
 			Accounts: svc.Accounts, Importer: svc.Imports, Datasets: svc.Datasets, FineTune: svc.FineTune,
 			Feedback: svc.Feedback, Pairs: svc.Pairs,
 			Alerts: svc.Alerts, FeedbackStats: svc.FeedbackStats, AuditLog: svc.AuditLog, Health: svc.Health,

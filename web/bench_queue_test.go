@@ -17,6 +17,7 @@ import (
 	"github.com/curate/curate/db"
 	"github.com/curate/curate/handlers"
 	"github.com/curate/curate/internal/feedback"
+	"github.com/curate/curate/internal/keyset"
 	"github.com/curate/curate/web/webtest"
 )
 
@@ -57,7 +58,7 @@ func BenchmarkQueuePage(b *testing.B) {
 	})
 	c := s.SignedIn("curator@bench.test")
 	q := db.New(s.Pool)
-	var mid feedback.Cursor
+	var mid keyset.Cursor
 	if err := s.Pool.QueryRow(context.Background(),
 		"SELECT created_at, id FROM feedback ORDER BY created_at DESC, id DESC OFFSET $1 LIMIT 1", rows/2).Scan(&mid.At, &mid.ID); err != nil {
 		b.Fatal(err)
@@ -66,7 +67,7 @@ func BenchmarkQueuePage(b *testing.B) {
 	b.ResetTimer()
 	for _, bc := range []struct{ name, query string }{
 		{"typical", "status=pending&type=thumbs_down"}, // the "typical filter"
-		{"middle_page", "status=pending&cursor=" + mid.Encode()},
+		{"middle_page", "status=pending&cursor=" + mid.Encode(feedback.ListName)},
 		{"search", "q=configure+team&status=pending"},
 		{"tag_model", "tag=billing&model=support-v2"},
 	} {
@@ -75,7 +76,7 @@ func BenchmarkQueuePage(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		cursor, _ := feedback.ParseCursor(values.Get("cursor"))
+		cursor, _ := keyset.Parse(feedback.ListName, values.Get("cursor"))
 		list := func() {
 			if _, err := q.FeedbackList(context.Background(), f.ListParams(org, cursor, handlers.QueuePageSize+1)); err != nil {
 				b.Fatal(err)

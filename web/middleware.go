@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/labstack/echo/v4"
 
+	"github.com/curate/curate/db"
 	"github.com/curate/curate/handlers"
 	"github.com/curate/curate/internal/accounts"
 	"github.com/curate/curate/internal/auth"
@@ -94,7 +95,7 @@ func (a *App) authenticate(next echo.HandlerFunc) echo.HandlerFunc {
 			}
 		}
 		if uid, ok := a.handlers.Sessions.SessionUser(c); ok {
-			u, err := a.handlers.Q.UserWithOrg(c.Request().Context(), uid)
+			u, err := db.New(a.Pool).UserWithOrg(c.Request().Context(), uid)
 			switch {
 			case errors.Is(err, pgx.ErrNoRows):
 			case err != nil:

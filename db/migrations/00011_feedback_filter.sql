@@ -7,6 +7,18 @@
 -- planner sees the same conditions as if they were written out there and
 -- keeps using the queue's indexes. A NULL, 0, '' or false argument leaves
 -- its condition out.
+--
+-- Membership of a dataset needs a sub-select, and Postgres does not inline
+-- a function whose body holds one, so it lives in a function of its own,
+-- called only for rows that pass the rest when a dataset is named.
+-- +goose StatementBegin
+CREATE FUNCTION feedback_in_dataset(feedback_id uuid, org_id uuid, dataset_id uuid) RETURNS boolean
+LANGUAGE sql STABLE PARALLEL SAFE
+RETURN EXISTS (SELECT 1 FROM training_dataset_members m
+               WHERE m.org_id = feedback_in_dataset.org_id AND m.dataset_id = feedback_in_dataset.dataset_id
+                 AND m.feedback_id = feedback_in_dataset.feedback_id);
+-- +goose StatementEnd
+
 -- +goose StatementBegin
 CREATE FUNCTION feedback_matches(
     f feedback,
@@ -24,7 +36,8 @@ CREATE FUNCTION feedback_matches(
     created_to timestamptz,
     with_duplicates bool,
     pii_only bool,
-    q text
+    q text,
+    dataset_id uuid
 ) RETURNS boolean
 LANGUAGE sql STABLE PARALLEL SAFE
 RETURN f.org_id = feedback_matches.org_id
@@ -42,8 +55,10 @@ RETURN f.org_id = feedback_matches.org_id
     AND (feedback_matches.created_to IS NULL OR f.created_at < feedback_matches.created_to)
     AND (feedback_matches.with_duplicates OR f.duplicate_of IS NULL)
     AND (NOT feedback_matches.pii_only OR f.pii_kinds <> '{}')
-    AND (feedback_matches.q = '' OR feedback_document(f.query, f.response, f.comment) @@ websearch_to_tsquery('english', feedback_matches.q));
+    AND (feedback_matches.q = '' OR feedback_document(f.query, f.response, f.comment) @@ websearch_to_tsquery('english', feedback_matches.q))
+    AND (feedback_matches.dataset_id IS NULL OR feedback_in_dataset(f.id, f.org_id, feedback_matches.dataset_id));
 -- +goose StatementEnd
 
 -- +goose Down
 DROP FUNCTION feedback_matches;
+DROP FUNCTION feedback_in_dataset;

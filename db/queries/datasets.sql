@@ -231,3 +231,15 @@ FROM dataset_versions v JOIN training_datasets d ON d.id = v.dataset_id
 WHERE v.org_id = @org_id AND d.status <> 'archived'
 ORDER BY v.created_at DESC
 LIMIT 200;
+
+-- name: VersionListByIDs :many
+-- The current versions of a page of datasets, for list answers that show
+-- each dataset as GET /:id does.
+SELECT * FROM dataset_versions WHERE org_id = @org_id AND id = ANY(@ids::uuid[]);
+
+-- name: ExportListLatestSucceeded :many
+-- The newest finished export of each of a page of datasets: their
+-- export_url in list answers.
+SELECT DISTINCT ON (dataset_id) * FROM dataset_exports
+WHERE org_id = @org_id AND dataset_id = ANY(@dataset_ids::uuid[]) AND status = 'succeeded'
+ORDER BY dataset_id, created_at DESC, id DESC;

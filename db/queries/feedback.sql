@@ -32,7 +32,7 @@ LEFT JOIN users r ON r.id = f.reviewer_id
 WHERE f.org_id = @org_id AND f.id = @id;
 
 -- FeedbackList, FeedbackStatusCounts and FeedbackMatchingIDs filter with
--- feedback_matches (migration 00010), the queue's one filter.
+-- feedback_matches (migration 00011), the queue's one filter.
 
 -- name: FeedbackList :many
 SELECT f.id, f.external_id, f.session_id, f.end_user_id, left(f.query, 300)::text AS query_preview,
@@ -42,17 +42,22 @@ SELECT f.id, f.external_id, f.session_id, f.end_user_id, left(f.query, 300)::tex
 FROM feedback f
 WHERE feedback_matches(f, @org_id::uuid, sqlc.narg('status')::review_status, sqlc.narg('feedback_type')::feedback_type, sqlc.narg('source')::feedback_source,
     @rating_min::int, @rating_max::int, @dim_below::int, @tag::text, @model::text, sqlc.narg('assignee_id')::uuid,
-    sqlc.narg('created_from')::timestamptz, sqlc.narg('created_to')::timestamptz, @with_duplicates::bool, @pii_only::bool, @q::text)
+    sqlc.narg('created_from')::timestamptz, sqlc.narg('created_to')::timestamptz, @with_duplicates::bool, @pii_only::bool, @q::text, sqlc.narg('dataset_id')::uuid)
   AND (sqlc.narg('cursor_time')::timestamptz IS NULL OR (f.created_at, f.id) < (sqlc.narg('cursor_time'), sqlc.narg('cursor_id')::uuid))
 ORDER BY f.created_at DESC, f.id DESC
 LIMIT @row_limit;
+
+-- name: FeedbackListByIDs :many
+-- Whole items for a page the list found, for answers that show each item
+-- as GET /:id does.
+SELECT * FROM feedback WHERE org_id = @org_id AND id = ANY(@ids::uuid[]);
 
 -- name: FeedbackStatusCounts :many
 SELECT f.status, count(*) AS count
 FROM feedback f
 WHERE feedback_matches(f, @org_id::uuid, NULL::review_status, sqlc.narg('feedback_type')::feedback_type, sqlc.narg('source')::feedback_source,
     @rating_min::int, @rating_max::int, @dim_below::int, @tag::text, @model::text, sqlc.narg('assignee_id')::uuid,
-    sqlc.narg('created_from')::timestamptz, sqlc.narg('created_to')::timestamptz, @with_duplicates::bool, @pii_only::bool, @q::text)
+    sqlc.narg('created_from')::timestamptz, sqlc.narg('created_to')::timestamptz, @with_duplicates::bool, @pii_only::bool, @q::text, sqlc.narg('dataset_id')::uuid)
 GROUP BY f.status;
 
 -- name: FeedbackMatchingIDs :many
@@ -61,7 +66,7 @@ SELECT f.id
 FROM feedback f
 WHERE feedback_matches(f, @org_id::uuid, sqlc.narg('status')::review_status, sqlc.narg('feedback_type')::feedback_type, sqlc.narg('source')::feedback_source,
     @rating_min::int, @rating_max::int, @dim_below::int, @tag::text, @model::text, sqlc.narg('assignee_id')::uuid,
-    sqlc.narg('created_from')::timestamptz, sqlc.narg('created_to')::timestamptz, @with_duplicates::bool, @pii_only::bool, @q::text)
+    sqlc.narg('created_from')::timestamptz, sqlc.narg('created_to')::timestamptz, @with_duplicates::bool, @pii_only::bool, @q::text, sqlc.narg('dataset_id')::uuid)
 ORDER BY f.created_at DESC, f.id DESC
 LIMIT @row_limit;
 

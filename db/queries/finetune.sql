@@ -23,13 +23,16 @@ SELECT * FROM fine_tuning_jobs WHERE id = @id;
 SELECT * FROM fine_tuning_jobs WHERE org_id = @org_id AND id = @id FOR UPDATE;
 
 -- name: FineTuneJobList :many
-SELECT * FROM fine_tuning_jobs
-WHERE org_id = @org_id
-  AND (@status::text = '' OR status::text = @status)
-  AND (@provider::text = '' OR provider = @provider)
-  AND (@base_model::text = '' OR base_model = @base_model)
-  AND (sqlc.narg('before_at')::timestamptz IS NULL OR (created_at, id) < (sqlc.narg('before_at')::timestamptz, @before_id::uuid))
-ORDER BY created_at DESC, id DESC
+SELECT j.* FROM fine_tuning_jobs j
+WHERE j.org_id = @org_id
+  AND (@status::text = '' OR j.status::text = @status)
+  AND (@provider::text = '' OR j.provider = @provider)
+  AND (@base_model::text = '' OR j.base_model = @base_model)
+  AND (sqlc.narg('dataset_id')::uuid IS NULL OR EXISTS (
+       SELECT 1 FROM dataset_versions v
+       WHERE v.id = j.dataset_version_id AND v.org_id = j.org_id AND v.dataset_id = sqlc.narg('dataset_id')))
+  AND (sqlc.narg('before_at')::timestamptz IS NULL OR (j.created_at, j.id) < (sqlc.narg('before_at')::timestamptz, @before_id::uuid))
+ORDER BY j.created_at DESC, j.id DESC
 LIMIT @row_limit;
 
 -- name: FineTuneJobSetPrepared :exec

@@ -76,10 +76,18 @@ WHERE p.org_id = @org_id
        OR p.rejected_response ILIKE '%' || @q || '%')
   AND (sqlc.narg('feedback_id')::uuid IS NULL OR p.chosen_feedback_id = sqlc.narg('feedback_id')
        OR p.rejected_feedback_id = sqlc.narg('feedback_id'))
+  AND (sqlc.narg('dataset_id')::uuid IS NULL OR EXISTS (
+       SELECT 1 FROM training_dataset_members m
+       WHERE m.org_id = @org_id AND m.dataset_id = sqlc.narg('dataset_id') AND m.pair_id = p.id))
   AND (sqlc.narg('cursor_time')::timestamptz IS NULL
        OR (p.created_at, p.id) < (sqlc.narg('cursor_time'), sqlc.narg('cursor_id')::uuid))
 ORDER BY p.created_at DESC, p.id DESC
 LIMIT @row_limit;
+
+-- name: PairListByIDs :many
+-- Whole pairs for a page the list found, for answers that show each pair
+-- as GET /:id does.
+SELECT * FROM preference_pairs WHERE org_id = @org_id AND id = ANY(@ids::uuid[]);
 
 -- name: PairRankCandidates :many
 -- The distinct answers the organisation's feedback holds for one normalised

@@ -66,6 +66,7 @@ func New(cfg config.Config, pool *pgxpool.Pool, log *slog.Logger) (*Services, er
 	}
 	ds := &datasets.Service{Pool: pool, Bucket: bucket, Jobs: inserter}
 	ft := finetune.FromConfig(pool, cfg)
+	ft.Jobs = inserter
 	ft.SetDataSource(&datasets.FineTuneSource{Service: ds})
 	return &Services{
 		Config: cfg, Pool: pool, Log: log, Jobs: inserter,

@@ -213,6 +213,9 @@ type ListFilter struct {
 	Type   string
 }
 
+// ListParams are the query parameters ParseListFilter reads.
+var ListParams = []string{"status", "type"}
+
 // ParseListFilter reads ?status= and ?type=.
 func ParseListFilter(q url.Values) (ListFilter, error) {
 	f := ListFilter{Status: q.Get("status"), Type: q.Get("type")}
@@ -226,9 +229,9 @@ func ParseListFilter(q url.Values) (ListFilter, error) {
 	return f, v.Err()
 }
 
-// ListCursor names the dataset list's keyset cursors, so a cursor from
-// another list is refused.
-const ListCursor = "datasets"
+// ListName is the name the dataset list's keyset cursors carry: a cursor
+// from another list is refused.
+const ListName = "datasets"
 
 // List returns one keyset page of datasets, newest first, and the cursor of
 // the next page (nil on the last).

@@ -67,8 +67,26 @@ func (s *FineTuneSource) Version(ctx context.Context, orgID, versionID uuid.UUID
 	if err != nil {
 		return finetune.Version{}, err
 	}
-	return finetune.Version{ID: v.ID, Label: fmt.Sprintf("%s v%d", d.Name, v.Number), Kind: exportKind(v.Kind),
-		Examples: int(v.ItemCount), Valid: verd.valid, Problem: verd.problem}, nil
+	return finetune.Version{ID: v.ID, DatasetID: d.ID, BaseModel: d.BaseModel, Label: fmt.Sprintf("%s v%d", d.Name, v.Number),
+		Kind: exportKind(v.Kind), Examples: int(v.ItemCount), Valid: verd.valid, Problem: verd.problem}, nil
+}
+
+// Latest describes the dataset's newest frozen version.
+func (s *FineTuneSource) Latest(ctx context.Context, orgID, datasetID uuid.UUID) (finetune.Version, error) {
+	q := db.New(s.Service.Pool)
+	if _, err := q.DatasetGet(ctx, db.DatasetGetParams{OrgID: orgID, ID: datasetID}); errors.Is(err, pgx.ErrNoRows) {
+		return finetune.Version{}, errs.ErrNotFound
+	} else if err != nil {
+		return finetune.Version{}, err
+	}
+	v, err := q.VersionLatest(ctx, datasetID)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return finetune.Version{}, finetune.ErrNoFrozenVersion
+	}
+	if err != nil {
+		return finetune.Version{}, err
+	}
+	return s.Version(ctx, orgID, v.ID)
 }
 
 // verdict validates a version as the dataset's target format takes it.

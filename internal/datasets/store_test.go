@@ -371,7 +371,7 @@ func TestListPages(t *testing.T) {
 			}
 			break
 		}
-		if cursor, err = keyset.Parse(datasets.ListCursor, next.Encode(datasets.ListCursor)); err != nil {
+		if cursor, err = keyset.Parse(datasets.ListName, next.Encode(datasets.ListName)); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -1,7 +1,6 @@
 package feedback
 
 import (
-	"encoding/base64"
 	"net/url"
 	"strconv"
 	"strings"
@@ -11,6 +10,7 @@ import (
 
 	"github.com/curate/curate/db"
 	"github.com/curate/curate/internal/errs"
+	"github.com/curate/curate/internal/keyset"
 )
 
 // Filter is the queue's filter, the same for the page, the API and bulk
@@ -29,8 +29,13 @@ type Filter struct {
 	From, To       time.Time // zero: open
 	WithDuplicates bool
 	PIIOnly        bool
-	Q              string // full-text search over query, response, comment
+	Q              string    // full-text search over query, response, comment
+	DatasetID      uuid.UUID // members of this training dataset; uuid.Nil: any
 }
+
+// FilterParams are the query parameters ParseFilter reads.
+var FilterParams = []string{"status", "type", "source", "rating_min", "rating_max", "dim_below", "tag", "model",
+	"assignee", "from", "to", "duplicates", "pii", "q", "dataset_id"}
 
 // ParseFilter reads a filter from query parameters, with a message per bad one.
 func ParseFilter(q url.Values) (Filter, error) {
@@ -59,6 +64,13 @@ func ParseFilter(q url.Values) (Filter, error) {
 			v.Add("assignee", "is not a user id")
 		}
 		f.Assignee = id
+	}
+	if d := q.Get("dataset_id"); d != "" {
+		id, err := uuid.Parse(d)
+		if err != nil {
+			v.Add("dataset_id", "is not a dataset id")
+		}
+		f.DatasetID = id
 	}
 	f.From = dateParam(v, q, "from", false)
 	f.To = dateParam(v, q, "to", true)
@@ -109,6 +121,9 @@ func (f Filter) Values() url.Values {
 		set("pii", "1")
 	}
 	set("q", f.Q)
+	if f.DatasetID != uuid.Nil {
+		set("dataset_id", f.DatasetID.String())
+	}
 	return q
 }
 
@@ -142,47 +157,19 @@ func dateParam(v *errs.Invalid, q url.Values, name string, end bool) time.Time {
 	return t
 }
 
-// Cursor is a keyset position in the queue: the last row's time and id.
-type Cursor struct {
-	At time.Time
-	ID uuid.UUID
-}
-
-// Encode makes an opaque cursor string.
-func (c Cursor) Encode() string {
-	return base64.RawURLEncoding.EncodeToString([]byte(strconv.FormatInt(c.At.UnixMicro(), 10) + "." + c.ID.String()))
-}
-
-// ParseCursor reads a cursor made by Encode; "" is the first page.
-func ParseCursor(s string) (*Cursor, error) {
-	if s == "" {
-		return nil, nil
-	}
-	b, err := base64.RawURLEncoding.DecodeString(s)
-	if err != nil {
-		return nil, errs.InvalidField("cursor", "is not a cursor from this API")
-	}
-	at, id, ok := strings.Cut(string(b), ".")
-	micros, err1 := strconv.ParseInt(at, 10, 64)
-	uid, err2 := uuid.Parse(id)
-	if !ok || err1 != nil || err2 != nil {
-		return nil, errs.InvalidField("cursor", "is not a cursor from this API")
-	}
-	return &Cursor{At: time.UnixMicro(micros).UTC(), ID: uid}, nil
-}
+// ListName is the name the queue's keyset cursors carry: a cursor from
+// another list is refused.
+const ListName = "feedback"
 
 // ListParams turns the filter into the list query's parameters.
-func (f Filter) ListParams(orgID uuid.UUID, cursor *Cursor, limit int) db.FeedbackListParams {
+func (f Filter) ListParams(orgID uuid.UUID, cursor *keyset.Cursor, limit int) db.FeedbackListParams {
 	p := db.FeedbackListParams{
 		OrgID: orgID, Status: nullStatus(f.Status), FeedbackType: nullType(f.Type), Source: nullSource(f.Source),
 		RatingMin: int32(f.RatingMin), RatingMax: int32(f.RatingMax), DimBelow: int32(f.DimBelow), Tag: f.Tag, Model: f.Model,
 		AssigneeID: nullID(f.Assignee), CreatedFrom: optTime(f.From), CreatedTo: optTime(f.To),
-		WithDuplicates: f.WithDuplicates, PiiOnly: f.PIIOnly, Q: f.Q, RowLimit: int32(limit),
+		WithDuplicates: f.WithDuplicates, PiiOnly: f.PIIOnly, Q: f.Q, DatasetID: nullID(f.DatasetID), RowLimit: int32(limit),
 	}
-	if cursor != nil {
-		p.CursorTime = &cursor.At
-		p.CursorID = uuid.NullUUID{UUID: cursor.ID, Valid: true}
-	}
+	p.CursorTime, p.CursorID = cursor.Bounds()
 	return p
 }
 
@@ -193,7 +180,7 @@ func (f Filter) CountParams(orgID uuid.UUID) db.FeedbackStatusCountsParams {
 	return db.FeedbackStatusCountsParams{
 		OrgID: orgID, FeedbackType: p.FeedbackType, Source: p.Source, RatingMin: p.RatingMin, RatingMax: p.RatingMax,
 		DimBelow: p.DimBelow, Tag: p.Tag, Model: p.Model, AssigneeID: p.AssigneeID, CreatedFrom: p.CreatedFrom,
-		CreatedTo: p.CreatedTo, WithDuplicates: p.WithDuplicates, PiiOnly: p.PiiOnly, Q: p.Q,
+		CreatedTo: p.CreatedTo, WithDuplicates: p.WithDuplicates, PiiOnly: p.PiiOnly, Q: p.Q, DatasetID: p.DatasetID,
 	}
 }
 
@@ -204,7 +191,7 @@ func (f Filter) MatchingParams(orgID uuid.UUID, limit int) db.FeedbackMatchingID
 		OrgID: orgID, Status: p.Status, FeedbackType: p.FeedbackType, Source: p.Source, RatingMin: p.RatingMin,
 		RatingMax: p.RatingMax, DimBelow: p.DimBelow, Tag: p.Tag, Model: p.Model, AssigneeID: p.AssigneeID,
 		CreatedFrom: p.CreatedFrom, CreatedTo: p.CreatedTo, WithDuplicates: p.WithDuplicates, PiiOnly: p.PiiOnly,
-		Q: p.Q, RowLimit: int32(limit),
+		Q: p.Q, DatasetID: p.DatasetID, RowLimit: int32(limit),
 	}
 }
 

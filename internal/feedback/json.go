@@ -64,41 +64,6 @@ func ToObject(f db.Feedback) Object {
 	return o
 }
 
-// ListObject is a queue row as the API lists it (texts cut to 300 characters).
-type ListObject struct {
-	ID            uuid.UUID  `json:"id"`
-	ExternalID    *string    `json:"external_id"`
-	UserID        string     `json:"user_id"`
-	QueryPreview  string     `json:"query_preview"`
-	ResponsePrev  string     `json:"response_preview"`
-	Model         string     `json:"model"`
-	FeedbackType  string     `json:"feedback_type"`
-	Rating        *int       `json:"rating"`
-	Dimensions    Dimensions `json:"dimensions"`
-	Tags          []string   `json:"tags"`
-	Status        string     `json:"status"`
-	Source        string     `json:"source"`
-	AssigneeID    *uuid.UUID `json:"assignee_id"`
-	PII           []string   `json:"pii"`
-	DuplicateOf   *uuid.UUID `json:"duplicate_of"`
-	HasCorrection bool       `json:"has_correction"`
-	CreatedAt     time.Time  `json:"created_at"`
-	Version       int32      `json:"version"`
-}
-
-// ToListObject turns a queue row into its API shape.
-func ToListObject(r db.FeedbackListRow) ListObject {
-	o := ListObject{ID: r.ID, UserID: r.EndUserID, QueryPreview: r.QueryPreview, ResponsePrev: r.ResponsePreview,
-		Model: r.Model, FeedbackType: string(r.FeedbackType), Rating: int2(r.Rating), Tags: r.Tags, Status: string(r.Status),
-		Source: string(r.Source), AssigneeID: idPtr(r.AssigneeID), PII: r.PiiKinds, DuplicateOf: idPtr(r.DuplicateOf),
-		HasCorrection: r.HasCorrection, CreatedAt: r.CreatedAt, Version: r.Version,
-		Dimensions: Dimensions{Accuracy: int2(r.DimAccuracy), Helpfulness: int2(r.DimHelpfulness), Clarity: int2(r.DimClarity), Safety: int2(r.DimSafety)}}
-	if r.ExternalID.Valid {
-		o.ExternalID = &r.ExternalID.String
-	}
-	return o
-}
-
 func int2(v pgtype.Int2) *int {
 	if !v.Valid {
 		return nil

@@ -13,26 +13,23 @@ import (
 	"github.com/curate/curate/db"
 	"github.com/curate/curate/internal/audit"
 	"github.com/curate/curate/internal/errs"
+	"github.com/curate/curate/internal/keyset"
 )
 
 // Page is one keyset page of the queue.
 type Page struct {
 	Rows []db.FeedbackListRow
-	Next *Cursor // nil on the last page
+	Next *keyset.Cursor // nil on the last page
 }
 
 // List returns a page of the queue, newest first.
-func (s *Service) List(ctx context.Context, orgID uuid.UUID, f Filter, cursor *Cursor, limit int) (Page, error) {
+func (s *Service) List(ctx context.Context, orgID uuid.UUID, f Filter, cursor *keyset.Cursor, limit int) (Page, error) {
 	rows, err := db.New(s.Pool).FeedbackList(ctx, f.ListParams(orgID, cursor, limit+1))
 	if err != nil {
 		return Page{}, err
 	}
-	p := Page{Rows: rows}
-	if len(rows) > limit {
-		p.Rows = rows[:limit]
-		last := p.Rows[limit-1]
-		p.Next = &Cursor{At: last.CreatedAt, ID: last.ID}
-	}
+	var p Page
+	p.Rows, p.Next = keyset.Page(rows, limit, func(r db.FeedbackListRow) keyset.Cursor { return keyset.Cursor{At: r.CreatedAt, ID: r.ID} })
 	return p, nil
 }
 
@@ -40,6 +37,36 @@ func (s *Service) List(ctx context.Context, orgID uuid.UUID, f Filter, cursor *C
 // order, for the filters that offer them.
 func (s *Service) Models(ctx context.Context, orgID uuid.UUID) ([]string, error) {
 	return db.New(s.Pool).FeedbackModels(ctx, orgID)
+}
+
+// ListObjects returns a page of the queue with each item whole, as the API
+// shows it, and the cursor of the next page.
+func (s *Service) ListObjects(ctx context.Context, orgID uuid.UUID, f Filter, cursor *keyset.Cursor, limit int) ([]Object, *keyset.Cursor, error) {
+	page, err := s.List(ctx, orgID, f, cursor, limit)
+	if err != nil || len(page.Rows) == 0 {
+		return []Object{}, nil, err
+	}
+	ids := make([]uuid.UUID, len(page.Rows))
+	for i, r := range page.Rows {
+		ids[i] = r.ID
+	}
+	rows, err := db.New(s.Pool).FeedbackListByIDs(ctx, db.FeedbackListByIDsParams{OrgID: orgID, Ids: ids})
+	if err != nil {
+		return nil, nil, err
+	}
+	byID := make(map[uuid.UUID]db.Feedback, len(rows))
+	for _, r := range rows {
+		byID[r.ID] = r
+	}
+	// Items are never deleted, so every id is found; the loop restores the
+	// page's order.
+	out := make([]Object, 0, len(ids))
+	for _, id := range ids {
+		if r, ok := byID[id]; ok {
+			out = append(out, ToObject(r))
+		}
+	}
+	return out, page.Next, nil
 }
 
 // Detail is one item with who reviewed it and its history.

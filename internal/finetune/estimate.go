@@ -24,7 +24,12 @@ import (
 // Request is a launch as a form or the API asks for it.
 type Request struct {
 	VersionID uuid.UUID
+	// DatasetID, without VersionID, trains the dataset's newest frozen
+	// version; with it, VersionID must be one of the dataset's.
+	DatasetID uuid.UUID
 	Provider  string
+	// BaseModel "" trains the dataset's base model, or else the
+	// provider's default model.
 	BaseModel string
 	Method    provider.Method
 	Hyper     provider.Hyperparameters
@@ -38,6 +43,9 @@ type Request struct {
 // Estimate is what a launch would train and cost, and what the budget
 // leaves.
 type Estimate struct {
+	// Request is the request as it would launch: the dataset's version
+	// and the base model filled in.
+	Request        Request
 	Version        Version
 	Format         export.Format
 	TrainExamples  int
@@ -75,19 +83,42 @@ func (s *Service) Estimate(ctx context.Context, orgID uuid.UUID, req Request) (E
 	if err != nil {
 		return est, err
 	}
-	if req.VersionID == uuid.Nil {
+	switch {
+	case req.VersionID == uuid.Nil && req.DatasetID == uuid.Nil:
 		v.Add("dataset_version_id", "choose a frozen dataset version")
-	} else {
+	case req.VersionID == uuid.Nil:
+		est.Version, err = src.Latest(ctx, orgID, req.DatasetID)
+		switch {
+		case errors.Is(err, errs.ErrNotFound):
+			v.Add("dataset_id", "no such dataset in this organisation")
+		case errors.Is(err, ErrNoFrozenVersion):
+			v.Add("dataset_id", "this dataset has no frozen version yet; set its status to ready to freeze one")
+		case err != nil:
+			return est, err
+		case !est.Version.Valid:
+			v.Add("dataset_id", "its latest version, %s, failed validation (%s); fix the dataset and freeze a new version", est.Version.Label, est.Version.Problem)
+		}
+		req.VersionID = est.Version.ID
+	default:
 		est.Version, err = src.Version(ctx, orgID, req.VersionID)
 		switch {
 		case errors.Is(err, errs.ErrNotFound):
 			v.Add("dataset_version_id", "no such dataset version in this organisation")
 		case err != nil:
 			return est, err
+		case req.DatasetID != uuid.Nil && est.Version.DatasetID != req.DatasetID:
+			v.Add("dataset_version_id", "is not a version of dataset_id; send one of them")
 		case !est.Version.Valid:
 			v.Add("dataset_version_id", "%s failed validation (%s); fix the dataset and freeze a new version", est.Version.Label, est.Version.Problem)
 		}
 	}
+	if req.BaseModel == "" {
+		req.BaseModel = est.Version.BaseModel
+		if req.BaseModel == "" && known {
+			req.BaseModel = entry.DefaultModel
+		}
+	}
+	est.Request = req
 	if methods := s.Providers.Methods(); !slices.Contains(methods, req.Method) {
 		v.Add("method", "must be one of %s", quoteMethods(methods))
 	} else if known {

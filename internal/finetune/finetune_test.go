@@ -2,6 +2,7 @@ package finetune_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"path/filepath"
@@ -12,7 +13,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/curate/curate/db"
@@ -21,6 +21,8 @@ import (
 	"github.com/curate/curate/internal/errs"
 	"github.com/curate/curate/internal/finetune"
 	"github.com/curate/curate/internal/finetune/finetunetest"
+	"github.com/curate/curate/internal/jobq"
+	"github.com/curate/curate/internal/keyset"
 	"github.com/curate/curate/internal/pricing"
 	"github.com/curate/curate/internal/provider"
 	"github.com/curate/curate/internal/provider/bedrock"
@@ -59,8 +61,14 @@ func newEnv(t *testing.T, reg finetune.Providers) *env {
 	}
 	dir := t.TempDir()
 	src := &finetunetest.Source{}
+	// An insert-only River client: launches store their worker's job, which
+	// no worker here takes; the tests advance jobs themselves.
+	inserter, err := jobq.New(pool)
+	if err != nil {
+		t.Fatal(err)
+	}
 	svc := &finetune.Service{Pool: pool, Providers: reg, Prices: pricing.NewStore(filepath.Join(dir, "prices.json")),
-		Dir: filepath.Join(dir, "ft"), DefaultBudget: pricing.Dollars(100), PollEvery: time.Millisecond}
+		Dir: filepath.Join(dir, "ft"), DefaultBudget: pricing.Dollars(100), PollEvery: time.Millisecond, Jobs: inserter}
 	svc.SetDataSource(src)
 	return &env{svc: svc, pool: pool, src: src, org: org}
 }
@@ -79,11 +87,9 @@ func bedrockEntry(srv *bedrockfake.Server) finetune.Entry {
 	})
 }
 
-func noQueue(context.Context, pgx.Tx, uuid.UUID) (int64, error) { return 0, nil }
-
 func (e *env) launch(t *testing.T, req finetune.Request) db.FineTuningJob {
 	t.Helper()
-	job, _, err := e.svc.Launch(context.Background(), admin, e.org, req, noQueue)
+	job, _, err := e.svc.Launch(context.Background(), admin, e.org, req)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -348,6 +354,9 @@ func TestLaunchRefusesBadInput(t *testing.T) {
 	}{
 		{"version failed validation", with(func(r *finetune.Request) { r.VersionID = bad.ID }), "dataset_version_id"},
 		{"unknown version", with(func(r *finetune.Request) { r.VersionID = uuid.New() }), "dataset_version_id"},
+		{"unknown dataset", with(func(r *finetune.Request) { r.VersionID, r.DatasetID = uuid.Nil, uuid.New() }), "dataset_id"},
+		{"dataset failed validation", with(func(r *finetune.Request) { r.VersionID, r.DatasetID = uuid.Nil, bad.DatasetID }), "dataset_id"},
+		{"version of another dataset", with(func(r *finetune.Request) { r.DatasetID = chats.DatasetID }), "dataset_version_id"},
 		{"base model without dpo", with(func(r *finetune.Request) { r.BaseModel = "gpt-3.5-turbo-0125" }), "method"},
 		{"dpo on single examples", with(func(r *finetune.Request) { r.VersionID = chats.ID }), "method"},
 		{"epochs out of range", with(func(r *finetune.Request) { r.Hyper.Epochs = provider.Num(51) }), "hyperparameters.epochs"},
@@ -364,7 +373,7 @@ func TestLaunchRefusesBadInput(t *testing.T) {
 		}), "seed"},
 	}
 	for _, c := range cases {
-		_, _, err := e.svc.Launch(context.Background(), admin, e.org, c.req, noQueue)
+		_, _, err := e.svc.Launch(context.Background(), admin, e.org, c.req)
 		var inv *errs.Invalid
 		if !errors.As(err, &inv) {
 			t.Errorf("%s: %v, want invalid input", c.name, err)
@@ -383,6 +392,29 @@ func TestLaunchRefusesBadInput(t *testing.T) {
 	}
 }
 
+// A launch may name a dataset instead of a version, and leave out the base
+// model: it trains the dataset's newest version on the provider's default
+// model, and the job records both.
+func TestLaunchByDatasetWithDefaultModel(t *testing.T) {
+	srv := openaifake.New(t)
+	e := newEnv(t, finetune.Providers{"openai": openaiEntry(srv)})
+	v := e.src.AddPref(e.org, "p v1", finetunetest.Pairs(6), 2)
+	job := e.launch(t, finetune.Request{DatasetID: v.DatasetID, Provider: "openai", Method: provider.DPO,
+		Hyper: provider.Hyperparameters{Epochs: provider.Num(1)}})
+	hyper, _ := json.Marshal(finetune.ToObject(job, openai.Spelling).Hyperparameters)
+	if job.DatasetVersionID != v.ID || job.BaseModel != mini || string(hyper) != `{"n_epochs":1}` || !job.RiverJobID.Valid {
+		t.Fatalf("job on version %s, model %q, hyperparameters %s, river job %v; want version %s, model %s, n_epochs 1",
+			job.DatasetVersionID, job.BaseModel, hyper, job.RiverJobID, v.ID, mini)
+	}
+	var kind, args string
+	if err := e.pool.QueryRow(context.Background(), "SELECT kind, args::text FROM river_job WHERE id = $1", job.RiverJobID.Int64).Scan(&kind, &args); err != nil {
+		t.Fatal(err)
+	}
+	if kind != "finetune" || !strings.Contains(args, job.ID.String()) {
+		t.Errorf("queued %s %s, want the finetune job of %s", kind, args, job.ID)
+	}
+}
+
 // A launch whose estimate exceeds what is left of the month's budget is
 // refused with the figures; within the budget it goes through, and its
 // estimate counts against the month until its actual cost is known.
@@ -396,7 +428,7 @@ func TestBudgetRefusesOverspending(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.launch(t, req)
-	_, _, err := e.svc.Launch(ctx, admin, e.org, req, noQueue)
+	_, _, err := e.svc.Launch(ctx, admin, e.org, req)
 	var inv *errs.Invalid
 	if !errors.As(err, &inv) || inv.ByField()["budget"] == "" {
 		t.Fatalf("second launch: %v, want refused on budget", err)
@@ -534,7 +566,7 @@ func TestListPages(t *testing.T) {
 		ids = append(ids, e.launch(t, finetune.Request{VersionID: v.ID, Provider: "openai", BaseModel: mini, Method: provider.DPO}).ID)
 	}
 	var seen []uuid.UUID
-	var cur *finetune.Cursor
+	var cur *keyset.Cursor
 	for {
 		p, err := e.svc.List(context.Background(), e.org, finetune.Filter{Provider: "openai"}, cur, 2)
 		if err != nil {
@@ -546,7 +578,7 @@ func TestListPages(t *testing.T) {
 		if p.Next == nil {
 			break
 		}
-		if cur, err = finetune.ParseCursor(p.Next.Encode()); err != nil {
+		if cur, err = keyset.Parse(finetune.ListName, p.Next.Encode(finetune.ListName)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -576,7 +608,7 @@ func TestConcurrentLaunchesShareTheBudget(t *testing.T) {
 	results := make(chan error, 2)
 	for range 2 {
 		go func() {
-			_, _, err := e.svc.Launch(ctx, admin, e.org, req, noQueue)
+			_, _, err := e.svc.Launch(ctx, admin, e.org, req)
 			results <- err
 		}()
 	}

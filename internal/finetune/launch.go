@@ -14,21 +14,19 @@ import (
 	"github.com/curate/curate/internal/audit"
 	"github.com/curate/curate/internal/errs"
 	"github.com/curate/curate/internal/pricing"
+	"github.com/curate/curate/internal/provider/local"
 )
-
-// Enqueue queues the worker for a new job inside the launch's transaction
-// and returns the queue's id for it.
-type Enqueue func(ctx context.Context, tx pgx.Tx, jobID uuid.UUID) (int64, error)
 
 // Launch checks the request, refuses it when its estimate exceeds what is
 // left of this month's budget, and stores the job and its worker in one
 // transaction. The budget row is locked meanwhile, so two launches at once
 // cannot both spend the same money.
-func (s *Service) Launch(ctx context.Context, actor audit.Actor, orgID uuid.UUID, req Request, enqueue Enqueue) (db.FineTuningJob, Estimate, error) {
+func (s *Service) Launch(ctx context.Context, actor audit.Actor, orgID uuid.UUID, req Request) (db.FineTuningJob, Estimate, error) {
 	est, err := s.Estimate(ctx, orgID, req)
 	if err != nil {
 		return db.FineTuningJob{}, est, err
 	}
+	req = est.Request
 	hyper, err := json.Marshal(req.Hyper)
 	if err != nil {
 		return db.FineTuningJob{}, est, err
@@ -69,11 +67,11 @@ func (s *Service) Launch(ctx context.Context, actor audit.Actor, orgID uuid.UUID
 		if job, err = q.FineTuneJobInsert(ctx, p); err != nil {
 			return err
 		}
-		riverID, err := enqueue(ctx, tx, job.ID)
+		res, err := s.Jobs.InsertTx(ctx, tx, JobArgs{JobID: job.ID, Local: req.Provider == local.Name}, nil)
 		if err != nil {
 			return err
 		}
-		job.RiverJobID = pgtype.Int8{Int64: riverID, Valid: true}
+		job.RiverJobID = pgtype.Int8{Int64: res.Job.ID, Valid: true}
 		if err := q.FineTuneJobSetRiverID(ctx, db.FineTuneJobSetRiverIDParams{ID: job.ID, RiverJobID: job.RiverJobID}); err != nil {
 			return err
 		}
@@ -91,9 +89,9 @@ func OverBudget(est Estimate) error {
 		est.Cost, est.TokensPerEpoch, est.Epochs, est.Price.PerMillion, est.Budget.Left(), est.Budget.Monthly, est.Budget.Spent)
 }
 
-// Cancel asks for a job to be stopped; the worker carries it out at the
-// provider. A job that has already ended is a conflict, and costs nothing
-// more. It returns the job's queue id so the caller can wake the worker.
+// Cancel asks for a job to be stopped and wakes its worker, which carries
+// it out at the provider. A job that has already ended is a conflict, and
+// costs nothing more.
 func (s *Service) Cancel(ctx context.Context, actor audit.Actor, orgID, id uuid.UUID) (db.FineTuningJob, error) {
 	var job db.FineTuningJob
 	err := db.InTx(ctx, s.Pool, func(_ pgx.Tx, q *db.Queries) error {
@@ -115,7 +113,16 @@ func (s *Service) Cancel(ctx context.Context, actor audit.Actor, orgID, id uuid.
 		job.CancelRequestedAt = &now
 		return audit.Record(ctx, q, actor, audit.Entry{OrgID: orgID, Action: "finetune.cancel", TargetType: "fine_tuning_job", TargetID: id.String()})
 	})
-	return job, err
+	if err != nil {
+		return job, err
+	}
+	// The worker may be snoozing until its next look at the provider: bring
+	// that look forward. Should waking fail, the cancel is still recorded
+	// and that next look, at most PollEvery away, carries it out.
+	if job.RiverJobID.Valid {
+		_, _ = s.Jobs.JobRetry(ctx, job.RiverJobID.Int64)
+	}
+	return job, nil
 }
 
 // Terminal reports whether a job has stopped for good.

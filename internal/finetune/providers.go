@@ -27,6 +27,10 @@ func OpenAI(cfg openai.Config) Entry {
 			provider.DPO:        export.OpenAIPreference,
 		},
 		AutoEpochs: OpenAIAutoEpochs,
+		Spelling:   openai.Spelling,
+		// The model of OpenAI's own fine-tuning example, which takes both
+		// supervised and DPO training.
+		DefaultModel: "gpt-4o-mini-2024-07-18",
 	}
 }
 
@@ -38,7 +42,10 @@ func Bedrock(cfg bedrock.Config) Entry {
 		New:        func(ctx context.Context) (provider.Provider, error) { return bedrock.New(ctx, cfg) },
 		Formats:    map[provider.Method]export.Format{provider.Supervised: export.BedrockChat},
 		AutoEpochs: BedrockAutoEpochs,
-		NoSeed:     true,
+		Spelling:   bedrock.Spelling,
+		// The one model Curate fine-tunes at Bedrock.
+		DefaultModel: "anthropic.claude-3-haiku-20240307-v1:0:200k",
+		NoSeed:       true,
 	}
 }
 

@@ -20,6 +20,12 @@ type Entry struct {
 	// AutoEpochs is how many epochs the provider runs when epochs are left
 	// "auto", for a training set of n examples; the estimate uses it.
 	AutoEpochs func(n int) int
+	// Spelling is how the provider's own API names the hyperparameters:
+	// requests may use those names, and jobs report them back in them.
+	Spelling provider.Spelling
+	// DefaultModel is the base model a launch that names none trains, when
+	// its dataset names none either; "" makes the base model required.
+	DefaultModel string
 	// NoSeed is true for a provider that takes no training seed.
 	NoSeed bool
 	// Free is true for a provider that runs on this machine: it needs no

@@ -2,16 +2,16 @@ package finetune
 
 import (
 	"context"
-	"encoding/base64"
 	"errors"
+	"net/url"
 	"strings"
-	"time"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
 	"github.com/curate/curate/db"
 	"github.com/curate/curate/internal/errs"
+	"github.com/curate/curate/internal/keyset"
 )
 
 // Detail is one job with its log, metrics and checkpoints.
@@ -51,13 +51,19 @@ type Filter struct {
 	Status    string
 	Provider  string
 	BaseModel string
+	DatasetID uuid.UUID // jobs trained on a version of this dataset
 }
 
 // Statuses are the job states a filter may name.
 var Statuses = []string{"pending", "uploading", "validating", "queued", "running", "succeeded", "failed", "cancelled"}
 
-// Check validates the filter against the known values.
-func (f Filter) Check(providers Providers) error {
+// FilterParams are the query parameters ParseFilter reads.
+var FilterParams = []string{"status", "provider", "base_model", "dataset_id"}
+
+// ParseFilter reads a filter from query parameters, checking each against
+// the known values.
+func ParseFilter(q url.Values, providers Providers) (Filter, error) {
+	f := Filter{Status: q.Get("status"), Provider: q.Get("provider"), BaseModel: q.Get("base_model")}
 	v := &errs.Invalid{}
 	if f.Status != "" && !contains(Statuses, f.Status) {
 		v.Add("status", "must be one of %s", strings.Join(Statuses, ", "))
@@ -65,7 +71,28 @@ func (f Filter) Check(providers Providers) error {
 	if _, ok := providers[f.Provider]; f.Provider != "" && !ok {
 		v.Add("provider", "must be one of %s", strings.Join(providers.Names(), ", "))
 	}
-	return v.Err()
+	if s := q.Get("dataset_id"); s != "" {
+		id, err := uuid.Parse(s)
+		if err != nil {
+			v.Add("dataset_id", "is not a dataset id")
+		}
+		f.DatasetID = id
+	}
+	return f, v.Err()
+}
+
+// Values writes the filter back as query parameters (only what is set).
+func (f Filter) Values() url.Values {
+	q := url.Values{}
+	for k, v := range map[string]string{"status": f.Status, "provider": f.Provider, "base_model": f.BaseModel} {
+		if v != "" {
+			q.Set(k, v)
+		}
+	}
+	if f.DatasetID != uuid.Nil {
+		q.Set("dataset_id", f.DatasetID.String())
+	}
+	return q
 }
 
 func contains(list []string, s string) bool {
@@ -77,50 +104,20 @@ func contains(list []string, s string) bool {
 	return false
 }
 
-// Cursor is the position after the last job of a page.
-type Cursor struct {
-	At time.Time
-	ID uuid.UUID
-}
-
-// Encode writes the cursor for a URL.
-func (c Cursor) Encode() string {
-	return base64.RawURLEncoding.EncodeToString([]byte(c.At.UTC().Format(time.RFC3339Nano) + "|" + c.ID.String()))
-}
-
-// ParseCursor reads a cursor written by Encode; "" is the first page.
-func ParseCursor(s string) (*Cursor, error) {
-	if s == "" {
-		return nil, nil
-	}
-	bad := errs.InvalidField("cursor", "is not a cursor from this list")
-	b, err := base64.RawURLEncoding.DecodeString(s)
-	if err != nil {
-		return nil, bad
-	}
-	at, id, ok := strings.Cut(string(b), "|")
-	if !ok {
-		return nil, bad
-	}
-	c := &Cursor{}
-	if c.At, err = time.Parse(time.RFC3339Nano, at); err != nil {
-		return nil, bad
-	}
-	if c.ID, err = uuid.Parse(id); err != nil {
-		return nil, bad
-	}
-	return c, nil
-}
+// ListName is the name the job list's keyset cursors carry: a cursor
+// from another list is refused.
+const ListName = "fine-tuning-jobs"
 
 // Page is one page of jobs, newest first.
 type Page struct {
 	Jobs []db.FineTuningJob
-	Next *Cursor // nil on the last page
+	Next *keyset.Cursor // nil on the last page
 }
 
 // List returns a page of the organisation's jobs.
-func (s *Service) List(ctx context.Context, orgID uuid.UUID, f Filter, after *Cursor, limit int) (Page, error) {
-	p := db.FineTuneJobListParams{OrgID: orgID, Status: f.Status, Provider: f.Provider, BaseModel: f.BaseModel, RowLimit: int32(limit + 1)}
+func (s *Service) List(ctx context.Context, orgID uuid.UUID, f Filter, after *keyset.Cursor, limit int) (Page, error) {
+	p := db.FineTuneJobListParams{OrgID: orgID, Status: f.Status, Provider: f.Provider, BaseModel: f.BaseModel,
+		DatasetID: uuid.NullUUID{UUID: f.DatasetID, Valid: f.DatasetID != uuid.Nil}, RowLimit: int32(limit + 1)}
 	if after != nil {
 		p.BeforeAt, p.BeforeID = &after.At, after.ID
 	}
@@ -128,12 +125,8 @@ func (s *Service) List(ctx context.Context, orgID uuid.UUID, f Filter, after *Cu
 	if err != nil {
 		return Page{}, err
 	}
-	page := Page{Jobs: rows}
-	if len(rows) > limit {
-		page.Jobs = rows[:limit]
-		last := page.Jobs[limit-1]
-		page.Next = &Cursor{At: last.CreatedAt, ID: last.ID}
-	}
+	var page Page
+	page.Jobs, page.Next = keyset.Page(rows, limit, func(j db.FineTuningJob) keyset.Cursor { return keyset.Cursor{At: j.CreatedAt, ID: j.ID} })
 	return page, nil
 }
 

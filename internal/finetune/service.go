@@ -15,6 +15,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/curate/curate/internal/jobq"
 	"github.com/curate/curate/internal/pricing"
 	"github.com/curate/curate/internal/provider"
 )
@@ -23,7 +24,10 @@ import (
 type Service struct {
 	Pool      *pgxpool.Pool
 	Providers Providers
-	Prices    *pricing.Store
+	// Jobs inserts each job's worker in the launch's transaction and wakes
+	// it when a cancel is asked for.
+	Jobs   jobq.Inserter
+	Prices *pricing.Store
 	// Dir holds each job's prepared files, in <Dir>/<job id>/.
 	Dir string
 	// DefaultBudget is an organisation's monthly budget until an admin

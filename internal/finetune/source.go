@@ -2,6 +2,7 @@ package finetune
 
 import (
 	"context"
+	"errors"
 
 	"github.com/google/uuid"
 
@@ -15,6 +16,10 @@ type DataSource interface {
 	Versions(ctx context.Context, orgID uuid.UUID) ([]Version, error)
 	// Version describes one version, or returns errs.ErrNotFound.
 	Version(ctx context.Context, orgID, versionID uuid.UUID) (Version, error)
+	// Latest describes a dataset's newest frozen version. It returns
+	// errs.ErrNotFound when the organisation has no such dataset, and
+	// ErrNoFrozenVersion when the dataset has not been frozen yet.
+	Latest(ctx context.Context, orgID, datasetID uuid.UUID) (Version, error)
 	// Prepare writes the version's training and validation examples in
 	// format into dir (which exists) and returns their paths. Writing the
 	// same version again gives the same bytes, so a retried step may
@@ -22,12 +27,19 @@ type DataSource interface {
 	Prepare(ctx context.Context, orgID, versionID uuid.UUID, format export.Format, dir string) (Prepared, error)
 }
 
+// ErrNoFrozenVersion is a dataset with no frozen version to train on.
+var ErrNoFrozenVersion = errors.New("the dataset has no frozen version")
+
 // Version is a frozen dataset version as a launch sees it.
 type Version struct {
-	ID       uuid.UUID
-	Label    string      // e.g. "support-dpo v3", shown in lists
-	Kind     export.Kind // sft or preference
-	Examples int         // training and validation examples together
+	ID        uuid.UUID
+	DatasetID uuid.UUID
+	// BaseModel is the model the dataset is meant for ("" when it names
+	// none): a launch that names no base model trains it.
+	BaseModel string
+	Label     string      // e.g. "support-dpo v3", shown in lists
+	Kind      export.Kind // sft or preference
+	Examples  int         // training and validation examples together
 	// Valid is false when the version failed validation; Problem says why.
 	Valid   bool
 	Problem string

@@ -2,11 +2,9 @@ package pairs
 
 import (
 	"context"
-	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"math"
-	"strconv"
 	"strings"
 	"time"
 
@@ -18,6 +16,7 @@ import (
 	"github.com/curate/curate/internal/audit"
 	"github.com/curate/curate/internal/errs"
 	"github.com/curate/curate/internal/export"
+	"github.com/curate/curate/internal/keyset"
 )
 
 // Service reads and writes preference pairs for one database.
@@ -280,7 +279,11 @@ type Filter struct {
 	Tag        string
 	Q          string    // substring of the query or either reply
 	FeedbackID uuid.UUID // pairs made from this item
+	DatasetID  uuid.UUID // members of this training dataset
 }
+
+// FilterParams are the query parameters ParseFilter reads.
+var FilterParams = []string{"method", "tag", "q", "feedback_id", "dataset_id"}
 
 // ParseFilter reads a filter from query parameters.
 func ParseFilter(get func(string) string) (Filter, error) {
@@ -302,64 +305,67 @@ func ParseFilter(get func(string) string) (Filter, error) {
 		}
 		f.FeedbackID = id
 	}
+	if s := get("dataset_id"); s != "" {
+		id, err := uuid.Parse(s)
+		if err != nil {
+			v.Add("dataset_id", "is not a dataset id")
+		}
+		f.DatasetID = id
+	}
 	return f, v.Err()
 }
 
-// Cursor is a keyset position in the list: the last row's time and id.
-type Cursor struct {
-	At time.Time
-	ID uuid.UUID
-}
-
-// Encode makes an opaque cursor string.
-func (c Cursor) Encode() string {
-	return base64.RawURLEncoding.EncodeToString([]byte(strconv.FormatInt(c.At.UnixMicro(), 10) + "." + c.ID.String()))
-}
-
-// ParseCursor reads a cursor made by Encode; "" is the first page.
-func ParseCursor(s string) (*Cursor, error) {
-	if s == "" {
-		return nil, nil
-	}
-	bad := errs.InvalidField("cursor", "is not a cursor from this API")
-	b, err := base64.RawURLEncoding.DecodeString(s)
-	if err != nil {
-		return nil, bad
-	}
-	at, id, ok := strings.Cut(string(b), ".")
-	micros, err1 := strconv.ParseInt(at, 10, 64)
-	uid, err2 := uuid.Parse(id)
-	if !ok || err1 != nil || err2 != nil {
-		return nil, bad
-	}
-	return &Cursor{At: time.UnixMicro(micros).UTC(), ID: uid}, nil
-}
+// ListName is the name the pair list's keyset cursors carry: a cursor
+// from another list is refused.
+const ListName = "pairs"
 
 // Page is one keyset page of pairs, newest first.
 type Page struct {
 	Rows []db.PairListRow
-	Next *Cursor // nil on the last page
+	Next *keyset.Cursor // nil on the last page
 }
 
 // List returns a page of the organisation's pairs.
-func (s *Service) List(ctx context.Context, orgID uuid.UUID, f Filter, cursor *Cursor, limit int) (Page, error) {
+func (s *Service) List(ctx context.Context, orgID uuid.UUID, f Filter, cursor *keyset.Cursor, limit int) (Page, error) {
 	p := db.PairListParams{OrgID: orgID, Method: db.NullPairMethod{PairMethod: db.PairMethod(f.Method), Valid: f.Method != ""},
-		Tag: f.Tag, Q: f.Q, FeedbackID: uuid.NullUUID{UUID: f.FeedbackID, Valid: f.FeedbackID != uuid.Nil}, RowLimit: int32(limit + 1)}
-	if cursor != nil {
-		p.CursorTime = &cursor.At
-		p.CursorID = uuid.NullUUID{UUID: cursor.ID, Valid: true}
-	}
+		Tag: f.Tag, Q: f.Q, FeedbackID: nullIDOf(f.FeedbackID), DatasetID: nullIDOf(f.DatasetID), RowLimit: int32(limit + 1)}
+	p.CursorTime, p.CursorID = cursor.Bounds()
 	rows, err := db.New(s.Pool).PairList(ctx, p)
 	if err != nil {
 		return Page{}, err
 	}
-	page := Page{Rows: rows}
-	if len(rows) > limit {
-		page.Rows = rows[:limit]
-		last := page.Rows[limit-1]
-		page.Next = &Cursor{At: last.CreatedAt, ID: last.ID}
-	}
+	var page Page
+	page.Rows, page.Next = keyset.Page(rows, limit, func(r db.PairListRow) keyset.Cursor { return keyset.Cursor{At: r.CreatedAt, ID: r.ID} })
 	return page, nil
+}
+
+// ListObjects returns a page of pairs with each pair whole, as the API
+// shows it, and the cursor of the next page.
+func (s *Service) ListObjects(ctx context.Context, orgID uuid.UUID, f Filter, cursor *keyset.Cursor, limit int) ([]Object, *keyset.Cursor, error) {
+	page, err := s.List(ctx, orgID, f, cursor, limit)
+	if err != nil || len(page.Rows) == 0 {
+		return []Object{}, nil, err
+	}
+	ids := make([]uuid.UUID, len(page.Rows))
+	for i, r := range page.Rows {
+		ids[i] = r.ID
+	}
+	rows, err := db.New(s.Pool).PairListByIDs(ctx, db.PairListByIDsParams{OrgID: orgID, Ids: ids})
+	if err != nil {
+		return nil, nil, err
+	}
+	byID := make(map[uuid.UUID]db.PreferencePair, len(rows))
+	for _, r := range rows {
+		byID[r.ID] = r
+	}
+	out := make([]Object, 0, len(ids))
+	for _, id := range ids {
+		// A pair deleted between the two reads is left out.
+		if r, ok := byID[id]; ok {
+			out = append(out, ToObject(r))
+		}
+	}
+	return out, page.Next, nil
 }
 
 // Object is a stored pair as the API returns it.
@@ -410,6 +416,8 @@ func idPtr(v uuid.NullUUID) *uuid.UUID {
 	}
 	return &v.UUID
 }
+
+func nullIDOf(id uuid.UUID) uuid.NullUUID { return uuid.NullUUID{UUID: id, Valid: id != uuid.Nil} }
 
 func nullID(id *uuid.UUID) uuid.NullUUID {
 	if id == nil {

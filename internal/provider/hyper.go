@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -109,14 +110,95 @@ const (
 // Each returns every setting with its field name, so a provider can check
 // them all in one loop.
 func (h Hyperparameters) Each() []NamedValue {
-	return []NamedValue{
-		{FieldEpochs, h.Epochs},
-		{FieldBatchSize, h.BatchSize},
-		{FieldLearningRateMultiplier, h.LearningRateMultiplier},
-		{FieldBeta, h.Beta},
-		{FieldEarlyStoppingThreshold, h.EarlyStoppingThreshold},
-		{FieldEarlyStoppingPatience, h.EarlyStoppingPatience},
+	settings := h.settings()
+	out := make([]NamedValue, len(settings))
+	for i, s := range settings {
+		out[i] = NamedValue{s.field, *s.value}
 	}
+	return out
+}
+
+// setting is one of a Hyperparameters' settings, to write into.
+type setting struct {
+	field string
+	value *Value
+}
+
+// settings are the settings of h with their field names.
+func (h *Hyperparameters) settings() []setting {
+	return []setting{
+		{FieldEpochs, &h.Epochs},
+		{FieldBatchSize, &h.BatchSize},
+		{FieldLearningRateMultiplier, &h.LearningRateMultiplier},
+		{FieldBeta, &h.Beta},
+		{FieldEarlyStoppingThreshold, &h.EarlyStoppingThreshold},
+		{FieldEarlyStoppingPatience, &h.EarlyStoppingPatience},
+	}
+}
+
+// Spelling is how a provider's own API names Curate's hyperparameters:
+// field ("hyperparameters.epochs") to name ("n_epochs"). A field it does
+// not list keeps Curate's name.
+type Spelling map[string]string
+
+// Name is the provider's name of a field.
+func (sp Spelling) Name(field string) string {
+	if name, ok := sp[field]; ok {
+		return name
+	}
+	return strings.TrimPrefix(field, "hyperparameters.")
+}
+
+// Spelled returns the settings that are not "auto" under the provider's
+// names: how a job reports what it was asked for.
+func (h Hyperparameters) Spelled(sp Spelling) map[string]Value {
+	out := map[string]Value{}
+	for _, nv := range h.Each() {
+		if !nv.Value.IsAuto() {
+			out[sp.Name(nv.Field)] = nv.Value
+		}
+	}
+	return out
+}
+
+// ParseHyperparameters reads a request's "hyperparameters" object, where
+// each setting may be sent under Curate's name ("epochs") or the
+// provider's own ("n_epochs"). It returns the settings and, per field, the
+// name it was sent under, so that later messages name it as the caller
+// did. An unknown name, a value that is neither "auto" nor a number, and
+// one setting sent under two names are each a FieldError.
+func ParseHyperparameters(raw map[string]json.RawMessage, sp Spelling) (Hyperparameters, map[string]string, []FieldError) {
+	var h Hyperparameters
+	settings := h.settings()
+	sentAs := map[string]string{}
+	var errs []FieldError
+	names := make([]string, 0, len(raw))
+	for name := range raw {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	for _, name := range names {
+		field := "hyperparameters." + name
+		i := slices.IndexFunc(settings, func(s setting) bool { return s.field == field || sp[s.field] == name })
+		if i < 0 {
+			known := make([]string, len(settings))
+			for j, s := range settings {
+				known[j] = sp.Name(s.field)
+			}
+			errs = append(errs, FieldError{Field: field, Message: "is not a hyperparameter; use one of " + strings.Join(known, ", ")})
+			continue
+		}
+		s := settings[i]
+		if first, dup := sentAs[s.field]; dup {
+			errs = append(errs, FieldError{Field: field, Message: fmt.Sprintf("sets the same hyperparameter as %q; send one of them", first)})
+			continue
+		}
+		sentAs[s.field] = name
+		if err := s.value.UnmarshalJSON(raw[name]); err != nil {
+			errs = append(errs, FieldError{Field: field, Message: err.Error()})
+		}
+	}
+	return h, sentAs, errs
 }
 
 // NamedValue is a hyperparameter with its field name.

@@ -15,7 +15,8 @@ import (
 	"github.com/curate/curate/internal/finetune"
 )
 
-// Source is a finetune.DataSource over versions added by a test.
+// Source is a finetune.DataSource over versions added by a test; each
+// version is the one version of a dataset of its own.
 type Source struct {
 	mu       sync.Mutex
 	versions []stored
@@ -33,7 +34,7 @@ type stored struct {
 // AddPref adds a version of preference pairs; the last valid pairs are
 // the validation split.
 func (s *Source) AddPref(org uuid.UUID, label string, pairs []export.PrefExample, valid int) finetune.Version {
-	v := finetune.Version{ID: uuid.New(), Label: label, Kind: export.KindPreference, Examples: len(pairs), Valid: true}
+	v := finetune.Version{ID: uuid.New(), DatasetID: uuid.New(), Label: label, Kind: export.KindPreference, Examples: len(pairs), Valid: true}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.versions = append([]stored{{org: org, v: v, pref: pairs, valid: valid}}, s.versions...)
@@ -42,7 +43,7 @@ func (s *Source) AddPref(org uuid.UUID, label string, pairs []export.PrefExample
 
 // AddSFT adds a version of single examples.
 func (s *Source) AddSFT(org uuid.UUID, label string, examples []export.SFTExample, valid int) finetune.Version {
-	v := finetune.Version{ID: uuid.New(), Label: label, Kind: export.KindSFT, Examples: len(examples), Valid: true}
+	v := finetune.Version{ID: uuid.New(), DatasetID: uuid.New(), Label: label, Kind: export.KindSFT, Examples: len(examples), Valid: true}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.versions = append([]stored{{org: org, v: v, sft: examples, valid: valid}}, s.versions...)
@@ -51,7 +52,7 @@ func (s *Source) AddSFT(org uuid.UUID, label string, examples []export.SFTExampl
 
 // AddInvalid adds a version that failed validation.
 func (s *Source) AddInvalid(org uuid.UUID, label, problem string) finetune.Version {
-	v := finetune.Version{ID: uuid.New(), Label: label, Kind: export.KindSFT, Problem: problem}
+	v := finetune.Version{ID: uuid.New(), DatasetID: uuid.New(), Label: label, Kind: export.KindSFT, Problem: problem}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.versions = append([]stored{{org: org, v: v}}, s.versions...)
@@ -93,6 +94,18 @@ func (s *Source) find(org, id uuid.UUID) (stored, error) {
 func (s *Source) Version(_ context.Context, org, id uuid.UUID) (finetune.Version, error) {
 	st, err := s.find(org, id)
 	return st.v, err
+}
+
+// Latest describes the dataset's version.
+func (s *Source) Latest(_ context.Context, org, datasetID uuid.UUID) (finetune.Version, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, st := range s.versions {
+		if st.org == org && st.v.DatasetID == datasetID {
+			return st.v, nil
+		}
+	}
+	return finetune.Version{}, errs.ErrNotFound
 }
 
 // Prepare writes train.jsonl and, when there is a validation split,

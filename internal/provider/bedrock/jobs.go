@@ -129,7 +129,7 @@ func toJob(out *bedrock.GetModelCustomizationJobOutput) provider.Job {
 		// Stopping, or a status added after this was written: not over yet.
 		st.State = provider.StateRunning
 	}
-	if n, err := strconv.Atoi(out.HyperParameters["epochCount"]); err == nil {
+	if n, err := strconv.Atoi(out.HyperParameters[Spelling.Name(provider.FieldEpochs)]); err == nil {
 		st.Progress.TotalEpochs = n
 	}
 	curateID, _ := strings.CutPrefix(aws.ToString(out.JobName), "curate-")

@@ -10,18 +10,21 @@ import (
 	"github.com/curate/curate/internal/provider"
 )
 
-// param is how Bedrock names one of Curate's hyperparameters for a model,
-// and the range it documents.
-type param struct {
-	name string
-	rng  provider.Range
+// Spelling is how Bedrock's API names the hyperparameters it takes.
+var Spelling = provider.Spelling{
+	provider.FieldEpochs:                 "epochCount",
+	provider.FieldBatchSize:              "batchSize",
+	provider.FieldLearningRateMultiplier: "learningRateMultiplier",
+	provider.FieldEarlyStoppingThreshold: "earlyStoppingThreshold",
+	provider.FieldEarlyStoppingPatience:  "earlyStoppingPatience",
 }
 
 // model is a base model Bedrock fine-tunes: the methods it takes and the
-// hyperparameters it accepts, keyed by Curate's field name.
+// range it documents for each hyperparameter it accepts, keyed by Curate's
+// field name.
 type model struct {
 	methods []provider.Method
-	params  map[string]param
+	params  map[string]provider.Range
 }
 
 // models lists the base models Curate fine-tunes at Bedrock, with the
@@ -31,12 +34,12 @@ type model struct {
 var models = map[string]model{
 	"anthropic.claude-3-haiku-20240307-v1:0:200k": {
 		methods: []provider.Method{provider.Supervised},
-		params: map[string]param{
-			provider.FieldEpochs:                 {name: "epochCount", rng: provider.Range{Min: 1, Max: 10, Integer: true}},
-			provider.FieldBatchSize:              {name: "batchSize", rng: provider.Range{Min: 4, Max: 256, Integer: true}},
-			provider.FieldLearningRateMultiplier: {name: "learningRateMultiplier", rng: provider.Range{Min: 0.1, Max: 2}},
-			provider.FieldEarlyStoppingThreshold: {name: "earlyStoppingThreshold", rng: provider.Range{Min: 0, Max: 0.1}},
-			provider.FieldEarlyStoppingPatience:  {name: "earlyStoppingPatience", rng: provider.Range{Min: 1, Max: 10, Integer: true}},
+		params: map[string]provider.Range{
+			provider.FieldEpochs:                 {Min: 1, Max: 10, Integer: true},
+			provider.FieldBatchSize:              {Min: 4, Max: 256, Integer: true},
+			provider.FieldLearningRateMultiplier: {Min: 0.1, Max: 2},
+			provider.FieldEarlyStoppingThreshold: {Min: 0, Max: 0.1},
+			provider.FieldEarlyStoppingPatience:  {Min: 1, Max: 10, Integer: true},
 		},
 	},
 }
@@ -71,8 +74,8 @@ func validate(method provider.Method, baseModel string, h provider.Hyperparamete
 		errs = append(errs, provider.FieldError{Field: "method", Message: fmt.Sprintf("Bedrock offers no %s training for %s", method, baseModel)})
 	}
 	for _, nv := range h.Each() {
-		if p, ok := m.params[nv.Field]; ok {
-			if fe := p.rng.Check(nv.Field, nv.Value); fe != nil {
+		if rng, ok := m.params[nv.Field]; ok {
+			if fe := rng.Check(nv.Field, nv.Value); fe != nil {
 				errs = append(errs, *fe)
 			}
 		} else if !nv.Value.IsAuto() {
@@ -98,12 +101,12 @@ func hyperParameters(baseModel string, h provider.Hyperparameters) map[string]st
 	out := map[string]string{}
 	for _, nv := range h.Each() {
 		n, ok := nv.Value.Number()
-		p, known := m.params[nv.Field]
+		_, known := m.params[nv.Field]
 		if !ok || !known {
 			continue
 		}
 		// Plain decimals: no exponent for the service to misread.
-		out[p.name] = strconv.FormatFloat(n, 'f', -1, 64)
+		out[Spelling.Name(nv.Field)] = strconv.FormatFloat(n, 'f', -1, 64)
 	}
 	return out
 }

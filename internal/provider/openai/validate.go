@@ -34,6 +34,14 @@ var (
 	betaRange      = provider.Range{Min: 0, Max: 2, MinExclusive: true}
 )
 
+// Spelling is how OpenAI's API names the hyperparameters it takes.
+var Spelling = provider.Spelling{
+	provider.FieldEpochs:                 "n_epochs",
+	provider.FieldBatchSize:              "batch_size",
+	provider.FieldLearningRateMultiplier: "learning_rate_multiplier",
+	provider.FieldBeta:                   "beta",
+}
+
 // Limits on the other job fields, from the same reference.
 const (
 	maxSuffixLen = 64

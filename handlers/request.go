@@ -1,0 +1,218 @@
+package handlers
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"net/http"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/google/uuid"
+	"github.com/labstack/echo/v4"
+
+	"github.com/curate/curate/internal/errs"
+	"github.com/curate/curate/internal/keyset"
+)
+
+// Reading a request: its path id, query parameters, list page, JSON body
+// and If-Match version, and whether htmx sent it. Handlers read their
+// input through these so that every route refuses bad input the same way.
+
+// pathID parses the :id path parameter; a malformed id is simply not found.
+func pathID(c echo.Context) (uuid.UUID, error) {
+	id, err := uuid.Parse(c.Param("id"))
+	if err != nil {
+		return uuid.Nil, errs.ErrNotFound
+	}
+	return id, nil
+}
+
+// isHTMX reports whether htmx sent the request, so a fragment is enough.
+func isHTMX(c echo.Context) bool { return c.Request().Header.Get("HX-Request") == "true" }
+
+// queryError is a query parameter the route does not take: a 400 naming
+// it, since a misspelt filter must never silently widen a list.
+type queryError struct{ *errs.Invalid }
+
+// queryParams returns the request's query parameters, refusing any that
+// is not in allowed. Every API handler reads its query through it.
+func queryParams(c echo.Context, allowed ...string) (url.Values, error) {
+	q := c.QueryParams()
+	bad := &errs.Invalid{}
+	for _, name := range slices.Sorted(maps.Keys(q)) {
+		if slices.Contains(allowed, name) {
+			continue
+		}
+		if len(allowed) == 0 {
+			bad.Add(name, "is not a query parameter here: this route takes none")
+		} else {
+			bad.Add(name, "is not a query parameter here; this route takes %s", strings.Join(allowed, ", "))
+		}
+	}
+	if bad.Has() {
+		return nil, &queryError{bad}
+	}
+	return q, nil
+}
+
+// pageParams are the query parameters of every list.
+var pageParams = []string{"limit", "cursor"}
+
+// listPage reads a list's ?limit= and ?cursor=, the cursor with the list's
+// own parser (cursorIn for keyset lists).
+func listPage[C any](q url.Values, parseCursor func(string) (C, error)) (int, C, error) {
+	var none C
+	limit, err := listLimit(q.Get("limit"))
+	if err != nil {
+		return 0, none, err
+	}
+	cursor, err := parseCursor(q.Get("cursor"))
+	if err != nil {
+		return 0, none, err
+	}
+	return limit, cursor, nil
+}
+
+// wantPreview reads a list's ?preview=: "1" (or "true") asks for long
+// texts cut short.
+func wantPreview(q url.Values) (bool, error) {
+	switch q.Get("preview") {
+	case "", "0", "false":
+		return false, nil
+	case "1", "true":
+		return true, nil
+	}
+	return false, errs.InvalidField("preview", `must be "1" or "0"`)
+}
+
+// cursorIn parses cursors of the named keyset list; a cursor from another
+// list is an invalid "cursor".
+func cursorIn(list string) func(string) (*keyset.Cursor, error) {
+	return func(s string) (*keyset.Cursor, error) { return keyset.Parse(list, s) }
+}
+
+// listLimit reads ?limit= (default 50, at most 500).
+func listLimit(s string) (int, error) {
+	if s == "" {
+		return 50, nil
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil || n < 1 || n > 500 {
+		return 0, errs.InvalidField("limit", "must be 1 to 500")
+	}
+	return n, nil
+}
+
+// ifMatch reads the version a write is conditional on from If-Match
+// ("3", W/"3" or "\"3\""): the ETag the caller read. 0 when the header is
+// absent and not required; absent and required is 428, so a client that
+// forgot it never overwrites someone else's change unseen.
+func ifMatch(c echo.Context, required bool) (int32, error) {
+	s := strings.Trim(strings.TrimPrefix(c.Request().Header.Get("If-Match"), "W/"), `"`)
+	if s == "" {
+		if required {
+			return 0, echo.NewHTTPError(http.StatusPreconditionRequired, "Send If-Match with the version you read (its ETag), so a concurrent change is never overwritten.")
+		}
+		return 0, nil
+	}
+	v, err := strconv.ParseInt(s, 10, 32)
+	if err != nil || v < 1 {
+		return 0, errs.InvalidField("If-Match", "must be the version number of the ETag you read")
+	}
+	return int32(v), nil
+}
+
+// readJSONBody reads a request body that must be JSON in valid UTF-8.
+func readJSONBody(c echo.Context) ([]byte, error) {
+	if ct := c.Request().Header.Get(echo.HeaderContentType); !strings.HasPrefix(ct, echo.MIMEApplicationJSON) {
+		return nil, errs.InvalidField("Content-Type", "send application/json")
+	}
+	body, err := io.ReadAll(c.Request().Body)
+	if err != nil {
+		return nil, err // a body over the limit becomes 413 in the middleware
+	}
+	if !utf8.Valid(body) {
+		return nil, errs.InvalidField("body", "is not valid UTF-8")
+	}
+	return body, nil
+}
+
+// decodeJSON reads a JSON body strictly: valid UTF-8, known fields only,
+// one value. Errors name the field.
+func decodeJSON(c echo.Context, v any, prefix string) error {
+	body, err := readJSONBody(c)
+	if err != nil {
+		return err
+	}
+	if err := strictUnmarshal(body, v); err != nil {
+		return errs.InvalidField(prefix+strings.TrimPrefix(jsonErrField(err), "."), "%s", jsonErrMessage(err))
+	}
+	return nil
+}
+
+// strictUnmarshal decodes one JSON value, refusing unknown fields and
+// anything after the value.
+func strictUnmarshal(b []byte, v any) error {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return err
+	}
+	if dec.More() {
+		return errors.New("unexpected data after the JSON value")
+	}
+	return nil
+}
+
+// jsonErrField is the field a decoding error is about, as ".name" or "".
+func jsonErrField(err error) string {
+	var typeErr *json.UnmarshalTypeError
+	if errors.As(err, &typeErr) && typeErr.Field != "" {
+		return "." + typeErr.Field
+	}
+	if f, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
+		return "." + strings.Trim(f, `"`)
+	}
+	return ""
+}
+
+func jsonErrMessage(err error) string {
+	var typeErr *json.UnmarshalTypeError
+	var syntaxErr *json.SyntaxError
+	switch {
+	case errors.As(err, &typeErr):
+		return "must be " + jsonType(typeErr.Type.Kind().String()) + ", not " + typeErr.Value
+	case errors.As(err, &syntaxErr):
+		return fmt.Sprintf("malformed JSON at byte %d: %v", syntaxErr.Offset, syntaxErr)
+	case strings.HasPrefix(err.Error(), "json: unknown field"):
+		return "is not a known field"
+	case errors.Is(err, io.EOF):
+		return "the body is empty"
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		return "the JSON ends too early"
+	}
+	return err.Error()
+}
+
+func jsonType(kind string) string {
+	switch kind {
+	case "int", "int16", "int32", "int64":
+		return "a whole number"
+	case "string":
+		return "a string"
+	case "slice":
+		return "an array"
+	case "struct", "map", "ptr":
+		return "an object"
+	case "bool":
+		return "true or false"
+	}
+	return kind
+}
