@@ -131,4 +131,3 @@ func oasstItem(o importfile.OASSTItem) (feedback.Item, error) {
 	}
 	return it, nil
 }
-

@@ -421,6 +421,7 @@ func closeDist(a, b Distribution) bool {
 	near := func(x, y float64) bool { return math.Abs(x-y) < 1e-9 }
 	return a.Min == b.Min && a.Max == b.Max && near(a.Mean, b.Mean) && near(a.Median, b.Median) && near(a.P5, b.P5) && near(a.P95, b.P95)
 }
+
 // testdata/chat_faults.jsonl, written for this test, read as the export reads
 // an OpenAI chat file: four examples (too few for length outliers to be
 // looked for), of which the second has no user message, the third ends on
