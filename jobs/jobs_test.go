@@ -3,22 +3,33 @@ package jobs_test
 import (
 	"context"
 	"log/slog"
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/riverqueue/river"
 
 	"github.com/curate/curate/db"
 	"github.com/curate/curate/db/pgtest"
 	"github.com/curate/curate/internal/accounts"
 	"github.com/curate/curate/internal/app"
+	"github.com/curate/curate/internal/blobstore"
+	"github.com/curate/curate/internal/config"
+	"github.com/curate/curate/internal/feedback"
+	"github.com/curate/curate/internal/imports"
+	"github.com/curate/curate/internal/jobq"
+	"github.com/curate/curate/internal/pairs"
 	"github.com/curate/curate/jobs"
 )
 
 func TestMain(m *testing.M) { pgtest.Main(m) }
 
 // A real River client on a real database inserts the maintenance job and
-// works it: the expired sign-in failure is gone, the fresh one stays.
+// works it: the expired sign-in failure is gone, the fresh one stays; an
+// upload abandoned two days ago (its run never recorded) is deleted, while
+// a queued run's file as old stays.
 func TestMaintenanceJobRuns(t *testing.T) {
 	ctx := context.Background()
 	pool := pgtest.NewDB(t)
@@ -33,7 +44,42 @@ func TestMaintenanceJobRuns(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	client, err := jobs.NewClient(jobs.Deps{Services: &app.Services{Pool: pool, Accounts: accounts.New(pool), Log: slog.New(slog.DiscardHandler)}}, jobs.Options{Workers: 2})
+	log := slog.New(slog.DiscardHandler)
+	org, err := accounts.New(pool).EnsureOrg(ctx, "acme", "Acme")
+	if err != nil {
+		t.Fatal(err)
+	}
+	blobDir := t.TempDir()
+	bucket, err := blobstore.OpenDir(blobDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer bucket.Close()
+	inserter, err := jobq.New(pool)
+	if err != nil {
+		t.Fatal(err)
+	}
+	imp, err := imports.New(config.Config{DataDir: t.TempDir()}, pool, &feedback.Service{Pool: pool}, &pairs.Service{Pool: pool}, inserter, bucket, log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The queued run is recorded without its job, so that it stays queued.
+	queued, err := q.ImportRunCreate(ctx, db.ImportRunCreateParams{ID: uuid.New(), OrgID: org.ID, Kind: imports.KindJSONL, FileName: "f.jsonl", FileSize: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	abandoned, waiting := imports.UploadKey(org.ID, uuid.New()), imports.UploadKey(org.ID, queued.ID)
+	twoDaysAgo := time.Now().Add(-48 * time.Hour)
+	for _, key := range []string{abandoned, waiting} {
+		if err := bucket.WriteAll(ctx, key, []byte("{}\n"), nil); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chtimes(filepath.Join(blobDir, filepath.FromSlash(key)), twoDaysAgo, twoDaysAgo); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	client, err := jobs.NewClient(jobs.Deps{Services: &app.Services{Pool: pool, Accounts: accounts.New(pool), Log: log, Imports: imp}}, jobs.Options{Workers: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -48,13 +94,17 @@ func TestMaintenanceJobRuns(t *testing.T) {
 	if _, err := client.Insert(ctx, jobs.MaintenanceArgs{}, &river.InsertOpts{UniqueOpts: river.UniqueOpts{}}); err != nil {
 		t.Fatal(err)
 	}
-	select {
-	case ev := <-events:
-		if ev.Kind != river.EventKindJobCompleted || ev.Job.Kind != "maintenance" {
-			t.Fatalf("event %s for %s: %v", ev.Kind, ev.Job.Kind, ev.Job.Errors)
+	// The imports' periodic Langfuse job runs on start too.
+	for worked := false; !worked; {
+		select {
+		case ev := <-events:
+			if ev.Kind != river.EventKindJobCompleted {
+				t.Fatalf("event %s for %s: %v", ev.Kind, ev.Job.Kind, ev.Job.Errors)
+			}
+			worked = ev.Job.Kind == "maintenance"
+		case <-time.After(30 * time.Second):
+			t.Fatal("the job was not worked")
 		}
-	case <-time.After(30 * time.Second):
-		t.Fatal("the job was not worked")
 	}
 	counts, err := q.LoginFailureCounts(ctx, db.LoginFailureCountsParams{Email: "old@x.test", Ip: "10.0.0.1", Since: time.Now().Add(-48 * time.Hour)})
 	if err != nil {
@@ -62,5 +112,11 @@ func TestMaintenanceJobRuns(t *testing.T) {
 	}
 	if counts.ByEmail != 0 || counts.ByIp != 1 {
 		t.Fatalf("after maintenance: old=%d, by ip=%d; want 0 and 1", counts.ByEmail, counts.ByIp)
+	}
+	if _, err := os.Stat(filepath.Join(blobDir, filepath.FromSlash(abandoned))); !os.IsNotExist(err) {
+		t.Errorf("the abandoned upload is still there: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(blobDir, filepath.FromSlash(waiting))); err != nil {
+		t.Errorf("the queued run's file was swept: %v", err)
 	}
 }

@@ -60,7 +60,7 @@ func New(cfg config.Config, pool *pgxpool.Pool, log *slog.Logger) (*Services, er
 	}
 	fb := &feedback.Service{Pool: pool}
 	ps := &pairs.Service{Pool: pool}
-	imp, err := imports.New(cfg, pool, fb, ps, inserter, log)
+	imp, err := imports.New(cfg, pool, fb, ps, inserter, bucket, log)
 	if err != nil {
 		return nil, err
 	}

@@ -25,7 +25,7 @@ import (
 type Config struct {
 	Addr            string        `env:"CURATE_ADDR" envDefault:":8080"`
 	DataDir         string        `env:"CURATE_DATA_DIR" envDefault:"./.curate"`
-	BlobURL         string        `env:"CURATE_BLOB_URL"`    // unset: export files in <DataDir>/exports (else e.g. s3://bucket?region=...)
+	BlobURL         string        `env:"CURATE_BLOB_URL"`    // unset: export files and uploads in <DataDir>/exports (else e.g. s3://bucket?region=... or file:///shared/dir)
 	DatabaseURL     string        `env:"DATABASE_URL"`       // unset: a private cluster in DataDir
 	SessionKey      string        `env:"CURATE_SESSION_KEY"` // unset: generated and kept in DataDir
 	SessionTTL      time.Duration `env:"CURATE_SESSION_TTL" envDefault:"12h"`

@@ -1,5 +1,7 @@
 // Package webtest starts a real Curate server on a fresh database for tests
-// and gives them HTTP clients that sign in the way a browser does.
+// (and, with Another, more servers on the same database, as several
+// machines would run) and gives them HTTP clients that sign in the way a
+// browser does.
 package webtest
 
 import (
@@ -13,6 +15,7 @@ import (
 	"net/http/cookiejar"
 	"net/url"
 	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -31,7 +34,7 @@ import (
 // Password is every test user's password.
 const Password = "test-password-123"
 
-// Server is a running App on a fresh database.
+// Server is a running App.
 type Server struct {
 	URL  string
 	App  *web.App
@@ -45,10 +48,43 @@ type Options struct {
 	Configure func(*config.Config)
 }
 
-// New starts a server for t, stopped when t ends.
+// New starts a server for t on a fresh database, stopped when t ends.
 func New(t testing.TB, opts Options) *Server {
 	t.Helper()
-	pool := pgtest.NewDB(t)
+	return start(t, pgtest.NewDB(t), opts, nil)
+}
+
+// Another starts a second server on s's database, stopped (before s) when
+// the test ends, as
+// another machine of the same deployment: its own data directory and the
+// workers opts asks for, and what an operator sets alike on every server
+// (the session and secret keys, CURATE_BLOB_URL) taken from s. With s's
+// default blob store, a directory in s's data directory, the two share no
+// bucket: give s a shared one (Configure: cfg.BlobURL = "file://"+dir).
+// opts.Configure runs last.
+func (s *Server) Another(opts Options) *Server {
+	t := s.t
+	t.Helper()
+	sessionKey, secretKey := s.App.Config.SessionKey, s.App.Config.SecretKey
+	var err error
+	if sessionKey == "" {
+		// s generated its key and keeps it in its data directory.
+		if sessionKey, err = config.StoredKey(filepath.Join(s.App.Config.DataDir, "session.key")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if secretKey, err = s.App.Config.Secret(); err != nil {
+		t.Fatal(err)
+	}
+	return start(t, s.Pool, opts, func(cfg *config.Config) {
+		cfg.SessionKey, cfg.SecretKey, cfg.BlobURL = sessionKey, secretKey, s.App.Config.BlobURL
+	})
+}
+
+// start starts a server on pool; shared, when set, sets what the server
+// shares with another before opts.Configure runs.
+func start(t testing.TB, pool *pgxpool.Pool, opts Options, shared func(*config.Config)) *Server {
+	t.Helper()
 	// serve's defaults, changed only where a test server must differ: any
 	// free port, a private data directory, quiet logs, the workers the test
 	// asks for, a quick stop, and API keys that tests hammering one key do
@@ -57,6 +93,9 @@ func New(t testing.TB, opts Options) *Server {
 	cfg.Addr, cfg.DataDir, cfg.LogLevel = "127.0.0.1:0", t.TempDir(), "warn"
 	cfg.Workers, cfg.ShutdownTimeout = opts.Workers, 5*time.Second
 	cfg.APIRate, cfg.APIBurst = 1000, 1000
+	if shared != nil {
+		shared(&cfg)
+	}
 	if opts.Configure != nil {
 		opts.Configure(&cfg)
 	}
