@@ -52,6 +52,7 @@ type App struct {
 	FineTune   *finetune.Service
 	handlers   *handlers.Handlers
 	metrics    *metrics
+	metricsLn  net.Listener       // CURATE_METRICS_ADDR, once ListenMetrics opened it
 	keyLimiter *ratelimit.Limiter // requests per API key
 }
 
@@ -119,7 +120,6 @@ func (a *App) router() *echo.Echo {
 
 	staticFS, _ := fs.Sub(static.FS, ".")
 	e.GET("/static/*", echo.WrapHandler(cacheFor(time.Hour, http.StripPrefix("/static/", http.FileServerFS(staticFS)))))
-	e.GET("/metrics", echo.WrapHandler(promhttp.HandlerFor(a.metrics.registry, promhttp.HandlerOpts{})))
 	for _, r := range Routes(a.handlers) {
 		e.Add(r.Method, r.Path, r.Handler, requireRole(r.Role))
 	}
@@ -133,19 +133,47 @@ func cacheFor(d time.Duration, h http.Handler) http.Handler {
 	})
 }
 
-// Run serves HTTP on ln and works jobs until ctx is done, then shuts down in
-// order: stop taking requests, let running jobs finish (cancelling them when
-// the timeout passes or hard is closed), and return.
+// ListenMetrics opens the metrics address (CURATE_METRICS_ADDR) and
+// returns the address it listens on, nil when metrics are off. Run serves
+// /metrics there, apart from the public address, opening it itself when
+// this was not called first; calling it first reports a taken address
+// before anything starts, and the port the system chose for ":0".
+func (a *App) ListenMetrics() (net.Addr, error) {
+	if a.metricsLn != nil {
+		return a.metricsLn.Addr(), nil
+	}
+	addr, on := a.Config.Metrics()
+	if !on {
+		return nil, nil
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("metrics address (CURATE_METRICS_ADDR): %w; set another address, or off", err)
+	}
+	a.metricsLn = ln
+	return ln.Addr(), nil
+}
+
+// Run serves HTTP on ln (and the metrics on their own address) and works
+// jobs until ctx is done, then shuts down in order: stop taking requests,
+// let running jobs finish (cancelling them when the timeout passes or hard
+// is closed), and return.
 func (a *App) Run(ctx context.Context, ln net.Listener, hard <-chan struct{}) error {
+	if _, err := a.ListenMetrics(); err != nil {
+		return err
+	}
 	if a.Config.Workers > 0 {
 		if err := a.River.Start(ctx); err != nil {
+			if a.metricsLn != nil {
+				a.metricsLn.Close()
+			}
 			return fmt.Errorf("starting workers: %w", err)
 		}
 	}
 	srv := &http.Server{Handler: a.Echo, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute,
 		ErrorLog: slog.NewLogLogger(a.Log.Handler(), slog.LevelWarn)}
 	a.Echo.Server = srv
-	served := make(chan error, 1)
+	served := make(chan error, 2)
 	go func() {
 		var err error
 		if a.Config.TLSCert != "" {
@@ -158,6 +186,18 @@ func (a *App) Run(ctx context.Context, ln net.Listener, hard <-chan struct{}) er
 		}
 		served <- err
 	}()
+	var msrv *http.Server
+	if a.metricsLn != nil {
+		mux := http.NewServeMux()
+		mux.Handle("GET /metrics", promhttp.HandlerFor(a.metrics.registry, promhttp.HandlerOpts{}))
+		msrv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second,
+			ErrorLog: slog.NewLogLogger(a.Log.Handler(), slog.LevelWarn)}
+		go func() {
+			if err := msrv.Serve(a.metricsLn); !errors.Is(err, http.ErrServerClosed) {
+				served <- fmt.Errorf("metrics: %w", err)
+			}
+		}()
+	}
 
 	var serveErr error
 	select {
@@ -169,6 +209,11 @@ func (a *App) Run(ctx context.Context, ln net.Listener, hard <-chan struct{}) er
 	defer cancel()
 	if err := srv.Shutdown(sctx); err != nil {
 		a.Log.Warn("http shutdown", "err", err)
+	}
+	if msrv != nil {
+		if err := msrv.Shutdown(sctx); err != nil {
+			a.Log.Warn("metrics shutdown", "err", err)
+		}
 	}
 	if a.Config.Workers > 0 {
 		StopWorkers(sctx, a.River, hard, a.Log)

@@ -33,10 +33,12 @@ const Password = "test-password-123"
 
 // Server is a running App on a fresh database.
 type Server struct {
-	URL  string
-	App  *web.App
-	Pool *pgxpool.Pool
-	t    testing.TB
+	URL string
+	// MetricsURL is where the server answers /metrics, apart from URL.
+	MetricsURL string
+	App        *web.App
+	Pool       *pgxpool.Pool
+	t          testing.TB
 }
 
 // Options change the server's configuration before it starts.
@@ -50,11 +52,11 @@ func New(t testing.TB, opts Options) *Server {
 	t.Helper()
 	pool := pgtest.NewDB(t)
 	// serve's defaults, changed only where a test server must differ: any
-	// free port, a private data directory, quiet logs, the workers the test
-	// asks for, a quick stop, and API keys that tests hammering one key do
-	// not exhaust.
+	// free ports, a private data directory, quiet logs, the workers the
+	// test asks for, a quick stop, and API keys that tests hammering one
+	// key do not exhaust.
 	cfg := config.Defaults()
-	cfg.Addr, cfg.DataDir, cfg.LogLevel = "127.0.0.1:0", t.TempDir(), "warn"
+	cfg.Addr, cfg.MetricsAddr, cfg.DataDir, cfg.LogLevel = "127.0.0.1:0", "127.0.0.1:0", t.TempDir(), "warn"
 	cfg.Workers, cfg.ShutdownTimeout = opts.Workers, 5*time.Second
 	cfg.APIRate, cfg.APIBurst = 1000, 1000
 	if opts.Configure != nil {
@@ -65,10 +67,19 @@ func New(t testing.TB, opts Options) *Server {
 	if err != nil {
 		t.Fatal(err)
 	}
+	srv := &Server{App: app, Pool: pool, t: t}
+	maddr, err := app.ListenMetrics()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if maddr != nil {
+		srv.MetricsURL = "http://" + maddr.String()
+	}
 	ln, err := net.Listen("tcp", cfg.Addr)
 	if err != nil {
 		t.Fatal(err)
 	}
+	srv.URL = "http://" + ln.Addr().String()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- app.Run(ctx, ln, nil) }()
@@ -78,7 +89,7 @@ func New(t testing.TB, opts Options) *Server {
 			t.Errorf("server: %v", err)
 		}
 	})
-	return &Server{URL: "http://" + ln.Addr().String(), App: app, Pool: pool, t: t}
+	return srv
 }
 
 // Org creates an organisation.
