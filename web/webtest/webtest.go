@@ -45,12 +45,17 @@ type Server struct {
 type Options struct {
 	Workers   int
 	Configure func(*config.Config)
+	// Pool, when set, is the database to use instead of a fresh one.
+	Pool *pgxpool.Pool
 }
 
 // New starts a server for t, stopped when t ends.
 func New(t testing.TB, opts Options) *Server {
 	t.Helper()
-	pool := pgtest.NewDB(t)
+	pool := opts.Pool
+	if pool == nil {
+		pool = pgtest.NewDB(t)
+	}
 	// serve's defaults, changed only where a test server must differ: any
 	// free ports, a private data directory, quiet logs, the workers the
 	// test asks for, a quick stop, and API keys that tests hammering one
