@@ -770,6 +770,12 @@ type ImportRun struct {
 	UpdatedAt      time.Time       `json:"updated_at"`
 }
 
+type KeyFingerprint struct {
+	Setting     string    `json:"setting"`
+	Fingerprint []byte    `json:"fingerprint"`
+	CreatedAt   time.Time `json:"created_at"`
+}
+
 type LangfuseConnection struct {
 	OrgID            uuid.UUID       `json:"org_id"`
 	Host             string          `json:"host"`

@@ -30,6 +30,7 @@ import (
 	"github.com/curate/curate/internal/finetune"
 	"github.com/curate/curate/internal/importer"
 	"github.com/curate/curate/internal/ratelimit"
+	"github.com/curate/curate/internal/servers"
 	"github.com/curate/curate/jobs"
 	"github.com/curate/curate/static"
 )
@@ -66,6 +67,9 @@ func New(cfg config.Config, pool *pgxpool.Pool, log *slog.Logger) (*App, error) 
 	if err != nil {
 		return nil, err
 	}
+	if err := checkKeys(cfg, svc.Servers); err != nil {
+		return nil, err
+	}
 	client, err := jobs.NewClient(jobs.Deps{Services: svc}, jobs.Options{Workers: cfg.Workers, GPUSlots: cfg.GPUSlots})
 	if err != nil {
 		return nil, fmt.Errorf("river: %w", err)
@@ -84,6 +88,24 @@ func New(cfg config.Config, pool *pgxpool.Pool, log *slog.Logger) (*App, error) 
 	}
 	a.Echo = a.router()
 	return a, nil
+}
+
+// checkKeys refuses to start a server whose session key or secret key
+// differs from the ones the other servers on this database use: its
+// cookies would be refused by every other server, and the secrets they
+// stored would be unreadable here.
+func checkKeys(cfg config.Config, s *servers.Service) error {
+	session, err := cfg.SessionSecret()
+	if err != nil {
+		return err
+	}
+	secret, err := cfg.SecretsKey()
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	return s.CheckKeys(ctx, session, secret)
 }
 
 func (a *App) router() *echo.Echo {

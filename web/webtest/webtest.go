@@ -45,9 +45,16 @@ type Server struct {
 type Options struct {
 	Workers   int
 	Configure func(*config.Config)
-	// Pool, when set, is the database to use instead of a fresh one.
+	// Pool, when set, is another server's database: the new server joins
+	// it, as a second web server of one deployment does.
 	Pool *pgxpool.Pool
 }
+
+// Keys every test server uses, as every server of one deployment must.
+const (
+	SessionKey = "test-session-key-0123456789abcdef0123456789"
+	SecretKey  = "test-secret-key-0123456789abcdef012345678"
+)
 
 // New starts a server for t, stopped when t ends.
 func New(t testing.TB, opts Options) *Server {
@@ -57,11 +64,12 @@ func New(t testing.TB, opts Options) *Server {
 		pool = pgtest.NewDB(t)
 	}
 	// serve's defaults, changed only where a test server must differ: any
-	// free ports, a private data directory, quiet logs, the workers the
-	// test asks for, a quick stop, and API keys that tests hammering one
-	// key do not exhaust.
+	// free ports, a private data directory, the shared test keys, quiet
+	// logs, the workers the test asks for, a quick stop, and API keys that
+	// tests hammering one key do not exhaust.
 	cfg := config.Defaults()
 	cfg.Addr, cfg.MetricsAddr, cfg.DataDir, cfg.LogLevel = "127.0.0.1:0", "127.0.0.1:0", t.TempDir(), "warn"
+	cfg.SessionKey, cfg.SecretKey = SessionKey, SecretKey
 	cfg.Workers, cfg.ShutdownTimeout = opts.Workers, 5*time.Second
 	cfg.APIRate, cfg.APIBurst = 1000, 1000
 	if opts.Configure != nil {
