@@ -854,6 +854,12 @@ type RiverMigration struct {
 	CreatedAt time.Time `json:"created_at"`
 }
 
+type Server struct {
+	ID         uuid.UUID `json:"id"`
+	StartedAt  time.Time `json:"started_at"`
+	LastSeenAt time.Time `json:"last_seen_at"`
+}
+
 type TrainingDataset struct {
 	ID                uuid.UUID     `json:"id"`
 	OrgID             uuid.UUID     `json:"org_id"`

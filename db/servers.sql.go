@@ -7,6 +7,8 @@ package db
 
 import (
 	"context"
+
+	"github.com/google/uuid"
 )
 
 const keyFingerprintGet = `-- name: KeyFingerprintGet :one
@@ -33,5 +35,53 @@ type KeyFingerprintInsertParams struct {
 // The first server to start records its key; later ones compare theirs.
 func (q *Queries) KeyFingerprintInsert(ctx context.Context, arg KeyFingerprintInsertParams) error {
 	_, err := q.db.Exec(ctx, keyFingerprintInsert, arg.Setting, arg.Fingerprint)
+	return err
+}
+
+const serverCountLive = `-- name: ServerCountLive :one
+SELECT count(*) FROM servers
+WHERE last_seen_at > now() - make_interval(secs => $1::float8)
+`
+
+// The servers seen within the last @within_seconds, by the database's clock
+// so that the servers' clocks need not agree.
+func (q *Queries) ServerCountLive(ctx context.Context, withinSeconds float64) (int64, error) {
+	row := q.db.QueryRow(ctx, serverCountLive, withinSeconds)
+	var count int64
+	err := row.Scan(&count)
+	return count, err
+}
+
+const serverDelete = `-- name: ServerDelete :exec
+DELETE FROM servers WHERE id = $1
+`
+
+func (q *Queries) ServerDelete(ctx context.Context, id uuid.UUID) error {
+	_, err := q.db.Exec(ctx, serverDelete, id)
+	return err
+}
+
+const serverDeleteStale = `-- name: ServerDeleteStale :execrows
+DELETE FROM servers
+WHERE last_seen_at < now() - make_interval(secs => $1::float8)
+`
+
+func (q *Queries) ServerDeleteStale(ctx context.Context, olderThanSeconds float64) (int64, error) {
+	result, err := q.db.Exec(ctx, serverDeleteStale, olderThanSeconds)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}
+
+const serverInsert = `-- name: ServerInsert :exec
+INSERT INTO servers (id) VALUES ($1)
+ON CONFLICT (id) DO UPDATE SET last_seen_at = now()
+`
+
+// A web server's beat: it joins, or says it is still there (and rejoins
+// when its row was pruned while it was cut off from the database).
+func (q *Queries) ServerInsert(ctx context.Context, id uuid.UUID) error {
+	_, err := q.db.Exec(ctx, serverInsert, id)
 	return err
 }

@@ -15,6 +15,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/labstack/echo/v4"
@@ -55,6 +56,9 @@ type App struct {
 	metrics    *metrics
 	metricsLn  net.Listener       // CURATE_METRICS_ADDR, once ListenMetrics opened it
 	keyLimiter *ratelimit.Limiter // requests per API key
+	// id names this server in the servers table, where the web servers on
+	// one database count each other to share the rate limits.
+	id uuid.UUID
 }
 
 // New assembles an App on an open, migrated database.
@@ -85,6 +89,7 @@ func New(cfg config.Config, pool *pgxpool.Pool, log *slog.Logger) (*App, error) 
 			UserLimiter: ratelimit.New(float64(cfg.FeedbackPerUser)/60, cfg.FeedbackPerUser)},
 		metrics:    newMetrics(q),
 		keyLimiter: ratelimit.New(cfg.APIRate, cfg.APIBurst),
+		id:         uuid.New(),
 	}
 	a.Echo = a.router()
 	return a, nil
@@ -176,13 +181,46 @@ func (a *App) ListenMetrics() (net.Addr, error) {
 	return ln.Addr(), nil
 }
 
+// Heartbeat records this server as live in the database and shares the
+// API-key and per-user rate limits among the servers live now. Run calls
+// it on start and every servers.BeatEvery.
+func (a *App) Heartbeat(ctx context.Context) error {
+	n, err := a.Services.Servers.Beat(ctx, a.id)
+	if err != nil {
+		return err
+	}
+	a.keyLimiter.Share(n)
+	a.handlers.UserLimiter.Share(n)
+	return nil
+}
+
+// heartbeat beats until ctx is done. A failed beat keeps the last share:
+// the servers it knew of are still the best guess.
+func (a *App) heartbeat(ctx context.Context) {
+	t := time.NewTicker(servers.BeatEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			if err := a.Heartbeat(ctx); err != nil && ctx.Err() == nil {
+				a.Log.Warn("server heartbeat", "err", err)
+			}
+		}
+	}
+}
+
 // Run serves HTTP on ln (and the metrics on their own address) and works
 // jobs until ctx is done, then shuts down in order: stop taking requests,
 // let running jobs finish (cancelling them when the timeout passes or hard
-// is closed), and return.
+// is closed), leave the servers table, and return.
 func (a *App) Run(ctx context.Context, ln net.Listener, hard <-chan struct{}) error {
 	if _, err := a.ListenMetrics(); err != nil {
 		return err
+	}
+	if err := a.Heartbeat(ctx); err != nil {
+		a.Log.Warn("server heartbeat", "err", err)
 	}
 	if a.Config.Workers > 0 {
 		if err := a.River.Start(ctx); err != nil {
@@ -220,6 +258,12 @@ func (a *App) Run(ctx context.Context, ln net.Listener, hard <-chan struct{}) er
 			}
 		}()
 	}
+	beatCtx, stopBeats := context.WithCancel(ctx)
+	beaten := make(chan struct{})
+	go func() {
+		defer close(beaten)
+		a.heartbeat(beatCtx)
+	}()
 
 	var serveErr error
 	select {
@@ -237,6 +281,13 @@ func (a *App) Run(ctx context.Context, ln net.Listener, hard <-chan struct{}) er
 			a.Log.Warn("metrics shutdown", "err", err)
 		}
 	}
+	stopBeats()
+	<-beaten
+	lctx, cancelLeave := context.WithTimeout(context.Background(), 5*time.Second)
+	if err := a.Services.Servers.Leave(lctx, a.id); err != nil {
+		a.Log.Warn("leaving the servers table", "err", err)
+	}
+	cancelLeave()
 	if a.Config.Workers > 0 {
 		StopWorkers(sctx, a.River, hard, a.Log)
 	}

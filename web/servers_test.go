@@ -1,6 +1,7 @@
 package web_test
 
 import (
+	"context"
 	"io"
 	"log/slog"
 	"net/http"
@@ -56,5 +57,74 @@ func TestKeysMustMatchAcrossServers(t *testing.T) {
 	res.Body.Close()
 	if res.StatusCode != http.StatusOK {
 		t.Errorf("a session from the first server on the second: %d, want 200", res.StatusCode)
+	}
+}
+
+// Two servers on one database share each API key's limit and each end
+// user's: once both have beaten, each allows half the burst, so that
+// together they allow the configured burst whichever server the requests
+// reach; when one stops, the other takes the whole limit again.
+func TestRateLimitSharedAcrossServers(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	limits := func(c *config.Config) {
+		c.APIRate, c.APIBurst = 0.001, 10 // no refill worth counting during the test
+		c.FeedbackPerUser = 4
+	}
+	a := webtest.New(t, webtest.Options{Configure: limits})
+	b := webtest.New(t, webtest.Options{Pool: a.Pool, Configure: limits})
+	// b counted a when it started; a learns of b at its next beat.
+	if err := a.App.Heartbeat(ctx); err != nil {
+		t.Fatal(err)
+	}
+	org := a.Org("acme")
+
+	allowed := func(key string, servers ...*webtest.Server) (n int) {
+		t.Helper()
+		for i := range 20 {
+			res := servers[i%len(servers)].API(key, http.MethodGet, "/api/me", nil)
+			switch res.Status {
+			case http.StatusOK:
+				n++
+			case http.StatusTooManyRequests:
+				if res.Header.Get("Retry-After") == "" {
+					t.Fatal("429 without Retry-After")
+				}
+			default:
+				t.Fatalf("GET /api/me: %d %s", res.Status, res.Body)
+			}
+		}
+		return n
+	}
+	if n := allowed(a.APIKey(org, "spread", "viewer"), a, b); n != 10 {
+		t.Errorf("one key over two servers: %d of 20 allowed, want the burst of 10 in all", n)
+	}
+	if n := allowed(a.APIKey(org, "pinned", "viewer"), b); n != 5 {
+		t.Errorf("one key on one of two servers: %d of 20 allowed, want that server's share of 5", n)
+	}
+
+	// The per-user feedback limit (4 a minute) is shared the same way.
+	key := a.APIKey(org, "ingest", "curator")
+	stored := 0
+	for i := range 8 {
+		item := map[string]any{"external_id": "m" + string(rune('a'+i)), "user_id": "u-17", "query": "q", "response": "r", "feedback_type": "thumbs_down"}
+		switch res := []*webtest.Server{a, b}[i%2].API(key, http.MethodPost, "/api/feedback", item); res.Status {
+		case http.StatusCreated:
+			stored++
+		case http.StatusTooManyRequests:
+		default:
+			t.Fatalf("POST /api/feedback: %d %s", res.Status, res.Body)
+		}
+	}
+	if stored != 4 {
+		t.Errorf("one end user over two servers: %d of 8 items stored, want the limit of 4 in all", stored)
+	}
+
+	b.Stop()
+	if err := a.App.Heartbeat(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if n := allowed(a.APIKey(org, "alone", "viewer"), a); n != 10 {
+		t.Errorf("one key on the only server left: %d of 20 allowed, want the whole burst of 10", n)
 	}
 }

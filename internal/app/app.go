@@ -47,7 +47,7 @@ type Services struct {
 	FeedbackStats *feedbackstats.Service
 	AuditLog      *audit.Service
 	Health        *health.Service
-	// Servers checks the keys that servers on one database must share.
+	// Servers checks the keys servers must share and counts the live ones.
 	Servers *servers.Service
 }
 

@@ -1,6 +1,7 @@
 // Package servers is what the processes sharing one database agree on
 // through it: the keys they must have in common, checked by fingerprint
-// when a server or worker starts.
+// when a server or worker starts, and how many web servers are live, so
+// that each enforces its share of the rate limits.
 package servers
 
 import (
@@ -10,14 +11,25 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"time"
 
+	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/curate/curate/db"
 	"github.com/curate/curate/internal/config"
 )
 
-// Service records keys in the database.
+// A web server beats every BeatEvery; one that missed three beats is
+// taken for gone, and its row is pruned after an hour (kept that long so
+// an operator can see which servers ran lately).
+const (
+	BeatEvery  = 15 * time.Second
+	liveFor    = 3 * BeatEvery
+	pruneAfter = time.Hour
+)
+
+// Service records keys and web servers in the database.
 type Service struct {
 	Pool *pgxpool.Pool
 }
@@ -75,4 +87,27 @@ func Fingerprint(k config.Key) []byte {
 	m := hmac.New(sha256.New, []byte(k.Value))
 	m.Write([]byte("curate key fingerprint\x00" + k.Setting))
 	return m.Sum(nil)
+}
+
+// Beat records web server id as live now, prunes long-gone servers, and
+// returns how many are live, id included.
+func (s *Service) Beat(ctx context.Context, id uuid.UUID) (int, error) {
+	q := db.New(s.Pool)
+	if err := q.ServerInsert(ctx, id); err != nil {
+		return 0, err
+	}
+	if _, err := q.ServerDeleteStale(ctx, pruneAfter.Seconds()); err != nil {
+		return 0, err
+	}
+	n, err := q.ServerCountLive(ctx, liveFor.Seconds())
+	if err != nil {
+		return 0, err
+	}
+	return max(int(n), 1), nil
+}
+
+// Leave removes server id as it stops: the others take over its share of
+// the limits at their next beat.
+func (s *Service) Leave(ctx context.Context, id uuid.UUID) error {
+	return db.New(s.Pool).ServerDelete(ctx, id)
 }

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/uuid"
+
 	"github.com/curate/curate/db/pgtest"
 	"github.com/curate/curate/internal/config"
 	"github.com/curate/curate/internal/servers"
@@ -75,4 +77,47 @@ func TestFingerprint(t *testing.T) {
 	if !bytes.Equal(a, servers.Fingerprint(config.Key{Setting: "CURATE_SECRET_KEY", Value: "k", File: "/elsewhere"})) {
 		t.Error("the fingerprint depends on where the key was read")
 	}
+}
+
+// Live servers are those that beat within three beats; a server that
+// leaves stops counting at once, one that went quiet after 45 seconds, and
+// its row is pruned after an hour.
+func TestBeat(t *testing.T) {
+	ctx := context.Background()
+	pool := pgtest.NewDB(t)
+	svc := &servers.Service{Pool: pool}
+	a, b, c := uuid.New(), uuid.New(), uuid.New()
+	beat := func(id uuid.UUID, want int) {
+		t.Helper()
+		n, err := svc.Beat(ctx, id)
+		if err != nil || n != want {
+			t.Fatalf("beat: %d live, %v; want %d", n, err, want)
+		}
+	}
+	beat(a, 1)
+	beat(b, 2)
+	beat(a, 2)
+	beat(c, 3)
+	if err := svc.Leave(ctx, c); err != nil {
+		t.Fatal(err)
+	}
+	beat(a, 2)
+
+	if _, err := pool.Exec(ctx, "UPDATE servers SET last_seen_at = now() - interval '50 seconds' WHERE id = $1", b); err != nil {
+		t.Fatal(err)
+	}
+	beat(a, 1)
+	var rows int
+	if err := pool.QueryRow(ctx, "SELECT count(*) FROM servers").Scan(&rows); err != nil || rows != 2 {
+		t.Fatalf("%d rows, %v; a quiet server is kept for the operator to see", rows, err)
+	}
+	if _, err := pool.Exec(ctx, "UPDATE servers SET last_seen_at = now() - interval '61 minutes' WHERE id = $1", b); err != nil {
+		t.Fatal(err)
+	}
+	beat(a, 1)
+	if err := pool.QueryRow(ctx, "SELECT count(*) FROM servers").Scan(&rows); err != nil || rows != 1 {
+		t.Fatalf("%d rows, %v; want the hour-old server pruned", rows, err)
+	}
+	// A server back from an hour away rejoins with its next beat.
+	beat(b, 2)
 }

@@ -15,6 +15,7 @@ import (
 	"os"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -39,6 +40,7 @@ type Server struct {
 	App        *web.App
 	Pool       *pgxpool.Pool
 	t          testing.TB
+	stop       func()
 }
 
 // Options change the server's configuration before it starts.
@@ -96,14 +98,21 @@ func New(t testing.TB, opts Options) *Server {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- app.Run(ctx, ln, nil) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("server: %v", err)
-		}
-	})
+	var once sync.Once
+	srv.stop = func() {
+		once.Do(func() {
+			cancel()
+			if err := <-done; err != nil {
+				t.Errorf("server: %v", err)
+			}
+		})
+	}
+	t.Cleanup(srv.stop)
 	return srv
 }
+
+// Stop shuts the server down now, as its test's end would.
+func (s *Server) Stop() { s.stop() }
 
 // Org creates an organisation.
 func (s *Server) Org(slug string) uuid.UUID {
