@@ -51,7 +51,7 @@ func (e *KeyMismatch) Error() string {
 	return fmt.Sprintf("%s differs from the key the other servers on this database use: it is unset, "+
 		"so this server generated its own key in %s. Every server and worker must have the same one: "+
 		"set %s to the same value everywhere, or copy %s from the data directory of a server that already ran "+
-		"over this one. To change the key on purpose, see \"Scaling out\" in README.md",
+		"into this one's. To change the key on purpose, see \"Scaling out\" in README.md",
 		k.Setting, k.File, k.Setting, filepath.Base(k.File))
 }
 
