@@ -770,6 +770,12 @@ type ImportRun struct {
 	UpdatedAt      time.Time       `json:"updated_at"`
 }
 
+type KeyFingerprint struct {
+	Setting     string    `json:"setting"`
+	Fingerprint []byte    `json:"fingerprint"`
+	CreatedAt   time.Time `json:"created_at"`
+}
+
 type LangfuseConnection struct {
 	OrgID            uuid.UUID       `json:"org_id"`
 	Host             string          `json:"host"`
@@ -846,6 +852,12 @@ type RiverMigration struct {
 	Line      string    `json:"line"`
 	Version   int64     `json:"version"`
 	CreatedAt time.Time `json:"created_at"`
+}
+
+type Server struct {
+	ID         uuid.UUID `json:"id"`
+	StartedAt  time.Time `json:"started_at"`
+	LastSeenAt time.Time `json:"last_seen_at"`
 }
 
 type TrainingDataset struct {

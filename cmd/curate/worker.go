@@ -37,6 +37,14 @@ func cmdWorker(ctx context.Context, env *Env, args []string) error {
 	if err != nil {
 		return err
 	}
+	// Workers decrypt what the web servers stored: refuse another key.
+	secret, err := cfg.SecretsKey()
+	if err != nil {
+		return err
+	}
+	if err := svc.Servers.CheckKeys(ctx, secret); err != nil {
+		return err
+	}
 	client, err := jobs.NewClient(jobs.Deps{Services: svc}, jobs.Options{Workers: cfg.Workers, GPUSlots: cfg.GPUSlots})
 	if err != nil {
 		return err

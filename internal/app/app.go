@@ -25,6 +25,7 @@ import (
 	"github.com/curate/curate/internal/imports"
 	"github.com/curate/curate/internal/jobq"
 	"github.com/curate/curate/internal/pairs"
+	"github.com/curate/curate/internal/servers"
 )
 
 // Services are the domain services of one process.
@@ -46,6 +47,8 @@ type Services struct {
 	FeedbackStats *feedbackstats.Service
 	AuditLog      *audit.Service
 	Health        *health.Service
+	// Servers checks the keys servers must share and counts the live ones.
+	Servers *servers.Service
 }
 
 // New builds the services on an open, migrated database.
@@ -81,5 +84,6 @@ func New(cfg config.Config, pool *pgxpool.Pool, log *slog.Logger) (*Services, er
 		FeedbackStats: &feedbackstats.Service{Pool: pool},
 		AuditLog:      &audit.Service{Pool: pool},
 		Health:        &health.Service{Pool: pool},
+		Servers:       &servers.Service{Pool: pool},
 	}, nil
 }
