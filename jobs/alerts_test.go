@@ -23,9 +23,21 @@ import (
 	"github.com/curate/curate/internal/audit"
 	"github.com/curate/curate/internal/feedback"
 	"github.com/curate/curate/internal/jobq"
+	"github.com/curate/curate/internal/outbound"
 	"github.com/curate/curate/internal/webhook"
 	"github.com/curate/curate/jobs"
 )
+
+// loopback is an outbound client that may call the test servers, which
+// listen on loopback addresses.
+func loopback(t *testing.T) *outbound.Client {
+	t.Helper()
+	p, err := outbound.ParsePolicy("127.0.0.0/8,::1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &outbound.Client{Policy: p}
+}
 
 // delivery is one request the webhook receiver got.
 type delivery struct {

@@ -21,7 +21,6 @@ package imports
 
 import (
 	"log/slog"
-	"net/http"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -34,6 +33,7 @@ import (
 	"github.com/curate/curate/internal/feedback"
 	"github.com/curate/curate/internal/importfile"
 	"github.com/curate/curate/internal/jobq"
+	"github.com/curate/curate/internal/outbound"
 	"github.com/curate/curate/internal/pairs"
 	"github.com/curate/curate/internal/secrets"
 )
@@ -72,9 +72,10 @@ type Service struct {
 	Secrets *secrets.Box
 	// DataDir holds uploaded files under imports/<run id> until their run ends.
 	DataDir string
-	// HTTP talks to Langfuse; nil means the Langfuse client's default.
-	HTTP *http.Client
-	Log  *slog.Logger
+	// Outbound makes every call to an organisation's Langfuse, under the
+	// operator's address policy; nil allows public addresses only.
+	Outbound *outbound.Client
+	Log      *slog.Logger
 }
 
 // New builds the service on the process's feedback and pair services, from

@@ -51,12 +51,15 @@ func New(t testing.TB, opts Options) *Server {
 	pool := pgtest.NewDB(t)
 	// serve's defaults, changed only where a test server must differ: any
 	// free port, a private data directory, quiet logs, the workers the test
-	// asks for, a quick stop, and API keys that tests hammering one key do
-	// not exhaust.
+	// asks for, a quick stop, API keys that tests hammering one key do not
+	// exhaust, and outbound calls allowed to loopback, where the tests' fake
+	// Langfuse and webhook receivers listen (a test of the refusals sets
+	// OutboundAllow back to "").
 	cfg := config.Defaults()
 	cfg.Addr, cfg.DataDir, cfg.LogLevel = "127.0.0.1:0", t.TempDir(), "warn"
 	cfg.Workers, cfg.ShutdownTimeout = opts.Workers, 5*time.Second
 	cfg.APIRate, cfg.APIBurst = 1000, 1000
+	cfg.OutboundAllow = "127.0.0.0/8,::1"
 	if opts.Configure != nil {
 		opts.Configure(&cfg)
 	}
