@@ -206,7 +206,8 @@ func TestCheckURL(t *testing.T) {
 
 func TestHTTPIsBuiltOnce(t *testing.T) {
 	c := &Client{}
-	if c.HTTP() != c.HTTP() {
+	first, second := c.HTTP(), c.HTTP()
+	if first != second {
 		t.Error("HTTP built a second client: connections would not be shared")
 	}
 }
