@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -24,6 +25,7 @@ import (
 	"github.com/curate/curate/internal/feedback"
 	"github.com/curate/curate/internal/jobq"
 	"github.com/curate/curate/internal/outbound"
+	"github.com/curate/curate/internal/secrets"
 	"github.com/curate/curate/internal/webhook"
 	"github.com/curate/curate/jobs"
 )
@@ -82,7 +84,13 @@ func TestAlertsJobOpensDeliversAndResolves(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	svc := &alerts.Service{Pool: pool, Jobs: inserter, Webhooks: &webhook.Sender{MaxAttempts: 3, BaseDelay: 10 * time.Millisecond}}
+	box, err := secrets.New(strings.Repeat("k", secrets.MinKeyLen))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := loopback(t)
+	svc := &alerts.Service{Pool: pool, Jobs: inserter, Secrets: box, Outbound: out,
+		Webhooks: &webhook.Sender{MaxAttempts: 3, BaseDelay: 10 * time.Millisecond, Outbound: out}}
 	settings := alerts.Defaults()
 	settings.WebhookURL = srv.URL + "/hook"
 	if err := svc.SaveSettings(ctx, audit.System, org.ID, settings); err != nil {

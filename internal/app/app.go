@@ -62,6 +62,8 @@ func New(cfg config.Config, pool *pgxpool.Pool, log *slog.Logger) (*Services, er
 	if err != nil {
 		return nil, err
 	}
+	// One outbound client, under the operator's policy, for every call to a
+	// server a user named.
 	policy, err := outbound.ParsePolicy(cfg.OutboundAllow)
 	if err != nil {
 		return nil, err
@@ -86,7 +88,9 @@ func New(cfg config.Config, pool *pgxpool.Pool, log *slog.Logger) (*Services, er
 		Datasets: ds,
 		FineTune: ft,
 
-		Alerts:        &alerts.Service{Pool: pool, Jobs: inserter},
+		// The webhook secrets are sealed with the key of the Langfuse
+		// secrets: one key for every secret Curate stores.
+		Alerts:        &alerts.Service{Pool: pool, Jobs: inserter, Secrets: imp.Secrets, Outbound: out, Log: log},
 		FeedbackStats: &feedbackstats.Service{Pool: pool},
 		AuditLog:      &audit.Service{Pool: pool},
 		Health:        &health.Service{Pool: pool},
