@@ -152,7 +152,7 @@ func (s *Service) TestConnection(ctx context.Context, orgID uuid.UUID) error {
 	if err != nil {
 		return err
 	}
-	var fail *LangfuseError
+	var fail error // a *LangfuseError, or nil
 	client, err := s.client(conn)
 	if err != nil {
 		fail = s.failed(orgID, "Opening the stored secret key", err)
@@ -164,15 +164,12 @@ func (s *Service) TestConnection(ctx context.Context, orgID uuid.UUID) error {
 	}
 	msg := ""
 	if fail != nil {
-		msg = fail.Msg
+		msg = fail.Error()
 	}
 	if rerr := s.Q.LangfuseConnectionSetError(context.WithoutCancel(ctx), db.LangfuseConnectionSetErrorParams{OrgID: orgID, LastError: msg}); rerr != nil {
 		return errors.Join(fail, rerr)
 	}
-	if fail != nil {
-		return fail
-	}
-	return nil
+	return fail
 }
 
 // Sync imports the scores given since the last successful sync (all of
