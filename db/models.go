@@ -537,6 +537,7 @@ type Alert struct {
 	DismissedAt        *time.Time      `json:"dismissed_at"`
 	DismissedBy        uuid.NullUUID   `json:"dismissed_by"`
 	WebhookDeliveredAt *time.Time      `json:"webhook_delivered_at"`
+	WebhookError       string          `json:"webhook_error"`
 }
 
 type AlertSetting struct {
@@ -549,8 +550,11 @@ type AlertSetting struct {
 	SpikeFactor     float64   `json:"spike_factor"`
 	SpikeMinCount   int32     `json:"spike_min_count"`
 	WebhookUrl      string    `json:"webhook_url"`
-	WebhookSecret   string    `json:"webhook_secret"`
-	UpdatedAt       time.Time `json:"updated_at"`
+	// a secret stored in the clear before migration 00015; sealed into webhook_secret_ciphertext and emptied on first read
+	WebhookSecret           string    `json:"webhook_secret"`
+	UpdatedAt               time.Time `json:"updated_at"`
+	WebhookSecretCiphertext []byte    `json:"webhook_secret_ciphertext"`
+	WebhookSecretNonce      []byte    `json:"webhook_secret_nonce"`
 }
 
 type AuditLog struct {

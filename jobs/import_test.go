@@ -52,6 +52,7 @@ func TestImportJobs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	imp.Outbound = loopback(t)
 	at := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 	srv := langfusetest.NewServer(t, langfusetest.Options{
 		Traces: []langfusetest.Trace{{ID: "tr-1", Input: "Hi?", Output: "Hello."}},

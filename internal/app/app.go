@@ -24,6 +24,7 @@ import (
 	"github.com/curate/curate/internal/health"
 	"github.com/curate/curate/internal/imports"
 	"github.com/curate/curate/internal/jobq"
+	"github.com/curate/curate/internal/outbound"
 	"github.com/curate/curate/internal/pairs"
 	"github.com/curate/curate/internal/servers"
 )
@@ -35,6 +36,9 @@ type Services struct {
 	Log    *slog.Logger
 	// Jobs inserts River jobs; services start their work through it.
 	Jobs *river.Client[pgx.Tx]
+	// Outbound makes every call to a server a user named (Langfuse, alert
+	// webhooks), under the operator's CURATE_OUTBOUND_ALLOW.
+	Outbound *outbound.Client
 
 	Accounts *accounts.Service
 	Feedback *feedback.Service
@@ -61,18 +65,26 @@ func New(cfg config.Config, pool *pgxpool.Pool, log *slog.Logger) (*Services, er
 	if err != nil {
 		return nil, err
 	}
+	// One outbound client, under the operator's policy, for every call to a
+	// server a user named.
+	policy, err := outbound.ParsePolicy(cfg.OutboundAllow)
+	if err != nil {
+		return nil, err
+	}
+	out := &outbound.Client{Policy: policy}
 	fb := &feedback.Service{Pool: pool}
 	ps := &pairs.Service{Pool: pool}
 	imp, err := imports.New(cfg, pool, fb, ps, inserter, bucket, log)
 	if err != nil {
 		return nil, err
 	}
+	imp.Outbound = out
 	ds := &datasets.Service{Pool: pool, Bucket: bucket, Jobs: inserter}
 	ft := finetune.FromConfig(pool, cfg)
 	ft.Jobs = inserter
 	ft.SetDataSource(&datasets.FineTuneSource{Service: ds})
 	return &Services{
-		Config: cfg, Pool: pool, Log: log, Jobs: inserter,
+		Config: cfg, Pool: pool, Log: log, Jobs: inserter, Outbound: out,
 		Accounts: accounts.New(pool),
 		Feedback: fb,
 		Pairs:    ps,
@@ -80,7 +92,9 @@ func New(cfg config.Config, pool *pgxpool.Pool, log *slog.Logger) (*Services, er
 		Datasets: ds,
 		FineTune: ft,
 
-		Alerts:        &alerts.Service{Pool: pool, Jobs: inserter},
+		// The webhook secrets are sealed with the key of the Langfuse
+		// secrets: one key for every secret Curate stores.
+		Alerts:        &alerts.Service{Pool: pool, Jobs: inserter, Secrets: imp.Secrets, Outbound: out, Log: log},
 		FeedbackStats: &feedbackstats.Service{Pool: pool},
 		AuditLog:      &audit.Service{Pool: pool},
 		Health:        &health.Service{Pool: pool},

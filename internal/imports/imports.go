@@ -23,7 +23,6 @@ package imports
 
 import (
 	"log/slog"
-	"net/http"
 	"slices"
 	"strings"
 
@@ -36,6 +35,7 @@ import (
 	"github.com/curate/curate/internal/feedback"
 	"github.com/curate/curate/internal/importfile"
 	"github.com/curate/curate/internal/jobq"
+	"github.com/curate/curate/internal/outbound"
 	"github.com/curate/curate/internal/pairs"
 	"github.com/curate/curate/internal/secrets"
 )
@@ -76,9 +76,10 @@ type Service struct {
 	// the blob store every server shares, so the worker that runs an
 	// import need not be the server that took the upload.
 	Bucket *blob.Bucket
-	// HTTP talks to Langfuse; nil means the Langfuse client's default.
-	HTTP *http.Client
-	Log  *slog.Logger
+	// Outbound makes every call to an organisation's Langfuse, under the
+	// operator's address policy; nil allows public addresses only.
+	Outbound *outbound.Client
+	Log      *slog.Logger
 }
 
 // New builds the service on the process's feedback and pair services and

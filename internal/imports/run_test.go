@@ -62,6 +62,7 @@ func newEnv(t testing.TB) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
+	svc.Outbound = allow(t, "127.0.0.0/8,::1") // the fake Langfuse listens on loopback
 	return &env{ctx: ctx, pool: pool, svc: svc, orgID: org.ID, blobDir: blobDir}
 }
 

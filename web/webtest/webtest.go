@@ -90,8 +90,10 @@ func start(t testing.TB, pool *pgxpool.Pool, opts Options, shared func(*config.C
 	t.Helper()
 	// serve's defaults, changed only where a test server must differ: any
 	// free ports, a private data directory, the shared test keys, quiet
-	// logs, the workers the test asks for, a quick stop, and API keys that
-	// tests hammering one key do not exhaust.
+	// logs, the workers the test asks for, a quick stop, API keys that
+	// tests hammering one key do not exhaust, and outbound calls allowed to
+	// loopback, where the tests' fake Langfuse and webhook receivers listen
+	// (a test of the refusals sets OutboundAllow back to "").
 	cfg := config.Defaults()
 	cfg.Addr, cfg.MetricsAddr, cfg.DataDir, cfg.LogLevel = "127.0.0.1:0", "127.0.0.1:0", t.TempDir(), "warn"
 	cfg.SessionKey, cfg.SecretKey = SessionKey, SecretKey
@@ -100,6 +102,7 @@ func start(t testing.TB, pool *pgxpool.Pool, opts Options, shared func(*config.C
 	if shared != nil {
 		shared(&cfg)
 	}
+	cfg.OutboundAllow = "127.0.0.0/8,::1"
 	if opts.Configure != nil {
 		opts.Configure(&cfg)
 	}
