@@ -24,12 +24,11 @@ var ErrBadKey = errors.New("invalid or revoked API key")
 // SignIn checks a password sign-in, enforcing the lockout policy, and audits it.
 func (s *Service) SignIn(ctx context.Context, email, password, ip string) (db.User, error) {
 	q := db.New(s.Pool)
-	now := s.Now()
-	counts, err := q.LoginFailureCounts(ctx, db.LoginFailureCountsParams{Email: email, Ip: ip, Since: now.Add(-s.Window)})
+	ok, err := s.reserveAttempt(ctx, email, ip)
 	if err != nil {
 		return db.User{}, err
 	}
-	if counts.ByEmail >= int64(s.MaxFailuresPerEmail) || counts.ByIp >= int64(s.MaxFailuresPerIP) {
+	if !ok {
 		auth.DummyVerify(password)
 		_ = audit.Record(ctx, q, audit.Actor{Kind: "anonymous", Label: email, IP: ip},
 			audit.Entry{Action: "auth.login_locked", TargetType: "user", Details: map[string]any{"email": email}})
@@ -47,7 +46,7 @@ func (s *Service) SignIn(ctx context.Context, email, password, ip string) (db.Us
 	case err != nil:
 		return db.User{}, err
 	}
-	ok, err := auth.VerifyPassword(u.PasswordHash, password)
+	ok, err = auth.VerifyPassword(u.PasswordHash, password)
 	if err != nil {
 		return db.User{}, err
 	}
@@ -57,6 +56,7 @@ func (s *Service) SignIn(ctx context.Context, email, password, ip string) (db.Us
 	if !u.Active {
 		return db.User{}, s.fail(ctx, q, &u, email, ip, "deactivated")
 	}
+	// Success takes back the reserved attempt with the account's earlier failures.
 	if err := q.LoginFailureClear(ctx, email); err != nil {
 		return db.User{}, err
 	}
@@ -65,10 +65,32 @@ func (s *Service) SignIn(ctx context.Context, email, password, ip string) (db.Us
 	return u, err
 }
 
+// reserveAttempt counts an attempt as a failure before its password is
+// checked, unless the account or the address is already at its limit, in
+// which case it reports false. Counting and adding happen under locks on
+// the e-mail and the address, so parallel attempts cannot all see room for
+// one more: exactly the limit's worth of passwords is ever checked.
+func (s *Service) reserveAttempt(ctx context.Context, email, ip string) (bool, error) {
+	var ok bool
+	err := db.InTx(ctx, s.Pool, func(_ pgx.Tx, q *db.Queries) error {
+		if err := q.LoginFailureGetForUpdate(ctx, db.LoginFailureGetForUpdateParams{Email: email, Ip: ip}); err != nil {
+			return err
+		}
+		counts, err := q.LoginFailureCounts(ctx, db.LoginFailureCountsParams{Email: email, Ip: ip, Since: s.Now().Add(-s.Window)})
+		if err != nil {
+			return err
+		}
+		if counts.ByEmail >= int64(s.MaxFailuresPerEmail) || counts.ByIp >= int64(s.MaxFailuresPerIP) {
+			return nil
+		}
+		ok = true
+		return q.LoginFailureInsert(ctx, db.LoginFailureInsertParams{Email: email, Ip: ip})
+	})
+	return ok, err
+}
+
+// fail audits a failed sign-in, whose attempt is already counted.
 func (s *Service) fail(ctx context.Context, q *db.Queries, u *db.User, email, ip, reason string) error {
-	if err := q.LoginFailureInsert(ctx, db.LoginFailureInsertParams{Email: email, Ip: ip}); err != nil {
-		return err
-	}
 	e := audit.Entry{Action: "auth.login_failed", TargetType: "user", Details: map[string]any{"email": email, "reason": reason}}
 	if u != nil {
 		e.OrgID, e.TargetID = u.OrgID, u.ID.String()
