@@ -20,7 +20,8 @@ func (MaintenanceArgs) InsertOpts() river.InsertOpts {
 	return river.InsertOpts{UniqueOpts: river.UniqueOpts{ByPeriod: 10 * time.Minute}}
 }
 
-// MaintenanceWorker deletes sign-in failures past the lockout window.
+// MaintenanceWorker deletes sign-in failures past the lockout window and
+// expired sessions.
 type MaintenanceWorker struct {
 	river.WorkerDefaults[MaintenanceArgs]
 	Accounts *accounts.Service
@@ -28,5 +29,5 @@ type MaintenanceWorker struct {
 
 // Work runs the clean-up; it is idempotent.
 func (w *MaintenanceWorker) Work(ctx context.Context, job *river.Job[MaintenanceArgs]) error {
-	return w.Accounts.PruneLoginFailures(ctx)
+	return w.Accounts.Prune(ctx)
 }

@@ -8,7 +8,6 @@ import (
 	"net/netip"
 	"strings"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/labstack/echo/v4"
 
 	"github.com/curate/curate/handlers"
@@ -93,15 +92,17 @@ func (a *App) authenticate(next echo.HandlerFunc) echo.HandlerFunc {
 				return next(c)
 			}
 		}
-		if uid, ok := a.handlers.Sessions.SessionUser(c); ok {
-			u, err := a.handlers.Q.UserWithOrg(c.Request().Context(), uid)
+		if token, ok := a.handlers.Sessions.Token(c); ok {
+			// The session row, not the cookie, says who is signed in: a
+			// copy of the cookie dies with the row.
+			s, err := a.Accounts.SessionCaller(c.Request().Context(), token)
 			switch {
-			case errors.Is(err, pgx.ErrNoRows):
+			case errors.Is(err, accounts.ErrNoSession):
 			case err != nil:
 				return err
-			case u.Active:
-				handlers.SetCaller(c, &handlers.Caller{Kind: "session", OrgID: u.OrgID, OrgSlug: u.OrgSlug, OrgName: u.OrgName,
-					Role: auth.Role(u.Role), UserID: u.ID, Label: u.Email})
+			default:
+				handlers.SetCaller(c, &handlers.Caller{Kind: "session", OrgID: s.OrgID, OrgSlug: s.OrgSlug, OrgName: s.OrgName,
+					Role: auth.Role(s.Role), UserID: s.UserID, Label: s.Email})
 			}
 		}
 		return next(c)

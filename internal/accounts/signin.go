@@ -21,48 +21,67 @@ var ErrBadCredentials = errors.New("wrong e-mail or password")
 // ErrBadKey is the answer for a malformed, unknown or revoked API key.
 var ErrBadKey = errors.New("invalid or revoked API key")
 
-// SignIn checks a password sign-in, enforcing the lockout policy, and audits it.
-func (s *Service) SignIn(ctx context.Context, email, password, ip string) (db.User, error) {
+// Credentials are a sign-in attempt and where it comes from.
+type Credentials struct {
+	Email     string
+	Password  string
+	IP        string
+	UserAgent string
+}
+
+// SignIn checks a password sign-in, enforcing the lockout policy, audits
+// it and starts a session.
+func (s *Service) SignIn(ctx context.Context, c Credentials) (Session, error) {
 	q := db.New(s.Pool)
-	ok, err := s.reserveAttempt(ctx, email, ip)
+	ok, err := s.reserveAttempt(ctx, c.Email, c.IP)
 	if err != nil {
-		return db.User{}, err
+		return Session{}, err
 	}
 	if !ok {
-		auth.DummyVerify(password)
-		_ = audit.Record(ctx, q, audit.Actor{Kind: "anonymous", Label: email, IP: ip},
-			audit.Entry{Action: "auth.login_locked", TargetType: "user", Details: map[string]any{"email": email}})
-		return db.User{}, &errs.TooMany{
-			Message:    fmt.Sprintf("too many failed sign-ins: try again in %d minutes", int(s.Window.Minutes())),
-			RetryAfter: s.Window,
-		}
+		auth.DummyVerify(c.Password)
+		_ = audit.Record(ctx, q, audit.Actor{Kind: "anonymous", Label: c.Email, IP: c.IP},
+			audit.Entry{Action: "auth.login_locked", TargetType: "user", Details: map[string]any{"email": c.Email}})
+		return Session{}, s.tooMany()
 	}
 
-	u, err := q.UserGetByEmail(ctx, email)
+	u, err := q.UserGetByEmail(ctx, c.Email)
 	switch {
 	case errors.Is(err, pgx.ErrNoRows):
-		auth.DummyVerify(password)
-		return db.User{}, s.fail(ctx, q, nil, email, ip, "unknown e-mail")
+		auth.DummyVerify(c.Password)
+		return Session{}, s.fail(ctx, q, nil, c, "unknown e-mail")
 	case err != nil:
-		return db.User{}, err
+		return Session{}, err
 	}
-	ok, err = auth.VerifyPassword(u.PasswordHash, password)
+	ok, err = auth.VerifyPassword(u.PasswordHash, c.Password)
 	if err != nil {
-		return db.User{}, err
+		return Session{}, err
 	}
 	if !ok {
-		return db.User{}, s.fail(ctx, q, &u, email, ip, "wrong password")
+		return Session{}, s.fail(ctx, q, &u, c, "wrong password")
 	}
 	if !u.Active {
-		return db.User{}, s.fail(ctx, q, &u, email, ip, "deactivated")
+		return Session{}, s.fail(ctx, q, &u, c, "deactivated")
 	}
-	// Success takes back the reserved attempt with the account's earlier failures.
-	if err := q.LoginFailureClear(ctx, email); err != nil {
-		return db.User{}, err
+	var sess Session
+	err = db.InTx(ctx, s.Pool, func(_ pgx.Tx, q *db.Queries) error {
+		// Success takes back the reserved attempt with the account's earlier failures.
+		if err := q.LoginFailureClear(ctx, c.Email); err != nil {
+			return err
+		}
+		if sess, err = s.startSession(ctx, q, u, c.IP, c.UserAgent); err != nil {
+			return err
+		}
+		return audit.Record(ctx, q, audit.Actor{Kind: "user", ID: u.ID, Label: u.Email, IP: c.IP},
+			audit.Entry{OrgID: u.OrgID, Action: "auth.login", TargetType: "user", TargetID: u.ID.String()})
+	})
+	return sess, err
+}
+
+func (s *Service) tooMany() error {
+	return &errs.TooMany{
+		Message:    fmt.Sprintf("too many failed sign-ins: try again in %d minutes", int(s.Window.Minutes())),
+		RetryAfter: s.Window,
 	}
-	err = audit.Record(ctx, q, audit.Actor{Kind: "user", ID: u.ID, Label: u.Email, IP: ip},
-		audit.Entry{OrgID: u.OrgID, Action: "auth.login", TargetType: "user", TargetID: u.ID.String()})
-	return u, err
 }
 
 // reserveAttempt counts an attempt as a failure before its password is
@@ -90,21 +109,21 @@ func (s *Service) reserveAttempt(ctx context.Context, email, ip string) (bool, e
 }
 
 // fail audits a failed sign-in, whose attempt is already counted.
-func (s *Service) fail(ctx context.Context, q *db.Queries, u *db.User, email, ip, reason string) error {
-	e := audit.Entry{Action: "auth.login_failed", TargetType: "user", Details: map[string]any{"email": email, "reason": reason}}
-	if u != nil {
-		e.OrgID, e.TargetID = u.OrgID, u.ID.String()
-	}
-	if err := audit.Record(ctx, q, audit.Actor{Kind: "anonymous", Label: email, IP: ip}, e); err != nil {
+func (s *Service) fail(ctx context.Context, q *db.Queries, u *db.User, c Credentials, reason string) error {
+	if err := auditFailure(ctx, q, u, c.Email, c.IP, reason); err != nil {
 		return err
 	}
 	return ErrBadCredentials
 }
 
-// SignOut audits a sign-out.
-func (s *Service) SignOut(ctx context.Context, u db.User, ip string) error {
-	return audit.Record(ctx, db.New(s.Pool), audit.Actor{Kind: "user", ID: u.ID, Label: u.Email, IP: ip},
-		audit.Entry{OrgID: u.OrgID, Action: "auth.logout", TargetType: "user", TargetID: u.ID.String()})
+// auditFailure records a wrong password (or unknown or deactivated user):
+// each attempt the lockout counts is one auth.login_failed.
+func auditFailure(ctx context.Context, q *db.Queries, u *db.User, email, ip, reason string) error {
+	e := audit.Entry{Action: "auth.login_failed", TargetType: "user", Details: map[string]any{"email": email, "reason": reason}}
+	if u != nil {
+		e.OrgID, e.TargetID = u.OrgID, u.ID.String()
+	}
+	return audit.Record(ctx, q, audit.Actor{Kind: "anonymous", Label: email, IP: ip}, e)
 }
 
 // keyCacheTTL is how long a checked API key is trusted without asking the
@@ -153,7 +172,12 @@ func (s *Service) KeyCaller(ctx context.Context, bearer string) (db.APIKeyCaller
 	return k, nil
 }
 
-// PruneLoginFailures deletes failures older than the lockout window.
-func (s *Service) PruneLoginFailures(ctx context.Context) error {
-	return db.New(s.Pool).LoginFailurePrune(ctx, s.Now().Add(-s.Window).Add(-time.Hour))
+// Prune deletes sign-in failures older than the lockout window and
+// expired sessions.
+func (s *Service) Prune(ctx context.Context) error {
+	q := db.New(s.Pool)
+	if err := q.LoginFailurePrune(ctx, s.Now().Add(-s.Window).Add(-time.Hour)); err != nil {
+		return err
+	}
+	return q.SessionDeleteExpired(ctx, s.Now())
 }

@@ -67,9 +67,11 @@ func New(cfg config.Config, pool *pgxpool.Pool, log *slog.Logger) (*Services, er
 	ds := &datasets.Service{Pool: pool, Bucket: bucket}
 	ft := finetune.FromConfig(pool, cfg)
 	ft.SetDataSource(&datasets.FineTuneSource{Service: ds})
+	acc := accounts.New(pool)
+	acc.SessionTTL = cfg.SessionTTL
 	return &Services{
 		Config: cfg, Pool: pool, Log: log, Jobs: inserter,
-		Accounts: accounts.New(pool),
+		Accounts: acc,
 		Feedback: fb,
 		Pairs:    &pairs.Service{Pool: pool},
 		Imports:  imp,

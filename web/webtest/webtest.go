@@ -43,12 +43,18 @@ type Server struct {
 type Options struct {
 	Workers   int
 	Configure func(*config.Config)
+	// Pool, when set, is the database of another Server: the two then
+	// act as two Curate servers sharing one PostgreSQL.
+	Pool *pgxpool.Pool
 }
 
 // New starts a server for t, stopped when t ends.
 func New(t testing.TB, opts Options) *Server {
 	t.Helper()
-	pool := pgtest.NewDB(t)
+	pool := opts.Pool
+	if pool == nil {
+		pool = pgtest.NewDB(t)
+	}
 	// serve's defaults, changed only where a test server must differ: any
 	// free port, a private data directory, quiet logs, the workers the test
 	// asks for, a quick stop, and API keys that tests hammering one key do
