@@ -115,9 +115,12 @@ func (a *App) keyCaller(c echo.Context, token string) (*handlers.Caller, error) 
 		if errors.Is(err, accounts.ErrBadKey) {
 			return nil, echo.NewHTTPError(http.StatusUnauthorized, "The API key is malformed, unknown or revoked.")
 		}
+		if errors.Is(err, accounts.ErrKeySuspended) {
+			return nil, echo.NewHTTPError(http.StatusUnauthorized, "The API key is suspended: the user who created it is deactivated.")
+		}
 		return nil, err
 	}
-	return &handlers.Caller{Kind: "api_key", OrgID: k.OrgID, OrgSlug: k.OrgSlug, OrgName: k.OrgName, Role: auth.Role(k.Role), KeyID: k.ID, Label: k.Name}, nil
+	return &handlers.Caller{Kind: "api_key", OrgID: k.OrgID, OrgSlug: k.OrgSlug, OrgName: k.OrgName, Role: k.Role, KeyID: k.ID, Label: k.Name}, nil
 }
 
 // limitAPIKeys gives each API key a token bucket; an empty one answers 429

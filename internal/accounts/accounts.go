@@ -126,7 +126,9 @@ func (s *Service) CreateUser(ctx context.Context, actor audit.Actor, orgID uuid.
 	return u, err
 }
 
-// ChangeRole sets a user's role. The last active admin cannot lose the role.
+// ChangeRole sets a user's role, ending their sessions; the keys they
+// created act with at most the new role (see KeyRole). The last active
+// admin cannot lose the role.
 func (s *Service) ChangeRole(ctx context.Context, actor audit.Actor, orgID, userID uuid.UUID, roleText string) (db.User, error) {
 	role, err := auth.ParseRole(roleText)
 	if err != nil {
@@ -156,11 +158,15 @@ func (s *Service) ChangeRole(ctx context.Context, actor audit.Actor, orgID, user
 		return audit.Record(ctx, q, actor, audit.Entry{OrgID: orgID, Action: "user.role_change", TargetType: "user",
 			TargetID: u.ID.String(), Details: map[string]any{"email": u.Email, "from": old.Role, "to": u.Role, "sessions_ended": ended}})
 	})
+	if err == nil {
+		s.forgetKeysOf(userID)
+	}
 	return u, err
 }
 
 // SetActive activates or deactivates a user. Deactivating ends the user's
-// sessions for good: reactivation does not bring them back.
+// sessions for good (reactivation does not bring them back) and suspends
+// the API keys they created until they are reactivated (see KeyRole).
 func (s *Service) SetActive(ctx context.Context, actor audit.Actor, orgID, userID uuid.UUID, active bool) (db.User, error) {
 	var u db.User
 	err := db.InTx(ctx, s.Pool, func(tx pgx.Tx, q *db.Queries) error {
@@ -188,6 +194,9 @@ func (s *Service) SetActive(ctx context.Context, actor audit.Actor, orgID, userI
 		return audit.Record(ctx, q, actor, audit.Entry{OrgID: orgID, Action: action, TargetType: "user",
 			TargetID: u.ID.String(), Details: details})
 	})
+	if err == nil {
+		s.forgetKeysOf(userID)
+	}
 	return u, err
 }
 
@@ -263,10 +272,14 @@ func (s *Service) RevokeAPIKey(ctx context.Context, actor audit.Actor, orgID, ke
 		if err != nil {
 			return err
 		}
-		s.keys.Delete(k.Prefix)
 		return audit.Record(ctx, q, actor, audit.Entry{OrgID: orgID, Action: "api_key.revoke", TargetType: "api_key",
 			TargetID: k.ID.String(), Details: map[string]any{"name": k.Name, "prefix": k.Prefix}})
 	})
+	if err == nil {
+		// After the commit: a request between forgetting and committing
+		// would cache the key again, still unrevoked.
+		s.keys.Delete(k.Prefix)
+	}
 	return k, err
 }
 

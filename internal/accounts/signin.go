@@ -18,9 +18,6 @@ import (
 // password and a deactivated user, so sign-in tells an attacker nothing.
 var ErrBadCredentials = errors.New("wrong e-mail or password")
 
-// ErrBadKey is the answer for a malformed, unknown or revoked API key.
-var ErrBadKey = errors.New("invalid or revoked API key")
-
 // Credentials are a sign-in attempt and where it comes from.
 type Credentials struct {
 	Email     string
@@ -124,52 +121,6 @@ func auditFailure(ctx context.Context, q *db.Queries, u *db.User, email, ip, rea
 		e.OrgID, e.TargetID = u.OrgID, u.ID.String()
 	}
 	return audit.Record(ctx, q, audit.Actor{Kind: "anonymous", Label: email, IP: ip}, e)
-}
-
-// keyCacheTTL is how long a checked API key is trusted without asking the
-// database again. A key revoked on this server stops at once; on other
-// servers within this time.
-const keyCacheTTL = 5 * time.Second
-
-type cachedKey struct {
-	row     db.APIKeyCallerRow
-	expires time.Time
-}
-
-// KeyCaller checks a bearer API key and returns it with its organisation,
-// in one query, trusted for keyCacheTTL afterwards. Its last use is recorded
-// at most once a minute per key and process, so a busy key does not write
-// on every request.
-func (s *Service) KeyCaller(ctx context.Context, bearer string) (db.APIKeyCallerRow, error) {
-	prefix, hash, err := auth.ParseAPIKey(bearer)
-	if err != nil {
-		return db.APIKeyCallerRow{}, ErrBadKey
-	}
-	now := s.Now()
-	if c, ok := s.keys.Load(prefix); ok {
-		if c := c.(cachedKey); now.Before(c.expires) && auth.HashMatches(c.row.SecretHash, hash) {
-			return c.row, nil
-		}
-	}
-	q := db.New(s.Pool)
-	k, err := q.APIKeyCaller(ctx, prefix)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return db.APIKeyCallerRow{}, ErrBadKey
-	}
-	if err != nil {
-		return db.APIKeyCallerRow{}, err
-	}
-	if !auth.HashMatches(k.SecretHash, hash) || k.RevokedAt != nil {
-		return db.APIKeyCallerRow{}, ErrBadKey
-	}
-	s.keys.Store(prefix, cachedKey{row: k, expires: now.Add(keyCacheTTL)})
-	if last, ok := s.touched.Load(k.ID); !ok || now.Sub(last.(time.Time)) > time.Minute {
-		s.touched.Store(k.ID, now)
-		if err := q.APIKeyTouch(ctx, k.ID); err != nil {
-			return db.APIKeyCallerRow{}, err
-		}
-	}
-	return k, nil
 }
 
 // Prune deletes sign-in failures older than the lockout window and
