@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/chromedp/chromedp"
+
 	"github.com/curate/curate/internal/config"
 	"github.com/curate/curate/web/webtest"
 )
@@ -173,4 +175,38 @@ func TestPasswordChangeEndsOtherSessions(t *testing.T) {
 	s.Client().PostForm("/login", url.Values{"email": {"ada@acme.test"}, "password": {webtest.Password}}).Must(t, http.StatusUnauthorized)
 	s.Client().PostForm("/login", url.Values{"email": {"ada@acme.test"}, "password": {newPassword}}).Must(t, http.StatusSeeOther)
 	assertAudit(t, s, "user.password_change")
+}
+
+// In a real browser: from the header to the account page, and signing out
+// everywhere with its form.
+func TestBrowserSignOutEverywhere(t *testing.T) {
+	s := webtest.New(t, webtest.Options{})
+	s.User(s.Org("acme"), "ada@acme.test", "viewer")
+	other := s.SignedIn("ada@acme.test")
+	ctx := webtest.Browser(t)
+
+	err := chromedp.Do(ctx,
+		chromedp.Navigate(s.URL+"/login"),
+		chromedp.WaitVisible(`input[name=email]`),
+		chromedp.SendKeys(`input[name=email]`, "ada@acme.test"),
+		chromedp.SendKeys(`input[name=password]`, webtest.Password),
+		chromedp.Submit(`input[name=password]`),
+		chromedp.WaitVisible(`.who a[href="/account"]`),
+		chromedp.Click(`.who a[href="/account"]`),
+		chromedp.WaitVisible(`#sign-out-everywhere`),
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
+	webtest.Screenshot(t, ctx, "account")
+	if sessions := text(t, ctx, `#sessions`); !strings.Contains(sessions, "2 browsers") || !strings.Contains(sessions, "this browser") {
+		t.Fatalf("account page sessions: %q", sessions)
+	}
+	if err := chromedp.Do(ctx, chromedp.Click(`#sign-out-everywhere`), chromedp.WaitVisible(`input[name=email]`)); err != nil {
+		t.Fatal(err)
+	}
+	if flash := text(t, ctx, `.flash`); !strings.Contains(flash, "signed out everywhere") {
+		t.Fatalf("after signing out everywhere: flash %q", flash)
+	}
+	assertSignedOut(t, other, "the other client")
 }
