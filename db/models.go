@@ -864,6 +864,17 @@ type Server struct {
 	LastSeenAt time.Time `json:"last_seen_at"`
 }
 
+type Session struct {
+	ID         []byte    `json:"id"`
+	UserID     uuid.UUID `json:"user_id"`
+	OrgID      uuid.UUID `json:"org_id"`
+	CreatedAt  time.Time `json:"created_at"`
+	LastSeenAt time.Time `json:"last_seen_at"`
+	ExpiresAt  time.Time `json:"expires_at"`
+	UserAgent  string    `json:"user_agent"`
+	Ip         string    `json:"ip"`
+}
+
 type TrainingDataset struct {
 	ID                uuid.UUID     `json:"id"`
 	OrgID             uuid.UUID     `json:"org_id"`

@@ -1,6 +1,7 @@
 package jobs_test
 
 import (
+	"bytes"
 	"context"
 	"log/slog"
 	"os"
@@ -15,6 +16,7 @@ import (
 	"github.com/curate/curate/db/pgtest"
 	"github.com/curate/curate/internal/accounts"
 	"github.com/curate/curate/internal/app"
+	"github.com/curate/curate/internal/audit"
 	"github.com/curate/curate/internal/blobstore"
 	"github.com/curate/curate/internal/config"
 	"github.com/curate/curate/internal/feedback"
@@ -27,13 +29,28 @@ import (
 func TestMain(m *testing.M) { pgtest.Main(m) }
 
 // A real River client on a real database inserts the maintenance job and
-// works it: the expired sign-in failure is gone, the fresh one stays; an
-// upload abandoned two days ago (its run never recorded) is deleted, while
-// a queued run's file as old stays.
+// works it: the expired sign-in failure and session are gone, the fresh
+// ones stay; an upload abandoned two days ago (its run never recorded) is
+// deleted, while a queued run's file as old stays.
 func TestMaintenanceJobRuns(t *testing.T) {
 	ctx := context.Background()
 	pool := pgtest.NewDB(t)
 	q := db.New(pool)
+	acc := accounts.New(pool)
+	org, err := acc.EnsureOrg(ctx, "acme", "Acme")
+	if err != nil {
+		t.Fatal(err)
+	}
+	u, err := acc.CreateUser(ctx, audit.System, org.ID, accounts.NewUser{Email: "ada@acme.test", Role: "viewer", Password: "a-long-password-1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, expires := range []time.Time{time.Now().Add(-time.Hour), time.Now().Add(time.Hour)} {
+		id := bytes.Repeat([]byte{byte(i + 1)}, 32)
+		if err := q.SessionInsert(ctx, db.SessionInsertParams{ID: id, UserID: u.ID, OrgID: org.ID, ExpiresAt: expires}); err != nil {
+			t.Fatal(err)
+		}
+	}
 	if err := q.LoginFailureInsert(ctx, db.LoginFailureInsertParams{Email: "old@x.test", Ip: "10.0.0.1"}); err != nil {
 		t.Fatal(err)
 	}
@@ -45,10 +62,6 @@ func TestMaintenanceJobRuns(t *testing.T) {
 	}
 
 	log := slog.New(slog.DiscardHandler)
-	org, err := accounts.New(pool).EnsureOrg(ctx, "acme", "Acme")
-	if err != nil {
-		t.Fatal(err)
-	}
 	blobDir := t.TempDir()
 	bucket, err := blobstore.OpenDir(blobDir)
 	if err != nil {
@@ -79,7 +92,7 @@ func TestMaintenanceJobRuns(t *testing.T) {
 		}
 	}
 
-	client, err := jobs.NewClient(jobs.Deps{Services: &app.Services{Pool: pool, Accounts: accounts.New(pool), Log: log, Imports: imp}}, jobs.Options{Workers: 2})
+	client, err := jobs.NewClient(jobs.Deps{Services: &app.Services{Pool: pool, Accounts: acc, Log: log, Imports: imp}}, jobs.Options{Workers: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -118,5 +131,12 @@ func TestMaintenanceJobRuns(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(blobDir, filepath.FromSlash(waiting))); err != nil {
 		t.Errorf("the queued run's file was swept: %v", err)
+	}
+	var left []byte
+	if err := pool.QueryRow(ctx, "SELECT string_agg(id, ''::bytea) FROM sessions").Scan(&left); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(left, bytes.Repeat([]byte{2}, 32)) {
+		t.Fatalf("after maintenance the sessions are %x; want only the live one", left)
 	}
 }

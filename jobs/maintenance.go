@@ -23,8 +23,9 @@ func (MaintenanceArgs) InsertOpts() river.InsertOpts {
 	return river.InsertOpts{UniqueOpts: river.UniqueOpts{ByPeriod: 10 * time.Minute}}
 }
 
-// MaintenanceWorker deletes sign-in failures past the lockout window and
-// uploads that no import will read (see imports.Service.SweepUploads).
+// MaintenanceWorker deletes sign-in failures past the lockout window,
+// expired sessions and uploads that no import will read (see
+// imports.Service.SweepUploads).
 type MaintenanceWorker struct {
 	river.WorkerDefaults[MaintenanceArgs]
 	Accounts *accounts.Service
@@ -35,7 +36,7 @@ type MaintenanceWorker struct {
 // Work runs the clean-up; it is idempotent. Each part runs whatever the
 // other's outcome.
 func (w *MaintenanceWorker) Work(ctx context.Context, job *river.Job[MaintenanceArgs]) error {
-	err := w.Accounts.PruneLoginFailures(ctx)
+	err := w.Accounts.Prune(ctx)
 	if w.Imports != nil {
 		_, serr := w.Imports.SweepUploads(ctx, time.Now().Add(-imports.UploadGrace))
 		err = errors.Join(err, serr)

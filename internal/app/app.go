@@ -83,9 +83,11 @@ func New(cfg config.Config, pool *pgxpool.Pool, log *slog.Logger) (*Services, er
 	ft := finetune.FromConfig(pool, cfg)
 	ft.Jobs = inserter
 	ft.SetDataSource(&datasets.FineTuneSource{Service: ds})
+	acc := accounts.New(pool)
+	acc.SessionTTL = cfg.SessionTTL
 	return &Services{
 		Config: cfg, Pool: pool, Log: log, Jobs: inserter, Outbound: out,
-		Accounts: accounts.New(pool),
+		Accounts: acc,
 		Feedback: fb,
 		Pairs:    ps,
 		Imports:  imp,
