@@ -88,7 +88,6 @@ func FromConfig(pool *pgxpool.Pool, cfg config.Config) *Service {
 			bedrock.Name: Bedrock(bc),
 			local.Name:   Local(LocalConfig(cfg)),
 		},
-		Prices:        pricing.NewStore(filepath.Join(cfg.DataDir, "fine-tuning-prices.json")),
 		Dir:           filepath.Join(cfg.DataDir, "fine-tuning"),
 		DefaultBudget: pricing.Dollars(cfg.FineTuneBudgetUSD),
 		PollEvery:     cfg.FineTunePoll,

@@ -26,9 +26,12 @@ type Service struct {
 	Providers Providers
 	// Jobs inserts each job's worker in the launch's transaction and wakes
 	// it when a cancel is asked for.
-	Jobs   jobq.Inserter
-	Prices *pricing.Store
-	// Dir holds each job's prepared files, in <Dir>/<job id>/.
+	Jobs jobq.Inserter
+	// Dir is this machine's scratch space. A step that needs a job's
+	// training files writes them again from the frozen dataset version
+	// into a folder of its own under Dir and removes it before it ends:
+	// the next step may run on another machine, so no step reads what an
+	// earlier one left on disk.
 	Dir string
 	// DefaultBudget is an organisation's monthly budget until an admin
 	// sets one.
