@@ -15,8 +15,8 @@ import (
 )
 
 // The training API of Curate's IRS design (seed 003, section 4), mapped
-// onto local fine-tuning jobs: a stage is a method, model_id the local base
-// model directory, irs_config the IRS settings.
+// onto local fine-tuning jobs: a stage is a method, model_id the base
+// model's name in the models directory, irs_config the IRS settings.
 
 // trainStages maps the design's stages to methods.
 var trainStages = map[string]provider.Method{

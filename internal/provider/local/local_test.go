@@ -36,25 +36,31 @@ func TestMain(m *testing.M) {
 }
 
 // fixture is a provider running the fake trainer in a temporary runs root,
-// with a base model directory and exported files.
+// with a base model directory (named modelName in the models directory)
+// and exported files.
 type fixture struct {
 	t     *testing.T
 	cfg   Config
 	p     *Provider
-	model string
+	model string // the base model's directory
 	dir   string
 }
+
+// modelName names the fixture's base model in its models directory.
+const modelName = "tiny-llama"
 
 const testGrace = 300 * time.Millisecond
 
 func newFixture(t *testing.T, mode string, edit ...func(*Config)) *fixture {
 	t.Helper()
-	dir := t.TempDir()
-	model := filepath.Join(dir, "model")
+	dir, err := filepath.EvalSymlinks(t.TempDir())
+	must(t, err)
+	model := filepath.Join(dir, "models", modelName)
 	must(t, os.MkdirAll(model, 0o755))
 	must(t, os.WriteFile(filepath.Join(model, "config.json"), []byte(`{"model_type":"llama"}`), 0o644))
 	cfg := Config{
 		RunsRoot:    filepath.Join(dir, "runs"),
+		ModelsDir:   filepath.Join(dir, "models"),
 		Command:     []string{fakeTrainer, "run"},
 		Env:         []string{"FAKE_TRAINER_MODE=" + mode},
 		CancelGrace: testGrace,
@@ -110,7 +116,7 @@ func (f *fixture) request(id string, method provider.Method, format string) prov
 	if !ready {
 		f.t.Fatal("WaitUploaded: not ready after Upload")
 	}
-	return provider.CreateRequest{CurateJobID: id, BaseModel: f.model, Method: method, TrainFileID: up.TrainFileID, ValidFileID: up.ValidFileID}
+	return provider.CreateRequest{CurateJobID: id, BaseModel: modelName, Method: method, TrainFileID: up.TrainFileID, ValidFileID: up.ValidFileID}
 }
 
 // start uploads and creates a job the way a worker does, and kills what is
