@@ -9,12 +9,16 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
+
+	"github.com/curate/curate/internal/finetune"
 	"github.com/curate/curate/internal/finetune/finetunetest"
 	"github.com/curate/curate/web/webtest"
 )
@@ -458,4 +462,77 @@ func cloneForm(v url.Values) url.Values {
 		out[k] = append([]string(nil), vs...)
 	}
 	return out
+}
+
+// A local job trained by a worker on another machine (a data directory and
+// runs of its own, the same database, the same models) is followed from a
+// web server that has none of its files: /api/train/:id/metrics answers
+// the trainer's metrics.jsonl lines from the database, the status gives
+// the IRS iteration and weights, and the job page charts them.
+func TestTrainMetricsFromAnotherMachine(t *testing.T) {
+	s, src := localServerWith(t, 0, time.Millisecond)
+	org := s.Org("acme")
+	admin := s.APIKey(org, "ops", "admin")
+	chats := src.AddSFT(org, "support-sft v1", finetunetest.Chats(6), 2)
+	model := localModel(t, s)
+
+	cfg := s.App.Config
+	cfg.DataDir, cfg.ModelsDir = t.TempDir(), t.TempDir()
+	writeModel(t, filepath.Join(cfg.ModelsDir, model))
+	worker := finetune.FromConfig(s.Pool, cfg)
+	worker.SetDataSource(src)
+
+	var started struct {
+		JobID string `json:"job_id"`
+	}
+	s.API(admin, http.MethodPost, "/api/train", map[string]any{"stage": "IRS", "model_id": model, "dataset_version_id": chats.ID.String(),
+		"irs_config": map[string]any{"n_iterations": 2}}).Must(t, http.StatusCreated).JSON(t, &started)
+	id := uuid.MustParse(started.JobID)
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		out, err := worker.Advance(t.Context(), id)
+		if err != nil {
+			t.Fatalf("step %s: %v", out.Step, err)
+		}
+		if out.Done {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the job is still at %s after a minute", out.Step)
+		}
+		time.Sleep(out.Wait)
+	}
+	if _, err := os.Stat(filepath.Join(s.App.Config.DataDir, "runs", "train_"+started.JobID)); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("the web server has the run directory (%v)", err)
+	}
+
+	file, err := os.ReadFile(filepath.Join(cfg.DataDir, "runs", "train_"+started.JobID, "metrics.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want []map[string]any
+	for _, line := range strings.Split(strings.TrimSpace(string(file)), "\n") {
+		var m map[string]any
+		if err := json.Unmarshal([]byte(line), &m); err != nil {
+			t.Fatal(err)
+		}
+		want = append(want, m)
+	}
+	var lines []map[string]any
+	s.API(admin, http.MethodGet, "/api/train/"+started.JobID+"/metrics", nil).Must(t, http.StatusOK).JSON(t, &lines)
+	// Per iteration: generating, scoring, the summary and a training step.
+	if len(want) != 8 || !reflect.DeepEqual(lines, want) {
+		t.Errorf("metrics answer %v, want the worker's metrics.jsonl %v", lines, want)
+	}
+	var st trainStatus
+	s.API(admin, http.MethodGet, "/api/train/status/"+started.JobID, nil).Must(t, http.StatusOK).JSON(t, &st)
+	if d := st.Detail; st.State != "succeeded" || d.CurrentIteration != 2 || d.Metrics.AvgReward == nil || *d.Metrics.AvgReward != 2 ||
+		math.Abs(d.Metrics.CurrentWeights["rel"]-1.2) > 1e-9 {
+		t.Errorf("status %+v", st)
+	}
+	s.User(org, "vic@acme.test", "viewer")
+	page := s.SignedIn("vic@acme.test").Get("/fine-tuning/jobs/"+started.JobID).Must(t, http.StatusOK)
+	if reward := regexpFind(t, `id="ft-reward-line" points="([^"]*)"`, page.Body); len(strings.Fields(reward)) != 2 {
+		t.Errorf("reward line %q, want 2 points", reward)
+	}
 }

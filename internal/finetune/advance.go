@@ -280,7 +280,8 @@ func status(st provider.State) db.FinetuneStatus {
 }
 
 // poll stores what the provider reports: events, checkpoints, per-step
-// metrics and progress, and at the end the outcome and its cost.
+// metrics, the trainer's metrics log and progress, and at the end the
+// outcome and its cost.
 func (s *Service) poll(ctx context.Context, p provider.Provider, j db.FineTuningJob) (Outcome, error) {
 	res, err := p.Poll(ctx, j.ProviderJobID, provider.EventCursor(j.EventCursor))
 	if err != nil {
@@ -327,6 +328,11 @@ func (s *Service) poll(ctx context.Context, p provider.Provider, j db.FineTuning
 		}
 		for _, m := range metrics {
 			if err := q.FineTuneMetricUpsert(ctx, metricParams(j, m)); err != nil {
+				return err
+			}
+		}
+		for _, r := range res.Records {
+			if err := q.FineTuneRunMetricInsert(ctx, db.FineTuneRunMetricInsertParams{JobID: j.ID, OrgID: j.OrgID, Seq: r.Offset, Record: r.Line}); err != nil {
 				return err
 			}
 		}

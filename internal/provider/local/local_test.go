@@ -166,6 +166,7 @@ type finished struct {
 	status      provider.Status
 	events      []provider.Event
 	checkpoints []provider.Checkpoint
+	records     []provider.Record
 	polls       int
 }
 
@@ -175,7 +176,7 @@ func pollToEnd(t *testing.T, p *Provider, jobID string) finished {
 	t.Helper()
 	var got finished
 	var cursor provider.EventCursor
-	last := int64(-1)
+	last, lastRecord := int64(-1), int64(-1)
 	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
 		res, err := p.Poll(context.Background(), jobID, cursor)
 		must(t, err)
@@ -187,6 +188,13 @@ func pollToEnd(t *testing.T, p *Provider, jobID string) finished {
 			}
 			last = off
 		}
+		for _, r := range res.Records {
+			if r.Offset <= lastRecord {
+				t.Fatalf("record at %d after %d: offsets must increase", r.Offset, lastRecord)
+			}
+			lastRecord = r.Offset
+		}
+		got.records = append(got.records, res.Records...)
 		got.events = append(got.events, res.Events...)
 		got.status, got.checkpoints, cursor = res.Status, res.Checkpoints, res.Cursor
 		if res.Status.State.Terminal() {
