@@ -140,10 +140,7 @@ func (s *Service) writeFiles(ctx context.Context, j db.FineTuningJob) (f jobFile
 	if err != nil {
 		return f, nil, err
 	}
-	if err := os.MkdirAll(s.Dir, 0o700); err != nil {
-		return f, nil, err
-	}
-	dir, err := os.MkdirTemp(s.Dir, "job-"+j.ID.String()+"-")
+	dir, err := s.scratch("job-" + j.ID.String() + "-")
 	if err != nil {
 		return f, nil, err
 	}

@@ -265,10 +265,7 @@ func (s *Service) count(ctx context.Context, orgID uuid.UUID, src DataSource, ve
 	if ok {
 		return c, nil
 	}
-	if err := os.MkdirAll(s.Dir, 0o700); err != nil {
-		return c, err
-	}
-	dir, err := os.MkdirTemp(s.Dir, "estimate-")
+	dir, err := s.scratch("estimate-")
 	if err != nil {
 		return c, err
 	}

@@ -128,3 +128,33 @@ func TestChangedFilesAreNotUploaded(t *testing.T) {
 	}
 	empty(t, e.svc.Dir)
 }
+
+// A scratch folder that a process killed mid-step left behind (older than
+// any step runs) is removed the first time the service needs scratch
+// space; a recent one, perhaps another process's step under way, stays.
+func TestLeftScratchIsRemoved(t *testing.T) {
+	e := newEnv(t, finetune.Providers{"openai": openaiEntry(openaifake.New(t))})
+	v := e.src.AddPref(e.org, "p v1", finetunetest.Pairs(6), 2)
+	old, recent := filepath.Join(e.svc.Dir, "job-dead-1"), filepath.Join(e.svc.Dir, "job-live-2")
+	for _, dir := range []string{old, recent} {
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, "train.jsonl"), []byte("{}\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	then := time.Now().Add(-2 * time.Hour)
+	if err := os.Chtimes(old, then, then); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.svc.Estimate(context.Background(), e.org, finetune.Request{VersionID: v.ID, Provider: "openai", BaseModel: mini, Method: provider.DPO}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(old); !os.IsNotExist(err) {
+		t.Errorf("the dead step's folder is still there (%v)", err)
+	}
+	if _, err := os.Stat(filepath.Join(recent, "train.jsonl")); err != nil {
+		t.Errorf("a recent folder was removed: %v", err)
+	}
+}

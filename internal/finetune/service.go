@@ -10,6 +10,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"sync"
 	"time"
 
@@ -42,6 +44,7 @@ type Service struct {
 	// Now is the clock for budget months (default time.Now).
 	Now func() time.Time
 
+	sweep   sync.Once // of the scratch folders dead processes left in Dir
 	mu      sync.Mutex
 	data    DataSource
 	clients map[string]provider.Provider
@@ -93,6 +96,30 @@ func (s *Service) client(ctx context.Context, name string) (provider.Provider, E
 	}
 	s.clients[name] = p
 	return p, entry, nil
+}
+
+// scratchMaxAge is the age at which a scratch folder counts as left by a
+// process killed mid-step: longer than any step takes (a worker's attempt
+// is cut off after 30 minutes).
+const scratchMaxAge = time.Hour
+
+// scratch makes a fresh folder, readable by this user only, under Dir for
+// one step's files; the caller removes it. The first call also removes
+// folders that processes killed mid-step left behind, which nothing else
+// would.
+func (s *Service) scratch(prefix string) (string, error) {
+	if err := os.MkdirAll(s.Dir, 0o700); err != nil {
+		return "", err
+	}
+	s.sweep.Do(func() {
+		entries, _ := os.ReadDir(s.Dir)
+		for _, e := range entries {
+			if info, err := e.Info(); err == nil && time.Since(info.ModTime()) > scratchMaxAge {
+				os.RemoveAll(filepath.Join(s.Dir, e.Name()))
+			}
+		}
+	})
+	return os.MkdirTemp(s.Dir, prefix)
 }
 
 func (s *Service) now() time.Time {
