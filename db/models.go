@@ -707,8 +707,6 @@ type FineTuningJob struct {
 	Seed              pgtype.Int8     `json:"seed"`
 	Status            FinetuneStatus  `json:"status"`
 	ProviderState     string          `json:"provider_state"`
-	TrainPath         string          `json:"train_path"`
-	ValidPath         string          `json:"valid_path"`
 	TrainFileID       string          `json:"train_file_id"`
 	ValidFileID       string          `json:"valid_file_id"`
 	FilesReady        bool            `json:"files_ready"`
@@ -738,6 +736,9 @@ type FineTuningJob struct {
 	CompletedAt       *time.Time      `json:"completed_at"`
 	UpdatedAt         time.Time       `json:"updated_at"`
 	LocalSettings     json.RawMessage `json:"local_settings"`
+	PriceID           uuid.NullUUID   `json:"price_id"`
+	TrainSha256       string          `json:"train_sha256"`
+	ValidSha256       string          `json:"valid_sha256"`
 }
 
 type FineTuningMetric struct {
@@ -749,6 +750,25 @@ type FineTuningMetric struct {
 	TrainAccuracy          pgtype.Float8 `json:"train_accuracy"`
 	ValidLoss              pgtype.Float8 `json:"valid_loss"`
 	ValidMeanTokenAccuracy pgtype.Float8 `json:"valid_mean_token_accuracy"`
+}
+
+type FineTuningPrice struct {
+	ID             uuid.UUID   `json:"id"`
+	OrgID          uuid.UUID   `json:"org_id"`
+	Provider       string      `json:"provider"`
+	BaseModel      string      `json:"base_model"`
+	PerMillion     int64       `json:"per_million"`
+	EffectiveDate  pgtype.Date `json:"effective_date"`
+	CreatedByLabel string      `json:"created_by_label"`
+	CreatedAt      time.Time   `json:"created_at"`
+	SupersededAt   *time.Time  `json:"superseded_at"`
+}
+
+type FineTuningRunMetric struct {
+	JobID  uuid.UUID `json:"job_id"`
+	OrgID  uuid.UUID `json:"org_id"`
+	Seq    int64     `json:"seq"`
+	Record []byte    `json:"record"`
 }
 
 type ImportRun struct {

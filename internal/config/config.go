@@ -74,6 +74,9 @@ type Config struct {
 	TrainerCommand string `env:"CURATE_TRAINER_COMMAND"`                  // unset: the bundled trainer; split at spaces, the config path is appended
 	GPUSlots       int    `env:"CURATE_GPU_SLOTS" envDefault:"1"`         // local trainers at once (and workers of the "gpu" queue)
 	TrainerDevice  string `env:"CURATE_TRAINER_DEVICE" envDefault:"auto"` // "auto", "cuda" or "cpu"
+	// ModelsDir holds the models local jobs may train, each named by its
+	// path inside it; unset: <DataDir>/models.
+	ModelsDir string `env:"CURATE_MODELS_DIR"`
 }
 
 // FromEnv reads the environment, applying defaults, and validates the
