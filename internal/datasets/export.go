@@ -131,7 +131,7 @@ func recordQuality(ctx context.Context, q *db.Queries, p exportPlan, rep Report)
 	if !p.maskPII {
 		return nil
 	}
-	return q.DatasetSetQuality(ctx, db.DatasetSetQualityParams{OrgID: p.dataset.OrgID, ID: p.dataset.ID,
+	return q.DatasetUpdateQuality(ctx, db.DatasetUpdateQualityParams{OrgID: p.dataset.OrgID, ID: p.dataset.ID,
 		VersionID: uuid.NullUUID{UUID: p.version.ID, Valid: true}, ExportFormat: string(p.format), QualityScore: float4(rep.QualityScore)})
 }
 
@@ -212,16 +212,16 @@ func (s *Service) RunExport(ctx context.Context, exportID uuid.UUID) error {
 	if e.Status == db.ExportStatusSucceeded {
 		return nil
 	}
-	if err := q.ExportStart(ctx, e.ID); err != nil {
+	if err := q.ExportUpdateStarted(ctx, e.ID); err != nil {
 		return err
 	}
 	fail := func(err error) error {
 		if ctx.Err() == nil {
-			_ = q.ExportFail(context.WithoutCancel(ctx), db.ExportFailParams{ID: e.ID, Error: err.Error()})
+			_ = q.ExportUpdateFailed(context.WithoutCancel(ctx), db.ExportUpdateFailedParams{ID: e.ID, Error: err.Error()})
 		}
 		return err
 	}
-	ver, err := q.VersionGet(ctx, db.VersionGetParams{OrgID: e.OrgID, ID: e.VersionID})
+	ver, err := q.DatasetVersionGet(ctx, db.DatasetVersionGetParams{OrgID: e.OrgID, ID: e.VersionID})
 	if err != nil {
 		return fail(err)
 	}
@@ -236,7 +236,7 @@ func (s *Service) RunExport(ctx context.Context, exportID uuid.UUID) error {
 	}
 	prefix := ExportPrefix(e)
 	progress := func(done int) error {
-		return q.ExportProgress(ctx, db.ExportProgressParams{ID: e.ID, RowsDone: int32(done)})
+		return q.ExportUpdateProgress(ctx, db.ExportUpdateProgressParams{ID: e.ID, RowsDone: int32(done)})
 	}
 	m, err := WriteFiles(ctx, s.Pool, s.Bucket, prefix, ver, p.format, p.maskPII, progress)
 	if err != nil {
@@ -247,10 +247,10 @@ func (s *Service) RunExport(ctx context.Context, exportID uuid.UUID) error {
 		return fail(err)
 	}
 	return db.InTx(ctx, s.Pool, func(_ pgx.Tx, q *db.Queries) error {
-		if err := q.ExportFinish(ctx, db.ExportFinishParams{ID: e.ID, StoragePrefix: prefix, Manifest: mj}); err != nil {
+		if err := q.ExportUpdateFinished(ctx, db.ExportUpdateFinishedParams{ID: e.ID, StoragePrefix: prefix, Manifest: mj}); err != nil {
 			return err
 		}
-		if err := q.DatasetMarkExported(ctx, e.DatasetID); err != nil {
+		if err := q.DatasetUpdateExported(ctx, e.DatasetID); err != nil {
 			return err
 		}
 		if err := recordQuality(ctx, q, p, rep); err != nil {
@@ -465,7 +465,7 @@ func splitOrder(name string) string {
 // OrgOf returns the organisation of a dataset named by id alone, for the
 // command line.
 func (s *Service) OrgOf(ctx context.Context, id uuid.UUID) (uuid.UUID, error) {
-	org, err := db.New(s.Pool).DatasetOrg(ctx, id)
+	org, err := db.New(s.Pool).DatasetGetOrgID(ctx, id)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return uuid.Nil, fmt.Errorf("dataset %s: %w", id, errs.ErrNotFound)
 	}
