@@ -73,9 +73,12 @@ func TestRateLimitSharedAcrossServers(t *testing.T) {
 	}
 	a := webtest.New(t, webtest.Options{Configure: limits})
 	b := webtest.New(t, webtest.Options{Pool: a.Pool, Configure: limits})
-	// b counted a when it started; a learns of b at its next beat.
-	if err := a.App.Heartbeat(ctx); err != nil {
-		t.Fatal(err)
+	// Each server's first beat runs as it starts serving, which may be
+	// after New returns: beat both here so each has seen the other.
+	for _, s := range []*webtest.Server{a, b, a} {
+		if err := s.App.Heartbeat(ctx); err != nil {
+			t.Fatal(err)
+		}
 	}
 	org := a.Org("acme")
 
