@@ -15,6 +15,8 @@ import (
 	"sync"
 	"testing"
 
+	"gocloud.dev/blob"
+
 	"github.com/curate/curate/internal/blobstore"
 )
 
@@ -37,6 +39,60 @@ func TestDefaultIsExportsDirectory(t *testing.T) {
 	entries, _ := os.ReadDir(filepath.Join(dataDir, "exports", "org", "ds", "x"))
 	if len(entries) != 1 {
 		t.Fatalf("directory holds %d entries", len(entries))
+	}
+}
+
+// An object being written is staged inside the bucket's directory, never
+// in the system's temporary directory, and Private makes it and the final
+// file readable by their owner only: a process killed mid-write leaves
+// nothing world-readable outside the data directory.
+func TestDirectoryWritesStayInside(t *testing.T) {
+	ctx := context.Background()
+	sysTmp := t.TempDir()
+	t.Setenv("TMPDIR", sysTmp)
+	dataDir := t.TempDir()
+	urlDir := t.TempDir()
+	byDefault, err := blobstore.Open(ctx, "", dataDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer byDefault.Close()
+	byURL, err := blobstore.Open(ctx, "file://"+urlDir+"?metadata=skip", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer byURL.Close()
+	for _, c := range []struct {
+		b   *blob.Bucket
+		dir string
+	}{{byDefault, filepath.Join(dataDir, "exports", "p")}, {byURL, filepath.Join(urlDir, "p")}} {
+		w, err := c.b.NewWriter(ctx, "p/train.jsonl", &blob.WriterOptions{ContentType: "application/jsonl", BeforeWrite: blobstore.Private})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := w.Write([]byte("{}\n")); err != nil {
+			t.Fatal(err)
+		}
+		staged, _ := filepath.Glob(filepath.Join(c.dir, "train.jsonl.*.tmp"))
+		if len(staged) != 1 {
+			t.Fatalf("%s while writing: staged files %v", c.dir, staged)
+		}
+		if fi, err := os.Stat(staged[0]); err != nil || fi.Mode().Perm() != 0o600 {
+			t.Fatalf("staged file: %v %v", fi.Mode(), err)
+		}
+		if err := w.Close(); err != nil {
+			t.Fatal(err)
+		}
+		entries, _ := os.ReadDir(c.dir)
+		if len(entries) != 1 || entries[0].Name() != "train.jsonl" {
+			t.Fatalf("%s holds %v", c.dir, entries)
+		}
+		if fi, _ := os.Stat(filepath.Join(c.dir, "train.jsonl")); fi.Mode().Perm() != 0o600 {
+			t.Fatalf("final file mode %v", fi.Mode())
+		}
+	}
+	if entries, _ := os.ReadDir(sysTmp); len(entries) != 0 {
+		t.Fatalf("the system temporary directory holds %v", entries)
 	}
 }
 
