@@ -51,6 +51,7 @@ func cmdServe(ctx context.Context, env *Env, args []string) error {
 	if err != nil {
 		return err
 	}
+	defer app.Services.Scratch.Close()
 	ln, err := net.Listen("tcp", cfg.Addr)
 	if err != nil {
 		return err

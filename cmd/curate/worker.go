@@ -37,6 +37,7 @@ func cmdWorker(ctx context.Context, env *Env, args []string) error {
 	if err != nil {
 		return err
 	}
+	defer svc.Scratch.Close()
 	client, err := jobs.NewClient(jobs.Deps{Services: svc}, jobs.Options{Workers: cfg.Workers, GPUSlots: cfg.GPUSlots})
 	if err != nil {
 		return err

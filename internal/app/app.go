@@ -7,6 +7,7 @@ package app
 import (
 	"context"
 	"log/slog"
+	"path/filepath"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -25,6 +26,7 @@ import (
 	"github.com/curate/curate/internal/imports"
 	"github.com/curate/curate/internal/jobq"
 	"github.com/curate/curate/internal/pairs"
+	"github.com/curate/curate/internal/scratch"
 )
 
 // Services are the domain services of one process.
@@ -34,6 +36,9 @@ type Services struct {
 	Log    *slog.Logger
 	// Jobs inserts River jobs; services start their work through it.
 	Jobs *river.Client[pgx.Tx]
+	// Scratch is this process's directory for files still being written
+	// (<data dir>/tmp/...); Close it on exit.
+	Scratch *scratch.Dir
 
 	Accounts *accounts.Service
 	Feedback *feedback.Service
@@ -58,18 +63,24 @@ func New(cfg config.Config, pool *pgxpool.Pool, log *slog.Logger) (*Services, er
 	if err != nil {
 		return nil, err
 	}
+	// Opening scratch also clears what processes killed on this data
+	// directory left there.
+	tmp, err := scratch.Open(filepath.Join(cfg.DataDir, "tmp"))
+	if err != nil {
+		return nil, err
+	}
 	fb := &feedback.Service{Pool: pool}
 	ps := &pairs.Service{Pool: pool}
 	imp, err := imports.New(cfg, pool, fb, ps, inserter, log)
 	if err != nil {
 		return nil, err
 	}
-	ds := &datasets.Service{Pool: pool, Bucket: bucket, Jobs: inserter}
+	ds := &datasets.Service{Pool: pool, Bucket: bucket, Scratch: tmp, Jobs: inserter}
 	ft := finetune.FromConfig(pool, cfg)
 	ft.Jobs = inserter
 	ft.SetDataSource(&datasets.FineTuneSource{Service: ds})
 	return &Services{
-		Config: cfg, Pool: pool, Log: log, Jobs: inserter,
+		Config: cfg, Pool: pool, Log: log, Jobs: inserter, Scratch: tmp,
 		Accounts: accounts.New(pool),
 		Feedback: fb,
 		Pairs:    ps,
