@@ -270,6 +270,27 @@ func (s *Service) RunExport(ctx context.Context, exportID uuid.UUID) error {
 	})
 }
 
+// AbandonExport fails an export whose job was given up while it ran (its
+// worker died on the job's last attempt) and removes what the dead try
+// left under its prefix. A finished export is left alone.
+func (s *Service) AbandonExport(ctx context.Context, exportID uuid.UUID, reason string) error {
+	q := db.New(s.Pool)
+	e, err := q.ExportGetByID(ctx, exportID)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if e.Status == db.ExportStatusSucceeded || e.Status == db.ExportStatusFailed {
+		return nil
+	}
+	if err := clearPrefix(ctx, s.Bucket, ExportPrefix(e)); err != nil {
+		return err
+	}
+	return q.ExportFail(ctx, db.ExportFailParams{ID: e.ID, Error: reason})
+}
+
 // ExportPrefix is where an export's files live in the bucket.
 func ExportPrefix(e db.DatasetExport) string {
 	return fmt.Sprintf("%s/%s/%s/", e.OrgID, e.DatasetID, e.ID)

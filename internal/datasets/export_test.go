@@ -489,3 +489,40 @@ func TestFailedStoreLeavesNothing(t *testing.T) {
 		t.Fatalf("partial files left behind: %v", left)
 	}
 }
+
+// An export given up after its worker died on the last attempt is failed
+// with the reason and its prefix cleared; a finished export is left alone.
+func TestAbandonExport(t *testing.T) {
+	ctx := context.Background()
+	e := newEnv(t)
+	d, _ := frozenPairs(t, e)
+	start := func() db.DatasetExport {
+		ex, _, err := e.svc.StartExport(ctx, e.actor, e.org, d.ID, datasets.ExportRequest{Format: "trl_preference", MaskPII: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ex
+	}
+	dead, done := start(), start()
+	if err := e.svc.RunExport(ctx, done.ID); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.svc.Bucket.WriteAll(ctx, datasets.ExportPrefix(dead)+"train.jsonl.18a2b3c4d5e6f708.tmp", []byte("{"), nil); err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []uuid.UUID{dead.ID, done.ID, uuid.New()} {
+		if err := e.svc.AbandonExport(ctx, id, "the worker stopped"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := e.svc.Export(ctx, e.org, d.ID, dead.ID)
+	if err != nil || got.Status != db.ExportStatusFailed || got.Error != "the worker stopped" {
+		t.Fatalf("given-up export: %+v %v", got, err)
+	}
+	if keys := list(t, e.svc.Bucket, datasets.ExportPrefix(dead)); len(keys) != 0 {
+		t.Fatalf("the given-up export's prefix holds %v", keys)
+	}
+	if got, _ := e.svc.Export(ctx, e.org, d.ID, done.ID); got.Status != db.ExportStatusSucceeded || len(list(t, e.svc.Bucket, datasets.ExportPrefix(done))) != 3 {
+		t.Fatalf("the finished export was touched: %+v", got)
+	}
+}
