@@ -28,8 +28,8 @@ import (
 // short timeout is no answer: it cancels a live export that is merely
 // large. Writing an export in resumable chunks (snooze and resume) is no
 // answer either: the format writers (parquet's above all) and the file
-// hashes in the manifest are one stream, so a chunk cannot be appended to
-// a file a dead process left half written.
+// hashes in the manifest are one stream, and the half-written file is on
+// the dead process's disk, which the worker taking over may not share.
 //
 // So the long kinds beat. While a worker runs an attempt of one, the
 // heartbeat middleware updates the attempt's row in job_heartbeats every
@@ -38,15 +38,16 @@ import (
 // has not beaten for staleAfter back in the queue at once (JobUpdateStale),
 // where a live worker picks it up and starts it over: a retried export
 // writes fresh scratch files and the same bytes. A dead worker's job is
-// thus retried within staleAfter + sweepEvery plus the time it takes River
-// to elect a new leader (about 15 s after the old one died), about a
-// minute, while a live one, however long, is never touched. The sweep also
-// removes the attempt's heartbeat row, and a worker whose beat finds no row
-// (or that could not beat for longer than staleAfter allows) cancels its
-// own work, so two attempts of one job never write at once for long.
+// thus retried 25 to 45 s after its last beat (staleAfter, then up to
+// sweepEvery; River elects a new leader to queue the sweeps within about
+// 20 s of the old one dying, inside that wait), while a live one, however
+// long, is never touched. The sweep also removes the attempt's heartbeat
+// row, and a worker whose beat finds no row (or that could not beat for
+// longer than staleAfter allows) cancels its own work, so two attempts of
+// one job never write at once for long.
 const (
-	beatEvery  = 10 * time.Second
-	staleAfter = 45 * time.Second
+	beatEvery  = 5 * time.Second
+	staleAfter = 30 * time.Second
 	sweepEvery = 15 * time.Second
 )
 

@@ -26,7 +26,7 @@ import (
 )
 
 // The sweep puts back in the queue the running long jobs whose heartbeat
-// stopped (or never came) 45 seconds ago, and only those: a job beating,
+// stopped (or never came) 30 seconds ago, and only those: a job beating,
 // a short job, a job of a live attempt are left alone. A job out of
 // attempts is discarded and its import run failed, its upload removed.
 func TestHeartbeatSweep(t *testing.T) {
