@@ -64,24 +64,29 @@ func TestExportSurvivesKill(t *testing.T) {
 	}
 	pool, dbURL := pgtest.NewDBURL(t)
 	dataDir, procTmp := t.TempDir(), t.TempDir()
-	t.Setenv("DATABASE_URL", dbURL)
-	t.Setenv("CURATE_DATA_DIR", dataDir)
-
-	org, err := accounts.New(pool).EnsureOrg(ctx, "acme", "Acme")
-	if err != nil {
-		t.Fatal(err)
-	}
-	datasetID := frozenDataset(t, pool, org.ID, pairs)
-	out, _, err := runCLI(t, "", "apikey", "create", "--org", "acme", "--name", "crash test", "--role", "admin")
-	if err != nil {
-		t.Fatal(err)
-	}
-	key := regexp.MustCompile(`cur_[a-z0-9]+_[a-z0-9]+`).FindString(out)
 	env := []string{
 		"PATH=" + os.Getenv("PATH"), "TMPDIR=" + procTmp,
 		"DATABASE_URL=" + dbURL, "CURATE_DATA_DIR=" + dataDir, "CURATE_ADDR=127.0.0.1:0",
 		"CURATE_SESSION_KEY=crash-test-session-key-0123456789abcdef", "CURATE_SECRET_KEY=crash-test-secret-key-0123456789abcdef",
 	}
+	curate := func(args ...string) string {
+		t.Helper()
+		cmd := exec.Command(bin, args...)
+		cmd.Env = env
+		out, err := cmd.Output()
+		if err != nil {
+			t.Fatalf("curate %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+		return string(out)
+	}
+
+	org, err := accounts.New(pool).EnsureOrg(ctx, "acme", "Acme")
+	if err != nil {
+		t.Fatal(err)
+	}
+	datasetID := curatingDataset(t, pool, org.ID, pairs)
+	curate("dataset", "freeze", datasetID.String())
+	key := regexp.MustCompile(`cur_[a-z0-9]+_[a-z0-9]+`).FindString(curate("apikey", "create", "--org", "acme", "--name", "crash test", "--role", "admin"))
 
 	first := startCurate(t, bin, env)
 	api := &apiClient{t: t, key: key, base: first.url, dataset: datasetID}
@@ -190,9 +195,9 @@ func TestExportSurvivesKill(t *testing.T) {
 	}
 }
 
-// frozenDataset stores n preference pairs with SQL and freezes a DPO
-// dataset of them, split 90/10.
-func frozenDataset(t *testing.T, pool *pgxpool.Pool, org uuid.UUID, n int) uuid.UUID {
+// curatingDataset stores n preference pairs with SQL and makes a DPO
+// dataset of them, split 90/10, ready to be frozen.
+func curatingDataset(t *testing.T, pool *pgxpool.Pool, org uuid.UUID, n int) uuid.UUID {
 	t.Helper()
 	ctx := context.Background()
 	if _, err := pool.Exec(ctx, `INSERT INTO preference_pairs (org_id, prompt, query, chosen_response, rejected_response, method, content_hash)
@@ -215,9 +220,6 @@ func frozenDataset(t *testing.T, pool *pgxpool.Pool, org uuid.UUID, n int) uuid.
 		t.Fatal(err)
 	}
 	if _, err := pool.Exec(ctx, `UPDATE training_datasets SET status = 'curating' WHERE id = $1`, d.ID); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := svc.Freeze(ctx, audit.System, org, d.ID); err != nil {
 		t.Fatal(err)
 	}
 	return d.ID
