@@ -57,7 +57,7 @@ func (q *Queries) AlertBanners(ctx context.Context, orgID uuid.UUID) ([]AlertBan
 const alertDismiss = `-- name: AlertDismiss :one
 UPDATE alerts SET dismissed_at = now(), dismissed_by = $1
 WHERE org_id = $2 AND id = $3 AND dismissed_at IS NULL
-RETURNING id, org_id, kind, severity, dedup_key, title, message, details, opened_at, last_seen_at, resolved_at, dismissed_at, dismissed_by, webhook_delivered_at
+RETURNING id, org_id, kind, severity, dedup_key, title, message, details, opened_at, last_seen_at, resolved_at, dismissed_at, dismissed_by, webhook_delivered_at, webhook_error
 `
 
 type AlertDismissParams struct {
@@ -84,12 +84,13 @@ func (q *Queries) AlertDismiss(ctx context.Context, arg AlertDismissParams) (Ale
 		&i.DismissedAt,
 		&i.DismissedBy,
 		&i.WebhookDeliveredAt,
+		&i.WebhookError,
 	)
 	return i, err
 }
 
 const alertGet = `-- name: AlertGet :one
-SELECT id, org_id, kind, severity, dedup_key, title, message, details, opened_at, last_seen_at, resolved_at, dismissed_at, dismissed_by, webhook_delivered_at FROM alerts WHERE org_id = $1 AND id = $2
+SELECT id, org_id, kind, severity, dedup_key, title, message, details, opened_at, last_seen_at, resolved_at, dismissed_at, dismissed_by, webhook_delivered_at, webhook_error FROM alerts WHERE org_id = $1 AND id = $2
 `
 
 type AlertGetParams struct {
@@ -115,12 +116,13 @@ func (q *Queries) AlertGet(ctx context.Context, arg AlertGetParams) (Alert, erro
 		&i.DismissedAt,
 		&i.DismissedBy,
 		&i.WebhookDeliveredAt,
+		&i.WebhookError,
 	)
 	return i, err
 }
 
 const alertList = `-- name: AlertList :many
-SELECT a.id, a.org_id, a.kind, a.severity, a.dedup_key, a.title, a.message, a.details, a.opened_at, a.last_seen_at, a.resolved_at, a.dismissed_at, a.dismissed_by, a.webhook_delivered_at, coalesce(u.email, '')::text AS dismissed_by_email
+SELECT a.id, a.org_id, a.kind, a.severity, a.dedup_key, a.title, a.message, a.details, a.opened_at, a.last_seen_at, a.resolved_at, a.dismissed_at, a.dismissed_by, a.webhook_delivered_at, a.webhook_error, coalesce(u.email, '')::text AS dismissed_by_email
 FROM alerts a LEFT JOIN users u ON u.id = a.dismissed_by
 WHERE a.org_id = $1
   AND ($2::timestamptz IS NULL OR (a.opened_at, a.id) < ($2, $3::uuid))
@@ -150,6 +152,7 @@ type AlertListRow struct {
 	DismissedAt        *time.Time      `json:"dismissed_at"`
 	DismissedBy        uuid.NullUUID   `json:"dismissed_by"`
 	WebhookDeliveredAt *time.Time      `json:"webhook_delivered_at"`
+	WebhookError       string          `json:"webhook_error"`
 	DismissedByEmail   string          `json:"dismissed_by_email"`
 }
 
@@ -182,6 +185,7 @@ func (q *Queries) AlertList(ctx context.Context, arg AlertListParams) ([]AlertLi
 			&i.DismissedAt,
 			&i.DismissedBy,
 			&i.WebhookDeliveredAt,
+			&i.WebhookError,
 			&i.DismissedByEmail,
 		); err != nil {
 			return nil, err
@@ -195,7 +199,7 @@ func (q *Queries) AlertList(ctx context.Context, arg AlertListParams) ([]AlertLi
 }
 
 const alertListOpen = `-- name: AlertListOpen :many
-SELECT id, org_id, kind, severity, dedup_key, title, message, details, opened_at, last_seen_at, resolved_at, dismissed_at, dismissed_by, webhook_delivered_at FROM alerts WHERE org_id = $1 AND resolved_at IS NULL ORDER BY opened_at
+SELECT id, org_id, kind, severity, dedup_key, title, message, details, opened_at, last_seen_at, resolved_at, dismissed_at, dismissed_by, webhook_delivered_at, webhook_error FROM alerts WHERE org_id = $1 AND resolved_at IS NULL ORDER BY opened_at
 `
 
 func (q *Queries) AlertListOpen(ctx context.Context, orgID uuid.UUID) ([]Alert, error) {
@@ -222,6 +226,7 @@ func (q *Queries) AlertListOpen(ctx context.Context, orgID uuid.UUID) ([]Alert, 
 			&i.DismissedAt,
 			&i.DismissedBy,
 			&i.WebhookDeliveredAt,
+			&i.WebhookError,
 		); err != nil {
 			return nil, err
 		}
@@ -234,7 +239,7 @@ func (q *Queries) AlertListOpen(ctx context.Context, orgID uuid.UUID) ([]Alert, 
 }
 
 const alertMarkDelivered = `-- name: AlertMarkDelivered :exec
-UPDATE alerts SET webhook_delivered_at = now() WHERE org_id = $1 AND id = $2
+UPDATE alerts SET webhook_delivered_at = now(), webhook_error = '' WHERE org_id = $1 AND id = $2
 `
 
 type AlertMarkDeliveredParams struct {
@@ -250,7 +255,7 @@ func (q *Queries) AlertMarkDelivered(ctx context.Context, arg AlertMarkDelivered
 const alertOpen = `-- name: AlertOpen :one
 INSERT INTO alerts (org_id, kind, severity, dedup_key, title, message, details, opened_at, last_seen_at)
 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $8)
-RETURNING id, org_id, kind, severity, dedup_key, title, message, details, opened_at, last_seen_at, resolved_at, dismissed_at, dismissed_by, webhook_delivered_at
+RETURNING id, org_id, kind, severity, dedup_key, title, message, details, opened_at, last_seen_at, resolved_at, dismissed_at, dismissed_by, webhook_delivered_at, webhook_error
 `
 
 type AlertOpenParams struct {
@@ -291,6 +296,7 @@ func (q *Queries) AlertOpen(ctx context.Context, arg AlertOpenParams) (Alert, er
 		&i.DismissedAt,
 		&i.DismissedBy,
 		&i.WebhookDeliveredAt,
+		&i.WebhookError,
 	)
 	return i, err
 }
@@ -430,7 +436,7 @@ func (q *Queries) AlertSafetyReports(ctx context.Context, arg AlertSafetyReports
 }
 
 const alertSettingsGet = `-- name: AlertSettingsGet :one
-SELECT org_id, enabled, rating_threshold, min_ratings, window_hours, baseline_days, spike_factor, spike_min_count, webhook_url, webhook_secret, updated_at FROM alert_settings WHERE org_id = $1
+SELECT org_id, enabled, rating_threshold, min_ratings, window_hours, baseline_days, spike_factor, spike_min_count, webhook_url, webhook_secret, updated_at, webhook_secret_ciphertext, webhook_secret_nonce FROM alert_settings WHERE org_id = $1
 `
 
 func (q *Queries) AlertSettingsGet(ctx context.Context, orgID uuid.UUID) (AlertSetting, error) {
@@ -448,22 +454,53 @@ func (q *Queries) AlertSettingsGet(ctx context.Context, orgID uuid.UUID) (AlertS
 		&i.WebhookUrl,
 		&i.WebhookSecret,
 		&i.UpdatedAt,
+		&i.WebhookSecretCiphertext,
+		&i.WebhookSecretNonce,
 	)
 	return i, err
 }
 
 const alertSettingsSetSecret = `-- name: AlertSettingsSetSecret :exec
-INSERT INTO alert_settings (org_id, webhook_secret) VALUES ($1, $2)
-ON CONFLICT (org_id) DO UPDATE SET webhook_secret = EXCLUDED.webhook_secret, updated_at = now()
+INSERT INTO alert_settings (org_id, webhook_secret_ciphertext, webhook_secret_nonce)
+VALUES ($1, $2, $3)
+ON CONFLICT (org_id) DO UPDATE SET webhook_secret_ciphertext = EXCLUDED.webhook_secret_ciphertext,
+    webhook_secret_nonce = EXCLUDED.webhook_secret_nonce, webhook_secret = '', updated_at = now()
 `
 
 type AlertSettingsSetSecretParams struct {
-	OrgID         uuid.UUID `json:"org_id"`
-	WebhookSecret string    `json:"webhook_secret"`
+	OrgID      uuid.UUID `json:"org_id"`
+	Ciphertext []byte    `json:"ciphertext"`
+	Nonce      []byte    `json:"nonce"`
 }
 
+// Stores a new sealed secret, replacing the old one, sealed or not.
 func (q *Queries) AlertSettingsSetSecret(ctx context.Context, arg AlertSettingsSetSecretParams) error {
-	_, err := q.db.Exec(ctx, alertSettingsSetSecret, arg.OrgID, arg.WebhookSecret)
+	_, err := q.db.Exec(ctx, alertSettingsSetSecret, arg.OrgID, arg.Ciphertext, arg.Nonce)
+	return err
+}
+
+const alertSettingsUpdateSealedSecret = `-- name: AlertSettingsUpdateSealedSecret :exec
+UPDATE alert_settings
+SET webhook_secret_ciphertext = $1, webhook_secret_nonce = $2, webhook_secret = ''
+WHERE org_id = $3 AND webhook_secret = $4::text AND webhook_secret <> ''
+`
+
+type AlertSettingsUpdateSealedSecretParams struct {
+	Ciphertext []byte    `json:"ciphertext"`
+	Nonce      []byte    `json:"nonce"`
+	OrgID      uuid.UUID `json:"org_id"`
+	Plaintext  string    `json:"plaintext"`
+}
+
+// Seals a secret stored in the clear before migration 00015, unless another
+// server sealed or replaced it meanwhile.
+func (q *Queries) AlertSettingsUpdateSealedSecret(ctx context.Context, arg AlertSettingsUpdateSealedSecretParams) error {
+	_, err := q.db.Exec(ctx, alertSettingsUpdateSealedSecret,
+		arg.Ciphertext,
+		arg.Nonce,
+		arg.OrgID,
+		arg.Plaintext,
+	)
 	return err
 }
 
@@ -476,7 +513,7 @@ ON CONFLICT (org_id) DO UPDATE SET
     enabled = EXCLUDED.enabled, rating_threshold = EXCLUDED.rating_threshold, min_ratings = EXCLUDED.min_ratings,
     window_hours = EXCLUDED.window_hours, baseline_days = EXCLUDED.baseline_days, spike_factor = EXCLUDED.spike_factor,
     spike_min_count = EXCLUDED.spike_min_count, webhook_url = EXCLUDED.webhook_url, updated_at = now()
-RETURNING org_id, enabled, rating_threshold, min_ratings, window_hours, baseline_days, spike_factor, spike_min_count, webhook_url, webhook_secret, updated_at
+RETURNING org_id, enabled, rating_threshold, min_ratings, window_hours, baseline_days, spike_factor, spike_min_count, webhook_url, webhook_secret, updated_at, webhook_secret_ciphertext, webhook_secret_nonce
 `
 
 type AlertSettingsUpsertParams struct {
@@ -516,6 +553,8 @@ func (q *Queries) AlertSettingsUpsert(ctx context.Context, arg AlertSettingsUpse
 		&i.WebhookUrl,
 		&i.WebhookSecret,
 		&i.UpdatedAt,
+		&i.WebhookSecretCiphertext,
+		&i.WebhookSecretNonce,
 	)
 	return i, err
 }
@@ -553,4 +592,19 @@ func (q *Queries) AlertThumbsDown(ctx context.Context, arg AlertThumbsDownParams
 	var i AlertThumbsDownRow
 	err := row.Scan(&i.InWindow, &i.InBaseline, &i.BaselineFeedback)
 	return i, err
+}
+
+const alertUpdateWebhookError = `-- name: AlertUpdateWebhookError :exec
+UPDATE alerts SET webhook_error = $1 WHERE org_id = $2 AND id = $3
+`
+
+type AlertUpdateWebhookErrorParams struct {
+	WebhookError string    `json:"webhook_error"`
+	OrgID        uuid.UUID `json:"org_id"`
+	ID           uuid.UUID `json:"id"`
+}
+
+func (q *Queries) AlertUpdateWebhookError(ctx context.Context, arg AlertUpdateWebhookErrorParams) error {
+	_, err := q.db.Exec(ctx, alertUpdateWebhookError, arg.WebhookError, arg.OrgID, arg.ID)
+	return err
 }

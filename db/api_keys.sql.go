@@ -13,23 +13,31 @@ import (
 )
 
 const aPIKeyCaller = `-- name: APIKeyCaller :one
-SELECT k.id, k.org_id, k.name, k.secret_hash, k.role, k.revoked_at, o.slug AS org_slug, o.name AS org_name
-FROM api_keys k JOIN organizations o ON o.id = k.org_id
+SELECT k.id, k.org_id, k.name, k.secret_hash, k.role, k.revoked_at, k.created_by,
+    u.role AS owner_role, (u.id IS NOT NULL AND NOT u.active)::bool AS owner_deactivated,
+    o.slug AS org_slug, o.name AS org_name
+FROM api_keys k
+JOIN organizations o ON o.id = k.org_id
+LEFT JOIN users u ON u.id = k.created_by
 WHERE k.prefix = $1
 `
 
 type APIKeyCallerRow struct {
-	ID         uuid.UUID  `json:"id"`
-	OrgID      uuid.UUID  `json:"org_id"`
-	Name       string     `json:"name"`
-	SecretHash []byte     `json:"secret_hash"`
-	Role       UserRole   `json:"role"`
-	RevokedAt  *time.Time `json:"revoked_at"`
-	OrgSlug    string     `json:"org_slug"`
-	OrgName    string     `json:"org_name"`
+	ID               uuid.UUID     `json:"id"`
+	OrgID            uuid.UUID     `json:"org_id"`
+	Name             string        `json:"name"`
+	SecretHash       []byte        `json:"secret_hash"`
+	Role             UserRole      `json:"role"`
+	RevokedAt        *time.Time    `json:"revoked_at"`
+	CreatedBy        uuid.NullUUID `json:"created_by"`
+	OwnerRole        NullUserRole  `json:"owner_role"`
+	OwnerDeactivated bool          `json:"owner_deactivated"`
+	OrgSlug          string        `json:"org_slug"`
+	OrgName          string        `json:"org_name"`
 }
 
-// A key and its organisation, read on every API request.
+// A key, its organisation and its creator's current standing, read on
+// every API request (the key's role is capped by its creator's).
 func (q *Queries) APIKeyCaller(ctx context.Context, prefix string) (APIKeyCallerRow, error) {
 	row := q.db.QueryRow(ctx, aPIKeyCaller, prefix)
 	var i APIKeyCallerRow
@@ -40,6 +48,9 @@ func (q *Queries) APIKeyCaller(ctx context.Context, prefix string) (APIKeyCaller
 		&i.SecretHash,
 		&i.Role,
 		&i.RevokedAt,
+		&i.CreatedBy,
+		&i.OwnerRole,
+		&i.OwnerDeactivated,
 		&i.OrgSlug,
 		&i.OrgName,
 	)
@@ -109,18 +120,39 @@ func (q *Queries) APIKeyGetByPrefix(ctx context.Context, prefix string) (APIKey,
 }
 
 const aPIKeyList = `-- name: APIKeyList :many
-SELECT id, org_id, name, prefix, secret_hash, role, created_by, created_at, last_used_at, revoked_at FROM api_keys WHERE org_id = $1 ORDER BY created_at DESC, id
+SELECT k.id, k.org_id, k.name, k.prefix, k.secret_hash, k.role, k.created_by, k.created_at, k.last_used_at, k.revoked_at, coalesce(u.email, '')::text AS owner_email, u.role AS owner_role,
+    (u.id IS NOT NULL AND NOT u.active)::bool AS owner_deactivated
+FROM api_keys k
+LEFT JOIN users u ON u.id = k.created_by
+WHERE k.org_id = $1
+ORDER BY k.created_at DESC, k.id
 `
 
-func (q *Queries) APIKeyList(ctx context.Context, orgID uuid.UUID) ([]APIKey, error) {
+type APIKeyListRow struct {
+	ID               uuid.UUID     `json:"id"`
+	OrgID            uuid.UUID     `json:"org_id"`
+	Name             string        `json:"name"`
+	Prefix           string        `json:"prefix"`
+	SecretHash       []byte        `json:"secret_hash"`
+	Role             UserRole      `json:"role"`
+	CreatedBy        uuid.NullUUID `json:"created_by"`
+	CreatedAt        time.Time     `json:"created_at"`
+	LastUsedAt       *time.Time    `json:"last_used_at"`
+	RevokedAt        *time.Time    `json:"revoked_at"`
+	OwnerEmail       string        `json:"owner_email"`
+	OwnerRole        NullUserRole  `json:"owner_role"`
+	OwnerDeactivated bool          `json:"owner_deactivated"`
+}
+
+func (q *Queries) APIKeyList(ctx context.Context, orgID uuid.UUID) ([]APIKeyListRow, error) {
 	rows, err := q.db.Query(ctx, aPIKeyList, orgID)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	items := []APIKey{}
+	items := []APIKeyListRow{}
 	for rows.Next() {
-		var i APIKey
+		var i APIKeyListRow
 		if err := rows.Scan(
 			&i.ID,
 			&i.OrgID,
@@ -132,6 +164,9 @@ func (q *Queries) APIKeyList(ctx context.Context, orgID uuid.UUID) ([]APIKey, er
 			&i.CreatedAt,
 			&i.LastUsedAt,
 			&i.RevokedAt,
+			&i.OwnerEmail,
+			&i.OwnerRole,
+			&i.OwnerDeactivated,
 		); err != nil {
 			return nil, err
 		}

@@ -208,7 +208,7 @@ func (q *Queries) FineTuneEvents(ctx context.Context, arg FineTuneEventsParams) 
 }
 
 const fineTuneJobByID = `-- name: FineTuneJobByID :one
-SELECT id, org_id, dataset_version_id, dataset_label, dataset_kind, provider, base_model, method, export_format, hyperparameters, suffix, seed, status, provider_state, train_path, valid_path, train_file_id, valid_file_id, files_ready, provider_job_id, event_cursor, cancel_requested_at, cancel_sent_at, step, total_steps, epoch, total_epochs, train_examples, estimated_tokens, estimated_epochs, price_per_million, price_date, estimated_cost, trained_tokens, actual_cost, fine_tuned_model, error_message, river_job_id, created_by, created_by_label, created_at, started_at, completed_at, updated_at, local_settings FROM fine_tuning_jobs WHERE id = $1
+SELECT id, org_id, dataset_version_id, dataset_label, dataset_kind, provider, base_model, method, export_format, hyperparameters, suffix, seed, status, provider_state, train_file_id, valid_file_id, files_ready, provider_job_id, event_cursor, cancel_requested_at, cancel_sent_at, step, total_steps, epoch, total_epochs, train_examples, estimated_tokens, estimated_epochs, price_per_million, price_date, estimated_cost, trained_tokens, actual_cost, fine_tuned_model, error_message, river_job_id, created_by, created_by_label, created_at, started_at, completed_at, updated_at, local_settings, price_id, train_sha256, valid_sha256 FROM fine_tuning_jobs WHERE id = $1
 `
 
 func (q *Queries) FineTuneJobByID(ctx context.Context, id uuid.UUID) (FineTuningJob, error) {
@@ -229,8 +229,6 @@ func (q *Queries) FineTuneJobByID(ctx context.Context, id uuid.UUID) (FineTuning
 		&i.Seed,
 		&i.Status,
 		&i.ProviderState,
-		&i.TrainPath,
-		&i.ValidPath,
 		&i.TrainFileID,
 		&i.ValidFileID,
 		&i.FilesReady,
@@ -260,6 +258,9 @@ func (q *Queries) FineTuneJobByID(ctx context.Context, id uuid.UUID) (FineTuning
 		&i.CompletedAt,
 		&i.UpdatedAt,
 		&i.LocalSettings,
+		&i.PriceID,
+		&i.TrainSha256,
+		&i.ValidSha256,
 	)
 	return i, err
 }
@@ -296,7 +297,7 @@ func (q *Queries) FineTuneJobFinish(ctx context.Context, arg FineTuneJobFinishPa
 }
 
 const fineTuneJobGet = `-- name: FineTuneJobGet :one
-SELECT id, org_id, dataset_version_id, dataset_label, dataset_kind, provider, base_model, method, export_format, hyperparameters, suffix, seed, status, provider_state, train_path, valid_path, train_file_id, valid_file_id, files_ready, provider_job_id, event_cursor, cancel_requested_at, cancel_sent_at, step, total_steps, epoch, total_epochs, train_examples, estimated_tokens, estimated_epochs, price_per_million, price_date, estimated_cost, trained_tokens, actual_cost, fine_tuned_model, error_message, river_job_id, created_by, created_by_label, created_at, started_at, completed_at, updated_at, local_settings FROM fine_tuning_jobs WHERE org_id = $1 AND id = $2
+SELECT id, org_id, dataset_version_id, dataset_label, dataset_kind, provider, base_model, method, export_format, hyperparameters, suffix, seed, status, provider_state, train_file_id, valid_file_id, files_ready, provider_job_id, event_cursor, cancel_requested_at, cancel_sent_at, step, total_steps, epoch, total_epochs, train_examples, estimated_tokens, estimated_epochs, price_per_million, price_date, estimated_cost, trained_tokens, actual_cost, fine_tuned_model, error_message, river_job_id, created_by, created_by_label, created_at, started_at, completed_at, updated_at, local_settings, price_id, train_sha256, valid_sha256 FROM fine_tuning_jobs WHERE org_id = $1 AND id = $2
 `
 
 type FineTuneJobGetParams struct {
@@ -322,8 +323,6 @@ func (q *Queries) FineTuneJobGet(ctx context.Context, arg FineTuneJobGetParams) 
 		&i.Seed,
 		&i.Status,
 		&i.ProviderState,
-		&i.TrainPath,
-		&i.ValidPath,
 		&i.TrainFileID,
 		&i.ValidFileID,
 		&i.FilesReady,
@@ -353,6 +352,9 @@ func (q *Queries) FineTuneJobGet(ctx context.Context, arg FineTuneJobGetParams) 
 		&i.CompletedAt,
 		&i.UpdatedAt,
 		&i.LocalSettings,
+		&i.PriceID,
+		&i.TrainSha256,
+		&i.ValidSha256,
 	)
 	return i, err
 }
@@ -360,14 +362,14 @@ func (q *Queries) FineTuneJobGet(ctx context.Context, arg FineTuneJobGetParams) 
 const fineTuneJobInsert = `-- name: FineTuneJobInsert :one
 INSERT INTO fine_tuning_jobs (
     org_id, dataset_version_id, dataset_label, dataset_kind, provider, base_model, method, export_format,
-    hyperparameters, suffix, seed, train_examples, estimated_tokens, estimated_epochs, price_per_million,
+    hyperparameters, suffix, seed, train_examples, estimated_tokens, estimated_epochs, price_id, price_per_million,
     price_date, estimated_cost, created_by, created_by_label, local_settings
 ) VALUES (
     $1, $2, $3, $4, $5, $6, $7, $8,
-    $9, $10, $11, $12, $13, $14, $15,
-    $16, $17, $18, $19, $20
+    $9, $10, $11, $12, $13, $14, $15, $16,
+    $17, $18, $19, $20, $21
 )
-RETURNING id, org_id, dataset_version_id, dataset_label, dataset_kind, provider, base_model, method, export_format, hyperparameters, suffix, seed, status, provider_state, train_path, valid_path, train_file_id, valid_file_id, files_ready, provider_job_id, event_cursor, cancel_requested_at, cancel_sent_at, step, total_steps, epoch, total_epochs, train_examples, estimated_tokens, estimated_epochs, price_per_million, price_date, estimated_cost, trained_tokens, actual_cost, fine_tuned_model, error_message, river_job_id, created_by, created_by_label, created_at, started_at, completed_at, updated_at, local_settings
+RETURNING id, org_id, dataset_version_id, dataset_label, dataset_kind, provider, base_model, method, export_format, hyperparameters, suffix, seed, status, provider_state, train_file_id, valid_file_id, files_ready, provider_job_id, event_cursor, cancel_requested_at, cancel_sent_at, step, total_steps, epoch, total_epochs, train_examples, estimated_tokens, estimated_epochs, price_per_million, price_date, estimated_cost, trained_tokens, actual_cost, fine_tuned_model, error_message, river_job_id, created_by, created_by_label, created_at, started_at, completed_at, updated_at, local_settings, price_id, train_sha256, valid_sha256
 `
 
 type FineTuneJobInsertParams struct {
@@ -385,6 +387,7 @@ type FineTuneJobInsertParams struct {
 	TrainExamples    int32           `json:"train_examples"`
 	EstimatedTokens  int64           `json:"estimated_tokens"`
 	EstimatedEpochs  int32           `json:"estimated_epochs"`
+	PriceID          uuid.NullUUID   `json:"price_id"`
 	PricePerMillion  int64           `json:"price_per_million"`
 	PriceDate        string          `json:"price_date"`
 	EstimatedCost    int64           `json:"estimated_cost"`
@@ -409,6 +412,7 @@ func (q *Queries) FineTuneJobInsert(ctx context.Context, arg FineTuneJobInsertPa
 		arg.TrainExamples,
 		arg.EstimatedTokens,
 		arg.EstimatedEpochs,
+		arg.PriceID,
 		arg.PricePerMillion,
 		arg.PriceDate,
 		arg.EstimatedCost,
@@ -432,8 +436,6 @@ func (q *Queries) FineTuneJobInsert(ctx context.Context, arg FineTuneJobInsertPa
 		&i.Seed,
 		&i.Status,
 		&i.ProviderState,
-		&i.TrainPath,
-		&i.ValidPath,
 		&i.TrainFileID,
 		&i.ValidFileID,
 		&i.FilesReady,
@@ -463,12 +465,15 @@ func (q *Queries) FineTuneJobInsert(ctx context.Context, arg FineTuneJobInsertPa
 		&i.CompletedAt,
 		&i.UpdatedAt,
 		&i.LocalSettings,
+		&i.PriceID,
+		&i.TrainSha256,
+		&i.ValidSha256,
 	)
 	return i, err
 }
 
 const fineTuneJobList = `-- name: FineTuneJobList :many
-SELECT j.id, j.org_id, j.dataset_version_id, j.dataset_label, j.dataset_kind, j.provider, j.base_model, j.method, j.export_format, j.hyperparameters, j.suffix, j.seed, j.status, j.provider_state, j.train_path, j.valid_path, j.train_file_id, j.valid_file_id, j.files_ready, j.provider_job_id, j.event_cursor, j.cancel_requested_at, j.cancel_sent_at, j.step, j.total_steps, j.epoch, j.total_epochs, j.train_examples, j.estimated_tokens, j.estimated_epochs, j.price_per_million, j.price_date, j.estimated_cost, j.trained_tokens, j.actual_cost, j.fine_tuned_model, j.error_message, j.river_job_id, j.created_by, j.created_by_label, j.created_at, j.started_at, j.completed_at, j.updated_at, j.local_settings FROM fine_tuning_jobs j
+SELECT j.id, j.org_id, j.dataset_version_id, j.dataset_label, j.dataset_kind, j.provider, j.base_model, j.method, j.export_format, j.hyperparameters, j.suffix, j.seed, j.status, j.provider_state, j.train_file_id, j.valid_file_id, j.files_ready, j.provider_job_id, j.event_cursor, j.cancel_requested_at, j.cancel_sent_at, j.step, j.total_steps, j.epoch, j.total_epochs, j.train_examples, j.estimated_tokens, j.estimated_epochs, j.price_per_million, j.price_date, j.estimated_cost, j.trained_tokens, j.actual_cost, j.fine_tuned_model, j.error_message, j.river_job_id, j.created_by, j.created_by_label, j.created_at, j.started_at, j.completed_at, j.updated_at, j.local_settings, j.price_id, j.train_sha256, j.valid_sha256 FROM fine_tuning_jobs j
 WHERE j.org_id = $1
   AND ($2::text = '' OR j.status::text = $2)
   AND ($3::text = '' OR j.provider = $3)
@@ -525,8 +530,6 @@ func (q *Queries) FineTuneJobList(ctx context.Context, arg FineTuneJobListParams
 			&i.Seed,
 			&i.Status,
 			&i.ProviderState,
-			&i.TrainPath,
-			&i.ValidPath,
 			&i.TrainFileID,
 			&i.ValidFileID,
 			&i.FilesReady,
@@ -556,6 +559,9 @@ func (q *Queries) FineTuneJobList(ctx context.Context, arg FineTuneJobListParams
 			&i.CompletedAt,
 			&i.UpdatedAt,
 			&i.LocalSettings,
+			&i.PriceID,
+			&i.TrainSha256,
+			&i.ValidSha256,
 		); err != nil {
 			return nil, err
 		}
@@ -568,7 +574,7 @@ func (q *Queries) FineTuneJobList(ctx context.Context, arg FineTuneJobListParams
 }
 
 const fineTuneJobLock = `-- name: FineTuneJobLock :one
-SELECT id, org_id, dataset_version_id, dataset_label, dataset_kind, provider, base_model, method, export_format, hyperparameters, suffix, seed, status, provider_state, train_path, valid_path, train_file_id, valid_file_id, files_ready, provider_job_id, event_cursor, cancel_requested_at, cancel_sent_at, step, total_steps, epoch, total_epochs, train_examples, estimated_tokens, estimated_epochs, price_per_million, price_date, estimated_cost, trained_tokens, actual_cost, fine_tuned_model, error_message, river_job_id, created_by, created_by_label, created_at, started_at, completed_at, updated_at, local_settings FROM fine_tuning_jobs WHERE org_id = $1 AND id = $2 FOR UPDATE
+SELECT id, org_id, dataset_version_id, dataset_label, dataset_kind, provider, base_model, method, export_format, hyperparameters, suffix, seed, status, provider_state, train_file_id, valid_file_id, files_ready, provider_job_id, event_cursor, cancel_requested_at, cancel_sent_at, step, total_steps, epoch, total_epochs, train_examples, estimated_tokens, estimated_epochs, price_per_million, price_date, estimated_cost, trained_tokens, actual_cost, fine_tuned_model, error_message, river_job_id, created_by, created_by_label, created_at, started_at, completed_at, updated_at, local_settings, price_id, train_sha256, valid_sha256 FROM fine_tuning_jobs WHERE org_id = $1 AND id = $2 FOR UPDATE
 `
 
 type FineTuneJobLockParams struct {
@@ -594,8 +600,6 @@ func (q *Queries) FineTuneJobLock(ctx context.Context, arg FineTuneJobLockParams
 		&i.Seed,
 		&i.Status,
 		&i.ProviderState,
-		&i.TrainPath,
-		&i.ValidPath,
 		&i.TrainFileID,
 		&i.ValidFileID,
 		&i.FilesReady,
@@ -625,6 +629,9 @@ func (q *Queries) FineTuneJobLock(ctx context.Context, arg FineTuneJobLockParams
 		&i.CompletedAt,
 		&i.UpdatedAt,
 		&i.LocalSettings,
+		&i.PriceID,
+		&i.TrainSha256,
+		&i.ValidSha256,
 	)
 	return i, err
 }
@@ -681,19 +688,19 @@ func (q *Queries) FineTuneJobSetFilesReady(ctx context.Context, id uuid.UUID) er
 
 const fineTuneJobSetPrepared = `-- name: FineTuneJobSetPrepared :exec
 UPDATE fine_tuning_jobs
-SET train_path = $1, valid_path = $2, status = 'uploading',
+SET train_sha256 = $1, valid_sha256 = $2, status = 'uploading',
     started_at = coalesce(started_at, now()), updated_at = now()
 WHERE id = $3
 `
 
 type FineTuneJobSetPreparedParams struct {
-	TrainPath string    `json:"train_path"`
-	ValidPath string    `json:"valid_path"`
-	ID        uuid.UUID `json:"id"`
+	TrainSha256 string    `json:"train_sha256"`
+	ValidSha256 string    `json:"valid_sha256"`
+	ID          uuid.UUID `json:"id"`
 }
 
 func (q *Queries) FineTuneJobSetPrepared(ctx context.Context, arg FineTuneJobSetPreparedParams) error {
-	_, err := q.db.Exec(ctx, fineTuneJobSetPrepared, arg.TrainPath, arg.ValidPath, arg.ID)
+	_, err := q.db.Exec(ctx, fineTuneJobSetPrepared, arg.TrainSha256, arg.ValidSha256, arg.ID)
 	return err
 }
 
@@ -835,6 +842,188 @@ func (q *Queries) FineTuneMetrics(ctx context.Context, arg FineTuneMetricsParams
 			&i.ValidLoss,
 			&i.ValidMeanTokenAccuracy,
 		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const fineTunePriceInsert = `-- name: FineTunePriceInsert :one
+INSERT INTO fine_tuning_prices (org_id, provider, base_model, per_million, effective_date, created_by_label)
+VALUES ($1, $2, $3, $4, $5, $6)
+RETURNING id, org_id, provider, base_model, per_million, effective_date, created_by_label, created_at, superseded_at
+`
+
+type FineTunePriceInsertParams struct {
+	OrgID          uuid.UUID   `json:"org_id"`
+	Provider       string      `json:"provider"`
+	BaseModel      string      `json:"base_model"`
+	PerMillion     int64       `json:"per_million"`
+	EffectiveDate  pgtype.Date `json:"effective_date"`
+	CreatedByLabel string      `json:"created_by_label"`
+}
+
+func (q *Queries) FineTunePriceInsert(ctx context.Context, arg FineTunePriceInsertParams) (FineTuningPrice, error) {
+	row := q.db.QueryRow(ctx, fineTunePriceInsert,
+		arg.OrgID,
+		arg.Provider,
+		arg.BaseModel,
+		arg.PerMillion,
+		arg.EffectiveDate,
+		arg.CreatedByLabel,
+	)
+	var i FineTuningPrice
+	err := row.Scan(
+		&i.ID,
+		&i.OrgID,
+		&i.Provider,
+		&i.BaseModel,
+		&i.PerMillion,
+		&i.EffectiveDate,
+		&i.CreatedByLabel,
+		&i.CreatedAt,
+		&i.SupersededAt,
+	)
+	return i, err
+}
+
+const fineTunePriceInsertDefaults = `-- name: FineTunePriceInsertDefaults :exec
+INSERT INTO fine_tuning_prices (org_id, provider, base_model, per_million, effective_date, created_by_label)
+SELECT $1, unnest($2::text[]), unnest($3::text[]), unnest($4::bigint[]),
+       $5, 'Curate defaults'
+WHERE NOT EXISTS (SELECT 1 FROM fine_tuning_prices p WHERE p.org_id = $1)
+ON CONFLICT (org_id, provider, base_model) WHERE superseded_at IS NULL DO NOTHING
+`
+
+type FineTunePriceInsertDefaultsParams struct {
+	OrgID         uuid.UUID   `json:"org_id"`
+	Providers     []string    `json:"providers"`
+	BaseModels    []string    `json:"base_models"`
+	PerMillions   []int64     `json:"per_millions"`
+	EffectiveDate pgtype.Date `json:"effective_date"`
+}
+
+// Copies the compiled default prices in for an organisation that has never
+// had a price; two first reads at once insert them once.
+func (q *Queries) FineTunePriceInsertDefaults(ctx context.Context, arg FineTunePriceInsertDefaultsParams) error {
+	_, err := q.db.Exec(ctx, fineTunePriceInsertDefaults,
+		arg.OrgID,
+		arg.Providers,
+		arg.BaseModels,
+		arg.PerMillions,
+		arg.EffectiveDate,
+	)
+	return err
+}
+
+const fineTunePriceList = `-- name: FineTunePriceList :many
+SELECT id, org_id, provider, base_model, per_million, effective_date, created_by_label, created_at, superseded_at FROM fine_tuning_prices
+WHERE org_id = $1 AND superseded_at IS NULL
+ORDER BY provider, base_model
+`
+
+// The organisation's prices in force.
+func (q *Queries) FineTunePriceList(ctx context.Context, orgID uuid.UUID) ([]FineTuningPrice, error) {
+	rows, err := q.db.Query(ctx, fineTunePriceList, orgID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []FineTuningPrice{}
+	for rows.Next() {
+		var i FineTuningPrice
+		if err := rows.Scan(
+			&i.ID,
+			&i.OrgID,
+			&i.Provider,
+			&i.BaseModel,
+			&i.PerMillion,
+			&i.EffectiveDate,
+			&i.CreatedByLabel,
+			&i.CreatedAt,
+			&i.SupersededAt,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const fineTunePriceUpdateSuperseded = `-- name: FineTunePriceUpdateSuperseded :exec
+UPDATE fine_tuning_prices SET superseded_at = now()
+WHERE org_id = $1 AND id = $2 AND superseded_at IS NULL
+`
+
+type FineTunePriceUpdateSupersededParams struct {
+	OrgID uuid.UUID `json:"org_id"`
+	ID    uuid.UUID `json:"id"`
+}
+
+func (q *Queries) FineTunePriceUpdateSuperseded(ctx context.Context, arg FineTunePriceUpdateSupersededParams) error {
+	_, err := q.db.Exec(ctx, fineTunePriceUpdateSuperseded, arg.OrgID, arg.ID)
+	return err
+}
+
+const fineTuneRunMetricInsert = `-- name: FineTuneRunMetricInsert :exec
+INSERT INTO fine_tuning_run_metrics (job_id, org_id, seq, record)
+VALUES ($1, $2, $3, $4)
+ON CONFLICT (job_id, seq) DO NOTHING
+`
+
+type FineTuneRunMetricInsertParams struct {
+	JobID  uuid.UUID `json:"job_id"`
+	OrgID  uuid.UUID `json:"org_id"`
+	Seq    int64     `json:"seq"`
+	Record []byte    `json:"record"`
+}
+
+func (q *Queries) FineTuneRunMetricInsert(ctx context.Context, arg FineTuneRunMetricInsertParams) error {
+	_, err := q.db.Exec(ctx, fineTuneRunMetricInsert,
+		arg.JobID,
+		arg.OrgID,
+		arg.Seq,
+		arg.Record,
+	)
+	return err
+}
+
+const fineTuneRunMetricList = `-- name: FineTuneRunMetricList :many
+SELECT seq, record FROM fine_tuning_run_metrics
+WHERE org_id = $1 AND job_id = $2
+ORDER BY seq DESC
+LIMIT $3
+`
+
+type FineTuneRunMetricListParams struct {
+	OrgID    uuid.UUID `json:"org_id"`
+	JobID    uuid.UUID `json:"job_id"`
+	RowLimit int32     `json:"row_limit"`
+}
+
+type FineTuneRunMetricListRow struct {
+	Seq    int64  `json:"seq"`
+	Record []byte `json:"record"`
+}
+
+// The newest records of a run, newest first.
+func (q *Queries) FineTuneRunMetricList(ctx context.Context, arg FineTuneRunMetricListParams) ([]FineTuneRunMetricListRow, error) {
+	rows, err := q.db.Query(ctx, fineTuneRunMetricList, arg.OrgID, arg.JobID, arg.RowLimit)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []FineTuneRunMetricListRow{}
+	for rows.Next() {
+		var i FineTuneRunMetricListRow
+		if err := rows.Scan(&i.Seq, &i.Record); err != nil {
 			return nil, err
 		}
 		items = append(items, i)

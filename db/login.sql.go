@@ -43,6 +43,25 @@ func (q *Queries) LoginFailureCounts(ctx context.Context, arg LoginFailureCounts
 	return i, err
 }
 
+const loginFailureGetForUpdate = `-- name: LoginFailureGetForUpdate :exec
+SELECT pg_advisory_xact_lock(1, hashtext(lower($1::text))), pg_advisory_xact_lock(2, hashtext($2::text))
+`
+
+type LoginFailureGetForUpdateParams struct {
+	Email string `json:"email"`
+	Ip    string `json:"ip"`
+}
+
+// Holds one e-mail address's and one client address's failures still until
+// the transaction ends, so that counting them and adding an attempt cannot
+// interleave with another sign-in. Advisory locks, because there may be no
+// row yet to lock; always taken in this order (e-mail, then address), so
+// two attempts cannot deadlock.
+func (q *Queries) LoginFailureGetForUpdate(ctx context.Context, arg LoginFailureGetForUpdateParams) error {
+	_, err := q.db.Exec(ctx, loginFailureGetForUpdate, arg.Email, arg.Ip)
+	return err
+}
+
 const loginFailureInsert = `-- name: LoginFailureInsert :exec
 INSERT INTO login_failures (email, ip) VALUES (lower($1::text), $2)
 `

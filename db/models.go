@@ -537,6 +537,7 @@ type Alert struct {
 	DismissedAt        *time.Time      `json:"dismissed_at"`
 	DismissedBy        uuid.NullUUID   `json:"dismissed_by"`
 	WebhookDeliveredAt *time.Time      `json:"webhook_delivered_at"`
+	WebhookError       string          `json:"webhook_error"`
 }
 
 type AlertSetting struct {
@@ -549,8 +550,11 @@ type AlertSetting struct {
 	SpikeFactor     float64   `json:"spike_factor"`
 	SpikeMinCount   int32     `json:"spike_min_count"`
 	WebhookUrl      string    `json:"webhook_url"`
-	WebhookSecret   string    `json:"webhook_secret"`
-	UpdatedAt       time.Time `json:"updated_at"`
+	// a secret stored in the clear before migration 00015; sealed into webhook_secret_ciphertext and emptied on first read
+	WebhookSecret           string    `json:"webhook_secret"`
+	UpdatedAt               time.Time `json:"updated_at"`
+	WebhookSecretCiphertext []byte    `json:"webhook_secret_ciphertext"`
+	WebhookSecretNonce      []byte    `json:"webhook_secret_nonce"`
 }
 
 type AuditLog struct {
@@ -703,8 +707,6 @@ type FineTuningJob struct {
 	Seed              pgtype.Int8     `json:"seed"`
 	Status            FinetuneStatus  `json:"status"`
 	ProviderState     string          `json:"provider_state"`
-	TrainPath         string          `json:"train_path"`
-	ValidPath         string          `json:"valid_path"`
 	TrainFileID       string          `json:"train_file_id"`
 	ValidFileID       string          `json:"valid_file_id"`
 	FilesReady        bool            `json:"files_ready"`
@@ -734,6 +736,9 @@ type FineTuningJob struct {
 	CompletedAt       *time.Time      `json:"completed_at"`
 	UpdatedAt         time.Time       `json:"updated_at"`
 	LocalSettings     json.RawMessage `json:"local_settings"`
+	PriceID           uuid.NullUUID   `json:"price_id"`
+	TrainSha256       string          `json:"train_sha256"`
+	ValidSha256       string          `json:"valid_sha256"`
 }
 
 type FineTuningMetric struct {
@@ -745,6 +750,25 @@ type FineTuningMetric struct {
 	TrainAccuracy          pgtype.Float8 `json:"train_accuracy"`
 	ValidLoss              pgtype.Float8 `json:"valid_loss"`
 	ValidMeanTokenAccuracy pgtype.Float8 `json:"valid_mean_token_accuracy"`
+}
+
+type FineTuningPrice struct {
+	ID             uuid.UUID   `json:"id"`
+	OrgID          uuid.UUID   `json:"org_id"`
+	Provider       string      `json:"provider"`
+	BaseModel      string      `json:"base_model"`
+	PerMillion     int64       `json:"per_million"`
+	EffectiveDate  pgtype.Date `json:"effective_date"`
+	CreatedByLabel string      `json:"created_by_label"`
+	CreatedAt      time.Time   `json:"created_at"`
+	SupersededAt   *time.Time  `json:"superseded_at"`
+}
+
+type FineTuningRunMetric struct {
+	JobID  uuid.UUID `json:"job_id"`
+	OrgID  uuid.UUID `json:"org_id"`
+	Seq    int64     `json:"seq"`
+	Record []byte    `json:"record"`
 }
 
 type ImportRun struct {
@@ -774,6 +798,12 @@ type JobHeartbeat struct {
 	JobID   int64     `json:"job_id"`
 	Attempt int32     `json:"attempt"`
 	BeatAt  time.Time `json:"beat_at"`
+}
+
+type KeyFingerprint struct {
+	Setting     string    `json:"setting"`
+	Fingerprint []byte    `json:"fingerprint"`
+	CreatedAt   time.Time `json:"created_at"`
 }
 
 type LangfuseConnection struct {
@@ -855,6 +885,23 @@ type RiverMigration struct {
 	Line      string    `json:"line"`
 	Version   int64     `json:"version"`
 	CreatedAt time.Time `json:"created_at"`
+}
+
+type Server struct {
+	ID         uuid.UUID `json:"id"`
+	StartedAt  time.Time `json:"started_at"`
+	LastSeenAt time.Time `json:"last_seen_at"`
+}
+
+type Session struct {
+	ID         []byte    `json:"id"`
+	UserID     uuid.UUID `json:"user_id"`
+	OrgID      uuid.UUID `json:"org_id"`
+	CreatedAt  time.Time `json:"created_at"`
+	LastSeenAt time.Time `json:"last_seen_at"`
+	ExpiresAt  time.Time `json:"expires_at"`
+	UserAgent  string    `json:"user_agent"`
+	Ip         string    `json:"ip"`
 }
 
 type TrainingDataset struct {

@@ -169,6 +169,22 @@ func (q *Queries) UserSetActive(ctx context.Context, arg UserSetActiveParams) (U
 	return i, err
 }
 
+const userUpdatePassword = `-- name: UserUpdatePassword :exec
+UPDATE users SET password_hash = $1, updated_at = now()
+WHERE org_id = $2 AND id = $3
+`
+
+type UserUpdatePasswordParams struct {
+	PasswordHash string    `json:"password_hash"`
+	OrgID        uuid.UUID `json:"org_id"`
+	ID           uuid.UUID `json:"id"`
+}
+
+func (q *Queries) UserUpdatePassword(ctx context.Context, arg UserUpdatePasswordParams) error {
+	_, err := q.db.Exec(ctx, userUpdatePassword, arg.PasswordHash, arg.OrgID, arg.ID)
+	return err
+}
+
 const userUpdateRole = `-- name: UserUpdateRole :one
 UPDATE users SET role = $3, updated_at = now()
 WHERE org_id = $1 AND id = $2
@@ -194,38 +210,6 @@ func (q *Queries) UserUpdateRole(ctx context.Context, arg UserUpdateRoleParams) 
 		&i.Active,
 		&i.CreatedAt,
 		&i.UpdatedAt,
-	)
-	return i, err
-}
-
-const userWithOrg = `-- name: UserWithOrg :one
-SELECT u.id, u.org_id, u.email, u.role, u.active, o.slug AS org_slug, o.name AS org_name
-FROM users u JOIN organizations o ON o.id = u.org_id
-WHERE u.id = $1
-`
-
-type UserWithOrgRow struct {
-	ID      uuid.UUID `json:"id"`
-	OrgID   uuid.UUID `json:"org_id"`
-	Email   string    `json:"email"`
-	Role    UserRole  `json:"role"`
-	Active  bool      `json:"active"`
-	OrgSlug string    `json:"org_slug"`
-	OrgName string    `json:"org_name"`
-}
-
-// The signed-in user and their organisation, read on every page request.
-func (q *Queries) UserWithOrg(ctx context.Context, id uuid.UUID) (UserWithOrgRow, error) {
-	row := q.db.QueryRow(ctx, userWithOrg, id)
-	var i UserWithOrgRow
-	err := row.Scan(
-		&i.ID,
-		&i.OrgID,
-		&i.Email,
-		&i.Role,
-		&i.Active,
-		&i.OrgSlug,
-		&i.OrgName,
 	)
 	return i, err
 }

@@ -23,7 +23,8 @@ func (h *Handlers) renderKeys(c echo.Context, status int, v views.KeysView) erro
 	}
 	for _, k := range keys {
 		v.Keys = append(v.Keys, views.KeyRow{ID: k.ID.String(), Name: k.Name, Prefix: k.Prefix, Role: string(k.Role),
-			CreatedAt: views.When(k.CreatedAt), LastUsed: views.WhenPtr(k.LastUsedAt), Revoked: k.RevokedAt != nil})
+			ActsAs: string(k.ActsAs), Owner: k.OwnerEmail, CreatedAt: views.When(k.CreatedAt), LastUsed: views.WhenPtr(k.LastUsedAt),
+			Revoked: k.RevokedAt != nil, Suspended: k.Suspended})
 	}
 	// The page may hold a secret: never cache it.
 	c.Response().Header().Set("Cache-Control", "no-store")

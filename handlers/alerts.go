@@ -52,7 +52,8 @@ func (h *Handlers) AlertList(c echo.Context) error {
 	}
 	for _, r := range page.Rows {
 		row := views.AlertRow{ID: r.ID.String(), Kind: r.Kind, Severity: r.Severity, Title: r.Title, Message: r.Message,
-			OpenedAt: views.When(r.OpenedAt), Dismissed: r.DismissedAt != nil, DismissedBy: r.DismissedByEmail}
+			OpenedAt: views.When(r.OpenedAt), Dismissed: r.DismissedAt != nil, DismissedBy: r.DismissedByEmail,
+			WebhookError: r.WebhookError}
 		if r.ResolvedAt != nil {
 			row.ResolvedAt = views.When(*r.ResolvedAt)
 		}

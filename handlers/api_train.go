@@ -15,8 +15,8 @@ import (
 )
 
 // The training API of Curate's IRS design (seed 003, section 4), mapped
-// onto local fine-tuning jobs: a stage is a method, model_id the local base
-// model directory, irs_config the IRS settings.
+// onto local fine-tuning jobs: a stage is a method, model_id the base
+// model's name in the models directory, irs_config the IRS settings.
 
 // trainStages maps the design's stages to methods.
 var trainStages = map[string]provider.Method{
@@ -213,7 +213,8 @@ func orEmpty(m map[string]float64) map[string]float64 {
 }
 
 // APITrainMetrics answers GET /api/train/:id/metrics: the run's
-// metrics.jsonl as a JSON array (its newest 4 MiB at most).
+// metrics.jsonl as a JSON array of its lines (the newest 20,000 at most),
+// from the database, whichever machine trains the job.
 func (h *Handlers) APITrainMetrics(c echo.Context) error {
 	if _, err := queryParams(c); err != nil {
 		return err

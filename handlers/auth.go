@@ -33,7 +33,8 @@ func (h *Handlers) Login(c echo.Context) error {
 		v.Error = "Enter your e-mail and password."
 		return render(c, http.StatusUnprocessableEntity, views.LoginPage(h.page(c, "Sign in", ""), v))
 	}
-	u, err := h.Accounts.SignIn(ctx(c), email, password, c.RealIP())
+	sess, err := h.Accounts.SignIn(ctx(c), accounts.Credentials{Email: email, Password: password, IP: c.RealIP(),
+		UserAgent: c.Request().UserAgent()})
 	var tooMany *errs.TooMany
 	switch {
 	case errors.Is(err, accounts.ErrBadCredentials):
@@ -46,22 +47,17 @@ func (h *Handlers) Login(c echo.Context) error {
 	case err != nil:
 		return err
 	}
-	if err := h.Sessions.Start(c, u.ID); err != nil {
+	if err := h.Sessions.Start(c, sess.Token); err != nil {
 		return err
 	}
 	return c.Redirect(http.StatusSeeOther, next)
 }
 
-// Logout ends the session.
+// Logout ends the session, on every server.
 func (h *Handlers) Logout(c echo.Context) error {
-	caller := CallerOf(c)
-	if caller != nil && caller.Kind == "session" {
-		u, err := h.Accounts.GetUser(ctx(c), caller.OrgID, caller.UserID)
-		if err == nil {
-			if err := h.Accounts.SignOut(ctx(c), u, c.RealIP()); err != nil {
-				return err
-			}
-		}
+	token, _ := h.Sessions.Token(c)
+	if err := h.Accounts.SignOut(ctx(c), token, c.RealIP()); err != nil {
+		return err
 	}
 	if err := h.Sessions.End(c); err != nil {
 		return err

@@ -1,13 +1,19 @@
 package handlers
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"io"
 	"math"
+	"net"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
+	"time"
 
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/labstack/echo/v4"
 
 	"github.com/curate/curate/internal/errs"
@@ -24,17 +30,25 @@ type Problem struct {
 	Current any               `json:"current,omitempty"`
 }
 
+// retryUnavailable is the Retry-After of a 503 while the database cannot
+// be reached: long enough for a restart or a failover to finish.
+const retryUnavailable = 5 * time.Second
+
 // HandleError turns any error a handler returns into the answer its caller
 // expects: problem+json on /api, a fragment for HTMX, a page otherwise.
 // Unexpected errors are logged and answered with a 500 that shows nothing
-// internal.
+// internal; an unreachable database is a 503 with Retry-After.
 func (h *Handlers) HandleError(err error, c echo.Context) {
 	if c.Response().Committed {
 		return
 	}
 	p := h.problemFor(err, c)
-	if p.Status == http.StatusInternalServerError {
+	switch p.Status {
+	case http.StatusInternalServerError:
 		h.Log.Error("request failed", "method", c.Request().Method, "path", c.Request().URL.Path, "err", err)
+	case http.StatusServiceUnavailable:
+		h.Log.Warn("database unreachable", "method", c.Request().Method, "path", c.Request().URL.Path, "err", err)
+		c.Response().Header().Set("Retry-After", strconv.Itoa(int(retryUnavailable.Seconds())))
 	}
 	var tooMany *errs.TooMany
 	if errors.As(err, &tooMany) {
@@ -94,8 +108,38 @@ func (h *Handlers) problemFor(err error, c echo.Context) Problem {
 		return problem(http.StatusTooManyRequests, "Too many requests", tooMany.Message)
 	case errors.As(err, &httpErr):
 		return problem(httpErr.Code, http.StatusText(httpErr.Code), httpMessage(httpErr))
+	case databaseDown(err):
+		return problem(http.StatusServiceUnavailable, "Try again shortly",
+			"Curate cannot reach its database just now. Try again in a few seconds.")
 	}
 	return problem(http.StatusInternalServerError, "Something went wrong", "The error was logged. Try again, and tell your administrator if it persists.")
+}
+
+// databaseDown reports whether err says the database cannot be reached
+// now, rather than that the request went wrong: no connection could be
+// made (refused, unreachable, or the wait for one ran out, which the pool
+// reports as a bare deadline), the connection broke mid-query, or the
+// server is shutting down or starting (SQLSTATE class 08, 57P01-57P03).
+// Nothing is wrong with the request then, and the same one is likely to
+// work once the database is back: it is a 503, not a 500. An HTTP call to
+// another server (a *url.Error) failing is not the database.
+func databaseDown(err error) bool {
+	var (
+		connect *pgconn.ConnectError
+		netErr  net.Error
+		pgErr   *pgconn.PgError
+		urlErr  *url.Error
+	)
+	switch {
+	case errors.As(err, &urlErr):
+		return false
+	case errors.As(err, &connect), errors.As(err, &netErr),
+		errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, context.DeadlineExceeded):
+		return true
+	case errors.As(err, &pgErr):
+		return strings.HasPrefix(pgErr.Code, "08") || pgErr.Code == "57P01" || pgErr.Code == "57P02" || pgErr.Code == "57P03"
+	}
+	return false
 }
 
 func problem(status int, title, detail string) Problem {

@@ -6,6 +6,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"unicode"
 
 	"github.com/google/uuid"
 	"github.com/labstack/echo/v4"
@@ -307,15 +308,18 @@ func (h *Handlers) bulkFromForm(c echo.Context, form url.Values) (feedback.Bulk,
 		}
 	} else {
 		seen := map[uuid.UUID]bool{}
-		for _, raw := range form["ids"] {
-			id, err := uuid.Parse(raw)
-			if err != nil {
-				v.Add("ids", "%q is not an item id", queueClip(raw, 40))
-				break
-			}
-			if !seen[id] {
-				seen[id] = true
-				b.IDs = append(b.IDs, id)
+	ids:
+		for _, field := range form["ids"] {
+			for _, raw := range splitIDs(field) {
+				id, err := uuid.Parse(raw)
+				if err != nil {
+					v.Add("ids", "%q is not an item id", queueClip(raw, 40))
+					break ids
+				}
+				if !seen[id] {
+					seen[id] = true
+					b.IDs = append(b.IDs, id)
+				}
 			}
 		}
 		if len(b.IDs) > 0 && !v.Has() {
@@ -344,11 +348,20 @@ func bulkFields(form url.Values) []views.BulkField {
 		}
 	}
 	if form.Get("all") != "1" {
-		for _, id := range form["ids"] {
-			out = append(out, views.BulkField{Name: "ids", Value: id})
+		var ids []string
+		for _, field := range form["ids"] {
+			ids = append(ids, splitIDs(field)...)
 		}
+		out = append(out, views.BulkField{Name: "ids", Value: strings.Join(ids, ",")})
 	}
 	return out
+}
+
+// splitIDs reads one ids field: an id, or many separated by commas or
+// spaces. A selection of any size travels as one field, because Go refuses
+// a form of more than 10,000 fields (and the confirmation re-posts every id).
+func splitIDs(field string) []string {
+	return strings.FieldsFunc(field, func(r rune) bool { return r == ',' || unicode.IsSpace(r) })
 }
 
 func queueClip(s string, n int) string {

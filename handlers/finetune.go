@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/google/uuid"
 	"github.com/labstack/echo/v4"
@@ -153,7 +154,8 @@ func estimateView(est finetune.Estimate, bad *errs.Invalid) views.FineTuneEstima
 		return v
 	}
 	return views.FineTuneEstimateView{Ready: true, Examples: est.TrainExamples, PerEpoch: est.TokensPerEpoch, Epochs: est.Epochs,
-		EpochsAuto: est.EpochsAuto, Tokens: est.TrainedTokens, Price: fmt.Sprintf("$%g", est.Price.PerMillion), PriceDate: est.PriceDate,
+		EpochsAuto: est.EpochsAuto, Tokens: est.TrainedTokens, Price: fmt.Sprintf("$%g", est.Price.PerMillion),
+		PriceModel: est.Price.BaseModel + " at " + est.Price.Provider, PriceDate: est.Price.Date, PriceBy: est.Price.SetBy, PriceID: est.Price.ID.String(),
 		Cost: est.Cost.String(), Left: est.Budget.Left().String(), Budget: est.Budget.Monthly.String(), OverBudget: !est.Fits(),
 		Free: est.Free, Errors: map[string]string{}, Fields: fields}
 }
@@ -187,7 +189,7 @@ func (h *Handlers) renderLaunchForm(c echo.Context, status int, values, errors m
 		}
 		m.Versions = append(m.Versions, views.Option{Value: v.ID.String(), Label: label})
 	}
-	prices, err := h.FineTune.Prices.Get(ctx(c))
+	prices, err := h.FineTune.PriceTable(ctx(c), caller.OrgID)
 	if err != nil {
 		return err
 	}
@@ -245,13 +247,15 @@ func (h *Handlers) FineTuneJob(c echo.Context) error {
 	m := views.FineTuneJobView{ID: j.ID.String(), Live: h.liveView(ctx(c), d), Local: settingsRows(finetune.LocalSettings(j)), Provider: h.providerLabel(j.Provider), BaseModel: j.BaseModel,
 		Method: j.Method, Dataset: j.DatasetLabel, DatasetVersion: j.DatasetVersionID.String(), Format: j.ExportFormat,
 		Suffix: j.Suffix, EstimatedTokens: j.EstimatedTokens, EstimatedCost: pricing.Micros(j.EstimatedCost).String(),
-		PriceDate: j.PriceDate, CreatedBy: j.CreatedByLabel, CreatedAt: views.When(j.CreatedAt),
+		CreatedBy: j.CreatedByLabel, CreatedAt: views.When(j.CreatedAt),
 		CanCancel: !finetune.Terminal(j.Status) && j.CancelRequestedAt == nil && CallerOf(c).Role.AtLeast(auth.Admin)}
 	if j.Seed.Valid {
 		m.Seed = strconv.FormatInt(j.Seed.Int64, 10)
 	}
 	if h.FineTune.Providers[j.Provider].Free {
 		m.EstimatedCost = "local: no charge"
+	} else if j.PriceDate != "" {
+		m.Price = fmt.Sprintf("$%g per million tokens, the price effective %s", pricing.Micros(j.PricePerMillion).Dollars(), j.PriceDate)
 	}
 	var hyper provider.Hyperparameters
 	if err := json.Unmarshal(j.Hyperparameters, &hyper); err != nil {
@@ -413,30 +417,38 @@ func (h *Handlers) FineTuneCancel(c echo.Context) error {
 	return redirect(c, "/fine-tuning/jobs/"+id.String())
 }
 
-// FineTuneSettings shows the budget and the price table.
+// FineTuneSettings shows the budget and the organisation's price table.
 func (h *Handlers) FineTuneSettings(c echo.Context) error {
 	return h.renderSettings(c, http.StatusOK, nil, map[string]string{})
 }
 
-func (h *Handlers) renderSettings(c echo.Context, status int, table *pricing.Table, errors map[string]string) error {
-	b, err := h.FineTune.Budget(ctx(c), CallerOf(c).OrgID)
+// renderSettings shows the settings; edit, when set, is a refused price
+// table shown back as it was typed.
+func (h *Handlers) renderSettings(c echo.Context, status int, edit *pricing.Edit, errors map[string]string) error {
+	orgID := CallerOf(c).OrgID
+	b, err := h.FineTune.Budget(ctx(c), orgID)
 	if err != nil {
 		return err
 	}
-	if table == nil {
-		t, err := h.FineTune.Prices.Get(ctx(c))
-		if err != nil {
-			return err
-		}
-		table = &t
-	}
 	m := views.FineTuneSettingsView{Budget: strconv.FormatFloat(b.Monthly.Dollars(), 'f', 2, 64), Spent: b.Spent.String(),
-		PriceDate: table.Date, Errors: errors}
+		Date: time.Now().Format(time.DateOnly), Errors: errors}
 	if v, ok := errors["monthly_budget"]; ok && v != "" {
 		m.Budget = c.FormValue("monthly_budget")
 	}
-	for _, p := range table.Prices {
-		m.Prices = append(m.Prices, views.FineTunePriceRow{Provider: p.Provider, BaseModel: p.BaseModel, PerMillion: strconv.FormatFloat(p.PerMillion, 'f', -1, 64)})
+	if edit != nil {
+		m.Date = edit.Date
+		for _, p := range edit.Prices {
+			m.Prices = append(m.Prices, views.FineTunePriceRow{Provider: p.Provider, BaseModel: p.BaseModel, PerMillion: strconv.FormatFloat(p.PerMillion, 'f', -1, 64)})
+		}
+	} else {
+		table, err := h.FineTune.PriceTable(ctx(c), orgID)
+		if err != nil {
+			return err
+		}
+		for _, p := range table.Prices {
+			m.Prices = append(m.Prices, views.FineTunePriceRow{Provider: p.Provider, BaseModel: p.BaseModel, PerMillion: strconv.FormatFloat(p.PerMillion, 'f', -1, 64),
+				Effective: p.Date, SetBy: p.SetBy, SetAt: views.When(p.SetAt)})
+		}
 	}
 	m.Prices = append(m.Prices, views.FineTunePriceRow{})
 	return render(c, status, views.FineTuneSettingsPage(h.page(c, "Fine-tuning budget and prices", "finetune"), m))
@@ -460,14 +472,14 @@ func (h *Handlers) FineTuneBudgetSave(c echo.Context) error {
 	return redirect(c, "/fine-tuning/settings")
 }
 
-// FineTunePricesSave replaces the price table.
+// FineTunePricesSave replaces the organisation's price table.
 func (h *Handlers) FineTunePricesSave(c echo.Context) error {
 	form, err := c.FormParams()
 	if err != nil {
 		return err
 	}
 	providers, models, prices := form["provider"], form["base_model"], form["usd_per_million"]
-	t := pricing.Table{Date: strings.TrimSpace(form.Get("date"))}
+	t := pricing.Edit{Date: strings.TrimSpace(form.Get("date"))}
 	bad := map[string]string{}
 	for i := range models {
 		model := strings.TrimSpace(models[i])
@@ -488,8 +500,9 @@ func (h *Handlers) FineTunePricesSave(c echo.Context) error {
 		}
 		t.Prices = append(t.Prices, pricing.Price{Provider: prov, BaseModel: model, PerMillion: n})
 	}
+	var changes []pricing.Change
 	if len(bad) == 0 {
-		err := h.FineTune.SetPrices(ctx(c), actor(c), CallerOf(c).OrgID, t)
+		changes, err = h.FineTune.SetPrices(ctx(c), actor(c), CallerOf(c).OrgID, t)
 		var inv *errs.Invalid
 		if errors.As(err, &inv) {
 			for _, fe := range inv.Errors {
@@ -508,6 +521,10 @@ func (h *Handlers) FineTunePricesSave(c echo.Context) error {
 	if len(bad) > 0 {
 		return h.renderSettings(c, http.StatusUnprocessableEntity, &t, bad)
 	}
-	h.Sessions.Flash(c, "ok", fmt.Sprintf("Price table of %s saved: %d prices.", t.Date, len(t.Prices)))
+	if len(changes) == 0 {
+		h.Sessions.Flash(c, "ok", "No price changed.")
+	} else {
+		h.Sessions.Flash(c, "ok", fmt.Sprintf("Prices saved: %d changed, effective %s.", len(changes), t.Date))
+	}
 	return redirect(c, "/fine-tuning/settings")
 }

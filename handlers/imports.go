@@ -187,9 +187,13 @@ func (h *Handlers) LangfuseSave(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := h.Importer.TestConnection(ctx(c), orgID); err != nil {
-		h.Sessions.Flash(c, "error", "Saved, but Langfuse did not answer as expected: "+err.Error())
-	} else {
+	var fail *imports.LangfuseError
+	switch err := h.Importer.TestConnection(ctx(c), orgID); {
+	case errors.As(err, &fail):
+		h.Sessions.Flash(c, "error", "Saved, but Langfuse did not answer as expected. "+fail.Error())
+	case err != nil:
+		return err
+	default:
 		h.Sessions.Flash(c, "ok", "Saved. Langfuse accepted the keys.")
 	}
 	return redirect(c, "/imports/langfuse")
@@ -198,11 +202,12 @@ func (h *Handlers) LangfuseSave(c echo.Context) error {
 // LangfuseTest checks that Langfuse answers with the stored keys.
 func (h *Handlers) LangfuseTest(c echo.Context) error {
 	err := h.Importer.TestConnection(ctx(c), CallerOf(c).OrgID)
+	var fail *imports.LangfuseError
 	switch {
-	case errors.Is(err, errs.ErrNotFound):
-		return err
+	case errors.As(err, &fail):
+		h.Sessions.Flash(c, "error", "The connection does not work. "+fail.Error())
 	case err != nil:
-		h.Sessions.Flash(c, "error", "The connection does not work: "+err.Error())
+		return err
 	default:
 		h.Sessions.Flash(c, "ok", "The connection works: Langfuse accepted the keys.")
 	}

@@ -5,7 +5,6 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/google/uuid"
 	"github.com/gorilla/sessions"
 	"github.com/labstack/echo/v4"
 
@@ -16,19 +15,21 @@ const sessionName = "curate_session"
 
 func init() { gob.Register(views.Flash{}) }
 
-// Sessions keeps the signed-in user in a signed, encrypted cookie.
+// Sessions keeps the browser's session token, and flash messages, in a
+// signed, encrypted cookie. The session itself is a row in the database
+// (accounts.Service), so ending it there ends it on every server, whatever
+// copies of the cookie exist.
 type Sessions struct {
 	store *sessions.CookieStore
-	ttl   time.Duration
 }
 
 // NewSessions makes the cookie store. hashKey signs (32 or 64 bytes) and
-// blockKey encrypts (32 bytes) the cookie.
+// blockKey encrypts (32 bytes) the cookie, which lives for ttl.
 func NewSessions(hashKey, blockKey []byte, ttl time.Duration) *Sessions {
 	store := sessions.NewCookieStore(hashKey, blockKey)
 	store.Options = &sessions.Options{Path: "/", MaxAge: int(ttl.Seconds()), HttpOnly: true, SameSite: http.SameSiteLaxMode}
 	store.MaxAge(int(ttl.Seconds()))
-	return &Sessions{store: store, ttl: ttl}
+	return &Sessions{store: store}
 }
 
 func (s *Sessions) get(c echo.Context) *sessions.Session {
@@ -39,22 +40,16 @@ func (s *Sessions) get(c echo.Context) *sessions.Session {
 	return sess
 }
 
-// SessionUser returns the signed-in user's id, if the session is valid.
-func (s *Sessions) SessionUser(c echo.Context) (uuid.UUID, bool) {
-	sess := s.get(c)
-	raw, _ := sess.Values["uid"].(string)
-	iat, _ := sess.Values["iat"].(int64)
-	if raw == "" || time.Since(time.Unix(iat, 0)) > s.ttl {
-		return uuid.Nil, false
-	}
-	id, err := uuid.Parse(raw)
-	return id, err == nil
+// Token returns the session token the browser's cookie holds, if any.
+func (s *Sessions) Token(c echo.Context) (string, bool) {
+	token, _ := s.get(c).Values["token"].(string)
+	return token, token != ""
 }
 
-// Start signs a user in: a fresh session (new cookie) holding their id.
-func (s *Sessions) Start(c echo.Context, userID uuid.UUID) error {
+// Start keeps a new session's token in a fresh cookie.
+func (s *Sessions) Start(c echo.Context, token string) error {
 	sess := s.get(c)
-	sess.Values = map[any]any{"uid": userID.String(), "iat": time.Now().Unix()}
+	sess.Values = map[any]any{"token": token}
 	return sess.Save(c.Request(), c.Response())
 }
 

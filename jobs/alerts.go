@@ -11,7 +11,7 @@ import (
 
 	"github.com/curate/curate/internal/alerts"
 	"github.com/curate/curate/internal/errs"
-	"github.com/curate/curate/internal/webhook"
+	"github.com/curate/curate/internal/outbound"
 )
 
 // AlertsEvaluateArgs asks for the alert rules to be evaluated for every
@@ -55,16 +55,21 @@ type AlertWebhookWorker struct {
 	Alerts *alerts.Service
 }
 
-// Work delivers the alert. An alert that is gone, or a receiver that
-// refuses the delivery itself (a 4xx other than 429), ends the job: a retry
-// would meet the same answer.
+// Work delivers the alert. An alert that is gone, a receiver that refuses
+// the delivery itself (a 4xx other than 429), or an address the outbound
+// policy refuses ends the job: a retry would meet the same answer, and the
+// alerts page shows admins why.
 func (w *AlertWebhookWorker) Work(ctx context.Context, job *river.Job[alerts.WebhookArgs]) error {
 	err := w.Alerts.Deliver(ctx, job.Args.OrgID, job.Args.AlertID)
 	if errors.Is(err, errs.ErrNotFound) {
 		return river.JobCancel(fmt.Errorf("alert %s no longer exists", job.Args.AlertID))
 	}
-	var status *webhook.StatusError
-	if errors.As(err, &status) && status.StatusCode < 500 && status.StatusCode != 429 {
+	var (
+		status   *outbound.StatusError
+		refused  *outbound.RefusedError
+		redirect *outbound.RedirectError
+	)
+	if errors.As(err, &status) && status.Status < 500 && status.Status != 429 || errors.As(err, &refused) || errors.As(err, &redirect) {
 		return river.JobCancel(err)
 	}
 	return err

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -23,9 +24,22 @@ import (
 	"github.com/curate/curate/internal/audit"
 	"github.com/curate/curate/internal/feedback"
 	"github.com/curate/curate/internal/jobq"
+	"github.com/curate/curate/internal/outbound"
+	"github.com/curate/curate/internal/secrets"
 	"github.com/curate/curate/internal/webhook"
 	"github.com/curate/curate/jobs"
 )
+
+// loopback is an outbound client that may call the test servers, which
+// listen on loopback addresses.
+func loopback(t *testing.T) *outbound.Client {
+	t.Helper()
+	p, err := outbound.ParsePolicy("127.0.0.0/8,::1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &outbound.Client{Policy: p}
+}
 
 // delivery is one request the webhook receiver got.
 type delivery struct {
@@ -70,7 +84,13 @@ func TestAlertsJobOpensDeliversAndResolves(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	svc := &alerts.Service{Pool: pool, Jobs: inserter, Webhooks: &webhook.Sender{MaxAttempts: 3, BaseDelay: 10 * time.Millisecond}}
+	box, err := secrets.New(strings.Repeat("k", secrets.MinKeyLen))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := loopback(t)
+	svc := &alerts.Service{Pool: pool, Jobs: inserter, Secrets: box, Outbound: out,
+		Webhooks: &webhook.Sender{MaxAttempts: 3, BaseDelay: 10 * time.Millisecond, Outbound: out}}
 	settings := alerts.Defaults()
 	settings.WebhookURL = srv.URL + "/hook"
 	if err := svc.SaveSettings(ctx, audit.System, org.ID, settings); err != nil {

@@ -3,7 +3,6 @@ package jobs_test
 import (
 	"context"
 	"log/slog"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -38,7 +37,7 @@ func TestFineTuneWorkerSnoozesToTheEnd(t *testing.T) {
 	src := &finetunetest.Source{}
 	v := src.AddPref(org, "p v1", finetunetest.Pairs(6), 2)
 	dir := t.TempDir()
-	svc := &finetune.Service{Pool: pool, Prices: pricing.NewStore(filepath.Join(dir, "prices.json")), Dir: dir,
+	svc := &finetune.Service{Pool: pool, Dir: dir,
 		DefaultBudget: pricing.Dollars(10), PollEvery: 10 * time.Millisecond,
 		Providers: finetune.Providers{"openai": finetune.OpenAI(openai.Config{APIKey: "sk-test", BaseURL: fake.URL()})}}
 	svc.SetDataSource(src)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"log/slog"
-	"os"
 	"strings"
 	"testing"
 
@@ -16,6 +15,7 @@ import (
 	"github.com/curate/curate/db/pgtest"
 	"github.com/curate/curate/internal/accounts"
 	"github.com/curate/curate/internal/audit"
+	"github.com/curate/curate/internal/blobstore"
 	"github.com/curate/curate/internal/config"
 	"github.com/curate/curate/internal/datasets"
 	"github.com/curate/curate/internal/feedback"
@@ -41,7 +41,12 @@ func TestHeartbeatSweep(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	imp, err := imports.New(config.Config{DataDir: t.TempDir()}, pool, &feedback.Service{Pool: pool}, &pairs.Service{Pool: pool}, inserter, log)
+	bucket, err := blobstore.OpenDir(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer bucket.Close()
+	imp, err := imports.New(config.Config{DataDir: t.TempDir()}, pool, &feedback.Service{Pool: pool}, &pairs.Service{Pool: pool}, inserter, bucket, log)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -144,7 +149,7 @@ func TestHeartbeatSweep(t *testing.T) {
 	if got.Status != imports.StatusFailed || !strings.Contains(got.Error, "stopped on its last attempt") {
 		t.Errorf("given-up run: %s %q", got.Status, got.Error)
 	}
-	if _, err := os.Stat(imp.UploadPath(run.ID)); !os.IsNotExist(err) {
-		t.Errorf("the given-up run's upload is still there: %v", err)
+	if kept, err := bucket.Exists(ctx, imports.UploadKey(org.ID, run.ID)); kept || err != nil {
+		t.Errorf("the given-up run's upload is still there (%v)", err)
 	}
 }

@@ -21,9 +21,11 @@ type ImportWorker struct {
 func (w *ImportWorker) Timeout(*river.Job[imports.ImportArgs]) time.Duration { return time.Hour }
 
 // Work imports the file. A bad file fails the run for good: trying again
-// would read the same bytes.
+// would read the same bytes. The last attempt's failure ends the run too,
+// so the upload is deleted with it.
 func (w *ImportWorker) Work(ctx context.Context, job *river.Job[imports.ImportArgs]) error {
-	_, err := w.Imports.RunUpload(ctx, job.Args.OrgID, job.Args.RunID)
+	final := job.Attempt >= job.MaxAttempts
+	_, err := w.Imports.RunUpload(ctx, job.Args.OrgID, job.Args.RunID, final)
 	if imports.IsBadInput(err) || errors.Is(err, errs.ErrNotFound) {
 		return river.JobCancel(err)
 	}

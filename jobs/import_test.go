@@ -16,6 +16,7 @@ import (
 	"github.com/curate/curate/internal/accounts"
 	"github.com/curate/curate/internal/app"
 	"github.com/curate/curate/internal/audit"
+	"github.com/curate/curate/internal/blobstore"
 	"github.com/curate/curate/internal/config"
 	"github.com/curate/curate/internal/feedback"
 	"github.com/curate/curate/internal/imports"
@@ -27,8 +28,8 @@ import (
 
 // An uploaded file is imported by a real River client: a good file (of
 // feedback or of pairs) completes, a cut-off one is cancelled (not retried)
-// with its run failed. The periodic Langfuse job queues a sync that stores
-// the fake's score.
+// with its run failed; no upload is left in the bucket. The periodic
+// Langfuse job queues a sync that stores the fake's score.
 func TestImportJobs(t *testing.T) {
 	ctx := context.Background()
 	pool := pgtest.NewDB(t)
@@ -41,10 +42,17 @@ func TestImportJobs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	imp, err := imports.New(config.Config{DataDir: t.TempDir()}, pool, &feedback.Service{Pool: pool}, &pairs.Service{Pool: pool}, inserter, log)
+	blobDir := t.TempDir()
+	bucket, err := blobstore.OpenDir(blobDir)
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer bucket.Close()
+	imp, err := imports.New(config.Config{DataDir: t.TempDir()}, pool, &feedback.Service{Pool: pool}, &pairs.Service{Pool: pool}, inserter, bucket, log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	imp.Outbound = loopback(t)
 	at := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 	srv := langfusetest.NewServer(t, langfusetest.Options{
 		Traces: []langfusetest.Trace{{ID: "tr-1", Input: "Hi?", Output: "Hello."}},
@@ -142,4 +150,23 @@ func TestImportJobs(t *testing.T) {
 	if err := pool.QueryRow(ctx, "SELECT count(*) FROM preference_pairs WHERE method = 'import'").Scan(&n); err != nil || n != 3 || got.Stored != 3 || got.Skipped != 1 {
 		t.Fatalf("pair run: %d pairs stored, run says %d stored and %d skipped (%v)", n, got.Stored, got.Skipped, err)
 	}
+	if left := filesUnder(t, blobDir); len(left) != 0 {
+		t.Fatalf("uploads left in the bucket after their runs: %v", left)
+	}
+}
+
+// filesUnder lists the files in a directory tree.
+func filesUnder(t *testing.T, dir string) []string {
+	t.Helper()
+	var files []string
+	err := filepath.WalkDir(dir, func(path string, d os.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			files = append(files, path)
+		}
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return files
 }

@@ -1,28 +1,56 @@
 package jobs_test
 
 import (
+	"bytes"
 	"context"
 	"log/slog"
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/riverqueue/river"
 
 	"github.com/curate/curate/db"
 	"github.com/curate/curate/db/pgtest"
 	"github.com/curate/curate/internal/accounts"
 	"github.com/curate/curate/internal/app"
+	"github.com/curate/curate/internal/audit"
+	"github.com/curate/curate/internal/blobstore"
+	"github.com/curate/curate/internal/config"
+	"github.com/curate/curate/internal/feedback"
+	"github.com/curate/curate/internal/imports"
+	"github.com/curate/curate/internal/jobq"
+	"github.com/curate/curate/internal/pairs"
 	"github.com/curate/curate/jobs"
 )
 
 func TestMain(m *testing.M) { pgtest.Main(m) }
 
 // A real River client on a real database inserts the maintenance job and
-// works it: the expired sign-in failure is gone, the fresh one stays.
+// works it: the expired sign-in failure and session are gone, the fresh
+// ones stay; an upload abandoned two days ago (its run never recorded) is
+// deleted, while a queued run's file as old stays.
 func TestMaintenanceJobRuns(t *testing.T) {
 	ctx := context.Background()
 	pool := pgtest.NewDB(t)
 	q := db.New(pool)
+	acc := accounts.New(pool)
+	org, err := acc.EnsureOrg(ctx, "acme", "Acme")
+	if err != nil {
+		t.Fatal(err)
+	}
+	u, err := acc.CreateUser(ctx, audit.System, org.ID, accounts.NewUser{Email: "ada@acme.test", Role: "viewer", Password: "a-long-password-1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, expires := range []time.Time{time.Now().Add(-time.Hour), time.Now().Add(time.Hour)} {
+		id := bytes.Repeat([]byte{byte(i + 1)}, 32)
+		if err := q.SessionInsert(ctx, db.SessionInsertParams{ID: id, UserID: u.ID, OrgID: org.ID, ExpiresAt: expires}); err != nil {
+			t.Fatal(err)
+		}
+	}
 	if err := q.LoginFailureInsert(ctx, db.LoginFailureInsertParams{Email: "old@x.test", Ip: "10.0.0.1"}); err != nil {
 		t.Fatal(err)
 	}
@@ -33,7 +61,38 @@ func TestMaintenanceJobRuns(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	client, err := jobs.NewClient(jobs.Deps{Services: &app.Services{Pool: pool, Accounts: accounts.New(pool), Log: slog.New(slog.DiscardHandler)}}, jobs.Options{Workers: 2})
+	log := slog.New(slog.DiscardHandler)
+	blobDir := t.TempDir()
+	bucket, err := blobstore.OpenDir(blobDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer bucket.Close()
+	inserter, err := jobq.New(pool)
+	if err != nil {
+		t.Fatal(err)
+	}
+	imp, err := imports.New(config.Config{DataDir: t.TempDir()}, pool, &feedback.Service{Pool: pool}, &pairs.Service{Pool: pool}, inserter, bucket, log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The queued run is recorded without its job, so that it stays queued.
+	queued, err := q.ImportRunCreate(ctx, db.ImportRunCreateParams{ID: uuid.New(), OrgID: org.ID, Kind: imports.KindJSONL, FileName: "f.jsonl", FileSize: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	abandoned, waiting := imports.UploadKey(org.ID, uuid.New()), imports.UploadKey(org.ID, queued.ID)
+	twoDaysAgo := time.Now().Add(-48 * time.Hour)
+	for _, key := range []string{abandoned, waiting} {
+		if err := bucket.WriteAll(ctx, key, []byte("{}\n"), nil); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chtimes(filepath.Join(blobDir, filepath.FromSlash(key)), twoDaysAgo, twoDaysAgo); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	client, err := jobs.NewClient(jobs.Deps{Services: &app.Services{Pool: pool, Accounts: acc, Log: log, Imports: imp}}, jobs.Options{Workers: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -48,13 +107,17 @@ func TestMaintenanceJobRuns(t *testing.T) {
 	if _, err := client.Insert(ctx, jobs.MaintenanceArgs{}, &river.InsertOpts{UniqueOpts: river.UniqueOpts{}}); err != nil {
 		t.Fatal(err)
 	}
-	select {
-	case ev := <-events:
-		if ev.Kind != river.EventKindJobCompleted || ev.Job.Kind != "maintenance" {
-			t.Fatalf("event %s for %s: %v", ev.Kind, ev.Job.Kind, ev.Job.Errors)
+	// The imports' periodic Langfuse job runs on start too.
+	for worked := false; !worked; {
+		select {
+		case ev := <-events:
+			if ev.Kind != river.EventKindJobCompleted {
+				t.Fatalf("event %s for %s: %v", ev.Kind, ev.Job.Kind, ev.Job.Errors)
+			}
+			worked = ev.Job.Kind == "maintenance"
+		case <-time.After(30 * time.Second):
+			t.Fatal("the job was not worked")
 		}
-	case <-time.After(30 * time.Second):
-		t.Fatal("the job was not worked")
 	}
 	counts, err := q.LoginFailureCounts(ctx, db.LoginFailureCountsParams{Email: "old@x.test", Ip: "10.0.0.1", Since: time.Now().Add(-48 * time.Hour)})
 	if err != nil {
@@ -62,5 +125,18 @@ func TestMaintenanceJobRuns(t *testing.T) {
 	}
 	if counts.ByEmail != 0 || counts.ByIp != 1 {
 		t.Fatalf("after maintenance: old=%d, by ip=%d; want 0 and 1", counts.ByEmail, counts.ByIp)
+	}
+	if _, err := os.Stat(filepath.Join(blobDir, filepath.FromSlash(abandoned))); !os.IsNotExist(err) {
+		t.Errorf("the abandoned upload is still there: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(blobDir, filepath.FromSlash(waiting))); err != nil {
+		t.Errorf("the queued run's file was swept: %v", err)
+	}
+	var left []byte
+	if err := pool.QueryRow(ctx, "SELECT string_agg(id, ''::bytea) FROM sessions").Scan(&left); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(left, bytes.Repeat([]byte{2}, 32)) {
+		t.Fatalf("after maintenance the sessions are %x; want only the live one", left)
 	}
 }

@@ -30,7 +30,7 @@ func (w *LangfuseSyncWorker) Timeout(*river.Job[imports.LangfuseSyncArgs]) time.
 // retrying at once.
 func (w *LangfuseSyncWorker) Work(ctx context.Context, job *river.Job[imports.LangfuseSyncArgs]) error {
 	_, err := w.Imports.Sync(ctx, job.Args.OrgID)
-	var se *imports.SyncError
+	var se *imports.LangfuseError
 	if errors.As(err, &se) || errors.Is(err, errs.ErrNotFound) {
 		return river.JobCancel(err)
 	}

@@ -2,14 +2,17 @@ package jobs
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/riverqueue/river"
 
 	"github.com/curate/curate/internal/accounts"
+	"github.com/curate/curate/internal/imports"
 )
 
-// MaintenanceArgs asks for the hourly clean-up of expired rows.
+// MaintenanceArgs asks for the hourly clean-up of expired rows and
+// abandoned uploads.
 type MaintenanceArgs struct{}
 
 // Kind names the job in River's table.
@@ -20,13 +23,23 @@ func (MaintenanceArgs) InsertOpts() river.InsertOpts {
 	return river.InsertOpts{UniqueOpts: river.UniqueOpts{ByPeriod: 10 * time.Minute}}
 }
 
-// MaintenanceWorker deletes sign-in failures past the lockout window.
+// MaintenanceWorker deletes sign-in failures past the lockout window,
+// expired sessions and uploads that no import will read (see
+// imports.Service.SweepUploads).
 type MaintenanceWorker struct {
 	river.WorkerDefaults[MaintenanceArgs]
 	Accounts *accounts.Service
+	// Imports, when set, has its abandoned uploads swept.
+	Imports *imports.Service
 }
 
-// Work runs the clean-up; it is idempotent.
+// Work runs the clean-up; it is idempotent. Each part runs whatever the
+// other's outcome.
 func (w *MaintenanceWorker) Work(ctx context.Context, job *river.Job[MaintenanceArgs]) error {
-	return w.Accounts.PruneLoginFailures(ctx)
+	err := w.Accounts.Prune(ctx)
+	if w.Imports != nil {
+		_, serr := w.Imports.SweepUploads(ctx, time.Now().Add(-imports.UploadGrace))
+		err = errors.Join(err, serr)
+	}
+	return err
 }

@@ -15,6 +15,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/labstack/echo/v4"
@@ -30,6 +31,7 @@ import (
 	"github.com/curate/curate/internal/finetune"
 	"github.com/curate/curate/internal/imports"
 	"github.com/curate/curate/internal/ratelimit"
+	"github.com/curate/curate/internal/servers"
 	"github.com/curate/curate/jobs"
 	"github.com/curate/curate/static"
 )
@@ -52,7 +54,11 @@ type App struct {
 	FineTune   *finetune.Service
 	handlers   *handlers.Handlers
 	metrics    *metrics
+	metricsLn  net.Listener       // CURATE_METRICS_ADDR, once ListenMetrics opened it
 	keyLimiter *ratelimit.Limiter // requests per API key
+	// id names this server in the servers table, where the web servers on
+	// one database count each other to share the rate limits.
+	id uuid.UUID
 }
 
 // New assembles an App on an open, migrated database.
@@ -63,6 +69,9 @@ func New(cfg config.Config, pool *pgxpool.Pool, log *slog.Logger) (*App, error) 
 	}
 	svc, err := app.New(cfg, pool, log)
 	if err != nil {
+		return nil, err
+	}
+	if err := checkKeys(cfg, svc.Servers); err != nil {
 		return nil, err
 	}
 	client, err := jobs.NewClient(jobs.Deps{Services: svc}, jobs.Options{Workers: cfg.Workers, GPUSlots: cfg.GPUSlots})
@@ -80,9 +89,28 @@ func New(cfg config.Config, pool *pgxpool.Pool, log *slog.Logger) (*App, error) 
 			UserLimiter: ratelimit.New(float64(cfg.FeedbackPerUser)/60, cfg.FeedbackPerUser)},
 		metrics:    newMetrics(q),
 		keyLimiter: ratelimit.New(cfg.APIRate, cfg.APIBurst),
+		id:         uuid.New(),
 	}
 	a.Echo = a.router()
 	return a, nil
+}
+
+// checkKeys refuses to start a server whose session key or secret key
+// differs from the ones the other servers on this database use: its
+// cookies would be refused by every other server, and the secrets they
+// stored would be unreadable here.
+func checkKeys(cfg config.Config, s *servers.Service) error {
+	session, err := cfg.SessionSecret()
+	if err != nil {
+		return err
+	}
+	secret, err := cfg.SecretsKey()
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	return s.CheckKeys(ctx, session, secret)
 }
 
 func (a *App) router() *echo.Echo {
@@ -119,7 +147,6 @@ func (a *App) router() *echo.Echo {
 
 	staticFS, _ := fs.Sub(static.FS, ".")
 	e.GET("/static/*", echo.WrapHandler(cacheFor(time.Hour, http.StripPrefix("/static/", http.FileServerFS(staticFS)))))
-	e.GET("/metrics", echo.WrapHandler(promhttp.HandlerFor(a.metrics.registry, promhttp.HandlerOpts{})))
 	for _, r := range Routes(a.handlers) {
 		e.Add(r.Method, r.Path, r.Handler, requireRole(r.Role))
 	}
@@ -133,19 +160,80 @@ func cacheFor(d time.Duration, h http.Handler) http.Handler {
 	})
 }
 
-// Run serves HTTP on ln and works jobs until ctx is done, then shuts down in
-// order: stop taking requests, let running jobs finish (cancelling them when
-// the timeout passes or hard is closed), and return.
+// ListenMetrics opens the metrics address (CURATE_METRICS_ADDR) and
+// returns the address it listens on, nil when metrics are off. Run serves
+// /metrics there, apart from the public address, opening it itself when
+// this was not called first; calling it first reports a taken address
+// before anything starts, and the port the system chose for ":0".
+func (a *App) ListenMetrics() (net.Addr, error) {
+	if a.metricsLn != nil {
+		return a.metricsLn.Addr(), nil
+	}
+	addr, on := a.Config.Metrics()
+	if !on {
+		return nil, nil
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("metrics address (CURATE_METRICS_ADDR): %w; set another address, or off", err)
+	}
+	a.metricsLn = ln
+	return ln.Addr(), nil
+}
+
+// Heartbeat records this server as live in the database and shares the
+// API-key and per-user rate limits among the servers live now. Run calls
+// it on start and every servers.BeatEvery.
+func (a *App) Heartbeat(ctx context.Context) error {
+	n, err := a.Services.Servers.Beat(ctx, a.id)
+	if err != nil {
+		return err
+	}
+	a.keyLimiter.Share(n)
+	a.handlers.UserLimiter.Share(n)
+	return nil
+}
+
+// heartbeat beats until ctx is done. A failed beat keeps the last share:
+// the servers it knew of are still the best guess.
+func (a *App) heartbeat(ctx context.Context) {
+	t := time.NewTicker(servers.BeatEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			if err := a.Heartbeat(ctx); err != nil && ctx.Err() == nil {
+				a.Log.Warn("server heartbeat", "err", err)
+			}
+		}
+	}
+}
+
+// Run serves HTTP on ln (and the metrics on their own address) and works
+// jobs until ctx is done, then shuts down in order: stop taking requests,
+// let running jobs finish (cancelling them when the timeout passes or hard
+// is closed), leave the servers table, and return.
 func (a *App) Run(ctx context.Context, ln net.Listener, hard <-chan struct{}) error {
+	if _, err := a.ListenMetrics(); err != nil {
+		return err
+	}
+	if err := a.Heartbeat(ctx); err != nil {
+		a.Log.Warn("server heartbeat", "err", err)
+	}
 	if a.Config.Workers > 0 {
 		if err := a.River.Start(ctx); err != nil {
+			if a.metricsLn != nil {
+				a.metricsLn.Close()
+			}
 			return fmt.Errorf("starting workers: %w", err)
 		}
 	}
 	srv := &http.Server{Handler: a.Echo, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute,
 		ErrorLog: slog.NewLogLogger(a.Log.Handler(), slog.LevelWarn)}
 	a.Echo.Server = srv
-	served := make(chan error, 1)
+	served := make(chan error, 2)
 	go func() {
 		var err error
 		if a.Config.TLSCert != "" {
@@ -157,6 +245,24 @@ func (a *App) Run(ctx context.Context, ln net.Listener, hard <-chan struct{}) er
 			err = nil
 		}
 		served <- err
+	}()
+	var msrv *http.Server
+	if a.metricsLn != nil {
+		mux := http.NewServeMux()
+		mux.Handle("GET /metrics", promhttp.HandlerFor(a.metrics.registry, promhttp.HandlerOpts{}))
+		msrv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second,
+			ErrorLog: slog.NewLogLogger(a.Log.Handler(), slog.LevelWarn)}
+		go func() {
+			if err := msrv.Serve(a.metricsLn); !errors.Is(err, http.ErrServerClosed) {
+				served <- fmt.Errorf("metrics: %w", err)
+			}
+		}()
+	}
+	beatCtx, stopBeats := context.WithCancel(ctx)
+	beaten := make(chan struct{})
+	go func() {
+		defer close(beaten)
+		a.heartbeat(beatCtx)
 	}()
 
 	var serveErr error
@@ -170,6 +276,18 @@ func (a *App) Run(ctx context.Context, ln net.Listener, hard <-chan struct{}) er
 	if err := srv.Shutdown(sctx); err != nil {
 		a.Log.Warn("http shutdown", "err", err)
 	}
+	if msrv != nil {
+		if err := msrv.Shutdown(sctx); err != nil {
+			a.Log.Warn("metrics shutdown", "err", err)
+		}
+	}
+	stopBeats()
+	<-beaten
+	lctx, cancelLeave := context.WithTimeout(context.Background(), 5*time.Second)
+	if err := a.Services.Servers.Leave(lctx, a.id); err != nil {
+		a.Log.Warn("leaving the servers table", "err", err)
+	}
+	cancelLeave()
 	if a.Config.Workers > 0 {
 		StopWorkers(sctx, a.River, hard, a.Log)
 	}

@@ -311,8 +311,4 @@ func TestSecurityHeadersAndLimits(t *testing.T) {
 	s.Client().Get("/no/such/page").Must(t, http.StatusNotFound)
 	s.Client().Get("/healthz").Must(t, http.StatusOK)
 	s.Client().Get("/readyz").Must(t, http.StatusOK)
-	m := s.Client().Get("/metrics").Must(t, http.StatusOK)
-	if !strings.Contains(m.Body, `curate_http_requests_total{code="200",method="GET",route="/login"}`) {
-		t.Errorf("metrics lack the request count:\n%s", m.Body[:min(len(m.Body), 500)])
-	}
 }

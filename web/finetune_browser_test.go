@@ -135,7 +135,7 @@ func TestBrowserLocalFineTune(t *testing.T) {
 	org := s.Org("acme")
 	s.User(org, "ada@acme.test", "admin")
 	v := src.AddPref(org, "support-dpo v1", finetunetest.Pairs(6), 2)
-	model := localModel(t)
+	model := localModel(t, s)
 	form := "/fine-tuning/new?" + url.Values{"dataset_version_id": {v.ID.String()}, "provider": {"local"}, "method": {"dpo"}}.Encode()
 
 	ctx := webtest.Browser(t)

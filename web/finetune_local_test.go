@@ -9,12 +9,16 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
+
+	"github.com/curate/curate/internal/finetune"
 	"github.com/curate/curate/internal/finetune/finetunetest"
 	"github.com/curate/curate/web/webtest"
 )
@@ -31,27 +35,39 @@ func fakeTrainer(t *testing.T) string {
 	return bin
 }
 
-// localModel is a directory the local provider accepts as a base model: a
-// Hugging Face config.json (the fake trainer loads nothing).
-func localModel(t *testing.T) string {
+// localModel puts a directory the local provider accepts as a base model
+// (a Hugging Face config.json; the fake trainer loads nothing) in the
+// models directory and returns its name there.
+func localModel(t *testing.T, s *webtest.Server) string {
 	t.Helper()
-	dir := filepath.Join(t.TempDir(), "tiny-llama")
+	writeModel(t, filepath.Join(s.App.Config.ModelsDir, "tiny-llama"))
+	return "tiny-llama"
+}
+
+func writeModel(t *testing.T, dir string) {
+	t.Helper()
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.WriteFile(filepath.Join(dir, "config.json"), []byte(`{"model_type":"llama"}`), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	return dir
 }
 
 // localServer starts Curate with workers whose local trainer is the fake,
-// run as `env VARS... faketrainer run CONFIG`.
+// run as `env VARS... faketrainer run CONFIG`, and a models directory of
+// its own.
 func localServer(t *testing.T, poll time.Duration, env ...string) (*webtest.Server, *finetunetest.Source) {
 	t.Helper()
+	return localServerWith(t, 2, poll, env...)
+}
+
+func localServerWith(t *testing.T, workers int, poll time.Duration, env ...string) (*webtest.Server, *finetunetest.Source) {
+	t.Helper()
 	command := strings.Join(append(append([]string{"env"}, env...), fakeTrainer(t), "run"), " ")
-	s := webtest.New(t, webtest.Options{Workers: 2, Configure: func(c *cfgT) {
-		c.TrainerCommand, c.FineTunePoll, c.FineTuneBudgetUSD, c.GPUSlots = command, poll, 100, 1
+	models := t.TempDir()
+	s := webtest.New(t, webtest.Options{Workers: workers, Configure: func(c *cfgT) {
+		c.TrainerCommand, c.FineTunePoll, c.FineTuneBudgetUSD, c.GPUSlots, c.ModelsDir = command, poll, 100, 1, models
 	}})
 	src := &finetunetest.Source{}
 	s.App.FineTune.SetDataSource(src)
@@ -96,7 +112,7 @@ func TestLocalFineTuneAPI(t *testing.T) {
 	org := s.Org("acme")
 	admin := s.APIKey(org, "ops", "admin")
 	v := src.AddPref(org, "support-dpo v1", finetunetest.Pairs(6), 2)
-	model := localModel(t)
+	model := localModel(t, s)
 
 	launch := map[string]any{"dataset_version_id": v.ID.String(), "provider": "local", "base_model": model, "method": "dpo",
 		"hyperparameters": map[string]any{"beta": 0.2, "epochs": 1},
@@ -165,7 +181,10 @@ func TestLocalFineTuneAPI(t *testing.T) {
 		field  string
 		msg    string
 	}{
-		{map[string]any{"base_model": filepath.Join(model, "missing")}, "base_model", "does not exist"},
+		{map[string]any{"base_model": model + "/missing"}, "base_model", `\"tiny-llama/missing\" is not a model directory`},
+		{map[string]any{"base_model": s.App.Config.ModelsDir + "/" + model}, "base_model", "not a path"},
+		{map[string]any{"base_model": "../" + model}, "base_model", "not a path"},
+		{map[string]any{"base_model": "/etc"}, "base_model", "not a path"},
 		{map[string]any{"base_model": ""}, "base_model", "is required"},
 		{map[string]any{"local": map[string]any{"lora_r": 999}}, "local.lora_r", "from 1 to 256"},
 		{map[string]any{"local": map[string]any{"irs": map[string]any{"n_candidates": 1}}}, "local.irs.n_candidates", "from 2 to 16"},
@@ -182,6 +201,9 @@ func TestLocalFineTuneAPI(t *testing.T) {
 		res := s.API(admin, http.MethodPost, "/api/fine-tuning/jobs", body).Must(t, http.StatusUnprocessableEntity)
 		if !strings.Contains(res.Body, `"field":"`+tc.field+`"`) || !strings.Contains(res.Body, tc.msg) {
 			t.Errorf("%v: want %s %q in %s", tc.change, tc.field, tc.msg, res.Body)
+		}
+		if strings.Contains(res.Body, s.App.Config.ModelsDir) {
+			t.Errorf("%v: the answer shows the models directory: %s", tc.change, res.Body)
 		}
 	}
 }
@@ -237,7 +259,7 @@ func TestTrainAPI(t *testing.T) {
 	viewer := s.APIKey(org, "watcher", "viewer")
 	pairs := src.AddPref(org, "support-dpo v1", finetunetest.Pairs(6), 2)
 	chats := src.AddSFT(org, "support-sft v1", finetunetest.Chats(6), 2)
-	model := localModel(t)
+	model := localModel(t, s)
 
 	dpo := map[string]any{"stage": "DPO", "model_id": model, "dataset_version_id": pairs.ID.String()}
 	s.API(viewer, http.MethodPost, "/api/train", dpo).Must(t, http.StatusForbidden)
@@ -303,7 +325,8 @@ func TestTrainAPI(t *testing.T) {
 		field string
 	}{
 		{map[string]any{"stage": "PPO", "model_id": model, "dataset_version_id": pairs.ID.String()}, "stage"},
-		{map[string]any{"stage": "DPO", "model_id": filepath.Join(model, "nope"), "dataset_version_id": pairs.ID.String()}, "model_id"},
+		{map[string]any{"stage": "DPO", "model_id": model + "/nope", "dataset_version_id": pairs.ID.String()}, "model_id"},
+		{map[string]any{"stage": "DPO", "model_id": "/etc", "dataset_version_id": pairs.ID.String()}, "model_id"},
 		{map[string]any{"stage": "IRS", "model_id": model, "dataset_version_id": chats.ID.String(), "irs_config": map[string]any{"n_iterations": 0, "n_candidates": 40}}, "irs_config.n_candidates"},
 		{map[string]any{"stage": "IRS", "model_id": model, "dataset_version_id": chats.ID.String(), "irs_config": map[string]any{"load_in_4bit": true}}, "irs_config.load_in_4bit"},
 		{map[string]any{"stage": "REWARD", "model_id": model, "dataset_version_id": chats.ID.String()}, "stage"},
@@ -325,7 +348,7 @@ func TestLocalFineTuneCancel(t *testing.T) {
 	v := src.AddPref(org, "support-dpo v1", finetunetest.Pairs(6), 2)
 	var job localJob
 	s.API(admin, http.MethodPost, "/api/fine-tuning/jobs", map[string]any{"dataset_version_id": v.ID.String(), "provider": "local",
-		"base_model": localModel(t), "method": "dpo"}).Must(t, http.StatusCreated).JSON(t, &job)
+		"base_model": localModel(t, s), "method": "dpo"}).Must(t, http.StatusCreated).JSON(t, &job)
 	run := filepath.Join(s.App.Config.DataDir, "runs", "train_"+job.ID)
 
 	// Wait for the trainer and its child to be up.
@@ -397,7 +420,7 @@ func TestLocalLaunchForm(t *testing.T) {
 			t.Errorf("launch form lacks %s", want)
 		}
 	}
-	form := url.Values{"dataset_version_id": {v.ID.String()}, "provider": {"local"}, "base_model": {localModel(t)}, "method": {"irs"},
+	form := url.Values{"dataset_version_id": {v.ID.String()}, "provider": {"local"}, "base_model": {localModel(t, s)}, "method": {"irs"},
 		"local.irs.n_iterations": {"2"}, "local.irs.dw_config.initial_weights.rel": {"2"}}
 	est := c.PostForm("/fine-tuning/estimate", form).Must(t, http.StatusOK)
 	if !strings.Contains(est.Body, "local: no charge") || !strings.Contains(est.Body, `id="est-examples">4<`) {
@@ -439,4 +462,77 @@ func cloneForm(v url.Values) url.Values {
 		out[k] = append([]string(nil), vs...)
 	}
 	return out
+}
+
+// A local job trained by a worker on another machine (a data directory and
+// runs of its own, the same database, the same models) is followed from a
+// web server that has none of its files: /api/train/:id/metrics answers
+// the trainer's metrics.jsonl lines from the database, the status gives
+// the IRS iteration and weights, and the job page charts them.
+func TestTrainMetricsFromAnotherMachine(t *testing.T) {
+	s, src := localServerWith(t, 0, time.Millisecond)
+	org := s.Org("acme")
+	admin := s.APIKey(org, "ops", "admin")
+	chats := src.AddSFT(org, "support-sft v1", finetunetest.Chats(6), 2)
+	model := localModel(t, s)
+
+	cfg := s.App.Config
+	cfg.DataDir, cfg.ModelsDir = t.TempDir(), t.TempDir()
+	writeModel(t, filepath.Join(cfg.ModelsDir, model))
+	worker := finetune.FromConfig(s.Pool, cfg)
+	worker.SetDataSource(src)
+
+	var started struct {
+		JobID string `json:"job_id"`
+	}
+	s.API(admin, http.MethodPost, "/api/train", map[string]any{"stage": "IRS", "model_id": model, "dataset_version_id": chats.ID.String(),
+		"irs_config": map[string]any{"n_iterations": 2}}).Must(t, http.StatusCreated).JSON(t, &started)
+	id := uuid.MustParse(started.JobID)
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		out, err := worker.Advance(t.Context(), id)
+		if err != nil {
+			t.Fatalf("step %s: %v", out.Step, err)
+		}
+		if out.Done {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the job is still at %s after a minute", out.Step)
+		}
+		time.Sleep(out.Wait)
+	}
+	if _, err := os.Stat(filepath.Join(s.App.Config.DataDir, "runs", "train_"+started.JobID)); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("the web server has the run directory (%v)", err)
+	}
+
+	file, err := os.ReadFile(filepath.Join(cfg.DataDir, "runs", "train_"+started.JobID, "metrics.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want []map[string]any
+	for _, line := range strings.Split(strings.TrimSpace(string(file)), "\n") {
+		var m map[string]any
+		if err := json.Unmarshal([]byte(line), &m); err != nil {
+			t.Fatal(err)
+		}
+		want = append(want, m)
+	}
+	var lines []map[string]any
+	s.API(admin, http.MethodGet, "/api/train/"+started.JobID+"/metrics", nil).Must(t, http.StatusOK).JSON(t, &lines)
+	// Per iteration: generating, scoring, the summary and a training step.
+	if len(want) != 8 || !reflect.DeepEqual(lines, want) {
+		t.Errorf("metrics answer %v, want the worker's metrics.jsonl %v", lines, want)
+	}
+	var st trainStatus
+	s.API(admin, http.MethodGet, "/api/train/status/"+started.JobID, nil).Must(t, http.StatusOK).JSON(t, &st)
+	if d := st.Detail; st.State != "succeeded" || d.CurrentIteration != 2 || d.Metrics.AvgReward == nil || *d.Metrics.AvgReward != 2 ||
+		math.Abs(d.Metrics.CurrentWeights["rel"]-1.2) > 1e-9 {
+		t.Errorf("status %+v", st)
+	}
+	s.User(org, "vic@acme.test", "viewer")
+	page := s.SignedIn("vic@acme.test").Get("/fine-tuning/jobs/"+started.JobID).Must(t, http.StatusOK)
+	if reward := regexpFind(t, `id="ft-reward-line" points="([^"]*)"`, page.Body); len(strings.Fields(reward)) != 2 {
+		t.Errorf("reward line %q, want 2 points", reward)
+	}
 }

@@ -3,11 +3,13 @@ package web_test
 import (
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/curate/curate/internal/finetune/finetunetest"
+	"github.com/curate/curate/internal/pricing"
 	"github.com/curate/curate/internal/provider/openaifake"
 	"github.com/curate/curate/web/webtest"
 )
@@ -39,6 +41,11 @@ type ftJob struct {
 		Step, TotalSteps int
 		Fraction         *float64 `json:"fraction"`
 	} `json:"progress"`
+	Price *struct {
+		ID            string  `json:"id"`
+		USDPerMillion float64 `json:"usd_per_million_tokens"`
+		EffectiveDate string  `json:"effective_date"`
+	} `json:"price"`
 	Metrics []struct {
 		Step      int      `json:"step"`
 		TrainLoss *float64 `json:"train_loss"`
@@ -198,4 +205,61 @@ func TestFineTunePages(t *testing.T) {
 		t.Error("a cancelled job still offers cancelling or keeps polling")
 	}
 	assertAudit(t, s, "finetune.launch", "finetune.cancel")
+}
+
+// Prices belong to their organisation. An admin of one sets gpt-4o-mini to
+// $1000 per million on the settings page, which then shows the new price
+// with its date and who set it, and that organisation's estimate names
+// it; another organisation's launch is still estimated, and recorded, at
+// its own $3 price. A curator cannot change prices.
+func TestFineTunePricesPerOrganisation(t *testing.T) {
+	s, _, src := fineTuneServer(t, time.Hour)
+	acme, globex := s.Org("acme"), s.Org("globex")
+	s.User(acme, "ada@acme.test", "admin")
+	s.User(acme, "cy@acme.test", "curator")
+	vA := src.AddPref(acme, "acme-dpo v1", finetunetest.Pairs(6), 2)
+	vB := src.AddPref(globex, "globex-dpo v1", finetunetest.Pairs(6), 2)
+	ada := s.SignedIn("ada@acme.test")
+
+	page := ada.Get("/fine-tuning/settings").Must(t, http.StatusOK)
+	if !strings.Contains(page.Body, `value="`+ftMini+`"`) || !strings.Contains(page.Body, pricing.DefaultsDate) || !strings.Contains(page.Body, pricing.DefaultsSetBy) {
+		t.Fatalf("the settings page does not show the default prices with their date and origin")
+	}
+	form := url.Values{"date": {"2026-01-15"}}
+	for _, p := range pricing.Defaults().Prices {
+		price := p.PerMillion
+		if p.BaseModel == ftMini {
+			price = 1000
+		}
+		form.Add("provider", p.Provider)
+		form.Add("base_model", p.BaseModel)
+		form.Add("usd_per_million", strconv.FormatFloat(price, 'f', -1, 64))
+	}
+	s.SignedIn("cy@acme.test").PostForm("/fine-tuning/prices", form).Must(t, http.StatusForbidden)
+	ada.PostForm("/fine-tuning/prices", form).Must(t, http.StatusSeeOther)
+
+	page = ada.Get("/fine-tuning/settings").Must(t, http.StatusOK)
+	row := regexpFind(t, `(?s)(value="`+ftMini+`".*?</tr>)`, page.Body)
+	for _, want := range []string{`value="1000"`, "2026-01-15", "ada@acme.test"} {
+		if !strings.Contains(row, want) {
+			t.Errorf("the changed price's row lacks %s: %s", want, row)
+		}
+	}
+	// 72 tokens per epoch × 2 epochs at $1000 per million.
+	est := ada.PostForm("/fine-tuning/estimate", url.Values{"dataset_version_id": {vA.ID.String()}, "provider": {"openai"},
+		"base_model": {ftMini}, "method": {"dpo"}, "hyperparameters.epochs": {"2"}}).Must(t, http.StatusOK)
+	if !strings.Contains(est.Body, "$0.1440") || !strings.Contains(regexpFind(t, `(?s)(<dd id="est-price".*?</dd>)`, est.Body), "effective 2026-01-15, set by ada@acme.test") {
+		t.Errorf("acme's estimate does not use its new price: %s", est.Body)
+	}
+
+	var job ftJob
+	s.API(s.APIKey(globex, "ops", "admin"), http.MethodPost, "/api/fine-tuning/jobs", map[string]any{"dataset_version_id": vB.ID.String(),
+		"provider": "openai", "base_model": ftMini, "method": "dpo"}).Must(t, http.StatusCreated).JSON(t, &job)
+	if job.EstimatedCost != 0.0054 || job.Price == nil || job.Price.USDPerMillion != 3 || job.Price.EffectiveDate != pricing.DefaultsDate {
+		t.Errorf("globex's launch: $%v at %+v, want $0.0054 at its own $3 price of %s", job.EstimatedCost, job.Price, pricing.DefaultsDate)
+	}
+	var n int
+	if err := s.Pool.QueryRow(t.Context(), "SELECT count(*) FROM audit_log WHERE action = 'finetune.prices' AND actor_label = 'ada@acme.test' AND org_id = $1", acme).Scan(&n); err != nil || n != 1 {
+		t.Errorf("%d audited price changes by ada (%v), want 1", n, err)
+	}
 }

@@ -116,3 +116,46 @@ func TestNULInQueryAndForms(t *testing.T) {
 		t.Errorf("form with NUL = %d; want 422 naming it", res.Status)
 	}
 }
+
+// A bulk selection larger than Go's 10,000-field form limit travels as one
+// ids field, and the confirmation posts it back the same way.
+func TestFeedbackBulkLargeSelection(t *testing.T) {
+	t.Parallel()
+	s := webtest.New(t, webtest.Options{})
+	org := s.Org("acme")
+	s.User(org, "cara@acme.test", "curator")
+	rows, err := s.Pool.Query(context.Background(), `
+		INSERT INTO feedback (org_id, query, response, feedback_type, source, content_hash)
+		SELECT $1, 'question ' || i, 'answer ' || i, 'thumbs_down', 'api', sha256(i::text::bytea)
+		FROM generate_series(1, 12000) AS i RETURNING id::text`, org)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, id)
+	}
+	if rows.Err() != nil || len(ids) != 12000 {
+		t.Fatalf("seeded %d items: %v", len(ids), rows.Err())
+	}
+	c := s.SignedIn("cara@acme.test")
+	c.Get("/feedback")
+	form := url.Values{"op": {"approve"}, "ids": {strings.Join(ids, ",")}}
+	res := c.PostForm("/feedback/bulk", form).Must(t, http.StatusOK)
+	if !strings.Contains(res.Body, "Apply Approve to 12000 items?") && !strings.Contains(res.Body, "Apply Approve to 12,000 items?") {
+		t.Fatalf("confirmation page does not count 12,000 items")
+	}
+	if n := strings.Count(res.Body, `name="ids"`); n != 1 {
+		t.Errorf("the confirmation re-posts the selection in %d fields; want 1", n)
+	}
+	form.Set("confirm", "12000")
+	c.PostForm("/feedback/bulk", form).Must(t, http.StatusSeeOther)
+	var approved int
+	if err := s.Pool.QueryRow(context.Background(), "SELECT count(*) FROM feedback WHERE org_id = $1 AND status = 'approved'", org).Scan(&approved); err != nil || approved != 12000 {
+		t.Fatalf("%d items approved (%v); want 12000", approved, err)
+	}
+}

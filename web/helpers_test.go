@@ -10,6 +10,7 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/jackc/pgx/v5/pgtype"
 	"testing"
+	"time"
 
 	"github.com/curate/curate/internal/config"
 	"github.com/curate/curate/web/webtest"
@@ -52,13 +53,20 @@ func assertAudit(t *testing.T, s *webtest.Server, actions ...string) {
 	}
 }
 
+// text is the visible text of the first element sel matches, waiting for
+// one to exist. It reads the text inside the page in one step: a polled
+// fragment may replace the element between a node lookup and a second
+// call for its text.
 func text(t *testing.T, ctx context.Context, sel string) string {
 	t.Helper()
-	s, err := chromedp.Run(ctx, chromedp.Text(sel))
-	if err != nil {
+	q := mustJSON(t, sel)
+	// The text is wrapped in an array: an empty text is still an answer.
+	s, err := chromedp.Run(ctx, chromedp.Poll[[]string](`(() => { const e = document.querySelector(`+q+`); return e ? [e.innerText] : null })()`,
+		chromedp.WithPollingTimeout(20*time.Second)))
+	if err != nil || len(s) != 1 {
 		t.Fatalf("text of %s: %v", sel, err)
 	}
-	return strings.TrimSpace(s)
+	return strings.TrimSpace(s[0])
 }
 
 func mustJSON(t testing.TB, v any) string {

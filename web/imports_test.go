@@ -8,11 +8,13 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/curate/curate/internal/config"
 	"github.com/curate/curate/internal/langfuse/langfusetest"
 	"github.com/curate/curate/web/webtest"
 )
@@ -255,5 +257,50 @@ func TestImportPairsUpload(t *testing.T) {
 	upload(t, c, "trl", "again.jsonl", trl, true).Must(t, http.StatusSeeOther)
 	if body := finishedRow(t, c, runIDs(c.Get("/imports").Body)["again.jsonl"]); !strings.Contains(body, "0 stored, 3 already there, 1 skipped") {
 		t.Errorf("second upload: %s", body)
+	}
+}
+
+// Two servers on one database and one blob directory, each with its own
+// data directory, as two machines: a file uploaded through the web-only
+// server is imported by the other's workers, and once its run has ended no
+// copy of it is left in the blob store or on either server's disk.
+func TestImportUploadedOnOneServerWorkedOnAnother(t *testing.T) {
+	blobDir := t.TempDir()
+	front := webtest.New(t, webtest.Options{Workers: 0, Configure: func(cfg *config.Config) { cfg.BlobURL = "file://" + blobDir }})
+	back := front.Another(webtest.Options{Workers: 2})
+	if back.App.Config.DataDir == front.App.Config.DataDir || back.App.Config.BlobURL != front.App.Config.BlobURL {
+		t.Fatal("the servers share a data directory, or not the blob store")
+	}
+	org := front.Org("acme")
+	front.User(org, "cur@acme.test", "curator")
+	c := front.SignedIn("cur@acme.test")
+
+	good := `{"query":"What is 2+2?","response":"4","feedback_type":"thumbs_up","external_id":"two-1"}` + "\n" +
+		`{"query":"Capital of France?","response":"Lyon","feedback_type":"correction","correction":"Paris","external_id":"two-2"}` + "\n"
+	upload(t, c, "jsonl", "good.jsonl", good, true).Must(t, http.StatusSeeOther)
+	id := runIDs(c.Get("/imports").Must(t, http.StatusOK).Body)["good.jsonl"]
+	if body := finishedRow(t, c, id); !strings.Contains(body, `data-status="succeeded"`) || !strings.Contains(body, "2 stored") {
+		t.Fatalf("run: %s", body)
+	}
+	var n int
+	if err := front.Pool.QueryRow(t.Context(), "SELECT count(*) FROM feedback WHERE external_id IN ('two-1', 'two-2') AND source = 'file'").Scan(&n); err != nil || n != 2 {
+		t.Fatalf("%d of the file's rows stored, want 2 (%v)", n, err)
+	}
+
+	// What each server keeps of its own: its generated keys, and no more.
+	for dir, allowed := range map[string][]string{
+		blobDir:                  nil,
+		front.App.Config.DataDir: {"session.key", "secret.key"},
+		back.App.Config.DataDir:  nil,
+	} {
+		err := filepath.WalkDir(dir, func(path string, d os.DirEntry, err error) error {
+			if err == nil && !d.IsDir() && !slices.Contains(allowed, d.Name()) {
+				t.Errorf("%s is left after the run", path)
+			}
+			return err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
 	}
 }

@@ -37,27 +37,22 @@ func newMetrics(q *db.Queries) *metrics {
 }
 
 // middleware records each request under its route pattern (not its path,
-// which would make a series per id).
+// which would make a series per id). An error is answered here, through
+// the app's error handler, so that the status counted is the one sent (a
+// domain error's 404, not a guess).
 func (m *metrics) middleware(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		start := time.Now()
-		err := next(c)
+		if err := next(c); err != nil {
+			c.Error(err)
+		}
 		route := c.Path()
 		if route == "" {
 			route = "unmatched"
 		}
-		status := c.Response().Status
-		if err != nil {
-			// The error handler has not written yet; count what it will write.
-			if he, ok := err.(*echo.HTTPError); ok {
-				status = he.Code
-			} else if status < 400 {
-				status = 500
-			}
-		}
-		m.requests.WithLabelValues(route, c.Request().Method, strconv.Itoa(status)).Inc()
+		m.requests.WithLabelValues(route, c.Request().Method, strconv.Itoa(c.Response().Status)).Inc()
 		m.latency.WithLabelValues(route, c.Request().Method).Observe(time.Since(start).Seconds())
-		return err
+		return nil
 	}
 }
 

@@ -8,10 +8,8 @@ import (
 	"net/netip"
 	"strings"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/labstack/echo/v4"
 
-	"github.com/curate/curate/db"
 	"github.com/curate/curate/handlers"
 	"github.com/curate/curate/internal/accounts"
 	"github.com/curate/curate/internal/auth"
@@ -94,15 +92,17 @@ func (a *App) authenticate(next echo.HandlerFunc) echo.HandlerFunc {
 				return next(c)
 			}
 		}
-		if uid, ok := a.handlers.Sessions.SessionUser(c); ok {
-			u, err := db.New(a.Pool).UserWithOrg(c.Request().Context(), uid)
+		if token, ok := a.handlers.Sessions.Token(c); ok {
+			// The session row, not the cookie, says who is signed in: a
+			// copy of the cookie dies with the row.
+			s, err := a.Accounts.SessionCaller(c.Request().Context(), token)
 			switch {
-			case errors.Is(err, pgx.ErrNoRows):
+			case errors.Is(err, accounts.ErrNoSession):
 			case err != nil:
 				return err
-			case u.Active:
-				handlers.SetCaller(c, &handlers.Caller{Kind: "session", OrgID: u.OrgID, OrgSlug: u.OrgSlug, OrgName: u.OrgName,
-					Role: auth.Role(u.Role), UserID: u.ID, Label: u.Email})
+			default:
+				handlers.SetCaller(c, &handlers.Caller{Kind: "session", OrgID: s.OrgID, OrgSlug: s.OrgSlug, OrgName: s.OrgName,
+					Role: auth.Role(s.Role), UserID: s.UserID, Label: s.Email})
 			}
 		}
 		return next(c)
@@ -115,9 +115,12 @@ func (a *App) keyCaller(c echo.Context, token string) (*handlers.Caller, error) 
 		if errors.Is(err, accounts.ErrBadKey) {
 			return nil, echo.NewHTTPError(http.StatusUnauthorized, "The API key is malformed, unknown or revoked.")
 		}
+		if errors.Is(err, accounts.ErrKeySuspended) {
+			return nil, echo.NewHTTPError(http.StatusUnauthorized, "The API key is suspended: the user who created it is deactivated.")
+		}
 		return nil, err
 	}
-	return &handlers.Caller{Kind: "api_key", OrgID: k.OrgID, OrgSlug: k.OrgSlug, OrgName: k.OrgName, Role: auth.Role(k.Role), KeyID: k.ID, Label: k.Name}, nil
+	return &handlers.Caller{Kind: "api_key", OrgID: k.OrgID, OrgSlug: k.OrgSlug, OrgName: k.OrgName, Role: k.Role, KeyID: k.ID, Label: k.Name}, nil
 }
 
 // limitAPIKeys gives each API key a token bucket; an empty one answers 429

@@ -37,6 +37,9 @@ func Routes(h *handlers.Handlers) []Route {
 		{GET, "/login", Public, h.LoginForm},
 		{POST, "/login", Public, h.Login},
 		{POST, "/logout", auth.Viewer, h.Logout},
+		{GET, "/account", auth.Viewer, h.Account},
+		{POST, "/account/password", auth.Viewer, h.AccountPassword},
+		{POST, "/account/sign-out-everywhere", auth.Viewer, h.SignOutEverywhere},
 
 		// The Curate tab.
 		{GET, "/", auth.Viewer, h.Home},

@@ -3,7 +3,6 @@ package web
 import (
 	"crypto/sha256"
 	"errors"
-	"path/filepath"
 
 	"github.com/curate/curate/internal/config"
 )
@@ -12,12 +11,11 @@ import (
 // CURATE_SESSION_KEY, or from a key generated once and kept in the data
 // directory, so sessions survive restarts.
 func SessionKeys(cfg config.Config) (hashKey, blockKey []byte, err error) {
-	secret := cfg.SessionKey
-	if secret == "" {
-		if secret, err = config.StoredKey(filepath.Join(cfg.DataDir, "session.key")); err != nil {
-			return nil, nil, err
-		}
+	key, err := cfg.SessionSecret()
+	if err != nil {
+		return nil, nil, err
 	}
+	secret := key.Value
 	if len(secret) < 32 {
 		return nil, nil, errors.New("CURATE_SESSION_KEY must be at least 32 characters (try: openssl rand -hex 32)")
 	}

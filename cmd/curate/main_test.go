@@ -56,7 +56,7 @@ func TestUserAndKeyCreate(t *testing.T) {
 		t.Fatalf("output %q", out)
 	}
 	acc := accounts.New(pool)
-	if _, err := acc.SignIn(context.Background(), "ada@acme.test", "a-piped-password-1", "127.0.0.1"); err != nil {
+	if _, err := acc.SignIn(context.Background(), accounts.Credentials{Email: "ada@acme.test", Password: "a-piped-password-1", IP: "127.0.0.1"}); err != nil {
 		t.Fatalf("sign in with the piped password: %v", err)
 	}
 
@@ -69,7 +69,7 @@ func TestUserAndKeyCreate(t *testing.T) {
 	if pw == nil {
 		t.Fatalf("no generated password in %q", out)
 	}
-	if _, err := acc.SignIn(context.Background(), "bob@acme.test", pw[1], "127.0.0.1"); err != nil {
+	if _, err := acc.SignIn(context.Background(), accounts.Credentials{Email: "bob@acme.test", Password: pw[1], IP: "127.0.0.1"}); err != nil {
 		t.Fatalf("sign in with the generated password: %v", err)
 	}
 

@@ -52,6 +52,10 @@ func cmdServe(ctx context.Context, env *Env, args []string) error {
 		return err
 	}
 	defer app.Services.Scratch.Close()
+	metricsAddr, err := app.ListenMetrics()
+	if err != nil {
+		return err
+	}
 	ln, err := net.Listen("tcp", cfg.Addr)
 	if err != nil {
 		return err
@@ -80,6 +84,9 @@ func cmdServe(ctx context.Context, env *Env, args []string) error {
 			log.Info("seeded a frozen demo dataset", "name", demo.DatasetName, "examples", v.ItemCount)
 		}
 		printDemo(env, url, seeded)
+	}
+	if metricsAddr != nil {
+		log.Info("metrics", "url", "http://"+metricsAddr.String()+"/metrics")
 	}
 	log.Info("curate is running", "url", url, "workers", cfg.Workers)
 	return app.Run(ctx, ln, env.Hard)

@@ -38,6 +38,14 @@ func cmdWorker(ctx context.Context, env *Env, args []string) error {
 		return err
 	}
 	defer svc.Scratch.Close()
+	// Workers decrypt what the web servers stored: refuse another key.
+	secret, err := cfg.SecretsKey()
+	if err != nil {
+		return err
+	}
+	if err := svc.Servers.CheckKeys(ctx, secret); err != nil {
+		return err
+	}
 	client, err := jobs.NewClient(jobs.Deps{Services: svc}, jobs.Options{Workers: cfg.Workers, GPUSlots: cfg.GPUSlots})
 	if err != nil {
 		return err

@@ -203,3 +203,33 @@ func randomHex(n int) string {
 	_, _ = rand.Read(b)
 	return hex.EncodeToString(b)
 }
+
+// TablesContaining lists the tables of the public schema with a row whose
+// text form holds s, case-insensitively (River's job table, with its
+// recorded errors, included): a test's way of showing that something, such
+// as what a remote server answered, was stored nowhere.
+func TablesContaining(t testing.TB, pool *pgxpool.Pool, s string) []string {
+	t.Helper()
+	ctx := context.Background()
+	rows, err := pool.Query(ctx, `SELECT table_name FROM information_schema.tables
+		WHERE table_schema = 'public' AND table_type = 'BASE TABLE' ORDER BY table_name`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tables, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		t.Fatal(err)
+	}
+	var found []string
+	for _, name := range tables {
+		var n int
+		q := "SELECT count(*) FROM " + pgx.Identifier{name}.Sanitize() + " AS r WHERE strpos(lower(r::text), lower($1)) > 0"
+		if err := pool.QueryRow(ctx, q, s).Scan(&n); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if n > 0 {
+			found = append(found, name)
+		}
+	}
+	return found
+}

@@ -16,8 +16,18 @@ ON CONFLICT (org_id) DO UPDATE SET
 RETURNING *;
 
 -- name: AlertSettingsSetSecret :exec
-INSERT INTO alert_settings (org_id, webhook_secret) VALUES (@org_id, @webhook_secret)
-ON CONFLICT (org_id) DO UPDATE SET webhook_secret = EXCLUDED.webhook_secret, updated_at = now();
+-- Stores a new sealed secret, replacing the old one, sealed or not.
+INSERT INTO alert_settings (org_id, webhook_secret_ciphertext, webhook_secret_nonce)
+VALUES (@org_id, @ciphertext, @nonce)
+ON CONFLICT (org_id) DO UPDATE SET webhook_secret_ciphertext = EXCLUDED.webhook_secret_ciphertext,
+    webhook_secret_nonce = EXCLUDED.webhook_secret_nonce, webhook_secret = '', updated_at = now();
+
+-- name: AlertSettingsUpdateSealedSecret :exec
+-- Seals a secret stored in the clear before migration 00015, unless another
+-- server sealed or replaced it meanwhile.
+UPDATE alert_settings
+SET webhook_secret_ciphertext = @ciphertext, webhook_secret_nonce = @nonce, webhook_secret = ''
+WHERE org_id = @org_id AND webhook_secret = @plaintext::text AND webhook_secret <> '';
 
 -- name: AlertRatingsByModel :many
 -- Ratings per model in the evaluation window.
@@ -81,4 +91,7 @@ WHERE org_id = @org_id AND id = @id AND dismissed_at IS NULL
 RETURNING *;
 
 -- name: AlertMarkDelivered :exec
-UPDATE alerts SET webhook_delivered_at = now() WHERE org_id = @org_id AND id = @id;
+UPDATE alerts SET webhook_delivered_at = now(), webhook_error = '' WHERE org_id = @org_id AND id = @id;
+
+-- name: AlertUpdateWebhookError :exec
+UPDATE alerts SET webhook_error = @webhook_error WHERE org_id = @org_id AND id = @id;

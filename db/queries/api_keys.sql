@@ -7,13 +7,23 @@ RETURNING *;
 SELECT * FROM api_keys WHERE prefix = $1;
 
 -- name: APIKeyCaller :one
--- A key and its organisation, read on every API request.
-SELECT k.id, k.org_id, k.name, k.secret_hash, k.role, k.revoked_at, o.slug AS org_slug, o.name AS org_name
-FROM api_keys k JOIN organizations o ON o.id = k.org_id
+-- A key, its organisation and its creator's current standing, read on
+-- every API request (the key's role is capped by its creator's).
+SELECT k.id, k.org_id, k.name, k.secret_hash, k.role, k.revoked_at, k.created_by,
+    u.role AS owner_role, (u.id IS NOT NULL AND NOT u.active)::bool AS owner_deactivated,
+    o.slug AS org_slug, o.name AS org_name
+FROM api_keys k
+JOIN organizations o ON o.id = k.org_id
+LEFT JOIN users u ON u.id = k.created_by
 WHERE k.prefix = $1;
 
 -- name: APIKeyList :many
-SELECT * FROM api_keys WHERE org_id = $1 ORDER BY created_at DESC, id;
+SELECT k.*, coalesce(u.email, '')::text AS owner_email, u.role AS owner_role,
+    (u.id IS NOT NULL AND NOT u.active)::bool AS owner_deactivated
+FROM api_keys k
+LEFT JOIN users u ON u.id = k.created_by
+WHERE k.org_id = $1
+ORDER BY k.created_at DESC, k.id;
 
 -- name: APIKeyRevoke :one
 UPDATE api_keys SET revoked_at = now()

@@ -1,11 +1,11 @@
 -- name: FineTuneJobInsert :one
 INSERT INTO fine_tuning_jobs (
     org_id, dataset_version_id, dataset_label, dataset_kind, provider, base_model, method, export_format,
-    hyperparameters, suffix, seed, train_examples, estimated_tokens, estimated_epochs, price_per_million,
+    hyperparameters, suffix, seed, train_examples, estimated_tokens, estimated_epochs, price_id, price_per_million,
     price_date, estimated_cost, created_by, created_by_label, local_settings
 ) VALUES (
     @org_id, @dataset_version_id, @dataset_label, @dataset_kind, @provider, @base_model, @method, @export_format,
-    @hyperparameters, @suffix, sqlc.narg('seed'), @train_examples, @estimated_tokens, @estimated_epochs, @price_per_million,
+    @hyperparameters, @suffix, sqlc.narg('seed'), @train_examples, @estimated_tokens, @estimated_epochs, @price_id, @price_per_million,
     @price_date, @estimated_cost, @created_by, @created_by_label, @local_settings
 )
 RETURNING *;
@@ -37,7 +37,7 @@ LIMIT @row_limit;
 
 -- name: FineTuneJobSetPrepared :exec
 UPDATE fine_tuning_jobs
-SET train_path = @train_path, valid_path = @valid_path, status = 'uploading',
+SET train_sha256 = @train_sha256, valid_sha256 = @valid_sha256, status = 'uploading',
     started_at = coalesce(started_at, now()), updated_at = now()
 WHERE id = @id;
 
@@ -96,6 +96,18 @@ SET epoch = CASE WHEN excluded.epoch > 0 THEN excluded.epoch ELSE fine_tuning_me
 -- name: FineTuneMetrics :many
 SELECT * FROM fine_tuning_metrics WHERE org_id = @org_id AND job_id = @job_id ORDER BY step;
 
+-- name: FineTuneRunMetricInsert :exec
+INSERT INTO fine_tuning_run_metrics (job_id, org_id, seq, record)
+VALUES (@job_id, @org_id, @seq, @record)
+ON CONFLICT (job_id, seq) DO NOTHING;
+
+-- name: FineTuneRunMetricList :many
+-- The newest records of a run, newest first.
+SELECT seq, record FROM fine_tuning_run_metrics
+WHERE org_id = @org_id AND job_id = @job_id
+ORDER BY seq DESC
+LIMIT @row_limit;
+
 -- name: FineTuneCheckpointUpsert :exec
 INSERT INTO fine_tuning_checkpoints (job_id, org_id, provider_checkpoint_id, step, model, at, metrics)
 VALUES (@job_id, @org_id, @provider_checkpoint_id, @step, @model, @at, @metrics)
@@ -123,3 +135,27 @@ ON CONFLICT (org_id) DO UPDATE SET monthly = excluded.monthly, updated_by_label 
 SELECT coalesce(sum(coalesce(actual_cost, CASE WHEN status IN ('failed', 'cancelled') THEN 0 ELSE estimated_cost END)), 0)::bigint
 FROM fine_tuning_jobs
 WHERE org_id = @org_id AND created_at >= @since;
+
+-- name: FineTunePriceInsertDefaults :exec
+-- Copies the compiled default prices in for an organisation that has never
+-- had a price; two first reads at once insert them once.
+INSERT INTO fine_tuning_prices (org_id, provider, base_model, per_million, effective_date, created_by_label)
+SELECT @org_id, unnest(@providers::text[]), unnest(@base_models::text[]), unnest(@per_millions::bigint[]),
+       @effective_date, 'Curate defaults'
+WHERE NOT EXISTS (SELECT 1 FROM fine_tuning_prices p WHERE p.org_id = @org_id)
+ON CONFLICT (org_id, provider, base_model) WHERE superseded_at IS NULL DO NOTHING;
+
+-- name: FineTunePriceList :many
+-- The organisation's prices in force.
+SELECT * FROM fine_tuning_prices
+WHERE org_id = @org_id AND superseded_at IS NULL
+ORDER BY provider, base_model;
+
+-- name: FineTunePriceInsert :one
+INSERT INTO fine_tuning_prices (org_id, provider, base_model, per_million, effective_date, created_by_label)
+VALUES (@org_id, @provider, @base_model, @per_million, @effective_date, @created_by_label)
+RETURNING *;
+
+-- name: FineTunePriceUpdateSuperseded :exec
+UPDATE fine_tuning_prices SET superseded_at = now()
+WHERE org_id = @org_id AND id = @id AND superseded_at IS NULL;

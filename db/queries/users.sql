@@ -25,8 +25,6 @@ UPDATE users SET active = $3, updated_at = now()
 WHERE org_id = $1 AND id = $2
 RETURNING *;
 
--- name: UserWithOrg :one
--- The signed-in user and their organisation, read on every page request.
-SELECT u.id, u.org_id, u.email, u.role, u.active, o.slug AS org_slug, o.name AS org_name
-FROM users u JOIN organizations o ON o.id = u.org_id
-WHERE u.id = $1;
+-- name: UserUpdatePassword :exec
+UPDATE users SET password_hash = @password_hash, updated_at = now()
+WHERE org_id = @org_id AND id = @id;

@@ -31,14 +31,17 @@ type Service struct {
 	MaxFailuresPerEmail int
 	MaxFailuresPerIP    int
 	Window              time.Duration
-	Now                 func() time.Time
-	touched             sync.Map // API key id → when its last use was recorded
-	keys                sync.Map // API key prefix → cachedKey
+	// SessionTTL is how long a browser stays signed in.
+	SessionTTL time.Duration
+	Now        func() time.Time
+	touched    sync.Map // API key id → when its last use was recorded
+	keys       sync.Map // API key prefix → cachedKey
 }
 
-// New returns a Service with the default lockout policy.
+// New returns a Service with the default lockout policy and session length.
 func New(pool *pgxpool.Pool) *Service {
-	return &Service{Pool: pool, MaxFailuresPerEmail: 5, MaxFailuresPerIP: 30, Window: 15 * time.Minute, Now: time.Now}
+	return &Service{Pool: pool, MaxFailuresPerEmail: 5, MaxFailuresPerIP: 30, Window: 15 * time.Minute,
+		SessionTTL: 12 * time.Hour, Now: time.Now}
 }
 
 var slugRE = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,62}$`)
@@ -123,7 +126,9 @@ func (s *Service) CreateUser(ctx context.Context, actor audit.Actor, orgID uuid.
 	return u, err
 }
 
-// ChangeRole sets a user's role. The last active admin cannot lose the role.
+// ChangeRole sets a user's role, ending their sessions; the keys they
+// created act with at most the new role (see KeyRole). The last active
+// admin cannot lose the role.
 func (s *Service) ChangeRole(ctx context.Context, actor audit.Actor, orgID, userID uuid.UUID, roleText string) (db.User, error) {
 	role, err := auth.ParseRole(roleText)
 	if err != nil {
@@ -143,14 +148,25 @@ func (s *Service) ChangeRole(ctx context.Context, actor audit.Actor, orgID, user
 		if u, err = q.UserUpdateRole(ctx, db.UserUpdateRoleParams{OrgID: orgID, ID: userID, Role: db.UserRole(role)}); err != nil {
 			return err
 		}
+		var ended int64
+		if old.Role != u.Role {
+			// Pages and forms open in the user's browsers were made for the old role.
+			if ended, err = q.SessionDeleteByUser(ctx, userID); err != nil {
+				return err
+			}
+		}
 		return audit.Record(ctx, q, actor, audit.Entry{OrgID: orgID, Action: "user.role_change", TargetType: "user",
-			TargetID: u.ID.String(), Details: map[string]any{"email": u.Email, "from": old.Role, "to": u.Role}})
+			TargetID: u.ID.String(), Details: map[string]any{"email": u.Email, "from": old.Role, "to": u.Role, "sessions_ended": ended}})
 	})
+	if err == nil {
+		s.forgetKeysOf(userID)
+	}
 	return u, err
 }
 
-// SetActive activates or deactivates a user. A deactivated user's sessions
-// stop working at their next request.
+// SetActive activates or deactivates a user. Deactivating ends the user's
+// sessions for good (reactivation does not bring them back) and suspends
+// the API keys they created until they are reactivated (see KeyRole).
 func (s *Service) SetActive(ctx context.Context, actor audit.Actor, orgID, userID uuid.UUID, active bool) (db.User, error) {
 	var u db.User
 	err := db.InTx(ctx, s.Pool, func(tx pgx.Tx, q *db.Queries) error {
@@ -166,13 +182,21 @@ func (s *Service) SetActive(ctx context.Context, actor audit.Actor, orgID, userI
 		if u, err = q.UserSetActive(ctx, db.UserSetActiveParams{OrgID: orgID, ID: userID, Active: active}); err != nil {
 			return err
 		}
-		action := "user.deactivate"
-		if active {
-			action = "user.activate"
+		action, details := "user.activate", map[string]any{"email": u.Email}
+		if !active {
+			action = "user.deactivate"
+			ended, err := q.SessionDeleteByUser(ctx, userID)
+			if err != nil {
+				return err
+			}
+			details["sessions_ended"] = ended
 		}
 		return audit.Record(ctx, q, actor, audit.Entry{OrgID: orgID, Action: action, TargetType: "user",
-			TargetID: u.ID.String(), Details: map[string]any{"email": u.Email}})
+			TargetID: u.ID.String(), Details: details})
 	})
+	if err == nil {
+		s.forgetKeysOf(userID)
+	}
 	return u, err
 }
 
@@ -248,10 +272,14 @@ func (s *Service) RevokeAPIKey(ctx context.Context, actor audit.Actor, orgID, ke
 		if err != nil {
 			return err
 		}
-		s.keys.Delete(k.Prefix)
 		return audit.Record(ctx, q, actor, audit.Entry{OrgID: orgID, Action: "api_key.revoke", TargetType: "api_key",
 			TargetID: k.ID.String(), Details: map[string]any{"name": k.Name, "prefix": k.Prefix}})
 	})
+	if err == nil {
+		// After the commit: a request between forgetting and committing
+		// would cache the key again, still unrevoked.
+		s.keys.Delete(k.Prefix)
+	}
 	return k, err
 }
 

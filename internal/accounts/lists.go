@@ -26,19 +26,13 @@ func (s *Service) GetUser(ctx context.Context, orgID, userID uuid.UUID) (db.User
 	return u, err
 }
 
-// ListAPIKeys returns the organisation's API keys, newest first, revoked
-// ones included.
-func (s *Service) ListAPIKeys(ctx context.Context, orgID uuid.UUID) ([]db.APIKey, error) {
-	return db.New(s.Pool).APIKeyList(ctx, orgID)
-}
-
 // Summary counts an organisation's accounts for its overview.
 type Summary struct {
 	Users      int // deactivated ones included
-	ActiveKeys int // not revoked
+	ActiveKeys int // neither revoked nor suspended
 }
 
-// Summarize counts the organisation's users and unrevoked API keys.
+// Summarize counts the organisation's users and usable API keys.
 func (s *Service) Summarize(ctx context.Context, orgID uuid.UUID) (Summary, error) {
 	users, err := s.ListUsers(ctx, orgID)
 	if err != nil {
@@ -50,7 +44,7 @@ func (s *Service) Summarize(ctx context.Context, orgID uuid.UUID) (Summary, erro
 	}
 	sum := Summary{Users: len(users)}
 	for _, k := range keys {
-		if k.RevokedAt == nil {
+		if k.RevokedAt == nil && !k.Suspended {
 			sum.ActiveKeys++
 		}
 	}

@@ -18,120 +18,117 @@ import (
 // password and a deactivated user, so sign-in tells an attacker nothing.
 var ErrBadCredentials = errors.New("wrong e-mail or password")
 
-// ErrBadKey is the answer for a malformed, unknown or revoked API key.
-var ErrBadKey = errors.New("invalid or revoked API key")
-
-// SignIn checks a password sign-in, enforcing the lockout policy, and audits it.
-func (s *Service) SignIn(ctx context.Context, email, password, ip string) (db.User, error) {
-	q := db.New(s.Pool)
-	now := s.Now()
-	counts, err := q.LoginFailureCounts(ctx, db.LoginFailureCountsParams{Email: email, Ip: ip, Since: now.Add(-s.Window)})
-	if err != nil {
-		return db.User{}, err
-	}
-	if counts.ByEmail >= int64(s.MaxFailuresPerEmail) || counts.ByIp >= int64(s.MaxFailuresPerIP) {
-		auth.DummyVerify(password)
-		_ = audit.Record(ctx, q, audit.Actor{Kind: "anonymous", Label: email, IP: ip},
-			audit.Entry{Action: "auth.login_locked", TargetType: "user", Details: map[string]any{"email": email}})
-		return db.User{}, &errs.TooMany{
-			Message:    fmt.Sprintf("too many failed sign-ins: try again in %d minutes", int(s.Window.Minutes())),
-			RetryAfter: s.Window,
-		}
-	}
-
-	u, err := q.UserGetByEmail(ctx, email)
-	switch {
-	case errors.Is(err, pgx.ErrNoRows):
-		auth.DummyVerify(password)
-		return db.User{}, s.fail(ctx, q, nil, email, ip, "unknown e-mail")
-	case err != nil:
-		return db.User{}, err
-	}
-	ok, err := auth.VerifyPassword(u.PasswordHash, password)
-	if err != nil {
-		return db.User{}, err
-	}
-	if !ok {
-		return db.User{}, s.fail(ctx, q, &u, email, ip, "wrong password")
-	}
-	if !u.Active {
-		return db.User{}, s.fail(ctx, q, &u, email, ip, "deactivated")
-	}
-	if err := q.LoginFailureClear(ctx, email); err != nil {
-		return db.User{}, err
-	}
-	err = audit.Record(ctx, q, audit.Actor{Kind: "user", ID: u.ID, Label: u.Email, IP: ip},
-		audit.Entry{OrgID: u.OrgID, Action: "auth.login", TargetType: "user", TargetID: u.ID.String()})
-	return u, err
+// Credentials are a sign-in attempt and where it comes from.
+type Credentials struct {
+	Email     string
+	Password  string
+	IP        string
+	UserAgent string
 }
 
-func (s *Service) fail(ctx context.Context, q *db.Queries, u *db.User, email, ip, reason string) error {
-	if err := q.LoginFailureInsert(ctx, db.LoginFailureInsertParams{Email: email, Ip: ip}); err != nil {
-		return err
+// SignIn checks a password sign-in, enforcing the lockout policy, audits
+// it and starts a session.
+func (s *Service) SignIn(ctx context.Context, c Credentials) (Session, error) {
+	q := db.New(s.Pool)
+	ok, err := s.reserveAttempt(ctx, c.Email, c.IP)
+	if err != nil {
+		return Session{}, err
 	}
-	e := audit.Entry{Action: "auth.login_failed", TargetType: "user", Details: map[string]any{"email": email, "reason": reason}}
-	if u != nil {
-		e.OrgID, e.TargetID = u.OrgID, u.ID.String()
+	if !ok {
+		auth.DummyVerify(c.Password)
+		_ = audit.Record(ctx, q, audit.Actor{Kind: "anonymous", Label: c.Email, IP: c.IP},
+			audit.Entry{Action: "auth.login_locked", TargetType: "user", Details: map[string]any{"email": c.Email}})
+		return Session{}, s.tooMany()
 	}
-	if err := audit.Record(ctx, q, audit.Actor{Kind: "anonymous", Label: email, IP: ip}, e); err != nil {
+
+	u, err := q.UserGetByEmail(ctx, c.Email)
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		auth.DummyVerify(c.Password)
+		return Session{}, s.fail(ctx, q, nil, c, "unknown e-mail")
+	case err != nil:
+		return Session{}, err
+	}
+	ok, err = auth.VerifyPassword(u.PasswordHash, c.Password)
+	if err != nil {
+		return Session{}, err
+	}
+	if !ok {
+		return Session{}, s.fail(ctx, q, &u, c, "wrong password")
+	}
+	if !u.Active {
+		return Session{}, s.fail(ctx, q, &u, c, "deactivated")
+	}
+	var sess Session
+	err = db.InTx(ctx, s.Pool, func(_ pgx.Tx, q *db.Queries) error {
+		// Success takes back the reserved attempt with the account's earlier failures.
+		if err := q.LoginFailureClear(ctx, c.Email); err != nil {
+			return err
+		}
+		if sess, err = s.startSession(ctx, q, u, c.IP, c.UserAgent); err != nil {
+			return err
+		}
+		return audit.Record(ctx, q, audit.Actor{Kind: "user", ID: u.ID, Label: u.Email, IP: c.IP},
+			audit.Entry{OrgID: u.OrgID, Action: "auth.login", TargetType: "user", TargetID: u.ID.String()})
+	})
+	return sess, err
+}
+
+func (s *Service) tooMany() error {
+	return &errs.TooMany{
+		Message:    fmt.Sprintf("too many failed sign-ins: try again in %d minutes", int(s.Window.Minutes())),
+		RetryAfter: s.Window,
+	}
+}
+
+// reserveAttempt counts an attempt as a failure before its password is
+// checked, unless the account or the address is already at its limit, in
+// which case it reports false. Counting and adding happen under locks on
+// the e-mail and the address, so parallel attempts cannot all see room for
+// one more: exactly the limit's worth of passwords is ever checked.
+func (s *Service) reserveAttempt(ctx context.Context, email, ip string) (bool, error) {
+	var ok bool
+	err := db.InTx(ctx, s.Pool, func(_ pgx.Tx, q *db.Queries) error {
+		if err := q.LoginFailureGetForUpdate(ctx, db.LoginFailureGetForUpdateParams{Email: email, Ip: ip}); err != nil {
+			return err
+		}
+		counts, err := q.LoginFailureCounts(ctx, db.LoginFailureCountsParams{Email: email, Ip: ip, Since: s.Now().Add(-s.Window)})
+		if err != nil {
+			return err
+		}
+		if counts.ByEmail >= int64(s.MaxFailuresPerEmail) || counts.ByIp >= int64(s.MaxFailuresPerIP) {
+			return nil
+		}
+		ok = true
+		return q.LoginFailureInsert(ctx, db.LoginFailureInsertParams{Email: email, Ip: ip})
+	})
+	return ok, err
+}
+
+// fail audits a failed sign-in, whose attempt is already counted.
+func (s *Service) fail(ctx context.Context, q *db.Queries, u *db.User, c Credentials, reason string) error {
+	if err := auditFailure(ctx, q, u, c.Email, c.IP, reason); err != nil {
 		return err
 	}
 	return ErrBadCredentials
 }
 
-// SignOut audits a sign-out.
-func (s *Service) SignOut(ctx context.Context, u db.User, ip string) error {
-	return audit.Record(ctx, db.New(s.Pool), audit.Actor{Kind: "user", ID: u.ID, Label: u.Email, IP: ip},
-		audit.Entry{OrgID: u.OrgID, Action: "auth.logout", TargetType: "user", TargetID: u.ID.String()})
+// auditFailure records a wrong password (or unknown or deactivated user):
+// each attempt the lockout counts is one auth.login_failed.
+func auditFailure(ctx context.Context, q *db.Queries, u *db.User, email, ip, reason string) error {
+	e := audit.Entry{Action: "auth.login_failed", TargetType: "user", Details: map[string]any{"email": email, "reason": reason}}
+	if u != nil {
+		e.OrgID, e.TargetID = u.OrgID, u.ID.String()
+	}
+	return audit.Record(ctx, q, audit.Actor{Kind: "anonymous", Label: email, IP: ip}, e)
 }
 
-// keyCacheTTL is how long a checked API key is trusted without asking the
-// database again. A key revoked on this server stops at once; on other
-// servers within this time.
-const keyCacheTTL = 5 * time.Second
-
-type cachedKey struct {
-	row     db.APIKeyCallerRow
-	expires time.Time
-}
-
-// KeyCaller checks a bearer API key and returns it with its organisation,
-// in one query, trusted for keyCacheTTL afterwards. Its last use is recorded
-// at most once a minute per key and process, so a busy key does not write
-// on every request.
-func (s *Service) KeyCaller(ctx context.Context, bearer string) (db.APIKeyCallerRow, error) {
-	prefix, hash, err := auth.ParseAPIKey(bearer)
-	if err != nil {
-		return db.APIKeyCallerRow{}, ErrBadKey
-	}
-	now := s.Now()
-	if c, ok := s.keys.Load(prefix); ok {
-		if c := c.(cachedKey); now.Before(c.expires) && auth.HashMatches(c.row.SecretHash, hash) {
-			return c.row, nil
-		}
-	}
+// Prune deletes sign-in failures older than the lockout window and
+// expired sessions.
+func (s *Service) Prune(ctx context.Context) error {
 	q := db.New(s.Pool)
-	k, err := q.APIKeyCaller(ctx, prefix)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return db.APIKeyCallerRow{}, ErrBadKey
+	if err := q.LoginFailurePrune(ctx, s.Now().Add(-s.Window).Add(-time.Hour)); err != nil {
+		return err
 	}
-	if err != nil {
-		return db.APIKeyCallerRow{}, err
-	}
-	if !auth.HashMatches(k.SecretHash, hash) || k.RevokedAt != nil {
-		return db.APIKeyCallerRow{}, ErrBadKey
-	}
-	s.keys.Store(prefix, cachedKey{row: k, expires: now.Add(keyCacheTTL)})
-	if last, ok := s.touched.Load(k.ID); !ok || now.Sub(last.(time.Time)) > time.Minute {
-		s.touched.Store(k.ID, now)
-		if err := q.APIKeyTouch(ctx, k.ID); err != nil {
-			return db.APIKeyCallerRow{}, err
-		}
-	}
-	return k, nil
-}
-
-// PruneLoginFailures deletes failures older than the lockout window.
-func (s *Service) PruneLoginFailures(ctx context.Context) error {
-	return db.New(s.Pool).LoginFailurePrune(ctx, s.Now().Add(-s.Window).Add(-time.Hour))
+	return q.SessionDeleteExpired(ctx, s.Now())
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/curate/curate/db"
 	"github.com/curate/curate/internal/errs"
+	"github.com/curate/curate/internal/outbound"
 	"github.com/curate/curate/internal/webhook"
 )
 
@@ -50,12 +51,27 @@ type WebhookData struct {
 	OpenedAt time.Time      `json:"opened_at"`
 }
 
+// DeliveryError is a delivery that failed. Its Error is the sentence
+// recorded on the alert, which the alerts page shows, and in River's job
+// record: outbound.Describe's reason, never what the receiver answered nor
+// a Go error. Err is the detail, which goes to the log.
+type DeliveryError struct {
+	Msg string
+	Err error
+}
+
+func (e *DeliveryError) Error() string { return e.Msg }
+func (e *DeliveryError) Unwrap() error { return e.Err }
+
 // Deliver sends an opened alert to its organisation's webhook and marks it
 // delivered. The alert's id is the delivery's webhook-id on every attempt,
 // so receivers can drop repeats; an alert already delivered, or an
 // organisation without a webhook address and secret, sends nothing. An
-// alert that no longer exists is errs.ErrNotFound; a receiver's refusal
-// is the sender's *webhook.StatusError.
+// alert that no longer exists is errs.ErrNotFound; a failed delivery is a
+// *DeliveryError, recorded on the alert, which unwraps to the sender's
+// error (a receiver's refusal is an *outbound.StatusError). The address is
+// checked again on every attempt: it may resolve elsewhere than when it
+// was saved.
 func (s *Service) Deliver(ctx context.Context, orgID, alertID uuid.UUID) error {
 	q := db.New(s.Pool)
 	a, err := q.AlertGet(ctx, db.AlertGetParams{OrgID: orgID, ID: alertID})
@@ -68,11 +84,15 @@ func (s *Service) Deliver(ctx context.Context, orgID, alertID uuid.UUID) error {
 	if a.WebhookDeliveredAt != nil {
 		return nil
 	}
-	_, settings, err := load(ctx, q, a.OrgID)
+	_, settings, err := s.load(ctx, q, a.OrgID)
 	if err != nil {
 		return err
 	}
-	if settings.WebhookUrl == "" || settings.WebhookSecret == "" {
+	secret, err := s.secret(settings)
+	if err != nil {
+		return err
+	}
+	if settings.WebhookUrl == "" || secret == "" {
 		return nil
 	}
 	data := WebhookData{ID: a.ID, OrgID: a.OrgID, Kind: a.Kind, Severity: a.Severity, Title: a.Title,
@@ -83,10 +103,28 @@ func (s *Service) Deliver(ctx context.Context, orgID, alertID uuid.UUID) error {
 	payload := WebhookPayload{Type: "alert.opened", Timestamp: a.OpenedAt.UTC(), Data: data}
 	sender := s.Webhooks
 	if sender == nil {
-		sender = &webhook.Sender{MaxAttempts: 3}
+		sender = &webhook.Sender{MaxAttempts: 3, Outbound: s.Outbound}
 	}
-	if _, err := sender.Send(ctx, webhook.Endpoint{URL: settings.WebhookUrl, Secret: settings.WebhookSecret}, "alert_"+a.ID.String(), payload); err != nil {
-		return err
+	if _, err := sender.Send(ctx, webhook.Endpoint{URL: settings.WebhookUrl, Secret: secret}, "alert_"+a.ID.String(), payload); err != nil {
+		return s.deliveryFailed(ctx, q, a, err)
 	}
 	return q.AlertMarkDelivered(ctx, db.AlertMarkDeliveredParams{OrgID: a.OrgID, ID: a.ID})
+}
+
+// deliveryFailed logs a failed delivery with its detail (what the receiver
+// answered, truncated), records the page's sentence on the alert and
+// returns it as a DeliveryError.
+func (s *Service) deliveryFailed(ctx context.Context, q *db.Queries, a db.Alert, err error) error {
+	fail := &DeliveryError{Msg: "The webhook delivery failed: " + outbound.Describe(err), Err: err}
+	attrs := []any{"org", a.OrgID, "alert", a.ID, "err", err}
+	var status *outbound.StatusError
+	if errors.As(err, &status) {
+		attrs = append(attrs, "body", status.Body)
+	}
+	s.log().Warn("alert webhook delivery failed", attrs...)
+	if rerr := q.AlertUpdateWebhookError(context.WithoutCancel(ctx), db.AlertUpdateWebhookErrorParams{
+		OrgID: a.OrgID, ID: a.ID, WebhookError: fail.Msg}); rerr != nil {
+		return errors.Join(fail, rerr)
+	}
+	return fail
 }

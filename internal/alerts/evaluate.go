@@ -13,19 +13,6 @@ import (
 	"github.com/curate/curate/db"
 )
 
-// load returns an organisation's settings, the defaults when it has none,
-// with the stored row (its webhook secret).
-func load(ctx context.Context, q *db.Queries, orgID uuid.UUID) (Settings, db.AlertSetting, error) {
-	row, err := q.AlertSettingsGet(ctx, orgID)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return Defaults(), db.AlertSetting{OrgID: orgID}, nil
-	}
-	if err != nil {
-		return Settings{}, row, err
-	}
-	return fromRow(row), row, nil
-}
-
 func fromRow(r db.AlertSetting) Settings {
 	return Settings{Enabled: r.Enabled, RatingThreshold: r.RatingThreshold, MinRatings: int(r.MinRatings),
 		Window: time.Duration(r.WindowHours) * time.Hour, BaselineDays: int(r.BaselineDays),
@@ -95,7 +82,7 @@ func (s *Service) Evaluate(ctx context.Context, orgID uuid.UUID, now time.Time) 
 	var res Result
 	err := db.InTx(ctx, s.Pool, func(tx pgx.Tx, q *db.Queries) error {
 		res = Result{}
-		settings, _, err := load(ctx, q, orgID)
+		settings, _, err := s.load(ctx, q, orgID)
 		if err != nil {
 			return err
 		}

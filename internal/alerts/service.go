@@ -3,6 +3,7 @@ package alerts
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"time"
 
 	"github.com/google/uuid"
@@ -14,6 +15,8 @@ import (
 	"github.com/curate/curate/internal/errs"
 	"github.com/curate/curate/internal/jobq"
 	"github.com/curate/curate/internal/keyset"
+	"github.com/curate/curate/internal/outbound"
+	"github.com/curate/curate/internal/secrets"
 	"github.com/curate/curate/internal/webhook"
 )
 
@@ -28,9 +31,33 @@ type Service struct {
 	// Jobs queues a webhook delivery for each alert an evaluation opens;
 	// nil queues none (the demo seed, whose organisation has no webhook).
 	Jobs jobq.Inserter
-	// Webhooks sends deliveries; nil uses a sender with three quick tries,
-	// River's retries coming on top of them.
+	// Secrets seals the webhook signing secrets (CURATE_SECRET_KEY). It is
+	// needed to make, seal and open one; without it a secret stored in the
+	// clear before migration 00015 is left as it is.
+	Secrets *secrets.Box
+	// Outbound checks a webhook address when it is saved; nil allows
+	// public addresses only.
+	Outbound *outbound.Client
+	// Webhooks sends deliveries; nil uses a sender with three quick tries
+	// through Outbound, River's retries coming on top of them.
 	Webhooks *webhook.Sender
+	// Log receives the detail of failed deliveries; nil discards it.
+	Log *slog.Logger
+}
+
+// out is the outbound client for webhooks.
+func (s *Service) out() *outbound.Client {
+	if s.Outbound == nil {
+		return &outbound.Client{}
+	}
+	return s.Outbound
+}
+
+func (s *Service) log() *slog.Logger {
+	if s.Log == nil {
+		return slog.New(slog.DiscardHandler)
+	}
+	return s.Log
 }
 
 // Banners are the organisation's open, undismissed alerts, newest first,
@@ -84,14 +111,25 @@ func (s *Service) Dismiss(ctx context.Context, actor audit.Actor, orgID, id uuid
 // has not changed them) and whether it has a webhook signing secret. The
 // secret itself is shown once, when it is made, and never read back.
 func (s *Service) Settings(ctx context.Context, orgID uuid.UUID) (Settings, bool, error) {
-	st, row, err := load(ctx, db.New(s.Pool), orgID)
-	return st, row.WebhookSecret != "", err
+	st, row, err := s.load(ctx, db.New(s.Pool), orgID)
+	return st, hasSecret(row), err
 }
 
 // SaveSettings validates and stores an organisation's rules and webhook
-// address (not its secret); invalid settings change nothing.
+// address (not its secret); invalid settings change nothing. An address
+// whose host resolves to one the outbound policy refuses is invalid; each
+// delivery checks it again, since DNS may change.
 func (s *Service) SaveSettings(ctx context.Context, actor audit.Actor, orgID uuid.UUID, st Settings) error {
-	if err := st.Validate(); err != nil {
+	inv := &errs.Invalid{}
+	if err := st.Validate(); err != nil && !errors.As(err, &inv) {
+		return err
+	}
+	if st.WebhookURL != "" && inv.ByField()["webhook_url"] == "" {
+		if err := s.out().CheckURL(ctx, st.WebhookURL); err != nil {
+			inv.Add("webhook_url", "%s", outbound.Describe(err))
+		}
+	}
+	if err := inv.Err(); err != nil {
 		return err
 	}
 	return db.InTx(ctx, s.Pool, func(_ pgx.Tx, q *db.Queries) error {
@@ -110,11 +148,19 @@ func (s *Service) SaveSettings(ctx context.Context, actor audit.Actor, orgID uui
 }
 
 // RotateSecret makes a new webhook signing secret, replacing the old one,
-// and returns it: the caller shows it once, in that response only.
+// stores it sealed and returns it: the caller shows it once, in that
+// response only.
 func (s *Service) RotateSecret(ctx context.Context, actor audit.Actor, orgID uuid.UUID) (string, error) {
+	if s.Secrets == nil {
+		return "", errNoKey
+	}
 	secret := webhook.NewSecret()
-	err := db.InTx(ctx, s.Pool, func(_ pgx.Tx, q *db.Queries) error {
-		if err := q.AlertSettingsSetSecret(ctx, db.AlertSettingsSetSecretParams{OrgID: orgID, WebhookSecret: secret}); err != nil {
+	ct, nonce, err := s.Secrets.Seal(secret, secretBinding(orgID))
+	if err != nil {
+		return "", err
+	}
+	err = db.InTx(ctx, s.Pool, func(_ pgx.Tx, q *db.Queries) error {
+		if err := q.AlertSettingsSetSecret(ctx, db.AlertSettingsSetSecretParams{OrgID: orgID, Ciphertext: ct, Nonce: nonce}); err != nil {
 			return err
 		}
 		return audit.Record(ctx, q, actor, audit.Entry{OrgID: orgID, Action: "alerts.webhook_secret",

@@ -7,6 +7,8 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -23,6 +25,8 @@ import (
 	"github.com/curate/curate/internal/feedback"
 	"github.com/curate/curate/internal/jobq"
 	"github.com/curate/curate/internal/keyset"
+	"github.com/curate/curate/internal/outbound"
+	"github.com/curate/curate/internal/secrets"
 	"github.com/curate/curate/internal/webhook"
 )
 
@@ -33,6 +37,20 @@ type fixture struct {
 	pool       *pgxpool.Pool
 	org, other uuid.UUID
 	curator    audit.Actor
+	box        *secrets.Box
+}
+
+// service is an alerts service with the key that seals webhook secrets,
+// whose webhooks go out under the policy CURATE_OUTBOUND_ALLOW=allow, one
+// try per delivery.
+func (f fixture) service(t *testing.T, allow string) *alerts.Service {
+	t.Helper()
+	p, err := outbound.ParsePolicy(allow)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := &outbound.Client{Policy: p}
+	return &alerts.Service{Pool: f.pool, Secrets: f.box, Outbound: out, Webhooks: &webhook.Sender{MaxAttempts: 1, Outbound: out}}
 }
 
 func newFixture(t *testing.T) fixture {
@@ -52,7 +70,11 @@ func newFixture(t *testing.T) fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return fixture{pool: pool, org: org.ID, other: other.ID, curator: audit.Actor{Kind: "user", ID: u.ID, Label: u.Email}}
+	box, err := secrets.New(strings.Repeat("k", secrets.MinKeyLen))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fixture{pool: pool, org: org.ID, other: other.ID, curator: audit.Actor{Kind: "user", ID: u.ID, Label: u.Email}, box: box}
 }
 
 // open stores an open alert as the evaluation would.
@@ -172,7 +194,7 @@ func TestListPages(t *testing.T) {
 func TestSettings(t *testing.T) {
 	ctx := context.Background()
 	f := newFixture(t)
-	svc := &alerts.Service{Pool: f.pool}
+	svc := f.service(t, "")
 	admin := audit.Actor{Kind: "user", ID: uuid.New(), Label: "ada@acme.test"}
 
 	got, hasSecret, err := svc.Settings(ctx, f.org)
@@ -226,6 +248,10 @@ func TestSettings(t *testing.T) {
 	}
 	if n := f.auditCount(t, "alerts.webhook_secret"); n != 2 {
 		t.Errorf("%d alerts.webhook_secret entries, want 2", n)
+	}
+	// The secret is stored sealed, like the Langfuse secret key.
+	if found := pgtest.TablesContaining(t, f.pool, strings.TrimPrefix(s2, "whsec_")); len(found) > 0 {
+		t.Errorf("the webhook secret is stored in the clear in %v", found)
 	}
 }
 
@@ -313,7 +339,7 @@ func TestDeliver(t *testing.T) {
 	rv := &receiver{status: http.StatusNoContent}
 	srv := httptest.NewServer(rv)
 	defer srv.Close()
-	svc := &alerts.Service{Pool: f.pool, Webhooks: &webhook.Sender{MaxAttempts: 1}}
+	svc := f.service(t, "127.0.0.0/8")
 	settings := alerts.Defaults()
 	settings.WebhookURL = srv.URL + "/hook"
 	if err := svc.SaveSettings(ctx, audit.System, f.org, settings); err != nil {
@@ -352,8 +378,8 @@ func TestDeliver(t *testing.T) {
 
 	rv.answer(http.StatusGone)
 	refused := f.open(t, f.org, "low_rating:m1", time.Now())
-	var status *webhook.StatusError
-	if err := svc.Deliver(ctx, f.org, refused.ID); !errors.As(err, &status) || status.StatusCode != http.StatusGone {
+	var status *outbound.StatusError
+	if err := svc.Deliver(ctx, f.org, refused.ID); !errors.As(err, &status) || status.Status != http.StatusGone {
 		t.Errorf("refused delivery: %v, want the receiver's 410", err)
 	}
 	if stored, _ := db.New(f.pool).AlertGet(ctx, db.AlertGetParams{OrgID: f.org, ID: refused.ID}); stored.WebhookDeliveredAt != nil {
@@ -367,5 +393,210 @@ func TestDeliver(t *testing.T) {
 	theirs := f.open(t, f.other, "safety", time.Now())
 	if err := svc.Deliver(ctx, f.other, theirs.ID); err != nil || rv.count() != sent {
 		t.Errorf("organisation without a webhook: %v, %d requests; want nothing sent", err, rv.count()-sent)
+	}
+}
+
+// A webhook address on a loopback, private, link-local or metadata address
+// is refused when saved, beside its field, with outbound's sentence;
+// nothing is stored or audited. Link-local and metadata addresses stay
+// refused when the operator allows loopback and private networks.
+func TestSaveSettingsRefusesInternalAddresses(t *testing.T) {
+	ctx := context.Background()
+	f := newFixture(t)
+	cases := []struct{ url, allow, want string }{
+		{"http://127.0.0.1:9000/hook", "", "CURATE_OUTBOUND_ALLOW"},
+		{"http://localhost:9000/hook", "", "CURATE_OUTBOUND_ALLOW"},
+		{"http://[::1]:9000/hook", "", "CURATE_OUTBOUND_ALLOW"},
+		{"http://10.20.30.40/hook", "", "CURATE_OUTBOUND_ALLOW"},
+		{"https://172.16.0.9/hook", "127.0.0.0/8", "CURATE_OUTBOUND_ALLOW"},
+		{"http://169.254.169.254/latest/meta-data/", "127.0.0.0/8,10.0.0.0/8", "link-local or cloud metadata"},
+		{"http://[fd00:ec2::254]/latest/meta-data/", "127.0.0.0/8,fc00::/7", "link-local or cloud metadata"},
+	}
+	for _, c := range cases {
+		st := alerts.Defaults()
+		st.WebhookURL = c.url
+		err := f.service(t, c.allow).SaveSettings(ctx, audit.System, f.org, st)
+		var invalid *errs.Invalid
+		if !errors.As(err, &invalid) || !strings.Contains(invalid.ByField()["webhook_url"], c.want) {
+			t.Errorf("saving %s under %q: %v; want a webhook_url error saying %q", c.url, c.allow, err, c.want)
+		}
+	}
+	// Allowed by the operator, a loopback address is saved.
+	st := alerts.Defaults()
+	st.WebhookURL = "http://127.0.0.1:9000/hook"
+	if err := f.service(t, "127.0.0.0/8").SaveSettings(ctx, audit.System, f.org, st); err != nil {
+		t.Fatalf("an allowed address: %v", err)
+	}
+	if n := f.auditCount(t, "alerts.settings"); n != 1 {
+		t.Errorf("%d alerts.settings entries, want the allowed one only", n)
+	}
+}
+
+// A delivery that fails records outbound's sentence on the alert, where
+// the alerts page shows it: never what the receiver answered, which is
+// stored nowhere. A success clears it. Each delivery checks the address
+// again: one refused since it was saved, or a redirect from an allowed
+// host to a refused address, fails without reaching the receiver.
+func TestDeliveryFailures(t *testing.T) {
+	const marker = "REMOTE-BODY-MARKER-c0de"
+	ctx := context.Background()
+	f := newFixture(t)
+	var mu sync.Mutex
+	status, got := http.StatusInternalServerError, 0
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		defer mu.Unlock()
+		got++
+		w.WriteHeader(status)
+		_, _ = io.WriteString(w, "internal detail: "+marker)
+	}))
+	defer srv.Close()
+	requests := func() int { mu.Lock(); defer mu.Unlock(); return got }
+	svc := f.service(t, "127.0.0.0/8")
+	st := alerts.Defaults()
+	st.WebhookURL = srv.URL + "/hook"
+	if err := svc.SaveSettings(ctx, audit.System, f.org, st); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := svc.RotateSecret(ctx, audit.System, f.org); err != nil {
+		t.Fatal(err)
+	}
+	webhookError := func(id uuid.UUID) string {
+		t.Helper()
+		a, err := db.New(f.pool).AlertGet(ctx, db.AlertGetParams{OrgID: f.org, ID: id})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return a.WebhookError
+	}
+
+	a := f.open(t, f.org, "safety", time.Now())
+	err := svc.Deliver(ctx, f.org, a.ID)
+	var fail *alerts.DeliveryError
+	if !errors.As(err, &fail) || strings.Contains(err.Error(), marker) {
+		t.Fatalf("Deliver = %v, want a DeliveryError without the answer's body", err)
+	}
+	if got := webhookError(a.ID); got != "The webhook delivery failed: The server answered 500 Internal Server Error." {
+		t.Errorf("recorded %q", got)
+	}
+	if found := pgtest.TablesContaining(t, f.pool, marker); len(found) > 0 {
+		t.Errorf("the receiver's answer is stored in %v", found)
+	}
+
+	// The operator no longer allows loopback: the saved address is refused.
+	before := requests()
+	strict := f.service(t, "")
+	var refused *outbound.RefusedError
+	if err := strict.Deliver(ctx, f.org, a.ID); !errors.As(err, &refused) {
+		t.Fatalf("Deliver under a policy refusing loopback = %v", err)
+	}
+	if got := webhookError(a.ID); !strings.Contains(got, "CURATE_OUTBOUND_ALLOW") || strings.Contains(got, "127.0.0.1") {
+		t.Errorf("recorded %q", got)
+	}
+
+	// Allowed by name, the host redirects to an address that is not.
+	front := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, srv.URL+"/hook", http.StatusTemporaryRedirect)
+	}))
+	defer front.Close()
+	fu, _ := url.Parse(front.URL)
+	byName := f.service(t, "localhost")
+	st.WebhookURL = "http://localhost:" + fu.Port() + "/hook"
+	if err := byName.SaveSettings(ctx, audit.System, f.org, st); err != nil {
+		t.Fatal(err)
+	}
+	if err := byName.Deliver(ctx, f.org, a.ID); !errors.As(err, &refused) {
+		t.Fatalf("Deliver through a redirect to a refused address = %v", err)
+	}
+	if requests() != before {
+		t.Errorf("refused deliveries reached the receiver %d times", requests()-before)
+	}
+
+	// Delivered at last: the error is cleared.
+	mu.Lock()
+	status = http.StatusNoContent
+	mu.Unlock()
+	st.WebhookURL = srv.URL + "/hook"
+	if err := svc.SaveSettings(ctx, audit.System, f.org, st); err != nil {
+		t.Fatal(err)
+	}
+	if err := svc.Deliver(ctx, f.org, a.ID); err != nil {
+		t.Fatal(err)
+	}
+	if got := webhookError(a.ID); got != "" {
+		t.Errorf("after a delivery the alert still records %q", got)
+	}
+}
+
+// A secret stored in the clear before the secrets were sealed is sealed
+// the first time it is read, by the periodic evaluation or by the settings
+// page, and keeps signing deliveries: receivers need no new secret. A
+// sealed secret copied to another organisation's row does not open.
+func TestPlaintextSecretIsSealedOnFirstRead(t *testing.T) {
+	ctx := context.Background()
+	f := newFixture(t)
+	var mu sync.Mutex
+	var signed error = errors.New("no delivery")
+	old, otherOld := webhook.NewSecret(), webhook.NewSecret()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		mu.Lock()
+		signed = webhook.Verify(old, r.Header, body, time.Now(), webhook.DefaultTolerance)
+		mu.Unlock()
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	defer srv.Close()
+	// Rows as they were before migration 00015.
+	for org, secret := range map[uuid.UUID]string{f.org: old, f.other: otherOld} {
+		if _, err := f.pool.Exec(ctx, "INSERT INTO alert_settings (org_id, webhook_url, webhook_secret) VALUES ($1, $2, $3)",
+			org, srv.URL+"/hook", secret); err != nil {
+			t.Fatal(err)
+		}
+	}
+	svc := f.service(t, "127.0.0.0/8")
+	if _, err := svc.EvaluateAll(ctx, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	for _, secret := range []string{old, otherOld} {
+		if found := pgtest.TablesContaining(t, f.pool, strings.TrimPrefix(secret, "whsec_")); len(found) > 0 {
+			t.Errorf("after the first evaluation a secret is still in the clear in %v", found)
+		}
+	}
+	var sealed int
+	if err := f.pool.QueryRow(ctx, "SELECT count(*) FROM alert_settings WHERE webhook_secret = '' AND webhook_secret_ciphertext IS NOT NULL").Scan(&sealed); err != nil || sealed != 2 {
+		t.Fatalf("%d sealed rows (%v), want 2", sealed, err)
+	}
+	if _, has, err := svc.Settings(ctx, f.org); err != nil || !has {
+		t.Errorf("Settings: secret %v, %v; want one", has, err)
+	}
+	a := f.open(t, f.org, "safety", time.Now())
+	if err := svc.Deliver(ctx, f.org, a.ID); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	if signed != nil {
+		t.Errorf("the delivery is not signed with the old secret: %v", signed)
+	}
+	mu.Unlock()
+
+	// The settings page reads first: it seals too.
+	if _, err := f.pool.Exec(ctx, "UPDATE alert_settings SET webhook_secret = $2, webhook_secret_ciphertext = NULL, webhook_secret_nonce = NULL WHERE org_id = $1", f.other, otherOld); err != nil {
+		t.Fatal(err)
+	}
+	if _, has, err := svc.Settings(ctx, f.other); err != nil || !has {
+		t.Fatalf("Settings: secret %v, %v; want one", has, err)
+	}
+	if found := pgtest.TablesContaining(t, f.pool, strings.TrimPrefix(otherOld, "whsec_")); len(found) > 0 {
+		t.Errorf("after the settings page a secret is still in the clear in %v", found)
+	}
+
+	// One organisation's sealed secret does not open as another's.
+	if _, err := f.pool.Exec(ctx, `UPDATE alert_settings o SET webhook_secret_ciphertext = a.webhook_secret_ciphertext,
+		webhook_secret_nonce = a.webhook_secret_nonce FROM alert_settings a WHERE o.org_id = $1 AND a.org_id = $2`, f.other, f.org); err != nil {
+		t.Fatal(err)
+	}
+	theirs := f.open(t, f.other, "safety", time.Now())
+	if err := svc.Deliver(ctx, f.other, theirs.ID); !errors.Is(err, secrets.ErrDecrypt) {
+		t.Errorf("delivering with a secret copied from another organisation: %v, want it not to open", err)
 	}
 }

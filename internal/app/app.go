@@ -25,8 +25,10 @@ import (
 	"github.com/curate/curate/internal/health"
 	"github.com/curate/curate/internal/imports"
 	"github.com/curate/curate/internal/jobq"
+	"github.com/curate/curate/internal/outbound"
 	"github.com/curate/curate/internal/pairs"
 	"github.com/curate/curate/internal/scratch"
+	"github.com/curate/curate/internal/servers"
 )
 
 // Services are the domain services of one process.
@@ -36,6 +38,9 @@ type Services struct {
 	Log    *slog.Logger
 	// Jobs inserts River jobs; services start their work through it.
 	Jobs *river.Client[pgx.Tx]
+	// Outbound makes every call to a server a user named (Langfuse, alert
+	// webhooks), under the operator's CURATE_OUTBOUND_ALLOW.
+	Outbound *outbound.Client
 	// Scratch is this process's directory for files still being written
 	// (<data dir>/tmp/...); Close it on exit.
 	Scratch *scratch.Dir
@@ -51,6 +56,8 @@ type Services struct {
 	FeedbackStats *feedbackstats.Service
 	AuditLog      *audit.Service
 	Health        *health.Service
+	// Servers checks the keys servers must share and counts the live ones.
+	Servers *servers.Service
 }
 
 // New builds the services on an open, migrated database.
@@ -69,28 +76,41 @@ func New(cfg config.Config, pool *pgxpool.Pool, log *slog.Logger) (*Services, er
 	if err != nil {
 		return nil, err
 	}
-	fb := &feedback.Service{Pool: pool}
-	ps := &pairs.Service{Pool: pool}
-	imp, err := imports.New(cfg, pool, fb, ps, inserter, log)
+	// One outbound client, under the operator's policy, for every call to a
+	// server a user named.
+	policy, err := outbound.ParsePolicy(cfg.OutboundAllow)
 	if err != nil {
 		return nil, err
 	}
+	out := &outbound.Client{Policy: policy}
+	fb := &feedback.Service{Pool: pool}
+	ps := &pairs.Service{Pool: pool}
+	imp, err := imports.New(cfg, pool, fb, ps, inserter, bucket, log)
+	if err != nil {
+		return nil, err
+	}
+	imp.Outbound = out
 	ds := &datasets.Service{Pool: pool, Bucket: bucket, Scratch: tmp, Jobs: inserter}
 	ft := finetune.FromConfig(pool, cfg)
 	ft.Jobs = inserter
 	ft.SetDataSource(&datasets.FineTuneSource{Service: ds})
+	acc := accounts.New(pool)
+	acc.SessionTTL = cfg.SessionTTL
 	return &Services{
-		Config: cfg, Pool: pool, Log: log, Jobs: inserter, Scratch: tmp,
-		Accounts: accounts.New(pool),
+		Config: cfg, Pool: pool, Log: log, Jobs: inserter, Outbound: out, Scratch: tmp,
+		Accounts: acc,
 		Feedback: fb,
 		Pairs:    ps,
 		Imports:  imp,
 		Datasets: ds,
 		FineTune: ft,
 
-		Alerts:        &alerts.Service{Pool: pool, Jobs: inserter},
+		// The webhook secrets are sealed with the key of the Langfuse
+		// secrets: one key for every secret Curate stores.
+		Alerts:        &alerts.Service{Pool: pool, Jobs: inserter, Secrets: imp.Secrets, Outbound: out, Log: log},
 		FeedbackStats: &feedbackstats.Service{Pool: pool},
 		AuditLog:      &audit.Service{Pool: pool},
 		Health:        &health.Service{Pool: pool},
+		Servers:       &servers.Service{Pool: pool},
 	}, nil
 }

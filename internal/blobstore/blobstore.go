@@ -1,7 +1,8 @@
-// Package blobstore opens the bucket where export files are kept: a
-// directory under the data directory by default, or any bucket URL that
-// gocloud.dev understands among the drivers linked here (file:// and
-// S3-compatible s3://, with endpoint and region as URL parameters).
+// Package blobstore opens the bucket that every server shares: export files,
+// and uploaded import files until their run ends. It is a directory under
+// the data directory by default, or any bucket URL that gocloud.dev
+// understands among the drivers linked here (file:// and S3-compatible
+// s3://, with endpoint and region as URL parameters).
 package blobstore
 
 import (
@@ -20,9 +21,13 @@ import (
 // Open returns the bucket named by url, or a directory bucket at
 // <dataDir>/exports when url is empty. Files are never served from the
 // bucket directly: the app reads them and checks who is asking.
-func Open(ctx context.Context, rawURL, dataDir string) (*blob.Bucket, error) {
-	if rawURL != "" {
-		b, err := blob.OpenBucket(ctx, inPlace(rawURL))
+func Open(ctx context.Context, url, dataDir string) (*blob.Bucket, error) {
+	if url != "" {
+		url, err := tempBeside(url)
+		if err != nil {
+			return nil, fmt.Errorf("CURATE_BLOB_URL: %w", err)
+		}
+		b, err := blob.OpenBucket(ctx, url)
 		if err != nil {
 			return nil, fmt.Errorf("CURATE_BLOB_URL: %w", err)
 		}
@@ -31,43 +36,44 @@ func Open(ctx context.Context, rawURL, dataDir string) (*blob.Bucket, error) {
 	return OpenDir(filepath.Join(dataDir, "exports"))
 }
 
-// inPlace asks a file:// bucket to stage each object it writes beside the
-// object rather than in the system's temporary directory, where a process
-// killed mid-write would leave it outside the bucket for good. Other
-// schemes are left as they are.
-func inPlace(rawURL string) string {
-	u, err := url.Parse(rawURL)
-	if err != nil || u.Scheme != "file" {
-		return rawURL // blob.OpenBucket reports the bad URL
+// tempBeside makes a file:// bucket write its temporary files beside the
+// final ones, as OpenDir does, unless the URL says otherwise (no_tmp_dir).
+func tempBeside(raw string) (string, error) {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "", err
 	}
 	q := u.Query()
-	if q.Get("no_tmp_dir") == "" {
-		q.Set("no_tmp_dir", "1")
-		u.RawQuery = q.Encode()
+	if u.Scheme != fileblob.Scheme || q.Has("no_tmp_dir") {
+		return raw, nil
 	}
-	return u.String()
+	q.Set("no_tmp_dir", "true")
+	u.RawQuery = q.Encode()
+	return u.String(), nil
 }
 
 // OpenDir returns a bucket over a local directory, creating it when
 // missing. Objects are plain files with no metadata sidecars, so the
-// directory holds exactly the exported files; an object being written is
-// staged beside its final name (never in the system's /tmp), and objects
-// written with Private are readable by Curate's user only.
+// directory holds exactly the stored files, and the temporary file of a
+// write in progress sits beside its final name (<key>.<hex>.tmp): inside
+// the directory, not in the system's temporary directory, where it could
+// be on another mount (the final rename would fail) and would outlive a
+// crash unseen.
 func OpenDir(dir string) (*blob.Bucket, error) {
 	if err := os.MkdirAll(dir, 0o750); err != nil {
-		return nil, fmt.Errorf("export directory: %w", err)
+		return nil, fmt.Errorf("blob directory: %w", err)
 	}
-	b, err := fileblob.OpenBucket(dir, &fileblob.Options{Metadata: fileblob.MetadataDontWrite, NoTempDir: true, DirFileMode: 0o750})
+	b, err := fileblob.OpenBucket(dir, &fileblob.Options{Metadata: fileblob.MetadataDontWrite, NoTempDir: true})
 	if err != nil {
-		return nil, fmt.Errorf("export directory %s: %w", dir, err)
+		return nil, fmt.Errorf("blob directory %s: %w", dir, err)
 	}
 	return b, nil
 }
 
-// Private is a blob.WriterOptions.BeforeWrite: in a directory bucket it
-// makes the file being written (staged, then renamed to its final name)
-// readable and writable by its owner only, whatever the umask. Other
-// buckets keep their own access rules.
+// Private, as a write's blob.WriterOptions.BeforeWrite, makes the file a
+// directory bucket writes (its temporary file, renamed in place when the
+// write completes) readable by its owner alone: mode 0600. Other drivers
+// are left as they are.
 func Private(as func(any) bool) error {
 	var f *os.File
 	if as(&f) {

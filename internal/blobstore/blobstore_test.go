@@ -42,57 +42,56 @@ func TestDefaultIsExportsDirectory(t *testing.T) {
 	}
 }
 
-// An object being written is staged inside the bucket's directory, never
-// in the system's temporary directory, and Private makes it and the final
-// file readable by their owner only: a process killed mid-write leaves
-// nothing world-readable outside the data directory.
-func TestDirectoryWritesStayInside(t *testing.T) {
+// A write to a directory bucket, the default or one named by a file://
+// URL, keeps its temporary file beside the final one, not in the system's
+// temporary directory, and a Private write is readable by its owner alone
+// while it is written and once it is complete.
+func TestDirectoryWritesStayInTheBucket(t *testing.T) {
 	ctx := context.Background()
-	sysTmp := t.TempDir()
-	t.Setenv("TMPDIR", sysTmp)
-	dataDir := t.TempDir()
-	urlDir := t.TempDir()
-	byDefault, err := blobstore.Open(ctx, "", dataDir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer byDefault.Close()
-	byURL, err := blobstore.Open(ctx, "file://"+urlDir+"?metadata=skip", "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer byURL.Close()
-	for _, c := range []struct {
-		b   *blob.Bucket
-		dir string
-	}{{byDefault, filepath.Join(dataDir, "exports", "p")}, {byURL, filepath.Join(urlDir, "p")}} {
-		w, err := c.b.NewWriter(ctx, "p/train.jsonl", &blob.WriterOptions{ContentType: "application/jsonl", BeforeWrite: blobstore.Private})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := w.Write([]byte("{}\n")); err != nil {
-			t.Fatal(err)
-		}
-		staged, _ := filepath.Glob(filepath.Join(c.dir, "train.jsonl.*.tmp"))
-		if len(staged) != 1 {
-			t.Fatalf("%s while writing: staged files %v", c.dir, staged)
-		}
-		if fi, err := os.Stat(staged[0]); err != nil || fi.Mode().Perm() != 0o600 {
-			t.Fatalf("staged file: %v %v", fi.Mode(), err)
-		}
-		if err := w.Close(); err != nil {
-			t.Fatal(err)
-		}
-		entries, _ := os.ReadDir(c.dir)
-		if len(entries) != 1 || entries[0].Name() != "train.jsonl" {
-			t.Fatalf("%s holds %v", c.dir, entries)
-		}
-		if fi, _ := os.Stat(filepath.Join(c.dir, "train.jsonl")); fi.Mode().Perm() != 0o600 {
-			t.Fatalf("final file mode %v", fi.Mode())
-		}
-	}
-	if entries, _ := os.ReadDir(sysTmp); len(entries) != 0 {
-		t.Fatalf("the system temporary directory holds %v", entries)
+	shared := t.TempDir()
+	for name, tc := range map[string]struct{ url, dir string }{
+		"default":  {"", "exports"},
+		"file URL": {"file://" + shared, ""},
+	} {
+		t.Run(name, func(t *testing.T) {
+			tmp := t.TempDir()
+			t.Setenv("TMPDIR", tmp)
+			dataDir := t.TempDir()
+			b, err := blobstore.Open(ctx, tc.url, dataDir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer b.Close()
+			root := filepath.Join(dataDir, tc.dir)
+			if tc.url != "" {
+				root = shared
+			}
+			w, err := b.NewWriter(ctx, "uploads/o/"+name, &blob.WriterOptions{ContentType: "text/plain", BeforeWrite: blobstore.Private})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := w.Write([]byte("secret\n")); err != nil {
+				t.Fatal(err)
+			}
+			inTmp, _ := os.ReadDir(tmp)
+			partial, _ := filepath.Glob(filepath.Join(root, "uploads", "o", name+".*.tmp"))
+			if len(inTmp) != 0 || len(partial) != 1 {
+				t.Fatalf("while writing: %d files in the system's temporary directory, %v beside the key", len(inTmp), partial)
+			}
+			if fi, err := os.Stat(partial[0]); err != nil || fi.Mode().Perm() != 0o600 {
+				t.Fatalf("the temporary file: %v %v, want mode 0600", fi.Mode(), err)
+			}
+			if err := w.Close(); err != nil {
+				t.Fatal(err)
+			}
+			fi, err := os.Stat(filepath.Join(root, "uploads", "o", name))
+			if err != nil || fi.Mode().Perm() != 0o600 {
+				t.Fatalf("the stored file: %v %v, want mode 0600", fi, err)
+			}
+			if left, _ := filepath.Glob(filepath.Join(root, "uploads", "o", "*.tmp")); len(left) != 0 {
+				t.Fatalf("temporary files left: %v", left)
+			}
+		})
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"net"
 	"net/netip"
 	"os"
 	"path/filepath"
@@ -25,7 +26,7 @@ import (
 type Config struct {
 	Addr            string        `env:"CURATE_ADDR" envDefault:":8080"`
 	DataDir         string        `env:"CURATE_DATA_DIR" envDefault:"./.curate"`
-	BlobURL         string        `env:"CURATE_BLOB_URL"`    // unset: export files in <DataDir>/exports (else e.g. s3://bucket?region=...)
+	BlobURL         string        `env:"CURATE_BLOB_URL"`    // unset: export files and uploads in <DataDir>/exports (else e.g. s3://bucket?region=... or file:///shared/dir)
 	DatabaseURL     string        `env:"DATABASE_URL"`       // unset: a private cluster in DataDir
 	SessionKey      string        `env:"CURATE_SESSION_KEY"` // unset: generated and kept in DataDir
 	SessionTTL      time.Duration `env:"CURATE_SESSION_TTL" envDefault:"12h"`
@@ -46,6 +47,10 @@ type Config struct {
 	// the proxies whose X-Forwarded-For and X-Real-IP are believed; unset:
 	// the socket's address is the client, whatever the headers say.
 	TrustedProxies string `env:"CURATE_TRUSTED_PROXIES"`
+	// MetricsAddr is where /metrics is served, apart from the public
+	// address so that only the operator's network can read it; "off"
+	// serves no metrics.
+	MetricsAddr string `env:"CURATE_METRICS_ADDR" envDefault:"127.0.0.1:9090"`
 	// OutboundAllow lists the loopback and private hosts and CIDRs that
 	// calls to user-named servers may reach (see internal/outbound).
 	OutboundAllow string `env:"CURATE_OUTBOUND_ALLOW"`
@@ -69,6 +74,9 @@ type Config struct {
 	TrainerCommand string `env:"CURATE_TRAINER_COMMAND"`                  // unset: the bundled trainer; split at spaces, the config path is appended
 	GPUSlots       int    `env:"CURATE_GPU_SLOTS" envDefault:"1"`         // local trainers at once (and workers of the "gpu" queue)
 	TrainerDevice  string `env:"CURATE_TRAINER_DEVICE" envDefault:"auto"` // "auto", "cuda" or "cpu"
+	// ModelsDir holds the models local jobs may train, each named by its
+	// path inside it; unset: <DataDir>/models.
+	ModelsDir string `env:"CURATE_MODELS_DIR"`
 }
 
 // FromEnv reads the environment, applying defaults, and validates the
@@ -142,6 +150,15 @@ func (c Config) Proxies() ([]netip.Prefix, error) {
 	return out, nil
 }
 
+// Metrics is the address to serve /metrics on, and false when metrics
+// are off (CURATE_METRICS_ADDR "off", or empty in a Config built in code).
+func (c Config) Metrics() (addr string, on bool) {
+	if c.MetricsAddr == "" || strings.EqualFold(c.MetricsAddr, "off") {
+		return "", false
+	}
+	return c.MetricsAddr, true
+}
+
 // Validate checks values that would otherwise fail later and less clearly.
 func (c Config) Validate() error {
 	if c.Env != "" && c.Env != "dev" {
@@ -164,6 +181,11 @@ func (c Config) Validate() error {
 	}
 	if _, err := c.Proxies(); err != nil {
 		return err
+	}
+	if addr, on := c.Metrics(); on {
+		if _, _, err := net.SplitHostPort(addr); err != nil {
+			return fmt.Errorf("CURATE_METRICS_ADDR must be host:port (such as 127.0.0.1:9090) or off, not %q", addr)
+		}
 	}
 	if _, err := outbound.ParsePolicy(c.OutboundAllow); err != nil {
 		return err

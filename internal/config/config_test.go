@@ -41,7 +41,7 @@ func TestDefaults(t *testing.T) {
 		Addr: ":8080", DataDir: "./.curate", SessionTTL: 12 * time.Hour, Workers: 10, LogLevel: "info", LogFormat: "text",
 		BodyLimit: 2 << 20, ShutdownTimeout: 30 * time.Second, BatchBodyLimit: 64 << 20, APIRate: 200, APIBurst: 400, FeedbackPerUser: 10,
 		FineTuneBudgetUSD: 100, FineTunePoll: 30 * time.Second, BedrockPrefix: "curate/fine-tuning",
-		TrainerPython: "python3", GPUSlots: 1, TrainerDevice: "auto",
+		TrainerPython: "python3", GPUSlots: 1, TrainerDevice: "auto", MetricsAddr: "127.0.0.1:9090",
 	}
 	t.Setenv("CURATE_ADDR", ":9999")
 	t.Setenv("CURATE_WORKERS", "not a number")
@@ -99,6 +99,7 @@ func TestFromEnvRefusals(t *testing.T) {
 		{"CURATE_ENV", "prod", `CURATE_ENV must be empty or "dev", not "prod"`},
 		{"CURATE_TLS_CERT", "cert.pem", "set both CURATE_TLS_CERT and CURATE_TLS_KEY, or neither"},
 		{"CURATE_LOG_FORMAT", "xml", "CURATE_LOG_FORMAT must be text or json"},
+		{"CURATE_METRICS_ADDR", "9090", "CURATE_METRICS_ADDR must be host:port (such as 127.0.0.1:9090) or off"},
 	} {
 		t.Run(tc.key+"="+tc.value, func(t *testing.T) {
 			clearEnv(t)
@@ -176,5 +177,31 @@ func TestLocalTrainerSettings(t *testing.T) {
 				t.Errorf("%s=%s: %v", tc.key, tc.value, err)
 			}
 		})
+	}
+}
+
+// Metrics are served on loopback unless the operator names another
+// address, and "off" serves none.
+func TestMetricsAddr(t *testing.T) {
+	clearEnv(t)
+	c, err := FromEnv()
+	if addr, on := c.Metrics(); err != nil || !on || addr != "127.0.0.1:9090" {
+		t.Errorf("default metrics address %q, %v, %v; want 127.0.0.1:9090", addr, on, err)
+	}
+	t.Setenv("CURATE_METRICS_ADDR", "0.0.0.0:9100")
+	if c, err = FromEnv(); err != nil {
+		t.Fatal(err)
+	}
+	if addr, on := c.Metrics(); !on || addr != "0.0.0.0:9100" {
+		t.Errorf("metrics address %q, %v; want 0.0.0.0:9100", addr, on)
+	}
+	for _, off := range []string{"off", "OFF"} {
+		t.Setenv("CURATE_METRICS_ADDR", off)
+		if c, err = FromEnv(); err != nil {
+			t.Fatal(err)
+		}
+		if addr, on := c.Metrics(); on {
+			t.Errorf("CURATE_METRICS_ADDR=%s serves metrics on %q", off, addr)
+		}
 	}
 }

@@ -46,13 +46,42 @@ func StoredKey(path string) (string, error) {
 	return key, f.Close()
 }
 
+// Key is a key that every server on one database must share: the variable
+// that sets it, and where this process took it from.
+type Key struct {
+	Setting string // the environment variable, e.g. CURATE_SECRET_KEY
+	// File is the data directory's key file the key was generated into
+	// and read from, because Setting is unset; "" when Setting is set.
+	File  string
+	Value string
+}
+
 // Secret is the key that encrypts stored secrets (such as a Langfuse secret
 // key): CURATE_SECRET_KEY, or one generated once and kept in the data
 // directory as secret.key. Losing it makes the stored secrets unreadable;
 // they must then be entered again.
 func (c Config) Secret() (string, error) {
-	if c.SecretKey != "" {
-		return c.SecretKey, nil
+	k, err := c.SecretsKey()
+	return k.Value, err
+}
+
+// SecretsKey is Secret, saying where the key came from.
+func (c Config) SecretsKey() (Key, error) {
+	return c.sharedKey("CURATE_SECRET_KEY", c.SecretKey, "secret.key")
+}
+
+// SessionSecret is the key that signs and encrypts session cookies:
+// CURATE_SESSION_KEY, or one generated once and kept in the data directory
+// as session.key, so sessions survive restarts.
+func (c Config) SessionSecret() (Key, error) {
+	return c.sharedKey("CURATE_SESSION_KEY", c.SessionKey, "session.key")
+}
+
+func (c Config) sharedKey(setting, value, file string) (Key, error) {
+	if value != "" {
+		return Key{Setting: setting, Value: value}, nil
 	}
-	return StoredKey(filepath.Join(c.DataDir, "secret.key"))
+	path := filepath.Join(c.DataDir, file)
+	v, err := StoredKey(path)
+	return Key{Setting: setting, File: path, Value: v}, err
 }

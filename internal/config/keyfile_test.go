@@ -38,3 +38,21 @@ func TestSecret(t *testing.T) {
 		t.Fatal("two key files hold the same key")
 	}
 }
+
+// The shared keys say where they came from, for the message that names a
+// key differing between servers.
+func TestSharedKeysSayWhere(t *testing.T) {
+	dir := t.TempDir()
+	unset := config.Config{DataDir: dir}
+	k, err := unset.SessionSecret()
+	if err != nil || k.Setting != "CURATE_SESSION_KEY" || k.File != filepath.Join(dir, "session.key") || len(k.Value) != 64 {
+		t.Fatalf("generated session key = %+v, %v", k, err)
+	}
+	if s, err := unset.SecretsKey(); err != nil || s.Setting != "CURATE_SECRET_KEY" || s.File != filepath.Join(dir, "secret.key") || s.Value == k.Value {
+		t.Fatalf("generated secret key = %+v, %v", s, err)
+	}
+	set := config.Config{DataDir: dir, SessionKey: "from-the-environment"}
+	if k, err := set.SessionSecret(); err != nil || k.File != "" || k.Value != "from-the-environment" {
+		t.Fatalf("session key from the environment = %+v, %v", k, err)
+	}
+}

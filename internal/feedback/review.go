@@ -54,19 +54,7 @@ func (s *Service) ListObjects(ctx context.Context, orgID uuid.UUID, f Filter, cu
 	if err != nil {
 		return nil, nil, err
 	}
-	byID := make(map[uuid.UUID]db.Feedback, len(rows))
-	for _, r := range rows {
-		byID[r.ID] = r
-	}
-	// Items are never deleted, so every id is found; the loop restores the
-	// page's order.
-	out := make([]Object, 0, len(ids))
-	for _, id := range ids {
-		if r, ok := byID[id]; ok {
-			out = append(out, ToObject(r))
-		}
-	}
-	return out, page.Next, nil
+	return keyset.InOrder(ids, rows, func(r db.Feedback) uuid.UUID { return r.ID }, ToObject), page.Next, nil
 }
 
 // Detail is one item with who reviewed it and its history.

@@ -2,12 +2,14 @@ package finetune
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"os"
-	"path/filepath"
 	"time"
 
 	"github.com/google/uuid"
@@ -26,8 +28,8 @@ type Step string
 
 // The steps, in the order a job takes them.
 const (
-	StepPrepare   Step = "prepare"    // write the dataset version's files
-	StepUpload    Step = "upload"     // send them to the provider
+	StepPrepare   Step = "prepare"    // write the dataset version's files and keep their digests
+	StepUpload    Step = "upload"     // write them again and send them to the provider
 	StepWaitFiles Step = "wait_files" // until the provider has processed them
 	StepCreate    Step = "create"     // adopt a job made earlier, or create one
 	StepCancel    Step = "cancel"     // pass a cancellation on
@@ -98,7 +100,7 @@ func (s *Service) step(ctx context.Context, q *db.Queries, p provider.Provider, 
 		// Nothing trains at the provider yet: stop here, at no charge.
 		out, err := s.finish(ctx, j, db.FinetuneStatusCancelled, "", "", 0)
 		return StepCancel, out, err
-	case j.TrainPath == "":
+	case j.TrainFileID == "" && j.TrainSha256 == "":
 		return StepPrepare, Outcome{}, s.prepare(ctx, q, j)
 	case j.TrainFileID == "":
 		return StepUpload, Outcome{}, s.upload(ctx, q, p, j)
@@ -122,30 +124,90 @@ func (s *Service) step(ctx context.Context, q *db.Queries, p provider.Provider, 
 	return StepPoll, out, err
 }
 
-// JobDir is where a job's prepared files live.
-func (s *Service) JobDir(id uuid.UUID) string { return filepath.Join(s.Dir, id.String()) }
-
-func (s *Service) prepare(ctx context.Context, q *db.Queries, j db.FineTuningJob) error {
-	src, err := s.source()
-	if err != nil {
-		return err
-	}
-	dir := s.JobDir(j.ID)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return err
-	}
-	prep, err := src.Prepare(ctx, j.OrgID, j.DatasetVersionID, export.Format(j.ExportFormat), dir)
-	if errors.Is(err, errs.ErrNotFound) {
-		return &provider.Error{Provider: j.Provider, Op: "prepare files", Message: "the dataset version no longer exists", Permanent: true}
-	}
-	if err != nil {
-		return err
-	}
-	return q.FineTuneJobSetPrepared(ctx, db.FineTuneJobSetPreparedParams{ID: j.ID, TrainPath: prep.TrainPath, ValidPath: prep.ValidPath})
+// jobFiles are a job's training files in a scratch folder, with their
+// sha256 digests (validSum is "" without a validation split).
+type jobFiles struct {
+	Prepared
+	trainSum, validSum string
 }
 
+// writeFiles writes the job's files from its frozen dataset version into a
+// fresh folder under Dir. Writing a version gives the same bytes every
+// time and on every machine, so a step never needs what an earlier step
+// wrote. The caller calls done when the step ends, which removes them.
+func (s *Service) writeFiles(ctx context.Context, j db.FineTuningJob) (f jobFiles, done func(), err error) {
+	src, err := s.source()
+	if err != nil {
+		return f, nil, err
+	}
+	dir, err := s.scratch("job-" + j.ID.String() + "-")
+	if err != nil {
+		return f, nil, err
+	}
+	done = func() { os.RemoveAll(dir) }
+	defer func() {
+		if err != nil {
+			done()
+		}
+	}()
+	f.Prepared, err = src.Prepare(ctx, j.OrgID, j.DatasetVersionID, export.Format(j.ExportFormat), dir)
+	if errors.Is(err, errs.ErrNotFound) {
+		return f, nil, &provider.Error{Provider: j.Provider, Op: "prepare files", Message: "the dataset version no longer exists", Permanent: true}
+	}
+	if err != nil {
+		return f, nil, err
+	}
+	if f.trainSum, err = fileSum(f.TrainPath); err != nil {
+		return f, nil, err
+	}
+	if f.ValidPath != "" {
+		if f.validSum, err = fileSum(f.ValidPath); err != nil {
+			return f, nil, err
+		}
+	}
+	return f, done, nil
+}
+
+func fileSum(path string) (string, error) {
+	file, err := os.Open(path)
+	if err != nil {
+		return "", err
+	}
+	defer file.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, file); err != nil {
+		return "", err
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
+}
+
+// prepare checks that the version's files can be written and keeps their
+// digests, which pin what the upload sends.
+func (s *Service) prepare(ctx context.Context, q *db.Queries, j db.FineTuningJob) error {
+	f, done, err := s.writeFiles(ctx, j)
+	if err != nil {
+		return err
+	}
+	defer done()
+	return q.FineTuneJobSetPrepared(ctx, db.FineTuneJobSetPreparedParams{ID: j.ID, TrainSha256: f.trainSum, ValidSha256: f.validSum})
+}
+
+// upload writes the files again, on whichever machine runs this step, and
+// sends them. Files that differ from the prepared ones are not sent: the
+// job fails rather than train on something else than was estimated. The
+// provider adopts an upload an earlier, interrupted attempt made, so a
+// retry does not pay for a second copy.
 func (s *Service) upload(ctx context.Context, q *db.Queries, p provider.Provider, j db.FineTuningJob) error {
-	res, err := p.Upload(ctx, provider.UploadRequest{CurateJobID: j.ID.String(), TrainPath: j.TrainPath, ValidPath: j.ValidPath, Format: j.ExportFormat})
+	f, done, err := s.writeFiles(ctx, j)
+	if err != nil {
+		return err
+	}
+	defer done()
+	if f.trainSum != j.TrainSha256 || f.validSum != j.ValidSha256 {
+		return &provider.Error{Provider: j.Provider, Op: "prepare files", Permanent: true,
+			Message: "the dataset version's files came out different from those the job was prepared with, so nothing was uploaded"}
+	}
+	res, err := p.Upload(ctx, provider.UploadRequest{CurateJobID: j.ID.String(), TrainPath: f.TrainPath, ValidPath: f.ValidPath, Format: j.ExportFormat})
 	if err != nil {
 		return err
 	}
@@ -215,7 +277,8 @@ func status(st provider.State) db.FinetuneStatus {
 }
 
 // poll stores what the provider reports: events, checkpoints, per-step
-// metrics and progress, and at the end the outcome and its cost.
+// metrics, the trainer's metrics log and progress, and at the end the
+// outcome and its cost.
 func (s *Service) poll(ctx context.Context, p provider.Provider, j db.FineTuningJob) (Outcome, error) {
 	res, err := p.Poll(ctx, j.ProviderJobID, provider.EventCursor(j.EventCursor))
 	if err != nil {
@@ -262,6 +325,11 @@ func (s *Service) poll(ctx context.Context, p provider.Provider, j db.FineTuning
 		}
 		for _, m := range metrics {
 			if err := q.FineTuneMetricUpsert(ctx, metricParams(j, m)); err != nil {
+				return err
+			}
+		}
+		for _, r := range res.Records {
+			if err := q.FineTuneRunMetricInsert(ctx, db.FineTuneRunMetricInsertParams{JobID: j.ID, OrgID: j.OrgID, Seq: r.Offset, Record: r.Line}); err != nil {
 				return err
 			}
 		}

@@ -60,14 +60,3 @@ func (s *Service) SetBudget(ctx context.Context, actor audit.Actor, orgID uuid.U
 			TargetID: orgID.String(), Details: map[string]any{"monthly_usd": monthly.Dollars()}})
 	})
 }
-
-// SetPrices replaces the price table that estimates read and records who
-// did it. A table that fails its checks is an *errs.Invalid and changes
-// nothing.
-func (s *Service) SetPrices(ctx context.Context, actor audit.Actor, orgID uuid.UUID, t pricing.Table) error {
-	if err := s.Prices.Set(ctx, t); err != nil {
-		return err
-	}
-	return audit.Record(ctx, db.New(s.Pool), actor, audit.Entry{OrgID: orgID, Action: "finetune.prices",
-		TargetType: "price_table", TargetID: t.Date, Details: map[string]any{"prices": len(t.Prices)}})
-}

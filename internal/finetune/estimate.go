@@ -53,11 +53,12 @@ type Estimate struct {
 	Epochs         int
 	EpochsAuto     bool // Epochs is the provider's choice for "auto"
 	TrainedTokens  int64
-	Price          pricing.Price
-	PriceDate      string
-	Cost           pricing.Micros
-	Free           bool // the provider charges nothing (local training)
-	Budget         Budget
+	// Price is the organisation's price row the cost was worked out with
+	// (zero for a free provider).
+	Price  pricing.Price
+	Cost   pricing.Micros
+	Free   bool // the provider charges nothing (local training)
+	Budget Budget
 }
 
 // Fits reports whether the estimate fits in what is left of the budget.
@@ -162,13 +163,12 @@ func (s *Service) Estimate(ctx context.Context, orgID uuid.UUID, req Request) (E
 			return est, err
 		}
 	}
-	prices, err := s.Prices.Get(ctx)
-	if err != nil {
-		return est, err
-	}
-	est.PriceDate = prices.Date
 	est.Free = known && entry.Free
 	if known && !entry.Free && req.BaseModel != "" && !hasField(v, "base_model") {
+		prices, err := s.PriceTable(ctx, orgID)
+		if err != nil {
+			return est, err
+		}
 		if est.Price, err = prices.Lookup(req.Provider, req.BaseModel); err != nil {
 			v.Add("base_model", "%v; an administrator can add it on the prices page", err)
 		}
@@ -265,10 +265,7 @@ func (s *Service) count(ctx context.Context, orgID uuid.UUID, src DataSource, ve
 	if ok {
 		return c, nil
 	}
-	if err := os.MkdirAll(s.Dir, 0o755); err != nil {
-		return c, err
-	}
-	dir, err := os.MkdirTemp(s.Dir, "estimate-")
+	dir, err := s.scratch("estimate-")
 	if err != nil {
 		return c, err
 	}

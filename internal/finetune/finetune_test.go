@@ -67,8 +67,8 @@ func newEnv(t *testing.T, reg finetune.Providers) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	svc := &finetune.Service{Pool: pool, Providers: reg, Prices: pricing.NewStore(filepath.Join(dir, "prices.json")),
-		Dir: filepath.Join(dir, "ft"), DefaultBudget: pricing.Dollars(100), PollEvery: time.Millisecond, Jobs: inserter}
+	svc := &finetune.Service{Pool: pool, Providers: reg, Dir: filepath.Join(dir, "ft"), DefaultBudget: pricing.Dollars(100),
+		PollEvery: time.Millisecond, Jobs: inserter}
 	svc.SetDataSource(src)
 	return &env{svc: svc, pool: pool, src: src, org: org}
 }
@@ -319,8 +319,8 @@ func TestEstimateCountsTokensEpochsAndPrice(t *testing.T) {
 		if est.TokensPerEpoch != c.perEpoch || est.Epochs != c.epochs || est.Cost != c.costMicros {
 			t.Errorf("%s: %d tokens × %d epochs = %s; want %d × %d = %s", c.name, est.TokensPerEpoch, est.Epochs, est.Cost, c.perEpoch, c.epochs, c.costMicros)
 		}
-		if est.Budget.Monthly != pricing.Dollars(100) || est.PriceDate != pricing.Defaults().Date {
-			t.Errorf("%s: budget %s, price date %s", c.name, est.Budget.Monthly, est.PriceDate)
+		if est.Budget.Monthly != pricing.Dollars(100) || est.Price.Date != pricing.DefaultsDate || est.Price.ID == uuid.Nil {
+			t.Errorf("%s: budget %s, price %+v", c.name, est.Budget.Monthly, est.Price)
 		}
 	}
 }

@@ -35,6 +35,7 @@ type Object struct {
 	TrainedTokens    int64                     `json:"trained_tokens"`
 	ActualCost       *float64                  `json:"actual_cost_usd,omitempty"`
 	PriceDate        string                    `json:"price_date"`
+	Price            *PriceObject              `json:"price,omitempty"` // the price row the estimate used; absent for free jobs
 	CancelRequested  bool                      `json:"cancel_requested"`
 	CreatedBy        string                    `json:"created_by"`
 	CreatedAt        time.Time                 `json:"created_at"`
@@ -53,6 +54,14 @@ type ProgressObject struct {
 	Epoch       int32    `json:"epoch"`
 	TotalEpochs int32    `json:"total_epochs"`
 	Fraction    *float64 `json:"fraction,omitempty"` // 0 to 1, when known
+}
+
+// PriceObject names the organisation's price row a job was estimated
+// with, and what it said.
+type PriceObject struct {
+	ID            string  `json:"id"`
+	USDPerMillion float64 `json:"usd_per_million_tokens"`
+	EffectiveDate string  `json:"effective_date"`
 }
 
 // CheckpointObject is a checkpoint the provider kept.
@@ -84,6 +93,9 @@ func ToObject(j db.FineTuningJob, sp provider.Spelling) Object {
 	if j.ActualCost.Valid {
 		d := pricing.Micros(j.ActualCost.Int64).Dollars()
 		o.ActualCost = &d
+	}
+	if j.PriceID.Valid {
+		o.Price = &PriceObject{ID: j.PriceID.UUID.String(), USDPerMillion: pricing.Micros(j.PricePerMillion).Dollars(), EffectiveDate: j.PriceDate}
 	}
 	if f, ok := Progress(j); ok {
 		o.Progress.Fraction = &f

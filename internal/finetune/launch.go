@@ -55,7 +55,8 @@ func (s *Service) Launch(ctx context.Context, actor audit.Actor, orgID uuid.UUID
 			OrgID: orgID, DatasetVersionID: req.VersionID, DatasetLabel: est.Version.Label, DatasetKind: string(est.Version.Kind),
 			Provider: req.Provider, BaseModel: req.BaseModel, Method: string(req.Method), ExportFormat: string(est.Format),
 			Hyperparameters: hyper, Suffix: req.Suffix, TrainExamples: int32(est.TrainExamples), EstimatedTokens: est.TrainedTokens,
-			EstimatedEpochs: int32(est.Epochs), PricePerMillion: int64(pricing.Dollars(est.Price.PerMillion)), PriceDate: est.PriceDate,
+			EstimatedEpochs: int32(est.Epochs), PriceID: uuid.NullUUID{UUID: est.Price.ID, Valid: est.Price.ID != uuid.Nil},
+			PricePerMillion: int64(pricing.Dollars(est.Price.PerMillion)), PriceDate: est.Price.Date,
 			EstimatedCost: int64(est.Cost), CreatedByLabel: actor.Label, LocalSettings: settings,
 		}
 		if req.Seed != nil {
@@ -85,8 +86,8 @@ func (s *Service) Launch(ctx context.Context, actor audit.Actor, orgID uuid.UUID
 // OverBudget is the refusal of a launch that costs more than is left,
 // with the figures.
 func OverBudget(est Estimate) error {
-	return errs.InvalidField("budget", "the estimated cost %s (%d tokens × %d epochs at $%g per million) exceeds the %s left of this month's %s budget (%s spent or committed)",
-		est.Cost, est.TokensPerEpoch, est.Epochs, est.Price.PerMillion, est.Budget.Left(), est.Budget.Monthly, est.Budget.Spent)
+	return errs.InvalidField("budget", "the estimated cost %s (%d tokens × %d epochs at $%g per million, the price of %s effective %s) exceeds the %s left of this month's %s budget (%s spent or committed)",
+		est.Cost, est.TokensPerEpoch, est.Epochs, est.Price.PerMillion, est.Price.BaseModel, est.Price.Date, est.Budget.Left(), est.Budget.Monthly, est.Budget.Spent)
 }
 
 // Cancel asks for a job to be stopped and wakes its worker, which carries

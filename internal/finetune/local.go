@@ -1,15 +1,9 @@
 package finetune
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
-	"io"
-	"io/fs"
-	"os"
-	"path/filepath"
 	"time"
 
 	"github.com/curate/curate/db"
@@ -56,69 +50,25 @@ func (s *Service) LocalProbe(ctx context.Context) (local.ProbeInfo, error) {
 	return info, err
 }
 
-// maxRunMetrics bounds what is read of a run's metrics.jsonl: the newest
-// lines, when the file is larger.
-const maxRunMetrics = 4 << 20
+// maxRunMetrics bounds how many of a run's newest metrics records are
+// read at once.
+const maxRunMetrics = 20000
 
-// MetricsFile is the trainer's metrics file in a run directory
-// (trainer/README.md, "Run directory").
-const MetricsFile = "metrics.jsonl"
-
-// RunMetrics returns the lines of a local job's metrics.jsonl, each a JSON
-// object, oldest first: all of them, or the newest 4 MiB of a larger file.
-// A job that has not started yet has none; lines that are not JSON
-// objects (a line being written) are left out.
+// RunMetrics returns a local job's metrics.jsonl lines, each a JSON object
+// as the trainer wrote it, oldest first: all of them, or the newest 20,000.
+// They come from the database, where the worker that polls the trainer
+// stores them, so any server can answer for a job trained elsewhere. A
+// job that has not started yet has none.
 func (s *Service) RunMetrics(ctx context.Context, j db.FineTuningJob) ([]json.RawMessage, error) {
-	out := []json.RawMessage{}
-	if j.Provider != local.Name {
-		return out, nil
-	}
-	p, _, err := s.client(ctx, local.Name)
+	rows, err := db.New(s.Pool).FineTuneRunMetricList(ctx, db.FineTuneRunMetricListParams{OrgID: j.OrgID, JobID: j.ID, RowLimit: maxRunMetrics})
 	if err != nil {
 		return nil, err
 	}
-	lp, ok := p.(*local.Provider)
-	if !ok {
-		return out, nil
+	out := make([]json.RawMessage, len(rows))
+	for i, r := range rows {
+		out[len(rows)-1-i] = r.Record
 	}
-	f, err := os.Open(filepath.Join(lp.RunDir(j.ID.String()), MetricsFile))
-	if errors.Is(err, fs.ErrNotExist) {
-		return out, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	info, err := f.Stat()
-	if err != nil {
-		return nil, err
-	}
-	from := max(info.Size()-maxRunMetrics, 0)
-	br := bufio.NewReader(io.NewSectionReader(f, from, info.Size()-from))
-	if from > 0 {
-		// The first line read is likely cut; skip it.
-		if _, err := br.ReadBytes('\n'); err != nil {
-			return out, nil
-		}
-	}
-	for {
-		line, err := br.ReadBytes('\n')
-		line = bytes.TrimSpace(line)
-		if len(line) > 0 && line[0] == '{' && json.Valid(line) {
-			out = append(out, json.RawMessage(bytes.Clone(line)))
-		}
-		if err == io.EOF {
-			return out, nil
-		}
-		if err != nil {
-			return nil, err
-		}
-		if len(out)%1024 == 0 {
-			if err := ctx.Err(); err != nil {
-				return nil, err
-			}
-		}
-	}
+	return out, nil
 }
 
 // IRSPoint is one IRS iteration's summary from metrics.jsonl: the average

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/curate/curate/internal/config"
 	"github.com/curate/curate/internal/errs"
 	"github.com/curate/curate/internal/export"
 	"github.com/curate/curate/internal/finetune"
@@ -22,7 +23,7 @@ import (
 // The local entry trains sft and irs on chat lines and dpo and reward on
 // TRL preference pairs; with OpenAI beside it every method is known.
 func TestLocalEntryAndMethods(t *testing.T) {
-	e := finetune.Local(local.Config{RunsRoot: t.TempDir()})
+	e := finetune.Local(local.Config{RunsRoot: t.TempDir(), ModelsDir: t.TempDir()})
 	want := map[provider.Method]export.Format{"supervised": "openai_chat", "irs": "openai_chat", "dpo": "trl_preference", "reward": "trl_preference"}
 	for m, f := range want {
 		if e.Formats[m] != f {
@@ -43,16 +44,17 @@ func TestLocalEntryAndMethods(t *testing.T) {
 // "local" object, and stored with the job.
 func TestLocalEstimateIsFreeAndChecksSettings(t *testing.T) {
 	fake := openaifake.New(t)
-	e := newEnv(t, finetune.Providers{"local": finetune.Local(local.Config{RunsRoot: t.TempDir()}), "openai": openaiEntry(fake)})
+	models := t.TempDir()
+	e := newEnv(t, finetune.Providers{"local": finetune.Local(local.Config{RunsRoot: t.TempDir(), ModelsDir: models}), "openai": openaiEntry(fake)})
 	v := e.src.AddPref(e.org, "support-dpo v1", finetunetest.Pairs(6), 2)
-	model := filepath.Join(t.TempDir(), "model")
+	model := filepath.Join(models, "model")
 	if err := os.MkdirAll(model, 0o755); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.WriteFile(filepath.Join(model, "config.json"), []byte(`{}`), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	req := finetune.Request{VersionID: v.ID, Provider: "local", BaseModel: model, Method: local.Reward,
+	req := finetune.Request{VersionID: v.ID, Provider: "local", BaseModel: "model", Method: local.Reward,
 		Local: &local.Settings{LoRAR: 32, IRS: local.IRSSettings{NIterations: 5}}}
 	est, err := e.svc.Estimate(t.Context(), e.org, req)
 	if err != nil {
@@ -80,7 +82,8 @@ func TestLocalEstimateIsFreeAndChecksSettings(t *testing.T) {
 		{func(r *finetune.Request) {
 			r.Local = &local.Settings{IRS: local.IRSSettings{DW: local.DWSettings{InitialWeights: map[string]float64{"fun": 1}}}}
 		}, "local.irs.dw_config.initial_weights.fun", "is not a score"},
-		{func(r *finetune.Request) { r.BaseModel = filepath.Join(model, "absent") }, "base_model", "does not exist"},
+		{func(r *finetune.Request) { r.BaseModel = "model/absent" }, "base_model", `"model/absent" is not a model directory`},
+		{func(r *finetune.Request) { r.BaseModel = model }, "base_model", "not a path"},
 		{func(r *finetune.Request) { r.Hyper.Epochs = provider.Num(101) }, "hyperparameters.epochs", "from 1 to 100"},
 		{func(r *finetune.Request) { r.Method = "ppo" }, "method", `"supervised"`},
 		{func(r *finetune.Request) { r.Provider, r.BaseModel = "openai", mini }, "local", "only to the local provider"},
@@ -119,5 +122,19 @@ func TestIRSSummary(t *testing.T) {
 	}
 	if last.Iter != 2 || last.Phase != "GENERATING" || last.Progress == nil || *last.Progress != 25 {
 		t.Errorf("last phase %+v", last)
+	}
+}
+
+// Local models come from CURATE_MODELS_DIR, or <data dir>/models when it
+// is unset.
+func TestLocalConfigModelsDir(t *testing.T) {
+	cfg := config.Defaults()
+	cfg.DataDir = "/srv/curate"
+	if got := finetune.LocalConfig(cfg).ModelsDir; got != "/srv/curate/models" {
+		t.Errorf("models in %s, want /srv/curate/models", got)
+	}
+	cfg.ModelsDir = "/mnt/models"
+	if got := finetune.LocalConfig(cfg).ModelsDir; got != "/mnt/models" {
+		t.Errorf("models in %s, want /mnt/models", got)
 	}
 }

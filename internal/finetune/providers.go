@@ -68,9 +68,14 @@ func Local(cfg local.Config) Entry {
 }
 
 // LocalConfig is the local provider's configuration from cfg: runs under
-// <data dir>/runs, the trainer and its slots from the environment.
+// <data dir>/runs, models from CURATE_MODELS_DIR (<data dir>/models when
+// unset), the trainer and its slots from the environment.
 func LocalConfig(cfg config.Config) local.Config {
-	return local.Config{RunsRoot: filepath.Join(cfg.DataDir, "runs"), Python: cfg.TrainerPython, TrainerDir: cfg.TrainerDir,
+	models := cfg.ModelsDir
+	if models == "" {
+		models = filepath.Join(cfg.DataDir, "models")
+	}
+	return local.Config{RunsRoot: filepath.Join(cfg.DataDir, "runs"), ModelsDir: models, Python: cfg.TrainerPython, TrainerDir: cfg.TrainerDir,
 		Command: strings.Fields(cfg.TrainerCommand), Slots: cfg.GPUSlots, Device: cfg.TrainerDevice}
 }
 
@@ -88,7 +93,6 @@ func FromConfig(pool *pgxpool.Pool, cfg config.Config) *Service {
 			bedrock.Name: Bedrock(bc),
 			local.Name:   Local(LocalConfig(cfg)),
 		},
-		Prices:        pricing.NewStore(filepath.Join(cfg.DataDir, "fine-tuning-prices.json")),
 		Dir:           filepath.Join(cfg.DataDir, "fine-tuning"),
 		DefaultBudget: pricing.Dollars(cfg.FineTuneBudgetUSD),
 		PollEvery:     cfg.FineTunePoll,

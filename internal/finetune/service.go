@@ -10,6 +10,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"sync"
 	"time"
 
@@ -26,9 +28,12 @@ type Service struct {
 	Providers Providers
 	// Jobs inserts each job's worker in the launch's transaction and wakes
 	// it when a cancel is asked for.
-	Jobs   jobq.Inserter
-	Prices *pricing.Store
-	// Dir holds each job's prepared files, in <Dir>/<job id>/.
+	Jobs jobq.Inserter
+	// Dir is this machine's scratch space. A step that needs a job's
+	// training files writes them again from the frozen dataset version
+	// into a folder of its own under Dir and removes it before it ends:
+	// the next step may run on another machine, so no step reads what an
+	// earlier one left on disk.
 	Dir string
 	// DefaultBudget is an organisation's monthly budget until an admin
 	// sets one.
@@ -39,6 +44,7 @@ type Service struct {
 	// Now is the clock for budget months (default time.Now).
 	Now func() time.Time
 
+	sweep   sync.Once // of the scratch folders dead processes left in Dir
 	mu      sync.Mutex
 	data    DataSource
 	clients map[string]provider.Provider
@@ -90,6 +96,30 @@ func (s *Service) client(ctx context.Context, name string) (provider.Provider, E
 	}
 	s.clients[name] = p
 	return p, entry, nil
+}
+
+// scratchMaxAge is the age at which a scratch folder counts as left by a
+// process killed mid-step: longer than any step takes (a worker's attempt
+// is cut off after 30 minutes).
+const scratchMaxAge = time.Hour
+
+// scratch makes a fresh folder, readable by this user only, under Dir for
+// one step's files; the caller removes it. The first call also removes
+// folders that processes killed mid-step left behind, which nothing else
+// would.
+func (s *Service) scratch(prefix string) (string, error) {
+	if err := os.MkdirAll(s.Dir, 0o700); err != nil {
+		return "", err
+	}
+	s.sweep.Do(func() {
+		entries, _ := os.ReadDir(s.Dir)
+		for _, e := range entries {
+			if info, err := e.Info(); err == nil && time.Since(info.ModTime()) > scratchMaxAge {
+				os.RemoveAll(filepath.Join(s.Dir, e.Name()))
+			}
+		}
+	})
+	return os.MkdirTemp(s.Dir, prefix)
 }
 
 func (s *Service) now() time.Time {

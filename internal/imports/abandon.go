@@ -24,6 +24,6 @@ func (s *Service) Abandon(ctx context.Context, orgID, runID uuid.UUID, reason st
 		SkipReasons: []byte("{}"), Error: reason}); err != nil {
 		return err
 	}
-	s.discard(runID)
+	s.discard(ctx, UploadKey(orgID, runID))
 	return nil
 }

@@ -14,26 +14,28 @@
 //
 // The service starts its own background work: an upload's run and its
 // import job (ImportArgs), or a requested sync and its job
-// (LangfuseSyncArgs), are written in one transaction. The workers in
+// (LangfuseSyncArgs), are written in one transaction. An upload waits in
+// the blob store that every server shares (see UploadKey), so any worker
+// can run its import; the CLI's file is read where it lies. The workers in
 // package jobs call back into the service; handlers and the CLI call it
 // directly. It knows nothing of HTTP.
 package imports
 
 import (
 	"log/slog"
-	"net/http"
-	"path/filepath"
 	"slices"
 	"strings"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"gocloud.dev/blob"
 
 	"github.com/curate/curate/db"
 	"github.com/curate/curate/internal/config"
 	"github.com/curate/curate/internal/feedback"
 	"github.com/curate/curate/internal/importfile"
 	"github.com/curate/curate/internal/jobq"
+	"github.com/curate/curate/internal/outbound"
 	"github.com/curate/curate/internal/pairs"
 	"github.com/curate/curate/internal/secrets"
 )
@@ -70,17 +72,20 @@ type Service struct {
 	// records what they will work on.
 	Jobs    jobq.Inserter
 	Secrets *secrets.Box
-	// DataDir holds uploaded files under imports/<run id> until their run ends.
-	DataDir string
-	// HTTP talks to Langfuse; nil means the Langfuse client's default.
-	HTTP *http.Client
-	Log  *slog.Logger
+	// Bucket keeps uploaded files (under UploadKey) until their run ends:
+	// the blob store every server shares, so the worker that runs an
+	// import need not be the server that took the upload.
+	Bucket *blob.Bucket
+	// Outbound makes every call to an organisation's Langfuse, under the
+	// operator's address policy; nil allows public addresses only.
+	Outbound *outbound.Client
+	Log      *slog.Logger
 }
 
-// New builds the service on the process's feedback and pair services, from
-// the configuration: the data directory and the key that encrypts stored
-// secrets (see config.Config.Secret).
-func New(cfg config.Config, pool *pgxpool.Pool, fb *feedback.Service, ps *pairs.Service, jobs jobq.Inserter, log *slog.Logger) (*Service, error) {
+// New builds the service on the process's feedback and pair services and
+// its blob bucket, with the key from the configuration that encrypts
+// stored secrets (see config.Config.Secret).
+func New(cfg config.Config, pool *pgxpool.Pool, fb *feedback.Service, ps *pairs.Service, jobs jobq.Inserter, bucket *blob.Bucket, log *slog.Logger) (*Service, error) {
 	key, err := cfg.Secret()
 	if err != nil {
 		return nil, err
@@ -89,12 +94,7 @@ func New(cfg config.Config, pool *pgxpool.Pool, fb *feedback.Service, ps *pairs.
 	if err != nil {
 		return nil, err
 	}
-	return &Service{Pool: pool, Q: db.New(pool), Feedback: fb, Pairs: ps, Jobs: jobs, Secrets: box, DataDir: cfg.DataDir, Log: log}, nil
-}
-
-// UploadPath is where an uploaded file waits for its run.
-func (s *Service) UploadPath(runID uuid.UUID) string {
-	return filepath.Join(s.DataDir, "imports", runID.String())
+	return &Service{Pool: pool, Q: db.New(pool), Feedback: fb, Pairs: ps, Jobs: jobs, Secrets: box, Bucket: bucket, Log: log}, nil
 }
 
 // Summary is what an import stored (feedback items or pairs, by its

@@ -16,6 +16,8 @@ import (
 	"github.com/curate/curate/internal/errs"
 	"github.com/curate/curate/internal/feedback"
 	"github.com/curate/curate/internal/langfuse"
+	"github.com/curate/curate/internal/outbound"
+	"github.com/curate/curate/internal/secrets"
 )
 
 // ConnectionInput is what an admin enters for a Langfuse connection. An
@@ -26,14 +28,43 @@ type ConnectionInput struct {
 	SecretKey string
 }
 
-// SyncError is a sync that failed on the Langfuse side (unreachable, keys
-// refused, a broken answer) or on a stored secret that no longer decrypts.
-// It is recorded on the connection, where the page shows it; nothing of the
-// sync was stored.
-type SyncError struct{ Err error }
+// LangfuseError is a call to Langfuse that failed (unreachable, an address
+// the outbound policy refuses, keys refused, a broken answer) or a stored
+// secret that no longer decrypts. Its Error is the sentence recorded on the
+// connection and shown on the page: what Curate was doing and why it
+// failed, never the remote server's words nor a Go error; Err is the
+// detail, which goes to the log. A sync that fails so stored nothing.
+type LangfuseError struct {
+	Msg string
+	Err error
+}
 
-func (e *SyncError) Error() string { return e.Err.Error() }
-func (e *SyncError) Unwrap() error { return e.Err }
+func (e *LangfuseError) Error() string { return e.Msg }
+func (e *LangfuseError) Unwrap() error { return e.Err }
+
+// failed logs a failed call to Langfuse with its detail (the remote body
+// included, truncated) and returns it as a LangfuseError.
+func (s *Service) failed(orgID uuid.UUID, doing string, err error) *LangfuseError {
+	msg := langfuse.Describe(err)
+	if errors.Is(err, secrets.ErrDecrypt) {
+		msg = err.Error() // Curate's own sentence, saying what to do
+	}
+	attrs := []any{"org", orgID, "err", err}
+	var serr *langfuse.StatusError
+	if errors.As(err, &serr) {
+		attrs = append(attrs, "body", serr.Body)
+	}
+	s.Log.Warn("langfuse call failed", append([]any{"doing", doing}, attrs...)...)
+	return &LangfuseError{Msg: doing + " failed: " + msg, Err: err}
+}
+
+// out is the outbound client for Langfuse.
+func (s *Service) out() *outbound.Client {
+	if s.Outbound == nil {
+		return &outbound.Client{}
+	}
+	return s.Outbound
+}
 
 // scoresPage is the page size asked of Langfuse (its maximum).
 const scoresPage = 100
@@ -50,7 +81,9 @@ func (s *Service) Connection(ctx context.Context, orgID uuid.UUID) (db.LangfuseC
 
 // SaveConnection creates or changes the organisation's connection, keeping
 // the secret key encrypted, and audits the change ("langfuse.connection_save",
-// without the secret). Field errors name host, public_key and secret_key.
+// without the secret). Field errors name host, public_key and secret_key; a
+// host that resolves to an address the outbound policy refuses is one. The
+// address is checked again on every call, since DNS may change.
 func (s *Service) SaveConnection(ctx context.Context, actor audit.Actor, orgID uuid.UUID, in ConnectionInput) (db.LangfuseConnection, error) {
 	in.SecretKey = strings.TrimSpace(in.SecretKey)
 	keptSecret := in.SecretKey == ""
@@ -67,8 +100,17 @@ func (s *Service) SaveConnection(ctx context.Context, actor audit.Actor, orgID u
 			}
 		}
 	}
-	client, err := langfuse.New(in.Host, in.PublicKey, in.SecretKey, s.HTTP)
-	if err != nil {
+	client, err := langfuse.New(in.Host, in.PublicKey, in.SecretKey, s.Outbound)
+	inv := &errs.Invalid{}
+	if err != nil && !errors.As(err, &inv) {
+		return db.LangfuseConnection{}, err
+	}
+	if inv.ByField()["host"] == "" {
+		if err := s.out().CheckURL(ctx, strings.TrimSpace(in.Host)); err != nil {
+			inv.Add("host", "%s", outbound.Describe(err))
+		}
+	}
+	if err := inv.Err(); err != nil {
 		return db.LangfuseConnection{}, err
 	}
 	ct, nonce, err := s.Secrets.Seal(in.SecretKey, orgID[:])
@@ -99,29 +141,35 @@ func (s *Service) client(conn db.LangfuseConnection) (*langfuse.Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	return langfuse.New(conn.Host, conn.PublicKey, secret, s.HTTP)
+	return langfuse.New(conn.Host, conn.PublicKey, secret, s.Outbound)
 }
 
 // TestConnection makes one cheap authenticated call to Langfuse and records
-// its outcome as the connection's last error (cleared when it works). The
-// returned error says what to fix.
+// its outcome as the connection's last error (cleared when it works). A
+// failure is a *LangfuseError saying what to fix.
 func (s *Service) TestConnection(ctx context.Context, orgID uuid.UUID) error {
 	conn, err := s.Connection(ctx, orgID)
 	if err != nil {
 		return err
 	}
+	var fail error // a *LangfuseError, or nil
 	client, err := s.client(conn)
-	if err == nil {
-		err = client.Check(ctx)
+	if err != nil {
+		fail = s.failed(orgID, "Opening the stored secret key", err)
+	} else if err := client.Check(ctx); err != nil {
+		if errors.Is(err, context.Canceled) {
+			return err
+		}
+		fail = s.failed(orgID, "Testing the connection", err)
 	}
 	msg := ""
-	if err != nil {
-		msg = err.Error()
+	if fail != nil {
+		msg = fail.Error()
 	}
 	if rerr := s.Q.LangfuseConnectionSetError(context.WithoutCancel(ctx), db.LangfuseConnectionSetErrorParams{OrgID: orgID, LastError: msg}); rerr != nil {
-		return errors.Join(err, rerr)
+		return errors.Join(fail, rerr)
 	}
-	return err
+	return fail
 }
 
 // Sync imports the scores given since the last successful sync (all of
@@ -133,7 +181,9 @@ func (s *Service) TestConnection(ctx context.Context, orgID uuid.UUID) error {
 // anything is stored, and stored in one transaction with the connection's
 // new sync position and counts: a sync that fails halfway stores nothing
 // and the next one covers the same scores. Failures on the Langfuse side
-// are recorded on the connection and returned as *SyncError.
+// are recorded on the connection and returned as *LangfuseError; the
+// address is checked on every call, so a host whose name now resolves to a
+// refused address fails here even though it was allowed when saved.
 func (s *Service) Sync(ctx context.Context, orgID uuid.UUID) (Summary, error) {
 	conn, err := s.Connection(ctx, orgID)
 	if err != nil {
@@ -147,13 +197,21 @@ func (s *Service) Sync(ctx context.Context, orgID uuid.UUID) (Summary, error) {
 		err = s.storeSync(ctx, conn, items, newest, &sum)
 	}
 	if err != nil {
-		if ctx.Err() == nil {
-			var fail *SyncError
-			if !errors.As(err, &fail) {
-				err = fmt.Errorf("storing the sync: %w", err)
-			}
+		// The page shows what is recorded: never a Go error, whose text may
+		// hold addresses, nor what Langfuse said.
+		var fail *LangfuseError
+		msg := ""
+		switch {
+		case errors.As(err, &fail):
+			msg = fail.Msg
+		case ctx.Err() != nil:
+			msg = "The sync was interrupted; the next one covers the same scores."
+		default:
+			s.Log.Error("langfuse: storing the sync failed", "org", orgID, "err", err)
+			msg = "Storing the sync failed; the server's log has the detail. The next sync covers the same scores."
+			err = fmt.Errorf("storing the sync: %w", err)
 		}
-		rerr := s.Q.LangfuseConnectionSyncFailed(context.WithoutCancel(ctx), db.LangfuseConnectionSyncFailedParams{OrgID: orgID, LastError: err.Error()})
+		rerr := s.Q.LangfuseConnectionSyncFailed(context.WithoutCancel(ctx), db.LangfuseConnectionSyncFailedParams{OrgID: orgID, LastError: msg})
 		return Summary{}, errors.Join(err, rerr)
 	}
 	return sum, nil
@@ -164,7 +222,7 @@ func (s *Service) Sync(ctx context.Context, orgID uuid.UUID) (Summary, error) {
 func (s *Service) collect(ctx context.Context, conn db.LangfuseConnection) (sum Summary, items []feedback.Item, newest *time.Time, err error) {
 	client, err := s.client(conn)
 	if err != nil {
-		return sum, nil, nil, &SyncError{err}
+		return sum, nil, nil, s.failed(conn.OrgID, "Opening the stored secret key", err)
 	}
 	newest = conn.SyncFrom
 	q := langfuse.ScoresQuery{Limit: scoresPage}
@@ -176,7 +234,7 @@ func (s *Service) collect(ctx context.Context, conn db.LangfuseConnection) (sum 
 	for {
 		page, err := client.Scores(ctx, q)
 		if err != nil {
-			return sum, nil, nil, remote(ctx, err)
+			return sum, nil, nil, s.remote(ctx, conn.OrgID, "Reading scores", err)
 		}
 		ids := make([]string, len(page.Scores))
 		for i, sc := range page.Scores {
@@ -209,7 +267,7 @@ func (s *Service) collect(ctx context.Context, conn db.LangfuseConnection) (sum 
 					t, err = langfuse.Trace{}, nil // Map skips the score
 				}
 				if err != nil {
-					return sum, nil, nil, remote(ctx, err)
+					return sum, nil, nil, s.remote(ctx, conn.OrgID, "Reading a trace", err)
 				}
 				traces[sc.TraceID] = t
 			}
@@ -235,12 +293,13 @@ func (s *Service) collect(ctx context.Context, conn db.LangfuseConnection) (sum 
 	}
 }
 
-// remote wraps a Langfuse failure as a SyncError, leaving cancellation as is.
-func remote(ctx context.Context, err error) error {
+// remote turns a Langfuse failure into a LangfuseError, leaving
+// cancellation as is.
+func (s *Service) remote(ctx context.Context, orgID uuid.UUID, doing string, err error) error {
 	if ctx.Err() != nil {
 		return err
 	}
-	return &SyncError{err}
+	return s.failed(orgID, doing, err)
 }
 
 // storeSync stores the items and advances the connection in one transaction.

@@ -3,16 +3,32 @@ package imports_test
 import (
 	"bytes"
 	"errors"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/curate/curate/db/pgtest"
 	"github.com/curate/curate/internal/audit"
 	"github.com/curate/curate/internal/errs"
 	"github.com/curate/curate/internal/imports"
 	"github.com/curate/curate/internal/langfuse"
 	"github.com/curate/curate/internal/langfuse/langfusetest"
+	"github.com/curate/curate/internal/outbound"
 )
+
+// allow is an outbound client under the policy CURATE_OUTBOUND_ALLOW=policy.
+func allow(t testing.TB, policy string) *outbound.Client {
+	t.Helper()
+	p, err := outbound.ParsePolicy(policy)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &outbound.Client{Policy: p}
+}
 
 var admin = audit.Actor{Kind: "system", Label: "admin@acme.test"}
 
@@ -134,7 +150,7 @@ func TestLangfuseSyncFailures(t *testing.T) {
 			dead := langfusetest.NewServer(t, langfusetest.Options{})
 			dead.Close()
 			f.connect(t, dead.URL, srv.SecretKey)
-		}, langfuse.ErrUnreachable, "cannot reach"},
+		}, langfuse.ErrUnreachable, "Reading scores failed: The server refused the connection."},
 		{"trace refused halfway", func(f *env, srv *langfusetest.Server) {
 			f.connect(t, srv.URL, srv.SecretKey)
 			srv.FailNext(langfusetest.EndpointTrace, 403, 1)
@@ -146,9 +162,9 @@ func TestLangfuseSyncFailures(t *testing.T) {
 			srv := fakeLangfuse(t)
 			tc.setup(f, srv)
 			_, err := f.svc.Sync(f.ctx, f.orgID)
-			var se *imports.SyncError
+			var se *imports.LangfuseError
 			if !errors.As(err, &se) || !errors.Is(err, tc.is) {
-				t.Fatalf("err = %v, want a SyncError matching %v", err, tc.is)
+				t.Fatalf("err = %v, want a LangfuseError matching %v", err, tc.is)
 			}
 			conn, _ := f.svc.Connection(f.ctx, f.orgID)
 			if !strings.Contains(conn.LastError, tc.mention) || conn.LastSyncAt != nil || conn.SyncStartedAt != nil {
@@ -209,5 +225,127 @@ func TestQueueSyncs(t *testing.T) {
 	}
 	if n := f.count(t, "SELECT count(*) FROM audit_log WHERE action = 'langfuse.sync_requested'"); n != 1 {
 		t.Fatalf("%d audit entries for the request, want 1", n)
+	}
+}
+
+// A host on a loopback, private, link-local or metadata address is refused
+// when it is saved, beside the host field, with outbound's sentence; nothing
+// is stored or audited. Link-local and metadata addresses stay refused when
+// the operator allows loopback.
+func TestSaveConnectionRefusesInternalAddresses(t *testing.T) {
+	f := newEnv(t)
+	srv := fakeLangfuse(t)
+	u, _ := url.Parse(srv.URL)
+	port := u.Port()
+	cases := []struct{ host, policy, want string }{
+		{srv.URL, "", "CURATE_OUTBOUND_ALLOW"},
+		{"http://localhost:" + port, "", "CURATE_OUTBOUND_ALLOW"},
+		{"http://[::1]:" + port, "", "CURATE_OUTBOUND_ALLOW"},
+		{"http://10.0.0.5:3000", "", "CURATE_OUTBOUND_ALLOW"},
+		{"https://192.168.10.2", "127.0.0.0/8", "CURATE_OUTBOUND_ALLOW"},
+		{"http://169.254.169.254", "127.0.0.0/8,10.0.0.0/8", "link-local or cloud metadata"},
+		{"http://[fe80::1]:3000", "127.0.0.0/8", "link-local or cloud metadata"},
+	}
+	for _, c := range cases {
+		f.svc.Outbound = allow(t, c.policy)
+		_, err := f.svc.SaveConnection(f.ctx, admin, f.orgID, imports.ConnectionInput{Host: c.host, PublicKey: srv.PublicKey, SecretKey: srv.SecretKey})
+		var inv *errs.Invalid
+		if !errors.As(err, &inv) || !strings.Contains(inv.ByField()["host"], c.want) {
+			t.Errorf("saving host %s under %q: %v; want a host error saying %q", c.host, c.policy, err, c.want)
+			continue
+		}
+		if msg := inv.ByField()["host"]; strings.Contains(msg, "127.0.0.1") || strings.Contains(msg, "169.254") {
+			t.Errorf("the message names the address: %q", msg)
+		}
+	}
+	if _, err := f.svc.Connection(f.ctx, f.orgID); !errors.Is(err, errs.ErrNotFound) {
+		t.Errorf("a refused host was stored: %v", err)
+	}
+	if n := f.count(t, "SELECT count(*) FROM audit_log WHERE action = 'langfuse.connection_save'"); n != 0 {
+		t.Errorf("%d audit entries for refused saves", n)
+	}
+	if n := srv.Requests(langfusetest.EndpointProjects); n != 0 {
+		t.Errorf("saving called Langfuse %d times", n)
+	}
+}
+
+// The sync checks the address on every call: a host saved while allowed
+// and refused since (the policy changed, or its name now resolves
+// elsewhere) fails with outbound's sentence, recorded and returned.
+func TestSyncChecksTheAddressAgain(t *testing.T) {
+	f := newEnv(t)
+	srv := fakeLangfuse(t)
+	f.connect(t, srv.URL, srv.SecretKey)
+	f.svc.Outbound = allow(t, "")
+	_, err := f.svc.Sync(f.ctx, f.orgID)
+	var refused *outbound.RefusedError
+	var fail *imports.LangfuseError
+	if !errors.As(err, &refused) || !errors.As(err, &fail) {
+		t.Fatalf("Sync = %v, want a refused address", err)
+	}
+	conn, _ := f.svc.Connection(f.ctx, f.orgID)
+	if !strings.HasPrefix(conn.LastError, "Reading scores failed: This address is on a private or loopback network") || strings.Contains(conn.LastError, "127.0.0.1") {
+		t.Errorf("last error %q", conn.LastError)
+	}
+	if n := srv.Requests(langfusetest.EndpointScoresV3); n != 0 {
+		t.Errorf("the refused host got %d requests", n)
+	}
+}
+
+// A host allowed by its name (localhost) that redirects to an address the
+// policy refuses (127.0.0.1) is followed no further.
+func TestSyncRefusesARedirectToARefusedAddress(t *testing.T) {
+	f := newEnv(t)
+	srv := fakeLangfuse(t)
+	front := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, srv.URL+r.URL.RequestURI(), http.StatusTemporaryRedirect)
+	}))
+	defer front.Close()
+	fu, _ := url.Parse(front.URL)
+	f.svc.Outbound = allow(t, "localhost")
+	f.connect(t, "http://localhost:"+fu.Port(), srv.SecretKey)
+	_, err := f.svc.Sync(f.ctx, f.orgID)
+	var refused *outbound.RefusedError
+	if !errors.As(err, &refused) {
+		t.Fatalf("Sync = %v, want the redirect refused", err)
+	}
+	if err := f.svc.TestConnection(f.ctx, f.orgID); !errors.As(err, &refused) {
+		t.Fatalf("TestConnection = %v, want the redirect refused", err)
+	}
+	conn, _ := f.svc.Connection(f.ctx, f.orgID)
+	if !strings.Contains(conn.LastError, "CURATE_OUTBOUND_ALLOW") || strings.Contains(conn.LastError, "127.0.0.1") {
+		t.Errorf("last error %q", conn.LastError)
+	}
+	if n := srv.Requests(langfusetest.EndpointScoresV3) + srv.Requests(langfusetest.EndpointProjects); n != 0 {
+		t.Errorf("the redirect's target got %d requests", n)
+	}
+}
+
+// What a failing Langfuse answers is stored nowhere: not in the
+// connection's last error, the audit log or River's job records.
+func TestLangfuseAnswerIsStoredNowhere(t *testing.T) {
+	const marker = "REMOTE-BODY-MARKER-91c4"
+	f := newEnv(t)
+	srv := langfusetest.NewServer(t, langfusetest.Options{FailMessage: marker})
+	f.connect(t, srv.URL, srv.SecretKey)
+	srv.FailNext(langfusetest.EndpointProjects, http.StatusInternalServerError, 10)
+	srv.FailNext(langfusetest.EndpointScoresV3, http.StatusInternalServerError, 10)
+	err := f.svc.TestConnection(f.ctx, f.orgID)
+	if err == nil || strings.Contains(err.Error(), marker) {
+		t.Fatalf("TestConnection = %v", err)
+	}
+	_, err = f.svc.Sync(f.ctx, f.orgID)
+	if err == nil || strings.Contains(err.Error(), marker) {
+		t.Fatalf("Sync = %v", err)
+	}
+	conn, _ := f.svc.Connection(f.ctx, f.orgID)
+	if !strings.HasPrefix(conn.LastError, "Reading scores failed: The server answered 500 Internal Server Error.") {
+		t.Errorf("last error %q", conn.LastError)
+	}
+	if found := pgtest.TablesContaining(t, f.pool, marker); len(found) > 0 {
+		t.Errorf("the remote body is stored in %v", found)
+	}
+	if found := pgtest.TablesContaining(t, f.pool, "Internal Server Error"); !slices.Contains(found, "langfuse_connections") {
+		t.Errorf("the failure is not recorded (found in %v)", found)
 	}
 }

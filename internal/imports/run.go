@@ -48,15 +48,15 @@ type NewRun struct {
 	OrgID    uuid.UUID
 	Kind     string
 	FileName string
-	// Body, when set, is the uploaded file, copied to UploadPath (at most
-	// MaxUpload bytes). The CLI leaves it nil and sets Size: it reads its
-	// file in place.
+	// Body, when set, is the uploaded file, streamed into the bucket under
+	// UploadKey (at most MaxUpload bytes). The CLI leaves it nil and sets
+	// Size: it reads its file in place.
 	Body io.Reader
 	Size int64
 }
 
 // Start records a queued run and audits it ("import.start"). An upload
-// (Body set) is first kept under the data directory, and its import job is
+// (Body set) is first kept whole in the bucket, and its import job is
 // queued in the transaction that records the run, so the two exist
 // together; a file read in place (the CLI's) is worked by the caller
 // through Run.
@@ -76,13 +76,13 @@ func (s *Service) Start(ctx context.Context, actor audit.Actor, in NewRun) (db.I
 	if err != nil {
 		return db.ImportRun{}, err
 	}
+	key := UploadKey(in.OrgID, id)
 	if in.Body != nil {
-		if in.Size, err = s.keep(id, in.Body); err != nil {
+		if in.Size, err = s.keep(ctx, key, in.Body); err != nil {
 			return db.ImportRun{}, err
 		}
 	}
 	if in.Size == 0 {
-		s.discard(id)
 		return db.ImportRun{}, errs.InvalidField("file", "%s is empty", in.FileName)
 	}
 	var run db.ImportRun
@@ -111,41 +111,11 @@ func (s *Service) Start(ctx context.Context, actor audit.Actor, in NewRun) (db.I
 	})
 	if err != nil {
 		if in.Body != nil {
-			s.discard(id)
+			s.discard(ctx, key)
 		}
 		return db.ImportRun{}, err
 	}
 	return run, nil
-}
-
-// keep copies an upload to UploadPath(id) and returns its size.
-func (s *Service) keep(id uuid.UUID, body io.Reader) (int64, error) {
-	path := s.UploadPath(id)
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-		return 0, err
-	}
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
-	if err != nil {
-		return 0, err
-	}
-	n, err := io.Copy(f, io.LimitReader(body, MaxUpload+1))
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil && n > MaxUpload {
-		err = errs.InvalidField("file", "is larger than %d MiB", MaxUpload>>20)
-	}
-	if err != nil {
-		s.discard(id)
-		return 0, err
-	}
-	return n, nil
-}
-
-func (s *Service) discard(id uuid.UUID) {
-	if err := os.Remove(s.UploadPath(id)); err != nil && !errors.Is(err, os.ErrNotExist) {
-		s.Log.Warn("removing an import file", "run", id, "err", err)
-	}
 }
 
 // cleanName keeps the base name of an uploaded file, printable and short.
@@ -174,25 +144,39 @@ type Progress struct {
 	Total int64 // the file's size
 }
 
-// RunUpload works a queued run on its uploaded file (see Run) and removes
-// the file once the run has an outcome that a retry would not change.
-func (s *Service) RunUpload(ctx context.Context, orgID, runID uuid.UUID) (Summary, error) {
-	sum, err := s.Run(ctx, orgID, runID, s.UploadPath(runID), nil)
-	if err == nil || IsBadInput(err) {
-		s.discard(runID)
+// RunUpload works a queued run on its uploaded file (see Run), streaming
+// it from the bucket once for each pass. final says that no attempt
+// follows this one. The upload is deleted once the run has ended: it
+// succeeded, or failed in a way a retry would not change (bad input, a run
+// that is gone), or failed on the final attempt.
+func (s *Service) RunUpload(ctx context.Context, orgID, runID uuid.UUID, final bool) (Summary, error) {
+	key := UploadKey(orgID, runID)
+	sum, err := s.run(ctx, orgID, runID, s.openUpload(key), nil, final)
+	if err == nil || final || IsBadInput(err) || errors.Is(err, errs.ErrNotFound) {
+		s.discard(ctx, key)
 	}
 	return sum, err
 }
 
-// Run imports the run's file at path: it reads the whole file once to check
-// every record, and only when all are good reads it again and stores the
-// records (feedback items or pairs, by the run's kind) in batches inside
-// one transaction, so a bad or cut-off file stores nothing and a crash
-// halfway leaves nothing behind for the retry. Progress
-// is written to the run's row as it goes and passed to progress (may be
-// nil). The outcome (counts, or the error with its line) is recorded on the
-// row; errors from the input match IsBadInput.
+// opener opens a run's file afresh, for one pass.
+type opener func(ctx context.Context) (io.ReadCloser, error)
+
+// Run imports the run's file at path, once (the CLI's import): it reads
+// the whole file once to check every record, and only when all are good
+// reads it again and stores the records (feedback items or pairs, by the
+// run's kind) in batches inside one transaction, so a bad or cut-off file
+// stores nothing and a crash halfway leaves nothing behind for a retry.
+// Progress is written to the run's row as it goes and passed to progress
+// (may be nil). The outcome (counts, or the error with its line) is
+// recorded on the row; errors from the input match IsBadInput.
 func (s *Service) Run(ctx context.Context, orgID, runID uuid.UUID, path string, progress func(Progress)) (Summary, error) {
+	open := func(context.Context) (io.ReadCloser, error) { return os.Open(path) }
+	return s.run(ctx, orgID, runID, open, progress, true)
+}
+
+// run is Run on the file that open opens; final says that no attempt
+// follows this one, so a failure's message does not promise one.
+func (s *Service) run(ctx context.Context, orgID, runID uuid.UUID, open opener, progress func(Progress), final bool) (Summary, error) {
 	run, err := s.GetRun(ctx, orgID, runID)
 	if err != nil {
 		return Summary{}, err
@@ -201,16 +185,16 @@ func (s *Service) Run(ctx context.Context, orgID, runID uuid.UUID, path string, 
 		return Summary{}, err
 	}
 	rep := &reporter{s: s, run: run, progress: progress}
-	sum, err := s.importFile(ctx, run, path, rep)
+	sum, err := s.importFile(ctx, run, open, rep)
 	// Record the outcome even when ctx was cancelled (a shutdown).
 	fctx := context.WithoutCancel(ctx)
-	if ferr := s.finish(fctx, run, sum, err); ferr != nil {
+	if ferr := s.finish(fctx, run, sum, err, final); ferr != nil {
 		return sum, errors.Join(err, ferr)
 	}
 	return sum, err
 }
 
-func (s *Service) finish(ctx context.Context, run db.ImportRun, sum Summary, runErr error) error {
+func (s *Service) finish(ctx context.Context, run db.ImportRun, sum Summary, runErr error, final bool) error {
 	reasons, err := json.Marshal(nonNilMap(sum.Reasons))
 	if err != nil {
 		return err
@@ -221,7 +205,7 @@ func (s *Service) finish(ctx context.Context, run db.ImportRun, sum Summary, run
 		// Nothing was stored: the counts of a partial read would mislead.
 		p.Status, p.Stored, p.Duplicates, p.Skipped, p.SkipReasons = StatusFailed, 0, 0, 0, []byte("{}")
 		p.Error = runErr.Error()
-		if !IsBadInput(runErr) {
+		if !IsBadInput(runErr) && !final {
 			p.Error += " (the import is tried again)"
 		}
 		var le *importfile.LineError
@@ -266,13 +250,14 @@ func (r *reporter) report(ctx context.Context, phase string, done int64) {
 	}
 }
 
-// importFile checks, then stores, the file at path, as its kind says.
-func (s *Service) importFile(ctx context.Context, run db.ImportRun, path string, rep *reporter) (Summary, error) {
+// importFile checks, then stores, the file that open opens, as its kind
+// says.
+func (s *Service) importFile(ctx context.Context, run db.ImportRun, open opener, rep *reporter) (Summary, error) {
 	switch {
 	case slices.Contains(FeedbackKinds, run.Kind):
-		return checkThenStore(ctx, s, run, path, rep, readFeedback, s.storeFeedback)
+		return checkThenStore(ctx, s, run, open, rep, readFeedback, s.storeFeedback)
 	case IsPairKind(run.Kind):
-		return checkThenStore(ctx, s, run, path, rep, readPairs, s.pairStore())
+		return checkThenStore(ctx, s, run, open, rep, readPairs, s.pairStore())
 	}
 	return Summary{}, fmt.Errorf("unknown import kind %q", run.Kind)
 }
@@ -282,11 +267,11 @@ func (s *Service) importFile(ctx context.Context, run db.ImportRun, path string,
 // callback, or fails at the first bad one; store stores a batch in the
 // run's transaction, counting it in sum. The file is read whole to check
 // it, and only then read again to store it.
-func checkThenStore[T any](ctx context.Context, s *Service, run db.ImportRun, path string, rep *reporter,
+func checkThenStore[T any](ctx context.Context, s *Service, run db.ImportRun, open opener, rep *reporter,
 	read func(ctx context.Context, kind string, r io.Reader, sum *Summary, fn func(T) error) error,
 	store func(ctx context.Context, tx pgx.Tx, run db.ImportRun, batch []T, sum *Summary) error,
 ) (Summary, error) {
-	err := readFile(ctx, run, path, PhaseChecking, rep, func(r io.Reader) error {
+	err := readFile(ctx, run, open, PhaseChecking, rep, func(r io.Reader) error {
 		return read(ctx, run.Kind, r, &Summary{}, func(T) error { return nil })
 	})
 	if err != nil {
@@ -303,7 +288,7 @@ func checkThenStore[T any](ctx context.Context, s *Service, run db.ImportRun, pa
 			batch = batch[:0]
 			return err
 		}
-		err := readFile(ctx, run, path, PhaseStoring, rep, func(r io.Reader) error {
+		err := readFile(ctx, run, open, PhaseStoring, rep, func(r io.Reader) error {
 			return read(ctx, run.Kind, r, &sum, func(v T) error {
 				batch = append(batch, v)
 				if len(batch) == batchSize {
@@ -320,10 +305,10 @@ func checkThenStore[T any](ctx context.Context, s *Service, run db.ImportRun, pa
 	return sum, err
 }
 
-// readFile opens the file at path and passes it to read, reporting the
-// bytes read in this phase.
-func readFile(ctx context.Context, run db.ImportRun, path, phase string, rep *reporter, read func(io.Reader) error) error {
-	f, err := os.Open(path)
+// readFile opens the file and passes it to read, reporting the bytes read
+// in this phase.
+func readFile(ctx context.Context, run db.ImportRun, open opener, phase string, rep *reporter, read func(io.Reader) error) error {
+	f, err := open(ctx)
 	if err != nil {
 		return err
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/curate/curate/db/pgtest"
 	"github.com/curate/curate/internal/accounts"
 	"github.com/curate/curate/internal/audit"
+	"github.com/curate/curate/internal/blobstore"
 	"github.com/curate/curate/internal/config"
 	"github.com/curate/curate/internal/feedback"
 	"github.com/curate/curate/internal/imports"
@@ -34,6 +35,8 @@ type env struct {
 	pool  *pgxpool.Pool
 	svc   *imports.Service
 	orgID uuid.UUID
+	// blobDir is the directory of the service's bucket.
+	blobDir string
 }
 
 func newEnv(t testing.TB) *env {
@@ -48,12 +51,19 @@ func newEnv(t testing.TB) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg := config.Config{DataDir: t.TempDir(), SecretKey: strings.Repeat("s", 32)}
-	svc, err := imports.New(cfg, pool, &feedback.Service{Pool: pool}, &pairs.Service{Pool: pool}, inserter, slog.New(slog.DiscardHandler))
+	blobDir := t.TempDir()
+	bucket, err := blobstore.OpenDir(blobDir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &env{ctx: ctx, pool: pool, svc: svc, orgID: org.ID}
+	t.Cleanup(func() { bucket.Close() })
+	cfg := config.Config{DataDir: t.TempDir(), SecretKey: strings.Repeat("s", 32)}
+	svc, err := imports.New(cfg, pool, &feedback.Service{Pool: pool}, &pairs.Service{Pool: pool}, inserter, bucket, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	svc.Outbound = allow(t, "127.0.0.0/8,::1") // the fake Langfuse listens on loopback
+	return &env{ctx: ctx, pool: pool, svc: svc, orgID: org.ID, blobDir: blobDir}
 }
 
 var cli = audit.Actor{Kind: "system", Label: "cli"}
@@ -256,51 +266,5 @@ func TestBadFilesStoreNothing(t *testing.T) {
 				t.Fatalf("%d rows stored from a bad file", n)
 			}
 		})
-	}
-}
-
-// An upload is kept under the data directory until its run ends, its job
-// is queued with the run, and its start is audited.
-func TestUploadedRun(t *testing.T) {
-	e := newEnv(t)
-	user := audit.Actor{Kind: "user", ID: uuid.New(), Label: "ada@acme.test"}
-	run, err := e.svc.Start(e.ctx, audit.Actor{Kind: "system", Label: user.Label}, imports.NewRun{OrgID: e.orgID, Kind: imports.KindJSONL,
-		FileName: `C:\Users\ada\feedback.jsonl`, Body: strings.NewReader(goodLines)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if run.FileName != "feedback.jsonl" || run.FileSize != int64(len(goodLines)) || run.Status != imports.StatusQueued {
-		t.Fatalf("run %+v", run)
-	}
-	if n := e.count(t, "SELECT count(*) FROM river_job WHERE kind = 'import_file' AND args->>'run_id' = $1", run.ID.String()); n != 1 {
-		t.Fatalf("%d import jobs queued for the run, want 1", n)
-	}
-	if b, err := os.ReadFile(e.svc.UploadPath(run.ID)); err != nil || string(b) != goodLines {
-		t.Fatalf("kept file: %v", err)
-	}
-	if n := e.count(t, "SELECT count(*) FROM audit_log WHERE action = 'import.start' AND target_id = $1", run.ID.String()); n != 1 {
-		t.Fatalf("%d audit entries for the start", n)
-	}
-	if _, err := e.svc.RunUpload(e.ctx, e.orgID, run.ID); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := os.Stat(e.svc.UploadPath(run.ID)); !os.IsNotExist(err) {
-		t.Fatalf("the upload was not removed after its run: %v", err)
-	}
-
-	for name, in := range map[string]imports.NewRun{
-		"bad kind": {OrgID: e.orgID, Kind: "csv", FileName: "a.csv", Body: strings.NewReader("x")},
-		"empty":    {OrgID: e.orgID, Kind: "jsonl", FileName: "a.jsonl", Body: strings.NewReader("")},
-		"no name":  {OrgID: e.orgID, Kind: "trl", FileName: " ", Body: strings.NewReader("x")},
-	} {
-		if _, err := e.svc.Start(e.ctx, user, in); err == nil {
-			t.Errorf("%s: accepted", name)
-		}
-	}
-	if n := e.count(t, "SELECT count(*) FROM import_runs"); n != 1 {
-		t.Errorf("%d runs recorded, want only the good one", n)
-	}
-	if n := e.count(t, "SELECT count(*) FROM river_job"); n != 1 {
-		t.Errorf("%d jobs queued, want only the good run's", n)
 	}
 }

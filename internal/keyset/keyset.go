@@ -99,3 +99,20 @@ func ParseSeq(list, s string) (int64, error) {
 	}
 	return n, nil
 }
+
+// InOrder returns rows in the order of ids, each converted: a page listed
+// lean and then read whole by id comes back in its list order. An id with
+// no row (deleted between the two reads) is left out.
+func InOrder[R, O any](ids []uuid.UUID, rows []R, id func(R) uuid.UUID, conv func(R) O) []O {
+	byID := make(map[uuid.UUID]R, len(rows))
+	for _, r := range rows {
+		byID[id(r)] = r
+	}
+	out := make([]O, 0, len(ids))
+	for _, i := range ids {
+		if r, ok := byID[i]; ok {
+			out = append(out, conv(r))
+		}
+	}
+	return out
+}

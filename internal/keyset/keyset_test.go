@@ -57,3 +57,12 @@ func TestSeq(t *testing.T) {
 		}
 	}
 }
+
+func TestInOrder(t *testing.T) {
+	a, b, c := uuid.New(), uuid.New(), uuid.New()
+	rows := []uuid.UUID{c, a} // b was deleted; the read came back unordered
+	got := InOrder([]uuid.UUID{a, b, c}, rows, func(r uuid.UUID) uuid.UUID { return r }, func(r uuid.UUID) string { return r.String() })
+	if len(got) != 2 || got[0] != a.String() || got[1] != c.String() {
+		t.Fatalf("InOrder = %v; want a then c", got)
+	}
+}

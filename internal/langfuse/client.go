@@ -32,17 +32,11 @@ import (
 	"time"
 
 	"github.com/curate/curate/internal/errs"
+	"github.com/curate/curate/internal/outbound"
 )
 
-const (
-	// defaultTimeout bounds one HTTP exchange when the caller brings no client.
-	defaultTimeout = 30 * time.Second
-	// checkTimeout bounds Check, which backs an interactive page.
-	checkTimeout = 10 * time.Second
-	// maxResponseBytes bounds a response body; a trace with many large
-	// observations is the biggest answer we read.
-	maxResponseBytes = 32 << 20
-)
+// checkTimeout bounds Check, which backs an interactive page.
+const checkTimeout = 10 * time.Second
 
 // Client talks to one Langfuse project. It is safe for concurrent use.
 type Client struct {
@@ -51,7 +45,6 @@ type Client struct {
 	secretKey string
 	http      *http.Client
 	retry     retryPolicy
-	maxBody   int64
 	// version is the scores API version that last answered: 0 (none yet),
 	// 2 or 3. Once v3 has answered 404, later first pages go straight to v2.
 	version atomic.Int32
@@ -69,10 +62,14 @@ var defaultRetry = retryPolicy{attempts: 4, base: 500 * time.Millisecond, max: 8
 
 // New returns a client for the Langfuse deployment at host (for example
 // https://cloud.langfuse.com, or a self-hosted base URL with an optional path
-// prefix). httpClient may be nil, which means a client with a 30 s timeout.
+// prefix). Every call goes through out, the outbound client, which checks
+// the address each connection and redirect reaches, bounds the time of an
+// exchange (30 s by default) and the size of an answer (32 MiB by default:
+// a trace with many large observations is the biggest answer read). A nil
+// out allows public addresses only.
 // Invalid arguments give an *errs.Invalid naming the fields host, public_key
 // and secret_key, so a settings form can show each message beside its field.
-func New(host, publicKey, secretKey string, httpClient *http.Client) (*Client, error) {
+func New(host, publicKey, secretKey string, out *outbound.Client) (*Client, error) {
 	inv := &errs.Invalid{}
 	base, err := normalizeHost(host)
 	if err != nil {
@@ -91,16 +88,15 @@ func New(host, publicKey, secretKey string, httpClient *http.Client) (*Client, e
 	if err := inv.Err(); err != nil {
 		return nil, err
 	}
-	if httpClient == nil {
-		httpClient = &http.Client{Timeout: defaultTimeout}
+	if out == nil {
+		out = &outbound.Client{}
 	}
 	return &Client{
 		base:      base,
 		publicKey: publicKey,
 		secretKey: secretKey,
-		http:      httpClient,
+		http:      out.HTTP(),
 		retry:     defaultRetry,
-		maxBody:   maxResponseBytes,
 	}, nil
 }
 
@@ -140,8 +136,8 @@ func (c *Client) APIVersion() int { return int(c.version.Load()) }
 
 // Check makes one cheap authenticated call (GET /api/public/projects) so a
 // settings page can tell whether host and keys work. Errors match
-// ErrUnauthorized, ErrUnreachable or are a *StatusError; each message says
-// what to fix. Check gives up after 10 s even when ctx allows longer.
+// ErrUnauthorized, ErrUnreachable or are a *StatusError; Describe says what
+// to fix. Check gives up after 10 s even when ctx allows longer.
 func (c *Client) Check(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, checkTimeout)
 	defer cancel()
@@ -151,11 +147,7 @@ func (c *Client) Check(ctx context.Context) error {
 			Name string `json:"name"`
 		} `json:"data"`
 	}
-	err := c.get(ctx, "/api/public/projects", nil, &projects)
-	if errors.Is(err, ErrNotFound) {
-		return fmt.Errorf("%w; is %s the Langfuse base URL (the address of its web UI, like https://cloud.langfuse.com)?", err, c.base)
-	}
-	return err
+	return c.get(ctx, "/api/public/projects", nil, &projects)
 }
 
 // get performs an authenticated GET of c.base+path (path already escaped)
@@ -179,20 +171,20 @@ func (c *Client) get(ctx context.Context, path string, query url.Values, out any
 		if err != nil {
 			return c.transportError(ctx, path, err)
 		}
-		body, readErr := readLimited(resp.Body, c.maxBody)
+		body, readErr := io.ReadAll(resp.Body)
 		resp.Body.Close()
 
 		if resp.StatusCode >= 200 && resp.StatusCode < 300 {
 			if readErr != nil {
-				return c.readError(ctx, path, readErr)
+				return c.transportError(ctx, path, readErr)
 			}
 			if err := json.Unmarshal(body, out); err != nil {
-				return fmt.Errorf("langfuse: the answer to GET %s is not the expected JSON (%v): is %s a Langfuse deployment?", path, err, c.base)
+				return &AnswerError{Host: c.base, Path: path, Err: err}
 			}
 			return nil
 		}
 
-		serr := &StatusError{Host: c.base, Path: path, StatusCode: resp.StatusCode, Message: errorMessage(body)}
+		serr := &StatusError{Host: c.base, Path: path, StatusCode: resp.StatusCode, Body: errorMessage(body)}
 		serr.RetryAfter, _ = parseRetryAfter(resp.Header.Get("Retry-After"), time.Now())
 		if !retryable(resp.StatusCode) || attempt >= c.retry.attempts {
 			return serr
@@ -254,37 +246,16 @@ func parseRetryAfter(v string, now time.Time) (time.Duration, bool) {
 }
 
 // transportError turns a failed exchange into ctx's own error when the
-// caller cancelled, else into an ErrUnreachable that names the host.
+// caller cancelled; an answer over the size cap stays what it is; anything
+// else (the address refused by the outbound policy included) is an
+// ErrUnreachable. The message is for the log: Describe gives the page's.
 func (c *Client) transportError(ctx context.Context, path string, err error) error {
 	if errors.Is(ctx.Err(), context.Canceled) {
 		return ctx.Err()
 	}
-	return fmt.Errorf("%w: cannot reach Langfuse at %s (GET %s: %w); check the host URL, DNS and that this server may connect to it", ErrUnreachable, c.base, path, err)
-}
-
-func (c *Client) readError(ctx context.Context, path string, err error) error {
-	var tooBig *bodyTooLargeError
-	if errors.As(err, &tooBig) {
-		return fmt.Errorf("langfuse: the answer to GET %s is larger than the %d-byte limit; ask for smaller pages", path, tooBig.limit)
+	var large *outbound.TooLargeError
+	if errors.As(err, &large) {
+		return fmt.Errorf("langfuse: GET %s at %s: %w", path, c.base, err)
 	}
-	return c.transportError(ctx, path, err)
-}
-
-type bodyTooLargeError struct{ limit int64 }
-
-func (e *bodyTooLargeError) Error() string {
-	return fmt.Sprintf("response body exceeds %d bytes", e.limit)
-}
-
-// readLimited reads at most limit bytes and fails when the body is longer,
-// so a misbehaving server cannot exhaust memory.
-func readLimited(r io.Reader, limit int64) ([]byte, error) {
-	b, err := io.ReadAll(io.LimitReader(r, limit+1))
-	if err != nil {
-		return b, err
-	}
-	if int64(len(b)) > limit {
-		return b[:limit], &bodyTooLargeError{limit: limit}
-	}
-	return b, nil
+	return fmt.Errorf("%w: GET %s at %s: %w", ErrUnreachable, path, c.base, err)
 }

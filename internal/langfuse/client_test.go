@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"reflect"
 	"strings"
 	"testing"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/curate/curate/internal/errs"
 	"github.com/curate/curate/internal/langfuse/langfusetest"
+	"github.com/curate/curate/internal/outbound"
 )
 
 var t0 = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
@@ -39,9 +41,20 @@ var wantFive = []Score{
 	{ID: "s1", TraceID: "tr-1", Name: "rating", DataType: DataNumeric, Value: 4, Comment: "good", Source: "API", Timestamp: t0.Add(1 * time.Minute), CreatedAt: t0.Add(1 * time.Minute)},
 }
 
+// loopback is an outbound client that may call the test servers, which
+// listen on loopback addresses.
+func loopback(t *testing.T) *outbound.Client {
+	t.Helper()
+	p, err := outbound.ParsePolicy("127.0.0.0/8,::1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &outbound.Client{Policy: p}
+}
+
 func newClient(t *testing.T, srv *langfusetest.Server) *Client {
 	t.Helper()
-	c, err := New(srv.URL, srv.PublicKey, srv.SecretKey, srv.Client())
+	c, err := New(srv.URL, srv.PublicKey, srv.SecretKey, loopback(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -202,7 +215,7 @@ func TestScoresRejectsBadQuery(t *testing.T) {
 
 func TestWrongSecretKeyIsUnauthorized(t *testing.T) {
 	srv := langfusetest.NewServer(t, langfusetest.Options{Scores: fiveScores()})
-	c, err := New(srv.URL, srv.PublicKey, "sk-lf-wrong", srv.Client())
+	c, err := New(srv.URL, srv.PublicKey, "sk-lf-wrong", loopback(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -213,8 +226,9 @@ func TestWrongSecretKeyIsUnauthorized(t *testing.T) {
 	if errors.Is(err, ErrUnreachable) || errors.Is(err, ErrNotFound) {
 		t.Errorf("Check error %v matches another class too", err)
 	}
-	if !strings.Contains(err.Error(), "wrong public/secret key") {
-		t.Errorf("message %q does not say what to fix", err)
+	if d := Describe(err); !strings.Contains(d, "401 Unauthorized") || !strings.Contains(d, "rejected the API keys") ||
+		strings.Contains(d, "Invalid credentials") {
+		t.Errorf("Describe = %q; want the status and what to fix, not Langfuse's own words", d)
 	}
 	if _, err := c.Scores(context.Background(), ScoresQuery{}); !errors.Is(err, ErrUnauthorized) {
 		t.Errorf("Scores = %v, want ErrUnauthorized", err)
@@ -255,7 +269,7 @@ func TestUnreachableHost(t *testing.T) {
 	addr := ln.Addr().String()
 	ln.Close()
 
-	c, err := New("http://"+addr, "pk-lf-x", "sk-lf-x", nil)
+	c, err := New("http://"+addr, "pk-lf-x", "sk-lf-x", loopback(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -267,8 +281,11 @@ func TestUnreachableHost(t *testing.T) {
 	if errors.Is(err, ErrUnauthorized) {
 		t.Errorf("unreachable error also matches ErrUnauthorized: %v", err)
 	}
-	if !strings.Contains(err.Error(), addr) || !strings.Contains(err.Error(), "check the host URL") {
-		t.Errorf("message %q should name %s and say what to check", err, addr)
+	if !strings.Contains(err.Error(), addr) {
+		t.Errorf("logged message %q should name %s", err, addr)
+	}
+	if d := Describe(err); d != "The server refused the connection. Check the host URL, and that this server may connect to it." {
+		t.Errorf("Describe = %q; want the reason and what to check, without the Go error", d)
 	}
 	if d := time.Since(start); d > 5*time.Second {
 		t.Errorf("refused connection took %s; it must not be retried with backoff", d)
@@ -312,8 +329,11 @@ func TestRetryGivesUpAfterAttempts(t *testing.T) {
 	if !errors.As(err, &serr) || serr.StatusCode != http.StatusServiceUnavailable {
 		t.Fatalf("Trace = %v, want a 503 StatusError", err)
 	}
-	if !strings.Contains(err.Error(), "injected 503") || !strings.Contains(err.Error(), "try again later") {
-		t.Errorf("message %q should carry the body's message and advice", err)
+	if serr.Body != "injected 503 (Service Unavailable)" {
+		t.Errorf("Body = %q; want the answer's message, for the log", serr.Body)
+	}
+	if d := Describe(err); strings.Contains(d, "injected") || strings.Contains(err.Error(), "injected") || !strings.Contains(d, "503 Service Unavailable") || !strings.Contains(d, "try again later") {
+		t.Errorf("Describe = %q, Error = %q; want the status and advice, and the body in neither", d, err)
 	}
 	if n := srv.Requests(langfusetest.EndpointTrace); n != 3 {
 		t.Errorf("trace requests = %d, want 3", n)
@@ -342,8 +362,8 @@ func TestRetryHonoursRetryAfter(t *testing.T) {
 		if !errors.As(err, &serr) || serr.StatusCode != http.StatusTooManyRequests || serr.RetryAfter != 120*time.Second {
 			t.Fatalf("Check = %v, want a 429 StatusError with RetryAfter 2m0s", err)
 		}
-		if !strings.Contains(err.Error(), "rate limiting") {
-			t.Errorf("message %q should say it is rate limited", err)
+		if d := Describe(err); !strings.Contains(d, "rate limiting") || !strings.Contains(d, "2m0s") {
+			t.Errorf("Describe = %q; want it to say it is rate limited and for how long", d)
 		}
 		if n := srv.Requests(langfusetest.EndpointProjects); n != 1 {
 			t.Errorf("requests = %d, want 1", n)
@@ -508,13 +528,13 @@ func TestNewValidates(t *testing.T) {
 func TestCheckOnNonLangfuseServer(t *testing.T) {
 	other := httptest.NewServer(http.NotFoundHandler())
 	defer other.Close()
-	c, err := New(other.URL, "pk-lf-1", "sk-lf-1", other.Client())
+	c, err := New(other.URL, "pk-lf-1", "sk-lf-1", loopback(t))
 	if err != nil {
 		t.Fatal(err)
 	}
 	err = c.Check(context.Background())
-	if !errors.Is(err, ErrNotFound) || !strings.Contains(err.Error(), "base URL") {
-		t.Errorf("Check = %v, want ErrNotFound asking whether the host is the base URL", err)
+	if !errors.Is(err, ErrNotFound) || !strings.Contains(Describe(err), "Is "+other.URL+" the Langfuse base URL") {
+		t.Errorf("Check = %v (%q), want ErrNotFound asking whether the host is the base URL", err, Describe(err))
 	}
 	_, err = c.Scores(context.Background(), ScoresQuery{})
 	if !errors.Is(err, ErrNotFound) || !strings.Contains(err.Error(), "neither /api/public/v3/scores nor /api/public/v2/scores") {
@@ -528,13 +548,13 @@ func TestNonJSONAnswer(t *testing.T) {
 		_, _ = w.Write([]byte("<html><body>Sign in</body></html>"))
 	}))
 	defer html.Close()
-	c, err := New(html.URL, "pk-lf-1", "sk-lf-1", html.Client())
+	c, err := New(html.URL, "pk-lf-1", "sk-lf-1", loopback(t))
 	if err != nil {
 		t.Fatal(err)
 	}
 	err = c.Check(context.Background())
-	if err == nil || !strings.Contains(err.Error(), "is "+html.URL+" a Langfuse deployment?") {
-		t.Errorf("Check = %v, want a question whether the host is Langfuse", err)
+	if d := Describe(err); !strings.Contains(d, "is "+html.URL+" a Langfuse deployment?") || strings.Contains(d, "<") {
+		t.Errorf("Check = %v (%q), want a question whether the host is Langfuse", err, d)
 	}
 }
 
@@ -544,25 +564,30 @@ func TestErrorBodyOfAProxy(t *testing.T) {
 		_, _ = w.Write([]byte("<html>\n  <h1>502 Bad Gateway</h1>\n</html>"))
 	}))
 	defer proxy.Close()
-	c, err := New(proxy.URL, "pk-lf-1", "sk-lf-1", proxy.Client())
+	c, err := New(proxy.URL, "pk-lf-1", "sk-lf-1", loopback(t))
 	if err != nil {
 		t.Fatal(err)
 	}
 	c.retry = retryPolicy{attempts: 1}
 	err = c.Check(context.Background())
 	var serr *StatusError
-	if !errors.As(err, &serr) || serr.Message != "<html> <h1>502 Bad Gateway</h1> </html>" {
-		t.Errorf("Check = %v, want a 502 with the body's text on one line", err)
+	if !errors.As(err, &serr) || serr.Body != "<html> <h1>502 Bad Gateway</h1> </html>" {
+		t.Errorf("Check = %v, want a 502 with the body's text on one line, for the log", err)
 	}
 }
 
 func TestResponseSizeIsLimited(t *testing.T) {
 	srv := langfusetest.NewServer(t, langfusetest.Options{Scores: fiveScores()})
-	c := newClient(t, srv)
-	c.maxBody = 200 // one page of five scores is well over 200 bytes
-	_, err := c.Scores(context.Background(), ScoresQuery{})
-	if err == nil || !strings.Contains(err.Error(), "larger than the 200-byte limit") {
-		t.Errorf("Scores = %v, want a size-limit error", err)
+	out := loopback(t)
+	out.MaxBody = 200 // one page of five scores is well over 200 bytes
+	c, err := New(srv.URL, srv.PublicKey, srv.SecretKey, out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = c.Scores(context.Background(), ScoresQuery{})
+	var large *outbound.TooLargeError
+	if !errors.As(err, &large) || errors.Is(err, ErrUnreachable) || Describe(err) != "The server's answer was too large." {
+		t.Errorf("Scores = %v (%q), want a size-limit error", err, Describe(err))
 	}
 }
 
@@ -578,5 +603,81 @@ func TestErrorMessage(t *testing.T) {
 		if got := errorMessage([]byte(tc.body)); got != tc.want {
 			t.Errorf("errorMessage(%q) = %q, want %q", tc.body, got, tc.want)
 		}
+	}
+}
+
+// Without an operator's permission a Langfuse on a loopback address is not
+// called, by address or by a name that resolves to one; what the page is
+// told names the setting, not the address.
+func TestLoopbackHostIsRefused(t *testing.T) {
+	srv := langfusetest.NewServer(t, langfusetest.Options{})
+	u, err := url.Parse(srv.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, host := range []string{srv.URL, "http://localhost:" + u.Port()} {
+		c, err := New(host, srv.PublicKey, srv.SecretKey, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		start := time.Now()
+		err = c.Check(context.Background())
+		var refused *outbound.RefusedError
+		if !errors.As(err, &refused) || !errors.Is(err, ErrUnreachable) {
+			t.Fatalf("Check(%s) = %v, want a refused address", host, err)
+		}
+		if d := Describe(err); !strings.Contains(d, "CURATE_OUTBOUND_ALLOW") || strings.Contains(d, "127.0.0.1") || strings.Contains(d, "dial") {
+			t.Errorf("Describe = %q; want the setting named, and neither the address nor the Go error", d)
+		}
+		if d := time.Since(start); d > 5*time.Second {
+			t.Errorf("a refused address took %s; it must not be retried with backoff", d)
+		}
+	}
+	if n := srv.Requests(langfusetest.EndpointProjects); n != 0 {
+		t.Errorf("the refused server got %d requests", n)
+	}
+}
+
+// A host allowed by name that redirects to an address the policy refuses
+// is followed no further.
+func TestRedirectToRefusedAddress(t *testing.T) {
+	target := langfusetest.NewServer(t, langfusetest.Options{})
+	front := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, target.URL+r.URL.Path, http.StatusFound)
+	}))
+	defer front.Close()
+	fu, err := url.Parse(front.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := New("http://localhost:"+fu.Port(), target.PublicKey, target.SecretKey, &outbound.Client{Policy: outbound.Policy{Hosts: []string{"localhost"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = c.Check(context.Background())
+	var refused *outbound.RefusedError
+	if !errors.As(err, &refused) || refused.Addr.String() != "127.0.0.1" {
+		t.Fatalf("Check = %v, want the redirect's address refused", err)
+	}
+	if n := target.Requests(langfusetest.EndpointProjects); n != 0 {
+		t.Errorf("the redirect's target got %d requests", n)
+	}
+}
+
+// What a failing server says stays out of every message but the log's.
+func TestRemoteBodyStaysInTheLog(t *testing.T) {
+	const marker = "REMOTE-BODY-MARKER-7f3a"
+	srv := langfusetest.NewServer(t, langfusetest.Options{FailMessage: marker})
+	srv.FailNext(langfusetest.EndpointProjects, http.StatusInternalServerError, 10)
+	err := newClient(t, srv).Check(context.Background())
+	var serr *StatusError
+	if !errors.As(err, &serr) || !strings.Contains(serr.Body, marker) {
+		t.Fatalf("Check = %v, want a 500 keeping the body for the log", err)
+	}
+	if strings.Contains(err.Error(), marker) || strings.Contains(Describe(err), marker) || strings.Contains(outbound.Describe(err), marker) {
+		t.Errorf("the remote body reached a message: %q / %q", err, Describe(err))
+	}
+	if d := Describe(err); !strings.HasPrefix(d, "The server answered 500 Internal Server Error.") {
+		t.Errorf("Describe = %q", d)
 	}
 }

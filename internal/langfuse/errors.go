@@ -8,6 +8,8 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/curate/curate/internal/outbound"
 )
 
 var (
@@ -23,39 +25,20 @@ var (
 )
 
 // StatusError is a non-2xx answer from Langfuse. errors.Is matches it
-// against ErrUnauthorized (401, 403) and ErrNotFound (404).
+// against ErrUnauthorized (401, 403) and ErrNotFound (404); it unwraps to
+// an *outbound.StatusError, so outbound.Describe reads its status.
 type StatusError struct {
 	Host       string        // base URL the client talks to
 	Path       string        // request path, like /api/public/v3/scores
 	StatusCode int           // HTTP status
-	Message    string        // the body's "message" (and "error"), or its text
+	Body       string        // the body's "message" (and "error"), or its text: for the log only
 	RetryAfter time.Duration // the server's Retry-After, when it sent one
 }
 
+// Error names the request and the status, never the body: it is written to
+// job records, and the body is what the remote server chose to say.
 func (e *StatusError) Error() string {
-	detail := ""
-	if e.Message != "" {
-		detail = ": " + e.Message
-	}
-	status := fmt.Sprintf("%d %s", e.StatusCode, http.StatusText(e.StatusCode))
-	switch {
-	case e.StatusCode == http.StatusUnauthorized:
-		return fmt.Sprintf("Langfuse at %s rejected the API keys (%s%s): wrong public/secret key; copy both from the Langfuse project settings, API keys (public key pk-lf-…, secret key sk-lf-…), and check that they belong to a project on this host", e.Host, status, detail)
-	case e.StatusCode == http.StatusForbidden:
-		return fmt.Sprintf("Langfuse at %s refused access to GET %s (%s%s): wrong public/secret key or one without access; use a project key pair with its secret key", e.Host, e.Path, status, detail)
-	case e.StatusCode == http.StatusNotFound:
-		return fmt.Sprintf("Langfuse at %s has no GET %s (%s%s)", e.Host, e.Path, status, detail)
-	case e.StatusCode == http.StatusTooManyRequests:
-		wait := ""
-		if e.RetryAfter > 0 {
-			wait = fmt.Sprintf(" (it asks to wait %s)", e.RetryAfter)
-		}
-		return fmt.Sprintf("Langfuse at %s is rate limiting GET %s%s%s; import less often or raise the project's rate limit", e.Host, e.Path, wait, detail)
-	case e.StatusCode >= 500:
-		return fmt.Sprintf("Langfuse at %s failed on GET %s (%s%s); it is a server-side error: try again later, and check the deployment's health if it persists", e.Host, e.Path, status, detail)
-	default:
-		return fmt.Sprintf("Langfuse at %s refused GET %s (%s%s)", e.Host, e.Path, status, detail)
-	}
+	return fmt.Sprintf("langfuse: GET %s at %s answered %d %s", e.Path, e.Host, e.StatusCode, http.StatusText(e.StatusCode))
 }
 
 // Is lets errors.Is classify a StatusError by its status code.
@@ -67,6 +50,62 @@ func (e *StatusError) Is(target error) bool {
 		return e.StatusCode == http.StatusNotFound
 	}
 	return false
+}
+
+func (e *StatusError) Unwrap() error {
+	return &outbound.StatusError{Status: e.StatusCode, Body: e.Body}
+}
+
+// AnswerError is a 2xx answer that is not what Langfuse sends: the host is
+// some other server, or a proxy's sign-in page.
+type AnswerError struct {
+	Host string
+	Path string
+	Err  error // what did not decode, for the log
+}
+
+func (e *AnswerError) Error() string {
+	return fmt.Sprintf("langfuse: the answer to GET %s at %s is not the expected JSON: %v", e.Path, e.Host, e.Err)
+}
+
+func (e *AnswerError) Unwrap() error { return e.Err }
+
+// Describe is the sentence a page shows for a failed call to Langfuse:
+// outbound.Describe's reason (the status, or why no answer came) and what
+// to do about it. It never holds the remote server's text, nor the
+// addresses the host resolved to; the error itself, and a StatusError's
+// Body, are for the log.
+func Describe(err error) string {
+	var (
+		serr   *StatusError
+		answer *AnswerError
+	)
+	reason := outbound.Describe(err)
+	switch {
+	case errors.As(err, &answer):
+		return "The answer was not what Langfuse sends: is " + answer.Host + " a Langfuse deployment?"
+	case errors.As(err, &serr):
+		switch code := serr.StatusCode; {
+		case code == http.StatusUnauthorized:
+			return reason + " Langfuse rejected the API keys: copy both from the Langfuse project settings, API keys (public key pk-lf-…, secret key sk-lf-…), and check that they belong to a project on this host."
+		case code == http.StatusForbidden:
+			return reason + " Langfuse refused access to these keys: use a project's public key with its own secret key."
+		case code == http.StatusNotFound:
+			return reason + " Is " + serr.Host + " the Langfuse base URL (the address of its web UI, like https://cloud.langfuse.com)?"
+		case code == http.StatusTooManyRequests:
+			wait := ""
+			if serr.RetryAfter > 0 {
+				wait = fmt.Sprintf(" (it asks to wait %s)", serr.RetryAfter)
+			}
+			return reason + " Langfuse is rate limiting Curate" + wait + ": import less often or raise the project's rate limit."
+		case code >= 500:
+			return reason + " It is an error on Langfuse's side: try again later, and check the deployment's health if it persists."
+		}
+		return reason
+	case errors.Is(err, ErrUnreachable):
+		return reason + " Check the host URL, and that this server may connect to it."
+	}
+	return reason
 }
 
 // errorMessage pulls the human-readable part out of an error body. Langfuse

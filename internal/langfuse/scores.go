@@ -162,7 +162,7 @@ func (c *Client) scoresV3(ctx context.Context, q ScoresQuery) (ScorePage, error)
 	for _, w := range resp.Data {
 		s, err := w.score()
 		if err != nil {
-			return ScorePage{}, fmt.Errorf("langfuse: GET /api/public/v3/scores: %w", err)
+			return ScorePage{}, &AnswerError{Host: c.base, Path: "/api/public/v3/scores", Err: err}
 		}
 		page.Scores = append(page.Scores, s)
 	}

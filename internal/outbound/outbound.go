@@ -27,6 +27,7 @@ import (
 	"net/url"
 	"slices"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 )
@@ -115,7 +116,9 @@ func (e *RefusedError) Error() string {
 
 // Check reports whether host, resolved to addr, may be called.
 func (p Policy) Check(host string, addr netip.Addr) error {
-	addr = addr.Unmap()
+	// A zone (fe80::1%eth0) would make every prefix miss the address, so
+	// it is dropped before matching; IPv4-mapped IPv6 is matched as IPv4.
+	addr = addr.Unmap().WithZone("")
 	for _, pre := range alwaysRefused {
 		if pre.Contains(addr) {
 			return &RefusedError{Host: host, Addr: addr, Always: true}
@@ -132,18 +135,28 @@ func (p Policy) Check(host string, addr netip.Addr) error {
 	return &RefusedError{Host: host, Addr: addr}
 }
 
-// Client makes outbound calls under a policy.
+// Client makes outbound calls under a policy. Set its fields before the
+// first call to HTTP and leave them: the client it returns is built once,
+// so that every caller shares its connections.
 type Client struct {
 	Policy   Policy
 	Timeout  time.Duration // per exchange; DefaultTimeout when 0
 	MaxBody  int64         // bytes of a response body; DefaultMaxBody when 0
 	Redirect int           // redirects followed; DefaultRedirect when 0, -1 for none
+
+	once sync.Once
+	http *http.Client
 }
 
 // HTTP returns a standard client that applies the policy on every
 // connection and redirect and caps response bodies. Every package that
 // calls a user-named server takes its client from here.
 func (c *Client) HTTP() *http.Client {
+	c.once.Do(func() { c.http = c.build() })
+	return c.http
+}
+
+func (c *Client) build() *http.Client {
 	timeout := cmpOr(c.Timeout, DefaultTimeout)
 	maxBody := cmpOr(c.MaxBody, DefaultMaxBody)
 	redirects := cmpOr(c.Redirect, DefaultRedirect)
@@ -186,6 +199,52 @@ func (c *Client) HTTP() *http.Client {
 		},
 	}
 }
+
+// lookupTimeout bounds the DNS lookup of CheckURL, which backs a form.
+const lookupTimeout = 5 * time.Second
+
+// CheckURL is the check made when an address Curate will call is saved, so
+// that a form can refuse it beside its field: the URL must be http or
+// https with a host, and every address the host resolves to now must be
+// one the policy allows. It returns a *URLError or a *RefusedError, for
+// Describe, or nil. A name that does not resolve (yet, or at the moment)
+// is not refused here: nothing can be said of it, and the call checks the
+// address it connects to anyway, as it must, since DNS may change after
+// the check.
+func (c *Client) CheckURL(ctx context.Context, raw string) error {
+	u, err := url.Parse(raw)
+	switch {
+	case err != nil:
+		return &URLError{Reason: "it is not a URL"}
+	case u.Scheme != "http" && u.Scheme != "https":
+		return &URLError{Reason: "it does not start with http:// or https://"}
+	case u.Hostname() == "":
+		return &URLError{Reason: "it has no host name"}
+	}
+	host := u.Hostname()
+	var addrs []netip.Addr
+	if a, err := netip.ParseAddr(host); err == nil {
+		addrs = []netip.Addr{a}
+	} else {
+		ctx, cancel := context.WithTimeout(ctx, lookupTimeout)
+		defer cancel()
+		if addrs, err = net.DefaultResolver.LookupNetIP(ctx, "ip", host); err != nil {
+			return nil
+		}
+	}
+	for _, a := range addrs {
+		if err := c.Policy.Check(host, a); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// URLError is an address that is not one Curate calls whatever it
+// resolves to.
+type URLError struct{ Reason string }
+
+func (e *URLError) Error() string { return "address refused: " + e.Reason }
 
 func cmpOr[T comparable](v, def T) T {
 	var zero T
@@ -278,6 +337,7 @@ func Status(resp *http.Response) *StatusError {
 func Describe(err error) string {
 	var (
 		refused  *RefusedError
+		badURL   *URLError
 		redirect *RedirectError
 		large    *TooLargeError
 		status   *StatusError
@@ -292,6 +352,8 @@ func Describe(err error) string {
 			return "Curate does not call this address: it is a link-local or cloud metadata address."
 		}
 		return "This address is on a private or loopback network, which Curate does not call unless the operator allows it (CURATE_OUTBOUND_ALLOW)."
+	case errors.As(err, &badURL):
+		return "Curate does not call this address: " + badURL.Reason + "."
 	case errors.As(err, &redirect):
 		return "The server redirected somewhere Curate does not follow (" + redirect.Reason + ")."
 	case errors.As(err, &large):

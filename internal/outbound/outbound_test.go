@@ -1,6 +1,7 @@
 package outbound
 
 import (
+	"context"
 	"errors"
 	"io"
 	"net/http"
@@ -38,6 +39,9 @@ func TestCheckRefusesInternalAndMetadata(t *testing.T) {
 		{"x", "10.2.0.1", open, true, false},
 		{"GPU-1.lan.", "192.168.7.7", open, false, false}, // allowed by name
 		{"x", "::1", open, false, false},
+		// A zone must not hide an address from the ranges it is in.
+		{"x", "fe80::1%eth0", open, true, true},
+		{"x", "::1%lo", Policy{}, true, false},
 	}
 	for _, c := range cases {
 		err := c.policy.Check(c.host, netip.MustParseAddr(c.addr))
@@ -137,5 +141,73 @@ func TestBodyCapAndNoRemoteText(t *testing.T) {
 	}
 	if strings.Contains(se.Error(), "secret") {
 		t.Errorf("Error() shows the remote body: %q", se.Error())
+	}
+}
+
+func TestCheckURL(t *testing.T) {
+	loopback, err := ParsePolicy("127.0.0.0/8,::1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	byName := Policy{Hosts: []string{"localhost"}}
+	cases := []struct {
+		url    string
+		policy Policy
+		want   string // "" allowed, "refused", "never" (always refused) or "url"
+	}{
+		{"http://127.0.0.1:8080/hook", Policy{}, "refused"},
+		{"http://localhost:3000", Policy{}, "refused"}, // resolved, not taken by its name
+		{"http://10.0.0.1/", Policy{}, "refused"},
+		{"https://192.168.1.20/", Policy{}, "refused"},
+		{"http://[fd12::1]:80/", Policy{}, "refused"},
+		{"http://169.254.169.254/latest/meta-data/", Policy{}, "never"},
+		{"http://169.254.169.254/latest/meta-data/", loopback, "never"},
+		{"http://[fe80::1%25eth0]/", loopback, "never"},
+		{"http://[::ffff:169.254.169.254]/", loopback, "never"},
+		{"http://0.0.0.0:8080/", loopback, "never"},
+		{"http://127.0.0.1:8080/hook", loopback, ""},
+		{"http://localhost:3000", loopback, ""},
+		{"http://localhost:3000", byName, ""},
+		{"http://127.0.0.1:3000", byName, "refused"}, // the name is allowed, not the address
+		{"https://93.184.215.14/", Policy{}, ""},
+		// A name that does not resolve says nothing; the call checks again.
+		{"https://curate-test.invalid/", Policy{}, ""},
+		{"ftp://example.com/x", Policy{}, "url"},
+		{"file:///etc/passwd", loopback, "url"},
+		{"http:///nohost", Policy{}, "url"},
+		{"http://%zz", Policy{}, "url"},
+	}
+	for _, c := range cases {
+		err := (&Client{Policy: c.policy}).CheckURL(context.Background(), c.url)
+		var (
+			r   *RefusedError
+			u   *URLError
+			got string
+		)
+		switch {
+		case err == nil:
+		case errors.As(err, &r) && r.Always:
+			got = "never"
+		case errors.As(err, &r):
+			got = "refused"
+		case errors.As(err, &u):
+			got = "url"
+		default:
+			got = "other: " + err.Error()
+		}
+		if got != c.want {
+			t.Errorf("CheckURL(%s) under %+v = %v (%s); want %q", c.url, c.policy, err, got, c.want)
+		}
+		if err != nil && (strings.Contains(Describe(err), "127.0.0.1") || strings.Contains(Describe(err), "169.254")) {
+			t.Errorf("Describe names the address: %q", Describe(err))
+		}
+	}
+}
+
+func TestHTTPIsBuiltOnce(t *testing.T) {
+	c := &Client{}
+	first, second := c.HTTP(), c.HTTP()
+	if first != second {
+		t.Error("HTTP built a second client: connections would not be shared")
 	}
 }

@@ -354,18 +354,7 @@ func (s *Service) ListObjects(ctx context.Context, orgID uuid.UUID, f Filter, cu
 	if err != nil {
 		return nil, nil, err
 	}
-	byID := make(map[uuid.UUID]db.PreferencePair, len(rows))
-	for _, r := range rows {
-		byID[r.ID] = r
-	}
-	out := make([]Object, 0, len(ids))
-	for _, id := range ids {
-		// A pair deleted between the two reads is left out.
-		if r, ok := byID[id]; ok {
-			out = append(out, ToObject(r))
-		}
-	}
-	return out, page.Next, nil
+	return keyset.InOrder(ids, rows, func(r db.PreferencePair) uuid.UUID { return r.ID }, ToObject), page.Next, nil
 }
 
 // Object is a stored pair as the API returns it.

@@ -1,22 +1,19 @@
 // Package pricing holds what fine-tuning costs at each provider: a price per
-// million trained tokens for each base model, with the date the prices were
-// read. Defaults are compiled in; an administrator's edits are kept as a JSON
-// file in the data directory, which replaces the defaults whole.
+// million trained tokens for each base model, each dated with the day it
+// was read from the provider's pricing page. Defaults are compiled in;
+// each organisation keeps its own table (internal/finetune stores it), so
+// one organisation's edits never change another's estimates.
 package pricing
 
 import (
-	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io/fs"
 	"math"
-	"os"
-	"path/filepath"
-	"regexp"
 	"sort"
 	"strings"
-	"sync"
+	"time"
+
+	"github.com/google/uuid"
 
 	"github.com/curate/curate/internal/errs"
 )
@@ -40,34 +37,50 @@ func (m Micros) String() string {
 	return fmt.Sprintf("$%.2f", d)
 }
 
-// Price is the cost of training one base model at one provider.
+// Price is the cost of training one base model at one provider, as one
+// row of an organisation's table holds it. A row never changes: a new
+// price is a new row, so the row an estimate names keeps saying what the
+// estimate used.
 type Price struct {
-	Provider   string  `json:"provider"`
-	BaseModel  string  `json:"base_model"`
-	PerMillion float64 `json:"usd_per_million_tokens"`
+	ID         uuid.UUID // the stored row; uuid.Nil before it is stored
+	Provider   string
+	BaseModel  string
+	PerMillion float64 // US dollars per million trained tokens
+	Date       string  // effective date, YYYY-MM-DD
+	SetBy      string  // who set it
+	SetAt      time.Time
 }
 
-// Table is every price, as of Date (YYYY-MM-DD).
+// Table is an organisation's prices in force.
 type Table struct {
-	Date   string  `json:"date"`
-	Prices []Price `json:"prices"`
+	Prices []Price
 }
+
+// DefaultsDate is the day the compiled defaults were read.
+const DefaultsDate = "2025-06-01"
+
+// DefaultsSetBy names the compiled defaults as the author of the rows
+// copied from them.
+const DefaultsSetBy = "Curate defaults"
 
 // Defaults are the providers' published training prices per million
 // tokens: OpenAI's pricing page for fine-tuning (supervised and DPO are
 // billed alike, per trained token) and Amazon Bedrock's pricing page for
 // Claude 3 Haiku model customization ($0.004 per 1,000 tokens).
 func Defaults() Table {
-	return Table{Date: "2025-06-01", Prices: []Price{
-		{"openai", "gpt-4.1-2025-04-14", 25},
-		{"openai", "gpt-4.1-mini-2025-04-14", 5},
-		{"openai", "gpt-4.1-nano-2025-04-14", 1.5},
-		{"openai", "gpt-4o-2024-08-06", 25},
-		{"openai", "gpt-4o-mini-2024-07-18", 3},
-		{"openai", "gpt-3.5-turbo-0125", 8},
-		{"openai", "babbage-002", 0.4},
-		{"openai", "davinci-002", 6},
-		{"bedrock", "anthropic.claude-3-haiku-20240307-v1:0:200k", 4},
+	p := func(provider, model string, perMillion float64) Price {
+		return Price{Provider: provider, BaseModel: model, PerMillion: perMillion, Date: DefaultsDate, SetBy: DefaultsSetBy}
+	}
+	return Table{Prices: []Price{
+		p("openai", "gpt-4.1-2025-04-14", 25),
+		p("openai", "gpt-4.1-mini-2025-04-14", 5),
+		p("openai", "gpt-4.1-nano-2025-04-14", 1.5),
+		p("openai", "gpt-4o-2024-08-06", 25),
+		p("openai", "gpt-4o-mini-2024-07-18", 3),
+		p("openai", "gpt-3.5-turbo-0125", 8),
+		p("openai", "babbage-002", 0.4),
+		p("openai", "davinci-002", 6),
+		p("bedrock", "anthropic.claude-3-haiku-20240307-v1:0:200k", 4),
 	}}
 }
 
@@ -86,7 +99,7 @@ func (t Table) Lookup(provider, baseModel string) (Price, error) {
 			return p, nil
 		}
 	}
-	return Price{}, fmt.Errorf("%w for %s at %s in the price table of %s", ErrNoPrice, baseModel, provider, t.Date)
+	return Price{}, fmt.Errorf("%w for %s at %s in this organisation's price table", ErrNoPrice, baseModel, provider)
 }
 
 // Models lists the base models priced for a provider, sorted.
@@ -106,29 +119,38 @@ func Cost(tokens int64, perMillion float64) Micros {
 	return Micros(math.Round(float64(tokens) * perMillion))
 }
 
-var datePattern = regexp.MustCompile(`^\d{4}-\d{2}-\d{2}$`)
+// Edit is a whole price table as an administrator saves it: every price
+// that is to be in force afterwards, and the date on which the prices it
+// adds or changes took effect.
+type Edit struct {
+	Date   string
+	Prices []Price // Provider, BaseModel and PerMillion of each
+}
 
 // Limits on an edited table.
 const (
 	maxPrices     = 500
 	maxPerMillion = 10000
+	maxName       = 200
 )
 
-// Check validates a table, naming each bad entry.
-func (t Table) Check() error {
+// Check validates an edit, naming each bad entry.
+func (e Edit) Check() error {
 	v := &errs.Invalid{}
-	if !datePattern.MatchString(t.Date) {
+	if _, err := time.Parse(time.DateOnly, e.Date); err != nil {
 		v.Add("date", "must be a date written YYYY-MM-DD")
 	}
-	if len(t.Prices) == 0 || len(t.Prices) > maxPrices {
+	if len(e.Prices) == 0 || len(e.Prices) > maxPrices {
 		v.Add("prices", "must list 1 to %d prices", maxPrices)
 	}
 	seen := map[string]bool{}
-	for i, p := range t.Prices {
+	for i, p := range e.Prices {
 		f := fmt.Sprintf("prices[%d]", i)
 		switch {
 		case strings.TrimSpace(p.Provider) == "" || strings.TrimSpace(p.BaseModel) == "":
 			v.Add(f, "needs a provider and a base model")
+		case !v.Text(f+".provider", p.Provider, maxName, true) || !v.Text(f+".base_model", p.BaseModel, maxName, true):
+			// Text has named the problem.
 		case math.IsNaN(p.PerMillion) || p.PerMillion < 0 || p.PerMillion > maxPerMillion:
 			v.Add(f+".usd_per_million_tokens", "must be from 0 to %d", maxPerMillion)
 		case seen[p.Provider+"\x00"+p.BaseModel]:
@@ -139,66 +161,40 @@ func (t Table) Check() error {
 	return v.Err()
 }
 
-// Store keeps the table in a JSON file, falling back to Defaults while
-// there is none. It is safe for concurrent use; several processes sharing a
-// data directory see each other's edits because every read opens the file.
-type Store struct {
-	path string
-	mu   sync.Mutex
+// Change is one price an edit adds (Old nil), changes or removes (New
+// nil).
+type Change struct {
+	Old *Price // the row in force before
+	New *Price // the price to store, dated with the edit's date
 }
 
-// NewStore keeps the table at path (e.g. <data dir>/fine-tuning-prices.json).
-func NewStore(path string) *Store { return &Store{path: path} }
-
-// Get returns the table in force.
-func (s *Store) Get(ctx context.Context) (Table, error) {
-	if err := ctx.Err(); err != nil {
-		return Table{}, err
+// Diff lists what an edit changes in a table: new prices, other amounts
+// and removed prices, in the edit's order and then the table's. A price
+// whose amount stays keeps its row and its date.
+func Diff(t Table, e Edit) []Change {
+	key := func(p Price) string { return p.Provider + "\x00" + p.BaseModel }
+	current := map[string]Price{}
+	for _, p := range t.Prices {
+		current[key(p)] = p
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	b, err := os.ReadFile(s.path)
-	if errors.Is(err, fs.ErrNotExist) {
-		return Defaults(), nil
+	var out []Change
+	kept := map[string]bool{}
+	for _, p := range e.Prices {
+		k := key(p)
+		kept[k] = true
+		p.Date = e.Date
+		old, ok := current[k]
+		switch {
+		case !ok:
+			out = append(out, Change{New: &p})
+		case Dollars(old.PerMillion) != Dollars(p.PerMillion):
+			out = append(out, Change{Old: &old, New: &p})
+		}
 	}
-	if err != nil {
-		return Table{}, err
+	for _, p := range t.Prices {
+		if !kept[key(p)] {
+			out = append(out, Change{Old: &p})
+		}
 	}
-	var t Table
-	if err := json.Unmarshal(b, &t); err != nil {
-		return Table{}, fmt.Errorf("price table %s: %w", s.path, err)
-	}
-	return t, nil
-}
-
-// Set checks and stores a table, replacing the file atomically.
-func (s *Store) Set(ctx context.Context, t Table) error {
-	if err := t.Check(); err != nil {
-		return err
-	}
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	b, err := json.MarshalIndent(t, "", "  ")
-	if err != nil {
-		return err
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if err := os.MkdirAll(filepath.Dir(s.path), 0o755); err != nil {
-		return err
-	}
-	tmp, err := os.CreateTemp(filepath.Dir(s.path), ".prices-*.json")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(append(b, '\n')); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), s.path)
+	return out
 }

@@ -1,9 +1,7 @@
 package pricing_test
 
 import (
-	"context"
 	"errors"
-	"path/filepath"
 	"testing"
 
 	"github.com/curate/curate/internal/errs"
@@ -37,7 +35,7 @@ func TestCost(t *testing.T) {
 func TestLookup(t *testing.T) {
 	tab := pricing.Defaults()
 	p, err := tab.Lookup("openai", "ft:gpt-4o-mini-2024-07-18:acme:support:abc123")
-	if err != nil || p.PerMillion != 3 {
+	if err != nil || p.PerMillion != 3 || p.Date != pricing.DefaultsDate {
 		t.Errorf("a fine-tuned model costs its base: %+v, %v", p, err)
 	}
 	if _, err := tab.Lookup("bedrock", "gpt-4o-mini-2024-07-18"); !errors.Is(err, pricing.ErrNoPrice) {
@@ -48,36 +46,59 @@ func TestLookup(t *testing.T) {
 	}
 }
 
-// The store serves the defaults until an edit is saved, refuses a bad
-// table naming the entry, and keeps a good one.
-func TestStore(t *testing.T) {
-	ctx := context.Background()
-	s := pricing.NewStore(filepath.Join(t.TempDir(), "prices.json"))
-	got, err := s.Get(ctx)
-	if err != nil || got.Date != pricing.Defaults().Date {
-		t.Fatalf("before an edit: %+v, %v", got, err)
-	}
-	bad := pricing.Table{Date: "June 1", Prices: []pricing.Price{
+// A bad edit is refused naming each entry: an impossible date, a price
+// listed twice, a negative price, a NUL in a name.
+func TestEditCheck(t *testing.T) {
+	bad := pricing.Edit{Date: "2025-02-30", Prices: []pricing.Price{
 		{Provider: "openai", BaseModel: "m", PerMillion: 1},
 		{Provider: "openai", BaseModel: "m", PerMillion: 2},
 		{Provider: "openai", BaseModel: "n", PerMillion: -1},
+		{Provider: "openai", BaseModel: "x\x00y", PerMillion: 1},
 	}}
 	var inv *errs.Invalid
-	if err := s.Set(ctx, bad); !errors.As(err, &inv) {
-		t.Fatalf("bad table: %v", err)
+	if err := bad.Check(); !errors.As(err, &inv) {
+		t.Fatalf("bad edit: %v", err)
 	}
 	by := inv.ByField()
-	for _, f := range []string{"date", "prices[1]", "prices[2].usd_per_million_tokens"} {
+	for _, f := range []string{"date", "prices[1]", "prices[2].usd_per_million_tokens", "prices[3].base_model"} {
 		if by[f] == "" {
 			t.Errorf("no message for %s in %v", f, inv.Errors)
 		}
 	}
-	good := pricing.Table{Date: "2026-01-15", Prices: []pricing.Price{{Provider: "openai", BaseModel: "gpt-4o-mini-2024-07-18", PerMillion: 2.5}}}
-	if err := s.Set(ctx, good); err != nil {
-		t.Fatal(err)
+	if err := (pricing.Edit{Date: "2026-01-15"}).Check(); !errors.As(err, &inv) || inv.ByField()["prices"] == "" {
+		t.Errorf("an empty table: %v", err)
 	}
-	got, err = s.Get(ctx)
-	if err != nil || got.Date != "2026-01-15" || len(got.Prices) != 1 || got.Prices[0].PerMillion != 2.5 {
-		t.Errorf("after saving: %+v, %v", got, err)
+	good := pricing.Edit{Date: "2026-01-15", Prices: []pricing.Price{{Provider: "openai", BaseModel: "m", PerMillion: 2.5}}}
+	if err := good.Check(); err != nil {
+		t.Errorf("good edit: %v", err)
+	}
+}
+
+// Diff finds the added, changed and removed prices; an unchanged price
+// (written 3 or 3.0000001, which round to the same millionth) is left
+// alone with its own date.
+func TestDiff(t *testing.T) {
+	cur := pricing.Table{Prices: []pricing.Price{
+		{Provider: "openai", BaseModel: "a", PerMillion: 3, Date: "2025-06-01"},
+		{Provider: "openai", BaseModel: "b", PerMillion: 5, Date: "2025-06-01"},
+		{Provider: "openai", BaseModel: "c", PerMillion: 8, Date: "2025-06-01"},
+	}}
+	edit := pricing.Edit{Date: "2026-01-15", Prices: []pricing.Price{
+		{Provider: "openai", BaseModel: "a", PerMillion: 3.0000001},
+		{Provider: "openai", BaseModel: "b", PerMillion: 4},
+		{Provider: "bedrock", BaseModel: "d", PerMillion: 1},
+	}}
+	got := pricing.Diff(cur, edit)
+	if len(got) != 3 {
+		t.Fatalf("%d changes, want 3: %+v", len(got), got)
+	}
+	if c := got[0]; c.Old == nil || c.Old.BaseModel != "b" || c.Old.PerMillion != 5 || c.New.PerMillion != 4 || c.New.Date != "2026-01-15" {
+		t.Errorf("change of b: %+v %+v", c.Old, c.New)
+	}
+	if c := got[1]; c.Old != nil || c.New.BaseModel != "d" || c.New.Date != "2026-01-15" {
+		t.Errorf("addition of d: %+v %+v", c.Old, c.New)
+	}
+	if c := got[2]; c.New != nil || c.Old.BaseModel != "c" {
+		t.Errorf("removal of c: %+v %+v", c.Old, c.New)
 	}
 }

@@ -17,6 +17,7 @@ package provider
 
 import (
 	"context"
+	"encoding/json"
 	"time"
 )
 
@@ -169,7 +170,18 @@ type PollResult struct {
 	Status      Status
 	Events      []Event      // events after the cursor, oldest first
 	Checkpoints []Checkpoint // every checkpoint so far, in step order
-	Cursor      EventCursor  // hand this to the next Poll
+	// Records are the lines of the trainer's own metrics log written
+	// after the cursor, oldest first; only the local trainer keeps one.
+	Records []Record
+	Cursor  EventCursor // hand this to the next Poll
+}
+
+// Record is one line of a trainer's metrics log (the local trainer's
+// metrics.jsonl): a JSON object as the trainer wrote it, with its byte
+// offset in the log, which tells a line read twice from a new one.
+type Record struct {
+	Offset int64
+	Line   json.RawMessage
 }
 
 // StepMetric is one training step's metrics. A nil field was not measured

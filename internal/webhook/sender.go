@@ -10,10 +10,11 @@ import (
 	"io"
 	"net/http"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/sethvargo/go-retry"
+
+	"github.com/curate/curate/internal/outbound"
 )
 
 // Endpoint is where a delivery goes and the secret that signs it.
@@ -25,11 +26,12 @@ type Endpoint struct {
 // Sender POSTs signed JSON deliveries, retrying with exponential backoff
 // on network errors, 5xx and 429 answers. Other 4xx answers mean the
 // receiver refused this delivery and a retry would be refused the same way,
-// so they end it at once. The zero value is usable.
+// so they end it at once, as does an address the outbound policy refuses.
+// The zero value is usable.
 type Sender struct {
-	// Client sends the requests; nil means a client with a 30-second
-	// timeout per attempt.
-	Client *http.Client
+	// Outbound sends the requests, checking the address of each connection
+	// and redirect; nil allows public addresses only.
+	Outbound *outbound.Client
 	// MaxAttempts is the number of tries, the first included (default 5).
 	MaxAttempts int
 	// BaseDelay is the wait after the first failure, doubled after each
@@ -49,38 +51,34 @@ type Result struct {
 	StatusCode int
 }
 
-// StatusError is a non-2xx answer.
-type StatusError struct {
-	StatusCode int
-	// Body is the start of the response body, for the delivery log.
-	Body string
-}
-
-func (e *StatusError) Error() string {
-	msg := fmt.Sprintf("webhook: endpoint answered %d %s", e.StatusCode, http.StatusText(e.StatusCode))
-	if e.Body != "" {
-		msg += ": " + e.Body
+// retryable reports whether a failed attempt may succeed later: a 5xx or
+// 429 answer, or a network error, but not an address the policy refuses.
+func retryable(err error) bool {
+	var (
+		status   *outbound.StatusError
+		refused  *outbound.RefusedError
+		redirect *outbound.RedirectError
+	)
+	switch {
+	case errors.As(err, &status):
+		return status.Status >= 500 || status.Status == http.StatusTooManyRequests
+	case errors.As(err, &refused), errors.As(err, &redirect):
+		return false
 	}
-	return msg
+	return true
 }
 
-// retryable reports whether an answer with this status may succeed later.
-func retryable(code int) bool {
-	return code >= 500 || code == http.StatusTooManyRequests
-}
-
-// maxErrorBody is how much of a failed answer's body is kept in StatusError;
-// maxDrain is how much is read so the connection can be reused.
-const (
-	maxErrorBody = 512
-	maxDrain     = 64 << 10
-)
+// maxDrain is how much of a 2xx answer is read so the connection can be
+// reused.
+const maxDrain = 64 << 10
 
 // Send delivers payload, marshalled to JSON once, to the endpoint under
 // message id. Each attempt is stamped with the current time and signed
 // again; the id stays the same. It returns when an attempt gets a 2xx
 // answer, when the error is not retryable, after MaxAttempts, or when ctx
-// is done (the wait between attempts included).
+// is done (the wait between attempts included). A receiver's refusal is an
+// *outbound.StatusError, whose Body is for the log only;
+// outbound.Describe says what happened in words fit for a page.
 func (s *Sender) Send(ctx context.Context, ep Endpoint, id string, payload any) (Result, error) {
 	var res Result
 	if id == "" {
@@ -94,23 +92,23 @@ func (s *Sender) Send(ctx context.Context, ep Endpoint, id string, payload any) 
 		return res, fmt.Errorf("webhook: encoding payload: %w", err)
 	}
 
-	client := s.Client
-	if client == nil {
-		client = &http.Client{Timeout: 30 * time.Second}
+	out := s.Outbound
+	if out == nil {
+		out = &outbound.Client{}
 	}
+	client := out.HTTP()
 	var lastErr error
 	err = retry.Do(ctx, s.backoff(), func(ctx context.Context) error {
 		res.Attempts++
 		code, err := s.attempt(ctx, client, ep, id, body)
 		res.StatusCode = code
 		lastErr = err
-		var se *StatusError
 		switch {
 		case err == nil:
 			return nil
 		case ctx.Err() != nil:
 			return ctx.Err()
-		case errors.As(err, &se) && !retryable(se.StatusCode):
+		case !retryable(err):
 			return err
 		}
 		return retry.RetryableError(err)
@@ -161,12 +159,10 @@ func (s *Sender) attempt(ctx context.Context, client *http.Client, ep Endpoint, 
 	if err != nil {
 		return 0, fmt.Errorf("webhook: %w", err)
 	}
-	defer resp.Body.Close()
 	if resp.StatusCode >= 200 && resp.StatusCode < 300 {
 		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, maxDrain))
+		resp.Body.Close()
 		return resp.StatusCode, nil
 	}
-	start, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
-	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, maxDrain))
-	return resp.StatusCode, &StatusError{StatusCode: resp.StatusCode, Body: strings.TrimSpace(string(start))}
+	return resp.StatusCode, outbound.Status(resp)
 }

@@ -11,10 +11,14 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
+	"net/url"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/curate/curate/internal/outbound"
 )
 
 // The test vector published with the Standard Webhooks specification (and
@@ -158,8 +162,11 @@ func (rv *receiver) deliveries() []delivery {
 	return append([]delivery(nil), rv.got...)
 }
 
-func fastSender(srv *httptest.Server) *Sender {
-	return &Sender{Client: srv.Client(), MaxAttempts: 4, BaseDelay: time.Millisecond, MaxDelay: 5 * time.Millisecond}
+// loopback allows the test receivers, which listen on loopback addresses.
+var loopback = outbound.Policy{Prefixes: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8"), netip.MustParsePrefix("::1/128")}}
+
+func fastSender() *Sender {
+	return &Sender{Outbound: &outbound.Client{Policy: loopback}, MaxAttempts: 4, BaseDelay: time.Millisecond, MaxDelay: 5 * time.Millisecond}
 }
 
 func TestSendRetriesUntilSuccess(t *testing.T) {
@@ -169,7 +176,7 @@ func TestSendRetriesUntilSuccess(t *testing.T) {
 		srv := httptest.NewServer(rv)
 		payload := map[string]any{"type": "dataset.exported", "rows": 754}
 
-		res, err := fastSender(srv).Send(context.Background(), Endpoint{URL: srv.URL, Secret: secret}, "msg_42", payload)
+		res, err := fastSender().Send(context.Background(), Endpoint{URL: srv.URL, Secret: secret}, "msg_42", payload)
 		srv.Close()
 		if err != nil {
 			t.Fatalf("failure %d: Send: %v", failure, err)
@@ -198,11 +205,11 @@ func TestSendDoesNotRetryClientErrors(t *testing.T) {
 		secret := NewSecret()
 		rv := &receiver{secret: secret, statuses: []int{code, http.StatusOK}}
 		srv := httptest.NewServer(rv)
-		res, err := fastSender(srv).Send(context.Background(), Endpoint{URL: srv.URL, Secret: secret}, "msg_1", map[string]int{"a": 1})
+		res, err := fastSender().Send(context.Background(), Endpoint{URL: srv.URL, Secret: secret}, "msg_1", map[string]int{"a": 1})
 		srv.Close()
-		var se *StatusError
-		if !errors.As(err, &se) || se.StatusCode != code || se.Body != "answer body" {
-			t.Fatalf("%d: err = %v, want StatusError %d with the answer's body", code, err, code)
+		var se *outbound.StatusError
+		if !errors.As(err, &se) || se.Status != code || se.Body != "answer body" {
+			t.Fatalf("%d: err = %v, want StatusError %d with the answer's body, for the log", code, err, code)
 		}
 		if res.Attempts != 1 || len(rv.deliveries()) != 1 {
 			t.Fatalf("%d: %d attempts, receiver saw %d; want 1", code, res.Attempts, len(rv.deliveries()))
@@ -215,9 +222,9 @@ func TestSendGivesUpAfterMaxAttempts(t *testing.T) {
 	rv := &receiver{secret: secret, statuses: []int{http.StatusBadGateway}}
 	srv := httptest.NewServer(rv)
 	defer srv.Close()
-	res, err := fastSender(srv).Send(context.Background(), Endpoint{URL: srv.URL, Secret: secret}, "msg_1", "x")
-	var se *StatusError
-	if !errors.As(err, &se) || se.StatusCode != http.StatusBadGateway {
+	res, err := fastSender().Send(context.Background(), Endpoint{URL: srv.URL, Secret: secret}, "msg_1", "x")
+	var se *outbound.StatusError
+	if !errors.As(err, &se) || se.Status != http.StatusBadGateway {
 		t.Fatalf("err = %v, want StatusError 502", err)
 	}
 	if res.Attempts != 4 || len(rv.deliveries()) != 4 {
@@ -246,7 +253,7 @@ func TestSendRetriesNetworkErrors(t *testing.T) {
 		w.WriteHeader(http.StatusOK)
 	}))
 	defer srv.Close()
-	res, err := fastSender(srv).Send(context.Background(), Endpoint{URL: srv.URL, Secret: secret}, "msg_1", "x")
+	res, err := fastSender().Send(context.Background(), Endpoint{URL: srv.URL, Secret: secret}, "msg_1", "x")
 	if err != nil || res.Attempts != 2 || res.StatusCode != http.StatusOK {
 		t.Fatalf("Send = %+v, %v; want success on attempt 2", res, err)
 	}
@@ -259,15 +266,15 @@ func TestSendStopsWhenContextEnds(t *testing.T) {
 	defer srv.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 	defer cancel()
-	s := &Sender{Client: srv.Client(), MaxAttempts: 10, BaseDelay: time.Hour}
+	s := &Sender{Outbound: &outbound.Client{Policy: loopback}, MaxAttempts: 10, BaseDelay: time.Hour}
 
 	start := time.Now()
 	res, err := s.Send(ctx, Endpoint{URL: srv.URL, Secret: secret}, "msg_1", "x")
 	if !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("err = %v, want context.DeadlineExceeded", err)
 	}
-	var se *StatusError
-	if !errors.As(err, &se) || se.StatusCode != http.StatusServiceUnavailable {
+	var se *outbound.StatusError
+	if !errors.As(err, &se) || se.Status != http.StatusServiceUnavailable {
 		t.Fatalf("err = %v, want it to carry the last answer (503)", err)
 	}
 	if res.Attempts != 1 || time.Since(start) > 10*time.Second {
@@ -285,5 +292,71 @@ func TestSendRefusesBadInput(t *testing.T) {
 	}
 	if _, err := s.Send(context.Background(), Endpoint{URL: "http://127.0.0.1:1", Secret: NewSecret()}, "", 1); err == nil {
 		t.Fatal("empty id: no error")
+	}
+}
+
+// Without an operator's permission a receiver on a loopback address is not
+// called, by address or by a name that resolves to one, and the refusal is
+// not retried.
+func TestSendRefusesLoopback(t *testing.T) {
+	secret := NewSecret()
+	rv := &receiver{secret: secret, statuses: []int{http.StatusNoContent}}
+	srv := httptest.NewServer(rv)
+	defer srv.Close()
+	u, _ := url.Parse(srv.URL)
+	for _, to := range []string{srv.URL, "http://localhost:" + u.Port() + "/hook"} {
+		s := &Sender{MaxAttempts: 4, BaseDelay: time.Millisecond} // no Outbound: public addresses only
+		res, err := s.Send(context.Background(), Endpoint{URL: to, Secret: secret}, "msg_1", "x")
+		var refused *outbound.RefusedError
+		if !errors.As(err, &refused) || res.Attempts != 1 {
+			t.Fatalf("Send to %s = %+v, %v; want one refused attempt", to, res, err)
+		}
+		if d := outbound.Describe(err); !strings.Contains(d, "CURATE_OUTBOUND_ALLOW") {
+			t.Errorf("Describe = %q", d)
+		}
+	}
+	if n := len(rv.deliveries()); n != 0 {
+		t.Fatalf("the refused receiver got %d requests", n)
+	}
+}
+
+// A receiver allowed by name that redirects to an address the policy
+// refuses is followed no further.
+func TestSendRefusesARedirectToARefusedAddress(t *testing.T) {
+	secret := NewSecret()
+	rv := &receiver{secret: secret, statuses: []int{http.StatusNoContent}}
+	target := httptest.NewServer(rv)
+	defer target.Close()
+	front := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, target.URL, http.StatusTemporaryRedirect)
+	}))
+	defer front.Close()
+	fu, _ := url.Parse(front.URL)
+	s := &Sender{Outbound: &outbound.Client{Policy: outbound.Policy{Hosts: []string{"localhost"}}}, MaxAttempts: 3, BaseDelay: time.Millisecond}
+	res, err := s.Send(context.Background(), Endpoint{URL: "http://localhost:" + fu.Port(), Secret: secret}, "msg_1", "x")
+	var refused *outbound.RefusedError
+	if !errors.As(err, &refused) || res.Attempts != 1 {
+		t.Fatalf("Send = %+v, %v; want one attempt, its redirect refused", res, err)
+	}
+	if n := len(rv.deliveries()); n != 0 {
+		t.Fatalf("the redirect's target got %d requests", n)
+	}
+}
+
+// What a failing receiver answers is kept for the log only.
+func TestSendKeepsTheAnswerOutOfMessages(t *testing.T) {
+	const marker = "REMOTE-BODY-MARKER-3b9e"
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusInternalServerError)
+		_, _ = io.WriteString(w, "stack trace: "+marker)
+	}))
+	defer srv.Close()
+	_, err := fastSender().Send(context.Background(), Endpoint{URL: srv.URL, Secret: NewSecret()}, "msg_1", "x")
+	var se *outbound.StatusError
+	if !errors.As(err, &se) || !strings.Contains(se.Body, marker) {
+		t.Fatalf("Send = %v, want a 500 keeping the body for the log", err)
+	}
+	if strings.Contains(err.Error(), marker) || strings.Contains(outbound.Describe(err), marker) {
+		t.Errorf("the answer's body reached a message: %q", err)
 	}
 }

@@ -1,5 +1,7 @@
 // Package webtest starts a real Curate server on a fresh database for tests
-// and gives them HTTP clients that sign in the way a browser does.
+// (and, with Another, more servers on the same database, as several
+// machines would run) and gives them HTTP clients that sign in the way a
+// browser does.
 package webtest
 
 import (
@@ -15,6 +17,7 @@ import (
 	"os"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -31,32 +34,75 @@ import (
 // Password is every test user's password.
 const Password = "test-password-123"
 
-// Server is a running App on a fresh database.
+// Server is a running App.
 type Server struct {
-	URL  string
-	App  *web.App
-	Pool *pgxpool.Pool
-	t    testing.TB
+	URL string
+	// MetricsURL is where the server answers /metrics, apart from URL.
+	MetricsURL string
+	App        *web.App
+	Pool       *pgxpool.Pool
+	t          testing.TB
+	stop       func()
 }
 
 // Options change the server's configuration before it starts.
 type Options struct {
 	Workers   int
 	Configure func(*config.Config)
+	// Pool, when set, is another server's database: the new server joins
+	// it, as a second web server of one deployment does.
+	Pool *pgxpool.Pool
 }
 
-// New starts a server for t, stopped when t ends.
+// Keys every test server uses, as every server of one deployment must.
+const (
+	SessionKey = "test-session-key-0123456789abcdef0123456789"
+	SecretKey  = "test-secret-key-0123456789abcdef012345678"
+)
+
+// New starts a server for t, stopped when t ends: on a fresh database, or
+// on opts.Pool when set (another server's database, as a second web server
+// of one deployment).
 func New(t testing.TB, opts Options) *Server {
 	t.Helper()
-	pool := pgtest.NewDB(t)
+	pool := opts.Pool
+	if pool == nil {
+		pool = pgtest.NewDB(t)
+	}
+	return start(t, pool, opts, nil)
+}
+
+// Another starts a second server on s's database, as another machine of the
+// same deployment: its own data directory and the workers opts asks for,
+// with the keys every test server shares and s's CURATE_BLOB_URL. With s's
+// default blob store, a directory in s's data directory, the two share no
+// bucket: give s a shared one (Configure: cfg.BlobURL = "file://"+dir).
+// opts.Configure runs last.
+func (s *Server) Another(opts Options) *Server {
+	s.t.Helper()
+	blobURL := s.App.Config.BlobURL
+	return start(s.t, s.Pool, opts, func(cfg *config.Config) { cfg.BlobURL = blobURL })
+}
+
+// start starts a server on pool; shared, when set, sets what the server
+// shares with another before opts.Configure runs.
+func start(t testing.TB, pool *pgxpool.Pool, opts Options, shared func(*config.Config)) *Server {
+	t.Helper()
 	// serve's defaults, changed only where a test server must differ: any
-	// free port, a private data directory, quiet logs, the workers the test
-	// asks for, a quick stop, and API keys that tests hammering one key do
-	// not exhaust.
+	// free ports, a private data directory, the shared test keys, quiet
+	// logs, the workers the test asks for, a quick stop, API keys that
+	// tests hammering one key do not exhaust, and outbound calls allowed to
+	// loopback, where the tests' fake Langfuse and webhook receivers listen
+	// (a test of the refusals sets OutboundAllow back to "").
 	cfg := config.Defaults()
-	cfg.Addr, cfg.DataDir, cfg.LogLevel = "127.0.0.1:0", t.TempDir(), "warn"
+	cfg.Addr, cfg.MetricsAddr, cfg.DataDir, cfg.LogLevel = "127.0.0.1:0", "127.0.0.1:0", t.TempDir(), "warn"
+	cfg.SessionKey, cfg.SecretKey = SessionKey, SecretKey
 	cfg.Workers, cfg.ShutdownTimeout = opts.Workers, 5*time.Second
 	cfg.APIRate, cfg.APIBurst = 1000, 1000
+	if shared != nil {
+		shared(&cfg)
+	}
+	cfg.OutboundAllow = "127.0.0.0/8,::1"
 	if opts.Configure != nil {
 		opts.Configure(&cfg)
 	}
@@ -65,21 +111,37 @@ func New(t testing.TB, opts Options) *Server {
 	if err != nil {
 		t.Fatal(err)
 	}
+	srv := &Server{App: app, Pool: pool, t: t}
+	maddr, err := app.ListenMetrics()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if maddr != nil {
+		srv.MetricsURL = "http://" + maddr.String()
+	}
 	ln, err := net.Listen("tcp", cfg.Addr)
 	if err != nil {
 		t.Fatal(err)
 	}
+	srv.URL = "http://" + ln.Addr().String()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- app.Run(ctx, ln, nil) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("server: %v", err)
-		}
-	})
-	return &Server{URL: "http://" + ln.Addr().String(), App: app, Pool: pool, t: t}
+	var once sync.Once
+	srv.stop = func() {
+		once.Do(func() {
+			cancel()
+			if err := <-done; err != nil {
+				t.Errorf("server: %v", err)
+			}
+		})
+	}
+	t.Cleanup(srv.stop)
+	return srv
 }
+
+// Stop shuts the server down now, as its test's end would.
+func (s *Server) Stop() { s.stop() }
 
 // Org creates an organisation.
 func (s *Server) Org(slug string) uuid.UUID {

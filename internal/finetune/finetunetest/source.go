@@ -59,6 +59,18 @@ func (s *Source) AddInvalid(org uuid.UUID, label, problem string) finetune.Versi
 	return v
 }
 
+// ReplacePref replaces a version's pairs, standing in for a dataset
+// writer whose output changed between two writes of the same version.
+func (s *Source) ReplacePref(id uuid.UUID, pairs []export.PrefExample) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for i := range s.versions {
+		if s.versions[i].v.ID == id {
+			s.versions[i].pref = pairs
+		}
+	}
+}
+
 // Prepares counts calls to Prepare.
 func (s *Source) Prepares() int {
 	s.mu.Lock()

@@ -107,6 +107,10 @@ type Options struct {
 	// RetryAfter, when set, is sent as the Retry-After header of injected
 	// 429 and 5xx answers ("0" makes a client retry at once).
 	RetryAfter string
+	// FailMessage is the message of injected failures (default
+	// "injected <status>"): a marker a test can look for where the remote
+	// server's words must not go.
+	FailMessage string
 }
 
 // Server is a running fake Langfuse. Its URL field is the host to give a client.
@@ -199,7 +203,7 @@ func (s *Server) route(ep Endpoint, h http.HandlerFunc) http.Handler {
 			if s.opts.RetryAfter != "" && (status == http.StatusTooManyRequests || status >= 500) {
 				w.Header().Set("Retry-After", s.opts.RetryAfter)
 			}
-			writeError(w, status, http.StatusText(status), fmt.Sprintf("injected %d", status))
+			writeError(w, status, http.StatusText(status), cmp.Or(s.opts.FailMessage, fmt.Sprintf("injected %d", status)))
 			return
 		}
 		user, pass, ok := r.BasicAuth()

@@ -102,9 +102,15 @@ func (p *Provider) startLocked(req provider.CreateRequest, s Settings, r run, ru
 		// Started before and ended since: its result is the job's.
 		return rec, nil
 	}
-	base, err := filepath.Abs(req.BaseModel)
-	if err != nil {
-		return rec, fail("create job", true, err)
+	// The trainer reads the directories the names resolve to now.
+	base, fe := p.modelPath("base_model", req.BaseModel)
+	if fe != nil {
+		return rec, provider.Invalid([]provider.FieldError{*fe})
+	}
+	if s.IRS.RewardModel != "" {
+		if s.IRS.RewardModel, fe = p.modelPath("irs.reward_model", s.IRS.RewardModel); fe != nil {
+			return rec, provider.Invalid([]provider.FieldError{*fe})
+		}
 	}
 	if err := writeJSON(r.path(configFile), p.buildConfig(req, s, base)); err != nil {
 		return rec, fail("write config.json", false, err)

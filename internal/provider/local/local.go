@@ -54,7 +54,11 @@ const (
 
 // Config holds the settings.
 type Config struct {
-	RunsRoot    string   // where run directories are made, e.g. <data dir>/runs; required
+	RunsRoot string // where run directories are made, e.g. <data dir>/runs; required
+	// ModelsDir holds the models jobs may train (base models, and IRS
+	// reward models), each a Hugging Face model directory named by its
+	// path inside it; required.
+	ModelsDir   string
 	Python      string   // the interpreter for the bundled trainer; default python3
 	TrainerDir  string   // put first on PYTHONPATH, e.g. <repo>/trainer; empty uses the installed package
 	Command     []string // replaces `Python -m curate_trainer run`; the config path is appended
@@ -82,7 +86,8 @@ type Provider struct {
 
 var _ provider.Provider = (*Provider)(nil)
 
-// New checks the configuration and makes the runs root.
+// New checks the configuration and makes the runs root and the models
+// directory.
 func New(cfg Config) (*Provider, error) {
 	if cfg.RunsRoot == "" {
 		return nil, errors.New("local: RunsRoot is required")
@@ -92,6 +97,12 @@ func New(cfg Config) (*Provider, error) {
 		return nil, fmt.Errorf("local: runs root: %w", err)
 	}
 	cfg.RunsRoot = root
+	if cfg.ModelsDir == "" {
+		return nil, errors.New("local: ModelsDir is required")
+	}
+	if cfg.ModelsDir, err = filepath.Abs(cfg.ModelsDir); err != nil {
+		return nil, fmt.Errorf("local: models directory: %w", err)
+	}
 	if cfg.Python == "" {
 		cfg.Python = DefaultPython
 	}
@@ -124,6 +135,9 @@ func New(cfg Config) (*Provider, error) {
 		return nil, fmt.Errorf("local: settings: %w", err)
 	}
 	if err := os.MkdirAll(filepath.Join(root, slotsDir), 0o750); err != nil {
+		return nil, fmt.Errorf("local: %w", err)
+	}
+	if err := os.MkdirAll(cfg.ModelsDir, 0o750); err != nil {
 		return nil, fmt.Errorf("local: %w", err)
 	}
 	p := &Provider{cfg: cfg, reaping: map[string]bool{}}

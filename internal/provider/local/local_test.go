@@ -36,25 +36,31 @@ func TestMain(m *testing.M) {
 }
 
 // fixture is a provider running the fake trainer in a temporary runs root,
-// with a base model directory and exported files.
+// with a base model directory (named modelName in the models directory)
+// and exported files.
 type fixture struct {
 	t     *testing.T
 	cfg   Config
 	p     *Provider
-	model string
+	model string // the base model's directory
 	dir   string
 }
+
+// modelName names the fixture's base model in its models directory.
+const modelName = "tiny-llama"
 
 const testGrace = 300 * time.Millisecond
 
 func newFixture(t *testing.T, mode string, edit ...func(*Config)) *fixture {
 	t.Helper()
-	dir := t.TempDir()
-	model := filepath.Join(dir, "model")
+	dir, err := filepath.EvalSymlinks(t.TempDir())
+	must(t, err)
+	model := filepath.Join(dir, "models", modelName)
 	must(t, os.MkdirAll(model, 0o755))
 	must(t, os.WriteFile(filepath.Join(model, "config.json"), []byte(`{"model_type":"llama"}`), 0o644))
 	cfg := Config{
 		RunsRoot:    filepath.Join(dir, "runs"),
+		ModelsDir:   filepath.Join(dir, "models"),
 		Command:     []string{fakeTrainer, "run"},
 		Env:         []string{"FAKE_TRAINER_MODE=" + mode},
 		CancelGrace: testGrace,
@@ -110,7 +116,7 @@ func (f *fixture) request(id string, method provider.Method, format string) prov
 	if !ready {
 		f.t.Fatal("WaitUploaded: not ready after Upload")
 	}
-	return provider.CreateRequest{CurateJobID: id, BaseModel: f.model, Method: method, TrainFileID: up.TrainFileID, ValidFileID: up.ValidFileID}
+	return provider.CreateRequest{CurateJobID: id, BaseModel: modelName, Method: method, TrainFileID: up.TrainFileID, ValidFileID: up.ValidFileID}
 }
 
 // start uploads and creates a job the way a worker does, and kills what is
@@ -160,6 +166,7 @@ type finished struct {
 	status      provider.Status
 	events      []provider.Event
 	checkpoints []provider.Checkpoint
+	records     []provider.Record
 	polls       int
 }
 
@@ -169,7 +176,7 @@ func pollToEnd(t *testing.T, p *Provider, jobID string) finished {
 	t.Helper()
 	var got finished
 	var cursor provider.EventCursor
-	last := int64(-1)
+	last, lastRecord := int64(-1), int64(-1)
 	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
 		res, err := p.Poll(context.Background(), jobID, cursor)
 		must(t, err)
@@ -181,6 +188,13 @@ func pollToEnd(t *testing.T, p *Provider, jobID string) finished {
 			}
 			last = off
 		}
+		for _, r := range res.Records {
+			if r.Offset <= lastRecord {
+				t.Fatalf("record at %d after %d: offsets must increase", r.Offset, lastRecord)
+			}
+			lastRecord = r.Offset
+		}
+		got.records = append(got.records, res.Records...)
 		got.events = append(got.events, res.Events...)
 		got.status, got.checkpoints, cursor = res.Status, res.Checkpoints, res.Cursor
 		if res.Status.State.Terminal() {

@@ -16,6 +16,7 @@ import (
 	"strings"
 	"syscall"
 	"time"
+	"unicode/utf8"
 
 	"github.com/curate/curate/internal/provider"
 )
@@ -242,25 +243,87 @@ func clip(line []byte) string {
 	return strings.ToValidUTF8(s, "\uFFFD")
 }
 
-// parseCursor reads "<offset>" or "<offset>:<phase>".
-func parseCursor(c provider.EventCursor) (int64, string, error) {
-	if c == "" {
-		return 0, "", nil
-	}
-	num, phase, _ := strings.Cut(string(c), ":")
-	off, err := strconv.ParseInt(num, 10, 64)
-	if err != nil || off < 0 {
-		return 0, "", fail("poll job", true, fmt.Errorf("%q is not a local event cursor", c))
-	}
-	return off, phase, nil
+// localCursor is where a Poll stopped reading: the offset in events.jsonl,
+// the phase last reported, and the offset in metrics.jsonl.
+type localCursor struct {
+	events  int64
+	phase   string
+	metrics int64
 }
 
-func cursor(off int64, phase string) provider.EventCursor {
-	s := strconv.FormatInt(off, 10)
-	if phase != "" {
-		s += ":" + phase
+// parseCursor reads "<offset>", "<offset>:<phase>" or
+// "<offset>:<phase>:<metrics offset>".
+func parseCursor(c provider.EventCursor) (localCursor, error) {
+	var lc localCursor
+	if c == "" {
+		return lc, nil
 	}
-	return provider.EventCursor(s)
+	bad := fail("poll job", true, fmt.Errorf("%q is not a local event cursor", c))
+	num, rest, _ := strings.Cut(string(c), ":")
+	phase, metrics, hasMetrics := strings.Cut(rest, ":")
+	var err error
+	if lc.events, err = strconv.ParseInt(num, 10, 64); err != nil || lc.events < 0 {
+		return lc, bad
+	}
+	lc.phase = phase
+	if hasMetrics {
+		if lc.metrics, err = strconv.ParseInt(metrics, 10, 64); err != nil || lc.metrics < 0 {
+			return lc, bad
+		}
+	}
+	return lc, nil
+}
+
+func (lc localCursor) String() string {
+	s := strconv.FormatInt(lc.events, 10)
+	if lc.phase != "" || lc.metrics > 0 {
+		s += ":" + lc.phase
+	}
+	if lc.metrics > 0 {
+		s += ":" + strconv.FormatInt(lc.metrics, 10)
+	}
+	return s
+}
+
+// readMetrics returns the lines of metrics.jsonl from offset `from`, at
+// most maxPollBytes and maxPollEvents of them, and the offset after the
+// last line read. A line still being written waits for the next read
+// unless the trainer has exited (final). Lines that are not JSON objects
+// in UTF-8 are skipped.
+func (r run) readMetrics(from int64, final bool) (recs []provider.Record, next int64, caughtUp bool, err error) {
+	f, err := os.Open(r.path(metricsFile))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, from, true, nil
+	}
+	if err != nil {
+		return nil, from, false, err
+	}
+	defer f.Close()
+	info, err := f.Stat()
+	if err != nil {
+		return nil, from, false, err
+	}
+	size := info.Size()
+	if from > size {
+		return nil, from, false, fmt.Errorf("cursor %d lies beyond the end of metrics.jsonl (%d bytes)", from, size)
+	}
+	br := bufio.NewReaderSize(io.NewSectionReader(f, from, min(size-from, maxPollBytes)), 64<<10)
+	var pos int64
+	var line []byte
+	for len(recs) < maxPollEvents {
+		n, complete, err := readLine(br, &line)
+		if err != nil {
+			return nil, from, false, err
+		}
+		if n == 0 || !complete && !(final && from+pos+n == size) {
+			break
+		}
+		if l := bytes.TrimSpace(line); len(l) > 0 && l[0] == '{' && utf8.Valid(l) && json.Valid(l) {
+			recs = append(recs, provider.Record{Offset: from + pos, Line: json.RawMessage(bytes.Clone(l))})
+		}
+		pos += n
+	}
+	return recs, from + pos, from+pos == size, nil
 }
 
 // Poll reads the trainer's events after the cursor and settles the job's
@@ -271,7 +334,7 @@ func (p *Provider) Poll(ctx context.Context, jobID string, since provider.EventC
 	if err != nil {
 		return provider.PollResult{}, err
 	}
-	from, phase, err := parseCursor(since)
+	lc, err := parseCursor(since)
 	if err != nil {
 		return provider.PollResult{}, err
 	}
@@ -286,9 +349,15 @@ func (p *Provider) Poll(ctx context.Context, jobID string, since provider.EventC
 	}
 	// A trainer this process started is not over until its exit status is kept.
 	alive = alive || p.isReaping(r)
-	w, err := r.read(from, phase, !alive)
+	w, err := r.read(lc.events, lc.phase, !alive)
 	if err != nil {
 		return provider.PollResult{}, fail("poll job", false, err)
+	}
+	// After the events: a metric the trainer reported before exiting is
+	// in metrics.jsonl by the time its exit is seen.
+	recs, metricsNext, metricsDone, err := r.readMetrics(lc.metrics, !alive)
+	if err != nil {
+		return provider.PollResult{}, fail("read metrics.jsonl", false, err)
 	}
 	out, err := p.settle(ctx, r, w, alive)
 	if err != nil {
@@ -309,11 +378,16 @@ func (p *Provider) Poll(ctx context.Context, jobID string, since provider.EventC
 			st.Progress.TotalEpochs = int(e)
 		}
 	}
+	if st.State.Terminal() && !metricsDone {
+		// The job is over only once its whole metrics log has been read.
+		st = provider.Status{State: provider.StateRunning, ProviderState: "finishing", Progress: st.Progress}
+	}
 	cps, err := r.checkpoints()
 	if err != nil {
 		return provider.PollResult{}, fail("list checkpoints", false, err)
 	}
-	return provider.PollResult{Status: st, Events: w.events, Checkpoints: cps, Cursor: cursor(w.next, w.phase)}, nil
+	return provider.PollResult{Status: st, Events: w.events, Checkpoints: cps, Records: recs,
+		Cursor: provider.EventCursor(localCursor{events: w.next, phase: w.phase, metrics: metricsNext}.String())}, nil
 }
 
 // settle returns the job's outcome, recording it the first time it is

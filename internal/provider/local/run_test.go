@@ -72,6 +72,19 @@ func TestHappyPath(t *testing.T) {
 		t.Errorf("metrics = %s", gotJSON)
 	}
 
+	// Every line of metrics.jsonl came once, as the trainer wrote it.
+	log, err := os.ReadFile(filepath.Join(run, "metrics.jsonl"))
+	must(t, err)
+	lines := strings.Split(strings.TrimSuffix(string(log), "\n"), "\n")
+	if len(got.records) != 3 || len(lines) != 3 {
+		t.Fatalf("%d records of %d lines", len(got.records), len(lines))
+	}
+	for i, r := range got.records {
+		if string(r.Line) != lines[i] || !strings.Contains(lines[i], `"phase":"TRAINING"`) {
+			t.Errorf("record %d = %s, want %s", i, r.Line, lines[i])
+		}
+	}
+
 	var cfg map[string]any
 	b, err := os.ReadFile(filepath.Join(run, "config.json"))
 	must(t, err)
@@ -359,5 +372,61 @@ func TestTwoSlotsRunTwoTrainers(t *testing.T) {
 		if got := pollToEnd(t, f.p, id); got.status.State != provider.StateSucceeded {
 			t.Errorf("%s: %+v", id, got.status)
 		}
+	}
+}
+
+// readMetrics returns each complete line of metrics.jsonl once, with its
+// offset; a line still being written waits until it is complete or the
+// trainer has exited, and lines that are not JSON objects in UTF-8 are
+// passed over. The offsets go into the cursor, which also reads as it did
+// before it carried them.
+func TestReadMetrics(t *testing.T) {
+	r := run{id: "train_x", dir: t.TempDir()}
+	path := r.path(metricsFile)
+	a, b := `{"phase":"TRAINING","step":1,"loss":2}`, `{"phase":"TRAINING","step":2,"loss":1.5}`
+	must(t, os.WriteFile(path, []byte(a+"\nnot json\n{\"bad\":\"\xff\"}\n"+b+"\n{\"step\":3"), 0o644))
+
+	recs, next, done, err := r.readMetrics(0, false)
+	must(t, err)
+	if len(recs) != 2 || string(recs[0].Line) != a || recs[0].Offset != 0 || string(recs[1].Line) != b || done {
+		t.Fatalf("records %+v, done %v", recs, done)
+	}
+	if want := int64(len(a) + len("\nnot json\n{\"bad\":\"\xff\"}\n")); recs[1].Offset != want {
+		t.Errorf("second record at %d, want %d", recs[1].Offset, want)
+	}
+	again, next2, _, err := r.readMetrics(next, false)
+	must(t, err)
+	if len(again) != 0 || next2 != next {
+		t.Fatalf("the unfinished line was read early: %+v", again)
+	}
+	f, err := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0)
+	must(t, err)
+	_, err = f.WriteString(`,"loss":1}`)
+	must(t, err)
+	must(t, f.Close())
+	last, end, done, err := r.readMetrics(next, true)
+	must(t, err)
+	if len(last) != 1 || string(last[0].Line) != `{"step":3,"loss":1}` || last[0].Offset != next || !done {
+		t.Fatalf("after the trainer exited: %+v, done %v", last, done)
+	}
+
+	for _, c := range []struct {
+		in   provider.EventCursor
+		want localCursor
+	}{
+		{"0", localCursor{}}, {"42", localCursor{events: 42}}, {"42:training", localCursor{events: 42, phase: "training"}},
+		{"42:training:" + provider.EventCursor(strconv.FormatInt(end, 10)), localCursor{events: 42, phase: "training", metrics: end}},
+		{"42::7", localCursor{events: 42, metrics: 7}},
+	} {
+		got, err := parseCursor(c.in)
+		if err != nil || got != c.want || provider.EventCursor(got.String()) != c.in {
+			t.Errorf("cursor %q: %+v (%v), written back as %q", c.in, got, err, got.String())
+		}
+	}
+	if got, err := parseCursor(""); err != nil || got != (localCursor{}) {
+		t.Errorf("no cursor: %+v, %v", got, err)
+	}
+	if _, err := parseCursor("42:training:x"); err == nil {
+		t.Error("a bad metrics offset was accepted")
 	}
 }

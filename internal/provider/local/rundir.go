@@ -25,6 +25,7 @@ const (
 	pidFile     = "trainer.pid"
 	lockFile    = "run.lock"
 	eventsFile  = "events.jsonl"
+	metricsFile = "metrics.jsonl" // the trainer's own record of its metrics
 	stderrFile  = "stderr.log"
 	exitFile    = "exit.json"
 	cancelFile  = "cancel.json"
@@ -50,10 +51,6 @@ func (p *Provider) run(curateJobID string) run {
 	id := runPrefix + curateJobID
 	return run{id: id, dir: filepath.Join(p.cfg.RunsRoot, id)}
 }
-
-// RunDir is the run directory of a Curate job, whether or not it exists
-// yet.
-func (p *Provider) RunDir(curateJobID string) string { return p.run(curateJobID).dir }
 
 // runOf returns the run of a provider job id, refusing ids that are not
 // one (and so could point outside the runs root).

@@ -34,7 +34,7 @@ type IRSSettings struct {
 	LearningRate float64    `json:"learning_rate"`
 	MaxNewTokens int        `json:"max_new_tokens"`
 	NQuestions   int        `json:"n_questions,omitempty"`  // 0: every prompt
-	RewardModel  string     `json:"reward_model,omitempty"` // the final/ of a reward run
+	RewardModel  string     `json:"reward_model,omitempty"` // a name in the models directory (where a reward run's final/ is put)
 	DW           DWSettings `json:"dw_config,omitzero"`
 }
 

@@ -40,7 +40,7 @@ func TestBundledTrainerReportsABadBaseModel(t *testing.T) {
 }
 
 func TestProbe(t *testing.T) {
-	p, err := New(Config{RunsRoot: t.TempDir(), TrainerDir: trainerDir})
+	p, err := New(Config{RunsRoot: t.TempDir(), ModelsDir: t.TempDir(), TrainerDir: trainerDir})
 	must(t, err)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -56,7 +56,7 @@ func TestProbe(t *testing.T) {
 		t.Errorf("probe on a GPU names none: %+v", info)
 	}
 
-	missing, err := New(Config{RunsRoot: t.TempDir(), Python: filepath.Join(t.TempDir(), "no-python")})
+	missing, err := New(Config{RunsRoot: t.TempDir(), ModelsDir: t.TempDir(), Python: filepath.Join(t.TempDir(), "no-python")})
 	must(t, err)
 	if _, err := missing.Probe(ctx); err == nil || !strings.Contains(err.Error(), "no-python") {
 		t.Errorf("probe with a missing interpreter = %v", err)

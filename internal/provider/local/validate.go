@@ -1,11 +1,6 @@
 package local
 
 import (
-	"errors"
-	"io/fs"
-	"os"
-	"path/filepath"
-
 	"github.com/curate/curate/internal/provider"
 )
 
@@ -23,8 +18,9 @@ const maxSeed = 1<<32 - 1
 // preferenceMethods train on preference pairs only.
 var preferenceMethods = map[string]bool{"dpo": true, "reward": true}
 
-// Validate checks the method, that the base model is a local model
-// directory, and each hyperparameter against the trainer's range.
+// Validate checks the method, that the base model names a model directory
+// in the models directory, and each hyperparameter against the trainer's
+// range.
 func (p *Provider) Validate(method provider.Method, baseModel string, h provider.Hyperparameters) error {
 	return provider.Invalid(p.validate(method, baseModel, h, p.cfg.Settings))
 }
@@ -46,9 +42,11 @@ func (p *Provider) validate(method provider.Method, baseModel string, h provider
 	if !known {
 		add(&provider.FieldError{Field: "method", Message: `must be "supervised", "dpo", "reward" or "irs"`})
 	}
-	add(checkModelDir("base_model", baseModel))
+	_, fe := p.modelPath("base_model", baseModel)
+	add(fe)
 	if s.IRS.RewardModel != "" {
-		add(checkModelDir("irs.reward_model", s.IRS.RewardModel))
+		_, fe := p.modelPath("irs.reward_model", s.IRS.RewardModel)
+		add(fe)
 	}
 	add(epochsRange.Check(provider.FieldEpochs, h.Epochs))
 	add(batchSizeRange.Check(provider.FieldBatchSize, h.BatchSize))
@@ -71,27 +69,6 @@ func (p *Provider) validate(method provider.Method, baseModel string, h provider
 		}
 	}
 	return append(errs, s.check()...)
-}
-
-// checkModelDir makes sure path is a local Hugging Face model directory:
-// the trainer never downloads, so a model name is not enough.
-func checkModelDir(field, path string) *provider.FieldError {
-	if path == "" {
-		return &provider.FieldError{Field: field, Message: "is required (a local model directory)"}
-	}
-	info, err := os.Stat(path)
-	switch {
-	case errors.Is(err, fs.ErrNotExist):
-		return &provider.FieldError{Field: field, Message: path + " does not exist (the local trainer reads models from local directories only and never downloads)"}
-	case err != nil:
-		return &provider.FieldError{Field: field, Message: err.Error()}
-	case !info.IsDir():
-		return &provider.FieldError{Field: field, Message: path + " is not a directory"}
-	}
-	if _, err := os.Stat(filepath.Join(path, "config.json")); err != nil {
-		return &provider.FieldError{Field: field, Message: path + " has no config.json, so it is not a Hugging Face model directory"}
-	}
-	return nil
 }
 
 // checkCreate adds to Validate's checks those of the job's files: they

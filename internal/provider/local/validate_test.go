@@ -2,6 +2,7 @@ package local
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -33,10 +34,17 @@ func fields(t *testing.T, err error) []string {
 
 func TestValidate(t *testing.T) {
 	f := newFixture(t, "ok")
-	file := filepath.Join(f.dir, "weights.bin")
-	must(t, os.WriteFile(file, []byte("x"), 0o644))
-	noConfig := filepath.Join(f.dir, "empty")
-	must(t, os.Mkdir(noConfig, 0o755))
+	models := f.cfg.ModelsDir
+	must(t, os.WriteFile(filepath.Join(models, "weights.bin"), []byte("x"), 0o644))
+	must(t, os.Mkdir(filepath.Join(models, "empty"), 0o755))
+	// A model outside the models directory, and links to it and to the
+	// model inside.
+	outside := filepath.Join(f.dir, "elsewhere")
+	must(t, os.MkdirAll(outside, 0o755))
+	must(t, os.WriteFile(filepath.Join(outside, "config.json"), []byte(`{}`), 0o644))
+	must(t, os.Symlink(outside, filepath.Join(models, "escape")))
+	must(t, os.Symlink("../..", filepath.Join(models, "up")))
+	must(t, os.Symlink(modelName, filepath.Join(models, "alias")))
 	n := provider.Num
 	cases := []struct {
 		name    string
@@ -46,27 +54,35 @@ func TestValidate(t *testing.T) {
 		fields  []string
 		message string // part of the first message
 	}{
-		{name: "sft, all auto", method: provider.Supervised, model: f.model},
-		{name: "dpo at the ranges' ends", method: provider.DPO, model: f.model, h: provider.Hyperparameters{Epochs: n(100), BatchSize: n(1024), Beta: n(10)}},
-		{name: "reward", method: Reward, model: f.model, h: provider.Hyperparameters{Epochs: n(1), BatchSize: n(1)}},
-		{name: "irs", method: IRS, model: f.model},
-		{name: "unknown method", method: "ppo", model: f.model, fields: []string{"method"}},
-		{name: "missing base model", method: provider.Supervised, model: filepath.Join(f.dir, "nope"), fields: []string{"base_model"}, message: "does not exist"},
+		{name: "sft, all auto", method: provider.Supervised, model: modelName},
+		{name: "dpo at the ranges' ends", method: provider.DPO, model: modelName, h: provider.Hyperparameters{Epochs: n(100), BatchSize: n(1024), Beta: n(10)}},
+		{name: "reward", method: Reward, model: modelName, h: provider.Hyperparameters{Epochs: n(1), BatchSize: n(1)}},
+		{name: "irs", method: IRS, model: modelName},
+		{name: "unknown method", method: "ppo", model: modelName, fields: []string{"method"}},
+		{name: "a link to a model inside", method: provider.Supervised, model: "alias"},
+		{name: "missing base model", method: provider.Supervised, model: "nope", fields: []string{"base_model"}, message: `"nope" is not a model directory`},
 		{name: "empty base model", method: provider.Supervised, fields: []string{"base_model"}, message: "is required"},
-		{name: "base model is a file", method: provider.Supervised, model: file, fields: []string{"base_model"}, message: "is not a directory"},
-		{name: "base model without config.json", method: provider.Supervised, model: noConfig, fields: []string{"base_model"}, message: "has no config.json"},
-		{name: "zero epochs", method: provider.Supervised, model: f.model, h: provider.Hyperparameters{Epochs: n(0)}, fields: []string{provider.FieldEpochs}, message: "from 1 to 100"},
-		{name: "101 epochs", method: provider.Supervised, model: f.model, h: provider.Hyperparameters{Epochs: n(101)}, fields: []string{provider.FieldEpochs}},
-		{name: "fractional epochs", method: provider.Supervised, model: f.model, h: provider.Hyperparameters{Epochs: n(1.5)}, fields: []string{provider.FieldEpochs}},
-		{name: "batch too large", method: provider.Supervised, model: f.model, h: provider.Hyperparameters{BatchSize: n(1025)}, fields: []string{provider.FieldBatchSize}},
-		{name: "zero multiplier", method: provider.Supervised, model: f.model, h: provider.Hyperparameters{LearningRateMultiplier: n(0)}, fields: []string{provider.FieldLearningRateMultiplier}},
+		{name: "base model is a file", method: provider.Supervised, model: "weights.bin", fields: []string{"base_model"}, message: "is not a model directory"},
+		{name: "base model without config.json", method: provider.Supervised, model: "empty", fields: []string{"base_model"}, message: "has no config.json"},
+		{name: "an absolute path", method: provider.Supervised, model: f.model, fields: []string{"base_model"}, message: "not a path"},
+		{name: "a path out", method: provider.Supervised, model: "../elsewhere", fields: []string{"base_model"}, message: "not a path"},
+		{name: "a path out and back", method: provider.Supervised, model: modelName + "/../" + modelName, fields: []string{"base_model"}, message: "not a path"},
+		{name: "a path not clean", method: provider.Supervised, model: "./" + modelName, fields: []string{"base_model"}, message: "not a path"},
+		{name: "a link out", method: provider.Supervised, model: "escape", fields: []string{"base_model"}, message: `"escape" is not a model directory`},
+		{name: "a link up", method: provider.Supervised, model: "up/elsewhere", fields: []string{"base_model"}, message: "is not a model directory"},
+		{name: "a NUL", method: provider.Supervised, model: "tiny\x00llama", fields: []string{"base_model"}, message: "must be the name"},
+		{name: "zero epochs", method: provider.Supervised, model: modelName, h: provider.Hyperparameters{Epochs: n(0)}, fields: []string{provider.FieldEpochs}, message: "from 1 to 100"},
+		{name: "101 epochs", method: provider.Supervised, model: modelName, h: provider.Hyperparameters{Epochs: n(101)}, fields: []string{provider.FieldEpochs}},
+		{name: "fractional epochs", method: provider.Supervised, model: modelName, h: provider.Hyperparameters{Epochs: n(1.5)}, fields: []string{provider.FieldEpochs}},
+		{name: "batch too large", method: provider.Supervised, model: modelName, h: provider.Hyperparameters{BatchSize: n(1025)}, fields: []string{provider.FieldBatchSize}},
+		{name: "zero multiplier", method: provider.Supervised, model: modelName, h: provider.Hyperparameters{LearningRateMultiplier: n(0)}, fields: []string{provider.FieldLearningRateMultiplier}},
 		// sft's 2e-4 times 5000 is 1, which the trainer refuses; 4999 gives 0.9998.
-		{name: "learning rate reaches 1", method: provider.Supervised, model: f.model, h: provider.Hyperparameters{LearningRateMultiplier: n(5000)}, fields: []string{provider.FieldLearningRateMultiplier}, message: "learning rate of 1;"},
-		{name: "learning rate just below 1", method: provider.Supervised, model: f.model, h: provider.Hyperparameters{LearningRateMultiplier: n(4999)}},
-		{name: "beta on sft", method: provider.Supervised, model: f.model, h: provider.Hyperparameters{Beta: n(0.1)}, fields: []string{provider.FieldBeta}},
-		{name: "beta above 10", method: provider.DPO, model: f.model, h: provider.Hyperparameters{Beta: n(10.5)}, fields: []string{provider.FieldBeta}},
-		{name: "beta zero", method: provider.DPO, model: f.model, h: provider.Hyperparameters{Beta: n(0)}, fields: []string{provider.FieldBeta}},
-		{name: "early stopping", method: provider.Supervised, model: f.model, h: provider.Hyperparameters{EarlyStoppingPatience: n(3)}, fields: []string{provider.FieldEarlyStoppingPatience}, message: "no early stopping"},
+		{name: "learning rate reaches 1", method: provider.Supervised, model: modelName, h: provider.Hyperparameters{LearningRateMultiplier: n(5000)}, fields: []string{provider.FieldLearningRateMultiplier}, message: "learning rate of 1;"},
+		{name: "learning rate just below 1", method: provider.Supervised, model: modelName, h: provider.Hyperparameters{LearningRateMultiplier: n(4999)}},
+		{name: "beta on sft", method: provider.Supervised, model: modelName, h: provider.Hyperparameters{Beta: n(0.1)}, fields: []string{provider.FieldBeta}},
+		{name: "beta above 10", method: provider.DPO, model: modelName, h: provider.Hyperparameters{Beta: n(10.5)}, fields: []string{provider.FieldBeta}},
+		{name: "beta zero", method: provider.DPO, model: modelName, h: provider.Hyperparameters{Beta: n(0)}, fields: []string{provider.FieldBeta}},
+		{name: "early stopping", method: provider.Supervised, model: modelName, h: provider.Hyperparameters{EarlyStoppingPatience: n(3)}, fields: []string{provider.FieldEarlyStoppingPatience}, message: "no early stopping"},
 		{name: "several at once", method: provider.DPO, model: "", h: provider.Hyperparameters{Epochs: n(0), Beta: n(20)}, fields: []string{"base_model", provider.FieldBeta, provider.FieldEpochs}},
 	}
 	for _, c := range cases {
@@ -78,6 +94,10 @@ func TestValidate(t *testing.T) {
 			if c.message != "" && !strings.Contains(err.Error(), c.message) {
 				t.Errorf("error %q lacks %q", err, c.message)
 			}
+			// Nothing of the filesystem shows but the name given.
+			if err != nil && c.model != f.model && strings.Contains(err.Error(), f.dir) {
+				t.Errorf("error %q shows the directory %s", err, f.dir)
+			}
 		})
 	}
 }
@@ -85,7 +105,7 @@ func TestValidate(t *testing.T) {
 func TestSettingsOutOfRange(t *testing.T) {
 	dropout := 1.0
 	bad := Settings{LoRAR: 300, LoRADropout: &dropout, Dtype: "int4", IRS: IRSSettings{NCandidates: 1, DW: DWSettings{InitialWeights: map[string]float64{"rm": 1}}}}
-	_, err := New(Config{RunsRoot: t.TempDir(), Settings: bad})
+	_, err := New(Config{RunsRoot: t.TempDir(), ModelsDir: t.TempDir(), Settings: bad})
 	if err == nil {
 		t.Fatal("New accepted out-of-range settings")
 	}
@@ -186,5 +206,45 @@ func TestCreateWithAMissingTrainerCommand(t *testing.T) {
 	t.Cleanup(func() { f.kill(job.ID) })
 	if got := pollToEnd(t, f.p, job.ID); got.status.State != provider.StateSucceeded {
 		t.Errorf("status = %+v", got.status)
+	}
+}
+
+// A provider without a models directory would have nothing to check a
+// model name against.
+func TestNewNeedsAModelsDirectory(t *testing.T) {
+	if _, err := New(Config{RunsRoot: t.TempDir()}); err == nil || !strings.Contains(err.Error(), "ModelsDir") {
+		t.Errorf("New without ModelsDir = %v", err)
+	}
+}
+
+// Create hands the trainer the directory a name resolves to, for the base
+// model and for an IRS reward model alike, and refuses a reward model
+// outside the models directory.
+func TestCreateResolvesModelNames(t *testing.T) {
+	f := newFixture(t, "ok")
+	reward := filepath.Join(f.cfg.ModelsDir, "rewards", "rm-v1")
+	must(t, os.MkdirAll(reward, 0o755))
+	must(t, os.WriteFile(filepath.Join(reward, "config.json"), []byte(`{}`), 0o644))
+	req := f.request("job-rm", IRS, "openai_chat")
+	s := Settings{IRS: IRSSettings{RewardModel: "/etc"}}
+	if got := fields(t, func() error { _, err := f.p.CreateWith(context.Background(), req, s); return err }()); !slices.Equal(got, []string{"irs.reward_model"}) {
+		t.Errorf("a reward model path: fields %v", got)
+	}
+	s.IRS.RewardModel = "rewards/rm-v1"
+	job, err := f.p.CreateWith(context.Background(), req, s)
+	must(t, err)
+	t.Cleanup(func() { f.kill(job.ID) })
+	pollToEnd(t, f.p, job.ID)
+	var cfg struct {
+		BaseModel string `json:"base_model"`
+		IRS       struct {
+			RewardModel string `json:"reward_model"`
+		} `json:"irs"`
+	}
+	b, err := os.ReadFile(filepath.Join(f.runDir(job.ID), "config.json"))
+	must(t, err)
+	must(t, json.Unmarshal(b, &cfg))
+	if cfg.BaseModel != f.model || cfg.IRS.RewardModel != reward {
+		t.Errorf("config.json names %q and %q, want %q and %q", cfg.BaseModel, cfg.IRS.RewardModel, f.model, reward)
 	}
 }
