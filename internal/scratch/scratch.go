@@ -16,6 +16,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"syscall"
 )
@@ -30,36 +31,37 @@ type Dir struct {
 	lock *os.File // the open directory, locked while path is ours
 }
 
+// prefix starts the name of every process directory. Only directories so
+// named are ever removed, so a root that holds anything else (a data
+// directory set to / makes root the system's /tmp) loses nothing else.
+const prefix = "curate-scratch-"
+
 // Open removes from root what processes that have ended left there, and
-// returns this process's scratch. Its own directory is made on first use,
-// so a process that writes nothing leaves nothing.
+// returns this process's scratch. Its own directory (and root) is made on
+// first use, so a process that writes nothing leaves nothing.
 func Open(root string) (*Dir, error) {
-	if err := os.MkdirAll(root, 0o700); err != nil {
-		return nil, fmt.Errorf("scratch directory: %w", err)
-	}
 	if err := sweep(root); err != nil {
 		return nil, fmt.Errorf("clearing %s: %w", root, err)
 	}
 	return &Dir{root: root}, nil
 }
 
-// sweep removes every entry of root that no live process holds: process
-// directories whose lock can be taken, and anything else (nothing else
-// belongs there).
+// sweep removes the process directories under root that no live process
+// holds: those whose lock can be taken.
 func sweep(root string) error {
 	entries, err := os.ReadDir(root)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
 	if err != nil {
 		return err
 	}
 	var errs []error
 	for _, e := range entries {
-		path := filepath.Join(root, e.Name())
-		if !e.IsDir() {
-			if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
-				errs = append(errs, err)
-			}
+		if !e.IsDir() || !strings.HasPrefix(e.Name(), prefix) {
 			continue
 		}
+		path := filepath.Join(root, e.Name())
 		f, err := os.Open(path)
 		if errors.Is(err, os.ErrNotExist) {
 			continue // another process swept it first
@@ -106,7 +108,7 @@ func (d *Dir) own() (string, error) {
 		if err := os.MkdirAll(d.root, 0o700); err != nil {
 			return "", fmt.Errorf("scratch directory: %w", err)
 		}
-		path, err := os.MkdirTemp(d.root, "p")
+		path, err := os.MkdirTemp(d.root, prefix)
 		if err != nil {
 			return "", fmt.Errorf("scratch directory: %w", err)
 		}

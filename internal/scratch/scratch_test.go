@@ -9,8 +9,9 @@ import (
 )
 
 // Opening scratch removes what ended processes left (a directory nobody
-// holds, a stray file) and keeps the directory of a live one; files are
-// 0600 in a 0700 directory, and Close removes the process's directory.
+// holds) and keeps the directory of a live one and anything not named as
+// a process directory; files are 0600 in a 0700 directory, and Close
+// removes the process's directory.
 func TestSweepKeepsLiveDirectories(t *testing.T) {
 	root := filepath.Join(t.TempDir(), "tmp")
 	live, err := scratch.Open(root)
@@ -30,14 +31,16 @@ func TestSweepKeepsLiveDirectories(t *testing.T) {
 	}
 
 	// What a process killed mid-export leaves: its directory, unlocked.
-	dead := filepath.Join(root, "p123")
+	dead := filepath.Join(root, "curate-scratch-123")
 	if err := os.MkdirAll(dead, 0o700); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.WriteFile(filepath.Join(dead, "export-1.jsonl"), []byte("{}\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(root, "stray"), nil, 0o600); err != nil {
+	// Not ours: a root that is the system's /tmp (data directory /).
+	other := filepath.Join(root, "someone-else")
+	if err := os.MkdirAll(other, 0o700); err != nil {
 		t.Fatal(err)
 	}
 
@@ -49,8 +52,8 @@ func TestSweepKeepsLiveDirectories(t *testing.T) {
 	if _, err := os.Stat(dead); !os.IsNotExist(err) {
 		t.Fatalf("the dead process's directory is still there: %v", err)
 	}
-	if _, err := os.Stat(filepath.Join(root, "stray")); !os.IsNotExist(err) {
-		t.Fatalf("the stray file is still there: %v", err)
+	if _, err := os.Stat(other); err != nil {
+		t.Fatalf("a directory that is not a process's was removed: %v", err)
 	}
 	if _, err := os.Stat(f.Name()); err != nil {
 		t.Fatalf("the live process's file was removed: %v", err)
@@ -74,15 +77,15 @@ func TestSweepKeepsLiveDirectories(t *testing.T) {
 	}
 }
 
-// A process that writes nothing leaves nothing.
+// A process that writes nothing leaves nothing, not even the root.
 func TestNothingWrittenNothingLeft(t *testing.T) {
-	root := t.TempDir()
+	root := filepath.Join(t.TempDir(), "tmp")
 	d, err := scratch.Open(root)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if entries, _ := os.ReadDir(root); len(entries) != 0 {
-		t.Fatalf("root holds %v", entries)
+	if _, err := os.Stat(root); !os.IsNotExist(err) {
+		t.Fatalf("Open made the root (%v)", err)
 	}
 	if err := d.Close(); err != nil {
 		t.Fatal(err)
