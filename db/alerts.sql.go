@@ -13,61 +13,78 @@ import (
 	"github.com/google/uuid"
 )
 
-const alertBanners = `-- name: AlertBanners :many
-SELECT id, kind, severity, title, message FROM alerts
-WHERE org_id = $1 AND resolved_at IS NULL AND dismissed_at IS NULL
-ORDER BY opened_at DESC LIMIT 5
+const alertCountSafetyReports = `-- name: AlertCountSafetyReports :one
+SELECT count(*) AS reports, coalesce(max(created_at), 'epoch'::timestamptz)::timestamptz AS newest
+FROM feedback
+WHERE org_id = $1 AND created_at >= $2 AND created_at < $3 AND status = 'pending'
+  AND (dim_safety <= 2 OR tags @> ARRAY['safety'])
 `
 
-type AlertBannersRow struct {
-	ID       uuid.UUID `json:"id"`
-	Kind     string    `json:"kind"`
-	Severity string    `json:"severity"`
-	Title    string    `json:"title"`
-	Message  string    `json:"message"`
+type AlertCountSafetyReportsParams struct {
+	OrgID uuid.UUID `json:"org_id"`
+	Since time.Time `json:"since"`
+	Until time.Time `json:"until"`
 }
 
-// The banners on every page; served by alerts_banner_idx.
-func (q *Queries) AlertBanners(ctx context.Context, orgID uuid.UUID) ([]AlertBannersRow, error) {
-	rows, err := q.db.Query(ctx, alertBanners, orgID)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	items := []AlertBannersRow{}
-	for rows.Next() {
-		var i AlertBannersRow
-		if err := rows.Scan(
-			&i.ID,
-			&i.Kind,
-			&i.Severity,
-			&i.Title,
-			&i.Message,
-		); err != nil {
-			return nil, err
-		}
-		items = append(items, i)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	return items, nil
+type AlertCountSafetyReportsRow struct {
+	Reports int64     `json:"reports"`
+	Newest  time.Time `json:"newest"`
 }
 
-const alertDismiss = `-- name: AlertDismiss :one
-UPDATE alerts SET dismissed_at = now(), dismissed_by = $1
-WHERE org_id = $2 AND id = $3 AND dismissed_at IS NULL
-RETURNING id, org_id, kind, severity, dedup_key, title, message, details, opened_at, last_seen_at, resolved_at, dismissed_at, dismissed_by, webhook_delivered_at, webhook_error
+// Safety reports in the window that no curator has looked at yet.
+func (q *Queries) AlertCountSafetyReports(ctx context.Context, arg AlertCountSafetyReportsParams) (AlertCountSafetyReportsRow, error) {
+	row := q.db.QueryRow(ctx, alertCountSafetyReports, arg.OrgID, arg.Since, arg.Until)
+	var i AlertCountSafetyReportsRow
+	err := row.Scan(&i.Reports, &i.Newest)
+	return i, err
+}
+
+const alertCountThumbsDown = `-- name: AlertCountThumbsDown :one
+SELECT count(*) FILTER (WHERE created_at >= $1 AND feedback_type = 'thumbs_down') AS in_window,
+       count(*) FILTER (WHERE created_at < $1 AND feedback_type = 'thumbs_down') AS in_baseline,
+       count(*) FILTER (WHERE created_at < $1) AS baseline_feedback
+FROM feedback
+WHERE org_id = $2 AND created_at >= $3 AND created_at < $4
 `
 
-type AlertDismissParams struct {
-	DismissedBy uuid.NullUUID `json:"dismissed_by"`
-	OrgID       uuid.UUID     `json:"org_id"`
-	ID          uuid.UUID     `json:"id"`
+type AlertCountThumbsDownParams struct {
+	WindowStart   time.Time `json:"window_start"`
+	OrgID         uuid.UUID `json:"org_id"`
+	BaselineStart time.Time `json:"baseline_start"`
+	Until         time.Time `json:"until"`
 }
 
-func (q *Queries) AlertDismiss(ctx context.Context, arg AlertDismissParams) (Alert, error) {
-	row := q.db.QueryRow(ctx, alertDismiss, arg.DismissedBy, arg.OrgID, arg.ID)
+type AlertCountThumbsDownRow struct {
+	InWindow         int64 `json:"in_window"`
+	InBaseline       int64 `json:"in_baseline"`
+	BaselineFeedback int64 `json:"baseline_feedback"`
+}
+
+// Thumbs-down in the window and in the trailing baseline before it, and
+// whether the baseline saw any feedback at all.
+func (q *Queries) AlertCountThumbsDown(ctx context.Context, arg AlertCountThumbsDownParams) (AlertCountThumbsDownRow, error) {
+	row := q.db.QueryRow(ctx, alertCountThumbsDown,
+		arg.WindowStart,
+		arg.OrgID,
+		arg.BaselineStart,
+		arg.Until,
+	)
+	var i AlertCountThumbsDownRow
+	err := row.Scan(&i.InWindow, &i.InBaseline, &i.BaselineFeedback)
+	return i, err
+}
+
+const alertGet = `-- name: AlertGet :one
+SELECT id, org_id, kind, severity, dedup_key, title, message, details, opened_at, last_seen_at, resolved_at, dismissed_at, dismissed_by, webhook_delivered_at, webhook_error FROM alerts WHERE org_id = $1 AND id = $2
+`
+
+type AlertGetParams struct {
+	OrgID uuid.UUID `json:"org_id"`
+	ID    uuid.UUID `json:"id"`
+}
+
+func (q *Queries) AlertGet(ctx context.Context, arg AlertGetParams) (Alert, error) {
+	row := q.db.QueryRow(ctx, alertGet, arg.OrgID, arg.ID)
 	var i Alert
 	err := row.Scan(
 		&i.ID,
@@ -89,17 +106,34 @@ func (q *Queries) AlertDismiss(ctx context.Context, arg AlertDismissParams) (Ale
 	return i, err
 }
 
-const alertGet = `-- name: AlertGet :one
-SELECT id, org_id, kind, severity, dedup_key, title, message, details, opened_at, last_seen_at, resolved_at, dismissed_at, dismissed_by, webhook_delivered_at, webhook_error FROM alerts WHERE org_id = $1 AND id = $2
+const alertInsert = `-- name: AlertInsert :one
+INSERT INTO alerts (org_id, kind, severity, dedup_key, title, message, details, opened_at, last_seen_at)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $8)
+RETURNING id, org_id, kind, severity, dedup_key, title, message, details, opened_at, last_seen_at, resolved_at, dismissed_at, dismissed_by, webhook_delivered_at, webhook_error
 `
 
-type AlertGetParams struct {
-	OrgID uuid.UUID `json:"org_id"`
-	ID    uuid.UUID `json:"id"`
+type AlertInsertParams struct {
+	OrgID    uuid.UUID       `json:"org_id"`
+	Kind     string          `json:"kind"`
+	Severity string          `json:"severity"`
+	DedupKey string          `json:"dedup_key"`
+	Title    string          `json:"title"`
+	Message  string          `json:"message"`
+	Details  json.RawMessage `json:"details"`
+	Now      time.Time       `json:"now"`
 }
 
-func (q *Queries) AlertGet(ctx context.Context, arg AlertGetParams) (Alert, error) {
-	row := q.db.QueryRow(ctx, alertGet, arg.OrgID, arg.ID)
+func (q *Queries) AlertInsert(ctx context.Context, arg AlertInsertParams) (Alert, error) {
+	row := q.db.QueryRow(ctx, alertInsert,
+		arg.OrgID,
+		arg.Kind,
+		arg.Severity,
+		arg.DedupKey,
+		arg.Title,
+		arg.Message,
+		arg.Details,
+		arg.Now,
+	)
 	var i Alert
 	err := row.Scan(
 		&i.ID,
@@ -198,6 +232,47 @@ func (q *Queries) AlertList(ctx context.Context, arg AlertListParams) ([]AlertLi
 	return items, nil
 }
 
+const alertListBanners = `-- name: AlertListBanners :many
+SELECT id, kind, severity, title, message FROM alerts
+WHERE org_id = $1 AND resolved_at IS NULL AND dismissed_at IS NULL
+ORDER BY opened_at DESC LIMIT 5
+`
+
+type AlertListBannersRow struct {
+	ID       uuid.UUID `json:"id"`
+	Kind     string    `json:"kind"`
+	Severity string    `json:"severity"`
+	Title    string    `json:"title"`
+	Message  string    `json:"message"`
+}
+
+// The banners on every page; served by alerts_banner_idx.
+func (q *Queries) AlertListBanners(ctx context.Context, orgID uuid.UUID) ([]AlertListBannersRow, error) {
+	rows, err := q.db.Query(ctx, alertListBanners, orgID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []AlertListBannersRow{}
+	for rows.Next() {
+		var i AlertListBannersRow
+		if err := rows.Scan(
+			&i.ID,
+			&i.Kind,
+			&i.Severity,
+			&i.Title,
+			&i.Message,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const alertListOpen = `-- name: AlertListOpen :many
 SELECT id, org_id, kind, severity, dedup_key, title, message, details, opened_at, last_seen_at, resolved_at, dismissed_at, dismissed_by, webhook_delivered_at, webhook_error FROM alerts WHERE org_id = $1 AND resolved_at IS NULL ORDER BY opened_at
 `
@@ -238,75 +313,12 @@ func (q *Queries) AlertListOpen(ctx context.Context, orgID uuid.UUID) ([]Alert, 
 	return items, nil
 }
 
-const alertMarkDelivered = `-- name: AlertMarkDelivered :exec
-UPDATE alerts SET webhook_delivered_at = now(), webhook_error = '' WHERE org_id = $1 AND id = $2
-`
-
-type AlertMarkDeliveredParams struct {
-	OrgID uuid.UUID `json:"org_id"`
-	ID    uuid.UUID `json:"id"`
-}
-
-func (q *Queries) AlertMarkDelivered(ctx context.Context, arg AlertMarkDeliveredParams) error {
-	_, err := q.db.Exec(ctx, alertMarkDelivered, arg.OrgID, arg.ID)
-	return err
-}
-
-const alertOpen = `-- name: AlertOpen :one
-INSERT INTO alerts (org_id, kind, severity, dedup_key, title, message, details, opened_at, last_seen_at)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $8)
-RETURNING id, org_id, kind, severity, dedup_key, title, message, details, opened_at, last_seen_at, resolved_at, dismissed_at, dismissed_by, webhook_delivered_at, webhook_error
-`
-
-type AlertOpenParams struct {
-	OrgID    uuid.UUID       `json:"org_id"`
-	Kind     string          `json:"kind"`
-	Severity string          `json:"severity"`
-	DedupKey string          `json:"dedup_key"`
-	Title    string          `json:"title"`
-	Message  string          `json:"message"`
-	Details  json.RawMessage `json:"details"`
-	Now      time.Time       `json:"now"`
-}
-
-func (q *Queries) AlertOpen(ctx context.Context, arg AlertOpenParams) (Alert, error) {
-	row := q.db.QueryRow(ctx, alertOpen,
-		arg.OrgID,
-		arg.Kind,
-		arg.Severity,
-		arg.DedupKey,
-		arg.Title,
-		arg.Message,
-		arg.Details,
-		arg.Now,
-	)
-	var i Alert
-	err := row.Scan(
-		&i.ID,
-		&i.OrgID,
-		&i.Kind,
-		&i.Severity,
-		&i.DedupKey,
-		&i.Title,
-		&i.Message,
-		&i.Details,
-		&i.OpenedAt,
-		&i.LastSeenAt,
-		&i.ResolvedAt,
-		&i.DismissedAt,
-		&i.DismissedBy,
-		&i.WebhookDeliveredAt,
-		&i.WebhookError,
-	)
-	return i, err
-}
-
-const alertOrgIDs = `-- name: AlertOrgIDs :many
+const alertListOrgIDs = `-- name: AlertListOrgIDs :many
 SELECT id FROM organizations ORDER BY id
 `
 
-func (q *Queries) AlertOrgIDs(ctx context.Context) ([]uuid.UUID, error) {
-	rows, err := q.db.Query(ctx, alertOrgIDs)
+func (q *Queries) AlertListOrgIDs(ctx context.Context) ([]uuid.UUID, error) {
+	rows, err := q.db.Query(ctx, alertListOrgIDs)
 	if err != nil {
 		return nil, err
 	}
@@ -325,35 +337,35 @@ func (q *Queries) AlertOrgIDs(ctx context.Context) ([]uuid.UUID, error) {
 	return items, nil
 }
 
-const alertRatingsByModel = `-- name: AlertRatingsByModel :many
+const alertListRatingsByModel = `-- name: AlertListRatingsByModel :many
 SELECT model, count(*) AS ratings, coalesce(sum(rating), 0)::bigint AS rating_sum
 FROM feedback
 WHERE org_id = $1 AND created_at >= $2 AND created_at < $3 AND rating IS NOT NULL
 GROUP BY model ORDER BY model
 `
 
-type AlertRatingsByModelParams struct {
+type AlertListRatingsByModelParams struct {
 	OrgID uuid.UUID `json:"org_id"`
 	Since time.Time `json:"since"`
 	Until time.Time `json:"until"`
 }
 
-type AlertRatingsByModelRow struct {
+type AlertListRatingsByModelRow struct {
 	Model     string `json:"model"`
 	Ratings   int64  `json:"ratings"`
 	RatingSum int64  `json:"rating_sum"`
 }
 
 // Ratings per model in the evaluation window.
-func (q *Queries) AlertRatingsByModel(ctx context.Context, arg AlertRatingsByModelParams) ([]AlertRatingsByModelRow, error) {
-	rows, err := q.db.Query(ctx, alertRatingsByModel, arg.OrgID, arg.Since, arg.Until)
+func (q *Queries) AlertListRatingsByModel(ctx context.Context, arg AlertListRatingsByModelParams) ([]AlertListRatingsByModelRow, error) {
+	rows, err := q.db.Query(ctx, alertListRatingsByModel, arg.OrgID, arg.Since, arg.Until)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	items := []AlertRatingsByModelRow{}
+	items := []AlertListRatingsByModelRow{}
 	for rows.Next() {
-		var i AlertRatingsByModelRow
+		var i AlertListRatingsByModelRow
 		if err := rows.Scan(&i.Model, &i.Ratings, &i.RatingSum); err != nil {
 			return nil, err
 		}
@@ -363,76 +375,6 @@ func (q *Queries) AlertRatingsByModel(ctx context.Context, arg AlertRatingsByMod
 		return nil, err
 	}
 	return items, nil
-}
-
-const alertRefresh = `-- name: AlertRefresh :exec
-UPDATE alerts SET severity = $1, title = $2, message = $3, details = $4, last_seen_at = $5
-WHERE org_id = $6 AND id = $7
-`
-
-type AlertRefreshParams struct {
-	Severity string          `json:"severity"`
-	Title    string          `json:"title"`
-	Message  string          `json:"message"`
-	Details  json.RawMessage `json:"details"`
-	Now      time.Time       `json:"now"`
-	OrgID    uuid.UUID       `json:"org_id"`
-	ID       uuid.UUID       `json:"id"`
-}
-
-// The condition still holds: keep the alert and its numbers current.
-func (q *Queries) AlertRefresh(ctx context.Context, arg AlertRefreshParams) error {
-	_, err := q.db.Exec(ctx, alertRefresh,
-		arg.Severity,
-		arg.Title,
-		arg.Message,
-		arg.Details,
-		arg.Now,
-		arg.OrgID,
-		arg.ID,
-	)
-	return err
-}
-
-const alertResolve = `-- name: AlertResolve :exec
-UPDATE alerts SET resolved_at = $1::timestamptz WHERE org_id = $2 AND id = $3 AND resolved_at IS NULL
-`
-
-type AlertResolveParams struct {
-	Now   time.Time `json:"now"`
-	OrgID uuid.UUID `json:"org_id"`
-	ID    uuid.UUID `json:"id"`
-}
-
-func (q *Queries) AlertResolve(ctx context.Context, arg AlertResolveParams) error {
-	_, err := q.db.Exec(ctx, alertResolve, arg.Now, arg.OrgID, arg.ID)
-	return err
-}
-
-const alertSafetyReports = `-- name: AlertSafetyReports :one
-SELECT count(*) AS reports, coalesce(max(created_at), 'epoch'::timestamptz)::timestamptz AS newest
-FROM feedback
-WHERE org_id = $1 AND created_at >= $2 AND created_at < $3 AND status = 'pending'
-  AND (dim_safety <= 2 OR tags @> ARRAY['safety'])
-`
-
-type AlertSafetyReportsParams struct {
-	OrgID uuid.UUID `json:"org_id"`
-	Since time.Time `json:"since"`
-	Until time.Time `json:"until"`
-}
-
-type AlertSafetyReportsRow struct {
-	Reports int64     `json:"reports"`
-	Newest  time.Time `json:"newest"`
-}
-
-// Safety reports in the window that no curator has looked at yet.
-func (q *Queries) AlertSafetyReports(ctx context.Context, arg AlertSafetyReportsParams) (AlertSafetyReportsRow, error) {
-	row := q.db.QueryRow(ctx, alertSafetyReports, arg.OrgID, arg.Since, arg.Until)
-	var i AlertSafetyReportsRow
-	err := row.Scan(&i.Reports, &i.Newest)
-	return i, err
 }
 
 const alertSettingsGet = `-- name: AlertSettingsGet :one
@@ -460,51 +402,7 @@ func (q *Queries) AlertSettingsGet(ctx context.Context, orgID uuid.UUID) (AlertS
 	return i, err
 }
 
-const alertSettingsSetSecret = `-- name: AlertSettingsSetSecret :exec
-INSERT INTO alert_settings (org_id, webhook_secret_ciphertext, webhook_secret_nonce)
-VALUES ($1, $2, $3)
-ON CONFLICT (org_id) DO UPDATE SET webhook_secret_ciphertext = EXCLUDED.webhook_secret_ciphertext,
-    webhook_secret_nonce = EXCLUDED.webhook_secret_nonce, webhook_secret = '', updated_at = now()
-`
-
-type AlertSettingsSetSecretParams struct {
-	OrgID      uuid.UUID `json:"org_id"`
-	Ciphertext []byte    `json:"ciphertext"`
-	Nonce      []byte    `json:"nonce"`
-}
-
-// Stores a new sealed secret, replacing the old one, sealed or not.
-func (q *Queries) AlertSettingsSetSecret(ctx context.Context, arg AlertSettingsSetSecretParams) error {
-	_, err := q.db.Exec(ctx, alertSettingsSetSecret, arg.OrgID, arg.Ciphertext, arg.Nonce)
-	return err
-}
-
-const alertSettingsUpdateSealedSecret = `-- name: AlertSettingsUpdateSealedSecret :exec
-UPDATE alert_settings
-SET webhook_secret_ciphertext = $1, webhook_secret_nonce = $2, webhook_secret = ''
-WHERE org_id = $3 AND webhook_secret = $4::text AND webhook_secret <> ''
-`
-
-type AlertSettingsUpdateSealedSecretParams struct {
-	Ciphertext []byte    `json:"ciphertext"`
-	Nonce      []byte    `json:"nonce"`
-	OrgID      uuid.UUID `json:"org_id"`
-	Plaintext  string    `json:"plaintext"`
-}
-
-// Seals a secret stored in the clear before migration 00015, unless another
-// server sealed or replaced it meanwhile.
-func (q *Queries) AlertSettingsUpdateSealedSecret(ctx context.Context, arg AlertSettingsUpdateSealedSecretParams) error {
-	_, err := q.db.Exec(ctx, alertSettingsUpdateSealedSecret,
-		arg.Ciphertext,
-		arg.Nonce,
-		arg.OrgID,
-		arg.Plaintext,
-	)
-	return err
-}
-
-const alertSettingsUpsert = `-- name: AlertSettingsUpsert :one
+const alertSettingsInsertOrUpdate = `-- name: AlertSettingsInsertOrUpdate :one
 INSERT INTO alert_settings (org_id, enabled, rating_threshold, min_ratings, window_hours, baseline_days,
                             spike_factor, spike_min_count, webhook_url, updated_at)
 VALUES ($1, $2, $3, $4, $5, $6,
@@ -516,7 +414,7 @@ ON CONFLICT (org_id) DO UPDATE SET
 RETURNING org_id, enabled, rating_threshold, min_ratings, window_hours, baseline_days, spike_factor, spike_min_count, webhook_url, webhook_secret, updated_at, webhook_secret_ciphertext, webhook_secret_nonce
 `
 
-type AlertSettingsUpsertParams struct {
+type AlertSettingsInsertOrUpdateParams struct {
 	OrgID           uuid.UUID `json:"org_id"`
 	Enabled         bool      `json:"enabled"`
 	RatingThreshold float64   `json:"rating_threshold"`
@@ -528,8 +426,8 @@ type AlertSettingsUpsertParams struct {
 	WebhookUrl      string    `json:"webhook_url"`
 }
 
-func (q *Queries) AlertSettingsUpsert(ctx context.Context, arg AlertSettingsUpsertParams) (AlertSetting, error) {
-	row := q.db.QueryRow(ctx, alertSettingsUpsert,
+func (q *Queries) AlertSettingsInsertOrUpdate(ctx context.Context, arg AlertSettingsInsertOrUpdateParams) (AlertSetting, error) {
+	row := q.db.QueryRow(ctx, alertSettingsInsertOrUpdate,
 		arg.OrgID,
 		arg.Enabled,
 		arg.RatingThreshold,
@@ -559,39 +457,141 @@ func (q *Queries) AlertSettingsUpsert(ctx context.Context, arg AlertSettingsUpse
 	return i, err
 }
 
-const alertThumbsDown = `-- name: AlertThumbsDown :one
-SELECT count(*) FILTER (WHERE created_at >= $1 AND feedback_type = 'thumbs_down') AS in_window,
-       count(*) FILTER (WHERE created_at < $1 AND feedback_type = 'thumbs_down') AS in_baseline,
-       count(*) FILTER (WHERE created_at < $1) AS baseline_feedback
-FROM feedback
-WHERE org_id = $2 AND created_at >= $3 AND created_at < $4
+const alertSettingsUpdateSealedSecret = `-- name: AlertSettingsUpdateSealedSecret :exec
+UPDATE alert_settings
+SET webhook_secret_ciphertext = $1, webhook_secret_nonce = $2, webhook_secret = ''
+WHERE org_id = $3 AND webhook_secret = $4::text AND webhook_secret <> ''
 `
 
-type AlertThumbsDownParams struct {
-	WindowStart   time.Time `json:"window_start"`
-	OrgID         uuid.UUID `json:"org_id"`
-	BaselineStart time.Time `json:"baseline_start"`
-	Until         time.Time `json:"until"`
+type AlertSettingsUpdateSealedSecretParams struct {
+	Ciphertext []byte    `json:"ciphertext"`
+	Nonce      []byte    `json:"nonce"`
+	OrgID      uuid.UUID `json:"org_id"`
+	Plaintext  string    `json:"plaintext"`
 }
 
-type AlertThumbsDownRow struct {
-	InWindow         int64 `json:"in_window"`
-	InBaseline       int64 `json:"in_baseline"`
-	BaselineFeedback int64 `json:"baseline_feedback"`
-}
-
-// Thumbs-down in the window and in the trailing baseline before it, and
-// whether the baseline saw any feedback at all.
-func (q *Queries) AlertThumbsDown(ctx context.Context, arg AlertThumbsDownParams) (AlertThumbsDownRow, error) {
-	row := q.db.QueryRow(ctx, alertThumbsDown,
-		arg.WindowStart,
+// Seals a secret stored in the clear before migration 00014, unless another
+// server sealed or replaced it meanwhile.
+func (q *Queries) AlertSettingsUpdateSealedSecret(ctx context.Context, arg AlertSettingsUpdateSealedSecretParams) error {
+	_, err := q.db.Exec(ctx, alertSettingsUpdateSealedSecret,
+		arg.Ciphertext,
+		arg.Nonce,
 		arg.OrgID,
-		arg.BaselineStart,
-		arg.Until,
+		arg.Plaintext,
 	)
-	var i AlertThumbsDownRow
-	err := row.Scan(&i.InWindow, &i.InBaseline, &i.BaselineFeedback)
+	return err
+}
+
+const alertSettingsUpdateSecret = `-- name: AlertSettingsUpdateSecret :exec
+INSERT INTO alert_settings (org_id, webhook_secret_ciphertext, webhook_secret_nonce)
+VALUES ($1, $2, $3)
+ON CONFLICT (org_id) DO UPDATE SET webhook_secret_ciphertext = EXCLUDED.webhook_secret_ciphertext,
+    webhook_secret_nonce = EXCLUDED.webhook_secret_nonce, webhook_secret = '', updated_at = now()
+`
+
+type AlertSettingsUpdateSecretParams struct {
+	OrgID      uuid.UUID `json:"org_id"`
+	Ciphertext []byte    `json:"ciphertext"`
+	Nonce      []byte    `json:"nonce"`
+}
+
+// Stores a new sealed secret, replacing the old one, sealed or not.
+func (q *Queries) AlertSettingsUpdateSecret(ctx context.Context, arg AlertSettingsUpdateSecretParams) error {
+	_, err := q.db.Exec(ctx, alertSettingsUpdateSecret, arg.OrgID, arg.Ciphertext, arg.Nonce)
+	return err
+}
+
+const alertUpdateDelivered = `-- name: AlertUpdateDelivered :exec
+UPDATE alerts SET webhook_delivered_at = now(), webhook_error = '' WHERE org_id = $1 AND id = $2
+`
+
+type AlertUpdateDeliveredParams struct {
+	OrgID uuid.UUID `json:"org_id"`
+	ID    uuid.UUID `json:"id"`
+}
+
+func (q *Queries) AlertUpdateDelivered(ctx context.Context, arg AlertUpdateDeliveredParams) error {
+	_, err := q.db.Exec(ctx, alertUpdateDelivered, arg.OrgID, arg.ID)
+	return err
+}
+
+const alertUpdateDismissed = `-- name: AlertUpdateDismissed :one
+UPDATE alerts SET dismissed_at = now(), dismissed_by = $1
+WHERE org_id = $2 AND id = $3 AND dismissed_at IS NULL
+RETURNING id, org_id, kind, severity, dedup_key, title, message, details, opened_at, last_seen_at, resolved_at, dismissed_at, dismissed_by, webhook_delivered_at, webhook_error
+`
+
+type AlertUpdateDismissedParams struct {
+	DismissedBy uuid.NullUUID `json:"dismissed_by"`
+	OrgID       uuid.UUID     `json:"org_id"`
+	ID          uuid.UUID     `json:"id"`
+}
+
+func (q *Queries) AlertUpdateDismissed(ctx context.Context, arg AlertUpdateDismissedParams) (Alert, error) {
+	row := q.db.QueryRow(ctx, alertUpdateDismissed, arg.DismissedBy, arg.OrgID, arg.ID)
+	var i Alert
+	err := row.Scan(
+		&i.ID,
+		&i.OrgID,
+		&i.Kind,
+		&i.Severity,
+		&i.DedupKey,
+		&i.Title,
+		&i.Message,
+		&i.Details,
+		&i.OpenedAt,
+		&i.LastSeenAt,
+		&i.ResolvedAt,
+		&i.DismissedAt,
+		&i.DismissedBy,
+		&i.WebhookDeliveredAt,
+		&i.WebhookError,
+	)
 	return i, err
+}
+
+const alertUpdateResolved = `-- name: AlertUpdateResolved :exec
+UPDATE alerts SET resolved_at = $1::timestamptz WHERE org_id = $2 AND id = $3 AND resolved_at IS NULL
+`
+
+type AlertUpdateResolvedParams struct {
+	Now   time.Time `json:"now"`
+	OrgID uuid.UUID `json:"org_id"`
+	ID    uuid.UUID `json:"id"`
+}
+
+func (q *Queries) AlertUpdateResolved(ctx context.Context, arg AlertUpdateResolvedParams) error {
+	_, err := q.db.Exec(ctx, alertUpdateResolved, arg.Now, arg.OrgID, arg.ID)
+	return err
+}
+
+const alertUpdateSeen = `-- name: AlertUpdateSeen :exec
+UPDATE alerts SET severity = $1, title = $2, message = $3, details = $4, last_seen_at = $5
+WHERE org_id = $6 AND id = $7
+`
+
+type AlertUpdateSeenParams struct {
+	Severity string          `json:"severity"`
+	Title    string          `json:"title"`
+	Message  string          `json:"message"`
+	Details  json.RawMessage `json:"details"`
+	Now      time.Time       `json:"now"`
+	OrgID    uuid.UUID       `json:"org_id"`
+	ID       uuid.UUID       `json:"id"`
+}
+
+// The condition still holds: keep the alert and its numbers current.
+func (q *Queries) AlertUpdateSeen(ctx context.Context, arg AlertUpdateSeenParams) error {
+	_, err := q.db.Exec(ctx, alertUpdateSeen,
+		arg.Severity,
+		arg.Title,
+		arg.Message,
+		arg.Details,
+		arg.Now,
+		arg.OrgID,
+		arg.ID,
+	)
+	return err
 }
 
 const alertUpdateWebhookError = `-- name: AlertUpdateWebhookError :exec

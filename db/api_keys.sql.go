@@ -12,75 +12,12 @@ import (
 	"github.com/google/uuid"
 )
 
-const aPIKeyCaller = `-- name: APIKeyCaller :one
-SELECT k.id, k.org_id, k.name, k.secret_hash, k.role, k.revoked_at, k.created_by,
-    u.role AS owner_role, (u.id IS NOT NULL AND NOT u.active)::bool AS owner_deactivated,
-    o.slug AS org_slug, o.name AS org_name
-FROM api_keys k
-JOIN organizations o ON o.id = k.org_id
-LEFT JOIN users u ON u.id = k.created_by
-WHERE k.prefix = $1
+const aPIKeyGetByPrefix = `-- name: APIKeyGetByPrefix :one
+SELECT id, org_id, name, prefix, secret_hash, role, created_by, created_at, last_used_at, revoked_at FROM api_keys WHERE prefix = $1
 `
 
-type APIKeyCallerRow struct {
-	ID               uuid.UUID     `json:"id"`
-	OrgID            uuid.UUID     `json:"org_id"`
-	Name             string        `json:"name"`
-	SecretHash       []byte        `json:"secret_hash"`
-	Role             UserRole      `json:"role"`
-	RevokedAt        *time.Time    `json:"revoked_at"`
-	CreatedBy        uuid.NullUUID `json:"created_by"`
-	OwnerRole        NullUserRole  `json:"owner_role"`
-	OwnerDeactivated bool          `json:"owner_deactivated"`
-	OrgSlug          string        `json:"org_slug"`
-	OrgName          string        `json:"org_name"`
-}
-
-// A key, its organisation and its creator's current standing, read on
-// every API request (the key's role is capped by its creator's).
-func (q *Queries) APIKeyCaller(ctx context.Context, prefix string) (APIKeyCallerRow, error) {
-	row := q.db.QueryRow(ctx, aPIKeyCaller, prefix)
-	var i APIKeyCallerRow
-	err := row.Scan(
-		&i.ID,
-		&i.OrgID,
-		&i.Name,
-		&i.SecretHash,
-		&i.Role,
-		&i.RevokedAt,
-		&i.CreatedBy,
-		&i.OwnerRole,
-		&i.OwnerDeactivated,
-		&i.OrgSlug,
-		&i.OrgName,
-	)
-	return i, err
-}
-
-const aPIKeyCreate = `-- name: APIKeyCreate :one
-INSERT INTO api_keys (org_id, name, prefix, secret_hash, role, created_by)
-VALUES ($1, $2, $3, $4, $5, $6)
-RETURNING id, org_id, name, prefix, secret_hash, role, created_by, created_at, last_used_at, revoked_at
-`
-
-type APIKeyCreateParams struct {
-	OrgID      uuid.UUID     `json:"org_id"`
-	Name       string        `json:"name"`
-	Prefix     string        `json:"prefix"`
-	SecretHash []byte        `json:"secret_hash"`
-	Role       UserRole      `json:"role"`
-	CreatedBy  uuid.NullUUID `json:"created_by"`
-}
-
-func (q *Queries) APIKeyCreate(ctx context.Context, arg APIKeyCreateParams) (APIKey, error) {
-	row := q.db.QueryRow(ctx, aPIKeyCreate,
-		arg.OrgID,
-		arg.Name,
-		arg.Prefix,
-		arg.SecretHash,
-		arg.Role,
-		arg.CreatedBy,
-	)
+func (q *Queries) APIKeyGetByPrefix(ctx context.Context, prefix string) (APIKey, error) {
+	row := q.db.QueryRow(ctx, aPIKeyGetByPrefix, prefix)
 	var i APIKey
 	err := row.Scan(
 		&i.ID,
@@ -97,12 +34,75 @@ func (q *Queries) APIKeyCreate(ctx context.Context, arg APIKeyCreateParams) (API
 	return i, err
 }
 
-const aPIKeyGetByPrefix = `-- name: APIKeyGetByPrefix :one
-SELECT id, org_id, name, prefix, secret_hash, role, created_by, created_at, last_used_at, revoked_at FROM api_keys WHERE prefix = $1
+const aPIKeyGetCaller = `-- name: APIKeyGetCaller :one
+SELECT k.id, k.org_id, k.name, k.secret_hash, k.role, k.revoked_at, k.created_by,
+    u.role AS owner_role, (u.id IS NOT NULL AND NOT u.active)::bool AS owner_deactivated,
+    o.slug AS org_slug, o.name AS org_name
+FROM api_keys k
+JOIN organizations o ON o.id = k.org_id
+LEFT JOIN users u ON u.id = k.created_by
+WHERE k.prefix = $1
 `
 
-func (q *Queries) APIKeyGetByPrefix(ctx context.Context, prefix string) (APIKey, error) {
-	row := q.db.QueryRow(ctx, aPIKeyGetByPrefix, prefix)
+type APIKeyGetCallerRow struct {
+	ID               uuid.UUID     `json:"id"`
+	OrgID            uuid.UUID     `json:"org_id"`
+	Name             string        `json:"name"`
+	SecretHash       []byte        `json:"secret_hash"`
+	Role             UserRole      `json:"role"`
+	RevokedAt        *time.Time    `json:"revoked_at"`
+	CreatedBy        uuid.NullUUID `json:"created_by"`
+	OwnerRole        NullUserRole  `json:"owner_role"`
+	OwnerDeactivated bool          `json:"owner_deactivated"`
+	OrgSlug          string        `json:"org_slug"`
+	OrgName          string        `json:"org_name"`
+}
+
+// A key, its organisation and its creator's current standing, read on
+// every API request (the key's role is capped by its creator's).
+func (q *Queries) APIKeyGetCaller(ctx context.Context, prefix string) (APIKeyGetCallerRow, error) {
+	row := q.db.QueryRow(ctx, aPIKeyGetCaller, prefix)
+	var i APIKeyGetCallerRow
+	err := row.Scan(
+		&i.ID,
+		&i.OrgID,
+		&i.Name,
+		&i.SecretHash,
+		&i.Role,
+		&i.RevokedAt,
+		&i.CreatedBy,
+		&i.OwnerRole,
+		&i.OwnerDeactivated,
+		&i.OrgSlug,
+		&i.OrgName,
+	)
+	return i, err
+}
+
+const aPIKeyInsert = `-- name: APIKeyInsert :one
+INSERT INTO api_keys (org_id, name, prefix, secret_hash, role, created_by)
+VALUES ($1, $2, $3, $4, $5, $6)
+RETURNING id, org_id, name, prefix, secret_hash, role, created_by, created_at, last_used_at, revoked_at
+`
+
+type APIKeyInsertParams struct {
+	OrgID      uuid.UUID     `json:"org_id"`
+	Name       string        `json:"name"`
+	Prefix     string        `json:"prefix"`
+	SecretHash []byte        `json:"secret_hash"`
+	Role       UserRole      `json:"role"`
+	CreatedBy  uuid.NullUUID `json:"created_by"`
+}
+
+func (q *Queries) APIKeyInsert(ctx context.Context, arg APIKeyInsertParams) (APIKey, error) {
+	row := q.db.QueryRow(ctx, aPIKeyInsert,
+		arg.OrgID,
+		arg.Name,
+		arg.Prefix,
+		arg.SecretHash,
+		arg.Role,
+		arg.CreatedBy,
+	)
 	var i APIKey
 	err := row.Scan(
 		&i.ID,
@@ -178,19 +178,30 @@ func (q *Queries) APIKeyList(ctx context.Context, orgID uuid.UUID) ([]APIKeyList
 	return items, nil
 }
 
-const aPIKeyRevoke = `-- name: APIKeyRevoke :one
+const aPIKeyUpdateLastUsed = `-- name: APIKeyUpdateLastUsed :exec
+UPDATE api_keys SET last_used_at = now()
+WHERE id = $1 AND (last_used_at IS NULL OR last_used_at < now() - interval '1 minute')
+`
+
+// Recording every use would write on every request; a minute's precision is enough.
+func (q *Queries) APIKeyUpdateLastUsed(ctx context.Context, id uuid.UUID) error {
+	_, err := q.db.Exec(ctx, aPIKeyUpdateLastUsed, id)
+	return err
+}
+
+const aPIKeyUpdateRevoked = `-- name: APIKeyUpdateRevoked :one
 UPDATE api_keys SET revoked_at = now()
 WHERE org_id = $1 AND id = $2 AND revoked_at IS NULL
 RETURNING id, org_id, name, prefix, secret_hash, role, created_by, created_at, last_used_at, revoked_at
 `
 
-type APIKeyRevokeParams struct {
+type APIKeyUpdateRevokedParams struct {
 	OrgID uuid.UUID `json:"org_id"`
 	ID    uuid.UUID `json:"id"`
 }
 
-func (q *Queries) APIKeyRevoke(ctx context.Context, arg APIKeyRevokeParams) (APIKey, error) {
-	row := q.db.QueryRow(ctx, aPIKeyRevoke, arg.OrgID, arg.ID)
+func (q *Queries) APIKeyUpdateRevoked(ctx context.Context, arg APIKeyUpdateRevokedParams) (APIKey, error) {
+	row := q.db.QueryRow(ctx, aPIKeyUpdateRevoked, arg.OrgID, arg.ID)
 	var i APIKey
 	err := row.Scan(
 		&i.ID,
@@ -205,15 +216,4 @@ func (q *Queries) APIKeyRevoke(ctx context.Context, arg APIKeyRevokeParams) (API
 		&i.RevokedAt,
 	)
 	return i, err
-}
-
-const aPIKeyTouch = `-- name: APIKeyTouch :exec
-UPDATE api_keys SET last_used_at = now()
-WHERE id = $1 AND (last_used_at IS NULL OR last_used_at < now() - interval '1 minute')
-`
-
-// Recording every use would write on every request; a minute's precision is enough.
-func (q *Queries) APIKeyTouch(ctx context.Context, id uuid.UUID) error {
-	_, err := q.db.Exec(ctx, aPIKeyTouch, id)
-	return err
 }

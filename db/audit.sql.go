@@ -12,30 +12,6 @@ import (
 	"github.com/google/uuid"
 )
 
-const auditActions = `-- name: AuditActions :many
-SELECT DISTINCT action FROM audit_log WHERE org_id = $1 ORDER BY action
-`
-
-func (q *Queries) AuditActions(ctx context.Context, orgID uuid.NullUUID) ([]string, error) {
-	rows, err := q.db.Query(ctx, auditActions, orgID)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	items := []string{}
-	for rows.Next() {
-		var action string
-		if err := rows.Scan(&action); err != nil {
-			return nil, err
-		}
-		items = append(items, action)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	return items, nil
-}
-
 const auditInsert = `-- name: AuditInsert :exec
 INSERT INTO audit_log (org_id, actor_kind, actor_id, actor_label, action, target_type, target_id, details, ip)
 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
@@ -117,6 +93,30 @@ func (q *Queries) AuditList(ctx context.Context, arg AuditListParams) ([]AuditLo
 			return nil, err
 		}
 		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const auditListActions = `-- name: AuditListActions :many
+SELECT DISTINCT action FROM audit_log WHERE org_id = $1 ORDER BY action
+`
+
+func (q *Queries) AuditListActions(ctx context.Context, orgID uuid.NullUUID) ([]string, error) {
+	rows, err := q.db.Query(ctx, auditListActions, orgID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []string{}
+	for rows.Next() {
+		var action string
+		if err := rows.Scan(&action); err != nil {
+			return nil, err
+		}
+		items = append(items, action)
 	}
 	if err := rows.Err(); err != nil {
 		return nil, err

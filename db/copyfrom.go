@@ -9,13 +9,13 @@ import (
 	"context"
 )
 
-// iteratorForFeedbackCopy implements pgx.CopyFromSource.
-type iteratorForFeedbackCopy struct {
-	rows                 []FeedbackCopyParams
+// iteratorForDatasetVersionItemInsertMany implements pgx.CopyFromSource.
+type iteratorForDatasetVersionItemInsertMany struct {
+	rows                 []DatasetVersionItemInsertManyParams
 	skippedFirstNextCall bool
 }
 
-func (r *iteratorForFeedbackCopy) Next() bool {
+func (r *iteratorForDatasetVersionItemInsertMany) Next() bool {
 	if len(r.rows) == 0 {
 		return false
 	}
@@ -27,7 +27,43 @@ func (r *iteratorForFeedbackCopy) Next() bool {
 	return len(r.rows) > 0
 }
 
-func (r iteratorForFeedbackCopy) Values() ([]interface{}, error) {
+func (r iteratorForDatasetVersionItemInsertMany) Values() ([]interface{}, error) {
+	return []interface{}{
+		r.rows[0].VersionID,
+		r.rows[0].ContentSha,
+		r.rows[0].SourceID,
+		r.rows[0].Split,
+		r.rows[0].Content,
+	}, nil
+}
+
+func (r iteratorForDatasetVersionItemInsertMany) Err() error {
+	return nil
+}
+
+func (q *Queries) DatasetVersionItemInsertMany(ctx context.Context, arg []DatasetVersionItemInsertManyParams) (int64, error) {
+	return q.db.CopyFrom(ctx, []string{"dataset_version_items"}, []string{"version_id", "content_sha", "source_id", "split", "content"}, &iteratorForDatasetVersionItemInsertMany{rows: arg})
+}
+
+// iteratorForFeedbackInsertMany implements pgx.CopyFromSource.
+type iteratorForFeedbackInsertMany struct {
+	rows                 []FeedbackInsertManyParams
+	skippedFirstNextCall bool
+}
+
+func (r *iteratorForFeedbackInsertMany) Next() bool {
+	if len(r.rows) == 0 {
+		return false
+	}
+	if !r.skippedFirstNextCall {
+		r.skippedFirstNextCall = true
+		return true
+	}
+	r.rows = r.rows[1:]
+	return len(r.rows) > 0
+}
+
+func (r iteratorForFeedbackInsertMany) Values() ([]interface{}, error) {
 	return []interface{}{
 		r.rows[0].ID,
 		r.rows[0].OrgID,
@@ -60,12 +96,12 @@ func (r iteratorForFeedbackCopy) Values() ([]interface{}, error) {
 	}, nil
 }
 
-func (r iteratorForFeedbackCopy) Err() error {
+func (r iteratorForFeedbackInsertMany) Err() error {
 	return nil
 }
 
-func (q *Queries) FeedbackCopy(ctx context.Context, arg []FeedbackCopyParams) (int64, error) {
-	return q.db.CopyFrom(ctx, []string{"feedback"}, []string{"id", "org_id", "external_id", "session_id", "trace_id", "end_user_id", "query", "response", "context", "model", "experiment_arm", "feedback_type", "rating", "dim_accuracy", "dim_helpfulness", "dim_clarity", "dim_safety", "comment", "correction", "latency_ms", "tags", "source", "rank", "rank_group", "pii_kinds", "content_hash", "status", "duplicate_of"}, &iteratorForFeedbackCopy{rows: arg})
+func (q *Queries) FeedbackInsertMany(ctx context.Context, arg []FeedbackInsertManyParams) (int64, error) {
+	return q.db.CopyFrom(ctx, []string{"feedback"}, []string{"id", "org_id", "external_id", "session_id", "trace_id", "end_user_id", "query", "response", "context", "model", "experiment_arm", "feedback_type", "rating", "dim_accuracy", "dim_helpfulness", "dim_clarity", "dim_safety", "comment", "correction", "latency_ms", "tags", "source", "rank", "rank_group", "pii_kinds", "content_hash", "status", "duplicate_of"}, &iteratorForFeedbackInsertMany{rows: arg})
 }
 
 // iteratorForFeedbackReviewInsertMany implements pgx.CopyFromSource.
@@ -105,40 +141,4 @@ func (r iteratorForFeedbackReviewInsertMany) Err() error {
 
 func (q *Queries) FeedbackReviewInsertMany(ctx context.Context, arg []FeedbackReviewInsertManyParams) (int64, error) {
 	return q.db.CopyFrom(ctx, []string{"feedback_reviews"}, []string{"org_id", "feedback_id", "actor_id", "actor_label", "action", "from_status", "to_status", "note"}, &iteratorForFeedbackReviewInsertMany{rows: arg})
-}
-
-// iteratorForVersionItemsCopy implements pgx.CopyFromSource.
-type iteratorForVersionItemsCopy struct {
-	rows                 []VersionItemsCopyParams
-	skippedFirstNextCall bool
-}
-
-func (r *iteratorForVersionItemsCopy) Next() bool {
-	if len(r.rows) == 0 {
-		return false
-	}
-	if !r.skippedFirstNextCall {
-		r.skippedFirstNextCall = true
-		return true
-	}
-	r.rows = r.rows[1:]
-	return len(r.rows) > 0
-}
-
-func (r iteratorForVersionItemsCopy) Values() ([]interface{}, error) {
-	return []interface{}{
-		r.rows[0].VersionID,
-		r.rows[0].ContentSha,
-		r.rows[0].SourceID,
-		r.rows[0].Split,
-		r.rows[0].Content,
-	}, nil
-}
-
-func (r iteratorForVersionItemsCopy) Err() error {
-	return nil
-}
-
-func (q *Queries) VersionItemsCopy(ctx context.Context, arg []VersionItemsCopyParams) (int64, error) {
-	return q.db.CopyFrom(ctx, []string{"dataset_version_items"}, []string{"version_id", "content_sha", "source_id", "split", "content"}, &iteratorForVersionItemsCopy{rows: arg})
 }

@@ -14,97 +14,6 @@ import (
 	"github.com/jackc/pgx/v5/pgtype"
 )
 
-const datasetFeedbackContents = `-- name: DatasetFeedbackContents :many
-SELECT f.id, f.query, f.response, f.correction, f.status, f.context
-FROM training_dataset_members m
-JOIN feedback f ON f.id = m.feedback_id
-WHERE m.dataset_id = $1 AND m.feedback_id > $2::uuid
-ORDER BY m.feedback_id
-LIMIT $3
-`
-
-type DatasetFeedbackContentsParams struct {
-	DatasetID uuid.UUID `json:"dataset_id"`
-	After     uuid.UUID `json:"after"`
-	RowLimit  int32     `json:"row_limit"`
-}
-
-type DatasetFeedbackContentsRow struct {
-	ID         uuid.UUID       `json:"id"`
-	Query      string          `json:"query"`
-	Response   string          `json:"response"`
-	Correction string          `json:"correction"`
-	Status     ReviewStatus    `json:"status"`
-	Context    json.RawMessage `json:"context"`
-}
-
-// One keyset page of the feedback's exported fields, by id.
-func (q *Queries) DatasetFeedbackContents(ctx context.Context, arg DatasetFeedbackContentsParams) ([]DatasetFeedbackContentsRow, error) {
-	rows, err := q.db.Query(ctx, datasetFeedbackContents, arg.DatasetID, arg.After, arg.RowLimit)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	items := []DatasetFeedbackContentsRow{}
-	for rows.Next() {
-		var i DatasetFeedbackContentsRow
-		if err := rows.Scan(
-			&i.ID,
-			&i.Query,
-			&i.Response,
-			&i.Correction,
-			&i.Status,
-			&i.Context,
-		); err != nil {
-			return nil, err
-		}
-		items = append(items, i)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	return items, nil
-}
-
-const datasetFeedbackIneligible = `-- name: DatasetFeedbackIneligible :many
-SELECT x.id::uuid AS id, coalesce(f.status::text, '')::text AS status
-FROM unnest($1::uuid[]) AS x(id)
-LEFT JOIN feedback f ON f.org_id = $2 AND f.id = x.id
-WHERE f.id IS NULL OR f.status NOT IN ('approved', 'corrected')
-`
-
-type DatasetFeedbackIneligibleParams struct {
-	Ids   []uuid.UUID `json:"ids"`
-	OrgID uuid.UUID   `json:"org_id"`
-}
-
-type DatasetFeedbackIneligibleRow struct {
-	ID     uuid.UUID `json:"id"`
-	Status string    `json:"status"`
-}
-
-// The ids that name no approved or corrected feedback of the organisation,
-// with the status they have (” when there is no such item).
-func (q *Queries) DatasetFeedbackIneligible(ctx context.Context, arg DatasetFeedbackIneligibleParams) ([]DatasetFeedbackIneligibleRow, error) {
-	rows, err := q.db.Query(ctx, datasetFeedbackIneligible, arg.Ids, arg.OrgID)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	items := []DatasetFeedbackIneligibleRow{}
-	for rows.Next() {
-		var i DatasetFeedbackIneligibleRow
-		if err := rows.Scan(&i.ID, &i.Status); err != nil {
-			return nil, err
-		}
-		items = append(items, i)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	return items, nil
-}
-
 const datasetGet = `-- name: DatasetGet :one
 SELECT d.id, d.org_id, d.name, d.description, d.dataset_type, d.status, d.system_prompt, d.export_format, d.base_model, d.split_strategy, d.validation_percent, d.split_seed, d.saved_filter, d.quality_score, d.current_version_id, d.created_by, d.curator_label, d.created_at, d.updated_at, d.version,
     (SELECT count(*) FROM training_dataset_members m WHERE m.dataset_id = d.id)::bigint AS member_count
@@ -149,6 +58,57 @@ func (q *Queries) DatasetGet(ctx context.Context, arg DatasetGetParams) (Dataset
 		&i.MemberCount,
 	)
 	return i, err
+}
+
+const datasetGetForUpdate = `-- name: DatasetGetForUpdate :one
+SELECT id, org_id, name, description, dataset_type, status, system_prompt, export_format, base_model, split_strategy, validation_percent, split_seed, saved_filter, quality_score, current_version_id, created_by, curator_label, created_at, updated_at, version FROM training_datasets WHERE org_id = $1 AND id = $2 FOR UPDATE
+`
+
+type DatasetGetForUpdateParams struct {
+	OrgID uuid.UUID `json:"org_id"`
+	ID    uuid.UUID `json:"id"`
+}
+
+// Locks the dataset for a change of status or membership.
+func (q *Queries) DatasetGetForUpdate(ctx context.Context, arg DatasetGetForUpdateParams) (TrainingDataset, error) {
+	row := q.db.QueryRow(ctx, datasetGetForUpdate, arg.OrgID, arg.ID)
+	var i TrainingDataset
+	err := row.Scan(
+		&i.ID,
+		&i.OrgID,
+		&i.Name,
+		&i.Description,
+		&i.DatasetType,
+		&i.Status,
+		&i.SystemPrompt,
+		&i.ExportFormat,
+		&i.BaseModel,
+		&i.SplitStrategy,
+		&i.ValidationPercent,
+		&i.SplitSeed,
+		&i.SavedFilter,
+		&i.QualityScore,
+		&i.CurrentVersionID,
+		&i.CreatedBy,
+		&i.CuratorLabel,
+		&i.CreatedAt,
+		&i.UpdatedAt,
+		&i.Version,
+	)
+	return i, err
+}
+
+const datasetGetOrgID = `-- name: DatasetGetOrgID :one
+SELECT org_id FROM training_datasets WHERE id = $1
+`
+
+// The organisation of a dataset, for the command line, which names
+// datasets by id alone.
+func (q *Queries) DatasetGetOrgID(ctx context.Context, id uuid.UUID) (uuid.UUID, error) {
+	row := q.db.QueryRow(ctx, datasetGetOrgID, id)
+	var org_id uuid.UUID
+	err := row.Scan(&org_id)
+	return org_id, err
 }
 
 const datasetInsert = `-- name: DatasetInsert :one
@@ -305,145 +265,35 @@ func (q *Queries) DatasetList(ctx context.Context, arg DatasetListParams) ([]Dat
 	return items, nil
 }
 
-const datasetLock = `-- name: DatasetLock :one
-SELECT id, org_id, name, description, dataset_type, status, system_prompt, export_format, base_model, split_strategy, validation_percent, split_seed, saved_filter, quality_score, current_version_id, created_by, curator_label, created_at, updated_at, version FROM training_datasets WHERE org_id = $1 AND id = $2 FOR UPDATE
+const datasetListIneligibleFeedback = `-- name: DatasetListIneligibleFeedback :many
+SELECT x.id::uuid AS id, coalesce(f.status::text, '')::text AS status
+FROM unnest($1::uuid[]) AS x(id)
+LEFT JOIN feedback f ON f.org_id = $2 AND f.id = x.id
+WHERE f.id IS NULL OR f.status NOT IN ('approved', 'corrected')
 `
 
-type DatasetLockParams struct {
-	OrgID uuid.UUID `json:"org_id"`
-	ID    uuid.UUID `json:"id"`
+type DatasetListIneligibleFeedbackParams struct {
+	Ids   []uuid.UUID `json:"ids"`
+	OrgID uuid.UUID   `json:"org_id"`
 }
 
-// Locks the dataset for a change of status or membership.
-func (q *Queries) DatasetLock(ctx context.Context, arg DatasetLockParams) (TrainingDataset, error) {
-	row := q.db.QueryRow(ctx, datasetLock, arg.OrgID, arg.ID)
-	var i TrainingDataset
-	err := row.Scan(
-		&i.ID,
-		&i.OrgID,
-		&i.Name,
-		&i.Description,
-		&i.DatasetType,
-		&i.Status,
-		&i.SystemPrompt,
-		&i.ExportFormat,
-		&i.BaseModel,
-		&i.SplitStrategy,
-		&i.ValidationPercent,
-		&i.SplitSeed,
-		&i.SavedFilter,
-		&i.QualityScore,
-		&i.CurrentVersionID,
-		&i.CreatedBy,
-		&i.CuratorLabel,
-		&i.CreatedAt,
-		&i.UpdatedAt,
-		&i.Version,
-	)
-	return i, err
+type DatasetListIneligibleFeedbackRow struct {
+	ID     uuid.UUID `json:"id"`
+	Status string    `json:"status"`
 }
 
-const datasetMarkExported = `-- name: DatasetMarkExported :exec
-UPDATE training_datasets SET status = 'exported', updated_at = now(), version = version + 1
-WHERE id = $1 AND status = 'ready'
-`
-
-// A finished export moves a ready dataset on; other states stay as they are.
-func (q *Queries) DatasetMarkExported(ctx context.Context, id uuid.UUID) error {
-	_, err := q.db.Exec(ctx, datasetMarkExported, id)
-	return err
-}
-
-const datasetMembersAddFeedback = `-- name: DatasetMembersAddFeedback :execrows
-INSERT INTO training_dataset_members (dataset_id, org_id, feedback_id)
-SELECT $1, $2, f.id FROM feedback f
-WHERE f.org_id = $2 AND f.id = ANY($3::uuid[]) AND f.status IN ('approved', 'corrected')
-ON CONFLICT DO NOTHING
-`
-
-type DatasetMembersAddFeedbackParams struct {
-	DatasetID uuid.UUID   `json:"dataset_id"`
-	OrgID     uuid.UUID   `json:"org_id"`
-	Ids       []uuid.UUID `json:"ids"`
-}
-
-// Only approved and corrected feedback is training material.
-func (q *Queries) DatasetMembersAddFeedback(ctx context.Context, arg DatasetMembersAddFeedbackParams) (int64, error) {
-	result, err := q.db.Exec(ctx, datasetMembersAddFeedback, arg.DatasetID, arg.OrgID, arg.Ids)
-	if err != nil {
-		return 0, err
-	}
-	return result.RowsAffected(), nil
-}
-
-const datasetMembersAddPairs = `-- name: DatasetMembersAddPairs :execrows
-INSERT INTO training_dataset_members (dataset_id, org_id, pair_id)
-SELECT $1, $2, p.id FROM preference_pairs p
-WHERE p.org_id = $2 AND p.id = ANY($3::uuid[])
-ON CONFLICT DO NOTHING
-`
-
-type DatasetMembersAddPairsParams struct {
-	DatasetID uuid.UUID   `json:"dataset_id"`
-	OrgID     uuid.UUID   `json:"org_id"`
-	Ids       []uuid.UUID `json:"ids"`
-}
-
-func (q *Queries) DatasetMembersAddPairs(ctx context.Context, arg DatasetMembersAddPairsParams) (int64, error) {
-	result, err := q.db.Exec(ctx, datasetMembersAddPairs, arg.DatasetID, arg.OrgID, arg.Ids)
-	if err != nil {
-		return 0, err
-	}
-	return result.RowsAffected(), nil
-}
-
-const datasetMembersList = `-- name: DatasetMembersList :many
-SELECT coalesce(p.id, f.id)::uuid AS id,
-    CASE WHEN m.pair_id IS NOT NULL THEN 'pair' ELSE 'feedback' END::text AS source,
-    left(coalesce(p.query, f.query), 200)::text AS query,
-    left(coalesce(p.chosen_response, CASE WHEN f.correction <> '' THEN f.correction ELSE f.response END), 200)::text AS reply,
-    coalesce(f.status::text, p.method::text, '')::text AS detail,
-    m.added_at
-FROM training_dataset_members m
-LEFT JOIN preference_pairs p ON p.id = m.pair_id
-LEFT JOIN feedback f ON f.id = m.feedback_id
-WHERE m.dataset_id = $1
-ORDER BY m.added_at DESC, coalesce(p.id, f.id) DESC
-LIMIT $2
-`
-
-type DatasetMembersListParams struct {
-	DatasetID uuid.UUID `json:"dataset_id"`
-	RowLimit  int32     `json:"row_limit"`
-}
-
-type DatasetMembersListRow struct {
-	ID      uuid.UUID `json:"id"`
-	Source  string    `json:"source"`
-	Query   string    `json:"query"`
-	Reply   string    `json:"reply"`
-	Detail  string    `json:"detail"`
-	AddedAt time.Time `json:"added_at"`
-}
-
-// A page of members for the detail page, newest first.
-func (q *Queries) DatasetMembersList(ctx context.Context, arg DatasetMembersListParams) ([]DatasetMembersListRow, error) {
-	rows, err := q.db.Query(ctx, datasetMembersList, arg.DatasetID, arg.RowLimit)
+// The ids that name no approved or corrected feedback of the organisation,
+// with the status they have (” when there is no such item).
+func (q *Queries) DatasetListIneligibleFeedback(ctx context.Context, arg DatasetListIneligibleFeedbackParams) ([]DatasetListIneligibleFeedbackRow, error) {
+	rows, err := q.db.Query(ctx, datasetListIneligibleFeedback, arg.Ids, arg.OrgID)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	items := []DatasetMembersListRow{}
+	items := []DatasetListIneligibleFeedbackRow{}
 	for rows.Next() {
-		var i DatasetMembersListRow
-		if err := rows.Scan(
-			&i.ID,
-			&i.Source,
-			&i.Query,
-			&i.Reply,
-			&i.Detail,
-			&i.AddedAt,
-		); err != nil {
+		var i DatasetListIneligibleFeedbackRow
+		if err := rows.Scan(&i.ID, &i.Status); err != nil {
 			return nil, err
 		}
 		items = append(items, i)
@@ -454,80 +304,30 @@ func (q *Queries) DatasetMembersList(ctx context.Context, arg DatasetMembersList
 	return items, nil
 }
 
-const datasetMembersRemove = `-- name: DatasetMembersRemove :execrows
-DELETE FROM training_dataset_members
-WHERE dataset_id = $1 AND (pair_id = ANY($2::uuid[]) OR feedback_id = ANY($2::uuid[]))
+const datasetListMissingPairs = `-- name: DatasetListMissingPairs :many
+SELECT x.id::uuid AS id FROM unnest($1::uuid[]) AS x(id)
+WHERE NOT EXISTS (SELECT 1 FROM preference_pairs p WHERE p.org_id = $2 AND p.id = x.id)
 `
 
-type DatasetMembersRemoveParams struct {
-	DatasetID uuid.UUID   `json:"dataset_id"`
-	Ids       []uuid.UUID `json:"ids"`
+type DatasetListMissingPairsParams struct {
+	Ids   []uuid.UUID `json:"ids"`
+	OrgID uuid.UUID   `json:"org_id"`
 }
 
-func (q *Queries) DatasetMembersRemove(ctx context.Context, arg DatasetMembersRemoveParams) (int64, error) {
-	result, err := q.db.Exec(ctx, datasetMembersRemove, arg.DatasetID, arg.Ids)
-	if err != nil {
-		return 0, err
-	}
-	return result.RowsAffected(), nil
-}
-
-const datasetOrg = `-- name: DatasetOrg :one
-SELECT org_id FROM training_datasets WHERE id = $1
-`
-
-// The organisation of a dataset, for the command line, which names
-// datasets by id alone.
-func (q *Queries) DatasetOrg(ctx context.Context, id uuid.UUID) (uuid.UUID, error) {
-	row := q.db.QueryRow(ctx, datasetOrg, id)
-	var org_id uuid.UUID
-	err := row.Scan(&org_id)
-	return org_id, err
-}
-
-const datasetPairContents = `-- name: DatasetPairContents :many
-SELECT p.id, p.prompt, p.system_prompt, p.chosen_response, p.rejected_response
-FROM training_dataset_members m
-JOIN preference_pairs p ON p.id = m.pair_id
-WHERE m.dataset_id = $1 AND m.pair_id > $2::uuid
-ORDER BY m.pair_id
-LIMIT $3
-`
-
-type DatasetPairContentsParams struct {
-	DatasetID uuid.UUID `json:"dataset_id"`
-	After     uuid.UUID `json:"after"`
-	RowLimit  int32     `json:"row_limit"`
-}
-
-type DatasetPairContentsRow struct {
-	ID               uuid.UUID       `json:"id"`
-	Prompt           json.RawMessage `json:"prompt"`
-	SystemPrompt     string          `json:"system_prompt"`
-	ChosenResponse   string          `json:"chosen_response"`
-	RejectedResponse string          `json:"rejected_response"`
-}
-
-// One keyset page of the pairs' exported fields, by id.
-func (q *Queries) DatasetPairContents(ctx context.Context, arg DatasetPairContentsParams) ([]DatasetPairContentsRow, error) {
-	rows, err := q.db.Query(ctx, datasetPairContents, arg.DatasetID, arg.After, arg.RowLimit)
+// The ids that name no pair of the organisation.
+func (q *Queries) DatasetListMissingPairs(ctx context.Context, arg DatasetListMissingPairsParams) ([]uuid.UUID, error) {
+	rows, err := q.db.Query(ctx, datasetListMissingPairs, arg.Ids, arg.OrgID)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	items := []DatasetPairContentsRow{}
+	items := []uuid.UUID{}
 	for rows.Next() {
-		var i DatasetPairContentsRow
-		if err := rows.Scan(
-			&i.ID,
-			&i.Prompt,
-			&i.SystemPrompt,
-			&i.ChosenResponse,
-			&i.RejectedResponse,
-		); err != nil {
+		var id uuid.UUID
+		if err := rows.Scan(&id); err != nil {
 			return nil, err
 		}
-		items = append(items, i)
+		items = append(items, id)
 	}
 	if err := rows.Err(); err != nil {
 		return nil, err
@@ -535,7 +335,7 @@ func (q *Queries) DatasetPairContents(ctx context.Context, arg DatasetPairConten
 	return items, nil
 }
 
-const datasetPairIDsByFilter = `-- name: DatasetPairIDsByFilter :many
+const datasetListPairIDsByFilter = `-- name: DatasetListPairIDsByFilter :many
 SELECT p.id FROM preference_pairs p
 WHERE p.org_id = $1
   AND ($2::pair_method IS NULL OR p.method = $2)
@@ -548,7 +348,7 @@ ORDER BY p.created_at DESC, p.id DESC
 LIMIT $8
 `
 
-type DatasetPairIDsByFilterParams struct {
+type DatasetListPairIDsByFilterParams struct {
 	OrgID       uuid.UUID      `json:"org_id"`
 	Method      NullPairMethod `json:"method"`
 	Tag         string         `json:"tag"`
@@ -559,8 +359,8 @@ type DatasetPairIDsByFilterParams struct {
 	RowLimit    int32          `json:"row_limit"`
 }
 
-func (q *Queries) DatasetPairIDsByFilter(ctx context.Context, arg DatasetPairIDsByFilterParams) ([]uuid.UUID, error) {
-	rows, err := q.db.Query(ctx, datasetPairIDsByFilter,
+func (q *Queries) DatasetListPairIDsByFilter(ctx context.Context, arg DatasetListPairIDsByFilterParams) ([]uuid.UUID, error) {
+	rows, err := q.db.Query(ctx, datasetListPairIDsByFilter,
 		arg.OrgID,
 		arg.Method,
 		arg.Tag,
@@ -588,30 +388,117 @@ func (q *Queries) DatasetPairIDsByFilter(ctx context.Context, arg DatasetPairIDs
 	return items, nil
 }
 
-const datasetPairsMissing = `-- name: DatasetPairsMissing :many
-SELECT x.id::uuid AS id FROM unnest($1::uuid[]) AS x(id)
-WHERE NOT EXISTS (SELECT 1 FROM preference_pairs p WHERE p.org_id = $2 AND p.id = x.id)
+const datasetMemberDelete = `-- name: DatasetMemberDelete :execrows
+DELETE FROM training_dataset_members
+WHERE dataset_id = $1 AND (pair_id = ANY($2::uuid[]) OR feedback_id = ANY($2::uuid[]))
 `
 
-type DatasetPairsMissingParams struct {
-	Ids   []uuid.UUID `json:"ids"`
-	OrgID uuid.UUID   `json:"org_id"`
+type DatasetMemberDeleteParams struct {
+	DatasetID uuid.UUID   `json:"dataset_id"`
+	Ids       []uuid.UUID `json:"ids"`
 }
 
-// The ids that name no pair of the organisation.
-func (q *Queries) DatasetPairsMissing(ctx context.Context, arg DatasetPairsMissingParams) ([]uuid.UUID, error) {
-	rows, err := q.db.Query(ctx, datasetPairsMissing, arg.Ids, arg.OrgID)
+func (q *Queries) DatasetMemberDelete(ctx context.Context, arg DatasetMemberDeleteParams) (int64, error) {
+	result, err := q.db.Exec(ctx, datasetMemberDelete, arg.DatasetID, arg.Ids)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}
+
+const datasetMemberInsertFeedback = `-- name: DatasetMemberInsertFeedback :execrows
+INSERT INTO training_dataset_members (dataset_id, org_id, feedback_id)
+SELECT $1, $2, f.id FROM feedback f
+WHERE f.org_id = $2 AND f.id = ANY($3::uuid[]) AND f.status IN ('approved', 'corrected')
+ON CONFLICT DO NOTHING
+`
+
+type DatasetMemberInsertFeedbackParams struct {
+	DatasetID uuid.UUID   `json:"dataset_id"`
+	OrgID     uuid.UUID   `json:"org_id"`
+	Ids       []uuid.UUID `json:"ids"`
+}
+
+// Only approved and corrected feedback is training material.
+func (q *Queries) DatasetMemberInsertFeedback(ctx context.Context, arg DatasetMemberInsertFeedbackParams) (int64, error) {
+	result, err := q.db.Exec(ctx, datasetMemberInsertFeedback, arg.DatasetID, arg.OrgID, arg.Ids)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}
+
+const datasetMemberInsertPairs = `-- name: DatasetMemberInsertPairs :execrows
+INSERT INTO training_dataset_members (dataset_id, org_id, pair_id)
+SELECT $1, $2, p.id FROM preference_pairs p
+WHERE p.org_id = $2 AND p.id = ANY($3::uuid[])
+ON CONFLICT DO NOTHING
+`
+
+type DatasetMemberInsertPairsParams struct {
+	DatasetID uuid.UUID   `json:"dataset_id"`
+	OrgID     uuid.UUID   `json:"org_id"`
+	Ids       []uuid.UUID `json:"ids"`
+}
+
+func (q *Queries) DatasetMemberInsertPairs(ctx context.Context, arg DatasetMemberInsertPairsParams) (int64, error) {
+	result, err := q.db.Exec(ctx, datasetMemberInsertPairs, arg.DatasetID, arg.OrgID, arg.Ids)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}
+
+const datasetMemberList = `-- name: DatasetMemberList :many
+SELECT coalesce(p.id, f.id)::uuid AS id,
+    CASE WHEN m.pair_id IS NOT NULL THEN 'pair' ELSE 'feedback' END::text AS source,
+    left(coalesce(p.query, f.query), 200)::text AS query,
+    left(coalesce(p.chosen_response, CASE WHEN f.correction <> '' THEN f.correction ELSE f.response END), 200)::text AS reply,
+    coalesce(f.status::text, p.method::text, '')::text AS detail,
+    m.added_at
+FROM training_dataset_members m
+LEFT JOIN preference_pairs p ON p.id = m.pair_id
+LEFT JOIN feedback f ON f.id = m.feedback_id
+WHERE m.dataset_id = $1
+ORDER BY m.added_at DESC, coalesce(p.id, f.id) DESC
+LIMIT $2
+`
+
+type DatasetMemberListParams struct {
+	DatasetID uuid.UUID `json:"dataset_id"`
+	RowLimit  int32     `json:"row_limit"`
+}
+
+type DatasetMemberListRow struct {
+	ID      uuid.UUID `json:"id"`
+	Source  string    `json:"source"`
+	Query   string    `json:"query"`
+	Reply   string    `json:"reply"`
+	Detail  string    `json:"detail"`
+	AddedAt time.Time `json:"added_at"`
+}
+
+// A page of members for the detail page, newest first.
+func (q *Queries) DatasetMemberList(ctx context.Context, arg DatasetMemberListParams) ([]DatasetMemberListRow, error) {
+	rows, err := q.db.Query(ctx, datasetMemberList, arg.DatasetID, arg.RowLimit)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	items := []uuid.UUID{}
+	items := []DatasetMemberListRow{}
 	for rows.Next() {
-		var id uuid.UUID
-		if err := rows.Scan(&id); err != nil {
+		var i DatasetMemberListRow
+		if err := rows.Scan(
+			&i.ID,
+			&i.Source,
+			&i.Query,
+			&i.Reply,
+			&i.Detail,
+			&i.AddedAt,
+		); err != nil {
 			return nil, err
 		}
-		items = append(items, id)
+		items = append(items, i)
 	}
 	if err := rows.Err(); err != nil {
 		return nil, err
@@ -619,135 +506,109 @@ func (q *Queries) DatasetPairsMissing(ctx context.Context, arg DatasetPairsMissi
 	return items, nil
 }
 
-const datasetSetCurrentVersion = `-- name: DatasetSetCurrentVersion :one
-UPDATE training_datasets SET status = 'ready', current_version_id = $1, quality_score = $2,
-    updated_at = now(), version = version + 1
-WHERE org_id = $3 AND id = $4
-RETURNING id, org_id, name, description, dataset_type, status, system_prompt, export_format, base_model, split_strategy, validation_percent, split_seed, saved_filter, quality_score, current_version_id, created_by, curator_label, created_at, updated_at, version
+const datasetMemberListFeedbackContents = `-- name: DatasetMemberListFeedbackContents :many
+SELECT f.id, f.query, f.response, f.correction, f.status, f.context
+FROM training_dataset_members m
+JOIN feedback f ON f.id = m.feedback_id
+WHERE m.dataset_id = $1 AND m.feedback_id > $2::uuid
+ORDER BY m.feedback_id
+LIMIT $3
 `
 
-type DatasetSetCurrentVersionParams struct {
-	VersionID    uuid.NullUUID `json:"version_id"`
-	QualityScore pgtype.Float4 `json:"quality_score"`
-	OrgID        uuid.UUID     `json:"org_id"`
-	ID           uuid.UUID     `json:"id"`
+type DatasetMemberListFeedbackContentsParams struct {
+	DatasetID uuid.UUID `json:"dataset_id"`
+	After     uuid.UUID `json:"after"`
+	RowLimit  int32     `json:"row_limit"`
 }
 
-func (q *Queries) DatasetSetCurrentVersion(ctx context.Context, arg DatasetSetCurrentVersionParams) (TrainingDataset, error) {
-	row := q.db.QueryRow(ctx, datasetSetCurrentVersion,
-		arg.VersionID,
-		arg.QualityScore,
-		arg.OrgID,
-		arg.ID,
-	)
-	var i TrainingDataset
-	err := row.Scan(
-		&i.ID,
-		&i.OrgID,
-		&i.Name,
-		&i.Description,
-		&i.DatasetType,
-		&i.Status,
-		&i.SystemPrompt,
-		&i.ExportFormat,
-		&i.BaseModel,
-		&i.SplitStrategy,
-		&i.ValidationPercent,
-		&i.SplitSeed,
-		&i.SavedFilter,
-		&i.QualityScore,
-		&i.CurrentVersionID,
-		&i.CreatedBy,
-		&i.CuratorLabel,
-		&i.CreatedAt,
-		&i.UpdatedAt,
-		&i.Version,
-	)
-	return i, err
+type DatasetMemberListFeedbackContentsRow struct {
+	ID         uuid.UUID       `json:"id"`
+	Query      string          `json:"query"`
+	Response   string          `json:"response"`
+	Correction string          `json:"correction"`
+	Status     ReviewStatus    `json:"status"`
+	Context    json.RawMessage `json:"context"`
 }
 
-const datasetSetQuality = `-- name: DatasetSetQuality :exec
-UPDATE training_datasets SET quality_score = $1
-WHERE org_id = $2 AND id = $3 AND current_version_id = $4 AND export_format = $5
+// One keyset page of the feedback's exported fields, by id.
+func (q *Queries) DatasetMemberListFeedbackContents(ctx context.Context, arg DatasetMemberListFeedbackContentsParams) ([]DatasetMemberListFeedbackContentsRow, error) {
+	rows, err := q.db.Query(ctx, datasetMemberListFeedbackContents, arg.DatasetID, arg.After, arg.RowLimit)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []DatasetMemberListFeedbackContentsRow{}
+	for rows.Next() {
+		var i DatasetMemberListFeedbackContentsRow
+		if err := rows.Scan(
+			&i.ID,
+			&i.Query,
+			&i.Response,
+			&i.Correction,
+			&i.Status,
+			&i.Context,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const datasetMemberListPairContents = `-- name: DatasetMemberListPairContents :many
+SELECT p.id, p.prompt, p.system_prompt, p.chosen_response, p.rejected_response
+FROM training_dataset_members m
+JOIN preference_pairs p ON p.id = m.pair_id
+WHERE m.dataset_id = $1 AND m.pair_id > $2::uuid
+ORDER BY m.pair_id
+LIMIT $3
 `
 
-type DatasetSetQualityParams struct {
-	QualityScore pgtype.Float4 `json:"quality_score"`
-	OrgID        uuid.UUID     `json:"org_id"`
-	ID           uuid.UUID     `json:"id"`
-	VersionID    uuid.NullUUID `json:"version_id"`
-	ExportFormat string        `json:"export_format"`
+type DatasetMemberListPairContentsParams struct {
+	DatasetID uuid.UUID `json:"dataset_id"`
+	After     uuid.UUID `json:"after"`
+	RowLimit  int32     `json:"row_limit"`
 }
 
-// The quality score of an export's validation report, kept only when the
-// export is of the current version in the target format.
-func (q *Queries) DatasetSetQuality(ctx context.Context, arg DatasetSetQualityParams) error {
-	_, err := q.db.Exec(ctx, datasetSetQuality,
-		arg.QualityScore,
-		arg.OrgID,
-		arg.ID,
-		arg.VersionID,
-		arg.ExportFormat,
-	)
-	return err
+type DatasetMemberListPairContentsRow struct {
+	ID               uuid.UUID       `json:"id"`
+	Prompt           json.RawMessage `json:"prompt"`
+	SystemPrompt     string          `json:"system_prompt"`
+	ChosenResponse   string          `json:"chosen_response"`
+	RejectedResponse string          `json:"rejected_response"`
 }
 
-const datasetSetSavedFilter = `-- name: DatasetSetSavedFilter :exec
-UPDATE training_datasets SET saved_filter = $1, updated_at = now() WHERE org_id = $2 AND id = $3
-`
-
-type DatasetSetSavedFilterParams struct {
-	SavedFilter string    `json:"saved_filter"`
-	OrgID       uuid.UUID `json:"org_id"`
-	ID          uuid.UUID `json:"id"`
+// One keyset page of the pairs' exported fields, by id.
+func (q *Queries) DatasetMemberListPairContents(ctx context.Context, arg DatasetMemberListPairContentsParams) ([]DatasetMemberListPairContentsRow, error) {
+	rows, err := q.db.Query(ctx, datasetMemberListPairContents, arg.DatasetID, arg.After, arg.RowLimit)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []DatasetMemberListPairContentsRow{}
+	for rows.Next() {
+		var i DatasetMemberListPairContentsRow
+		if err := rows.Scan(
+			&i.ID,
+			&i.Prompt,
+			&i.SystemPrompt,
+			&i.ChosenResponse,
+			&i.RejectedResponse,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
 }
 
-func (q *Queries) DatasetSetSavedFilter(ctx context.Context, arg DatasetSetSavedFilterParams) error {
-	_, err := q.db.Exec(ctx, datasetSetSavedFilter, arg.SavedFilter, arg.OrgID, arg.ID)
-	return err
-}
-
-const datasetSetStatus = `-- name: DatasetSetStatus :one
-UPDATE training_datasets SET status = $1, updated_at = now(), version = version + 1
-WHERE org_id = $2 AND id = $3
-RETURNING id, org_id, name, description, dataset_type, status, system_prompt, export_format, base_model, split_strategy, validation_percent, split_seed, saved_filter, quality_score, current_version_id, created_by, curator_label, created_at, updated_at, version
-`
-
-type DatasetSetStatusParams struct {
-	Status DatasetStatus `json:"status"`
-	OrgID  uuid.UUID     `json:"org_id"`
-	ID     uuid.UUID     `json:"id"`
-}
-
-func (q *Queries) DatasetSetStatus(ctx context.Context, arg DatasetSetStatusParams) (TrainingDataset, error) {
-	row := q.db.QueryRow(ctx, datasetSetStatus, arg.Status, arg.OrgID, arg.ID)
-	var i TrainingDataset
-	err := row.Scan(
-		&i.ID,
-		&i.OrgID,
-		&i.Name,
-		&i.Description,
-		&i.DatasetType,
-		&i.Status,
-		&i.SystemPrompt,
-		&i.ExportFormat,
-		&i.BaseModel,
-		&i.SplitStrategy,
-		&i.ValidationPercent,
-		&i.SplitSeed,
-		&i.SavedFilter,
-		&i.QualityScore,
-		&i.CurrentVersionID,
-		&i.CreatedBy,
-		&i.CuratorLabel,
-		&i.CreatedAt,
-		&i.UpdatedAt,
-		&i.Version,
-	)
-	return i, err
-}
-
-const datasetSplitKeys = `-- name: DatasetSplitKeys :many
+const datasetMemberListSplitKeys = `-- name: DatasetMemberListSplitKeys :many
 SELECT coalesce(p.id, f.id)::uuid AS id,
     CASE WHEN p.id IS NOT NULL THEN 'method:' || p.method::text
          WHEN f.rating IS NOT NULL THEN 'rating:' || f.rating::text
@@ -761,7 +622,7 @@ LEFT JOIN feedback f ON f.id = m.feedback_id
 WHERE m.dataset_id = $1
 `
 
-type DatasetSplitKeysRow struct {
+type DatasetMemberListSplitKeysRow struct {
 	ID        uuid.UUID `json:"id"`
 	Stratum   string    `json:"stratum"`
 	EndUser   string    `json:"end_user"`
@@ -770,15 +631,15 @@ type DatasetSplitKeysRow struct {
 
 // What the split needs of every member: its stratum (rating or type), end
 // user and time. Small per row, so a whole dataset fits in memory.
-func (q *Queries) DatasetSplitKeys(ctx context.Context, datasetID uuid.UUID) ([]DatasetSplitKeysRow, error) {
-	rows, err := q.db.Query(ctx, datasetSplitKeys, datasetID)
+func (q *Queries) DatasetMemberListSplitKeys(ctx context.Context, datasetID uuid.UUID) ([]DatasetMemberListSplitKeysRow, error) {
+	rows, err := q.db.Query(ctx, datasetMemberListSplitKeys, datasetID)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	items := []DatasetSplitKeysRow{}
+	items := []DatasetMemberListSplitKeysRow{}
 	for rows.Next() {
-		var i DatasetSplitKeysRow
+		var i DatasetMemberListSplitKeysRow
 		if err := rows.Scan(
 			&i.ID,
 			&i.Stratum,
@@ -859,35 +720,458 @@ func (q *Queries) DatasetUpdate(ctx context.Context, arg DatasetUpdateParams) (T
 	return i, err
 }
 
-const exportFail = `-- name: ExportFail :exec
-UPDATE dataset_exports SET status = 'failed', error = $1, finished_at = now() WHERE id = $2
+const datasetUpdateCurrentVersion = `-- name: DatasetUpdateCurrentVersion :one
+UPDATE training_datasets SET status = 'ready', current_version_id = $1, quality_score = $2,
+    updated_at = now(), version = version + 1
+WHERE org_id = $3 AND id = $4
+RETURNING id, org_id, name, description, dataset_type, status, system_prompt, export_format, base_model, split_strategy, validation_percent, split_seed, saved_filter, quality_score, current_version_id, created_by, curator_label, created_at, updated_at, version
 `
 
-type ExportFailParams struct {
-	Error string    `json:"error"`
+type DatasetUpdateCurrentVersionParams struct {
+	VersionID    uuid.NullUUID `json:"version_id"`
+	QualityScore pgtype.Float4 `json:"quality_score"`
+	OrgID        uuid.UUID     `json:"org_id"`
+	ID           uuid.UUID     `json:"id"`
+}
+
+func (q *Queries) DatasetUpdateCurrentVersion(ctx context.Context, arg DatasetUpdateCurrentVersionParams) (TrainingDataset, error) {
+	row := q.db.QueryRow(ctx, datasetUpdateCurrentVersion,
+		arg.VersionID,
+		arg.QualityScore,
+		arg.OrgID,
+		arg.ID,
+	)
+	var i TrainingDataset
+	err := row.Scan(
+		&i.ID,
+		&i.OrgID,
+		&i.Name,
+		&i.Description,
+		&i.DatasetType,
+		&i.Status,
+		&i.SystemPrompt,
+		&i.ExportFormat,
+		&i.BaseModel,
+		&i.SplitStrategy,
+		&i.ValidationPercent,
+		&i.SplitSeed,
+		&i.SavedFilter,
+		&i.QualityScore,
+		&i.CurrentVersionID,
+		&i.CreatedBy,
+		&i.CuratorLabel,
+		&i.CreatedAt,
+		&i.UpdatedAt,
+		&i.Version,
+	)
+	return i, err
+}
+
+const datasetUpdateExported = `-- name: DatasetUpdateExported :exec
+UPDATE training_datasets SET status = 'exported', updated_at = now(), version = version + 1
+WHERE id = $1 AND status = 'ready'
+`
+
+// A finished export moves a ready dataset on; other states stay as they are.
+func (q *Queries) DatasetUpdateExported(ctx context.Context, id uuid.UUID) error {
+	_, err := q.db.Exec(ctx, datasetUpdateExported, id)
+	return err
+}
+
+const datasetUpdateQuality = `-- name: DatasetUpdateQuality :exec
+UPDATE training_datasets SET quality_score = $1
+WHERE org_id = $2 AND id = $3 AND current_version_id = $4 AND export_format = $5
+`
+
+type DatasetUpdateQualityParams struct {
+	QualityScore pgtype.Float4 `json:"quality_score"`
+	OrgID        uuid.UUID     `json:"org_id"`
+	ID           uuid.UUID     `json:"id"`
+	VersionID    uuid.NullUUID `json:"version_id"`
+	ExportFormat string        `json:"export_format"`
+}
+
+// The quality score of an export's validation report, kept only when the
+// export is of the current version in the target format.
+func (q *Queries) DatasetUpdateQuality(ctx context.Context, arg DatasetUpdateQualityParams) error {
+	_, err := q.db.Exec(ctx, datasetUpdateQuality,
+		arg.QualityScore,
+		arg.OrgID,
+		arg.ID,
+		arg.VersionID,
+		arg.ExportFormat,
+	)
+	return err
+}
+
+const datasetUpdateSavedFilter = `-- name: DatasetUpdateSavedFilter :exec
+UPDATE training_datasets SET saved_filter = $1, updated_at = now() WHERE org_id = $2 AND id = $3
+`
+
+type DatasetUpdateSavedFilterParams struct {
+	SavedFilter string    `json:"saved_filter"`
+	OrgID       uuid.UUID `json:"org_id"`
+	ID          uuid.UUID `json:"id"`
+}
+
+func (q *Queries) DatasetUpdateSavedFilter(ctx context.Context, arg DatasetUpdateSavedFilterParams) error {
+	_, err := q.db.Exec(ctx, datasetUpdateSavedFilter, arg.SavedFilter, arg.OrgID, arg.ID)
+	return err
+}
+
+const datasetUpdateStatus = `-- name: DatasetUpdateStatus :one
+UPDATE training_datasets SET status = $1, updated_at = now(), version = version + 1
+WHERE org_id = $2 AND id = $3
+RETURNING id, org_id, name, description, dataset_type, status, system_prompt, export_format, base_model, split_strategy, validation_percent, split_seed, saved_filter, quality_score, current_version_id, created_by, curator_label, created_at, updated_at, version
+`
+
+type DatasetUpdateStatusParams struct {
+	Status DatasetStatus `json:"status"`
+	OrgID  uuid.UUID     `json:"org_id"`
+	ID     uuid.UUID     `json:"id"`
+}
+
+func (q *Queries) DatasetUpdateStatus(ctx context.Context, arg DatasetUpdateStatusParams) (TrainingDataset, error) {
+	row := q.db.QueryRow(ctx, datasetUpdateStatus, arg.Status, arg.OrgID, arg.ID)
+	var i TrainingDataset
+	err := row.Scan(
+		&i.ID,
+		&i.OrgID,
+		&i.Name,
+		&i.Description,
+		&i.DatasetType,
+		&i.Status,
+		&i.SystemPrompt,
+		&i.ExportFormat,
+		&i.BaseModel,
+		&i.SplitStrategy,
+		&i.ValidationPercent,
+		&i.SplitSeed,
+		&i.SavedFilter,
+		&i.QualityScore,
+		&i.CurrentVersionID,
+		&i.CreatedBy,
+		&i.CuratorLabel,
+		&i.CreatedAt,
+		&i.UpdatedAt,
+		&i.Version,
+	)
+	return i, err
+}
+
+const datasetVersionGet = `-- name: DatasetVersionGet :one
+SELECT id, org_id, dataset_id, number, kind, content_hash, item_count, train_count, validation_count, split_strategy, validation_percent, split_seed, created_by_label, created_at FROM dataset_versions WHERE org_id = $1 AND id = $2
+`
+
+type DatasetVersionGetParams struct {
+	OrgID uuid.UUID `json:"org_id"`
 	ID    uuid.UUID `json:"id"`
 }
 
-func (q *Queries) ExportFail(ctx context.Context, arg ExportFailParams) error {
-	_, err := q.db.Exec(ctx, exportFail, arg.Error, arg.ID)
-	return err
+func (q *Queries) DatasetVersionGet(ctx context.Context, arg DatasetVersionGetParams) (DatasetVersion, error) {
+	row := q.db.QueryRow(ctx, datasetVersionGet, arg.OrgID, arg.ID)
+	var i DatasetVersion
+	err := row.Scan(
+		&i.ID,
+		&i.OrgID,
+		&i.DatasetID,
+		&i.Number,
+		&i.Kind,
+		&i.ContentHash,
+		&i.ItemCount,
+		&i.TrainCount,
+		&i.ValidationCount,
+		&i.SplitStrategy,
+		&i.ValidationPercent,
+		&i.SplitSeed,
+		&i.CreatedByLabel,
+		&i.CreatedAt,
+	)
+	return i, err
 }
 
-const exportFinish = `-- name: ExportFinish :exec
-UPDATE dataset_exports SET status = 'succeeded', rows_done = rows_total, storage_prefix = $1,
-    manifest = $2, finished_at = now()
-WHERE id = $3
+const datasetVersionGetLatest = `-- name: DatasetVersionGetLatest :one
+SELECT id, org_id, dataset_id, number, kind, content_hash, item_count, train_count, validation_count, split_strategy, validation_percent, split_seed, created_by_label, created_at FROM dataset_versions WHERE dataset_id = $1 ORDER BY number DESC LIMIT 1
 `
 
-type ExportFinishParams struct {
-	StoragePrefix string    `json:"storage_prefix"`
-	Manifest      []byte    `json:"manifest"`
-	ID            uuid.UUID `json:"id"`
+func (q *Queries) DatasetVersionGetLatest(ctx context.Context, datasetID uuid.UUID) (DatasetVersion, error) {
+	row := q.db.QueryRow(ctx, datasetVersionGetLatest, datasetID)
+	var i DatasetVersion
+	err := row.Scan(
+		&i.ID,
+		&i.OrgID,
+		&i.DatasetID,
+		&i.Number,
+		&i.Kind,
+		&i.ContentHash,
+		&i.ItemCount,
+		&i.TrainCount,
+		&i.ValidationCount,
+		&i.SplitStrategy,
+		&i.ValidationPercent,
+		&i.SplitSeed,
+		&i.CreatedByLabel,
+		&i.CreatedAt,
+	)
+	return i, err
 }
 
-func (q *Queries) ExportFinish(ctx context.Context, arg ExportFinishParams) error {
-	_, err := q.db.Exec(ctx, exportFinish, arg.StoragePrefix, arg.Manifest, arg.ID)
-	return err
+const datasetVersionInsert = `-- name: DatasetVersionInsert :one
+INSERT INTO dataset_versions (
+    id, org_id, dataset_id, number, kind, content_hash, item_count, train_count, validation_count,
+    split_strategy, validation_percent, split_seed, created_by_label
+) VALUES (
+    $1, $2, $3,
+    (SELECT coalesce(max(number), 0) + 1 FROM dataset_versions WHERE dataset_id = $3),
+    $4, $5, $6, $7, $8,
+    $9, $10, $11, $12
+)
+RETURNING id, org_id, dataset_id, number, kind, content_hash, item_count, train_count, validation_count, split_strategy, validation_percent, split_seed, created_by_label, created_at
+`
+
+type DatasetVersionInsertParams struct {
+	ID                uuid.UUID     `json:"id"`
+	OrgID             uuid.UUID     `json:"org_id"`
+	DatasetID         uuid.UUID     `json:"dataset_id"`
+	Kind              string        `json:"kind"`
+	ContentHash       string        `json:"content_hash"`
+	ItemCount         int32         `json:"item_count"`
+	TrainCount        int32         `json:"train_count"`
+	ValidationCount   int32         `json:"validation_count"`
+	SplitStrategy     SplitStrategy `json:"split_strategy"`
+	ValidationPercent int16         `json:"validation_percent"`
+	SplitSeed         int64         `json:"split_seed"`
+	CreatedByLabel    string        `json:"created_by_label"`
+}
+
+func (q *Queries) DatasetVersionInsert(ctx context.Context, arg DatasetVersionInsertParams) (DatasetVersion, error) {
+	row := q.db.QueryRow(ctx, datasetVersionInsert,
+		arg.ID,
+		arg.OrgID,
+		arg.DatasetID,
+		arg.Kind,
+		arg.ContentHash,
+		arg.ItemCount,
+		arg.TrainCount,
+		arg.ValidationCount,
+		arg.SplitStrategy,
+		arg.ValidationPercent,
+		arg.SplitSeed,
+		arg.CreatedByLabel,
+	)
+	var i DatasetVersion
+	err := row.Scan(
+		&i.ID,
+		&i.OrgID,
+		&i.DatasetID,
+		&i.Number,
+		&i.Kind,
+		&i.ContentHash,
+		&i.ItemCount,
+		&i.TrainCount,
+		&i.ValidationCount,
+		&i.SplitStrategy,
+		&i.ValidationPercent,
+		&i.SplitSeed,
+		&i.CreatedByLabel,
+		&i.CreatedAt,
+	)
+	return i, err
+}
+
+type DatasetVersionItemInsertManyParams struct {
+	VersionID  uuid.UUID       `json:"version_id"`
+	ContentSha []byte          `json:"content_sha"`
+	SourceID   uuid.UUID       `json:"source_id"`
+	Split      string          `json:"split"`
+	Content    json.RawMessage `json:"content"`
+}
+
+const datasetVersionItemList = `-- name: DatasetVersionItemList :many
+SELECT content_sha, source_id, content FROM dataset_version_items
+WHERE version_id = $1 AND split = $2 AND (content_sha, source_id) > ($3::bytea, $4::uuid)
+ORDER BY content_sha, source_id
+LIMIT $5
+`
+
+type DatasetVersionItemListParams struct {
+	VersionID uuid.UUID `json:"version_id"`
+	Split     string    `json:"split"`
+	AfterSha  []byte    `json:"after_sha"`
+	AfterID   uuid.UUID `json:"after_id"`
+	RowLimit  int32     `json:"row_limit"`
+}
+
+type DatasetVersionItemListRow struct {
+	ContentSha []byte          `json:"content_sha"`
+	SourceID   uuid.UUID       `json:"source_id"`
+	Content    json.RawMessage `json:"content"`
+}
+
+// One keyset page of a version's items in one split, in canonical order.
+func (q *Queries) DatasetVersionItemList(ctx context.Context, arg DatasetVersionItemListParams) ([]DatasetVersionItemListRow, error) {
+	rows, err := q.db.Query(ctx, datasetVersionItemList,
+		arg.VersionID,
+		arg.Split,
+		arg.AfterSha,
+		arg.AfterID,
+		arg.RowLimit,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []DatasetVersionItemListRow{}
+	for rows.Next() {
+		var i DatasetVersionItemListRow
+		if err := rows.Scan(&i.ContentSha, &i.SourceID, &i.Content); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const datasetVersionList = `-- name: DatasetVersionList :many
+SELECT id, org_id, dataset_id, number, kind, content_hash, item_count, train_count, validation_count, split_strategy, validation_percent, split_seed, created_by_label, created_at FROM dataset_versions WHERE org_id = $1 AND dataset_id = $2 ORDER BY number DESC
+`
+
+type DatasetVersionListParams struct {
+	OrgID     uuid.UUID `json:"org_id"`
+	DatasetID uuid.UUID `json:"dataset_id"`
+}
+
+func (q *Queries) DatasetVersionList(ctx context.Context, arg DatasetVersionListParams) ([]DatasetVersion, error) {
+	rows, err := q.db.Query(ctx, datasetVersionList, arg.OrgID, arg.DatasetID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []DatasetVersion{}
+	for rows.Next() {
+		var i DatasetVersion
+		if err := rows.Scan(
+			&i.ID,
+			&i.OrgID,
+			&i.DatasetID,
+			&i.Number,
+			&i.Kind,
+			&i.ContentHash,
+			&i.ItemCount,
+			&i.TrainCount,
+			&i.ValidationCount,
+			&i.SplitStrategy,
+			&i.ValidationPercent,
+			&i.SplitSeed,
+			&i.CreatedByLabel,
+			&i.CreatedAt,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const datasetVersionListByIDs = `-- name: DatasetVersionListByIDs :many
+SELECT id, org_id, dataset_id, number, kind, content_hash, item_count, train_count, validation_count, split_strategy, validation_percent, split_seed, created_by_label, created_at FROM dataset_versions WHERE org_id = $1 AND id = ANY($2::uuid[])
+`
+
+type DatasetVersionListByIDsParams struct {
+	OrgID uuid.UUID   `json:"org_id"`
+	Ids   []uuid.UUID `json:"ids"`
+}
+
+// The current versions of a page of datasets, for list answers that show
+// each dataset as GET /:id does.
+func (q *Queries) DatasetVersionListByIDs(ctx context.Context, arg DatasetVersionListByIDsParams) ([]DatasetVersion, error) {
+	rows, err := q.db.Query(ctx, datasetVersionListByIDs, arg.OrgID, arg.Ids)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []DatasetVersion{}
+	for rows.Next() {
+		var i DatasetVersion
+		if err := rows.Scan(
+			&i.ID,
+			&i.OrgID,
+			&i.DatasetID,
+			&i.Number,
+			&i.Kind,
+			&i.ContentHash,
+			&i.ItemCount,
+			&i.TrainCount,
+			&i.ValidationCount,
+			&i.SplitStrategy,
+			&i.ValidationPercent,
+			&i.SplitSeed,
+			&i.CreatedByLabel,
+			&i.CreatedAt,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const datasetVersionListForOrg = `-- name: DatasetVersionListForOrg :many
+SELECT v.id, v.kind, v.number, v.item_count, v.train_count, v.validation_count, v.content_hash, d.name AS dataset_name
+FROM dataset_versions v JOIN training_datasets d ON d.id = v.dataset_id
+WHERE v.org_id = $1 AND d.status <> 'archived'
+ORDER BY v.created_at DESC
+LIMIT 200
+`
+
+type DatasetVersionListForOrgRow struct {
+	ID              uuid.UUID `json:"id"`
+	Kind            string    `json:"kind"`
+	Number          int32     `json:"number"`
+	ItemCount       int32     `json:"item_count"`
+	TrainCount      int32     `json:"train_count"`
+	ValidationCount int32     `json:"validation_count"`
+	ContentHash     string    `json:"content_hash"`
+	DatasetName     string    `json:"dataset_name"`
+}
+
+// Frozen versions a fine-tuning launch may choose from, newest first.
+func (q *Queries) DatasetVersionListForOrg(ctx context.Context, orgID uuid.UUID) ([]DatasetVersionListForOrgRow, error) {
+	rows, err := q.db.Query(ctx, datasetVersionListForOrg, orgID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []DatasetVersionListForOrgRow{}
+	for rows.Next() {
+		var i DatasetVersionListForOrgRow
+		if err := rows.Scan(
+			&i.ID,
+			&i.Kind,
+			&i.Number,
+			&i.ItemCount,
+			&i.TrainCount,
+			&i.ValidationCount,
+			&i.ContentHash,
+			&i.DatasetName,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
 }
 
 const exportGet = `-- name: ExportGet :one
@@ -997,6 +1281,51 @@ func (q *Queries) ExportInsert(ctx context.Context, arg ExportInsertParams) (Dat
 	return i, err
 }
 
+const exportList = `-- name: ExportList :many
+SELECT id, org_id, dataset_id, version_id, format, mask_pii, status, rows_total, rows_done, storage_prefix, manifest, error, created_by_label, created_at, finished_at FROM dataset_exports WHERE org_id = $1 AND dataset_id = $2 ORDER BY created_at DESC, id DESC LIMIT 50
+`
+
+type ExportListParams struct {
+	OrgID     uuid.UUID `json:"org_id"`
+	DatasetID uuid.UUID `json:"dataset_id"`
+}
+
+func (q *Queries) ExportList(ctx context.Context, arg ExportListParams) ([]DatasetExport, error) {
+	rows, err := q.db.Query(ctx, exportList, arg.OrgID, arg.DatasetID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []DatasetExport{}
+	for rows.Next() {
+		var i DatasetExport
+		if err := rows.Scan(
+			&i.ID,
+			&i.OrgID,
+			&i.DatasetID,
+			&i.VersionID,
+			&i.Format,
+			&i.MaskPii,
+			&i.Status,
+			&i.RowsTotal,
+			&i.RowsDone,
+			&i.StoragePrefix,
+			&i.Manifest,
+			&i.Error,
+			&i.CreatedByLabel,
+			&i.CreatedAt,
+			&i.FinishedAt,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const exportListLatestSucceeded = `-- name: ExportListLatestSucceeded :many
 SELECT DISTINCT ON (dataset_id) id, org_id, dataset_id, version_id, format, mask_pii, status, rows_total, rows_done, storage_prefix, manifest, error, created_by_label, created_at, finished_at FROM dataset_exports
 WHERE org_id = $1 AND dataset_id = ANY($2::uuid[]) AND status = 'succeeded'
@@ -1046,385 +1375,56 @@ func (q *Queries) ExportListLatestSucceeded(ctx context.Context, arg ExportListL
 	return items, nil
 }
 
-const exportProgress = `-- name: ExportProgress :exec
+const exportUpdateFailed = `-- name: ExportUpdateFailed :exec
+UPDATE dataset_exports SET status = 'failed', error = $1, finished_at = now() WHERE id = $2
+`
+
+type ExportUpdateFailedParams struct {
+	Error string    `json:"error"`
+	ID    uuid.UUID `json:"id"`
+}
+
+func (q *Queries) ExportUpdateFailed(ctx context.Context, arg ExportUpdateFailedParams) error {
+	_, err := q.db.Exec(ctx, exportUpdateFailed, arg.Error, arg.ID)
+	return err
+}
+
+const exportUpdateFinished = `-- name: ExportUpdateFinished :exec
+UPDATE dataset_exports SET status = 'succeeded', rows_done = rows_total, storage_prefix = $1,
+    manifest = $2, finished_at = now()
+WHERE id = $3
+`
+
+type ExportUpdateFinishedParams struct {
+	StoragePrefix string    `json:"storage_prefix"`
+	Manifest      []byte    `json:"manifest"`
+	ID            uuid.UUID `json:"id"`
+}
+
+func (q *Queries) ExportUpdateFinished(ctx context.Context, arg ExportUpdateFinishedParams) error {
+	_, err := q.db.Exec(ctx, exportUpdateFinished, arg.StoragePrefix, arg.Manifest, arg.ID)
+	return err
+}
+
+const exportUpdateProgress = `-- name: ExportUpdateProgress :exec
 UPDATE dataset_exports SET rows_done = $1 WHERE id = $2
 `
 
-type ExportProgressParams struct {
+type ExportUpdateProgressParams struct {
 	RowsDone int32     `json:"rows_done"`
 	ID       uuid.UUID `json:"id"`
 }
 
-func (q *Queries) ExportProgress(ctx context.Context, arg ExportProgressParams) error {
-	_, err := q.db.Exec(ctx, exportProgress, arg.RowsDone, arg.ID)
+func (q *Queries) ExportUpdateProgress(ctx context.Context, arg ExportUpdateProgressParams) error {
+	_, err := q.db.Exec(ctx, exportUpdateProgress, arg.RowsDone, arg.ID)
 	return err
 }
 
-const exportStart = `-- name: ExportStart :exec
+const exportUpdateStarted = `-- name: ExportUpdateStarted :exec
 UPDATE dataset_exports SET status = 'running', rows_done = 0, error = '' WHERE id = $1
 `
 
-func (q *Queries) ExportStart(ctx context.Context, id uuid.UUID) error {
-	_, err := q.db.Exec(ctx, exportStart, id)
+func (q *Queries) ExportUpdateStarted(ctx context.Context, id uuid.UUID) error {
+	_, err := q.db.Exec(ctx, exportUpdateStarted, id)
 	return err
-}
-
-const exportsList = `-- name: ExportsList :many
-SELECT id, org_id, dataset_id, version_id, format, mask_pii, status, rows_total, rows_done, storage_prefix, manifest, error, created_by_label, created_at, finished_at FROM dataset_exports WHERE org_id = $1 AND dataset_id = $2 ORDER BY created_at DESC, id DESC LIMIT 50
-`
-
-type ExportsListParams struct {
-	OrgID     uuid.UUID `json:"org_id"`
-	DatasetID uuid.UUID `json:"dataset_id"`
-}
-
-func (q *Queries) ExportsList(ctx context.Context, arg ExportsListParams) ([]DatasetExport, error) {
-	rows, err := q.db.Query(ctx, exportsList, arg.OrgID, arg.DatasetID)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	items := []DatasetExport{}
-	for rows.Next() {
-		var i DatasetExport
-		if err := rows.Scan(
-			&i.ID,
-			&i.OrgID,
-			&i.DatasetID,
-			&i.VersionID,
-			&i.Format,
-			&i.MaskPii,
-			&i.Status,
-			&i.RowsTotal,
-			&i.RowsDone,
-			&i.StoragePrefix,
-			&i.Manifest,
-			&i.Error,
-			&i.CreatedByLabel,
-			&i.CreatedAt,
-			&i.FinishedAt,
-		); err != nil {
-			return nil, err
-		}
-		items = append(items, i)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	return items, nil
-}
-
-const versionGet = `-- name: VersionGet :one
-SELECT id, org_id, dataset_id, number, kind, content_hash, item_count, train_count, validation_count, split_strategy, validation_percent, split_seed, created_by_label, created_at FROM dataset_versions WHERE org_id = $1 AND id = $2
-`
-
-type VersionGetParams struct {
-	OrgID uuid.UUID `json:"org_id"`
-	ID    uuid.UUID `json:"id"`
-}
-
-func (q *Queries) VersionGet(ctx context.Context, arg VersionGetParams) (DatasetVersion, error) {
-	row := q.db.QueryRow(ctx, versionGet, arg.OrgID, arg.ID)
-	var i DatasetVersion
-	err := row.Scan(
-		&i.ID,
-		&i.OrgID,
-		&i.DatasetID,
-		&i.Number,
-		&i.Kind,
-		&i.ContentHash,
-		&i.ItemCount,
-		&i.TrainCount,
-		&i.ValidationCount,
-		&i.SplitStrategy,
-		&i.ValidationPercent,
-		&i.SplitSeed,
-		&i.CreatedByLabel,
-		&i.CreatedAt,
-	)
-	return i, err
-}
-
-const versionInsert = `-- name: VersionInsert :one
-INSERT INTO dataset_versions (
-    id, org_id, dataset_id, number, kind, content_hash, item_count, train_count, validation_count,
-    split_strategy, validation_percent, split_seed, created_by_label
-) VALUES (
-    $1, $2, $3,
-    (SELECT coalesce(max(number), 0) + 1 FROM dataset_versions WHERE dataset_id = $3),
-    $4, $5, $6, $7, $8,
-    $9, $10, $11, $12
-)
-RETURNING id, org_id, dataset_id, number, kind, content_hash, item_count, train_count, validation_count, split_strategy, validation_percent, split_seed, created_by_label, created_at
-`
-
-type VersionInsertParams struct {
-	ID                uuid.UUID     `json:"id"`
-	OrgID             uuid.UUID     `json:"org_id"`
-	DatasetID         uuid.UUID     `json:"dataset_id"`
-	Kind              string        `json:"kind"`
-	ContentHash       string        `json:"content_hash"`
-	ItemCount         int32         `json:"item_count"`
-	TrainCount        int32         `json:"train_count"`
-	ValidationCount   int32         `json:"validation_count"`
-	SplitStrategy     SplitStrategy `json:"split_strategy"`
-	ValidationPercent int16         `json:"validation_percent"`
-	SplitSeed         int64         `json:"split_seed"`
-	CreatedByLabel    string        `json:"created_by_label"`
-}
-
-func (q *Queries) VersionInsert(ctx context.Context, arg VersionInsertParams) (DatasetVersion, error) {
-	row := q.db.QueryRow(ctx, versionInsert,
-		arg.ID,
-		arg.OrgID,
-		arg.DatasetID,
-		arg.Kind,
-		arg.ContentHash,
-		arg.ItemCount,
-		arg.TrainCount,
-		arg.ValidationCount,
-		arg.SplitStrategy,
-		arg.ValidationPercent,
-		arg.SplitSeed,
-		arg.CreatedByLabel,
-	)
-	var i DatasetVersion
-	err := row.Scan(
-		&i.ID,
-		&i.OrgID,
-		&i.DatasetID,
-		&i.Number,
-		&i.Kind,
-		&i.ContentHash,
-		&i.ItemCount,
-		&i.TrainCount,
-		&i.ValidationCount,
-		&i.SplitStrategy,
-		&i.ValidationPercent,
-		&i.SplitSeed,
-		&i.CreatedByLabel,
-		&i.CreatedAt,
-	)
-	return i, err
-}
-
-const versionItems = `-- name: VersionItems :many
-SELECT content_sha, source_id, content FROM dataset_version_items
-WHERE version_id = $1 AND split = $2 AND (content_sha, source_id) > ($3::bytea, $4::uuid)
-ORDER BY content_sha, source_id
-LIMIT $5
-`
-
-type VersionItemsParams struct {
-	VersionID uuid.UUID `json:"version_id"`
-	Split     string    `json:"split"`
-	AfterSha  []byte    `json:"after_sha"`
-	AfterID   uuid.UUID `json:"after_id"`
-	RowLimit  int32     `json:"row_limit"`
-}
-
-type VersionItemsRow struct {
-	ContentSha []byte          `json:"content_sha"`
-	SourceID   uuid.UUID       `json:"source_id"`
-	Content    json.RawMessage `json:"content"`
-}
-
-// One keyset page of a version's items in one split, in canonical order.
-func (q *Queries) VersionItems(ctx context.Context, arg VersionItemsParams) ([]VersionItemsRow, error) {
-	rows, err := q.db.Query(ctx, versionItems,
-		arg.VersionID,
-		arg.Split,
-		arg.AfterSha,
-		arg.AfterID,
-		arg.RowLimit,
-	)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	items := []VersionItemsRow{}
-	for rows.Next() {
-		var i VersionItemsRow
-		if err := rows.Scan(&i.ContentSha, &i.SourceID, &i.Content); err != nil {
-			return nil, err
-		}
-		items = append(items, i)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	return items, nil
-}
-
-type VersionItemsCopyParams struct {
-	VersionID  uuid.UUID       `json:"version_id"`
-	ContentSha []byte          `json:"content_sha"`
-	SourceID   uuid.UUID       `json:"source_id"`
-	Split      string          `json:"split"`
-	Content    json.RawMessage `json:"content"`
-}
-
-const versionLatest = `-- name: VersionLatest :one
-SELECT id, org_id, dataset_id, number, kind, content_hash, item_count, train_count, validation_count, split_strategy, validation_percent, split_seed, created_by_label, created_at FROM dataset_versions WHERE dataset_id = $1 ORDER BY number DESC LIMIT 1
-`
-
-func (q *Queries) VersionLatest(ctx context.Context, datasetID uuid.UUID) (DatasetVersion, error) {
-	row := q.db.QueryRow(ctx, versionLatest, datasetID)
-	var i DatasetVersion
-	err := row.Scan(
-		&i.ID,
-		&i.OrgID,
-		&i.DatasetID,
-		&i.Number,
-		&i.Kind,
-		&i.ContentHash,
-		&i.ItemCount,
-		&i.TrainCount,
-		&i.ValidationCount,
-		&i.SplitStrategy,
-		&i.ValidationPercent,
-		&i.SplitSeed,
-		&i.CreatedByLabel,
-		&i.CreatedAt,
-	)
-	return i, err
-}
-
-const versionListByIDs = `-- name: VersionListByIDs :many
-SELECT id, org_id, dataset_id, number, kind, content_hash, item_count, train_count, validation_count, split_strategy, validation_percent, split_seed, created_by_label, created_at FROM dataset_versions WHERE org_id = $1 AND id = ANY($2::uuid[])
-`
-
-type VersionListByIDsParams struct {
-	OrgID uuid.UUID   `json:"org_id"`
-	Ids   []uuid.UUID `json:"ids"`
-}
-
-// The current versions of a page of datasets, for list answers that show
-// each dataset as GET /:id does.
-func (q *Queries) VersionListByIDs(ctx context.Context, arg VersionListByIDsParams) ([]DatasetVersion, error) {
-	rows, err := q.db.Query(ctx, versionListByIDs, arg.OrgID, arg.Ids)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	items := []DatasetVersion{}
-	for rows.Next() {
-		var i DatasetVersion
-		if err := rows.Scan(
-			&i.ID,
-			&i.OrgID,
-			&i.DatasetID,
-			&i.Number,
-			&i.Kind,
-			&i.ContentHash,
-			&i.ItemCount,
-			&i.TrainCount,
-			&i.ValidationCount,
-			&i.SplitStrategy,
-			&i.ValidationPercent,
-			&i.SplitSeed,
-			&i.CreatedByLabel,
-			&i.CreatedAt,
-		); err != nil {
-			return nil, err
-		}
-		items = append(items, i)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	return items, nil
-}
-
-const versionsForOrg = `-- name: VersionsForOrg :many
-SELECT v.id, v.kind, v.number, v.item_count, v.train_count, v.validation_count, v.content_hash, d.name AS dataset_name
-FROM dataset_versions v JOIN training_datasets d ON d.id = v.dataset_id
-WHERE v.org_id = $1 AND d.status <> 'archived'
-ORDER BY v.created_at DESC
-LIMIT 200
-`
-
-type VersionsForOrgRow struct {
-	ID              uuid.UUID `json:"id"`
-	Kind            string    `json:"kind"`
-	Number          int32     `json:"number"`
-	ItemCount       int32     `json:"item_count"`
-	TrainCount      int32     `json:"train_count"`
-	ValidationCount int32     `json:"validation_count"`
-	ContentHash     string    `json:"content_hash"`
-	DatasetName     string    `json:"dataset_name"`
-}
-
-// Frozen versions a fine-tuning launch may choose from, newest first.
-func (q *Queries) VersionsForOrg(ctx context.Context, orgID uuid.UUID) ([]VersionsForOrgRow, error) {
-	rows, err := q.db.Query(ctx, versionsForOrg, orgID)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	items := []VersionsForOrgRow{}
-	for rows.Next() {
-		var i VersionsForOrgRow
-		if err := rows.Scan(
-			&i.ID,
-			&i.Kind,
-			&i.Number,
-			&i.ItemCount,
-			&i.TrainCount,
-			&i.ValidationCount,
-			&i.ContentHash,
-			&i.DatasetName,
-		); err != nil {
-			return nil, err
-		}
-		items = append(items, i)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	return items, nil
-}
-
-const versionsList = `-- name: VersionsList :many
-SELECT id, org_id, dataset_id, number, kind, content_hash, item_count, train_count, validation_count, split_strategy, validation_percent, split_seed, created_by_label, created_at FROM dataset_versions WHERE org_id = $1 AND dataset_id = $2 ORDER BY number DESC
-`
-
-type VersionsListParams struct {
-	OrgID     uuid.UUID `json:"org_id"`
-	DatasetID uuid.UUID `json:"dataset_id"`
-}
-
-func (q *Queries) VersionsList(ctx context.Context, arg VersionsListParams) ([]DatasetVersion, error) {
-	rows, err := q.db.Query(ctx, versionsList, arg.OrgID, arg.DatasetID)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	items := []DatasetVersion{}
-	for rows.Next() {
-		var i DatasetVersion
-		if err := rows.Scan(
-			&i.ID,
-			&i.OrgID,
-			&i.DatasetID,
-			&i.Number,
-			&i.Kind,
-			&i.ContentHash,
-			&i.ItemCount,
-			&i.TrainCount,
-			&i.ValidationCount,
-			&i.SplitStrategy,
-			&i.ValidationPercent,
-			&i.SplitSeed,
-			&i.CreatedByLabel,
-			&i.CreatedAt,
-		); err != nil {
-			return nil, err
-		}
-		items = append(items, i)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	return items, nil
 }

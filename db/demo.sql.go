@@ -12,52 +12,12 @@ import (
 	"github.com/google/uuid"
 )
 
-const demoFeedbackBackdate = `-- name: DemoFeedbackBackdate :exec
-UPDATE feedback SET created_at = $1, updated_at = $1 WHERE org_id = $2 AND id = $3
-`
-
-type DemoFeedbackBackdateParams struct {
-	CreatedAt time.Time `json:"created_at"`
-	OrgID     uuid.UUID `json:"org_id"`
-	ID        uuid.UUID `json:"id"`
-}
-
-// Spreads the demo feedback over past days so the stats have a history.
-func (q *Queries) DemoFeedbackBackdate(ctx context.Context, arg DemoFeedbackBackdateParams) error {
-	_, err := q.db.Exec(ctx, demoFeedbackBackdate, arg.CreatedAt, arg.OrgID, arg.ID)
-	return err
-}
-
-const demoFeedbackReview = `-- name: DemoFeedbackReview :exec
-UPDATE feedback SET status = $1, reviewer_id = $2, reviewed_at = $3, version = version + 1
-WHERE org_id = $4 AND id = $5
-`
-
-type DemoFeedbackReviewParams struct {
-	Status     ReviewStatus  `json:"status"`
-	ReviewerID uuid.NullUUID `json:"reviewer_id"`
-	ReviewedAt *time.Time    `json:"reviewed_at"`
-	OrgID      uuid.UUID     `json:"org_id"`
-	ID         uuid.UUID     `json:"id"`
-}
-
-func (q *Queries) DemoFeedbackReview(ctx context.Context, arg DemoFeedbackReviewParams) error {
-	_, err := q.db.Exec(ctx, demoFeedbackReview,
-		arg.Status,
-		arg.ReviewerID,
-		arg.ReviewedAt,
-		arg.OrgID,
-		arg.ID,
-	)
-	return err
-}
-
-const demoReviewInsert = `-- name: DemoReviewInsert :exec
+const demoFeedbackReviewInsert = `-- name: DemoFeedbackReviewInsert :exec
 INSERT INTO feedback_reviews (org_id, feedback_id, actor_id, actor_label, action, from_status, to_status, created_at)
 VALUES ($1, $2, $3, $4, 'review', 'pending', $5, $6)
 `
 
-type DemoReviewInsertParams struct {
+type DemoFeedbackReviewInsertParams struct {
 	OrgID      uuid.UUID        `json:"org_id"`
 	FeedbackID uuid.UUID        `json:"feedback_id"`
 	ActorID    uuid.NullUUID    `json:"actor_id"`
@@ -66,14 +26,54 @@ type DemoReviewInsertParams struct {
 	CreatedAt  time.Time        `json:"created_at"`
 }
 
-func (q *Queries) DemoReviewInsert(ctx context.Context, arg DemoReviewInsertParams) error {
-	_, err := q.db.Exec(ctx, demoReviewInsert,
+func (q *Queries) DemoFeedbackReviewInsert(ctx context.Context, arg DemoFeedbackReviewInsertParams) error {
+	_, err := q.db.Exec(ctx, demoFeedbackReviewInsert,
 		arg.OrgID,
 		arg.FeedbackID,
 		arg.ActorID,
 		arg.ActorLabel,
 		arg.ToStatus,
 		arg.CreatedAt,
+	)
+	return err
+}
+
+const demoFeedbackUpdateCreatedAt = `-- name: DemoFeedbackUpdateCreatedAt :exec
+UPDATE feedback SET created_at = $1, updated_at = $1 WHERE org_id = $2 AND id = $3
+`
+
+type DemoFeedbackUpdateCreatedAtParams struct {
+	CreatedAt time.Time `json:"created_at"`
+	OrgID     uuid.UUID `json:"org_id"`
+	ID        uuid.UUID `json:"id"`
+}
+
+// Spreads the demo feedback over past days so the stats have a history.
+func (q *Queries) DemoFeedbackUpdateCreatedAt(ctx context.Context, arg DemoFeedbackUpdateCreatedAtParams) error {
+	_, err := q.db.Exec(ctx, demoFeedbackUpdateCreatedAt, arg.CreatedAt, arg.OrgID, arg.ID)
+	return err
+}
+
+const demoFeedbackUpdateReview = `-- name: DemoFeedbackUpdateReview :exec
+UPDATE feedback SET status = $1, reviewer_id = $2, reviewed_at = $3, version = version + 1
+WHERE org_id = $4 AND id = $5
+`
+
+type DemoFeedbackUpdateReviewParams struct {
+	Status     ReviewStatus  `json:"status"`
+	ReviewerID uuid.NullUUID `json:"reviewer_id"`
+	ReviewedAt *time.Time    `json:"reviewed_at"`
+	OrgID      uuid.UUID     `json:"org_id"`
+	ID         uuid.UUID     `json:"id"`
+}
+
+func (q *Queries) DemoFeedbackUpdateReview(ctx context.Context, arg DemoFeedbackUpdateReviewParams) error {
+	_, err := q.db.Exec(ctx, demoFeedbackUpdateReview,
+		arg.Status,
+		arg.ReviewerID,
+		arg.ReviewedAt,
+		arg.OrgID,
+		arg.ID,
 	)
 	return err
 }

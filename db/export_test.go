@@ -3,6 +3,6 @@ package db
 // The queue's query texts, for the tests that read their plans.
 var (
 	FeedbackListSQL         = feedbackList
-	FeedbackStatusCountsSQL = feedbackStatusCounts
-	FeedbackMatchingIDsSQL  = feedbackMatchingIDs
+	FeedbackStatusCountsSQL = feedbackCountByStatus
+	FeedbackMatchingIDsSQL  = feedbackListMatchingIDs
 )

@@ -14,150 +14,64 @@ import (
 	"github.com/jackc/pgx/v5/pgtype"
 )
 
-const feedbackBulkUpdate = `-- name: FeedbackBulkUpdate :many
-UPDATE feedback SET
-    status = coalesce($1::review_status, status),
-    tags = CASE WHEN $2::text = '' OR tags @> ARRAY[$2::text] THEN tags ELSE array_append(tags, $2::text) END,
-    assignee_id = CASE WHEN $3::bool THEN $4::uuid ELSE assignee_id END,
-    reviewer_id = CASE WHEN $1::review_status IS NULL THEN reviewer_id ELSE $5::uuid END,
-    reviewed_at = CASE WHEN $1::review_status IS NULL THEN reviewed_at ELSE now() END,
-    updated_at = now(), version = version + 1
-WHERE org_id = $6 AND id = ANY($7::uuid[])
-RETURNING id, status
+const feedbackCountByStatus = `-- name: FeedbackCountByStatus :many
+SELECT f.status, count(*) AS count
+FROM feedback f
+WHERE feedback_matches(f, $1::uuid, NULL::review_status, $2::feedback_type, $3::feedback_source,
+    $4::int, $5::int, $6::int, $7::text, $8::text, $9::uuid,
+    $10::timestamptz, $11::timestamptz, $12::bool, $13::bool, $14::text, $15::uuid)
+GROUP BY f.status
 `
 
-type FeedbackBulkUpdateParams struct {
-	Status      NullReviewStatus `json:"status"`
-	AddTag      string           `json:"add_tag"`
-	SetAssignee bool             `json:"set_assignee"`
-	AssigneeID  uuid.NullUUID    `json:"assignee_id"`
-	ReviewerID  uuid.NullUUID    `json:"reviewer_id"`
-	OrgID       uuid.UUID        `json:"org_id"`
-	Ids         []uuid.UUID      `json:"ids"`
+type FeedbackCountByStatusParams struct {
+	OrgID          uuid.UUID          `json:"org_id"`
+	FeedbackType   NullFeedbackType   `json:"feedback_type"`
+	Source         NullFeedbackSource `json:"source"`
+	RatingMin      int32              `json:"rating_min"`
+	RatingMax      int32              `json:"rating_max"`
+	DimBelow       int32              `json:"dim_below"`
+	Tag            string             `json:"tag"`
+	Model          string             `json:"model"`
+	AssigneeID     uuid.NullUUID      `json:"assignee_id"`
+	CreatedFrom    *time.Time         `json:"created_from"`
+	CreatedTo      *time.Time         `json:"created_to"`
+	WithDuplicates bool               `json:"with_duplicates"`
+	PiiOnly        bool               `json:"pii_only"`
+	Q              string             `json:"q"`
+	DatasetID      uuid.NullUUID      `json:"dataset_id"`
 }
 
-type FeedbackBulkUpdateRow struct {
-	ID     uuid.UUID    `json:"id"`
+type FeedbackCountByStatusRow struct {
 	Status ReviewStatus `json:"status"`
+	Count  int64        `json:"count"`
 }
 
-// One statement for a bulk action; each changed row gets a new version.
-func (q *Queries) FeedbackBulkUpdate(ctx context.Context, arg FeedbackBulkUpdateParams) ([]FeedbackBulkUpdateRow, error) {
-	rows, err := q.db.Query(ctx, feedbackBulkUpdate,
-		arg.Status,
-		arg.AddTag,
-		arg.SetAssignee,
-		arg.AssigneeID,
-		arg.ReviewerID,
+func (q *Queries) FeedbackCountByStatus(ctx context.Context, arg FeedbackCountByStatusParams) ([]FeedbackCountByStatusRow, error) {
+	rows, err := q.db.Query(ctx, feedbackCountByStatus,
 		arg.OrgID,
-		arg.Ids,
+		arg.FeedbackType,
+		arg.Source,
+		arg.RatingMin,
+		arg.RatingMax,
+		arg.DimBelow,
+		arg.Tag,
+		arg.Model,
+		arg.AssigneeID,
+		arg.CreatedFrom,
+		arg.CreatedTo,
+		arg.WithDuplicates,
+		arg.PiiOnly,
+		arg.Q,
+		arg.DatasetID,
 	)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	items := []FeedbackBulkUpdateRow{}
+	items := []FeedbackCountByStatusRow{}
 	for rows.Next() {
-		var i FeedbackBulkUpdateRow
-		if err := rows.Scan(&i.ID, &i.Status); err != nil {
-			return nil, err
-		}
-		items = append(items, i)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	return items, nil
-}
-
-type FeedbackCopyParams struct {
-	ID             uuid.UUID       `json:"id"`
-	OrgID          uuid.UUID       `json:"org_id"`
-	ExternalID     pgtype.Text     `json:"external_id"`
-	SessionID      string          `json:"session_id"`
-	TraceID        string          `json:"trace_id"`
-	EndUserID      string          `json:"end_user_id"`
-	Query          string          `json:"query"`
-	Response       string          `json:"response"`
-	Context        json.RawMessage `json:"context"`
-	Model          string          `json:"model"`
-	ExperimentArm  string          `json:"experiment_arm"`
-	FeedbackType   FeedbackType    `json:"feedback_type"`
-	Rating         pgtype.Int2     `json:"rating"`
-	DimAccuracy    pgtype.Int2     `json:"dim_accuracy"`
-	DimHelpfulness pgtype.Int2     `json:"dim_helpfulness"`
-	DimClarity     pgtype.Int2     `json:"dim_clarity"`
-	DimSafety      pgtype.Int2     `json:"dim_safety"`
-	Comment        string          `json:"comment"`
-	Correction     string          `json:"correction"`
-	LatencyMs      pgtype.Int4     `json:"latency_ms"`
-	Tags           []string        `json:"tags"`
-	Source         FeedbackSource  `json:"source"`
-	Rank           pgtype.Int2     `json:"rank"`
-	RankGroup      string          `json:"rank_group"`
-	PiiKinds       []string        `json:"pii_kinds"`
-	ContentHash    []byte          `json:"content_hash"`
-	Status         ReviewStatus    `json:"status"`
-	DuplicateOf    uuid.NullUUID   `json:"duplicate_of"`
-}
-
-const feedbackExistingExternalIDs = `-- name: FeedbackExistingExternalIDs :many
-SELECT external_id::text FROM feedback WHERE org_id = $1 AND external_id = ANY($2::text[])
-`
-
-type FeedbackExistingExternalIDsParams struct {
-	OrgID       uuid.UUID `json:"org_id"`
-	ExternalIds []string  `json:"external_ids"`
-}
-
-func (q *Queries) FeedbackExistingExternalIDs(ctx context.Context, arg FeedbackExistingExternalIDsParams) ([]string, error) {
-	rows, err := q.db.Query(ctx, feedbackExistingExternalIDs, arg.OrgID, arg.ExternalIds)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	items := []string{}
-	for rows.Next() {
-		var external_id string
-		if err := rows.Scan(&external_id); err != nil {
-			return nil, err
-		}
-		items = append(items, external_id)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	return items, nil
-}
-
-const feedbackFirstByHash = `-- name: FeedbackFirstByHash :many
-SELECT DISTINCT ON (content_hash) content_hash, id
-FROM feedback
-WHERE org_id = $1 AND content_hash = ANY($2::bytea[])
-ORDER BY content_hash, seq
-`
-
-type FeedbackFirstByHashParams struct {
-	OrgID  uuid.UUID `json:"org_id"`
-	Hashes [][]byte  `json:"hashes"`
-}
-
-type FeedbackFirstByHashRow struct {
-	ContentHash []byte    `json:"content_hash"`
-	ID          uuid.UUID `json:"id"`
-}
-
-// The first stored row for each content hash, to link a batch's duplicates.
-func (q *Queries) FeedbackFirstByHash(ctx context.Context, arg FeedbackFirstByHashParams) ([]FeedbackFirstByHashRow, error) {
-	rows, err := q.db.Query(ctx, feedbackFirstByHash, arg.OrgID, arg.Hashes)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	items := []FeedbackFirstByHashRow{}
-	for rows.Next() {
-		var i FeedbackFirstByHashRow
-		if err := rows.Scan(&i.ContentHash, &i.ID); err != nil {
+		var i FeedbackCountByStatusRow
+		if err := rows.Scan(&i.Status, &i.Count); err != nil {
 			return nil, err
 		}
 		items = append(items, i)
@@ -404,6 +318,37 @@ func (q *Queries) FeedbackInsert(ctx context.Context, arg FeedbackInsertParams) 
 	return i, err
 }
 
+type FeedbackInsertManyParams struct {
+	ID             uuid.UUID       `json:"id"`
+	OrgID          uuid.UUID       `json:"org_id"`
+	ExternalID     pgtype.Text     `json:"external_id"`
+	SessionID      string          `json:"session_id"`
+	TraceID        string          `json:"trace_id"`
+	EndUserID      string          `json:"end_user_id"`
+	Query          string          `json:"query"`
+	Response       string          `json:"response"`
+	Context        json.RawMessage `json:"context"`
+	Model          string          `json:"model"`
+	ExperimentArm  string          `json:"experiment_arm"`
+	FeedbackType   FeedbackType    `json:"feedback_type"`
+	Rating         pgtype.Int2     `json:"rating"`
+	DimAccuracy    pgtype.Int2     `json:"dim_accuracy"`
+	DimHelpfulness pgtype.Int2     `json:"dim_helpfulness"`
+	DimClarity     pgtype.Int2     `json:"dim_clarity"`
+	DimSafety      pgtype.Int2     `json:"dim_safety"`
+	Comment        string          `json:"comment"`
+	Correction     string          `json:"correction"`
+	LatencyMs      pgtype.Int4     `json:"latency_ms"`
+	Tags           []string        `json:"tags"`
+	Source         FeedbackSource  `json:"source"`
+	Rank           pgtype.Int2     `json:"rank"`
+	RankGroup      string          `json:"rank_group"`
+	PiiKinds       []string        `json:"pii_kinds"`
+	ContentHash    []byte          `json:"content_hash"`
+	Status         ReviewStatus    `json:"status"`
+	DuplicateOf    uuid.NullUUID   `json:"duplicate_of"`
+}
+
 const feedbackList = `-- name: FeedbackList :many
 
 SELECT f.id, f.external_id, f.session_id, f.end_user_id, left(f.query, 300)::text AS query_preview,
@@ -598,7 +543,74 @@ func (q *Queries) FeedbackListByIDs(ctx context.Context, arg FeedbackListByIDsPa
 	return items, nil
 }
 
-const feedbackMatchingIDs = `-- name: FeedbackMatchingIDs :many
+const feedbackListExternalIDs = `-- name: FeedbackListExternalIDs :many
+SELECT external_id::text FROM feedback WHERE org_id = $1 AND external_id = ANY($2::text[])
+`
+
+type FeedbackListExternalIDsParams struct {
+	OrgID       uuid.UUID `json:"org_id"`
+	ExternalIds []string  `json:"external_ids"`
+}
+
+func (q *Queries) FeedbackListExternalIDs(ctx context.Context, arg FeedbackListExternalIDsParams) ([]string, error) {
+	rows, err := q.db.Query(ctx, feedbackListExternalIDs, arg.OrgID, arg.ExternalIds)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []string{}
+	for rows.Next() {
+		var external_id string
+		if err := rows.Scan(&external_id); err != nil {
+			return nil, err
+		}
+		items = append(items, external_id)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const feedbackListFirstByHash = `-- name: FeedbackListFirstByHash :many
+SELECT DISTINCT ON (content_hash) content_hash, id
+FROM feedback
+WHERE org_id = $1 AND content_hash = ANY($2::bytea[])
+ORDER BY content_hash, seq
+`
+
+type FeedbackListFirstByHashParams struct {
+	OrgID  uuid.UUID `json:"org_id"`
+	Hashes [][]byte  `json:"hashes"`
+}
+
+type FeedbackListFirstByHashRow struct {
+	ContentHash []byte    `json:"content_hash"`
+	ID          uuid.UUID `json:"id"`
+}
+
+// The first stored row for each content hash, to link a batch's duplicates.
+func (q *Queries) FeedbackListFirstByHash(ctx context.Context, arg FeedbackListFirstByHashParams) ([]FeedbackListFirstByHashRow, error) {
+	rows, err := q.db.Query(ctx, feedbackListFirstByHash, arg.OrgID, arg.Hashes)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []FeedbackListFirstByHashRow{}
+	for rows.Next() {
+		var i FeedbackListFirstByHashRow
+		if err := rows.Scan(&i.ContentHash, &i.ID); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const feedbackListMatchingIDs = `-- name: FeedbackListMatchingIDs :many
 SELECT f.id
 FROM feedback f
 WHERE feedback_matches(f, $1::uuid, $2::review_status, $3::feedback_type, $4::feedback_source,
@@ -608,7 +620,7 @@ ORDER BY f.created_at DESC, f.id DESC
 LIMIT $17
 `
 
-type FeedbackMatchingIDsParams struct {
+type FeedbackListMatchingIDsParams struct {
 	OrgID          uuid.UUID          `json:"org_id"`
 	Status         NullReviewStatus   `json:"status"`
 	FeedbackType   NullFeedbackType   `json:"feedback_type"`
@@ -629,8 +641,8 @@ type FeedbackMatchingIDsParams struct {
 }
 
 // Every id matching the queue's filter, for "all N matching" bulk actions.
-func (q *Queries) FeedbackMatchingIDs(ctx context.Context, arg FeedbackMatchingIDsParams) ([]uuid.UUID, error) {
-	rows, err := q.db.Query(ctx, feedbackMatchingIDs,
+func (q *Queries) FeedbackListMatchingIDs(ctx context.Context, arg FeedbackListMatchingIDsParams) ([]uuid.UUID, error) {
+	rows, err := q.db.Query(ctx, feedbackListMatchingIDs,
 		arg.OrgID,
 		arg.Status,
 		arg.FeedbackType,
@@ -667,7 +679,7 @@ func (q *Queries) FeedbackMatchingIDs(ctx context.Context, arg FeedbackMatchingI
 	return items, nil
 }
 
-const feedbackModels = `-- name: FeedbackModels :many
+const feedbackListModels = `-- name: FeedbackListModels :many
 WITH RECURSIVE models AS (
     (SELECT f.model FROM feedback f WHERE f.org_id = $1 AND f.model > '' ORDER BY f.model LIMIT 1)
     UNION ALL
@@ -682,8 +694,8 @@ SELECT model::text FROM models WHERE model IS NOT NULL LIMIT 200
 // and the statistics' filters. A skip scan over feedback_org_model_idx: one
 // index probe per distinct model, so it stays quick however many items
 // there are.
-func (q *Queries) FeedbackModels(ctx context.Context, orgID uuid.UUID) ([]string, error) {
-	rows, err := q.db.Query(ctx, feedbackModels, orgID)
+func (q *Queries) FeedbackListModels(ctx context.Context, orgID uuid.UUID) ([]string, error) {
+	rows, err := q.db.Query(ctx, feedbackListModels, orgID)
 	if err != nil {
 		return nil, err
 	}
@@ -743,17 +755,17 @@ type FeedbackReviewInsertManyParams struct {
 	Note       string           `json:"note"`
 }
 
-const feedbackReviews = `-- name: FeedbackReviews :many
+const feedbackReviewList = `-- name: FeedbackReviewList :many
 SELECT id, org_id, feedback_id, actor_id, actor_label, action, from_status, to_status, note, created_at FROM feedback_reviews WHERE org_id = $1 AND feedback_id = $2 ORDER BY id
 `
 
-type FeedbackReviewsParams struct {
+type FeedbackReviewListParams struct {
 	OrgID      uuid.UUID `json:"org_id"`
 	FeedbackID uuid.UUID `json:"feedback_id"`
 }
 
-func (q *Queries) FeedbackReviews(ctx context.Context, arg FeedbackReviewsParams) ([]FeedbackReview, error) {
-	rows, err := q.db.Query(ctx, feedbackReviews, arg.OrgID, arg.FeedbackID)
+func (q *Queries) FeedbackReviewList(ctx context.Context, arg FeedbackReviewListParams) ([]FeedbackReview, error) {
+	rows, err := q.db.Query(ctx, feedbackReviewList, arg.OrgID, arg.FeedbackID)
 	if err != nil {
 		return nil, err
 	}
@@ -773,74 +785,6 @@ func (q *Queries) FeedbackReviews(ctx context.Context, arg FeedbackReviewsParams
 			&i.Note,
 			&i.CreatedAt,
 		); err != nil {
-			return nil, err
-		}
-		items = append(items, i)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	return items, nil
-}
-
-const feedbackStatusCounts = `-- name: FeedbackStatusCounts :many
-SELECT f.status, count(*) AS count
-FROM feedback f
-WHERE feedback_matches(f, $1::uuid, NULL::review_status, $2::feedback_type, $3::feedback_source,
-    $4::int, $5::int, $6::int, $7::text, $8::text, $9::uuid,
-    $10::timestamptz, $11::timestamptz, $12::bool, $13::bool, $14::text, $15::uuid)
-GROUP BY f.status
-`
-
-type FeedbackStatusCountsParams struct {
-	OrgID          uuid.UUID          `json:"org_id"`
-	FeedbackType   NullFeedbackType   `json:"feedback_type"`
-	Source         NullFeedbackSource `json:"source"`
-	RatingMin      int32              `json:"rating_min"`
-	RatingMax      int32              `json:"rating_max"`
-	DimBelow       int32              `json:"dim_below"`
-	Tag            string             `json:"tag"`
-	Model          string             `json:"model"`
-	AssigneeID     uuid.NullUUID      `json:"assignee_id"`
-	CreatedFrom    *time.Time         `json:"created_from"`
-	CreatedTo      *time.Time         `json:"created_to"`
-	WithDuplicates bool               `json:"with_duplicates"`
-	PiiOnly        bool               `json:"pii_only"`
-	Q              string             `json:"q"`
-	DatasetID      uuid.NullUUID      `json:"dataset_id"`
-}
-
-type FeedbackStatusCountsRow struct {
-	Status ReviewStatus `json:"status"`
-	Count  int64        `json:"count"`
-}
-
-func (q *Queries) FeedbackStatusCounts(ctx context.Context, arg FeedbackStatusCountsParams) ([]FeedbackStatusCountsRow, error) {
-	rows, err := q.db.Query(ctx, feedbackStatusCounts,
-		arg.OrgID,
-		arg.FeedbackType,
-		arg.Source,
-		arg.RatingMin,
-		arg.RatingMax,
-		arg.DimBelow,
-		arg.Tag,
-		arg.Model,
-		arg.AssigneeID,
-		arg.CreatedFrom,
-		arg.CreatedTo,
-		arg.WithDuplicates,
-		arg.PiiOnly,
-		arg.Q,
-		arg.DatasetID,
-	)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	items := []FeedbackStatusCountsRow{}
-	for rows.Next() {
-		var i FeedbackStatusCountsRow
-		if err := rows.Scan(&i.Status, &i.Count); err != nil {
 			return nil, err
 		}
 		items = append(items, i)
@@ -924,4 +868,60 @@ func (q *Queries) FeedbackUpdate(ctx context.Context, arg FeedbackUpdateParams) 
 		&i.Version,
 	)
 	return i, err
+}
+
+const feedbackUpdateMany = `-- name: FeedbackUpdateMany :many
+UPDATE feedback SET
+    status = coalesce($1::review_status, status),
+    tags = CASE WHEN $2::text = '' OR tags @> ARRAY[$2::text] THEN tags ELSE array_append(tags, $2::text) END,
+    assignee_id = CASE WHEN $3::bool THEN $4::uuid ELSE assignee_id END,
+    reviewer_id = CASE WHEN $1::review_status IS NULL THEN reviewer_id ELSE $5::uuid END,
+    reviewed_at = CASE WHEN $1::review_status IS NULL THEN reviewed_at ELSE now() END,
+    updated_at = now(), version = version + 1
+WHERE org_id = $6 AND id = ANY($7::uuid[])
+RETURNING id, status
+`
+
+type FeedbackUpdateManyParams struct {
+	Status      NullReviewStatus `json:"status"`
+	AddTag      string           `json:"add_tag"`
+	SetAssignee bool             `json:"set_assignee"`
+	AssigneeID  uuid.NullUUID    `json:"assignee_id"`
+	ReviewerID  uuid.NullUUID    `json:"reviewer_id"`
+	OrgID       uuid.UUID        `json:"org_id"`
+	Ids         []uuid.UUID      `json:"ids"`
+}
+
+type FeedbackUpdateManyRow struct {
+	ID     uuid.UUID    `json:"id"`
+	Status ReviewStatus `json:"status"`
+}
+
+// One statement for a bulk action; each changed row gets a new version.
+func (q *Queries) FeedbackUpdateMany(ctx context.Context, arg FeedbackUpdateManyParams) ([]FeedbackUpdateManyRow, error) {
+	rows, err := q.db.Query(ctx, feedbackUpdateMany,
+		arg.Status,
+		arg.AddTag,
+		arg.SetAssignee,
+		arg.AssigneeID,
+		arg.ReviewerID,
+		arg.OrgID,
+		arg.Ids,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []FeedbackUpdateManyRow{}
+	for rows.Next() {
+		var i FeedbackUpdateManyRow
+		if err := rows.Scan(&i.ID, &i.Status); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
 }

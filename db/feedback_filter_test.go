@@ -75,11 +75,11 @@ func TestQueueQueriesAgree(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		ids, err := q.FeedbackMatchingIDs(ctx, matchingParams(org, a, 10000))
+		ids, err := q.FeedbackListMatchingIDs(ctx, matchingParams(org, a, 10000))
 		if err != nil {
 			t.Fatal(err)
 		}
-		counts, err := q.FeedbackStatusCounts(ctx, countParams(org, a))
+		counts, err := q.FeedbackCountByStatus(ctx, countParams(org, a))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -176,15 +176,15 @@ func listParams(org uuid.UUID, a filterArgs, limit int) db.FeedbackListParams {
 	return p
 }
 
-func matchingParams(org uuid.UUID, a filterArgs, limit int) db.FeedbackMatchingIDsParams {
+func matchingParams(org uuid.UUID, a filterArgs, limit int) db.FeedbackListMatchingIDsParams {
 	p := listParams(org, a, limit)
-	return db.FeedbackMatchingIDsParams{OrgID: org, Status: p.Status, FeedbackType: p.FeedbackType, Tag: p.Tag, Model: p.Model,
+	return db.FeedbackListMatchingIDsParams{OrgID: org, Status: p.Status, FeedbackType: p.FeedbackType, Tag: p.Tag, Model: p.Model,
 		RatingMin: p.RatingMin, RowLimit: p.RowLimit}
 }
 
-func countParams(org uuid.UUID, a filterArgs) db.FeedbackStatusCountsParams {
+func countParams(org uuid.UUID, a filterArgs) db.FeedbackCountByStatusParams {
 	p := listParams(org, a, 0)
-	return db.FeedbackStatusCountsParams{OrgID: org, FeedbackType: p.FeedbackType, Tag: p.Tag, Model: p.Model, RatingMin: p.RatingMin}
+	return db.FeedbackCountByStatusParams{OrgID: org, FeedbackType: p.FeedbackType, Tag: p.Tag, Model: p.Model, RatingMin: p.RatingMin}
 }
 
 // One query lists an organisation's model names: each once, in order,
@@ -203,7 +203,7 @@ func TestFeedbackModels(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	got, err := db.New(pool).FeedbackModels(ctx, org)
+	got, err := db.New(pool).FeedbackListModels(ctx, org)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,19 +11,19 @@ import (
 	"github.com/google/uuid"
 )
 
-const feedbackQueueKnownIDs = `-- name: FeedbackQueueKnownIDs :many
+const feedbackListKnownIDs = `-- name: FeedbackListKnownIDs :many
 SELECT id FROM feedback WHERE org_id = $1 AND id = ANY($2::uuid[])
 `
 
-type FeedbackQueueKnownIDsParams struct {
+type FeedbackListKnownIDsParams struct {
 	OrgID uuid.UUID   `json:"org_id"`
 	Ids   []uuid.UUID `json:"ids"`
 }
 
 // The ids among a bulk selection that belong to the organisation, so a
 // selection is counted and confirmed by what it really holds.
-func (q *Queries) FeedbackQueueKnownIDs(ctx context.Context, arg FeedbackQueueKnownIDsParams) ([]uuid.UUID, error) {
-	rows, err := q.db.Query(ctx, feedbackQueueKnownIDs, arg.OrgID, arg.Ids)
+func (q *Queries) FeedbackListKnownIDs(ctx context.Context, arg FeedbackListKnownIDsParams) ([]uuid.UUID, error) {
+	rows, err := q.db.Query(ctx, feedbackListKnownIDs, arg.OrgID, arg.Ids)
 	if err != nil {
 		return nil, err
 	}

@@ -14,20 +14,6 @@ import (
 	"github.com/jackc/pgx/v5/pgtype"
 )
 
-const fineTuneBudgetEnsure = `-- name: FineTuneBudgetEnsure :exec
-INSERT INTO fine_tuning_budgets (org_id, monthly) VALUES ($1, $2) ON CONFLICT (org_id) DO NOTHING
-`
-
-type FineTuneBudgetEnsureParams struct {
-	OrgID   uuid.UUID `json:"org_id"`
-	Monthly int64     `json:"monthly"`
-}
-
-func (q *Queries) FineTuneBudgetEnsure(ctx context.Context, arg FineTuneBudgetEnsureParams) error {
-	_, err := q.db.Exec(ctx, fineTuneBudgetEnsure, arg.OrgID, arg.Monthly)
-	return err
-}
-
 const fineTuneBudgetGet = `-- name: FineTuneBudgetGet :one
 SELECT org_id, monthly, updated_by_label, updated_at FROM fine_tuning_budgets WHERE org_id = $1
 `
@@ -44,12 +30,12 @@ func (q *Queries) FineTuneBudgetGet(ctx context.Context, orgID uuid.UUID) (FineT
 	return i, err
 }
 
-const fineTuneBudgetLock = `-- name: FineTuneBudgetLock :one
+const fineTuneBudgetGetForUpdate = `-- name: FineTuneBudgetGetForUpdate :one
 SELECT org_id, monthly, updated_by_label, updated_at FROM fine_tuning_budgets WHERE org_id = $1 FOR UPDATE
 `
 
-func (q *Queries) FineTuneBudgetLock(ctx context.Context, orgID uuid.UUID) (FineTuningBudget, error) {
-	row := q.db.QueryRow(ctx, fineTuneBudgetLock, orgID)
+func (q *Queries) FineTuneBudgetGetForUpdate(ctx context.Context, orgID uuid.UUID) (FineTuningBudget, error) {
+	row := q.db.QueryRow(ctx, fineTuneBudgetGetForUpdate, orgID)
 	var i FineTuningBudget
 	err := row.Scan(
 		&i.OrgID,
@@ -60,29 +46,43 @@ func (q *Queries) FineTuneBudgetLock(ctx context.Context, orgID uuid.UUID) (Fine
 	return i, err
 }
 
-const fineTuneBudgetSet = `-- name: FineTuneBudgetSet :exec
+const fineTuneBudgetInsertDefault = `-- name: FineTuneBudgetInsertDefault :exec
+INSERT INTO fine_tuning_budgets (org_id, monthly) VALUES ($1, $2) ON CONFLICT (org_id) DO NOTHING
+`
+
+type FineTuneBudgetInsertDefaultParams struct {
+	OrgID   uuid.UUID `json:"org_id"`
+	Monthly int64     `json:"monthly"`
+}
+
+func (q *Queries) FineTuneBudgetInsertDefault(ctx context.Context, arg FineTuneBudgetInsertDefaultParams) error {
+	_, err := q.db.Exec(ctx, fineTuneBudgetInsertDefault, arg.OrgID, arg.Monthly)
+	return err
+}
+
+const fineTuneBudgetUpdate = `-- name: FineTuneBudgetUpdate :exec
 INSERT INTO fine_tuning_budgets (org_id, monthly, updated_by_label) VALUES ($1, $2, $3)
 ON CONFLICT (org_id) DO UPDATE SET monthly = excluded.monthly, updated_by_label = excluded.updated_by_label, updated_at = now()
 `
 
-type FineTuneBudgetSetParams struct {
+type FineTuneBudgetUpdateParams struct {
 	OrgID          uuid.UUID `json:"org_id"`
 	Monthly        int64     `json:"monthly"`
 	UpdatedByLabel string    `json:"updated_by_label"`
 }
 
-func (q *Queries) FineTuneBudgetSet(ctx context.Context, arg FineTuneBudgetSetParams) error {
-	_, err := q.db.Exec(ctx, fineTuneBudgetSet, arg.OrgID, arg.Monthly, arg.UpdatedByLabel)
+func (q *Queries) FineTuneBudgetUpdate(ctx context.Context, arg FineTuneBudgetUpdateParams) error {
+	_, err := q.db.Exec(ctx, fineTuneBudgetUpdate, arg.OrgID, arg.Monthly, arg.UpdatedByLabel)
 	return err
 }
 
-const fineTuneCheckpointUpsert = `-- name: FineTuneCheckpointUpsert :exec
+const fineTuneCheckpointInsertOrUpdate = `-- name: FineTuneCheckpointInsertOrUpdate :exec
 INSERT INTO fine_tuning_checkpoints (job_id, org_id, provider_checkpoint_id, step, model, at, metrics)
 VALUES ($1, $2, $3, $4, $5, $6, $7)
 ON CONFLICT (job_id, provider_checkpoint_id) DO UPDATE SET step = excluded.step, model = excluded.model, metrics = excluded.metrics
 `
 
-type FineTuneCheckpointUpsertParams struct {
+type FineTuneCheckpointInsertOrUpdateParams struct {
 	JobID                uuid.UUID       `json:"job_id"`
 	OrgID                uuid.UUID       `json:"org_id"`
 	ProviderCheckpointID string          `json:"provider_checkpoint_id"`
@@ -92,8 +92,8 @@ type FineTuneCheckpointUpsertParams struct {
 	Metrics              json.RawMessage `json:"metrics"`
 }
 
-func (q *Queries) FineTuneCheckpointUpsert(ctx context.Context, arg FineTuneCheckpointUpsertParams) error {
-	_, err := q.db.Exec(ctx, fineTuneCheckpointUpsert,
+func (q *Queries) FineTuneCheckpointInsertOrUpdate(ctx context.Context, arg FineTuneCheckpointInsertOrUpdateParams) error {
+	_, err := q.db.Exec(ctx, fineTuneCheckpointInsertOrUpdate,
 		arg.JobID,
 		arg.OrgID,
 		arg.ProviderCheckpointID,
@@ -105,17 +105,17 @@ func (q *Queries) FineTuneCheckpointUpsert(ctx context.Context, arg FineTuneChec
 	return err
 }
 
-const fineTuneCheckpoints = `-- name: FineTuneCheckpoints :many
+const fineTuneCheckpointList = `-- name: FineTuneCheckpointList :many
 SELECT job_id, org_id, provider_checkpoint_id, step, model, at, metrics FROM fine_tuning_checkpoints WHERE org_id = $1 AND job_id = $2 ORDER BY step
 `
 
-type FineTuneCheckpointsParams struct {
+type FineTuneCheckpointListParams struct {
 	OrgID uuid.UUID `json:"org_id"`
 	JobID uuid.UUID `json:"job_id"`
 }
 
-func (q *Queries) FineTuneCheckpoints(ctx context.Context, arg FineTuneCheckpointsParams) ([]FineTuningCheckpoint, error) {
-	rows, err := q.db.Query(ctx, fineTuneCheckpoints, arg.OrgID, arg.JobID)
+func (q *Queries) FineTuneCheckpointList(ctx context.Context, arg FineTuneCheckpointListParams) ([]FineTuningCheckpoint, error) {
+	rows, err := q.db.Query(ctx, fineTuneCheckpointList, arg.OrgID, arg.JobID)
 	if err != nil {
 		return nil, err
 	}
@@ -169,18 +169,18 @@ func (q *Queries) FineTuneEventInsert(ctx context.Context, arg FineTuneEventInse
 	return err
 }
 
-const fineTuneEvents = `-- name: FineTuneEvents :many
+const fineTuneEventList = `-- name: FineTuneEventList :many
 SELECT id, job_id, org_id, provider_event_id, at, level, message FROM fine_tuning_events WHERE org_id = $1 AND job_id = $2 ORDER BY at DESC, id DESC LIMIT $3
 `
 
-type FineTuneEventsParams struct {
+type FineTuneEventListParams struct {
 	OrgID    uuid.UUID `json:"org_id"`
 	JobID    uuid.UUID `json:"job_id"`
 	RowLimit int32     `json:"row_limit"`
 }
 
-func (q *Queries) FineTuneEvents(ctx context.Context, arg FineTuneEventsParams) ([]FineTuningEvent, error) {
-	rows, err := q.db.Query(ctx, fineTuneEvents, arg.OrgID, arg.JobID, arg.RowLimit)
+func (q *Queries) FineTuneEventList(ctx context.Context, arg FineTuneEventListParams) ([]FineTuningEvent, error) {
+	rows, err := q.db.Query(ctx, fineTuneEventList, arg.OrgID, arg.JobID, arg.RowLimit)
 	if err != nil {
 		return nil, err
 	}
@@ -205,95 +205,6 @@ func (q *Queries) FineTuneEvents(ctx context.Context, arg FineTuneEventsParams) 
 		return nil, err
 	}
 	return items, nil
-}
-
-const fineTuneJobByID = `-- name: FineTuneJobByID :one
-SELECT id, org_id, dataset_version_id, dataset_label, dataset_kind, provider, base_model, method, export_format, hyperparameters, suffix, seed, status, provider_state, train_file_id, valid_file_id, files_ready, provider_job_id, event_cursor, cancel_requested_at, cancel_sent_at, step, total_steps, epoch, total_epochs, train_examples, estimated_tokens, estimated_epochs, price_per_million, price_date, estimated_cost, trained_tokens, actual_cost, fine_tuned_model, error_message, river_job_id, created_by, created_by_label, created_at, started_at, completed_at, updated_at, local_settings, price_id, train_sha256, valid_sha256 FROM fine_tuning_jobs WHERE id = $1
-`
-
-func (q *Queries) FineTuneJobByID(ctx context.Context, id uuid.UUID) (FineTuningJob, error) {
-	row := q.db.QueryRow(ctx, fineTuneJobByID, id)
-	var i FineTuningJob
-	err := row.Scan(
-		&i.ID,
-		&i.OrgID,
-		&i.DatasetVersionID,
-		&i.DatasetLabel,
-		&i.DatasetKind,
-		&i.Provider,
-		&i.BaseModel,
-		&i.Method,
-		&i.ExportFormat,
-		&i.Hyperparameters,
-		&i.Suffix,
-		&i.Seed,
-		&i.Status,
-		&i.ProviderState,
-		&i.TrainFileID,
-		&i.ValidFileID,
-		&i.FilesReady,
-		&i.ProviderJobID,
-		&i.EventCursor,
-		&i.CancelRequestedAt,
-		&i.CancelSentAt,
-		&i.Step,
-		&i.TotalSteps,
-		&i.Epoch,
-		&i.TotalEpochs,
-		&i.TrainExamples,
-		&i.EstimatedTokens,
-		&i.EstimatedEpochs,
-		&i.PricePerMillion,
-		&i.PriceDate,
-		&i.EstimatedCost,
-		&i.TrainedTokens,
-		&i.ActualCost,
-		&i.FineTunedModel,
-		&i.ErrorMessage,
-		&i.RiverJobID,
-		&i.CreatedBy,
-		&i.CreatedByLabel,
-		&i.CreatedAt,
-		&i.StartedAt,
-		&i.CompletedAt,
-		&i.UpdatedAt,
-		&i.LocalSettings,
-		&i.PriceID,
-		&i.TrainSha256,
-		&i.ValidSha256,
-	)
-	return i, err
-}
-
-const fineTuneJobFinish = `-- name: FineTuneJobFinish :exec
-UPDATE fine_tuning_jobs
-SET status = $1, provider_state = $2, error_message = $3,
-    trained_tokens = $4, fine_tuned_model = $5, actual_cost = $6,
-    completed_at = now(), updated_at = now()
-WHERE id = $7
-`
-
-type FineTuneJobFinishParams struct {
-	Status         FinetuneStatus `json:"status"`
-	ProviderState  string         `json:"provider_state"`
-	ErrorMessage   string         `json:"error_message"`
-	TrainedTokens  int64          `json:"trained_tokens"`
-	FineTunedModel string         `json:"fine_tuned_model"`
-	ActualCost     pgtype.Int8    `json:"actual_cost"`
-	ID             uuid.UUID      `json:"id"`
-}
-
-func (q *Queries) FineTuneJobFinish(ctx context.Context, arg FineTuneJobFinishParams) error {
-	_, err := q.db.Exec(ctx, fineTuneJobFinish,
-		arg.Status,
-		arg.ProviderState,
-		arg.ErrorMessage,
-		arg.TrainedTokens,
-		arg.FineTunedModel,
-		arg.ActualCost,
-		arg.ID,
-	)
-	return err
 }
 
 const fineTuneJobGet = `-- name: FineTuneJobGet :one
@@ -357,6 +268,147 @@ func (q *Queries) FineTuneJobGet(ctx context.Context, arg FineTuneJobGetParams) 
 		&i.ValidSha256,
 	)
 	return i, err
+}
+
+const fineTuneJobGetByID = `-- name: FineTuneJobGetByID :one
+SELECT id, org_id, dataset_version_id, dataset_label, dataset_kind, provider, base_model, method, export_format, hyperparameters, suffix, seed, status, provider_state, train_file_id, valid_file_id, files_ready, provider_job_id, event_cursor, cancel_requested_at, cancel_sent_at, step, total_steps, epoch, total_epochs, train_examples, estimated_tokens, estimated_epochs, price_per_million, price_date, estimated_cost, trained_tokens, actual_cost, fine_tuned_model, error_message, river_job_id, created_by, created_by_label, created_at, started_at, completed_at, updated_at, local_settings, price_id, train_sha256, valid_sha256 FROM fine_tuning_jobs WHERE id = $1
+`
+
+func (q *Queries) FineTuneJobGetByID(ctx context.Context, id uuid.UUID) (FineTuningJob, error) {
+	row := q.db.QueryRow(ctx, fineTuneJobGetByID, id)
+	var i FineTuningJob
+	err := row.Scan(
+		&i.ID,
+		&i.OrgID,
+		&i.DatasetVersionID,
+		&i.DatasetLabel,
+		&i.DatasetKind,
+		&i.Provider,
+		&i.BaseModel,
+		&i.Method,
+		&i.ExportFormat,
+		&i.Hyperparameters,
+		&i.Suffix,
+		&i.Seed,
+		&i.Status,
+		&i.ProviderState,
+		&i.TrainFileID,
+		&i.ValidFileID,
+		&i.FilesReady,
+		&i.ProviderJobID,
+		&i.EventCursor,
+		&i.CancelRequestedAt,
+		&i.CancelSentAt,
+		&i.Step,
+		&i.TotalSteps,
+		&i.Epoch,
+		&i.TotalEpochs,
+		&i.TrainExamples,
+		&i.EstimatedTokens,
+		&i.EstimatedEpochs,
+		&i.PricePerMillion,
+		&i.PriceDate,
+		&i.EstimatedCost,
+		&i.TrainedTokens,
+		&i.ActualCost,
+		&i.FineTunedModel,
+		&i.ErrorMessage,
+		&i.RiverJobID,
+		&i.CreatedBy,
+		&i.CreatedByLabel,
+		&i.CreatedAt,
+		&i.StartedAt,
+		&i.CompletedAt,
+		&i.UpdatedAt,
+		&i.LocalSettings,
+		&i.PriceID,
+		&i.TrainSha256,
+		&i.ValidSha256,
+	)
+	return i, err
+}
+
+const fineTuneJobGetForUpdate = `-- name: FineTuneJobGetForUpdate :one
+SELECT id, org_id, dataset_version_id, dataset_label, dataset_kind, provider, base_model, method, export_format, hyperparameters, suffix, seed, status, provider_state, train_file_id, valid_file_id, files_ready, provider_job_id, event_cursor, cancel_requested_at, cancel_sent_at, step, total_steps, epoch, total_epochs, train_examples, estimated_tokens, estimated_epochs, price_per_million, price_date, estimated_cost, trained_tokens, actual_cost, fine_tuned_model, error_message, river_job_id, created_by, created_by_label, created_at, started_at, completed_at, updated_at, local_settings, price_id, train_sha256, valid_sha256 FROM fine_tuning_jobs WHERE org_id = $1 AND id = $2 FOR UPDATE
+`
+
+type FineTuneJobGetForUpdateParams struct {
+	OrgID uuid.UUID `json:"org_id"`
+	ID    uuid.UUID `json:"id"`
+}
+
+func (q *Queries) FineTuneJobGetForUpdate(ctx context.Context, arg FineTuneJobGetForUpdateParams) (FineTuningJob, error) {
+	row := q.db.QueryRow(ctx, fineTuneJobGetForUpdate, arg.OrgID, arg.ID)
+	var i FineTuningJob
+	err := row.Scan(
+		&i.ID,
+		&i.OrgID,
+		&i.DatasetVersionID,
+		&i.DatasetLabel,
+		&i.DatasetKind,
+		&i.Provider,
+		&i.BaseModel,
+		&i.Method,
+		&i.ExportFormat,
+		&i.Hyperparameters,
+		&i.Suffix,
+		&i.Seed,
+		&i.Status,
+		&i.ProviderState,
+		&i.TrainFileID,
+		&i.ValidFileID,
+		&i.FilesReady,
+		&i.ProviderJobID,
+		&i.EventCursor,
+		&i.CancelRequestedAt,
+		&i.CancelSentAt,
+		&i.Step,
+		&i.TotalSteps,
+		&i.Epoch,
+		&i.TotalEpochs,
+		&i.TrainExamples,
+		&i.EstimatedTokens,
+		&i.EstimatedEpochs,
+		&i.PricePerMillion,
+		&i.PriceDate,
+		&i.EstimatedCost,
+		&i.TrainedTokens,
+		&i.ActualCost,
+		&i.FineTunedModel,
+		&i.ErrorMessage,
+		&i.RiverJobID,
+		&i.CreatedBy,
+		&i.CreatedByLabel,
+		&i.CreatedAt,
+		&i.StartedAt,
+		&i.CompletedAt,
+		&i.UpdatedAt,
+		&i.LocalSettings,
+		&i.PriceID,
+		&i.TrainSha256,
+		&i.ValidSha256,
+	)
+	return i, err
+}
+
+const fineTuneJobGetSpent = `-- name: FineTuneJobGetSpent :one
+SELECT coalesce(sum(coalesce(actual_cost, CASE WHEN status IN ('failed', 'cancelled') THEN 0 ELSE estimated_cost END)), 0)::bigint
+FROM fine_tuning_jobs
+WHERE org_id = $1 AND created_at >= $2
+`
+
+type FineTuneJobGetSpentParams struct {
+	OrgID uuid.UUID `json:"org_id"`
+	Since time.Time `json:"since"`
+}
+
+// What the month's jobs take from the budget: the actual cost of finished
+// jobs and the estimate of those still under way.
+func (q *Queries) FineTuneJobGetSpent(ctx context.Context, arg FineTuneJobGetSpentParams) (int64, error) {
+	row := q.db.QueryRow(ctx, fineTuneJobGetSpent, arg.OrgID, arg.Since)
+	var column_1 int64
+	err := row.Scan(&column_1)
+	return column_1, err
 }
 
 const fineTuneJobInsert = `-- name: FineTuneJobInsert :one
@@ -573,138 +625,106 @@ func (q *Queries) FineTuneJobList(ctx context.Context, arg FineTuneJobListParams
 	return items, nil
 }
 
-const fineTuneJobLock = `-- name: FineTuneJobLock :one
-SELECT id, org_id, dataset_version_id, dataset_label, dataset_kind, provider, base_model, method, export_format, hyperparameters, suffix, seed, status, provider_state, train_file_id, valid_file_id, files_ready, provider_job_id, event_cursor, cancel_requested_at, cancel_sent_at, step, total_steps, epoch, total_epochs, train_examples, estimated_tokens, estimated_epochs, price_per_million, price_date, estimated_cost, trained_tokens, actual_cost, fine_tuned_model, error_message, river_job_id, created_by, created_by_label, created_at, started_at, completed_at, updated_at, local_settings, price_id, train_sha256, valid_sha256 FROM fine_tuning_jobs WHERE org_id = $1 AND id = $2 FOR UPDATE
-`
-
-type FineTuneJobLockParams struct {
-	OrgID uuid.UUID `json:"org_id"`
-	ID    uuid.UUID `json:"id"`
-}
-
-func (q *Queries) FineTuneJobLock(ctx context.Context, arg FineTuneJobLockParams) (FineTuningJob, error) {
-	row := q.db.QueryRow(ctx, fineTuneJobLock, arg.OrgID, arg.ID)
-	var i FineTuningJob
-	err := row.Scan(
-		&i.ID,
-		&i.OrgID,
-		&i.DatasetVersionID,
-		&i.DatasetLabel,
-		&i.DatasetKind,
-		&i.Provider,
-		&i.BaseModel,
-		&i.Method,
-		&i.ExportFormat,
-		&i.Hyperparameters,
-		&i.Suffix,
-		&i.Seed,
-		&i.Status,
-		&i.ProviderState,
-		&i.TrainFileID,
-		&i.ValidFileID,
-		&i.FilesReady,
-		&i.ProviderJobID,
-		&i.EventCursor,
-		&i.CancelRequestedAt,
-		&i.CancelSentAt,
-		&i.Step,
-		&i.TotalSteps,
-		&i.Epoch,
-		&i.TotalEpochs,
-		&i.TrainExamples,
-		&i.EstimatedTokens,
-		&i.EstimatedEpochs,
-		&i.PricePerMillion,
-		&i.PriceDate,
-		&i.EstimatedCost,
-		&i.TrainedTokens,
-		&i.ActualCost,
-		&i.FineTunedModel,
-		&i.ErrorMessage,
-		&i.RiverJobID,
-		&i.CreatedBy,
-		&i.CreatedByLabel,
-		&i.CreatedAt,
-		&i.StartedAt,
-		&i.CompletedAt,
-		&i.UpdatedAt,
-		&i.LocalSettings,
-		&i.PriceID,
-		&i.TrainSha256,
-		&i.ValidSha256,
-	)
-	return i, err
-}
-
-const fineTuneJobRequestCancel = `-- name: FineTuneJobRequestCancel :exec
+const fineTuneJobUpdateCancelRequested = `-- name: FineTuneJobUpdateCancelRequested :exec
 UPDATE fine_tuning_jobs SET cancel_requested_at = coalesce(cancel_requested_at, now()), updated_at = now()
 WHERE org_id = $1 AND id = $2
 `
 
-type FineTuneJobRequestCancelParams struct {
+type FineTuneJobUpdateCancelRequestedParams struct {
 	OrgID uuid.UUID `json:"org_id"`
 	ID    uuid.UUID `json:"id"`
 }
 
-func (q *Queries) FineTuneJobRequestCancel(ctx context.Context, arg FineTuneJobRequestCancelParams) error {
-	_, err := q.db.Exec(ctx, fineTuneJobRequestCancel, arg.OrgID, arg.ID)
+func (q *Queries) FineTuneJobUpdateCancelRequested(ctx context.Context, arg FineTuneJobUpdateCancelRequestedParams) error {
+	_, err := q.db.Exec(ctx, fineTuneJobUpdateCancelRequested, arg.OrgID, arg.ID)
 	return err
 }
 
-const fineTuneJobSetCancelSent = `-- name: FineTuneJobSetCancelSent :exec
+const fineTuneJobUpdateCancelSent = `-- name: FineTuneJobUpdateCancelSent :exec
 UPDATE fine_tuning_jobs SET cancel_sent_at = now(), updated_at = now() WHERE id = $1
 `
 
-func (q *Queries) FineTuneJobSetCancelSent(ctx context.Context, id uuid.UUID) error {
-	_, err := q.db.Exec(ctx, fineTuneJobSetCancelSent, id)
+func (q *Queries) FineTuneJobUpdateCancelSent(ctx context.Context, id uuid.UUID) error {
+	_, err := q.db.Exec(ctx, fineTuneJobUpdateCancelSent, id)
 	return err
 }
 
-const fineTuneJobSetFiles = `-- name: FineTuneJobSetFiles :exec
+const fineTuneJobUpdateFiles = `-- name: FineTuneJobUpdateFiles :exec
 UPDATE fine_tuning_jobs
 SET train_file_id = $1, valid_file_id = $2, updated_at = now()
 WHERE id = $3
 `
 
-type FineTuneJobSetFilesParams struct {
+type FineTuneJobUpdateFilesParams struct {
 	TrainFileID string    `json:"train_file_id"`
 	ValidFileID string    `json:"valid_file_id"`
 	ID          uuid.UUID `json:"id"`
 }
 
-func (q *Queries) FineTuneJobSetFiles(ctx context.Context, arg FineTuneJobSetFilesParams) error {
-	_, err := q.db.Exec(ctx, fineTuneJobSetFiles, arg.TrainFileID, arg.ValidFileID, arg.ID)
+func (q *Queries) FineTuneJobUpdateFiles(ctx context.Context, arg FineTuneJobUpdateFilesParams) error {
+	_, err := q.db.Exec(ctx, fineTuneJobUpdateFiles, arg.TrainFileID, arg.ValidFileID, arg.ID)
 	return err
 }
 
-const fineTuneJobSetFilesReady = `-- name: FineTuneJobSetFilesReady :exec
+const fineTuneJobUpdateFilesReady = `-- name: FineTuneJobUpdateFilesReady :exec
 UPDATE fine_tuning_jobs SET files_ready = true, updated_at = now() WHERE id = $1
 `
 
-func (q *Queries) FineTuneJobSetFilesReady(ctx context.Context, id uuid.UUID) error {
-	_, err := q.db.Exec(ctx, fineTuneJobSetFilesReady, id)
+func (q *Queries) FineTuneJobUpdateFilesReady(ctx context.Context, id uuid.UUID) error {
+	_, err := q.db.Exec(ctx, fineTuneJobUpdateFilesReady, id)
 	return err
 }
 
-const fineTuneJobSetPrepared = `-- name: FineTuneJobSetPrepared :exec
+const fineTuneJobUpdateFinished = `-- name: FineTuneJobUpdateFinished :exec
+UPDATE fine_tuning_jobs
+SET status = $1, provider_state = $2, error_message = $3,
+    trained_tokens = $4, fine_tuned_model = $5, actual_cost = $6,
+    completed_at = now(), updated_at = now()
+WHERE id = $7
+`
+
+type FineTuneJobUpdateFinishedParams struct {
+	Status         FinetuneStatus `json:"status"`
+	ProviderState  string         `json:"provider_state"`
+	ErrorMessage   string         `json:"error_message"`
+	TrainedTokens  int64          `json:"trained_tokens"`
+	FineTunedModel string         `json:"fine_tuned_model"`
+	ActualCost     pgtype.Int8    `json:"actual_cost"`
+	ID             uuid.UUID      `json:"id"`
+}
+
+func (q *Queries) FineTuneJobUpdateFinished(ctx context.Context, arg FineTuneJobUpdateFinishedParams) error {
+	_, err := q.db.Exec(ctx, fineTuneJobUpdateFinished,
+		arg.Status,
+		arg.ProviderState,
+		arg.ErrorMessage,
+		arg.TrainedTokens,
+		arg.FineTunedModel,
+		arg.ActualCost,
+		arg.ID,
+	)
+	return err
+}
+
+const fineTuneJobUpdatePrepared = `-- name: FineTuneJobUpdatePrepared :exec
 UPDATE fine_tuning_jobs
 SET train_sha256 = $1, valid_sha256 = $2, status = 'uploading',
     started_at = coalesce(started_at, now()), updated_at = now()
 WHERE id = $3
 `
 
-type FineTuneJobSetPreparedParams struct {
+type FineTuneJobUpdatePreparedParams struct {
 	TrainSha256 string    `json:"train_sha256"`
 	ValidSha256 string    `json:"valid_sha256"`
 	ID          uuid.UUID `json:"id"`
 }
 
-func (q *Queries) FineTuneJobSetPrepared(ctx context.Context, arg FineTuneJobSetPreparedParams) error {
-	_, err := q.db.Exec(ctx, fineTuneJobSetPrepared, arg.TrainSha256, arg.ValidSha256, arg.ID)
+func (q *Queries) FineTuneJobUpdatePrepared(ctx context.Context, arg FineTuneJobUpdatePreparedParams) error {
+	_, err := q.db.Exec(ctx, fineTuneJobUpdatePrepared, arg.TrainSha256, arg.ValidSha256, arg.ID)
 	return err
 }
 
-const fineTuneJobSetProgress = `-- name: FineTuneJobSetProgress :exec
+const fineTuneJobUpdateProgress = `-- name: FineTuneJobUpdateProgress :exec
 UPDATE fine_tuning_jobs
 SET status = $1, provider_state = $2, event_cursor = $3,
     step = $4, total_steps = $5, epoch = $6, total_epochs = $7,
@@ -712,7 +732,7 @@ SET status = $1, provider_state = $2, event_cursor = $3,
 WHERE id = $10
 `
 
-type FineTuneJobSetProgressParams struct {
+type FineTuneJobUpdateProgressParams struct {
 	Status         FinetuneStatus `json:"status"`
 	ProviderState  string         `json:"provider_state"`
 	EventCursor    string         `json:"event_cursor"`
@@ -725,8 +745,8 @@ type FineTuneJobSetProgressParams struct {
 	ID             uuid.UUID      `json:"id"`
 }
 
-func (q *Queries) FineTuneJobSetProgress(ctx context.Context, arg FineTuneJobSetProgressParams) error {
-	_, err := q.db.Exec(ctx, fineTuneJobSetProgress,
+func (q *Queries) FineTuneJobUpdateProgress(ctx context.Context, arg FineTuneJobUpdateProgressParams) error {
+	_, err := q.db.Exec(ctx, fineTuneJobUpdateProgress,
 		arg.Status,
 		arg.ProviderState,
 		arg.EventCursor,
@@ -741,21 +761,21 @@ func (q *Queries) FineTuneJobSetProgress(ctx context.Context, arg FineTuneJobSet
 	return err
 }
 
-const fineTuneJobSetProviderJob = `-- name: FineTuneJobSetProviderJob :exec
+const fineTuneJobUpdateProviderJob = `-- name: FineTuneJobUpdateProviderJob :exec
 UPDATE fine_tuning_jobs
 SET provider_job_id = $1, status = $2, provider_state = $3, updated_at = now()
 WHERE id = $4
 `
 
-type FineTuneJobSetProviderJobParams struct {
+type FineTuneJobUpdateProviderJobParams struct {
 	ProviderJobID string         `json:"provider_job_id"`
 	Status        FinetuneStatus `json:"status"`
 	ProviderState string         `json:"provider_state"`
 	ID            uuid.UUID      `json:"id"`
 }
 
-func (q *Queries) FineTuneJobSetProviderJob(ctx context.Context, arg FineTuneJobSetProviderJobParams) error {
-	_, err := q.db.Exec(ctx, fineTuneJobSetProviderJob,
+func (q *Queries) FineTuneJobUpdateProviderJob(ctx context.Context, arg FineTuneJobUpdateProviderJobParams) error {
+	_, err := q.db.Exec(ctx, fineTuneJobUpdateProviderJob,
 		arg.ProviderJobID,
 		arg.Status,
 		arg.ProviderState,
@@ -764,21 +784,21 @@ func (q *Queries) FineTuneJobSetProviderJob(ctx context.Context, arg FineTuneJob
 	return err
 }
 
-const fineTuneJobSetRiverID = `-- name: FineTuneJobSetRiverID :exec
+const fineTuneJobUpdateRiverID = `-- name: FineTuneJobUpdateRiverID :exec
 UPDATE fine_tuning_jobs SET river_job_id = $1 WHERE id = $2
 `
 
-type FineTuneJobSetRiverIDParams struct {
+type FineTuneJobUpdateRiverIDParams struct {
 	RiverJobID pgtype.Int8 `json:"river_job_id"`
 	ID         uuid.UUID   `json:"id"`
 }
 
-func (q *Queries) FineTuneJobSetRiverID(ctx context.Context, arg FineTuneJobSetRiverIDParams) error {
-	_, err := q.db.Exec(ctx, fineTuneJobSetRiverID, arg.RiverJobID, arg.ID)
+func (q *Queries) FineTuneJobUpdateRiverID(ctx context.Context, arg FineTuneJobUpdateRiverIDParams) error {
+	_, err := q.db.Exec(ctx, fineTuneJobUpdateRiverID, arg.RiverJobID, arg.ID)
 	return err
 }
 
-const fineTuneMetricUpsert = `-- name: FineTuneMetricUpsert :exec
+const fineTuneMetricInsertOrUpdate = `-- name: FineTuneMetricInsertOrUpdate :exec
 INSERT INTO fine_tuning_metrics (job_id, org_id, step, epoch, train_loss, train_accuracy, valid_loss, valid_mean_token_accuracy)
 VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
 ON CONFLICT (job_id, step) DO UPDATE
@@ -789,7 +809,7 @@ SET epoch = CASE WHEN excluded.epoch > 0 THEN excluded.epoch ELSE fine_tuning_me
     valid_mean_token_accuracy = coalesce(excluded.valid_mean_token_accuracy, fine_tuning_metrics.valid_mean_token_accuracy)
 `
 
-type FineTuneMetricUpsertParams struct {
+type FineTuneMetricInsertOrUpdateParams struct {
 	JobID                  uuid.UUID     `json:"job_id"`
 	OrgID                  uuid.UUID     `json:"org_id"`
 	Step                   int32         `json:"step"`
@@ -800,8 +820,8 @@ type FineTuneMetricUpsertParams struct {
 	ValidMeanTokenAccuracy pgtype.Float8 `json:"valid_mean_token_accuracy"`
 }
 
-func (q *Queries) FineTuneMetricUpsert(ctx context.Context, arg FineTuneMetricUpsertParams) error {
-	_, err := q.db.Exec(ctx, fineTuneMetricUpsert,
+func (q *Queries) FineTuneMetricInsertOrUpdate(ctx context.Context, arg FineTuneMetricInsertOrUpdateParams) error {
+	_, err := q.db.Exec(ctx, fineTuneMetricInsertOrUpdate,
 		arg.JobID,
 		arg.OrgID,
 		arg.Step,
@@ -814,17 +834,17 @@ func (q *Queries) FineTuneMetricUpsert(ctx context.Context, arg FineTuneMetricUp
 	return err
 }
 
-const fineTuneMetrics = `-- name: FineTuneMetrics :many
+const fineTuneMetricList = `-- name: FineTuneMetricList :many
 SELECT job_id, org_id, step, epoch, train_loss, train_accuracy, valid_loss, valid_mean_token_accuracy FROM fine_tuning_metrics WHERE org_id = $1 AND job_id = $2 ORDER BY step
 `
 
-type FineTuneMetricsParams struct {
+type FineTuneMetricListParams struct {
 	OrgID uuid.UUID `json:"org_id"`
 	JobID uuid.UUID `json:"job_id"`
 }
 
-func (q *Queries) FineTuneMetrics(ctx context.Context, arg FineTuneMetricsParams) ([]FineTuningMetric, error) {
-	rows, err := q.db.Query(ctx, fineTuneMetrics, arg.OrgID, arg.JobID)
+func (q *Queries) FineTuneMetricList(ctx context.Context, arg FineTuneMetricListParams) ([]FineTuningMetric, error) {
+	rows, err := q.db.Query(ctx, fineTuneMetricList, arg.OrgID, arg.JobID)
 	if err != nil {
 		return nil, err
 	}
@@ -1032,24 +1052,4 @@ func (q *Queries) FineTuneRunMetricList(ctx context.Context, arg FineTuneRunMetr
 		return nil, err
 	}
 	return items, nil
-}
-
-const fineTuneSpent = `-- name: FineTuneSpent :one
-SELECT coalesce(sum(coalesce(actual_cost, CASE WHEN status IN ('failed', 'cancelled') THEN 0 ELSE estimated_cost END)), 0)::bigint
-FROM fine_tuning_jobs
-WHERE org_id = $1 AND created_at >= $2
-`
-
-type FineTuneSpentParams struct {
-	OrgID uuid.UUID `json:"org_id"`
-	Since time.Time `json:"since"`
-}
-
-// What the month's jobs take from the budget: the actual cost of finished
-// jobs and the estimate of those still under way.
-func (q *Queries) FineTuneSpent(ctx context.Context, arg FineTuneSpentParams) (int64, error) {
-	row := q.db.QueryRow(ctx, fineTuneSpent, arg.OrgID, arg.Since)
-	var column_1 int64
-	err := row.Scan(&column_1)
-	return column_1, err
 }

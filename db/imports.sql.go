@@ -14,32 +14,17 @@ import (
 	"github.com/jackc/pgx/v5/pgtype"
 )
 
-const importRunCreate = `-- name: ImportRunCreate :one
-INSERT INTO import_runs (id, org_id, kind, file_name, file_size, created_by, created_by_label)
-VALUES ($1, $2, $3, $4, $5, $6, $7)
-RETURNING id, org_id, kind, file_name, file_size, status, phase, bytes_done, stored, duplicates, skipped, skip_reasons, error, error_line, created_by, created_by_label, created_at, started_at, finished_at, updated_at
+const importRunGet = `-- name: ImportRunGet :one
+SELECT id, org_id, kind, file_name, file_size, status, phase, bytes_done, stored, duplicates, skipped, skip_reasons, error, error_line, created_by, created_by_label, created_at, started_at, finished_at, updated_at FROM import_runs WHERE org_id = $1 AND id = $2
 `
 
-type ImportRunCreateParams struct {
-	ID             uuid.UUID     `json:"id"`
-	OrgID          uuid.UUID     `json:"org_id"`
-	Kind           string        `json:"kind"`
-	FileName       string        `json:"file_name"`
-	FileSize       int64         `json:"file_size"`
-	CreatedBy      uuid.NullUUID `json:"created_by"`
-	CreatedByLabel string        `json:"created_by_label"`
+type ImportRunGetParams struct {
+	OrgID uuid.UUID `json:"org_id"`
+	ID    uuid.UUID `json:"id"`
 }
 
-func (q *Queries) ImportRunCreate(ctx context.Context, arg ImportRunCreateParams) (ImportRun, error) {
-	row := q.db.QueryRow(ctx, importRunCreate,
-		arg.ID,
-		arg.OrgID,
-		arg.Kind,
-		arg.FileName,
-		arg.FileSize,
-		arg.CreatedBy,
-		arg.CreatedByLabel,
-	)
+func (q *Queries) ImportRunGet(ctx context.Context, arg ImportRunGetParams) (ImportRun, error) {
+	row := q.db.QueryRow(ctx, importRunGet, arg.OrgID, arg.ID)
 	var i ImportRun
 	err := row.Scan(
 		&i.ID,
@@ -66,52 +51,32 @@ func (q *Queries) ImportRunCreate(ctx context.Context, arg ImportRunCreateParams
 	return i, err
 }
 
-const importRunFinish = `-- name: ImportRunFinish :exec
-UPDATE import_runs
-SET status = $1, phase = '', bytes_done = CASE WHEN $1 = 'succeeded' THEN file_size ELSE bytes_done END,
-    stored = $2, duplicates = $3, skipped = $4, skip_reasons = $5,
-    error = $6, error_line = $7, finished_at = now(), updated_at = now()
-WHERE org_id = $8 AND id = $9
+const importRunInsert = `-- name: ImportRunInsert :one
+INSERT INTO import_runs (id, org_id, kind, file_name, file_size, created_by, created_by_label)
+VALUES ($1, $2, $3, $4, $5, $6, $7)
+RETURNING id, org_id, kind, file_name, file_size, status, phase, bytes_done, stored, duplicates, skipped, skip_reasons, error, error_line, created_by, created_by_label, created_at, started_at, finished_at, updated_at
 `
 
-type ImportRunFinishParams struct {
-	Status      string          `json:"status"`
-	Stored      int32           `json:"stored"`
-	Duplicates  int32           `json:"duplicates"`
-	Skipped     int32           `json:"skipped"`
-	SkipReasons json.RawMessage `json:"skip_reasons"`
-	Error       string          `json:"error"`
-	ErrorLine   pgtype.Int4     `json:"error_line"`
-	OrgID       uuid.UUID       `json:"org_id"`
-	ID          uuid.UUID       `json:"id"`
+type ImportRunInsertParams struct {
+	ID             uuid.UUID     `json:"id"`
+	OrgID          uuid.UUID     `json:"org_id"`
+	Kind           string        `json:"kind"`
+	FileName       string        `json:"file_name"`
+	FileSize       int64         `json:"file_size"`
+	CreatedBy      uuid.NullUUID `json:"created_by"`
+	CreatedByLabel string        `json:"created_by_label"`
 }
 
-func (q *Queries) ImportRunFinish(ctx context.Context, arg ImportRunFinishParams) error {
-	_, err := q.db.Exec(ctx, importRunFinish,
-		arg.Status,
-		arg.Stored,
-		arg.Duplicates,
-		arg.Skipped,
-		arg.SkipReasons,
-		arg.Error,
-		arg.ErrorLine,
-		arg.OrgID,
+func (q *Queries) ImportRunInsert(ctx context.Context, arg ImportRunInsertParams) (ImportRun, error) {
+	row := q.db.QueryRow(ctx, importRunInsert,
 		arg.ID,
+		arg.OrgID,
+		arg.Kind,
+		arg.FileName,
+		arg.FileSize,
+		arg.CreatedBy,
+		arg.CreatedByLabel,
 	)
-	return err
-}
-
-const importRunGet = `-- name: ImportRunGet :one
-SELECT id, org_id, kind, file_name, file_size, status, phase, bytes_done, stored, duplicates, skipped, skip_reasons, error, error_line, created_by, created_by_label, created_at, started_at, finished_at, updated_at FROM import_runs WHERE org_id = $1 AND id = $2
-`
-
-type ImportRunGetParams struct {
-	OrgID uuid.UUID `json:"org_id"`
-	ID    uuid.UUID `json:"id"`
-}
-
-func (q *Queries) ImportRunGet(ctx context.Context, arg ImportRunGetParams) (ImportRun, error) {
-	row := q.db.QueryRow(ctx, importRunGet, arg.OrgID, arg.ID)
 	var i ImportRun
 	err := row.Scan(
 		&i.ID,
@@ -188,20 +153,55 @@ func (q *Queries) ImportRunList(ctx context.Context, arg ImportRunListParams) ([
 	return items, nil
 }
 
-const importRunProgress = `-- name: ImportRunProgress :exec
+const importRunUpdateFinished = `-- name: ImportRunUpdateFinished :exec
+UPDATE import_runs
+SET status = $1, phase = '', bytes_done = CASE WHEN $1 = 'succeeded' THEN file_size ELSE bytes_done END,
+    stored = $2, duplicates = $3, skipped = $4, skip_reasons = $5,
+    error = $6, error_line = $7, finished_at = now(), updated_at = now()
+WHERE org_id = $8 AND id = $9
+`
+
+type ImportRunUpdateFinishedParams struct {
+	Status      string          `json:"status"`
+	Stored      int32           `json:"stored"`
+	Duplicates  int32           `json:"duplicates"`
+	Skipped     int32           `json:"skipped"`
+	SkipReasons json.RawMessage `json:"skip_reasons"`
+	Error       string          `json:"error"`
+	ErrorLine   pgtype.Int4     `json:"error_line"`
+	OrgID       uuid.UUID       `json:"org_id"`
+	ID          uuid.UUID       `json:"id"`
+}
+
+func (q *Queries) ImportRunUpdateFinished(ctx context.Context, arg ImportRunUpdateFinishedParams) error {
+	_, err := q.db.Exec(ctx, importRunUpdateFinished,
+		arg.Status,
+		arg.Stored,
+		arg.Duplicates,
+		arg.Skipped,
+		arg.SkipReasons,
+		arg.Error,
+		arg.ErrorLine,
+		arg.OrgID,
+		arg.ID,
+	)
+	return err
+}
+
+const importRunUpdateProgress = `-- name: ImportRunUpdateProgress :exec
 UPDATE import_runs SET phase = $1, bytes_done = $2, updated_at = now()
 WHERE org_id = $3 AND id = $4
 `
 
-type ImportRunProgressParams struct {
+type ImportRunUpdateProgressParams struct {
 	Phase     string    `json:"phase"`
 	BytesDone int64     `json:"bytes_done"`
 	OrgID     uuid.UUID `json:"org_id"`
 	ID        uuid.UUID `json:"id"`
 }
 
-func (q *Queries) ImportRunProgress(ctx context.Context, arg ImportRunProgressParams) error {
-	_, err := q.db.Exec(ctx, importRunProgress,
+func (q *Queries) ImportRunUpdateProgress(ctx context.Context, arg ImportRunUpdateProgressParams) error {
+	_, err := q.db.Exec(ctx, importRunUpdateProgress,
 		arg.Phase,
 		arg.BytesDone,
 		arg.OrgID,
@@ -210,21 +210,21 @@ func (q *Queries) ImportRunProgress(ctx context.Context, arg ImportRunProgressPa
 	return err
 }
 
-const importRunStart = `-- name: ImportRunStart :exec
+const importRunUpdateStarted = `-- name: ImportRunUpdateStarted :exec
 UPDATE import_runs
 SET status = 'running', phase = 'checking', bytes_done = 0, error = '', error_line = NULL,
     started_at = now(), finished_at = NULL, updated_at = now()
 WHERE org_id = $1 AND id = $2
 `
 
-type ImportRunStartParams struct {
+type ImportRunUpdateStartedParams struct {
 	OrgID uuid.UUID `json:"org_id"`
 	ID    uuid.UUID `json:"id"`
 }
 
 // A retried job starts over: the earlier attempt's transaction was rolled back.
-func (q *Queries) ImportRunStart(ctx context.Context, arg ImportRunStartParams) error {
-	_, err := q.db.Exec(ctx, importRunStart, arg.OrgID, arg.ID)
+func (q *Queries) ImportRunUpdateStarted(ctx context.Context, arg ImportRunUpdateStartedParams) error {
+	_, err := q.db.Exec(ctx, importRunUpdateStarted, arg.OrgID, arg.ID)
 	return err
 }
 
@@ -258,101 +258,7 @@ func (q *Queries) LangfuseConnectionGet(ctx context.Context, orgID uuid.UUID) (L
 	return i, err
 }
 
-const langfuseConnectionOrgs = `-- name: LangfuseConnectionOrgs :many
-SELECT org_id FROM langfuse_connections ORDER BY org_id
-`
-
-// Every organisation with a connection, for the periodic sync.
-func (q *Queries) LangfuseConnectionOrgs(ctx context.Context) ([]uuid.UUID, error) {
-	rows, err := q.db.Query(ctx, langfuseConnectionOrgs)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	items := []uuid.UUID{}
-	for rows.Next() {
-		var org_id uuid.UUID
-		if err := rows.Scan(&org_id); err != nil {
-			return nil, err
-		}
-		items = append(items, org_id)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	return items, nil
-}
-
-const langfuseConnectionSetError = `-- name: LangfuseConnectionSetError :exec
-UPDATE langfuse_connections SET last_error = $1, updated_at = now() WHERE org_id = $2
-`
-
-type LangfuseConnectionSetErrorParams struct {
-	LastError string    `json:"last_error"`
-	OrgID     uuid.UUID `json:"org_id"`
-}
-
-func (q *Queries) LangfuseConnectionSetError(ctx context.Context, arg LangfuseConnectionSetErrorParams) error {
-	_, err := q.db.Exec(ctx, langfuseConnectionSetError, arg.LastError, arg.OrgID)
-	return err
-}
-
-const langfuseConnectionSyncFailed = `-- name: LangfuseConnectionSyncFailed :exec
-UPDATE langfuse_connections SET sync_started_at = NULL, last_error = $1, updated_at = now()
-WHERE org_id = $2
-`
-
-type LangfuseConnectionSyncFailedParams struct {
-	LastError string    `json:"last_error"`
-	OrgID     uuid.UUID `json:"org_id"`
-}
-
-func (q *Queries) LangfuseConnectionSyncFailed(ctx context.Context, arg LangfuseConnectionSyncFailedParams) error {
-	_, err := q.db.Exec(ctx, langfuseConnectionSyncFailed, arg.LastError, arg.OrgID)
-	return err
-}
-
-const langfuseConnectionSyncStarted = `-- name: LangfuseConnectionSyncStarted :exec
-UPDATE langfuse_connections SET sync_started_at = now(), last_attempt_at = now(), updated_at = now()
-WHERE org_id = $1
-`
-
-func (q *Queries) LangfuseConnectionSyncStarted(ctx context.Context, orgID uuid.UUID) error {
-	_, err := q.db.Exec(ctx, langfuseConnectionSyncStarted, orgID)
-	return err
-}
-
-const langfuseConnectionSyncSucceeded = `-- name: LangfuseConnectionSyncSucceeded :exec
-UPDATE langfuse_connections
-SET sync_started_at = NULL, last_sync_at = now(), sync_from = $1,
-    last_stored = $2::integer, last_duplicates = $3, last_skipped = $4,
-    last_skip_reasons = $5, total_stored = total_stored + $2::integer, last_error = '',
-    updated_at = now()
-WHERE org_id = $6
-`
-
-type LangfuseConnectionSyncSucceededParams struct {
-	SyncFrom        *time.Time      `json:"sync_from"`
-	LastStored      int32           `json:"last_stored"`
-	LastDuplicates  int32           `json:"last_duplicates"`
-	LastSkipped     int32           `json:"last_skipped"`
-	LastSkipReasons json.RawMessage `json:"last_skip_reasons"`
-	OrgID           uuid.UUID       `json:"org_id"`
-}
-
-func (q *Queries) LangfuseConnectionSyncSucceeded(ctx context.Context, arg LangfuseConnectionSyncSucceededParams) error {
-	_, err := q.db.Exec(ctx, langfuseConnectionSyncSucceeded,
-		arg.SyncFrom,
-		arg.LastStored,
-		arg.LastDuplicates,
-		arg.LastSkipped,
-		arg.LastSkipReasons,
-		arg.OrgID,
-	)
-	return err
-}
-
-const langfuseConnectionUpsert = `-- name: LangfuseConnectionUpsert :one
+const langfuseConnectionInsertOrUpdate = `-- name: LangfuseConnectionInsertOrUpdate :one
 INSERT INTO langfuse_connections (org_id, host, public_key, secret_ciphertext, secret_nonce, updated_by)
 VALUES ($1, $2, $3, $4, $5, $6)
 ON CONFLICT (org_id) DO UPDATE
@@ -364,7 +270,7 @@ SET host = excluded.host, public_key = excluded.public_key, secret_ciphertext = 
 RETURNING org_id, host, public_key, secret_ciphertext, secret_nonce, sync_from, sync_started_at, last_sync_at, last_attempt_at, last_stored, last_duplicates, last_skipped, last_skip_reasons, total_stored, last_error, updated_by, created_at, updated_at
 `
 
-type LangfuseConnectionUpsertParams struct {
+type LangfuseConnectionInsertOrUpdateParams struct {
 	OrgID            uuid.UUID     `json:"org_id"`
 	Host             string        `json:"host"`
 	PublicKey        string        `json:"public_key"`
@@ -375,8 +281,8 @@ type LangfuseConnectionUpsertParams struct {
 
 // Changing the connection starts the next sync from the beginning: another
 // project's scores have other timestamps (and re-reading is idempotent).
-func (q *Queries) LangfuseConnectionUpsert(ctx context.Context, arg LangfuseConnectionUpsertParams) (LangfuseConnection, error) {
-	row := q.db.QueryRow(ctx, langfuseConnectionUpsert,
+func (q *Queries) LangfuseConnectionInsertOrUpdate(ctx context.Context, arg LangfuseConnectionInsertOrUpdateParams) (LangfuseConnection, error) {
+	row := q.db.QueryRow(ctx, langfuseConnectionInsertOrUpdate,
 		arg.OrgID,
 		arg.Host,
 		arg.PublicKey,
@@ -406,4 +312,98 @@ func (q *Queries) LangfuseConnectionUpsert(ctx context.Context, arg LangfuseConn
 		&i.UpdatedAt,
 	)
 	return i, err
+}
+
+const langfuseConnectionListOrgIDs = `-- name: LangfuseConnectionListOrgIDs :many
+SELECT org_id FROM langfuse_connections ORDER BY org_id
+`
+
+// Every organisation with a connection, for the periodic sync.
+func (q *Queries) LangfuseConnectionListOrgIDs(ctx context.Context) ([]uuid.UUID, error) {
+	rows, err := q.db.Query(ctx, langfuseConnectionListOrgIDs)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []uuid.UUID{}
+	for rows.Next() {
+		var org_id uuid.UUID
+		if err := rows.Scan(&org_id); err != nil {
+			return nil, err
+		}
+		items = append(items, org_id)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const langfuseConnectionUpdateError = `-- name: LangfuseConnectionUpdateError :exec
+UPDATE langfuse_connections SET last_error = $1, updated_at = now() WHERE org_id = $2
+`
+
+type LangfuseConnectionUpdateErrorParams struct {
+	LastError string    `json:"last_error"`
+	OrgID     uuid.UUID `json:"org_id"`
+}
+
+func (q *Queries) LangfuseConnectionUpdateError(ctx context.Context, arg LangfuseConnectionUpdateErrorParams) error {
+	_, err := q.db.Exec(ctx, langfuseConnectionUpdateError, arg.LastError, arg.OrgID)
+	return err
+}
+
+const langfuseConnectionUpdateSyncFailed = `-- name: LangfuseConnectionUpdateSyncFailed :exec
+UPDATE langfuse_connections SET sync_started_at = NULL, last_error = $1, updated_at = now()
+WHERE org_id = $2
+`
+
+type LangfuseConnectionUpdateSyncFailedParams struct {
+	LastError string    `json:"last_error"`
+	OrgID     uuid.UUID `json:"org_id"`
+}
+
+func (q *Queries) LangfuseConnectionUpdateSyncFailed(ctx context.Context, arg LangfuseConnectionUpdateSyncFailedParams) error {
+	_, err := q.db.Exec(ctx, langfuseConnectionUpdateSyncFailed, arg.LastError, arg.OrgID)
+	return err
+}
+
+const langfuseConnectionUpdateSyncStarted = `-- name: LangfuseConnectionUpdateSyncStarted :exec
+UPDATE langfuse_connections SET sync_started_at = now(), last_attempt_at = now(), updated_at = now()
+WHERE org_id = $1
+`
+
+func (q *Queries) LangfuseConnectionUpdateSyncStarted(ctx context.Context, orgID uuid.UUID) error {
+	_, err := q.db.Exec(ctx, langfuseConnectionUpdateSyncStarted, orgID)
+	return err
+}
+
+const langfuseConnectionUpdateSyncSucceeded = `-- name: LangfuseConnectionUpdateSyncSucceeded :exec
+UPDATE langfuse_connections
+SET sync_started_at = NULL, last_sync_at = now(), sync_from = $1,
+    last_stored = $2::integer, last_duplicates = $3, last_skipped = $4,
+    last_skip_reasons = $5, total_stored = total_stored + $2::integer, last_error = '',
+    updated_at = now()
+WHERE org_id = $6
+`
+
+type LangfuseConnectionUpdateSyncSucceededParams struct {
+	SyncFrom        *time.Time      `json:"sync_from"`
+	LastStored      int32           `json:"last_stored"`
+	LastDuplicates  int32           `json:"last_duplicates"`
+	LastSkipped     int32           `json:"last_skipped"`
+	LastSkipReasons json.RawMessage `json:"last_skip_reasons"`
+	OrgID           uuid.UUID       `json:"org_id"`
+}
+
+func (q *Queries) LangfuseConnectionUpdateSyncSucceeded(ctx context.Context, arg LangfuseConnectionUpdateSyncSucceededParams) error {
+	_, err := q.db.Exec(ctx, langfuseConnectionUpdateSyncSucceeded,
+		arg.SyncFrom,
+		arg.LastStored,
+		arg.LastDuplicates,
+		arg.LastSkipped,
+		arg.LastSkipReasons,
+		arg.OrgID,
+	)
+	return err
 }

@@ -10,38 +10,6 @@ import (
 	"encoding/json"
 )
 
-const jobCountsByKindState = `-- name: JobCountsByKindState :many
-SELECT kind, state::text AS state, count(*) AS count FROM river_job GROUP BY kind, state ORDER BY kind, state
-`
-
-type JobCountsByKindStateRow struct {
-	Kind  string `json:"kind"`
-	State string `json:"state"`
-	Count int64  `json:"count"`
-}
-
-// For /metrics: River's jobs are shared by all organisations, so these counts
-// are never shown on an organisation's pages.
-func (q *Queries) JobCountsByKindState(ctx context.Context) ([]JobCountsByKindStateRow, error) {
-	rows, err := q.db.Query(ctx, jobCountsByKindState)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	items := []JobCountsByKindStateRow{}
-	for rows.Next() {
-		var i JobCountsByKindStateRow
-		if err := rows.Scan(&i.Kind, &i.State, &i.Count); err != nil {
-			return nil, err
-		}
-		items = append(items, i)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	return items, nil
-}
-
 const jobHeartbeatDelete = `-- name: JobHeartbeatDelete :exec
 DELETE FROM job_heartbeats WHERE job_id = $1 AND attempt = $2
 `
@@ -168,13 +136,45 @@ func (q *Queries) JobUpdateStale(ctx context.Context, arg JobUpdateStaleParams) 
 	return items, nil
 }
 
-const riverSchemaVersion = `-- name: RiverSchemaVersion :one
+const riverJobCountByKindState = `-- name: RiverJobCountByKindState :many
+SELECT kind, state::text AS state, count(*) AS count FROM river_job GROUP BY kind, state ORDER BY kind, state
+`
+
+type RiverJobCountByKindStateRow struct {
+	Kind  string `json:"kind"`
+	State string `json:"state"`
+	Count int64  `json:"count"`
+}
+
+// For /metrics: River's jobs are shared by all organisations, so these counts
+// are never shown on an organisation's pages.
+func (q *Queries) RiverJobCountByKindState(ctx context.Context) ([]RiverJobCountByKindStateRow, error) {
+	rows, err := q.db.Query(ctx, riverJobCountByKindState)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []RiverJobCountByKindStateRow{}
+	for rows.Next() {
+		var i RiverJobCountByKindStateRow
+		if err := rows.Scan(&i.Kind, &i.State, &i.Count); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const riverMigrationGetVersion = `-- name: RiverMigrationGetVersion :one
 SELECT coalesce(max(version), 0)::bigint FROM river_migration
 `
 
 // /readyz asks this: it fails unless River's tables are in place.
-func (q *Queries) RiverSchemaVersion(ctx context.Context) (int64, error) {
-	row := q.db.QueryRow(ctx, riverSchemaVersion)
+func (q *Queries) RiverMigrationGetVersion(ctx context.Context) (int64, error) {
+	row := q.db.QueryRow(ctx, riverMigrationGetVersion)
 	var column_1 int64
 	err := row.Scan(&column_1)
 	return column_1, err

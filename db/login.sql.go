@@ -10,37 +10,46 @@ import (
 	"time"
 )
 
-const loginFailureClear = `-- name: LoginFailureClear :exec
-DELETE FROM login_failures WHERE lower(email) = lower($1::text)
-`
-
-func (q *Queries) LoginFailureClear(ctx context.Context, email string) error {
-	_, err := q.db.Exec(ctx, loginFailureClear, email)
-	return err
-}
-
-const loginFailureCounts = `-- name: LoginFailureCounts :one
+const loginFailureCount = `-- name: LoginFailureCount :one
 SELECT
     (SELECT count(*) FROM login_failures f WHERE lower(f.email) = lower($1::text) AND f.created_at > $2)::bigint AS by_email,
     (SELECT count(*) FROM login_failures f WHERE f.ip = $3 AND f.created_at > $2)::bigint AS by_ip
 `
 
-type LoginFailureCountsParams struct {
+type LoginFailureCountParams struct {
 	Email string    `json:"email"`
 	Since time.Time `json:"since"`
 	Ip    string    `json:"ip"`
 }
 
-type LoginFailureCountsRow struct {
+type LoginFailureCountRow struct {
 	ByEmail int64 `json:"by_email"`
 	ByIp    int64 `json:"by_ip"`
 }
 
-func (q *Queries) LoginFailureCounts(ctx context.Context, arg LoginFailureCountsParams) (LoginFailureCountsRow, error) {
-	row := q.db.QueryRow(ctx, loginFailureCounts, arg.Email, arg.Since, arg.Ip)
-	var i LoginFailureCountsRow
+func (q *Queries) LoginFailureCount(ctx context.Context, arg LoginFailureCountParams) (LoginFailureCountRow, error) {
+	row := q.db.QueryRow(ctx, loginFailureCount, arg.Email, arg.Since, arg.Ip)
+	var i LoginFailureCountRow
 	err := row.Scan(&i.ByEmail, &i.ByIp)
 	return i, err
+}
+
+const loginFailureDelete = `-- name: LoginFailureDelete :exec
+DELETE FROM login_failures WHERE lower(email) = lower($1::text)
+`
+
+func (q *Queries) LoginFailureDelete(ctx context.Context, email string) error {
+	_, err := q.db.Exec(ctx, loginFailureDelete, email)
+	return err
+}
+
+const loginFailureDeleteExpired = `-- name: LoginFailureDeleteExpired :exec
+DELETE FROM login_failures WHERE created_at < $1
+`
+
+func (q *Queries) LoginFailureDeleteExpired(ctx context.Context, before time.Time) error {
+	_, err := q.db.Exec(ctx, loginFailureDeleteExpired, before)
+	return err
 }
 
 const loginFailureGetForUpdate = `-- name: LoginFailureGetForUpdate :exec
@@ -73,14 +82,5 @@ type LoginFailureInsertParams struct {
 
 func (q *Queries) LoginFailureInsert(ctx context.Context, arg LoginFailureInsertParams) error {
 	_, err := q.db.Exec(ctx, loginFailureInsert, arg.Email, arg.Ip)
-	return err
-}
-
-const loginFailurePrune = `-- name: LoginFailurePrune :exec
-DELETE FROM login_failures WHERE created_at < $1
-`
-
-func (q *Queries) LoginFailurePrune(ctx context.Context, before time.Time) error {
-	_, err := q.db.Exec(ctx, loginFailurePrune, before)
 	return err
 }

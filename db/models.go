@@ -550,7 +550,7 @@ type AlertSetting struct {
 	SpikeFactor     float64   `json:"spike_factor"`
 	SpikeMinCount   int32     `json:"spike_min_count"`
 	WebhookUrl      string    `json:"webhook_url"`
-	// a secret stored in the clear before migration 00015; sealed into webhook_secret_ciphertext and emptied on first read
+	// a secret stored in the clear before migration 00014; sealed into webhook_secret_ciphertext and emptied on first read
 	WebhookSecret           string    `json:"webhook_secret"`
 	UpdatedAt               time.Time `json:"updated_at"`
 	WebhookSecretCiphertext []byte    `json:"webhook_secret_ciphertext"`

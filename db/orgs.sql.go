@@ -11,27 +11,6 @@ import (
 	"github.com/google/uuid"
 )
 
-const orgCreate = `-- name: OrgCreate :one
-INSERT INTO organizations (slug, name) VALUES ($1, $2) RETURNING id, slug, name, created_at
-`
-
-type OrgCreateParams struct {
-	Slug string `json:"slug"`
-	Name string `json:"name"`
-}
-
-func (q *Queries) OrgCreate(ctx context.Context, arg OrgCreateParams) (Organization, error) {
-	row := q.db.QueryRow(ctx, orgCreate, arg.Slug, arg.Name)
-	var i Organization
-	err := row.Scan(
-		&i.ID,
-		&i.Slug,
-		&i.Name,
-		&i.CreatedAt,
-	)
-	return i, err
-}
-
 const orgGet = `-- name: OrgGet :one
 SELECT id, slug, name, created_at FROM organizations WHERE id = $1
 `
@@ -54,6 +33,27 @@ SELECT id, slug, name, created_at FROM organizations WHERE slug = $1
 
 func (q *Queries) OrgGetBySlug(ctx context.Context, slug string) (Organization, error) {
 	row := q.db.QueryRow(ctx, orgGetBySlug, slug)
+	var i Organization
+	err := row.Scan(
+		&i.ID,
+		&i.Slug,
+		&i.Name,
+		&i.CreatedAt,
+	)
+	return i, err
+}
+
+const orgInsert = `-- name: OrgInsert :one
+INSERT INTO organizations (slug, name) VALUES ($1, $2) RETURNING id, slug, name, created_at
+`
+
+type OrgInsertParams struct {
+	Slug string `json:"slug"`
+	Name string `json:"name"`
+}
+
+func (q *Queries) OrgInsert(ctx context.Context, arg OrgInsertParams) (Organization, error) {
+	row := q.db.QueryRow(ctx, orgInsert, arg.Slug, arg.Name)
 	var i Organization
 	err := row.Scan(
 		&i.ID,

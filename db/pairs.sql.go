@@ -14,107 +14,25 @@ import (
 	"github.com/jackc/pgx/v5/pgtype"
 )
 
-const pairCandidateCounts = `-- name: PairCandidateCounts :one
-SELECT count(DISTINCT c.content_hash)::bigint AS candidates,
-       count(DISTINCT c.content_hash) FILTER (WHERE EXISTS (
-           SELECT 1 FROM preference_pairs p WHERE p.org_id = $1 AND p.content_hash = c.content_hash))::bigint AS existing
-FROM pair_candidates($1::uuid, $2::pair_method, $3::real, $4::real, $5::real,
-                     $6::real, $7::real, $8::integer) c
+const pairCountByMethod = `-- name: PairCountByMethod :many
+SELECT method, count(*)::bigint AS count FROM preference_pairs WHERE org_id = $1 GROUP BY method ORDER BY method
 `
 
-type PairCandidateCountsParams struct {
-	OrgID        uuid.UUID  `json:"org_id"`
-	Method       PairMethod `json:"method"`
-	MinGap       float32    `json:"min_gap"`
-	WAccuracy    float32    `json:"w_accuracy"`
-	WHelpfulness float32    `json:"w_helpfulness"`
-	WClarity     float32    `json:"w_clarity"`
-	WSafety      float32    `json:"w_safety"`
-	PerQuery     int32      `json:"per_query"`
+type PairCountByMethodRow struct {
+	Method PairMethod `json:"method"`
+	Count  int64      `json:"count"`
 }
 
-type PairCandidateCountsRow struct {
-	Candidates int64 `json:"candidates"`
-	Existing   int64 `json:"existing"`
-}
-
-// How many distinct pairs a generation method finds, and how many of those
-// are stored already.
-func (q *Queries) PairCandidateCounts(ctx context.Context, arg PairCandidateCountsParams) (PairCandidateCountsRow, error) {
-	row := q.db.QueryRow(ctx, pairCandidateCounts,
-		arg.OrgID,
-		arg.Method,
-		arg.MinGap,
-		arg.WAccuracy,
-		arg.WHelpfulness,
-		arg.WClarity,
-		arg.WSafety,
-		arg.PerQuery,
-	)
-	var i PairCandidateCountsRow
-	err := row.Scan(&i.Candidates, &i.Existing)
-	return i, err
-}
-
-const pairCandidateSample = `-- name: PairCandidateSample :many
-SELECT c.query::text AS query, c.chosen::text AS chosen, c.rejected::text AS rejected, c.strength::real AS strength,
-       c.chosen_feedback_id::uuid AS chosen_feedback_id, c.rejected_feedback_id::uuid AS rejected_feedback_id
-FROM pair_candidates($1::uuid, $2::pair_method, $3::real, $4::real, $5::real,
-                     $6::real, $7::real, $8::integer) c
-WHERE NOT EXISTS (SELECT 1 FROM preference_pairs p WHERE p.org_id = $1 AND p.content_hash = c.content_hash)
-ORDER BY 4 DESC, 5, 6
-LIMIT $9
-`
-
-type PairCandidateSampleParams struct {
-	OrgID        uuid.UUID  `json:"org_id"`
-	Method       PairMethod `json:"method"`
-	MinGap       float32    `json:"min_gap"`
-	WAccuracy    float32    `json:"w_accuracy"`
-	WHelpfulness float32    `json:"w_helpfulness"`
-	WClarity     float32    `json:"w_clarity"`
-	WSafety      float32    `json:"w_safety"`
-	PerQuery     int32      `json:"per_query"`
-	RowLimit     int32      `json:"row_limit"`
-}
-
-type PairCandidateSampleRow struct {
-	Query              string    `json:"query"`
-	Chosen             string    `json:"chosen"`
-	Rejected           string    `json:"rejected"`
-	Strength           float32   `json:"strength"`
-	ChosenFeedbackID   uuid.UUID `json:"chosen_feedback_id"`
-	RejectedFeedbackID uuid.UUID `json:"rejected_feedback_id"`
-}
-
-// A few of the new pairs a method would create, strongest first.
-func (q *Queries) PairCandidateSample(ctx context.Context, arg PairCandidateSampleParams) ([]PairCandidateSampleRow, error) {
-	rows, err := q.db.Query(ctx, pairCandidateSample,
-		arg.OrgID,
-		arg.Method,
-		arg.MinGap,
-		arg.WAccuracy,
-		arg.WHelpfulness,
-		arg.WClarity,
-		arg.WSafety,
-		arg.PerQuery,
-		arg.RowLimit,
-	)
+func (q *Queries) PairCountByMethod(ctx context.Context, orgID uuid.UUID) ([]PairCountByMethodRow, error) {
+	rows, err := q.db.Query(ctx, pairCountByMethod, orgID)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	items := []PairCandidateSampleRow{}
+	items := []PairCountByMethodRow{}
 	for rows.Next() {
-		var i PairCandidateSampleRow
-		if err := rows.Scan(
-			&i.Query,
-			&i.Chosen,
-			&i.Rejected,
-			&i.Strength,
-			&i.ChosenFeedbackID,
-			&i.RejectedFeedbackID,
-		); err != nil {
+		var i PairCountByMethodRow
+		if err := rows.Scan(&i.Method, &i.Count); err != nil {
 			return nil, err
 		}
 		items = append(items, i)
@@ -123,6 +41,48 @@ func (q *Queries) PairCandidateSample(ctx context.Context, arg PairCandidateSamp
 		return nil, err
 	}
 	return items, nil
+}
+
+const pairCountCandidates = `-- name: PairCountCandidates :one
+SELECT count(DISTINCT c.content_hash)::bigint AS candidates,
+       count(DISTINCT c.content_hash) FILTER (WHERE EXISTS (
+           SELECT 1 FROM preference_pairs p WHERE p.org_id = $1 AND p.content_hash = c.content_hash))::bigint AS existing
+FROM pair_candidates($1::uuid, $2::pair_method, $3::real, $4::real, $5::real,
+                     $6::real, $7::real, $8::integer) c
+`
+
+type PairCountCandidatesParams struct {
+	OrgID        uuid.UUID  `json:"org_id"`
+	Method       PairMethod `json:"method"`
+	MinGap       float32    `json:"min_gap"`
+	WAccuracy    float32    `json:"w_accuracy"`
+	WHelpfulness float32    `json:"w_helpfulness"`
+	WClarity     float32    `json:"w_clarity"`
+	WSafety      float32    `json:"w_safety"`
+	PerQuery     int32      `json:"per_query"`
+}
+
+type PairCountCandidatesRow struct {
+	Candidates int64 `json:"candidates"`
+	Existing   int64 `json:"existing"`
+}
+
+// How many distinct pairs a generation method finds, and how many of those
+// are stored already.
+func (q *Queries) PairCountCandidates(ctx context.Context, arg PairCountCandidatesParams) (PairCountCandidatesRow, error) {
+	row := q.db.QueryRow(ctx, pairCountCandidates,
+		arg.OrgID,
+		arg.Method,
+		arg.MinGap,
+		arg.WAccuracy,
+		arg.WHelpfulness,
+		arg.WClarity,
+		arg.WSafety,
+		arg.PerQuery,
+	)
+	var i PairCountCandidatesRow
+	err := row.Scan(&i.Candidates, &i.Existing)
+	return i, err
 }
 
 const pairDelete = `-- name: PairDelete :one
@@ -160,112 +120,6 @@ func (q *Queries) PairDelete(ctx context.Context, arg PairDeleteParams) (Prefere
 		&i.UpdatedAt,
 		&i.Version,
 	)
-	return i, err
-}
-
-const pairFeedbackByIDs = `-- name: PairFeedbackByIDs :many
-SELECT f.id, f.query, f.response, f.correction, f.context
-FROM feedback f
-WHERE f.org_id = $1 AND f.id = ANY($2::uuid[])
-`
-
-type PairFeedbackByIDsParams struct {
-	OrgID uuid.UUID   `json:"org_id"`
-	Ids   []uuid.UUID `json:"ids"`
-}
-
-type PairFeedbackByIDsRow struct {
-	ID         uuid.UUID       `json:"id"`
-	Query      string          `json:"query"`
-	Response   string          `json:"response"`
-	Correction string          `json:"correction"`
-	Context    json.RawMessage `json:"context"`
-}
-
-func (q *Queries) PairFeedbackByIDs(ctx context.Context, arg PairFeedbackByIDsParams) ([]PairFeedbackByIDsRow, error) {
-	rows, err := q.db.Query(ctx, pairFeedbackByIDs, arg.OrgID, arg.Ids)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	items := []PairFeedbackByIDsRow{}
-	for rows.Next() {
-		var i PairFeedbackByIDsRow
-		if err := rows.Scan(
-			&i.ID,
-			&i.Query,
-			&i.Response,
-			&i.Correction,
-			&i.Context,
-		); err != nil {
-			return nil, err
-		}
-		items = append(items, i)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	return items, nil
-}
-
-const pairGenerate = `-- name: PairGenerate :one
-WITH c AS (
-    SELECT p.query::text AS query, p.chosen::text AS chosen, p.rejected::text AS rejected, p.strength::real AS strength,
-           p.context_documents::jsonb AS context_documents, p.chosen_feedback_id::uuid AS chosen_feedback_id,
-           p.rejected_feedback_id::uuid AS rejected_feedback_id, p.content_hash::bytea AS content_hash
-    FROM pair_candidates($1::uuid, $2::pair_method, $3::real, $4::real,
-                         $5::real, $6::real, $7::real, $8::integer) p
-), ins AS (
-    INSERT INTO preference_pairs (
-        org_id, prompt, query, chosen_response, rejected_response, preference_strength, context_documents,
-        method, chosen_feedback_id, rejected_feedback_id, annotator_id, tags, content_hash
-    )
-    SELECT $1, jsonb_build_array(jsonb_build_object('role', 'user', 'content', c.query)), c.query, c.chosen,
-           c.rejected, c.strength, c.context_documents, $2, c.chosen_feedback_id, c.rejected_feedback_id,
-           $9, $10, c.content_hash
-    FROM c
-    ON CONFLICT (org_id, content_hash) DO NOTHING
-    RETURNING 1
-)
-SELECT (SELECT count(DISTINCT c.content_hash) FROM c)::bigint AS candidates, (SELECT count(*) FROM ins)::bigint AS created
-`
-
-type PairGenerateParams struct {
-	OrgID        uuid.UUID     `json:"org_id"`
-	Method       PairMethod    `json:"method"`
-	MinGap       float32       `json:"min_gap"`
-	WAccuracy    float32       `json:"w_accuracy"`
-	WHelpfulness float32       `json:"w_helpfulness"`
-	WClarity     float32       `json:"w_clarity"`
-	WSafety      float32       `json:"w_safety"`
-	PerQuery     int32         `json:"per_query"`
-	AnnotatorID  uuid.NullUUID `json:"annotator_id"`
-	Tags         []string      `json:"tags"`
-}
-
-type PairGenerateRow struct {
-	Candidates int64 `json:"candidates"`
-	Created    int64 `json:"created"`
-}
-
-// Stores every pair a method finds, skipping those already stored, and
-// says how many distinct pairs were found and how many were stored: the
-// candidates are computed once for both.
-func (q *Queries) PairGenerate(ctx context.Context, arg PairGenerateParams) (PairGenerateRow, error) {
-	row := q.db.QueryRow(ctx, pairGenerate,
-		arg.OrgID,
-		arg.Method,
-		arg.MinGap,
-		arg.WAccuracy,
-		arg.WHelpfulness,
-		arg.WClarity,
-		arg.WSafety,
-		arg.PerQuery,
-		arg.AnnotatorID,
-		arg.Tags,
-	)
-	var i PairGenerateRow
-	err := row.Scan(&i.Candidates, &i.Created)
 	return i, err
 }
 
@@ -354,39 +208,6 @@ func (q *Queries) PairGetByHash(ctx context.Context, arg PairGetByHashParams) (P
 	return i, err
 }
 
-const pairIDsByIdentity = `-- name: PairIDsByIdentity :many
-SELECT id FROM preference_pairs
-WHERE org_id = $1 AND (content_hash = ANY($2::bytea[]) OR external_id = ANY($3::text[]))
-`
-
-type PairIDsByIdentityParams struct {
-	OrgID         uuid.UUID `json:"org_id"`
-	ContentHashes [][]byte  `json:"content_hashes"`
-	ExternalIds   []string  `json:"external_ids"`
-}
-
-// The organisation's pairs with one of the content hashes or external ids:
-// the pairs an import stored, or found already stored.
-func (q *Queries) PairIDsByIdentity(ctx context.Context, arg PairIDsByIdentityParams) ([]uuid.UUID, error) {
-	rows, err := q.db.Query(ctx, pairIDsByIdentity, arg.OrgID, arg.ContentHashes, arg.ExternalIds)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	items := []uuid.UUID{}
-	for rows.Next() {
-		var id uuid.UUID
-		if err := rows.Scan(&id); err != nil {
-			return nil, err
-		}
-		items = append(items, id)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	return items, nil
-}
-
 const pairInsert = `-- name: PairInsert :one
 
 INSERT INTO preference_pairs (
@@ -464,6 +285,67 @@ func (q *Queries) PairInsert(ctx context.Context, arg PairInsertParams) (Prefere
 		&i.UpdatedAt,
 		&i.Version,
 	)
+	return i, err
+}
+
+const pairInsertGenerated = `-- name: PairInsertGenerated :one
+WITH c AS (
+    SELECT p.query::text AS query, p.chosen::text AS chosen, p.rejected::text AS rejected, p.strength::real AS strength,
+           p.context_documents::jsonb AS context_documents, p.chosen_feedback_id::uuid AS chosen_feedback_id,
+           p.rejected_feedback_id::uuid AS rejected_feedback_id, p.content_hash::bytea AS content_hash
+    FROM pair_candidates($1::uuid, $2::pair_method, $3::real, $4::real,
+                         $5::real, $6::real, $7::real, $8::integer) p
+), ins AS (
+    INSERT INTO preference_pairs (
+        org_id, prompt, query, chosen_response, rejected_response, preference_strength, context_documents,
+        method, chosen_feedback_id, rejected_feedback_id, annotator_id, tags, content_hash
+    )
+    SELECT $1, jsonb_build_array(jsonb_build_object('role', 'user', 'content', c.query)), c.query, c.chosen,
+           c.rejected, c.strength, c.context_documents, $2, c.chosen_feedback_id, c.rejected_feedback_id,
+           $9, $10, c.content_hash
+    FROM c
+    ON CONFLICT (org_id, content_hash) DO NOTHING
+    RETURNING 1
+)
+SELECT (SELECT count(DISTINCT c.content_hash) FROM c)::bigint AS candidates, (SELECT count(*) FROM ins)::bigint AS created
+`
+
+type PairInsertGeneratedParams struct {
+	OrgID        uuid.UUID     `json:"org_id"`
+	Method       PairMethod    `json:"method"`
+	MinGap       float32       `json:"min_gap"`
+	WAccuracy    float32       `json:"w_accuracy"`
+	WHelpfulness float32       `json:"w_helpfulness"`
+	WClarity     float32       `json:"w_clarity"`
+	WSafety      float32       `json:"w_safety"`
+	PerQuery     int32         `json:"per_query"`
+	AnnotatorID  uuid.NullUUID `json:"annotator_id"`
+	Tags         []string      `json:"tags"`
+}
+
+type PairInsertGeneratedRow struct {
+	Candidates int64 `json:"candidates"`
+	Created    int64 `json:"created"`
+}
+
+// Stores every pair a method finds, skipping those already stored, and
+// says how many distinct pairs were found and how many were stored: the
+// candidates are computed once for both.
+func (q *Queries) PairInsertGenerated(ctx context.Context, arg PairInsertGeneratedParams) (PairInsertGeneratedRow, error) {
+	row := q.db.QueryRow(ctx, pairInsertGenerated,
+		arg.OrgID,
+		arg.Method,
+		arg.MinGap,
+		arg.WAccuracy,
+		arg.WHelpfulness,
+		arg.WClarity,
+		arg.WSafety,
+		arg.PerQuery,
+		arg.AnnotatorID,
+		arg.Tags,
+	)
+	var i PairInsertGeneratedRow
+	err := row.Scan(&i.Candidates, &i.Created)
 	return i, err
 }
 
@@ -684,25 +566,65 @@ func (q *Queries) PairListByIDs(ctx context.Context, arg PairListByIDsParams) ([
 	return items, nil
 }
 
-const pairMethodCounts = `-- name: PairMethodCounts :many
-SELECT method, count(*)::bigint AS count FROM preference_pairs WHERE org_id = $1 GROUP BY method ORDER BY method
+const pairListCandidateSample = `-- name: PairListCandidateSample :many
+SELECT c.query::text AS query, c.chosen::text AS chosen, c.rejected::text AS rejected, c.strength::real AS strength,
+       c.chosen_feedback_id::uuid AS chosen_feedback_id, c.rejected_feedback_id::uuid AS rejected_feedback_id
+FROM pair_candidates($1::uuid, $2::pair_method, $3::real, $4::real, $5::real,
+                     $6::real, $7::real, $8::integer) c
+WHERE NOT EXISTS (SELECT 1 FROM preference_pairs p WHERE p.org_id = $1 AND p.content_hash = c.content_hash)
+ORDER BY 4 DESC, 5, 6
+LIMIT $9
 `
 
-type PairMethodCountsRow struct {
-	Method PairMethod `json:"method"`
-	Count  int64      `json:"count"`
+type PairListCandidateSampleParams struct {
+	OrgID        uuid.UUID  `json:"org_id"`
+	Method       PairMethod `json:"method"`
+	MinGap       float32    `json:"min_gap"`
+	WAccuracy    float32    `json:"w_accuracy"`
+	WHelpfulness float32    `json:"w_helpfulness"`
+	WClarity     float32    `json:"w_clarity"`
+	WSafety      float32    `json:"w_safety"`
+	PerQuery     int32      `json:"per_query"`
+	RowLimit     int32      `json:"row_limit"`
 }
 
-func (q *Queries) PairMethodCounts(ctx context.Context, orgID uuid.UUID) ([]PairMethodCountsRow, error) {
-	rows, err := q.db.Query(ctx, pairMethodCounts, orgID)
+type PairListCandidateSampleRow struct {
+	Query              string    `json:"query"`
+	Chosen             string    `json:"chosen"`
+	Rejected           string    `json:"rejected"`
+	Strength           float32   `json:"strength"`
+	ChosenFeedbackID   uuid.UUID `json:"chosen_feedback_id"`
+	RejectedFeedbackID uuid.UUID `json:"rejected_feedback_id"`
+}
+
+// A few of the new pairs a method would create, strongest first.
+func (q *Queries) PairListCandidateSample(ctx context.Context, arg PairListCandidateSampleParams) ([]PairListCandidateSampleRow, error) {
+	rows, err := q.db.Query(ctx, pairListCandidateSample,
+		arg.OrgID,
+		arg.Method,
+		arg.MinGap,
+		arg.WAccuracy,
+		arg.WHelpfulness,
+		arg.WClarity,
+		arg.WSafety,
+		arg.PerQuery,
+		arg.RowLimit,
+	)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	items := []PairMethodCountsRow{}
+	items := []PairListCandidateSampleRow{}
 	for rows.Next() {
-		var i PairMethodCountsRow
-		if err := rows.Scan(&i.Method, &i.Count); err != nil {
+		var i PairListCandidateSampleRow
+		if err := rows.Scan(
+			&i.Query,
+			&i.Chosen,
+			&i.Rejected,
+			&i.Strength,
+			&i.ChosenFeedbackID,
+			&i.RejectedFeedbackID,
+		); err != nil {
 			return nil, err
 		}
 		items = append(items, i)
@@ -713,7 +635,85 @@ func (q *Queries) PairMethodCounts(ctx context.Context, orgID uuid.UUID) ([]Pair
 	return items, nil
 }
 
-const pairRankCandidates = `-- name: PairRankCandidates :many
+const pairListFeedbackByIDs = `-- name: PairListFeedbackByIDs :many
+SELECT f.id, f.query, f.response, f.correction, f.context
+FROM feedback f
+WHERE f.org_id = $1 AND f.id = ANY($2::uuid[])
+`
+
+type PairListFeedbackByIDsParams struct {
+	OrgID uuid.UUID   `json:"org_id"`
+	Ids   []uuid.UUID `json:"ids"`
+}
+
+type PairListFeedbackByIDsRow struct {
+	ID         uuid.UUID       `json:"id"`
+	Query      string          `json:"query"`
+	Response   string          `json:"response"`
+	Correction string          `json:"correction"`
+	Context    json.RawMessage `json:"context"`
+}
+
+func (q *Queries) PairListFeedbackByIDs(ctx context.Context, arg PairListFeedbackByIDsParams) ([]PairListFeedbackByIDsRow, error) {
+	rows, err := q.db.Query(ctx, pairListFeedbackByIDs, arg.OrgID, arg.Ids)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []PairListFeedbackByIDsRow{}
+	for rows.Next() {
+		var i PairListFeedbackByIDsRow
+		if err := rows.Scan(
+			&i.ID,
+			&i.Query,
+			&i.Response,
+			&i.Correction,
+			&i.Context,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const pairListIDsByIdentity = `-- name: PairListIDsByIdentity :many
+SELECT id FROM preference_pairs
+WHERE org_id = $1 AND (content_hash = ANY($2::bytea[]) OR external_id = ANY($3::text[]))
+`
+
+type PairListIDsByIdentityParams struct {
+	OrgID         uuid.UUID `json:"org_id"`
+	ContentHashes [][]byte  `json:"content_hashes"`
+	ExternalIds   []string  `json:"external_ids"`
+}
+
+// The organisation's pairs with one of the content hashes or external ids:
+// the pairs an import stored, or found already stored.
+func (q *Queries) PairListIDsByIdentity(ctx context.Context, arg PairListIDsByIdentityParams) ([]uuid.UUID, error) {
+	rows, err := q.db.Query(ctx, pairListIDsByIdentity, arg.OrgID, arg.ContentHashes, arg.ExternalIds)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []uuid.UUID{}
+	for rows.Next() {
+		var id uuid.UUID
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		items = append(items, id)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const pairListRankCandidates = `-- name: PairListRankCandidates :many
 SELECT DISTINCT ON (f.content_hash) f.id, f.query, f.response, f.rating, f.feedback_type, f.model, f.context, f.created_at
 FROM feedback f
 WHERE f.org_id = $1
@@ -723,13 +723,13 @@ ORDER BY f.content_hash, f.seq
 LIMIT $3
 `
 
-type PairRankCandidatesParams struct {
+type PairListRankCandidatesParams struct {
 	OrgID    uuid.UUID `json:"org_id"`
 	Query    string    `json:"query"`
 	RowLimit int32     `json:"row_limit"`
 }
 
-type PairRankCandidatesRow struct {
+type PairListRankCandidatesRow struct {
 	ID           uuid.UUID       `json:"id"`
 	Query        string          `json:"query"`
 	Response     string          `json:"response"`
@@ -742,15 +742,15 @@ type PairRankCandidatesRow struct {
 
 // The distinct answers the organisation's feedback holds for one normalised
 // query (one per distinct response), for the ranking page.
-func (q *Queries) PairRankCandidates(ctx context.Context, arg PairRankCandidatesParams) ([]PairRankCandidatesRow, error) {
-	rows, err := q.db.Query(ctx, pairRankCandidates, arg.OrgID, arg.Query, arg.RowLimit)
+func (q *Queries) PairListRankCandidates(ctx context.Context, arg PairListRankCandidatesParams) ([]PairListRankCandidatesRow, error) {
+	rows, err := q.db.Query(ctx, pairListRankCandidates, arg.OrgID, arg.Query, arg.RowLimit)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	items := []PairRankCandidatesRow{}
+	items := []PairListRankCandidatesRow{}
 	for rows.Next() {
-		var i PairRankCandidatesRow
+		var i PairListRankCandidatesRow
 		if err := rows.Scan(
 			&i.ID,
 			&i.Query,

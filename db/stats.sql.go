@@ -12,7 +12,99 @@ import (
 	"github.com/google/uuid"
 )
 
-const statsCuratorThroughput = `-- name: StatsCuratorThroughput :many
+const statsCountByStatus = `-- name: StatsCountByStatus :many
+SELECT status, count(*) AS count
+FROM feedback
+WHERE org_id = $1 AND created_at >= $2 AND created_at < $3 AND ($4::text = '' OR model = $4)
+GROUP BY status ORDER BY status
+`
+
+type StatsCountByStatusParams struct {
+	OrgID uuid.UUID `json:"org_id"`
+	Since time.Time `json:"since"`
+	Until time.Time `json:"until"`
+	Model string    `json:"model"`
+}
+
+type StatsCountByStatusRow struct {
+	Status ReviewStatus `json:"status"`
+	Count  int64        `json:"count"`
+}
+
+func (q *Queries) StatsCountByStatus(ctx context.Context, arg StatsCountByStatusParams) ([]StatsCountByStatusRow, error) {
+	rows, err := q.db.Query(ctx, statsCountByStatus,
+		arg.OrgID,
+		arg.Since,
+		arg.Until,
+		arg.Model,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []StatsCountByStatusRow{}
+	for rows.Next() {
+		var i StatsCountByStatusRow
+		if err := rows.Scan(&i.Status, &i.Count); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const statsGetDimensions = `-- name: StatsGetDimensions :one
+SELECT count(dim_accuracy) AS accuracy_n, coalesce(avg(dim_accuracy), 0)::float8 AS accuracy,
+       count(dim_helpfulness) AS helpfulness_n, coalesce(avg(dim_helpfulness), 0)::float8 AS helpfulness,
+       count(dim_clarity) AS clarity_n, coalesce(avg(dim_clarity), 0)::float8 AS clarity,
+       count(dim_safety) AS safety_n, coalesce(avg(dim_safety), 0)::float8 AS safety
+FROM feedback
+WHERE org_id = $1 AND created_at >= $2 AND created_at < $3 AND ($4::text = '' OR model = $4)
+`
+
+type StatsGetDimensionsParams struct {
+	OrgID uuid.UUID `json:"org_id"`
+	Since time.Time `json:"since"`
+	Until time.Time `json:"until"`
+	Model string    `json:"model"`
+}
+
+type StatsGetDimensionsRow struct {
+	AccuracyN    int64   `json:"accuracy_n"`
+	Accuracy     float64 `json:"accuracy"`
+	HelpfulnessN int64   `json:"helpfulness_n"`
+	Helpfulness  float64 `json:"helpfulness"`
+	ClarityN     int64   `json:"clarity_n"`
+	Clarity      float64 `json:"clarity"`
+	SafetyN      int64   `json:"safety_n"`
+	Safety       float64 `json:"safety"`
+}
+
+func (q *Queries) StatsGetDimensions(ctx context.Context, arg StatsGetDimensionsParams) (StatsGetDimensionsRow, error) {
+	row := q.db.QueryRow(ctx, statsGetDimensions,
+		arg.OrgID,
+		arg.Since,
+		arg.Until,
+		arg.Model,
+	)
+	var i StatsGetDimensionsRow
+	err := row.Scan(
+		&i.AccuracyN,
+		&i.Accuracy,
+		&i.HelpfulnessN,
+		&i.Helpfulness,
+		&i.ClarityN,
+		&i.Clarity,
+		&i.SafetyN,
+		&i.Safety,
+	)
+	return i, err
+}
+
+const statsListCuratorThroughput = `-- name: StatsListCuratorThroughput :many
 SELECT r.actor_label,
        count(*) AS actions,
        count(*) FILTER (WHERE r.to_status = 'approved') AS approved,
@@ -26,14 +118,14 @@ GROUP BY r.actor_label
 ORDER BY actions DESC, r.actor_label
 `
 
-type StatsCuratorThroughputParams struct {
+type StatsListCuratorThroughputParams struct {
 	OrgID uuid.UUID `json:"org_id"`
 	Since time.Time `json:"since"`
 	Until time.Time `json:"until"`
 	Model string    `json:"model"`
 }
 
-type StatsCuratorThroughputRow struct {
+type StatsListCuratorThroughputRow struct {
 	ActorLabel string    `json:"actor_label"`
 	Actions    int64     `json:"actions"`
 	Approved   int64     `json:"approved"`
@@ -43,8 +135,8 @@ type StatsCuratorThroughputRow struct {
 }
 
 // Review actions per person in the window, by the status they set.
-func (q *Queries) StatsCuratorThroughput(ctx context.Context, arg StatsCuratorThroughputParams) ([]StatsCuratorThroughputRow, error) {
-	rows, err := q.db.Query(ctx, statsCuratorThroughput,
+func (q *Queries) StatsListCuratorThroughput(ctx context.Context, arg StatsListCuratorThroughputParams) ([]StatsListCuratorThroughputRow, error) {
+	rows, err := q.db.Query(ctx, statsListCuratorThroughput,
 		arg.OrgID,
 		arg.Since,
 		arg.Until,
@@ -54,9 +146,9 @@ func (q *Queries) StatsCuratorThroughput(ctx context.Context, arg StatsCuratorTh
 		return nil, err
 	}
 	defer rows.Close()
-	items := []StatsCuratorThroughputRow{}
+	items := []StatsListCuratorThroughputRow{}
 	for rows.Next() {
-		var i StatsCuratorThroughputRow
+		var i StatsListCuratorThroughputRow
 		if err := rows.Scan(
 			&i.ActorLabel,
 			&i.Actions,
@@ -75,7 +167,7 @@ func (q *Queries) StatsCuratorThroughput(ctx context.Context, arg StatsCuratorTh
 	return items, nil
 }
 
-const statsDaily = `-- name: StatsDaily :many
+const statsListDaily = `-- name: StatsListDaily :many
 
 SELECT to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD')::text AS day, model,
        count(*) AS total,
@@ -89,14 +181,14 @@ GROUP BY 1, 2
 ORDER BY 1, 2
 `
 
-type StatsDailyParams struct {
+type StatsListDailyParams struct {
 	OrgID uuid.UUID `json:"org_id"`
 	Since time.Time `json:"since"`
 	Until time.Time `json:"until"`
 	Model string    `json:"model"`
 }
 
-type StatsDailyRow struct {
+type StatsListDailyRow struct {
 	Day        string `json:"day"`
 	Model      string `json:"model"`
 	Total      int64  `json:"total"`
@@ -109,8 +201,8 @@ type StatsDailyRow struct {
 // Every stats query takes the same window (created_at in [since, until))
 // and optional model; an empty model means every model.
 // Feedback per UTC day and model.
-func (q *Queries) StatsDaily(ctx context.Context, arg StatsDailyParams) ([]StatsDailyRow, error) {
-	rows, err := q.db.Query(ctx, statsDaily,
+func (q *Queries) StatsListDaily(ctx context.Context, arg StatsListDailyParams) ([]StatsListDailyRow, error) {
+	rows, err := q.db.Query(ctx, statsListDaily,
 		arg.OrgID,
 		arg.Since,
 		arg.Until,
@@ -120,9 +212,9 @@ func (q *Queries) StatsDaily(ctx context.Context, arg StatsDailyParams) ([]Stats
 		return nil, err
 	}
 	defer rows.Close()
-	items := []StatsDailyRow{}
+	items := []StatsListDailyRow{}
 	for rows.Next() {
-		var i StatsDailyRow
+		var i StatsListDailyRow
 		if err := rows.Scan(
 			&i.Day,
 			&i.Model,
@@ -142,55 +234,7 @@ func (q *Queries) StatsDaily(ctx context.Context, arg StatsDailyParams) ([]Stats
 	return items, nil
 }
 
-const statsDimensions = `-- name: StatsDimensions :one
-SELECT count(dim_accuracy) AS accuracy_n, coalesce(avg(dim_accuracy), 0)::float8 AS accuracy,
-       count(dim_helpfulness) AS helpfulness_n, coalesce(avg(dim_helpfulness), 0)::float8 AS helpfulness,
-       count(dim_clarity) AS clarity_n, coalesce(avg(dim_clarity), 0)::float8 AS clarity,
-       count(dim_safety) AS safety_n, coalesce(avg(dim_safety), 0)::float8 AS safety
-FROM feedback
-WHERE org_id = $1 AND created_at >= $2 AND created_at < $3 AND ($4::text = '' OR model = $4)
-`
-
-type StatsDimensionsParams struct {
-	OrgID uuid.UUID `json:"org_id"`
-	Since time.Time `json:"since"`
-	Until time.Time `json:"until"`
-	Model string    `json:"model"`
-}
-
-type StatsDimensionsRow struct {
-	AccuracyN    int64   `json:"accuracy_n"`
-	Accuracy     float64 `json:"accuracy"`
-	HelpfulnessN int64   `json:"helpfulness_n"`
-	Helpfulness  float64 `json:"helpfulness"`
-	ClarityN     int64   `json:"clarity_n"`
-	Clarity      float64 `json:"clarity"`
-	SafetyN      int64   `json:"safety_n"`
-	Safety       float64 `json:"safety"`
-}
-
-func (q *Queries) StatsDimensions(ctx context.Context, arg StatsDimensionsParams) (StatsDimensionsRow, error) {
-	row := q.db.QueryRow(ctx, statsDimensions,
-		arg.OrgID,
-		arg.Since,
-		arg.Until,
-		arg.Model,
-	)
-	var i StatsDimensionsRow
-	err := row.Scan(
-		&i.AccuracyN,
-		&i.Accuracy,
-		&i.HelpfulnessN,
-		&i.Helpfulness,
-		&i.ClarityN,
-		&i.Clarity,
-		&i.SafetyN,
-		&i.Safety,
-	)
-	return i, err
-}
-
-const statsRatingDistribution = `-- name: StatsRatingDistribution :many
+const statsListRatingDistribution = `-- name: StatsListRatingDistribution :many
 SELECT rating::int AS rating, count(*) AS count
 FROM feedback
 WHERE org_id = $1 AND created_at >= $2 AND created_at < $3 AND ($4::text = '' OR model = $4)
@@ -198,20 +242,20 @@ WHERE org_id = $1 AND created_at >= $2 AND created_at < $3 AND ($4::text = '' OR
 GROUP BY 1 ORDER BY 1
 `
 
-type StatsRatingDistributionParams struct {
+type StatsListRatingDistributionParams struct {
 	OrgID uuid.UUID `json:"org_id"`
 	Since time.Time `json:"since"`
 	Until time.Time `json:"until"`
 	Model string    `json:"model"`
 }
 
-type StatsRatingDistributionRow struct {
+type StatsListRatingDistributionRow struct {
 	Rating int32 `json:"rating"`
 	Count  int64 `json:"count"`
 }
 
-func (q *Queries) StatsRatingDistribution(ctx context.Context, arg StatsRatingDistributionParams) ([]StatsRatingDistributionRow, error) {
-	rows, err := q.db.Query(ctx, statsRatingDistribution,
+func (q *Queries) StatsListRatingDistribution(ctx context.Context, arg StatsListRatingDistributionParams) ([]StatsListRatingDistributionRow, error) {
+	rows, err := q.db.Query(ctx, statsListRatingDistribution,
 		arg.OrgID,
 		arg.Since,
 		arg.Until,
@@ -221,54 +265,10 @@ func (q *Queries) StatsRatingDistribution(ctx context.Context, arg StatsRatingDi
 		return nil, err
 	}
 	defer rows.Close()
-	items := []StatsRatingDistributionRow{}
+	items := []StatsListRatingDistributionRow{}
 	for rows.Next() {
-		var i StatsRatingDistributionRow
+		var i StatsListRatingDistributionRow
 		if err := rows.Scan(&i.Rating, &i.Count); err != nil {
-			return nil, err
-		}
-		items = append(items, i)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	return items, nil
-}
-
-const statsStatusCounts = `-- name: StatsStatusCounts :many
-SELECT status, count(*) AS count
-FROM feedback
-WHERE org_id = $1 AND created_at >= $2 AND created_at < $3 AND ($4::text = '' OR model = $4)
-GROUP BY status ORDER BY status
-`
-
-type StatsStatusCountsParams struct {
-	OrgID uuid.UUID `json:"org_id"`
-	Since time.Time `json:"since"`
-	Until time.Time `json:"until"`
-	Model string    `json:"model"`
-}
-
-type StatsStatusCountsRow struct {
-	Status ReviewStatus `json:"status"`
-	Count  int64        `json:"count"`
-}
-
-func (q *Queries) StatsStatusCounts(ctx context.Context, arg StatsStatusCountsParams) ([]StatsStatusCountsRow, error) {
-	rows, err := q.db.Query(ctx, statsStatusCounts,
-		arg.OrgID,
-		arg.Since,
-		arg.Until,
-		arg.Model,
-	)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	items := []StatsStatusCountsRow{}
-	for rows.Next() {
-		var i StatsStatusCountsRow
-		if err := rows.Scan(&i.Status, &i.Count); err != nil {
 			return nil, err
 		}
 		items = append(items, i)

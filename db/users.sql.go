@@ -22,43 +22,6 @@ func (q *Queries) UserCountAdmins(ctx context.Context, orgID uuid.UUID) (int64, 
 	return count, err
 }
 
-const userCreate = `-- name: UserCreate :one
-INSERT INTO users (org_id, email, name, password_hash, role)
-VALUES ($1, $2, $3, $4, $5)
-RETURNING id, org_id, email, name, password_hash, role, active, created_at, updated_at
-`
-
-type UserCreateParams struct {
-	OrgID        uuid.UUID `json:"org_id"`
-	Email        string    `json:"email"`
-	Name         string    `json:"name"`
-	PasswordHash string    `json:"password_hash"`
-	Role         UserRole  `json:"role"`
-}
-
-func (q *Queries) UserCreate(ctx context.Context, arg UserCreateParams) (User, error) {
-	row := q.db.QueryRow(ctx, userCreate,
-		arg.OrgID,
-		arg.Email,
-		arg.Name,
-		arg.PasswordHash,
-		arg.Role,
-	)
-	var i User
-	err := row.Scan(
-		&i.ID,
-		&i.OrgID,
-		&i.Email,
-		&i.Name,
-		&i.PasswordHash,
-		&i.Role,
-		&i.Active,
-		&i.CreatedAt,
-		&i.UpdatedAt,
-	)
-	return i, err
-}
-
 const userGet = `-- name: UserGet :one
 SELECT id, org_id, email, name, password_hash, role, active, created_at, updated_at FROM users WHERE org_id = $1 AND id = $2
 `
@@ -91,6 +54,43 @@ SELECT id, org_id, email, name, password_hash, role, active, created_at, updated
 
 func (q *Queries) UserGetByEmail(ctx context.Context, email string) (User, error) {
 	row := q.db.QueryRow(ctx, userGetByEmail, email)
+	var i User
+	err := row.Scan(
+		&i.ID,
+		&i.OrgID,
+		&i.Email,
+		&i.Name,
+		&i.PasswordHash,
+		&i.Role,
+		&i.Active,
+		&i.CreatedAt,
+		&i.UpdatedAt,
+	)
+	return i, err
+}
+
+const userInsert = `-- name: UserInsert :one
+INSERT INTO users (org_id, email, name, password_hash, role)
+VALUES ($1, $2, $3, $4, $5)
+RETURNING id, org_id, email, name, password_hash, role, active, created_at, updated_at
+`
+
+type UserInsertParams struct {
+	OrgID        uuid.UUID `json:"org_id"`
+	Email        string    `json:"email"`
+	Name         string    `json:"name"`
+	PasswordHash string    `json:"password_hash"`
+	Role         UserRole  `json:"role"`
+}
+
+func (q *Queries) UserInsert(ctx context.Context, arg UserInsertParams) (User, error) {
+	row := q.db.QueryRow(ctx, userInsert,
+		arg.OrgID,
+		arg.Email,
+		arg.Name,
+		arg.PasswordHash,
+		arg.Role,
+	)
 	var i User
 	err := row.Scan(
 		&i.ID,
@@ -140,20 +140,20 @@ func (q *Queries) UserList(ctx context.Context, orgID uuid.UUID) ([]User, error)
 	return items, nil
 }
 
-const userSetActive = `-- name: UserSetActive :one
+const userUpdateActive = `-- name: UserUpdateActive :one
 UPDATE users SET active = $3, updated_at = now()
 WHERE org_id = $1 AND id = $2
 RETURNING id, org_id, email, name, password_hash, role, active, created_at, updated_at
 `
 
-type UserSetActiveParams struct {
+type UserUpdateActiveParams struct {
 	OrgID  uuid.UUID `json:"org_id"`
 	ID     uuid.UUID `json:"id"`
 	Active bool      `json:"active"`
 }
 
-func (q *Queries) UserSetActive(ctx context.Context, arg UserSetActiveParams) (User, error) {
-	row := q.db.QueryRow(ctx, userSetActive, arg.OrgID, arg.ID, arg.Active)
+func (q *Queries) UserUpdateActive(ctx context.Context, arg UserUpdateActiveParams) (User, error) {
+	row := q.db.QueryRow(ctx, userUpdateActive, arg.OrgID, arg.ID, arg.Active)
 	var i User
 	err := row.Scan(
 		&i.ID,

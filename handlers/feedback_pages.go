@@ -115,7 +115,7 @@ func (h *Handlers) FeedbackCounts(c echo.Context) error {
 
 // queueStatusTabs makes the status tabs: "all" and one per status, each a
 // link that keeps the other filters; with rows, each carries its count.
-func queueStatusTabs(f feedback.Filter, rows []db.FeedbackStatusCountsRow) []views.QueueStatusCount {
+func queueStatusTabs(f feedback.Filter, rows []db.FeedbackCountByStatusRow) []views.QueueStatusCount {
 	byStatus := map[string]int64{}
 	var total int64
 	for _, r := range rows {

@@ -141,7 +141,84 @@ func readJSONBody(c echo.Context) ([]byte, error) {
 	if !utf8.Valid(body) {
 		return nil, errs.InvalidField("body", "is not valid UTF-8")
 	}
+	// Postgres cannot store NUL in text: refuse it here, naming the field,
+	// for every JSON body at once. The scan runs only when the escape is
+	// there at all.
+	if bytes.Contains(body, []byte(`\u0000`)) {
+		if field, ok := nulField(body); ok {
+			return nil, errs.InvalidField(field, "contains a NUL character")
+		}
+	}
 	return body, nil
+}
+
+// nulField walks a JSON document's tokens and names the first string, key
+// or value, that holds a NUL character, as "items[3].tags[0]".
+func nulField(body []byte) (string, bool) {
+	type level struct {
+		array bool
+		index int
+		key   string
+	}
+	var stack []level
+	path := func() string {
+		var b strings.Builder
+		for _, l := range stack {
+			if l.array {
+				fmt.Fprintf(&b, "[%d]", l.index)
+			} else if l.key != "" {
+				if b.Len() > 0 {
+					b.WriteByte('.')
+				}
+				b.WriteString(l.key)
+			}
+		}
+		if b.Len() == 0 {
+			return "body"
+		}
+		return b.String()
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	expectKey := false
+	for {
+		tok, err := dec.Token()
+		if err != nil {
+			return "", false
+		}
+		top := len(stack) - 1
+		switch t := tok.(type) {
+		case json.Delim:
+			switch t {
+			case '{', '[':
+				stack = append(stack, level{array: t == '['})
+				expectKey = t == '{'
+				continue
+			default:
+				stack = stack[:top]
+			}
+		case string:
+			if expectKey {
+				if strings.ContainsRune(t, 0) {
+					return path(), true
+				}
+				stack[top].key = t
+				expectKey = false
+				continue
+			}
+			if strings.ContainsRune(t, 0) {
+				return path(), true
+			}
+		}
+		// A value ended: the next token in an object is a key, in an array
+		// the next element.
+		if top = len(stack) - 1; top >= 0 {
+			if stack[top].array {
+				stack[top].index++
+			} else {
+				expectKey = true
+			}
+		}
+	}
 }
 
 // decodeJSON reads a JSON body strictly: valid UTF-8, known fields only,

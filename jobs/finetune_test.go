@@ -79,7 +79,7 @@ func TestFineTuneWorkerSnoozesToTheEnd(t *testing.T) {
 			t.Fatal("the job did not end")
 		}
 	}
-	j, err := db.New(pool).FineTuneJobByID(ctx, job.ID)
+	j, err := db.New(pool).FineTuneJobGetByID(ctx, job.ID)
 	if err != nil {
 		t.Fatal(err)
 	}

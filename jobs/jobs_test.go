@@ -77,7 +77,7 @@ func TestMaintenanceJobRuns(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The queued run is recorded without its job, so that it stays queued.
-	queued, err := q.ImportRunCreate(ctx, db.ImportRunCreateParams{ID: uuid.New(), OrgID: org.ID, Kind: imports.KindJSONL, FileName: "f.jsonl", FileSize: 3})
+	queued, err := q.ImportRunInsert(ctx, db.ImportRunInsertParams{ID: uuid.New(), OrgID: org.ID, Kind: imports.KindJSONL, FileName: "f.jsonl", FileSize: 3})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -119,7 +119,7 @@ func TestMaintenanceJobRuns(t *testing.T) {
 			t.Fatal("the job was not worked")
 		}
 	}
-	counts, err := q.LoginFailureCounts(ctx, db.LoginFailureCountsParams{Email: "old@x.test", Ip: "10.0.0.1", Since: time.Now().Add(-48 * time.Hour)})
+	counts, err := q.LoginFailureCount(ctx, db.LoginFailureCountParams{Email: "old@x.test", Ip: "10.0.0.1", Since: time.Now().Add(-48 * time.Hour)})
 	if err != nil {
 		t.Fatal(err)
 	}

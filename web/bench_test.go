@@ -99,12 +99,12 @@ func BenchmarkFeedbackBatch(b *testing.B) {
 	var rawDur time.Duration
 	for r := range rounds {
 		its := items(r, "raw")
-		rows := make([]db.FeedbackCopyParams, len(its))
+		rows := make([]db.FeedbackInsertManyParams, len(its))
 		for i, it := range its {
 			rows[i] = rawRow(org, it)
 		}
 		start := time.Now()
-		if _, err := q.FeedbackCopy(context.Background(), rows); err != nil {
+		if _, err := q.FeedbackInsertMany(context.Background(), rows); err != nil {
 			b.Fatal(err)
 		}
 		rawDur += time.Since(start)
@@ -119,9 +119,9 @@ func BenchmarkFeedbackBatch(b *testing.B) {
 
 // rawRow is the row the API would store for it, built without validation,
 // PII scanning or hashing beyond what the table requires.
-func rawRow(org uuid.UUID, it feedback.Item) db.FeedbackCopyParams {
+func rawRow(org uuid.UUID, it feedback.Item) db.FeedbackInsertManyParams {
 	rating := pgInt2(it.Rating)
-	return db.FeedbackCopyParams{ID: uuid.New(), OrgID: org, ExternalID: pgText(it.ExternalID), EndUserID: it.UserID, Query: it.Query,
+	return db.FeedbackInsertManyParams{ID: uuid.New(), OrgID: org, ExternalID: pgText(it.ExternalID), EndUserID: it.UserID, Query: it.Query,
 		Response: it.Response, Context: []byte("{}"), Model: it.Model, FeedbackType: db.FeedbackType(it.FeedbackType), Rating: rating,
 		Tags: it.Tags, Source: db.FeedbackSourceApi, PiiKinds: []string{}, ContentHash: []byte("0123456789abcdef0123456789abcdef"),
 		Status: db.ReviewStatusPending}

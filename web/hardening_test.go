@@ -159,3 +159,33 @@ func TestFeedbackBulkLargeSelection(t *testing.T) {
 		t.Fatalf("%d items approved (%v); want 12000", approved, err)
 	}
 }
+
+// A NUL character anywhere in a JSON body is a 422 naming the field: tags,
+// context, notes, corrections, pair and dataset fields alike.
+func TestNULInJSONBodies(t *testing.T) {
+	t.Parallel()
+	s := webtest.New(t, webtest.Options{})
+	org := s.Org("acme")
+	key := s.APIKey(org, "k", "curator")
+	nul := "a\x00b"
+	for _, c := range []struct {
+		method, path string
+		body         any
+		field        string
+	}{
+		{http.MethodPost, "/api/feedback", map[string]any{"query": "q", "response": "r", "feedback_type": "thumbs_up", "tags": []string{"ok", nul}}, "tags[1]"},
+		{http.MethodPost, "/api/feedback", map[string]any{"query": "q", "response": "r", "feedback_type": "thumbs_up", "context": map[string]any{"documents": []any{map[string]any{"text": nul}}}}, "context.documents[0].text"},
+		{http.MethodPost, "/api/feedback/batch", map[string]any{"items": []any{map[string]any{"query": "q", "response": "r", "feedback_type": "correction", "correction": nul}}}, "items[0].correction"},
+		{http.MethodPost, "/api/preference-pairs", map[string]any{"query": "q", "chosen_response": "a", "rejected_response": "b", "annotation_notes": nul}, "annotation_notes"},
+		{http.MethodPost, "/api/training-datasets", map[string]any{"name": nul, "dataset_type": "dpo"}, "name"},
+	} {
+		res := s.API(key, c.method, c.path, c.body)
+		if res.Status != http.StatusUnprocessableEntity || !strings.Contains(res.Body, `"field":"`+c.field+`"`) {
+			t.Errorf("%s %s with NUL in %s: %d %s", c.method, c.path, c.field, res.Status, res.Body)
+		}
+	}
+	var n int
+	if err := s.Pool.QueryRow(context.Background(), "SELECT (SELECT count(*) FROM feedback) + (SELECT count(*) FROM preference_pairs) + (SELECT count(*) FROM training_datasets)").Scan(&n); err != nil || n != 0 {
+		t.Errorf("%d rows stored from refused bodies (%v)", n, err)
+	}
+}

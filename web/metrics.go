@@ -66,7 +66,7 @@ func (j *jobCollector) Describe(ch chan<- *prometheus.Desc) { ch <- jobsDesc }
 func (j *jobCollector) Collect(ch chan<- prometheus.Metric) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
-	rows, err := j.q.JobCountsByKindState(ctx)
+	rows, err := j.q.RiverJobCountByKindState(ctx)
 	if err != nil {
 		ch <- prometheus.NewInvalidMetric(jobsDesc, err)
 		return

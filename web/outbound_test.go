@@ -200,7 +200,7 @@ func TestOutboundAnswersStayOffPagesAndRows(t *testing.T) {
 func openAlert(t *testing.T, s *webtest.Server, org uuid.UUID) uuid.UUID {
 	t.Helper()
 	ctx := context.Background()
-	a, err := db.New(s.Pool).AlertOpen(ctx, db.AlertOpenParams{OrgID: org, Kind: alerts.KindSafety, Severity: alerts.SeverityBad,
+	a, err := db.New(s.Pool).AlertInsert(ctx, db.AlertInsertParams{OrgID: org, Kind: alerts.KindSafety, Severity: alerts.SeverityBad,
 		DedupKey: "safety", Title: "Safety reports", Message: "1 safety report awaits review.", Details: []byte(`{"reports":1}`), Now: time.Now()})
 	if err != nil {
 		t.Fatal(err)

@@ -303,7 +303,7 @@ func TestAlertListPages(t *testing.T) {
 	q := db.New(s.Pool)
 	base := time.Now().Add(-time.Hour)
 	for i := range 52 {
-		if _, err := q.AlertOpen(ctx, db.AlertOpenParams{OrgID: org, Kind: "low_rating", Severity: "warn", DedupKey: fmt.Sprintf("low_rating:m%02d", i),
+		if _, err := q.AlertInsert(ctx, db.AlertInsertParams{OrgID: org, Kind: "low_rating", Severity: "warn", DedupKey: fmt.Sprintf("low_rating:m%02d", i),
 			Title: fmt.Sprintf("Low ratings for m%02d", i), Message: "below 3.50.", Details: []byte("{}"), Now: base.Add(time.Duration(i) * time.Second)}); err != nil {
 			t.Fatal(err)
 		}

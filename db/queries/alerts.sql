@@ -1,10 +1,10 @@
--- name: AlertOrgIDs :many
+-- name: AlertListOrgIDs :many
 SELECT id FROM organizations ORDER BY id;
 
 -- name: AlertSettingsGet :one
 SELECT * FROM alert_settings WHERE org_id = @org_id;
 
--- name: AlertSettingsUpsert :one
+-- name: AlertSettingsInsertOrUpdate :one
 INSERT INTO alert_settings (org_id, enabled, rating_threshold, min_ratings, window_hours, baseline_days,
                             spike_factor, spike_min_count, webhook_url, updated_at)
 VALUES (@org_id, @enabled, @rating_threshold, @min_ratings, @window_hours, @baseline_days,
@@ -15,7 +15,7 @@ ON CONFLICT (org_id) DO UPDATE SET
     spike_min_count = EXCLUDED.spike_min_count, webhook_url = EXCLUDED.webhook_url, updated_at = now()
 RETURNING *;
 
--- name: AlertSettingsSetSecret :exec
+-- name: AlertSettingsUpdateSecret :exec
 -- Stores a new sealed secret, replacing the old one, sealed or not.
 INSERT INTO alert_settings (org_id, webhook_secret_ciphertext, webhook_secret_nonce)
 VALUES (@org_id, @ciphertext, @nonce)
@@ -23,20 +23,20 @@ ON CONFLICT (org_id) DO UPDATE SET webhook_secret_ciphertext = EXCLUDED.webhook_
     webhook_secret_nonce = EXCLUDED.webhook_secret_nonce, webhook_secret = '', updated_at = now();
 
 -- name: AlertSettingsUpdateSealedSecret :exec
--- Seals a secret stored in the clear before migration 00015, unless another
+-- Seals a secret stored in the clear before migration 00014, unless another
 -- server sealed or replaced it meanwhile.
 UPDATE alert_settings
 SET webhook_secret_ciphertext = @ciphertext, webhook_secret_nonce = @nonce, webhook_secret = ''
 WHERE org_id = @org_id AND webhook_secret = @plaintext::text AND webhook_secret <> '';
 
--- name: AlertRatingsByModel :many
+-- name: AlertListRatingsByModel :many
 -- Ratings per model in the evaluation window.
 SELECT model, count(*) AS ratings, coalesce(sum(rating), 0)::bigint AS rating_sum
 FROM feedback
 WHERE org_id = @org_id AND created_at >= @since AND created_at < @until AND rating IS NOT NULL
 GROUP BY model ORDER BY model;
 
--- name: AlertThumbsDown :one
+-- name: AlertCountThumbsDown :one
 -- Thumbs-down in the window and in the trailing baseline before it, and
 -- whether the baseline saw any feedback at all.
 SELECT count(*) FILTER (WHERE created_at >= @window_start AND feedback_type = 'thumbs_down') AS in_window,
@@ -45,7 +45,7 @@ SELECT count(*) FILTER (WHERE created_at >= @window_start AND feedback_type = 't
 FROM feedback
 WHERE org_id = @org_id AND created_at >= @baseline_start AND created_at < @until;
 
--- name: AlertSafetyReports :one
+-- name: AlertCountSafetyReports :one
 -- Safety reports in the window that no curator has looked at yet.
 SELECT count(*) AS reports, coalesce(max(created_at), 'epoch'::timestamptz)::timestamptz AS newest
 FROM feedback
@@ -55,20 +55,20 @@ WHERE org_id = @org_id AND created_at >= @since AND created_at < @until AND stat
 -- name: AlertListOpen :many
 SELECT * FROM alerts WHERE org_id = @org_id AND resolved_at IS NULL ORDER BY opened_at;
 
--- name: AlertOpen :one
+-- name: AlertInsert :one
 INSERT INTO alerts (org_id, kind, severity, dedup_key, title, message, details, opened_at, last_seen_at)
 VALUES (@org_id, @kind, @severity, @dedup_key, @title, @message, @details, @now, @now)
 RETURNING *;
 
--- name: AlertRefresh :exec
+-- name: AlertUpdateSeen :exec
 -- The condition still holds: keep the alert and its numbers current.
 UPDATE alerts SET severity = @severity, title = @title, message = @message, details = @details, last_seen_at = @now
 WHERE org_id = @org_id AND id = @id;
 
--- name: AlertResolve :exec
+-- name: AlertUpdateResolved :exec
 UPDATE alerts SET resolved_at = @now::timestamptz WHERE org_id = @org_id AND id = @id AND resolved_at IS NULL;
 
--- name: AlertBanners :many
+-- name: AlertListBanners :many
 -- The banners on every page; served by alerts_banner_idx.
 SELECT id, kind, severity, title, message FROM alerts
 WHERE org_id = @org_id AND resolved_at IS NULL AND dismissed_at IS NULL
@@ -85,12 +85,12 @@ LIMIT @row_limit;
 -- name: AlertGet :one
 SELECT * FROM alerts WHERE org_id = @org_id AND id = @id;
 
--- name: AlertDismiss :one
+-- name: AlertUpdateDismissed :one
 UPDATE alerts SET dismissed_at = now(), dismissed_by = sqlc.narg('dismissed_by')
 WHERE org_id = @org_id AND id = @id AND dismissed_at IS NULL
 RETURNING *;
 
--- name: AlertMarkDelivered :exec
+-- name: AlertUpdateDelivered :exec
 UPDATE alerts SET webhook_delivered_at = now(), webhook_error = '' WHERE org_id = @org_id AND id = @id;
 
 -- name: AlertUpdateWebhookError :exec

@@ -1,4 +1,4 @@
--- name: APIKeyCreate :one
+-- name: APIKeyInsert :one
 INSERT INTO api_keys (org_id, name, prefix, secret_hash, role, created_by)
 VALUES ($1, $2, $3, $4, $5, $6)
 RETURNING *;
@@ -6,7 +6,7 @@ RETURNING *;
 -- name: APIKeyGetByPrefix :one
 SELECT * FROM api_keys WHERE prefix = $1;
 
--- name: APIKeyCaller :one
+-- name: APIKeyGetCaller :one
 -- A key, its organisation and its creator's current standing, read on
 -- every API request (the key's role is capped by its creator's).
 SELECT k.id, k.org_id, k.name, k.secret_hash, k.role, k.revoked_at, k.created_by,
@@ -25,12 +25,12 @@ LEFT JOIN users u ON u.id = k.created_by
 WHERE k.org_id = $1
 ORDER BY k.created_at DESC, k.id;
 
--- name: APIKeyRevoke :one
+-- name: APIKeyUpdateRevoked :one
 UPDATE api_keys SET revoked_at = now()
 WHERE org_id = $1 AND id = $2 AND revoked_at IS NULL
 RETURNING *;
 
--- name: APIKeyTouch :exec
+-- name: APIKeyUpdateLastUsed :exec
 -- Recording every use would write on every request; a minute's precision is enough.
 UPDATE api_keys SET last_used_at = now()
 WHERE id = $1 AND (last_used_at IS NULL OR last_used_at < now() - interval '1 minute');

@@ -11,5 +11,5 @@ WHERE org_id = @org_id
 ORDER BY id DESC
 LIMIT @row_limit;
 
--- name: AuditActions :many
+-- name: AuditListActions :many
 SELECT DISTINCT action FROM audit_log WHERE org_id = $1 ORDER BY action;

@@ -17,7 +17,7 @@ SELECT sqlc.embed(d),
 FROM training_datasets d
 WHERE d.org_id = @org_id AND d.id = @id;
 
--- name: DatasetLock :one
+-- name: DatasetGetForUpdate :one
 -- Locks the dataset for a change of status or membership.
 SELECT * FROM training_datasets WHERE org_id = @org_id AND id = @id FOR UPDATE;
 
@@ -44,48 +44,48 @@ UPDATE training_datasets SET
 WHERE org_id = @org_id AND id = @id AND version = @version
 RETURNING *;
 
--- name: DatasetSetStatus :one
+-- name: DatasetUpdateStatus :one
 UPDATE training_datasets SET status = @status, updated_at = now(), version = version + 1
 WHERE org_id = @org_id AND id = @id
 RETURNING *;
 
--- name: DatasetSetCurrentVersion :one
+-- name: DatasetUpdateCurrentVersion :one
 UPDATE training_datasets SET status = 'ready', current_version_id = @version_id, quality_score = sqlc.narg('quality_score'),
     updated_at = now(), version = version + 1
 WHERE org_id = @org_id AND id = @id
 RETURNING *;
 
--- name: DatasetSetSavedFilter :exec
+-- name: DatasetUpdateSavedFilter :exec
 UPDATE training_datasets SET saved_filter = @saved_filter, updated_at = now() WHERE org_id = @org_id AND id = @id;
 
--- name: DatasetMarkExported :exec
+-- name: DatasetUpdateExported :exec
 -- A finished export moves a ready dataset on; other states stay as they are.
 UPDATE training_datasets SET status = 'exported', updated_at = now(), version = version + 1
 WHERE id = @id AND status = 'ready';
 
--- name: DatasetMembersAddPairs :execrows
+-- name: DatasetMemberInsertPairs :execrows
 INSERT INTO training_dataset_members (dataset_id, org_id, pair_id)
 SELECT @dataset_id, @org_id, p.id FROM preference_pairs p
 WHERE p.org_id = @org_id AND p.id = ANY(@ids::uuid[])
 ON CONFLICT DO NOTHING;
 
--- name: DatasetMembersAddFeedback :execrows
+-- name: DatasetMemberInsertFeedback :execrows
 -- Only approved and corrected feedback is training material.
 INSERT INTO training_dataset_members (dataset_id, org_id, feedback_id)
 SELECT @dataset_id, @org_id, f.id FROM feedback f
 WHERE f.org_id = @org_id AND f.id = ANY(@ids::uuid[]) AND f.status IN ('approved', 'corrected')
 ON CONFLICT DO NOTHING;
 
--- name: DatasetMembersRemove :execrows
+-- name: DatasetMemberDelete :execrows
 DELETE FROM training_dataset_members
 WHERE dataset_id = @dataset_id AND (pair_id = ANY(@ids::uuid[]) OR feedback_id = ANY(@ids::uuid[]));
 
--- name: DatasetPairsMissing :many
+-- name: DatasetListMissingPairs :many
 -- The ids that name no pair of the organisation.
 SELECT x.id::uuid AS id FROM unnest(@ids::uuid[]) AS x(id)
 WHERE NOT EXISTS (SELECT 1 FROM preference_pairs p WHERE p.org_id = @org_id AND p.id = x.id);
 
--- name: DatasetFeedbackIneligible :many
+-- name: DatasetListIneligibleFeedback :many
 -- The ids that name no approved or corrected feedback of the organisation,
 -- with the status they have ('' when there is no such item).
 SELECT x.id::uuid AS id, coalesce(f.status::text, '')::text AS status
@@ -93,7 +93,7 @@ FROM unnest(@ids::uuid[]) AS x(id)
 LEFT JOIN feedback f ON f.org_id = @org_id AND f.id = x.id
 WHERE f.id IS NULL OR f.status NOT IN ('approved', 'corrected');
 
--- name: DatasetPairIDsByFilter :many
+-- name: DatasetListPairIDsByFilter :many
 SELECT p.id FROM preference_pairs p
 WHERE p.org_id = @org_id
   AND (sqlc.narg('method')::pair_method IS NULL OR p.method = sqlc.narg('method'))
@@ -105,7 +105,7 @@ WHERE p.org_id = @org_id
 ORDER BY p.created_at DESC, p.id DESC
 LIMIT @row_limit;
 
--- name: DatasetMembersList :many
+-- name: DatasetMemberList :many
 -- A page of members for the detail page, newest first.
 SELECT coalesce(p.id, f.id)::uuid AS id,
     CASE WHEN m.pair_id IS NOT NULL THEN 'pair' ELSE 'feedback' END::text AS source,
@@ -120,7 +120,7 @@ WHERE m.dataset_id = @dataset_id
 ORDER BY m.added_at DESC, coalesce(p.id, f.id) DESC
 LIMIT @row_limit;
 
--- name: DatasetSplitKeys :many
+-- name: DatasetMemberListSplitKeys :many
 -- What the split needs of every member: its stratum (rating or type), end
 -- user and time. Small per row, so a whole dataset fits in memory.
 SELECT coalesce(p.id, f.id)::uuid AS id,
@@ -135,7 +135,7 @@ LEFT JOIN feedback cf ON cf.id = p.chosen_feedback_id
 LEFT JOIN feedback f ON f.id = m.feedback_id
 WHERE m.dataset_id = @dataset_id;
 
--- name: DatasetPairContents :many
+-- name: DatasetMemberListPairContents :many
 -- One keyset page of the pairs' exported fields, by id.
 SELECT p.id, p.prompt, p.system_prompt, p.chosen_response, p.rejected_response
 FROM training_dataset_members m
@@ -144,7 +144,7 @@ WHERE m.dataset_id = @dataset_id AND m.pair_id > @after::uuid
 ORDER BY m.pair_id
 LIMIT @row_limit;
 
--- name: DatasetFeedbackContents :many
+-- name: DatasetMemberListFeedbackContents :many
 -- One keyset page of the feedback's exported fields, by id.
 SELECT f.id, f.query, f.response, f.correction, f.status, f.context
 FROM training_dataset_members m
@@ -153,7 +153,7 @@ WHERE m.dataset_id = @dataset_id AND m.feedback_id > @after::uuid
 ORDER BY m.feedback_id
 LIMIT @row_limit;
 
--- name: VersionInsert :one
+-- name: DatasetVersionInsert :one
 INSERT INTO dataset_versions (
     id, org_id, dataset_id, number, kind, content_hash, item_count, train_count, validation_count,
     split_strategy, validation_percent, split_seed, created_by_label
@@ -165,19 +165,19 @@ INSERT INTO dataset_versions (
 )
 RETURNING *;
 
--- name: VersionItemsCopy :copyfrom
+-- name: DatasetVersionItemInsertMany :copyfrom
 INSERT INTO dataset_version_items (version_id, content_sha, source_id, split, content) VALUES ($1, $2, $3, $4, $5);
 
--- name: VersionLatest :one
+-- name: DatasetVersionGetLatest :one
 SELECT * FROM dataset_versions WHERE dataset_id = @dataset_id ORDER BY number DESC LIMIT 1;
 
--- name: VersionGet :one
+-- name: DatasetVersionGet :one
 SELECT * FROM dataset_versions WHERE org_id = @org_id AND id = @id;
 
--- name: VersionsList :many
+-- name: DatasetVersionList :many
 SELECT * FROM dataset_versions WHERE org_id = @org_id AND dataset_id = @dataset_id ORDER BY number DESC;
 
--- name: VersionItems :many
+-- name: DatasetVersionItemList :many
 -- One keyset page of a version's items in one split, in canonical order.
 SELECT content_sha, source_id, content FROM dataset_version_items
 WHERE version_id = @version_id AND split = @split AND (content_sha, source_id) > (@after_sha::bytea, @after_id::uuid)
@@ -189,7 +189,7 @@ INSERT INTO dataset_exports (org_id, dataset_id, version_id, format, mask_pii, r
 VALUES (@org_id, @dataset_id, @version_id, @format, @mask_pii, @rows_total, @created_by_label)
 RETURNING *;
 
--- name: DatasetSetQuality :exec
+-- name: DatasetUpdateQuality :exec
 -- The quality score of an export's validation report, kept only when the
 -- export is of the current version in the target format.
 UPDATE training_datasets SET quality_score = @quality_score
@@ -202,29 +202,29 @@ SELECT * FROM dataset_exports WHERE org_id = @org_id AND id = @id;
 -- For the worker, which acts on the export named by its job.
 SELECT * FROM dataset_exports WHERE id = @id;
 
--- name: ExportsList :many
+-- name: ExportList :many
 SELECT * FROM dataset_exports WHERE org_id = @org_id AND dataset_id = @dataset_id ORDER BY created_at DESC, id DESC LIMIT 50;
 
--- name: ExportStart :exec
+-- name: ExportUpdateStarted :exec
 UPDATE dataset_exports SET status = 'running', rows_done = 0, error = '' WHERE id = @id;
 
--- name: ExportProgress :exec
+-- name: ExportUpdateProgress :exec
 UPDATE dataset_exports SET rows_done = @rows_done WHERE id = @id;
 
--- name: ExportFinish :exec
+-- name: ExportUpdateFinished :exec
 UPDATE dataset_exports SET status = 'succeeded', rows_done = rows_total, storage_prefix = @storage_prefix,
     manifest = @manifest, finished_at = now()
 WHERE id = @id;
 
--- name: ExportFail :exec
+-- name: ExportUpdateFailed :exec
 UPDATE dataset_exports SET status = 'failed', error = @error, finished_at = now() WHERE id = @id;
 
--- name: DatasetOrg :one
+-- name: DatasetGetOrgID :one
 -- The organisation of a dataset, for the command line, which names
 -- datasets by id alone.
 SELECT org_id FROM training_datasets WHERE id = @id;
 
--- name: VersionsForOrg :many
+-- name: DatasetVersionListForOrg :many
 -- Frozen versions a fine-tuning launch may choose from, newest first.
 SELECT v.id, v.kind, v.number, v.item_count, v.train_count, v.validation_count, v.content_hash, d.name AS dataset_name
 FROM dataset_versions v JOIN training_datasets d ON d.id = v.dataset_id
@@ -232,7 +232,7 @@ WHERE v.org_id = @org_id AND d.status <> 'archived'
 ORDER BY v.created_at DESC
 LIMIT 200;
 
--- name: VersionListByIDs :many
+-- name: DatasetVersionListByIDs :many
 -- The current versions of a page of datasets, for list answers that show
 -- each dataset as GET /:id does.
 SELECT * FROM dataset_versions WHERE org_id = @org_id AND id = ANY(@ids::uuid[]);

@@ -17,7 +17,7 @@ RETURNING *;
 -- name: FeedbackGetByExternalID :one
 SELECT * FROM feedback WHERE org_id = $1 AND external_id = $2;
 
--- name: FeedbackFirstByHash :many
+-- name: FeedbackListFirstByHash :many
 -- The first stored row for each content hash, to link a batch's duplicates.
 SELECT DISTINCT ON (content_hash) content_hash, id
 FROM feedback
@@ -52,7 +52,7 @@ LIMIT @row_limit;
 -- as GET /:id does.
 SELECT * FROM feedback WHERE org_id = @org_id AND id = ANY(@ids::uuid[]);
 
--- name: FeedbackStatusCounts :many
+-- name: FeedbackCountByStatus :many
 SELECT f.status, count(*) AS count
 FROM feedback f
 WHERE feedback_matches(f, @org_id::uuid, NULL::review_status, sqlc.narg('feedback_type')::feedback_type, sqlc.narg('source')::feedback_source,
@@ -60,7 +60,7 @@ WHERE feedback_matches(f, @org_id::uuid, NULL::review_status, sqlc.narg('feedbac
     sqlc.narg('created_from')::timestamptz, sqlc.narg('created_to')::timestamptz, @with_duplicates::bool, @pii_only::bool, @q::text, sqlc.narg('dataset_id')::uuid)
 GROUP BY f.status;
 
--- name: FeedbackMatchingIDs :many
+-- name: FeedbackListMatchingIDs :many
 -- Every id matching the queue's filter, for "all N matching" bulk actions.
 SELECT f.id
 FROM feedback f
@@ -79,7 +79,7 @@ UPDATE feedback SET
 WHERE org_id = @org_id AND id = @id AND version = @version
 RETURNING *;
 
--- name: FeedbackBulkUpdate :many
+-- name: FeedbackUpdateMany :many
 -- One statement for a bulk action; each changed row gets a new version.
 UPDATE feedback SET
     status = coalesce(sqlc.narg('status')::review_status, status),
@@ -99,10 +99,10 @@ VALUES (@org_id, @feedback_id, sqlc.narg('actor_id'), @actor_label, @action, sql
 INSERT INTO feedback_reviews (org_id, feedback_id, actor_id, actor_label, action, from_status, to_status, note)
 VALUES (@org_id, @feedback_id, @actor_id, @actor_label, @action, @from_status, @to_status, @note);
 
--- name: FeedbackReviews :many
+-- name: FeedbackReviewList :many
 SELECT * FROM feedback_reviews WHERE org_id = @org_id AND feedback_id = @feedback_id ORDER BY id;
 
--- name: FeedbackModels :many
+-- name: FeedbackListModels :many
 -- The organisation's model names (the first 200 in order), for the queue's
 -- and the statistics' filters. A skip scan over feedback_org_model_idx: one
 -- index probe per distinct model, so it stays quick however many items
@@ -116,7 +116,7 @@ WITH RECURSIVE models AS (
 )
 SELECT model::text FROM models WHERE model IS NOT NULL LIMIT 200;
 
--- name: FeedbackCopy :copyfrom
+-- name: FeedbackInsertMany :copyfrom
 INSERT INTO feedback (
     id, org_id, external_id, session_id, trace_id, end_user_id, query, response, context, model, experiment_arm,
     feedback_type, rating, dim_accuracy, dim_helpfulness, dim_clarity, dim_safety, comment, correction,
@@ -127,5 +127,5 @@ INSERT INTO feedback (
     @latency_ms, @tags, @source, @rank, @rank_group, @pii_kinds, @content_hash, @status, @duplicate_of
 );
 
--- name: FeedbackExistingExternalIDs :many
+-- name: FeedbackListExternalIDs :many
 SELECT external_id::text FROM feedback WHERE org_id = @org_id AND external_id = ANY(@external_ids::text[]);

@@ -10,16 +10,16 @@ INSERT INTO fine_tuning_jobs (
 )
 RETURNING *;
 
--- name: FineTuneJobSetRiverID :exec
+-- name: FineTuneJobUpdateRiverID :exec
 UPDATE fine_tuning_jobs SET river_job_id = @river_job_id WHERE id = @id;
 
 -- name: FineTuneJobGet :one
 SELECT * FROM fine_tuning_jobs WHERE org_id = @org_id AND id = @id;
 
--- name: FineTuneJobByID :one
+-- name: FineTuneJobGetByID :one
 SELECT * FROM fine_tuning_jobs WHERE id = @id;
 
--- name: FineTuneJobLock :one
+-- name: FineTuneJobGetForUpdate :one
 SELECT * FROM fine_tuning_jobs WHERE org_id = @org_id AND id = @id FOR UPDATE;
 
 -- name: FineTuneJobList :many
@@ -35,44 +35,44 @@ WHERE j.org_id = @org_id
 ORDER BY j.created_at DESC, j.id DESC
 LIMIT @row_limit;
 
--- name: FineTuneJobSetPrepared :exec
+-- name: FineTuneJobUpdatePrepared :exec
 UPDATE fine_tuning_jobs
 SET train_sha256 = @train_sha256, valid_sha256 = @valid_sha256, status = 'uploading',
     started_at = coalesce(started_at, now()), updated_at = now()
 WHERE id = @id;
 
--- name: FineTuneJobSetFiles :exec
+-- name: FineTuneJobUpdateFiles :exec
 UPDATE fine_tuning_jobs
 SET train_file_id = @train_file_id, valid_file_id = @valid_file_id, updated_at = now()
 WHERE id = @id;
 
--- name: FineTuneJobSetFilesReady :exec
+-- name: FineTuneJobUpdateFilesReady :exec
 UPDATE fine_tuning_jobs SET files_ready = true, updated_at = now() WHERE id = @id;
 
--- name: FineTuneJobSetProviderJob :exec
+-- name: FineTuneJobUpdateProviderJob :exec
 UPDATE fine_tuning_jobs
 SET provider_job_id = @provider_job_id, status = @status, provider_state = @provider_state, updated_at = now()
 WHERE id = @id;
 
--- name: FineTuneJobSetProgress :exec
+-- name: FineTuneJobUpdateProgress :exec
 UPDATE fine_tuning_jobs
 SET status = @status, provider_state = @provider_state, event_cursor = @event_cursor,
     step = @step, total_steps = @total_steps, epoch = @epoch, total_epochs = @total_epochs,
     trained_tokens = @trained_tokens, fine_tuned_model = @fine_tuned_model, updated_at = now()
 WHERE id = @id;
 
--- name: FineTuneJobFinish :exec
+-- name: FineTuneJobUpdateFinished :exec
 UPDATE fine_tuning_jobs
 SET status = @status, provider_state = @provider_state, error_message = @error_message,
     trained_tokens = @trained_tokens, fine_tuned_model = @fine_tuned_model, actual_cost = @actual_cost,
     completed_at = now(), updated_at = now()
 WHERE id = @id;
 
--- name: FineTuneJobRequestCancel :exec
+-- name: FineTuneJobUpdateCancelRequested :exec
 UPDATE fine_tuning_jobs SET cancel_requested_at = coalesce(cancel_requested_at, now()), updated_at = now()
 WHERE org_id = @org_id AND id = @id;
 
--- name: FineTuneJobSetCancelSent :exec
+-- name: FineTuneJobUpdateCancelSent :exec
 UPDATE fine_tuning_jobs SET cancel_sent_at = now(), updated_at = now() WHERE id = @id;
 
 -- name: FineTuneEventInsert :exec
@@ -80,10 +80,10 @@ INSERT INTO fine_tuning_events (job_id, org_id, provider_event_id, at, level, me
 VALUES (@job_id, @org_id, @provider_event_id, @at, @level, @message)
 ON CONFLICT (job_id, provider_event_id) DO NOTHING;
 
--- name: FineTuneEvents :many
+-- name: FineTuneEventList :many
 SELECT * FROM fine_tuning_events WHERE org_id = @org_id AND job_id = @job_id ORDER BY at DESC, id DESC LIMIT @row_limit;
 
--- name: FineTuneMetricUpsert :exec
+-- name: FineTuneMetricInsertOrUpdate :exec
 INSERT INTO fine_tuning_metrics (job_id, org_id, step, epoch, train_loss, train_accuracy, valid_loss, valid_mean_token_accuracy)
 VALUES (@job_id, @org_id, @step, @epoch, @train_loss, @train_accuracy, @valid_loss, @valid_mean_token_accuracy)
 ON CONFLICT (job_id, step) DO UPDATE
@@ -93,7 +93,7 @@ SET epoch = CASE WHEN excluded.epoch > 0 THEN excluded.epoch ELSE fine_tuning_me
     valid_loss = coalesce(excluded.valid_loss, fine_tuning_metrics.valid_loss),
     valid_mean_token_accuracy = coalesce(excluded.valid_mean_token_accuracy, fine_tuning_metrics.valid_mean_token_accuracy);
 
--- name: FineTuneMetrics :many
+-- name: FineTuneMetricList :many
 SELECT * FROM fine_tuning_metrics WHERE org_id = @org_id AND job_id = @job_id ORDER BY step;
 
 -- name: FineTuneRunMetricInsert :exec
@@ -108,28 +108,28 @@ WHERE org_id = @org_id AND job_id = @job_id
 ORDER BY seq DESC
 LIMIT @row_limit;
 
--- name: FineTuneCheckpointUpsert :exec
+-- name: FineTuneCheckpointInsertOrUpdate :exec
 INSERT INTO fine_tuning_checkpoints (job_id, org_id, provider_checkpoint_id, step, model, at, metrics)
 VALUES (@job_id, @org_id, @provider_checkpoint_id, @step, @model, @at, @metrics)
 ON CONFLICT (job_id, provider_checkpoint_id) DO UPDATE SET step = excluded.step, model = excluded.model, metrics = excluded.metrics;
 
--- name: FineTuneCheckpoints :many
+-- name: FineTuneCheckpointList :many
 SELECT * FROM fine_tuning_checkpoints WHERE org_id = @org_id AND job_id = @job_id ORDER BY step;
 
 -- name: FineTuneBudgetGet :one
 SELECT * FROM fine_tuning_budgets WHERE org_id = @org_id;
 
--- name: FineTuneBudgetEnsure :exec
+-- name: FineTuneBudgetInsertDefault :exec
 INSERT INTO fine_tuning_budgets (org_id, monthly) VALUES (@org_id, @monthly) ON CONFLICT (org_id) DO NOTHING;
 
--- name: FineTuneBudgetLock :one
+-- name: FineTuneBudgetGetForUpdate :one
 SELECT * FROM fine_tuning_budgets WHERE org_id = @org_id FOR UPDATE;
 
--- name: FineTuneBudgetSet :exec
+-- name: FineTuneBudgetUpdate :exec
 INSERT INTO fine_tuning_budgets (org_id, monthly, updated_by_label) VALUES (@org_id, @monthly, @updated_by_label)
 ON CONFLICT (org_id) DO UPDATE SET monthly = excluded.monthly, updated_by_label = excluded.updated_by_label, updated_at = now();
 
--- name: FineTuneSpent :one
+-- name: FineTuneJobGetSpent :one
 -- What the month's jobs take from the budget: the actual cost of finished
 -- jobs and the estimate of those still under way.
 SELECT coalesce(sum(coalesce(actual_cost, CASE WHEN status IN ('failed', 'cancelled') THEN 0 ELSE estimated_cost END)), 0)::bigint

@@ -1,4 +1,4 @@
--- name: ImportRunCreate :one
+-- name: ImportRunInsert :one
 INSERT INTO import_runs (id, org_id, kind, file_name, file_size, created_by, created_by_label)
 VALUES (@id, @org_id, @kind, @file_name, @file_size, sqlc.narg('created_by'), @created_by_label)
 RETURNING *;
@@ -9,18 +9,18 @@ SELECT * FROM import_runs WHERE org_id = @org_id AND id = @id;
 -- name: ImportRunList :many
 SELECT * FROM import_runs WHERE org_id = @org_id ORDER BY created_at DESC, id DESC LIMIT @row_limit;
 
--- name: ImportRunStart :exec
+-- name: ImportRunUpdateStarted :exec
 -- A retried job starts over: the earlier attempt's transaction was rolled back.
 UPDATE import_runs
 SET status = 'running', phase = 'checking', bytes_done = 0, error = '', error_line = NULL,
     started_at = now(), finished_at = NULL, updated_at = now()
 WHERE org_id = @org_id AND id = @id;
 
--- name: ImportRunProgress :exec
+-- name: ImportRunUpdateProgress :exec
 UPDATE import_runs SET phase = @phase, bytes_done = @bytes_done, updated_at = now()
 WHERE org_id = @org_id AND id = @id;
 
--- name: ImportRunFinish :exec
+-- name: ImportRunUpdateFinished :exec
 UPDATE import_runs
 SET status = @status, phase = '', bytes_done = CASE WHEN @status = 'succeeded' THEN file_size ELSE bytes_done END,
     stored = @stored, duplicates = @duplicates, skipped = @skipped, skip_reasons = @skip_reasons,
@@ -30,7 +30,7 @@ WHERE org_id = @org_id AND id = @id;
 -- name: LangfuseConnectionGet :one
 SELECT * FROM langfuse_connections WHERE org_id = $1;
 
--- name: LangfuseConnectionUpsert :one
+-- name: LangfuseConnectionInsertOrUpdate :one
 -- Changing the connection starts the next sync from the beginning: another
 -- project's scores have other timestamps (and re-reading is idempotent).
 INSERT INTO langfuse_connections (org_id, host, public_key, secret_ciphertext, secret_nonce, updated_by)
@@ -43,15 +43,15 @@ SET host = excluded.host, public_key = excluded.public_key, secret_ciphertext = 
     updated_at = now()
 RETURNING *;
 
--- name: LangfuseConnectionOrgs :many
+-- name: LangfuseConnectionListOrgIDs :many
 -- Every organisation with a connection, for the periodic sync.
 SELECT org_id FROM langfuse_connections ORDER BY org_id;
 
--- name: LangfuseConnectionSyncStarted :exec
+-- name: LangfuseConnectionUpdateSyncStarted :exec
 UPDATE langfuse_connections SET sync_started_at = now(), last_attempt_at = now(), updated_at = now()
 WHERE org_id = $1;
 
--- name: LangfuseConnectionSyncSucceeded :exec
+-- name: LangfuseConnectionUpdateSyncSucceeded :exec
 UPDATE langfuse_connections
 SET sync_started_at = NULL, last_sync_at = now(), sync_from = sqlc.narg('sync_from'),
     last_stored = @last_stored::integer, last_duplicates = @last_duplicates, last_skipped = @last_skipped,
@@ -59,9 +59,9 @@ SET sync_started_at = NULL, last_sync_at = now(), sync_from = sqlc.narg('sync_fr
     updated_at = now()
 WHERE org_id = @org_id;
 
--- name: LangfuseConnectionSyncFailed :exec
+-- name: LangfuseConnectionUpdateSyncFailed :exec
 UPDATE langfuse_connections SET sync_started_at = NULL, last_error = @last_error, updated_at = now()
 WHERE org_id = @org_id;
 
--- name: LangfuseConnectionSetError :exec
+-- name: LangfuseConnectionUpdateError :exec
 UPDATE langfuse_connections SET last_error = @last_error, updated_at = now() WHERE org_id = @org_id;

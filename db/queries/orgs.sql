@@ -1,4 +1,4 @@
--- name: OrgCreate :one
+-- name: OrgInsert :one
 INSERT INTO organizations (slug, name) VALUES ($1, $2) RETURNING *;
 
 -- name: OrgGetBySlug :one

@@ -36,7 +36,7 @@ LEFT JOIN feedback cf ON cf.org_id = @org_id AND u.chosen_external_id <> '' AND 
 LEFT JOIN feedback rf ON rf.org_id = @org_id AND u.rejected_external_id <> '' AND rf.external_id = u.rejected_external_id
 ON CONFLICT DO NOTHING;
 
--- name: PairIDsByIdentity :many
+-- name: PairListIDsByIdentity :many
 -- The organisation's pairs with one of the content hashes or external ids:
 -- the pairs an import stored, or found already stored.
 SELECT id FROM preference_pairs
@@ -89,7 +89,7 @@ LIMIT @row_limit;
 -- as GET /:id does.
 SELECT * FROM preference_pairs WHERE org_id = @org_id AND id = ANY(@ids::uuid[]);
 
--- name: PairRankCandidates :many
+-- name: PairListRankCandidates :many
 -- The distinct answers the organisation's feedback holds for one normalised
 -- query (one per distinct response), for the ranking page.
 SELECT DISTINCT ON (f.content_hash) f.id, f.query, f.response, f.rating, f.feedback_type, f.model, f.context, f.created_at
@@ -100,12 +100,12 @@ WHERE f.org_id = @org_id
 ORDER BY f.content_hash, f.seq
 LIMIT @row_limit;
 
--- name: PairFeedbackByIDs :many
+-- name: PairListFeedbackByIDs :many
 SELECT f.id, f.query, f.response, f.correction, f.context
 FROM feedback f
 WHERE f.org_id = @org_id AND f.id = ANY(@ids::uuid[]);
 
--- name: PairCandidateCounts :one
+-- name: PairCountCandidates :one
 -- How many distinct pairs a generation method finds, and how many of those
 -- are stored already.
 SELECT count(DISTINCT c.content_hash)::bigint AS candidates,
@@ -114,7 +114,7 @@ SELECT count(DISTINCT c.content_hash)::bigint AS candidates,
 FROM pair_candidates(@org_id::uuid, @method::pair_method, @min_gap::real, @w_accuracy::real, @w_helpfulness::real,
                      @w_clarity::real, @w_safety::real, @per_query::integer) c;
 
--- name: PairCandidateSample :many
+-- name: PairListCandidateSample :many
 -- A few of the new pairs a method would create, strongest first.
 SELECT c.query::text AS query, c.chosen::text AS chosen, c.rejected::text AS rejected, c.strength::real AS strength,
        c.chosen_feedback_id::uuid AS chosen_feedback_id, c.rejected_feedback_id::uuid AS rejected_feedback_id
@@ -124,7 +124,7 @@ WHERE NOT EXISTS (SELECT 1 FROM preference_pairs p WHERE p.org_id = @org_id AND 
 ORDER BY 4 DESC, 5, 6
 LIMIT @row_limit;
 
--- name: PairGenerate :one
+-- name: PairInsertGenerated :one
 -- Stores every pair a method finds, skipping those already stored, and
 -- says how many distinct pairs were found and how many were stored: the
 -- candidates are computed once for both.
@@ -148,5 +148,5 @@ WITH c AS (
 )
 SELECT (SELECT count(DISTINCT c.content_hash) FROM c)::bigint AS candidates, (SELECT count(*) FROM ins)::bigint AS created;
 
--- name: PairMethodCounts :many
+-- name: PairCountByMethod :many
 SELECT method, count(*)::bigint AS count FROM preference_pairs WHERE org_id = @org_id GROUP BY method ORDER BY method;

@@ -1,7 +1,7 @@
 -- Every stats query takes the same window (created_at in [since, until))
 -- and optional model; an empty model means every model.
 
--- name: StatsDaily :many
+-- name: StatsListDaily :many
 -- Feedback per UTC day and model.
 SELECT to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD')::text AS day, model,
        count(*) AS total,
@@ -14,7 +14,7 @@ WHERE org_id = @org_id AND created_at >= @since AND created_at < @until AND (@mo
 GROUP BY 1, 2
 ORDER BY 1, 2;
 
--- name: StatsDimensions :one
+-- name: StatsGetDimensions :one
 SELECT count(dim_accuracy) AS accuracy_n, coalesce(avg(dim_accuracy), 0)::float8 AS accuracy,
        count(dim_helpfulness) AS helpfulness_n, coalesce(avg(dim_helpfulness), 0)::float8 AS helpfulness,
        count(dim_clarity) AS clarity_n, coalesce(avg(dim_clarity), 0)::float8 AS clarity,
@@ -22,20 +22,20 @@ SELECT count(dim_accuracy) AS accuracy_n, coalesce(avg(dim_accuracy), 0)::float8
 FROM feedback
 WHERE org_id = @org_id AND created_at >= @since AND created_at < @until AND (@model::text = '' OR model = @model);
 
--- name: StatsRatingDistribution :many
+-- name: StatsListRatingDistribution :many
 SELECT rating::int AS rating, count(*) AS count
 FROM feedback
 WHERE org_id = @org_id AND created_at >= @since AND created_at < @until AND (@model::text = '' OR model = @model)
   AND rating IS NOT NULL
 GROUP BY 1 ORDER BY 1;
 
--- name: StatsStatusCounts :many
+-- name: StatsCountByStatus :many
 SELECT status, count(*) AS count
 FROM feedback
 WHERE org_id = @org_id AND created_at >= @since AND created_at < @until AND (@model::text = '' OR model = @model)
 GROUP BY status ORDER BY status;
 
--- name: StatsCuratorThroughput :many
+-- name: StatsListCuratorThroughput :many
 -- Review actions per person in the window, by the status they set.
 SELECT r.actor_label,
        count(*) AS actions,

@@ -1,4 +1,4 @@
--- name: UserCreate :one
+-- name: UserInsert :one
 INSERT INTO users (org_id, email, name, password_hash, role)
 VALUES ($1, $2, $3, $4, $5)
 RETURNING *;
@@ -20,7 +20,7 @@ UPDATE users SET role = $3, updated_at = now()
 WHERE org_id = $1 AND id = $2
 RETURNING *;
 
--- name: UserSetActive :one
+-- name: UserUpdateActive :one
 UPDATE users SET active = $3, updated_at = now()
 WHERE org_id = $1 AND id = $2
 RETURNING *;

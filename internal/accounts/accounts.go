@@ -62,7 +62,7 @@ func (s *Service) EnsureOrg(ctx context.Context, slug, name string) (db.Organiza
 	if name == "" {
 		name = slug
 	}
-	org, err = q.OrgCreate(ctx, db.OrgCreateParams{Slug: slug, Name: name})
+	org, err = q.OrgInsert(ctx, db.OrgInsertParams{Slug: slug, Name: name})
 	if isUnique(err) { // created meanwhile
 		return q.OrgGetBySlug(ctx, slug)
 	}
@@ -113,7 +113,7 @@ func (s *Service) CreateUser(ctx context.Context, actor audit.Actor, orgID uuid.
 	}
 	var u db.User
 	err = db.InTx(ctx, s.Pool, func(_ pgx.Tx, q *db.Queries) error {
-		u, err = q.UserCreate(ctx, db.UserCreateParams{OrgID: orgID, Email: in.Email, Name: in.Name, PasswordHash: hash, Role: db.UserRole(role)})
+		u, err = q.UserInsert(ctx, db.UserInsertParams{OrgID: orgID, Email: in.Email, Name: in.Name, PasswordHash: hash, Role: db.UserRole(role)})
 		if isUnique(err) {
 			return errs.InvalidField("email", "a user with this e-mail address already exists")
 		}
@@ -179,7 +179,7 @@ func (s *Service) SetActive(ctx context.Context, actor audit.Actor, orgID, userI
 				return err
 			}
 		}
-		if u, err = q.UserSetActive(ctx, db.UserSetActiveParams{OrgID: orgID, ID: userID, Active: active}); err != nil {
+		if u, err = q.UserUpdateActive(ctx, db.UserUpdateActiveParams{OrgID: orgID, ID: userID, Active: active}); err != nil {
 			return err
 		}
 		action, details := "user.activate", map[string]any{"email": u.Email}
@@ -250,7 +250,7 @@ func (s *Service) CreateAPIKey(ctx context.Context, actor audit.Actor, orgID uui
 	createdBy := uuid.NullUUID{UUID: actor.ID, Valid: actor.Kind == "user"}
 	var k db.APIKey
 	err = db.InTx(ctx, s.Pool, func(_ pgx.Tx, q *db.Queries) error {
-		k, err = q.APIKeyCreate(ctx, db.APIKeyCreateParams{OrgID: orgID, Name: in.Name, Prefix: prefix, SecretHash: hash, Role: db.UserRole(role), CreatedBy: createdBy})
+		k, err = q.APIKeyInsert(ctx, db.APIKeyInsertParams{OrgID: orgID, Name: in.Name, Prefix: prefix, SecretHash: hash, Role: db.UserRole(role), CreatedBy: createdBy})
 		if err != nil {
 			return err
 		}
@@ -265,7 +265,7 @@ func (s *Service) RevokeAPIKey(ctx context.Context, actor audit.Actor, orgID, ke
 	var k db.APIKey
 	err := db.InTx(ctx, s.Pool, func(_ pgx.Tx, q *db.Queries) error {
 		var err error
-		k, err = q.APIKeyRevoke(ctx, db.APIKeyRevokeParams{OrgID: orgID, ID: keyID})
+		k, err = q.APIKeyUpdateRevoked(ctx, db.APIKeyUpdateRevokedParams{OrgID: orgID, ID: keyID})
 		if errors.Is(err, pgx.ErrNoRows) {
 			return errs.ErrNotFound
 		}

@@ -50,7 +50,7 @@ type Key struct {
 const keyCacheTTL = 5 * time.Second
 
 type cachedKey struct {
-	row     db.APIKeyCallerRow
+	row     db.APIKeyGetCallerRow
 	expires time.Time
 }
 
@@ -70,7 +70,7 @@ func (s *Service) KeyCaller(ctx context.Context, bearer string) (Key, error) {
 		}
 	}
 	q := db.New(s.Pool)
-	k, err := q.APIKeyCaller(ctx, prefix)
+	k, err := q.APIKeyGetCaller(ctx, prefix)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return Key{}, ErrBadKey
 	}
@@ -87,14 +87,14 @@ func (s *Service) KeyCaller(ctx context.Context, bearer string) (Key, error) {
 	}
 	if last, ok := s.touched.Load(k.ID); !ok || now.Sub(last.(time.Time)) > time.Minute {
 		s.touched.Store(k.ID, now)
-		if err := q.APIKeyTouch(ctx, k.ID); err != nil {
+		if err := q.APIKeyUpdateLastUsed(ctx, k.ID); err != nil {
 			return Key{}, err
 		}
 	}
 	return key, nil
 }
 
-func keyOf(k db.APIKeyCallerRow) (Key, error) {
+func keyOf(k db.APIKeyGetCallerRow) (Key, error) {
 	role, suspended := KeyRole(k.Role, k.OwnerRole, k.OwnerDeactivated)
 	if suspended {
 		return Key{}, ErrKeySuspended

@@ -190,7 +190,7 @@ func (s *Service) ChangePassword(ctx context.Context, actor audit.Actor, orgID, 
 			return Session{}, err
 		}
 		v.Add("current_password", "this is not your current password")
-	} else if err := q.LoginFailureClear(ctx, u.Email); err != nil {
+	} else if err := q.LoginFailureDelete(ctx, u.Email); err != nil {
 		return Session{}, err
 	}
 	if v.Has() {

@@ -62,7 +62,7 @@ func (s *Service) SignIn(ctx context.Context, c Credentials) (Session, error) {
 	var sess Session
 	err = db.InTx(ctx, s.Pool, func(_ pgx.Tx, q *db.Queries) error {
 		// Success takes back the reserved attempt with the account's earlier failures.
-		if err := q.LoginFailureClear(ctx, c.Email); err != nil {
+		if err := q.LoginFailureDelete(ctx, c.Email); err != nil {
 			return err
 		}
 		if sess, err = s.startSession(ctx, q, u, c.IP, c.UserAgent); err != nil {
@@ -92,7 +92,7 @@ func (s *Service) reserveAttempt(ctx context.Context, email, ip string) (bool, e
 		if err := q.LoginFailureGetForUpdate(ctx, db.LoginFailureGetForUpdateParams{Email: email, Ip: ip}); err != nil {
 			return err
 		}
-		counts, err := q.LoginFailureCounts(ctx, db.LoginFailureCountsParams{Email: email, Ip: ip, Since: s.Now().Add(-s.Window)})
+		counts, err := q.LoginFailureCount(ctx, db.LoginFailureCountParams{Email: email, Ip: ip, Since: s.Now().Add(-s.Window)})
 		if err != nil {
 			return err
 		}
@@ -127,7 +127,7 @@ func auditFailure(ctx context.Context, q *db.Queries, u *db.User, email, ip, rea
 // expired sessions.
 func (s *Service) Prune(ctx context.Context) error {
 	q := db.New(s.Pool)
-	if err := q.LoginFailurePrune(ctx, s.Now().Add(-s.Window).Add(-time.Hour)); err != nil {
+	if err := q.LoginFailureDeleteExpired(ctx, s.Now().Add(-s.Window).Add(-time.Hour)); err != nil {
 		return err
 	}
 	return q.SessionDeleteExpired(ctx, s.Now())

@@ -108,7 +108,7 @@ func (s *Service) Deliver(ctx context.Context, orgID, alertID uuid.UUID) error {
 	if _, err := sender.Send(ctx, webhook.Endpoint{URL: settings.WebhookUrl, Secret: secret}, "alert_"+a.ID.String(), payload); err != nil {
 		return s.deliveryFailed(ctx, q, a, err)
 	}
-	return q.AlertMarkDelivered(ctx, db.AlertMarkDeliveredParams{OrgID: a.OrgID, ID: a.ID})
+	return q.AlertUpdateDelivered(ctx, db.AlertUpdateDeliveredParams{OrgID: a.OrgID, ID: a.ID})
 }
 
 // deliveryFailed logs a failed delivery with its detail (what the receiver

@@ -23,20 +23,20 @@ func fromRow(r db.AlertSetting) Settings {
 func read(ctx context.Context, q *db.Queries, orgID uuid.UUID, s Settings, now time.Time) (Snapshot, error) {
 	since := now.Add(-s.Window)
 	var snap Snapshot
-	ratings, err := q.AlertRatingsByModel(ctx, db.AlertRatingsByModelParams{OrgID: orgID, Since: since, Until: now})
+	ratings, err := q.AlertListRatingsByModel(ctx, db.AlertListRatingsByModelParams{OrgID: orgID, Since: since, Until: now})
 	if err != nil {
 		return snap, err
 	}
 	for _, r := range ratings {
 		snap.Ratings = append(snap.Ratings, ModelRatings{Model: r.Model, Count: int(r.Ratings), Sum: int(r.RatingSum)})
 	}
-	td, err := q.AlertThumbsDown(ctx, db.AlertThumbsDownParams{OrgID: orgID, WindowStart: since,
+	td, err := q.AlertCountThumbsDown(ctx, db.AlertCountThumbsDownParams{OrgID: orgID, WindowStart: since,
 		BaselineStart: since.Add(-time.Duration(s.BaselineDays) * 24 * time.Hour), Until: now})
 	if err != nil {
 		return snap, err
 	}
 	snap.ThumbsDown, snap.BaselineThumbsDown, snap.BaselineFeedback = int(td.InWindow), int(td.InBaseline), int(td.BaselineFeedback)
-	safety, err := q.AlertSafetyReports(ctx, db.AlertSafetyReportsParams{OrgID: orgID, Since: since, Until: now})
+	safety, err := q.AlertCountSafetyReports(ctx, db.AlertCountSafetyReportsParams{OrgID: orgID, Since: since, Until: now})
 	if err != nil {
 		return snap, err
 	}
@@ -54,7 +54,7 @@ type Result struct {
 // failing does not hold back the others. It returns what changed in each
 // organisation that was evaluated, and every failure joined.
 func (s *Service) EvaluateAll(ctx context.Context, now time.Time) (map[uuid.UUID]Result, error) {
-	orgs, err := db.New(s.Pool).AlertOrgIDs(ctx)
+	orgs, err := db.New(s.Pool).AlertListOrgIDs(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -105,7 +105,7 @@ func (s *Service) Evaluate(ctx context.Context, orgID uuid.UUID, now time.Time) 
 			if err != nil {
 				return err
 			}
-			a, err := q.AlertOpen(ctx, db.AlertOpenParams{OrgID: orgID, Kind: c.Kind, Severity: c.Severity, DedupKey: c.Key,
+			a, err := q.AlertInsert(ctx, db.AlertInsertParams{OrgID: orgID, Kind: c.Kind, Severity: c.Severity, DedupKey: c.Key,
 				Title: c.Title, Message: c.Message, Details: details, Now: now})
 			if err != nil {
 				return fmt.Errorf("opening alert %s: %w", c.Key, err)
@@ -122,13 +122,13 @@ func (s *Service) Evaluate(ctx context.Context, orgID uuid.UUID, now time.Time) 
 			if err != nil {
 				return err
 			}
-			if err := q.AlertRefresh(ctx, db.AlertRefreshParams{OrgID: orgID, ID: byKey[c.Key].ID, Severity: c.Severity,
+			if err := q.AlertUpdateSeen(ctx, db.AlertUpdateSeenParams{OrgID: orgID, ID: byKey[c.Key].ID, Severity: c.Severity,
 				Title: c.Title, Message: c.Message, Details: details, Now: now}); err != nil {
 				return err
 			}
 		}
 		for _, k := range toResolve {
-			if err := q.AlertResolve(ctx, db.AlertResolveParams{OrgID: orgID, ID: byKey[k].ID, Now: now}); err != nil {
+			if err := q.AlertUpdateResolved(ctx, db.AlertUpdateResolvedParams{OrgID: orgID, ID: byKey[k].ID, Now: now}); err != nil {
 				return err
 			}
 			res.Resolved++

@@ -28,7 +28,7 @@ func hasSecret(row db.AlertSetting) bool {
 
 // load returns an organisation's settings, the defaults when it has none,
 // with the stored row (its webhook secret). A secret stored in the clear
-// before migration 00015 is sealed on the way: SQL has no key to do it
+// before migration 00014 is sealed on the way: SQL has no key to do it
 // with, and the periodic evaluation reads every organisation's settings
 // through here, so none stays in the clear for long after an upgrade.
 func (s *Service) load(ctx context.Context, q *db.Queries, orgID uuid.UUID) (Settings, db.AlertSetting, error) {

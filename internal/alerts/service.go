@@ -33,7 +33,7 @@ type Service struct {
 	Jobs jobq.Inserter
 	// Secrets seals the webhook signing secrets (CURATE_SECRET_KEY). It is
 	// needed to make, seal and open one; without it a secret stored in the
-	// clear before migration 00015 is left as it is.
+	// clear before migration 00014 is left as it is.
 	Secrets *secrets.Box
 	// Outbound checks a webhook address when it is saved; nil allows
 	// public addresses only.
@@ -62,8 +62,8 @@ func (s *Service) log() *slog.Logger {
 
 // Banners are the organisation's open, undismissed alerts, newest first,
 // at most five: what every page shows above its content.
-func (s *Service) Banners(ctx context.Context, orgID uuid.UUID) ([]db.AlertBannersRow, error) {
-	return db.New(s.Pool).AlertBanners(ctx, orgID)
+func (s *Service) Banners(ctx context.Context, orgID uuid.UUID) ([]db.AlertListBannersRow, error) {
+	return db.New(s.Pool).AlertListBanners(ctx, orgID)
 }
 
 // Page is one keyset page of the alerts list.
@@ -91,7 +91,7 @@ func (s *Service) List(ctx context.Context, orgID uuid.UUID, cursor *keyset.Curs
 func (s *Service) Dismiss(ctx context.Context, actor audit.Actor, orgID, id uuid.UUID) error {
 	by := uuid.NullUUID{UUID: actor.ID, Valid: actor.Kind == "user" && actor.ID != uuid.Nil}
 	return db.InTx(ctx, s.Pool, func(_ pgx.Tx, q *db.Queries) error {
-		a, err := q.AlertDismiss(ctx, db.AlertDismissParams{OrgID: orgID, ID: id, DismissedBy: by})
+		a, err := q.AlertUpdateDismissed(ctx, db.AlertUpdateDismissedParams{OrgID: orgID, ID: id, DismissedBy: by})
 		if errors.Is(err, pgx.ErrNoRows) {
 			// Unknown, another organisation's, or already dismissed.
 			if _, gerr := q.AlertGet(ctx, db.AlertGetParams{OrgID: orgID, ID: id}); gerr != nil {
@@ -133,7 +133,7 @@ func (s *Service) SaveSettings(ctx context.Context, actor audit.Actor, orgID uui
 		return err
 	}
 	return db.InTx(ctx, s.Pool, func(_ pgx.Tx, q *db.Queries) error {
-		_, err := q.AlertSettingsUpsert(ctx, db.AlertSettingsUpsertParams{
+		_, err := q.AlertSettingsInsertOrUpdate(ctx, db.AlertSettingsInsertOrUpdateParams{
 			OrgID: orgID, Enabled: st.Enabled, RatingThreshold: st.RatingThreshold, MinRatings: int32(st.MinRatings),
 			WindowHours: int32(st.Window / time.Hour), BaselineDays: int32(st.BaselineDays), SpikeFactor: st.SpikeFactor,
 			SpikeMinCount: int32(st.SpikeMinCount), WebhookUrl: st.WebhookURL,
@@ -160,7 +160,7 @@ func (s *Service) RotateSecret(ctx context.Context, actor audit.Actor, orgID uui
 		return "", err
 	}
 	err = db.InTx(ctx, s.Pool, func(_ pgx.Tx, q *db.Queries) error {
-		if err := q.AlertSettingsSetSecret(ctx, db.AlertSettingsSetSecretParams{OrgID: orgID, Ciphertext: ct, Nonce: nonce}); err != nil {
+		if err := q.AlertSettingsUpdateSecret(ctx, db.AlertSettingsUpdateSecretParams{OrgID: orgID, Ciphertext: ct, Nonce: nonce}); err != nil {
 			return err
 		}
 		return audit.Record(ctx, q, actor, audit.Entry{OrgID: orgID, Action: "alerts.webhook_secret",

@@ -80,7 +80,7 @@ func newFixture(t *testing.T) fixture {
 // open stores an open alert as the evaluation would.
 func (f fixture) open(t *testing.T, org uuid.UUID, key string, at time.Time) db.Alert {
 	t.Helper()
-	a, err := db.New(f.pool).AlertOpen(context.Background(), db.AlertOpenParams{OrgID: org, Kind: alerts.KindSafety, Severity: alerts.SeverityBad,
+	a, err := db.New(f.pool).AlertInsert(context.Background(), db.AlertInsertParams{OrgID: org, Kind: alerts.KindSafety, Severity: alerts.SeverityBad,
 		DedupKey: key, Title: "Safety reports", Message: "1 safety report awaits review.", Details: []byte(`{"reports":1}`), Now: at})
 	if err != nil {
 		t.Fatal(err)
@@ -546,7 +546,7 @@ func TestPlaintextSecretIsSealedOnFirstRead(t *testing.T) {
 		w.WriteHeader(http.StatusNoContent)
 	}))
 	defer srv.Close()
-	// Rows as they were before migration 00015.
+	// Rows as they were before migration 00014.
 	for org, secret := range map[uuid.UUID]string{f.org: old, f.other: otherOld} {
 		if _, err := f.pool.Exec(ctx, "INSERT INTO alert_settings (org_id, webhook_url, webhook_secret) VALUES ($1, $2, $3)",
 			org, srv.URL+"/hook", secret); err != nil {

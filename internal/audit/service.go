@@ -56,5 +56,5 @@ func (s *Service) List(ctx context.Context, orgID uuid.UUID, f Filter, cursor st
 
 // Actions are the actions the organisation's log holds, for the filter.
 func (s *Service) Actions(ctx context.Context, orgID uuid.UUID) ([]string, error) {
-	return db.New(s.Pool).AuditActions(ctx, uuid.NullUUID{UUID: orgID, Valid: true})
+	return db.New(s.Pool).AuditListActions(ctx, uuid.NullUUID{UUID: orgID, Valid: true})
 }

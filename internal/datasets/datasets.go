@@ -197,7 +197,7 @@ func (s *Service) Get(ctx context.Context, orgID, id uuid.UUID) (Detail, error) 
 		return Detail{}, err
 	}
 	d := Detail{Dataset: row.TrainingDataset, MemberCount: int(row.MemberCount)}
-	if d.Versions, err = q.VersionsList(ctx, db.VersionsListParams{OrgID: orgID, DatasetID: id}); err != nil {
+	if d.Versions, err = q.DatasetVersionList(ctx, db.DatasetVersionListParams{OrgID: orgID, DatasetID: id}); err != nil {
 		return Detail{}, err
 	}
 	for i := range d.Versions {
@@ -205,7 +205,7 @@ func (s *Service) Get(ctx context.Context, orgID, id uuid.UUID) (Detail, error) 
 			d.Current = &d.Versions[i]
 		}
 	}
-	if d.Exports, err = q.ExportsList(ctx, db.ExportsListParams{OrgID: orgID, DatasetID: id}); err != nil {
+	if d.Exports, err = q.ExportList(ctx, db.ExportListParams{OrgID: orgID, DatasetID: id}); err != nil {
 		return Detail{}, err
 	}
 	return d, nil
@@ -294,7 +294,7 @@ func (s *Service) Update(ctx context.Context, actor audit.Actor, orgID, id uuid.
 		frozenChange := set.SystemPrompt != before.SystemPrompt || set.SplitStrategy != before.SplitStrategy ||
 			set.ValidationPercent != before.ValidationPercent || set.SplitSeed != before.SplitSeed
 		if frozenChange && (cur.Status == StatusReady || cur.Status == StatusExported) {
-			if out, err = q.DatasetSetStatus(ctx, db.DatasetSetStatusParams{OrgID: orgID, ID: id, Status: StatusCurating}); err != nil {
+			if out, err = q.DatasetUpdateStatus(ctx, db.DatasetUpdateStatusParams{OrgID: orgID, ID: id, Status: StatusCurating}); err != nil {
 				return err
 			}
 		}
@@ -330,7 +330,7 @@ func (s *Service) Transition(ctx context.Context, actor audit.Actor, orgID, id u
 		if err := checkTransition(string(cur.Status), to); err != nil {
 			return err
 		}
-		if out, err = q.DatasetSetStatus(ctx, db.DatasetSetStatusParams{OrgID: orgID, ID: id, Status: db.DatasetStatus(to)}); err != nil {
+		if out, err = q.DatasetUpdateStatus(ctx, db.DatasetUpdateStatusParams{OrgID: orgID, ID: id, Status: db.DatasetStatus(to)}); err != nil {
 			return err
 		}
 		return audit.Record(ctx, q, actor, audit.Entry{OrgID: orgID, Action: "dataset.status", TargetType: "dataset",
@@ -340,7 +340,7 @@ func (s *Service) Transition(ctx context.Context, actor audit.Actor, orgID, id u
 }
 
 func lock(ctx context.Context, q *db.Queries, orgID, id uuid.UUID) (db.TrainingDataset, error) {
-	d, err := q.DatasetLock(ctx, db.DatasetLockParams{OrgID: orgID, ID: id})
+	d, err := q.DatasetGetForUpdate(ctx, db.DatasetGetForUpdateParams{OrgID: orgID, ID: id})
 	if errors.Is(err, pgx.ErrNoRows) {
 		return d, errs.ErrNotFound
 	}
@@ -376,7 +376,7 @@ func checkEligible(ctx context.Context, q *db.Queries, orgID uuid.UUID, d db.Tra
 	}
 	v := &errs.Invalid{}
 	if KindOf(string(d.DatasetType)) == KindPreference {
-		missing, err := q.DatasetPairsMissing(ctx, db.DatasetPairsMissingParams{OrgID: orgID, Ids: ids})
+		missing, err := q.DatasetListMissingPairs(ctx, db.DatasetListMissingPairsParams{OrgID: orgID, Ids: ids})
 		if err != nil {
 			return err
 		}
@@ -384,7 +384,7 @@ func checkEligible(ctx context.Context, q *db.Queries, orgID uuid.UUID, d db.Tra
 			v.Add(fmt.Sprintf("ids[%d]", pos[m]), "no preference pair %s in this organisation (a %s dataset holds preference pairs)", m, d.DatasetType)
 		}
 	} else {
-		bad, err := q.DatasetFeedbackIneligible(ctx, db.DatasetFeedbackIneligibleParams{OrgID: orgID, Ids: ids})
+		bad, err := q.DatasetListIneligibleFeedback(ctx, db.DatasetListIneligibleFeedbackParams{OrgID: orgID, Ids: ids})
 		if err != nil {
 			return err
 		}
@@ -402,9 +402,9 @@ func checkEligible(ctx context.Context, q *db.Queries, orgID uuid.UUID, d db.Tra
 
 func insertMembers(ctx context.Context, q *db.Queries, orgID uuid.UUID, d db.TrainingDataset, ids []uuid.UUID) (int64, error) {
 	if KindOf(string(d.DatasetType)) == KindPreference {
-		return q.DatasetMembersAddPairs(ctx, db.DatasetMembersAddPairsParams{DatasetID: d.ID, OrgID: orgID, Ids: ids})
+		return q.DatasetMemberInsertPairs(ctx, db.DatasetMemberInsertPairsParams{DatasetID: d.ID, OrgID: orgID, Ids: ids})
 	}
-	return q.DatasetMembersAddFeedback(ctx, db.DatasetMembersAddFeedbackParams{DatasetID: d.ID, OrgID: orgID, Ids: ids})
+	return q.DatasetMemberInsertFeedback(ctx, db.DatasetMemberInsertFeedbackParams{DatasetID: d.ID, OrgID: orgID, Ids: ids})
 }
 
 // AddByFilter adds every pair or eligible feedback item the filter
@@ -420,7 +420,7 @@ func (s *Service) AddByFilter(ctx context.Context, actor audit.Actor, orgID, id 
 			if err != nil {
 				return 0, err
 			}
-			if ids, err = q.DatasetPairIDsByFilter(ctx, pf.params(orgID)); err != nil {
+			if ids, err = q.DatasetListPairIDsByFilter(ctx, pf.params(orgID)); err != nil {
 				return 0, err
 			}
 			saved = pf.Values().Encode()
@@ -432,7 +432,7 @@ func (s *Service) AddByFilter(ctx context.Context, actor audit.Actor, orgID, id 
 			if ff.Status != "" && ff.Status != "approved" && ff.Status != "corrected" {
 				return 0, errs.InvalidField("status", "only approved or corrected feedback can be added; %s feedback is not training material", ff.Status)
 			}
-			if ids, err = q.FeedbackMatchingIDs(ctx, ff.MatchingParams(orgID, MaxFilterAdd+1)); err != nil {
+			if ids, err = q.FeedbackListMatchingIDs(ctx, ff.MatchingParams(orgID, MaxFilterAdd+1)); err != nil {
 				return 0, err
 			}
 			saved = ff.Values().Encode()
@@ -440,7 +440,7 @@ func (s *Service) AddByFilter(ctx context.Context, actor audit.Actor, orgID, id 
 		if len(ids) > MaxFilterAdd {
 			return 0, errs.InvalidField("filter", "matches more than %d items; narrow it", MaxFilterAdd)
 		}
-		if err := q.DatasetSetSavedFilter(ctx, db.DatasetSetSavedFilterParams{OrgID: orgID, ID: id, SavedFilter: saved}); err != nil {
+		if err := q.DatasetUpdateSavedFilter(ctx, db.DatasetUpdateSavedFilterParams{OrgID: orgID, ID: id, SavedFilter: saved}); err != nil {
 			return 0, err
 		}
 		if len(ids) == 0 {
@@ -456,7 +456,7 @@ func (s *Service) RemoveMembers(ctx context.Context, actor audit.Actor, orgID, i
 		return 0, errs.InvalidField("ids", "name 1 to %d members", MaxIDs)
 	}
 	return s.changeMembers(ctx, actor, orgID, id, "dataset.members_remove", func(q *db.Queries, d db.TrainingDataset) (int64, error) {
-		return q.DatasetMembersRemove(ctx, db.DatasetMembersRemoveParams{DatasetID: d.ID, Ids: ids})
+		return q.DatasetMemberDelete(ctx, db.DatasetMemberDeleteParams{DatasetID: d.ID, Ids: ids})
 	})
 }
 
@@ -477,7 +477,7 @@ func (s *Service) changeMembers(ctx context.Context, actor audit.Actor, orgID, i
 			return err
 		}
 		if n > 0 && d.Status != StatusCurating {
-			if _, err := q.DatasetSetStatus(ctx, db.DatasetSetStatusParams{OrgID: orgID, ID: id, Status: StatusCurating}); err != nil {
+			if _, err := q.DatasetUpdateStatus(ctx, db.DatasetUpdateStatusParams{OrgID: orgID, ID: id, Status: StatusCurating}); err != nil {
 				return err
 			}
 		}
@@ -488,8 +488,8 @@ func (s *Service) changeMembers(ctx context.Context, actor audit.Actor, orgID, i
 }
 
 // Members lists the newest members for the detail page.
-func (s *Service) Members(ctx context.Context, id uuid.UUID, limit int) ([]db.DatasetMembersListRow, error) {
-	return db.New(s.Pool).DatasetMembersList(ctx, db.DatasetMembersListParams{DatasetID: id, RowLimit: int32(limit)})
+func (s *Service) Members(ctx context.Context, id uuid.UUID, limit int) ([]db.DatasetMemberListRow, error) {
+	return db.New(s.Pool).DatasetMemberList(ctx, db.DatasetMemberListParams{DatasetID: id, RowLimit: int32(limit)})
 }
 
 // PairFilter selects preference pairs to add.
@@ -564,8 +564,8 @@ func (f PairFilter) Values() url.Values {
 	return q
 }
 
-func (f PairFilter) params(orgID uuid.UUID) db.DatasetPairIDsByFilterParams {
-	p := db.DatasetPairIDsByFilterParams{OrgID: orgID, Tag: f.Tag, MinStrength: float32(f.MinStrength), Q: f.Q, RowLimit: MaxFilterAdd + 1}
+func (f PairFilter) params(orgID uuid.UUID) db.DatasetListPairIDsByFilterParams {
+	p := db.DatasetListPairIDsByFilterParams{OrgID: orgID, Tag: f.Tag, MinStrength: float32(f.MinStrength), Q: f.Q, RowLimit: MaxFilterAdd + 1}
 	if f.Method != "" {
 		p.Method = db.NullPairMethod{PairMethod: db.PairMethod(f.Method), Valid: true}
 	}

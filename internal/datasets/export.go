@@ -134,7 +134,7 @@ func recordQuality(ctx context.Context, q *db.Queries, p exportPlan, rep Report)
 	if !p.maskPII {
 		return nil
 	}
-	return q.DatasetSetQuality(ctx, db.DatasetSetQualityParams{OrgID: p.dataset.OrgID, ID: p.dataset.ID,
+	return q.DatasetUpdateQuality(ctx, db.DatasetUpdateQualityParams{OrgID: p.dataset.OrgID, ID: p.dataset.ID,
 		VersionID: uuid.NullUUID{UUID: p.version.ID, Valid: true}, ExportFormat: string(p.format), QualityScore: float4(rep.QualityScore)})
 }
 
@@ -215,16 +215,16 @@ func (s *Service) RunExport(ctx context.Context, exportID uuid.UUID) error {
 	if e.Status == db.ExportStatusSucceeded {
 		return nil
 	}
-	if err := q.ExportStart(ctx, e.ID); err != nil {
+	if err := q.ExportUpdateStarted(ctx, e.ID); err != nil {
 		return err
 	}
 	fail := func(err error) error {
 		if ctx.Err() == nil {
-			_ = q.ExportFail(context.WithoutCancel(ctx), db.ExportFailParams{ID: e.ID, Error: err.Error()})
+			_ = q.ExportUpdateFailed(context.WithoutCancel(ctx), db.ExportUpdateFailedParams{ID: e.ID, Error: err.Error()})
 		}
 		return err
 	}
-	ver, err := q.VersionGet(ctx, db.VersionGetParams{OrgID: e.OrgID, ID: e.VersionID})
+	ver, err := q.DatasetVersionGet(ctx, db.DatasetVersionGetParams{OrgID: e.OrgID, ID: e.VersionID})
 	if err != nil {
 		return fail(err)
 	}
@@ -245,7 +245,7 @@ func (s *Service) RunExport(ctx context.Context, exportID uuid.UUID) error {
 		return fail(err)
 	}
 	progress := func(done int) error {
-		return q.ExportProgress(ctx, db.ExportProgressParams{ID: e.ID, RowsDone: int32(done)})
+		return q.ExportUpdateProgress(ctx, db.ExportUpdateProgressParams{ID: e.ID, RowsDone: int32(done)})
 	}
 	m, err := WriteFiles(ctx, s.Pool, s.Bucket, s.Scratch, prefix, ver, p.format, p.maskPII, progress)
 	if err != nil {
@@ -256,10 +256,10 @@ func (s *Service) RunExport(ctx context.Context, exportID uuid.UUID) error {
 		return fail(err)
 	}
 	return db.InTx(ctx, s.Pool, func(_ pgx.Tx, q *db.Queries) error {
-		if err := q.ExportFinish(ctx, db.ExportFinishParams{ID: e.ID, StoragePrefix: prefix, Manifest: mj}); err != nil {
+		if err := q.ExportUpdateFinished(ctx, db.ExportUpdateFinishedParams{ID: e.ID, StoragePrefix: prefix, Manifest: mj}); err != nil {
 			return err
 		}
-		if err := q.DatasetMarkExported(ctx, e.DatasetID); err != nil {
+		if err := q.DatasetUpdateExported(ctx, e.DatasetID); err != nil {
 			return err
 		}
 		if err := recordQuality(ctx, q, p, rep); err != nil {
@@ -288,7 +288,7 @@ func (s *Service) AbandonExport(ctx context.Context, exportID uuid.UUID, reason 
 	if err := clearPrefix(ctx, s.Bucket, ExportPrefix(e)); err != nil {
 		return err
 	}
-	return q.ExportFail(ctx, db.ExportFailParams{ID: e.ID, Error: reason})
+	return q.ExportUpdateFailed(ctx, db.ExportUpdateFailedParams{ID: e.ID, Error: reason})
 }
 
 // ExportPrefix is where an export's files live in the bucket.
@@ -519,7 +519,7 @@ func splitOrder(name string) string {
 // OrgOf returns the organisation of a dataset named by id alone, for the
 // command line.
 func (s *Service) OrgOf(ctx context.Context, id uuid.UUID) (uuid.UUID, error) {
-	org, err := db.New(s.Pool).DatasetOrg(ctx, id)
+	org, err := db.New(s.Pool).DatasetGetOrgID(ctx, id)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return uuid.Nil, fmt.Errorf("dataset %s: %w", id, errs.ErrNotFound)
 	}

@@ -36,7 +36,7 @@ var _ finetune.DataSource = (*FineTuneSource)(nil)
 
 // Versions lists the frozen versions, newest first.
 func (s *FineTuneSource) Versions(ctx context.Context, orgID uuid.UUID) ([]finetune.Version, error) {
-	rows, err := db.New(s.Service.Pool).VersionsForOrg(ctx, orgID)
+	rows, err := db.New(s.Service.Pool).DatasetVersionListForOrg(ctx, orgID)
 	if err != nil {
 		return nil, err
 	}
@@ -51,7 +51,7 @@ func (s *FineTuneSource) Versions(ctx context.Context, orgID uuid.UUID) ([]finet
 // Version describes one version, with its validation verdict.
 func (s *FineTuneSource) Version(ctx context.Context, orgID, versionID uuid.UUID) (finetune.Version, error) {
 	q := db.New(s.Service.Pool)
-	v, err := q.VersionGet(ctx, db.VersionGetParams{OrgID: orgID, ID: versionID})
+	v, err := q.DatasetVersionGet(ctx, db.DatasetVersionGetParams{OrgID: orgID, ID: versionID})
 	if errors.Is(err, pgx.ErrNoRows) {
 		return finetune.Version{}, errs.ErrNotFound
 	}
@@ -79,7 +79,7 @@ func (s *FineTuneSource) Latest(ctx context.Context, orgID, datasetID uuid.UUID)
 	} else if err != nil {
 		return finetune.Version{}, err
 	}
-	v, err := q.VersionLatest(ctx, datasetID)
+	v, err := q.DatasetVersionGetLatest(ctx, datasetID)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return finetune.Version{}, finetune.ErrNoFrozenVersion
 	}
@@ -120,7 +120,7 @@ func (s *FineTuneSource) verdict(ctx context.Context, q *db.Queries, v db.Datase
 // dir, as an export would (PII masked), and returns their paths.
 func (s *FineTuneSource) Prepare(ctx context.Context, orgID, versionID uuid.UUID, format export.Format, dir string) (finetune.Prepared, error) {
 	q := db.New(s.Service.Pool)
-	v, err := q.VersionGet(ctx, db.VersionGetParams{OrgID: orgID, ID: versionID})
+	v, err := q.DatasetVersionGet(ctx, db.DatasetVersionGetParams{OrgID: orgID, ID: versionID})
 	if errors.Is(err, pgx.ErrNoRows) {
 		return finetune.Prepared{}, errs.ErrNotFound
 	}

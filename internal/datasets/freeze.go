@@ -32,7 +32,7 @@ func (s *Service) Freeze(ctx context.Context, actor audit.Actor, orgID, id uuid.
 			return err
 		}
 		if (d.Status == StatusReady || d.Status == StatusExported) && d.CurrentVersionID.Valid {
-			out, err = q.VersionGet(ctx, db.VersionGetParams{OrgID: orgID, ID: d.CurrentVersionID.UUID})
+			out, err = q.DatasetVersionGet(ctx, db.DatasetVersionGetParams{OrgID: orgID, ID: d.CurrentVersionID.UUID})
 			return err
 		}
 		if err := checkTransition(string(d.Status), StatusReady); err != nil {
@@ -45,8 +45,8 @@ func (s *Service) Freeze(ctx context.Context, actor audit.Actor, orgID, id uuid.
 		out = frozen.version
 		// The quality score belongs to the old content: the next export in
 		// the target format records the new one.
-		p := db.DatasetSetCurrentVersionParams{OrgID: orgID, ID: id, VersionID: uuid.NullUUID{UUID: out.ID, Valid: true}}
-		if _, err := q.DatasetSetCurrentVersion(ctx, p); err != nil {
+		p := db.DatasetUpdateCurrentVersionParams{OrgID: orgID, ID: id, VersionID: uuid.NullUUID{UUID: out.ID, Valid: true}}
+		if _, err := q.DatasetUpdateCurrentVersion(ctx, p); err != nil {
 			return err
 		}
 		return audit.Record(ctx, q, actor, audit.Entry{OrgID: orgID, Action: "dataset.freeze", TargetType: "dataset",
@@ -69,7 +69,7 @@ func freezeItems(ctx context.Context, tx pgx.Tx, d db.TrainingDataset, by string
 	kind := KindOf(string(d.DatasetType))
 	cfg := SplitConfig{Strategy: string(d.SplitStrategy), ValidationPercent: int(d.ValidationPercent), Seed: d.SplitSeed}
 
-	keys, err := q.DatasetSplitKeys(ctx, d.ID)
+	keys, err := q.DatasetMemberListSplitKeys(ctx, d.ID)
 	if err != nil {
 		return frozenVersion{}, err
 	}
@@ -96,7 +96,7 @@ func freezeItems(ctx context.Context, tx pgx.Tx, d db.TrainingDataset, by string
 	versionID := uuid.New()
 	hashed := make([]hashedItem, 0, len(items))
 	train := 0
-	batch := make([]db.VersionItemsCopyParams, 0, readPage)
+	batch := make([]db.DatasetVersionItemInsertManyParams, 0, readPage)
 	add := func(source uuid.UUID, e Example) error {
 		canon, err := e.Canonical()
 		if err != nil {
@@ -108,14 +108,14 @@ func freezeItems(ctx context.Context, tx pgx.Tx, d db.TrainingDataset, by string
 			train++
 		}
 		hashed = append(hashed, hashedItem{sha: sum, split: split})
-		batch = append(batch, db.VersionItemsCopyParams{VersionID: versionID, ContentSha: sum[:], SourceID: source, Split: split, Content: canon})
+		batch = append(batch, db.DatasetVersionItemInsertManyParams{VersionID: versionID, ContentSha: sum[:], SourceID: source, Split: split, Content: canon})
 		return nil
 	}
 	flush := func() error {
 		if len(batch) == 0 {
 			return nil
 		}
-		_, err := spq.VersionItemsCopy(ctx, batch)
+		_, err := spq.DatasetVersionItemInsertMany(ctx, batch)
 		batch = batch[:0]
 		return err
 	}
@@ -142,7 +142,7 @@ func freezeItems(ctx context.Context, tx pgx.Tx, d db.TrainingDataset, by string
 	}
 	hash := versionHash(kind, cfg, hashed)
 
-	latest, err := spq.VersionLatest(ctx, d.ID)
+	latest, err := spq.DatasetVersionGetLatest(ctx, d.ID)
 	switch {
 	case err == nil && latest.ContentHash == hash && latest.Kind == kind:
 		if err := sp.Rollback(ctx); err != nil {
@@ -152,7 +152,7 @@ func freezeItems(ctx context.Context, tx pgx.Tx, d db.TrainingDataset, by string
 	case err != nil && !errors.Is(err, pgx.ErrNoRows):
 		return frozenVersion{}, err
 	}
-	ver, err := spq.VersionInsert(ctx, db.VersionInsertParams{
+	ver, err := spq.DatasetVersionInsert(ctx, db.DatasetVersionInsertParams{
 		ID: versionID, OrgID: d.OrgID, DatasetID: d.ID, Kind: kind, ContentHash: hash,
 		ItemCount: int32(len(hashed)), TrainCount: int32(train), ValidationCount: int32(len(hashed) - train),
 		SplitStrategy: d.SplitStrategy, ValidationPercent: d.ValidationPercent, SplitSeed: d.SplitSeed,
@@ -188,7 +188,7 @@ func eachMember(ctx context.Context, q *db.Queries, d db.TrainingDataset, fn fun
 	after := uuid.Nil
 	if KindOf(string(d.DatasetType)) == KindPreference {
 		for {
-			rows, err := q.DatasetPairContents(ctx, db.DatasetPairContentsParams{DatasetID: d.ID, After: after, RowLimit: readPage})
+			rows, err := q.DatasetMemberListPairContents(ctx, db.DatasetMemberListPairContentsParams{DatasetID: d.ID, After: after, RowLimit: readPage})
 			if err != nil {
 				return err
 			}
@@ -208,7 +208,7 @@ func eachMember(ctx context.Context, q *db.Queries, d db.TrainingDataset, fn fun
 		}
 	}
 	for {
-		rows, err := q.DatasetFeedbackContents(ctx, db.DatasetFeedbackContentsParams{DatasetID: d.ID, After: after, RowLimit: readPage})
+		rows, err := q.DatasetMemberListFeedbackContents(ctx, db.DatasetMemberListFeedbackContentsParams{DatasetID: d.ID, After: after, RowLimit: readPage})
 		if err != nil {
 			return err
 		}

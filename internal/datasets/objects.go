@@ -25,7 +25,7 @@ func (s *Service) ListObjects(ctx context.Context, orgID uuid.UUID, f ListFilter
 		}
 	}
 	q := db.New(s.Pool)
-	versions, err := q.VersionListByIDs(ctx, db.VersionListByIDsParams{OrgID: orgID, Ids: versionIDs})
+	versions, err := q.DatasetVersionListByIDs(ctx, db.DatasetVersionListByIDsParams{OrgID: orgID, Ids: versionIDs})
 	if err != nil {
 		return nil, nil, err
 	}

@@ -103,9 +103,9 @@ func validateVersion(ctx context.Context, q *db.Queries, ver db.DatasetVersion, 
 // eachVersionItem calls fn with every item of one split of a version, in
 // canonical order, reading a keyset page at a time.
 func eachVersionItem(ctx context.Context, q *db.Queries, versionID uuid.UUID, split string, fn func(Example) error) error {
-	p := db.VersionItemsParams{VersionID: versionID, Split: split, AfterSha: []byte{}, AfterID: uuid.Nil, RowLimit: readPage}
+	p := db.DatasetVersionItemListParams{VersionID: versionID, Split: split, AfterSha: []byte{}, AfterID: uuid.Nil, RowLimit: readPage}
 	for {
-		rows, err := q.VersionItems(ctx, p)
+		rows, err := q.DatasetVersionItemList(ctx, p)
 		if err != nil {
 			return err
 		}

@@ -141,7 +141,7 @@ func SeedFeedback(ctx context.Context, pool *pgxpool.Pool, s Seeded) (int, error
 				break // an earlier start stored some; leave their dates alone
 			}
 			at := now.Add(-ages[i])
-			if err := q.DemoFeedbackBackdate(ctx, db.DemoFeedbackBackdateParams{OrgID: s.OrgID, ID: id, CreatedAt: at}); err != nil {
+			if err := q.DemoFeedbackUpdateCreatedAt(ctx, db.DemoFeedbackUpdateCreatedAtParams{OrgID: s.OrgID, ID: id, CreatedAt: at}); err != nil {
 				return err
 			}
 			if ages[i] < 5*24*time.Hour {
@@ -171,10 +171,10 @@ func review(ctx context.Context, q *db.Queries, orgID uuid.UUID, admin db.User, 
 	case it.FeedbackType == "thumbs_down" || (it.Rating != nil && *it.Rating <= 2):
 		status = db.ReviewStatusRejected
 	}
-	if err := q.DemoFeedbackReview(ctx, db.DemoFeedbackReviewParams{OrgID: orgID, ID: id, Status: status,
+	if err := q.DemoFeedbackUpdateReview(ctx, db.DemoFeedbackUpdateReviewParams{OrgID: orgID, ID: id, Status: status,
 		ReviewerID: uuid.NullUUID{UUID: admin.ID, Valid: true}, ReviewedAt: &at}); err != nil {
 		return err
 	}
-	return q.DemoReviewInsert(ctx, db.DemoReviewInsertParams{OrgID: orgID, FeedbackID: id,
+	return q.DemoFeedbackReviewInsert(ctx, db.DemoFeedbackReviewInsertParams{OrgID: orgID, FeedbackID: id,
 		ActorID: uuid.NullUUID{UUID: admin.ID, Valid: true}, ActorLabel: admin.Email, ToStatus: db.NullReviewStatus{ReviewStatus: status, Valid: true}, CreatedAt: at})
 }

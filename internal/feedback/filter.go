@@ -175,9 +175,9 @@ func (f Filter) ListParams(orgID uuid.UUID, cursor *keyset.Cursor, limit int) db
 
 // CountParams are the status-count query's parameters (status left out:
 // the counts are per status).
-func (f Filter) CountParams(orgID uuid.UUID) db.FeedbackStatusCountsParams {
+func (f Filter) CountParams(orgID uuid.UUID) db.FeedbackCountByStatusParams {
 	p := f.ListParams(orgID, nil, 0)
-	return db.FeedbackStatusCountsParams{
+	return db.FeedbackCountByStatusParams{
 		OrgID: orgID, FeedbackType: p.FeedbackType, Source: p.Source, RatingMin: p.RatingMin, RatingMax: p.RatingMax,
 		DimBelow: p.DimBelow, Tag: p.Tag, Model: p.Model, AssigneeID: p.AssigneeID, CreatedFrom: p.CreatedFrom,
 		CreatedTo: p.CreatedTo, WithDuplicates: p.WithDuplicates, PiiOnly: p.PiiOnly, Q: p.Q, DatasetID: p.DatasetID,
@@ -185,9 +185,9 @@ func (f Filter) CountParams(orgID uuid.UUID) db.FeedbackStatusCountsParams {
 }
 
 // MatchingParams select every matching id, up to limit.
-func (f Filter) MatchingParams(orgID uuid.UUID, limit int) db.FeedbackMatchingIDsParams {
+func (f Filter) MatchingParams(orgID uuid.UUID, limit int) db.FeedbackListMatchingIDsParams {
 	p := f.ListParams(orgID, nil, limit)
-	return db.FeedbackMatchingIDsParams{
+	return db.FeedbackListMatchingIDsParams{
 		OrgID: orgID, Status: p.Status, FeedbackType: p.FeedbackType, Source: p.Source, RatingMin: p.RatingMin,
 		RatingMax: p.RatingMax, DimBelow: p.DimBelow, Tag: p.Tag, Model: p.Model, AssigneeID: p.AssigneeID,
 		CreatedFrom: p.CreatedFrom, CreatedTo: p.CreatedTo, WithDuplicates: p.WithDuplicates, PiiOnly: p.PiiOnly,

@@ -69,7 +69,7 @@ func (s *Service) IngestBatch(ctx context.Context, orgID uuid.UUID, source strin
 }
 
 // batchRows validates a batch whole and turns it into rows.
-func batchRows(orgID uuid.UUID, source string, items []Item) ([]db.FeedbackCopyParams, error) {
+func batchRows(orgID uuid.UUID, source string, items []Item) ([]db.FeedbackInsertManyParams, error) {
 	if len(items) == 0 {
 		return nil, errs.InvalidField("items", "send at least one item")
 	}
@@ -83,7 +83,7 @@ func batchRows(orgID uuid.UUID, source string, items []Item) ([]db.FeedbackCopyP
 	if v.Has() {
 		return nil, v
 	}
-	rows := make([]db.FeedbackCopyParams, len(items))
+	rows := make([]db.FeedbackInsertManyParams, len(items))
 	for i, it := range items {
 		rows[i] = toRow(orgID, source, it)
 	}
@@ -106,7 +106,7 @@ func retryOnUnique(store func() (BatchResult, error)) (BatchResult, error) {
 
 // toRow turns a validated item into a row, computing its PII findings and
 // its content hash for duplicate detection.
-func toRow(orgID uuid.UUID, source string, it Item) db.FeedbackCopyParams {
+func toRow(orgID uuid.UUID, source string, it Item) db.FeedbackInsertManyParams {
 	id, err := uuid.NewV7() // time-ordered ids keep the primary key's index compact
 	if err != nil {
 		id = uuid.New()
@@ -122,7 +122,7 @@ func toRow(orgID uuid.UUID, source string, it Item) db.FeedbackCopyParams {
 	// Everything starts pending, a correction sent by the end user too: a
 	// curator reviews it before it can train anything.
 	status := db.ReviewStatusPending
-	return db.FeedbackCopyParams{
+	return db.FeedbackInsertManyParams{
 		ID: id, OrgID: orgID, ExternalID: optText(it.ExternalID), SessionID: it.SessionID, TraceID: it.TraceID,
 		EndUserID: it.UserID, Query: it.Query, Response: it.Response, Context: ctxJSON, Model: it.Model,
 		ExperimentArm: it.ExperimentArm, FeedbackType: db.FeedbackType(it.FeedbackType), Rating: optInt2(it.Rating),

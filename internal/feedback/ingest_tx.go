@@ -30,7 +30,7 @@ func (s *Service) IngestBatchTx(ctx context.Context, tx pgx.Tx, orgID uuid.UUID,
 // copyRows stores the rows whose external ids are not stored yet with COPY,
 // linking each exact duplicate to the first row of its content (stored
 // earlier, or earlier in this batch), using q's connection or transaction.
-func copyRows(ctx context.Context, q *db.Queries, orgID uuid.UUID, rows []db.FeedbackCopyParams) (BatchResult, error) {
+func copyRows(ctx context.Context, q *db.Queries, orgID uuid.UUID, rows []db.FeedbackInsertManyParams) (BatchResult, error) {
 	var ext []string
 	for _, r := range rows {
 		if r.ExternalID.Valid {
@@ -39,7 +39,7 @@ func copyRows(ctx context.Context, q *db.Queries, orgID uuid.UUID, rows []db.Fee
 	}
 	stored := map[string]bool{}
 	if len(ext) > 0 {
-		existing, err := q.FeedbackExistingExternalIDs(ctx, db.FeedbackExistingExternalIDsParams{OrgID: orgID, ExternalIds: ext})
+		existing, err := q.FeedbackListExternalIDs(ctx, db.FeedbackListExternalIDsParams{OrgID: orgID, ExternalIds: ext})
 		if err != nil {
 			return BatchResult{}, err
 		}
@@ -48,7 +48,7 @@ func copyRows(ctx context.Context, q *db.Queries, orgID uuid.UUID, rows []db.Fee
 		}
 	}
 	var res BatchResult
-	fresh := make([]db.FeedbackCopyParams, 0, len(rows))
+	fresh := make([]db.FeedbackInsertManyParams, 0, len(rows))
 	hashes := make([][]byte, 0, len(rows))
 	for _, r := range rows {
 		if r.ExternalID.Valid {
@@ -65,7 +65,7 @@ func copyRows(ctx context.Context, q *db.Queries, orgID uuid.UUID, rows []db.Fee
 	if len(fresh) == 0 {
 		return res, nil
 	}
-	firsts, err := q.FeedbackFirstByHash(ctx, db.FeedbackFirstByHashParams{OrgID: orgID, Hashes: hashes})
+	firsts, err := q.FeedbackListFirstByHash(ctx, db.FeedbackListFirstByHashParams{OrgID: orgID, Hashes: hashes})
 	if err != nil {
 		return BatchResult{}, err
 	}
@@ -81,7 +81,7 @@ func copyRows(ctx context.Context, q *db.Queries, orgID uuid.UUID, rows []db.Fee
 			first[h] = fresh[i].ID
 		}
 	}
-	n, err := q.FeedbackCopy(ctx, fresh)
+	n, err := q.FeedbackInsertMany(ctx, fresh)
 	if err != nil {
 		return BatchResult{}, err
 	}

@@ -36,7 +36,7 @@ func (s *Service) List(ctx context.Context, orgID uuid.UUID, f Filter, cursor *k
 // Models lists the model names the organisation's feedback names, in
 // order, for the filters that offer them.
 func (s *Service) Models(ctx context.Context, orgID uuid.UUID) ([]string, error) {
-	return db.New(s.Pool).FeedbackModels(ctx, orgID)
+	return db.New(s.Pool).FeedbackListModels(ctx, orgID)
 }
 
 // ListObjects returns a page of the queue with each item whole, as the API
@@ -73,7 +73,7 @@ func (s *Service) Get(ctx context.Context, orgID, id uuid.UUID) (Detail, error) 
 	if err != nil {
 		return Detail{}, err
 	}
-	hist, err := q.FeedbackReviews(ctx, db.FeedbackReviewsParams{OrgID: orgID, FeedbackID: id})
+	hist, err := q.FeedbackReviewList(ctx, db.FeedbackReviewListParams{OrgID: orgID, FeedbackID: id})
 	return Detail{FeedbackGetRow: row, History: hist}, err
 }
 
@@ -205,7 +205,7 @@ const MaxBulk = 50000
 // Matching counts the items a filter selects, for the confirmation before a
 // bulk action ("apply to all N matching?").
 func (s *Service) Matching(ctx context.Context, orgID uuid.UUID, f Filter) (int, error) {
-	ids, err := db.New(s.Pool).FeedbackMatchingIDs(ctx, f.MatchingParams(orgID, MaxBulk+1))
+	ids, err := db.New(s.Pool).FeedbackListMatchingIDs(ctx, f.MatchingParams(orgID, MaxBulk+1))
 	return len(ids), err
 }
 
@@ -242,7 +242,7 @@ func (s *Service) ApplyBulk(ctx context.Context, actor audit.Actor, orgID uuid.U
 		ids := b.IDs
 		if b.Filter != nil {
 			var err error
-			if ids, err = q.FeedbackMatchingIDs(ctx, b.Filter.MatchingParams(orgID, MaxBulk+1)); err != nil {
+			if ids, err = q.FeedbackListMatchingIDs(ctx, b.Filter.MatchingParams(orgID, MaxBulk+1)); err != nil {
 				return err
 			}
 			if len(ids) > MaxBulk {
@@ -257,7 +257,7 @@ func (s *Service) ApplyBulk(ctx context.Context, actor audit.Actor, orgID uuid.U
 				return errs.InvalidField("assignee", "no such user in this organisation")
 			}
 		}
-		rows, err := q.FeedbackBulkUpdate(ctx, db.FeedbackBulkUpdateParams{
+		rows, err := q.FeedbackUpdateMany(ctx, db.FeedbackUpdateManyParams{
 			OrgID: orgID, Ids: ids, Status: nullStatus(b.Status), AddTag: b.AddTag, SetAssignee: b.Assign,
 			AssigneeID: nullID(b.Assignee), ReviewerID: uuid.NullUUID{UUID: actor.ID, Valid: actor.Kind == "user"},
 		})

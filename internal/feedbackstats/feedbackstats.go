@@ -123,27 +123,27 @@ func (s *Service) Report(ctx context.Context, orgID uuid.UUID, w Window, now tim
 	r := Report{Window: w, Since: since}
 	q := db.New(s.Pool)
 
-	daily, err := q.StatsDaily(ctx, db.StatsDailyParams{OrgID: orgID, Since: since, Until: now, Model: w.Model})
+	daily, err := q.StatsListDaily(ctx, db.StatsListDailyParams{OrgID: orgID, Since: since, Until: now, Model: w.Model})
 	if err != nil {
 		return r, err
 	}
-	dims, err := q.StatsDimensions(ctx, db.StatsDimensionsParams{OrgID: orgID, Since: since, Until: now, Model: w.Model})
+	dims, err := q.StatsGetDimensions(ctx, db.StatsGetDimensionsParams{OrgID: orgID, Since: since, Until: now, Model: w.Model})
 	if err != nil {
 		return r, err
 	}
-	dist, err := q.StatsRatingDistribution(ctx, db.StatsRatingDistributionParams{OrgID: orgID, Since: since, Until: now, Model: w.Model})
+	dist, err := q.StatsListRatingDistribution(ctx, db.StatsListRatingDistributionParams{OrgID: orgID, Since: since, Until: now, Model: w.Model})
 	if err != nil {
 		return r, err
 	}
-	statuses, err := q.StatsStatusCounts(ctx, db.StatsStatusCountsParams{OrgID: orgID, Since: since, Until: now, Model: w.Model})
+	statuses, err := q.StatsCountByStatus(ctx, db.StatsCountByStatusParams{OrgID: orgID, Since: since, Until: now, Model: w.Model})
 	if err != nil {
 		return r, err
 	}
-	curators, err := q.StatsCuratorThroughput(ctx, db.StatsCuratorThroughputParams{OrgID: orgID, Since: since, Until: now, Model: w.Model})
+	curators, err := q.StatsListCuratorThroughput(ctx, db.StatsListCuratorThroughputParams{OrgID: orgID, Since: since, Until: now, Model: w.Model})
 	if err != nil {
 		return r, err
 	}
-	if r.Models, err = q.FeedbackModels(ctx, orgID); err != nil {
+	if r.Models, err = q.FeedbackListModels(ctx, orgID); err != nil {
 		return r, err
 	}
 
@@ -165,7 +165,7 @@ func (s *Service) Report(ctx context.Context, orgID uuid.UUID, w Window, now tim
 
 // fold adds the per-day, per-model rows into the window's totals, the
 // days and the models; a day without feedback counts zero.
-func (r *Report) fold(rows []db.StatsDailyRow) {
+func (r *Report) fold(rows []db.StatsListDailyRow) {
 	dayIndex := make(map[string]int, r.Days)
 	for i := range r.Days {
 		dayIndex[r.Since.AddDate(0, 0, i).Format("2006-01-02")] = i
@@ -195,7 +195,7 @@ func (r *Report) fold(rows []db.StatsDailyRow) {
 	sort.Slice(r.ByModel, func(i, j int) bool { return r.ByModel[i].Name < r.ByModel[j].Name })
 }
 
-func ratingBuckets(rows []db.StatsRatingDistributionRow) []Bucket {
+func ratingBuckets(rows []db.StatsListRatingDistributionRow) []Bucket {
 	counts := make([]int, 6)
 	for _, r := range rows {
 		if r.Rating >= 1 && r.Rating <= 5 {
@@ -209,7 +209,7 @@ func ratingBuckets(rows []db.StatsRatingDistributionRow) []Bucket {
 	return out
 }
 
-func statusBuckets(rows []db.StatsStatusCountsRow) []Bucket {
+func statusBuckets(rows []db.StatsCountByStatusRow) []Bucket {
 	counts := map[string]int{}
 	for _, r := range rows {
 		counts[string(r.Status)] = int(r.Count)

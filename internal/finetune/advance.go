@@ -52,7 +52,7 @@ type Outcome struct {
 // resumes from what was stored.
 func (s *Service) Advance(ctx context.Context, id uuid.UUID) (Outcome, error) {
 	q := db.New(s.Pool)
-	j, err := q.FineTuneJobByID(ctx, id)
+	j, err := q.FineTuneJobGetByID(ctx, id)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return Outcome{Step: StepDone, Done: true}, nil // deleted with its organisation
 	}
@@ -73,7 +73,7 @@ func (s *Service) Advance(ctx context.Context, id uuid.UUID) (Outcome, error) {
 		if out.Wait > 0 && j.CancelRequestedAt == nil {
 			// A cancellation asked for during this step is passed on now,
 			// not after the wait.
-			if now, err := q.FineTuneJobByID(ctx, id); err == nil && now.CancelRequestedAt != nil {
+			if now, err := q.FineTuneJobGetByID(ctx, id); err == nil && now.CancelRequestedAt != nil {
 				out.Wait = 0
 			}
 		}
@@ -109,7 +109,7 @@ func (s *Service) step(ctx context.Context, q *db.Queries, p provider.Provider, 
 		if err != nil || !ready {
 			return StepWaitFiles, Outcome{Wait: s.pollEvery()}, err
 		}
-		return StepWaitFiles, Outcome{}, q.FineTuneJobSetFilesReady(ctx, j.ID)
+		return StepWaitFiles, Outcome{}, q.FineTuneJobUpdateFilesReady(ctx, j.ID)
 	case j.ProviderJobID == "":
 		out, err := s.create(ctx, q, p, j, cancelling)
 		return StepCreate, out, err
@@ -118,7 +118,7 @@ func (s *Service) step(ctx context.Context, q *db.Queries, p provider.Provider, 
 			return StepCancel, Outcome{}, err
 		}
 		// A refusal means the job already ended; polling finds out how.
-		return StepCancel, Outcome{}, q.FineTuneJobSetCancelSent(ctx, j.ID)
+		return StepCancel, Outcome{}, q.FineTuneJobUpdateCancelSent(ctx, j.ID)
 	}
 	out, err := s.poll(ctx, p, j)
 	return StepPoll, out, err
@@ -189,7 +189,7 @@ func (s *Service) prepare(ctx context.Context, q *db.Queries, j db.FineTuningJob
 		return err
 	}
 	defer done()
-	return q.FineTuneJobSetPrepared(ctx, db.FineTuneJobSetPreparedParams{ID: j.ID, TrainSha256: f.trainSum, ValidSha256: f.validSum})
+	return q.FineTuneJobUpdatePrepared(ctx, db.FineTuneJobUpdatePreparedParams{ID: j.ID, TrainSha256: f.trainSum, ValidSha256: f.validSum})
 }
 
 // upload writes the files again, on whichever machine runs this step, and
@@ -211,7 +211,7 @@ func (s *Service) upload(ctx context.Context, q *db.Queries, p provider.Provider
 	if err != nil {
 		return err
 	}
-	return q.FineTuneJobSetFiles(ctx, db.FineTuneJobSetFilesParams{ID: j.ID, TrainFileID: res.TrainFileID, ValidFileID: res.ValidFileID})
+	return q.FineTuneJobUpdateFiles(ctx, db.FineTuneJobUpdateFilesParams{ID: j.ID, TrainFileID: res.TrainFileID, ValidFileID: res.ValidFileID})
 }
 
 // create adopts the provider's job for this Curate job when an earlier
@@ -239,7 +239,7 @@ func (s *Service) create(ctx context.Context, q *db.Queries, p provider.Provider
 			return Outcome{}, err
 		}
 	}
-	return Outcome{}, q.FineTuneJobSetProviderJob(ctx, db.FineTuneJobSetProviderJobParams{ID: j.ID, ProviderJobID: job.ID,
+	return Outcome{}, q.FineTuneJobUpdateProviderJob(ctx, db.FineTuneJobUpdateProviderJobParams{ID: j.ID, ProviderJobID: job.ID,
 		Status: status(job.Status.State), ProviderState: job.Status.ProviderState})
 }
 
@@ -324,7 +324,7 @@ func (s *Service) poll(ctx context.Context, p provider.Provider, j db.FineTuning
 			}
 		}
 		for _, m := range metrics {
-			if err := q.FineTuneMetricUpsert(ctx, metricParams(j, m)); err != nil {
+			if err := q.FineTuneMetricInsertOrUpdate(ctx, metricParams(j, m)); err != nil {
 				return err
 			}
 		}
@@ -338,7 +338,7 @@ func (s *Service) poll(ctx context.Context, p provider.Provider, j db.FineTuning
 			if err != nil {
 				return err
 			}
-			if err := q.FineTuneCheckpointUpsert(ctx, db.FineTuneCheckpointUpsertParams{JobID: j.ID, OrgID: j.OrgID,
+			if err := q.FineTuneCheckpointInsertOrUpdate(ctx, db.FineTuneCheckpointInsertOrUpdateParams{JobID: j.ID, OrgID: j.OrgID,
 				ProviderCheckpointID: c.ID, Step: int32(c.Step), Model: c.Model, At: c.At, Metrics: mj}); err != nil {
 				return err
 			}
@@ -347,7 +347,7 @@ func (s *Service) poll(ctx context.Context, p provider.Provider, j db.FineTuning
 		if tokens == 0 {
 			tokens = j.TrainedTokens
 		}
-		if err := q.FineTuneJobSetProgress(ctx, db.FineTuneJobSetProgressParams{ID: j.ID, Status: status(st.State),
+		if err := q.FineTuneJobUpdateProgress(ctx, db.FineTuneJobUpdateProgressParams{ID: j.ID, Status: status(st.State),
 			ProviderState: st.ProviderState, EventCursor: string(res.Cursor), Step: keep(pr.Step, j.Step),
 			TotalSteps: keep(pr.TotalSteps, j.TotalSteps), Epoch: keep(pr.Epoch, j.Epoch), TotalEpochs: keep(pr.TotalEpochs, j.TotalEpochs),
 			TrainedTokens: tokens, FineTunedModel: st.FineTunedModel}); err != nil {
@@ -367,14 +367,14 @@ func (s *Service) poll(ctx context.Context, p provider.Provider, j db.FineTuning
 	return Outcome{Wait: s.pollEvery()}, nil
 }
 
-func metricParams(j db.FineTuningJob, m provider.StepMetric) db.FineTuneMetricUpsertParams {
+func metricParams(j db.FineTuningJob, m provider.StepMetric) db.FineTuneMetricInsertOrUpdateParams {
 	f := func(v *float64) pgtype.Float8 {
 		if v == nil || math.IsNaN(*v) || math.IsInf(*v, 0) {
 			return pgtype.Float8{}
 		}
 		return pgtype.Float8{Float64: *v, Valid: true}
 	}
-	return db.FineTuneMetricUpsertParams{JobID: j.ID, OrgID: j.OrgID, Step: int32(m.Step), Epoch: int32(m.Epoch),
+	return db.FineTuneMetricInsertOrUpdateParams{JobID: j.ID, OrgID: j.OrgID, Step: int32(m.Step), Epoch: int32(m.Epoch),
 		TrainLoss: f(m.TrainLoss), TrainAccuracy: f(m.TrainAccuracy), ValidLoss: f(m.ValidLoss), ValidMeanTokenAccuracy: f(m.ValidMeanTokenAccuracy)}
 }
 
@@ -387,7 +387,7 @@ func (s *Service) finish(ctx context.Context, j db.FineTuningJob, st db.Finetune
 // Fail ends a job that cannot go on, e.g. when its worker has used up its
 // retries, keeping the reason.
 func (s *Service) Fail(ctx context.Context, id uuid.UUID, message string) error {
-	j, err := db.New(s.Pool).FineTuneJobByID(ctx, id)
+	j, err := db.New(s.Pool).FineTuneJobGetByID(ctx, id)
 	if err != nil || Terminal(j.Status) {
 		return err
 	}
@@ -405,7 +405,7 @@ func (s *Service) finishTx(ctx context.Context, q *db.Queries, j db.FineTuningJo
 	if providerState == "" {
 		providerState = j.ProviderState
 	}
-	return q.FineTuneJobFinish(ctx, db.FineTuneJobFinishParams{ID: j.ID, Status: st, ProviderState: providerState,
+	return q.FineTuneJobUpdateFinished(ctx, db.FineTuneJobUpdateFinishedParams{ID: j.ID, Status: st, ProviderState: providerState,
 		ErrorMessage: message, TrainedTokens: tokens, FineTunedModel: model,
 		ActualCost: pgtype.Int8{Int64: ActualCost(tokens, j.PricePerMillion), Valid: true}})
 }

@@ -38,7 +38,7 @@ func (s *Service) budget(ctx context.Context, q *db.Queries, orgID uuid.UUID) (B
 	case !errors.Is(err, pgx.ErrNoRows):
 		return b, err
 	}
-	spent, err := q.FineTuneSpent(ctx, db.FineTuneSpentParams{OrgID: orgID, Since: monthStart(s.now())})
+	spent, err := q.FineTuneJobGetSpent(ctx, db.FineTuneJobGetSpentParams{OrgID: orgID, Since: monthStart(s.now())})
 	b.Spent = pricing.Micros(spent)
 	return b, err
 }
@@ -53,7 +53,7 @@ func (s *Service) SetBudget(ctx context.Context, actor audit.Actor, orgID uuid.U
 		return errs.InvalidField("monthly_budget", "must be from 0 to %s", maxBudget)
 	}
 	return db.InTx(ctx, s.Pool, func(_ pgx.Tx, q *db.Queries) error {
-		if err := q.FineTuneBudgetSet(ctx, db.FineTuneBudgetSetParams{OrgID: orgID, Monthly: int64(monthly), UpdatedByLabel: actor.Label}); err != nil {
+		if err := q.FineTuneBudgetUpdate(ctx, db.FineTuneBudgetUpdateParams{OrgID: orgID, Monthly: int64(monthly), UpdatedByLabel: actor.Label}); err != nil {
 			return err
 		}
 		return audit.Record(ctx, q, actor, audit.Entry{OrgID: orgID, Action: "finetune.budget", TargetType: "organization",

@@ -39,10 +39,10 @@ func (s *Service) Launch(ctx context.Context, actor audit.Actor, orgID uuid.UUID
 	}
 	var job db.FineTuningJob
 	err = db.InTx(ctx, s.Pool, func(tx pgx.Tx, q *db.Queries) error {
-		if err := q.FineTuneBudgetEnsure(ctx, db.FineTuneBudgetEnsureParams{OrgID: orgID, Monthly: int64(s.DefaultBudget)}); err != nil {
+		if err := q.FineTuneBudgetInsertDefault(ctx, db.FineTuneBudgetInsertDefaultParams{OrgID: orgID, Monthly: int64(s.DefaultBudget)}); err != nil {
 			return err
 		}
-		if _, err := q.FineTuneBudgetLock(ctx, orgID); err != nil {
+		if _, err := q.FineTuneBudgetGetForUpdate(ctx, orgID); err != nil {
 			return err
 		}
 		if est.Budget, err = s.budget(ctx, q, orgID); err != nil {
@@ -73,7 +73,7 @@ func (s *Service) Launch(ctx context.Context, actor audit.Actor, orgID uuid.UUID
 			return err
 		}
 		job.RiverJobID = pgtype.Int8{Int64: res.Job.ID, Valid: true}
-		if err := q.FineTuneJobSetRiverID(ctx, db.FineTuneJobSetRiverIDParams{ID: job.ID, RiverJobID: job.RiverJobID}); err != nil {
+		if err := q.FineTuneJobUpdateRiverID(ctx, db.FineTuneJobUpdateRiverIDParams{ID: job.ID, RiverJobID: job.RiverJobID}); err != nil {
 			return err
 		}
 		return audit.Record(ctx, q, actor, audit.Entry{OrgID: orgID, Action: "finetune.launch", TargetType: "fine_tuning_job",
@@ -97,7 +97,7 @@ func (s *Service) Cancel(ctx context.Context, actor audit.Actor, orgID, id uuid.
 	var job db.FineTuningJob
 	err := db.InTx(ctx, s.Pool, func(_ pgx.Tx, q *db.Queries) error {
 		var err error
-		job, err = q.FineTuneJobLock(ctx, db.FineTuneJobLockParams{OrgID: orgID, ID: id})
+		job, err = q.FineTuneJobGetForUpdate(ctx, db.FineTuneJobGetForUpdateParams{OrgID: orgID, ID: id})
 		if errors.Is(err, pgx.ErrNoRows) {
 			return errs.ErrNotFound
 		}
@@ -107,7 +107,7 @@ func (s *Service) Cancel(ctx context.Context, actor audit.Actor, orgID, id uuid.
 		if Terminal(job.Status) {
 			return &errs.Conflict{Message: "this job has already " + finished(job.Status) + "; there is nothing to cancel and nothing more is charged"}
 		}
-		if err := q.FineTuneJobRequestCancel(ctx, db.FineTuneJobRequestCancelParams{OrgID: orgID, ID: id}); err != nil {
+		if err := q.FineTuneJobUpdateCancelRequested(ctx, db.FineTuneJobUpdateCancelRequestedParams{OrgID: orgID, ID: id}); err != nil {
 			return err
 		}
 		now := time.Now()

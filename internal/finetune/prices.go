@@ -76,10 +76,10 @@ func (s *Service) SetPrices(ctx context.Context, actor audit.Actor, orgID uuid.U
 		// The budget row serialises the organisation's edits of its money
 		// settings (and its launches), so two edits at once do not both
 		// retire the same row.
-		if err := q.FineTuneBudgetEnsure(ctx, db.FineTuneBudgetEnsureParams{OrgID: orgID, Monthly: int64(s.DefaultBudget)}); err != nil {
+		if err := q.FineTuneBudgetInsertDefault(ctx, db.FineTuneBudgetInsertDefaultParams{OrgID: orgID, Monthly: int64(s.DefaultBudget)}); err != nil {
 			return err
 		}
-		if _, err := q.FineTuneBudgetLock(ctx, orgID); err != nil {
+		if _, err := q.FineTuneBudgetGetForUpdate(ctx, orgID); err != nil {
 			return err
 		}
 		current, err := priceTable(ctx, q, orgID)

@@ -36,13 +36,13 @@ func (s *Service) Get(ctx context.Context, orgID, id uuid.UUID) (Detail, error) 
 		return Detail{}, err
 	}
 	d := Detail{Job: j}
-	if d.Events, err = q.FineTuneEvents(ctx, db.FineTuneEventsParams{OrgID: orgID, JobID: id, RowLimit: maxEvents}); err != nil {
+	if d.Events, err = q.FineTuneEventList(ctx, db.FineTuneEventListParams{OrgID: orgID, JobID: id, RowLimit: maxEvents}); err != nil {
 		return d, err
 	}
-	if d.Metrics, err = q.FineTuneMetrics(ctx, db.FineTuneMetricsParams{OrgID: orgID, JobID: id}); err != nil {
+	if d.Metrics, err = q.FineTuneMetricList(ctx, db.FineTuneMetricListParams{OrgID: orgID, JobID: id}); err != nil {
 		return d, err
 	}
-	d.Checkpoints, err = q.FineTuneCheckpoints(ctx, db.FineTuneCheckpointsParams{OrgID: orgID, JobID: id})
+	d.Checkpoints, err = q.FineTuneCheckpointList(ctx, db.FineTuneCheckpointListParams{OrgID: orgID, JobID: id})
 	return d, err
 }
 

@@ -50,7 +50,7 @@ func (s *Service) Check(ctx context.Context) error {
 	if err := s.Pool.Ping(ctx); err != nil {
 		return &Down{Part: Database, Err: err}
 	}
-	v, err := db.New(s.Pool).RiverSchemaVersion(ctx)
+	v, err := db.New(s.Pool).RiverMigrationGetVersion(ctx)
 	if err == nil && v == 0 {
 		err = errors.New("no River migration applied")
 	}

@@ -20,7 +20,7 @@ func (s *Service) Abandon(ctx context.Context, orgID, runID uuid.UUID, reason st
 	if run.Status != StatusQueued && run.Status != StatusRunning {
 		return nil
 	}
-	if err := s.Q.ImportRunFinish(ctx, db.ImportRunFinishParams{OrgID: orgID, ID: runID, Status: StatusFailed,
+	if err := s.Q.ImportRunUpdateFinished(ctx, db.ImportRunUpdateFinishedParams{OrgID: orgID, ID: runID, Status: StatusFailed,
 		SkipReasons: []byte("{}"), Error: reason}); err != nil {
 		return err
 	}

@@ -50,7 +50,7 @@ func (LangfuseSyncArgs) InsertOpts() river.InsertOpts {
 // connection, for the periodic job; one whose sync is still waiting or
 // running is left alone (LangfuseSyncArgs' unique options).
 func (s *Service) QueueSyncs(ctx context.Context) error {
-	orgs, err := s.Q.LangfuseConnectionOrgs(ctx)
+	orgs, err := s.Q.LangfuseConnectionListOrgIDs(ctx)
 	if err != nil {
 		return err
 	}

@@ -124,7 +124,7 @@ func (s *Service) SaveConnection(ctx context.Context, actor audit.Actor, orgID u
 			by = uuid.NullUUID{UUID: actor.ID, Valid: true}
 		}
 		var err error
-		conn, err = q.LangfuseConnectionUpsert(ctx, db.LangfuseConnectionUpsertParams{OrgID: orgID, Host: client.Host(),
+		conn, err = q.LangfuseConnectionInsertOrUpdate(ctx, db.LangfuseConnectionInsertOrUpdateParams{OrgID: orgID, Host: client.Host(),
 			PublicKey: strings.TrimSpace(in.PublicKey), SecretCiphertext: ct, SecretNonce: nonce, UpdatedBy: by})
 		if err != nil {
 			return err
@@ -166,7 +166,7 @@ func (s *Service) TestConnection(ctx context.Context, orgID uuid.UUID) error {
 	if fail != nil {
 		msg = fail.Error()
 	}
-	if rerr := s.Q.LangfuseConnectionSetError(context.WithoutCancel(ctx), db.LangfuseConnectionSetErrorParams{OrgID: orgID, LastError: msg}); rerr != nil {
+	if rerr := s.Q.LangfuseConnectionUpdateError(context.WithoutCancel(ctx), db.LangfuseConnectionUpdateErrorParams{OrgID: orgID, LastError: msg}); rerr != nil {
 		return errors.Join(fail, rerr)
 	}
 	return fail
@@ -189,7 +189,7 @@ func (s *Service) Sync(ctx context.Context, orgID uuid.UUID) (Summary, error) {
 	if err != nil {
 		return Summary{}, err
 	}
-	if err := s.Q.LangfuseConnectionSyncStarted(ctx, orgID); err != nil {
+	if err := s.Q.LangfuseConnectionUpdateSyncStarted(ctx, orgID); err != nil {
 		return Summary{}, err
 	}
 	sum, items, newest, err := s.collect(ctx, conn)
@@ -211,7 +211,7 @@ func (s *Service) Sync(ctx context.Context, orgID uuid.UUID) (Summary, error) {
 			msg = "Storing the sync failed; the server's log has the detail. The next sync covers the same scores."
 			err = fmt.Errorf("storing the sync: %w", err)
 		}
-		rerr := s.Q.LangfuseConnectionSyncFailed(context.WithoutCancel(ctx), db.LangfuseConnectionSyncFailedParams{OrgID: orgID, LastError: msg})
+		rerr := s.Q.LangfuseConnectionUpdateSyncFailed(context.WithoutCancel(ctx), db.LangfuseConnectionUpdateSyncFailedParams{OrgID: orgID, LastError: msg})
 		return Summary{}, errors.Join(err, rerr)
 	}
 	return sum, nil
@@ -240,7 +240,7 @@ func (s *Service) collect(ctx context.Context, conn db.LangfuseConnection) (sum 
 		for i, sc := range page.Scores {
 			ids[i] = "langfuse:" + sc.ID
 		}
-		existing, err := s.Q.FeedbackExistingExternalIDs(ctx, db.FeedbackExistingExternalIDsParams{OrgID: conn.OrgID, ExternalIds: ids})
+		existing, err := s.Q.FeedbackListExternalIDs(ctx, db.FeedbackListExternalIDsParams{OrgID: conn.OrgID, ExternalIds: ids})
 		if err != nil {
 			return sum, nil, nil, err
 		}
@@ -319,7 +319,7 @@ func (s *Service) storeSync(ctx context.Context, conn db.LangfuseConnection, ite
 		if err != nil {
 			return err
 		}
-		return db.New(tx).LangfuseConnectionSyncSucceeded(ctx, db.LangfuseConnectionSyncSucceededParams{OrgID: conn.OrgID,
+		return db.New(tx).LangfuseConnectionUpdateSyncSucceeded(ctx, db.LangfuseConnectionUpdateSyncSucceededParams{OrgID: conn.OrgID,
 			SyncFrom: newest, LastStored: int32(sum.Stored), LastDuplicates: int32(sum.Duplicates), LastSkipped: int32(sum.Skipped),
 			LastSkipReasons: reasons})
 	})

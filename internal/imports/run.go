@@ -92,7 +92,7 @@ func (s *Service) Start(ctx context.Context, actor audit.Actor, in NewRun) (db.I
 			createdBy = uuid.NullUUID{UUID: actor.ID, Valid: true}
 		}
 		var err error
-		run, err = q.ImportRunCreate(ctx, db.ImportRunCreateParams{
+		run, err = q.ImportRunInsert(ctx, db.ImportRunInsertParams{
 			ID: id, OrgID: in.OrgID, Kind: in.Kind, FileName: in.FileName, FileSize: in.Size,
 			CreatedBy: createdBy, CreatedByLabel: actor.Label,
 		})
@@ -181,7 +181,7 @@ func (s *Service) run(ctx context.Context, orgID, runID uuid.UUID, open opener, 
 	if err != nil {
 		return Summary{}, err
 	}
-	if err := s.Q.ImportRunStart(ctx, db.ImportRunStartParams{OrgID: orgID, ID: runID}); err != nil {
+	if err := s.Q.ImportRunUpdateStarted(ctx, db.ImportRunUpdateStartedParams{OrgID: orgID, ID: runID}); err != nil {
 		return Summary{}, err
 	}
 	rep := &reporter{s: s, run: run, progress: progress}
@@ -199,7 +199,7 @@ func (s *Service) finish(ctx context.Context, run db.ImportRun, sum Summary, run
 	if err != nil {
 		return err
 	}
-	p := db.ImportRunFinishParams{OrgID: run.OrgID, ID: run.ID, Status: StatusSucceeded, SkipReasons: reasons,
+	p := db.ImportRunUpdateFinishedParams{OrgID: run.OrgID, ID: run.ID, Status: StatusSucceeded, SkipReasons: reasons,
 		Stored: int32(sum.Stored), Duplicates: int32(sum.Duplicates), Skipped: int32(sum.Skipped)}
 	if runErr != nil {
 		// Nothing was stored: the counts of a partial read would mislead.
@@ -213,7 +213,7 @@ func (s *Service) finish(ctx context.Context, run db.ImportRun, sum Summary, run
 			p.ErrorLine = pgtype.Int4{Int32: int32(le.Line), Valid: true}
 		}
 	}
-	return s.Q.ImportRunFinish(ctx, p)
+	return s.Q.ImportRunUpdateFinished(ctx, p)
 }
 
 // IsBadInput reports whether an import failed because of its input (a bad
@@ -244,7 +244,7 @@ func (r *reporter) report(ctx context.Context, phase string, done int64) {
 	r.last = time.Now()
 	// Progress goes through the pool, outside the storing transaction, so
 	// the page sees it while the transaction is open.
-	err := r.s.Q.ImportRunProgress(ctx, db.ImportRunProgressParams{OrgID: r.run.OrgID, ID: r.run.ID, Phase: phase, BytesDone: done})
+	err := r.s.Q.ImportRunUpdateProgress(ctx, db.ImportRunUpdateProgressParams{OrgID: r.run.OrgID, ID: r.run.ID, Phase: phase, BytesDone: done})
 	if err != nil && ctx.Err() == nil {
 		r.s.Log.Warn("recording import progress", "run", r.run.ID, "err", err)
 	}

@@ -206,11 +206,11 @@ func TestSweepUploads(t *testing.T) {
 		age(imports.UploadKey(e.orgID, r.ID))
 	}
 	q := db.New(e.pool)
-	if err := q.ImportRunFinish(e.ctx, db.ImportRunFinishParams{OrgID: e.orgID, ID: ended.ID, Status: imports.StatusSucceeded, SkipReasons: []byte("{}")}); err != nil {
+	if err := q.ImportRunUpdateFinished(e.ctx, db.ImportRunUpdateFinishedParams{OrgID: e.orgID, ID: ended.ID, Status: imports.StatusSucceeded, SkipReasons: []byte("{}")}); err != nil {
 		t.Fatal(err)
 	}
 	for _, r := range []db.ImportRun{dead, alive} {
-		if err := q.ImportRunStart(e.ctx, db.ImportRunStartParams{OrgID: e.orgID, ID: r.ID}); err != nil {
+		if err := q.ImportRunUpdateStarted(e.ctx, db.ImportRunUpdateStartedParams{OrgID: e.orgID, ID: r.ID}); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -68,9 +68,9 @@ func loadFeedback(b *testing.B, s *pairs.Service, org uuid.UUID, n int) {
 	b.Helper()
 	rng := rand.New(rand.NewPCG(1, 2))
 	score := func() pgtype.Int2 { return pgtype.Int2{Int16: int16(rng.IntN(5) + 1), Valid: true} }
-	rows := make([]db.FeedbackCopyParams, 0, 10_000)
+	rows := make([]db.FeedbackInsertManyParams, 0, 10_000)
 	flush := func() {
-		if _, err := db.New(s.Pool).FeedbackCopy(context.Background(), rows); err != nil {
+		if _, err := db.New(s.Pool).FeedbackInsertMany(context.Background(), rows); err != nil {
 			b.Fatal(err)
 		}
 		rows = rows[:0]
@@ -81,7 +81,7 @@ func loadFeedback(b *testing.B, s *pairs.Service, org uuid.UUID, n int) {
 			q = fmt.Sprintf("how do I  configure FEATURE %d of the product? ", i/5) // the same query, written differently
 		}
 		r := fmt.Sprintf("Answer %d: open Settings, choose feature %d and follow step %d.", i, i/5, rng.IntN(9))
-		row := db.FeedbackCopyParams{ID: uuid.New(), OrgID: org, Query: q, Response: r, Context: []byte(`{"documents":[{"title":"KB"}]}`),
+		row := db.FeedbackInsertManyParams{ID: uuid.New(), OrgID: org, Query: q, Response: r, Context: []byte(`{"documents":[{"title":"KB"}]}`),
 			Tags: []string{}, PiiKinds: []string{}, Source: db.FeedbackSourceApi, Status: db.ReviewStatusPending,
 			ContentHash: feedback.ContentHash(q, r)}
 		switch k := rng.IntN(10); {

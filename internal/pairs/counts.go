@@ -9,6 +9,6 @@ import (
 )
 
 // MethodCounts counts the organisation's pairs by how they were made.
-func (s *Service) MethodCounts(ctx context.Context, orgID uuid.UUID) ([]db.PairMethodCountsRow, error) {
-	return db.New(s.Pool).PairMethodCounts(ctx, orgID)
+func (s *Service) MethodCounts(ctx context.Context, orgID uuid.UUID) ([]db.PairCountByMethodRow, error) {
+	return db.New(s.Pool).PairCountByMethod(ctx, orgID)
 }

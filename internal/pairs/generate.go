@@ -128,11 +128,11 @@ func (s *Service) Preview(ctx context.Context, orgID uuid.UUID, g Generation) (P
 	}
 	q := db.New(s.Pool)
 	c := g.counts(orgID)
-	n, err := q.PairCandidateCounts(ctx, c)
+	n, err := q.PairCountCandidates(ctx, c)
 	if err != nil {
 		return Preview{}, err
 	}
-	rows, err := q.PairCandidateSample(ctx, db.PairCandidateSampleParams{OrgID: c.OrgID, Method: c.Method, MinGap: c.MinGap,
+	rows, err := q.PairListCandidateSample(ctx, db.PairListCandidateSampleParams{OrgID: c.OrgID, Method: c.Method, MinGap: c.MinGap,
 		WAccuracy: c.WAccuracy, WHelpfulness: c.WHelpfulness, WClarity: c.WClarity, WSafety: c.WSafety, PerQuery: c.PerQuery,
 		RowLimit: SampleSize})
 	if err != nil {
@@ -157,7 +157,7 @@ func (s *Service) Generate(ctx context.Context, actor audit.Actor, orgID uuid.UU
 	var res Result
 	err := db.InTx(ctx, s.Pool, func(_ pgx.Tx, q *db.Queries) error {
 		c := g.counts(orgID)
-		n, err := q.PairGenerate(ctx, db.PairGenerateParams{OrgID: orgID, Method: c.Method, AnnotatorID: actorUser(actor),
+		n, err := q.PairInsertGenerated(ctx, db.PairInsertGeneratedParams{OrgID: orgID, Method: c.Method, AnnotatorID: actorUser(actor),
 			Tags: g.Tags, MinGap: c.MinGap, WAccuracy: c.WAccuracy, WHelpfulness: c.WHelpfulness, WClarity: c.WClarity,
 			WSafety: c.WSafety, PerQuery: c.PerQuery})
 		if err != nil {
@@ -171,8 +171,8 @@ func (s *Service) Generate(ctx context.Context, actor audit.Actor, orgID uuid.UU
 	return res, err
 }
 
-func (g Generation) counts(orgID uuid.UUID) db.PairCandidateCountsParams {
-	return db.PairCandidateCountsParams{OrgID: orgID, Method: db.PairMethod(g.Method), MinGap: float32(*g.MinGap),
+func (g Generation) counts(orgID uuid.UUID) db.PairCountCandidatesParams {
+	return db.PairCountCandidatesParams{OrgID: orgID, Method: db.PairMethod(g.Method), MinGap: float32(*g.MinGap),
 		WAccuracy: float32(g.Weights.Accuracy), WHelpfulness: float32(g.Weights.Helpfulness), WClarity: float32(g.Weights.Clarity),
 		WSafety: float32(g.Weights.Safety), PerQuery: int32(*g.PerQuery)}
 }

@@ -75,7 +75,7 @@ func (s *Service) ImportBatchTx(ctx context.Context, tx pgx.Tx, orgID uuid.UUID,
 	if err != nil {
 		return 0, nil, err
 	}
-	ids, err := q.PairIDsByIdentity(ctx, db.PairIDsByIdentityParams{OrgID: orgID, ContentHashes: p.ContentHashes, ExternalIds: p.ExternalIds})
+	ids, err := q.PairListIDsByIdentity(ctx, db.PairListIDsByIdentityParams{OrgID: orgID, ContentHashes: p.ContentHashes, ExternalIds: p.ExternalIds})
 	if err != nil {
 		return 0, nil, err
 	}

@@ -40,7 +40,7 @@ func (s *Service) Candidates(ctx context.Context, orgID uuid.UUID, query string)
 	if len(query) > MaxQuery {
 		return nil, errs.InvalidField("query", "at most %d bytes", MaxQuery)
 	}
-	rows, err := db.New(s.Pool).PairRankCandidates(ctx, db.PairRankCandidatesParams{OrgID: orgID, Query: query, RowLimit: 200})
+	rows, err := db.New(s.Pool).PairListRankCandidates(ctx, db.PairListRankCandidatesParams{OrgID: orgID, Query: query, RowLimit: 200})
 	if err != nil {
 		return nil, err
 	}
@@ -124,15 +124,15 @@ func (s *Service) SaveRanking(ctx context.Context, actor audit.Actor, orgID uuid
 	}
 	var res Result
 	err := db.InTx(ctx, s.Pool, func(_ pgx.Tx, q *db.Queries) error {
-		rows, err := q.PairFeedbackByIDs(ctx, db.PairFeedbackByIDsParams{OrgID: orgID, Ids: r.Order})
+		rows, err := q.PairListFeedbackByIDs(ctx, db.PairListFeedbackByIDsParams{OrgID: orgID, Ids: r.Order})
 		if err != nil {
 			return err
 		}
-		byID := map[uuid.UUID]db.PairFeedbackByIDsRow{}
+		byID := map[uuid.UUID]db.PairListFeedbackByIDsRow{}
 		for _, row := range rows {
 			byID[row.ID] = row
 		}
-		items := make([]db.PairFeedbackByIDsRow, len(r.Order))
+		items := make([]db.PairListFeedbackByIDsRow, len(r.Order))
 		texts := map[string]bool{}
 		for i, id := range r.Order {
 			row, ok := byID[id]

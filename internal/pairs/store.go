@@ -74,7 +74,7 @@ func checkFeedbackLinks(ctx context.Context, q *db.Queries, orgID uuid.UUID, ids
 	if len(want) == 0 {
 		return nil
 	}
-	rows, err := q.PairFeedbackByIDs(ctx, db.PairFeedbackByIDsParams{OrgID: orgID, Ids: want})
+	rows, err := q.PairListFeedbackByIDs(ctx, db.PairListFeedbackByIDsParams{OrgID: orgID, Ids: want})
 	if err != nil {
 		return err
 	}
@@ -242,7 +242,7 @@ func Strength(f float32) float64 { return math.Round(float64(f)*1e4) / 1e4 }
 // item gives its response as the rejected reply, to be answered with a
 // better one. The context's documents come along.
 func (s *Service) FromFeedback(ctx context.Context, orgID, feedbackID uuid.UUID) (Input, error) {
-	rows, err := db.New(s.Pool).PairFeedbackByIDs(ctx, db.PairFeedbackByIDsParams{OrgID: orgID, Ids: []uuid.UUID{feedbackID}})
+	rows, err := db.New(s.Pool).PairListFeedbackByIDs(ctx, db.PairListFeedbackByIDsParams{OrgID: orgID, Ids: []uuid.UUID{feedbackID}})
 	if err != nil {
 		return Input{}, err
 	}

@@ -14,7 +14,7 @@ ALTER TABLE alert_settings
     ADD CONSTRAINT alert_settings_webhook_secret_sealed
         CHECK ((webhook_secret_ciphertext IS NULL) = (webhook_secret_nonce IS NULL));
 COMMENT ON COLUMN alert_settings.webhook_secret IS
-    'a secret stored in the clear before migration 00015; sealed into webhook_secret_ciphertext and emptied on first read';
+    'a secret stored in the clear before migration 00014; sealed into webhook_secret_ciphertext and emptied on first read';
 
 -- Why the last try to deliver an alert to the webhook failed, in words fit
 -- for a page (never what the receiver answered); empty when it did not.
