@@ -7,7 +7,134 @@ package db
 
 import (
 	"context"
+	"encoding/json"
 )
+
+const jobHeartbeatDelete = `-- name: JobHeartbeatDelete :exec
+DELETE FROM job_heartbeats WHERE job_id = $1 AND attempt = $2
+`
+
+type JobHeartbeatDeleteParams struct {
+	JobID   int64 `json:"job_id"`
+	Attempt int32 `json:"attempt"`
+}
+
+func (q *Queries) JobHeartbeatDelete(ctx context.Context, arg JobHeartbeatDeleteParams) error {
+	_, err := q.db.Exec(ctx, jobHeartbeatDelete, arg.JobID, arg.Attempt)
+	return err
+}
+
+const jobHeartbeatDeleteOrphans = `-- name: JobHeartbeatDeleteOrphans :exec
+DELETE FROM job_heartbeats h
+WHERE NOT EXISTS (SELECT 1 FROM river_job j WHERE j.id = h.job_id AND j.state = 'running' AND j.attempt = h.attempt)
+`
+
+// Rows whose attempt no longer runs: the worker could not clear its row as
+// it finished.
+func (q *Queries) JobHeartbeatDeleteOrphans(ctx context.Context) error {
+	_, err := q.db.Exec(ctx, jobHeartbeatDeleteOrphans)
+	return err
+}
+
+const jobHeartbeatInsert = `-- name: JobHeartbeatInsert :exec
+INSERT INTO job_heartbeats (job_id, attempt) VALUES ($1, $2)
+ON CONFLICT (job_id) DO UPDATE SET attempt = EXCLUDED.attempt, beat_at = now()
+`
+
+type JobHeartbeatInsertParams struct {
+	JobID   int64 `json:"job_id"`
+	Attempt int32 `json:"attempt"`
+}
+
+// A worker starts an attempt of a job that beats. A row an earlier attempt
+// left is taken over.
+func (q *Queries) JobHeartbeatInsert(ctx context.Context, arg JobHeartbeatInsertParams) error {
+	_, err := q.db.Exec(ctx, jobHeartbeatInsert, arg.JobID, arg.Attempt)
+	return err
+}
+
+const jobHeartbeatUpdate = `-- name: JobHeartbeatUpdate :execrows
+UPDATE job_heartbeats SET beat_at = now() WHERE job_id = $1 AND attempt = $2
+`
+
+type JobHeartbeatUpdateParams struct {
+	JobID   int64 `json:"job_id"`
+	Attempt int32 `json:"attempt"`
+}
+
+// No row updated: the sweep gave this attempt up (another may be running
+// the job now), and its worker must stop.
+func (q *Queries) JobHeartbeatUpdate(ctx context.Context, arg JobHeartbeatUpdateParams) (int64, error) {
+	result, err := q.db.Exec(ctx, jobHeartbeatUpdate, arg.JobID, arg.Attempt)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}
+
+const jobUpdateStale = `-- name: JobUpdateStale :many
+WITH stale AS (
+    SELECT j.id FROM river_job j
+    LEFT JOIN job_heartbeats h ON h.job_id = j.id AND h.attempt = j.attempt
+    WHERE j.state = 'running' AND j.kind = ANY($2::text[])
+      AND coalesce(h.beat_at, j.attempted_at) < now() - make_interval(secs => $3::float8)
+    FOR UPDATE OF j SKIP LOCKED
+), gone AS (
+    DELETE FROM job_heartbeats h USING stale WHERE h.job_id = stale.id
+)
+UPDATE river_job j SET
+    state = (CASE WHEN j.attempt < j.max_attempts THEN 'available' ELSE 'discarded' END)::river_job_state,
+    scheduled_at = now(),
+    finalized_at = CASE WHEN j.attempt < j.max_attempts THEN NULL ELSE now() END,
+    errors = array_append(j.errors, jsonb_build_object('at', now(), 'attempt', j.attempt, 'error', $1::text, 'trace', ''))
+FROM stale
+WHERE j.id = stale.id
+RETURNING j.id, j.kind, j.args, j.state
+`
+
+type JobUpdateStaleParams struct {
+	Error        string   `json:"error"`
+	Kinds        []string `json:"kinds"`
+	StaleSeconds float64  `json:"stale_seconds"`
+}
+
+type JobUpdateStaleRow struct {
+	ID    int64           `json:"id"`
+	Kind  string          `json:"kind"`
+	Args  json.RawMessage `json:"args"`
+	State RiverJobState   `json:"state"`
+}
+
+// Running jobs of the kinds that beat whose current attempt has not beaten
+// for stale_seconds (or never beat, and started that long ago): their
+// worker is gone. Each goes back in the queue at once, or is discarded when
+// out of attempts, as River's own rescuer would do after the job's timeout;
+// the attempt's heartbeat row goes, so a worker that was only cut off from
+// the database stops at its next beat.
+func (q *Queries) JobUpdateStale(ctx context.Context, arg JobUpdateStaleParams) ([]JobUpdateStaleRow, error) {
+	rows, err := q.db.Query(ctx, jobUpdateStale, arg.Error, arg.Kinds, arg.StaleSeconds)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []JobUpdateStaleRow{}
+	for rows.Next() {
+		var i JobUpdateStaleRow
+		if err := rows.Scan(
+			&i.ID,
+			&i.Kind,
+			&i.Args,
+			&i.State,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
 
 const riverJobCountByKindState = `-- name: RiverJobCountByKindState :many
 SELECT kind, state::text AS state, count(*) AS count FROM river_job GROUP BY kind, state ORDER BY kind, state

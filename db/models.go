@@ -794,6 +794,12 @@ type ImportRun struct {
 	UpdatedAt      time.Time       `json:"updated_at"`
 }
 
+type JobHeartbeat struct {
+	JobID   int64     `json:"job_id"`
+	Attempt int32     `json:"attempt"`
+	BeatAt  time.Time `json:"beat_at"`
+}
+
 type KeyFingerprint struct {
 	Setting     string    `json:"setting"`
 	Fingerprint []byte    `json:"fingerprint"`
@@ -867,6 +873,9 @@ type RiverJob struct {
 	Args        json.RawMessage   `json:"args"`
 	Metadata    json.RawMessage   `json:"metadata"`
 	Attempt     int16             `json:"attempt"`
+	MaxAttempts int16             `json:"max_attempts"`
+	AttemptedAt *time.Time        `json:"attempted_at"`
+	ScheduledAt time.Time         `json:"scheduled_at"`
 	Errors      []json.RawMessage `json:"errors"`
 	CreatedAt   time.Time         `json:"created_at"`
 	FinalizedAt *time.Time        `json:"finalized_at"`

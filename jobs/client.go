@@ -8,6 +8,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
+	"github.com/riverqueue/river/rivertype"
 
 	"github.com/curate/curate/internal/app"
 	"github.com/curate/curate/internal/finetune"
@@ -33,6 +34,7 @@ type Options struct {
 func Register(d Deps) *river.Workers {
 	w := river.NewWorkers()
 	river.AddWorker(w, &MaintenanceWorker{Accounts: d.Accounts, Imports: d.Imports})
+	river.AddWorker(w, &HeartbeatSweepWorker{Pool: d.Pool, Datasets: d.Datasets, Imports: d.Imports, Log: d.Log})
 	if d.Datasets != nil {
 		river.AddWorker(w, &ExportWorker{Datasets: d.Datasets})
 	}
@@ -56,15 +58,28 @@ func NewClient(d Deps, opts Options) (*river.Client[pgx.Tx], error) {
 	cfg := &river.Config{
 		Logger:  d.Log.With("component", "river"),
 		Workers: Register(d),
+		// Long jobs beat while they run (see heartbeat.go).
+		Middleware: []rivertype.Middleware{newHeartbeat(d.Pool)},
+		// A job whose worker died is retried once it has been running this
+		// long and its own timeout has passed: the short jobs (a minute's
+		// timeout, River's default) come back within about two minutes
+		// instead of River's default hour. Kinds with a long timeout are
+		// left alone by this rescue until that timeout: the long ones beat
+		// and are rescued by the heartbeat sweep instead.
+		RescueStuckJobsAfter: 90 * time.Second,
 	}
 	if opts.Workers > 0 {
 		cfg.Queues = map[string]river.QueueConfig{
 			river.QueueDefault: {MaxWorkers: opts.Workers},
 			finetune.QueueGPU:  {MaxWorkers: max(opts.GPUSlots, 1)},
+			QueueHeartbeat:     {MaxWorkers: 1},
 		}
 		cfg.PeriodicJobs = []*river.PeriodicJob{
 			river.NewPeriodicJob(river.PeriodicInterval(time.Hour),
 				func() (river.JobArgs, *river.InsertOpts) { return MaintenanceArgs{}, nil },
+				&river.PeriodicJobOpts{RunOnStart: true}),
+			river.NewPeriodicJob(river.PeriodicInterval(sweepEvery),
+				func() (river.JobArgs, *river.InsertOpts) { return HeartbeatSweepArgs{}, nil },
 				&river.PeriodicJobOpts{RunOnStart: true}),
 		}
 	}

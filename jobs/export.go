@@ -17,7 +17,9 @@ type ExportWorker struct {
 	Datasets *datasets.Service
 }
 
-// Timeout allows for large datasets; progress is recorded as rows go.
+// Timeout allows for large datasets; progress is recorded as rows go. It
+// bounds a live export only: one whose worker died is retried within about
+// a minute, when its heartbeat stops (see heartbeat.go).
 func (w *ExportWorker) Timeout(*river.Job[datasets.ExportArgs]) time.Duration { return 2 * time.Hour }
 
 // Work writes the files; a cancelled job returns the context's error.

@@ -17,7 +17,9 @@ type ImportWorker struct {
 	Imports *imports.Service
 }
 
-// Timeout allows for the largest upload, read twice.
+// Timeout allows for the largest upload, read twice. It bounds a live
+// import only: one whose worker died is retried within about a minute,
+// when its heartbeat stops (see heartbeat.go).
 func (w *ImportWorker) Timeout(*river.Job[imports.ImportArgs]) time.Duration { return time.Hour }
 
 // Work imports the file. A bad file fails the run for good: trying again

@@ -135,7 +135,8 @@ func cmdExport(ctx context.Context, env *Env, args []string) error {
 }
 
 // openDatasets opens the database and returns the datasets service as
-// every process builds it (app.New), and what closes the database.
+// every process builds it (app.New), and what closes the database and
+// removes the scratch directory.
 func openDatasets(ctx context.Context, cfg config.Config, env *Env) (*datasets.Service, func(), error) {
 	log := newLogger(cfg, env.Stderr)
 	d, err := openDB(ctx, cfg, log)
@@ -147,5 +148,8 @@ func openDatasets(ctx context.Context, cfg config.Config, env *Env) (*datasets.S
 		d.Close()
 		return nil, nil, err
 	}
-	return svc.Datasets, d.Close, nil
+	return svc.Datasets, func() {
+		_ = svc.Scratch.Close()
+		d.Close()
+	}, nil
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/curate/curate/internal/blobstore"
 	"github.com/curate/curate/internal/datasets"
 	"github.com/curate/curate/internal/jobq"
+	"github.com/curate/curate/internal/scratch"
 )
 
 // The CLI freezes and exports through the same code as the pages and the
@@ -52,7 +53,12 @@ func TestDatasetFreezeAndExport(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	svc := &datasets.Service{Pool: pool, Bucket: bucket, Jobs: inserter}
+	tmp, err := scratch.Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tmp.Close()
+	svc := &datasets.Service{Pool: pool, Bucket: bucket, Scratch: tmp, Jobs: inserter}
 	d, err := svc.Create(ctx, audit.System, org.ID, datasets.NewDataset{Type: datasets.TypeDPO, Settings: datasets.Settings{Name: "CLI", ValidationPercent: 20, SplitSeed: 1}})
 	if err != nil {
 		t.Fatal(err)

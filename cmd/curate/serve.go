@@ -51,6 +51,7 @@ func cmdServe(ctx context.Context, env *Env, args []string) error {
 	if err != nil {
 		return err
 	}
+	defer app.Services.Scratch.Close()
 	metricsAddr, err := app.ListenMetrics()
 	if err != nil {
 		return err

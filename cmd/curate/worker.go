@@ -37,6 +37,7 @@ func cmdWorker(ctx context.Context, env *Env, args []string) error {
 	if err != nil {
 		return err
 	}
+	defer svc.Scratch.Close()
 	// Workers decrypt what the web servers stored: refuse another key.
 	secret, err := cfg.SecretsKey()
 	if err != nil {

@@ -11,6 +11,9 @@ CREATE TABLE river_job (
     args jsonb NOT NULL,
     metadata jsonb NOT NULL,
     attempt smallint NOT NULL,
+    max_attempts smallint NOT NULL,
+    attempted_at timestamptz,
+    scheduled_at timestamptz NOT NULL,
     errors jsonb[],
     created_at timestamptz NOT NULL,
     finalized_at timestamptz

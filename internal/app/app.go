@@ -7,6 +7,7 @@ package app
 import (
 	"context"
 	"log/slog"
+	"path/filepath"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -26,6 +27,7 @@ import (
 	"github.com/curate/curate/internal/jobq"
 	"github.com/curate/curate/internal/outbound"
 	"github.com/curate/curate/internal/pairs"
+	"github.com/curate/curate/internal/scratch"
 	"github.com/curate/curate/internal/servers"
 )
 
@@ -39,6 +41,9 @@ type Services struct {
 	// Outbound makes every call to a server a user named (Langfuse, alert
 	// webhooks), under the operator's CURATE_OUTBOUND_ALLOW.
 	Outbound *outbound.Client
+	// Scratch is this process's directory for files still being written
+	// (<data dir>/tmp/...); Close it on exit.
+	Scratch *scratch.Dir
 
 	Accounts *accounts.Service
 	Feedback *feedback.Service
@@ -65,6 +70,12 @@ func New(cfg config.Config, pool *pgxpool.Pool, log *slog.Logger) (*Services, er
 	if err != nil {
 		return nil, err
 	}
+	// Opening scratch also clears what processes killed on this data
+	// directory left there.
+	tmp, err := scratch.Open(filepath.Join(cfg.DataDir, "tmp"))
+	if err != nil {
+		return nil, err
+	}
 	// One outbound client, under the operator's policy, for every call to a
 	// server a user named.
 	policy, err := outbound.ParsePolicy(cfg.OutboundAllow)
@@ -79,14 +90,14 @@ func New(cfg config.Config, pool *pgxpool.Pool, log *slog.Logger) (*Services, er
 		return nil, err
 	}
 	imp.Outbound = out
-	ds := &datasets.Service{Pool: pool, Bucket: bucket, Jobs: inserter}
+	ds := &datasets.Service{Pool: pool, Bucket: bucket, Scratch: tmp, Jobs: inserter}
 	ft := finetune.FromConfig(pool, cfg)
 	ft.Jobs = inserter
 	ft.SetDataSource(&datasets.FineTuneSource{Service: ds})
 	acc := accounts.New(pool)
 	acc.SessionTTL = cfg.SessionTTL
 	return &Services{
-		Config: cfg, Pool: pool, Log: log, Jobs: inserter, Outbound: out,
+		Config: cfg, Pool: pool, Log: log, Jobs: inserter, Outbound: out, Scratch: tmp,
 		Accounts: acc,
 		Feedback: fb,
 		Pairs:    ps,

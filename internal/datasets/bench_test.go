@@ -23,6 +23,7 @@ import (
 	"github.com/curate/curate/internal/blobstore"
 	"github.com/curate/curate/internal/datasets"
 	"github.com/curate/curate/internal/export"
+	"github.com/curate/curate/internal/scratch"
 )
 
 // BenchmarkExport freezes a version of N preference pairs (CURATE_BENCH_ROWS,
@@ -89,6 +90,11 @@ func BenchmarkExport(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer bucket.Close()
+	tmp, err := scratch.Open(b.TempDir())
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer tmp.Close()
 
 	// Postgres alone: the same rows, as TRL-shaped JSON, to nowhere.
 	conn, err := pool.Acquire(ctx)
@@ -130,7 +136,7 @@ func BenchmarkExport(b *testing.B) {
 			}
 		}()
 		start := time.Now()
-		m, err := datasets.WriteFiles(ctx, pool, bucket, "bench/", ver, export.TRLPreference, true, nil)
+		m, err := datasets.WriteFiles(ctx, pool, bucket, tmp, "bench/", ver, export.TRLPreference, true, nil)
 		exportSecs += time.Since(start).Seconds()
 		close(stop)
 		<-sampled

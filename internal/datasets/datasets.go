@@ -32,6 +32,7 @@ import (
 	"github.com/curate/curate/internal/feedback"
 	"github.com/curate/curate/internal/jobq"
 	"github.com/curate/curate/internal/keyset"
+	"github.com/curate/curate/internal/scratch"
 )
 
 // Dataset types.
@@ -70,6 +71,9 @@ type Service struct {
 	// Bucket holds export files; nil where nothing is exported (the CLI
 	// writes to a directory bucket of its own).
 	Bucket *blob.Bucket
+	// Scratch holds an export's files while they are written (see
+	// WriteFiles).
+	Scratch *scratch.Dir
 	// SyncValidationLimit overrides DefaultSyncValidationLimit when set.
 	SyncValidationLimit int
 }

@@ -7,7 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"path"
+	"os"
 	"slices"
 	"strings"
 
@@ -15,11 +15,14 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/riverqueue/river"
 	"gocloud.dev/blob"
+	"gocloud.dev/gcerrors"
 
 	"github.com/curate/curate/db"
 	"github.com/curate/curate/internal/audit"
+	"github.com/curate/curate/internal/blobstore"
 	"github.com/curate/curate/internal/errs"
 	"github.com/curate/curate/internal/export"
+	"github.com/curate/curate/internal/scratch"
 )
 
 // ErrBlocked marks an export refused by its validation report: invalid
@@ -235,10 +238,16 @@ func (s *Service) RunExport(ctx context.Context, exportID uuid.UUID) error {
 		return fail(err)
 	}
 	prefix := ExportPrefix(e)
+	// A retry starts over. What an earlier try left under the prefix (an
+	// object half stored when its process died, files stored before the
+	// export could be recorded) is not part of this export.
+	if err := clearPrefix(ctx, s.Bucket, prefix); err != nil {
+		return fail(err)
+	}
 	progress := func(done int) error {
 		return q.ExportUpdateProgress(ctx, db.ExportUpdateProgressParams{ID: e.ID, RowsDone: int32(done)})
 	}
-	m, err := WriteFiles(ctx, s.Pool, s.Bucket, prefix, ver, p.format, p.maskPII, progress)
+	m, err := WriteFiles(ctx, s.Pool, s.Bucket, s.Scratch, prefix, ver, p.format, p.maskPII, progress)
 	if err != nil {
 		return fail(err)
 	}
@@ -261,6 +270,27 @@ func (s *Service) RunExport(ctx context.Context, exportID uuid.UUID) error {
 	})
 }
 
+// AbandonExport fails an export whose job was given up while it ran (its
+// worker died on the job's last attempt) and removes what the dead try
+// left under its prefix. A finished export is left alone.
+func (s *Service) AbandonExport(ctx context.Context, exportID uuid.UUID, reason string) error {
+	q := db.New(s.Pool)
+	e, err := q.ExportGetByID(ctx, exportID)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if e.Status == db.ExportStatusSucceeded || e.Status == db.ExportStatusFailed {
+		return nil
+	}
+	if err := clearPrefix(ctx, s.Bucket, ExportPrefix(e)); err != nil {
+		return err
+	}
+	return q.ExportUpdateFailed(ctx, db.ExportUpdateFailedParams{ID: e.ID, Error: reason})
+}
+
 // ExportPrefix is where an export's files live in the bucket.
 func ExportPrefix(e db.DatasetExport) string {
 	return fmt.Sprintf("%s/%s/%s/", e.OrgID, e.DatasetID, e.ID)
@@ -275,31 +305,41 @@ const progressEvery = 1000
 // WriteFiles writes one export of a version: train and validation files of
 // the format, then manifest.json, under prefix in bucket. Rows stream from
 // Postgres a keyset page at a time into the format's writer, so memory
-// stays flat whatever the size. Each file is first written under
-// prefix+".partial-"+name and copied to its final name only when every file is
-// complete, then the partial files are deleted: a failed export leaves no
-// file under the final names. The same version, format and masking always
-// give the same bytes, the manifest included (it carries the version's
-// time, not the export's). progress, when set, is called every 1000 rows
-// with the rows written so far.
-func WriteFiles(ctx context.Context, dbtx Querier, bucket *blob.Bucket, prefix string, ver db.DatasetVersion, f export.Format, maskPII bool, progress func(done int) error) (export.Manifest, error) {
+// stays flat whatever the size.
+//
+// Each data file is first written whole to a fresh file in tmp (the
+// process's scratch directory, inside the data directory, mode 0600), and
+// the files are stored in the bucket only once every one is complete,
+// manifest last: whoever finds the manifest finds every file. A failed
+// export removes its scratch files and what it had stored; one whose
+// process is killed leaves its scratch files to the next process started
+// on the data directory (see package scratch), and under prefix at most
+// files being stored, which RunExport clears before a retry.
+//
+// The same version, format and masking always give the same bytes, the
+// manifest included (it carries the version's time, not the export's).
+// progress, when set, is called every 1000 rows with the rows written so
+// far.
+func WriteFiles(ctx context.Context, dbtx Querier, bucket *blob.Bucket, tmp *scratch.Dir, prefix string, ver db.DatasetVersion, f export.Format, maskPII bool, progress func(done int) error) (export.Manifest, error) {
 	q := db.New(dbtx)
 	m := export.Manifest{Format: f, DatasetVersion: ver.ContentHash, SplitSeed: ver.SplitSeed,
 		Counts: map[string]int{}, CreatedAt: ver.CreatedAt}
-	// Partial files sit beside the final ones (a directory bucket would
-	// otherwise keep an empty folder behind).
-	partial := prefix + ".partial-"
-	var written []string
-	cleanup := func() {
-		for _, name := range written {
-			_ = bucket.Delete(context.WithoutCancel(ctx), partial+name)
+	var partial []*os.File
+	defer func() {
+		for _, file := range partial {
+			file.Close()
+			os.Remove(file.Name())
 		}
-	}
+	}()
 	done := 0
 	for _, split := range Splits {
 		name := split + f.Ext()
-		written = append(written, name)
-		file, rows, err := writeSplit(ctx, q, bucket, partial+name, ver, split, f, maskPII, func() error {
+		file, err := tmp.CreateTemp("export-*-" + name)
+		if err != nil {
+			return export.Manifest{}, err
+		}
+		partial = append(partial, file)
+		mf, rows, err := writeSplit(ctx, q, file, ver, split, f, maskPII, func() error {
 			done++
 			if progress != nil && done%progressEvery == 0 {
 				return progress(done)
@@ -307,31 +347,37 @@ func WriteFiles(ctx context.Context, dbtx Querier, bucket *blob.Bucket, prefix s
 			return nil
 		})
 		if err != nil {
-			cleanup()
 			return export.Manifest{}, fmt.Errorf("writing %s: %w", name, err)
 		}
-		file.Name = name
-		m.Files = append(m.Files, file)
+		mf.Name = name
+		m.Files = append(m.Files, mf)
 		m.Counts[split] = rows
 	}
-	var buf bytes.Buffer
-	if err := m.Encode(&buf); err != nil {
-		cleanup()
+	var manifest bytes.Buffer
+	if err := m.Encode(&manifest); err != nil {
 		return export.Manifest{}, err
 	}
-	written = append(written, ManifestName)
-	if err := bucket.WriteAll(ctx, partial+ManifestName, buf.Bytes(), &blob.WriterOptions{ContentType: "application/json"}); err != nil {
-		cleanup()
-		return export.Manifest{}, err
-	}
-	// Every file is complete: give them their final names, manifest last.
-	for _, name := range written {
-		if err := bucket.Copy(ctx, prefix+name, partial+name, nil); err != nil {
-			cleanup()
-			return export.Manifest{}, fmt.Errorf("committing %s: %w", name, err)
+	// Every file is complete: store them under their final names.
+	var stored []string
+	fail := func(err error) (export.Manifest, error) {
+		for _, key := range stored {
+			_ = bucket.Delete(context.WithoutCancel(ctx), key)
 		}
+		return export.Manifest{}, err
 	}
-	cleanup()
+	for i, file := range partial {
+		if _, err := file.Seek(0, io.SeekStart); err != nil {
+			return fail(err)
+		}
+		key := prefix + m.Files[i].Name
+		if err := store(ctx, bucket, key, file, f.ContentType()); err != nil {
+			return fail(fmt.Errorf("storing %s: %w", m.Files[i].Name, err))
+		}
+		stored = append(stored, key)
+	}
+	if err := store(ctx, bucket, prefix+ManifestName, &manifest, "application/json"); err != nil {
+		return fail(fmt.Errorf("storing %s: %w", ManifestName, err))
+	}
 	if progress != nil {
 		if err := progress(done); err != nil {
 			return export.Manifest{}, err
@@ -340,20 +386,33 @@ func WriteFiles(ctx context.Context, dbtx Querier, bucket *blob.Bucket, prefix s
 	return m, nil
 }
 
-func writeSplit(ctx context.Context, q *db.Queries, bucket *blob.Bucket, key string, ver db.DatasetVersion, split string, f export.Format, maskPII bool, row func() error) (export.ManifestFile, int, error) {
-	// Cancelling wctx before Close discards the object instead of storing
-	// a truncated one.
-	wctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	bw, err := bucket.NewWriter(wctx, key, &blob.WriterOptions{ContentType: f.ContentType()})
-	if err != nil {
-		return export.ManifestFile{}, 0, err
+// store writes one complete file to the bucket, readable by Curate's user
+// only where the bucket is a directory.
+func store(ctx context.Context, bucket *blob.Bucket, key string, r io.Reader, contentType string) error {
+	return bucket.Upload(ctx, key, r, &blob.WriterOptions{ContentType: contentType, BeforeWrite: blobstore.Private})
+}
+
+// clearPrefix removes every object under prefix.
+func clearPrefix(ctx context.Context, bucket *blob.Bucket, prefix string) error {
+	it := bucket.List(&blob.ListOptions{Prefix: prefix})
+	for {
+		obj, err := it.Next(ctx)
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if err := bucket.Delete(ctx, obj.Key); err != nil && gcerrors.Code(err) != gcerrors.NotFound {
+			return err
+		}
 	}
-	hw := export.NewHashingWriter(bw)
+}
+
+func writeSplit(ctx context.Context, q *db.Queries, w io.Writer, ver db.DatasetVersion, split string, f export.Format, maskPII bool, row func() error) (export.ManifestFile, int, error) {
+	hw := export.NewHashingWriter(w)
 	ew, err := export.NewWriter(f, hw, export.Kind(ver.Kind))
 	if err != nil {
-		cancel()
-		_ = bw.Close()
 		return export.ManifestFile{}, 0, err
 	}
 	rows := 0
@@ -377,14 +436,9 @@ func writeSplit(ctx context.Context, q *db.Queries, bucket *blob.Bucket, key str
 		err = ew.Close()
 	}
 	if err != nil {
-		cancel()
-		_ = bw.Close()
 		return export.ManifestFile{}, 0, err
 	}
-	if err := bw.Close(); err != nil {
-		return export.ManifestFile{}, 0, err
-	}
-	return hw.File(path.Base(key), split, rows), rows, nil
+	return hw.File(split+f.Ext(), split, rows), rows, nil
 }
 
 // Export returns one export of the organisation's dataset, or
@@ -485,7 +539,7 @@ func (s *Service) ExportTo(ctx context.Context, actor audit.Actor, orgID, id uui
 	if err != nil {
 		return export.Manifest{}, rep, err
 	}
-	m, err := WriteFiles(ctx, s.Pool, bucket, "", p.version, p.format, p.maskPII, progress)
+	m, err := WriteFiles(ctx, s.Pool, bucket, s.Scratch, "", p.version, p.format, p.maskPII, progress)
 	if err != nil {
 		return export.Manifest{}, rep, err
 	}

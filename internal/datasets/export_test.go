@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -53,6 +54,24 @@ func read(t *testing.T, b *blob.Bucket, key string) []byte {
 		t.Fatal(err)
 	}
 	return data
+}
+
+// list returns the keys under prefix.
+func list(t *testing.T, b *blob.Bucket, prefix string) []string {
+	t.Helper()
+	var keys []string
+	it := b.List(&blob.ListOptions{Prefix: prefix})
+	for {
+		obj, err := it.Next(context.Background())
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		keys = append(keys, obj.Key)
+	}
+	return keys
 }
 
 // checkFile re-reads an export file with the format's reader (or decodes
@@ -137,7 +156,7 @@ func TestWriteFilesEveryFormat(t *testing.T) {
 
 	for _, f := range export.Formats() {
 		t.Run(string(f), func(t *testing.T) {
-			m, err := datasets.WriteFiles(ctx, e.pool, bucket, "a/"+string(f)+"/", v, f, true, nil)
+			m, err := datasets.WriteFiles(ctx, e.pool, bucket, e.svc.Scratch, "a/"+string(f)+"/", v, f, true, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -188,9 +207,13 @@ func TestWriteFilesEveryFormat(t *testing.T) {
 					t.Fatalf("validation of the re-read file: %+v", r.Findings)
 				}
 			}
-			// The partial files are gone.
-			if ok, _ := bucket.Exists(ctx, "a/"+string(f)+"/.partial-train"+f.Ext()); ok {
-				t.Fatal("partial file left behind")
+			// The bucket holds the three files and nothing else; the
+			// partial files are gone.
+			if keys := list(t, bucket, "a/"+string(f)+"/"); len(keys) != 3 {
+				t.Fatalf("the export's prefix holds %v", keys)
+			}
+			if left := e.scratchFiles(t); len(left) != 0 {
+				t.Fatalf("partial files left behind: %v", left)
 			}
 		})
 	}
@@ -203,10 +226,10 @@ func TestReExportIsByteIdenticalAndMasking(t *testing.T) {
 	bucket, _ := blobstore.OpenDir(t.TempDir())
 	defer bucket.Close()
 	for _, f := range []export.Format{export.TRLPreference, export.Parquet, export.OpenAIChat} {
-		if _, err := datasets.WriteFiles(ctx, e.pool, bucket, "one/", v, f, true, nil); err != nil {
+		if _, err := datasets.WriteFiles(ctx, e.pool, bucket, e.svc.Scratch, "one/", v, f, true, nil); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := datasets.WriteFiles(ctx, e.pool, bucket, "two/", v, f, true, nil); err != nil {
+		if _, err := datasets.WriteFiles(ctx, e.pool, bucket, e.svc.Scratch, "two/", v, f, true, nil); err != nil {
 			t.Fatal(err)
 		}
 		for _, name := range []string{"train" + f.Ext(), "validation" + f.Ext(), "manifest.json"} {
@@ -216,7 +239,7 @@ func TestReExportIsByteIdenticalAndMasking(t *testing.T) {
 		}
 	}
 	// Without masking the address is kept.
-	if _, err := datasets.WriteFiles(ctx, e.pool, bucket, "raw/", v, export.TRLPreference, false, nil); err != nil {
+	if _, err := datasets.WriteFiles(ctx, e.pool, bucket, e.svc.Scratch, "raw/", v, export.TRLPreference, false, nil); err != nil {
 		t.Fatal(err)
 	}
 	raw := string(read(t, bucket, "raw/train.jsonl")) + string(read(t, bucket, "raw/validation.jsonl"))
@@ -357,7 +380,7 @@ func TestWriteFilesToDirectory(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer b.Close()
-	if _, err := datasets.WriteFiles(context.Background(), e.pool, b, "", v, export.OpenAIChat, true, nil); err != nil {
+	if _, err := datasets.WriteFiles(context.Background(), e.pool, b, e.svc.Scratch, "", v, export.OpenAIChat, true, nil); err != nil {
 		t.Fatal(err)
 	}
 	matches, _ := filepath.Glob(filepath.Join(dir, "*"))
@@ -397,5 +420,109 @@ func TestLargeExportValidatedByJob(t *testing.T) {
 	}
 	if ok, _ := e.svc.Bucket.Exists(ctx, datasets.ExportPrefix(got.Exports[0])+"train.jsonl"); ok {
 		t.Fatal("a blocked export wrote files")
+	}
+}
+
+// A retried export starts over: what a killed try left under the export's
+// prefix (a half-stored object, a file stored before the export was
+// recorded) is removed, and the files are those of an uninterrupted
+// export, byte for byte.
+func TestRetriedExportStartsOver(t *testing.T) {
+	ctx := context.Background()
+	e := newEnv(t)
+	d, v := frozenPairs(t, e)
+	ex, _, err := e.svc.StartExport(ctx, e.actor, e.org, d.ID, datasets.ExportRequest{Format: "trl_preference", MaskPII: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	prefix := datasets.ExportPrefix(ex)
+	for key, body := range map[string]string{
+		prefix + "train.jsonl.18a2b3c4d5e6f708.tmp": `{"prompt":`,
+		prefix + "train.jsonl":                      "{}\n",
+	} {
+		if err := e.svc.Bucket.WriteAll(ctx, key, []byte(body), nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := e.svc.RunExport(ctx, ex.ID); err != nil {
+		t.Fatal(err)
+	}
+	keys := list(t, e.svc.Bucket, prefix)
+	if strings.Join(keys, ",") != prefix+"manifest.json,"+prefix+"train.jsonl,"+prefix+"validation.jsonl" {
+		t.Fatalf("the export's prefix holds %v", keys)
+	}
+	if _, err := datasets.WriteFiles(ctx, e.pool, e.svc.Bucket, e.svc.Scratch, "clean/", v, export.TRLPreference, true, nil); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"train.jsonl", "validation.jsonl", "manifest.json"} {
+		if !bytes.Equal(read(t, e.svc.Bucket, prefix+name), read(t, e.svc.Bucket, "clean/"+name)) {
+			t.Fatalf("%s differs from an uninterrupted export's", name)
+		}
+	}
+}
+
+// An export that fails while storing its files removes what it stored and
+// its partial files.
+func TestFailedStoreLeavesNothing(t *testing.T) {
+	ctx := context.Background()
+	e := newEnv(t)
+	_, v := frozenPairs(t, e)
+	dir := t.TempDir()
+	bucket, err := blobstore.OpenDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer bucket.Close()
+	// A directory where the validation file goes: storing it fails after
+	// the train file was stored.
+	if err := os.MkdirAll(filepath.Join(dir, "x", "validation.jsonl", "in-the-way"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	_, err = datasets.WriteFiles(ctx, e.pool, bucket, e.svc.Scratch, "x/", v, export.TRLPreference, true, nil)
+	if err == nil || !strings.Contains(err.Error(), "storing validation.jsonl") {
+		t.Fatalf("want a failure storing validation.jsonl, got %v", err)
+	}
+	if keys := list(t, bucket, "x/"); len(keys) != 0 {
+		t.Fatalf("after the failure the prefix holds %v", keys)
+	}
+	if left := e.scratchFiles(t); len(left) != 0 {
+		t.Fatalf("partial files left behind: %v", left)
+	}
+}
+
+// An export given up after its worker died on the last attempt is failed
+// with the reason and its prefix cleared; a finished export is left alone.
+func TestAbandonExport(t *testing.T) {
+	ctx := context.Background()
+	e := newEnv(t)
+	d, _ := frozenPairs(t, e)
+	start := func() db.DatasetExport {
+		ex, _, err := e.svc.StartExport(ctx, e.actor, e.org, d.ID, datasets.ExportRequest{Format: "trl_preference", MaskPII: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ex
+	}
+	dead, done := start(), start()
+	if err := e.svc.RunExport(ctx, done.ID); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.svc.Bucket.WriteAll(ctx, datasets.ExportPrefix(dead)+"train.jsonl.18a2b3c4d5e6f708.tmp", []byte("{"), nil); err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []uuid.UUID{dead.ID, done.ID, uuid.New()} {
+		if err := e.svc.AbandonExport(ctx, id, "the worker stopped"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := e.svc.Export(ctx, e.org, d.ID, dead.ID)
+	if err != nil || got.Status != db.ExportStatusFailed || got.Error != "the worker stopped" {
+		t.Fatalf("given-up export: %+v %v", got, err)
+	}
+	if keys := list(t, e.svc.Bucket, datasets.ExportPrefix(dead)); len(keys) != 0 {
+		t.Fatalf("the given-up export's prefix holds %v", keys)
+	}
+	if got, _ := e.svc.Export(ctx, e.org, d.ID, done.ID); got.Status != db.ExportStatusSucceeded || len(list(t, e.svc.Bucket, datasets.ExportPrefix(done))) != 3 {
+		t.Fatalf("the finished export was touched: %+v", got)
 	}
 }

@@ -132,7 +132,7 @@ func (s *FineTuneSource) Prepare(ctx context.Context, orgID, versionID uuid.UUID
 		return finetune.Prepared{}, err
 	}
 	defer bucket.Close()
-	m, err := WriteFiles(ctx, s.Service.Pool, bucket, "", v, format, true, nil)
+	m, err := WriteFiles(ctx, s.Service.Pool, bucket, s.Service.Scratch, "", v, format, true, nil)
 	if err != nil {
 		return finetune.Prepared{}, err
 	}

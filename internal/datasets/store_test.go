@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -22,6 +24,7 @@ import (
 	"github.com/curate/curate/internal/feedback"
 	"github.com/curate/curate/internal/jobq"
 	"github.com/curate/curate/internal/keyset"
+	"github.com/curate/curate/internal/scratch"
 )
 
 func TestMain(m *testing.M) { pgtest.Main(m) }
@@ -31,6 +34,7 @@ type env struct {
 	pool  *pgxpool.Pool
 	svc   *datasets.Service
 	org   uuid.UUID
+	tmp   string // the root of the service's scratch directory
 }
 
 func newEnv(t *testing.T) env {
@@ -53,8 +57,30 @@ func newEnv(t *testing.T) env {
 	if err != nil {
 		t.Fatal(err)
 	}
+	tmpRoot := t.TempDir()
+	tmp, err := scratch.Open(tmpRoot)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { tmp.Close() })
 	actor := audit.Actor{Kind: "user", ID: u.ID, Label: u.Email}
-	return env{actor: actor, pool: pool, svc: &datasets.Service{Pool: pool, Bucket: bucket, Jobs: inserter}, org: org.ID}
+	return env{actor: actor, pool: pool, svc: &datasets.Service{Pool: pool, Bucket: bucket, Scratch: tmp, Jobs: inserter}, org: org.ID, tmp: tmpRoot}
+}
+
+// scratchFiles lists the files left in the service's scratch directory.
+func (e env) scratchFiles(t *testing.T) []string {
+	t.Helper()
+	var out []string
+	err := filepath.WalkDir(e.tmp, func(path string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			out = append(out, path)
+		}
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
 }
 
 // exportJobs counts the export jobs queued for an export (uuid.Nil: for

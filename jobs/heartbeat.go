@@ -1,0 +1,211 @@
+package jobs
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/rivertype"
+
+	"github.com/curate/curate/db"
+	"github.com/curate/curate/internal/datasets"
+	"github.com/curate/curate/internal/imports"
+)
+
+// Crash recovery for long jobs.
+//
+// River rescues a job left "running" by a dead worker once the job has run
+// for longer than its own timeout (and RescueStuckJobsAfter): fine for the
+// jobs that take seconds, but an export may rightly run for an hour, so its
+// timeout is long, and a killed one would sit "running" that long too. A
+// short timeout is no answer: it cancels a live export that is merely
+// large. Writing an export in resumable chunks (snooze and resume) is no
+// answer either: the format writers (parquet's above all) and the file
+// hashes in the manifest are one stream, and the half-written file is on
+// the dead process's disk, which the worker taking over may not share.
+//
+// So the long kinds beat. While a worker runs an attempt of one, the
+// heartbeat middleware updates the attempt's row in job_heartbeats every
+// beatEvery. A periodic sweep (HeartbeatSweepWorker, on a queue of its own
+// so busy workers never delay it) puts a running job whose current attempt
+// has not beaten for staleAfter back in the queue at once (JobUpdateStale),
+// where a live worker picks it up and starts it over: a retried export
+// writes fresh scratch files and the same bytes. A dead worker's job is
+// thus retried 25 to 45 s after its last beat (staleAfter, then up to
+// sweepEvery; River elects a new leader to queue the sweeps within about
+// 20 s of the old one dying, inside that wait), while a live one, however
+// long, is never touched. The sweep also removes the attempt's heartbeat
+// row, and a worker whose beat finds no row (or that could not beat for
+// longer than staleAfter allows) cancels its own work, so two attempts of
+// one job never write at once for long.
+const (
+	beatEvery  = 5 * time.Second
+	staleAfter = 30 * time.Second
+	sweepEvery = 15 * time.Second
+)
+
+// beatingKinds are the kinds whose workers beat: the long jobs. Short jobs
+// are left to River's rescue (see NewClient).
+var beatingKinds = []string{datasets.ExportArgs{}.Kind(), imports.ImportArgs{}.Kind()}
+
+// QueueHeartbeat is the queue of the sweep alone.
+const QueueHeartbeat = "heartbeat"
+
+// errLeaseLost cancels a job whose attempt was given up by the sweep.
+var errLeaseLost = errors.New("the job's heartbeat was lost: another worker may be running it")
+
+// heartbeat is River worker middleware that beats for the jobs of kinds
+// while they run.
+type heartbeat struct {
+	river.MiddlewareDefaults
+	q     *db.Queries
+	kinds []string
+	every time.Duration
+	stale time.Duration
+}
+
+func newHeartbeat(pool *pgxpool.Pool) *heartbeat {
+	return &heartbeat{q: db.New(pool), kinds: beatingKinds, every: beatEvery, stale: staleAfter}
+}
+
+// Work records the attempt's heartbeat, beats while doInner runs, and
+// clears the row when it returns. doInner's context is cancelled when the
+// attempt is given up.
+func (h *heartbeat) Work(ctx context.Context, job *rivertype.JobRow, doInner func(context.Context) error) error {
+	if !slices.Contains(h.kinds, job.Kind) {
+		return doInner(ctx)
+	}
+	key := db.JobHeartbeatInsertParams{JobID: job.ID, Attempt: int32(job.Attempt)}
+	if err := h.q.JobHeartbeatInsert(ctx, key); err != nil {
+		return fmt.Errorf("recording the job's heartbeat: %w", err)
+	}
+	work, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() { h.beat(work, cancel, stop, key) })
+	err := doInner(work)
+	close(stop)
+	wg.Wait()
+	if derr := h.q.JobHeartbeatDelete(context.WithoutCancel(ctx), db.JobHeartbeatDeleteParams(key)); derr != nil && err == nil {
+		err = fmt.Errorf("clearing the job's heartbeat: %w", derr)
+	}
+	if cause := context.Cause(work); errors.Is(cause, errLeaseLost) && err != nil {
+		return fmt.Errorf("%w: %w", cause, err)
+	}
+	return err
+}
+
+// beat updates the heartbeat every h.every until stop is closed. It
+// cancels the work when the row is gone (the sweep gave the attempt up),
+// or when no beat has succeeded for so long that the sweep may have.
+func (h *heartbeat) beat(ctx context.Context, cancel context.CancelCauseFunc, stop <-chan struct{}, key db.JobHeartbeatInsertParams) {
+	tick := time.NewTicker(h.every)
+	defer tick.Stop()
+	last := time.Now()
+	for {
+		select {
+		case <-stop:
+			return
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		bctx, done := context.WithTimeout(ctx, h.every)
+		n, err := h.q.JobHeartbeatUpdate(bctx, db.JobHeartbeatUpdateParams(key))
+		done()
+		switch {
+		case err == nil && n == 0:
+			cancel(errLeaseLost)
+			return
+		case err == nil:
+			last = time.Now()
+		case time.Since(last) > h.stale-h.every:
+			// The sweep counts from the last beat it saw: stop before it
+			// can give the attempt to another worker.
+			cancel(fmt.Errorf("%w (no beat for %s: %v)", errLeaseLost, time.Since(last).Round(time.Second), err))
+			return
+		}
+	}
+}
+
+// HeartbeatSweepArgs asks for one sweep of the long jobs whose worker is
+// gone; NewClient queues it every sweepEvery.
+type HeartbeatSweepArgs struct{}
+
+// Kind names the job in River's table.
+func (HeartbeatSweepArgs) Kind() string { return "heartbeat_sweep" }
+
+// InsertOpts: one sweep waits at a time, on its own queue; a failed sweep
+// is not retried, the next one comes soon.
+func (HeartbeatSweepArgs) InsertOpts() river.InsertOpts {
+	return river.InsertOpts{Queue: QueueHeartbeat, MaxAttempts: 1, UniqueOpts: river.UniqueOpts{ByState: []rivertype.JobState{
+		rivertype.JobStateAvailable, rivertype.JobStatePending, rivertype.JobStateRunning,
+		rivertype.JobStateRetryable, rivertype.JobStateScheduled,
+	}}}
+}
+
+// HeartbeatSweepWorker puts the long jobs whose worker stopped beating
+// back in the queue. A job out of attempts is discarded, and what it
+// worked on (an export, an import run) is failed, since no retry will.
+type HeartbeatSweepWorker struct {
+	river.WorkerDefaults[HeartbeatSweepArgs]
+	Pool     *pgxpool.Pool
+	Datasets *datasets.Service
+	Imports  *imports.Service
+	Log      *slog.Logger
+}
+
+// staleError is what the sweep records as the attempt's error.
+const staleError = "the worker stopped sending heartbeats (its process ended)"
+
+// Work sweeps once.
+func (w *HeartbeatSweepWorker) Work(ctx context.Context, job *river.Job[HeartbeatSweepArgs]) error {
+	q := db.New(w.Pool)
+	rows, err := q.JobUpdateStale(ctx, db.JobUpdateStaleParams{Kinds: beatingKinds, StaleSeconds: staleAfter.Seconds(), Error: staleError})
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, r := range rows {
+		if r.State != db.RiverJobStateDiscarded {
+			w.Log.Warn("a job's worker stopped sending heartbeats; the job is queued again", "job", r.ID, "kind", r.Kind)
+			continue
+		}
+		w.Log.Error("a job's worker stopped sending heartbeats on its last attempt; the job is given up", "job", r.ID, "kind", r.Kind)
+		if err := w.abandon(ctx, r.Kind, r.Args); err != nil {
+			errs = append(errs, fmt.Errorf("job %d (%s): %w", r.ID, r.Kind, err))
+		}
+	}
+	if err := q.JobHeartbeatDeleteOrphans(ctx); err != nil {
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}
+
+// abandon fails what a given-up job worked on (a service left out of a
+// test's Deps has no jobs to give up).
+func (w *HeartbeatSweepWorker) abandon(ctx context.Context, kind string, args json.RawMessage) error {
+	switch {
+	case kind == datasets.ExportArgs{}.Kind() && w.Datasets != nil:
+		var a datasets.ExportArgs
+		if err := json.Unmarshal(args, &a); err != nil {
+			return err
+		}
+		return w.Datasets.AbandonExport(ctx, a.ExportID, "the export's worker stopped on its last attempt; start the export again")
+	case kind == imports.ImportArgs{}.Kind() && w.Imports != nil:
+		var a imports.ImportArgs
+		if err := json.Unmarshal(args, &a); err != nil {
+			return err
+		}
+		return w.Imports.Abandon(ctx, a.OrgID, a.RunID, "the import's worker stopped on its last attempt; upload the file again")
+	}
+	return nil
+}
