@@ -204,14 +204,10 @@ func randomHex(n int) string {
 	return hex.EncodeToString(b)
 }
 
-// TablesContaining lists the tables of the public schema with a row whose
-// text form holds s, case-insensitively (River's job table, with its
-// recorded errors, included): a test's way of showing that something, such
-// as what a remote server answered, was stored nowhere.
-func TablesContaining(t testing.TB, pool *pgxpool.Pool, s string) []string {
+// Tables lists the tables of the public schema, River's included.
+func Tables(t testing.TB, pool *pgxpool.Pool) []string {
 	t.Helper()
-	ctx := context.Background()
-	rows, err := pool.Query(ctx, `SELECT table_name FROM information_schema.tables
+	rows, err := pool.Query(context.Background(), `SELECT table_name FROM information_schema.tables
 		WHERE table_schema = 'public' AND table_type = 'BASE TABLE' ORDER BY table_name`)
 	if err != nil {
 		t.Fatal(err)
@@ -220,8 +216,18 @@ func TablesContaining(t testing.TB, pool *pgxpool.Pool, s string) []string {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return tables
+}
+
+// TablesContaining lists the tables of the public schema with a row whose
+// text form holds s, case-insensitively (River's job table, with its
+// recorded errors, included): a test's way of showing that something, such
+// as what a remote server answered, was stored nowhere.
+func TablesContaining(t testing.TB, pool *pgxpool.Pool, s string) []string {
+	t.Helper()
+	ctx := context.Background()
 	var found []string
-	for _, name := range tables {
+	for _, name := range Tables(t, pool) {
 		var n int
 		q := "SELECT count(*) FROM " + pgx.Identifier{name}.Sanitize() + " AS r WHERE strpos(lower(r::text), lower($1)) > 0"
 		if err := pool.QueryRow(ctx, q, s).Scan(&n); err != nil {

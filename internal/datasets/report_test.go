@@ -7,6 +7,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/curate/curate/db/pgtest"
 	"github.com/curate/curate/internal/datasets"
 )
 
@@ -15,15 +16,7 @@ import (
 func tablesDigest(t *testing.T, pool *pgxpool.Pool) map[string]string {
 	t.Helper()
 	ctx := context.Background()
-	rows, err := pool.Query(ctx, `SELECT table_name FROM information_schema.tables
-		WHERE table_schema = 'public' AND table_type = 'BASE TABLE' ORDER BY table_name`)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tables, err := pgx.CollectRows(rows, pgx.RowTo[string])
-	if err != nil {
-		t.Fatal(err)
-	}
+	tables := pgtest.Tables(t, pool)
 	out := make(map[string]string, len(tables))
 	for _, table := range tables {
 		var sum string
