@@ -134,6 +134,7 @@ func TestBrowserEveryPageStyled(t *testing.T) {
 		{"audit", "/admin/audit"},
 		{"account", "/account"},
 		{"not-found", "/datasets/00000000-0000-0000-0000-000000000000"},
+		{"no-route", "/no-such-page"},
 	}
 	sizes := []struct {
 		name string
@@ -147,7 +148,11 @@ func TestBrowserEveryPageStyled(t *testing.T) {
 		}
 		for _, p := range pages {
 			t.Run(size.name+"/"+p.name, func(t *testing.T) {
-				checkPage(t, ctxB, s.URL+p.path)
+				title := checkPage(t, ctxB, s.URL+p.path)
+				// A missing id and a missing page read the same.
+				if strings.HasPrefix(p.name, "no") && title != "Not found · Curate" {
+					t.Errorf("title %q, want Not found · Curate", title)
+				}
 				mu.Lock()
 				var errs []string
 				for _, e := range consoleErrs {
@@ -176,8 +181,9 @@ type pageFacts struct {
 	Title                   string
 }
 
-// checkPage opens url and asserts the design system's promises on it.
-func checkPage(t *testing.T, ctx context.Context, url string) {
+// checkPage opens url, asserts the design system's promises on it and
+// returns the page's title.
+func checkPage(t *testing.T, ctx context.Context, url string) string {
 	t.Helper()
 	if err := chromedp.Do(ctx, chromedp.Navigate(url), chromedp.WaitReady(`body`)); err != nil {
 		t.Fatal(err)
@@ -216,6 +222,7 @@ func checkPage(t *testing.T, ctx context.Context, url string) {
 	if !strings.HasSuffix(r.Title, "· Curate") {
 		t.Errorf("title %q", r.Title)
 	}
+	return r.Title
 }
 
 // launchDemoJob launches a supervised OpenAI job on the demo version from
