@@ -52,7 +52,7 @@ func TestBrowserEveryPageStyled(t *testing.T) {
 
 	var itemID, pairID, datasetID string
 	for q, dst := range map[string]*string{
-		`SELECT id::text FROM feedback ORDER BY created_at DESC LIMIT 1`:   &itemID,
+		`SELECT id::text FROM feedback ORDER BY created_at DESC LIMIT 1`:         &itemID,
 		`SELECT id::text FROM preference_pairs ORDER BY created_at DESC LIMIT 1`: &pairID,
 		`SELECT dataset_id::text FROM dataset_versions WHERE id = $1`:            &datasetID,
 	} {
@@ -166,9 +166,7 @@ func TestBrowserEveryPageStyled(t *testing.T) {
 				if len(errs) > 0 {
 					t.Errorf("browser errors on %s:\n%s", p.path, strings.Join(errs, "\n"))
 				}
-				if size.name == "desktop" {
-					webtest.Screenshot(t, ctxB, p.name)
-				}
+				webtest.Screenshot(t, ctxB, p.name+"-"+size.name)
 			})
 		}
 	}
