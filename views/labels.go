@@ -22,13 +22,10 @@ var labels = map[string]string{
 // Label is how an enum value, a check or a setting's key reads on screen:
 // its word from labels, or else its words with the underscores gone and the
 // first one capitalised ("learning_rate_multiplier": "Learning rate
-// multiplier"). Values without underscores are shown as they are.
+// multiplier", "rating": "Rating").
 func Label(s string) string {
 	if l, ok := labels[s]; ok {
 		return l
-	}
-	if !strings.Contains(s, "_") {
-		return s
 	}
 	s = strings.ReplaceAll(s, "_", " ")
 	r, n := utf8.DecodeRuneInString(s)

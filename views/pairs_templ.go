@@ -570,7 +570,7 @@ func PairListPage(p Page, v PairListView) templ.Component {
 				}
 			}
 			if len(v.Rows) == 0 {
-				templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 36, "<tr><td colspan=\"6\" class=\"muted\">No pairs yet. Make one from a feedback item, rank answers, or generate them from feedback.</td></tr>")
+				templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 36, "<tr><td colspan=\"6\" class=\"empty-row\">No pairs yet. Make one from a feedback item, rank answers, or generate them from feedback.</td></tr>")
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err
 				}

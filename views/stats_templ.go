@@ -639,7 +639,7 @@ func StatsPage(p Page, v StatsView) templ.Component {
 				return templ_7745c5c3_Err
 			}
 			if len(v.Curators) == 0 {
-				templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 52, "<p class=\"muted\">No reviews in this window.</p>")
+				templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 52, "<p class=\"empty\">No reviews in this window.</p>")
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err
 				}
