@@ -32,9 +32,9 @@ func (h *Handlers) Audit(c echo.Context) error {
 		v.NextPage = "/admin/audit?" + q.Encode()
 	}
 	for _, r := range page.Rows {
-		target := views.Label(r.TargetType)
+		target := r.TargetType
 		if r.TargetID != "" {
-			target = fmt.Sprintf("%s %s", target, r.TargetID)
+			target = fmt.Sprintf("%s %s", r.TargetType, r.TargetID)
 		}
 		details := string(r.Details)
 		if details == "{}" {
