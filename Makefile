@@ -14,8 +14,11 @@ TESTDIR := $(CURDIR)/.curate-test
 .PHONY: run build test generate check-generated lint gotest trainer-test trainer-math bench assets clean
 
 ## run: build and start Curate in dev mode with its own Postgres in ./.curate
-run:
-	$(GO) run ./cmd/curate serve --env=dev
+# Built, then exec'd, rather than `go run`: go run exits 1 when Ctrl-C
+# stops its child, even after a clean shutdown, and make reports that as
+# an error. curate itself exits 0 once it has shut down.
+run: build
+	exec ./bin/curate serve --env=dev
 
 build:
 	$(GO) build -o bin/curate ./cmd/curate

@@ -86,9 +86,9 @@ func (h *Handlers) problemFor(err error, c echo.Context) Problem {
 	)
 	switch {
 	case errors.Is(err, errs.ErrNotFound):
-		return problem(http.StatusNotFound, "Not found", "There is nothing here, or it belongs to another organisation.")
+		return problem(http.StatusNotFound, statusTitle(http.StatusNotFound), "There is nothing here, or it belongs to another organisation.")
 	case errors.Is(err, errs.ErrForbidden):
-		return problem(http.StatusForbidden, "Forbidden", "Your role does not allow this.")
+		return problem(http.StatusForbidden, statusTitle(http.StatusForbidden), "Your role does not allow this.")
 	case errors.As(err, &badQuery):
 		p := problem(http.StatusBadRequest, "Bad request", "Unknown query parameters: "+strings.Join(badQuery.Fields(), ", "))
 		p.Errors = badQuery.Errors
@@ -107,7 +107,7 @@ func (h *Handlers) problemFor(err error, c echo.Context) Problem {
 	case errors.As(err, &tooMany):
 		return problem(http.StatusTooManyRequests, "Too many requests", tooMany.Message)
 	case errors.As(err, &httpErr):
-		return problem(httpErr.Code, http.StatusText(httpErr.Code), httpMessage(httpErr))
+		return problem(httpErr.Code, statusTitle(httpErr.Code), httpMessage(httpErr))
 	case databaseDown(err):
 		return problem(http.StatusServiceUnavailable, "Try again shortly",
 			"Curate cannot reach its database just now. Try again in a few seconds.")
@@ -140,6 +140,19 @@ func databaseDown(err error) bool {
 		return strings.HasPrefix(pgErr.Code, "08") || pgErr.Code == "57P01" || pgErr.Code == "57P02" || pgErr.Code == "57P03"
 	}
 	return false
+}
+
+// statusTitle is the title of an error page and a problem's title for a
+// status: the same words whether a handler or the router refused, so an
+// unknown path and an unknown id both read "Not found".
+func statusTitle(status int) string {
+	switch status {
+	case http.StatusNotFound:
+		return "Not found"
+	case http.StatusForbidden:
+		return "Forbidden"
+	}
+	return http.StatusText(status)
 }
 
 func problem(status int, title, detail string) Problem {

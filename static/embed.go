@@ -7,5 +7,5 @@ import "embed"
 
 // FS is served under /static/.
 //
-//go:embed css js vendor
+//go:embed css js vendor favicon.svg
 var FS embed.FS

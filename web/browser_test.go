@@ -29,6 +29,10 @@ func TestBrowserSignInAndOut(t *testing.T) {
 	}
 	webtest.Screenshot(t, ctx, "home")
 	heading := text(t, ctx, `main h1`)
+	// The admin pages sit in a menu that opens without script.
+	if err := chromedp.Do(ctx, chromedp.Click(`#admin-menu summary`), chromedp.WaitVisible(`#admin-menu a[href="/admin/audit"]`)); err != nil {
+		t.Fatalf("admin menu: %v", err)
+	}
 	nav := text(t, ctx, `nav.tabs`)
 	who := text(t, ctx, `.who`)
 	if heading != "Acme" || !strings.Contains(nav, "Overview") || !strings.Contains(nav, "Audit log") || !strings.Contains(who, "ada@acme.test") {

@@ -1,0 +1,33 @@
+package views
+
+import (
+	"strings"
+	"unicode"
+	"unicode/utf8"
+)
+
+// labels are the words for enum values whose plain spelling reads wrong.
+var labels = map[string]string{
+	"thumbs_up":          "Thumbs up",
+	"thumbs_down":        "Thumbs down",
+	"needs_correction":   "Needs correction",
+	"instruction_tuning": "Instruction tuning",
+	"near_duplicate":     "Near duplicate",
+	"openai_chat":        "OpenAI chat",
+	"fine_tuning_job":    "Fine-tuning job",
+	"preference_pair":    "Preference pair",
+	"api_key":            "API key",
+}
+
+// Label is how an enum value, a check or a setting's key reads on screen:
+// its word from labels, or else its words with the underscores gone and the
+// first one capitalised ("learning_rate_multiplier": "Learning rate
+// multiplier", "rating": "Rating").
+func Label(s string) string {
+	if l, ok := labels[s]; ok {
+		return l
+	}
+	s = strings.ReplaceAll(s, "_", " ")
+	r, n := utf8.DecodeRuneInString(s)
+	return string(unicode.ToUpper(r)) + s[n:]
+}
