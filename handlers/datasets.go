@@ -290,7 +290,9 @@ func (h *Handlers) flashError(c echo.Context, id uuid.UUID, err error) error {
 	case errors.As(err, &invalid):
 		var parts []string
 		for _, f := range invalid.Errors {
-			parts = append(parts, f.Field+": "+f.Message)
+			// A blocking check's field is "report.<code>": its label reads.
+			field, _ := strings.CutPrefix(f.Field, "report.")
+			parts = append(parts, views.Label(field)+": "+f.Message)
 		}
 		h.Sessions.Flash(c, "error", strings.Join(parts, "; "))
 	case errors.As(err, &conflict):
