@@ -144,7 +144,7 @@ func (h *Handlers) localDevice(ctx context.Context) string {
 	if err != nil {
 		// The probe's error is a process's or Python's words: the log has
 		// them, the form says what it means.
-		h.Log.Warn("local training probe failed", "err", err)
+		h.Log.Info("local training probe failed", "err", err)
 		return "unknown: the probe of this machine failed (the server's log has the detail)"
 	}
 	switch {

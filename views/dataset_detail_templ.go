@@ -1460,9 +1460,9 @@ func exportCells(e ExportRow) templ.Component {
 			return templ_7745c5c3_Err
 		}
 		var templ_7745c5c3_Var73 string
-		templ_7745c5c3_Var73, templ_7745c5c3_Err = templ.JoinStringErrs(e.Format)
+		templ_7745c5c3_Var73, templ_7745c5c3_Err = templ.JoinStringErrs(Label(e.Format))
 		if templ_7745c5c3_Err != nil {
-			return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/dataset_detail.templ`, Line: 328, Col: 15}
+			return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/dataset_detail.templ`, Line: 328, Col: 22}
 		}
 		_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var73))
 		if templ_7745c5c3_Err != nil {
@@ -1902,9 +1902,9 @@ func datasetMembers(p Page, v DatasetView) templ.Component {
 				return templ_7745c5c3_Err
 			}
 			var templ_7745c5c3_Var95 string
-			templ_7745c5c3_Var95, templ_7745c5c3_Err = templ.JoinStringErrs(m.Source)
+			templ_7745c5c3_Var95, templ_7745c5c3_Err = templ.JoinStringErrs(Label(m.Source))
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/dataset_detail.templ`, Line: 418, Col: 22}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/dataset_detail.templ`, Line: 418, Col: 29}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var95))
 			if templ_7745c5c3_Err != nil {
