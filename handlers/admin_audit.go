@@ -1,7 +1,6 @@
 package handlers
 
 import (
-	"fmt"
 	"net/http"
 	"net/url"
 
@@ -32,15 +31,9 @@ func (h *Handlers) Audit(c echo.Context) error {
 		v.NextPage = "/admin/audit?" + q.Encode()
 	}
 	for _, r := range page.Rows {
-		target := r.TargetType
-		if r.TargetID != "" {
-			target = fmt.Sprintf("%s %s", r.TargetType, r.TargetID)
-		}
-		details := string(r.Details)
-		if details == "{}" {
-			details = ""
-		}
-		v.Rows = append(v.Rows, views.AuditRow{When: views.When(r.CreatedAt), Actor: r.ActorLabel, Action: r.Action, Target: target, Details: details, IP: r.Ip})
+		target, href := views.AuditTarget(r.TargetType, r.TargetID)
+		v.Rows = append(v.Rows, views.AuditRow{When: views.When(r.CreatedAt), Actor: r.ActorLabel, Action: r.Action,
+			Target: target, TargetHref: href, Details: views.AuditDetails(r.Details), IP: r.Ip})
 	}
 	return render(c, http.StatusOK, views.AuditPage(h.page(c, "Audit log", "audit"), v))
 }

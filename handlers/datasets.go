@@ -57,7 +57,7 @@ func (h *Handlers) renderDatasets(c echo.Context, status int, form views.Dataset
 			Status: string(r.TrainingDataset.Status), Samples: int(r.MemberCount), Version: "—", Quality: "—",
 			Created: views.When(r.TrainingDataset.CreatedAt)}
 		if r.VersionNumber > 0 {
-			row.Version = fmt.Sprintf("v%d · %d items", r.VersionNumber, r.VersionItems)
+			row.Version = fmt.Sprintf("v%d · %s", r.VersionNumber, views.Count(r.VersionItems, "item", "items"))
 		}
 		if r.TrainingDataset.QualityScore.Valid {
 			row.Quality = fmt.Sprintf("%.2f", r.TrainingDataset.QualityScore.Float32)
@@ -271,7 +271,7 @@ func (h *Handlers) DatasetStatus(c echo.Context) error {
 		if err != nil {
 			return h.flashError(c, id, err)
 		}
-		h.Sessions.Flash(c, "ok", fmt.Sprintf("Ready: version %d frozen, %d items, sha256 %s.", ver.Number, ver.ItemCount, ver.ContentHash))
+		h.Sessions.Flash(c, "ok", fmt.Sprintf("Ready: version %d frozen, %s, sha256 %s.", ver.Number, views.Count(ver.ItemCount, "item", "items"), ver.ContentHash))
 		return redirect(c, "/datasets/"+id.String())
 	}
 	if _, err := h.Datasets.Transition(ctx(c), actor(c), CallerOf(c).OrgID, id, to); err != nil {
@@ -290,7 +290,9 @@ func (h *Handlers) flashError(c echo.Context, id uuid.UUID, err error) error {
 	case errors.As(err, &invalid):
 		var parts []string
 		for _, f := range invalid.Errors {
-			parts = append(parts, f.Field+": "+f.Message)
+			// A blocking check's field is "report.<code>": its label reads.
+			field, _ := strings.CutPrefix(f.Field, "report.")
+			parts = append(parts, views.Label(field)+": "+f.Message)
 		}
 		h.Sessions.Flash(c, "error", strings.Join(parts, "; "))
 	case errors.As(err, &conflict):
@@ -315,7 +317,7 @@ func (h *Handlers) DatasetMembersAdd(c echo.Context) error {
 	if err != nil {
 		return h.flashError(c, id, err)
 	}
-	h.Sessions.Flash(c, "ok", fmt.Sprintf("Added %d member(s).", n))
+	h.Sessions.Flash(c, "ok", "Added "+views.Count(n, "member", "members")+".")
 	return redirect(c, "/datasets/"+id.String())
 }
 
@@ -339,7 +341,7 @@ func (h *Handlers) DatasetMembersFilter(c echo.Context) error {
 	if err != nil {
 		return h.flashError(c, id, err)
 	}
-	h.Sessions.Flash(c, "ok", fmt.Sprintf("Added %d member(s) matching the filter.", n))
+	h.Sessions.Flash(c, "ok", "Added "+views.Count(n, "member", "members")+" matching the filter.")
 	return redirect(c, "/datasets/"+id.String())
 }
 
@@ -361,7 +363,7 @@ func (h *Handlers) DatasetMembersRemove(c echo.Context) error {
 	if err != nil {
 		return h.flashError(c, id, err)
 	}
-	h.Sessions.Flash(c, "ok", fmt.Sprintf("Removed %d member(s).", n))
+	h.Sessions.Flash(c, "ok", "Removed "+views.Count(n, "member", "members")+".")
 	return redirect(c, "/datasets/"+id.String())
 }
 
@@ -395,7 +397,7 @@ func (h *Handlers) DatasetExportStart(c echo.Context) error {
 	if err != nil {
 		return h.flashError(c, id, err)
 	}
-	h.Sessions.Flash(c, "ok", fmt.Sprintf("Exporting %d examples to %s.", e.RowsTotal, e.Format))
+	h.Sessions.Flash(c, "ok", fmt.Sprintf("Exporting %s to %s.", views.Count(e.RowsTotal, "example", "examples"), views.Label(string(e.Format))))
 	return redirect(c, "/datasets/"+id.String()+"#exports")
 }
 

@@ -252,7 +252,7 @@ func (h *Handlers) FeedbackBulk(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	h.Sessions.Flash(c, "ok", label+": applied to "+strconv.Itoa(n)+" items.")
+	h.Sessions.Flash(c, "ok", label+": applied to "+views.Count(n, "item", "items")+".")
 	return redirect(c, back)
 }
 

@@ -183,7 +183,7 @@ func (h *Handlers) renderLaunchForm(c echo.Context, status int, values, errors m
 		return err
 	}
 	for _, v := range versions {
-		label := fmt.Sprintf("%s (%s, %d examples)", v.Label, v.Kind, v.Examples)
+		label := fmt.Sprintf("%s (%s, %s)", v.Label, views.Label(string(v.Kind)), views.Count(v.Examples, "example", "examples"))
 		if !v.Valid {
 			label += " — failed validation"
 		}
@@ -230,9 +230,9 @@ func (h *Handlers) FineTuneLaunch(c echo.Context) error {
 		return h.renderLaunchForm(c, http.StatusUnprocessableEntity, values, bad.ByField(), estimateView(est, &errs.Invalid{}))
 	}
 	if est.Free {
-		h.Sessions.Flash(c, "ok", fmt.Sprintf("Local training job launched on %d examples (no charge).", est.TrainExamples))
+		h.Sessions.Flash(c, "ok", fmt.Sprintf("Local training job launched on %s (no charge).", views.Count(est.TrainExamples, "example", "examples")))
 	} else {
-		h.Sessions.Flash(c, "ok", fmt.Sprintf("Fine-tuning job launched: an estimated %s for %d tokens.", est.Cost, est.TrainedTokens))
+		h.Sessions.Flash(c, "ok", fmt.Sprintf("Fine-tuning job launched: an estimated %s for %s.", est.Cost, views.Count(est.TrainedTokens, "token", "tokens")))
 	}
 	return redirect(c, "/fine-tuning/jobs/"+job.ID.String())
 }

@@ -142,7 +142,10 @@ func (h *Handlers) localDevice(ctx context.Context) string {
 	}
 	info, err := h.FineTune.LocalProbe(ctx)
 	if err != nil {
-		return "unknown: " + err.Error()
+		// The probe's error is a process's or Python's words: the log has
+		// them, the form says what it means.
+		h.Log.Info("local training probe failed", "err", err)
+		return "unknown: the probe of this machine failed (the server's log has the detail)"
 	}
 	switch {
 	case info.Device == "cuda" && info.GPUName != "":

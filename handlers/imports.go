@@ -139,7 +139,10 @@ func (h *Handlers) langfuseView(c echo.Context) (views.LangfuseView, error) {
 		return v, err
 	}
 	v.Connected, v.Host, v.PublicKey, v.Syncing = true, conn.Host, conn.PublicKey, conn.SyncStartedAt != nil
-	v.LastSync, v.LastAttempt = views.WhenPtr(conn.LastSyncAt), views.WhenPtr(conn.LastAttemptAt)
+	v.LastSync = views.WhenPtr(conn.LastSyncAt)
+	if conn.LastAttemptAt != nil {
+		v.LastAttempt = views.When(*conn.LastAttemptAt)
+	}
 	v.LastStored, v.LastDuplicates, v.LastSkipped = int(conn.LastStored), int(conn.LastDuplicates), int(conn.LastSkipped)
 	v.TotalStored, v.Reasons, v.LastError = conn.TotalStored, reasons(conn.LastSkipReasons), conn.LastError
 	v.Form = views.LangfuseForm{Host: conn.Host, PublicKey: conn.PublicKey}

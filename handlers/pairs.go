@@ -3,7 +3,6 @@ package handlers
 import (
 	"encoding/json"
 	"errors"
-	"fmt"
 	"net/http"
 	"net/url"
 	"sort"
@@ -339,7 +338,7 @@ func (h *Handlers) PairRankSave(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	h.Sessions.Flash(c, "ok", fmt.Sprintf("Ranking saved: %d pairs created, %d already stored.", res.Created, res.Skipped))
+	h.Sessions.Flash(c, "ok", "Ranking saved: "+views.Count(res.Created, "pair", "pairs")+" created, "+strconv.Itoa(res.Skipped)+" already stored.")
 	return redirect(c, "/pairs?method=ranking")
 }
 
@@ -407,7 +406,7 @@ func (h *Handlers) PairGenerateConfirm(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	h.Sessions.Flash(c, "ok", fmt.Sprintf("%d pairs created, %d already stored.", res.Created, res.Skipped))
+	h.Sessions.Flash(c, "ok", views.Count(res.Created, "pair", "pairs")+" created, "+strconv.Itoa(res.Skipped)+" already stored.")
 	return redirect(c, "/pairs?method="+url.QueryEscape(g.Method))
 }
 

@@ -729,7 +729,7 @@ type LangfuseView struct {
 	PublicKey      string
 	Syncing        bool
 	LastSync       string
-	LastAttempt    string
+	LastAttempt    string // empty when no attempt's time is known
 	LastStored     int
 	LastDuplicates int
 	LastSkipped    int
@@ -1088,27 +1088,27 @@ func langfuseStatusBody(p Page, v LangfuseView) templ.Component {
 			return templ_7745c5c3_Err
 		}
 		if v.LastError != "" {
-			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 86, "<div class=\"flash flash-error\" role=\"alert\" id=\"lf-error\"><strong>Last attempt failed</strong> (")
+			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 86, "<div class=\"flash flash-error\" role=\"alert\" id=\"lf-error\"><strong>")
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
 			var templ_7745c5c3_Var47 string
-			templ_7745c5c3_Var47, templ_7745c5c3_Err = templ.JoinStringErrs(v.LastAttempt)
+			templ_7745c5c3_Var47, templ_7745c5c3_Err = templ.JoinStringErrs(lastAttemptFailed(v.LastAttempt))
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/imports.templ`, Line: 271, Col: 113}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/imports.templ`, Line: 271, Col: 102}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var47))
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
-			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 87, "): ")
+			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 87, "</strong> ")
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
 			var templ_7745c5c3_Var48 string
 			templ_7745c5c3_Var48, templ_7745c5c3_Err = templ.JoinStringErrs(v.LastError)
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/imports.templ`, Line: 271, Col: 131}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/imports.templ`, Line: 271, Col: 127}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var48))
 			if templ_7745c5c3_Err != nil {
@@ -1151,6 +1151,14 @@ func langfuseStatusBody(p Page, v LangfuseView) templ.Component {
 		}
 		return nil
 	})
+}
+
+// lastAttemptFailed heads the last error, with its time where one is known.
+func lastAttemptFailed(at string) string {
+	if at == "" {
+		return "Last attempt failed:"
+	}
+	return "Last attempt failed (" + at + "):"
 }
 
 var _ = templruntime.GeneratedTemplate

@@ -1,6 +1,7 @@
 package views
 
 import (
+	"strconv"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -17,6 +18,19 @@ var labels = map[string]string{
 	"fine_tuning_job":    "Fine-tuning job",
 	"preference_pair":    "Preference pair",
 	"api_key":            "API key",
+	"openai":             "OpenAI",
+	"openai_preference":  "OpenAI preference",
+	"trl_preference":     "TRL preference",
+	"dpo":                "DPO",
+	"sft":                "SFT",
+	"pii":                "PII",
+	"bedrock_chat":       "Bedrock chat",
+	"langfuse":           "Langfuse",
+	"hh_rlhf":            "HH-RLHF",
+	"api":                "API",
+	"n_epochs":           "Epochs",
+	"url":                "URL",
+	"id":                 "ID",
 }
 
 // Label is how an enum value, a check or a setting's key reads on screen:
@@ -30,4 +44,13 @@ func Label(s string) string {
 	s = strings.ReplaceAll(s, "_", " ")
 	r, n := utf8.DecodeRuneInString(s)
 	return string(unicode.ToUpper(r)) + s[n:]
+}
+
+// Count is n with its noun in the right number: Count(1, "pair", "pairs")
+// is "1 pair", Count(3, ...) is "3 pairs", Count(0, ...) is "0 pairs".
+func Count[N ~int | ~int32 | ~int64](n N, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return strconv.FormatInt(int64(n), 10) + " " + many
 }

@@ -36,7 +36,7 @@ func TestAuditPages(t *testing.T) {
 	}
 	targets := func(body string) []string {
 		var out []string
-		for _, m := range regexp.MustCompile(`<td>n (\d+)</td>`).FindAllStringSubmatch(body, -1) {
+		for _, m := range regexp.MustCompile(`<td>N (\d+)</td>`).FindAllStringSubmatch(body, -1) {
 			out = append(out, m[1])
 		}
 		return out
@@ -58,6 +58,24 @@ func TestAuditPages(t *testing.T) {
 	}
 	if strings.Contains(second, `rel="next"`) {
 		t.Error("the last page links to a next one")
+	}
+
+	// An entry reads as words: its action labelled, its details as fields,
+	// its target a link to the target's page.
+	dataset := uuid.New().String()
+	if err := audit.Record(ctx, q, audit.Actor{Kind: "user", Label: "ada@acme.test"}, audit.Entry{OrgID: org, Action: "dataset.export_finished",
+		TargetType: "dataset", TargetID: dataset, Details: map[string]any{"base_model": "gpt-4o-mini", "format": "openai_chat"}}); err != nil {
+		t.Fatal(err)
+	}
+	body := admin.Get("/admin/audit?action=dataset.export_finished").Must(t, http.StatusOK).Body
+	for _, want := range []string{"<dt>Base model</dt><dd>gpt-4o-mini</dd>", "<dt>Format</dt><dd>OpenAI chat</dd>",
+		"<td>Dataset export finished</td>", `<a href="/datasets/` + dataset + `">Dataset ` + dataset + `</a>`} {
+		if !strings.Contains(body, want) {
+			t.Errorf("audit entry lacks %s", want)
+		}
+	}
+	if strings.Contains(body, "base_model") || strings.Contains(body, "openai_chat") {
+		t.Error("audit entry shows raw JSON")
 	}
 
 	other := keyset.Cursor{At: time.Now(), ID: uuid.New()}.Encode(alerts.ListName)

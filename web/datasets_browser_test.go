@@ -63,7 +63,7 @@ func TestBrowserDatasetFromCorrectedFeedback(t *testing.T) {
 	if n := text(t, ctx, `#sample-count`); n != "10" {
 		t.Fatalf("sample count %q, want 10", n)
 	}
-	if v := text(t, ctx, `#report-verdict`); !strings.Contains(v, "No errors: ready to export to openai_chat") {
+	if v := text(t, ctx, `#report-verdict`); !strings.Contains(v, "No errors: ready to export to OpenAI chat") {
 		t.Fatalf("report verdict %q", v)
 	}
 	if f := text(t, ctx, `#quality-formula`); !strings.Contains(f, "1 - (examples_with_errors + 0.5 * examples_with_only_warnings) / examples") {

@@ -9,6 +9,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/curate/curate/internal/export"
+	"github.com/curate/curate/views"
 	"github.com/curate/curate/web/webtest"
 )
 
@@ -67,10 +68,10 @@ func TestBrowserDatasetFlow(t *testing.T) {
 		); err != nil {
 			t.Fatal(err)
 		}
-		waitFor(t, ctx, `document.querySelector('#report strong')?.textContent === '`+format+`' && !!document.querySelector('#report-verdict')`)
+		waitFor(t, ctx, `document.querySelector('#report strong')?.textContent === '`+views.Label(format)+`' && !!document.querySelector('#report-verdict')`)
 	}
 	check("openai_preference")
-	if v := text(t, ctx, `#report-verdict`); !strings.Contains(v, "export to openai_preference is blocked") {
+	if v := text(t, ctx, `#report-verdict`); !strings.Contains(v, "export to OpenAI preference is blocked") {
 		t.Fatalf("verdict %q", v)
 	}
 	if n := text(t, ctx, `#findings tr[data-code=not_one_turn] td.num`); n != strconv.Itoa(len(multi)) {
@@ -98,7 +99,7 @@ func TestBrowserDatasetFlow(t *testing.T) {
 	waitFor(t, ctx, count(total))
 	for _, f := range []string{"openai_preference", "trl_preference", "bedrock_chat"} {
 		check(f)
-		if v := text(t, ctx, `#report-verdict`); !strings.Contains(v, "No errors: ready to export to "+f) {
+		if v := text(t, ctx, `#report-verdict`); !strings.Contains(v, "No errors: ready to export to "+views.Label(f)) {
 			t.Fatalf("%s verdict %q", f, v)
 		}
 	}

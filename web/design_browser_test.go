@@ -109,10 +109,6 @@ func TestBrowserEveryPageStyled(t *testing.T) {
 	// A job to show: launched on the demo version, waiting at the fake.
 	jobURL := launchDemoJob(t, ctxB, s, version.ID.String())
 
-	// The audit log still shows its entries' target types and details as
-	// stored (fine_tuning_job, JSON); its readable fields come with the
-	// audit page's own rework, so only its raw words are let through.
-	rawAllowed := map[string]bool{"audit": true}
 	pages := []struct{ name, path string }{
 		{"home", "/"},
 		{"queue", "/feedback"},
@@ -152,7 +148,7 @@ func TestBrowserEveryPageStyled(t *testing.T) {
 		}
 		for _, p := range pages {
 			t.Run(size.name+"/"+p.name, func(t *testing.T) {
-				title := checkPage(t, ctxB, s.URL+p.path, rawAllowed[p.name])
+				title := checkPage(t, ctxB, s.URL+p.path)
 				// A missing id and a missing page read the same.
 				if strings.HasPrefix(p.name, "no") && title != "Not found · Curate" {
 					t.Errorf("title %q, want Not found · Curate", title)
@@ -183,9 +179,9 @@ type pageFacts struct {
 	Title                   string
 }
 
-// checkPage opens url, asserts the design system's promises on it (raw
-// words only unless rawAllowed) and returns the page's title.
-func checkPage(t *testing.T, ctx context.Context, url string, rawAllowed bool) string {
+// checkPage opens url, asserts the design system's promises on it and
+// returns the page's title.
+func checkPage(t *testing.T, ctx context.Context, url string) string {
 	t.Helper()
 	if err := chromedp.Do(ctx, chromedp.Navigate(url), chromedp.WaitReady(`body`)); err != nil {
 		t.Fatal(err)
@@ -218,7 +214,7 @@ func checkPage(t *testing.T, ctx context.Context, url string, rawAllowed bool) s
 	if len(r.Bare) > 0 {
 		t.Errorf("tables without the .table class: %q", r.Bare)
 	}
-	if len(r.Raw) > 0 && !rawAllowed {
+	if len(r.Raw) > 0 {
 		t.Errorf("raw words on screen: %q", r.Raw)
 	}
 	if !strings.HasSuffix(r.Title, "· Curate") {

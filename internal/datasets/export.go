@@ -189,7 +189,10 @@ func blocking(r Report) error {
 		if c.Severity != "error" {
 			continue
 		}
-		msg := fmt.Sprintf("%d finding(s)", c.Count)
+		msg := fmt.Sprintf("%d findings", c.Count)
+		if c.Count == 1 {
+			msg = "1 finding"
+		}
 		if len(c.Samples) > 0 {
 			msg += ", e.g. " + c.Samples[0].Message
 		}
