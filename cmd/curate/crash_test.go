@@ -53,9 +53,6 @@ func crashPairs(t *testing.T) int {
 // that nothing interrupted. Nothing is left in the data directory's
 // scratch or in the processes' TMPDIR.
 func TestExportSurvivesKill(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds and runs the binary for about a minute")
-	}
 	ctx := context.Background()
 	pairs := crashPairs(t)
 	bin := filepath.Join(t.TempDir(), "curate")
