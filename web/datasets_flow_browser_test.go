@@ -115,7 +115,7 @@ func TestBrowserDatasetFlow(t *testing.T) {
 	}
 
 	for _, f := range []export.Format{export.OpenAIPreference, export.TRLPreference, export.BedrockChat} {
-		row := fmt.Sprintf(`[...document.querySelectorAll('#export-rows tr[data-status=succeeded]')].find(r => r.cells[1].textContent.trim() === '%s')`, f)
+		row := fmt.Sprintf(`[...document.querySelectorAll('#export-rows tr[data-status=succeeded]')].find(r => r.cells[1].textContent.trim() === '%s')`, views.Label(string(f)))
 		if err := chromedp.Do(ctx,
 			chromedp.SetValue(`#export-form select[name=format]`, string(f)),
 			chromedp.Click(`#start-export`),
