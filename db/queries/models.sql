@@ -1,0 +1,109 @@
+-- The model registry: registered models, versions, aliases, serving
+-- targets, deployments and their history (internal/models).
+
+-- name: RegisteredModelInsertOrGet :one
+-- Registering under a name that exists adds to it; the no-op update makes
+-- RETURNING answer the existing row.
+INSERT INTO registered_models (org_id, name, description)
+VALUES (@org_id, @name, @description)
+ON CONFLICT (org_id, name) DO UPDATE SET name = EXCLUDED.name
+RETURNING *;
+
+-- name: RegisteredModelGetForUpdate :one
+SELECT * FROM registered_models WHERE org_id = @org_id AND id = @id FOR UPDATE;
+
+-- name: RegisteredModelGetByName :one
+SELECT * FROM registered_models WHERE org_id = @org_id AND name = @name;
+
+-- name: RegisteredModelList :many
+SELECT * FROM registered_models WHERE org_id = @org_id ORDER BY name;
+
+-- name: RegisteredModelUpdate :exec
+UPDATE registered_models SET description = @description, tags = @tags
+WHERE org_id = @org_id AND id = @id;
+
+-- name: ModelVersionInsert :one
+INSERT INTO model_versions (
+    org_id, registered_model_id, version, kind, model_id, base_model,
+    fine_tuning_job_id, dataset_version_id, dataset_hash, train_loss, valid_loss,
+    trained_tokens, cost_micros, created_by_label
+) VALUES (
+    @org_id, @registered_model_id, @version, @kind, @model_id, @base_model,
+    @fine_tuning_job_id, @dataset_version_id, @dataset_hash, sqlc.narg('train_loss'), sqlc.narg('valid_loss'),
+    @trained_tokens, sqlc.narg('cost_micros'), @created_by_label
+)
+RETURNING *;
+
+-- name: ModelVersionGet :one
+SELECT sqlc.embed(v), sqlc.embed(m)
+FROM model_versions v JOIN registered_models m ON m.id = v.registered_model_id
+WHERE v.org_id = @org_id AND v.id = @id;
+
+-- name: ModelVersionGetForUpdate :one
+SELECT * FROM model_versions WHERE org_id = @org_id AND id = @id FOR UPDATE;
+
+-- name: ModelVersionGetByJob :one
+SELECT * FROM model_versions WHERE org_id = @org_id AND fine_tuning_job_id = @fine_tuning_job_id;
+
+-- name: ModelVersionListSemver :many
+-- Every version number of a registered model, to propose the next one.
+SELECT version, dataset_hash FROM model_versions
+WHERE org_id = @org_id AND registered_model_id = @registered_model_id;
+
+-- name: ModelVersionList :many
+SELECT sqlc.embed(v), m.name AS model_name
+FROM model_versions v JOIN registered_models m ON m.id = v.registered_model_id
+WHERE v.org_id = @org_id
+  AND (@name::text = '' OR m.name = @name)
+  AND (@status::text = '' OR v.status::text = @status)
+  AND (@alias::text = '' OR EXISTS (
+       SELECT 1 FROM model_aliases a WHERE a.version_id = v.id AND a.alias = @alias))
+  AND (sqlc.narg('registered_model_id')::uuid IS NULL OR v.registered_model_id = sqlc.narg('registered_model_id'))
+  AND (sqlc.narg('before_at')::timestamptz IS NULL OR (v.created_at, v.id) < (sqlc.narg('before_at')::timestamptz, @before_id::uuid))
+ORDER BY v.created_at DESC, v.id DESC
+LIMIT @row_limit;
+
+-- name: ModelVersionUpdate :exec
+UPDATE model_versions SET version = @version, status = @status
+WHERE org_id = @org_id AND id = @id;
+
+-- name: ModelAliasListByModels :many
+SELECT a.* FROM model_aliases a
+WHERE a.org_id = @org_id AND a.registered_model_id = ANY(@registered_model_ids::uuid[])
+ORDER BY a.alias;
+
+-- name: ModelAliasGet :one
+SELECT * FROM model_aliases WHERE org_id = @org_id AND registered_model_id = @registered_model_id AND alias = @alias;
+
+-- name: ModelAliasUpdateVersion :exec
+-- Points an alias at a version, creating it on first use.
+INSERT INTO model_aliases (org_id, registered_model_id, alias, version_id)
+VALUES (@org_id, @registered_model_id, @alias, @version_id)
+ON CONFLICT (registered_model_id, alias) DO UPDATE SET version_id = EXCLUDED.version_id, updated_at = now();
+
+-- name: ModelHistoryInsert :exec
+INSERT INTO model_history (
+    org_id, registered_model_id, actor_label, action, alias, from_version, to_version,
+    target, reason, result, deployment_id
+) VALUES (
+    @org_id, @registered_model_id, @actor_label, @action, @alias, @from_version, @to_version,
+    @target, @reason, @result, @deployment_id
+);
+
+-- name: ModelHistoryList :many
+SELECT * FROM model_history
+WHERE org_id = @org_id AND registered_model_id = @registered_model_id
+  AND (@before_id::bigint = 0 OR id < @before_id)
+ORDER BY id DESC
+LIMIT @row_limit;
+
+-- name: ServingTargetInsert :one
+INSERT INTO serving_targets (org_id, name, kind, base_url, api_key_ciphertext, api_key_nonce, unload_grace_s)
+VALUES (@org_id, @name, @kind, @base_url, @api_key_ciphertext, @api_key_nonce, @unload_grace_s)
+RETURNING *;
+
+-- name: ServingTargetList :many
+SELECT * FROM serving_targets WHERE org_id = @org_id ORDER BY name;
+
+-- name: ServingTargetGetByName :one
+SELECT * FROM serving_targets WHERE org_id = @org_id AND name = @name;
