@@ -129,6 +129,15 @@ func Routes(h *handlers.Handlers) []Route {
 		{GET, "/api/fine-tuning/jobs/:id", auth.Viewer, h.APIFineTuneGet},
 		{POST, "/api/fine-tuning/jobs/:id/cancel", auth.Admin, h.APIFineTuneCancel},
 
+		// Model registry and serving targets.
+		{GET, "/api/models", auth.Viewer, h.APIModelList},
+		{POST, "/api/models", auth.Admin, h.APIModelRegister},
+		{GET, "/api/models/:id", auth.Viewer, h.APIModelGet},
+		{PATCH, "/api/models/:id", auth.Admin, h.APIModelPatch},
+		{GET, "/api/models/:id/history", auth.Viewer, h.APIModelHistory},
+		{POST, "/api/serving-targets", auth.Admin, h.APIServingTargetCreate},
+		{GET, "/api/serving-targets", auth.Admin, h.APIServingTargetList},
+
 		// Seed 003 training API.
 		{POST, "/api/train", auth.Admin, h.APITrain},
 		{GET, "/api/train/status/:id", auth.Viewer, h.APITrainStatus},

@@ -25,10 +25,12 @@ import (
 	"github.com/curate/curate/internal/health"
 	"github.com/curate/curate/internal/imports"
 	"github.com/curate/curate/internal/jobq"
+	"github.com/curate/curate/internal/models"
 	"github.com/curate/curate/internal/outbound"
 	"github.com/curate/curate/internal/pairs"
 	"github.com/curate/curate/internal/scratch"
 	"github.com/curate/curate/internal/servers"
+	"github.com/curate/curate/internal/serving"
 )
 
 // Services are the domain services of one process.
@@ -58,6 +60,11 @@ type Services struct {
 	Health        *health.Service
 	// Servers checks the keys servers must share and counts the live ones.
 	Servers *servers.Service
+
+	// Models is the model registry; Serving the targets versions are
+	// deployed to.
+	Models  *models.Service
+	Serving *serving.Service
 }
 
 // New builds the services on an open, migrated database.
@@ -112,5 +119,7 @@ func New(cfg config.Config, pool *pgxpool.Pool, log *slog.Logger) (*Services, er
 		AuditLog:      &audit.Service{Pool: pool},
 		Health:        &health.Service{Pool: pool},
 		Servers:       &servers.Service{Pool: pool},
+		Models:        &models.Service{Pool: pool},
+		Serving:       &serving.Service{Pool: pool, Secrets: imp.Secrets, Outbound: out},
 	}, nil
 }

@@ -307,20 +307,14 @@ type Filter struct {
 	Alias  string
 }
 
-// Page is one page of versions, newest first.
-type Page struct {
-	Versions []Version
-	Next     string // "" on the last page
-}
+// ListName names the versions list in its cursors.
+const ListName = "models"
 
-// List returns versions of the organisation, newest first.
-func (s *Service) List(ctx context.Context, orgID uuid.UUID, f Filter, cursor string, limit int) (Page, error) {
+// List returns a page of the organisation's versions, newest first, and the
+// cursor of the next page (nil on the last).
+func (s *Service) List(ctx context.Context, orgID uuid.UUID, f Filter, c *keyset.Cursor, limit int) ([]Version, *keyset.Cursor, error) {
 	if f.Status != "" && !slices.Contains(Statuses, f.Status) {
-		return Page{}, errs.InvalidField("status", "must be one of %s", strings.Join(Statuses, ", "))
-	}
-	c, err := keyset.Parse("models", cursor)
-	if err != nil {
-		return Page{}, err
+		return nil, nil, errs.InvalidField("status", "must be one of %s", strings.Join(Statuses, ", "))
 	}
 	at, id := c.Bounds()
 	q := db.New(s.Pool)
@@ -329,7 +323,7 @@ func (s *Service) List(ctx context.Context, orgID uuid.UUID, f Filter, cursor st
 		BeforeAt: at, BeforeID: id.UUID, RowLimit: int32(limit + 1),
 	})
 	if err != nil {
-		return Page{}, err
+		return nil, nil, err
 	}
 	rows, next := keyset.Page(rows, limit, func(r db.ModelVersionListRow) keyset.Cursor {
 		return keyset.Cursor{At: r.ModelVersion.CreatedAt, ID: r.ModelVersion.ID}
@@ -340,24 +334,21 @@ func (s *Service) List(ctx context.Context, orgID uuid.UUID, f Filter, cursor st
 	}
 	aliases, err := aliasesOf(ctx, q, orgID, ids)
 	if err != nil {
-		return Page{}, err
+		return nil, nil, err
 	}
 	registered, err := q.RegisteredModelList(ctx, orgID)
 	if err != nil {
-		return Page{}, err
+		return nil, nil, err
 	}
 	byID := map[uuid.UUID]db.RegisteredModel{}
 	for _, m := range registered {
 		byID[m.ID] = m
 	}
-	p := Page{Versions: make([]Version, 0, len(rows))}
+	out := make([]Version, 0, len(rows))
 	for _, r := range rows {
-		p.Versions = append(p.Versions, versionOf(r.ModelVersion, byID[r.ModelVersion.RegisteredModelID], aliases[r.ModelVersion.ID]))
+		out = append(out, versionOf(r.ModelVersion, byID[r.ModelVersion.RegisteredModelID], aliases[r.ModelVersion.ID]))
 	}
-	if next != nil {
-		p.Next = next.Encode("models")
-	}
-	return p, nil
+	return out, next, nil
 }
 
 // Patch changes a version; nil fields stay as they are.
@@ -466,45 +457,41 @@ type HistoryEntry struct {
 	Result      string    `json:"result"`
 }
 
-// HistoryPage is one page of a history, newest first.
-type HistoryPage struct {
-	Entries []HistoryEntry
-	Next    string
-}
+// HistoryListName names a history in its cursors.
+const HistoryListName = "model-history"
 
 // History returns the history of the registered model a version belongs
-// to: every version's registration, alias moves, loads and unloads.
-func (s *Service) History(ctx context.Context, orgID, versionID uuid.UUID, cursor string, limit int) (HistoryPage, error) {
-	before, err := keyset.ParseSeq("model-history", cursor)
-	if err != nil {
-		return HistoryPage{}, err
-	}
+// to (every version's registration, alias moves, loads and unloads), newest
+// first, from before the given entry (0: the newest), and the entry the
+// next page starts before (0 on the last page).
+func (s *Service) History(ctx context.Context, orgID, versionID uuid.UUID, before int64, limit int) ([]HistoryEntry, int64, error) {
 	q := db.New(s.Pool)
 	v, err := q.ModelVersionGet(ctx, db.ModelVersionGetParams{OrgID: orgID, ID: versionID})
 	if errors.Is(err, pgx.ErrNoRows) {
-		return HistoryPage{}, errs.ErrNotFound
+		return nil, 0, errs.ErrNotFound
 	}
 	if err != nil {
-		return HistoryPage{}, err
+		return nil, 0, err
 	}
 	rows, err := q.ModelHistoryList(ctx, db.ModelHistoryListParams{
 		OrgID: orgID, RegisteredModelID: v.RegisteredModel.ID, BeforeID: before, RowLimit: int32(limit + 1),
 	})
 	if err != nil {
-		return HistoryPage{}, err
+		return nil, 0, err
 	}
-	p := HistoryPage{Entries: make([]HistoryEntry, 0, len(rows))}
+	var next int64
 	if len(rows) > limit {
 		rows = rows[:limit]
-		p.Next = keyset.EncodeSeq("model-history", rows[limit-1].ID)
+		next = rows[limit-1].ID
 	}
+	out := make([]HistoryEntry, 0, len(rows))
 	for _, h := range rows {
-		p.Entries = append(p.Entries, HistoryEntry{
+		out = append(out, HistoryEntry{
 			At: h.At, Actor: h.ActorLabel, Action: h.Action, Alias: h.Alias, FromVersion: h.FromVersion,
 			ToVersion: h.ToVersion, Target: h.Target, Reason: h.Reason, Result: h.Result,
 		})
 	}
-	return p, nil
+	return out, next, nil
 }
 
 // Slug turns a free-text name (a dataset's, "Support answers Q4") into a

@@ -70,13 +70,13 @@ func TestRegister(t *testing.T) {
 	if _, err := svc.Get(ctx, other, v1.ID); !errors.Is(err, errs.ErrNotFound) {
 		t.Errorf("another organisation reads our version: %v", err)
 	}
-	p, err := svc.List(ctx, org, models.Filter{Name: "tandem-assist"}, "", 1)
-	if err != nil || len(p.Versions) != 1 || p.Versions[0].ID != v2.ID || p.Next == "" {
-		t.Fatalf("first page: %+v, %v", p, err)
+	page, next, err := svc.List(ctx, org, models.Filter{Name: "tandem-assist"}, nil, 1)
+	if err != nil || len(page) != 1 || page[0].ID != v2.ID || next == nil {
+		t.Fatalf("first page: %+v, %v", page, err)
 	}
-	p, err = svc.List(ctx, org, models.Filter{Name: "tandem-assist"}, p.Next, 1)
-	if err != nil || len(p.Versions) != 1 || p.Versions[0].ID != v1.ID || p.Next != "" {
-		t.Errorf("last page: %+v, %v", p, err)
+	page, next, err = svc.List(ctx, org, models.Filter{Name: "tandem-assist"}, next, 1)
+	if err != nil || len(page) != 1 || page[0].ID != v1.ID || next != nil {
+		t.Errorf("last page: %+v, %v", page, err)
 	}
 }
 
@@ -178,9 +178,13 @@ func TestUpdateAndHistory(t *testing.T) {
 		t.Errorf("unknown id: %v", err)
 	}
 
-	h, err := svc.History(ctx, org, v.ID, "", 10)
-	if err != nil || len(h.Entries) != 2 || h.Entries[0].Action != "status_changed" || h.Entries[1].Action != "registered" {
-		t.Fatalf("history: %+v, %v", h, err)
+	h, next, err := svc.History(ctx, org, v.ID, 0, 1)
+	if err != nil || len(h) != 1 || h[0].Action != "status_changed" || next == 0 {
+		t.Fatalf("history, first page: %+v, %v", h, err)
+	}
+	h, next, err = svc.History(ctx, org, v.ID, next, 1)
+	if err != nil || len(h) != 1 || h[0].Action != "registered" || next != 0 {
+		t.Fatalf("history, last page: %+v, %v", h, err)
 	}
 	for _, stmt := range []string{"UPDATE model_history SET reason = 'rewritten'", "DELETE FROM model_history", "TRUNCATE model_history"} {
 		_, err := pool.Exec(ctx, stmt)

@@ -1,0 +1,138 @@
+package web_test
+
+import (
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/curate/curate/internal/config"
+	"github.com/curate/curate/web/webtest"
+)
+
+type modelDoc struct {
+	ID      string   `json:"id"`
+	Name    string   `json:"name"`
+	Version string   `json:"version"`
+	Status  string   `json:"status"`
+	Kind    string   `json:"kind"`
+	ModelID string   `json:"model_id"`
+	Aliases []string `json:"aliases"`
+}
+
+// The registry's API: admins register the model in production today by
+// hand and renumber it while it is testing; everyone reads versions and
+// their history; other organisations see nothing of it.
+func TestModelRegistryAPI(t *testing.T) {
+	t.Parallel()
+	s := webtest.New(t, webtest.Options{})
+	org := s.Org("acme")
+	admin := s.APIKey(org, "ops", "admin")
+	viewer := s.APIKey(org, "dashboards", "viewer")
+	other := s.APIKey(s.Org("globex"), "theirs", "admin")
+
+	var p problemDoc
+	s.API(admin, http.MethodPost, "/api/models", map[string]any{"name": "Tandem Assist", "model_id": ""}).
+		Must(t, http.StatusUnprocessableEntity).JSON(t, &p)
+	if p.fields() != "name,model_id" {
+		t.Errorf("fields %q", p.fields())
+	}
+	s.API(viewer, http.MethodPost, "/api/models", map[string]any{"name": "tandem-assist", "model_id": "m"}).Must(t, http.StatusForbidden)
+
+	var v modelDoc
+	s.API(admin, http.MethodPost, "/api/models", map[string]any{"name": "tandem-assist", "model_id": "tandem-assist-v2"}).
+		Must(t, http.StatusCreated).JSON(t, &v)
+	if v.Version != "1.0.0" || v.Status != "testing" || v.Kind != "full" || v.Aliases == nil {
+		t.Errorf("registered %+v", v)
+	}
+	var lora modelDoc
+	s.API(admin, http.MethodPost, "/api/models", map[string]any{
+		"name": "tandem-assist", "version": "2.0.0", "model_id": "/adapters/support-2", "base_model": "meta-llama/Llama-3.1-8B-Instruct", "kind": "lora",
+	}).Must(t, http.StatusCreated).JSON(t, &lora)
+
+	s.API(admin, http.MethodPatch, "/api/models/"+v.ID, map[string]any{"version": "1.5.0", "tags": []string{"baseline"}}).
+		Must(t, http.StatusOK).JSON(t, &v)
+	if v.Version != "1.5.0" {
+		t.Errorf("renumbered %+v", v)
+	}
+	s.API(admin, http.MethodPatch, "/api/models/"+v.ID, map[string]any{"status": "deprecated"}).Must(t, http.StatusOK)
+	s.API(admin, http.MethodPatch, "/api/models/"+v.ID, map[string]any{"version": "1.6.0"}).
+		Must(t, http.StatusUnprocessableEntity).JSON(t, &p)
+	if p.fields() != "version" {
+		t.Errorf("renumbering a deprecated version: %q", p.fields())
+	}
+	s.API(admin, http.MethodPatch, "/api/models/"+v.ID, map[string]any{"version": "1.6.0", "colour": "red"}).Must(t, http.StatusUnprocessableEntity)
+
+	var list struct {
+		Data       []modelDoc `json:"data"`
+		NextCursor string     `json:"next_cursor"`
+	}
+	s.API(viewer, http.MethodGet, "/api/models?name=tandem-assist&limit=1", nil).Must(t, http.StatusOK).JSON(t, &list)
+	if len(list.Data) != 1 || list.Data[0].ID != lora.ID || list.NextCursor == "" {
+		t.Fatalf("first page %+v", list)
+	}
+	next := list.NextCursor
+	list.NextCursor = ""
+	s.API(viewer, http.MethodGet, "/api/models?name=tandem-assist&limit=1&cursor="+next, nil).Must(t, http.StatusOK).JSON(t, &list)
+	if len(list.Data) != 1 || list.Data[0].ID != v.ID || list.NextCursor != "" {
+		t.Errorf("last page %+v", list)
+	}
+	s.API(viewer, http.MethodGet, "/api/models?status=live", nil).Must(t, http.StatusUnprocessableEntity)
+	s.API(viewer, http.MethodGet, "/api/models?stage=production", nil).Must(t, http.StatusBadRequest)
+
+	var history struct {
+		Data []struct {
+			Action    string `json:"action"`
+			ToVersion string `json:"to_version"`
+			Actor     string `json:"actor"`
+		} `json:"data"`
+	}
+	s.API(viewer, http.MethodGet, "/api/models/"+lora.ID+"/history", nil).Must(t, http.StatusOK).JSON(t, &history)
+	var got []string
+	for _, h := range history.Data {
+		got = append(got, h.Action+" "+h.ToVersion)
+	}
+	if strings.Join(got, ", ") != "status_changed 1.5.0, registered 2.0.0, registered 1.0.0" {
+		t.Errorf("history %q", got)
+	}
+
+	s.API(other, http.MethodGet, "/api/models/"+v.ID, nil).Must(t, http.StatusNotFound)
+	s.API(other, http.MethodGet, "/api/models/"+v.ID+"/history", nil).Must(t, http.StatusNotFound)
+	s.API(other, http.MethodPatch, "/api/models/"+v.ID, map[string]any{"status": "archived"}).Must(t, http.StatusNotFound)
+	assertAudit(t, s, "model.register", "model.register", "model.update", "model.update")
+}
+
+// Serving targets: an admin adds one, its key is never read back, and an
+// address the outbound policy refuses is refused with a sentence.
+func TestServingTargetsAPI(t *testing.T) {
+	t.Parallel()
+	s := webtest.New(t, webtest.Options{Configure: func(c *config.Config) { c.OutboundAllow = "" }})
+	org := s.Org("acme")
+	admin := s.APIKey(org, "ops", "admin")
+	curator := s.APIKey(org, "curation", "curator")
+
+	var target map[string]any
+	s.API(admin, http.MethodPost, "/api/serving-targets", map[string]any{
+		"name": "gpu-1", "kind": "vllm", "base_url": "https://vllm.example.com/", "api_key": "sk-secret-123",
+	}).Must(t, http.StatusCreated).JSON(t, &target)
+	if target["base_url"] != "https://vllm.example.com" || target["has_api_key"] != true {
+		t.Errorf("target %v", target)
+	}
+	res := s.API(admin, http.MethodGet, "/api/serving-targets", nil).Must(t, http.StatusOK)
+	if strings.Contains(res.Body, "sk-secret") || !strings.Contains(res.Body, `"gpu-1"`) {
+		t.Errorf("list %s", res.Body)
+	}
+	var p problemDoc
+	s.API(admin, http.MethodPost, "/api/serving-targets", map[string]any{"name": "gpu-1", "kind": "vllm", "base_url": "https://vllm.example.com"}).
+		Must(t, http.StatusUnprocessableEntity).JSON(t, &p)
+	if p.fields() != "name" {
+		t.Errorf("a second gpu-1: %q", p.fields())
+	}
+	res = s.API(admin, http.MethodPost, "/api/serving-targets", map[string]any{"name": "local", "kind": "vllm", "base_url": "http://127.0.0.1:8000"}).
+		Must(t, http.StatusUnprocessableEntity)
+	if !strings.Contains(res.Body, "private or loopback") {
+		t.Errorf("a loopback address: %s", res.Body)
+	}
+	s.API(admin, http.MethodPost, "/api/serving-targets", map[string]any{"name": "x", "kind": "triton"}).Must(t, http.StatusUnprocessableEntity)
+	s.API(curator, http.MethodPost, "/api/serving-targets", map[string]any{"name": "y", "kind": "openai"}).Must(t, http.StatusForbidden)
+	assertAudit(t, s, "serving_target.create")
+}
