@@ -13,6 +13,356 @@ import (
 	"github.com/jackc/pgx/v5/pgtype"
 )
 
+const deploymentGet = `-- name: DeploymentGet :one
+SELECT id, org_id, registered_model_id, version_id, target_id, alias, action, status, reason, previous_version_id, served_name, loaded_at, verified_at, alias_moved_at, error, river_job_id, created_by, created_by_label, created_at, finished_at FROM deployments WHERE org_id = $1 AND id = $2
+`
+
+type DeploymentGetParams struct {
+	OrgID uuid.UUID `json:"org_id"`
+	ID    uuid.UUID `json:"id"`
+}
+
+func (q *Queries) DeploymentGet(ctx context.Context, arg DeploymentGetParams) (Deployment, error) {
+	row := q.db.QueryRow(ctx, deploymentGet, arg.OrgID, arg.ID)
+	var i Deployment
+	err := row.Scan(
+		&i.ID,
+		&i.OrgID,
+		&i.RegisteredModelID,
+		&i.VersionID,
+		&i.TargetID,
+		&i.Alias,
+		&i.Action,
+		&i.Status,
+		&i.Reason,
+		&i.PreviousVersionID,
+		&i.ServedName,
+		&i.LoadedAt,
+		&i.VerifiedAt,
+		&i.AliasMovedAt,
+		&i.Error,
+		&i.RiverJobID,
+		&i.CreatedBy,
+		&i.CreatedByLabel,
+		&i.CreatedAt,
+		&i.FinishedAt,
+	)
+	return i, err
+}
+
+const deploymentGetByID = `-- name: DeploymentGetByID :one
+SELECT id, org_id, registered_model_id, version_id, target_id, alias, action, status, reason, previous_version_id, served_name, loaded_at, verified_at, alias_moved_at, error, river_job_id, created_by, created_by_label, created_at, finished_at FROM deployments WHERE id = $1
+`
+
+// For the worker, which knows the deployment only by its id.
+func (q *Queries) DeploymentGetByID(ctx context.Context, id uuid.UUID) (Deployment, error) {
+	row := q.db.QueryRow(ctx, deploymentGetByID, id)
+	var i Deployment
+	err := row.Scan(
+		&i.ID,
+		&i.OrgID,
+		&i.RegisteredModelID,
+		&i.VersionID,
+		&i.TargetID,
+		&i.Alias,
+		&i.Action,
+		&i.Status,
+		&i.Reason,
+		&i.PreviousVersionID,
+		&i.ServedName,
+		&i.LoadedAt,
+		&i.VerifiedAt,
+		&i.AliasMovedAt,
+		&i.Error,
+		&i.RiverJobID,
+		&i.CreatedBy,
+		&i.CreatedByLabel,
+		&i.CreatedAt,
+		&i.FinishedAt,
+	)
+	return i, err
+}
+
+const deploymentGetForUpdate = `-- name: DeploymentGetForUpdate :one
+SELECT id, org_id, registered_model_id, version_id, target_id, alias, action, status, reason, previous_version_id, served_name, loaded_at, verified_at, alias_moved_at, error, river_job_id, created_by, created_by_label, created_at, finished_at FROM deployments WHERE id = $1 FOR UPDATE
+`
+
+func (q *Queries) DeploymentGetForUpdate(ctx context.Context, id uuid.UUID) (Deployment, error) {
+	row := q.db.QueryRow(ctx, deploymentGetForUpdate, id)
+	var i Deployment
+	err := row.Scan(
+		&i.ID,
+		&i.OrgID,
+		&i.RegisteredModelID,
+		&i.VersionID,
+		&i.TargetID,
+		&i.Alias,
+		&i.Action,
+		&i.Status,
+		&i.Reason,
+		&i.PreviousVersionID,
+		&i.ServedName,
+		&i.LoadedAt,
+		&i.VerifiedAt,
+		&i.AliasMovedAt,
+		&i.Error,
+		&i.RiverJobID,
+		&i.CreatedBy,
+		&i.CreatedByLabel,
+		&i.CreatedAt,
+		&i.FinishedAt,
+	)
+	return i, err
+}
+
+const deploymentGetLatestSucceeded = `-- name: DeploymentGetLatestSucceeded :one
+SELECT id, org_id, registered_model_id, version_id, target_id, alias, action, status, reason, previous_version_id, served_name, loaded_at, verified_at, alias_moved_at, error, river_job_id, created_by, created_by_label, created_at, finished_at FROM deployments
+WHERE org_id = $1 AND registered_model_id = $2 AND alias = $3 AND status = 'succeeded'
+ORDER BY alias_moved_at DESC, created_at DESC
+LIMIT 1
+`
+
+type DeploymentGetLatestSucceededParams struct {
+	OrgID             uuid.UUID `json:"org_id"`
+	RegisteredModelID uuid.UUID `json:"registered_model_id"`
+	Alias             string    `json:"alias"`
+}
+
+// The deployment that put the alias's current version in place.
+func (q *Queries) DeploymentGetLatestSucceeded(ctx context.Context, arg DeploymentGetLatestSucceededParams) (Deployment, error) {
+	row := q.db.QueryRow(ctx, deploymentGetLatestSucceeded, arg.OrgID, arg.RegisteredModelID, arg.Alias)
+	var i Deployment
+	err := row.Scan(
+		&i.ID,
+		&i.OrgID,
+		&i.RegisteredModelID,
+		&i.VersionID,
+		&i.TargetID,
+		&i.Alias,
+		&i.Action,
+		&i.Status,
+		&i.Reason,
+		&i.PreviousVersionID,
+		&i.ServedName,
+		&i.LoadedAt,
+		&i.VerifiedAt,
+		&i.AliasMovedAt,
+		&i.Error,
+		&i.RiverJobID,
+		&i.CreatedBy,
+		&i.CreatedByLabel,
+		&i.CreatedAt,
+		&i.FinishedAt,
+	)
+	return i, err
+}
+
+const deploymentInsert = `-- name: DeploymentInsert :one
+INSERT INTO deployments (
+    org_id, registered_model_id, version_id, target_id, alias, action, reason,
+    previous_version_id, served_name, created_by, created_by_label
+) VALUES (
+    $1, $2, $3, $4, $5, $6, $7,
+    $8, $9, $10, $11
+)
+RETURNING id, org_id, registered_model_id, version_id, target_id, alias, action, status, reason, previous_version_id, served_name, loaded_at, verified_at, alias_moved_at, error, river_job_id, created_by, created_by_label, created_at, finished_at
+`
+
+type DeploymentInsertParams struct {
+	OrgID             uuid.UUID     `json:"org_id"`
+	RegisteredModelID uuid.UUID     `json:"registered_model_id"`
+	VersionID         uuid.UUID     `json:"version_id"`
+	TargetID          uuid.NullUUID `json:"target_id"`
+	Alias             string        `json:"alias"`
+	Action            string        `json:"action"`
+	Reason            string        `json:"reason"`
+	PreviousVersionID uuid.NullUUID `json:"previous_version_id"`
+	ServedName        string        `json:"served_name"`
+	CreatedBy         uuid.NullUUID `json:"created_by"`
+	CreatedByLabel    string        `json:"created_by_label"`
+}
+
+func (q *Queries) DeploymentInsert(ctx context.Context, arg DeploymentInsertParams) (Deployment, error) {
+	row := q.db.QueryRow(ctx, deploymentInsert,
+		arg.OrgID,
+		arg.RegisteredModelID,
+		arg.VersionID,
+		arg.TargetID,
+		arg.Alias,
+		arg.Action,
+		arg.Reason,
+		arg.PreviousVersionID,
+		arg.ServedName,
+		arg.CreatedBy,
+		arg.CreatedByLabel,
+	)
+	var i Deployment
+	err := row.Scan(
+		&i.ID,
+		&i.OrgID,
+		&i.RegisteredModelID,
+		&i.VersionID,
+		&i.TargetID,
+		&i.Alias,
+		&i.Action,
+		&i.Status,
+		&i.Reason,
+		&i.PreviousVersionID,
+		&i.ServedName,
+		&i.LoadedAt,
+		&i.VerifiedAt,
+		&i.AliasMovedAt,
+		&i.Error,
+		&i.RiverJobID,
+		&i.CreatedBy,
+		&i.CreatedByLabel,
+		&i.CreatedAt,
+		&i.FinishedAt,
+	)
+	return i, err
+}
+
+const deploymentListByVersion = `-- name: DeploymentListByVersion :many
+SELECT d.id, d.org_id, d.registered_model_id, d.version_id, d.target_id, d.alias, d.action, d.status, d.reason, d.previous_version_id, d.served_name, d.loaded_at, d.verified_at, d.alias_moved_at, d.error, d.river_job_id, d.created_by, d.created_by_label, d.created_at, d.finished_at, coalesce(t.name, '') AS target_name FROM deployments d
+LEFT JOIN serving_targets t ON t.id = d.target_id
+WHERE d.org_id = $1 AND d.version_id = $2
+ORDER BY d.created_at DESC
+LIMIT 100
+`
+
+type DeploymentListByVersionParams struct {
+	OrgID     uuid.UUID `json:"org_id"`
+	VersionID uuid.UUID `json:"version_id"`
+}
+
+type DeploymentListByVersionRow struct {
+	Deployment Deployment `json:"deployment"`
+	TargetName string     `json:"target_name"`
+}
+
+func (q *Queries) DeploymentListByVersion(ctx context.Context, arg DeploymentListByVersionParams) ([]DeploymentListByVersionRow, error) {
+	rows, err := q.db.Query(ctx, deploymentListByVersion, arg.OrgID, arg.VersionID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []DeploymentListByVersionRow{}
+	for rows.Next() {
+		var i DeploymentListByVersionRow
+		if err := rows.Scan(
+			&i.Deployment.ID,
+			&i.Deployment.OrgID,
+			&i.Deployment.RegisteredModelID,
+			&i.Deployment.VersionID,
+			&i.Deployment.TargetID,
+			&i.Deployment.Alias,
+			&i.Deployment.Action,
+			&i.Deployment.Status,
+			&i.Deployment.Reason,
+			&i.Deployment.PreviousVersionID,
+			&i.Deployment.ServedName,
+			&i.Deployment.LoadedAt,
+			&i.Deployment.VerifiedAt,
+			&i.Deployment.AliasMovedAt,
+			&i.Deployment.Error,
+			&i.Deployment.RiverJobID,
+			&i.Deployment.CreatedBy,
+			&i.Deployment.CreatedByLabel,
+			&i.Deployment.CreatedAt,
+			&i.Deployment.FinishedAt,
+			&i.TargetName,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const deploymentUpdateFailed = `-- name: DeploymentUpdateFailed :exec
+UPDATE deployments SET status = 'failed', error = $1, finished_at = now()
+WHERE id = $2 AND status IN ('queued', 'running')
+`
+
+type DeploymentUpdateFailedParams struct {
+	Error string    `json:"error"`
+	ID    uuid.UUID `json:"id"`
+}
+
+func (q *Queries) DeploymentUpdateFailed(ctx context.Context, arg DeploymentUpdateFailedParams) error {
+	_, err := q.db.Exec(ctx, deploymentUpdateFailed, arg.Error, arg.ID)
+	return err
+}
+
+const deploymentUpdateLoaded = `-- name: DeploymentUpdateLoaded :exec
+UPDATE deployments SET loaded_at = now() WHERE id = $1 AND loaded_at IS NULL
+`
+
+func (q *Queries) DeploymentUpdateLoaded(ctx context.Context, id uuid.UUID) error {
+	_, err := q.db.Exec(ctx, deploymentUpdateLoaded, id)
+	return err
+}
+
+const deploymentUpdateRiverID = `-- name: DeploymentUpdateRiverID :exec
+UPDATE deployments SET river_job_id = $1 WHERE id = $2
+`
+
+type DeploymentUpdateRiverIDParams struct {
+	RiverJobID pgtype.Int8 `json:"river_job_id"`
+	ID         uuid.UUID   `json:"id"`
+}
+
+func (q *Queries) DeploymentUpdateRiverID(ctx context.Context, arg DeploymentUpdateRiverIDParams) error {
+	_, err := q.db.Exec(ctx, deploymentUpdateRiverID, arg.RiverJobID, arg.ID)
+	return err
+}
+
+const deploymentUpdateRunning = `-- name: DeploymentUpdateRunning :exec
+UPDATE deployments SET status = 'running' WHERE id = $1 AND status = 'queued'
+`
+
+func (q *Queries) DeploymentUpdateRunning(ctx context.Context, id uuid.UUID) error {
+	_, err := q.db.Exec(ctx, deploymentUpdateRunning, id)
+	return err
+}
+
+const deploymentUpdateSucceeded = `-- name: DeploymentUpdateSucceeded :exec
+UPDATE deployments SET status = 'succeeded', alias_moved_at = now(), finished_at = now() WHERE id = $1
+`
+
+func (q *Queries) DeploymentUpdateSucceeded(ctx context.Context, id uuid.UUID) error {
+	_, err := q.db.Exec(ctx, deploymentUpdateSucceeded, id)
+	return err
+}
+
+const deploymentUpdateVerified = `-- name: DeploymentUpdateVerified :exec
+UPDATE deployments SET verified_at = now() WHERE id = $1 AND verified_at IS NULL
+`
+
+func (q *Queries) DeploymentUpdateVerified(ctx context.Context, id uuid.UUID) error {
+	_, err := q.db.Exec(ctx, deploymentUpdateVerified, id)
+	return err
+}
+
+const modelAliasCountByVersion = `-- name: ModelAliasCountByVersion :one
+SELECT count(*) FROM model_aliases WHERE org_id = $1 AND version_id = $2
+`
+
+type ModelAliasCountByVersionParams struct {
+	OrgID     uuid.UUID `json:"org_id"`
+	VersionID uuid.UUID `json:"version_id"`
+}
+
+func (q *Queries) ModelAliasCountByVersion(ctx context.Context, arg ModelAliasCountByVersionParams) (int64, error) {
+	row := q.db.QueryRow(ctx, modelAliasCountByVersion, arg.OrgID, arg.VersionID)
+	var count int64
+	err := row.Scan(&count)
+	return count, err
+}
+
 const modelAliasGet = `-- name: ModelAliasGet :one
 SELECT org_id, registered_model_id, alias, version_id, updated_at FROM model_aliases WHERE org_id = $1 AND registered_model_id = $2 AND alias = $3
 `
@@ -528,6 +878,36 @@ func (q *Queries) ModelVersionUpdate(ctx context.Context, arg ModelVersionUpdate
 	return err
 }
 
+const modelVersionUpdateDeployed = `-- name: ModelVersionUpdateDeployed :exec
+UPDATE model_versions SET status = 'deployed', deployed_at = now()
+WHERE org_id = $1 AND id = $2
+`
+
+type ModelVersionUpdateDeployedParams struct {
+	OrgID uuid.UUID `json:"org_id"`
+	ID    uuid.UUID `json:"id"`
+}
+
+func (q *Queries) ModelVersionUpdateDeployed(ctx context.Context, arg ModelVersionUpdateDeployedParams) error {
+	_, err := q.db.Exec(ctx, modelVersionUpdateDeployed, arg.OrgID, arg.ID)
+	return err
+}
+
+const modelVersionUpdateStatus = `-- name: ModelVersionUpdateStatus :exec
+UPDATE model_versions SET status = $1 WHERE org_id = $2 AND id = $3
+`
+
+type ModelVersionUpdateStatusParams struct {
+	Status ModelVersionStatus `json:"status"`
+	OrgID  uuid.UUID          `json:"org_id"`
+	ID     uuid.UUID          `json:"id"`
+}
+
+func (q *Queries) ModelVersionUpdateStatus(ctx context.Context, arg ModelVersionUpdateStatusParams) error {
+	_, err := q.db.Exec(ctx, modelVersionUpdateStatus, arg.Status, arg.OrgID, arg.ID)
+	return err
+}
+
 const registeredModelGetByName = `-- name: RegisteredModelGetByName :one
 SELECT id, org_id, name, description, tags, created_at FROM registered_models WHERE org_id = $1 AND name = $2
 `
@@ -657,6 +1037,32 @@ func (q *Queries) RegisteredModelUpdate(ctx context.Context, arg RegisteredModel
 		arg.ID,
 	)
 	return err
+}
+
+const servingTargetGet = `-- name: ServingTargetGet :one
+SELECT id, org_id, name, kind, base_url, api_key_ciphertext, api_key_nonce, unload_grace_s, created_at FROM serving_targets WHERE org_id = $1 AND id = $2
+`
+
+type ServingTargetGetParams struct {
+	OrgID uuid.UUID `json:"org_id"`
+	ID    uuid.UUID `json:"id"`
+}
+
+func (q *Queries) ServingTargetGet(ctx context.Context, arg ServingTargetGetParams) (ServingTarget, error) {
+	row := q.db.QueryRow(ctx, servingTargetGet, arg.OrgID, arg.ID)
+	var i ServingTarget
+	err := row.Scan(
+		&i.ID,
+		&i.OrgID,
+		&i.Name,
+		&i.Kind,
+		&i.BaseUrl,
+		&i.ApiKeyCiphertext,
+		&i.ApiKeyNonce,
+		&i.UnloadGraceS,
+		&i.CreatedAt,
+	)
+	return i, err
 }
 
 const servingTargetGetByName = `-- name: ServingTargetGetByName :one

@@ -1,6 +1,9 @@
 package handlers
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 	"net/http"
 	"slices"
 
@@ -138,4 +141,88 @@ func (h *Handlers) APIServingTargetList(c echo.Context) error {
 		return err
 	}
 	return c.JSON(http.StatusOK, listBody[serving.Target]{Data: list})
+}
+
+// APIModelDeploy asks for a version to be deployed under an alias on a
+// target: 202 with the deployment, which a worker carries out.
+func (h *Handlers) APIModelDeploy(c echo.Context) error {
+	if _, err := queryParams(c); err != nil {
+		return err
+	}
+	id, err := pathID(c)
+	if err != nil {
+		return err
+	}
+	var in models.DeployRequest
+	if err := decodeJSON(c, &in, ""); err != nil {
+		return err
+	}
+	d, err := h.Models.Deploy(ctx(c), actor(c), CallerOf(c).OrgID, id, in)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusAccepted, d)
+}
+
+// APIModelRollback puts back the version that held an alias before the
+// current one: 202 with the deployment that does it.
+func (h *Handlers) APIModelRollback(c echo.Context) error {
+	if _, err := queryParams(c); err != nil {
+		return err
+	}
+	id, err := pathID(c)
+	if err != nil {
+		return err
+	}
+	var in models.RollbackRequest
+	if err := decodeJSON(c, &in, ""); err != nil {
+		return err
+	}
+	d, err := h.Models.Rollback(ctx(c), actor(c), CallerOf(c).OrgID, id, in)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusAccepted, d)
+}
+
+// APIDeploymentGet reads a deployment.
+func (h *Handlers) APIDeploymentGet(c echo.Context) error {
+	if _, err := queryParams(c); err != nil {
+		return err
+	}
+	id, err := pathID(c)
+	if err != nil {
+		return err
+	}
+	d, err := h.Models.GetDeployment(ctx(c), CallerOf(c).OrgID, id)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, d)
+}
+
+// APIModelResolve answers which version an alias names and where it is
+// served, with an ETag over the answer so the assistant can poll with
+// If-None-Match and get 304 until it changes.
+func (h *Handlers) APIModelResolve(c echo.Context) error {
+	q, err := queryParams(c, "name", "alias")
+	if err != nil {
+		return err
+	}
+	r, err := h.Models.Resolve(ctx(c), CallerOf(c).OrgID, q.Get("name"), q.Get("alias"))
+	if err != nil {
+		return err
+	}
+	body, err := json.Marshal(r)
+	if err != nil {
+		return err
+	}
+	sum := sha256.Sum256(body)
+	etag := `"` + hex.EncodeToString(sum[:12]) + `"`
+	c.Response().Header().Set("ETag", etag)
+	c.Response().Header().Set("Cache-Control", "no-cache")
+	if match := c.Request().Header.Get("If-None-Match"); match == etag {
+		return c.NoContent(http.StatusNotModified)
+	}
+	return c.JSONBlob(http.StatusOK, body)
 }

@@ -135,6 +135,10 @@ func Routes(h *handlers.Handlers) []Route {
 		{GET, "/api/models/:id", auth.Viewer, h.APIModelGet},
 		{PATCH, "/api/models/:id", auth.Admin, h.APIModelPatch},
 		{GET, "/api/models/:id/history", auth.Viewer, h.APIModelHistory},
+		{GET, "/api/models/resolve", auth.Viewer, h.APIModelResolve},
+		{POST, "/api/models/:id/deploy", auth.Admin, h.APIModelDeploy},
+		{POST, "/api/models/:id/rollback", auth.Admin, h.APIModelRollback},
+		{GET, "/api/deployments/:id", auth.Viewer, h.APIDeploymentGet},
 		{POST, "/api/serving-targets", auth.Admin, h.APIServingTargetCreate},
 		{GET, "/api/serving-targets", auth.Admin, h.APIServingTargetList},
 

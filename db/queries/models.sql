@@ -107,3 +107,69 @@ SELECT * FROM serving_targets WHERE org_id = @org_id ORDER BY name;
 
 -- name: ServingTargetGetByName :one
 SELECT * FROM serving_targets WHERE org_id = @org_id AND name = @name;
+
+-- name: ServingTargetGet :one
+SELECT * FROM serving_targets WHERE org_id = @org_id AND id = @id;
+
+-- name: ModelAliasCountByVersion :one
+SELECT count(*) FROM model_aliases WHERE org_id = @org_id AND version_id = @version_id;
+
+-- name: ModelVersionUpdateDeployed :exec
+UPDATE model_versions SET status = 'deployed', deployed_at = now()
+WHERE org_id = @org_id AND id = @id;
+
+-- name: ModelVersionUpdateStatus :exec
+UPDATE model_versions SET status = @status WHERE org_id = @org_id AND id = @id;
+
+-- name: DeploymentInsert :one
+INSERT INTO deployments (
+    org_id, registered_model_id, version_id, target_id, alias, action, reason,
+    previous_version_id, served_name, created_by, created_by_label
+) VALUES (
+    @org_id, @registered_model_id, @version_id, @target_id, @alias, @action, @reason,
+    @previous_version_id, @served_name, @created_by, @created_by_label
+)
+RETURNING *;
+
+-- name: DeploymentUpdateRiverID :exec
+UPDATE deployments SET river_job_id = @river_job_id WHERE id = @id;
+
+-- name: DeploymentGet :one
+SELECT * FROM deployments WHERE org_id = @org_id AND id = @id;
+
+-- name: DeploymentGetByID :one
+-- For the worker, which knows the deployment only by its id.
+SELECT * FROM deployments WHERE id = @id;
+
+-- name: DeploymentGetForUpdate :one
+SELECT * FROM deployments WHERE id = @id FOR UPDATE;
+
+-- name: DeploymentUpdateRunning :exec
+UPDATE deployments SET status = 'running' WHERE id = @id AND status = 'queued';
+
+-- name: DeploymentUpdateLoaded :exec
+UPDATE deployments SET loaded_at = now() WHERE id = @id AND loaded_at IS NULL;
+
+-- name: DeploymentUpdateVerified :exec
+UPDATE deployments SET verified_at = now() WHERE id = @id AND verified_at IS NULL;
+
+-- name: DeploymentUpdateSucceeded :exec
+UPDATE deployments SET status = 'succeeded', alias_moved_at = now(), finished_at = now() WHERE id = @id;
+
+-- name: DeploymentUpdateFailed :exec
+UPDATE deployments SET status = 'failed', error = @error, finished_at = now()
+WHERE id = @id AND status IN ('queued', 'running');
+
+-- name: DeploymentGetLatestSucceeded :one
+-- The deployment that put the alias's current version in place.
+SELECT * FROM deployments
+WHERE org_id = @org_id AND registered_model_id = @registered_model_id AND alias = @alias AND status = 'succeeded'
+ORDER BY alias_moved_at DESC, created_at DESC
+LIMIT 1;
+
+-- name: DeploymentListByVersion :many
+SELECT sqlc.embed(d), coalesce(t.name, '') AS target_name FROM deployments d
+LEFT JOIN serving_targets t ON t.id = d.target_id
+WHERE d.org_id = @org_id AND d.version_id = @version_id
+ORDER BY d.created_at DESC
+LIMIT 100;

@@ -101,6 +101,7 @@ func New(cfg config.Config, pool *pgxpool.Pool, log *slog.Logger) (*Services, er
 	ft := finetune.FromConfig(pool, cfg)
 	ft.Jobs = inserter
 	ft.SetDataSource(&datasets.FineTuneSource{Service: ds})
+	srv := &serving.Service{Pool: pool, Secrets: imp.Secrets, Outbound: out}
 	acc := accounts.New(pool)
 	acc.SessionTTL = cfg.SessionTTL
 	return &Services{
@@ -119,7 +120,7 @@ func New(cfg config.Config, pool *pgxpool.Pool, log *slog.Logger) (*Services, er
 		AuditLog:      &audit.Service{Pool: pool},
 		Health:        &health.Service{Pool: pool},
 		Servers:       &servers.Service{Pool: pool},
-		Models:        &models.Service{Pool: pool},
-		Serving:       &serving.Service{Pool: pool, Secrets: imp.Secrets, Outbound: out},
+		Models:        &models.Service{Pool: pool, Jobs: inserter, Serving: srv},
+		Serving:       srv,
 	}, nil
 }

@@ -28,7 +28,9 @@ import (
 	"github.com/curate/curate/db"
 	"github.com/curate/curate/internal/audit"
 	"github.com/curate/curate/internal/errs"
+	"github.com/curate/curate/internal/jobq"
 	"github.com/curate/curate/internal/keyset"
+	"github.com/curate/curate/internal/serving"
 )
 
 // Version statuses, in the order a version usually goes through them.
@@ -64,6 +66,10 @@ var name = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]{0,63}$`)
 // Service does the work; its fields are its dependencies.
 type Service struct {
 	Pool *pgxpool.Pool
+	// Jobs inserts deployment jobs in the transaction that records them.
+	Jobs jobq.Inserter
+	// Serving reaches the targets versions are deployed to.
+	Serving *serving.Service
 }
 
 // Version is one version of a registered model as pages and the API show it.

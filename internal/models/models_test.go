@@ -32,6 +32,9 @@ func setup(t *testing.T) (context.Context, *pgxpool.Pool, *models.Service, uuid.
 	if err := pool.QueryRow(ctx, "INSERT INTO organizations (slug, name) VALUES ('globex', 'Globex') RETURNING id").Scan(&other); err != nil {
 		t.Fatal(err)
 	}
+	if _, err := pool.Exec(ctx, "INSERT INTO users (id, org_id, email, password_hash, role) VALUES ($1, $2, $3, 'x', 'admin')", admin.ID, org, admin.Label); err != nil {
+		t.Fatal(err)
+	}
 	return ctx, pool, &models.Service{Pool: pool}, org, other
 }
 

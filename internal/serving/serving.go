@@ -23,6 +23,7 @@ import (
 	"github.com/curate/curate/internal/errs"
 	"github.com/curate/curate/internal/outbound"
 	"github.com/curate/curate/internal/secrets"
+	"github.com/curate/curate/internal/webhook"
 )
 
 // Kinds of serving target.
@@ -54,6 +55,10 @@ type Service struct {
 	// Outbound checks targets' addresses against the operator's policy
 	// and makes every call to them.
 	Outbound *outbound.Client
+	// Attempts and RetryDelay shape the retries of calls to targets
+	// (defaults: 4 tries, 2 s doubling); tests shorten them.
+	Attempts   int
+	RetryDelay time.Duration
 }
 
 // Target is a serving target as the API shows it: never its key.
@@ -103,7 +108,11 @@ func (s *Service) Create(ctx context.Context, actor audit.Actor, orgID uuid.UUID
 			v.Add("base_url", "%s", outbound.Describe(err))
 		}
 	}
-	v.Text("api_key", in.APIKey, MaxAPIKey, false)
+	if v.Text("api_key", in.APIKey, MaxAPIKey, in.Kind == KindWebhook) && in.Kind == KindWebhook {
+		if err := webhook.CheckSecret(in.APIKey); err != nil {
+			v.Add("api_key", "must be the webhook's signing secret: whsec_ followed by a base64 key of 24 to 64 bytes")
+		}
+	}
 	if in.APIKey != "" && s.Secrets == nil {
 		v.Add("api_key", "cannot be stored: no key to encrypt secrets is configured (CURATE_SECRET_KEY)")
 	}
@@ -154,4 +163,55 @@ func (s *Service) List(ctx context.Context, orgID uuid.UUID) ([]Target, error) {
 		out = append(out, targetOf(t))
 	}
 	return out, nil
+}
+
+// Get returns one of the organisation's targets, or errs.ErrNotFound.
+func (s *Service) Get(ctx context.Context, q *db.Queries, orgID, id uuid.UUID) (db.ServingTarget, error) {
+	t, err := q.ServingTargetGet(ctx, db.ServingTargetGetParams{OrgID: orgID, ID: id})
+	if errors.Is(err, pgx.ErrNoRows) {
+		return t, errs.ErrNotFound
+	}
+	return t, err
+}
+
+// GetByName returns the organisation's target of that name; an unknown
+// name is an invalid "target" field.
+func (s *Service) GetByName(ctx context.Context, q *db.Queries, orgID uuid.UUID, name string) (db.ServingTarget, error) {
+	t, err := q.ServingTargetGetByName(ctx, db.ServingTargetGetByNameParams{OrgID: orgID, Name: name})
+	if errors.Is(err, pgx.ErrNoRows) {
+		return t, errs.InvalidField("target", "no serving target is named %q", name)
+	}
+	return t, err
+}
+
+// key opens a target's API key ("" when it has none).
+func (s *Service) key(t db.ServingTarget) (string, error) {
+	if t.ApiKeyCiphertext == nil {
+		return "", nil
+	}
+	if s.Secrets == nil {
+		return "", errors.New("serving: no key to open stored secrets (CURATE_SECRET_KEY)")
+	}
+	return s.Secrets.Open(t.ApiKeyCiphertext, t.ApiKeyNonce, binding(t.OrgID))
+}
+
+// VLLM is the client of a vllm target.
+func (s *Service) VLLM(t db.ServingTarget) (*VLLM, error) {
+	key, err := s.key(t)
+	if err != nil {
+		return nil, err
+	}
+	return &VLLM{HTTP: s.Outbound.HTTP(), BaseURL: t.BaseUrl, APIKey: key, Attempts: s.Attempts, BaseDelay: s.RetryDelay}, nil
+}
+
+// Notify delivers a signed deployment message to a webhook target under
+// the message id (the same id for every retry of one deployment, so the
+// receiver can drop repeats).
+func (s *Service) Notify(ctx context.Context, t db.ServingTarget, id string, payload any) (webhook.Result, error) {
+	secret, err := s.key(t)
+	if err != nil {
+		return webhook.Result{}, err
+	}
+	sender := &webhook.Sender{Outbound: s.Outbound, MaxAttempts: s.Attempts, BaseDelay: s.RetryDelay}
+	return sender.Send(ctx, webhook.Endpoint{URL: t.BaseUrl, Secret: secret}, id, payload)
 }
