@@ -1,11 +1,14 @@
 package web_test
 
 import (
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/curate/curate/internal/config"
+	"github.com/curate/curate/internal/serving/vllmtest"
 	"github.com/curate/curate/web/webtest"
 )
 
@@ -135,4 +138,100 @@ func TestServingTargetsAPI(t *testing.T) {
 	s.API(admin, http.MethodPost, "/api/serving-targets", map[string]any{"name": "x", "kind": "triton"}).Must(t, http.StatusUnprocessableEntity)
 	s.API(curator, http.MethodPost, "/api/serving-targets", map[string]any{"name": "y", "kind": "openai"}).Must(t, http.StatusForbidden)
 	assertAudit(t, s, "serving_target.create")
+}
+
+// Deploying through the API with a worker: the deployment is accepted
+// (202), a worker loads the adapter on the vLLM stand-in, and resolve
+// answers the new version as soon as the deployment reads succeeded, with
+// an ETag the assistant polls with; rollback puts the earlier one back.
+func TestDeployAndResolveAPI(t *testing.T) {
+	t.Parallel()
+	s := webtest.New(t, webtest.Options{Workers: 2})
+	org := s.Org("acme")
+	admin := s.APIKey(org, "ops", "admin")
+	viewer := s.APIKey(org, "assistant", "viewer")
+	vllm := vllmtest.New(t, "meta-llama/Llama-3.1-8B-Instruct")
+
+	s.API(admin, http.MethodPost, "/api/serving-targets", map[string]any{"name": "gpu-1", "kind": "vllm", "base_url": vllm.URL}).Must(t, http.StatusCreated)
+	var v1, v2 modelDoc
+	for i, v := range []*modelDoc{&v1, &v2} {
+		s.API(admin, http.MethodPost, "/api/models", map[string]any{
+			"name": "support", "model_id": fmt.Sprintf("/adapters/support-%d", i+1), "base_model": "meta-llama/Llama-3.1-8B-Instruct", "kind": "lora",
+		}).Must(t, http.StatusCreated).JSON(t, v)
+	}
+	s.API(viewer, http.MethodGet, "/api/models/resolve?name=support&alias=production", nil).Must(t, http.StatusNotFound)
+	s.API(viewer, http.MethodPost, "/api/models/"+v1.ID+"/deploy", map[string]any{"alias": "production", "target": "gpu-1", "reason": "x"}).Must(t, http.StatusForbidden)
+
+	type deploymentDoc struct {
+		ID         string `json:"id"`
+		Status     string `json:"status"`
+		Error      string `json:"error"`
+		ServedName string `json:"served_name"`
+	}
+	deploy := func(path string, body map[string]any) deploymentDoc {
+		t.Helper()
+		var d deploymentDoc
+		s.API(admin, http.MethodPost, path, body).Must(t, http.StatusAccepted).JSON(t, &d)
+		deadline := time.Now().Add(30 * time.Second)
+		for d.Status == "queued" || d.Status == "running" {
+			if time.Now().After(deadline) {
+				t.Fatalf("deployment still %s", d.Status)
+			}
+			time.Sleep(50 * time.Millisecond)
+			s.API(viewer, http.MethodGet, "/api/deployments/"+d.ID, nil).Must(t, http.StatusOK).JSON(t, &d)
+		}
+		if d.Status != "succeeded" {
+			t.Fatalf("deployment %+v", d)
+		}
+		return d
+	}
+	type resolved struct {
+		Version, Model, BaseURL, Target string
+	}
+	resolve := func() (resolved, string) {
+		t.Helper()
+		res := s.API(viewer, http.MethodGet, "/api/models/resolve?name=support&alias=production", nil).Must(t, http.StatusOK)
+		var r struct {
+			Version string `json:"version"`
+			Model   string `json:"model"`
+			BaseURL string `json:"base_url"`
+			Target  string `json:"target"`
+		}
+		res.JSON(t, &r)
+		return resolved{r.Version, r.Model, r.BaseURL, r.Target}, res.Header.Get("ETag")
+	}
+
+	d1 := deploy("/api/models/"+v1.ID+"/deploy", map[string]any{"alias": "production", "target": "gpu-1", "reason": "first"})
+	r, etag := resolve()
+	if r != (resolved{v1.Version, d1.ServedName, vllm.URL, "gpu-1"}) || etag == "" {
+		t.Errorf("resolved %+v (etag %q)", r, etag)
+	}
+	res := s.Client().Do(http.MethodGet, "/api/models/resolve?name=support&alias=production", nil,
+		http.Header{"Authorization": {"Bearer " + viewer}, "If-None-Match": {etag}})
+	if res.Status != http.StatusNotModified {
+		t.Errorf("polling with the ETag: %d", res.Status)
+	}
+
+	d2 := deploy("/api/models/"+v2.ID+"/deploy", map[string]any{"alias": "production", "target": "gpu-1", "reason": "second"})
+	if r, etag2 := resolve(); r.Version != v2.Version || r.Model != d2.ServedName || etag2 == etag {
+		t.Errorf("after the second deployment %+v", r)
+	}
+	back := deploy("/api/models/"+v2.ID+"/rollback", map[string]any{"alias": "production", "reason": "tone"})
+	if r, _ := resolve(); r.Version != v1.Version || r.Model != back.ServedName {
+		t.Errorf("after rollback %+v", r)
+	}
+	if vllm.Loads() != 3 {
+		t.Errorf("%d loads, want 3", vllm.Loads())
+	}
+	var history struct {
+		Data []map[string]any `json:"data"`
+	}
+	s.API(viewer, http.MethodGet, "/api/models/"+v1.ID+"/history", nil).Must(t, http.StatusOK).JSON(t, &history)
+	first := history.Data[0]
+	if first["action"] != "alias_moved" || first["from_version"] != v2.Version || first["to_version"] != v1.Version ||
+		first["reason"] != "tone" || first["target"] != "gpu-1" || first["alias"] != "production" || first["actor"] == "" {
+		t.Errorf("newest history entry %v", first)
+	}
+	s.API(admin, http.MethodPost, "/api/models/"+v1.ID+"/rollback", map[string]any{"alias": "production"}).Must(t, http.StatusUnprocessableEntity)
+	assertAudit(t, s, "model.deploy", "model.rollback")
 }
