@@ -13,6 +13,57 @@ import (
 	"github.com/jackc/pgx/v5/pgtype"
 )
 
+const datasetVersionGetForModel = `-- name: DatasetVersionGetForModel :one
+SELECT dv.id, dv.org_id, dv.dataset_id, dv.number, dv.kind, dv.content_hash, dv.item_count, dv.train_count, dv.validation_count, dv.split_strategy, dv.validation_percent, dv.split_seed, dv.created_by_label, dv.created_at, d.name AS dataset_name FROM dataset_versions dv JOIN training_datasets d ON d.id = dv.dataset_id
+WHERE dv.org_id = $1 AND dv.id = $2
+`
+
+type DatasetVersionGetForModelParams struct {
+	OrgID uuid.UUID `json:"org_id"`
+	ID    uuid.UUID `json:"id"`
+}
+
+type DatasetVersionGetForModelRow struct {
+	ID                uuid.UUID     `json:"id"`
+	OrgID             uuid.UUID     `json:"org_id"`
+	DatasetID         uuid.UUID     `json:"dataset_id"`
+	Number            int32         `json:"number"`
+	Kind              string        `json:"kind"`
+	ContentHash       string        `json:"content_hash"`
+	ItemCount         int32         `json:"item_count"`
+	TrainCount        int32         `json:"train_count"`
+	ValidationCount   int32         `json:"validation_count"`
+	SplitStrategy     SplitStrategy `json:"split_strategy"`
+	ValidationPercent int16         `json:"validation_percent"`
+	SplitSeed         int64         `json:"split_seed"`
+	CreatedByLabel    string        `json:"created_by_label"`
+	CreatedAt         time.Time     `json:"created_at"`
+	DatasetName       string        `json:"dataset_name"`
+}
+
+func (q *Queries) DatasetVersionGetForModel(ctx context.Context, arg DatasetVersionGetForModelParams) (DatasetVersionGetForModelRow, error) {
+	row := q.db.QueryRow(ctx, datasetVersionGetForModel, arg.OrgID, arg.ID)
+	var i DatasetVersionGetForModelRow
+	err := row.Scan(
+		&i.ID,
+		&i.OrgID,
+		&i.DatasetID,
+		&i.Number,
+		&i.Kind,
+		&i.ContentHash,
+		&i.ItemCount,
+		&i.TrainCount,
+		&i.ValidationCount,
+		&i.SplitStrategy,
+		&i.ValidationPercent,
+		&i.SplitSeed,
+		&i.CreatedByLabel,
+		&i.CreatedAt,
+		&i.DatasetName,
+	)
+	return i, err
+}
+
 const deploymentGet = `-- name: DeploymentGet :one
 SELECT id, org_id, registered_model_id, version_id, target_id, alias, action, status, reason, previous_version_id, served_name, loaded_at, verified_at, alias_moved_at, error, river_job_id, created_by, created_by_label, created_at, finished_at FROM deployments WHERE org_id = $1 AND id = $2
 `
@@ -542,6 +593,58 @@ func (q *Queries) ModelHistoryList(ctx context.Context, arg ModelHistoryListPara
 	return items, nil
 }
 
+const modelVersionCountTrainingSources = `-- name: ModelVersionCountTrainingSources :many
+SELECT 'feedback'::text AS kind, f.source::text AS source, (f.status = 'corrected')::bool AS corrected, count(*)::int AS n
+FROM dataset_version_items i JOIN feedback f ON f.id = i.source_id AND f.org_id = $1
+WHERE i.version_id = $2
+GROUP BY f.source, f.status = 'corrected'
+UNION ALL
+SELECT 'pair'::text, p.method::text, false, count(*)::int
+FROM dataset_version_items i JOIN preference_pairs p ON p.id = i.source_id AND p.org_id = $1
+WHERE i.version_id = $2
+GROUP BY p.method
+ORDER BY 1, 2, 3
+`
+
+type ModelVersionCountTrainingSourcesParams struct {
+	OrgID     uuid.UUID `json:"org_id"`
+	VersionID uuid.UUID `json:"version_id"`
+}
+
+type ModelVersionCountTrainingSourcesRow struct {
+	Kind      string `json:"kind"`
+	Source    string `json:"source"`
+	Corrected bool   `json:"corrected"`
+	N         int32  `json:"n"`
+}
+
+// How many items of a dataset version came from each source: feedback by
+// where it was collected (corrections apart), pairs by how they were made.
+func (q *Queries) ModelVersionCountTrainingSources(ctx context.Context, arg ModelVersionCountTrainingSourcesParams) ([]ModelVersionCountTrainingSourcesRow, error) {
+	rows, err := q.db.Query(ctx, modelVersionCountTrainingSources, arg.OrgID, arg.VersionID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []ModelVersionCountTrainingSourcesRow{}
+	for rows.Next() {
+		var i ModelVersionCountTrainingSourcesRow
+		if err := rows.Scan(
+			&i.Kind,
+			&i.Source,
+			&i.Corrected,
+			&i.N,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const modelVersionGet = `-- name: ModelVersionGet :one
 SELECT v.id, v.org_id, v.registered_model_id, v.version, v.kind, v.model_id, v.base_model, v.status, v.fine_tuning_job_id, v.dataset_version_id, v.dataset_hash, v.train_loss, v.valid_loss, v.trained_tokens, v.cost_micros, v.performance_metrics, v.deployment_config, v.created_by_label, v.created_at, v.deployed_at, m.id, m.org_id, m.name, m.description, m.tags, m.created_at
 FROM model_versions v JOIN registered_models m ON m.id = v.registered_model_id
@@ -662,6 +765,44 @@ func (q *Queries) ModelVersionGetForUpdate(ctx context.Context, arg ModelVersion
 		&i.CreatedByLabel,
 		&i.CreatedAt,
 		&i.DeployedAt,
+	)
+	return i, err
+}
+
+const modelVersionGetTrainingSummary = `-- name: ModelVersionGetTrainingSummary :one
+SELECT dv.id AS dataset_version_id, coalesce(d.name, '')::text AS dataset_name, coalesce(dv.content_hash, '')::text AS content_hash,
+       (SELECT m.train_loss FROM fine_tuning_metrics m WHERE m.job_id = j.id AND m.train_loss IS NOT NULL ORDER BY m.step DESC LIMIT 1) AS train_loss,
+       (SELECT m.valid_loss FROM fine_tuning_metrics m WHERE m.job_id = j.id AND m.valid_loss IS NOT NULL ORDER BY m.step DESC LIMIT 1) AS valid_loss
+FROM fine_tuning_jobs j
+LEFT JOIN dataset_versions dv ON dv.id = j.dataset_version_id AND dv.org_id = j.org_id
+LEFT JOIN training_datasets d ON d.id = dv.dataset_id
+WHERE j.org_id = $1 AND j.id = $2
+`
+
+type ModelVersionGetTrainingSummaryParams struct {
+	OrgID uuid.UUID `json:"org_id"`
+	JobID uuid.UUID `json:"job_id"`
+}
+
+type ModelVersionGetTrainingSummaryRow struct {
+	DatasetVersionID uuid.NullUUID `json:"dataset_version_id"`
+	DatasetName      string        `json:"dataset_name"`
+	ContentHash      string        `json:"content_hash"`
+	TrainLoss        pgtype.Float8 `json:"train_loss"`
+	ValidLoss        pgtype.Float8 `json:"valid_loss"`
+}
+
+// What a finished job trained on and its last reported losses, read in the
+// transaction that marks it succeeded, to register its model.
+func (q *Queries) ModelVersionGetTrainingSummary(ctx context.Context, arg ModelVersionGetTrainingSummaryParams) (ModelVersionGetTrainingSummaryRow, error) {
+	row := q.db.QueryRow(ctx, modelVersionGetTrainingSummary, arg.OrgID, arg.JobID)
+	var i ModelVersionGetTrainingSummaryRow
+	err := row.Scan(
+		&i.DatasetVersionID,
+		&i.DatasetName,
+		&i.ContentHash,
+		&i.TrainLoss,
+		&i.ValidLoss,
 	)
 	return i, err
 }
@@ -820,6 +961,64 @@ func (q *Queries) ModelVersionList(ctx context.Context, arg ModelVersionListPara
 	return items, nil
 }
 
+const modelVersionListByFeedback = `-- name: ModelVersionListByFeedback :many
+SELECT DISTINCT v.id, m.name, v.version, v.status, dv.number AS dataset_number, d.id AS dataset_id, d.name AS dataset_name
+FROM dataset_version_items i
+JOIN dataset_versions dv ON dv.id = i.version_id AND dv.org_id = $1
+JOIN training_datasets d ON d.id = dv.dataset_id
+JOIN model_versions v ON v.dataset_version_id = dv.id
+JOIN registered_models m ON m.id = v.registered_model_id
+WHERE i.source_id = $2
+   OR i.source_id IN (SELECT p.id FROM preference_pairs p
+                      WHERE p.org_id = $1 AND (p.chosen_feedback_id = $2 OR p.rejected_feedback_id = $2))
+ORDER BY m.name, v.version
+`
+
+type ModelVersionListByFeedbackParams struct {
+	OrgID      uuid.UUID `json:"org_id"`
+	FeedbackID uuid.UUID `json:"feedback_id"`
+}
+
+type ModelVersionListByFeedbackRow struct {
+	ID            uuid.UUID          `json:"id"`
+	Name          string             `json:"name"`
+	Version       string             `json:"version"`
+	Status        ModelVersionStatus `json:"status"`
+	DatasetNumber int32              `json:"dataset_number"`
+	DatasetID     uuid.UUID          `json:"dataset_id"`
+	DatasetName   string             `json:"dataset_name"`
+}
+
+// The model versions trained on data holding a feedback item, directly or
+// through a pair built from it.
+func (q *Queries) ModelVersionListByFeedback(ctx context.Context, arg ModelVersionListByFeedbackParams) ([]ModelVersionListByFeedbackRow, error) {
+	rows, err := q.db.Query(ctx, modelVersionListByFeedback, arg.OrgID, arg.FeedbackID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []ModelVersionListByFeedbackRow{}
+	for rows.Next() {
+		var i ModelVersionListByFeedbackRow
+		if err := rows.Scan(
+			&i.ID,
+			&i.Name,
+			&i.Version,
+			&i.Status,
+			&i.DatasetNumber,
+			&i.DatasetID,
+			&i.DatasetName,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const modelVersionListSemver = `-- name: ModelVersionListSemver :many
 SELECT version, dataset_hash FROM model_versions
 WHERE org_id = $1 AND registered_model_id = $2
@@ -846,6 +1045,60 @@ func (q *Queries) ModelVersionListSemver(ctx context.Context, arg ModelVersionLi
 	for rows.Next() {
 		var i ModelVersionListSemverRow
 		if err := rows.Scan(&i.Version, &i.DatasetHash); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const modelVersionListTrainingItems = `-- name: ModelVersionListTrainingItems :many
+SELECT i.source_id, i.split, (f.id IS NOT NULL)::bool AS is_feedback,
+       coalesce(f.query, p.query, '')::text AS query,
+       coalesce(f.id, p.chosen_feedback_id) AS feedback_id
+FROM dataset_version_items i
+LEFT JOIN feedback f ON f.id = i.source_id AND f.org_id = $1
+LEFT JOIN preference_pairs p ON p.id = i.source_id AND p.org_id = $1
+WHERE i.version_id = $2
+ORDER BY i.content_sha, i.source_id
+LIMIT $3
+`
+
+type ModelVersionListTrainingItemsParams struct {
+	OrgID     uuid.UUID `json:"org_id"`
+	VersionID uuid.UUID `json:"version_id"`
+	RowLimit  int32     `json:"row_limit"`
+}
+
+type ModelVersionListTrainingItemsRow struct {
+	SourceID   uuid.UUID `json:"source_id"`
+	Split      string    `json:"split"`
+	IsFeedback bool      `json:"is_feedback"`
+	Query      string    `json:"query"`
+	FeedbackID uuid.UUID `json:"feedback_id"`
+}
+
+// The first items of the dataset version a model was trained on, each with
+// the feedback item it came from (itself, or a pair's chosen answer).
+func (q *Queries) ModelVersionListTrainingItems(ctx context.Context, arg ModelVersionListTrainingItemsParams) ([]ModelVersionListTrainingItemsRow, error) {
+	rows, err := q.db.Query(ctx, modelVersionListTrainingItems, arg.OrgID, arg.VersionID, arg.RowLimit)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []ModelVersionListTrainingItemsRow{}
+	for rows.Next() {
+		var i ModelVersionListTrainingItemsRow
+		if err := rows.Scan(
+			&i.SourceID,
+			&i.Split,
+			&i.IsFeedback,
+			&i.Query,
+			&i.FeedbackID,
+		); err != nil {
 			return nil, err
 		}
 		items = append(items, i)

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/curate/curate/internal/config"
+	"github.com/curate/curate/internal/finetune/finetunetest"
 	"github.com/curate/curate/internal/serving/vllmtest"
 	"github.com/curate/curate/web/webtest"
 )
@@ -234,4 +235,42 @@ func TestDeployAndResolveAPI(t *testing.T) {
 	}
 	s.API(admin, http.MethodPost, "/api/models/"+v1.ID+"/rollback", map[string]any{"alias": "production"}).Must(t, http.StatusUnprocessableEntity)
 	assertAudit(t, s, "model.deploy", "model.rollback")
+}
+
+// A succeeded fine-tuning job registers its model under the dataset's name
+// with its training summary, once.
+func TestSucceededJobRegisters(t *testing.T) {
+	s, _, src := fineTuneServer(t, 20*time.Millisecond)
+	org := s.Org("acme")
+	admin := s.APIKey(org, "ops", "admin")
+	v := src.AddPref(org, "support-dpo v1", finetunetest.Pairs(6), 2)
+	var job ftJob
+	s.API(admin, http.MethodPost, "/api/fine-tuning/jobs", map[string]any{"dataset_version_id": v.ID.String(), "provider": "openai",
+		"base_model": ftMini, "method": "dpo", "hyperparameters": map[string]any{"epochs": 1}}).Must(t, http.StatusCreated).JSON(t, &job)
+	deadline := time.Now().Add(60 * time.Second)
+	for job.Status != "succeeded" && job.Status != "failed" && time.Now().Before(deadline) {
+		time.Sleep(100 * time.Millisecond)
+		s.API(admin, http.MethodGet, "/api/fine-tuning/jobs/"+job.ID, nil).Must(t, http.StatusOK).JSON(t, &job)
+	}
+	if job.Status != "succeeded" {
+		t.Fatalf("job %+v", job)
+	}
+	var list struct {
+		Data []struct {
+			modelDoc
+			FineTuningJobID string   `json:"fine_tuning_job_id"`
+			TrainLoss       *float64 `json:"train_loss"`
+			TrainedTokens   int64    `json:"trained_tokens"`
+			CostUSD         *float64 `json:"cost_usd"`
+		} `json:"data"`
+	}
+	s.API(admin, http.MethodGet, "/api/models", nil).Must(t, http.StatusOK).JSON(t, &list)
+	if len(list.Data) != 1 {
+		t.Fatalf("registered %+v", list.Data)
+	}
+	got := list.Data[0]
+	if got.Name != "support-dpo-v1" || got.Version != "1.0.0" || got.Kind != "full" || got.ModelID != job.FineTunedModel ||
+		got.FineTuningJobID != job.ID || got.TrainLoss == nil || got.TrainedTokens != job.TrainedTokens || got.CostUSD == nil {
+		t.Errorf("registered version %+v (job %+v)", got, job)
+	}
 }

@@ -130,6 +130,15 @@ func Routes(h *handlers.Handlers) []Route {
 		{POST, "/api/fine-tuning/jobs/:id/cancel", auth.Admin, h.APIFineTuneCancel},
 
 		// Model registry and serving targets.
+		{GET, "/models", auth.Viewer, h.ModelRegistry},
+		{POST, "/models", auth.Admin, h.ModelRegister},
+		{GET, "/models/targets", auth.Admin, h.Targets},
+		{POST, "/models/targets", auth.Admin, h.TargetCreate},
+		{GET, "/models/versions/:id", auth.Viewer, h.ModelVersion},
+		{GET, "/models/versions/:id/deployments", auth.Viewer, h.ModelVersionDeployments},
+		{POST, "/models/versions/:id/deploy", auth.Admin, h.ModelDeploy},
+		{POST, "/models/versions/:id/rollback", auth.Admin, h.ModelRollback},
+		{POST, "/models/versions/:id/status", auth.Admin, h.ModelStatus},
 		{GET, "/api/models", auth.Viewer, h.APIModelList},
 		{POST, "/api/models", auth.Admin, h.APIModelRegister},
 		{GET, "/api/models/:id", auth.Viewer, h.APIModelGet},

@@ -146,6 +146,13 @@ CREATE TABLE model_history (
 );
 CREATE INDEX model_history_model ON model_history (org_id, registered_model_id, id DESC);
 
+-- The registered model a fine-tuning job's result joins, chosen at launch;
+-- empty: the dataset's name.
+ALTER TABLE fine_tuning_jobs ADD COLUMN registered_model text NOT NULL DEFAULT '';
+
+-- Where a feedback item or pair went: the dataset versions holding it.
+CREATE INDEX dataset_version_items_source_idx ON dataset_version_items (source_id);
+
 -- +goose StatementBegin
 CREATE FUNCTION model_history_append_only() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
@@ -160,6 +167,8 @@ CREATE TRIGGER model_history_no_truncate BEFORE TRUNCATE ON model_history
     FOR EACH STATEMENT EXECUTE FUNCTION model_history_append_only();
 
 -- +goose Down
+ALTER TABLE fine_tuning_jobs DROP COLUMN registered_model;
+DROP INDEX dataset_version_items_source_idx;
 DROP TABLE model_history;
 DROP FUNCTION model_history_append_only();
 DROP TABLE deployments;

@@ -173,3 +173,59 @@ LEFT JOIN serving_targets t ON t.id = d.target_id
 WHERE d.org_id = @org_id AND d.version_id = @version_id
 ORDER BY d.created_at DESC
 LIMIT 100;
+
+-- name: ModelVersionListTrainingItems :many
+-- The first items of the dataset version a model was trained on, each with
+-- the feedback item it came from (itself, or a pair's chosen answer).
+SELECT i.source_id, i.split, (f.id IS NOT NULL)::bool AS is_feedback,
+       coalesce(f.query, p.query, '')::text AS query,
+       coalesce(f.id, p.chosen_feedback_id) AS feedback_id
+FROM dataset_version_items i
+LEFT JOIN feedback f ON f.id = i.source_id AND f.org_id = @org_id
+LEFT JOIN preference_pairs p ON p.id = i.source_id AND p.org_id = @org_id
+WHERE i.version_id = @version_id
+ORDER BY i.content_sha, i.source_id
+LIMIT @row_limit;
+
+-- name: ModelVersionCountTrainingSources :many
+-- How many items of a dataset version came from each source: feedback by
+-- where it was collected (corrections apart), pairs by how they were made.
+SELECT 'feedback'::text AS kind, f.source::text AS source, (f.status = 'corrected')::bool AS corrected, count(*)::int AS n
+FROM dataset_version_items i JOIN feedback f ON f.id = i.source_id AND f.org_id = @org_id
+WHERE i.version_id = @version_id
+GROUP BY f.source, f.status = 'corrected'
+UNION ALL
+SELECT 'pair'::text, p.method::text, false, count(*)::int
+FROM dataset_version_items i JOIN preference_pairs p ON p.id = i.source_id AND p.org_id = @org_id
+WHERE i.version_id = @version_id
+GROUP BY p.method
+ORDER BY 1, 2, 3;
+
+-- name: ModelVersionListByFeedback :many
+-- The model versions trained on data holding a feedback item, directly or
+-- through a pair built from it.
+SELECT DISTINCT v.id, m.name, v.version, v.status, dv.number AS dataset_number, d.id AS dataset_id, d.name AS dataset_name
+FROM dataset_version_items i
+JOIN dataset_versions dv ON dv.id = i.version_id AND dv.org_id = @org_id
+JOIN training_datasets d ON d.id = dv.dataset_id
+JOIN model_versions v ON v.dataset_version_id = dv.id
+JOIN registered_models m ON m.id = v.registered_model_id
+WHERE i.source_id = @feedback_id
+   OR i.source_id IN (SELECT p.id FROM preference_pairs p
+                      WHERE p.org_id = @org_id AND (p.chosen_feedback_id = @feedback_id OR p.rejected_feedback_id = @feedback_id))
+ORDER BY m.name, v.version;
+
+-- name: DatasetVersionGetForModel :one
+SELECT dv.*, d.name AS dataset_name FROM dataset_versions dv JOIN training_datasets d ON d.id = dv.dataset_id
+WHERE dv.org_id = @org_id AND dv.id = @id;
+
+-- name: ModelVersionGetTrainingSummary :one
+-- What a finished job trained on and its last reported losses, read in the
+-- transaction that marks it succeeded, to register its model.
+SELECT dv.id AS dataset_version_id, coalesce(d.name, '')::text AS dataset_name, coalesce(dv.content_hash, '')::text AS content_hash,
+       (SELECT m.train_loss FROM fine_tuning_metrics m WHERE m.job_id = j.id AND m.train_loss IS NOT NULL ORDER BY m.step DESC LIMIT 1) AS train_loss,
+       (SELECT m.valid_loss FROM fine_tuning_metrics m WHERE m.job_id = j.id AND m.valid_loss IS NOT NULL ORDER BY m.step DESC LIMIT 1) AS valid_loss
+FROM fine_tuning_jobs j
+LEFT JOIN dataset_versions dv ON dv.id = j.dataset_version_id AND dv.org_id = j.org_id
+LEFT JOIN training_datasets d ON d.id = dv.dataset_id
+WHERE j.org_id = @org_id AND j.id = @job_id;

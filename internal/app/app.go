@@ -102,6 +102,8 @@ func New(cfg config.Config, pool *pgxpool.Pool, log *slog.Logger) (*Services, er
 	ft.Jobs = inserter
 	ft.SetDataSource(&datasets.FineTuneSource{Service: ds})
 	srv := &serving.Service{Pool: pool, Secrets: imp.Secrets, Outbound: out}
+	reg := &models.Service{Pool: pool, Jobs: inserter, Serving: srv}
+	ft.Registry = reg
 	acc := accounts.New(pool)
 	acc.SessionTTL = cfg.SessionTTL
 	return &Services{
@@ -120,7 +122,7 @@ func New(cfg config.Config, pool *pgxpool.Pool, log *slog.Logger) (*Services, er
 		AuditLog:      &audit.Service{Pool: pool},
 		Health:        &health.Service{Pool: pool},
 		Servers:       &servers.Service{Pool: pool},
-		Models:        &models.Service{Pool: pool, Jobs: inserter, Serving: srv},
+		Models:        reg,
 		Serving:       srv,
 	}, nil
 }

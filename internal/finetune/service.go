@@ -18,6 +18,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/curate/curate/internal/jobq"
+	"github.com/curate/curate/internal/models"
 	"github.com/curate/curate/internal/pricing"
 	"github.com/curate/curate/internal/provider"
 )
@@ -43,6 +44,9 @@ type Service struct {
 	PollEvery time.Duration
 	// Now is the clock for budget months (default time.Now).
 	Now func() time.Time
+	// Registry registers what a succeeded job trained; nil registers
+	// nothing.
+	Registry *models.Service
 
 	sweep   sync.Once // of the scratch folders dead processes left in Dir
 	mu      sync.Mutex

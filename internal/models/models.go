@@ -9,6 +9,7 @@
 package models
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -591,4 +592,31 @@ func less(a, b [3]int) bool {
 func isUnique(err error) bool {
 	var pg *pgconn.PgError
 	return errors.As(err, &pg) && pg.Code == "23505"
+}
+
+// RegisterJob registers what a succeeded fine-tuning job trained, in the
+// transaction that marks it succeeded: under the registered model chosen at
+// launch (or the dataset's name), with the dataset version's hash, the last
+// losses reported, the trained tokens and the cost. A local job trains a
+// LoRA adapter (its model id is the adapter's location); a provider's job
+// a model the provider serves.
+func (s *Service) RegisterJob(ctx context.Context, q *db.Queries, j db.FineTuningJob, model string, tokens, costMicros int64) (db.ModelVersion, error) {
+	sum, err := q.ModelVersionGetTrainingSummary(ctx, db.ModelVersionGetTrainingSummaryParams{OrgID: j.OrgID, JobID: j.ID})
+	if err != nil {
+		return db.ModelVersion{}, err
+	}
+	in := TrainedVersion{
+		ModelName: cmp.Or(j.RegisteredModel, sum.DatasetName, j.DatasetLabel), JobID: j.ID, ModelID: model, BaseModel: j.BaseModel,
+		Kind: KindFull, DatasetVersionID: sum.DatasetVersionID.UUID, DatasetHash: sum.ContentHash, TrainedTokens: tokens, CostMicros: &costMicros,
+	}
+	if j.Provider == "local" {
+		in.Kind = KindLoRA
+	}
+	if sum.TrainLoss.Valid {
+		in.TrainLoss = &sum.TrainLoss.Float64
+	}
+	if sum.ValidLoss.Valid {
+		in.ValidLoss = &sum.ValidLoss.Float64
+	}
+	return s.RegisterTrained(ctx, q, j.OrgID, in)
 }

@@ -202,10 +202,10 @@ func TestUpdateAndHistory(t *testing.T) {
 
 func TestSlugAndNextVersion(t *testing.T) {
 	for in, want := range map[string]string{
-		"Support answers Q4": "support-answers-q4",
-		"  --Ünïcode  ":      "n-code",
-		"":                   "model",
-		"a.b_c":              "a.b_c",
+		"Support answers Q4":    "support-answers-q4",
+		"  --Ünïcode  ":         "n-code",
+		"":                      "model",
+		"a.b_c":                 "a.b_c",
 		strings.Repeat("x", 80): strings.Repeat("x", 64),
 	} {
 		if got := models.Slug(in); got != want {
