@@ -3,6 +3,7 @@ package web_test
 import (
 	"fmt"
 	"net/http"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -273,4 +274,76 @@ func TestSucceededJobRegisters(t *testing.T) {
 		got.FineTuningJobID != job.ID || got.TrainLoss == nil || got.TrainedTokens != job.TrainedTokens || got.CostUSD == nil {
 		t.Errorf("registered version %+v (job %+v)", got, job)
 	}
+}
+
+// The registry's pages: viewers read, admins register by hand, add targets
+// and deploy; refusals show beside the field with what was typed kept.
+func TestModelPages(t *testing.T) {
+	t.Parallel()
+	s := webtest.New(t, webtest.Options{Workers: 1})
+	org := s.Org("acme")
+	s.User(org, "ad@acme.test", "admin")
+	s.User(org, "vi@acme.test", "viewer")
+	admin := s.SignedIn("ad@acme.test")
+	viewer := s.SignedIn("vi@acme.test")
+	vllm := vllmtest.New(t, "meta-llama/Llama-3.1-8B-Instruct")
+
+	res := viewer.Get("/models").Must(t, http.StatusOK)
+	if !strings.Contains(res.Body, "No models yet") || strings.Contains(res.Body, `id="register-form"`) {
+		t.Errorf("a viewer's empty registry: %s", res.Body)
+	}
+	viewer.Get("/models/targets").Must(t, http.StatusForbidden)
+
+	res = admin.PostForm("/models", url.Values{"name": {"Support Bot"}, "model_id": {"tandem-assist-v2"}, "description": {"today's model"}}).
+		Must(t, http.StatusUnprocessableEntity)
+	if !strings.Contains(res.Body, `id="err-name"`) || !strings.Contains(res.Body, `value="tandem-assist-v2"`) || !strings.Contains(res.Body, "today&#39;s model") {
+		t.Errorf("a refused registration keeps the input: %s", res.Body)
+	}
+	res = admin.PostForm("/models", url.Values{"name": {"support"}, "model_id": {"/adapters/support-1"}, "kind": {"lora"},
+		"base_model": {"meta-llama/Llama-3.1-8B-Instruct"}}).Must(t, http.StatusSeeOther)
+	versionURL := res.Header.Get("Location")
+	if !strings.HasPrefix(versionURL, "/models/versions/") {
+		t.Fatalf("registered, redirected to %q", versionURL)
+	}
+	res = admin.Get(versionURL).Must(t, http.StatusOK)
+	if !strings.Contains(res.Body, "No serving target yet") || !strings.Contains(res.Body, "Registered by hand") {
+		t.Errorf("a new version's page: %s", res.Body)
+	}
+
+	res = admin.PostForm("/models/targets", url.Values{"name": {"gpu-1"}, "kind": {"vllm"}, "base_url": {"ftp://x"}, "unload_grace_seconds": {"60"}}).
+		Must(t, http.StatusUnprocessableEntity)
+	if !strings.Contains(res.Body, `id="err-base_url"`) || !strings.Contains(res.Body, `value="ftp://x"`) {
+		t.Errorf("a refused target keeps the input: %s", res.Body)
+	}
+	admin.PostForm("/models/targets", url.Values{"name": {"gpu-1"}, "kind": {"vllm"}, "base_url": {vllm.URL}, "unload_grace_seconds": {"60"}}).
+		Must(t, http.StatusSeeOther)
+
+	res = admin.PostForm(versionURL+"/deploy", url.Values{"alias": {"production"}, "target": {"gpu-1"}, "reason": {""}}).
+		Must(t, http.StatusUnprocessableEntity)
+	if !strings.Contains(res.Body, `id="err-reason"`) {
+		t.Errorf("a deploy without a reason: %s", res.Body)
+	}
+	admin.PostForm(versionURL+"/deploy", url.Values{"alias": {"production"}, "target": {"gpu-1"}, "reason": {"first adapter"}}).
+		Must(t, http.StatusSeeOther)
+	deadline := time.Now().Add(30 * time.Second)
+	for !strings.Contains(viewer.Get(versionURL).Body, `data-status="succeeded"`) {
+		if time.Now().After(deadline) {
+			t.Fatal("the deployment did not succeed")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	res = viewer.Get("/models").Must(t, http.StatusOK)
+	if !strings.Contains(res.Body, `data-alias="production"`) || !strings.Contains(res.Body, `data-status="deployed"`) {
+		t.Errorf("the registry after a deployment: %s", res.Body)
+	}
+	res = viewer.Get(versionURL).Must(t, http.StatusOK)
+	for _, want := range []string{"Alias moved", "Loaded on target", "first adapter", `id="history"`} {
+		if !strings.Contains(res.Body, want) {
+			t.Errorf("the version page lacks %q", want)
+		}
+	}
+	if strings.Contains(res.Body, `id="deploy-form"`) {
+		t.Error("a viewer sees the deploy form")
+	}
+	viewer.PostForm(versionURL+"/deploy", url.Values{"alias": {"production"}, "target": {"gpu-1"}, "reason": {"x"}}).Must(t, http.StatusForbidden)
 }

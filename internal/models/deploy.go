@@ -36,6 +36,10 @@ type UnloadArgs struct {
 // Kind names the job in River's table.
 func (UnloadArgs) Kind() string { return "model_unload" }
 
+// deployAttempts is how many times a deployment's job runs before the
+// deployment fails with the last error.
+const deployAttempts = 3
+
 // MaxReason bounds the reason typed for a deployment.
 const MaxReason = 2000
 
@@ -209,7 +213,9 @@ func (s *Service) startDeployment(ctx context.Context, tx pgx.Tx, q *db.Queries,
 	if err != nil {
 		return db.Deployment{}, err
 	}
-	job, err := s.Jobs.InsertTx(ctx, tx, DeployArgs{DeploymentID: d.ID}, nil)
+	// A few attempts: each already retries the target with backoff, and a
+	// deployment waited on by a person should fail visibly, not linger.
+	job, err := s.Jobs.InsertTx(ctx, tx, DeployArgs{DeploymentID: d.ID}, &river.InsertOpts{MaxAttempts: deployAttempts})
 	if err != nil {
 		return db.Deployment{}, err
 	}

@@ -117,6 +117,15 @@ func TestDeployToVLLM(t *testing.T) {
 	if d := e.deployment(t, d1.ID); d.Status != "running" || d.LoadedAt != nil {
 		t.Fatalf("after the kill: %+v", d)
 	}
+	// The next attempt dies while checking the server lists the adapter
+	// (the server does not answer until the worker is gone).
+	vllm.Script("/v1/models", 200, 0)
+	verifying, stop := context.WithTimeout(e.ctx, 300*time.Millisecond)
+	err = e.svc.Advance(verifying, d1.ID)
+	stop()
+	if d := e.deployment(t, d1.ID); err == nil || d.LoadedAt == nil || d.VerifiedAt != nil {
+		t.Fatalf("after the kill while verifying (%v): %+v", err, d)
+	}
 	if _, err := e.svc.Resolve(e.ctx, e.org, "support", "production"); !errors.Is(err, errs.ErrNotFound) {
 		t.Errorf("the alias exists before the deployment finished: %v", err)
 	}

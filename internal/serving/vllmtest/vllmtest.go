@@ -37,8 +37,8 @@ func New(t testing.TB, base string) *Server {
 	return s
 }
 
-// Script makes the next requests to path answer these statuses in turn (0:
-// no answer until the caller gives up).
+// Script makes the next requests to path answer these statuses in turn
+// (200: as vLLM would; 0: no answer until the caller gives up).
 func (s *Server) Script(path string, statuses ...int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -86,18 +86,21 @@ func errorBody(w http.ResponseWriter, status int, kind, msg string) {
 
 func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
+	status := http.StatusOK
 	if next := s.script[r.URL.Path]; len(next) > 0 {
-		status := next[0]
+		status = next[0]
 		s.script[r.URL.Path] = next[1:]
-		s.mu.Unlock()
-		if status == 0 {
-			<-r.Context().Done()
-			return
-		}
+	}
+	s.mu.Unlock()
+	switch status {
+	case http.StatusOK: // answered as vLLM would
+	case 0:
+		<-r.Context().Done()
+		return
+	default:
 		errorBody(w, status, "InternalServerError", "scripted failure: CUDA out of memory at /opt/vllm/worker.py:1234")
 		return
 	}
-	s.mu.Unlock()
 
 	var body struct {
 		Name string `json:"lora_name"`
