@@ -238,12 +238,14 @@ func TestOpenAIDPOSurvivesAKillAtEveryStep(t *testing.T) {
 			if j.Status != db.FinetuneStatusSucceeded || j.FineTunedModel == "" || j.ErrorMessage != "" {
 				t.Fatalf("job ended %s, model %q, error %q", j.Status, j.FineTunedModel, j.ErrorMessage)
 			}
-			// The default script: 4 steps, 4096 trained tokens, at $3 per million.
+			// The default script: 4 steps over 2 epochs; OpenAI bills the 4
+			// training pairs' 18 tokens each per epoch (the 2 validation pairs
+			// are free): 144 tokens at $3 per million.
 			if len(d.Metrics) != 4 || d.Metrics[3].TrainLoss.Float64 != 0.5 || d.Metrics[3].ValidLoss.Float64 != 0.625 {
 				t.Errorf("metrics %+v, want 4 steps ending at train loss 0.5, valid loss 0.625", d.Metrics)
 			}
-			if j.TrainedTokens != 4096 || !j.ActualCost.Valid || j.ActualCost.Int64 != 4096*3 {
-				t.Errorf("trained %d tokens costing %v micro-dollars, want 4096 and %d", j.TrainedTokens, j.ActualCost, 4096*3)
+			if j.TrainedTokens != 144 || !j.ActualCost.Valid || j.ActualCost.Int64 != 144*3 {
+				t.Errorf("trained %d tokens costing %v micro-dollars, want 144 and %d", j.TrainedTokens, j.ActualCost, 144*3)
 			}
 			if len(d.Checkpoints) == 0 || len(d.Events) == 0 {
 				t.Errorf("%d checkpoints and %d events stored", len(d.Checkpoints), len(d.Events))
@@ -327,7 +329,7 @@ func TestEstimateCountsTokensEpochsAndPrice(t *testing.T) {
 
 func TestOpenAIAutoEpochsFollowsTheCookbook(t *testing.T) {
 	for _, c := range []struct{ n, want int }{{1, 25}, {4, 25}, {10, 10}, {34, 3}, {100, 3}, {8333, 3}, {8334, 2}, {30000, 1}} {
-		if got := finetune.OpenAIAutoEpochs(c.n); got != c.want {
+		if got := openai.AutoEpochs(c.n); got != c.want {
 			t.Errorf("%d examples: %d epochs, want %d", c.n, got, c.want)
 		}
 	}
