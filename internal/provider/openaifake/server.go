@@ -136,7 +136,6 @@ type stored struct {
 	body   []byte
 }
 
-
 // Option adjusts a server made by Start.
 type Option func(*Server)
 
