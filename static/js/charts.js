@@ -1,8 +1,8 @@
 // Draws Curate's charts with uPlot from JSON data blocks (data, not code,
 // so the page's Content-Security-Policy allows them): the stats page's
 // from <script type="application/json" id="stats-data">, and a fine-tuning
-// job's loss by step from id="ft-loss-data", drawn again each time the
-// job page's live part is swapped in. Every chart has a table beside it:
+// job's loss by step from its container's data-loss attribute, drawn again
+// each time the job page's live part is swapped in. Every chart has a table beside it:
 // without JavaScript the page still reads.
 (function () {
   "use strict";
@@ -38,16 +38,16 @@
   }
 
   function loss() {
-    var block = document.getElementById("ft-loss-data");
-    if (!block || !window.uPlot) return;
+    var target = el("ft-loss");
+    if (!target || !window.uPlot) return;
     var d;
     try {
-      d = JSON.parse(block.textContent);
+      d = JSON.parse(target.getAttribute("data-loss"));
     } catch (e) {
       return;
     }
     var fixed = function (u, v) { return v == null ? "—" : v.toFixed(4); };
-    draw(el("ft-loss"), [
+    draw(target, [
       line("Training loss", 0, { value: fixed }),
       line("Validation loss", 1, { value: fixed, dash: [6, 3] })
     ], [d.step || [], d.train || [], d.valid || []], { label: "Loss" }, null, {
