@@ -429,7 +429,7 @@ func liveView(d finetune.Detail) views.FineTuneLiveView {
 		ProviderState: j.ProviderState, ProviderJobID: j.ProviderJobID, Progress: pr, ProgressKnown: known,
 		Model: j.FineTunedModel, Succeeded: j.Status == db.FinetuneStatusSucceeded, Error: j.ErrorMessage,
 		CancelPending: j.CancelRequestedAt != nil && !finetune.Terminal(j.Status),
-		StartedAt: views.WhenPtr(j.StartedAt), CompletedAt: views.WhenPtr(j.CompletedAt)}
+		StartedAt:     views.WhenPtr(j.StartedAt), CompletedAt: views.WhenPtr(j.CompletedAt)}
 	switch {
 	case j.TotalSteps > 0:
 		v.StepText = fmt.Sprintf("Step %d of %d", j.Step, j.TotalSteps)

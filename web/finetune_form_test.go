@@ -178,3 +178,31 @@ func TestFineTuneJobNames(t *testing.T) {
 		}
 	}
 }
+
+// The dataset page offers, for validation and export, only the formats
+// that fit the dataset's kind: a preference dataset the formats that keep
+// the rejected reply, an instruction dataset those that hold one example.
+func TestDatasetFormatsFilteredByKind(t *testing.T) {
+	t.Parallel()
+	s := webtest.New(t, webtest.Options{})
+	org := s.Org("acme")
+	s.User(org, "cora@acme.test", "curator")
+	c := s.SignedIn("cora@acme.test")
+	options := func(body string) string {
+		sel := regexpFind(t, `(?s)id="report".*?(<select name="format">.*?</select>)`, body)
+		var vals []string
+		for _, m := range regexp.MustCompile(`<option value="([a-z_]+)"`).FindAllStringSubmatch(sel, -1) {
+			vals = append(vals, m[1])
+		}
+		return strings.Join(vals, ",")
+	}
+	for _, tc := range []struct{ typ, want string }{
+		{"preference_pairs", "openai_preference,trl_preference,parquet"},
+		{"instruction_tuning", "openai_chat,bedrock_chat,anthropic_text,sharegpt,alpaca,parquet"},
+	} {
+		loc := c.PostForm("/datasets", url.Values{"name": {tc.typ}, "dataset_type": {tc.typ}}).Must(t, http.StatusSeeOther).Header.Get("Location")
+		if got := options(c.Get(loc).Must(t, http.StatusOK).Body); got != tc.want {
+			t.Errorf("a %s dataset offers %s, want %s", tc.typ, got, tc.want)
+		}
+	}
+}

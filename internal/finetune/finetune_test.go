@@ -630,3 +630,45 @@ func TestConcurrentLaunchesShareTheBudget(t *testing.T) {
 		t.Errorf("%d launched and %d refused, want one of each", ok, refused)
 	}
 }
+
+// The estimate follows OpenAI's billing rule: the training file's tokens
+// times the epochs, for supervised and DPO alike; the validation split is
+// not billed. Counted by hand with o200k_base, where every text here is
+// one token: a chat is 3 (reply priming) + 2 messages × (3 framing + 1
+// role + 1 content) = 13 tokens; a DPO pair holds its prompt once and both
+// replies, 3 + 3 × 5 = 18.
+func TestEstimateFollowsTheBillingRule(t *testing.T) {
+	e := newEnv(t, finetune.Providers{"openai": openaiEntry(openaifake.New(t))})
+	sft := e.src.AddSFT(e.org, "chats v1", finetunetest.Chats(12), 2)
+	noValid := e.src.AddSFT(e.org, "chats v2", finetunetest.Chats(10), 0)
+	dpo := e.src.AddPref(e.org, "pairs v1", finetunetest.Pairs(6), 2)
+	for _, tc := range []struct {
+		name     string
+		version  uuid.UUID
+		method   provider.Method
+		epochs   provider.Value
+		perEpoch int64
+		epochsN  int
+	}{
+		{"supervised, 3 epochs", sft.ID, provider.Supervised, provider.Num(3), 10 * 13, 3},
+		{"supervised, validation not billed", noValid.ID, provider.Supervised, provider.Num(3), 10 * 13, 3},
+		// auto: 10 examples are run 100 / 10 = 10 times.
+		{"supervised, auto epochs", sft.ID, provider.Supervised, provider.Auto(), 10 * 13, 10},
+		{"dpo, 2 epochs", dpo.ID, provider.DPO, provider.Num(2), 4 * 18, 2},
+		// auto: 4 pairs are run 100 / 4 = 25 times.
+		{"dpo, auto epochs", dpo.ID, provider.DPO, provider.Auto(), 4 * 18, 25},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			est, err := e.svc.Estimate(t.Context(), e.org, finetune.Request{VersionID: tc.version, Provider: "openai", BaseModel: mini,
+				Method: tc.method, Hyper: provider.Hyperparameters{Epochs: tc.epochs}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := tc.perEpoch * int64(tc.epochsN)
+			if est.TokensPerEpoch != tc.perEpoch || est.Epochs != tc.epochsN || est.TrainedTokens != want || est.Cost != pricing.Micros(want*3) {
+				t.Errorf("estimate %d tokens/epoch × %d = %d costing %s; want %d × %d = %d costing %s",
+					est.TokensPerEpoch, est.Epochs, est.TrainedTokens, est.Cost, tc.perEpoch, tc.epochsN, want, pricing.Micros(want*3))
+			}
+		})
+	}
+}
