@@ -739,6 +739,7 @@ type FineTuningJob struct {
 	PriceID           uuid.NullUUID   `json:"price_id"`
 	TrainSha256       string          `json:"train_sha256"`
 	ValidSha256       string          `json:"valid_sha256"`
+	Name              string          `json:"name"`
 }
 
 type FineTuningMetric struct {
