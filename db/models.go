@@ -850,6 +850,7 @@ type FineTuningJob struct {
 	PriceID           uuid.NullUUID   `json:"price_id"`
 	TrainSha256       string          `json:"train_sha256"`
 	ValidSha256       string          `json:"valid_sha256"`
+	Name              string          `json:"name"`
 	RegisteredModel   string          `json:"registered_model"`
 }
 

@@ -49,7 +49,7 @@ func (h *Handlers) FineTuneJobs(c echo.Context) error {
 		Left: b.Left().String(), Status: f.Status, Provider: f.Provider, Statuses: finetune.Statuses, Providers: h.providerOptions()}
 	for _, j := range page.Jobs {
 		pr, known := finetune.Progress(j)
-		r := views.FineTuneRow{ID: j.ID.String(), Provider: h.providerLabel(j.Provider), BaseModel: j.BaseModel, Dataset: j.DatasetLabel,
+		r := views.FineTuneRow{ID: j.ID.String(), Name: jobName(j), Provider: h.providerLabel(j.Provider), BaseModel: j.BaseModel, Dataset: j.DatasetLabel,
 			Status: string(j.Status), Progress: pr, ProgressKnown: known, EstimatedCost: pricing.Micros(j.EstimatedCost).String(),
 			CreatedBy: j.CreatedByLabel, CreatedAt: views.When(j.CreatedAt)}
 		if j.ActualCost.Valid {
@@ -73,6 +73,26 @@ func (h *Handlers) providerOptions() []views.Option {
 	return out
 }
 
+// launchProviders are the providers the launch form offers, each that
+// cannot take a job here disabled with the reason.
+func (h *Handlers) launchProviders(c echo.Context) []views.FineTuneProviderOption {
+	unavailable := h.FineTune.Unavailable(ctx(c))
+	var out []views.FineTuneProviderOption
+	for _, o := range h.providerOptions() {
+		out = append(out, views.FineTuneProviderOption{Value: o.Value, Label: o.Label, Unavailable: unavailable[o.Value]})
+	}
+	return out
+}
+
+// jobName is a job's readable name; jobs launched before names were
+// stored go by their dataset version and the start of their id.
+func jobName(j db.FineTuningJob) string {
+	if j.Name != "" {
+		return j.Name
+	}
+	return j.DatasetLabel + " · " + j.ID.String()[:8]
+}
+
 func (h *Handlers) providerLabel(name string) string {
 	if e, ok := h.FineTune.Providers[name]; ok {
 		return e.Label
@@ -92,6 +112,11 @@ func parseLaunchForm(c echo.Context) (finetune.Request, map[string]string, *errs
 	for _, f := range append(launchFields, localFieldNames()...) {
 		values[f] = strings.TrimSpace(c.FormValue(f))
 	}
+	return parseLaunchValues(values)
+}
+
+// parseLaunchValues reads the launch form's values.
+func parseLaunchValues(values map[string]string) (finetune.Request, map[string]string, *errs.Invalid) {
 	bad := &errs.Invalid{}
 	req := finetune.Request{Provider: values["provider"], BaseModel: values["base_model"], Method: provider.Method(values["method"]), Suffix: values["suffix"]}
 	if v := values["dataset_version_id"]; v != "" {
@@ -149,31 +174,112 @@ func mergeInvalid(bad *errs.Invalid, err error) error {
 
 func estimateView(est finetune.Estimate, bad *errs.Invalid) views.FineTuneEstimateView {
 	fields := append(append([]string(nil), views.FineTuneFields...), localFieldNames()...)
-	v := views.FineTuneEstimateView{Errors: bad.ByField(), Fields: fields}
-	if bad.Has() {
+	v := views.FineTuneEstimateView{Errors: bad.ByField(), Fields: fields, Missing: missing(bad, fields)}
+	// Epochs are worked out only once the request has passed its checks:
+	// without them there is nothing to show but what is missing.
+	if est.Epochs == 0 {
 		return v
 	}
-	return views.FineTuneEstimateView{Ready: true, Examples: est.TrainExamples, PerEpoch: est.TokensPerEpoch, Epochs: est.Epochs,
-		EpochsAuto: est.EpochsAuto, Tokens: est.TrainedTokens, Price: fmt.Sprintf("$%g", est.Price.PerMillion),
-		PriceModel: est.Price.BaseModel + " at " + est.Price.Provider, PriceDate: est.Price.Date, PriceBy: est.Price.SetBy, PriceID: est.Price.ID.String(),
-		Cost: est.Cost.String(), Left: est.Budget.Left().String(), Budget: est.Budget.Monthly.String(), OverBudget: !est.Fits(),
-		Free: est.Free, Errors: map[string]string{}, Fields: fields}
+	v.Ready, v.Examples, v.PerEpoch, v.Epochs, v.EpochsAuto, v.Tokens = true, est.TrainExamples, est.TokensPerEpoch, est.Epochs, est.EpochsAuto, est.TrainedTokens
+	v.Price, v.PriceModel, v.PriceDate, v.PriceBy, v.PriceID = fmt.Sprintf("$%g", est.Price.PerMillion), est.Price.BaseModel+" at "+est.Price.Provider, est.Price.Date, est.Price.SetBy, est.Price.ID.String()
+	v.Cost, v.Left, v.Budget, v.OverBudget, v.Free = est.Cost.String(), est.Budget.Left().String(), est.Budget.Monthly.String(), !est.Fits(), est.Free
+	return v
 }
 
-// FineTuneNew shows the launch form.
+// fieldNames are the launch form's fields as its labels name them.
+var fieldNames = map[string]string{
+	"dataset_version_id": "Dataset version", "dataset_id": "Dataset", "provider": "Provider", "base_model": "Base model",
+	"method": "Method", provider.FieldEpochs: "Epochs", provider.FieldBatchSize: "Batch size",
+	provider.FieldLearningRateMultiplier: "Learning rate multiplier", provider.FieldBeta: "Beta", "suffix": "Suffix",
+	"seed": "Seed", "budget": "Budget", "local": "Local trainer settings",
+}
+
+// missing turns the refusals into sentences for the estimate panel, in
+// the form's order: "Choose a frozen dataset version", "Epochs must be
+// from 1 to 50".
+func missing(bad *errs.Invalid, fields []string) []string {
+	by := bad.ByField()
+	var out []string
+	sentence := func(field, msg string) string {
+		name, ok := fieldNames[field]
+		if !ok {
+			name = views.Label(strings.TrimPrefix(field, "local."))
+		}
+		switch {
+		case strings.HasPrefix(msg, "choose "):
+			return strings.ToUpper(msg[:1]) + msg[1:] + "."
+		case strings.HasPrefix(msg, "must ") || strings.HasPrefix(msg, "is ") || strings.HasPrefix(msg, "applies "):
+			return name + " " + msg + "."
+		}
+		return name + ": " + msg + "."
+	}
+	for _, f := range fields {
+		if msg, ok := by[f]; ok {
+			out = append(out, sentence(f, msg))
+			delete(by, f)
+		}
+	}
+	for _, fe := range bad.Errors {
+		if msg, ok := by[fe.Field]; ok {
+			out = append(out, sentence(fe.Field, msg))
+			delete(by, fe.Field)
+		}
+	}
+	return out
+}
+
+// estimate checks the form's request and views its estimate, with the
+// form's own refusals (bad) beside the estimate's.
+func (h *Handlers) estimate(c echo.Context, req finetune.Request, bad *errs.Invalid) (views.FineTuneEstimateView, error) {
+	est, err := h.FineTune.Estimate(ctx(c), CallerOf(c).OrgID, req)
+	if err := mergeInvalid(bad, err); err != nil {
+		return views.FineTuneEstimateView{}, err
+	}
+	return estimateView(est, bad), nil
+}
+
+// FineTuneNew shows the launch form, with the estimate of what it holds
+// so far: at first, what is still missing.
 func (h *Handlers) FineTuneNew(c echo.Context) error {
-	values := map[string]string{"provider": "openai", "method": "supervised"}
+	providers := h.launchProviders(c)
+	values := map[string]string{"provider": firstAvailable(providers), "method": "supervised"}
 	for _, f := range append(launchFields, localFieldNames()...) {
 		if v := c.QueryParam(f); v != "" {
 			values[f] = v
 		}
 	}
-	return h.renderLaunchForm(c, http.StatusOK, values, map[string]string{}, views.FineTuneEstimateView{})
+	req, _, bad := parseLaunchValues(values)
+	est, err := h.estimate(c, req, bad)
+	if err != nil {
+		return err
+	}
+	return h.renderLaunchForm(c, http.StatusOK, providers, values, map[string]string{}, est)
 }
 
-func (h *Handlers) renderLaunchForm(c echo.Context, status int, values, errors map[string]string, est views.FineTuneEstimateView) error {
+// firstAvailable is the provider the form starts on: OpenAI when it can
+// take a job, or else the first that can.
+func firstAvailable(ps []views.FineTuneProviderOption) string {
+	first := ""
+	for _, p := range ps {
+		if p.Unavailable != "" {
+			continue
+		}
+		if p.Value == "openai" {
+			return p.Value
+		}
+		if first == "" {
+			first = p.Value
+		}
+	}
+	if first == "" {
+		return "openai"
+	}
+	return first
+}
+
+func (h *Handlers) renderLaunchForm(c echo.Context, status int, providers []views.FineTuneProviderOption, values, errors map[string]string, est views.FineTuneEstimateView) error {
 	caller := CallerOf(c)
-	m := views.FineTuneFormView{Providers: h.providerOptions(), Values: values, Errors: errors, Estimate: est,
+	m := views.FineTuneFormView{Providers: providers, Values: values, Errors: errors, Estimate: est,
 		Device: h.localDevice(ctx(c))}
 	for _, in := range localInputs(&local.Settings{}, map[string]float64{}) {
 		m.Local = append(m.Local, in.FineTuneLocalInput)
@@ -199,19 +305,20 @@ func (h *Handlers) renderLaunchForm(c echo.Context, status int, values, errors m
 	return render(c, status, views.FineTuneNewPage(h.page(c, "Launch fine-tuning", "finetune"), m))
 }
 
-// FineTuneEstimate answers the form as it is typed: the estimate, and the
-// message under each field.
+// FineTuneEstimate answers the form as it is typed: the estimate, or what
+// is missing, and the message under each field.
 func (h *Handlers) FineTuneEstimate(c echo.Context) error {
 	req, _, bad := parseLaunchForm(c)
-	est, err := h.FineTune.Estimate(ctx(c), CallerOf(c).OrgID, req)
-	if err := mergeInvalid(bad, err); err != nil {
+	est, err := h.estimate(c, req, bad)
+	if err != nil {
 		return err
 	}
-	return render(c, http.StatusOK, views.FineTuneEstimate(estimateView(est, bad), true))
+	return render(c, http.StatusOK, views.FineTuneEstimate(est, true))
 }
 
 // FineTuneLaunch launches from the form; on refusal the form comes back
-// with the messages beside the fields.
+// as typed, with the messages beside the fields and the estimate of what
+// was typed (or what is missing), never an empty one.
 func (h *Handlers) FineTuneLaunch(c echo.Context) error {
 	req, values, bad := parseLaunchForm(c)
 	var job db.FineTuningJob
@@ -221,13 +328,13 @@ func (h *Handlers) FineTuneLaunch(c echo.Context) error {
 		job, est, err = h.FineTune.Launch(ctx(c), actor(c), CallerOf(c).OrgID, req)
 	} else {
 		// Not launched; the estimate's checks still name every other bad field.
-		_, err = h.FineTune.Estimate(ctx(c), CallerOf(c).OrgID, req)
+		est, err = h.FineTune.Estimate(ctx(c), CallerOf(c).OrgID, req)
 	}
 	if err := mergeInvalid(bad, err); err != nil {
 		return err
 	}
 	if bad.Has() {
-		return h.renderLaunchForm(c, http.StatusUnprocessableEntity, values, bad.ByField(), estimateView(est, &errs.Invalid{}))
+		return h.renderLaunchForm(c, http.StatusUnprocessableEntity, h.launchProviders(c), values, bad.ByField(), estimateView(est, bad))
 	}
 	if est.Free {
 		h.Sessions.Flash(c, "ok", fmt.Sprintf("Local training job launched on %s (no charge).", views.Count(est.TrainExamples, "example", "examples")))
@@ -244,17 +351,18 @@ func (h *Handlers) FineTuneJob(c echo.Context) error {
 		return err
 	}
 	j := d.Job
-	m := views.FineTuneJobView{ID: j.ID.String(), Live: h.liveView(ctx(c), d), Local: settingsRows(finetune.LocalSettings(j)), Provider: h.providerLabel(j.Provider), BaseModel: j.BaseModel,
+	m := views.FineTuneJobView{ID: j.ID.String(), Name: jobName(j), Live: h.liveView(ctx(c), d), Local: settingsRows(finetune.LocalSettings(j)), Provider: h.providerLabel(j.Provider), BaseModel: j.BaseModel,
 		Method: j.Method, Dataset: j.DatasetLabel, DatasetVersion: j.DatasetVersionID.String(), Format: j.ExportFormat,
-		Suffix: j.Suffix, EstimatedTokens: j.EstimatedTokens, EstimatedCost: pricing.Micros(j.EstimatedCost).String(),
+		Suffix: j.Suffix, TrainExamples: int(j.TrainExamples),
 		CreatedBy: j.CreatedByLabel, CreatedAt: views.When(j.CreatedAt),
 		CanCancel: !finetune.Terminal(j.Status) && j.CancelRequestedAt == nil && CallerOf(c).Role.AtLeast(auth.Admin)}
+	if d.DatasetID != uuid.Nil {
+		m.DatasetURL = "/datasets/" + d.DatasetID.String()
+	}
 	if j.Seed.Valid {
 		m.Seed = strconv.FormatInt(j.Seed.Int64, 10)
 	}
-	if h.FineTune.Providers[j.Provider].Free {
-		m.EstimatedCost = "local: no charge"
-	} else if j.PriceDate != "" {
+	if !h.FineTune.Providers[j.Provider].Free && j.PriceDate != "" {
 		m.Price = fmt.Sprintf("$%g per million tokens, the price effective %s", pricing.Micros(j.PricePerMillion).Dollars(), j.PriceDate)
 	}
 	var hyper provider.Hyperparameters
@@ -267,7 +375,7 @@ func (h *Handlers) FineTuneJob(c echo.Context) error {
 		}
 		m.Hyperparameters = append(m.Hyperparameters, views.Option{Label: strings.TrimPrefix(nv.Field, "hyperparameters."), Value: nv.Value.String()})
 	}
-	return render(c, http.StatusOK, views.FineTuneJobPage(h.page(c, "Fine-tuning job", "finetune"), m))
+	return render(c, http.StatusOK, views.FineTuneJobPage(h.page(c, jobName(j), "finetune"), m))
 }
 
 // FineTuneJobLive is the refreshing part of the job page.
@@ -291,6 +399,7 @@ func (h *Handlers) fineTuneDetail(c echo.Context) (finetune.Detail, error) {
 // iterations from the run's metrics.jsonl.
 func (h *Handlers) liveView(ctx context.Context, d finetune.Detail) views.FineTuneLiveView {
 	v := liveView(d)
+	v.Cost = h.costView(d.Job)
 	if d.Job.Method == string(local.IRS) {
 		lines, err := h.FineTune.RunMetrics(ctx, d.Job)
 		if err != nil {
@@ -303,24 +412,38 @@ func (h *Handlers) liveView(ctx context.Context, d finetune.Detail) views.FineTu
 	return v
 }
 
+func (h *Handlers) costView(j db.FineTuningJob) views.FineTuneCost {
+	v := views.FineTuneCost{EstimatedTokens: j.EstimatedTokens, EstimatedEpochs: int(j.EstimatedEpochs), Epochs: int(j.TotalEpochs),
+		TrainedTokens: j.TrainedTokens, EstimatedCost: pricing.Micros(j.EstimatedCost).String(), Gap: finetune.CostGap(j),
+		Free: h.FineTune.Providers[j.Provider].Free}
+	if j.ActualCost.Valid {
+		v.ActualCost = pricing.Micros(j.ActualCost.Int64).String()
+	}
+	return v
+}
+
 func liveView(d finetune.Detail) views.FineTuneLiveView {
 	j := d.Job
 	pr, known := finetune.Progress(j)
 	v := views.FineTuneLiveView{ID: j.ID.String(), Running: !finetune.Terminal(j.Status), Status: string(j.Status),
 		ProviderState: j.ProviderState, ProviderJobID: j.ProviderJobID, Progress: pr, ProgressKnown: known,
-		Model: j.FineTunedModel, Error: j.ErrorMessage, TrainedTokens: j.TrainedTokens, CancelPending: j.CancelRequestedAt != nil && !finetune.Terminal(j.Status),
-		StartedAt: views.WhenPtr(j.StartedAt), CompletedAt: views.WhenPtr(j.CompletedAt), Chart: chart(d.Metrics)}
+		Model: j.FineTunedModel, Succeeded: j.Status == db.FinetuneStatusSucceeded, Error: j.ErrorMessage,
+		CancelPending: j.CancelRequestedAt != nil && !finetune.Terminal(j.Status),
+		StartedAt:     views.WhenPtr(j.StartedAt), CompletedAt: views.WhenPtr(j.CompletedAt)}
 	switch {
 	case j.TotalSteps > 0:
-		v.StepText = fmt.Sprintf("step %d of %d", j.Step, j.TotalSteps)
+		v.StepText = fmt.Sprintf("Step %d of %d", j.Step, j.TotalSteps)
 	case j.Step > 0:
-		v.StepText = fmt.Sprintf("step %d", j.Step)
+		v.StepText = fmt.Sprintf("Step %d", j.Step)
 	}
 	if j.TotalEpochs > 0 && j.Epoch > 0 {
-		v.StepText += fmt.Sprintf(" · epoch %d/%d", j.Epoch, j.TotalEpochs)
+		v.StepText += fmt.Sprintf(" · epoch %d of %d", j.Epoch, j.TotalEpochs)
 	}
-	if j.ActualCost.Valid {
-		v.ActualCost = pricing.Micros(j.ActualCost.Int64).String()
+	opt := func(f float64, ok bool) *float64 {
+		if !ok {
+			return nil
+		}
+		return &f
 	}
 	for _, m := range d.Metrics {
 		v.Metrics = append(v.Metrics, views.FineTuneMetricPoint{Step: int(m.Step), TrainLoss: num(m.TrainLoss.Float64, m.TrainLoss.Valid),
@@ -328,6 +451,11 @@ func liveView(d finetune.Detail) views.FineTuneLiveView {
 			ValidAcc: num(m.ValidMeanTokenAccuracy.Float64, m.ValidMeanTokenAccuracy.Valid)})
 		if m.TrainLoss.Valid {
 			v.LastLoss = num(m.TrainLoss.Float64, true)
+		}
+		if m.TrainLoss.Valid || m.ValidLoss.Valid {
+			v.Loss.Step = append(v.Loss.Step, int(m.Step))
+			v.Loss.Train = append(v.Loss.Train, opt(m.TrainLoss.Float64, m.TrainLoss.Valid))
+			v.Loss.Valid = append(v.Loss.Valid, opt(m.ValidLoss.Float64, m.ValidLoss.Valid))
 		}
 	}
 	for _, e := range d.Events {
@@ -354,49 +482,6 @@ func numPtr(f *float64) string {
 		return "—"
 	}
 	return num(*f, true)
-}
-
-// Chart geometry: the view box is 600 × 200 with a margin for labels.
-const (
-	chartW, chartH = 600.0, 200.0
-	chartPad       = 16.0
-)
-
-// chart turns the metrics into polyline points, steps along x and loss
-// up y from zero to the largest loss.
-func chart(ms []db.FineTuningMetric) views.FineTuneChart {
-	maxLoss, maxStep := 0.0, 0
-	for _, m := range ms {
-		maxStep = max(maxStep, int(m.Step))
-		if m.TrainLoss.Valid {
-			maxLoss = math.Max(maxLoss, m.TrainLoss.Float64)
-		}
-		if m.ValidLoss.Valid {
-			maxLoss = math.Max(maxLoss, m.ValidLoss.Float64)
-		}
-	}
-	if maxLoss <= 0 || math.IsInf(maxLoss, 0) {
-		return views.FineTuneChart{Empty: true}
-	}
-	point := func(step int, loss float64) string {
-		x := chartPad
-		if maxStep > 0 {
-			x += float64(step) / float64(maxStep) * (chartW - 2*chartPad)
-		}
-		y := chartH - chartPad - loss/maxLoss*(chartH-2*chartPad)
-		return strconv.FormatFloat(x, 'f', 1, 64) + "," + strconv.FormatFloat(y, 'f', 1, 64)
-	}
-	var train, valid []string
-	for _, m := range ms {
-		if m.TrainLoss.Valid {
-			train = append(train, point(int(m.Step), m.TrainLoss.Float64))
-		}
-		if m.ValidLoss.Valid {
-			valid = append(valid, point(int(m.Step), m.ValidLoss.Float64))
-		}
-	}
-	return views.FineTuneChart{Train: strings.Join(train, " "), Valid: strings.Join(valid, " "),
-		MaxLoss: num(maxLoss, true), MaxStep: maxStep, Empty: len(train) == 0 && len(valid) == 0}
 }
 
 // FineTuneCancel asks for the job to be cancelled and wakes its worker.

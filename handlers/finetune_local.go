@@ -193,6 +193,12 @@ func settingsRows(raw json.RawMessage) []views.Option {
 // scoreColors colour the IRS weight lines, one per score.
 var scoreColors = map[string]string{"rel": "#1f77b4", "faith": "#ff7f0e", "conc": "#2ca02c", "rm": "#9467bd"}
 
+// IRS chart geometry: the view box is 600 × 200 with a margin for labels.
+const (
+	chartW, chartH = 600.0, 200.0
+	chartPad       = 16.0
+)
+
 // irsChart draws the IRS iterations: x is the iteration (1 at the left,
 // the last at the right), y the average reward from zero to the largest,
 // and in the second chart each score's weight from zero to the largest.

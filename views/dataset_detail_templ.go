@@ -648,7 +648,7 @@ func datasetReport(v DatasetView) templ.Component {
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
-		for _, f := range v.Formats {
+		for _, f := range FormatsFor(v.Kind, v.Formats) {
 			if v.Report != nil {
 				templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 46, "<option value=\"")
 				if templ_7745c5c3_Err != nil {
@@ -709,9 +709,9 @@ func datasetReport(v DatasetView) templ.Component {
 					return templ_7745c5c3_Err
 				}
 				var templ_7745c5c3_Var32 string
-				templ_7745c5c3_Var32, templ_7745c5c3_Err = templ.JoinStringErrs(f)
+				templ_7745c5c3_Var32, templ_7745c5c3_Err = templ.JoinStringErrs(Label(f))
 				if templ_7745c5c3_Err != nil {
-					return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/dataset_detail.templ`, Line: 208, Col: 30}
+					return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/dataset_detail.templ`, Line: 208, Col: 37}
 				}
 				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var32))
 				if templ_7745c5c3_Err != nil {
@@ -1170,7 +1170,7 @@ func datasetExports(p Page, v DatasetView) templ.Component {
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
-			for _, f := range v.Formats {
+			for _, f := range FormatsFor(v.Kind, v.Formats) {
 				if v.Report != nil {
 					templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 97, "<option value=\"")
 					if templ_7745c5c3_Err != nil {
@@ -1231,9 +1231,9 @@ func datasetExports(p Page, v DatasetView) templ.Component {
 						return templ_7745c5c3_Err
 					}
 					var templ_7745c5c3_Var63 string
-					templ_7745c5c3_Var63, templ_7745c5c3_Err = templ.JoinStringErrs(f)
+					templ_7745c5c3_Var63, templ_7745c5c3_Err = templ.JoinStringErrs(Label(f))
 					if templ_7745c5c3_Err != nil {
-						return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/dataset_detail.templ`, Line: 280, Col: 31}
+						return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/dataset_detail.templ`, Line: 280, Col: 38}
 					}
 					_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var63))
 					if templ_7745c5c3_Err != nil {

@@ -76,16 +76,16 @@ func TestBrowserFineTuneDPO(t *testing.T) {
 		if l := eval[string](t, ctx, `document.querySelector('#ft-loss')?.textContent || ''`); l != "" && !slices.Contains(losses, l) {
 			losses = append(losses, l)
 		}
-		if st == "succeeded" || st == "failed" {
+		if st == "Succeeded" || st == "Failed" {
 			break
 		}
 		time.Sleep(250 * time.Millisecond)
 	}
 	t.Logf("a full run at the fake took %s in the browser; statuses %v, progress %v, losses %v", time.Since(start).Round(100*time.Millisecond), statuses, progress, losses)
-	if statuses[len(statuses)-1] != "succeeded" {
+	if statuses[len(statuses)-1] != "Succeeded" {
 		t.Fatalf("the job ended %v", statuses)
 	}
-	if !slices.Contains(statuses, "running") || !slices.ContainsFunc(progress, func(n int) bool { return n > 0 && n < 100 }) {
+	if !slices.Contains(statuses, "Running") || !slices.ContainsFunc(progress, func(n int) bool { return n > 0 && n < 100 }) {
 		t.Errorf("no progress seen while running: statuses %v, progress %v", statuses, progress)
 	}
 	if len(losses) < 2 {
@@ -95,19 +95,38 @@ func TestBrowserFineTuneDPO(t *testing.T) {
 	if !strings.HasPrefix(model, "ft:"+ftMini) {
 		t.Errorf("model id %q", model)
 	}
-	if pts := eval[string](t, ctx, `document.querySelector('#ft-train-line').getAttribute('points')`); len(strings.Fields(pts)) != 4 {
-		t.Errorf("loss chart has points %q, want 4", pts)
+	// The loss chart is drawn by uPlot from the 4 steps' data: training
+	// loss at each, validation loss at steps 2 and 4, both in the legend.
+	waitFor(t, ctx, `document.querySelector('.chart[data-chart="ft-loss"] canvas') !== null`)
+	if got := eval[string](t, ctx, `(() => { const d = JSON.parse(document.querySelector('#ft-chart').getAttribute('data-loss')); return JSON.stringify([d.step, d.train, d.valid]); })()`); got != `[[1,2,3,4],[1.5,1.25,0.75,0.5],[null,1.375,null,0.625]]` {
+		t.Errorf("loss chart data %s", got)
+	}
+	if got := eval[string](t, ctx, `[...document.querySelectorAll('#ft-chart .u-legend .u-label')].map(e => e.textContent).join(',')`); got != "Step,Training loss,Validation loss" {
+		t.Errorf("chart legend %q", got)
+	}
+	// The next step: the model id, with a button that copies it.
+	if got := eval[string](t, ctx, `document.querySelector('#ft-copy')?.getAttribute('data-copy') || ''`); got != "#ft-model" {
+		t.Errorf("copy button copies %q, want #ft-model", got)
+	}
+	// Billed: 4 pairs × 18 tokens × the fake's 2 epochs, where "auto" was
+	// estimated at 25, and the page says so.
+	if got := text(t, ctx, `#ft-trained`); got != "144" {
+		t.Errorf("trained tokens shown %q, want 144", got)
+	}
+	if got := text(t, ctx, `#ft-gap`); !strings.Contains(got, "ran 2 epochs where the estimate assumed 25") {
+		t.Errorf("gap explained as %q", got)
 	}
 	if fake.JobsCreated() != 1 {
 		t.Errorf("%d jobs at the provider", fake.JobsCreated())
 	}
 	webtest.Screenshot(t, ctx, "finetune-job")
 
-	// $0.012288 was spent; a $0.01 budget leaves nothing.
+	// $0.000432 was spent; a $0.001 budget leaves $0.000568, short of
+	// the $0.0054 this launch would cost.
 	err = chromedp.Do(ctx,
 		chromedp.Navigate(s.URL+"/fine-tuning/settings"),
 		chromedp.WaitVisible(`#ft-budget`),
-		chromedp.SetValue(`input[name=monthly_budget]`, "0.01"),
+		chromedp.SetValue(`input[name=monthly_budget]`, "0.001"),
 		chromedp.Submit(`input[name=monthly_budget]`),
 		chromedp.WaitVisible(`.flash-ok`),
 		chromedp.Navigate(s.URL+form),
@@ -119,7 +138,11 @@ func TestBrowserFineTuneDPO(t *testing.T) {
 	if err != nil {
 		t.Fatalf("over budget: %v", err)
 	}
-	waitFor(t, ctx, `document.querySelector('#err-budget')?.textContent.includes('exceeds the $0.00 left')`)
+	waitFor(t, ctx, `document.querySelector('#err-budget')?.textContent.includes('exceeds the $0.0006 left')`)
+	// The refused form keeps its estimate: the cost, not $0.00 of $0.00.
+	if got := text(t, ctx, `#est-cost`); got != "$0.0054" {
+		t.Errorf("estimate after the refusal shows %q, want $0.0054", got)
+	}
 	webtest.Screenshot(t, ctx, "finetune-over-budget")
 	if fake.JobsCreated() != 1 {
 		t.Errorf("the refused launch reached the provider")
@@ -179,16 +202,16 @@ func TestBrowserLocalFineTune(t *testing.T) {
 		if l := eval[string](t, ctx, `document.querySelector('#ft-loss')?.textContent || ''`); l != "" && !slices.Contains(losses, l) {
 			losses = append(losses, l)
 		}
-		if st == "succeeded" || st == "failed" || st == "cancelled" {
+		if st == "Succeeded" || st == "Failed" || st == "Cancelled" {
 			break
 		}
 		time.Sleep(250 * time.Millisecond)
 	}
 	t.Logf("statuses %v, progress %v, losses %v in %s", statuses, progress, losses, time.Since(start).Round(100*time.Millisecond))
-	if statuses[len(statuses)-1] != "succeeded" {
+	if statuses[len(statuses)-1] != "Succeeded" {
 		t.Fatalf("the job ended %v", statuses)
 	}
-	if !slices.Contains(statuses, "running") || !slices.ContainsFunc(progress, func(n int) bool { return n > 0 && n < 100 }) {
+	if !slices.Contains(statuses, "Running") || !slices.ContainsFunc(progress, func(n int) bool { return n > 0 && n < 100 }) {
 		t.Errorf("no progress seen while running: statuses %v, progress %v", statuses, progress)
 	}
 	// The fake's losses are 2, 1.5 and 1.25; at least two are seen live.

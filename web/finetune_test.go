@@ -86,8 +86,10 @@ func TestFineTuneAPI(t *testing.T) {
 	if job.Status != "succeeded" || job.FineTunedModel == "" || len(job.Metrics) != 4 {
 		t.Fatalf("job %+v", job)
 	}
-	if job.ActualCost == nil || *job.ActualCost != 0.012288 || job.TrainedTokens != 4096 {
-		t.Errorf("actual cost %v for %d tokens, want $0.012288 for 4096", job.ActualCost, job.TrainedTokens)
+	// The fake ran its script's 2 epochs where "auto" was estimated at 25:
+	// 4 pairs × 18 tokens × 2 epochs at $3 per million.
+	if job.ActualCost == nil || *job.ActualCost != 0.000432 || job.TrainedTokens != 144 {
+		t.Errorf("actual cost %v for %d tokens, want $0.000432 for 144", job.ActualCost, job.TrainedTokens)
 	}
 	if fake.FilesCreated() != 2 || fake.JobsCreated() != 1 {
 		t.Errorf("%d files and %d jobs at the provider", fake.FilesCreated(), fake.JobsCreated())

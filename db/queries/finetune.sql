@@ -2,13 +2,16 @@
 INSERT INTO fine_tuning_jobs (
     org_id, dataset_version_id, dataset_label, dataset_kind, provider, base_model, method, export_format,
     hyperparameters, suffix, seed, train_examples, estimated_tokens, estimated_epochs, price_id, price_per_million,
-    price_date, estimated_cost, created_by, created_by_label, local_settings
+    price_date, estimated_cost, created_by, created_by_label, local_settings, name
 ) VALUES (
     @org_id, @dataset_version_id, @dataset_label, @dataset_kind, @provider, @base_model, @method, @export_format,
     @hyperparameters, @suffix, sqlc.narg('seed'), @train_examples, @estimated_tokens, @estimated_epochs, @price_id, @price_per_million,
-    @price_date, @estimated_cost, @created_by, @created_by_label, @local_settings
+    @price_date, @estimated_cost, @created_by, @created_by_label, @local_settings, @name
 )
 RETURNING *;
+
+-- name: FineTuneJobCountByVersion :one
+SELECT count(*) FROM fine_tuning_jobs WHERE org_id = @org_id AND dataset_version_id = @dataset_version_id;
 
 -- name: FineTuneJobUpdateRiverID :exec
 UPDATE fine_tuning_jobs SET river_job_id = @river_job_id WHERE id = @id;

@@ -147,8 +147,10 @@ func (s *Service) Estimate(ctx context.Context, orgID uuid.UUID, req Request) (E
 	}
 	var p provider.Provider
 	if known {
-		if p, _, err = s.client(ctx, req.Provider); err != nil {
-			v.Add("provider", "%s cannot be used: %v", entry.Label, err)
+		if why := s.unavailable(ctx, req.Provider); why != "" {
+			v.Add("provider", "%s cannot be used here: %s", entry.Label, lowerFirst(why))
+		} else if p, _, err = s.client(ctx, req.Provider); err != nil {
+			return est, err
 		}
 	}
 	if p != nil {
@@ -222,6 +224,13 @@ func localField(field string) string {
 		return "local." + field
 	}
 	return field
+}
+
+func lowerFirst(s string) string {
+	if s == "" {
+		return s
+	}
+	return strings.ToLower(s[:1]) + strings.TrimSuffix(s[1:], ".")
 }
 
 // preferenceMethod reports whether a method trains on preference pairs.

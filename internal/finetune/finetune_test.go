@@ -238,12 +238,14 @@ func TestOpenAIDPOSurvivesAKillAtEveryStep(t *testing.T) {
 			if j.Status != db.FinetuneStatusSucceeded || j.FineTunedModel == "" || j.ErrorMessage != "" {
 				t.Fatalf("job ended %s, model %q, error %q", j.Status, j.FineTunedModel, j.ErrorMessage)
 			}
-			// The default script: 4 steps, 4096 trained tokens, at $3 per million.
+			// The default script: 4 steps over 2 epochs; OpenAI bills the 4
+			// training pairs' 18 tokens each per epoch (the 2 validation pairs
+			// are free): 144 tokens at $3 per million.
 			if len(d.Metrics) != 4 || d.Metrics[3].TrainLoss.Float64 != 0.5 || d.Metrics[3].ValidLoss.Float64 != 0.625 {
 				t.Errorf("metrics %+v, want 4 steps ending at train loss 0.5, valid loss 0.625", d.Metrics)
 			}
-			if j.TrainedTokens != 4096 || !j.ActualCost.Valid || j.ActualCost.Int64 != 4096*3 {
-				t.Errorf("trained %d tokens costing %v micro-dollars, want 4096 and %d", j.TrainedTokens, j.ActualCost, 4096*3)
+			if j.TrainedTokens != 144 || !j.ActualCost.Valid || j.ActualCost.Int64 != 144*3 {
+				t.Errorf("trained %d tokens costing %v micro-dollars, want 144 and %d", j.TrainedTokens, j.ActualCost, 144*3)
 			}
 			if len(d.Checkpoints) == 0 || len(d.Events) == 0 {
 				t.Errorf("%d checkpoints and %d events stored", len(d.Checkpoints), len(d.Events))
@@ -327,7 +329,7 @@ func TestEstimateCountsTokensEpochsAndPrice(t *testing.T) {
 
 func TestOpenAIAutoEpochsFollowsTheCookbook(t *testing.T) {
 	for _, c := range []struct{ n, want int }{{1, 25}, {4, 25}, {10, 10}, {34, 3}, {100, 3}, {8333, 3}, {8334, 2}, {30000, 1}} {
-		if got := finetune.OpenAIAutoEpochs(c.n); got != c.want {
+		if got := openai.AutoEpochs(c.n); got != c.want {
 			t.Errorf("%d examples: %d epochs, want %d", c.n, got, c.want)
 		}
 	}
@@ -626,5 +628,47 @@ func TestConcurrentLaunchesShareTheBudget(t *testing.T) {
 	}
 	if ok != 1 || refused != 1 {
 		t.Errorf("%d launched and %d refused, want one of each", ok, refused)
+	}
+}
+
+// The estimate follows OpenAI's billing rule: the training file's tokens
+// times the epochs, for supervised and DPO alike; the validation split is
+// not billed. Counted by hand with o200k_base, where every text here is
+// one token: a chat is 3 (reply priming) + 2 messages × (3 framing + 1
+// role + 1 content) = 13 tokens; a DPO pair holds its prompt once and both
+// replies, 3 + 3 × 5 = 18.
+func TestEstimateFollowsTheBillingRule(t *testing.T) {
+	e := newEnv(t, finetune.Providers{"openai": openaiEntry(openaifake.New(t))})
+	sft := e.src.AddSFT(e.org, "chats v1", finetunetest.Chats(12), 2)
+	noValid := e.src.AddSFT(e.org, "chats v2", finetunetest.Chats(10), 0)
+	dpo := e.src.AddPref(e.org, "pairs v1", finetunetest.Pairs(6), 2)
+	for _, tc := range []struct {
+		name     string
+		version  uuid.UUID
+		method   provider.Method
+		epochs   provider.Value
+		perEpoch int64
+		epochsN  int
+	}{
+		{"supervised, 3 epochs", sft.ID, provider.Supervised, provider.Num(3), 10 * 13, 3},
+		{"supervised, validation not billed", noValid.ID, provider.Supervised, provider.Num(3), 10 * 13, 3},
+		// auto: 10 examples are run 100 / 10 = 10 times.
+		{"supervised, auto epochs", sft.ID, provider.Supervised, provider.Auto(), 10 * 13, 10},
+		{"dpo, 2 epochs", dpo.ID, provider.DPO, provider.Num(2), 4 * 18, 2},
+		// auto: 4 pairs are run 100 / 4 = 25 times.
+		{"dpo, auto epochs", dpo.ID, provider.DPO, provider.Auto(), 4 * 18, 25},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			est, err := e.svc.Estimate(t.Context(), e.org, finetune.Request{VersionID: tc.version, Provider: "openai", BaseModel: mini,
+				Method: tc.method, Hyper: provider.Hyperparameters{Epochs: tc.epochs}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := tc.perEpoch * int64(tc.epochsN)
+			if est.TokensPerEpoch != tc.perEpoch || est.Epochs != tc.epochsN || est.TrainedTokens != want || est.Cost != pricing.Micros(want*3) {
+				t.Errorf("estimate %d tokens/epoch × %d = %d costing %s; want %d × %d = %d costing %s",
+					est.TokensPerEpoch, est.Epochs, est.TrainedTokens, est.Cost, tc.perEpoch, tc.epochsN, want, pricing.Micros(want*3))
+			}
+		})
 	}
 }

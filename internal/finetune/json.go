@@ -18,6 +18,7 @@ type Object struct {
 	ProviderState    string                    `json:"provider_state,omitempty"`
 	Provider         string                    `json:"provider"`
 	BaseModel        string                    `json:"base_model"`
+	Name             string                    `json:"name"`
 	Method           string                    `json:"method"`
 	DatasetVersionID string                    `json:"dataset_version_id"`
 	Dataset          string                    `json:"dataset"`
@@ -75,7 +76,7 @@ type CheckpointObject struct {
 // ToObject shapes a job for the API, naming its hyperparameters with sp,
 // its provider's spelling.
 func ToObject(j db.FineTuningJob, sp provider.Spelling) Object {
-	o := Object{ID: j.ID.String(), Status: string(j.Status), ProviderState: j.ProviderState, Provider: j.Provider,
+	o := Object{ID: j.ID.String(), Name: j.Name, Status: string(j.Status), ProviderState: j.ProviderState, Provider: j.Provider,
 		BaseModel: j.BaseModel, Method: j.Method, DatasetVersionID: j.DatasetVersionID.String(), Dataset: j.DatasetLabel,
 		ExportFormat: j.ExportFormat, Local: LocalSettings(j), Suffix: j.Suffix, ProviderJobID: j.ProviderJobID,
 		FineTunedModel: j.FineTunedModel, Error: j.ErrorMessage, EstimatedTokens: j.EstimatedTokens,

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/google/uuid"
@@ -51,6 +52,12 @@ func (s *Service) Launch(ctx context.Context, actor audit.Actor, orgID uuid.UUID
 		if !est.Fits() {
 			return OverBudget(est)
 		}
+		// The budget row's lock serialises the organisation's launches, so
+		// the count gives each unnamed job its own number.
+		earlier, err := q.FineTuneJobCountByVersion(ctx, db.FineTuneJobCountByVersionParams{OrgID: orgID, DatasetVersionID: req.VersionID})
+		if err != nil {
+			return err
+		}
 		p := db.FineTuneJobInsertParams{
 			OrgID: orgID, DatasetVersionID: req.VersionID, DatasetLabel: est.Version.Label, DatasetKind: string(est.Version.Kind),
 			Provider: req.Provider, BaseModel: req.BaseModel, Method: string(req.Method), ExportFormat: string(est.Format),
@@ -58,6 +65,7 @@ func (s *Service) Launch(ctx context.Context, actor audit.Actor, orgID uuid.UUID
 			EstimatedEpochs: int32(est.Epochs), PriceID: uuid.NullUUID{UUID: est.Price.ID, Valid: est.Price.ID != uuid.Nil},
 			PricePerMillion: int64(pricing.Dollars(est.Price.PerMillion)), PriceDate: est.Price.Date,
 			EstimatedCost: int64(est.Cost), CreatedByLabel: actor.Label, LocalSettings: settings,
+			Name: JobName(est.Version.Label, req.Suffix, earlier+1),
 		}
 		if req.Seed != nil {
 			p.Seed = pgtype.Int8{Int64: *req.Seed, Valid: true}
@@ -81,6 +89,16 @@ func (s *Service) Launch(ctx context.Context, actor audit.Actor, orgID uuid.UUID
 				"method": req.Method, "dataset": est.Version.Label, "estimated_usd": est.Cost.Dollars()}})
 	})
 	return job, est, err
+}
+
+// JobName is a job's readable name: its dataset version and its suffix,
+// or "ft-N" for the Nth job on that version when it has no suffix
+// ("Support answers v3 · ft-2").
+func JobName(versionLabel, suffix string, nth int64) string {
+	if suffix == "" {
+		suffix = fmt.Sprintf("ft-%d", nth)
+	}
+	return versionLabel + " · " + suffix
 }
 
 // OverBudget is the refusal of a launch that costs more than is left,

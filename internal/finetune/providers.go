@@ -26,7 +26,7 @@ func OpenAI(cfg openai.Config) Entry {
 			provider.Supervised: export.OpenAIChat,
 			provider.DPO:        export.OpenAIPreference,
 		},
-		AutoEpochs: OpenAIAutoEpochs,
+		AutoEpochs: openai.AutoEpochs,
 		Spelling:   openai.Spelling,
 		// The model of OpenAI's own fine-tuning example, which takes both
 		// supervised and DPO training.

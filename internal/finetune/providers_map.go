@@ -61,22 +61,5 @@ func (r Providers) Methods() []provider.Method {
 	return out
 }
 
-// OpenAIAutoEpochs follows the OpenAI cookbook's "Data preparation and
-// analysis for chat model fine-tuning": 3 epochs, raised so that at least
-// 100 examples are seen (at most 25 epochs), lowered so that at most 25,000
-// are (at least 1).
-func OpenAIAutoEpochs(n int) int {
-	const target, minExamples, maxExamples, minEpochs, maxEpochs = 3, 100, 25000, 1, 25
-	switch {
-	case n <= 0:
-		return target
-	case n*target < minExamples:
-		return min(maxEpochs, minExamples/n)
-	case n*target > maxExamples:
-		return max(minEpochs, maxExamples/n)
-	}
-	return target
-}
-
 // BedrockAutoEpochs is Bedrock's default epochCount for Claude 3 Haiku (2).
 func BedrockAutoEpochs(int) int { return 2 }

@@ -16,7 +16,10 @@ import (
 
 // Detail is one job with its log, metrics and checkpoints.
 type Detail struct {
-	Job         db.FineTuningJob
+	Job db.FineTuningJob
+	// DatasetID is the dataset of the job's version, for a link to it;
+	// uuid.Nil when the version can no longer be read.
+	DatasetID   uuid.UUID
 	Events      []db.FineTuningEvent // newest first
 	Metrics     []db.FineTuningMetric
 	Checkpoints []db.FineTuningCheckpoint
@@ -36,6 +39,13 @@ func (s *Service) Get(ctx context.Context, orgID, id uuid.UUID) (Detail, error) 
 		return Detail{}, err
 	}
 	d := Detail{Job: j}
+	if src, err := s.source(); err == nil {
+		if v, err := src.Version(ctx, orgID, j.DatasetVersionID); err == nil {
+			d.DatasetID = v.DatasetID
+		} else if !errors.Is(err, errs.ErrNotFound) {
+			return d, err
+		}
+	}
 	if d.Events, err = q.FineTuneEventList(ctx, db.FineTuneEventListParams{OrgID: orgID, JobID: id, RowLimit: maxEvents}); err != nil {
 		return d, err
 	}

@@ -1,7 +1,9 @@
-// Draws the stats page's charts with uPlot from the JSON data block
-// <script type="application/json" id="stats-data"> (data, not code, so the
-// page's Content-Security-Policy allows it). Every chart has a table beside
-// it: without JavaScript the page still reads.
+// Draws Curate's charts with uPlot from JSON data blocks (data, not code,
+// so the page's Content-Security-Policy allows them): the stats page's
+// from <script type="application/json" id="stats-data">, and a fine-tuning
+// job's loss by step from its container's data-loss attribute, drawn again
+// each time the job page's live part is swapped in. Every chart has a table beside it:
+// without JavaScript the page still reads.
 (function () {
   "use strict";
   var palette = ["#2f6fde", "#d1495b", "#2a9d5c", "#e08e0b", "#7b4fd6", "#0f8b8d", "#a05a2c", "#5c677d"];
@@ -14,17 +16,44 @@
     return { width: Math.max(280, target.clientWidth || 600), height: 220 };
   }
 
-  function draw(target, series, data, yAxis, yRange) {
+  function draw(target, series, data, yAxis, yRange, xAxis) {
     if (!target) return;
     var opts = size(target);
-    opts.series = [{}].concat(series);
-    opts.axes = [{}, yAxis || {}];
-    opts.scales = { x: { time: true } };
+    opts.series = [xAxis ? xAxis.series : {}].concat(series);
+    opts.axes = [xAxis ? xAxis.axis : {}, yAxis || {}];
+    opts.scales = { x: { time: !xAxis } };
     // Days are UTC days, as in the tables.
     opts.tzDate = function (ts) { return window.uPlot.tzDate(new Date(ts * 1e3), "Etc/UTC"); };
     if (yRange) opts.scales.y = { range: yRange };
+    target.textContent = "";
     var plot = new window.uPlot(opts, data, target);
-    window.addEventListener("resize", function () { plot.setSize(size(target)); });
+    var resize = function () {
+      if (!target.isConnected) {
+        window.removeEventListener("resize", resize);
+        return;
+      }
+      plot.setSize(size(target));
+    };
+    window.addEventListener("resize", resize);
+  }
+
+  function loss() {
+    var target = el("ft-loss");
+    if (!target || !window.uPlot) return;
+    var d;
+    try {
+      d = JSON.parse(target.getAttribute("data-loss"));
+    } catch (e) {
+      return;
+    }
+    var fixed = function (u, v) { return v == null ? "—" : v.toFixed(4); };
+    draw(target, [
+      line("Training loss", 0, { value: fixed }),
+      line("Validation loss", 1, { value: fixed, dash: [6, 3] })
+    ], [d.step || [], d.train || [], d.valid || []], { label: "Loss" }, null, {
+      series: { label: "Step" },
+      axis: { label: "Step" }
+    });
   }
 
   function line(label, i, extra) {
@@ -34,6 +63,7 @@
   }
 
   function start() {
+    loss();
     var block = document.getElementById("stats-data");
     if (!block || !window.uPlot) return;
     var d;
@@ -71,4 +101,10 @@
   } else {
     start();
   }
+  // A running job's live part is swapped every few seconds with new data.
+  // A swap brings an empty chart container; one already drawn is left.
+  document.addEventListener("htmx:afterSettle", function () {
+    var target = el("ft-loss");
+    if (target && !target.firstChild) loss();
+  });
 })();

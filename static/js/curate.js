@@ -9,12 +9,4 @@
     if (!btn || !btn.hasAttribute("hx-confirm") || btn.closest("[hx-post],[hx-put],[hx-patch],[hx-delete]")) return;
     if (!window.confirm(btn.getAttribute("hx-confirm"))) ev.preventDefault();
   });
-  // A button with data-copy="<selector>" copies that element's text.
-  document.addEventListener("click", function (ev) {
-    var btn = ev.target.closest("[data-copy]");
-    if (!btn || !navigator.clipboard) return;
-    var el = document.querySelector(btn.getAttribute("data-copy"));
-    if (!el) return;
-    navigator.clipboard.writeText(el.textContent.trim()).then(function () { btn.textContent = "Copied"; });
-  });
 })();

@@ -28,10 +28,16 @@ type ProbeInfo struct {
 // maxProbeOutput bounds what the probe may print.
 const maxProbeOutput = 1 << 20
 
-// Probe runs the bundled trainer's probe with the configured Python and
-// trainer directory and returns its report.
+// Probe runs the trainer's probe and returns its report: the trainer that
+// jobs run, so a Command ending in "run" is asked with "probe" in its
+// place, and otherwise the bundled trainer with the configured Python and
+// trainer directory.
 func (p *Provider) Probe(ctx context.Context) (ProbeInfo, error) {
-	cmd := exec.CommandContext(ctx, p.cfg.Python, "-m", "curate_trainer", "probe")
+	argv := []string{p.cfg.Python, "-m", "curate_trainer", "probe"}
+	if n := len(p.argv); n > 0 && p.argv[n-1] == "run" {
+		argv = append(append([]string(nil), p.argv[:n-1]...), "probe")
+	}
+	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
 	cmd.Env = p.env
 	var stdout, stderr limitedBuffer
 	stdout.max, stderr.max = maxProbeOutput, maxProbeOutput
@@ -67,4 +73,16 @@ func (b *limitedBuffer) Write(p []byte) (int, error) {
 		b.Buffer.Write(p[:min(room, len(p))])
 	}
 	return len(p), nil
+}
+
+// CannotRun says, as a sentence, why the probed machine cannot train, or
+// "" when it can: the bundled trainer needs torch, and a device to run on.
+func (i ProbeInfo) CannotRun() string {
+	switch {
+	case i.Note != "":
+		return strings.ToUpper(i.Note[:1]) + strings.TrimSuffix(i.Note[1:], ".") + "."
+	case i.Device == "none" || i.Torch == "":
+		return "Torch is not installed, so this machine cannot run the local trainer."
+	}
+	return ""
 }

@@ -105,3 +105,21 @@ func fail(op string, err error) error {
 func idempotencyKey(curateJobID, what string) option.RequestOption {
 	return option.WithHeader("Idempotency-Key", "curate-"+curateJobID+"-"+what)
 }
+
+// AutoEpochs is how many epochs OpenAI runs when a job leaves n_epochs
+// "auto", for a training file of n examples. It follows the OpenAI
+// cookbook's "Data preparation and analysis for chat model fine-tuning": 3
+// epochs, raised so that at least 100 examples are seen (at most 25
+// epochs), lowered so that at most 25,000 are (at least 1).
+func AutoEpochs(n int) int {
+	const target, minExamples, maxExamples, minEpochs, maxEpochs = 3, 100, 25000, 1, 25
+	switch {
+	case n <= 0:
+		return target
+	case n*target < minExamples:
+		return min(maxEpochs, minExamples/n)
+	case n*target > maxExamples:
+		return max(minEpochs, maxExamples/n)
+	}
+	return target
+}

@@ -13,10 +13,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/curate/curate/internal/export"
+	"github.com/curate/curate/internal/finetune"
 	"github.com/curate/curate/internal/provider"
 	"github.com/curate/curate/internal/provider/openai"
 	"github.com/curate/curate/internal/provider/openaifake"
 	"github.com/curate/curate/internal/publicdata"
+	"github.com/curate/curate/internal/tokens"
 )
 
 // trainChat is a small chat fine-tuning file written for these tests.
@@ -212,8 +215,21 @@ func TestEndToEnd(t *testing.T) {
 	}
 
 	st := last.Status
-	if st.FineTunedModel != "ft:gpt-4o-mini-2024-07-18:curate-fake:curate-test:"+job.ID || st.TrainedTokens != 4096 || st.Progress.TotalSteps != 4 {
+	if st.FineTunedModel != "ft:gpt-4o-mini-2024-07-18:curate-fake:curate-test:"+job.ID || st.Progress.TotalSteps != 4 {
 		t.Fatalf("final status = %+v", st)
+	}
+	// Billed as OpenAI bills: the training file's tokens, as the estimate
+	// counts them, times the 2 epochs asked for; the validation file is free.
+	counter, err := tokens.New(tokens.O200K)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, perEpoch, err := finetune.CountFile(ctx, counter, export.OpenAIChat, trainChat)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if perEpoch == 0 || st.TrainedTokens != 2*perEpoch {
+		t.Fatalf("trained %d tokens, want 2 epochs × %d", st.TrainedTokens, perEpoch)
 	}
 	// A checkpoint at the end of epoch 1 (step 2); the last epoch is the model itself.
 	if len(last.Checkpoints) != 1 || last.Checkpoints[0].Step != 2 || *last.Checkpoints[0].Metrics.TrainLoss != 1.25 {

@@ -70,7 +70,7 @@ func (s *Server) createFile(w http.ResponseWriter, r *http.Request) {
 	defer s.mu.Unlock()
 	n := s.next()
 	f := &file{
-		id: idOf("file", n), createdAt: epoch + int64(n), filename: header.Filename, purpose: purpose,
+		id: idOf("file", n), createdAt: s.stamp(), filename: header.Filename, purpose: purpose,
 		content: content, pending: s.script.FileProcessingPolls, errDetail: s.script.FileError,
 	}
 	s.addFile(f)

@@ -31,6 +31,7 @@ type job struct {
 	fineTunedModel string
 	resultFiles    []string
 	errMessage     string
+	trainedTokens  int64
 	events         []map[string]any // oldest first
 	checkpoints    []map[string]any // oldest first
 }
@@ -49,7 +50,7 @@ func (j *job) view() map[string]any {
 		v["finished_at"] = j.finishedAt
 	}
 	if j.status == "succeeded" {
-		v["trained_tokens"] = j.script.TrainedTokens
+		v["trained_tokens"] = j.trainedTokens
 	}
 	if j.status == "failed" {
 		v["error"] = map[string]any{"code": "job_failed", "message": j.errMessage, "param": nil}
@@ -114,7 +115,7 @@ func (s *Server) createJob(w http.ResponseWriter, r *http.Request) {
 	n := s.next()
 	j := &job{
 		id: idOf("ftjob", n), model: req.Model, trainingFile: req.TrainingFile, validationFile: req.ValidationFile,
-		suffix: req.Suffix, createdAt: epoch + int64(n), seed: int64(n), metadata: req.Metadata,
+		suffix: req.Suffix, createdAt: s.stamp(), seed: int64(n), metadata: req.Metadata,
 		method: req.Method.Type, script: s.script, status: "validating_files", request: body,
 	}
 	if req.Seed != nil {
@@ -124,7 +125,7 @@ func (s *Server) createJob(w http.ResponseWriter, r *http.Request) {
 	if j.method == "dpo" {
 		asked = req.Method.Dpo.Hyperparameters
 	}
-	j.hyper = resolve(asked, j.method, s.script.Epochs)
+	j.hyper = resolve(asked, j.method, s.autoEpochs(req.Model, req.TrainingFile))
 	j.event(s, "info", "message", "Created fine-tuning job: "+j.id, nil)
 	j.event(s, "info", "message", "Validating training file: "+j.trainingFile, nil)
 	s.jobs[j.id] = j
@@ -152,7 +153,7 @@ func resolve(asked map[string]any, method string, epochs int) map[string]any {
 func (j *job) event(s *Server, level, typ, message string, data map[string]any) {
 	n := s.next()
 	j.events = append(j.events, map[string]any{
-		"object": "fine_tuning.job.event", "id": idOf("ftevent", n), "created_at": epoch + int64(n),
+		"object": "fine_tuning.job.event", "id": idOf("ftevent", n), "created_at": s.stamp(),
 		"level": level, "message": message, "data": data, "type": typ,
 	})
 }
@@ -195,7 +196,7 @@ func (j *job) advance(s *Server) {
 	}
 	switch {
 	case sc.FailAtStep > 0 && j.shown >= sc.FailAtStep:
-		j.status, j.errMessage, j.finishedAt = "failed", sc.FailMessage, epoch+int64(s.next())
+		j.status, j.errMessage, j.finishedAt = "failed", sc.FailMessage, s.stamp()
 		j.event(s, "error", "message", sc.FailMessage, nil)
 	case j.shown >= total:
 		j.succeed(s)
@@ -206,7 +207,7 @@ func (j *job) checkpoint(s *Server, m provider.StepMetric) {
 	n := s.next()
 	id := idOf("ftckpt", n)
 	j.checkpoints = append(j.checkpoints, map[string]any{
-		"object": "fine_tuning.job.checkpoint", "id": id, "created_at": epoch + int64(n),
+		"object": "fine_tuning.job.checkpoint", "id": id, "created_at": s.stamp(),
 		"fine_tuned_model_checkpoint": fmt.Sprintf("ft:%s:curate-fake:%s:%s:ckpt-step-%d", j.model, j.suffix, j.id, m.Step),
 		"fine_tuning_job_id":          j.id, "step_number": m.Step, "metrics": checkpointMetrics(m),
 	})
@@ -217,13 +218,14 @@ func (j *job) checkpoint(s *Server, m provider.StepMetric) {
 func (j *job) succeed(s *Server) {
 	n := s.next()
 	result := &file{
-		id: idOf("file", n), createdAt: epoch + int64(n), filename: "step_metrics.csv",
+		id: idOf("file", n), createdAt: s.stamp(), filename: "step_metrics.csv",
 		purpose: "fine-tune-results", content: []byte(base64.StdEncoding.EncodeToString(ResultCSV(j.script.Metrics))),
 	}
 	s.addFile(result)
 	j.resultFiles = []string{result.id}
+	j.trainedTokens = trainedTokens(j.model, s.files[j.trainingFile].content, int(toFloat(j.hyper["n_epochs"])))
 	j.fineTunedModel = fmt.Sprintf("ft:%s:curate-fake:%s:%s", j.model, j.suffix, j.id)
-	j.status, j.finishedAt = "succeeded", epoch+int64(s.next())
+	j.status, j.finishedAt = "succeeded", s.stamp()
 	j.event(s, "info", "message", "New fine-tuned model created", nil)
 	j.event(s, "info", "message", "The job has successfully completed", nil)
 }
@@ -380,7 +382,7 @@ func (s *Server) cancelJob(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, fmt.Sprintf("Job %s has already %s and cannot be cancelled.", j.id, j.status), "", "")
 		return
 	}
-	j.status, j.finishedAt = "cancelled", epoch+int64(s.next())
+	j.status, j.finishedAt = "cancelled", s.stamp()
 	j.event(s, "info", "message", "Fine-tuning job cancelled", nil)
 	writeJSON(w, http.StatusOK, j.view())
 }

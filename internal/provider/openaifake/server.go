@@ -34,14 +34,17 @@ type Script struct {
 	ValidatingPolls     int    // job fetches answered "validating_files"
 	QueuedPolls         int    // then answered "queued"
 	StepsPerPoll        int    // training steps revealed by each running fetch
-	Epochs              int    // epochs run when the request leaves n_epochs auto
+	// Epochs are run when the request leaves n_epochs auto; 0 follows
+	// OpenAI's rule for the training file's size (openai.AutoEpochs).
+	Epochs int
 	// Metrics are the training steps, in order; their count is the job's
 	// total_steps. They appear as metrics events, in checkpoints and in the
 	// result file.
-	Metrics       []provider.StepMetric
-	TrainedTokens int64  // reported on success
-	FailAtStep    int    // when > 0 the job fails on reaching this step
-	FailMessage   string // the failed job's error message
+	// On success a job reports trained_tokens as OpenAI bills them: the
+	// training file's tokens times the epochs run (billing.go).
+	Metrics     []provider.StepMetric
+	FailAtStep  int    // when > 0 the job fails on reaching this step
+	FailMessage string // the failed job's error message
 }
 
 // DefaultScript is four steps over two epochs, one step per fetch after one
@@ -59,18 +62,17 @@ func DefaultScript() Script {
 			{Step: 3, TrainLoss: ptr(0.75), TrainAccuracy: ptr(0.75)},
 			{Step: 4, TrainLoss: ptr(0.5), TrainAccuracy: ptr(0.875), ValidLoss: ptr(0.625), ValidMeanTokenAccuracy: ptr(0.75)},
 		},
-		TrainedTokens: 4096,
-		FailMessage:   "The job failed due to an internal error.",
+		FailMessage: "The job failed due to an internal error.",
 	}
 }
 
 // DevScript is a job long enough to watch in dev mode: two fetches
-// validating, two queued, then fifteen steps over three epochs, one step
-// per fetch, with the training loss falling and a validation loss at each
-// epoch's end.
+// validating, two queued, then fifteen steps, one step per fetch, with the
+// training loss falling and a validation loss every fifth step. "auto"
+// epochs follow OpenAI's rule for the file's size, as the estimate does.
 func DevScript() Script {
 	sc := DefaultScript()
-	sc.ValidatingPolls, sc.QueuedPolls, sc.Epochs, sc.TrainedTokens = 2, 2, 3, 7680
+	sc.ValidatingPolls, sc.QueuedPolls, sc.Epochs = 2, 2, 0
 	sc.Metrics = nil
 	loss, acc := 2.0, 0.4
 	for step := 1; step <= 15; step++ {
@@ -117,6 +119,7 @@ type Server struct {
 	mu           sync.Mutex
 	script       Script
 	seq          int
+	lastStamp    int64
 	files        map[string]*file
 	fileOrder    []string
 	jobs         map[string]*job
@@ -132,10 +135,6 @@ type stored struct {
 	status int
 	body   []byte
 }
-
-// epoch is the fake's clock origin: timestamps count requests from here,
-// so they are deterministic and increasing.
-var epoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).Unix()
 
 // Option adjusts a server made by Start.
 type Option func(*Server)
@@ -406,9 +405,16 @@ func parsePositive(s string) (int, error) {
 	return n, nil
 }
 
-// next returns the next sequence number, the fake's clock. The caller
-// holds s.mu.
+// next returns the next sequence number, for ids. The caller holds s.mu.
 func (s *Server) next() int {
 	s.seq++
 	return s.seq
+}
+
+// stamp is the time of something happening now, in unix seconds as the
+// API writes it: the real clock, but never the same second twice, so
+// events keep their order when sorted by time. The caller holds s.mu.
+func (s *Server) stamp() int64 {
+	s.lastStamp = max(time.Now().Unix(), s.lastStamp+1)
+	return s.lastStamp
 }

@@ -8,17 +8,23 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/curate/curate/internal/provider/openaifake"
 )
 
 func upload(t *testing.T, srv *openaifake.Server, key string) (int, string) {
 	t.Helper()
+	return uploadFile(t, srv, key, `{"messages":[]}`+"\n")
+}
+
+func uploadFile(t *testing.T, srv *openaifake.Server, key, content string) (int, string) {
+	t.Helper()
 	var body bytes.Buffer
 	mw := multipart.NewWriter(&body)
 	_ = mw.WriteField("purpose", "fine-tune")
 	fw, _ := mw.CreateFormFile("file", "train.jsonl")
-	_, _ = fw.Write([]byte(`{"messages":[]}` + "\n"))
+	_, _ = fw.Write([]byte(content))
 	_ = mw.Close()
 	req, _ := http.NewRequest(http.MethodPost, srv.URL()+"files", &body)
 	req.Header.Set("Content-Type", mw.FormDataContentType())
@@ -113,15 +119,22 @@ func call(t *testing.T, method, url string, body string, out any) {
 
 // A server from Start runs DevScript's job fetch by fetch: two fetches
 // validating, two queued, fourteen running (steps 1 to 14), and the
-// nineteenth reveals step 15 and succeeds. After Close it answers nothing.
+// nineteenth reveals step 15 and succeeds, billing the training file's
+// tokens times the epochs OpenAI's rule gives its size. Its times are
+// today's. After Close it answers nothing.
 func TestStartRunsDevScript(t *testing.T) {
 	srv, err := openaifake.Start(openaifake.WithScript(openaifake.DevScript()))
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, fileID := upload(t, srv, "")
+	// 40 examples: "auto" is 3 epochs. Each is 13 tokens: 3 to prime the
+	// reply, and per message 3 of framing, 1 for the role and 1 for the
+	// one-token content.
+	_, fileID := uploadFile(t, srv, "", strings.Repeat(`{"messages":[{"role":"user","content":"Hi"},{"role":"assistant","content":"Hello"}]}`+"\n", 40))
 	var job struct {
-		ID, Status string
+		ID, Status    string
+		CreatedAt     int64 `json:"created_at"`
+		TrainedTokens int64 `json:"trained_tokens"`
 	}
 	call(t, http.MethodPost, srv.URL()+"fine_tuning/jobs", `{"model":"gpt-4o-mini-2024-07-18","training_file":"`+fileID+`"}`, &job)
 
@@ -134,6 +147,12 @@ func TestStartRunsDevScript(t *testing.T) {
 		slices.Repeat([]string{"running"}, 14), []string{"succeeded"})
 	if !slices.Equal(seen, want) {
 		t.Fatalf("statuses %v, want %v", seen, want)
+	}
+	if job.TrainedTokens != 40*13*3 {
+		t.Errorf("trained %d tokens, want 40 × 13 × 3 = %d", job.TrainedTokens, 40*13*3)
+	}
+	if age := time.Since(time.Unix(job.CreatedAt, 0)); age < -time.Minute || age > time.Minute {
+		t.Errorf("created at %s, want about now", time.Unix(job.CreatedAt, 0))
 	}
 
 	var cps struct {

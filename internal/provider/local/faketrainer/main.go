@@ -46,6 +46,17 @@ func main() {
 		signal.Ignore(syscall.SIGTERM)
 		sleepForever()
 	}
+	if len(os.Args) == 2 && os.Args[1] == "probe" {
+		// A machine that can train, on the CPU, as the real probe reports
+		// it; FAKE_TRAINER_MODE=no-torch reports one that cannot.
+		if os.Getenv("FAKE_TRAINER_MODE") == "no-torch" {
+			emit(map[string]any{"event": "probe", "device": "none", "python": "3.12",
+				"note": "torch is not installed, so this machine cannot run the local trainer"})
+			return
+		}
+		emit(map[string]any{"event": "probe", "device": "cpu", "python": "3.12", "torch": "fake"})
+		return
+	}
 	if len(os.Args) != 3 || os.Args[1] != "run" {
 		fmt.Fprintln(os.Stderr, "usage: faketrainer run CONFIG_JSON")
 		os.Exit(2)
