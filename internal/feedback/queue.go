@@ -19,8 +19,14 @@ func (s *Service) StatusCounts(ctx context.Context, orgID uuid.UUID, f Filter) (
 // KnownIDs keeps the ids of a bulk selection that are the organisation's
 // items: ids of other organisations, or of deleted items, are no part of
 // the selection, so the count a curator confirms is what really changes.
+// The ids keep the order they were given in (the queue's, as selected), so
+// the confirmation lists the first ones the curator saw.
 func (s *Service) KnownIDs(ctx context.Context, orgID uuid.UUID, ids []uuid.UUID) ([]uuid.UUID, error) {
-	return db.New(s.Pool).FeedbackListKnownIDs(ctx, db.FeedbackListKnownIDsParams{OrgID: orgID, Ids: ids})
+	known, err := db.New(s.Pool).FeedbackListKnownIDs(ctx, db.FeedbackListKnownIDsParams{OrgID: orgID, Ids: ids})
+	if err != nil {
+		return nil, err
+	}
+	return keyset.InOrder(ids, known, func(id uuid.UUID) uuid.UUID { return id }, func(id uuid.UUID) uuid.UUID { return id }), nil
 }
 
 // PreviewItem is one of the first items a bulk action would change, shown
