@@ -98,7 +98,7 @@ func TestFeedbackItemPlace(t *testing.T) {
 	}
 
 	// A filter with one item.
-	body := c.Get("/feedback/" + ids[2].String() + "?model=solo").Must(t, http.StatusOK).Body
+	body := c.Get("/feedback/"+ids[2].String()+"?model=solo").Must(t, http.StatusOK).Body
 	if pos, prev, next := itemPlace(t, body); pos != "1 of 1" || prev != "" || next != "" {
 		t.Errorf("the only item: position %q previous %q next %q", pos, prev, next)
 	}
@@ -155,7 +155,7 @@ func TestFeedbackAutoAdvance(t *testing.T) {
 	item := func(i int) string { return "/feedback/" + ids[i].String() }
 	const filter = "?model=m&status=pending"
 
-	if body := c.Get(item(0) + filter).Must(t, http.StatusOK).Body; !strings.Contains(body, `aria-pressed="false">Auto-advance: off`) {
+	if body := c.Get(item(0)+filter).Must(t, http.StatusOK).Body; !strings.Contains(body, `aria-pressed="false">Auto-advance: off`) {
 		t.Fatal("auto-advance is not shown off at first")
 	}
 	// Off: approving stays on the item.
@@ -173,10 +173,10 @@ func TestFeedbackAutoAdvance(t *testing.T) {
 	if err := s.Pool.QueryRow(context.Background(), "SELECT auto_advance FROM user_preferences WHERE org_id = $1 AND user_id = $2", org, cara).Scan(&on); err != nil || !on {
 		t.Fatalf("cara's setting: %v %v", on, err)
 	}
-	if body := s.SignedIn("cara@acme.test").Get(item(1) + filter).Must(t, http.StatusOK).Body; !strings.Contains(body, `aria-pressed="true">Auto-advance: on`) {
+	if body := s.SignedIn("cara@acme.test").Get(item(1)+filter).Must(t, http.StatusOK).Body; !strings.Contains(body, `aria-pressed="true">Auto-advance: on`) {
 		t.Error("a new session of cara's does not show auto-advance on")
 	}
-	if body := s.SignedIn("dan@acme.test").Get(item(1) + filter).Must(t, http.StatusOK).Body; !strings.Contains(body, `aria-pressed="false"`) {
+	if body := s.SignedIn("dan@acme.test").Get(item(1)+filter).Must(t, http.StatusOK).Body; !strings.Contains(body, `aria-pressed="false"`) {
 		t.Error("dan sees cara's setting")
 	}
 
@@ -208,7 +208,7 @@ func TestFeedbackAutoAdvance(t *testing.T) {
 	if loc := res.Header.Get("HX-Redirect"); loc != "/feedback"+filter {
 		t.Errorf("approving the last item sent htmx to %q", loc)
 	}
-	if body := c.Get("/feedback" + filter).Must(t, http.StatusOK).Body; !strings.Contains(body, "the filter is done") {
+	if body := c.Get("/feedback"+filter).Must(t, http.StatusOK).Body; !strings.Contains(body, "the filter is done") {
 		t.Error("the queue does not say the filter is done")
 	}
 	for i, want := range []string{"approved", "rejected", "needs_correction", "corrected", "approved"} {
@@ -243,7 +243,7 @@ func TestFeedbackLiveDiff(t *testing.T) {
 	id := ingest(t, s, org, feedback.Item{Query: "Capital of Australia?", Response: "The capital is Sydney.", FeedbackType: "thumbs_down"})[0]
 	c := s.SignedIn("cara@acme.test")
 	path := "/feedback/" + id.String() + "/diff"
-	c.Get("/feedback/" + id.String()).Must(t, http.StatusOK)
+	c.Get("/feedback/"+id.String()).Must(t, http.StatusOK)
 
 	body := c.PostForm(path, url.Values{"correction": {"The capital is Canberra."}}).Must(t, http.StatusOK).Body
 	if !strings.Contains(body, "<del>Sydney</del>") || !strings.Contains(body, "<ins>Canberra</ins>") || !strings.Contains(body, `id="live-diff"`) {
