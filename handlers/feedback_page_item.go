@@ -27,9 +27,6 @@ func (h *Handlers) FeedbackItem(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	if _, _, err := itemQueue(c); err != nil {
-		return err
-	}
 	return h.renderItem(c, http.StatusOK, id, feedbackItemState{})
 }
 
@@ -64,15 +61,15 @@ type feedbackItemState struct {
 
 func (h *Handlers) renderItem(c echo.Context, status int, id uuid.UUID, st feedbackItemState) error {
 	caller := CallerOf(c)
+	f, queueQuery, err := itemQueue(c)
+	if err != nil {
+		return err
+	}
 	d, err := h.Feedback.Get(ctx(c), caller.OrgID, id)
 	if err != nil {
 		return err
 	}
 	users, err := h.Accounts.ListUsers(ctx(c), caller.OrgID)
-	if err != nil {
-		return err
-	}
-	f, queueQuery, err := itemQueue(c)
 	if err != nil {
 		return err
 	}
