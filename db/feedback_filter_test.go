@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -157,6 +158,23 @@ func TestQueueFilterInlined(t *testing.T) {
 		p := plan(c.sql, args...)
 		if !strings.Contains(p, c.index) || strings.Contains(p, "feedback_matches") {
 			t.Errorf("%s: want a plan on %s with the filter inlined, got\n%s", c.name, c.index, p)
+		}
+	}
+	// The item page's neighbours and position: the key's bound is an index
+	// condition on the same index, and the filter is inlined.
+	key := []any{time.Now().Add(-500 * time.Minute), uuid.New()}
+	filter := pending.list(org, 0)[:16]
+	for _, c := range []struct {
+		name, sql string
+		args      []any
+	}{
+		{"next by status", db.FeedbackNextSQL, append(append([]any{}, filter...), key...)},
+		{"previous by status", db.FeedbackPreviousSQL, append(append([]any{}, filter...), key...)},
+		{"position by status", db.FeedbackPositionSQL, append(append([]any{}, key...), filter...)},
+	} {
+		p := plan(c.sql, c.args...)
+		if !strings.Contains(p, "feedback_org_status_created_idx") || strings.Contains(p, "feedback_matches") {
+			t.Errorf("%s: want a plan on feedback_org_status_created_idx with the filter inlined, got\n%s", c.name, p)
 		}
 	}
 	counts := plan(db.FeedbackStatusCountsSQL, org, "thumbs_up", nil, 0, 0, 0, "", "support-v1", nil, nil, nil, false, false, "", nil)

@@ -23,6 +23,9 @@ import (
 // QueuePageSize is how many items one page of the queue shows.
 const QueuePageSize = 50
 
+// bulkPreviewSize is how many items a bulk confirmation lists.
+const bulkPreviewSize = 5
+
 // FeedbackQueue is the Curate tab's queue: filters from the URL, counts per
 // status, one keyset page of items and the bulk-action form.
 func (h *Handlers) FeedbackQueue(c echo.Context) error {
@@ -165,15 +168,14 @@ func feedbackQueueURL(q url.Values) string {
 	return "/feedback?" + q.Encode()
 }
 
+// feedbackItemURL is an item's page with the queue's filter and page kept
+// in the queue's own parameters.
 func feedbackItemURL(id, queueQuery string) string {
-	if queueQuery == "" {
-		return "/feedback/" + id
-	}
-	return "/feedback/" + id + "?" + url.Values{"q": {queueQuery}}.Encode()
+	return "/feedback/" + id + withPrefix("?", queueQuery)
 }
 
-// queueQueryParam reads the queue's query string that an item page carries
-// (q), keeping only what parses as a filter and a cursor.
+// queueQueryParam reads a queue's query string posted in a form field,
+// keeping only what parses as a filter and a cursor.
 func queueQueryParam(raw string) string {
 	q, err := url.ParseQuery(raw)
 	if err != nil {
@@ -237,6 +239,14 @@ func (h *Handlers) FeedbackBulk(c echo.Context) error {
 	page := h.page(c, "Confirm bulk action", "queue")
 	raw := form.Get("confirm")
 	if raw == "" {
+		// The first few items, so the curator sees what the count is of.
+		first, err := store.BulkPreview(ctx(c), caller.OrgID, b, bulkPreviewSize)
+		if err != nil {
+			return err
+		}
+		for _, it := range first {
+			confirmView.Items = append(confirmView.Items, views.BulkItem{URL: feedbackItemURL(it.ID.String(), ""), Query: it.Query, Status: it.Status})
+		}
 		return render(c, http.StatusOK, views.BulkConfirmPage(page, confirmView))
 	}
 	expected, err := strconv.Atoi(raw)

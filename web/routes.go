@@ -54,6 +54,8 @@ func Routes(h *handlers.Handlers) []Route {
 		{POST, "/feedback/:id/tags", auth.Curator, h.FeedbackTags},
 		{POST, "/feedback/:id/note", auth.Curator, h.FeedbackNote},
 		{POST, "/feedback/:id/assign", auth.Curator, h.FeedbackAssign},
+		{POST, "/feedback/:id/auto-advance", auth.Curator, h.FeedbackAutoAdvance},
+		{POST, "/feedback/:id/diff", auth.Curator, h.FeedbackDiff},
 
 		// Stats and alerts.
 		{GET, "/stats", auth.Viewer, h.Stats},
