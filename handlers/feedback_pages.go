@@ -142,7 +142,7 @@ func queueFilterForm(f feedback.Filter) views.QueueFilter {
 		Status: q.Get("status"), Type: q.Get("type"), Source: q.Get("source"), RatingMin: q.Get("rating_min"),
 		RatingMax: q.Get("rating_max"), DimBelow: q.Get("dim_below"), Tag: q.Get("tag"), Model: q.Get("model"),
 		Assignee: q.Get("assignee"), From: q.Get("from"), To: q.Get("to"), Q: q.Get("q"),
-		Duplicates: f.WithDuplicates, PII: f.PIIOnly,
+		Duplicates: f.WithDuplicates, PII: f.PIIOnly, Safety: f.Safety, Since: q.Get("since"), Until: q.Get("until"),
 	}
 }
 

@@ -53,3 +53,23 @@ func WhenPtr(t *time.Time) string {
 	}
 	return When(*t)
 }
+
+// windowText is a time window from RFC 3339 bounds, in words ("from
+// 2026-01-31 09:30 UTC to 2026-02-01 09:30 UTC"); an empty bound is open.
+func windowText(since, until string) string {
+	bound := func(s string) string {
+		t, err := time.Parse(time.RFC3339, s)
+		if err != nil {
+			return s
+		}
+		return When(t)
+	}
+	switch {
+	case since != "" && until != "":
+		return "from " + bound(since) + " to " + bound(until)
+	case since != "":
+		return "since " + bound(since)
+	default:
+		return "before " + bound(until)
+	}
+}
