@@ -14,6 +14,7 @@ import (
 
 	"github.com/curate/curate/db"
 	"github.com/curate/curate/internal/auth"
+	"github.com/curate/curate/internal/datasets"
 	"github.com/curate/curate/internal/errs"
 	"github.com/curate/curate/internal/feedback"
 	"github.com/curate/curate/internal/keyset"
@@ -54,6 +55,10 @@ func (h *Handlers) FeedbackQueue(c echo.Context) error {
 	})
 	g.Go(func() (err error) { users, err = h.Accounts.ListUsers(gctx, caller.OrgID); return err })
 	g.Go(func() (err error) { models, err = h.Feedback.Models(gctx, caller.OrgID); return err })
+	var open []db.DatasetListOpenRow
+	if caller.Role.AtLeast(auth.Curator) {
+		g.Go(func() (err error) { open, err = h.Datasets.Open(gctx, caller.OrgID, datasets.KindSFT); return err })
+	}
 	if err := g.Wait(); err != nil {
 		return err
 	}
@@ -79,6 +84,7 @@ func (h *Handlers) FeedbackQueue(c echo.Context) error {
 		CanAct:    caller.Role.AtLeast(auth.Curator),
 		Counts:    queueStatusTabs(f, nil),
 		CountsURL: "/feedback/counts" + withPrefix("?", filterQuery.Encode()),
+		Datasets:  datasetChoices(open),
 	}
 	for _, u := range users {
 		if u.Active {

@@ -36,6 +36,8 @@ func (u *User) IsAdmin() bool { return u != nil && u.Role == "admin" }
 type Flash struct {
 	Kind string // "ok" or "error"
 	Text string
+	// Link, when set, follows the text: where the result of the action is.
+	Link, LinkText string
 }
 
 // When formats a time for tables, in UTC so every reader sees the same.
