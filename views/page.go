@@ -2,7 +2,10 @@
 // the HTMX fragments. Components receive plain view models, never a database.
 package views
 
-import "time"
+import (
+	"strings"
+	"time"
+)
 
 // Page is what the layout needs on every page.
 type Page struct {
@@ -74,4 +77,13 @@ func windowText(since, until string) string {
 	default:
 		return "before " + bound(until)
 	}
+}
+
+// namedMessage puts the field's name before its message: "Name is
+// required", "Name: at most 200 characters".
+func namedMessage(field, msg string) string {
+	if strings.HasPrefix(msg, "is ") || strings.HasPrefix(msg, "must ") {
+		return Label(field) + " " + msg
+	}
+	return Label(field) + ": " + msg
 }
