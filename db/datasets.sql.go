@@ -338,14 +338,14 @@ func (q *Queries) DatasetListMissingPairs(ctx context.Context, arg DatasetListMi
 const datasetListOpen = `-- name: DatasetListOpen :many
 SELECT d.id, d.name, d.dataset_type, d.status
 FROM training_datasets d
-WHERE d.org_id = $1 AND d.status IN ('draft', 'curating') AND d.dataset_type = ANY($2::dataset_type[])
+WHERE d.org_id = $1 AND d.status IN ('draft', 'curating') AND d.dataset_type::text = ANY($2::text[])
 ORDER BY lower(d.name), d.id
 LIMIT 500
 `
 
 type DatasetListOpenParams struct {
-	OrgID uuid.UUID     `json:"org_id"`
-	Types []DatasetType `json:"types"`
+	OrgID uuid.UUID `json:"org_id"`
+	Types []string  `json:"types"`
 }
 
 type DatasetListOpenRow struct {

@@ -250,7 +250,7 @@ ORDER BY dataset_id, created_at DESC, id DESC;
 -- dataset…" on the pairs list and the feedback queue.
 SELECT d.id, d.name, d.dataset_type, d.status
 FROM training_datasets d
-WHERE d.org_id = @org_id AND d.status IN ('draft', 'curating') AND d.dataset_type = ANY(@types::dataset_type[])
+WHERE d.org_id = @org_id AND d.status IN ('draft', 'curating') AND d.dataset_type::text = ANY(@types::text[])
 ORDER BY lower(d.name), d.id
 LIMIT 500;
 

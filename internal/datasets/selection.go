@@ -11,11 +11,11 @@ import (
 )
 
 // typesOf are the dataset types that hold examples of a kind.
-func typesOf(kind string) []db.DatasetType {
+func typesOf(kind string) []string {
 	if kind == KindSFT {
-		return []db.DatasetType{TypeInstructionTuning}
+		return []string{TypeInstructionTuning}
 	}
-	return []db.DatasetType{TypePreferencePairs, TypeDPO}
+	return []string{TypePreferencePairs, TypeDPO}
 }
 
 // Open lists the datasets a selection of the kind ("preference": pairs,
