@@ -18,7 +18,8 @@ WITH m AS (
     FROM feedback f
     WHERE feedback_matches(f, $3::uuid, $4::review_status, $5::feedback_type, $6::feedback_source,
         $7::int, $8::int, $9::int, $10::text, $11::text, $12::uuid,
-        $13::timestamptz, $14::timestamptz, $15::bool, $16::bool, $17::text, $18::uuid)
+        $13::timestamptz, $14::timestamptz, $15::bool, $16::bool, $17::text, $18::uuid,
+    $19::bool)
 )
 SELECT count(*) FILTER (WHERE (m.created_at, m.id) > ($1::timestamptz, $2::uuid)) AS before,
        count(*) AS total,
@@ -45,6 +46,7 @@ type FeedbackCountPositionParams struct {
 	PiiOnly        bool               `json:"pii_only"`
 	Q              string             `json:"q"`
 	DatasetID      uuid.NullUUID      `json:"dataset_id"`
+	SafetyOnly     bool               `json:"safety_only"`
 }
 
 type FeedbackCountPositionRow struct {
@@ -75,6 +77,7 @@ func (q *Queries) FeedbackCountPosition(ctx context.Context, arg FeedbackCountPo
 		arg.PiiOnly,
 		arg.Q,
 		arg.DatasetID,
+		arg.SafetyOnly,
 	)
 	var i FeedbackCountPositionRow
 	err := row.Scan(&i.Before, &i.Total, &i.Matches)
@@ -87,8 +90,9 @@ SELECT f.id
 FROM feedback f
 WHERE feedback_matches(f, $1::uuid, $2::review_status, $3::feedback_type, $4::feedback_source,
     $5::int, $6::int, $7::int, $8::text, $9::text, $10::uuid,
-    $11::timestamptz, $12::timestamptz, $13::bool, $14::bool, $15::text, $16::uuid)
-  AND (f.created_at, f.id) < ($17::timestamptz, $18::uuid)
+    $11::timestamptz, $12::timestamptz, $13::bool, $14::bool, $15::text, $16::uuid,
+    $17::bool)
+  AND (f.created_at, f.id) < ($18::timestamptz, $19::uuid)
 ORDER BY f.created_at DESC, f.id DESC
 LIMIT 1
 `
@@ -110,6 +114,7 @@ type FeedbackGetNextParams struct {
 	PiiOnly        bool               `json:"pii_only"`
 	Q              string             `json:"q"`
 	DatasetID      uuid.NullUUID      `json:"dataset_id"`
+	SafetyOnly     bool               `json:"safety_only"`
 	KeyTime        time.Time          `json:"key_time"`
 	KeyID          uuid.UUID          `json:"key_id"`
 }
@@ -137,6 +142,7 @@ func (q *Queries) FeedbackGetNext(ctx context.Context, arg FeedbackGetNextParams
 		arg.PiiOnly,
 		arg.Q,
 		arg.DatasetID,
+		arg.SafetyOnly,
 		arg.KeyTime,
 		arg.KeyID,
 	)
@@ -150,8 +156,9 @@ SELECT f.id
 FROM feedback f
 WHERE feedback_matches(f, $1::uuid, $2::review_status, $3::feedback_type, $4::feedback_source,
     $5::int, $6::int, $7::int, $8::text, $9::text, $10::uuid,
-    $11::timestamptz, $12::timestamptz, $13::bool, $14::bool, $15::text, $16::uuid)
-  AND (f.created_at, f.id) > ($17::timestamptz, $18::uuid)
+    $11::timestamptz, $12::timestamptz, $13::bool, $14::bool, $15::text, $16::uuid,
+    $17::bool)
+  AND (f.created_at, f.id) > ($18::timestamptz, $19::uuid)
 ORDER BY f.created_at, f.id
 LIMIT 1
 `
@@ -173,6 +180,7 @@ type FeedbackGetPreviousParams struct {
 	PiiOnly        bool               `json:"pii_only"`
 	Q              string             `json:"q"`
 	DatasetID      uuid.NullUUID      `json:"dataset_id"`
+	SafetyOnly     bool               `json:"safety_only"`
 	KeyTime        time.Time          `json:"key_time"`
 	KeyID          uuid.UUID          `json:"key_id"`
 }
@@ -195,6 +203,7 @@ func (q *Queries) FeedbackGetPrevious(ctx context.Context, arg FeedbackGetPrevio
 		arg.PiiOnly,
 		arg.Q,
 		arg.DatasetID,
+		arg.SafetyOnly,
 		arg.KeyTime,
 		arg.KeyID,
 	)

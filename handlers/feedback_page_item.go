@@ -77,6 +77,10 @@ func (h *Handlers) renderItem(c echo.Context, status int, id uuid.UUID, st feedb
 	if err != nil {
 		return err
 	}
+	built, err := h.Pairs.ByFeedback(ctx(c), caller.OrgID, id)
+	if err != nil {
+		return err
+	}
 	v := feedbackItemView(d, queueQuery)
 	v.Place = itemPlace(place, queueQuery)
 	v.CSRF = CSRFToken(c)
@@ -92,6 +96,14 @@ func (h *Handlers) renderItem(c echo.Context, status int, id uuid.UUID, st feedb
 		if u.Active {
 			v.Users = append(v.Users, views.QueueOption{Value: u.ID.String(), Label: u.Email})
 		}
+	}
+	for _, p := range built {
+		side := "chosen"
+		if p.RejectedFeedbackID.Valid && p.RejectedFeedbackID.UUID == id {
+			side = "rejected"
+		}
+		v.Pairs = append(v.Pairs, views.ItemPair{URL: "/pairs/" + p.ID.String(), Query: p.QueryPreview, Side: side,
+			Method: string(p.Method), When: views.When(p.CreatedAt)})
 	}
 	if st.yours != "" && st.conflict == "" {
 		v.Draft = st.yours // a refused edit stays in the editor

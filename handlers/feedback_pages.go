@@ -14,6 +14,7 @@ import (
 
 	"github.com/curate/curate/db"
 	"github.com/curate/curate/internal/auth"
+	"github.com/curate/curate/internal/datasets"
 	"github.com/curate/curate/internal/errs"
 	"github.com/curate/curate/internal/feedback"
 	"github.com/curate/curate/internal/keyset"
@@ -57,6 +58,10 @@ func (h *Handlers) FeedbackQueue(c echo.Context) error {
 	})
 	g.Go(func() (err error) { users, err = h.Accounts.ListUsers(gctx, caller.OrgID); return err })
 	g.Go(func() (err error) { models, err = h.Feedback.Models(gctx, caller.OrgID); return err })
+	var open []db.DatasetListOpenRow
+	if caller.Role.AtLeast(auth.Curator) {
+		g.Go(func() (err error) { open, err = h.Datasets.Open(gctx, caller.OrgID, datasets.KindSFT); return err })
+	}
 	if err := g.Wait(); err != nil {
 		return err
 	}
@@ -82,6 +87,7 @@ func (h *Handlers) FeedbackQueue(c echo.Context) error {
 		CanAct:    caller.Role.AtLeast(auth.Curator),
 		Counts:    queueStatusTabs(f, nil),
 		CountsURL: "/feedback/counts" + withPrefix("?", filterQuery.Encode()),
+		Datasets:  datasetChoices(open),
 	}
 	for _, u := range users {
 		if u.Active {
@@ -145,7 +151,7 @@ func queueFilterForm(f feedback.Filter) views.QueueFilter {
 		Status: q.Get("status"), Type: q.Get("type"), Source: q.Get("source"), RatingMin: q.Get("rating_min"),
 		RatingMax: q.Get("rating_max"), DimBelow: q.Get("dim_below"), Tag: q.Get("tag"), Model: q.Get("model"),
 		Assignee: q.Get("assignee"), From: q.Get("from"), To: q.Get("to"), Q: q.Get("q"),
-		Duplicates: f.WithDuplicates, PII: f.PIIOnly,
+		Duplicates: f.WithDuplicates, PII: f.PIIOnly, Safety: f.Safety, Since: q.Get("since"), Until: q.Get("until"),
 	}
 }
 

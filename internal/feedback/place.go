@@ -46,6 +46,7 @@ func (s *Service) Place(ctx context.Context, orgID uuid.UUID, f Filter, key keys
 		KeyTime: key.At, KeyID: key.ID, OrgID: orgID, Status: n.Status, FeedbackType: n.FeedbackType, Source: n.Source,
 		RatingMin: n.RatingMin, RatingMax: n.RatingMax, DimBelow: n.DimBelow, Tag: n.Tag, Model: n.Model, AssigneeID: n.AssigneeID,
 		CreatedFrom: n.CreatedFrom, CreatedTo: n.CreatedTo, WithDuplicates: n.WithDuplicates, PiiOnly: n.PiiOnly, Q: n.Q, DatasetID: n.DatasetID,
+		SafetyOnly: n.SafetyOnly,
 	})
 	if err != nil {
 		return Place{}, err
@@ -74,7 +75,7 @@ func (f Filter) neighbourParams(orgID uuid.UUID, key keyset.Cursor) db.FeedbackG
 		OrgID: orgID, Status: p.Status, FeedbackType: p.FeedbackType, Source: p.Source, RatingMin: p.RatingMin,
 		RatingMax: p.RatingMax, DimBelow: p.DimBelow, Tag: p.Tag, Model: p.Model, AssigneeID: p.AssigneeID,
 		CreatedFrom: p.CreatedFrom, CreatedTo: p.CreatedTo, WithDuplicates: p.WithDuplicates, PiiOnly: p.PiiOnly,
-		Q: p.Q, DatasetID: p.DatasetID, KeyTime: key.At, KeyID: key.ID,
+		Q: p.Q, DatasetID: p.DatasetID, SafetyOnly: p.SafetyOnly, KeyTime: key.At, KeyID: key.ID,
 	}
 }
 
