@@ -335,6 +335,54 @@ func (q *Queries) DatasetListMissingPairs(ctx context.Context, arg DatasetListMi
 	return items, nil
 }
 
+const datasetListOpen = `-- name: DatasetListOpen :many
+SELECT d.id, d.name, d.dataset_type, d.status
+FROM training_datasets d
+WHERE d.org_id = $1 AND d.status IN ('draft', 'curating') AND d.dataset_type::text = ANY($2::text[])
+ORDER BY lower(d.name), d.id
+LIMIT 500
+`
+
+type DatasetListOpenParams struct {
+	OrgID uuid.UUID `json:"org_id"`
+	Types []string  `json:"types"`
+}
+
+type DatasetListOpenRow struct {
+	ID          uuid.UUID     `json:"id"`
+	Name        string        `json:"name"`
+	DatasetType DatasetType   `json:"dataset_type"`
+	Status      DatasetStatus `json:"status"`
+}
+
+// Datasets that can take new members without a new freeze (draft or
+// curating) and hold the given types, by name: the choices of "Add to
+// dataset…" on the pairs list and the feedback queue.
+func (q *Queries) DatasetListOpen(ctx context.Context, arg DatasetListOpenParams) ([]DatasetListOpenRow, error) {
+	rows, err := q.db.Query(ctx, datasetListOpen, arg.OrgID, arg.Types)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []DatasetListOpenRow{}
+	for rows.Next() {
+		var i DatasetListOpenRow
+		if err := rows.Scan(
+			&i.ID,
+			&i.Name,
+			&i.DatasetType,
+			&i.Status,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const datasetListPairIDsByFilter = `-- name: DatasetListPairIDsByFilter :many
 SELECT p.id FROM preference_pairs p
 WHERE p.org_id = $1
@@ -1163,6 +1211,59 @@ func (q *Queries) DatasetVersionListForOrg(ctx context.Context, orgID uuid.UUID)
 			&i.ValidationCount,
 			&i.ContentHash,
 			&i.DatasetName,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const datasetVersionListJobs = `-- name: DatasetVersionListJobs :many
+SELECT j.id, j.dataset_version_id, j.status::text AS status, j.provider, j.base_model, j.suffix, j.created_at
+FROM fine_tuning_jobs j
+JOIN dataset_versions v ON v.id = j.dataset_version_id AND v.org_id = j.org_id
+WHERE j.org_id = $1 AND v.dataset_id = $2
+ORDER BY j.created_at DESC, j.id DESC
+`
+
+type DatasetVersionListJobsParams struct {
+	OrgID     uuid.UUID `json:"org_id"`
+	DatasetID uuid.UUID `json:"dataset_id"`
+}
+
+type DatasetVersionListJobsRow struct {
+	ID               uuid.UUID `json:"id"`
+	DatasetVersionID uuid.UUID `json:"dataset_version_id"`
+	Status           string    `json:"status"`
+	Provider         string    `json:"provider"`
+	BaseModel        string    `json:"base_model"`
+	Suffix           string    `json:"suffix"`
+	CreatedAt        time.Time `json:"created_at"`
+}
+
+// The fine-tuning jobs trained on the dataset's frozen versions, newest
+// first, for the versions table.
+func (q *Queries) DatasetVersionListJobs(ctx context.Context, arg DatasetVersionListJobsParams) ([]DatasetVersionListJobsRow, error) {
+	rows, err := q.db.Query(ctx, datasetVersionListJobs, arg.OrgID, arg.DatasetID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []DatasetVersionListJobsRow{}
+	for rows.Next() {
+		var i DatasetVersionListJobsRow
+		if err := rows.Scan(
+			&i.ID,
+			&i.DatasetVersionID,
+			&i.Status,
+			&i.Provider,
+			&i.BaseModel,
+			&i.Suffix,
+			&i.CreatedAt,
 		); err != nil {
 			return nil, err
 		}

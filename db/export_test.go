@@ -5,4 +5,7 @@ var (
 	FeedbackListSQL         = feedbackList
 	FeedbackStatusCountsSQL = feedbackCountByStatus
 	FeedbackMatchingIDsSQL  = feedbackListMatchingIDs
+	FeedbackNextSQL         = feedbackGetNext
+	FeedbackPreviousSQL     = feedbackGetPrevious
+	FeedbackPositionSQL     = feedbackCountPosition
 )

@@ -19,7 +19,8 @@ SELECT f.status, count(*) AS count
 FROM feedback f
 WHERE feedback_matches(f, $1::uuid, NULL::review_status, $2::feedback_type, $3::feedback_source,
     $4::int, $5::int, $6::int, $7::text, $8::text, $9::uuid,
-    $10::timestamptz, $11::timestamptz, $12::bool, $13::bool, $14::text, $15::uuid)
+    $10::timestamptz, $11::timestamptz, $12::bool, $13::bool, $14::text, $15::uuid,
+    $16::bool)
 GROUP BY f.status
 `
 
@@ -39,6 +40,7 @@ type FeedbackCountByStatusParams struct {
 	PiiOnly        bool               `json:"pii_only"`
 	Q              string             `json:"q"`
 	DatasetID      uuid.NullUUID      `json:"dataset_id"`
+	SafetyOnly     bool               `json:"safety_only"`
 }
 
 type FeedbackCountByStatusRow struct {
@@ -63,6 +65,7 @@ func (q *Queries) FeedbackCountByStatus(ctx context.Context, arg FeedbackCountBy
 		arg.PiiOnly,
 		arg.Q,
 		arg.DatasetID,
+		arg.SafetyOnly,
 	)
 	if err != nil {
 		return nil, err
@@ -358,10 +361,11 @@ SELECT f.id, f.external_id, f.session_id, f.end_user_id, left(f.query, 300)::tex
 FROM feedback f
 WHERE feedback_matches(f, $1::uuid, $2::review_status, $3::feedback_type, $4::feedback_source,
     $5::int, $6::int, $7::int, $8::text, $9::text, $10::uuid,
-    $11::timestamptz, $12::timestamptz, $13::bool, $14::bool, $15::text, $16::uuid)
-  AND ($17::timestamptz IS NULL OR (f.created_at, f.id) < ($17, $18::uuid))
+    $11::timestamptz, $12::timestamptz, $13::bool, $14::bool, $15::text, $16::uuid,
+    $17::bool)
+  AND ($18::timestamptz IS NULL OR (f.created_at, f.id) < ($18, $19::uuid))
 ORDER BY f.created_at DESC, f.id DESC
-LIMIT $19
+LIMIT $20
 `
 
 type FeedbackListParams struct {
@@ -381,6 +385,7 @@ type FeedbackListParams struct {
 	PiiOnly        bool               `json:"pii_only"`
 	Q              string             `json:"q"`
 	DatasetID      uuid.NullUUID      `json:"dataset_id"`
+	SafetyOnly     bool               `json:"safety_only"`
 	CursorTime     *time.Time         `json:"cursor_time"`
 	CursorID       uuid.NullUUID      `json:"cursor_id"`
 	RowLimit       int32              `json:"row_limit"`
@@ -431,6 +436,7 @@ func (q *Queries) FeedbackList(ctx context.Context, arg FeedbackListParams) ([]F
 		arg.PiiOnly,
 		arg.Q,
 		arg.DatasetID,
+		arg.SafetyOnly,
 		arg.CursorTime,
 		arg.CursorID,
 		arg.RowLimit,
@@ -615,9 +621,10 @@ SELECT f.id
 FROM feedback f
 WHERE feedback_matches(f, $1::uuid, $2::review_status, $3::feedback_type, $4::feedback_source,
     $5::int, $6::int, $7::int, $8::text, $9::text, $10::uuid,
-    $11::timestamptz, $12::timestamptz, $13::bool, $14::bool, $15::text, $16::uuid)
+    $11::timestamptz, $12::timestamptz, $13::bool, $14::bool, $15::text, $16::uuid,
+    $17::bool)
 ORDER BY f.created_at DESC, f.id DESC
-LIMIT $17
+LIMIT $18
 `
 
 type FeedbackListMatchingIDsParams struct {
@@ -637,6 +644,7 @@ type FeedbackListMatchingIDsParams struct {
 	PiiOnly        bool               `json:"pii_only"`
 	Q              string             `json:"q"`
 	DatasetID      uuid.NullUUID      `json:"dataset_id"`
+	SafetyOnly     bool               `json:"safety_only"`
 	RowLimit       int32              `json:"row_limit"`
 }
 
@@ -659,6 +667,7 @@ func (q *Queries) FeedbackListMatchingIDs(ctx context.Context, arg FeedbackListM
 		arg.PiiOnly,
 		arg.Q,
 		arg.DatasetID,
+		arg.SafetyOnly,
 		arg.RowLimit,
 	)
 	if err != nil {

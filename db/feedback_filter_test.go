@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -54,7 +55,7 @@ type filterArgs struct {
 }
 
 func (a filterArgs) list(org uuid.UUID, limit int) []any {
-	return []any{org, a.status, a.typ, nil, a.ratingM, 0, 0, a.tag, a.model, nil, nil, nil, false, false, "", nil, nil, nil, limit}
+	return []any{org, a.status, a.typ, nil, a.ratingM, 0, 0, a.tag, a.model, nil, nil, nil, false, false, "", nil, false, nil, nil, limit}
 }
 
 // The queue's list, its counts per status and its bulk selection filter
@@ -148,7 +149,7 @@ func TestQueueFilterInlined(t *testing.T) {
 	}{
 		{"list by status", db.FeedbackListSQL, "feedback_org_status_created_idx", pending.list(org, 51)},
 		{"list by model", db.FeedbackListSQL, "feedback_org_model_idx", filterArgs{model: "support-v2"}.list(org, 51)},
-		{"matching ids by status", db.FeedbackMatchingIDsSQL, "feedback_org_status_created_idx", pending.list(org, 51)[:16]},
+		{"matching ids by status", db.FeedbackMatchingIDsSQL, "feedback_org_status_created_idx", pending.list(org, 51)[:17]},
 	} {
 		args := c.args
 		if c.sql == db.FeedbackMatchingIDsSQL {
@@ -159,7 +160,24 @@ func TestQueueFilterInlined(t *testing.T) {
 			t.Errorf("%s: want a plan on %s with the filter inlined, got\n%s", c.name, c.index, p)
 		}
 	}
-	counts := plan(db.FeedbackStatusCountsSQL, org, "thumbs_up", nil, 0, 0, 0, "", "support-v1", nil, nil, nil, false, false, "", nil)
+	// The item page's neighbours and position: the key's bound is an index
+	// condition on the same index, and the filter is inlined.
+	key := []any{time.Now().Add(-500 * time.Minute), uuid.New()}
+	filter := pending.list(org, 0)[:17]
+	for _, c := range []struct {
+		name, sql string
+		args      []any
+	}{
+		{"next by status", db.FeedbackNextSQL, append(append([]any{}, filter...), key...)},
+		{"previous by status", db.FeedbackPreviousSQL, append(append([]any{}, filter...), key...)},
+		{"position by status", db.FeedbackPositionSQL, append(append([]any{}, key...), filter...)},
+	} {
+		p := plan(c.sql, c.args...)
+		if !strings.Contains(p, "feedback_org_status_created_idx") || strings.Contains(p, "feedback_matches") {
+			t.Errorf("%s: want a plan on feedback_org_status_created_idx with the filter inlined, got\n%s", c.name, p)
+		}
+	}
+	counts := plan(db.FeedbackStatusCountsSQL, org, "thumbs_up", nil, 0, 0, 0, "", "support-v1", nil, nil, nil, false, false, "", nil, false)
 	if !strings.Contains(counts, "feedback_org_model_idx") || strings.Contains(counts, "feedback_matches") {
 		t.Errorf("status counts by model: want a plan on feedback_org_model_idx with the filter inlined, got\n%s", counts)
 	}

@@ -7,9 +7,210 @@ package db
 
 import (
 	"context"
+	"time"
 
 	"github.com/google/uuid"
 )
+
+const feedbackCountPosition = `-- name: FeedbackCountPosition :one
+WITH m AS (
+    SELECT f.created_at, f.id
+    FROM feedback f
+    WHERE feedback_matches(f, $3::uuid, $4::review_status, $5::feedback_type, $6::feedback_source,
+        $7::int, $8::int, $9::int, $10::text, $11::text, $12::uuid,
+        $13::timestamptz, $14::timestamptz, $15::bool, $16::bool, $17::text, $18::uuid,
+    $19::bool)
+)
+SELECT count(*) FILTER (WHERE (m.created_at, m.id) > ($1::timestamptz, $2::uuid)) AS before,
+       count(*) AS total,
+       count(*) FILTER (WHERE m.id = $2::uuid) > 0 AS matches
+FROM m
+`
+
+type FeedbackCountPositionParams struct {
+	KeyTime        time.Time          `json:"key_time"`
+	KeyID          uuid.UUID          `json:"key_id"`
+	OrgID          uuid.UUID          `json:"org_id"`
+	Status         NullReviewStatus   `json:"status"`
+	FeedbackType   NullFeedbackType   `json:"feedback_type"`
+	Source         NullFeedbackSource `json:"source"`
+	RatingMin      int32              `json:"rating_min"`
+	RatingMax      int32              `json:"rating_max"`
+	DimBelow       int32              `json:"dim_below"`
+	Tag            string             `json:"tag"`
+	Model          string             `json:"model"`
+	AssigneeID     uuid.NullUUID      `json:"assignee_id"`
+	CreatedFrom    *time.Time         `json:"created_from"`
+	CreatedTo      *time.Time         `json:"created_to"`
+	WithDuplicates bool               `json:"with_duplicates"`
+	PiiOnly        bool               `json:"pii_only"`
+	Q              string             `json:"q"`
+	DatasetID      uuid.NullUUID      `json:"dataset_id"`
+	SafetyOnly     bool               `json:"safety_only"`
+}
+
+type FeedbackCountPositionRow struct {
+	Before  int64 `json:"before"`
+	Total   int64 `json:"total"`
+	Matches bool  `json:"matches"`
+}
+
+// How many matching items come before the key, how many match in all, and
+// whether the keyed item is one of them.
+func (q *Queries) FeedbackCountPosition(ctx context.Context, arg FeedbackCountPositionParams) (FeedbackCountPositionRow, error) {
+	row := q.db.QueryRow(ctx, feedbackCountPosition,
+		arg.KeyTime,
+		arg.KeyID,
+		arg.OrgID,
+		arg.Status,
+		arg.FeedbackType,
+		arg.Source,
+		arg.RatingMin,
+		arg.RatingMax,
+		arg.DimBelow,
+		arg.Tag,
+		arg.Model,
+		arg.AssigneeID,
+		arg.CreatedFrom,
+		arg.CreatedTo,
+		arg.WithDuplicates,
+		arg.PiiOnly,
+		arg.Q,
+		arg.DatasetID,
+		arg.SafetyOnly,
+	)
+	var i FeedbackCountPositionRow
+	err := row.Scan(&i.Before, &i.Total, &i.Matches)
+	return i, err
+}
+
+const feedbackGetNext = `-- name: FeedbackGetNext :one
+
+SELECT f.id
+FROM feedback f
+WHERE feedback_matches(f, $1::uuid, $2::review_status, $3::feedback_type, $4::feedback_source,
+    $5::int, $6::int, $7::int, $8::text, $9::text, $10::uuid,
+    $11::timestamptz, $12::timestamptz, $13::bool, $14::bool, $15::text, $16::uuid,
+    $17::bool)
+  AND (f.created_at, f.id) < ($18::timestamptz, $19::uuid)
+ORDER BY f.created_at DESC, f.id DESC
+LIMIT 1
+`
+
+type FeedbackGetNextParams struct {
+	OrgID          uuid.UUID          `json:"org_id"`
+	Status         NullReviewStatus   `json:"status"`
+	FeedbackType   NullFeedbackType   `json:"feedback_type"`
+	Source         NullFeedbackSource `json:"source"`
+	RatingMin      int32              `json:"rating_min"`
+	RatingMax      int32              `json:"rating_max"`
+	DimBelow       int32              `json:"dim_below"`
+	Tag            string             `json:"tag"`
+	Model          string             `json:"model"`
+	AssigneeID     uuid.NullUUID      `json:"assignee_id"`
+	CreatedFrom    *time.Time         `json:"created_from"`
+	CreatedTo      *time.Time         `json:"created_to"`
+	WithDuplicates bool               `json:"with_duplicates"`
+	PiiOnly        bool               `json:"pii_only"`
+	Q              string             `json:"q"`
+	DatasetID      uuid.NullUUID      `json:"dataset_id"`
+	SafetyOnly     bool               `json:"safety_only"`
+	KeyTime        time.Time          `json:"key_time"`
+	KeyID          uuid.UUID          `json:"key_id"`
+}
+
+// The item page's place in the queue: the queue's order is (created_at,
+// id) descending, and an item's neighbours are found from its key, whether
+// or not the item itself still matches the filter (an item just approved
+// leaves a "pending" filter, and the next one is still the one after it).
+// All three filter with feedback_matches (migration 00011), as the queue does.
+func (q *Queries) FeedbackGetNext(ctx context.Context, arg FeedbackGetNextParams) (uuid.UUID, error) {
+	row := q.db.QueryRow(ctx, feedbackGetNext,
+		arg.OrgID,
+		arg.Status,
+		arg.FeedbackType,
+		arg.Source,
+		arg.RatingMin,
+		arg.RatingMax,
+		arg.DimBelow,
+		arg.Tag,
+		arg.Model,
+		arg.AssigneeID,
+		arg.CreatedFrom,
+		arg.CreatedTo,
+		arg.WithDuplicates,
+		arg.PiiOnly,
+		arg.Q,
+		arg.DatasetID,
+		arg.SafetyOnly,
+		arg.KeyTime,
+		arg.KeyID,
+	)
+	var id uuid.UUID
+	err := row.Scan(&id)
+	return id, err
+}
+
+const feedbackGetPrevious = `-- name: FeedbackGetPrevious :one
+SELECT f.id
+FROM feedback f
+WHERE feedback_matches(f, $1::uuid, $2::review_status, $3::feedback_type, $4::feedback_source,
+    $5::int, $6::int, $7::int, $8::text, $9::text, $10::uuid,
+    $11::timestamptz, $12::timestamptz, $13::bool, $14::bool, $15::text, $16::uuid,
+    $17::bool)
+  AND (f.created_at, f.id) > ($18::timestamptz, $19::uuid)
+ORDER BY f.created_at, f.id
+LIMIT 1
+`
+
+type FeedbackGetPreviousParams struct {
+	OrgID          uuid.UUID          `json:"org_id"`
+	Status         NullReviewStatus   `json:"status"`
+	FeedbackType   NullFeedbackType   `json:"feedback_type"`
+	Source         NullFeedbackSource `json:"source"`
+	RatingMin      int32              `json:"rating_min"`
+	RatingMax      int32              `json:"rating_max"`
+	DimBelow       int32              `json:"dim_below"`
+	Tag            string             `json:"tag"`
+	Model          string             `json:"model"`
+	AssigneeID     uuid.NullUUID      `json:"assignee_id"`
+	CreatedFrom    *time.Time         `json:"created_from"`
+	CreatedTo      *time.Time         `json:"created_to"`
+	WithDuplicates bool               `json:"with_duplicates"`
+	PiiOnly        bool               `json:"pii_only"`
+	Q              string             `json:"q"`
+	DatasetID      uuid.NullUUID      `json:"dataset_id"`
+	SafetyOnly     bool               `json:"safety_only"`
+	KeyTime        time.Time          `json:"key_time"`
+	KeyID          uuid.UUID          `json:"key_id"`
+}
+
+func (q *Queries) FeedbackGetPrevious(ctx context.Context, arg FeedbackGetPreviousParams) (uuid.UUID, error) {
+	row := q.db.QueryRow(ctx, feedbackGetPrevious,
+		arg.OrgID,
+		arg.Status,
+		arg.FeedbackType,
+		arg.Source,
+		arg.RatingMin,
+		arg.RatingMax,
+		arg.DimBelow,
+		arg.Tag,
+		arg.Model,
+		arg.AssigneeID,
+		arg.CreatedFrom,
+		arg.CreatedTo,
+		arg.WithDuplicates,
+		arg.PiiOnly,
+		arg.Q,
+		arg.DatasetID,
+		arg.SafetyOnly,
+		arg.KeyTime,
+		arg.KeyID,
+	)
+	var id uuid.UUID
+	err := row.Scan(&id)
+	return id, err
+}
 
 const feedbackListKnownIDs = `-- name: FeedbackListKnownIDs :many
 SELECT id FROM feedback WHERE org_id = $1 AND id = ANY($2::uuid[])

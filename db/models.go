@@ -1127,3 +1127,10 @@ type User struct {
 	CreatedAt    time.Time `json:"created_at"`
 	UpdatedAt    time.Time `json:"updated_at"`
 }
+
+type UserPreference struct {
+	OrgID       uuid.UUID `json:"org_id"`
+	UserID      uuid.UUID `json:"user_id"`
+	AutoAdvance bool      `json:"auto_advance"`
+	UpdatedAt   time.Time `json:"updated_at"`
+}

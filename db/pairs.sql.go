@@ -513,6 +513,57 @@ func (q *Queries) PairList(ctx context.Context, arg PairListParams) ([]PairListR
 	return items, nil
 }
 
+const pairListByFeedback = `-- name: PairListByFeedback :many
+SELECT id, method, left(query, 200)::text AS query_preview, chosen_feedback_id, rejected_feedback_id, created_at
+FROM preference_pairs
+WHERE org_id = $1 AND (chosen_feedback_id = $2 OR rejected_feedback_id = $2)
+ORDER BY created_at DESC, id DESC
+LIMIT 100
+`
+
+type PairListByFeedbackParams struct {
+	OrgID      uuid.UUID     `json:"org_id"`
+	FeedbackID uuid.NullUUID `json:"feedback_id"`
+}
+
+type PairListByFeedbackRow struct {
+	ID                 uuid.UUID     `json:"id"`
+	Method             PairMethod    `json:"method"`
+	QueryPreview       string        `json:"query_preview"`
+	ChosenFeedbackID   uuid.NullUUID `json:"chosen_feedback_id"`
+	RejectedFeedbackID uuid.NullUUID `json:"rejected_feedback_id"`
+	CreatedAt          time.Time     `json:"created_at"`
+}
+
+// The pairs built from a feedback item (as its chosen or its rejected
+// reply), newest first, for the item's page.
+func (q *Queries) PairListByFeedback(ctx context.Context, arg PairListByFeedbackParams) ([]PairListByFeedbackRow, error) {
+	rows, err := q.db.Query(ctx, pairListByFeedback, arg.OrgID, arg.FeedbackID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []PairListByFeedbackRow{}
+	for rows.Next() {
+		var i PairListByFeedbackRow
+		if err := rows.Scan(
+			&i.ID,
+			&i.Method,
+			&i.QueryPreview,
+			&i.ChosenFeedbackID,
+			&i.RejectedFeedbackID,
+			&i.CreatedAt,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const pairListByIDs = `-- name: PairListByIDs :many
 SELECT id, seq, org_id, prompt, query, system_prompt, chosen_response, rejected_response, preference_strength, context_documents, method, chosen_feedback_id, rejected_feedback_id, external_id, annotator_id, annotation_notes, tags, content_hash, created_at, updated_at, version FROM preference_pairs WHERE org_id = $1 AND id = ANY($2::uuid[])
 `

@@ -140,6 +140,54 @@ func (q *Queries) UserList(ctx context.Context, orgID uuid.UUID) ([]User, error)
 	return items, nil
 }
 
+const userPreferencesGet = `-- name: UserPreferencesGet :one
+SELECT org_id, user_id, auto_advance, updated_at FROM user_preferences WHERE org_id = $1 AND user_id = $2
+`
+
+type UserPreferencesGetParams struct {
+	OrgID  uuid.UUID `json:"org_id"`
+	UserID uuid.UUID `json:"user_id"`
+}
+
+func (q *Queries) UserPreferencesGet(ctx context.Context, arg UserPreferencesGetParams) (UserPreference, error) {
+	row := q.db.QueryRow(ctx, userPreferencesGet, arg.OrgID, arg.UserID)
+	var i UserPreference
+	err := row.Scan(
+		&i.OrgID,
+		&i.UserID,
+		&i.AutoAdvance,
+		&i.UpdatedAt,
+	)
+	return i, err
+}
+
+const userPreferencesInsertOrUpdate = `-- name: UserPreferencesInsertOrUpdate :one
+INSERT INTO user_preferences (org_id, user_id, auto_advance)
+SELECT u.org_id, u.id, $1 FROM users u WHERE u.org_id = $2 AND u.id = $3
+ON CONFLICT (org_id, user_id) DO UPDATE SET auto_advance = excluded.auto_advance, updated_at = now()
+RETURNING org_id, user_id, auto_advance, updated_at
+`
+
+type UserPreferencesInsertOrUpdateParams struct {
+	AutoAdvance bool      `json:"auto_advance"`
+	OrgID       uuid.UUID `json:"org_id"`
+	UserID      uuid.UUID `json:"user_id"`
+}
+
+// The user must be the organisation's: a user of another organisation
+// cannot be given settings here.
+func (q *Queries) UserPreferencesInsertOrUpdate(ctx context.Context, arg UserPreferencesInsertOrUpdateParams) (UserPreference, error) {
+	row := q.db.QueryRow(ctx, userPreferencesInsertOrUpdate, arg.AutoAdvance, arg.OrgID, arg.UserID)
+	var i UserPreference
+	err := row.Scan(
+		&i.OrgID,
+		&i.UserID,
+		&i.AutoAdvance,
+		&i.UpdatedAt,
+	)
+	return i, err
+}
+
 const userUpdateActive = `-- name: UserUpdateActive :one
 UPDATE users SET active = $3, updated_at = now()
 WHERE org_id = $1 AND id = $2

@@ -54,6 +54,9 @@ func (h *Handlers) AlertList(c echo.Context) error {
 		row := views.AlertRow{ID: r.ID.String(), Kind: r.Kind, Severity: r.Severity, Title: r.Title, Message: r.Message,
 			OpenedAt: views.When(r.OpenedAt), Dismissed: r.DismissedAt != nil, DismissedBy: r.DismissedByEmail,
 			WebhookError: r.WebhookError}
+		if q := alerts.QueueFilter(r.Kind, r.Details); q != nil {
+			row.QueueURL = feedbackQueueURL(q)
+		}
 		if r.ResolvedAt != nil {
 			row.ResolvedAt = views.When(*r.ResolvedAt)
 		}

@@ -97,10 +97,18 @@ func (h *Handlers) DatasetCreate(c echo.Context) error {
 // Dataset is one dataset's page, with the validation report for ?format=
 // (default: the dataset's target format).
 func (h *Handlers) Dataset(c echo.Context) error {
-	return h.renderDataset(c, http.StatusOK, nil)
+	return h.renderDataset(c, http.StatusOK, datasetTyped{})
 }
 
-func (h *Handlers) renderDataset(c echo.Context, status int, invalid *errs.Invalid) error {
+// datasetTyped is what a refused form on the dataset's page held: shown
+// again as typed, with the messages beside the fields.
+type datasetTyped struct {
+	invalid  *errs.Invalid
+	settings *views.DatasetSettings // nil: the stored settings
+	ids      string
+}
+
+func (h *Handlers) renderDataset(c echo.Context, status int, typed datasetTyped) error {
 	id, err := pathID(c)
 	if err != nil {
 		return err
@@ -125,19 +133,37 @@ func (h *Handlers) renderDataset(c echo.Context, status int, invalid *errs.Inval
 			SystemPrompt: ds.SystemPrompt, Format: ds.ExportFormat, BaseModel: ds.BaseModel, Strategy: string(ds.SplitStrategy),
 			ValidationPercent: strconv.Itoa(int(ds.ValidationPercent)), Seed: strconv.FormatInt(ds.SplitSeed, 10),
 			Strategies: datasets.SplitStrategies}}
-	if invalid != nil {
-		v.Errors = invalid.ByField()
+	if typed.invalid != nil {
+		v.Errors = typed.invalid.ByField()
 	}
+	if typed.settings != nil {
+		typed.settings.Strategies = v.Settings.Strategies
+		v.Settings = *typed.settings
+	}
+	v.IDs = typed.ids
 	v.Actions = statusActions(string(ds.Status), d.MemberCount)
 	for _, m := range members {
-		v.Members = append(v.Members, views.MemberRow{ID: m.ID.String(), Source: m.Source, Query: m.Query, Reply: m.Reply,
+		url := "/feedback/" + m.ID.String()
+		if m.Source == "pair" {
+			url = "/pairs/" + m.ID.String()
+		}
+		v.Members = append(v.Members, views.MemberRow{ID: m.ID.String(), URL: url, Source: m.Source, Query: m.Query, Reply: m.Reply,
 			Detail: m.Detail, Added: views.When(m.AddedAt)})
+	}
+	jobs := map[uuid.UUID][]views.VersionJob{}
+	for _, j := range d.Jobs {
+		label := views.Label(j.Provider) + " · " + j.BaseModel
+		if j.Suffix != "" {
+			label += " · " + j.Suffix
+		}
+		jobs[j.DatasetVersionID] = append(jobs[j.DatasetVersionID], views.VersionJob{URL: "/fine-tuning/jobs/" + j.ID.String(),
+			Label: label, Status: j.Status, Started: views.When(j.CreatedAt)})
 	}
 	for _, ver := range d.Versions {
 		v.Versions = append(v.Versions, views.VersionRow{Number: strconv.Itoa(int(ver.Number)), Hash: ver.ContentHash,
 			Items: int(ver.ItemCount), Train: int(ver.TrainCount), Validation: int(ver.ValidationCount),
 			Split:   fmt.Sprintf("%s, %d%% validation, seed %d", ver.SplitStrategy, ver.ValidationPercent, ver.SplitSeed),
-			Created: views.When(ver.CreatedAt), Current: d.Current != nil && d.Current.ID == ver.ID})
+			Created: views.When(ver.CreatedAt), Current: d.Current != nil && d.Current.ID == ver.ID, Jobs: jobs[ver.ID]})
 	}
 	for _, e := range d.Exports {
 		row := exportRow(e)
@@ -232,6 +258,9 @@ func (h *Handlers) DatasetUpdate(c echo.Context) error {
 		return err
 	}
 	version, _ := strconv.Atoi(c.FormValue("version"))
+	typed := &views.DatasetSettings{Version: c.FormValue("version"), Name: c.FormValue("name"), Description: c.FormValue("description"),
+		SystemPrompt: c.FormValue("system_prompt"), Format: c.FormValue("export_format"), BaseModel: c.FormValue("base_model"),
+		Strategy: c.FormValue("split_strategy"), ValidationPercent: c.FormValue("validation_percent"), Seed: c.FormValue("split_seed")}
 	v := &errs.Invalid{}
 	percent, err := strconv.Atoi(c.FormValue("validation_percent"))
 	if err != nil {
@@ -242,7 +271,7 @@ func (h *Handlers) DatasetUpdate(c echo.Context) error {
 		v.Add("split_seed", "must be a whole number")
 	}
 	if v.Has() {
-		return h.renderDataset(c, http.StatusUnprocessableEntity, v)
+		return h.renderDataset(c, http.StatusUnprocessableEntity, datasetTyped{invalid: v, settings: typed})
 	}
 	_, err = h.Datasets.Update(ctx(c), actor(c), CallerOf(c).OrgID, id, int32(version), func(s *datasets.Settings) {
 		s.Name, s.Description, s.SystemPrompt = c.FormValue("name"), c.FormValue("description"), c.FormValue("system_prompt")
@@ -250,7 +279,7 @@ func (h *Handlers) DatasetUpdate(c echo.Context) error {
 		s.ValidationPercent, s.SplitSeed = percent, seed
 	})
 	if errors.As(err, &v) {
-		return h.renderDataset(c, http.StatusUnprocessableEntity, v)
+		return h.renderDataset(c, http.StatusUnprocessableEntity, datasetTyped{invalid: v, settings: typed})
 	}
 	if err != nil {
 		return err
@@ -309,16 +338,22 @@ func (h *Handlers) DatasetMembersAdd(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	ids, err := parseIDs(c.FormValue("ids"))
-	if err != nil {
-		return h.flashError(c, id, err)
+	typed := c.FormValue("ids")
+	ids, err := parseIDs(typed)
+	if err == nil {
+		var n int
+		if n, err = h.Datasets.AddMembers(ctx(c), actor(c), CallerOf(c).OrgID, id, ids); err == nil {
+			h.Sessions.Flash(c, "ok", "Added "+views.Count(n, "member", "members")+".")
+			return redirect(c, "/datasets/"+id.String())
+		}
 	}
-	n, err := h.Datasets.AddMembers(ctx(c), actor(c), CallerOf(c).OrgID, id, ids)
-	if err != nil {
-		return h.flashError(c, id, err)
+	// A refused list stays in the box, its problems beside it.
+	if msg, ok := refusal(err); ok {
+		invalid := &errs.Invalid{}
+		invalid.Add("ids", "%s", msg)
+		return h.renderDataset(c, http.StatusUnprocessableEntity, datasetTyped{invalid: invalid, ids: typed})
 	}
-	h.Sessions.Flash(c, "ok", "Added "+views.Count(n, "member", "members")+".")
-	return redirect(c, "/datasets/"+id.String())
+	return err
 }
 
 // DatasetMembersFilter adds every item the filter form matches.

@@ -15,6 +15,7 @@ import (
 	"github.com/curate/curate/internal/auth"
 	"github.com/curate/curate/internal/errs"
 	"github.com/curate/curate/internal/feedback"
+	"github.com/curate/curate/internal/keyset"
 	"github.com/curate/curate/internal/textdiff"
 	"github.com/curate/curate/views"
 )
@@ -29,6 +30,27 @@ func (h *Handlers) FeedbackItem(c echo.Context) error {
 	return h.renderItem(c, http.StatusOK, id, feedbackItemState{})
 }
 
+// itemQueue reads the queue's filter and page that an item page carries in
+// its query string, under the queue's own parameter names, so the item
+// knows its place in the queue and the way back to it. A bad parameter is
+// refused as the queue refuses it. query is the filter and page written
+// back, for the item's links and forms.
+func itemQueue(c echo.Context) (f feedback.Filter, query string, err error) {
+	q := c.QueryParams()
+	if f, err = feedback.ParseFilter(q); err != nil {
+		return f, "", err
+	}
+	cursor, err := keyset.Parse(feedback.ListName, q.Get("cursor"))
+	if err != nil {
+		return f, "", err
+	}
+	out := f.Values()
+	if cursor != nil {
+		out.Set("cursor", cursor.Encode(feedback.ListName))
+	}
+	return f, out.Encode(), nil
+}
+
 // feedbackItemState is what the last action left to show on the item.
 type feedbackItemState struct {
 	message  string
@@ -39,6 +61,10 @@ type feedbackItemState struct {
 
 func (h *Handlers) renderItem(c echo.Context, status int, id uuid.UUID, st feedbackItemState) error {
 	caller := CallerOf(c)
+	f, queueQuery, err := itemQueue(c)
+	if err != nil {
+		return err
+	}
 	d, err := h.Feedback.Get(ctx(c), caller.OrgID, id)
 	if err != nil {
 		return err
@@ -47,19 +73,37 @@ func (h *Handlers) renderItem(c echo.Context, status int, id uuid.UUID, st feedb
 	if err != nil {
 		return err
 	}
-	queueQuery := queueQueryParam(c.QueryParam("q"))
-	if c.Request().Method == http.MethodPost {
-		queueQuery = queueQueryParam(c.FormValue("q"))
+	place, err := h.Feedback.Place(ctx(c), caller.OrgID, f, feedback.Key(d.Feedback))
+	if err != nil {
+		return err
+	}
+	built, err := h.Pairs.ByFeedback(ctx(c), caller.OrgID, id)
+	if err != nil {
+		return err
 	}
 	v := feedbackItemView(d, queueQuery)
+	v.Place = itemPlace(place, queueQuery)
 	v.CSRF = CSRFToken(c)
 	v.CanAct = caller.Role.AtLeast(auth.Curator)
+	if v.CanAct && caller.UserID != uuid.Nil {
+		if v.AutoAdvance, err = h.Feedback.AutoAdvance(ctx(c), caller.OrgID, caller.UserID); err != nil {
+			return err
+		}
+	}
 	v.Message = st.message
 	v.Errors = st.errors
 	for _, u := range users {
 		if u.Active {
 			v.Users = append(v.Users, views.QueueOption{Value: u.ID.String(), Label: u.Email})
 		}
+	}
+	for _, p := range built {
+		side := "chosen"
+		if p.RejectedFeedbackID.Valid && p.RejectedFeedbackID.UUID == id {
+			side = "rejected"
+		}
+		v.Pairs = append(v.Pairs, views.ItemPair{URL: "/pairs/" + p.ID.String(), Query: p.QueryPreview, Side: side,
+			Method: string(p.Method), When: views.When(p.CreatedAt)})
 	}
 	if st.yours != "" && st.conflict == "" {
 		v.Draft = st.yours // a refused edit stays in the editor
@@ -74,6 +118,18 @@ func (h *Handlers) renderItem(c echo.Context, status int, id uuid.UUID, st feedb
 	return render(c, status, views.ItemPage(h.page(c, "Feedback", "queue"), v))
 }
 
+// itemPlace shows an item's place in the queue's filter.
+func itemPlace(p feedback.Place, queueQuery string) views.ItemPlace {
+	out := views.ItemPlace{Position: p.Position, Total: p.Total}
+	if p.Prev != uuid.Nil {
+		out.PrevURL = feedbackItemURL(p.Prev.String(), queueQuery)
+	}
+	if p.Next != uuid.Nil {
+		out.NextURL = feedbackItemURL(p.Next.String(), queueQuery)
+	}
+	return out
+}
+
 func feedbackItemView(d feedback.Detail, queueQuery string) views.ItemView {
 	f := d.Feedback
 	id := f.ID.String()
@@ -82,7 +138,7 @@ func feedbackItemView(d feedback.Detail, queueQuery string) views.ItemView {
 		back += "?" + queueQuery
 	}
 	v := views.ItemView{
-		ID: id, Version: strconv.Itoa(int(f.Version)), URL: feedbackItemURL(id, queueQuery), BackURL: back, QueueQuery: queueQuery,
+		ID: id, Version: strconv.Itoa(int(f.Version)), URL: feedbackItemURL(id, queueQuery), BackURL: back, ActionQuery: withPrefix("?", queueQuery),
 		Query: f.Query, Response: f.Response, Comment: f.Comment, Correction: f.Correction, Draft: f.Correction,
 		Type: string(f.FeedbackType), Rating: smallIntText(f.Rating.Int16, f.Rating.Valid), Model: f.Model,
 		ExperimentArm: f.ExperimentArm, Source: string(f.Source), Status: string(f.Status), Created: views.When(f.CreatedAt),
@@ -218,7 +274,9 @@ func queueDimsSummary(acc, help, clar, safe pgtype.Int2) string {
 
 // FeedbackStatus approves, rejects, marks for correction or reopens an item.
 func (h *Handlers) FeedbackStatus(c echo.Context) error {
-	status := c.FormValue("status")
+	// The body's fields, not the URL's: the URL carries the queue's filter,
+	// which has a status and an assignee of its own.
+	status := c.Request().PostFormValue("status")
 	labels := map[string]string{"approved": "Approved.", "rejected": "Rejected.", "needs_correction": "Marked as needing a correction.",
 		"corrected": "Marked as corrected.", "pending": "Back to pending."}
 	return h.itemChange(c, feedback.Change{Status: &status}, labels[status], "")
@@ -226,7 +284,7 @@ func (h *Handlers) FeedbackStatus(c echo.Context) error {
 
 // FeedbackCorrection saves the golden response; the item becomes corrected.
 func (h *Handlers) FeedbackCorrection(c echo.Context) error {
-	text := strings.ReplaceAll(c.FormValue("correction"), "\r\n", "\n")
+	text := strings.ReplaceAll(c.Request().PostFormValue("correction"), "\r\n", "\n")
 	if strings.TrimSpace(text) == "" {
 		return h.itemInvalid(c, map[string]string{"correction": "write the answer the assistant should have given"}, text)
 	}
@@ -236,7 +294,7 @@ func (h *Handlers) FeedbackCorrection(c echo.Context) error {
 // FeedbackTags replaces the item's tags with a comma-separated list.
 func (h *Handlers) FeedbackTags(c echo.Context) error {
 	tags := []string{}
-	for _, t := range strings.Split(c.FormValue("tags"), ",") {
+	for _, t := range strings.Split(c.Request().PostFormValue("tags"), ",") {
 		if t = strings.TrimSpace(t); t != "" {
 			tags = append(tags, t)
 		}
@@ -246,7 +304,7 @@ func (h *Handlers) FeedbackTags(c echo.Context) error {
 
 // FeedbackNote adds a note to the item's history.
 func (h *Handlers) FeedbackNote(c echo.Context) error {
-	note := strings.TrimSpace(c.FormValue("note"))
+	note := strings.TrimSpace(c.Request().PostFormValue("note"))
 	if note == "" {
 		return h.itemInvalid(c, map[string]string{"note": "write a note first"}, "")
 	}
@@ -256,7 +314,7 @@ func (h *Handlers) FeedbackNote(c echo.Context) error {
 // FeedbackAssign gives the item to a curator, or to nobody.
 func (h *Handlers) FeedbackAssign(c echo.Context) error {
 	assignee := uuid.Nil
-	if raw := c.FormValue("assignee"); raw != "" {
+	if raw := c.Request().PostFormValue("assignee"); raw != "" {
 		id, err := uuid.Parse(raw)
 		if err != nil {
 			return h.itemInvalid(c, map[string]string{"assignee": "is not a user id"}, "")
@@ -272,17 +330,25 @@ func (h *Handlers) FeedbackAssign(c echo.Context) error {
 
 // itemChange applies one review change at the version the form was loaded
 // with. A stale version answers 409 with the item as it is now, in place of
-// the form; bad input answers 422 with the message beside its field.
+// the form; bad input answers 422 with the message beside its field. With
+// auto-advance on, a review (approve, reject, needs correction, a saved
+// correction) goes on to the next item of the queue's filter, or back to
+// the queue when the filter has no more.
 func (h *Handlers) itemChange(c echo.Context, ch feedback.Change, done, yours string) error {
 	id, err := pathID(c)
 	if err != nil {
 		return err
 	}
-	version, err := strconv.Atoi(c.FormValue("version"))
+	f, queueQuery, err := itemQueue(c)
+	if err != nil {
+		return err
+	}
+	version, err := strconv.Atoi(c.Request().PostFormValue("version"))
 	if err != nil || version < 1 {
 		return errs.InvalidField("version", "is missing: reload the item and try again")
 	}
-	_, err = h.Feedback.Update(ctx(c), actor(c), CallerOf(c).OrgID, id, int32(version), ch)
+	caller := CallerOf(c)
+	saved, err := h.Feedback.Update(ctx(c), actor(c), caller.OrgID, id, int32(version), ch)
 	var (
 		conflict *errs.Conflict
 		invalid  *errs.Invalid
@@ -295,16 +361,104 @@ func (h *Handlers) itemChange(c echo.Context, ch feedback.Change, done, yours st
 	case err != nil:
 		return err
 	}
-	queueQuery := queueQueryParam(c.FormValue("q"))
-	if c.FormValue("return") == "queue" {
+	if c.Request().PostFormValue("return") == "queue" {
 		h.Sessions.Flash(c, "ok", done)
 		return redirect(c, "/feedback"+withPrefix("?", queueQuery))
+	}
+	if isReview(ch) && caller.UserID != uuid.Nil {
+		on, err := h.Feedback.AutoAdvance(ctx(c), caller.OrgID, caller.UserID)
+		if err != nil {
+			return err
+		}
+		if on {
+			next, err := h.Feedback.Next(ctx(c), caller.OrgID, f, feedback.Key(saved))
+			if err != nil {
+				return err
+			}
+			if next == uuid.Nil {
+				h.Sessions.Flash(c, "ok", done+" That was the last item in this filter: the filter is done.")
+				return redirect(c, feedbackQueueURL(f.Values()))
+			}
+			h.Sessions.Flash(c, "ok", done)
+			return redirect(c, feedbackItemURL(next.String(), queueQuery))
+		}
 	}
 	if isHTMX(c) {
 		return h.renderItem(c, http.StatusOK, id, feedbackItemState{message: done})
 	}
 	h.Sessions.Flash(c, "ok", done)
 	return redirect(c, feedbackItemURL(id.String(), queueQuery))
+}
+
+// isReview reports whether a change is a review verdict, the actions
+// auto-advance follows: reopening, tags, notes and assignment stay on the
+// item.
+func isReview(ch feedback.Change) bool {
+	if ch.Correction != nil {
+		return true
+	}
+	return ch.Status != nil && (*ch.Status == "approved" || *ch.Status == "rejected" || *ch.Status == "needs_correction")
+}
+
+// FeedbackAutoAdvance turns the curator's auto-advance on or off and shows
+// the item again.
+func (h *Handlers) FeedbackAutoAdvance(c echo.Context) error {
+	id, err := pathID(c)
+	if err != nil {
+		return err
+	}
+	_, queueQuery, err := itemQueue(c)
+	if err != nil {
+		return err
+	}
+	var on bool
+	switch c.Request().PostFormValue("auto_advance") {
+	case "on":
+		on = true
+	case "off":
+	default:
+		return errs.InvalidField("auto_advance", "must be on or off")
+	}
+	caller := CallerOf(c)
+	if err := h.Feedback.SetAutoAdvance(ctx(c), caller.OrgID, caller.UserID, on); err != nil {
+		return err
+	}
+	msg := "Auto-advance is off: a review stays on the item."
+	if on {
+		msg = "Auto-advance is on: a review opens the next item."
+	}
+	if isHTMX(c) {
+		return h.renderItem(c, http.StatusOK, id, feedbackItemState{message: msg})
+	}
+	h.Sessions.Flash(c, "ok", msg)
+	return redirect(c, feedbackItemURL(id.String(), queueQuery))
+}
+
+// FeedbackDiff is the word diff of a correction being typed against the
+// item's response, for the editor's live preview. A refused text is said
+// in the preview's place.
+func (h *Handlers) FeedbackDiff(c echo.Context) error {
+	id, err := pathID(c)
+	if err != nil {
+		return err
+	}
+	text := strings.ReplaceAll(c.Request().PostFormValue("correction"), "\r\n", "\n")
+	if strings.TrimSpace(text) == "" {
+		return render(c, http.StatusOK, views.LiveDiff(views.LiveDiffView{}))
+	}
+	ops, err := h.Feedback.Diff(ctx(c), CallerOf(c).OrgID, id, text)
+	var invalid *errs.Invalid
+	if errors.As(err, &invalid) {
+		return render(c, http.StatusOK, views.LiveDiff(views.LiveDiffView{Error: invalid.ByField()["correction"]}))
+	}
+	if err != nil {
+		return err
+	}
+	v := views.LiveDiffView{Shown: true}
+	for _, op := range ops {
+		v.Ops = append(v.Ops, views.DiffOp{Kind: op.Kind.String(), Text: op.Text})
+	}
+	return render(c, http.StatusOK, views.LiveDiff(v))
 }
 
 func (h *Handlers) itemInvalid(c echo.Context, fieldErrs map[string]string, yours string) error {

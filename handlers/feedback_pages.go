@@ -14,6 +14,7 @@ import (
 
 	"github.com/curate/curate/db"
 	"github.com/curate/curate/internal/auth"
+	"github.com/curate/curate/internal/datasets"
 	"github.com/curate/curate/internal/errs"
 	"github.com/curate/curate/internal/feedback"
 	"github.com/curate/curate/internal/keyset"
@@ -22,6 +23,9 @@ import (
 
 // QueuePageSize is how many items one page of the queue shows.
 const QueuePageSize = 50
+
+// bulkPreviewSize is how many items a bulk confirmation lists.
+const bulkPreviewSize = 5
 
 // FeedbackQueue is the Curate tab's queue: filters from the URL, counts per
 // status, one keyset page of items and the bulk-action form.
@@ -54,6 +58,10 @@ func (h *Handlers) FeedbackQueue(c echo.Context) error {
 	})
 	g.Go(func() (err error) { users, err = h.Accounts.ListUsers(gctx, caller.OrgID); return err })
 	g.Go(func() (err error) { models, err = h.Feedback.Models(gctx, caller.OrgID); return err })
+	var open []db.DatasetListOpenRow
+	if caller.Role.AtLeast(auth.Curator) {
+		g.Go(func() (err error) { open, err = h.Datasets.Open(gctx, caller.OrgID, datasets.KindSFT); return err })
+	}
 	if err := g.Wait(); err != nil {
 		return err
 	}
@@ -79,6 +87,7 @@ func (h *Handlers) FeedbackQueue(c echo.Context) error {
 		CanAct:    caller.Role.AtLeast(auth.Curator),
 		Counts:    queueStatusTabs(f, nil),
 		CountsURL: "/feedback/counts" + withPrefix("?", filterQuery.Encode()),
+		Datasets:  datasetChoices(open),
 	}
 	for _, u := range users {
 		if u.Active {
@@ -142,7 +151,7 @@ func queueFilterForm(f feedback.Filter) views.QueueFilter {
 		Status: q.Get("status"), Type: q.Get("type"), Source: q.Get("source"), RatingMin: q.Get("rating_min"),
 		RatingMax: q.Get("rating_max"), DimBelow: q.Get("dim_below"), Tag: q.Get("tag"), Model: q.Get("model"),
 		Assignee: q.Get("assignee"), From: q.Get("from"), To: q.Get("to"), Q: q.Get("q"),
-		Duplicates: f.WithDuplicates, PII: f.PIIOnly,
+		Duplicates: f.WithDuplicates, PII: f.PIIOnly, Safety: f.Safety, Since: q.Get("since"), Until: q.Get("until"),
 	}
 }
 
@@ -165,15 +174,14 @@ func feedbackQueueURL(q url.Values) string {
 	return "/feedback?" + q.Encode()
 }
 
+// feedbackItemURL is an item's page with the queue's filter and page kept
+// in the queue's own parameters.
 func feedbackItemURL(id, queueQuery string) string {
-	if queueQuery == "" {
-		return "/feedback/" + id
-	}
-	return "/feedback/" + id + "?" + url.Values{"q": {queueQuery}}.Encode()
+	return "/feedback/" + id + withPrefix("?", queueQuery)
 }
 
-// queueQueryParam reads the queue's query string that an item page carries
-// (q), keeping only what parses as a filter and a cursor.
+// queueQueryParam reads a queue's query string posted in a form field,
+// keeping only what parses as a filter and a cursor.
 func queueQueryParam(raw string) string {
 	q, err := url.ParseQuery(raw)
 	if err != nil {
@@ -237,6 +245,14 @@ func (h *Handlers) FeedbackBulk(c echo.Context) error {
 	page := h.page(c, "Confirm bulk action", "queue")
 	raw := form.Get("confirm")
 	if raw == "" {
+		// The first few items, so the curator sees what the count is of.
+		first, err := store.BulkPreview(ctx(c), caller.OrgID, b, bulkPreviewSize)
+		if err != nil {
+			return err
+		}
+		for _, it := range first {
+			confirmView.Items = append(confirmView.Items, views.BulkItem{URL: feedbackItemURL(it.ID.String(), ""), Query: it.Query, Status: it.Status})
+		}
 		return render(c, http.StatusOK, views.BulkConfirmPage(page, confirmView))
 	}
 	expected, err := strconv.Atoi(raw)

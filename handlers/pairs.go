@@ -14,6 +14,7 @@ import (
 
 	"github.com/curate/curate/db"
 	"github.com/curate/curate/internal/auth"
+	"github.com/curate/curate/internal/datasets"
 	"github.com/curate/curate/internal/errs"
 	"github.com/curate/curate/internal/keyset"
 	"github.com/curate/curate/internal/pairs"
@@ -42,11 +43,18 @@ func (h *Handlers) PairList(c echo.Context) error {
 		return err
 	}
 	v := views.PairListView{Method: f.Method, Tag: f.Tag, Q: f.Q, Methods: pairs.Methods, CanEdit: caller.Role.AtLeast(auth.Curator)}
+	if v.CanEdit {
+		open, err := h.Datasets.Open(ctx(c), caller.OrgID, datasets.KindPreference)
+		if err != nil {
+			return err
+		}
+		v.Datasets, v.ListQuery = datasetChoices(open), q.Encode()
+	}
 	for _, n := range counts {
 		v.Counts = append(v.Counts, views.PairCount{Method: string(n.Method), Count: strconv.FormatInt(n.Count, 10)})
 	}
 	for _, r := range page.Rows {
-		v.Rows = append(v.Rows, views.PairRow{URL: "/pairs/" + r.ID.String(), Query: r.QueryPreview, Chosen: r.ChosenPreview,
+		v.Rows = append(v.Rows, views.PairRow{ID: r.ID.String(), URL: "/pairs/" + r.ID.String(), Query: r.QueryPreview, Chosen: r.ChosenPreview,
 			Rejected: r.RejectedPreview, Strength: strengthText(pairs.Strength(r.PreferenceStrength)), Method: string(r.Method),
 			Tags: r.Tags, Created: views.When(r.CreatedAt)})
 	}

@@ -71,6 +71,13 @@ func (s *Sessions) Flash(c echo.Context, kind, text string) {
 	_ = sess.Save(c.Request(), c.Response())
 }
 
+// FlashLink queues a message with a link to what it is about.
+func (s *Sessions) FlashLink(c echo.Context, kind, text, link, linkText string) {
+	sess := s.get(c)
+	sess.AddFlash(views.Flash{Kind: kind, Text: text, Link: link, LinkText: linkText})
+	_ = sess.Save(c.Request(), c.Response())
+}
+
 // TakeFlashes returns and clears the queued messages.
 func (s *Sessions) TakeFlashes(c echo.Context) []views.Flash {
 	sess := s.get(c)

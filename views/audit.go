@@ -22,6 +22,18 @@ var targetPages = map[string]string{
 	"fine_tuning_job": "/fine-tuning/jobs/",
 }
 
+// listPages are the pages of targets that have no page of their own: the
+// list or settings page they are shown on.
+var listPages = map[string]string{
+	"user":                "/admin/users",
+	"api_key":             "/admin/api-keys",
+	"alert":               "/alerts",
+	"alert_settings":      "/alerts/settings",
+	"import_run":          "/imports",
+	"langfuse_connection": "/imports/langfuse",
+	"price_table":         "/fine-tuning/settings",
+}
+
 // AuditTarget is what an audit entry acted on, in words, and the page it
 // links to where one exists (empty otherwise).
 func AuditTarget(targetType, targetID string) (text, href string) {
@@ -29,8 +41,8 @@ func AuditTarget(targetType, targetID string) (text, href string) {
 	if targetID != "" {
 		text += " " + targetID
 	}
-	if targetType == "user" {
-		return text, "/admin/users"
+	if p, ok := listPages[targetType]; ok {
+		return text, p
 	}
 	if p, ok := targetPages[targetType]; ok && targetID != "" {
 		return text, p + targetID

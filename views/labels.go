@@ -31,6 +31,7 @@ var labels = map[string]string{
 	"n_epochs":           "Epochs",
 	"url":                "URL",
 	"id":                 "ID",
+	"ids":                "IDs",
 }
 
 // Label is how an enum value, a check or a setting's key reads on screen:

@@ -2,7 +2,10 @@
 // the HTMX fragments. Components receive plain view models, never a database.
 package views
 
-import "time"
+import (
+	"strings"
+	"time"
+)
 
 // Page is what the layout needs on every page.
 type Page struct {
@@ -36,6 +39,8 @@ func (u *User) IsAdmin() bool { return u != nil && u.Role == "admin" }
 type Flash struct {
 	Kind string // "ok" or "error"
 	Text string
+	// Link, when set, follows the text: where the result of the action is.
+	Link, LinkText string
 }
 
 // When formats a time for tables, in UTC so every reader sees the same.
@@ -52,4 +57,33 @@ func WhenPtr(t *time.Time) string {
 		return "never"
 	}
 	return When(*t)
+}
+
+// windowText is a time window from RFC 3339 bounds, in words ("from
+// 2026-01-31 09:30 UTC to 2026-02-01 09:30 UTC"); an empty bound is open.
+func windowText(since, until string) string {
+	bound := func(s string) string {
+		t, err := time.Parse(time.RFC3339, s)
+		if err != nil {
+			return s
+		}
+		return When(t)
+	}
+	switch {
+	case since != "" && until != "":
+		return "from " + bound(since) + " to " + bound(until)
+	case since != "":
+		return "since " + bound(since)
+	default:
+		return "before " + bound(until)
+	}
+}
+
+// namedMessage puts the field's name before its message: "Name is
+// required", "Name: at most 200 characters".
+func namedMessage(field, msg string) string {
+	if strings.HasPrefix(msg, "is ") || strings.HasPrefix(msg, "must ") {
+		return Label(field) + " " + msg
+	}
+	return Label(field) + ": " + msg
 }

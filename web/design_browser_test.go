@@ -113,6 +113,7 @@ func TestBrowserEveryPageStyled(t *testing.T) {
 		{"home", "/"},
 		{"queue", "/feedback"},
 		{"item", "/feedback/" + itemID},
+		{"item-in-queue", "/feedback/" + itemID + "?duplicates=show"},
 		{"pairs", "/pairs"},
 		{"pair-new", "/pairs/new"},
 		{"pair-edit", "/pairs/" + pairID},

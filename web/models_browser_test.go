@@ -5,9 +5,11 @@ import (
 	"net/http"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/cdp"
 	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
 
@@ -55,14 +57,23 @@ func TestBrowserRegistryFlow(t *testing.T) {
 
 	b := webtest.Browser(t)
 	// Deploy and Roll back ask to confirm; the admin agrees.
-	chromedp.ListenTarget(b, func(ev any) {
+	var dialogs atomic.Int32
+	if err := chromedp.Listen(b, func(ev any) {
 		if _, ok := ev.(*page.EventJavascriptDialogOpening); ok {
-			go func() { _ = chromedp.Run(b, page.HandleJavaScriptDialog(true)) }()
+			dialogs.Add(1)
+			go func() {
+				_ = chromedp.Do(b, chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
+					_, err := cdp.Call(ctx, tg, page.HandleJavaScriptDialog, page.HandleJavaScriptDialogParams{Accept: true})
+					return err
+				}))
+			}()
 		}
-	})
+	}); err != nil {
+		t.Fatal(err)
+	}
 	deploy := func(reason string) {
 		t.Helper()
-		err := chromedp.Run(b,
+		err := chromedp.Do(b,
 			chromedp.WaitVisible(`#deploy-form`),
 			chromedp.SendKeys(`#deploy-form textarea[name=reason]`, reason),
 			chromedp.Click(`#deploy-form button[type=submit]`),
@@ -72,7 +83,7 @@ func TestBrowserRegistryFlow(t *testing.T) {
 			t.Fatalf("deploying: %v", err)
 		}
 	}
-	err = chromedp.Run(b,
+	err = chromedp.Do(b,
 		chromedp.Navigate(s.URL+"/login"),
 		chromedp.WaitVisible(`input[name=email]`),
 		chromedp.SendKeys(`input[name=email]`, seeded.Email),
@@ -90,7 +101,7 @@ func TestBrowserRegistryFlow(t *testing.T) {
 		t.Errorf("status after the deployment: %q", got)
 	}
 
-	err = chromedp.Run(b,
+	err = chromedp.Do(b,
 		chromedp.Navigate(s.URL+"/fine-tuning/jobs/"+jobs[1]),
 		chromedp.Click(`#registered-version`),
 	)
@@ -103,7 +114,7 @@ func TestBrowserRegistryFlow(t *testing.T) {
 	}
 	webtest.Screenshot(t, b, "model-version")
 
-	err = chromedp.Run(b,
+	err = chromedp.Do(b,
 		chromedp.SendKeys(`#rollback-form textarea[name=reason]`, "answers got longer"),
 		chromedp.Click(`#rollback-form button[type=submit]`),
 		chromedp.WaitVisible(`#deployments [data-status=succeeded]`),
@@ -125,18 +136,20 @@ func TestBrowserRegistryFlow(t *testing.T) {
 	}
 
 	// Lineage: the dataset version, then a feedback item that trained it.
-	var itemURL string
-	err = chromedp.Run(b,
+	href, err := chromedp.Run(b, chromedp.AttributeValue(`#lineage-items li a`, "href"))
+	if err != nil || !strings.HasPrefix(href.Value, "/feedback/") {
+		t.Fatalf("the first training item links to %q (%v)", href.Value, err)
+	}
+	err = chromedp.Do(b,
 		chromedp.WaitVisible(`#lineage-dataset`),
-		chromedp.AttributeValue(`#lineage-items li a`, "href", &itemURL, nil),
 		chromedp.Click(`#lineage-items li a`),
 		chromedp.WaitVisible(`#item-status`),
 	)
 	if err != nil {
 		t.Fatalf("following the lineage: %v", err)
 	}
-	if !strings.HasPrefix(itemURL, "/feedback/") {
-		t.Errorf("the first training item links to %q", itemURL)
+	if n := dialogs.Load(); n != 3 {
+		t.Errorf("%d confirmations asked, want 3 (two deployments, one rollback)", n)
 	}
 }
 

@@ -49,11 +49,14 @@ func Routes(h *handlers.Handlers) []Route {
 		{GET, "/feedback/counts", auth.Viewer, h.FeedbackCounts},
 		{GET, "/feedback/:id", auth.Viewer, h.FeedbackItem},
 		{POST, "/feedback/bulk", auth.Curator, h.FeedbackBulk},
+		{POST, "/feedback/add-to-dataset", auth.Curator, h.FeedbackToDataset},
 		{POST, "/feedback/:id/status", auth.Curator, h.FeedbackStatus},
 		{POST, "/feedback/:id/correction", auth.Curator, h.FeedbackCorrection},
 		{POST, "/feedback/:id/tags", auth.Curator, h.FeedbackTags},
 		{POST, "/feedback/:id/note", auth.Curator, h.FeedbackNote},
 		{POST, "/feedback/:id/assign", auth.Curator, h.FeedbackAssign},
+		{POST, "/feedback/:id/auto-advance", auth.Curator, h.FeedbackAutoAdvance},
+		{POST, "/feedback/:id/diff", auth.Curator, h.FeedbackDiff},
 
 		// Stats and alerts.
 		{GET, "/stats", auth.Viewer, h.Stats},
@@ -77,6 +80,7 @@ func Routes(h *handlers.Handlers) []Route {
 		{GET, "/pairs", auth.Viewer, h.PairList},
 		{GET, "/pairs/new", auth.Viewer, h.PairNew},
 		{POST, "/pairs", auth.Curator, h.PairCreate},
+		{POST, "/pairs/add-to-dataset", auth.Curator, h.PairsToDataset},
 		{GET, "/pairs/rank", auth.Viewer, h.PairRank},
 		{POST, "/pairs/rank", auth.Curator, h.PairRankSave},
 		{GET, "/pairs/generate", auth.Viewer, h.PairGenerate},

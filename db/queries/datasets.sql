@@ -243,3 +243,22 @@ SELECT * FROM dataset_versions WHERE org_id = @org_id AND id = ANY(@ids::uuid[])
 SELECT DISTINCT ON (dataset_id) * FROM dataset_exports
 WHERE org_id = @org_id AND dataset_id = ANY(@dataset_ids::uuid[]) AND status = 'succeeded'
 ORDER BY dataset_id, created_at DESC, id DESC;
+
+-- name: DatasetListOpen :many
+-- Datasets that can take new members without a new freeze (draft or
+-- curating) and hold the given types, by name: the choices of "Add to
+-- dataset…" on the pairs list and the feedback queue.
+SELECT d.id, d.name, d.dataset_type, d.status
+FROM training_datasets d
+WHERE d.org_id = @org_id AND d.status IN ('draft', 'curating') AND d.dataset_type::text = ANY(@types::text[])
+ORDER BY lower(d.name), d.id
+LIMIT 500;
+
+-- name: DatasetVersionListJobs :many
+-- The fine-tuning jobs trained on the dataset's frozen versions, newest
+-- first, for the versions table.
+SELECT j.id, j.dataset_version_id, j.status::text AS status, j.provider, j.base_model, j.suffix, j.created_at
+FROM fine_tuning_jobs j
+JOIN dataset_versions v ON v.id = j.dataset_version_id AND v.org_id = j.org_id
+WHERE j.org_id = @org_id AND v.dataset_id = @dataset_id
+ORDER BY j.created_at DESC, j.id DESC;

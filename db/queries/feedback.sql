@@ -42,7 +42,8 @@ SELECT f.id, f.external_id, f.session_id, f.end_user_id, left(f.query, 300)::tex
 FROM feedback f
 WHERE feedback_matches(f, @org_id::uuid, sqlc.narg('status')::review_status, sqlc.narg('feedback_type')::feedback_type, sqlc.narg('source')::feedback_source,
     @rating_min::int, @rating_max::int, @dim_below::int, @tag::text, @model::text, sqlc.narg('assignee_id')::uuid,
-    sqlc.narg('created_from')::timestamptz, sqlc.narg('created_to')::timestamptz, @with_duplicates::bool, @pii_only::bool, @q::text, sqlc.narg('dataset_id')::uuid)
+    sqlc.narg('created_from')::timestamptz, sqlc.narg('created_to')::timestamptz, @with_duplicates::bool, @pii_only::bool, @q::text, sqlc.narg('dataset_id')::uuid,
+    @safety_only::bool)
   AND (sqlc.narg('cursor_time')::timestamptz IS NULL OR (f.created_at, f.id) < (sqlc.narg('cursor_time'), sqlc.narg('cursor_id')::uuid))
 ORDER BY f.created_at DESC, f.id DESC
 LIMIT @row_limit;
@@ -57,7 +58,8 @@ SELECT f.status, count(*) AS count
 FROM feedback f
 WHERE feedback_matches(f, @org_id::uuid, NULL::review_status, sqlc.narg('feedback_type')::feedback_type, sqlc.narg('source')::feedback_source,
     @rating_min::int, @rating_max::int, @dim_below::int, @tag::text, @model::text, sqlc.narg('assignee_id')::uuid,
-    sqlc.narg('created_from')::timestamptz, sqlc.narg('created_to')::timestamptz, @with_duplicates::bool, @pii_only::bool, @q::text, sqlc.narg('dataset_id')::uuid)
+    sqlc.narg('created_from')::timestamptz, sqlc.narg('created_to')::timestamptz, @with_duplicates::bool, @pii_only::bool, @q::text, sqlc.narg('dataset_id')::uuid,
+    @safety_only::bool)
 GROUP BY f.status;
 
 -- name: FeedbackListMatchingIDs :many
@@ -66,7 +68,8 @@ SELECT f.id
 FROM feedback f
 WHERE feedback_matches(f, @org_id::uuid, sqlc.narg('status')::review_status, sqlc.narg('feedback_type')::feedback_type, sqlc.narg('source')::feedback_source,
     @rating_min::int, @rating_max::int, @dim_below::int, @tag::text, @model::text, sqlc.narg('assignee_id')::uuid,
-    sqlc.narg('created_from')::timestamptz, sqlc.narg('created_to')::timestamptz, @with_duplicates::bool, @pii_only::bool, @q::text, sqlc.narg('dataset_id')::uuid)
+    sqlc.narg('created_from')::timestamptz, sqlc.narg('created_to')::timestamptz, @with_duplicates::bool, @pii_only::bool, @q::text, sqlc.narg('dataset_id')::uuid,
+    @safety_only::bool)
 ORDER BY f.created_at DESC, f.id DESC
 LIMIT @row_limit;
 

@@ -150,3 +150,12 @@ SELECT (SELECT count(DISTINCT c.content_hash) FROM c)::bigint AS candidates, (SE
 
 -- name: PairCountByMethod :many
 SELECT method, count(*)::bigint AS count FROM preference_pairs WHERE org_id = @org_id GROUP BY method ORDER BY method;
+
+-- name: PairListByFeedback :many
+-- The pairs built from a feedback item (as its chosen or its rejected
+-- reply), newest first, for the item's page.
+SELECT id, method, left(query, 200)::text AS query_preview, chosen_feedback_id, rejected_feedback_id, created_at
+FROM preference_pairs
+WHERE org_id = @org_id AND (chosen_feedback_id = @feedback_id OR rejected_feedback_id = @feedback_id)
+ORDER BY created_at DESC, id DESC
+LIMIT 100;

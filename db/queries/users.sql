@@ -28,3 +28,14 @@ RETURNING *;
 -- name: UserUpdatePassword :exec
 UPDATE users SET password_hash = @password_hash, updated_at = now()
 WHERE org_id = @org_id AND id = @id;
+
+-- name: UserPreferencesGet :one
+SELECT * FROM user_preferences WHERE org_id = @org_id AND user_id = @user_id;
+
+-- name: UserPreferencesInsertOrUpdate :one
+-- The user must be the organisation's: a user of another organisation
+-- cannot be given settings here.
+INSERT INTO user_preferences (org_id, user_id, auto_advance)
+SELECT u.org_id, u.id, @auto_advance FROM users u WHERE u.org_id = @org_id AND u.id = @user_id
+ON CONFLICT (org_id, user_id) DO UPDATE SET auto_advance = excluded.auto_advance, updated_at = now()
+RETURNING *;

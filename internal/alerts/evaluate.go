@@ -22,7 +22,7 @@ func fromRow(r db.AlertSetting) Settings {
 // read takes the snapshot the rules need for the window ending at now.
 func read(ctx context.Context, q *db.Queries, orgID uuid.UUID, s Settings, now time.Time) (Snapshot, error) {
 	since := now.Add(-s.Window)
-	var snap Snapshot
+	snap := Snapshot{Since: since, Until: now}
 	ratings, err := q.AlertListRatingsByModel(ctx, db.AlertListRatingsByModelParams{OrgID: orgID, Since: since, Until: now})
 	if err != nil {
 		return snap, err

@@ -10,11 +10,13 @@
 package alerts
 
 import (
+	"encoding/json"
 	"fmt"
 	"net/url"
 	"time"
 
 	"github.com/curate/curate/internal/errs"
+	"github.com/curate/curate/internal/feedback"
 )
 
 // Kinds of alert.
@@ -119,6 +121,9 @@ type Snapshot struct {
 	// SafetyReports are unreviewed items in the window with a safety
 	// score of 2 or less or the tag "safety".
 	SafetyReports int
+	// Since and Until bound the window; an alert's details keep them so
+	// its link shows exactly the items it counted.
+	Since, Until time.Time
 }
 
 // Condition is a rule that fires: the alert it opens, or keeps open.
@@ -176,7 +181,44 @@ func Evaluate(s Settings, snap Snapshot) []Condition {
 			Details: map[string]any{"reports": snap.SafetyReports},
 		})
 	}
+	if !snap.Until.IsZero() {
+		for _, c := range out {
+			c.Details["since"] = snap.Since.UTC().Format(time.RFC3339Nano)
+			c.Details["until"] = snap.Until.UTC().Format(time.RFC3339Nano)
+		}
+	}
 	return out
+}
+
+// QueueFilter is the feedback queue's filter that shows what an alert of
+// the kind counted, read from its stored details: the same conditions and,
+// where the details keep it, the same window. Duplicates are shown because
+// the rules count them.
+func QueueFilter(kind string, details []byte) url.Values {
+	var d struct {
+		Model        *string `json:"model"`
+		Since, Until string
+	}
+	// Details written by this package always parse; an unreadable one
+	// leaves the kind's conditions without a window.
+	_ = json.Unmarshal(details, &d)
+	f := feedback.Filter{WithDuplicates: true}
+	switch kind {
+	case KindLowRating:
+		f.RatingMin = 1 // rated at all
+		if d.Model != nil {
+			f.Model = *d.Model
+		}
+	case KindSpike:
+		f.Type = "thumbs_down"
+	case KindSafety:
+		f.Status, f.Safety = "pending", true
+	default:
+		return nil
+	}
+	f.From, _ = time.Parse(time.RFC3339, d.Since)
+	f.To, _ = time.Parse(time.RFC3339, d.Until)
+	return f.Values()
 }
 
 // Spike reports whether the window's thumbs-down count is a spike, and the

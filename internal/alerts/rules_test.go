@@ -119,3 +119,23 @@ func TestValidate(t *testing.T) {
 		})
 	}
 }
+
+// An alert's link filters the queue to what its rule counted, in the
+// window its details keep.
+func TestQueueFilter(t *testing.T) {
+	win := `"since":"2026-03-01T09:30:00Z","until":"2026-03-02T09:30:00Z"`
+	for _, c := range []struct {
+		kind, details, want string
+	}{
+		{KindLowRating, `{"model":"support-v2",` + win + `}`, "duplicates=show&model=support-v2&rating_min=1&since=2026-03-01T09%3A30%3A00Z&until=2026-03-02T09%3A30%3A00Z"},
+		{KindSpike, `{"thumbs_down":9,` + win + `}`, "duplicates=show&since=2026-03-01T09%3A30%3A00Z&type=thumbs_down&until=2026-03-02T09%3A30%3A00Z"},
+		{KindSafety, `{"reports":2,` + win + `}`, "duplicates=show&safety=1&since=2026-03-01T09%3A30%3A00Z&status=pending&until=2026-03-02T09%3A30%3A00Z"},
+		// Details stored before windows were kept: the conditions alone.
+		{KindSafety, `{"reports":2}`, "duplicates=show&safety=1&status=pending"},
+		{"unknown", `{}`, ""},
+	} {
+		if got := QueueFilter(c.kind, []byte(c.details)).Encode(); got != c.want {
+			t.Errorf("%s %s:\n got %s\nwant %s", c.kind, c.details, got, c.want)
+		}
+	}
+}

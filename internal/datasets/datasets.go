@@ -184,6 +184,8 @@ type Detail struct {
 	Current     *db.DatasetVersion // nil until frozen
 	Versions    []db.DatasetVersion
 	Exports     []db.DatasetExport
+	// Jobs are the fine-tuning jobs trained on the versions, newest first.
+	Jobs []db.DatasetVersionListJobsRow
 }
 
 // Get returns a dataset of the organisation, or errs.ErrNotFound.
@@ -206,6 +208,9 @@ func (s *Service) Get(ctx context.Context, orgID, id uuid.UUID) (Detail, error) 
 		}
 	}
 	if d.Exports, err = q.ExportList(ctx, db.ExportListParams{OrgID: orgID, DatasetID: id}); err != nil {
+		return Detail{}, err
+	}
+	if d.Jobs, err = q.DatasetVersionListJobs(ctx, db.DatasetVersionListJobsParams{OrgID: orgID, DatasetID: id}); err != nil {
 		return Detail{}, err
 	}
 	return d, nil
@@ -353,6 +358,12 @@ func lock(ctx context.Context, q *db.Queries, orgID, id uuid.UUID) (db.TrainingD
 // curating; adding to a frozen dataset moves it back to curating (its
 // versions stay as they are).
 func (s *Service) AddMembers(ctx context.Context, actor audit.Actor, orgID, id uuid.UUID, ids []uuid.UUID) (int, error) {
+	return s.addMembers(ctx, actor, orgID, id, ids, nil)
+}
+
+// addMembers is AddMembers with a check of the locked dataset (nil: none)
+// that may refuse the change before anything is added.
+func (s *Service) addMembers(ctx context.Context, actor audit.Actor, orgID, id uuid.UUID, ids []uuid.UUID, check func(db.TrainingDataset) error) (int, error) {
 	if len(ids) == 0 {
 		return 0, errs.InvalidField("ids", "name at least one pair or feedback item")
 	}
@@ -360,6 +371,11 @@ func (s *Service) AddMembers(ctx context.Context, actor audit.Actor, orgID, id u
 		return 0, errs.InvalidField("ids", "at most %d per request, not %d", MaxIDs, len(ids))
 	}
 	return s.changeMembers(ctx, actor, orgID, id, "dataset.members_add", func(q *db.Queries, d db.TrainingDataset) (int64, error) {
+		if check != nil {
+			if err := check(d); err != nil {
+				return 0, err
+			}
+		}
 		if err := checkEligible(ctx, q, orgID, d, ids); err != nil {
 			return 0, err
 		}

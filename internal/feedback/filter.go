@@ -26,16 +26,19 @@ type Filter struct {
 	Tag            string
 	Model          string
 	Assignee       uuid.UUID // uuid.Nil: anyone
-	From, To       time.Time // zero: open
+	From, To       time.Time // zero: open; to the second (since, until) or whole days (from, to)
 	WithDuplicates bool
 	PIIOnly        bool
 	Q              string    // full-text search over query, response, comment
 	DatasetID      uuid.UUID // members of this training dataset; uuid.Nil: any
+	// Safety keeps safety reports: a safety score of 2 or less or the tag
+	// "safety", as the safety alert counts them.
+	Safety bool
 }
 
 // FilterParams are the query parameters ParseFilter reads.
 var FilterParams = []string{"status", "type", "source", "rating_min", "rating_max", "dim_below", "tag", "model",
-	"assignee", "from", "to", "duplicates", "pii", "q", "dataset_id"}
+	"assignee", "from", "to", "since", "until", "duplicates", "pii", "q", "dataset_id", "safety"}
 
 // ParseFilter reads a filter from query parameters, with a message per bad one.
 func ParseFilter(q url.Values) (Filter, error) {
@@ -44,7 +47,7 @@ func ParseFilter(q url.Values) (Filter, error) {
 		Status: q.Get("status"), Type: q.Get("type"), Source: q.Get("source"),
 		Tag: strings.ToLower(strings.TrimSpace(q.Get("tag"))), Model: strings.TrimSpace(q.Get("model")),
 		WithDuplicates: q.Get("duplicates") == "show", PIIOnly: q.Get("pii") == "1",
-		Q: strings.TrimSpace(q.Get("q")),
+		Q: strings.TrimSpace(q.Get("q")), Safety: q.Get("safety") == "1",
 	}
 	if f.Status != "" && !oneOf(f.Status, Statuses) {
 		v.Add("status", "must be one of %s", strings.Join(Statuses, ", "))
@@ -72,8 +75,16 @@ func ParseFilter(q url.Values) (Filter, error) {
 		}
 		f.DatasetID = id
 	}
-	f.From = dateParam(v, q, "from", false)
-	f.To = dateParam(v, q, "to", true)
+	// An alert's link bounds the window to the second (since, until); a
+	// date the user picks in the form (from, to) replaces it.
+	f.From = timeParam(v, q, "since")
+	f.To = timeParam(v, q, "until")
+	if q.Get("from") != "" {
+		f.From = dateParam(v, q, "from", false)
+	}
+	if q.Get("to") != "" {
+		f.To = dateParam(v, q, "to", true)
+	}
 	if len(f.Q) > 500 {
 		v.Add("q", "at most 500 characters")
 	}
@@ -108,11 +119,20 @@ func (f Filter) Values() url.Values {
 	if f.Assignee != uuid.Nil {
 		set("assignee", f.Assignee.String())
 	}
+	// A bound on a day's start is a date; any other is a time to the second.
 	if !f.From.IsZero() {
-		set("from", f.From.Format(time.DateOnly))
+		if wholeDay(f.From) {
+			set("from", f.From.Format(time.DateOnly))
+		} else {
+			set("since", f.From.UTC().Format(time.RFC3339Nano))
+		}
 	}
 	if !f.To.IsZero() {
-		set("to", f.To.AddDate(0, 0, -1).Format(time.DateOnly))
+		if wholeDay(f.To) {
+			set("to", f.To.AddDate(0, 0, -1).Format(time.DateOnly))
+		} else {
+			set("until", f.To.UTC().Format(time.RFC3339Nano))
+		}
 	}
 	if f.WithDuplicates {
 		set("duplicates", "show")
@@ -124,7 +144,28 @@ func (f Filter) Values() url.Values {
 	if f.DatasetID != uuid.Nil {
 		set("dataset_id", f.DatasetID.String())
 	}
+	if f.Safety {
+		set("safety", "1")
+	}
 	return q
+}
+
+func wholeDay(t time.Time) bool {
+	return t.UTC().Equal(t.UTC().Truncate(24 * time.Hour))
+}
+
+// timeParam reads an RFC 3339 time (2026-01-31T09:30:00Z).
+func timeParam(v *errs.Invalid, q url.Values, name string) time.Time {
+	s := q.Get(name)
+	if s == "" {
+		return time.Time{}
+	}
+	t, err := time.Parse(time.RFC3339, s)
+	if err != nil {
+		v.Add(name, "must be a time like 2026-01-31T09:30:00Z")
+		return time.Time{}
+	}
+	return t.UTC()
 }
 
 func intParam(v *errs.Invalid, q url.Values, name string, min, max int) int {
@@ -167,7 +208,8 @@ func (f Filter) ListParams(orgID uuid.UUID, cursor *keyset.Cursor, limit int) db
 		OrgID: orgID, Status: nullStatus(f.Status), FeedbackType: nullType(f.Type), Source: nullSource(f.Source),
 		RatingMin: int32(f.RatingMin), RatingMax: int32(f.RatingMax), DimBelow: int32(f.DimBelow), Tag: f.Tag, Model: f.Model,
 		AssigneeID: nullID(f.Assignee), CreatedFrom: optTime(f.From), CreatedTo: optTime(f.To),
-		WithDuplicates: f.WithDuplicates, PiiOnly: f.PIIOnly, Q: f.Q, DatasetID: nullID(f.DatasetID), RowLimit: int32(limit),
+		WithDuplicates: f.WithDuplicates, PiiOnly: f.PIIOnly, Q: f.Q, DatasetID: nullID(f.DatasetID), SafetyOnly: f.Safety,
+		RowLimit: int32(limit),
 	}
 	p.CursorTime, p.CursorID = cursor.Bounds()
 	return p
@@ -181,6 +223,7 @@ func (f Filter) CountParams(orgID uuid.UUID) db.FeedbackCountByStatusParams {
 		OrgID: orgID, FeedbackType: p.FeedbackType, Source: p.Source, RatingMin: p.RatingMin, RatingMax: p.RatingMax,
 		DimBelow: p.DimBelow, Tag: p.Tag, Model: p.Model, AssigneeID: p.AssigneeID, CreatedFrom: p.CreatedFrom,
 		CreatedTo: p.CreatedTo, WithDuplicates: p.WithDuplicates, PiiOnly: p.PiiOnly, Q: p.Q, DatasetID: p.DatasetID,
+		SafetyOnly: p.SafetyOnly,
 	}
 }
 
@@ -191,7 +234,7 @@ func (f Filter) MatchingParams(orgID uuid.UUID, limit int) db.FeedbackListMatchi
 		OrgID: orgID, Status: p.Status, FeedbackType: p.FeedbackType, Source: p.Source, RatingMin: p.RatingMin,
 		RatingMax: p.RatingMax, DimBelow: p.DimBelow, Tag: p.Tag, Model: p.Model, AssigneeID: p.AssigneeID,
 		CreatedFrom: p.CreatedFrom, CreatedTo: p.CreatedTo, WithDuplicates: p.WithDuplicates, PiiOnly: p.PiiOnly,
-		Q: p.Q, DatasetID: p.DatasetID, RowLimit: int32(limit),
+		Q: p.Q, DatasetID: p.DatasetID, SafetyOnly: p.SafetyOnly, RowLimit: int32(limit),
 	}
 }
 

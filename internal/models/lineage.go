@@ -114,3 +114,17 @@ func (s *Service) Models(ctx context.Context, orgID uuid.UUID) ([]db.RegisteredM
 func (s *Service) Targets(ctx context.Context, orgID uuid.UUID) ([]serving.Target, error) {
 	return s.Serving.List(ctx, orgID)
 }
+
+// ByJob returns the version a fine-tuning job registered; false when it
+// registered none (it has not succeeded, or it ended before the registry).
+func (s *Service) ByJob(ctx context.Context, orgID, jobID uuid.UUID) (Version, bool, error) {
+	v, err := db.New(s.Pool).ModelVersionGetByJob(ctx, db.ModelVersionGetByJobParams{OrgID: orgID, FineTuningJobID: uuid.NullUUID{UUID: jobID, Valid: true}})
+	if errors.Is(err, pgx.ErrNoRows) {
+		return Version{}, false, nil
+	}
+	if err != nil {
+		return Version{}, false, err
+	}
+	out, err := s.Get(ctx, orgID, v.ID)
+	return out, err == nil, err
+}

@@ -97,6 +97,12 @@ type Detail struct {
 	AnnotatorEmail string
 }
 
+// ByFeedback lists the pairs built from a feedback item, as their chosen
+// or their rejected reply, newest first (at most 100).
+func (s *Service) ByFeedback(ctx context.Context, orgID, feedbackID uuid.UUID) ([]db.PairListByFeedbackRow, error) {
+	return db.New(s.Pool).PairListByFeedback(ctx, db.PairListByFeedbackParams{OrgID: orgID, FeedbackID: uuid.NullUUID{UUID: feedbackID, Valid: true}})
+}
+
 // Get returns a pair of the organisation, or errs.ErrNotFound.
 func (s *Service) Get(ctx context.Context, orgID, id uuid.UUID) (Detail, error) {
 	row, err := db.New(s.Pool).PairGet(ctx, db.PairGetParams{OrgID: orgID, ID: id})

@@ -1,8 +1,9 @@
 // The feedback queue's keyboard and small conveniences. Every action is a
 // real form that works without this script; it adds shortcuts (j/k move,
-// a approve, r reject, c correct, t tag, x select, ? help), lets htmx show
-// the conflict and validation answers in place, and keeps the filter URL
-// free of empty fields.
+// or open the next/previous item on an item page, a approve, r reject,
+// c correct, t tag, x select, ? help), shows the bulk bar only while rows
+// are selected, lets htmx show the conflict and validation answers in
+// place, and keeps the filter URL free of empty fields.
 (function () {
   "use strict";
 
@@ -35,12 +36,10 @@
   function postRow(row, status) {
     var queue = document.querySelector("[data-queue]");
     var form = document.createElement("form");
+    var query = queue.dataset.itemQuery || "";
     form.method = "post";
-    form.action = "/feedback/" + row.dataset.item + "/status";
-    var fields = {
-      _csrf: queue.dataset.csrf, version: row.dataset.version, status: status,
-      q: queue.dataset.itemQuery || "", "return": "queue"
-    };
+    form.action = "/feedback/" + row.dataset.item + "/status" + (query ? "?" + query : "");
+    var fields = { _csrf: queue.dataset.csrf, version: row.dataset.version, status: status, "return": "queue" };
     Object.keys(fields).forEach(function (k) {
       var input = document.createElement("input");
       input.type = "hidden";
@@ -50,6 +49,30 @@
     });
     document.body.appendChild(form);
     form.submit();
+  }
+
+  function follow(sel) {
+    var a = document.querySelector(sel);
+    if (a && a.href) location.href = a.href;
+  }
+
+  // The bulk bar shows while rows are selected (or "all matching" is
+  // chosen), with the number selected. Without this script it is always
+  // shown.
+  function updateBulkBar() {
+    var bar = document.querySelector("[data-bulk-bar]");
+    if (!bar) return;
+    var n = document.querySelectorAll("#queue [data-select]:checked").length;
+    var all = document.getElementById("bulk-all");
+    bar.hidden = n === 0 && !(all && all.checked);
+    var count = document.getElementById("bulk-count");
+    if (count) count.textContent = all && all.checked ? "All matching" : (n === 1 ? "1 item selected" : n + " items selected");
+    var page = document.querySelector("[data-select-page]");
+    if (page) {
+      var boxes = document.querySelectorAll("#queue [data-select]").length;
+      page.checked = boxes > 0 && n === boxes;
+      page.indeterminate = n > 0 && n < boxes;
+    }
   }
 
   function click(sel) {
@@ -86,6 +109,7 @@
     x: function (row) {
       var box = row && row.querySelector("[data-select]");
       if (box) { box.checked = !box.checked; row.classList.toggle("selected", box.checked); }
+      updateBulkBar();
     },
     a: function (row) { if (row && document.getElementById("bulk")) postRow(row, "approved"); },
     r: function (row) { if (row && document.getElementById("bulk")) postRow(row, "rejected"); },
@@ -93,6 +117,7 @@
     t: function (row) {
       var box = row && row.querySelector("[data-select]");
       if (box) { box.checked = true; row.classList.add("selected"); }
+      updateBulkBar();
       var op = document.getElementById("bulk-op");
       if (op) op.value = "tag";
       focusField("#bulk-tag");
@@ -105,6 +130,8 @@
     c: function () { focusField("#correction"); },
     t: function () { focusField("#tags-input"); },
     n: function () { focusField("#note-input"); },
+    j: function () { follow("#next-item"); },
+    k: function () { follow("#prev-item"); },
     u: function () {
       var item = document.querySelector("[data-item-page]");
       if (item) location.href = item.dataset.back;
@@ -147,13 +174,24 @@
     if (btn) showShortcuts();
   });
 
-  // Clicking a row's checkbox marks the row, as x does.
+  // Clicking a row's checkbox marks the row, as x does; the header's box
+  // selects the whole page.
   document.addEventListener("change", function (ev) {
     var box = ev.target;
-    if (box.matches && box.matches("[data-select]")) {
+    if (!box.matches) return;
+    if (box.matches("[data-select]")) {
       var row = box.closest("tr");
       if (row) row.classList.toggle("selected", box.checked);
+    } else if (box.matches("[data-select-page]")) {
+      Array.prototype.forEach.call(document.querySelectorAll("#queue [data-select]"), function (b) {
+        b.checked = box.checked;
+        var r = b.closest("tr");
+        if (r) r.classList.toggle("selected", box.checked);
+      });
+    } else if (!box.closest("[data-bulk-bar]")) {
+      return;
     }
+    updateBulkBar();
   });
 
   // Empty filter fields stay out of the URL, so shared links read cleanly.
@@ -186,9 +224,13 @@
       focusPending();
     }
   }
-  if (document.readyState === "loading") {
-    document.addEventListener("DOMContentLoaded", focusEditorIfAsked);
-  } else {
+  function ready() {
     focusEditorIfAsked();
+    updateBulkBar();
+  }
+  if (document.readyState === "loading") {
+    document.addEventListener("DOMContentLoaded", ready);
+  } else {
+    ready();
   }
 })();
