@@ -31,6 +31,8 @@ var labels = map[string]string{
 	"n_epochs":           "Epochs",
 	"url":                "URL",
 	"id":                 "ID",
+	"warn":               "Warning",
+	"bad":                "Critical",
 }
 
 // Label is how an enum value, a check or a setting's key reads on screen:

@@ -267,7 +267,7 @@ func TestFeedbackConflictOnStaleVersion(t *testing.T) {
 			h.Set("HX-Request", "true")
 		}
 		res := ben.Do(http.MethodPost, item+"/correction", strings.NewReader(form.Encode()), h).Must(t, http.StatusConflict)
-		for _, want := range []string{"someone else changed this item", `id="conflict-status">corrected<`, "Canberra is the capital.",
+		for _, want := range []string{"someone else changed this item", `id="conflict-status">Corrected<`, "Canberra is the capital.",
 			"Sydney, says Ben.", `id="conflict-reload"`} {
 			if !strings.Contains(res.Body, want) {
 				t.Errorf("htmx=%v: conflict answer lacks %q", htmx, want)
