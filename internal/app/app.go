@@ -93,6 +93,7 @@ func New(cfg config.Config, pool *pgxpool.Pool, log *slog.Logger) (*Services, er
 	ds := &datasets.Service{Pool: pool, Bucket: bucket, Scratch: tmp, Jobs: inserter}
 	ft := finetune.FromConfig(pool, cfg)
 	ft.Jobs = inserter
+	ft.Log = log
 	ft.SetDataSource(&datasets.FineTuneSource{Service: ds})
 	acc := accounts.New(pool)
 	acc.SessionTTL = cfg.SessionTTL
