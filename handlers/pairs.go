@@ -368,7 +368,7 @@ func (h *Handlers) renderRank(c echo.Context, status int, query string, position
 			if cd.Rating != nil {
 				rc.Rating = strconv.Itoa(*cd.Rating) + "/5"
 			} else {
-				rc.Rating = strings.ReplaceAll(cd.Type, "_", " ")
+				rc.Rating = views.Label(cd.Type)
 			}
 			v.Candidates = append(v.Candidates, rc)
 			v.Positions = append(v.Positions, strconv.Itoa(i+1))

@@ -49,7 +49,7 @@ func TestPairRankSuggestions(t *testing.T) {
 		{"", []string{`value="Opening hours?"`, `value="Refunds?"`}, []string{"Opening days?", "Opening times?", "Sunday"}},
 		{"100%_", nil, []string{"<option"}},
 	} {
-		got := c.Get("/pairs/rank/queries?query=" + url.QueryEscape(tc.typed)).Must(t, http.StatusOK).Body
+		got := c.Get("/pairs/rank/queries?query="+url.QueryEscape(tc.typed)).Must(t, http.StatusOK).Body
 		for _, w := range tc.want {
 			if !strings.Contains(got, w) {
 				t.Errorf("typing %q: no %s in\n%s", tc.typed, w, got)
@@ -65,10 +65,10 @@ func TestPairRankSuggestions(t *testing.T) {
 	if got := c.Get("/pairs/rank/queries?query=").Body; strings.Index(got, "Opening hours?") > strings.Index(got, "Refunds?") {
 		t.Errorf("suggestions not ordered by answers:\n%s", got)
 	}
-	c.Get("/pairs/rank/queries?query=" + url.QueryEscape("a\x00b")).Must(t, http.StatusUnprocessableEntity)
+	c.Get("/pairs/rank/queries?query="+url.QueryEscape("a\x00b")).Must(t, http.StatusUnprocessableEntity)
 
 	// Picking one loads its answers as the typed query always did.
-	if got := c.Get("/pairs/rank?query=" + url.QueryEscape("Opening hours?")).Must(t, http.StatusOK).Body; strings.Count(got, `name="rank_`) != 3 {
+	if got := c.Get("/pairs/rank?query="+url.QueryEscape("Opening hours?")).Must(t, http.StatusOK).Body; strings.Count(got, `name="rank_`) != 3 {
 		t.Errorf("the picked query does not load its 3 answers")
 	}
 }
