@@ -79,7 +79,9 @@ func TestOverviewCountsAndLinks(t *testing.T) {
 	}
 
 	home := c.Get("/").Must(t, http.StatusOK).Body
-	card := func(id string) string { return regexpFind(t, `(?s)<section class="card" id="`+id+`">(.*?)</section>`, home) }
+	card := func(id string) string {
+		return regexpFind(t, `(?s)<section class="card" id="`+id+`">(.*?)</section>`, home)
+	}
 	mine := card("card-mine")
 	for _, want := range []string{`href="/feedback?assignee=` + me.String() + `"`, `<span class="num">2</span> items wait for your review`, "3 items assigned to you in all."} {
 		if !strings.Contains(mine, want) {
