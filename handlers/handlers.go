@@ -23,6 +23,7 @@ import (
 	"github.com/curate/curate/internal/finetune"
 	"github.com/curate/curate/internal/health"
 	"github.com/curate/curate/internal/imports"
+	"github.com/curate/curate/internal/overview"
 	"github.com/curate/curate/internal/pairs"
 	"github.com/curate/curate/internal/ratelimit"
 	"github.com/curate/curate/views"
@@ -52,6 +53,8 @@ type Handlers struct {
 	AuditLog *audit.Service
 	// Health answers the readiness probe.
 	Health *health.Service
+	// Overview counts the start page's waiting work.
+	Overview *overview.Service
 }
 
 // Caller is who is making the request, set by the authentication middleware.

@@ -26,6 +26,7 @@ import (
 	"github.com/curate/curate/internal/imports"
 	"github.com/curate/curate/internal/jobq"
 	"github.com/curate/curate/internal/outbound"
+	"github.com/curate/curate/internal/overview"
 	"github.com/curate/curate/internal/pairs"
 	"github.com/curate/curate/internal/scratch"
 	"github.com/curate/curate/internal/servers"
@@ -58,6 +59,8 @@ type Services struct {
 	Health        *health.Service
 	// Servers checks the keys servers must share and counts the live ones.
 	Servers *servers.Service
+	// Overview counts the start page's waiting work.
+	Overview *overview.Service
 }
 
 // New builds the services on an open, migrated database.
@@ -93,6 +96,7 @@ func New(cfg config.Config, pool *pgxpool.Pool, log *slog.Logger) (*Services, er
 	ds := &datasets.Service{Pool: pool, Bucket: bucket, Scratch: tmp, Jobs: inserter}
 	ft := finetune.FromConfig(pool, cfg)
 	ft.Jobs = inserter
+	ft.Log = log
 	ft.SetDataSource(&datasets.FineTuneSource{Service: ds})
 	acc := accounts.New(pool)
 	acc.SessionTTL = cfg.SessionTTL
@@ -112,5 +116,6 @@ func New(cfg config.Config, pool *pgxpool.Pool, log *slog.Logger) (*Services, er
 		AuditLog:      &audit.Service{Pool: pool},
 		Health:        &health.Service{Pool: pool},
 		Servers:       &servers.Service{Pool: pool},
+		Overview:      &overview.Service{Pool: pool},
 	}, nil
 }
