@@ -822,6 +822,52 @@ func (q *Queries) PairListRankCandidates(ctx context.Context, arg PairListRankCa
 	return items, nil
 }
 
+const pairListRankQueries = `-- name: PairListRankQueries :many
+SELECT min(f.query)::text AS query, count(DISTINCT f.content_hash)::bigint AS answers
+FROM feedback f
+WHERE f.org_id = $1
+  AND strpos(lower(f.query), lower($2::text)) > 0
+  AND f.status <> 'rejected' AND length(btrim(f.response)) > 0
+GROUP BY md5(lower(btrim(regexp_replace(f.query, '\s+', ' ', 'g'))))
+HAVING count(DISTINCT f.content_hash) >= 2
+ORDER BY answers DESC, query
+LIMIT $3
+`
+
+type PairListRankQueriesParams struct {
+	OrgID    uuid.UUID `json:"org_id"`
+	Search   string    `json:"search"`
+	RowLimit int32     `json:"row_limit"`
+}
+
+type PairListRankQueriesRow struct {
+	Query   string `json:"query"`
+	Answers int64  `json:"answers"`
+}
+
+// Queries whose text holds @search (case-insensitive) and which have at
+// least two different answers to rank, counted as PairListRankCandidates
+// finds them: most answers first, for the ranking page's suggestions.
+func (q *Queries) PairListRankQueries(ctx context.Context, arg PairListRankQueriesParams) ([]PairListRankQueriesRow, error) {
+	rows, err := q.db.Query(ctx, pairListRankQueries, arg.OrgID, arg.Search, arg.RowLimit)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []PairListRankQueriesRow{}
+	for rows.Next() {
+		var i PairListRankQueriesRow
+		if err := rows.Scan(&i.Query, &i.Answers); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const pairUpdate = `-- name: PairUpdate :one
 UPDATE preference_pairs SET
     prompt = $1, query = $2, system_prompt = $3, chosen_response = $4,

@@ -137,9 +137,9 @@ func queueStatusTabs(f feedback.Filter, rows []db.FeedbackCountByStatusRow) []vi
 		g.Status = status
 		return feedbackQueueURL(g.Values())
 	}
-	out := []views.QueueStatusCount{{Status: "", Label: "all", Count: total, Known: known, URL: link(""), Active: f.Status == ""}}
+	out := []views.QueueStatusCount{{Status: "", Label: "All", Count: total, Known: known, URL: link(""), Active: f.Status == ""}}
 	for _, s := range feedback.Statuses {
-		out = append(out, views.QueueStatusCount{Status: s, Label: strings.ReplaceAll(s, "_", " "), Count: byStatus[s], Known: known,
+		out = append(out, views.QueueStatusCount{Status: s, Label: views.Label(s), Count: byStatus[s], Known: known,
 			URL: link(s), Active: f.Status == s})
 	}
 	return out

@@ -24,6 +24,7 @@ import (
 	"github.com/curate/curate/internal/health"
 	"github.com/curate/curate/internal/imports"
 	"github.com/curate/curate/internal/models"
+	"github.com/curate/curate/internal/overview"
 	"github.com/curate/curate/internal/pairs"
 	"github.com/curate/curate/internal/ratelimit"
 	"github.com/curate/curate/internal/serving"
@@ -57,6 +58,8 @@ type Handlers struct {
 	AuditLog *audit.Service
 	// Health answers the readiness probe.
 	Health *health.Service
+	// Overview counts the start page's waiting work.
+	Overview *overview.Service
 }
 
 // Caller is who is making the request, set by the authentication middleware.

@@ -299,6 +299,19 @@ func (h *Handlers) PairRank(c echo.Context) error {
 	return h.renderRank(c, http.StatusOK, c.QueryParam("query"), nil, nil)
 }
 
+// PairRankQueries suggests queries to rank while ?query= is being typed.
+func (h *Handlers) PairRankQueries(c echo.Context) error {
+	found, err := h.Pairs.RankQueries(ctx(c), CallerOf(c).OrgID, c.QueryParam("query"))
+	if err != nil {
+		return err
+	}
+	qs := make([]views.RankQuery, len(found))
+	for i, q := range found {
+		qs[i] = views.RankQuery{Query: q.Query, Answers: q.Answers}
+	}
+	return render(c, http.StatusOK, views.RankQueryList(qs))
+}
+
 // PairRankSave stores the pairs a ranking implies.
 func (h *Handlers) PairRankSave(c echo.Context) error {
 	form, err := c.FormParams()
@@ -363,7 +376,7 @@ func (h *Handlers) renderRank(c echo.Context, status int, query string, position
 			if cd.Rating != nil {
 				rc.Rating = strconv.Itoa(*cd.Rating) + "/5"
 			} else {
-				rc.Rating = strings.ReplaceAll(cd.Type, "_", " ")
+				rc.Rating = views.Label(cd.Type)
 			}
 			v.Candidates = append(v.Candidates, rc)
 			v.Positions = append(v.Positions, strconv.Itoa(i+1))
@@ -388,7 +401,7 @@ func (h *Handlers) PairGenerate(c echo.Context) error {
 		case err != nil:
 			return err
 		default:
-			pv := &views.PairPreviewView{Candidates: strconv.Itoa(p.Candidates), Existing: strconv.Itoa(p.Existing), New: strconv.Itoa(p.New)}
+			pv := &views.PairPreviewView{Candidates: p.Candidates, Existing: p.Existing, New: p.New}
 			for _, s := range p.Samples {
 				pv.Samples = append(pv.Samples, views.PairSampleView{Query: s.Query, Chosen: s.Chosen, Rejected: s.Rejected, Strength: strengthText(s.Strength)})
 			}

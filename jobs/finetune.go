@@ -39,7 +39,7 @@ func (w *FineTuneWorker) Work(ctx context.Context, job *river.Job[finetune.JobAr
 		if err != nil {
 			if job.Attempt >= job.MaxAttempts || provider.IsPermanent(err) {
 				// Out of retries: the job ends failed, with the reason.
-				if ferr := w.FineTune.Fail(ctx, job.Args.JobID, err.Error()); ferr != nil {
+				if ferr := w.FineTune.Fail(ctx, job.Args.JobID, err); ferr != nil {
 					return ferr
 				}
 				return river.JobCancel(err)

@@ -32,6 +32,8 @@ var labels = map[string]string{
 	"url":                "URL",
 	"id":                 "ID",
 	"ids":                "IDs",
+	"warn":               "Warning",
+	"bad":                "Critical",
 }
 
 // Label is how an enum value, a check or a setting's key reads on screen:
@@ -50,8 +52,14 @@ func Label(s string) string {
 // Count is n with its noun in the right number: Count(1, "pair", "pairs")
 // is "1 pair", Count(3, ...) is "3 pairs", Count(0, ...) is "0 pairs".
 func Count[N ~int | ~int32 | ~int64](n N, one, many string) string {
+	return strconv.FormatInt(int64(n), 10) + " " + Plural(n, one, many)
+}
+
+// Plural is the noun for n things, for a page that sets the number apart
+// (a large figure above its words): one for 1, many otherwise.
+func Plural[N ~int | ~int32 | ~int64](n N, one, many string) string {
 	if n == 1 {
-		return "1 " + one
+		return one
 	}
-	return strconv.FormatInt(int64(n), 10) + " " + many
+	return many
 }

@@ -85,6 +85,7 @@ func New(cfg config.Config, pool *pgxpool.Pool, log *slog.Logger) (*App, error) 
 			Accounts: svc.Accounts, Importer: svc.Imports, Datasets: svc.Datasets, FineTune: svc.FineTune,
 			Feedback: svc.Feedback, Pairs: svc.Pairs, Models: svc.Models, Serving: svc.Serving,
 			Alerts: svc.Alerts, FeedbackStats: svc.FeedbackStats, AuditLog: svc.AuditLog, Health: svc.Health,
+			Overview:    svc.Overview,
 			Sessions:    handlers.NewSessions(hashKey, blockKey, cfg.SessionTTL),
 			UserLimiter: ratelimit.New(float64(cfg.FeedbackPerUser)/60, cfg.FeedbackPerUser)},
 		metrics:    newMetrics(q),

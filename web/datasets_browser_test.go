@@ -78,7 +78,7 @@ func TestBrowserDatasetFromCorrectedFeedback(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if st := text(t, ctx, `#dataset-status`); st != "ready" {
+	if st := text(t, ctx, `#dataset-status`); st != "Ready" {
 		t.Fatalf("status %q", st)
 	}
 	hash := text(t, ctx, `#versions tr[data-version="1"] code.hash`)

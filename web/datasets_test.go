@@ -309,7 +309,7 @@ func TestDatasetPages(t *testing.T) {
 	}
 	c.PostForm(loc+"/status", url.Values{"to": {"ready"}}).Must(t, http.StatusSeeOther)
 	page = c.Get(loc).Must(t, http.StatusOK)
-	if !strings.Contains(page.Body, `id="dataset-status">ready<`) || !strings.Contains(page.Body, "Ready: version 1 frozen, 3 items") {
+	if !strings.Contains(page.Body, `id="dataset-status" data-status="ready">Ready<`) || !strings.Contains(page.Body, "Ready: version 1 frozen, 3 items") {
 		t.Fatal("freeze did not show")
 	}
 	list := c.Get("/datasets?type=preference_pairs").Must(t, http.StatusOK)

@@ -119,6 +119,7 @@ func TestBrowserEveryPageStyled(t *testing.T) {
 		{"pair-edit", "/pairs/" + pairID},
 		{"pair-rank", "/pairs/rank"},
 		{"pair-generate", "/pairs/generate"},
+		{"pair-generate-preview", "/pairs/generate?preview=1&method=same_query&min_gap=1&per_query=10"},
 		{"datasets", "/datasets"},
 		{"dataset", "/datasets/" + datasetID},
 		{"imports", "/imports"},

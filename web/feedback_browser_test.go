@@ -93,7 +93,7 @@ func TestBrowserFeedbackQueue(t *testing.T) {
 	}
 	navKey(t, ctx, "o")
 	waitFor(t, ctx, `document.getElementById('item') !== null`)
-	for sel, want := range map[string]string{"#item-query": "What is the capital of Australia?", "#item-status": "pending"} {
+	for sel, want := range map[string]string{"#item-query": "What is the capital of Australia?", "#item-status": "Pending"} {
 		if got := text(t, ctx, sel); got != want {
 			t.Errorf("%s: %q, want %q", sel, got, want)
 		}
@@ -129,14 +129,14 @@ func TestBrowserFeedbackQueue(t *testing.T) {
 	if del, ins := text(t, ctx, `#item-diff del`), text(t, ctx, `#item-diff ins`); del != "Sydney" || ins != "Canberra" {
 		t.Errorf("diff shows -%q +%q, want -Sydney +Canberra", del, ins)
 	}
-	if got := text(t, ctx, "#item-status"); got != "corrected" {
+	if got := text(t, ctx, "#item-status"); got != "Corrected" {
 		t.Errorf("after saving the correction the status is %q", got)
 	}
 
 	// a approves, in place (once the saved correction's page has settled).
 	waitFor(t, ctx, `document.readyState === 'complete' && document.getElementById('item-status') !== null`)
 	navKey(t, ctx, "a")
-	waitFor(t, ctx, `document.getElementById('item-status') !== null && document.getElementById('item-status').textContent.trim() === 'approved'`)
+	waitFor(t, ctx, `document.getElementById('item-status') !== null && document.getElementById('item-status').textContent.trim() === 'Approved'`)
 
 	// u goes back to the queue as it was left: the filter is kept.
 	navKey(t, ctx, "u")

@@ -167,7 +167,7 @@ func TestFeedbackQueueFilters(t *testing.T) {
 	}
 	res = c.Get("/feedback/counts?model=gpt-large").Must(t, http.StatusOK)
 	for status, n := range map[string]string{"": "2", "pending": "1", "approved": "1", "rejected": "0"} {
-		re := fmt.Sprintf(`data-status="%s">\s*[a-z ]+ <span class="num">(\d+)</span>`, status)
+		re := fmt.Sprintf(`data-status="%s">\s*[A-Za-z ]+ <span class="num">(\d+)</span>`, status)
 		if got := regexpFind(t, re, res.Body); got != n {
 			t.Errorf("count for %q: %s, want %s", status, got, n)
 		}
@@ -267,7 +267,7 @@ func TestFeedbackConflictOnStaleVersion(t *testing.T) {
 			h.Set("HX-Request", "true")
 		}
 		res := ben.Do(http.MethodPost, item+"/correction", strings.NewReader(form.Encode()), h).Must(t, http.StatusConflict)
-		for _, want := range []string{"someone else changed this item", `id="conflict-status">corrected<`, "Canberra is the capital.",
+		for _, want := range []string{"someone else changed this item", `id="conflict-status">Corrected<`, "Canberra is the capital.",
 			"Sydney, says Ben.", `id="conflict-reload"`} {
 			if !strings.Contains(res.Body, want) {
 				t.Errorf("htmx=%v: conflict answer lacks %q", htmx, want)

@@ -65,8 +65,9 @@ func TestBrowserFineTuneDPO(t *testing.T) {
 	var statuses, losses []string
 	var progress []int
 	for time.Since(start) < 90*time.Second {
-		st := text(t, ctx, `#ft-status`)
-		if !slices.Contains(statuses, st) {
+		// The badge's data-status is the stored status; its text is the label.
+		st := eval[string](t, ctx, `document.querySelector('#ft-status')?.dataset.status || ''`)
+		if st != "" && !slices.Contains(statuses, st) {
 			statuses = append(statuses, st)
 		}
 		val := eval[string](t, ctx, `document.querySelector('#ft-progress').getAttribute('value') || ''`)
@@ -191,7 +192,7 @@ func TestBrowserLocalFineTune(t *testing.T) {
 	var progress []int
 	for time.Since(start) < 90*time.Second {
 		// Read with optional chaining: the live section is swapped every 2s.
-		st := eval[string](t, ctx, `document.querySelector('#ft-status')?.textContent.trim() || ''`)
+		st := eval[string](t, ctx, `document.querySelector('#ft-status')?.dataset.status || ''`)
 		if st != "" && !slices.Contains(statuses, st) {
 			statuses = append(statuses, st)
 		}

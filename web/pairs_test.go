@@ -287,7 +287,7 @@ func TestPairPages(t *testing.T) {
 
 	// Generate: preview changes nothing, confirm creates.
 	prev := c.Get("/pairs/generate?preview=1&method=same_query&min_gap=1&per_query=10").Must(t, http.StatusOK).Body
-	if !strings.Contains(prev, "<strong>3</strong> new pairs from 3 found; 0 already stored.") {
+	if !strings.Contains(prev, "<strong>3 new pairs</strong> from 3 found; 0 already stored.") {
 		t.Fatalf("preview counts missing:\n%s", regexpFind(t, `(?s)(<section id="preview".*?</section>)`, prev))
 	}
 	c.PostForm("/pairs/generate", url.Values{"method": {"same_query"}, "min_gap": {"1"}, "per_query": {"10"},
@@ -297,7 +297,7 @@ func TestPairPages(t *testing.T) {
 		t.Fatalf("%d same_query pairs (%v), want 3", n, err)
 	}
 	prev = c.Get("/pairs/generate?preview=1&method=same_query&min_gap=1&per_query=10").Must(t, http.StatusOK).Body
-	if !strings.Contains(prev, "<strong>0</strong> new pairs from 3 found; 3 already stored.") {
+	if !strings.Contains(prev, "<strong>0 new pairs</strong> from 3 found; 3 already stored.") {
 		t.Fatal("second preview does not see the stored pairs")
 	}
 

@@ -83,6 +83,7 @@ func Routes(h *handlers.Handlers) []Route {
 		{POST, "/pairs/add-to-dataset", auth.Curator, h.PairsToDataset},
 		{GET, "/pairs/rank", auth.Viewer, h.PairRank},
 		{POST, "/pairs/rank", auth.Curator, h.PairRankSave},
+		{GET, "/pairs/rank/queries", auth.Viewer, h.PairRankQueries},
 		{GET, "/pairs/generate", auth.Viewer, h.PairGenerate},
 		{POST, "/pairs/generate", auth.Curator, h.PairGenerateConfirm},
 		{GET, "/pairs/:id", auth.Viewer, h.PairEdit},

@@ -100,6 +100,20 @@ WHERE f.org_id = @org_id
 ORDER BY f.content_hash, f.seq
 LIMIT @row_limit;
 
+-- name: PairListRankQueries :many
+-- Queries whose text holds @search (case-insensitive) and which have at
+-- least two different answers to rank, counted as PairListRankCandidates
+-- finds them: most answers first, for the ranking page's suggestions.
+SELECT min(f.query)::text AS query, count(DISTINCT f.content_hash)::bigint AS answers
+FROM feedback f
+WHERE f.org_id = @org_id
+  AND strpos(lower(f.query), lower(@search::text)) > 0
+  AND f.status <> 'rejected' AND length(btrim(f.response)) > 0
+GROUP BY md5(lower(btrim(regexp_replace(f.query, '\s+', ' ', 'g'))))
+HAVING count(DISTINCT f.content_hash) >= 2
+ORDER BY answers DESC, query
+LIMIT @row_limit;
+
 -- name: PairListFeedbackByIDs :many
 SELECT f.id, f.query, f.response, f.correction, f.context
 FROM feedback f

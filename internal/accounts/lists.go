@@ -25,28 +25,3 @@ func (s *Service) GetUser(ctx context.Context, orgID, userID uuid.UUID) (db.User
 	}
 	return u, err
 }
-
-// Summary counts an organisation's accounts for its overview.
-type Summary struct {
-	Users      int // deactivated ones included
-	ActiveKeys int // neither revoked nor suspended
-}
-
-// Summarize counts the organisation's users and usable API keys.
-func (s *Service) Summarize(ctx context.Context, orgID uuid.UUID) (Summary, error) {
-	users, err := s.ListUsers(ctx, orgID)
-	if err != nil {
-		return Summary{}, err
-	}
-	keys, err := s.ListAPIKeys(ctx, orgID)
-	if err != nil {
-		return Summary{}, err
-	}
-	sum := Summary{Users: len(users)}
-	for _, k := range keys {
-		if k.RevokedAt == nil && !k.Suspended {
-			sum.ActiveKeys++
-		}
-	}
-	return sum, nil
-}

@@ -27,6 +27,7 @@ import (
 	"github.com/curate/curate/internal/jobq"
 	"github.com/curate/curate/internal/models"
 	"github.com/curate/curate/internal/outbound"
+	"github.com/curate/curate/internal/overview"
 	"github.com/curate/curate/internal/pairs"
 	"github.com/curate/curate/internal/scratch"
 	"github.com/curate/curate/internal/servers"
@@ -65,6 +66,8 @@ type Services struct {
 	// deployed to.
 	Models  *models.Service
 	Serving *serving.Service
+	// Overview counts the start page's waiting work.
+	Overview *overview.Service
 }
 
 // New builds the services on an open, migrated database.
@@ -100,6 +103,7 @@ func New(cfg config.Config, pool *pgxpool.Pool, log *slog.Logger) (*Services, er
 	ds := &datasets.Service{Pool: pool, Bucket: bucket, Scratch: tmp, Jobs: inserter}
 	ft := finetune.FromConfig(pool, cfg)
 	ft.Jobs = inserter
+	ft.Log = log
 	ft.SetDataSource(&datasets.FineTuneSource{Service: ds})
 	srv := &serving.Service{Pool: pool, Secrets: imp.Secrets, Outbound: out}
 	reg := &models.Service{Pool: pool, Jobs: inserter, Serving: srv}
@@ -124,5 +128,6 @@ func New(cfg config.Config, pool *pgxpool.Pool, log *slog.Logger) (*Services, er
 		Servers:       &servers.Service{Pool: pool},
 		Models:        reg,
 		Serving:       srv,
+		Overview:      &overview.Service{Pool: pool},
 	}, nil
 }

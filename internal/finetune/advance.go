@@ -19,6 +19,7 @@ import (
 	"github.com/curate/curate/db"
 	"github.com/curate/curate/internal/errs"
 	"github.com/curate/curate/internal/export"
+	"github.com/curate/curate/internal/outbound"
 	"github.com/curate/curate/internal/provider"
 	"github.com/curate/curate/internal/provider/local"
 )
@@ -64,7 +65,7 @@ func (s *Service) Advance(ctx context.Context, id uuid.UUID) (Outcome, error) {
 	}
 	p, _, err := s.client(ctx, j.Provider)
 	if err != nil {
-		return s.finish(ctx, j, db.FinetuneStatusFailed, "", err.Error(), 0)
+		return s.finish(ctx, j, db.FinetuneStatusFailed, "", s.describe(j, err), 0)
 	}
 
 	step, out, err := s.step(ctx, q, p, j)
@@ -80,12 +81,7 @@ func (s *Service) Advance(ctx context.Context, id uuid.UUID) (Outcome, error) {
 		return out, nil
 	}
 	if provider.IsPermanent(err) {
-		msg := err.Error()
-		var pe *provider.Error
-		if errors.As(err, &pe) && pe.Message != "" {
-			msg = pe.Message
-		}
-		out, ferr := s.finish(ctx, j, db.FinetuneStatusFailed, "", fmt.Sprintf("%s: %s", step, msg), j.TrainedTokens)
+		out, ferr := s.finish(ctx, j, db.FinetuneStatusFailed, "", s.describe(j, err), j.TrainedTokens)
 		out.Step = step
 		return out, ferr
 	}
@@ -385,14 +381,21 @@ func (s *Service) finish(ctx context.Context, j db.FineTuningJob, st db.Finetune
 }
 
 // Fail ends a job that cannot go on, e.g. when its worker has used up its
-// retries, keeping the reason.
-func (s *Service) Fail(ctx context.Context, id uuid.UUID, message string) error {
+// retries, keeping the reason in words.
+func (s *Service) Fail(ctx context.Context, id uuid.UUID, cause error) error {
 	j, err := db.New(s.Pool).FineTuneJobGetByID(ctx, id)
 	if err != nil || Terminal(j.Status) {
 		return err
 	}
-	_, err = s.finish(ctx, j, db.FinetuneStatusFailed, j.ProviderState, message, j.TrainedTokens)
+	_, err = s.finish(ctx, j, db.FinetuneStatusFailed, j.ProviderState, s.describe(j, cause), j.TrainedTokens)
 	return err
+}
+
+// describe is the sentence a failed job's page shows for err; the error
+// itself, with the provider's or the network's own text, goes to the log.
+func (s *Service) describe(j db.FineTuningJob, err error) string {
+	s.log().Warn("fine-tuning job failed", "job", j.ID, "provider", j.Provider, "err", err)
+	return outbound.Describe(err)
 }
 
 // ActualCost is what the provider's trained tokens come to at the price

@@ -10,6 +10,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"sync"
@@ -47,6 +48,9 @@ type Service struct {
 	// Registry registers what a succeeded job trained; nil registers
 	// nothing.
 	Registry *models.Service
+	// Log receives the detail of a failed job, whose page shows a sentence
+	// (default slog.Default()).
+	Log *slog.Logger
 
 	sweep   sync.Once // of the scratch folders dead processes left in Dir
 	mu      sync.Mutex
@@ -66,6 +70,13 @@ func (s *Service) SetDataSource(d DataSource) {
 
 // ErrNoDataSource is returned while no dataset source is configured.
 var ErrNoDataSource = errors.New("finetune: dataset versions cannot be read: no dataset source is configured")
+
+func (s *Service) log() *slog.Logger {
+	if s.Log == nil {
+		return slog.Default()
+	}
+	return s.Log
+}
 
 func (s *Service) source() (DataSource, error) {
 	s.mu.Lock()

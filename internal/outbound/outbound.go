@@ -332,10 +332,19 @@ func Status(resp *http.Response) *StatusError {
 	return &StatusError{Status: resp.StatusCode, Body: string(b)}
 }
 
-// Describe turns an outbound failure into a sentence fit for a page: what
-// happened, in words, with no remote text and no internal address.
+// Describer is a failure of another system that knows its own sentence,
+// such as a fine-tuning provider's refusal; Describe uses it.
+type Describer interface {
+	Describe() string
+}
+
+// Describe turns a failure of another system into a sentence fit for a
+// page: what happened, in words, with no remote text and no internal
+// address. It is the one place such failures are worded; their detail
+// belongs in the log.
 func Describe(err error) string {
 	var (
+		own      Describer
 		refused  *RefusedError
 		badURL   *URLError
 		redirect *RedirectError
@@ -347,6 +356,8 @@ func Describe(err error) string {
 	switch {
 	case err == nil:
 		return ""
+	case errors.As(err, &own):
+		return own.Describe()
 	case errors.As(err, &refused):
 		if refused.Always {
 			return "Curate does not call this address: it is a link-local or cloud metadata address."

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"slices"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
@@ -61,6 +62,38 @@ func (s *Service) Candidates(ctx context.Context, orgID uuid.UUID, query string)
 	slices.SortStableFunc(out, func(a, b Candidate) int { return rating(b) - rating(a) })
 	if len(out) > MaxRank {
 		out = out[:MaxRank]
+	}
+	return out, nil
+}
+
+// RankQuery is a query a curator can rank: its text and how many different
+// answers to it are stored.
+type RankQuery struct {
+	Query   string
+	Answers int
+}
+
+// MaxRankQueries is how many suggestions RankQueries offers.
+const MaxRankQueries = 10
+
+// RankQueries suggests queries to rank as a curator types: those of the
+// organisation whose text holds search, ignoring case, with at least two
+// different answers, most answers first.
+func (s *Service) RankQueries(ctx context.Context, orgID uuid.UUID, search string) ([]RankQuery, error) {
+	search = strings.TrimSpace(search)
+	switch {
+	case len(search) > MaxQuery:
+		return nil, errs.InvalidField("query", "at most %d bytes", MaxQuery)
+	case !utf8.ValidString(search) || strings.ContainsRune(search, 0):
+		return nil, errs.InvalidField("query", "is not valid UTF-8 text")
+	}
+	rows, err := db.New(s.Pool).PairListRankQueries(ctx, db.PairListRankQueriesParams{OrgID: orgID, Search: search, RowLimit: MaxRankQueries})
+	if err != nil {
+		return nil, err
+	}
+	out := make([]RankQuery, len(rows))
+	for i, r := range rows {
+		out[i] = RankQuery{Query: r.Query, Answers: int(r.Answers)}
 	}
 	return out, nil
 }

@@ -3,8 +3,11 @@ package provider
 import (
 	"errors"
 	"fmt"
+	"net/http"
 	"regexp"
 	"strings"
+
+	"github.com/curate/curate/internal/outbound"
 )
 
 // FieldError is one refused field, named as Curate's forms and API name it
@@ -27,6 +30,11 @@ func (e *ValidationError) Error() string {
 		parts[i] = fe.Error()
 	}
 	return "invalid request: " + strings.Join(parts, "; ")
+}
+
+// Describe is the sentence a page shows: Curate's own words, field by field.
+func (e *ValidationError) Describe() string {
+	return "The request was refused: " + sentence(strings.TrimPrefix(e.Error(), "invalid request: "))
 }
 
 // Invalid returns a *ValidationError holding errs, or nil when errs is
@@ -70,6 +78,36 @@ func (e *Error) Error() string {
 }
 
 func (e *Error) Unwrap() error { return e.Err }
+
+// Describe is the sentence a page shows for the failure (outbound.Describe
+// finds it): what Curate asked the provider and why it failed. A refusal
+// keeps the provider's explanation, which its API writes for people; a
+// failure without an answer is worded by outbound.Describe, and the SDK's
+// text stays in the log.
+func (e *Error) Describe() string {
+	switch {
+	case e.StatusCode != 0 && e.Permanent && e.Message != "":
+		return fmt.Sprintf("The provider refused to %s: %s", e.Op, sentence(e.Message))
+	case e.StatusCode != 0:
+		return fmt.Sprintf("The provider could not %s: it answered %d %s.", e.Op, e.StatusCode, http.StatusText(e.StatusCode))
+	case e.Err != nil:
+		return fmt.Sprintf("Curate could not %s at the provider. %s", e.Op, outbound.Describe(e.Err))
+	case e.Message != "":
+		// A failure reported in words without an HTTP error: a training
+		// file the provider could not process, files that changed.
+		return fmt.Sprintf("Could not %s: %s", e.Op, sentence(e.Message))
+	}
+	return fmt.Sprintf("Could not %s.", e.Op)
+}
+
+// sentence ends s with a full stop unless it ends a sentence already.
+func sentence(s string) string {
+	s = strings.TrimSpace(s)
+	if strings.HasSuffix(s, ".") || strings.HasSuffix(s, "!") || strings.HasSuffix(s, "?") {
+		return s
+	}
+	return s + "."
+}
 
 // PermanentStatus reports whether an HTTP status means the same request
 // will fail again: any 4xx but timeout (408), conflict (409, which some
