@@ -109,7 +109,7 @@ func TestBrowserRegistryFlow(t *testing.T) {
 		t.Fatal(err)
 	}
 	deploy("second run on the same data")
-	if got := text(t, b, `#history .timeline li:first-child`); !strings.Contains(got, "1.0.0 → 1.0.1") || !strings.Contains(got, "second run") {
+	if got := text(t, b, `#history .timeline li[data-action=alias_moved]`); !strings.Contains(got, "1.0.0 → 1.0.1") || !strings.Contains(got, "second run") {
 		t.Errorf("newest history entry: %q", got)
 	}
 	webtest.Screenshot(t, b, "model-version")
@@ -147,6 +147,10 @@ func TestBrowserRegistryFlow(t *testing.T) {
 	)
 	if err != nil {
 		t.Fatalf("following the lineage: %v", err)
+	}
+	// The item says where it went: the model trained on it, serving now.
+	if got := text(t, b, `#item-models`); !strings.Contains(got, "1.0.0") || !strings.Contains(got, "production") {
+		t.Errorf("the item's models: %q", got)
 	}
 	if n := dialogs.Load(); n != 3 {
 		t.Errorf("%d confirmations asked, want 3 (two deployments, one rollback)", n)
