@@ -102,6 +102,50 @@ func (ns NullDatasetType) Value() (driver.Value, error) {
 	return string(ns.DatasetType), nil
 }
 
+type DeploymentStatus string
+
+const (
+	DeploymentStatusQueued    DeploymentStatus = "queued"
+	DeploymentStatusRunning   DeploymentStatus = "running"
+	DeploymentStatusSucceeded DeploymentStatus = "succeeded"
+	DeploymentStatusFailed    DeploymentStatus = "failed"
+)
+
+func (e *DeploymentStatus) Scan(src interface{}) error {
+	switch s := src.(type) {
+	case []byte:
+		*e = DeploymentStatus(s)
+	case string:
+		*e = DeploymentStatus(s)
+	default:
+		return fmt.Errorf("unsupported scan type for DeploymentStatus: %T", src)
+	}
+	return nil
+}
+
+type NullDeploymentStatus struct {
+	DeploymentStatus DeploymentStatus `json:"deployment_status"`
+	Valid            bool             `json:"valid"` // Valid is true if DeploymentStatus is not NULL
+}
+
+// Scan implements the Scanner interface.
+func (ns *NullDeploymentStatus) Scan(value interface{}) error {
+	if value == nil {
+		ns.DeploymentStatus, ns.Valid = "", false
+		return nil
+	}
+	ns.Valid = true
+	return ns.DeploymentStatus.Scan(value)
+}
+
+// Value implements the driver Valuer interface.
+func (ns NullDeploymentStatus) Value() (driver.Value, error) {
+	if !ns.Valid {
+		return nil, nil
+	}
+	return string(ns.DeploymentStatus), nil
+}
+
 type ExportStatus string
 
 const (
@@ -281,6 +325,50 @@ func (ns NullFinetuneStatus) Value() (driver.Value, error) {
 		return nil, nil
 	}
 	return string(ns.FinetuneStatus), nil
+}
+
+type ModelVersionStatus string
+
+const (
+	ModelVersionStatusTesting    ModelVersionStatus = "testing"
+	ModelVersionStatusDeployed   ModelVersionStatus = "deployed"
+	ModelVersionStatusDeprecated ModelVersionStatus = "deprecated"
+	ModelVersionStatusArchived   ModelVersionStatus = "archived"
+)
+
+func (e *ModelVersionStatus) Scan(src interface{}) error {
+	switch s := src.(type) {
+	case []byte:
+		*e = ModelVersionStatus(s)
+	case string:
+		*e = ModelVersionStatus(s)
+	default:
+		return fmt.Errorf("unsupported scan type for ModelVersionStatus: %T", src)
+	}
+	return nil
+}
+
+type NullModelVersionStatus struct {
+	ModelVersionStatus ModelVersionStatus `json:"model_version_status"`
+	Valid              bool               `json:"valid"` // Valid is true if ModelVersionStatus is not NULL
+}
+
+// Scan implements the Scanner interface.
+func (ns *NullModelVersionStatus) Scan(value interface{}) error {
+	if value == nil {
+		ns.ModelVersionStatus, ns.Valid = "", false
+		return nil
+	}
+	ns.Valid = true
+	return ns.ModelVersionStatus.Scan(value)
+}
+
+// Value implements the driver Valuer interface.
+func (ns NullModelVersionStatus) Value() (driver.Value, error) {
+	if !ns.Valid {
+		return nil, nil
+	}
+	return string(ns.ModelVersionStatus), nil
 }
 
 type PairMethod string
@@ -614,6 +702,29 @@ type DatasetVersionItem struct {
 	Content    json.RawMessage `json:"content"`
 }
 
+type Deployment struct {
+	ID                uuid.UUID        `json:"id"`
+	OrgID             uuid.UUID        `json:"org_id"`
+	RegisteredModelID uuid.UUID        `json:"registered_model_id"`
+	VersionID         uuid.UUID        `json:"version_id"`
+	TargetID          uuid.NullUUID    `json:"target_id"`
+	Alias             string           `json:"alias"`
+	Action            string           `json:"action"`
+	Status            DeploymentStatus `json:"status"`
+	Reason            string           `json:"reason"`
+	PreviousVersionID uuid.NullUUID    `json:"previous_version_id"`
+	ServedName        string           `json:"served_name"`
+	LoadedAt          *time.Time       `json:"loaded_at"`
+	VerifiedAt        *time.Time       `json:"verified_at"`
+	AliasMovedAt      *time.Time       `json:"alias_moved_at"`
+	Error             string           `json:"error"`
+	RiverJobID        pgtype.Int8      `json:"river_job_id"`
+	CreatedBy         uuid.NullUUID    `json:"created_by"`
+	CreatedByLabel    string           `json:"created_by_label"`
+	CreatedAt         time.Time        `json:"created_at"`
+	FinishedAt        *time.Time       `json:"finished_at"`
+}
+
 type Feedback struct {
 	ID             uuid.UUID       `json:"id"`
 	Seq            pgtype.Int8     `json:"seq"`
@@ -740,6 +851,7 @@ type FineTuningJob struct {
 	TrainSha256       string          `json:"train_sha256"`
 	ValidSha256       string          `json:"valid_sha256"`
 	Name              string          `json:"name"`
+	RegisteredModel   string          `json:"registered_model"`
 }
 
 type FineTuningMetric struct {
@@ -835,6 +947,53 @@ type LoginFailure struct {
 	CreatedAt time.Time `json:"created_at"`
 }
 
+type ModelAlias struct {
+	OrgID             uuid.UUID `json:"org_id"`
+	RegisteredModelID uuid.UUID `json:"registered_model_id"`
+	Alias             string    `json:"alias"`
+	VersionID         uuid.UUID `json:"version_id"`
+	UpdatedAt         time.Time `json:"updated_at"`
+}
+
+type ModelHistory struct {
+	ID                int64         `json:"id"`
+	OrgID             uuid.UUID     `json:"org_id"`
+	RegisteredModelID uuid.UUID     `json:"registered_model_id"`
+	At                time.Time     `json:"at"`
+	ActorLabel        string        `json:"actor_label"`
+	Action            string        `json:"action"`
+	Alias             string        `json:"alias"`
+	FromVersion       string        `json:"from_version"`
+	ToVersion         string        `json:"to_version"`
+	Target            string        `json:"target"`
+	Reason            string        `json:"reason"`
+	Result            string        `json:"result"`
+	DeploymentID      uuid.NullUUID `json:"deployment_id"`
+}
+
+type ModelVersion struct {
+	ID                 uuid.UUID          `json:"id"`
+	OrgID              uuid.UUID          `json:"org_id"`
+	RegisteredModelID  uuid.UUID          `json:"registered_model_id"`
+	Version            string             `json:"version"`
+	Kind               string             `json:"kind"`
+	ModelID            string             `json:"model_id"`
+	BaseModel          string             `json:"base_model"`
+	Status             ModelVersionStatus `json:"status"`
+	FineTuningJobID    uuid.NullUUID      `json:"fine_tuning_job_id"`
+	DatasetVersionID   uuid.NullUUID      `json:"dataset_version_id"`
+	DatasetHash        string             `json:"dataset_hash"`
+	TrainLoss          pgtype.Float8      `json:"train_loss"`
+	ValidLoss          pgtype.Float8      `json:"valid_loss"`
+	TrainedTokens      int64              `json:"trained_tokens"`
+	CostMicros         pgtype.Int8        `json:"cost_micros"`
+	PerformanceMetrics json.RawMessage    `json:"performance_metrics"`
+	DeploymentConfig   json.RawMessage    `json:"deployment_config"`
+	CreatedByLabel     string             `json:"created_by_label"`
+	CreatedAt          time.Time          `json:"created_at"`
+	DeployedAt         *time.Time         `json:"deployed_at"`
+}
+
 type Organization struct {
 	ID        uuid.UUID `json:"id"`
 	Slug      string    `json:"slug"`
@@ -866,6 +1025,15 @@ type PreferencePair struct {
 	Version            int32           `json:"version"`
 }
 
+type RegisteredModel struct {
+	ID          uuid.UUID `json:"id"`
+	OrgID       uuid.UUID `json:"org_id"`
+	Name        string    `json:"name"`
+	Description string    `json:"description"`
+	Tags        []string  `json:"tags"`
+	CreatedAt   time.Time `json:"created_at"`
+}
+
 type RiverJob struct {
 	ID          int64             `json:"id"`
 	State       RiverJobState     `json:"state"`
@@ -892,6 +1060,18 @@ type Server struct {
 	ID         uuid.UUID `json:"id"`
 	StartedAt  time.Time `json:"started_at"`
 	LastSeenAt time.Time `json:"last_seen_at"`
+}
+
+type ServingTarget struct {
+	ID               uuid.UUID `json:"id"`
+	OrgID            uuid.UUID `json:"org_id"`
+	Name             string    `json:"name"`
+	Kind             string    `json:"kind"`
+	BaseUrl          string    `json:"base_url"`
+	ApiKeyCiphertext []byte    `json:"api_key_ciphertext"`
+	ApiKeyNonce      []byte    `json:"api_key_nonce"`
+	UnloadGraceS     int32     `json:"unload_grace_s"`
+	CreatedAt        time.Time `json:"created_at"`
 }
 
 type Session struct {

@@ -81,6 +81,10 @@ func (h *Handlers) renderItem(c echo.Context, status int, id uuid.UUID, st feedb
 	if err != nil {
 		return err
 	}
+	trained, err := h.Models.TrainedOn(ctx(c), caller.OrgID, id)
+	if err != nil {
+		return err
+	}
 	v := feedbackItemView(d, queueQuery)
 	v.Place = itemPlace(place, queueQuery)
 	v.CSRF = CSRFToken(c)
@@ -96,6 +100,11 @@ func (h *Handlers) renderItem(c echo.Context, status int, id uuid.UUID, st feedb
 		if u.Active {
 			v.Users = append(v.Users, views.QueueOption{Value: u.ID.String(), Label: u.Email})
 		}
+	}
+	for _, m := range trained {
+		v.Models = append(v.Models, views.ItemModel{URL: "/models/versions/" + m.VersionID.String(), Label: m.Name + " " + m.Version,
+			Status: m.Status, Aliases: m.Aliases, DatasetURL: "/datasets/" + m.DatasetID.String(),
+			DatasetLabel: fmt.Sprintf("%s v%d", m.DatasetName, m.DatasetNumber)})
 	}
 	for _, p := range built {
 		side := "chosen"

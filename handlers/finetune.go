@@ -430,6 +430,9 @@ func liveView(d finetune.Detail) views.FineTuneLiveView {
 		Model: j.FineTunedModel, Succeeded: j.Status == db.FinetuneStatusSucceeded, Error: j.ErrorMessage,
 		CancelPending: j.CancelRequestedAt != nil && !finetune.Terminal(j.Status),
 		StartedAt:     views.WhenPtr(j.StartedAt), CompletedAt: views.WhenPtr(j.CompletedAt)}
+	if r := d.Registered; r != nil {
+		v.Registered = &views.RegisteredLink{ID: r.ID.String(), Label: r.Name + " " + r.Version}
+	}
 	switch {
 	case j.TotalSteps > 0:
 		v.StepText = fmt.Sprintf("Step %d of %d", j.Step, j.TotalSteps)

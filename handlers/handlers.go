@@ -23,9 +23,11 @@ import (
 	"github.com/curate/curate/internal/finetune"
 	"github.com/curate/curate/internal/health"
 	"github.com/curate/curate/internal/imports"
+	"github.com/curate/curate/internal/models"
 	"github.com/curate/curate/internal/overview"
 	"github.com/curate/curate/internal/pairs"
 	"github.com/curate/curate/internal/ratelimit"
+	"github.com/curate/curate/internal/serving"
 	"github.com/curate/curate/views"
 )
 
@@ -45,6 +47,9 @@ type Handlers struct {
 	Datasets *datasets.Service
 	// FineTune launches fine-tuning jobs and reports on them.
 	FineTune *finetune.Service
+	// Models is the model registry; Serving its serving targets.
+	Models  *models.Service
+	Serving *serving.Service
 	// Alerts lists, dismisses and configures alerts.
 	Alerts *alerts.Service
 	// FeedbackStats sums up feedback for the stats page.

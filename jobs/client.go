@@ -50,6 +50,10 @@ func Register(d Deps) *river.Workers {
 	if d.FineTune != nil {
 		river.AddWorker(w, &FineTuneWorker{FineTune: d.FineTune})
 	}
+	if d.Models != nil {
+		river.AddWorker(w, &DeployWorker{Models: d.Models})
+		river.AddWorker(w, &UnloadWorker{Models: d.Models})
+	}
 	return w
 }
 

@@ -16,3 +16,12 @@ type VersionJob struct {
 	Status  string
 	Started string
 }
+
+// ItemModel is a model version trained on data holding a feedback item:
+// where the item went, and where that version serves now.
+type ItemModel struct {
+	URL, Label, Status string
+	DatasetURL         string
+	DatasetLabel       string
+	Aliases            []string
+}

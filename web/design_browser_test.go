@@ -15,8 +15,11 @@ import (
 	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
 
+	"github.com/curate/curate/internal/audit"
 	"github.com/curate/curate/internal/demo"
+	"github.com/curate/curate/internal/models"
 	"github.com/curate/curate/internal/provider/openaifake"
+	"github.com/curate/curate/internal/serving"
 	"github.com/curate/curate/web/webtest"
 )
 
@@ -108,6 +111,15 @@ func TestBrowserEveryPageStyled(t *testing.T) {
 	}
 	// A job to show: launched on the demo version, waiting at the fake.
 	jobURL := launchDemoJob(t, ctxB, s, version.ID.String())
+	// A registered model with a serving target, for the registry's pages.
+	registered, err := s.App.Services.Models.Register(ctx, audit.System, seeded.OrgID, models.NewVersion{Name: "tandem-assist", ModelID: "tandem-assist-v2",
+		Description: "the model in production before Curate"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.App.Services.Serving.Create(ctx, audit.System, seeded.OrgID, serving.NewTarget{Name: "provider", Kind: serving.KindOpenAI}); err != nil {
+		t.Fatal(err)
+	}
 
 	pages := []struct{ name, path string }{
 		{"home", "/"},
@@ -131,6 +143,9 @@ func TestBrowserEveryPageStyled(t *testing.T) {
 		{"finetune-job", jobURL},
 		{"finetune-launch", "/fine-tuning/new?dataset_version_id=" + version.ID.String()},
 		{"finetune-settings", "/fine-tuning/settings"},
+		{"models", "/models"},
+		{"model-version", "/models/versions/" + registered.ID.String()},
+		{"serving-targets", "/models/targets"},
 		{"users", "/admin/users"},
 		{"keys", "/admin/api-keys"},
 		{"audit", "/admin/audit"},

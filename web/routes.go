@@ -134,6 +134,28 @@ func Routes(h *handlers.Handlers) []Route {
 		{GET, "/api/fine-tuning/jobs/:id", auth.Viewer, h.APIFineTuneGet},
 		{POST, "/api/fine-tuning/jobs/:id/cancel", auth.Admin, h.APIFineTuneCancel},
 
+		// Model registry and serving targets.
+		{GET, "/models", auth.Viewer, h.ModelRegistry},
+		{POST, "/models", auth.Admin, h.ModelRegister},
+		{GET, "/models/targets", auth.Admin, h.Targets},
+		{POST, "/models/targets", auth.Admin, h.TargetCreate},
+		{GET, "/models/versions/:id", auth.Viewer, h.ModelVersion},
+		{GET, "/models/versions/:id/deployments", auth.Viewer, h.ModelVersionDeployments},
+		{POST, "/models/versions/:id/deploy", auth.Admin, h.ModelDeploy},
+		{POST, "/models/versions/:id/rollback", auth.Admin, h.ModelRollback},
+		{POST, "/models/versions/:id/status", auth.Admin, h.ModelStatus},
+		{GET, "/api/models", auth.Viewer, h.APIModelList},
+		{POST, "/api/models", auth.Admin, h.APIModelRegister},
+		{GET, "/api/models/:id", auth.Viewer, h.APIModelGet},
+		{PATCH, "/api/models/:id", auth.Admin, h.APIModelPatch},
+		{GET, "/api/models/:id/history", auth.Viewer, h.APIModelHistory},
+		{GET, "/api/models/resolve", auth.Viewer, h.APIModelResolve},
+		{POST, "/api/models/:id/deploy", auth.Admin, h.APIModelDeploy},
+		{POST, "/api/models/:id/rollback", auth.Admin, h.APIModelRollback},
+		{GET, "/api/deployments/:id", auth.Viewer, h.APIDeploymentGet},
+		{POST, "/api/serving-targets", auth.Admin, h.APIServingTargetCreate},
+		{GET, "/api/serving-targets", auth.Admin, h.APIServingTargetList},
+
 		// Seed 003 training API.
 		{POST, "/api/train", auth.Admin, h.APITrain},
 		{GET, "/api/train/status/:id", auth.Viewer, h.APITrainStatus},

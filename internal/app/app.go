@@ -25,11 +25,13 @@ import (
 	"github.com/curate/curate/internal/health"
 	"github.com/curate/curate/internal/imports"
 	"github.com/curate/curate/internal/jobq"
+	"github.com/curate/curate/internal/models"
 	"github.com/curate/curate/internal/outbound"
 	"github.com/curate/curate/internal/overview"
 	"github.com/curate/curate/internal/pairs"
 	"github.com/curate/curate/internal/scratch"
 	"github.com/curate/curate/internal/servers"
+	"github.com/curate/curate/internal/serving"
 )
 
 // Services are the domain services of one process.
@@ -59,6 +61,11 @@ type Services struct {
 	Health        *health.Service
 	// Servers checks the keys servers must share and counts the live ones.
 	Servers *servers.Service
+
+	// Models is the model registry; Serving the targets versions are
+	// deployed to.
+	Models  *models.Service
+	Serving *serving.Service
 	// Overview counts the start page's waiting work.
 	Overview *overview.Service
 }
@@ -98,6 +105,9 @@ func New(cfg config.Config, pool *pgxpool.Pool, log *slog.Logger) (*Services, er
 	ft.Jobs = inserter
 	ft.Log = log
 	ft.SetDataSource(&datasets.FineTuneSource{Service: ds})
+	srv := &serving.Service{Pool: pool, Secrets: imp.Secrets, Outbound: out}
+	reg := &models.Service{Pool: pool, Jobs: inserter, Serving: srv}
+	ft.Registry = reg
 	acc := accounts.New(pool)
 	acc.SessionTTL = cfg.SessionTTL
 	return &Services{
@@ -116,6 +126,8 @@ func New(cfg config.Config, pool *pgxpool.Pool, log *slog.Logger) (*Services, er
 		AuditLog:      &audit.Service{Pool: pool},
 		Health:        &health.Service{Pool: pool},
 		Servers:       &servers.Service{Pool: pool},
+		Models:        reg,
+		Serving:       srv,
 		Overview:      &overview.Service{Pool: pool},
 	}, nil
 }

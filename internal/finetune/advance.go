@@ -408,7 +408,18 @@ func (s *Service) finishTx(ctx context.Context, q *db.Queries, j db.FineTuningJo
 	if providerState == "" {
 		providerState = j.ProviderState
 	}
-	return q.FineTuneJobUpdateFinished(ctx, db.FineTuneJobUpdateFinishedParams{ID: j.ID, Status: st, ProviderState: providerState,
+	cost := ActualCost(tokens, j.PricePerMillion)
+	if err := q.FineTuneJobUpdateFinished(ctx, db.FineTuneJobUpdateFinishedParams{ID: j.ID, Status: st, ProviderState: providerState,
 		ErrorMessage: message, TrainedTokens: tokens, FineTunedModel: model,
-		ActualCost: pgtype.Int8{Int64: ActualCost(tokens, j.PricePerMillion), Valid: true}})
+		ActualCost: pgtype.Int8{Int64: cost, Valid: true}}); err != nil {
+		return err
+	}
+	// What a job trained joins the registry as it succeeds, so a
+	// succeeded job always has its version.
+	if st == db.FinetuneStatusSucceeded && model != "" && s.Registry != nil {
+		if _, err := s.Registry.RegisterJob(ctx, q, j, model, tokens, cost); err != nil {
+			return fmt.Errorf("registering the trained model: %w", err)
+		}
+	}
+	return nil
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/curate/curate/db"
+	"github.com/curate/curate/internal/models"
 	"github.com/curate/curate/internal/errs"
 	"github.com/curate/curate/internal/keyset"
 )
@@ -23,6 +24,9 @@ type Detail struct {
 	Events      []db.FineTuningEvent // newest first
 	Metrics     []db.FineTuningMetric
 	Checkpoints []db.FineTuningCheckpoint
+	// Registered is the model version a succeeded job registered; nil
+	// until then.
+	Registered *models.Version
 }
 
 // maxEvents is how many of the newest events a job page shows.
@@ -52,8 +56,19 @@ func (s *Service) Get(ctx context.Context, orgID, id uuid.UUID) (Detail, error) 
 	if d.Metrics, err = q.FineTuneMetricList(ctx, db.FineTuneMetricListParams{OrgID: orgID, JobID: id}); err != nil {
 		return d, err
 	}
-	d.Checkpoints, err = q.FineTuneCheckpointList(ctx, db.FineTuneCheckpointListParams{OrgID: orgID, JobID: id})
-	return d, err
+	if d.Checkpoints, err = q.FineTuneCheckpointList(ctx, db.FineTuneCheckpointListParams{OrgID: orgID, JobID: id}); err != nil {
+		return d, err
+	}
+	if j.Status == db.FinetuneStatusSucceeded && s.Registry != nil {
+		v, ok, err := s.Registry.ByJob(ctx, orgID, id)
+		if err != nil {
+			return d, err
+		}
+		if ok {
+			d.Registered = &v
+		}
+	}
+	return d, nil
 }
 
 // Filter narrows the job list; empty fields do not filter.

@@ -19,6 +19,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/curate/curate/internal/jobq"
+	"github.com/curate/curate/internal/models"
 	"github.com/curate/curate/internal/pricing"
 	"github.com/curate/curate/internal/provider"
 )
@@ -44,6 +45,9 @@ type Service struct {
 	PollEvery time.Duration
 	// Now is the clock for budget months (default time.Now).
 	Now func() time.Time
+	// Registry registers what a succeeded job trained; nil registers
+	// nothing.
+	Registry *models.Service
 	// Log receives the detail of a failed job, whose page shows a sentence
 	// (default slog.Default()).
 	Log *slog.Logger

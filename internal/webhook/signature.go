@@ -129,3 +129,10 @@ func Verify(secret string, h http.Header, body []byte, now time.Time, tolerance 
 	}
 	return ErrNoMatch
 }
+
+// CheckSecret reports whether secret can sign deliveries: "whsec_" (or
+// nothing) followed by the base64 of a 24- to 64-byte key.
+func CheckSecret(secret string) error {
+	_, err := decodeSecret(secret)
+	return err
+}

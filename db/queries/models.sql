@@ -1,0 +1,231 @@
+-- The model registry: registered models, versions, aliases, serving
+-- targets, deployments and their history (internal/models).
+
+-- name: RegisteredModelInsertOrGet :one
+-- Registering under a name that exists adds to it; the no-op update makes
+-- RETURNING answer the existing row.
+INSERT INTO registered_models (org_id, name, description)
+VALUES (@org_id, @name, @description)
+ON CONFLICT (org_id, name) DO UPDATE SET name = EXCLUDED.name
+RETURNING *;
+
+-- name: RegisteredModelGetForUpdate :one
+SELECT * FROM registered_models WHERE org_id = @org_id AND id = @id FOR UPDATE;
+
+-- name: RegisteredModelGetByName :one
+SELECT * FROM registered_models WHERE org_id = @org_id AND name = @name;
+
+-- name: RegisteredModelList :many
+SELECT * FROM registered_models WHERE org_id = @org_id ORDER BY name;
+
+-- name: RegisteredModelUpdate :exec
+UPDATE registered_models SET description = @description, tags = @tags
+WHERE org_id = @org_id AND id = @id;
+
+-- name: ModelVersionInsert :one
+INSERT INTO model_versions (
+    org_id, registered_model_id, version, kind, model_id, base_model,
+    fine_tuning_job_id, dataset_version_id, dataset_hash, train_loss, valid_loss,
+    trained_tokens, cost_micros, created_by_label
+) VALUES (
+    @org_id, @registered_model_id, @version, @kind, @model_id, @base_model,
+    @fine_tuning_job_id, @dataset_version_id, @dataset_hash, sqlc.narg('train_loss'), sqlc.narg('valid_loss'),
+    @trained_tokens, sqlc.narg('cost_micros'), @created_by_label
+)
+RETURNING *;
+
+-- name: ModelVersionGet :one
+SELECT sqlc.embed(v), sqlc.embed(m)
+FROM model_versions v JOIN registered_models m ON m.id = v.registered_model_id
+WHERE v.org_id = @org_id AND v.id = @id;
+
+-- name: ModelVersionGetForUpdate :one
+SELECT * FROM model_versions WHERE org_id = @org_id AND id = @id FOR UPDATE;
+
+-- name: ModelVersionGetByJob :one
+SELECT * FROM model_versions WHERE org_id = @org_id AND fine_tuning_job_id = @fine_tuning_job_id;
+
+-- name: ModelVersionListSemver :many
+-- Every version number of a registered model, to propose the next one.
+SELECT version, dataset_hash FROM model_versions
+WHERE org_id = @org_id AND registered_model_id = @registered_model_id;
+
+-- name: ModelVersionList :many
+SELECT sqlc.embed(v), m.name AS model_name
+FROM model_versions v JOIN registered_models m ON m.id = v.registered_model_id
+WHERE v.org_id = @org_id
+  AND (@name::text = '' OR m.name = @name)
+  AND (@status::text = '' OR v.status::text = @status)
+  AND (@alias::text = '' OR EXISTS (
+       SELECT 1 FROM model_aliases a WHERE a.version_id = v.id AND a.alias = @alias))
+  AND (sqlc.narg('registered_model_id')::uuid IS NULL OR v.registered_model_id = sqlc.narg('registered_model_id'))
+  AND (sqlc.narg('before_at')::timestamptz IS NULL OR (v.created_at, v.id) < (sqlc.narg('before_at')::timestamptz, @before_id::uuid))
+ORDER BY v.created_at DESC, v.id DESC
+LIMIT @row_limit;
+
+-- name: ModelVersionUpdate :exec
+UPDATE model_versions SET version = @version, status = @status
+WHERE org_id = @org_id AND id = @id;
+
+-- name: ModelAliasListByModels :many
+SELECT a.* FROM model_aliases a
+WHERE a.org_id = @org_id AND a.registered_model_id = ANY(@registered_model_ids::uuid[])
+ORDER BY a.alias;
+
+-- name: ModelAliasGet :one
+SELECT * FROM model_aliases WHERE org_id = @org_id AND registered_model_id = @registered_model_id AND alias = @alias;
+
+-- name: ModelAliasUpdateVersion :exec
+-- Points an alias at a version, creating it on first use.
+INSERT INTO model_aliases (org_id, registered_model_id, alias, version_id)
+VALUES (@org_id, @registered_model_id, @alias, @version_id)
+ON CONFLICT (registered_model_id, alias) DO UPDATE SET version_id = EXCLUDED.version_id, updated_at = now();
+
+-- name: ModelHistoryInsert :exec
+INSERT INTO model_history (
+    org_id, registered_model_id, actor_label, action, alias, from_version, to_version,
+    target, reason, result, deployment_id
+) VALUES (
+    @org_id, @registered_model_id, @actor_label, @action, @alias, @from_version, @to_version,
+    @target, @reason, @result, @deployment_id
+);
+
+-- name: ModelHistoryList :many
+SELECT * FROM model_history
+WHERE org_id = @org_id AND registered_model_id = @registered_model_id
+  AND (@before_id::bigint = 0 OR id < @before_id)
+ORDER BY id DESC
+LIMIT @row_limit;
+
+-- name: ServingTargetInsert :one
+INSERT INTO serving_targets (org_id, name, kind, base_url, api_key_ciphertext, api_key_nonce, unload_grace_s)
+VALUES (@org_id, @name, @kind, @base_url, @api_key_ciphertext, @api_key_nonce, @unload_grace_s)
+RETURNING *;
+
+-- name: ServingTargetList :many
+SELECT * FROM serving_targets WHERE org_id = @org_id ORDER BY name;
+
+-- name: ServingTargetGetByName :one
+SELECT * FROM serving_targets WHERE org_id = @org_id AND name = @name;
+
+-- name: ServingTargetGet :one
+SELECT * FROM serving_targets WHERE org_id = @org_id AND id = @id;
+
+-- name: ModelAliasCountByVersion :one
+SELECT count(*) FROM model_aliases WHERE org_id = @org_id AND version_id = @version_id;
+
+-- name: ModelVersionUpdateDeployed :exec
+UPDATE model_versions SET status = 'deployed', deployed_at = now()
+WHERE org_id = @org_id AND id = @id;
+
+-- name: ModelVersionUpdateStatus :exec
+UPDATE model_versions SET status = @status WHERE org_id = @org_id AND id = @id;
+
+-- name: DeploymentInsert :one
+INSERT INTO deployments (
+    org_id, registered_model_id, version_id, target_id, alias, action, reason,
+    previous_version_id, served_name, created_by, created_by_label
+) VALUES (
+    @org_id, @registered_model_id, @version_id, @target_id, @alias, @action, @reason,
+    @previous_version_id, @served_name, @created_by, @created_by_label
+)
+RETURNING *;
+
+-- name: DeploymentUpdateRiverID :exec
+UPDATE deployments SET river_job_id = @river_job_id WHERE id = @id;
+
+-- name: DeploymentGet :one
+SELECT * FROM deployments WHERE org_id = @org_id AND id = @id;
+
+-- name: DeploymentGetByID :one
+-- For the worker, which knows the deployment only by its id.
+SELECT * FROM deployments WHERE id = @id;
+
+-- name: DeploymentGetForUpdate :one
+SELECT * FROM deployments WHERE id = @id FOR UPDATE;
+
+-- name: DeploymentUpdateRunning :exec
+UPDATE deployments SET status = 'running' WHERE id = @id AND status = 'queued';
+
+-- name: DeploymentUpdateLoaded :exec
+UPDATE deployments SET loaded_at = now() WHERE id = @id AND loaded_at IS NULL;
+
+-- name: DeploymentUpdateVerified :exec
+UPDATE deployments SET verified_at = now() WHERE id = @id AND verified_at IS NULL;
+
+-- name: DeploymentUpdateSucceeded :exec
+UPDATE deployments SET status = 'succeeded', alias_moved_at = now(), finished_at = now() WHERE id = @id;
+
+-- name: DeploymentUpdateFailed :exec
+UPDATE deployments SET status = 'failed', error = @error, finished_at = now()
+WHERE id = @id AND status IN ('queued', 'running');
+
+-- name: DeploymentGetLatestSucceeded :one
+-- The deployment that put the alias's current version in place.
+SELECT * FROM deployments
+WHERE org_id = @org_id AND registered_model_id = @registered_model_id AND alias = @alias AND status = 'succeeded'
+ORDER BY alias_moved_at DESC, created_at DESC
+LIMIT 1;
+
+-- name: DeploymentListByVersion :many
+SELECT sqlc.embed(d), coalesce(t.name, '') AS target_name FROM deployments d
+LEFT JOIN serving_targets t ON t.id = d.target_id
+WHERE d.org_id = @org_id AND d.version_id = @version_id
+ORDER BY d.created_at DESC
+LIMIT 100;
+
+-- name: ModelVersionListTrainingItems :many
+-- The first items of the dataset version a model was trained on, each with
+-- the feedback item it came from (itself, or a pair's chosen answer).
+SELECT i.source_id, i.split, (f.id IS NOT NULL)::bool AS is_feedback,
+       coalesce(f.query, p.query, '')::text AS query,
+       coalesce(f.id, p.chosen_feedback_id) AS feedback_id
+FROM dataset_version_items i
+LEFT JOIN feedback f ON f.id = i.source_id AND f.org_id = @org_id
+LEFT JOIN preference_pairs p ON p.id = i.source_id AND p.org_id = @org_id
+WHERE i.version_id = @version_id
+ORDER BY i.content_sha, i.source_id
+LIMIT @row_limit;
+
+-- name: ModelVersionCountTrainingSources :many
+-- How many items of a dataset version came from each source: feedback by
+-- where it was collected (corrections apart), pairs by how they were made.
+SELECT 'feedback'::text AS kind, f.source::text AS source, (f.status = 'corrected')::bool AS corrected, count(*)::int AS n
+FROM dataset_version_items i JOIN feedback f ON f.id = i.source_id AND f.org_id = @org_id
+WHERE i.version_id = @version_id
+GROUP BY f.source, f.status = 'corrected'
+UNION ALL
+SELECT 'pair'::text, p.method::text, false, count(*)::int
+FROM dataset_version_items i JOIN preference_pairs p ON p.id = i.source_id AND p.org_id = @org_id
+WHERE i.version_id = @version_id
+GROUP BY p.method
+ORDER BY 1, 2, 3;
+
+-- name: ModelVersionListByFeedback :many
+-- The model versions trained on data holding a feedback item, directly or
+-- through a pair built from it.
+SELECT DISTINCT v.id, m.name, v.version, v.status, dv.number AS dataset_number, d.id AS dataset_id, d.name AS dataset_name
+FROM dataset_version_items i
+JOIN dataset_versions dv ON dv.id = i.version_id AND dv.org_id = @org_id
+JOIN training_datasets d ON d.id = dv.dataset_id
+JOIN model_versions v ON v.dataset_version_id = dv.id
+JOIN registered_models m ON m.id = v.registered_model_id
+WHERE i.source_id = @feedback_id
+   OR i.source_id IN (SELECT p.id FROM preference_pairs p
+                      WHERE p.org_id = @org_id AND (p.chosen_feedback_id = @feedback_id OR p.rejected_feedback_id = @feedback_id))
+ORDER BY m.name, v.version;
+
+-- name: DatasetVersionGetForModel :one
+SELECT dv.*, d.name AS dataset_name FROM dataset_versions dv JOIN training_datasets d ON d.id = dv.dataset_id
+WHERE dv.org_id = @org_id AND dv.id = @id;
+
+-- name: ModelVersionGetTrainingSummary :one
+-- What a finished job trained on and its last reported losses, read in the
+-- transaction that marks it succeeded, to register its model.
+SELECT dv.id AS dataset_version_id, coalesce(d.name, '')::text AS dataset_name, coalesce(dv.content_hash, '')::text AS content_hash,
+       (SELECT m.train_loss FROM fine_tuning_metrics m WHERE m.job_id = j.id AND m.train_loss IS NOT NULL ORDER BY m.step DESC LIMIT 1) AS train_loss,
+       (SELECT m.valid_loss FROM fine_tuning_metrics m WHERE m.job_id = j.id AND m.valid_loss IS NOT NULL ORDER BY m.step DESC LIMIT 1) AS valid_loss
+FROM fine_tuning_jobs j
+LEFT JOIN dataset_versions dv ON dv.id = j.dataset_version_id AND dv.org_id = j.org_id
+LEFT JOIN training_datasets d ON d.id = dv.dataset_id
+WHERE j.org_id = @org_id AND j.id = @job_id;

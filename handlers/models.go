@@ -1,0 +1,332 @@
+package handlers
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+
+	"github.com/google/uuid"
+	"github.com/labstack/echo/v4"
+
+	"github.com/curate/curate/internal/auth"
+	"github.com/curate/curate/internal/errs"
+	"github.com/curate/curate/internal/models"
+	"github.com/curate/curate/internal/pricing"
+	"github.com/curate/curate/internal/serving"
+	"github.com/curate/curate/views"
+)
+
+// versionsPerModel is how many versions of each model the registry page
+// lists, newest first.
+const versionsPerModel = 20
+
+// ModelRegistry is the model registry page.
+func (h *Handlers) ModelRegistry(c echo.Context) error {
+	return h.renderModels(c, http.StatusOK, views.RegisterModelForm{}, nil)
+}
+
+func (h *Handlers) renderModels(c echo.Context, status int, form views.RegisterModelForm, problems map[string]string) error {
+	caller := CallerOf(c)
+	m := views.ModelsView{IsAdmin: caller.Role.AtLeast(auth.Admin), Form: form, Errors: problems}
+	registered, err := h.Models.Models(ctx(c), caller.OrgID)
+	if err != nil {
+		return err
+	}
+	for _, rm := range registered {
+		versions, _, err := h.Models.List(ctx(c), caller.OrgID, models.Filter{Name: rm.Name}, nil, versionsPerModel)
+		if err != nil {
+			return err
+		}
+		mv := views.RegisteredModelView{Name: rm.Name, Description: rm.Description, Tags: rm.Tags}
+		for _, v := range versions {
+			for _, a := range v.Aliases {
+				mv.Aliases = append(mv.Aliases, views.AliasView{Alias: a, Version: v.Version, VersionID: v.ID.String()})
+			}
+			row := views.ModelVersionRow{ID: v.ID.String(), Version: v.Version, Status: v.Status, Kind: v.Kind, Aliases: v.Aliases,
+				Source: "Registered by hand", TrainLoss: loss(v.TrainLoss), CreatedAt: views.When(v.CreatedAt), DeployedAt: views.WhenPtr(v.DeployedAt)}
+			if v.FineTuningJobID != nil {
+				row.Source, row.SourceLink = "Fine-tuning job "+v.FineTuningJobID.String()[:8], "/fine-tuning/jobs/"+v.FineTuningJobID.String()
+			}
+			mv.Versions = append(mv.Versions, row)
+		}
+		m.Models = append(m.Models, mv)
+	}
+	if m.IsAdmin {
+		targets, err := h.Models.Targets(ctx(c), caller.OrgID)
+		if err != nil {
+			return err
+		}
+		m.Targets = len(targets)
+	}
+	return render(c, status, views.ModelsPage(h.page(c, "Model registry", "models"), m))
+}
+
+func loss(v *float64) string {
+	if v == nil {
+		return "—"
+	}
+	return strconv.FormatFloat(*v, 'f', 4, 64)
+}
+
+// ModelRegister registers a model by hand from the registry page's form.
+func (h *Handlers) ModelRegister(c echo.Context) error {
+	form := views.RegisterModelForm{Name: c.FormValue("name"), Version: c.FormValue("version"), ModelID: c.FormValue("model_id"),
+		BaseModel: c.FormValue("base_model"), Kind: c.FormValue("kind"), Description: c.FormValue("description")}
+	v, err := h.Models.Register(ctx(c), actor(c), CallerOf(c).OrgID, models.NewVersion{Name: form.Name, Version: form.Version,
+		ModelID: form.ModelID, BaseModel: form.BaseModel, Kind: form.Kind, Description: form.Description})
+	var invalid *errs.Invalid
+	if errors.As(err, &invalid) {
+		return h.renderModels(c, http.StatusUnprocessableEntity, form, invalid.ByField())
+	}
+	if err != nil {
+		return err
+	}
+	h.Sessions.Flash(c, "ok", fmt.Sprintf("Registered %s %s.", v.Name, v.Version))
+	return redirect(c, "/models/versions/"+v.ID.String())
+}
+
+// ModelVersion is a version's page.
+func (h *Handlers) ModelVersion(c echo.Context) error {
+	id, err := pathID(c)
+	if err != nil {
+		return err
+	}
+	m, err := h.modelVersionView(c, id)
+	if err != nil {
+		return err
+	}
+	return h.renderModelVersion(c, http.StatusOK, m)
+}
+
+// ModelVersionDeployments is the version page's deployments table, which
+// polls itself while a deployment is under way.
+func (h *Handlers) ModelVersionDeployments(c echo.Context) error {
+	id, err := pathID(c)
+	if err != nil {
+		return err
+	}
+	m, err := h.modelVersionView(c, id)
+	if err != nil {
+		return err
+	}
+	if !m.Active {
+		// The deployment ended: reload the whole page, whose status,
+		// aliases and history changed with it.
+		c.Response().Header().Set("HX-Refresh", "true")
+	}
+	return render(c, http.StatusOK, views.ModelDeployments(m))
+}
+
+func (h *Handlers) renderModelVersion(c echo.Context, status int, m views.ModelVersionView) error {
+	return render(c, status, views.ModelVersionPage(h.page(c, m.Name+" "+m.Version, "models"), m))
+}
+
+func (h *Handlers) modelVersionView(c echo.Context, id uuid.UUID) (views.ModelVersionView, error) {
+	caller := CallerOf(c)
+	v, err := h.Models.Get(ctx(c), caller.OrgID, id)
+	if err != nil {
+		return views.ModelVersionView{}, err
+	}
+	m := views.ModelVersionView{IsAdmin: caller.Role.AtLeast(auth.Admin), ID: v.ID.String(), Name: v.Name, Version: v.Version,
+		Status: v.Status, Kind: v.Kind, ModelID: v.ModelID, BaseModel: v.BaseModel, CreatedBy: v.CreatedBy,
+		CreatedAt: views.When(v.CreatedAt), DeployedAt: views.WhenPtr(v.DeployedAt), Aliases: v.Aliases,
+		Deploy: views.DeployForm{Alias: "production"}, RollbackAliases: v.Aliases}
+	if v.FineTuningJobID != nil {
+		job := &views.LineageJob{ID: v.FineTuningJobID.String(), Label: "job " + v.FineTuningJobID.String()[:8],
+			TrainLoss: loss(v.TrainLoss), ValidLoss: loss(v.ValidLoss), TrainedTokens: strconv.FormatInt(v.TrainedTokens, 10), Cost: "—"}
+		if v.CostUSD != nil {
+			job.Cost = pricing.Micros(int64(*v.CostUSD * 1e6)).String()
+		}
+		m.Job = job
+	}
+	lin, err := h.Models.Lineage(ctx(c), caller.OrgID, v)
+	if err != nil {
+		return m, err
+	}
+	if d := lin.Dataset; d != nil {
+		m.Dataset = &views.LineageDataset{ID: d.DatasetID.String(), Name: d.DatasetName, Number: strconv.Itoa(int(d.Number)),
+			Hash: d.ContentHash, Items: int(d.ItemCount), Train: int(d.TrainCount), Validation: int(d.ValidationCount)}
+	}
+	for _, s := range lin.Sources {
+		m.Sources = append(m.Sources, views.LineageSource{Label: sourceLabel(s), Count: s.Count})
+	}
+	for _, it := range lin.Items {
+		li := views.LineageItem{Query: it.Query, Split: it.Split}
+		if it.IsFeedback {
+			li.Link = "/feedback/" + it.SourceID.String()
+		} else {
+			li.Link = "/pairs/" + it.SourceID.String()
+		}
+		if it.FeedbackID != uuid.Nil {
+			li.FeedbackLink = "/feedback/" + it.FeedbackID.String()
+		}
+		m.Items = append(m.Items, li)
+	}
+	deployments, err := h.Models.Deployments(ctx(c), caller.OrgID, id)
+	if err != nil {
+		return m, err
+	}
+	for _, d := range deployments {
+		m.Deployments = append(m.Deployments, views.DeploymentRow{ID: d.ID.String(), Status: d.Status, Action: d.Action, Alias: d.Alias,
+			Target: d.Target, Reason: d.Reason, Error: d.Error, By: d.CreatedBy, CreatedAt: views.When(d.CreatedAt), FinishedAt: views.WhenPtr(d.FinishedAt)})
+		m.Active = m.Active || d.Status == "queued" || d.Status == "running"
+	}
+	history, _, err := h.Models.History(ctx(c), caller.OrgID, id, 0, 100)
+	if err != nil {
+		return m, err
+	}
+	for _, e := range history {
+		m.History = append(m.History, views.HistoryRow{At: views.When(e.At), Actor: e.Actor, Action: e.Action, Alias: e.Alias,
+			From: e.FromVersion, To: e.ToVersion, Target: e.Target, Reason: e.Reason, Result: e.Result})
+	}
+	if m.IsAdmin {
+		targets, err := h.Models.Targets(ctx(c), caller.OrgID)
+		if err != nil {
+			return m, err
+		}
+		for _, t := range targets {
+			m.Targets = append(m.Targets, views.Option{Value: t.Name, Label: t.Name + " (" + targetKind(t.Kind) + ")"})
+		}
+	}
+	return m, nil
+}
+
+func targetKind(kind string) string {
+	switch kind {
+	case serving.KindVLLM:
+		return "vLLM"
+	case serving.KindOpenAI:
+		return "provider-hosted"
+	}
+	return views.Label(kind)
+}
+
+// sourceLabel says where training items came from, in words.
+func sourceLabel(s models.Source) string {
+	if s.Kind == "pair" {
+		return "Pairs, " + views.Label(s.Source)
+	}
+	label := "Feedback from " + views.Label(s.Source)
+	if s.Corrected {
+		label += ", corrected by a curator"
+	}
+	return label
+}
+
+// ModelDeploy starts a deployment from the version page.
+func (h *Handlers) ModelDeploy(c echo.Context) error {
+	id, err := pathID(c)
+	if err != nil {
+		return err
+	}
+	in := models.DeployRequest{Alias: c.FormValue("alias"), Target: c.FormValue("target"), Reason: c.FormValue("reason")}
+	d, err := h.Models.Deploy(ctx(c), actor(c), CallerOf(c).OrgID, id, in)
+	if err != nil {
+		return h.versionFormError(c, id, err, func(m *views.ModelVersionView, fields map[string]string) {
+			m.Deploy = views.DeployForm{Alias: in.Alias, Target: in.Target, Reason: in.Reason}
+			m.Errors = fields
+		})
+	}
+	h.Sessions.Flash(c, "ok", fmt.Sprintf("Deploying under %q on %s: the alias moves once the target serves it.", d.Alias, d.Target))
+	return redirect(c, "/models/versions/"+id.String())
+}
+
+// ModelRollback puts back the version an alias served before.
+func (h *Handlers) ModelRollback(c echo.Context) error {
+	id, err := pathID(c)
+	if err != nil {
+		return err
+	}
+	in := models.RollbackRequest{Alias: c.FormValue("alias"), Reason: c.FormValue("reason")}
+	d, err := h.Models.Rollback(ctx(c), actor(c), CallerOf(c).OrgID, id, in)
+	if err != nil {
+		return h.versionFormError(c, id, err, func(m *views.ModelVersionView, fields map[string]string) {
+			m.Errors = map[string]string{}
+			for f, msg := range fields {
+				m.Errors["rollback_"+f] = msg
+			}
+		})
+	}
+	h.Sessions.Flash(c, "ok", fmt.Sprintf("Rolling back %q on %s.", d.Alias, d.Target))
+	return redirect(c, "/models/versions/"+d.VersionID.String())
+}
+
+// ModelStatus changes a version's status (archiving it) from its page.
+func (h *Handlers) ModelStatus(c echo.Context) error {
+	id, err := pathID(c)
+	if err != nil {
+		return err
+	}
+	status := c.FormValue("status")
+	v, err := h.Models.Update(ctx(c), actor(c), CallerOf(c).OrgID, id, models.Patch{Status: &status})
+	if err != nil {
+		return err
+	}
+	h.Sessions.Flash(c, "ok", fmt.Sprintf("%s %s is now %s.", v.Name, v.Version, views.Label(v.Status)))
+	return redirect(c, "/models/versions/"+id.String())
+}
+
+// versionFormError shows a refused form on the version page with the
+// user's input kept and the messages beside the fields; other errors go
+// the usual way.
+func (h *Handlers) versionFormError(c echo.Context, id uuid.UUID, err error, keep func(*views.ModelVersionView, map[string]string)) error {
+	var invalid *errs.Invalid
+	var conflict *errs.Conflict
+	var fields map[string]string
+	switch {
+	case errors.As(err, &invalid):
+		fields = invalid.ByField()
+	case errors.As(err, &conflict):
+		fields = map[string]string{"alias": conflict.Message}
+	default:
+		return err
+	}
+	m, verr := h.modelVersionView(c, id)
+	if verr != nil {
+		return verr
+	}
+	keep(&m, fields)
+	return h.renderModelVersion(c, http.StatusUnprocessableEntity, m)
+}
+
+// Targets is the serving targets page.
+func (h *Handlers) Targets(c echo.Context) error {
+	return h.renderTargets(c, http.StatusOK, views.TargetForm{Kind: serving.KindVLLM, Grace: "300"}, nil)
+}
+
+func (h *Handlers) renderTargets(c echo.Context, status int, form views.TargetForm, problems map[string]string) error {
+	targets, err := h.Serving.List(ctx(c), CallerOf(c).OrgID)
+	if err != nil {
+		return err
+	}
+	m := views.TargetsView{Form: form, Errors: problems}
+	for _, t := range targets {
+		m.Targets = append(m.Targets, views.TargetRow{Name: t.Name, Kind: t.Kind, BaseURL: t.BaseURL, HasKey: t.HasAPIKey,
+			Grace: views.Count(int(t.UnloadGrace), "second", "seconds"), CreatedAt: views.When(t.CreatedAt)})
+	}
+	return render(c, status, views.TargetsPage(h.page(c, "Serving targets", "models"), m))
+}
+
+// TargetCreate adds a serving target from the form.
+func (h *Handlers) TargetCreate(c echo.Context) error {
+	form := views.TargetForm{Name: c.FormValue("name"), Kind: c.FormValue("kind"), BaseURL: c.FormValue("base_url"), Grace: c.FormValue("unload_grace_seconds")}
+	in := serving.NewTarget{Name: form.Name, Kind: form.Kind, BaseURL: form.BaseURL, APIKey: c.FormValue("api_key")}
+	if form.Grace != "" {
+		n, err := strconv.Atoi(form.Grace)
+		if err != nil {
+			return h.renderTargets(c, http.StatusUnprocessableEntity, form, map[string]string{"unload_grace_seconds": "must be a whole number of seconds"})
+		}
+		in.UnloadGrace = &n
+	}
+	t, err := h.Serving.Create(ctx(c), actor(c), CallerOf(c).OrgID, in)
+	var invalid *errs.Invalid
+	if errors.As(err, &invalid) {
+		return h.renderTargets(c, http.StatusUnprocessableEntity, form, invalid.ByField())
+	}
+	if err != nil {
+		return err
+	}
+	h.Sessions.Flash(c, "ok", "Added the serving target "+t.Name+".")
+	return redirect(c, "/models/targets")
+}

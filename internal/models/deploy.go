@@ -1,0 +1,624 @@
+package models
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
+	"github.com/riverqueue/river"
+
+	"github.com/curate/curate/db"
+	"github.com/curate/curate/internal/audit"
+	"github.com/curate/curate/internal/errs"
+	"github.com/curate/curate/internal/outbound"
+	"github.com/curate/curate/internal/serving"
+)
+
+// DeployArgs asks a worker to carry a deployment out.
+type DeployArgs struct {
+	DeploymentID uuid.UUID `json:"deployment_id"`
+}
+
+// Kind names the job in River's table.
+func (DeployArgs) Kind() string { return "model_deploy" }
+
+// UnloadArgs asks a worker to unload what a deployment loaded, once the
+// alias has moved away from it and its grace period is over.
+type UnloadArgs struct {
+	DeploymentID uuid.UUID `json:"deployment_id"`
+}
+
+// Kind names the job in River's table.
+func (UnloadArgs) Kind() string { return "model_unload" }
+
+// deployAttempts is how many times a deployment's job runs before the
+// deployment fails with the last error.
+const deployAttempts = 3
+
+// MaxReason bounds the reason typed for a deployment.
+const MaxReason = 2000
+
+// DeployRequest is what an admin asks for: put a version under an alias on
+// a target, saying why.
+type DeployRequest struct {
+	Alias  string `json:"alias"`
+	Target string `json:"target"`
+	Reason string `json:"reason"`
+}
+
+// RollbackRequest puts back the version that held an alias before.
+type RollbackRequest struct {
+	Alias  string `json:"alias"`
+	Reason string `json:"reason"`
+}
+
+// Deployment is a deployment as pages and the API show it.
+type Deployment struct {
+	ID              uuid.UUID  `json:"id"`
+	VersionID       uuid.UUID  `json:"version_id"`
+	Alias           string     `json:"alias"`
+	Target          string     `json:"target"`
+	Action          string     `json:"action"`
+	Status          string     `json:"status"`
+	Reason          string     `json:"reason"`
+	Error           string     `json:"error"`
+	ServedName      string     `json:"served_name"`
+	PreviousVersion *uuid.UUID `json:"previous_version_id"`
+	LoadedAt        *time.Time `json:"loaded_at"`
+	VerifiedAt      *time.Time `json:"verified_at"`
+	AliasMovedAt    *time.Time `json:"alias_moved_at"`
+	CreatedBy       string     `json:"created_by"`
+	CreatedAt       time.Time  `json:"created_at"`
+	FinishedAt      *time.Time `json:"finished_at"`
+}
+
+func deploymentOf(d db.Deployment, target string) Deployment {
+	out := Deployment{
+		ID: d.ID, VersionID: d.VersionID, Alias: d.Alias, Target: target, Action: d.Action, Status: string(d.Status),
+		Reason: d.Reason, Error: d.Error, ServedName: d.ServedName, LoadedAt: d.LoadedAt, VerifiedAt: d.VerifiedAt,
+		AliasMovedAt: d.AliasMovedAt, CreatedBy: d.CreatedByLabel, CreatedAt: d.CreatedAt, FinishedAt: d.FinishedAt,
+	}
+	if d.PreviousVersionID.Valid {
+		out.PreviousVersion = &d.PreviousVersionID.UUID
+	}
+	return out
+}
+
+// Deploy asks for a version to be put under an alias on a target. The
+// deployment and its job are stored together; a worker loads the version,
+// checks the target serves it, and only then moves the alias. A second
+// deployment of the same alias while one is under way is a conflict.
+func (s *Service) Deploy(ctx context.Context, actor audit.Actor, orgID, versionID uuid.UUID, in DeployRequest) (Deployment, error) {
+	v := &errs.Invalid{}
+	checkAlias(v, in.Alias)
+	v.Text("target", in.Target, 64, true)
+	v.Text("reason", in.Reason, MaxReason, true)
+	if err := v.Err(); err != nil {
+		return Deployment{}, err
+	}
+	var out Deployment
+	err := db.InTx(ctx, s.Pool, func(tx pgx.Tx, q *db.Queries) error {
+		t, err := s.Serving.GetByName(ctx, q, orgID, in.Target)
+		if err != nil {
+			return err
+		}
+		d, err := s.startDeployment(ctx, tx, q, actor, orgID, versionID, t, in.Alias, "deploy", in.Reason)
+		out = deploymentOf(d, t.Name)
+		return err
+	})
+	return out, err
+}
+
+// Rollback deploys, on the same target, the version that held the alias
+// before its current one, as the history recorded it.
+func (s *Service) Rollback(ctx context.Context, actor audit.Actor, orgID, versionID uuid.UUID, in RollbackRequest) (Deployment, error) {
+	v := &errs.Invalid{}
+	checkAlias(v, in.Alias)
+	v.Text("reason", in.Reason, MaxReason, true)
+	if err := v.Err(); err != nil {
+		return Deployment{}, err
+	}
+	var out Deployment
+	err := db.InTx(ctx, s.Pool, func(tx pgx.Tx, q *db.Queries) error {
+		cur, err := q.ModelVersionGet(ctx, db.ModelVersionGetParams{OrgID: orgID, ID: versionID})
+		if errors.Is(err, pgx.ErrNoRows) {
+			return errs.ErrNotFound
+		}
+		if err != nil {
+			return err
+		}
+		last, err := q.DeploymentGetLatestSucceeded(ctx, db.DeploymentGetLatestSucceededParams{
+			OrgID: orgID, RegisteredModelID: cur.RegisteredModel.ID, Alias: in.Alias})
+		if errors.Is(err, pgx.ErrNoRows) {
+			return errs.InvalidField("alias", "%s has never been deployed under %q: there is nothing to roll back", cur.RegisteredModel.Name, in.Alias)
+		}
+		if err != nil {
+			return err
+		}
+		if !last.PreviousVersionID.Valid {
+			return errs.InvalidField("alias", "no version held %q before the current one: there is nothing to roll back to", in.Alias)
+		}
+		if !last.TargetID.Valid {
+			return errs.InvalidField("alias", "the current deployment of %q names no serving target", in.Alias)
+		}
+		t, err := s.Serving.Get(ctx, q, orgID, last.TargetID.UUID)
+		if err != nil {
+			return err
+		}
+		d, err := s.startDeployment(ctx, tx, q, actor, orgID, last.PreviousVersionID.UUID, t, in.Alias, "rollback", in.Reason)
+		out = deploymentOf(d, t.Name)
+		return err
+	})
+	return out, err
+}
+
+func checkAlias(v *errs.Invalid, alias string) {
+	if alias == "" {
+		v.Add("alias", "is required")
+	} else if !name.MatchString(alias) {
+		v.Add("alias", "must be lower-case letters, digits, '.', '_' or '-', starting with a letter or digit, at most 64")
+	}
+}
+
+// startDeployment checks the version can go to the target, stores the
+// deployment and inserts its job, in the caller's transaction.
+func (s *Service) startDeployment(ctx context.Context, tx pgx.Tx, q *db.Queries, actor audit.Actor, orgID, versionID uuid.UUID,
+	t db.ServingTarget, alias, action, reason string) (db.Deployment, error) {
+	ver, err := q.ModelVersionGetForUpdate(ctx, db.ModelVersionGetForUpdateParams{OrgID: orgID, ID: versionID})
+	if errors.Is(err, pgx.ErrNoRows) {
+		return db.Deployment{}, errs.ErrNotFound
+	}
+	if err != nil {
+		return db.Deployment{}, err
+	}
+	m, err := q.RegisteredModelGetForUpdate(ctx, db.RegisteredModelGetForUpdateParams{OrgID: orgID, ID: ver.RegisteredModelID})
+	if err != nil {
+		return db.Deployment{}, err
+	}
+	if ver.Status == db.ModelVersionStatusArchived {
+		return db.Deployment{}, &errs.Conflict{Message: fmt.Sprintf("%s %s is archived; archived versions are not deployed.", m.Name, ver.Version)}
+	}
+	switch {
+	case t.Kind == serving.KindVLLM && ver.Kind != KindLoRA:
+		return db.Deployment{}, errs.InvalidField("target", "%s loads LoRA adapters at runtime; %s %s is a full model", t.Name, m.Name, ver.Version)
+	case t.Kind == serving.KindOpenAI && ver.Kind != KindFull:
+		return db.Deployment{}, errs.InvalidField("target", "%s serves the provider's own models; %s %s is a LoRA adapter", t.Name, m.Name, ver.Version)
+	}
+	prev := uuid.NullUUID{}
+	if a, err := q.ModelAliasGet(ctx, db.ModelAliasGetParams{OrgID: orgID, RegisteredModelID: m.ID, Alias: alias}); err == nil {
+		prev = uuid.NullUUID{UUID: a.VersionID, Valid: true}
+	} else if !errors.Is(err, pgx.ErrNoRows) {
+		return db.Deployment{}, err
+	}
+	id := uuid.New()
+	served := ""
+	if t.Kind == serving.KindVLLM {
+		// A name of its own per deployment, never reused: reloading an
+		// adapter under a name vLLM has seen can serve the old weights.
+		served = fmt.Sprintf("%s-%s-%s", m.Name, ver.Version, id.String()[:8])
+	}
+	d, err := q.DeploymentInsert(ctx, db.DeploymentInsertParams{
+		OrgID: orgID, RegisteredModelID: m.ID, VersionID: ver.ID, TargetID: uuid.NullUUID{UUID: t.ID, Valid: true},
+		Alias: alias, Action: action, Reason: reason, PreviousVersionID: prev, ServedName: served,
+		CreatedBy: uuid.NullUUID{UUID: actor.ID, Valid: actor.Kind == "user" && actor.ID != uuid.Nil}, CreatedByLabel: actor.Label,
+	})
+	if isUnique(err) {
+		return db.Deployment{}, &errs.Conflict{Message: fmt.Sprintf("%s is already being deployed under %q; wait for that deployment to finish.", m.Name, alias)}
+	}
+	if err != nil {
+		return db.Deployment{}, err
+	}
+	// A few attempts: each already retries the target with backoff, and a
+	// deployment waited on by a person should fail visibly, not linger.
+	job, err := s.Jobs.InsertTx(ctx, tx, DeployArgs{DeploymentID: d.ID}, &river.InsertOpts{MaxAttempts: deployAttempts})
+	if err != nil {
+		return db.Deployment{}, err
+	}
+	if err := q.DeploymentUpdateRiverID(ctx, db.DeploymentUpdateRiverIDParams{ID: d.ID, RiverJobID: pgtype.Int8{Int64: job.Job.ID, Valid: true}}); err != nil {
+		return db.Deployment{}, err
+	}
+	return d, audit.Record(ctx, q, actor, audit.Entry{OrgID: orgID, Action: "model." + action, TargetType: "model_version",
+		TargetID: ver.ID.String(), Details: map[string]any{"name": m.Name, "version": ver.Version, "alias": alias, "target": t.Name, "reason": reason}})
+}
+
+// GetDeployment returns one of the organisation's deployments.
+func (s *Service) GetDeployment(ctx context.Context, orgID, id uuid.UUID) (Deployment, error) {
+	q := db.New(s.Pool)
+	d, err := q.DeploymentGet(ctx, db.DeploymentGetParams{OrgID: orgID, ID: id})
+	if errors.Is(err, pgx.ErrNoRows) {
+		return Deployment{}, errs.ErrNotFound
+	}
+	if err != nil {
+		return Deployment{}, err
+	}
+	target := ""
+	if d.TargetID.Valid {
+		t, err := s.Serving.Get(ctx, q, orgID, d.TargetID.UUID)
+		if err != nil {
+			return Deployment{}, err
+		}
+		target = t.Name
+	}
+	return deploymentOf(d, target), nil
+}
+
+// Deployments lists a version's deployments, newest first.
+func (s *Service) Deployments(ctx context.Context, orgID, versionID uuid.UUID) ([]Deployment, error) {
+	rows, err := db.New(s.Pool).DeploymentListByVersion(ctx, db.DeploymentListByVersionParams{OrgID: orgID, VersionID: versionID})
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Deployment, 0, len(rows))
+	for _, r := range rows {
+		out = append(out, deploymentOf(r.Deployment, r.TargetName))
+	}
+	return out, nil
+}
+
+// step is where a deployment stands, read fresh before each step.
+type step struct {
+	d   db.Deployment
+	ver db.ModelVersion
+	m   db.RegisteredModel
+	t   db.ServingTarget
+}
+
+func (s *Service) load(ctx context.Context, id uuid.UUID) (step, error) {
+	q := db.New(s.Pool)
+	d, err := q.DeploymentGetByID(ctx, id)
+	if err != nil {
+		return step{}, err
+	}
+	row, err := q.ModelVersionGet(ctx, db.ModelVersionGetParams{OrgID: d.OrgID, ID: d.VersionID})
+	if err != nil {
+		return step{}, err
+	}
+	st := step{d: d, ver: row.ModelVersion, m: row.RegisteredModel}
+	if d.TargetID.Valid {
+		if st.t, err = s.Serving.Get(ctx, q, d.OrgID, d.TargetID.UUID); err != nil {
+			return step{}, err
+		}
+	}
+	return st, nil
+}
+
+// Advance carries a deployment out, one stored step at a time: load the
+// version on the target, check the target serves it, then move the alias
+// and write the history in one transaction. Each step's result is stored
+// before the next, and a load is asked for only when the target does not
+// already list the version, so a worker killed at any point resumes without
+// loading twice. A deployment that has ended is left as it is.
+func (s *Service) Advance(ctx context.Context, id uuid.UUID) error {
+	st, err := s.load(ctx, id)
+	if err != nil {
+		return err
+	}
+	if st.d.Status == db.DeploymentStatusSucceeded || st.d.Status == db.DeploymentStatusFailed {
+		return nil
+	}
+	q := db.New(s.Pool)
+	if err := q.DeploymentUpdateRunning(ctx, id); err != nil {
+		return err
+	}
+	if st.d.LoadedAt == nil {
+		result, err := s.put(ctx, st)
+		if err != nil {
+			return err
+		}
+		if err := db.InTx(ctx, s.Pool, func(_ pgx.Tx, q *db.Queries) error {
+			if err := q.DeploymentUpdateLoaded(ctx, id); err != nil {
+				return err
+			}
+			return s.history(ctx, q, st, "loaded", st.ver.Version, result)
+		}); err != nil {
+			return err
+		}
+	}
+	if st.d.VerifiedAt == nil {
+		if err := s.verify(ctx, st); err != nil {
+			return err
+		}
+		if err := q.DeploymentUpdateVerified(ctx, id); err != nil {
+			return err
+		}
+	}
+	return s.moveAlias(ctx, id)
+}
+
+// put loads the version on its target and says what the target answered.
+func (s *Service) put(ctx context.Context, st step) (string, error) {
+	switch st.t.Kind {
+	case serving.KindVLLM:
+		c, err := s.Serving.VLLM(st.t)
+		if err != nil {
+			return "", err
+		}
+		served, err := c.Models(ctx)
+		if err != nil {
+			return "", err
+		}
+		if ok, _ := serving.Lists(served, st.d.ServedName, ""); ok {
+			return "already served as " + st.d.ServedName, nil
+		}
+		err = c.Load(ctx, st.d.ServedName, st.ver.ModelID)
+		if errors.Is(err, serving.ErrAlreadyLoaded) {
+			return "already loaded as " + st.d.ServedName, nil
+		}
+		if err != nil {
+			return "", err
+		}
+		return "loaded as " + st.d.ServedName, nil
+	case serving.KindWebhook:
+		res, err := s.Serving.Notify(ctx, st.t, "deployment_"+st.d.ID.String(), s.message(ctx, st))
+		if err != nil {
+			return "", err
+		}
+		return fmt.Sprintf("accepted by the pipeline (%d)", res.StatusCode), nil
+	default:
+		return "served by the provider", nil
+	}
+}
+
+// message is what a webhook target receives.
+func (s *Service) message(ctx context.Context, st step) map[string]any {
+	msg := map[string]any{
+		"type": "model.deploy", "deployment_id": st.d.ID, "model": st.m.Name, "version": st.ver.Version,
+		"model_id": st.ver.ModelID, "base_model": st.ver.BaseModel, "kind": st.ver.Kind, "alias": st.d.Alias,
+		"previous_version": nil, "reason": st.d.Reason,
+	}
+	if st.d.PreviousVersionID.Valid {
+		if p, err := db.New(s.Pool).ModelVersionGet(ctx, db.ModelVersionGetParams{OrgID: st.d.OrgID, ID: st.d.PreviousVersionID.UUID}); err == nil {
+			msg["previous_version"] = p.ModelVersion.Version
+		}
+	}
+	return msg
+}
+
+// verify checks a vLLM target lists the adapter on the right base model.
+func (s *Service) verify(ctx context.Context, st step) error {
+	if st.t.Kind != serving.KindVLLM {
+		return nil
+	}
+	c, err := s.Serving.VLLM(st.t)
+	if err != nil {
+		return err
+	}
+	served, err := c.Models(ctx)
+	if err != nil {
+		return err
+	}
+	ok, err := serving.Lists(served, st.d.ServedName, st.ver.BaseModel)
+	if err != nil {
+		return &Refused{Reason: err.Error()}
+	}
+	if !ok {
+		return &Refused{Reason: fmt.Sprintf("the server accepted the adapter but does not list %s", st.d.ServedName)}
+	}
+	return nil
+}
+
+// Refused is a target's answer that retrying will not change.
+type Refused struct{ Reason string }
+
+func (e *Refused) Error() string { return e.Reason }
+
+// moveAlias points the alias at the version, records the move and queues
+// the unloading of what the alias served before, in one transaction.
+func (s *Service) moveAlias(ctx context.Context, id uuid.UUID) error {
+	return db.InTx(ctx, s.Pool, func(tx pgx.Tx, q *db.Queries) error {
+		d, err := q.DeploymentGetForUpdate(ctx, id)
+		if err != nil {
+			return err
+		}
+		if d.Status != db.DeploymentStatusRunning {
+			return nil
+		}
+		st, err := s.load(ctx, id)
+		if err != nil {
+			return err
+		}
+		before, err := q.DeploymentGetLatestSucceeded(ctx, db.DeploymentGetLatestSucceededParams{
+			OrgID: d.OrgID, RegisteredModelID: d.RegisteredModelID, Alias: d.Alias})
+		if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+			return err
+		}
+		from := ""
+		var fromID uuid.NullUUID
+		if a, err := q.ModelAliasGet(ctx, db.ModelAliasGetParams{OrgID: d.OrgID, RegisteredModelID: d.RegisteredModelID, Alias: d.Alias}); err == nil {
+			fromID = uuid.NullUUID{UUID: a.VersionID, Valid: true}
+			if p, err := q.ModelVersionGet(ctx, db.ModelVersionGetParams{OrgID: d.OrgID, ID: a.VersionID}); err == nil {
+				from = p.ModelVersion.Version
+			}
+		}
+		if err := q.ModelAliasUpdateVersion(ctx, db.ModelAliasUpdateVersionParams{
+			OrgID: d.OrgID, RegisteredModelID: d.RegisteredModelID, Alias: d.Alias, VersionID: d.VersionID}); err != nil {
+			return err
+		}
+		if err := q.ModelVersionUpdateDeployed(ctx, db.ModelVersionUpdateDeployedParams{OrgID: d.OrgID, ID: d.VersionID}); err != nil {
+			return err
+		}
+		// The version the alias left is deprecated once no alias names it.
+		if fromID.Valid && fromID.UUID != d.VersionID {
+			n, err := q.ModelAliasCountByVersion(ctx, db.ModelAliasCountByVersionParams{OrgID: d.OrgID, VersionID: fromID.UUID})
+			if err != nil {
+				return err
+			}
+			if n == 0 {
+				if err := q.ModelVersionUpdateStatus(ctx, db.ModelVersionUpdateStatusParams{OrgID: d.OrgID, ID: fromID.UUID, Status: db.ModelVersionStatusDeprecated}); err != nil {
+					return err
+				}
+			}
+		}
+		if err := q.DeploymentUpdateSucceeded(ctx, id); err != nil {
+			return err
+		}
+		h := db.ModelHistoryInsertParams{
+			OrgID: d.OrgID, RegisteredModelID: d.RegisteredModelID, ActorLabel: d.CreatedByLabel, Action: "alias_moved",
+			Alias: d.Alias, FromVersion: from, ToVersion: st.ver.Version, Target: st.t.Name, Reason: d.Reason,
+			Result: d.Action, DeploymentID: uuid.NullUUID{UUID: d.ID, Valid: true},
+		}
+		if err := q.ModelHistoryInsert(ctx, h); err != nil {
+			return err
+		}
+		// What the alias served before stays loaded for the target's grace
+		// period, so requests already sent to it finish, then goes.
+		if before.ID != uuid.Nil && before.ServedName != "" && before.ServedName != d.ServedName {
+			grace := time.Duration(st.t.UnloadGraceS) * time.Second
+			if _, err := s.Jobs.InsertTx(ctx, tx, UnloadArgs{DeploymentID: before.ID}, &river.InsertOpts{ScheduledAt: time.Now().Add(grace)}); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// Fail ends a deployment that cannot go on, with the reason in words, and
+// records it in the history. The alias stays where it was.
+func (s *Service) Fail(ctx context.Context, id uuid.UUID, cause error) error {
+	st, err := s.load(ctx, id)
+	if err != nil {
+		return err
+	}
+	reason := describe(cause)
+	return db.InTx(ctx, s.Pool, func(_ pgx.Tx, q *db.Queries) error {
+		if err := q.DeploymentUpdateFailed(ctx, db.DeploymentUpdateFailedParams{ID: id, Error: reason}); err != nil {
+			return err
+		}
+		return s.history(ctx, q, st, "deployment_failed", st.ver.Version, reason)
+	})
+}
+
+// Permanent reports whether a deployment's error will not change by
+// trying again: the target refused, or the outbound policy did.
+func Permanent(err error) bool {
+	var (
+		refused *Refused
+		status  *outbound.StatusError
+		policy  *outbound.RefusedError
+		badURL  *outbound.URLError
+	)
+	switch {
+	case errors.As(err, &refused), errors.As(err, &policy), errors.As(err, &badURL):
+		return true
+	case errors.As(err, &status):
+		return status.Status < 500 && status.Status != 429
+	}
+	return false
+}
+
+// describe says what went wrong in words fit for a page: the target's own
+// text stays in the log.
+func describe(err error) string {
+	var refused *Refused
+	if errors.As(err, &refused) {
+		return upperFirst(refused.Reason) + "."
+	}
+	return outbound.Describe(err)
+}
+
+func upperFirst(s string) string {
+	if s == "" {
+		return s
+	}
+	return strings.ToUpper(s[:1]) + s[1:]
+}
+
+// history writes one entry about a deployment.
+func (s *Service) history(ctx context.Context, q *db.Queries, st step, action, version, result string) error {
+	return q.ModelHistoryInsert(ctx, db.ModelHistoryInsertParams{
+		OrgID: st.d.OrgID, RegisteredModelID: st.d.RegisteredModelID, ActorLabel: st.d.CreatedByLabel, Action: action,
+		Alias: st.d.Alias, ToVersion: version, Target: st.t.Name, Reason: st.d.Reason, Result: result,
+		DeploymentID: uuid.NullUUID{UUID: st.d.ID, Valid: true},
+	})
+}
+
+// Unload drops what a deployment loaded, unless its alias has come back to
+// it since. Unknown to the target means already gone.
+func (s *Service) Unload(ctx context.Context, id uuid.UUID) error {
+	st, err := s.load(ctx, id)
+	if err != nil {
+		return err
+	}
+	if st.t.Kind != serving.KindVLLM || st.d.ServedName == "" {
+		return nil
+	}
+	current, err := db.New(s.Pool).DeploymentGetLatestSucceeded(ctx, db.DeploymentGetLatestSucceededParams{
+		OrgID: st.d.OrgID, RegisteredModelID: st.d.RegisteredModelID, Alias: st.d.Alias})
+	if err == nil && current.ID == st.d.ID {
+		return nil
+	}
+	c, err := s.Serving.VLLM(st.t)
+	if err != nil {
+		return err
+	}
+	if err := c.Unload(ctx, st.d.ServedName); err != nil {
+		return err
+	}
+	return s.history(ctx, db.New(s.Pool), st, "unloaded", st.ver.Version, st.d.ServedName+" unloaded")
+}
+
+// Resolved is what the assistant sends its requests to for an alias.
+type Resolved struct {
+	Name    string `json:"name"`
+	Version string `json:"version"`
+	ModelID string `json:"model_id"`
+	// Model is what to send as "model" in a chat request: the adapter's
+	// served name on vLLM, the model id elsewhere.
+	Model   string `json:"model"`
+	BaseURL string `json:"base_url"`
+	Target  string `json:"target"`
+}
+
+// Resolve answers which version an alias of a registered model names, and
+// where and under which name it is served.
+func (s *Service) Resolve(ctx context.Context, orgID uuid.UUID, name, alias string) (Resolved, error) {
+	v := &errs.Invalid{}
+	v.Text("name", name, 64, true)
+	v.Text("alias", alias, 64, true)
+	if err := v.Err(); err != nil {
+		return Resolved{}, err
+	}
+	q := db.New(s.Pool)
+	m, err := q.RegisteredModelGetByName(ctx, db.RegisteredModelGetByNameParams{OrgID: orgID, Name: name})
+	if errors.Is(err, pgx.ErrNoRows) {
+		return Resolved{}, errs.ErrNotFound
+	}
+	if err != nil {
+		return Resolved{}, err
+	}
+	a, err := q.ModelAliasGet(ctx, db.ModelAliasGetParams{OrgID: orgID, RegisteredModelID: m.ID, Alias: alias})
+	if errors.Is(err, pgx.ErrNoRows) {
+		return Resolved{}, errs.ErrNotFound
+	}
+	if err != nil {
+		return Resolved{}, err
+	}
+	ver, err := q.ModelVersionGet(ctx, db.ModelVersionGetParams{OrgID: orgID, ID: a.VersionID})
+	if err != nil {
+		return Resolved{}, err
+	}
+	out := Resolved{Name: m.Name, Version: ver.ModelVersion.Version, ModelID: ver.ModelVersion.ModelID, Model: ver.ModelVersion.ModelID}
+	d, err := q.DeploymentGetLatestSucceeded(ctx, db.DeploymentGetLatestSucceededParams{OrgID: orgID, RegisteredModelID: m.ID, Alias: alias})
+	if errors.Is(err, pgx.ErrNoRows) {
+		return out, nil
+	}
+	if err != nil {
+		return Resolved{}, err
+	}
+	if d.ServedName != "" {
+		out.Model = d.ServedName
+	}
+	if d.TargetID.Valid {
+		t, err := s.Serving.Get(ctx, q, orgID, d.TargetID.UUID)
+		if err != nil {
+			return Resolved{}, err
+		}
+		out.Target, out.BaseURL = t.Name, t.BaseUrl
+	}
+	return out, nil
+}

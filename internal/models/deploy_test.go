@@ -1,0 +1,336 @@
+package models_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/curate/curate/internal/errs"
+	"github.com/curate/curate/internal/jobq"
+	"github.com/curate/curate/internal/models"
+	"github.com/curate/curate/internal/outbound"
+	"github.com/curate/curate/internal/secrets"
+	"github.com/curate/curate/internal/serving"
+	"github.com/curate/curate/internal/serving/vllmtest"
+	"github.com/curate/curate/internal/webhook"
+)
+
+const base = "meta-llama/Llama-3.1-8B-Instruct"
+
+type deployEnv struct {
+	ctx  context.Context
+	pool *pgxpool.Pool
+	svc  *models.Service
+	org  uuid.UUID
+}
+
+func newDeployEnv(t *testing.T) deployEnv {
+	t.Helper()
+	ctx, pool, _, org, _ := setup(t)
+	jobs, err := jobq.New(pool)
+	if err != nil {
+		t.Fatal(err)
+	}
+	box, err := secrets.New(strings.Repeat("k", 32))
+	if err != nil {
+		t.Fatal(err)
+	}
+	policy, err := outbound.ParsePolicy("127.0.0.0/8,::1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &serving.Service{Pool: pool, Secrets: box, Outbound: &outbound.Client{Policy: policy}, Attempts: 3, RetryDelay: time.Millisecond}
+	return deployEnv{ctx: ctx, pool: pool, svc: &models.Service{Pool: pool, Jobs: jobs, Serving: srv}, org: org}
+}
+
+func (e deployEnv) register(t *testing.T, version, kind, path string) models.Version {
+	t.Helper()
+	v, err := e.svc.Register(e.ctx, admin, e.org, models.NewVersion{Name: "support", Version: version, ModelID: path, BaseModel: base, Kind: kind})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
+func (e deployEnv) target(t *testing.T, in serving.NewTarget) {
+	t.Helper()
+	if _, err := e.svc.Serving.Create(e.ctx, admin, e.org, in); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func (e deployEnv) deployment(t *testing.T, id uuid.UUID) models.Deployment {
+	t.Helper()
+	d, err := e.svc.GetDeployment(e.ctx, e.org, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+func (e deployEnv) resolve(t *testing.T) models.Resolved {
+	t.Helper()
+	r, err := e.svc.Resolve(e.ctx, e.org, "support", "production")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// A deployment to vLLM loads the adapter exactly once however often its
+// worker is killed, moves the alias only once the server lists it, unloads
+// the old adapter later, and a rollback puts the earlier one back under a
+// new name.
+func TestDeployToVLLM(t *testing.T) {
+	e := newDeployEnv(t)
+	vllm := vllmtest.New(t, base)
+	e.target(t, serving.NewTarget{Name: "gpu-1", Kind: serving.KindVLLM, BaseURL: vllm.URL})
+	v1 := e.register(t, "1.0.0", models.KindLoRA, "/adapters/support-1")
+	v2 := e.register(t, "1.1.0", models.KindLoRA, "/adapters/support-2")
+
+	d1, err := e.svc.Deploy(e.ctx, admin, e.org, v1.ID, models.DeployRequest{Alias: "production", Target: "gpu-1", Reason: "first adapter"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d1.Status != "queued" || !strings.HasPrefix(d1.ServedName, "support-1.0.0-") {
+		t.Fatalf("deployment %+v", d1)
+	}
+	// The worker dies after the server loaded the adapter and before the
+	// step was stored; the next attempt finds it listed and does not load
+	// it again.
+	killed, kill := context.WithCancel(e.ctx)
+	vllm.AfterLoad = func(string) { kill() }
+	if err := e.svc.Advance(killed, d1.ID); err == nil {
+		t.Fatal("the killed attempt went through")
+	}
+	vllm.AfterLoad = nil
+	if d := e.deployment(t, d1.ID); d.Status != "running" || d.LoadedAt != nil {
+		t.Fatalf("after the kill: %+v", d)
+	}
+	// The next attempt dies while checking the server lists the adapter
+	// (the server does not answer until the worker is gone).
+	vllm.Script("/v1/models", 200, 0)
+	verifying, stop := context.WithTimeout(e.ctx, 300*time.Millisecond)
+	err = e.svc.Advance(verifying, d1.ID)
+	stop()
+	if d := e.deployment(t, d1.ID); err == nil || d.LoadedAt == nil || d.VerifiedAt != nil {
+		t.Fatalf("after the kill while verifying (%v): %+v", err, d)
+	}
+	if _, err := e.svc.Resolve(e.ctx, e.org, "support", "production"); !errors.Is(err, errs.ErrNotFound) {
+		t.Errorf("the alias exists before the deployment finished: %v", err)
+	}
+	for range 2 { // once to finish, once more to show an ended one stays
+		if err := e.svc.Advance(e.ctx, d1.ID); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if vllm.Loads() != 1 {
+		t.Errorf("%d loads, want 1", vllm.Loads())
+	}
+	if d := e.deployment(t, d1.ID); d.Status != "succeeded" || d.LoadedAt == nil || d.VerifiedAt == nil || d.AliasMovedAt == nil {
+		t.Errorf("deployment %+v", d)
+	}
+	if r := e.resolve(t); r.Version != "1.0.0" || r.Model != d1.ServedName || r.BaseURL != vllm.URL || r.Target != "gpu-1" || r.ModelID != "/adapters/support-1" {
+		t.Errorf("resolved %+v", r)
+	}
+
+	// Two deployments of one alias at once: the second is refused.
+	d2, err := e.svc.Deploy(e.ctx, admin, e.org, v2.ID, models.DeployRequest{Alias: "production", Target: "gpu-1", Reason: "better on billing questions"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var conflict *errs.Conflict
+	if _, err := e.svc.Deploy(e.ctx, admin, e.org, v1.ID, models.DeployRequest{Alias: "production", Target: "gpu-1", Reason: "again"}); !errors.As(err, &conflict) {
+		t.Errorf("a second deployment of production while one runs: %v", err)
+	}
+	// The server fails twice, then loads: retried with backoff.
+	vllm.Script("/v1/load_lora_adapter", http.StatusInternalServerError, http.StatusServiceUnavailable)
+	if err := e.svc.Advance(e.ctx, d2.ID); err != nil {
+		t.Fatal(err)
+	}
+	if r := e.resolve(t); r.Version != "1.1.0" || r.Model != d2.ServedName {
+		t.Errorf("resolved after the second deployment %+v", r)
+	}
+	if v, _ := e.svc.Get(e.ctx, e.org, v1.ID); v.Status != models.StatusDeprecated {
+		t.Errorf("the version production left is %s", v.Status)
+	}
+	var unloads int
+	if err := e.pool.QueryRow(e.ctx, `SELECT count(*) FROM river_job WHERE kind = 'model_unload' AND scheduled_at > now() + interval '4 minutes'
+		AND args->>'deployment_id' = $1`, d1.ID.String()).Scan(&unloads); err != nil || unloads != 1 {
+		t.Errorf("unload of the first adapter after the grace period: %d jobs (%v)", unloads, err)
+	}
+	// The unload job runs; run again, the server's 404 means already gone.
+	for range 2 {
+		if err := e.svc.Unload(e.ctx, d1.ID); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := vllm.Loaded(); len(got) != 1 || got[0] != d2.ServedName || vllm.Unloads() != 1 {
+		t.Errorf("served after the unload: %v (%d unloads)", got, vllm.Unloads())
+	}
+
+	// Rollback: the version production held before, under a new name.
+	back, err := e.svc.Rollback(e.ctx, admin, e.org, v2.ID, models.RollbackRequest{Alias: "production", Reason: "complaints about tone"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if back.VersionID != v1.ID || back.Action != "rollback" || back.ServedName == d1.ServedName {
+		t.Errorf("rollback %+v", back)
+	}
+	if err := e.svc.Advance(e.ctx, back.ID); err != nil {
+		t.Fatal(err)
+	}
+	if r := e.resolve(t); r.Version != "1.0.0" || r.Model != back.ServedName {
+		t.Errorf("resolved after rollback %+v", r)
+	}
+	if vllm.Loads() != 3 {
+		t.Errorf("%d loads after the rollback, want 3", vllm.Loads())
+	}
+
+	h, _, err := e.svc.History(e.ctx, e.org, v1.ID, 0, 50)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var moves []string
+	for _, x := range h {
+		if x.Action == "alias_moved" {
+			moves = append(moves, x.FromVersion+"→"+x.ToVersion+" "+x.Reason)
+		}
+	}
+	if want := "1.1.0→1.0.0 complaints about tone, 1.0.0→1.1.0 better on billing questions, →1.0.0 first adapter"; strings.Join(moves, ", ") != want {
+		t.Errorf("alias moves %q\nwant %q", strings.Join(moves, ", "), want)
+	}
+}
+
+// Refusals: an archived version, a full model on a LoRA server, a target
+// that refuses the adapter (with its text kept out of the message), and a
+// rollback with nothing before it. The alias stays where it was.
+func TestDeployRefusals(t *testing.T) {
+	e := newDeployEnv(t)
+	vllm := vllmtest.New(t, base)
+	e.target(t, serving.NewTarget{Name: "gpu-1", Kind: serving.KindVLLM, BaseURL: vllm.URL})
+	full := e.register(t, "1.0.0", models.KindFull, "tandem-assist-v2")
+	lora := e.register(t, "1.1.0", models.KindLoRA, "/adapters/missing")
+
+	_, err := e.svc.Deploy(e.ctx, admin, e.org, full.ID, models.DeployRequest{Alias: "production", Target: "gpu-1", Reason: "x"})
+	if f := fields(err); !strings.Contains(f["target"], "full model") {
+		t.Errorf("a full model on vLLM: %v", err)
+	}
+	_, err = e.svc.Deploy(e.ctx, admin, e.org, lora.ID, models.DeployRequest{Alias: "Prod!", Target: "nowhere", Reason: ""})
+	if f := fields(err); f["alias"] == "" || f["reason"] == "" {
+		t.Errorf("bad alias and no reason: %v", err)
+	}
+	_, err = e.svc.Deploy(e.ctx, admin, e.org, lora.ID, models.DeployRequest{Alias: "production", Target: "nowhere", Reason: "x"})
+	if f := fields(err); !strings.Contains(f["target"], "no serving target") {
+		t.Errorf("an unknown target: %v", err)
+	}
+	_, err = e.svc.Rollback(e.ctx, admin, e.org, lora.ID, models.RollbackRequest{Alias: "production", Reason: "x"})
+	if f := fields(err); !strings.Contains(f["alias"], "nothing to roll back") {
+		t.Errorf("a rollback with no deployment: %v", err)
+	}
+
+	// vLLM cannot read the adapter: a 400 that retrying will not change.
+	vllm.Script("/v1/load_lora_adapter", http.StatusBadRequest)
+	d, err := e.svc.Deploy(e.ctx, admin, e.org, lora.ID, models.DeployRequest{Alias: "production", Target: "gpu-1", Reason: "try it"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = e.svc.Advance(e.ctx, d.ID)
+	if err == nil || !models.Permanent(err) {
+		t.Fatalf("a refused load: %v (permanent %v)", err, models.Permanent(err))
+	}
+	if err := e.svc.Fail(e.ctx, d.ID, err); err != nil {
+		t.Fatal(err)
+	}
+	got := e.deployment(t, d.ID)
+	if got.Status != "failed" || got.Error != "The server answered 400 Bad Request." {
+		t.Errorf("failed deployment %+v", got)
+	}
+	if _, err := e.svc.Resolve(e.ctx, e.org, "support", "production"); !errors.Is(err, errs.ErrNotFound) {
+		t.Errorf("a failed deployment moved the alias: %v", err)
+	}
+
+	archived := models.StatusArchived
+	if _, err := e.svc.Update(e.ctx, admin, e.org, lora.ID, models.Patch{Status: &archived}); err != nil {
+		t.Fatal(err)
+	}
+	var conflict *errs.Conflict
+	if _, err := e.svc.Deploy(e.ctx, admin, e.org, lora.ID, models.DeployRequest{Alias: "production", Target: "gpu-1", Reason: "x"}); !errors.As(err, &conflict) {
+		t.Errorf("an archived version: %v", err)
+	}
+	var n int
+	if err := e.pool.QueryRow(e.ctx, "SELECT count(*) FROM deployments").Scan(&n); err != nil || n != 1 {
+		t.Errorf("%d deployments stored, want the one that failed (%v)", n, err)
+	}
+}
+
+// A webhook target gets one signed message per deployment; its 2xx is the
+// deployment done, anything else fails it visibly.
+func TestDeployToWebhook(t *testing.T) {
+	e := newDeployEnv(t)
+	secret := webhook.NewSecret()
+	var mu sync.Mutex
+	var got []map[string]any
+	status := http.StatusNoContent
+	pipeline := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		if err := webhook.Verify(secret, r.Header, body, time.Now(), time.Minute); err != nil {
+			http.Error(w, err.Error(), http.StatusUnauthorized)
+			return
+		}
+		var msg map[string]any
+		_ = json.Unmarshal(body, &msg)
+		mu.Lock()
+		got = append(got, msg)
+		code := status
+		mu.Unlock()
+		w.WriteHeader(code)
+	}))
+	defer pipeline.Close()
+	e.target(t, serving.NewTarget{Name: "cd", Kind: serving.KindWebhook, BaseURL: pipeline.URL, APIKey: secret})
+	v1 := e.register(t, "1.0.0", models.KindFull, "ft:gpt-4o-mini:acme::a")
+	v2 := e.register(t, "1.1.0", models.KindFull, "ft:gpt-4o-mini:acme::b")
+
+	d, err := e.svc.Deploy(e.ctx, admin, e.org, v1.ID, models.DeployRequest{Alias: "production", Target: "cd", Reason: "ship"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.svc.Advance(e.ctx, d.ID); err != nil {
+		t.Fatal(err)
+	}
+	if r := e.resolve(t); r.Model != "ft:gpt-4o-mini:acme::a" || r.Target != "cd" {
+		t.Errorf("resolved %+v", r)
+	}
+	mu.Lock()
+	status = http.StatusForbidden
+	mu.Unlock()
+	d2, err := e.svc.Deploy(e.ctx, admin, e.org, v2.ID, models.DeployRequest{Alias: "production", Target: "cd", Reason: "next"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = e.svc.Advance(e.ctx, d2.ID)
+	if !models.Permanent(err) {
+		t.Fatalf("a pipeline's 403: %v", err)
+	}
+	if err := e.svc.Fail(e.ctx, d2.ID, err); err != nil {
+		t.Fatal(err)
+	}
+	if r := e.resolve(t); r.Version != "1.0.0" {
+		t.Errorf("a refused deployment moved production to %s", r.Version)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(got) != 2 || got[0]["version"] != "1.0.0" || got[0]["previous_version"] != nil || got[1]["previous_version"] != "1.0.0" || got[1]["alias"] != "production" {
+		t.Errorf("messages %v", got)
+	}
+}

@@ -1,0 +1,217 @@
+// Package serving holds the places model versions are served from: a vLLM
+// server that loads LoRA adapters at runtime, a provider that hosts its own
+// fine-tuned models (nothing to load), or a team's own deployment pipeline
+// reached by a signed webhook. Admins configure them per organisation; an
+// API key, when a target has one, is stored sealed and never shown again.
+package serving
+
+import (
+	"context"
+	"errors"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/curate/curate/db"
+	"github.com/curate/curate/internal/audit"
+	"github.com/curate/curate/internal/errs"
+	"github.com/curate/curate/internal/outbound"
+	"github.com/curate/curate/internal/secrets"
+	"github.com/curate/curate/internal/webhook"
+)
+
+// Kinds of serving target.
+const (
+	KindVLLM    = "vllm"
+	KindOpenAI  = "openai"
+	KindWebhook = "webhook"
+)
+
+// Kinds lists the kinds of serving target.
+var Kinds = []string{KindVLLM, KindOpenAI, KindWebhook}
+
+// Limits on input.
+const (
+	MaxURL    = 2000
+	MaxAPIKey = 4000
+	// DefaultUnloadGrace is how long an old adapter stays loaded after an
+	// alias moves away from it: requests already routed to it finish.
+	DefaultUnloadGrace = 5 * time.Minute
+)
+
+var name = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]{0,63}$`)
+
+// Service does the work; its fields are its dependencies.
+type Service struct {
+	Pool *pgxpool.Pool
+	// Secrets seals targets' API keys; nil refuses targets with a key.
+	Secrets *secrets.Box
+	// Outbound checks targets' addresses against the operator's policy
+	// and makes every call to them.
+	Outbound *outbound.Client
+	// Attempts and RetryDelay shape the retries of calls to targets
+	// (defaults: 4 tries, 2 s doubling); tests shorten them.
+	Attempts   int
+	RetryDelay time.Duration
+}
+
+// Target is a serving target as the API shows it: never its key.
+type Target struct {
+	ID          uuid.UUID `json:"id"`
+	Name        string    `json:"name"`
+	Kind        string    `json:"kind"`
+	BaseURL     string    `json:"base_url"`
+	HasAPIKey   bool      `json:"has_api_key"`
+	UnloadGrace int32     `json:"unload_grace_seconds"`
+	CreatedAt   time.Time `json:"created_at"`
+}
+
+func targetOf(t db.ServingTarget) Target {
+	return Target{ID: t.ID, Name: t.Name, Kind: t.Kind, BaseURL: t.BaseUrl, HasAPIKey: t.ApiKeyCiphertext != nil,
+		UnloadGrace: t.UnloadGraceS, CreatedAt: t.CreatedAt}
+}
+
+// NewTarget is what an admin sends to add a target.
+type NewTarget struct {
+	Name        string `json:"name"`
+	Kind        string `json:"kind"`
+	BaseURL     string `json:"base_url"`
+	APIKey      string `json:"api_key"`
+	UnloadGrace *int   `json:"unload_grace_seconds"`
+}
+
+// binding ties a sealed key to its organisation, so a ciphertext copied to
+// another organisation's row does not open.
+func binding(orgID uuid.UUID) []byte { return append([]byte("serving_target:"), orgID[:]...) }
+
+// Create adds a serving target.
+func (s *Service) Create(ctx context.Context, actor audit.Actor, orgID uuid.UUID, in NewTarget) (Target, error) {
+	v := &errs.Invalid{}
+	if in.Name == "" {
+		v.Add("name", "is required")
+	} else if !name.MatchString(in.Name) {
+		v.Add("name", "must be lower-case letters, digits, '.', '_' or '-', starting with a letter or digit, at most 64")
+	}
+	if !slices.Contains(Kinds, in.Kind) {
+		v.Add("kind", "must be one of %s", strings.Join(Kinds, ", "))
+	}
+	in.BaseURL = strings.TrimRight(strings.TrimSpace(in.BaseURL), "/")
+	needsURL := in.Kind == KindVLLM || in.Kind == KindWebhook
+	if v.Text("base_url", in.BaseURL, MaxURL, needsURL) && in.BaseURL != "" {
+		if err := s.Outbound.CheckURL(ctx, in.BaseURL); err != nil {
+			v.Add("base_url", "%s", outbound.Describe(err))
+		}
+	}
+	if v.Text("api_key", in.APIKey, MaxAPIKey, in.Kind == KindWebhook) && in.Kind == KindWebhook {
+		if err := webhook.CheckSecret(in.APIKey); err != nil {
+			v.Add("api_key", "must be the webhook's signing secret: whsec_ followed by a base64 key of 24 to 64 bytes")
+		}
+	}
+	if in.APIKey != "" && s.Secrets == nil {
+		v.Add("api_key", "cannot be stored: no key to encrypt secrets is configured (CURATE_SECRET_KEY)")
+	}
+	grace := int32(DefaultUnloadGrace / time.Second)
+	if in.UnloadGrace != nil {
+		if *in.UnloadGrace < 0 || *in.UnloadGrace > 86400 {
+			v.Add("unload_grace_seconds", "must be 0 to 86400")
+		}
+		grace = int32(*in.UnloadGrace)
+	}
+	if err := v.Err(); err != nil {
+		return Target{}, err
+	}
+	p := db.ServingTargetInsertParams{OrgID: orgID, Name: in.Name, Kind: in.Kind, BaseUrl: in.BaseURL, UnloadGraceS: grace}
+	if in.APIKey != "" {
+		var err error
+		if p.ApiKeyCiphertext, p.ApiKeyNonce, err = s.Secrets.Seal(in.APIKey, binding(orgID)); err != nil {
+			return Target{}, err
+		}
+	}
+	var out db.ServingTarget
+	err := db.InTx(ctx, s.Pool, func(_ pgx.Tx, q *db.Queries) error {
+		var err error
+		if out, err = q.ServingTargetInsert(ctx, p); err != nil {
+			var pg *pgconn.PgError
+			if errors.As(err, &pg) && pg.Code == "23505" {
+				return errs.InvalidField("name", "a serving target named %q exists", in.Name)
+			}
+			return err
+		}
+		return audit.Record(ctx, q, actor, audit.Entry{OrgID: orgID, Action: "serving_target.create", TargetType: "serving_target",
+			TargetID: out.ID.String(), Details: map[string]any{"name": out.Name, "kind": out.Kind, "base_url": out.BaseUrl}})
+	})
+	if err != nil {
+		return Target{}, err
+	}
+	return targetOf(out), nil
+}
+
+// List returns the organisation's serving targets by name.
+func (s *Service) List(ctx context.Context, orgID uuid.UUID) ([]Target, error) {
+	rows, err := db.New(s.Pool).ServingTargetList(ctx, orgID)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Target, 0, len(rows))
+	for _, t := range rows {
+		out = append(out, targetOf(t))
+	}
+	return out, nil
+}
+
+// Get returns one of the organisation's targets, or errs.ErrNotFound.
+func (s *Service) Get(ctx context.Context, q *db.Queries, orgID, id uuid.UUID) (db.ServingTarget, error) {
+	t, err := q.ServingTargetGet(ctx, db.ServingTargetGetParams{OrgID: orgID, ID: id})
+	if errors.Is(err, pgx.ErrNoRows) {
+		return t, errs.ErrNotFound
+	}
+	return t, err
+}
+
+// GetByName returns the organisation's target of that name; an unknown
+// name is an invalid "target" field.
+func (s *Service) GetByName(ctx context.Context, q *db.Queries, orgID uuid.UUID, name string) (db.ServingTarget, error) {
+	t, err := q.ServingTargetGetByName(ctx, db.ServingTargetGetByNameParams{OrgID: orgID, Name: name})
+	if errors.Is(err, pgx.ErrNoRows) {
+		return t, errs.InvalidField("target", "no serving target is named %q", name)
+	}
+	return t, err
+}
+
+// key opens a target's API key ("" when it has none).
+func (s *Service) key(t db.ServingTarget) (string, error) {
+	if t.ApiKeyCiphertext == nil {
+		return "", nil
+	}
+	if s.Secrets == nil {
+		return "", errors.New("serving: no key to open stored secrets (CURATE_SECRET_KEY)")
+	}
+	return s.Secrets.Open(t.ApiKeyCiphertext, t.ApiKeyNonce, binding(t.OrgID))
+}
+
+// VLLM is the client of a vllm target.
+func (s *Service) VLLM(t db.ServingTarget) (*VLLM, error) {
+	key, err := s.key(t)
+	if err != nil {
+		return nil, err
+	}
+	return &VLLM{HTTP: s.Outbound.HTTP(), BaseURL: t.BaseUrl, APIKey: key, Attempts: s.Attempts, BaseDelay: s.RetryDelay}, nil
+}
+
+// Notify delivers a signed deployment message to a webhook target under
+// the message id (the same id for every retry of one deployment, so the
+// receiver can drop repeats).
+func (s *Service) Notify(ctx context.Context, t db.ServingTarget, id string, payload any) (webhook.Result, error) {
+	secret, err := s.key(t)
+	if err != nil {
+		return webhook.Result{}, err
+	}
+	sender := &webhook.Sender{Outbound: s.Outbound, MaxAttempts: s.Attempts, BaseDelay: s.RetryDelay}
+	return sender.Send(ctx, webhook.Endpoint{URL: t.BaseUrl, Secret: secret}, id, payload)
+}

@@ -1,0 +1,163 @@
+// Package vllmtest is a stand-in for a vLLM OpenAI-compatible server
+// started with --enable-lora and VLLM_ALLOW_RUNTIME_LORA_UPDATING=True: it
+// answers GET /v1/models, POST /v1/load_lora_adapter and POST
+// /v1/unload_lora_adapter as vLLM does, and can be scripted to fail.
+package vllmtest
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"sort"
+	"sync"
+	"testing"
+)
+
+// Server is the stand-in. Its zero value is not usable: call New.
+type Server struct {
+	*httptest.Server
+	Base string // the base model every adapter loads onto
+
+	mu      sync.Mutex
+	loaded  map[string]string // adapter name → path
+	loads   int               // load requests that loaded something
+	unloads int
+	script  map[string][]int // path → statuses to answer next; 0 hangs until the caller gives up
+	// AfterLoad, when set, runs after an adapter is loaded and before the
+	// answer is written: a test kills the caller there.
+	AfterLoad func(name string)
+}
+
+// New starts a stand-in serving base.
+func New(t testing.TB, base string) *Server {
+	s := &Server{Base: base, loaded: map[string]string{}, script: map[string][]int{}}
+	s.Server = httptest.NewServer(http.HandlerFunc(s.serve))
+	t.Cleanup(s.Close)
+	return s
+}
+
+// Script makes the next requests to path answer these statuses in turn
+// (200: as vLLM would; 0: no answer until the caller gives up).
+func (s *Server) Script(path string, statuses ...int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.script[path] = append(s.script[path], statuses...)
+}
+
+// Loads is how many adapters were loaded.
+func (s *Server) Loads() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.loads
+}
+
+// Unloads is how many adapters were unloaded.
+func (s *Server) Unloads() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.unloads
+}
+
+// Loaded lists the adapters served now, by name.
+func (s *Server) Loaded() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []string
+	for n := range s.loaded {
+		out = append(out, n)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// Preload makes the server serve an adapter already.
+func (s *Server) Preload(name, path string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.loaded[name] = path
+}
+
+func errorBody(w http.ResponseWriter, status int, kind, msg string) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(map[string]any{"object": "error", "message": msg, "type": kind, "param": nil, "code": status})
+}
+
+func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
+	s.mu.Lock()
+	status := http.StatusOK
+	if next := s.script[r.URL.Path]; len(next) > 0 {
+		status = next[0]
+		s.script[r.URL.Path] = next[1:]
+	}
+	s.mu.Unlock()
+	switch status {
+	case http.StatusOK: // answered as vLLM would
+	case 0:
+		<-r.Context().Done()
+		return
+	default:
+		errorBody(w, status, "InternalServerError", "scripted failure: CUDA out of memory at /opt/vllm/worker.py:1234")
+		return
+	}
+
+	var body struct {
+		Name string `json:"lora_name"`
+		Path string `json:"lora_path"`
+	}
+	if r.Method == http.MethodPost {
+		if err := json.NewDecoder(r.Body).Decode(&body); err != nil || body.Name == "" {
+			errorBody(w, http.StatusBadRequest, "BadRequestError", "lora_name is required")
+			return
+		}
+	}
+	switch {
+	case r.Method == http.MethodGet && r.URL.Path == "/v1/models":
+		s.mu.Lock()
+		data := []map[string]any{{"id": s.Base, "object": "model", "owned_by": "vllm", "root": s.Base, "parent": nil}}
+		for _, n := range sortedKeys(s.loaded) {
+			data = append(data, map[string]any{"id": n, "object": "model", "owned_by": "vllm", "root": s.loaded[n], "parent": s.Base})
+		}
+		s.mu.Unlock()
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(map[string]any{"object": "list", "data": data})
+	case r.Method == http.MethodPost && r.URL.Path == "/v1/load_lora_adapter":
+		s.mu.Lock()
+		if _, ok := s.loaded[body.Name]; ok {
+			s.mu.Unlock()
+			errorBody(w, http.StatusBadRequest, "BadRequestError", fmt.Sprintf("The lora adapter '%s' has already been loaded.", body.Name))
+			return
+		}
+		s.loaded[body.Name] = body.Path
+		s.loads++
+		after := s.AfterLoad
+		s.mu.Unlock()
+		if after != nil {
+			after(body.Name)
+		}
+		_, _ = fmt.Fprintf(w, "Success: LoRA adapter '%s' added successfully.", body.Name)
+	case r.Method == http.MethodPost && r.URL.Path == "/v1/unload_lora_adapter":
+		s.mu.Lock()
+		if _, ok := s.loaded[body.Name]; !ok {
+			s.mu.Unlock()
+			errorBody(w, http.StatusNotFound, "NotFoundError", fmt.Sprintf("The lora adapter '%s' cannot be found.", body.Name))
+			return
+		}
+		delete(s.loaded, body.Name)
+		s.unloads++
+		s.mu.Unlock()
+		_, _ = fmt.Fprintf(w, "Success: LoRA adapter '%s' removed successfully.", body.Name)
+	default:
+		errorBody(w, http.StatusNotFound, "NotFoundError", "no such route")
+	}
+}
+
+func sortedKeys(m map[string]string) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}

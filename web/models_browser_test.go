@@ -1,0 +1,171 @@
+package web_test
+
+import (
+	"context"
+	"net/http"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/page"
+	"github.com/chromedp/chromedp"
+
+	"github.com/curate/curate/internal/demo"
+	"github.com/curate/curate/internal/serving/vllmtest"
+	"github.com/curate/curate/web/webtest"
+)
+
+// The registry in the browser: from a finished local job an admin opens
+// the version it registered, deploys it to a vLLM server, reads the
+// history, rolls back to the version before, and follows the lineage to a
+// feedback item that trained it.
+func TestBrowserRegistryFlow(t *testing.T) {
+	command := strings.Join([]string{"env", fakeTrainer(t), "run"}, " ")
+	s := webtest.New(t, webtest.Options{Workers: 2, Configure: func(c *cfgT) {
+		c.TrainerCommand, c.FineTunePoll, c.FineTuneBudgetUSD, c.GPUSlots, c.ModelsDir = command, 20*time.Millisecond, 100, 1, t.TempDir()
+	}})
+	writeModel(t, filepath.Join(s.App.Config.ModelsDir, "tiny-llama"))
+	ctx := context.Background()
+	seeded, err := demo.Ensure(ctx, s.App.Accounts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := demo.SeedFeedback(ctx, s.Pool, seeded); err != nil {
+		t.Fatal(err)
+	}
+	version, err := demo.SeedDataset(ctx, s.Pool, seeded.OrgID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := s.APIKey(seeded.OrgID, "ops", "admin")
+	vllm := vllmtest.New(t, "tiny-llama")
+	s.API(key, http.MethodPost, "/api/serving-targets", map[string]any{"name": "gpu-1", "kind": "vllm", "base_url": vllm.URL, "unload_grace_seconds": 0}).
+		Must(t, http.StatusCreated)
+	// Two trainings on the demo data: the first goes to production, the
+	// second replaces it and is rolled back.
+	var jobs []string
+	for range 2 {
+		var job ftJob
+		s.API(key, http.MethodPost, "/api/fine-tuning/jobs", map[string]any{"dataset_version_id": version.ID.String(), "provider": "local",
+			"base_model": "tiny-llama", "method": "supervised"}).Must(t, http.StatusCreated).JSON(t, &job)
+		waitJob(t, s, key, job.ID, "succeeded")
+		jobs = append(jobs, job.ID)
+	}
+
+	b := webtest.Browser(t)
+	// Deploy and Roll back ask to confirm; the admin agrees.
+	var dialogs atomic.Int32
+	if err := chromedp.Listen(b, func(ev any) {
+		if _, ok := ev.(*page.EventJavascriptDialogOpening); ok {
+			dialogs.Add(1)
+			go func() {
+				_ = chromedp.Do(b, chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
+					_, err := cdp.Call(ctx, tg, page.HandleJavaScriptDialog, page.HandleJavaScriptDialogParams{Accept: true})
+					return err
+				}))
+			}()
+		}
+	}); err != nil {
+		t.Fatal(err)
+	}
+	deploy := func(reason string) {
+		t.Helper()
+		err := chromedp.Do(b,
+			chromedp.WaitVisible(`#deploy-form`),
+			chromedp.SendKeys(`#deploy-form textarea[name=reason]`, reason),
+			chromedp.Click(`#deploy-form button[type=submit]`),
+			chromedp.WaitVisible(`#deployments [data-status=succeeded]`),
+		)
+		if err != nil {
+			t.Fatalf("deploying: %v", err)
+		}
+	}
+	err = chromedp.Do(b,
+		chromedp.Navigate(s.URL+"/login"),
+		chromedp.WaitVisible(`input[name=email]`),
+		chromedp.SendKeys(`input[name=email]`, seeded.Email),
+		chromedp.SendKeys(`input[name=password]`, seeded.Password),
+		chromedp.Submit(`input[name=password]`),
+		chromedp.WaitVisible(`nav.tabs`),
+		chromedp.Navigate(s.URL+"/fine-tuning/jobs/"+jobs[0]),
+		chromedp.Click(`#registered-version`),
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
+	deploy("first adapter from the demo data")
+	if got := text(t, b, `#version-status`); got != "Deployed" {
+		t.Errorf("status after the deployment: %q", got)
+	}
+
+	err = chromedp.Do(b,
+		chromedp.Navigate(s.URL+"/fine-tuning/jobs/"+jobs[1]),
+		chromedp.Click(`#registered-version`),
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
+	deploy("second run on the same data")
+	if got := text(t, b, `#history .timeline li[data-action=alias_moved]`); !strings.Contains(got, "1.0.0 → 1.0.1") || !strings.Contains(got, "second run") {
+		t.Errorf("newest history entry: %q", got)
+	}
+	webtest.Screenshot(t, b, "model-version")
+
+	err = chromedp.Do(b,
+		chromedp.SendKeys(`#rollback-form textarea[name=reason]`, "answers got longer"),
+		chromedp.Click(`#rollback-form button[type=submit]`),
+		chromedp.WaitVisible(`#deployments [data-status=succeeded]`),
+	)
+	if err != nil {
+		t.Fatalf("rolling back: %v", err)
+	}
+	// The rollback lands on the version production went back to.
+	if got := text(t, b, `h1`); !strings.Contains(got, "1.0.0") {
+		t.Errorf("after the rollback the page shows %q", got)
+	}
+	var r struct {
+		Version string `json:"version"`
+		Model   string `json:"model"`
+	}
+	s.API(key, http.MethodGet, "/api/models/resolve?name="+resolveName(t, s, key)+"&alias=production", nil).Must(t, http.StatusOK).JSON(t, &r)
+	if r.Version != "1.0.0" || len(vllm.Loaded()) == 0 {
+		t.Errorf("resolved after rollback %+v; vLLM serves %v", r, vllm.Loaded())
+	}
+
+	// Lineage: the dataset version, then a feedback item that trained it.
+	href, err := chromedp.Run(b, chromedp.AttributeValue(`#lineage-items li a`, "href"))
+	if err != nil || !strings.HasPrefix(href.Value, "/feedback/") {
+		t.Fatalf("the first training item links to %q (%v)", href.Value, err)
+	}
+	err = chromedp.Do(b,
+		chromedp.WaitVisible(`#lineage-dataset`),
+		chromedp.Click(`#lineage-items li a`),
+		chromedp.WaitVisible(`#item-status`),
+	)
+	if err != nil {
+		t.Fatalf("following the lineage: %v", err)
+	}
+	// The item says where it went: the model trained on it, serving now.
+	if got := text(t, b, `#item-models`); !strings.Contains(got, "1.0.0") || !strings.Contains(got, "production") {
+		t.Errorf("the item's models: %q", got)
+	}
+	if n := dialogs.Load(); n != 3 {
+		t.Errorf("%d confirmations asked, want 3 (two deployments, one rollback)", n)
+	}
+}
+
+// resolveName is the name the demo dataset's jobs registered under.
+func resolveName(t *testing.T, s *webtest.Server, key string) string {
+	t.Helper()
+	var list struct {
+		Data []modelDoc `json:"data"`
+	}
+	s.API(key, http.MethodGet, "/api/models?limit=1", nil).Must(t, http.StatusOK).JSON(t, &list)
+	if len(list.Data) == 0 {
+		t.Fatal("nothing registered")
+	}
+	return list.Data[0].Name
+}
