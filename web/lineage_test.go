@@ -93,14 +93,14 @@ func TestLineageLinks(t *testing.T) {
 		VALUES ($1, '[]', 'How do I reset my password?', 'Use the link.', 'Call us.', 'same_query', '\x01', $2, $3) RETURNING id::text`, org, chosen, rejected).Scan(&pair); err != nil {
 		t.Fatal(err)
 	}
-	page := c.Get("/pairs/" + pair).Must(t, http.StatusOK).Body
+	page := c.Get("/pairs/"+pair).Must(t, http.StatusOK).Body
 	for _, id := range []string{chosen, rejected} {
 		if !strings.Contains(page, `href="/feedback/`+id+`"`) {
 			t.Errorf("pair page does not link to its feedback %s", id)
 		}
 	}
 	for _, id := range []string{chosen, rejected} {
-		item := c.Get("/feedback/" + id).Must(t, http.StatusOK).Body
+		item := c.Get("/feedback/"+id).Must(t, http.StatusOK).Body
 		section := regexpFind(t, `(?s)id="item-pairs">(.*?)</section>`, item)
 		if !strings.Contains(section, `href="/pairs/`+pair+`"`) {
 			t.Errorf("item %s does not list its pair: %s", id, section)

@@ -10,9 +10,9 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/curate/curate/db"
-	"github.com/curate/curate/internal/models"
 	"github.com/curate/curate/internal/errs"
 	"github.com/curate/curate/internal/keyset"
+	"github.com/curate/curate/internal/models"
 )
 
 // Detail is one job with its log, metrics and checkpoints.
