@@ -17,8 +17,9 @@ import (
 // landing on the next item of the filter while the database records each
 // verdict. Along the way: the bulk bar appears only once a row is
 // selected and stays in view, and the correction editor shows a live
-// word diff.
-func TestBrowserReviewLoop(t *testing.T) {
+// word diff. Then, in the same session, three pairs go into a dataset by
+// selection on the pairs list, without an id typed anywhere.
+func TestBrowserReviewLoopThenPairsToDataset(t *testing.T) {
 	s := webtest.New(t, webtest.Options{})
 	org := s.Org("acme")
 	s.User(org, "cara@acme.test", "curator")
@@ -128,11 +129,13 @@ func TestBrowserReviewLoop(t *testing.T) {
 			t.Errorf("review %d (%s): item is %s, want %s", i+1, key, status, wantStatus)
 		}
 	}
-	if got := text(t, ctx, "#item-status"); got != "pending" {
+	if got := text(t, ctx, "#item-status"); got != "Pending" {
 		t.Errorf("the sixth item is %q before its review", got)
 	}
 	var pending int
 	if err := s.Pool.QueryRow(context.Background(), "SELECT count(*) FROM feedback WHERE model = 'm' AND status = 'pending'").Scan(&pending); err != nil || pending != 2 {
 		t.Errorf("%d items of m still pending (%v), want 2", pending, err)
 	}
+
+	addPairsBySelection(t, s, ctx, org)
 }

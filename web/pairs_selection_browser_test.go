@@ -1,36 +1,30 @@
 package web_test
 
 import (
+	"context"
 	"slices"
 	"strings"
 	"testing"
 
 	"github.com/chromedp/chromedp"
+	"github.com/google/uuid"
 
 	"github.com/curate/curate/internal/datasets"
 	"github.com/curate/curate/web/webtest"
 )
 
-// In a real browser: tick three pairs on the pairs list, pick a dataset
-// from "Add to dataset…", confirm, and the dataset holds exactly those
-// three. No id is typed anywhere.
-func TestBrowserAddPairsToDatasetBySelection(t *testing.T) {
-	s := webtest.New(t, webtest.Options{})
-	org := s.Org("acme")
-	s.User(org, "cu@acme.test", "curator")
+// addPairsBySelection, in a browser signed in as a curator of org: ticks
+// three pairs on the pairs list, picks a dataset from "Add to dataset…",
+// confirms, and checks the dataset holds exactly those three. No id is
+// typed anywhere.
+func addPairsBySelection(t *testing.T, s *webtest.Server, ctx context.Context, org uuid.UUID) {
+	t.Helper()
 	pairs := storePairs(t, s, org, 5)
 	ds := newDataset(t, s, org, "Support preferences", datasets.TypePreferencePairs)
 	newDataset(t, s, org, "Instructions", datasets.TypeInstructionTuning) // not offered: it holds feedback
 	picked := []string{pairs[0], pairs[2], pairs[4]}
-	ctx := webtest.Browser(t)
 
 	err := chromedp.Do(ctx,
-		chromedp.Navigate(s.URL+"/login"),
-		chromedp.WaitVisible(`input[name=email]`),
-		chromedp.SendKeys(`input[name=email]`, "cu@acme.test"),
-		chromedp.SendKeys(`input[name=password]`, webtest.Password),
-		chromedp.Submit(`input[name=password]`),
-		chromedp.WaitVisible(`nav.tabs`),
 		chromedp.Navigate(s.URL+"/pairs"),
 		chromedp.WaitVisible(`#pairs`),
 		// Nothing ticked: the selection bar stays out of the way.
