@@ -437,11 +437,11 @@ const fineTuneJobInsert = `-- name: FineTuneJobInsert :one
 INSERT INTO fine_tuning_jobs (
     org_id, dataset_version_id, dataset_label, dataset_kind, provider, base_model, method, export_format,
     hyperparameters, suffix, seed, train_examples, estimated_tokens, estimated_epochs, price_id, price_per_million,
-    price_date, estimated_cost, created_by, created_by_label, local_settings, name
+    price_date, estimated_cost, created_by, created_by_label, local_settings, name, registered_model
 ) VALUES (
     $1, $2, $3, $4, $5, $6, $7, $8,
     $9, $10, $11, $12, $13, $14, $15, $16,
-    $17, $18, $19, $20, $21, $22
+    $17, $18, $19, $20, $21, $22, $23
 )
 RETURNING id, org_id, dataset_version_id, dataset_label, dataset_kind, provider, base_model, method, export_format, hyperparameters, suffix, seed, status, provider_state, train_file_id, valid_file_id, files_ready, provider_job_id, event_cursor, cancel_requested_at, cancel_sent_at, step, total_steps, epoch, total_epochs, train_examples, estimated_tokens, estimated_epochs, price_per_million, price_date, estimated_cost, trained_tokens, actual_cost, fine_tuned_model, error_message, river_job_id, created_by, created_by_label, created_at, started_at, completed_at, updated_at, local_settings, price_id, train_sha256, valid_sha256, name, registered_model
 `
@@ -469,6 +469,7 @@ type FineTuneJobInsertParams struct {
 	CreatedByLabel   string          `json:"created_by_label"`
 	LocalSettings    json.RawMessage `json:"local_settings"`
 	Name             string          `json:"name"`
+	RegisteredModel  string          `json:"registered_model"`
 }
 
 func (q *Queries) FineTuneJobInsert(ctx context.Context, arg FineTuneJobInsertParams) (FineTuningJob, error) {
@@ -495,6 +496,7 @@ func (q *Queries) FineTuneJobInsert(ctx context.Context, arg FineTuneJobInsertPa
 		arg.CreatedByLabel,
 		arg.LocalSettings,
 		arg.Name,
+		arg.RegisteredModel,
 	)
 	var i FineTuningJob
 	err := row.Scan(

@@ -39,6 +39,7 @@ func (h *Handlers) APIFineTuneLaunch(c echo.Context) error {
 		Method           string                     `json:"method"`
 		Hyperparameters  map[string]json.RawMessage `json:"hyperparameters"`
 		Suffix           string                     `json:"suffix"`
+		RegisteredModel  string                     `json:"registered_model"`
 		Seed             *int64                     `json:"seed"`
 		Local            *local.Settings            `json:"local"` // the local provider's own settings
 	}
@@ -47,7 +48,7 @@ func (h *Handlers) APIFineTuneLaunch(c echo.Context) error {
 	}
 	bad := &errs.Invalid{}
 	req := finetune.Request{Provider: body.Provider, BaseModel: body.BaseModel, Method: provider.Method(body.Method),
-		Suffix: body.Suffix, Seed: body.Seed, Local: body.Local}
+		Suffix: body.Suffix, RegisteredModel: body.RegisteredModel, Seed: body.Seed, Local: body.Local}
 	req.VersionID = optionalID(bad, "dataset_version_id", body.DatasetVersionID, "must be a dataset version id")
 	req.DatasetID = optionalID(bad, "dataset_id", body.DatasetID, "must be a dataset id")
 	hyper, sentAs, hyperErrs := provider.ParseHyperparameters(body.Hyperparameters, h.FineTune.Providers[body.Provider].Spelling)

@@ -102,7 +102,7 @@ func (h *Handlers) providerLabel(name string) string {
 
 // launchFields are the form fields a launch reads, for re-rendering.
 var launchFields = []string{"dataset_version_id", "provider", "base_model", "method", "hyperparameters.epochs",
-	"hyperparameters.batch_size", "hyperparameters.learning_rate_multiplier", "hyperparameters.beta", "suffix", "seed"}
+	"hyperparameters.batch_size", "hyperparameters.learning_rate_multiplier", "hyperparameters.beta", "suffix", "registered_model", "seed"}
 
 // parseLaunchForm reads the launch form. Fields that cannot be read are
 // reported in bad; the rest of the request is still filled in, so the
@@ -118,7 +118,8 @@ func parseLaunchForm(c echo.Context) (finetune.Request, map[string]string, *errs
 // parseLaunchValues reads the launch form's values.
 func parseLaunchValues(values map[string]string) (finetune.Request, map[string]string, *errs.Invalid) {
 	bad := &errs.Invalid{}
-	req := finetune.Request{Provider: values["provider"], BaseModel: values["base_model"], Method: provider.Method(values["method"]), Suffix: values["suffix"]}
+	req := finetune.Request{Provider: values["provider"], BaseModel: values["base_model"], Method: provider.Method(values["method"]), Suffix: values["suffix"],
+		RegisteredModel: values["registered_model"]}
 	if v := values["dataset_version_id"]; v != "" {
 		id, err := uuid.Parse(v)
 		if err != nil {
@@ -191,7 +192,8 @@ var fieldNames = map[string]string{
 	"dataset_version_id": "Dataset version", "dataset_id": "Dataset", "provider": "Provider", "base_model": "Base model",
 	"method": "Method", provider.FieldEpochs: "Epochs", provider.FieldBatchSize: "Batch size",
 	provider.FieldLearningRateMultiplier: "Learning rate multiplier", provider.FieldBeta: "Beta", "suffix": "Suffix",
-	"seed": "Seed", "budget": "Budget", "local": "Local trainer settings",
+	"registered_model": "Register as",
+	"seed":             "Seed", "budget": "Budget", "local": "Local trainer settings",
 }
 
 // missing turns the refusals into sentences for the estimate panel, in

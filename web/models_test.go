@@ -238,16 +238,23 @@ func TestDeployAndResolveAPI(t *testing.T) {
 	assertAudit(t, s, "model.deploy", "model.rollback")
 }
 
-// A succeeded fine-tuning job registers its model under the dataset's name
-// with its training summary, once.
+// A succeeded fine-tuning job registers its model under the name chosen
+// at launch with its training summary.
 func TestSucceededJobRegisters(t *testing.T) {
 	s, _, src := fineTuneServer(t, 20*time.Millisecond)
 	org := s.Org("acme")
 	admin := s.APIKey(org, "ops", "admin")
 	v := src.AddPref(org, "support-dpo v1", finetunetest.Pairs(6), 2)
+	launch := map[string]any{"dataset_version_id": v.ID.String(), "provider": "openai",
+		"base_model": ftMini, "method": "dpo", "hyperparameters": map[string]any{"epochs": 1}, "registered_model": "Support DPO"}
+	var p problemDoc
+	s.API(admin, http.MethodPost, "/api/fine-tuning/jobs", launch).Must(t, http.StatusUnprocessableEntity).JSON(t, &p)
+	if p.fields() != "registered_model" {
+		t.Errorf("a registered model name with spaces: %q", p.fields())
+	}
+	launch["registered_model"] = "support-dpo"
 	var job ftJob
-	s.API(admin, http.MethodPost, "/api/fine-tuning/jobs", map[string]any{"dataset_version_id": v.ID.String(), "provider": "openai",
-		"base_model": ftMini, "method": "dpo", "hyperparameters": map[string]any{"epochs": 1}}).Must(t, http.StatusCreated).JSON(t, &job)
+	s.API(admin, http.MethodPost, "/api/fine-tuning/jobs", launch).Must(t, http.StatusCreated).JSON(t, &job)
 	deadline := time.Now().Add(60 * time.Second)
 	for job.Status != "succeeded" && job.Status != "failed" && time.Now().Before(deadline) {
 		time.Sleep(100 * time.Millisecond)
@@ -270,7 +277,7 @@ func TestSucceededJobRegisters(t *testing.T) {
 		t.Fatalf("registered %+v", list.Data)
 	}
 	got := list.Data[0]
-	if got.Name != "support-dpo-v1" || got.Version != "1.0.0" || got.Kind != "full" || got.ModelID != job.FineTunedModel ||
+	if got.Name != "support-dpo" || got.Version != "1.0.0" || got.Kind != "full" || got.ModelID != job.FineTunedModel ||
 		got.FineTuningJobID != job.ID || got.TrainLoss == nil || got.TrainedTokens != job.TrainedTokens || got.CostUSD == nil {
 		t.Errorf("registered version %+v (job %+v)", got, job)
 	}

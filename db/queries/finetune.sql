@@ -2,11 +2,11 @@
 INSERT INTO fine_tuning_jobs (
     org_id, dataset_version_id, dataset_label, dataset_kind, provider, base_model, method, export_format,
     hyperparameters, suffix, seed, train_examples, estimated_tokens, estimated_epochs, price_id, price_per_million,
-    price_date, estimated_cost, created_by, created_by_label, local_settings, name
+    price_date, estimated_cost, created_by, created_by_label, local_settings, name, registered_model
 ) VALUES (
     @org_id, @dataset_version_id, @dataset_label, @dataset_kind, @provider, @base_model, @method, @export_format,
     @hyperparameters, @suffix, sqlc.narg('seed'), @train_examples, @estimated_tokens, @estimated_epochs, @price_id, @price_per_million,
-    @price_date, @estimated_cost, @created_by, @created_by_label, @local_settings, @name
+    @price_date, @estimated_cost, @created_by, @created_by_label, @local_settings, @name, @registered_model
 )
 RETURNING *;
 

@@ -15,6 +15,7 @@ import (
 	"github.com/curate/curate/db"
 	"github.com/curate/curate/internal/errs"
 	"github.com/curate/curate/internal/export"
+	"github.com/curate/curate/internal/models"
 	"github.com/curate/curate/internal/pricing"
 	"github.com/curate/curate/internal/provider"
 	"github.com/curate/curate/internal/provider/local"
@@ -34,7 +35,10 @@ type Request struct {
 	Method    provider.Method
 	Hyper     provider.Hyperparameters
 	Suffix    string
-	Seed      *int64
+	// RegisteredModel is the registered model the result joins when the
+	// job succeeds; "" is the dataset's name.
+	RegisteredModel string
+	Seed            *int64
 	// Local holds the local trainer's own settings (LoRA, learning rate,
 	// IRS); only the local provider takes them.
 	Local *local.Settings
@@ -134,6 +138,9 @@ func (s *Service) Estimate(ctx context.Context, orgID uuid.UUID, req Request) (E
 	}
 	if req.Local != nil && known && req.Provider != local.Name {
 		v.Add("local", "applies only to the local provider")
+	}
+	if req.RegisteredModel != "" && !models.ValidName(req.RegisteredModel) {
+		v.Add("registered_model", "%s", models.NameRule)
 	}
 	if req.Suffix != "" && (len(req.Suffix) > maxSuffix || !suffixPattern.MatchString(req.Suffix)) {
 		v.Add("suffix", "at most %d letters and digits, joined by single hyphens or underscores", maxSuffix)

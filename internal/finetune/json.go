@@ -26,6 +26,7 @@ type Object struct {
 	Hyperparameters  map[string]provider.Value `json:"hyperparameters"`
 	Local            json.RawMessage           `json:"local,omitempty"` // a local job's own settings
 	Suffix           string                    `json:"suffix,omitempty"`
+	RegisteredModel  string                    `json:"registered_model,omitempty"`
 	Seed             *int64                    `json:"seed,omitempty"`
 	ProviderJobID    string                    `json:"provider_job_id,omitempty"`
 	FineTunedModel   string                    `json:"fine_tuned_model,omitempty"`
@@ -78,7 +79,7 @@ type CheckpointObject struct {
 func ToObject(j db.FineTuningJob, sp provider.Spelling) Object {
 	o := Object{ID: j.ID.String(), Name: j.Name, Status: string(j.Status), ProviderState: j.ProviderState, Provider: j.Provider,
 		BaseModel: j.BaseModel, Method: j.Method, DatasetVersionID: j.DatasetVersionID.String(), Dataset: j.DatasetLabel,
-		ExportFormat: j.ExportFormat, Local: LocalSettings(j), Suffix: j.Suffix, ProviderJobID: j.ProviderJobID,
+		ExportFormat: j.ExportFormat, Local: LocalSettings(j), Suffix: j.Suffix, RegisteredModel: j.RegisteredModel, ProviderJobID: j.ProviderJobID,
 		FineTunedModel: j.FineTunedModel, Error: j.ErrorMessage, EstimatedTokens: j.EstimatedTokens,
 		EstimatedCost: pricing.Micros(j.EstimatedCost).Dollars(), TrainedTokens: j.TrainedTokens, PriceDate: j.PriceDate,
 		CancelRequested: j.CancelRequestedAt != nil, CreatedBy: j.CreatedByLabel, CreatedAt: j.CreatedAt,

@@ -65,7 +65,7 @@ func (s *Service) Launch(ctx context.Context, actor audit.Actor, orgID uuid.UUID
 			EstimatedEpochs: int32(est.Epochs), PriceID: uuid.NullUUID{UUID: est.Price.ID, Valid: est.Price.ID != uuid.Nil},
 			PricePerMillion: int64(pricing.Dollars(est.Price.PerMillion)), PriceDate: est.Price.Date,
 			EstimatedCost: int64(est.Cost), CreatedByLabel: actor.Label, LocalSettings: settings,
-			Name: JobName(est.Version.Label, req.Suffix, earlier+1),
+			Name: JobName(est.Version.Label, req.Suffix, earlier+1), RegisteredModel: req.RegisteredModel,
 		}
 		if req.Seed != nil {
 			p.Seed = pgtype.Int8{Int64: *req.Seed, Valid: true}

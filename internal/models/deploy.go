@@ -161,7 +161,7 @@ func checkAlias(v *errs.Invalid, alias string) {
 	if alias == "" {
 		v.Add("alias", "is required")
 	} else if !name.MatchString(alias) {
-		v.Add("alias", "must be lower-case letters, digits, '.', '_' or '-', starting with a letter or digit, at most 64")
+		v.Add("alias", "%s", NameRule)
 	}
 }
 

@@ -153,13 +153,32 @@ func TestDeployToVLLM(t *testing.T) {
 	if _, err := e.svc.Deploy(e.ctx, admin, e.org, v1.ID, models.DeployRequest{Alias: "production", Target: "gpu-1", Reason: "again"}); !errors.As(err, &conflict) {
 		t.Errorf("a second deployment of production while one runs: %v", err)
 	}
-	// The server fails twice, then loads: retried with backoff.
+	// The worker dies after the load again, and the server's list lags
+	// behind: the next attempt asks to load, vLLM answers 400 "already
+	// loaded", and the list, asked again, agrees. Still one load.
+	loadsBefore := vllm.Loads()
+	killed, kill = context.WithCancel(e.ctx)
+	vllm.AfterLoad = func(string) { kill() }
+	if err := e.svc.Advance(killed, d2.ID); err == nil {
+		t.Fatal("the killed attempt went through")
+	}
+	vllm.AfterLoad = nil
+	vllm.HideAdapters(1)
+	// The server fails twice, then answers: retried with backoff.
 	vllm.Script("/v1/load_lora_adapter", http.StatusInternalServerError, http.StatusServiceUnavailable)
 	if err := e.svc.Advance(e.ctx, d2.ID); err != nil {
 		t.Fatal(err)
 	}
 	if r := e.resolve(t); r.Version != "1.1.0" || r.Model != d2.ServedName {
 		t.Errorf("resolved after the second deployment %+v", r)
+	}
+	if n := vllm.Loads() - loadsBefore; n != 1 {
+		t.Errorf("the second deployment loaded %d times, want 1", n)
+	}
+	var result string
+	if err := e.pool.QueryRow(e.ctx, "SELECT result FROM model_history WHERE deployment_id = $1 AND action = 'loaded'", d2.ID).Scan(&result); err != nil ||
+		result != "already loaded as "+d2.ServedName {
+		t.Errorf("the second load's result %q (%v)", result, err)
 	}
 	if v, _ := e.svc.Get(e.ctx, e.org, v1.ID); v.Status != models.StatusDeprecated {
 		t.Errorf("the version production left is %s", v.Status)

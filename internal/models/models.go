@@ -64,6 +64,12 @@ const (
 // they travel in URLs and in the assistant's configuration.
 var name = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]{0,63}$`)
 
+// NameRule says what a name must look like.
+const NameRule = "must be lower-case letters, digits, '.', '_' or '-', starting with a letter or digit, at most 64"
+
+// ValidName reports whether s can name a registered model.
+func ValidName(s string) bool { return name.MatchString(s) }
+
 // Service does the work; its fields are its dependencies.
 type Service struct {
 	Pool *pgxpool.Pool
@@ -147,7 +153,7 @@ func (in *NewVersion) validate() error {
 	if in.Name == "" {
 		v.Add("name", "is required")
 	} else if !name.MatchString(in.Name) {
-		v.Add("name", "must be lower-case letters, digits, '.', '_' or '-', starting with a letter or digit, at most 64")
+		v.Add("name", "%s", NameRule)
 	}
 	if in.Version != "" {
 		if _, ok := parseSemver(in.Version); !ok {

@@ -27,6 +27,16 @@ type Server struct {
 	// AfterLoad, when set, runs after an adapter is loaded and before the
 	// answer is written: a test kills the caller there.
 	AfterLoad func(name string)
+	hide      int // answers of /v1/models that leave the adapters out
+}
+
+// HideAdapters makes the next n answers of /v1/models list the base model
+// only, as a server does in the moment between loading an adapter and
+// listing it.
+func (s *Server) HideAdapters(n int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.hide = n
 }
 
 // New starts a stand-in serving base.
@@ -116,7 +126,12 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	case r.Method == http.MethodGet && r.URL.Path == "/v1/models":
 		s.mu.Lock()
 		data := []map[string]any{{"id": s.Base, "object": "model", "owned_by": "vllm", "root": s.Base, "parent": nil}}
-		for _, n := range sortedKeys(s.loaded) {
+		listed := s.loaded
+		if s.hide > 0 {
+			s.hide--
+			listed = nil
+		}
+		for _, n := range sortedKeys(listed) {
 			data = append(data, map[string]any{"id": n, "object": "model", "owned_by": "vllm", "root": s.loaded[n], "parent": s.Base})
 		}
 		s.mu.Unlock()
