@@ -131,7 +131,7 @@ func (h *Handlers) modelVersionView(c echo.Context, id uuid.UUID) (views.ModelVe
 	m := views.ModelVersionView{IsAdmin: caller.Role.AtLeast(auth.Admin), ID: v.ID.String(), Name: v.Name, Version: v.Version,
 		Status: v.Status, Kind: v.Kind, ModelID: v.ModelID, BaseModel: v.BaseModel, CreatedBy: v.CreatedBy,
 		CreatedAt: views.When(v.CreatedAt), DeployedAt: views.WhenPtr(v.DeployedAt), Aliases: v.Aliases,
-		Deploy: views.DeployForm{Alias: "production"}, RollbackAliases: v.Aliases}
+		Deploy: views.DeployForm{Alias: "production"}, RollbackAliases: v.Aliases, Number: v.Version}
 	if v.FineTuningJobID != nil {
 		job := &views.LineageJob{ID: v.FineTuningJobID.String(), Label: "job " + v.FineTuningJobID.String()[:8],
 			TrainLoss: loss(v.TrainLoss), ValidLoss: loss(v.ValidLoss), TrainedTokens: strconv.FormatInt(v.TrainedTokens, 10), Cost: "—"}
@@ -250,6 +250,23 @@ func (h *Handlers) ModelRollback(c echo.Context) error {
 	}
 	h.Sessions.Flash(c, "ok", fmt.Sprintf("Rolling back %q on %s.", d.Alias, d.Target))
 	return redirect(c, "/models/versions/"+d.VersionID.String())
+}
+
+// ModelNumber renumbers a version that is still testing.
+func (h *Handlers) ModelNumber(c echo.Context) error {
+	id, err := pathID(c)
+	if err != nil {
+		return err
+	}
+	number := c.FormValue("version")
+	v, err := h.Models.Update(ctx(c), actor(c), CallerOf(c).OrgID, id, models.Patch{Version: &number})
+	if err != nil {
+		return h.versionFormError(c, id, err, func(m *views.ModelVersionView, fields map[string]string) {
+			m.Number, m.Errors = number, fields
+		})
+	}
+	h.Sessions.Flash(c, "ok", fmt.Sprintf("%s is now numbered %s.", v.Name, v.Version))
+	return redirect(c, "/models/versions/"+id.String())
 }
 
 // ModelStatus changes a version's status (archiving it) from its page.

@@ -312,7 +312,15 @@ func TestModelPages(t *testing.T) {
 	if !strings.HasPrefix(versionURL, "/models/versions/") {
 		t.Fatalf("registered, redirected to %q", versionURL)
 	}
+	res = admin.PostForm(versionURL+"/number", url.Values{"version": {"1.0"}}).Must(t, http.StatusUnprocessableEntity)
+	if !strings.Contains(res.Body, `id="err-version"`) || !strings.Contains(res.Body, `value="1.0"`) {
+		t.Errorf("a refused number keeps the input: %s", res.Body)
+	}
+	admin.PostForm(versionURL+"/number", url.Values{"version": {"0.9.0"}}).Must(t, http.StatusSeeOther)
 	res = admin.Get(versionURL).Must(t, http.StatusOK)
+	if !strings.Contains(res.Body, `<span class="muted">0.9.0</span>`) {
+		t.Errorf("renumbered version page: %s", res.Body)
+	}
 	if !strings.Contains(res.Body, "No serving target yet") || !strings.Contains(res.Body, "Registered by hand") {
 		t.Errorf("a new version's page: %s", res.Body)
 	}

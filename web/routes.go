@@ -144,6 +144,7 @@ func Routes(h *handlers.Handlers) []Route {
 		{POST, "/models/versions/:id/deploy", auth.Admin, h.ModelDeploy},
 		{POST, "/models/versions/:id/rollback", auth.Admin, h.ModelRollback},
 		{POST, "/models/versions/:id/status", auth.Admin, h.ModelStatus},
+		{POST, "/models/versions/:id/number", auth.Admin, h.ModelNumber},
 		{GET, "/api/models", auth.Viewer, h.APIModelList},
 		{POST, "/api/models", auth.Admin, h.APIModelRegister},
 		{GET, "/api/models/:id", auth.Viewer, h.APIModelGet},
