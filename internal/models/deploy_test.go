@@ -279,6 +279,25 @@ func TestDeployRefusals(t *testing.T) {
 		t.Errorf("a failed deployment moved the alias: %v", err)
 	}
 
+	// A server that is not there: retried, then failed with a sentence.
+	gone := httptest.NewServer(http.NotFoundHandler())
+	gone.Close()
+	e.target(t, serving.NewTarget{Name: "gone", Kind: serving.KindVLLM, BaseURL: gone.URL})
+	d, err = e.svc.Deploy(e.ctx, admin, e.org, lora.ID, models.DeployRequest{Alias: "candidate", Target: "gone", Reason: "try the spare"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = e.svc.Advance(e.ctx, d.ID)
+	if err == nil || models.Permanent(err) {
+		t.Fatalf("an unreachable server: %v (permanent %v), want an error worth retrying", err, models.Permanent(err))
+	}
+	if err := e.svc.Fail(e.ctx, d.ID, err); err != nil {
+		t.Fatal(err)
+	}
+	if got := e.deployment(t, d.ID); got.Status != "failed" || got.Error != "The server refused the connection." {
+		t.Errorf("unreachable target: %+v", got)
+	}
+
 	archived := models.StatusArchived
 	if _, err := e.svc.Update(e.ctx, admin, e.org, lora.ID, models.Patch{Status: &archived}); err != nil {
 		t.Fatal(err)
@@ -288,8 +307,8 @@ func TestDeployRefusals(t *testing.T) {
 		t.Errorf("an archived version: %v", err)
 	}
 	var n int
-	if err := e.pool.QueryRow(e.ctx, "SELECT count(*) FROM deployments").Scan(&n); err != nil || n != 1 {
-		t.Errorf("%d deployments stored, want the one that failed (%v)", n, err)
+	if err := e.pool.QueryRow(e.ctx, "SELECT count(*) FROM deployments").Scan(&n); err != nil || n != 2 {
+		t.Errorf("%d deployments stored, want the two that failed (%v)", n, err)
 	}
 }
 
