@@ -97,7 +97,11 @@ func TestBrowserDatasetFlow(t *testing.T) {
 	}
 	total -= len(multi)
 	waitFor(t, ctx, count(total))
-	for _, f := range []string{"openai_preference", "trl_preference", "bedrock_chat"} {
+	// A preference dataset is offered the preference formats only.
+	if offered := eval[string](t, ctx, `Array.from(document.querySelectorAll('#report select[name=format] option')).map(o => o.value).join(',')`); strings.Contains(offered, "bedrock_chat") {
+		t.Errorf("a preference dataset offers %s", offered)
+	}
+	for _, f := range []string{"openai_preference", "trl_preference"} {
 		check(f)
 		if v := text(t, ctx, `#report-verdict`); !strings.Contains(v, "No errors: ready to export to "+views.Label(f)) {
 			t.Fatalf("%s verdict %q", f, v)
@@ -114,7 +118,7 @@ func TestBrowserDatasetFlow(t *testing.T) {
 		t.Fatalf("version 1 holds %s items, want %d", n, total)
 	}
 
-	for _, f := range []export.Format{export.OpenAIPreference, export.TRLPreference, export.BedrockChat} {
+	for _, f := range []export.Format{export.OpenAIPreference, export.TRLPreference} {
 		row := fmt.Sprintf(`[...document.querySelectorAll('#export-rows tr[data-status=succeeded]')].find(r => r.cells[1].textContent.trim() === '%s')`, views.Label(string(f)))
 		if err := chromedp.Do(ctx,
 			chromedp.SetValue(`#export-form select[name=format]`, string(f)),

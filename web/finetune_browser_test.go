@@ -77,16 +77,16 @@ func TestBrowserFineTuneDPO(t *testing.T) {
 		if l := eval[string](t, ctx, `document.querySelector('#ft-loss')?.textContent || ''`); l != "" && !slices.Contains(losses, l) {
 			losses = append(losses, l)
 		}
-		if st == "Succeeded" || st == "Failed" {
+		if st == "succeeded" || st == "failed" {
 			break
 		}
 		time.Sleep(250 * time.Millisecond)
 	}
 	t.Logf("a full run at the fake took %s in the browser; statuses %v, progress %v, losses %v", time.Since(start).Round(100*time.Millisecond), statuses, progress, losses)
-	if statuses[len(statuses)-1] != "Succeeded" {
+	if statuses[len(statuses)-1] != "succeeded" {
 		t.Fatalf("the job ended %v", statuses)
 	}
-	if !slices.Contains(statuses, "Running") || !slices.ContainsFunc(progress, func(n int) bool { return n > 0 && n < 100 }) {
+	if !slices.Contains(statuses, "running") || !slices.ContainsFunc(progress, func(n int) bool { return n > 0 && n < 100 }) {
 		t.Errorf("no progress seen while running: statuses %v, progress %v", statuses, progress)
 	}
 	if len(losses) < 2 {
@@ -203,16 +203,16 @@ func TestBrowserLocalFineTune(t *testing.T) {
 		if l := eval[string](t, ctx, `document.querySelector('#ft-loss')?.textContent || ''`); l != "" && !slices.Contains(losses, l) {
 			losses = append(losses, l)
 		}
-		if st == "Succeeded" || st == "Failed" || st == "Cancelled" {
+		if st == "succeeded" || st == "failed" || st == "cancelled" {
 			break
 		}
 		time.Sleep(250 * time.Millisecond)
 	}
 	t.Logf("statuses %v, progress %v, losses %v in %s", statuses, progress, losses, time.Since(start).Round(100*time.Millisecond))
-	if statuses[len(statuses)-1] != "Succeeded" {
+	if statuses[len(statuses)-1] != "succeeded" {
 		t.Fatalf("the job ended %v", statuses)
 	}
-	if !slices.Contains(statuses, "Running") || !slices.ContainsFunc(progress, func(n int) bool { return n > 0 && n < 100 }) {
+	if !slices.Contains(statuses, "running") || !slices.ContainsFunc(progress, func(n int) bool { return n > 0 && n < 100 }) {
 		t.Errorf("no progress seen while running: statuses %v, progress %v", statuses, progress)
 	}
 	// The fake's losses are 2, 1.5 and 1.25; at least two are seen live.

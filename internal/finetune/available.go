@@ -2,7 +2,6 @@ package finetune
 
 import (
 	"context"
-	"log/slog"
 
 	"github.com/curate/curate/internal/provider/local"
 )
@@ -30,7 +29,7 @@ func (s *Service) unavailable(ctx context.Context, name string) string {
 	if _, _, err := s.client(ctx, name); err != nil {
 		// The client's words name settings and variables: the log keeps
 		// them, the form says what it means.
-		slog.Info("fine-tuning provider not configured", "provider", name, "err", err)
+		s.log().Debug("fine-tuning provider not configured", "provider", name, "err", err)
 		return NotConfigured
 	}
 	if name != local.Name {
