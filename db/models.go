@@ -884,6 +884,15 @@ type FineTuningRunMetric struct {
 	Record []byte    `json:"record"`
 }
 
+type GoldenSet struct {
+	VersionID      uuid.UUID `json:"version_id"`
+	OrgID          uuid.UUID `json:"org_id"`
+	Name           string    `json:"name"`
+	SplitTags      []string  `json:"split_tags"`
+	CreatedByLabel string    `json:"created_by_label"`
+	CreatedAt      time.Time `json:"created_at"`
+}
+
 type ImportRun struct {
 	ID             uuid.UUID       `json:"id"`
 	OrgID          uuid.UUID       `json:"org_id"`

@@ -146,6 +146,7 @@ func TestBrowserEveryPageStyled(t *testing.T) {
 		{"models", "/models"},
 		{"model-version", "/models/versions/" + registered.ID.String()},
 		{"serving-targets", "/models/targets"},
+		{"evaluations", "/evaluations"},
 		{"users", "/admin/users"},
 		{"keys", "/admin/api-keys"},
 		{"audit", "/admin/audit"},

@@ -157,6 +157,11 @@ func Routes(h *handlers.Handlers) []Route {
 		{POST, "/api/serving-targets", auth.Admin, h.APIServingTargetCreate},
 		{GET, "/api/serving-targets", auth.Admin, h.APIServingTargetList},
 
+		// Evaluation.
+		{GET, "/evaluations", auth.Viewer, h.Evaluations},
+		{POST, "/evaluations/golden-sets", auth.Admin, h.GoldenSetMark},
+		{POST, "/evaluations/golden-sets/:id/unmark", auth.Admin, h.GoldenSetUnmark},
+
 		// Seed 003 training API.
 		{POST, "/api/train", auth.Admin, h.APITrain},
 		{GET, "/api/train/status/:id", auth.Viewer, h.APITrainStatus},
