@@ -8,9 +8,246 @@ package db
 import (
 	"context"
 	"encoding/json"
+	"time"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5/pgtype"
 )
+
+const evaluationGateDelete = `-- name: EvaluationGateDelete :exec
+DELETE FROM evaluation_gates WHERE org_id = $1
+`
+
+func (q *Queries) EvaluationGateDelete(ctx context.Context, orgID uuid.UUID) error {
+	_, err := q.db.Exec(ctx, evaluationGateDelete, orgID)
+	return err
+}
+
+const evaluationGateGet = `-- name: EvaluationGateGet :one
+SELECT g.org_id, g.golden_set_version_id, g.max_mean_drop, g.regression_margin, g.max_regressions, g.no_new_red_team_flags, g.updated_by_label, g.updated_at, s.name AS golden_set_name FROM evaluation_gates g JOIN golden_sets s ON s.version_id = g.golden_set_version_id
+WHERE g.org_id = $1
+`
+
+type EvaluationGateGetRow struct {
+	OrgID              uuid.UUID `json:"org_id"`
+	GoldenSetVersionID uuid.UUID `json:"golden_set_version_id"`
+	MaxMeanDrop        float64   `json:"max_mean_drop"`
+	RegressionMargin   float64   `json:"regression_margin"`
+	MaxRegressions     int32     `json:"max_regressions"`
+	NoNewRedTeamFlags  bool      `json:"no_new_red_team_flags"`
+	UpdatedByLabel     string    `json:"updated_by_label"`
+	UpdatedAt          time.Time `json:"updated_at"`
+	GoldenSetName      string    `json:"golden_set_name"`
+}
+
+func (q *Queries) EvaluationGateGet(ctx context.Context, orgID uuid.UUID) (EvaluationGateGetRow, error) {
+	row := q.db.QueryRow(ctx, evaluationGateGet, orgID)
+	var i EvaluationGateGetRow
+	err := row.Scan(
+		&i.OrgID,
+		&i.GoldenSetVersionID,
+		&i.MaxMeanDrop,
+		&i.RegressionMargin,
+		&i.MaxRegressions,
+		&i.NoNewRedTeamFlags,
+		&i.UpdatedByLabel,
+		&i.UpdatedAt,
+		&i.GoldenSetName,
+	)
+	return i, err
+}
+
+const evaluationGateInsertOrUpdate = `-- name: EvaluationGateInsertOrUpdate :exec
+INSERT INTO evaluation_gates (org_id, golden_set_version_id, max_mean_drop, regression_margin, max_regressions, no_new_red_team_flags, updated_by_label)
+VALUES ($1, $2, $3, $4, $5, $6, $7)
+ON CONFLICT (org_id) DO UPDATE SET golden_set_version_id = EXCLUDED.golden_set_version_id, max_mean_drop = EXCLUDED.max_mean_drop,
+    regression_margin = EXCLUDED.regression_margin, max_regressions = EXCLUDED.max_regressions,
+    no_new_red_team_flags = EXCLUDED.no_new_red_team_flags, updated_by_label = EXCLUDED.updated_by_label, updated_at = now()
+`
+
+type EvaluationGateInsertOrUpdateParams struct {
+	OrgID              uuid.UUID `json:"org_id"`
+	GoldenSetVersionID uuid.UUID `json:"golden_set_version_id"`
+	MaxMeanDrop        float64   `json:"max_mean_drop"`
+	RegressionMargin   float64   `json:"regression_margin"`
+	MaxRegressions     int32     `json:"max_regressions"`
+	NoNewRedTeamFlags  bool      `json:"no_new_red_team_flags"`
+	UpdatedByLabel     string    `json:"updated_by_label"`
+}
+
+func (q *Queries) EvaluationGateInsertOrUpdate(ctx context.Context, arg EvaluationGateInsertOrUpdateParams) error {
+	_, err := q.db.Exec(ctx, evaluationGateInsertOrUpdate,
+		arg.OrgID,
+		arg.GoldenSetVersionID,
+		arg.MaxMeanDrop,
+		arg.RegressionMargin,
+		arg.MaxRegressions,
+		arg.NoNewRedTeamFlags,
+		arg.UpdatedByLabel,
+	)
+	return err
+}
+
+const evaluationItemListForComparison = `-- name: EvaluationItemListForComparison :many
+SELECT c.source_id, c.split, c.reward AS candidate_reward, b.reward AS baseline_reward,
+       c.safety_flag AS candidate_flag, b.safety_flag AS baseline_flag
+FROM evaluation_items c JOIN evaluation_items b ON b.source_id = c.source_id AND b.run_id = $1
+WHERE c.run_id = $2
+ORDER BY c.source_id
+`
+
+type EvaluationItemListForComparisonParams struct {
+	BaselineRunID  uuid.UUID `json:"baseline_run_id"`
+	CandidateRunID uuid.UUID `json:"candidate_run_id"`
+}
+
+type EvaluationItemListForComparisonRow struct {
+	SourceID        uuid.UUID     `json:"source_id"`
+	Split           string        `json:"split"`
+	CandidateReward pgtype.Float8 `json:"candidate_reward"`
+	BaselineReward  pgtype.Float8 `json:"baseline_reward"`
+	CandidateFlag   bool          `json:"candidate_flag"`
+	BaselineFlag    bool          `json:"baseline_flag"`
+}
+
+// Two runs' items side by side on the items both answered.
+func (q *Queries) EvaluationItemListForComparison(ctx context.Context, arg EvaluationItemListForComparisonParams) ([]EvaluationItemListForComparisonRow, error) {
+	rows, err := q.db.Query(ctx, evaluationItemListForComparison, arg.BaselineRunID, arg.CandidateRunID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []EvaluationItemListForComparisonRow{}
+	for rows.Next() {
+		var i EvaluationItemListForComparisonRow
+		if err := rows.Scan(
+			&i.SourceID,
+			&i.Split,
+			&i.CandidateReward,
+			&i.BaselineReward,
+			&i.CandidateFlag,
+			&i.BaselineFlag,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const evaluationRunGetLatestFor = `-- name: EvaluationRunGetLatestFor :one
+SELECT id, org_id, golden_set_version_id, candidate_version_id, candidate_endpoint, config, status, done, total, mean_reward, ci_low, ci_high, invalid, judge_calls, judge_cost_micros, paused_reason, error, river_job_id, created_by_label, created_at, finished_at FROM evaluation_runs
+WHERE org_id = $1 AND candidate_version_id = $2 AND golden_set_version_id = $3
+  AND status = 'succeeded'
+ORDER BY finished_at DESC
+LIMIT 1
+`
+
+type EvaluationRunGetLatestForParams struct {
+	OrgID              uuid.UUID     `json:"org_id"`
+	CandidateVersionID uuid.NullUUID `json:"candidate_version_id"`
+	GoldenSetVersionID uuid.UUID     `json:"golden_set_version_id"`
+}
+
+// The newest finished evaluation of a version on a golden set.
+func (q *Queries) EvaluationRunGetLatestFor(ctx context.Context, arg EvaluationRunGetLatestForParams) (EvaluationRun, error) {
+	row := q.db.QueryRow(ctx, evaluationRunGetLatestFor, arg.OrgID, arg.CandidateVersionID, arg.GoldenSetVersionID)
+	var i EvaluationRun
+	err := row.Scan(
+		&i.ID,
+		&i.OrgID,
+		&i.GoldenSetVersionID,
+		&i.CandidateVersionID,
+		&i.CandidateEndpoint,
+		&i.Config,
+		&i.Status,
+		&i.Done,
+		&i.Total,
+		&i.MeanReward,
+		&i.CiLow,
+		&i.CiHigh,
+		&i.Invalid,
+		&i.JudgeCalls,
+		&i.JudgeCostMicros,
+		&i.PausedReason,
+		&i.Error,
+		&i.RiverJobID,
+		&i.CreatedByLabel,
+		&i.CreatedAt,
+		&i.FinishedAt,
+	)
+	return i, err
+}
+
+const gateOverrideInsert = `-- name: GateOverrideInsert :one
+INSERT INTO gate_overrides (org_id, version_id, reason, actor_label) VALUES ($1, $2, $3, $4)
+RETURNING id, org_id, version_id, reason, actor_label, at
+`
+
+type GateOverrideInsertParams struct {
+	OrgID      uuid.UUID `json:"org_id"`
+	VersionID  uuid.UUID `json:"version_id"`
+	Reason     string    `json:"reason"`
+	ActorLabel string    `json:"actor_label"`
+}
+
+func (q *Queries) GateOverrideInsert(ctx context.Context, arg GateOverrideInsertParams) (GateOverride, error) {
+	row := q.db.QueryRow(ctx, gateOverrideInsert,
+		arg.OrgID,
+		arg.VersionID,
+		arg.Reason,
+		arg.ActorLabel,
+	)
+	var i GateOverride
+	err := row.Scan(
+		&i.ID,
+		&i.OrgID,
+		&i.VersionID,
+		&i.Reason,
+		&i.ActorLabel,
+		&i.At,
+	)
+	return i, err
+}
+
+const gateOverrideList = `-- name: GateOverrideList :many
+SELECT id, org_id, version_id, reason, actor_label, at FROM gate_overrides WHERE org_id = $1 AND version_id = $2 ORDER BY id DESC
+`
+
+type GateOverrideListParams struct {
+	OrgID     uuid.UUID `json:"org_id"`
+	VersionID uuid.UUID `json:"version_id"`
+}
+
+func (q *Queries) GateOverrideList(ctx context.Context, arg GateOverrideListParams) ([]GateOverride, error) {
+	rows, err := q.db.Query(ctx, gateOverrideList, arg.OrgID, arg.VersionID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []GateOverride{}
+	for rows.Next() {
+		var i GateOverride
+		if err := rows.Scan(
+			&i.ID,
+			&i.OrgID,
+			&i.VersionID,
+			&i.Reason,
+			&i.ActorLabel,
+			&i.At,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
 
 const goldenSetDelete = `-- name: GoldenSetDelete :execrows
 DELETE FROM golden_sets WHERE org_id = $1 AND version_id = $2

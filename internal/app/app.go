@@ -109,7 +109,8 @@ func New(cfg config.Config, pool *pgxpool.Pool, log *slog.Logger) (*Services, er
 	ft.Log = log
 	ft.SetDataSource(&datasets.FineTuneSource{Service: ds})
 	srv := &serving.Service{Pool: pool, Secrets: imp.Secrets, Outbound: out}
-	reg := &models.Service{Pool: pool, Jobs: inserter, Serving: srv}
+	ev := &eval.Service{Pool: pool}
+	reg := &models.Service{Pool: pool, Jobs: inserter, Serving: srv, Gate: ev}
 	ft.Registry = reg
 	acc := accounts.New(pool)
 	acc.SessionTTL = cfg.SessionTTL
@@ -130,7 +131,7 @@ func New(cfg config.Config, pool *pgxpool.Pool, log *slog.Logger) (*Services, er
 		Health:        &health.Service{Pool: pool},
 		Servers:       &servers.Service{Pool: pool},
 		Models:        reg,
-		Eval:          &eval.Service{Pool: pool},
+		Eval:          ev,
 		Serving:       srv,
 		Overview:      &overview.Service{Pool: pool},
 	}, nil
