@@ -58,7 +58,7 @@ func (h *Handlers) renderEvaluations(c echo.Context, status int, form views.Gold
 	default:
 		m.Gate = views.GateForm{MaxMeanDrop: "0.02", RegressionMargin: "0.1", MaxRegressions: "0", NoNewRedTeamFlags: true}
 	}
-	return render(c, status, views.EvaluationsPage(h.page(c, "Evaluation", "eval"), m))
+	return render(c, status, views.EvaluationsPage(h.page(c, "Evaluation", "models"), m))
 }
 
 func ftoa(f float64) string { return strconv.FormatFloat(f, 'f', -1, 64) }
