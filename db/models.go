@@ -146,6 +146,51 @@ func (ns NullDeploymentStatus) Value() (driver.Value, error) {
 	return string(ns.DeploymentStatus), nil
 }
 
+type EvaluationStatus string
+
+const (
+	EvaluationStatusQueued    EvaluationStatus = "queued"
+	EvaluationStatusRunning   EvaluationStatus = "running"
+	EvaluationStatusPaused    EvaluationStatus = "paused"
+	EvaluationStatusSucceeded EvaluationStatus = "succeeded"
+	EvaluationStatusFailed    EvaluationStatus = "failed"
+)
+
+func (e *EvaluationStatus) Scan(src interface{}) error {
+	switch s := src.(type) {
+	case []byte:
+		*e = EvaluationStatus(s)
+	case string:
+		*e = EvaluationStatus(s)
+	default:
+		return fmt.Errorf("unsupported scan type for EvaluationStatus: %T", src)
+	}
+	return nil
+}
+
+type NullEvaluationStatus struct {
+	EvaluationStatus EvaluationStatus `json:"evaluation_status"`
+	Valid            bool             `json:"valid"` // Valid is true if EvaluationStatus is not NULL
+}
+
+// Scan implements the Scanner interface.
+func (ns *NullEvaluationStatus) Scan(value interface{}) error {
+	if value == nil {
+		ns.EvaluationStatus, ns.Valid = "", false
+		return nil
+	}
+	ns.Valid = true
+	return ns.EvaluationStatus.Scan(value)
+}
+
+// Value implements the driver Valuer interface.
+func (ns NullEvaluationStatus) Value() (driver.Value, error) {
+	if !ns.Valid {
+		return nil, nil
+	}
+	return string(ns.EvaluationStatus), nil
+}
+
 type ExportStatus string
 
 const (
@@ -725,6 +770,55 @@ type Deployment struct {
 	FinishedAt        *time.Time       `json:"finished_at"`
 }
 
+type EvaluationGate struct {
+	OrgID              uuid.UUID `json:"org_id"`
+	GoldenSetVersionID uuid.UUID `json:"golden_set_version_id"`
+	MaxMeanDrop        float64   `json:"max_mean_drop"`
+	RegressionMargin   float64   `json:"regression_margin"`
+	MaxRegressions     int32     `json:"max_regressions"`
+	NoNewRedTeamFlags  bool      `json:"no_new_red_team_flags"`
+	UpdatedByLabel     string    `json:"updated_by_label"`
+	UpdatedAt          time.Time `json:"updated_at"`
+}
+
+type EvaluationItem struct {
+	RunID         uuid.UUID       `json:"run_id"`
+	SourceID      uuid.UUID       `json:"source_id"`
+	Split         string          `json:"split"`
+	Query         string          `json:"query"`
+	Reference     string          `json:"reference"`
+	Answer        string          `json:"answer"`
+	Scores        json.RawMessage `json:"scores"`
+	Reward        pgtype.Float8   `json:"reward"`
+	InvalidReason string          `json:"invalid_reason"`
+	Critique      string          `json:"critique"`
+	SafetyFlag    bool            `json:"safety_flag"`
+}
+
+type EvaluationRun struct {
+	ID                 uuid.UUID        `json:"id"`
+	OrgID              uuid.UUID        `json:"org_id"`
+	GoldenSetVersionID uuid.UUID        `json:"golden_set_version_id"`
+	CandidateVersionID uuid.NullUUID    `json:"candidate_version_id"`
+	CandidateEndpoint  string           `json:"candidate_endpoint"`
+	Config             json.RawMessage  `json:"config"`
+	Status             EvaluationStatus `json:"status"`
+	Done               int32            `json:"done"`
+	Total              int32            `json:"total"`
+	MeanReward         pgtype.Float8    `json:"mean_reward"`
+	CiLow              pgtype.Float8    `json:"ci_low"`
+	CiHigh             pgtype.Float8    `json:"ci_high"`
+	Invalid            int32            `json:"invalid"`
+	JudgeCalls         int32            `json:"judge_calls"`
+	JudgeCostMicros    int64            `json:"judge_cost_micros"`
+	PausedReason       string           `json:"paused_reason"`
+	Error              string           `json:"error"`
+	RiverJobID         pgtype.Int8      `json:"river_job_id"`
+	CreatedByLabel     string           `json:"created_by_label"`
+	CreatedAt          time.Time        `json:"created_at"`
+	FinishedAt         *time.Time       `json:"finished_at"`
+}
+
 type Feedback struct {
 	ID             uuid.UUID       `json:"id"`
 	Seq            pgtype.Int8     `json:"seq"`
@@ -882,6 +976,24 @@ type FineTuningRunMetric struct {
 	OrgID  uuid.UUID `json:"org_id"`
 	Seq    int64     `json:"seq"`
 	Record []byte    `json:"record"`
+}
+
+type GateOverride struct {
+	ID         int64     `json:"id"`
+	OrgID      uuid.UUID `json:"org_id"`
+	VersionID  uuid.UUID `json:"version_id"`
+	Reason     string    `json:"reason"`
+	ActorLabel string    `json:"actor_label"`
+	At         time.Time `json:"at"`
+}
+
+type GoldenSet struct {
+	VersionID      uuid.UUID `json:"version_id"`
+	OrgID          uuid.UUID `json:"org_id"`
+	Name           string    `json:"name"`
+	SplitTags      []string  `json:"split_tags"`
+	CreatedByLabel string    `json:"created_by_label"`
+	CreatedAt      time.Time `json:"created_at"`
 }
 
 type ImportRun struct {

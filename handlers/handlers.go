@@ -18,6 +18,7 @@ import (
 	"github.com/curate/curate/internal/audit"
 	"github.com/curate/curate/internal/auth"
 	"github.com/curate/curate/internal/datasets"
+	"github.com/curate/curate/internal/eval"
 	"github.com/curate/curate/internal/feedback"
 	"github.com/curate/curate/internal/feedbackstats"
 	"github.com/curate/curate/internal/finetune"
@@ -49,6 +50,7 @@ type Handlers struct {
 	FineTune *finetune.Service
 	// Models is the model registry; Serving its serving targets.
 	Models  *models.Service
+	Eval    *eval.Service
 	Serving *serving.Service
 	// Alerts lists, dismisses and configures alerts.
 	Alerts *alerts.Service

@@ -172,6 +172,14 @@ func (h *Handlers) modelVersionView(c echo.Context, id uuid.UUID) (views.ModelVe
 			Target: d.Target, Reason: d.Reason, Error: d.Error, By: d.CreatedBy, CreatedAt: views.When(d.CreatedAt), FinishedAt: views.WhenPtr(d.FinishedAt)})
 		m.Active = m.Active || d.Status == "queued" || d.Status == "running"
 	}
+	gate, err := h.Models.GateStatus(ctx(c), caller.OrgID, id)
+	if err != nil {
+		return m, err
+	}
+	m.Gate = views.GateView{Set: gate.Set, GoldenSet: gate.GoldenSet, Evaluated: gate.Evaluation != uuid.Nil, Reasons: gate.Reasons}
+	for _, o := range gate.Overrides {
+		m.Gate.Overrides = append(m.Gate.Overrides, views.GateOverrideView{Reason: o.Reason, By: o.By, At: views.When(o.At)})
+	}
 	history, _, err := h.Models.History(ctx(c), caller.OrgID, id, 0, 100)
 	if err != nil {
 		return m, err
@@ -266,6 +274,21 @@ func (h *Handlers) ModelNumber(c echo.Context) error {
 		})
 	}
 	h.Sessions.Flash(c, "ok", fmt.Sprintf("%s is now numbered %s.", v.Name, v.Version))
+	return redirect(c, "/models/versions/"+id.String())
+}
+
+// ModelGateOverride records an admin's override of a failing gate.
+func (h *Handlers) ModelGateOverride(c echo.Context) error {
+	id, err := pathID(c)
+	if err != nil {
+		return err
+	}
+	if err := h.Eval.Override(ctx(c), actor(c), CallerOf(c).OrgID, id, c.FormValue("reason")); err != nil {
+		return h.versionFormError(c, id, err, func(m *views.ModelVersionView, fields map[string]string) {
+			m.Errors = map[string]string{"override_reason": fields["reason"]}
+		})
+	}
+	h.Sessions.Flash(c, "ok", "The gate is overridden for this version; the reason stays on it.")
 	return redirect(c, "/models/versions/"+id.String())
 }
 

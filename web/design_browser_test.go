@@ -146,6 +146,7 @@ func TestBrowserEveryPageStyled(t *testing.T) {
 		{"models", "/models"},
 		{"model-version", "/models/versions/" + registered.ID.String()},
 		{"serving-targets", "/models/targets"},
+		{"evaluations", "/evaluations"},
 		{"users", "/admin/users"},
 		{"keys", "/admin/api-keys"},
 		{"audit", "/admin/audit"},
@@ -194,6 +195,7 @@ type pageFacts struct {
 	ScrollWidth, InnerWidth int
 	Bare, Raw               []string
 	Title                   string
+	Overlap                 []string // how the top bar does not fit
 }
 
 // checkPage opens url, asserts the design system's promises on it and
@@ -219,7 +221,13 @@ func checkPage(t *testing.T, ctx context.Context, url string) string {
 			if (!el.checkVisibility || !el.checkVisibility()) continue;
 			for (const m of n.textContent.matchAll(re)) raw.push(m[0] + ' in <' + el.tagName.toLowerCase() + '>');
 		}
-		return {ScrollWidth: document.documentElement.scrollWidth, InnerWidth: window.innerWidth, Bare: bare, Raw: raw, Title: document.title};
+		// The navigation must fit its room: one too long for the window runs
+		// under the account links without widening the page.
+		const overlap = [];
+		const nav = document.querySelector('nav.tabs');
+		// (On a phone the navigation is a strip that scrolls sideways.)
+		if (nav && getComputedStyle(nav).overflowX === 'visible' && nav.scrollWidth > nav.clientWidth) overlap.push('the navigation needs ' + nav.scrollWidth + 'px of its ' + nav.clientWidth + 'px');
+		return {ScrollWidth: document.documentElement.scrollWidth, InnerWidth: window.innerWidth, Bare: bare, Raw: raw, Title: document.title, Overlap: overlap};
 	})()`, rawWord)
 	r, err := chromedp.Run(ctx, chromedp.Evaluate[pageFacts](js))
 	if err != nil {
@@ -230,6 +238,9 @@ func checkPage(t *testing.T, ctx context.Context, url string) string {
 	}
 	if len(r.Bare) > 0 {
 		t.Errorf("tables without the .table class: %q", r.Bare)
+	}
+	if len(r.Overlap) > 0 {
+		t.Errorf("the top bar does not fit: %q", r.Overlap)
 	}
 	if len(r.Raw) > 0 {
 		t.Errorf("raw words on screen: %q", r.Raw)

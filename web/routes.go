@@ -145,6 +145,7 @@ func Routes(h *handlers.Handlers) []Route {
 		{POST, "/models/versions/:id/rollback", auth.Admin, h.ModelRollback},
 		{POST, "/models/versions/:id/status", auth.Admin, h.ModelStatus},
 		{POST, "/models/versions/:id/number", auth.Admin, h.ModelNumber},
+		{POST, "/models/versions/:id/override", auth.Admin, h.ModelGateOverride},
 		{GET, "/api/models", auth.Viewer, h.APIModelList},
 		{POST, "/api/models", auth.Admin, h.APIModelRegister},
 		{GET, "/api/models/:id", auth.Viewer, h.APIModelGet},
@@ -156,6 +157,13 @@ func Routes(h *handlers.Handlers) []Route {
 		{GET, "/api/deployments/:id", auth.Viewer, h.APIDeploymentGet},
 		{POST, "/api/serving-targets", auth.Admin, h.APIServingTargetCreate},
 		{GET, "/api/serving-targets", auth.Admin, h.APIServingTargetList},
+
+		// Evaluation.
+		{GET, "/evaluations", auth.Viewer, h.Evaluations},
+		{POST, "/evaluations/golden-sets", auth.Admin, h.GoldenSetMark},
+		{POST, "/evaluations/golden-sets/:id/unmark", auth.Admin, h.GoldenSetUnmark},
+		{POST, "/evaluations/gate", auth.Admin, h.EvaluationGateSave},
+		{POST, "/evaluations/gate/remove", auth.Admin, h.EvaluationGateRemove},
 
 		// Seed 003 training API.
 		{POST, "/api/train", auth.Admin, h.APITrain},

@@ -19,6 +19,7 @@ import (
 	"github.com/curate/curate/internal/blobstore"
 	"github.com/curate/curate/internal/config"
 	"github.com/curate/curate/internal/datasets"
+	"github.com/curate/curate/internal/eval"
 	"github.com/curate/curate/internal/feedback"
 	"github.com/curate/curate/internal/feedbackstats"
 	"github.com/curate/curate/internal/finetune"
@@ -64,7 +65,9 @@ type Services struct {
 
 	// Models is the model registry; Serving the targets versions are
 	// deployed to.
-	Models  *models.Service
+	Models *models.Service
+	// Eval evaluates models on golden sets.
+	Eval    *eval.Service
 	Serving *serving.Service
 	// Overview counts the start page's waiting work.
 	Overview *overview.Service
@@ -106,7 +109,8 @@ func New(cfg config.Config, pool *pgxpool.Pool, log *slog.Logger) (*Services, er
 	ft.Log = log
 	ft.SetDataSource(&datasets.FineTuneSource{Service: ds})
 	srv := &serving.Service{Pool: pool, Secrets: imp.Secrets, Outbound: out}
-	reg := &models.Service{Pool: pool, Jobs: inserter, Serving: srv}
+	ev := &eval.Service{Pool: pool}
+	reg := &models.Service{Pool: pool, Jobs: inserter, Serving: srv, Gate: ev}
 	ft.Registry = reg
 	acc := accounts.New(pool)
 	acc.SessionTTL = cfg.SessionTTL
@@ -127,6 +131,7 @@ func New(cfg config.Config, pool *pgxpool.Pool, log *slog.Logger) (*Services, er
 		Health:        &health.Service{Pool: pool},
 		Servers:       &servers.Service{Pool: pool},
 		Models:        reg,
+		Eval:          ev,
 		Serving:       srv,
 		Overview:      &overview.Service{Pool: pool},
 	}, nil

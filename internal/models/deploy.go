@@ -101,6 +101,9 @@ func (s *Service) Deploy(ctx context.Context, actor audit.Actor, orgID, versionI
 	if err := v.Err(); err != nil {
 		return Deployment{}, err
 	}
+	if err := s.checkGate(ctx, orgID, versionID, in.Alias); err != nil {
+		return Deployment{}, err
+	}
 	var out Deployment
 	err := db.InTx(ctx, s.Pool, func(tx pgx.Tx, q *db.Queries) error {
 		t, err := s.Serving.GetByName(ctx, q, orgID, in.Target)

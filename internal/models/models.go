@@ -77,6 +77,9 @@ type Service struct {
 	Jobs jobq.Inserter
 	// Serving reaches the targets versions are deployed to.
 	Serving *serving.Service
+	// Gate is asked before the production alias moves; nil lets every
+	// deployment through.
+	Gate Gate
 }
 
 // Version is one version of a registered model as pages and the API show it.

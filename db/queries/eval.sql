@@ -1,0 +1,69 @@
+-- Evaluation: golden sets (internal/eval).
+
+-- name: GoldenSetInsertOrUpdate :one
+INSERT INTO golden_sets (version_id, org_id, name, split_tags, created_by_label)
+VALUES (@version_id, @org_id, @name, @split_tags, @created_by_label)
+ON CONFLICT (version_id) DO UPDATE SET name = EXCLUDED.name, split_tags = EXCLUDED.split_tags
+RETURNING *;
+
+-- name: GoldenSetDelete :execrows
+DELETE FROM golden_sets WHERE org_id = @org_id AND version_id = @version_id;
+
+-- name: GoldenSetList :many
+SELECT sqlc.embed(g), dv.number AS version_number, dv.item_count, dv.kind, d.id AS dataset_id, d.name AS dataset_name
+FROM golden_sets g
+JOIN dataset_versions dv ON dv.id = g.version_id
+JOIN training_datasets d ON d.id = dv.dataset_id
+WHERE g.org_id = @org_id
+ORDER BY g.created_at DESC;
+
+-- name: GoldenSetGet :one
+SELECT * FROM golden_sets WHERE org_id = @org_id AND version_id = @version_id;
+
+-- name: GoldenSetListItems :many
+-- A frozen version's items with the tags of what each came from, for
+-- splits by tag: feedback's tags, or a pair's.
+SELECT i.source_id, i.split, i.content, coalesce(f.tags, p.tags, '{}')::text[] AS tags
+FROM dataset_version_items i
+JOIN dataset_versions dv ON dv.id = i.version_id AND dv.org_id = @org_id
+LEFT JOIN feedback f ON f.id = i.source_id AND f.org_id = @org_id
+LEFT JOIN preference_pairs p ON p.id = i.source_id AND p.org_id = @org_id
+WHERE i.version_id = @version_id
+ORDER BY i.content_sha, i.source_id;
+
+-- name: EvaluationGateGet :one
+SELECT g.*, s.name AS golden_set_name FROM evaluation_gates g JOIN golden_sets s ON s.version_id = g.golden_set_version_id
+WHERE g.org_id = @org_id;
+
+-- name: EvaluationGateInsertOrUpdate :exec
+INSERT INTO evaluation_gates (org_id, golden_set_version_id, max_mean_drop, regression_margin, max_regressions, no_new_red_team_flags, updated_by_label)
+VALUES (@org_id, @golden_set_version_id, @max_mean_drop, @regression_margin, @max_regressions, @no_new_red_team_flags, @updated_by_label)
+ON CONFLICT (org_id) DO UPDATE SET golden_set_version_id = EXCLUDED.golden_set_version_id, max_mean_drop = EXCLUDED.max_mean_drop,
+    regression_margin = EXCLUDED.regression_margin, max_regressions = EXCLUDED.max_regressions,
+    no_new_red_team_flags = EXCLUDED.no_new_red_team_flags, updated_by_label = EXCLUDED.updated_by_label, updated_at = now();
+
+-- name: EvaluationGateDelete :exec
+DELETE FROM evaluation_gates WHERE org_id = @org_id;
+
+-- name: EvaluationRunGetLatestFor :one
+-- The newest finished evaluation of a version on a golden set.
+SELECT * FROM evaluation_runs
+WHERE org_id = @org_id AND candidate_version_id = @candidate_version_id AND golden_set_version_id = @golden_set_version_id
+  AND status = 'succeeded'
+ORDER BY finished_at DESC
+LIMIT 1;
+
+-- name: EvaluationItemListForComparison :many
+-- Two runs' items side by side on the items both answered.
+SELECT c.source_id, c.split, c.reward AS candidate_reward, b.reward AS baseline_reward,
+       c.safety_flag AS candidate_flag, b.safety_flag AS baseline_flag
+FROM evaluation_items c JOIN evaluation_items b ON b.source_id = c.source_id AND b.run_id = @baseline_run_id
+WHERE c.run_id = @candidate_run_id
+ORDER BY c.source_id;
+
+-- name: GateOverrideInsert :one
+INSERT INTO gate_overrides (org_id, version_id, reason, actor_label) VALUES (@org_id, @version_id, @reason, @actor_label)
+RETURNING *;
+
+-- name: GateOverrideList :many
+SELECT * FROM gate_overrides WHERE org_id = @org_id AND version_id = @version_id ORDER BY id DESC;
