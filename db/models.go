@@ -1146,6 +1146,17 @@ type RegisteredModel struct {
 	CreatedAt   time.Time `json:"created_at"`
 }
 
+type RewardFormula struct {
+	ID             uuid.UUID       `json:"id"`
+	OrgID          uuid.UUID       `json:"org_id"`
+	Name           string          `json:"name"`
+	Version        int32           `json:"version"`
+	Weights        json.RawMessage `json:"weights"`
+	CreatedBy      uuid.NullUUID   `json:"created_by"`
+	CreatedByLabel string          `json:"created_by_label"`
+	CreatedAt      time.Time       `json:"created_at"`
+}
+
 type RiverJob struct {
 	ID          int64             `json:"id"`
 	State       RiverJobState     `json:"state"`
