@@ -332,8 +332,14 @@ FROM golden_sets g
 JOIN dataset_versions dv ON dv.id = g.version_id
 JOIN training_datasets d ON d.id = dv.dataset_id
 WHERE g.org_id = $1
+  AND ($2::uuid IS NULL OR g.version_id = $2)
 ORDER BY g.created_at DESC
 `
+
+type GoldenSetListParams struct {
+	OrgID     uuid.UUID     `json:"org_id"`
+	VersionID uuid.NullUUID `json:"version_id"`
+}
 
 type GoldenSetListRow struct {
 	GoldenSet     GoldenSet `json:"golden_set"`
@@ -344,8 +350,8 @@ type GoldenSetListRow struct {
 	DatasetName   string    `json:"dataset_name"`
 }
 
-func (q *Queries) GoldenSetList(ctx context.Context, orgID uuid.UUID) ([]GoldenSetListRow, error) {
-	rows, err := q.db.Query(ctx, goldenSetList, orgID)
+func (q *Queries) GoldenSetList(ctx context.Context, arg GoldenSetListParams) ([]GoldenSetListRow, error) {
+	rows, err := q.db.Query(ctx, goldenSetList, arg.OrgID, arg.VersionID)
 	if err != nil {
 		return nil, err
 	}

@@ -15,6 +15,7 @@ FROM golden_sets g
 JOIN dataset_versions dv ON dv.id = g.version_id
 JOIN training_datasets d ON d.id = dv.dataset_id
 WHERE g.org_id = @org_id
+  AND (sqlc.narg('version_id')::uuid IS NULL OR g.version_id = sqlc.narg('version_id'))
 ORDER BY g.created_at DESC;
 
 -- name: GoldenSetGet :one

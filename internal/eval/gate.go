@@ -171,11 +171,11 @@ func (s *Service) latestRun(ctx context.Context, q *db.Queries, orgID, versionID
 // baseline is production's latest run on the set, for a candidate of the
 // same registered model; nil when there is none to compare with.
 func (s *Service) baseline(ctx context.Context, q *db.Queries, orgID, versionID, setID uuid.UUID) (*db.EvaluationRun, error) {
-	v, err := q.ModelVersionGetForUpdate(ctx, db.ModelVersionGetForUpdateParams{OrgID: orgID, ID: versionID})
+	v, err := q.ModelVersionGet(ctx, db.ModelVersionGetParams{OrgID: orgID, ID: versionID})
 	if err != nil {
 		return nil, err
 	}
-	a, err := q.ModelAliasGet(ctx, db.ModelAliasGetParams{OrgID: orgID, RegisteredModelID: v.RegisteredModelID, Alias: models.Production})
+	a, err := q.ModelAliasGet(ctx, db.ModelAliasGetParams{OrgID: orgID, RegisteredModelID: v.RegisteredModel.ID, Alias: models.Production})
 	if errors.Is(err, pgx.ErrNoRows) || (err == nil && a.VersionID == versionID) {
 		return nil, nil
 	}

@@ -116,7 +116,12 @@ func (s *Service) Unmark(ctx context.Context, actor audit.Actor, orgID, versionI
 
 // GoldenSets lists the organisation's golden sets, newest first.
 func (s *Service) GoldenSets(ctx context.Context, orgID uuid.UUID) ([]GoldenSet, error) {
-	rows, err := db.New(s.Pool).GoldenSetList(ctx, orgID)
+	return s.goldenSets(ctx, orgID, uuid.NullUUID{})
+}
+
+// goldenSets lists golden sets, all of them or the one of a version.
+func (s *Service) goldenSets(ctx context.Context, orgID uuid.UUID, version uuid.NullUUID) ([]GoldenSet, error) {
+	rows, err := db.New(s.Pool).GoldenSetList(ctx, db.GoldenSetListParams{OrgID: orgID, VersionID: version})
 	if err != nil {
 		return nil, err
 	}
@@ -131,16 +136,14 @@ func (s *Service) GoldenSets(ctx context.Context, orgID uuid.UUID) ([]GoldenSet,
 
 // Get returns one golden set, or errs.ErrNotFound.
 func (s *Service) Get(ctx context.Context, orgID, versionID uuid.UUID) (GoldenSet, error) {
-	all, err := s.GoldenSets(ctx, orgID)
+	sets, err := s.goldenSets(ctx, orgID, uuid.NullUUID{UUID: versionID, Valid: true})
 	if err != nil {
 		return GoldenSet{}, err
 	}
-	for _, g := range all {
-		if g.VersionID == versionID {
-			return g, nil
-		}
+	if len(sets) == 0 {
+		return GoldenSet{}, errs.ErrNotFound
 	}
-	return GoldenSet{}, errs.ErrNotFound
+	return sets[0], nil
 }
 
 // Item is one prompt of an evaluation set: the conversation up to the
