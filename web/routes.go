@@ -157,6 +157,10 @@ func Routes(h *handlers.Handlers) []Route {
 		{POST, "/api/serving-targets", auth.Admin, h.APIServingTargetCreate},
 		{GET, "/api/serving-targets", auth.Admin, h.APIServingTargetList},
 
+		// Evaluation.
+		{GET, "/api/reward-formulas", auth.Viewer, h.APIRewardFormulaList},
+		{POST, "/api/reward-formulas", auth.Admin, h.APIRewardFormulaCreate},
+
 		// Seed 003 training API.
 		{POST, "/api/train", auth.Admin, h.APITrain},
 		{GET, "/api/train/status/:id", auth.Viewer, h.APITrainStatus},

@@ -29,6 +29,7 @@ import (
 	"github.com/curate/curate/internal/outbound"
 	"github.com/curate/curate/internal/overview"
 	"github.com/curate/curate/internal/pairs"
+	"github.com/curate/curate/internal/reward"
 	"github.com/curate/curate/internal/scratch"
 	"github.com/curate/curate/internal/servers"
 	"github.com/curate/curate/internal/serving"
@@ -66,6 +67,8 @@ type Services struct {
 	// deployed to.
 	Models  *models.Service
 	Serving *serving.Service
+	// Reward keeps the reward formulas evaluations combine scores with.
+	Reward *reward.Service
 	// Overview counts the start page's waiting work.
 	Overview *overview.Service
 }
@@ -128,6 +131,7 @@ func New(cfg config.Config, pool *pgxpool.Pool, log *slog.Logger) (*Services, er
 		Servers:       &servers.Service{Pool: pool},
 		Models:        reg,
 		Serving:       srv,
+		Reward:        &reward.Service{Pool: pool},
 		Overview:      &overview.Service{Pool: pool},
 	}, nil
 }
