@@ -28,6 +28,7 @@ import (
 	"github.com/curate/curate/internal/overview"
 	"github.com/curate/curate/internal/pairs"
 	"github.com/curate/curate/internal/ratelimit"
+	"github.com/curate/curate/internal/reward"
 	"github.com/curate/curate/internal/serving"
 	"github.com/curate/curate/views"
 )
@@ -52,6 +53,8 @@ type Handlers struct {
 	Models  *models.Service
 	Eval    *eval.Service
 	Serving *serving.Service
+	// Reward keeps the reward formulas evaluations combine scores with.
+	Reward *reward.Service
 	// Alerts lists, dismisses and configures alerts.
 	Alerts *alerts.Service
 	// FeedbackStats sums up feedback for the stats page.

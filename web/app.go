@@ -83,7 +83,7 @@ func New(cfg config.Config, pool *pgxpool.Pool, log *slog.Logger) (*App, error) 
 		Config: cfg, Pool: pool, River: client, Log: log, Services: svc, Accounts: svc.Accounts, FineTune: svc.FineTune,
 		handlers: &handlers.Handlers{Log: log,
 			Accounts: svc.Accounts, Importer: svc.Imports, Datasets: svc.Datasets, FineTune: svc.FineTune,
-			Feedback: svc.Feedback, Pairs: svc.Pairs, Models: svc.Models, Serving: svc.Serving, Eval: svc.Eval,
+			Feedback: svc.Feedback, Pairs: svc.Pairs, Models: svc.Models, Serving: svc.Serving, Eval: svc.Eval, Reward: svc.Reward,
 			Alerts: svc.Alerts, FeedbackStats: svc.FeedbackStats, AuditLog: svc.AuditLog, Health: svc.Health,
 			Overview:    svc.Overview,
 			Sessions:    handlers.NewSessions(hashKey, blockKey, cfg.SessionTTL),

@@ -164,6 +164,8 @@ func Routes(h *handlers.Handlers) []Route {
 		{POST, "/evaluations/golden-sets/:id/unmark", auth.Admin, h.GoldenSetUnmark},
 		{POST, "/evaluations/gate", auth.Admin, h.EvaluationGateSave},
 		{POST, "/evaluations/gate/remove", auth.Admin, h.EvaluationGateRemove},
+		{GET, "/api/reward-formulas", auth.Viewer, h.APIRewardFormulaList},
+		{POST, "/api/reward-formulas", auth.Admin, h.APIRewardFormulaCreate},
 
 		// Seed 003 training API.
 		{POST, "/api/train", auth.Admin, h.APITrain},

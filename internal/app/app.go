@@ -30,6 +30,7 @@ import (
 	"github.com/curate/curate/internal/outbound"
 	"github.com/curate/curate/internal/overview"
 	"github.com/curate/curate/internal/pairs"
+	"github.com/curate/curate/internal/reward"
 	"github.com/curate/curate/internal/scratch"
 	"github.com/curate/curate/internal/servers"
 	"github.com/curate/curate/internal/serving"
@@ -69,6 +70,8 @@ type Services struct {
 	// Eval evaluates models on golden sets.
 	Eval    *eval.Service
 	Serving *serving.Service
+	// Reward keeps the reward formulas evaluations combine scores with.
+	Reward *reward.Service
 	// Overview counts the start page's waiting work.
 	Overview *overview.Service
 }
@@ -133,6 +136,7 @@ func New(cfg config.Config, pool *pgxpool.Pool, log *slog.Logger) (*Services, er
 		Models:        reg,
 		Eval:          ev,
 		Serving:       srv,
+		Reward:        &reward.Service{Pool: pool},
 		Overview:      &overview.Service{Pool: pool},
 	}, nil
 }

@@ -217,6 +217,10 @@ func Parse(field string, cfgs []Config) (Set, error) {
 // compile checks one configuration, recording problems in v; nil when any.
 func compile(f string, c Config, v *errs.Invalid) *Scorer {
 	before := len(v.Errors)
+	if slices.Contains(External, c.Preset) {
+		v.Add(f+".preset", "%s is scored outside the rules and takes no name or settings; list it as \"%s\"", c.Preset, c.Preset)
+		return nil
+	}
 	if c.Preset != "" {
 		p, ok := Presets[c.Preset]
 		if !ok {

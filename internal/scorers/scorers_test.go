@@ -214,6 +214,7 @@ func TestParseRefuses(t *testing.T) {
 		{`[{"name": "judge", "kind": "refusal"}]`, "scorers[0].name"},
 		{`["chain", {"name": "chain", "kind": "refusal"}]`, "scorers[1].name"},
 		{`["judge", "judge"]`, "scorers[1]"},
+		{`[{"preset": "judge", "name": "teacher"}]`, "scorers[0].preset"},
 		{`[{"preset": "risk", "mode": "fraction"}]`, "scorers[0].preset"},
 		{`[{"kind": "required", "patterns": ["` + strings.Repeat("a", 501) + `"]}]`, "scorers[0].patterns[0]"},
 		{`[{"kind": "required", "patterns": ["a{1000}{1000}"]}]`, "scorers[0].patterns[0]"},

@@ -58,7 +58,7 @@ type Interval struct {
 type Bootstrap struct {
 	// Level is the interval's coverage, in (0, 1): 0.95 for a 95% interval.
 	Level float64
-	// Resamples is how many resamples are drawn; at least 100. 2,000 is
+	// Resamples is how many resamples are drawn, 100 to MaxResamples. 2,000 is
 	// enough for a 95% interval's ends to settle to about a hundredth of a
 	// standard error on typical evaluation sets.
 	Resamples int
@@ -66,6 +66,9 @@ type Bootstrap struct {
 	// same interval on every run and machine.
 	Seed uint64
 }
+
+// MaxResamples bounds the work one interval may ask for.
+const MaxResamples = 100000
 
 // DefaultBootstrap is a 95% interval from 2,000 resamples with seed 1.
 var DefaultBootstrap = Bootstrap{Level: 0.95, Resamples: 2000, Seed: 1}
@@ -85,8 +88,8 @@ func MeanCI(xs []float64, b Bootstrap) (mean float64, ci Interval, err error) {
 	if !(b.Level > 0 && b.Level < 1) {
 		return 0, Interval{}, invalid("level %v is not between 0 and 1", b.Level)
 	}
-	if b.Resamples < 100 {
-		return 0, Interval{}, invalid("%d resamples; at least 100", b.Resamples)
+	if b.Resamples < 100 || b.Resamples > MaxResamples {
+		return 0, Interval{}, invalid("%d resamples; 100 to %d", b.Resamples, MaxResamples)
 	}
 	// PCG seeded from the caller's seed alone: no global state, so two
 	// intervals computed in parallel do not disturb each other.

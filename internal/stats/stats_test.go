@@ -74,6 +74,7 @@ func TestMeanCIRefuses(t *testing.T) {
 		{[]float64{1, math.NaN()}, DefaultBootstrap, ErrInvalid},
 		{[]float64{1, 2}, Bootstrap{Level: 1, Resamples: 1000}, ErrInvalid},
 		{[]float64{1, 2}, Bootstrap{Level: 0.95, Resamples: 10}, ErrInvalid},
+		{[]float64{1, 2}, Bootstrap{Level: 0.95, Resamples: MaxResamples + 1}, ErrInvalid},
 	} {
 		if _, _, err := MeanCI(tc.xs, tc.b); !errors.Is(err, tc.want) {
 			t.Errorf("MeanCI(%v, %+v) = %v; want %v", tc.xs, tc.b, err, tc.want)
