@@ -88,6 +88,82 @@ func (q *Queries) EvaluationGateInsertOrUpdate(ctx context.Context, arg Evaluati
 	return err
 }
 
+const evaluationItemInsert = `-- name: EvaluationItemInsert :execrows
+INSERT INTO evaluation_items (run_id, source_id, split, query, reference, answer, scores, reward, invalid_reason, critique, safety_flag)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
+ON CONFLICT (run_id, source_id) DO NOTHING
+`
+
+type EvaluationItemInsertParams struct {
+	RunID         uuid.UUID       `json:"run_id"`
+	SourceID      uuid.UUID       `json:"source_id"`
+	Split         string          `json:"split"`
+	Query         string          `json:"query"`
+	Reference     string          `json:"reference"`
+	Answer        string          `json:"answer"`
+	Scores        json.RawMessage `json:"scores"`
+	Reward        pgtype.Float8   `json:"reward"`
+	InvalidReason string          `json:"invalid_reason"`
+	Critique      string          `json:"critique"`
+	SafetyFlag    bool            `json:"safety_flag"`
+}
+
+func (q *Queries) EvaluationItemInsert(ctx context.Context, arg EvaluationItemInsertParams) (int64, error) {
+	result, err := q.db.Exec(ctx, evaluationItemInsert,
+		arg.RunID,
+		arg.SourceID,
+		arg.Split,
+		arg.Query,
+		arg.Reference,
+		arg.Answer,
+		arg.Scores,
+		arg.Reward,
+		arg.InvalidReason,
+		arg.Critique,
+		arg.SafetyFlag,
+	)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}
+
+const evaluationItemList = `-- name: EvaluationItemList :many
+SELECT run_id, source_id, split, query, reference, answer, scores, reward, invalid_reason, critique, safety_flag FROM evaluation_items WHERE run_id = $1 ORDER BY split, source_id
+`
+
+func (q *Queries) EvaluationItemList(ctx context.Context, runID uuid.UUID) ([]EvaluationItem, error) {
+	rows, err := q.db.Query(ctx, evaluationItemList, runID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []EvaluationItem{}
+	for rows.Next() {
+		var i EvaluationItem
+		if err := rows.Scan(
+			&i.RunID,
+			&i.SourceID,
+			&i.Split,
+			&i.Query,
+			&i.Reference,
+			&i.Answer,
+			&i.Scores,
+			&i.Reward,
+			&i.InvalidReason,
+			&i.Critique,
+			&i.SafetyFlag,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const evaluationItemListForComparison = `-- name: EvaluationItemListForComparison :many
 SELECT c.source_id, c.split, c.reward AS candidate_reward, b.reward AS baseline_reward,
        c.safety_flag AS candidate_flag, b.safety_flag AS baseline_flag
@@ -138,6 +214,126 @@ func (q *Queries) EvaluationItemListForComparison(ctx context.Context, arg Evalu
 	return items, nil
 }
 
+const evaluationItemListIDs = `-- name: EvaluationItemListIDs :many
+SELECT source_id FROM evaluation_items WHERE run_id = $1
+`
+
+func (q *Queries) EvaluationItemListIDs(ctx context.Context, runID uuid.UUID) ([]uuid.UUID, error) {
+	rows, err := q.db.Query(ctx, evaluationItemListIDs, runID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []uuid.UUID{}
+	for rows.Next() {
+		var source_id uuid.UUID
+		if err := rows.Scan(&source_id); err != nil {
+			return nil, err
+		}
+		items = append(items, source_id)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const evaluationItemListRewards = `-- name: EvaluationItemListRewards :many
+SELECT reward::float8 FROM evaluation_items WHERE run_id = $1 AND reward IS NOT NULL ORDER BY source_id
+`
+
+func (q *Queries) EvaluationItemListRewards(ctx context.Context, runID uuid.UUID) ([]float64, error) {
+	rows, err := q.db.Query(ctx, evaluationItemListRewards, runID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []float64{}
+	for rows.Next() {
+		var reward float64
+		if err := rows.Scan(&reward); err != nil {
+			return nil, err
+		}
+		items = append(items, reward)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const evaluationRunGet = `-- name: EvaluationRunGet :one
+SELECT id, org_id, golden_set_version_id, candidate_version_id, candidate_endpoint, config, status, done, total, mean_reward, ci_low, ci_high, invalid, judge_calls, judge_cost_micros, paused_reason, error, river_job_id, created_by_label, created_at, finished_at FROM evaluation_runs WHERE org_id = $1 AND id = $2
+`
+
+type EvaluationRunGetParams struct {
+	OrgID uuid.UUID `json:"org_id"`
+	ID    uuid.UUID `json:"id"`
+}
+
+func (q *Queries) EvaluationRunGet(ctx context.Context, arg EvaluationRunGetParams) (EvaluationRun, error) {
+	row := q.db.QueryRow(ctx, evaluationRunGet, arg.OrgID, arg.ID)
+	var i EvaluationRun
+	err := row.Scan(
+		&i.ID,
+		&i.OrgID,
+		&i.GoldenSetVersionID,
+		&i.CandidateVersionID,
+		&i.CandidateEndpoint,
+		&i.Config,
+		&i.Status,
+		&i.Done,
+		&i.Total,
+		&i.MeanReward,
+		&i.CiLow,
+		&i.CiHigh,
+		&i.Invalid,
+		&i.JudgeCalls,
+		&i.JudgeCostMicros,
+		&i.PausedReason,
+		&i.Error,
+		&i.RiverJobID,
+		&i.CreatedByLabel,
+		&i.CreatedAt,
+		&i.FinishedAt,
+	)
+	return i, err
+}
+
+const evaluationRunGetByID = `-- name: EvaluationRunGetByID :one
+SELECT id, org_id, golden_set_version_id, candidate_version_id, candidate_endpoint, config, status, done, total, mean_reward, ci_low, ci_high, invalid, judge_calls, judge_cost_micros, paused_reason, error, river_job_id, created_by_label, created_at, finished_at FROM evaluation_runs WHERE id = $1
+`
+
+// For the worker, which knows the run only by its id.
+func (q *Queries) EvaluationRunGetByID(ctx context.Context, id uuid.UUID) (EvaluationRun, error) {
+	row := q.db.QueryRow(ctx, evaluationRunGetByID, id)
+	var i EvaluationRun
+	err := row.Scan(
+		&i.ID,
+		&i.OrgID,
+		&i.GoldenSetVersionID,
+		&i.CandidateVersionID,
+		&i.CandidateEndpoint,
+		&i.Config,
+		&i.Status,
+		&i.Done,
+		&i.Total,
+		&i.MeanReward,
+		&i.CiLow,
+		&i.CiHigh,
+		&i.Invalid,
+		&i.JudgeCalls,
+		&i.JudgeCostMicros,
+		&i.PausedReason,
+		&i.Error,
+		&i.RiverJobID,
+		&i.CreatedByLabel,
+		&i.CreatedAt,
+		&i.FinishedAt,
+	)
+	return i, err
+}
+
 const evaluationRunGetLatestFor = `-- name: EvaluationRunGetLatestFor :one
 SELECT id, org_id, golden_set_version_id, candidate_version_id, candidate_endpoint, config, status, done, total, mean_reward, ci_low, ci_high, invalid, judge_calls, judge_cost_micros, paused_reason, error, river_job_id, created_by_label, created_at, finished_at FROM evaluation_runs
 WHERE org_id = $1 AND candidate_version_id = $2 AND golden_set_version_id = $3
@@ -180,6 +376,163 @@ func (q *Queries) EvaluationRunGetLatestFor(ctx context.Context, arg EvaluationR
 		&i.FinishedAt,
 	)
 	return i, err
+}
+
+const evaluationRunInsert = `-- name: EvaluationRunInsert :one
+INSERT INTO evaluation_runs (org_id, golden_set_version_id, candidate_version_id, candidate_endpoint, config, total, created_by_label)
+VALUES ($1, $2, $3, $4, $5, $6, $7)
+RETURNING id, org_id, golden_set_version_id, candidate_version_id, candidate_endpoint, config, status, done, total, mean_reward, ci_low, ci_high, invalid, judge_calls, judge_cost_micros, paused_reason, error, river_job_id, created_by_label, created_at, finished_at
+`
+
+type EvaluationRunInsertParams struct {
+	OrgID              uuid.UUID       `json:"org_id"`
+	GoldenSetVersionID uuid.UUID       `json:"golden_set_version_id"`
+	CandidateVersionID uuid.NullUUID   `json:"candidate_version_id"`
+	CandidateEndpoint  string          `json:"candidate_endpoint"`
+	Config             json.RawMessage `json:"config"`
+	Total              int32           `json:"total"`
+	CreatedByLabel     string          `json:"created_by_label"`
+}
+
+func (q *Queries) EvaluationRunInsert(ctx context.Context, arg EvaluationRunInsertParams) (EvaluationRun, error) {
+	row := q.db.QueryRow(ctx, evaluationRunInsert,
+		arg.OrgID,
+		arg.GoldenSetVersionID,
+		arg.CandidateVersionID,
+		arg.CandidateEndpoint,
+		arg.Config,
+		arg.Total,
+		arg.CreatedByLabel,
+	)
+	var i EvaluationRun
+	err := row.Scan(
+		&i.ID,
+		&i.OrgID,
+		&i.GoldenSetVersionID,
+		&i.CandidateVersionID,
+		&i.CandidateEndpoint,
+		&i.Config,
+		&i.Status,
+		&i.Done,
+		&i.Total,
+		&i.MeanReward,
+		&i.CiLow,
+		&i.CiHigh,
+		&i.Invalid,
+		&i.JudgeCalls,
+		&i.JudgeCostMicros,
+		&i.PausedReason,
+		&i.Error,
+		&i.RiverJobID,
+		&i.CreatedByLabel,
+		&i.CreatedAt,
+		&i.FinishedAt,
+	)
+	return i, err
+}
+
+const evaluationRunUpdateFailed = `-- name: EvaluationRunUpdateFailed :exec
+UPDATE evaluation_runs SET status = 'failed', error = $1, finished_at = now()
+WHERE id = $2 AND status NOT IN ('succeeded', 'failed')
+`
+
+type EvaluationRunUpdateFailedParams struct {
+	Error string    `json:"error"`
+	ID    uuid.UUID `json:"id"`
+}
+
+func (q *Queries) EvaluationRunUpdateFailed(ctx context.Context, arg EvaluationRunUpdateFailedParams) error {
+	_, err := q.db.Exec(ctx, evaluationRunUpdateFailed, arg.Error, arg.ID)
+	return err
+}
+
+const evaluationRunUpdateFinished = `-- name: EvaluationRunUpdateFinished :exec
+UPDATE evaluation_runs SET status = 'succeeded', mean_reward = $1, ci_low = $2,
+    ci_high = $3, finished_at = now()
+WHERE id = $4
+`
+
+type EvaluationRunUpdateFinishedParams struct {
+	MeanReward pgtype.Float8 `json:"mean_reward"`
+	CiLow      pgtype.Float8 `json:"ci_low"`
+	CiHigh     pgtype.Float8 `json:"ci_high"`
+	ID         uuid.UUID     `json:"id"`
+}
+
+func (q *Queries) EvaluationRunUpdateFinished(ctx context.Context, arg EvaluationRunUpdateFinishedParams) error {
+	_, err := q.db.Exec(ctx, evaluationRunUpdateFinished,
+		arg.MeanReward,
+		arg.CiLow,
+		arg.CiHigh,
+		arg.ID,
+	)
+	return err
+}
+
+const evaluationRunUpdatePaused = `-- name: EvaluationRunUpdatePaused :exec
+UPDATE evaluation_runs SET status = 'paused', paused_reason = $1 WHERE id = $2
+`
+
+type EvaluationRunUpdatePausedParams struct {
+	PausedReason string    `json:"paused_reason"`
+	ID           uuid.UUID `json:"id"`
+}
+
+func (q *Queries) EvaluationRunUpdatePaused(ctx context.Context, arg EvaluationRunUpdatePausedParams) error {
+	_, err := q.db.Exec(ctx, evaluationRunUpdatePaused, arg.PausedReason, arg.ID)
+	return err
+}
+
+const evaluationRunUpdateProgress = `-- name: EvaluationRunUpdateProgress :exec
+UPDATE evaluation_runs
+SET done = done + 1, invalid = invalid + CASE WHEN $1::bool THEN 1 ELSE 0 END,
+    judge_calls = judge_calls + $2, judge_cost_micros = judge_cost_micros + $3
+WHERE id = $4
+`
+
+type EvaluationRunUpdateProgressParams struct {
+	Invalid         bool      `json:"invalid"`
+	JudgeCalls      int32     `json:"judge_calls"`
+	JudgeCostMicros int64     `json:"judge_cost_micros"`
+	ID              uuid.UUID `json:"id"`
+}
+
+func (q *Queries) EvaluationRunUpdateProgress(ctx context.Context, arg EvaluationRunUpdateProgressParams) error {
+	_, err := q.db.Exec(ctx, evaluationRunUpdateProgress,
+		arg.Invalid,
+		arg.JudgeCalls,
+		arg.JudgeCostMicros,
+		arg.ID,
+	)
+	return err
+}
+
+const evaluationRunUpdateRiverID = `-- name: EvaluationRunUpdateRiverID :exec
+UPDATE evaluation_runs SET river_job_id = $1 WHERE id = $2
+`
+
+type EvaluationRunUpdateRiverIDParams struct {
+	RiverJobID pgtype.Int8 `json:"river_job_id"`
+	ID         uuid.UUID   `json:"id"`
+}
+
+func (q *Queries) EvaluationRunUpdateRiverID(ctx context.Context, arg EvaluationRunUpdateRiverIDParams) error {
+	_, err := q.db.Exec(ctx, evaluationRunUpdateRiverID, arg.RiverJobID, arg.ID)
+	return err
+}
+
+const evaluationRunUpdateStatus = `-- name: EvaluationRunUpdateStatus :exec
+UPDATE evaluation_runs SET status = $1, paused_reason = '' WHERE id = $2 AND status NOT IN ('succeeded', 'failed')
+`
+
+type EvaluationRunUpdateStatusParams struct {
+	Status EvaluationStatus `json:"status"`
+	ID     uuid.UUID        `json:"id"`
+}
+
+func (q *Queries) EvaluationRunUpdateStatus(ctx context.Context, arg EvaluationRunUpdateStatusParams) error {
+	_, err := q.db.Exec(ctx, evaluationRunUpdateStatus, arg.Status, arg.ID)
+	return err
 }
 
 const gateOverrideInsert = `-- name: GateOverrideInsert :one

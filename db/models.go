@@ -14,6 +14,49 @@ import (
 	"github.com/jackc/pgx/v5/pgtype"
 )
 
+type ConflictResolution string
+
+const (
+	ConflictResolutionJudgeRight ConflictResolution = "judge_right"
+	ConflictResolutionHumanRight ConflictResolution = "human_right"
+	ConflictResolutionBothWrong  ConflictResolution = "both_wrong"
+)
+
+func (e *ConflictResolution) Scan(src interface{}) error {
+	switch s := src.(type) {
+	case []byte:
+		*e = ConflictResolution(s)
+	case string:
+		*e = ConflictResolution(s)
+	default:
+		return fmt.Errorf("unsupported scan type for ConflictResolution: %T", src)
+	}
+	return nil
+}
+
+type NullConflictResolution struct {
+	ConflictResolution ConflictResolution `json:"conflict_resolution"`
+	Valid              bool               `json:"valid"` // Valid is true if ConflictResolution is not NULL
+}
+
+// Scan implements the Scanner interface.
+func (ns *NullConflictResolution) Scan(value interface{}) error {
+	if value == nil {
+		ns.ConflictResolution, ns.Valid = "", false
+		return nil
+	}
+	ns.Valid = true
+	return ns.ConflictResolution.Scan(value)
+}
+
+// Value implements the driver Valuer interface.
+func (ns NullConflictResolution) Value() (driver.Value, error) {
+	if !ns.Valid {
+		return nil, nil
+	}
+	return string(ns.ConflictResolution), nil
+}
+
 type DatasetStatus string
 
 const (
@@ -704,6 +747,21 @@ type AuditLog struct {
 	CreatedAt  time.Time       `json:"created_at"`
 }
 
+type BestOfNResponse struct {
+	ID               uuid.UUID       `json:"id"`
+	OrgID            uuid.UUID       `json:"org_id"`
+	Query            string          `json:"query"`
+	Context          json.RawMessage `json:"context"`
+	Scorer           json.RawMessage `json:"scorer"`
+	Selection        string          `json:"selection"`
+	GenerationMethod string          `json:"generation_method"`
+	Candidates       json.RawMessage `json:"candidates"`
+	Selected         int32           `json:"selected"`
+	RewardScore      float64         `json:"reward_score"`
+	CreatedByLabel   string          `json:"created_by_label"`
+	CreatedAt        time.Time       `json:"created_at"`
+}
+
 type DatasetExport struct {
 	ID             uuid.UUID    `json:"id"`
 	OrgID          uuid.UUID    `json:"org_id"`
@@ -768,6 +826,23 @@ type Deployment struct {
 	CreatedByLabel    string           `json:"created_by_label"`
 	CreatedAt         time.Time        `json:"created_at"`
 	FinishedAt        *time.Time       `json:"finished_at"`
+}
+
+type Endpoint struct {
+	ID                    uuid.UUID `json:"id"`
+	OrgID                 uuid.UUID `json:"org_id"`
+	Name                  string    `json:"name"`
+	BaseUrl               string    `json:"base_url"`
+	Model                 string    `json:"model"`
+	ApiKeyCiphertext      []byte    `json:"api_key_ciphertext"`
+	ApiKeyNonce           []byte    `json:"api_key_nonce"`
+	PricePerMillionInput  float64   `json:"price_per_million_input"`
+	PricePerMillionOutput float64   `json:"price_per_million_output"`
+	Temperature           float64   `json:"temperature"`
+	MaxTokens             int32     `json:"max_tokens"`
+	Concurrency           int32     `json:"concurrency"`
+	CreatedByLabel        string    `json:"created_by_label"`
+	CreatedAt             time.Time `json:"created_at"`
 }
 
 type EvaluationGate struct {
@@ -1023,6 +1098,83 @@ type JobHeartbeat struct {
 	JobID   int64     `json:"job_id"`
 	Attempt int32     `json:"attempt"`
 	BeatAt  time.Time `json:"beat_at"`
+}
+
+type JudgeAgreement struct {
+	ID              uuid.UUID       `json:"id"`
+	OrgID           uuid.UUID       `json:"org_id"`
+	Endpoint        string          `json:"endpoint"`
+	Template        string          `json:"template"`
+	TemplateVersion int32           `json:"template_version"`
+	Threshold       float64         `json:"threshold"`
+	Items           int32           `json:"items"`
+	Judged          int32           `json:"judged"`
+	Invalid         int32           `json:"invalid"`
+	Spearman        pgtype.Float8   `json:"spearman"`
+	Kappa           pgtype.Float8   `json:"kappa"`
+	Confusion       json.RawMessage `json:"confusion"`
+	JudgeCalls      int32           `json:"judge_calls"`
+	JudgeCostMicros int64           `json:"judge_cost_micros"`
+	CreatedByLabel  string          `json:"created_by_label"`
+	CreatedAt       time.Time       `json:"created_at"`
+}
+
+type JudgeBudget struct {
+	OrgID          uuid.UUID `json:"org_id"`
+	MonthlyMicros  int64     `json:"monthly_micros"`
+	UpdatedByLabel string    `json:"updated_by_label"`
+	UpdatedAt      time.Time `json:"updated_at"`
+}
+
+type JudgeCache struct {
+	OrgID         uuid.UUID     `json:"org_id"`
+	Key           []byte        `json:"key"`
+	Score         pgtype.Float8 `json:"score"`
+	SafetyFlag    bool          `json:"safety_flag"`
+	Critique      string        `json:"critique"`
+	InvalidReason string        `json:"invalid_reason"`
+	CreatedAt     time.Time     `json:"created_at"`
+}
+
+type JudgeCall struct {
+	ID               int64     `json:"id"`
+	OrgID            uuid.UUID `json:"org_id"`
+	Endpoint         string    `json:"endpoint"`
+	Model            string    `json:"model"`
+	Template         string    `json:"template"`
+	TemplateVersion  int32     `json:"template_version"`
+	Purpose          string    `json:"purpose"`
+	PromptTokens     int64     `json:"prompt_tokens"`
+	CompletionTokens int64     `json:"completion_tokens"`
+	CostMicros       int64     `json:"cost_micros"`
+	LatencyMs        int32     `json:"latency_ms"`
+	Outcome          string    `json:"outcome"`
+	CreatedAt        time.Time `json:"created_at"`
+}
+
+type JudgeConflict struct {
+	ID              uuid.UUID              `json:"id"`
+	OrgID           uuid.UUID              `json:"org_id"`
+	AgreementID     uuid.UUID              `json:"agreement_id"`
+	FeedbackID      uuid.UUID              `json:"feedback_id"`
+	HumanScore      float64                `json:"human_score"`
+	JudgeScore      float64                `json:"judge_score"`
+	JudgeSafetyFlag bool                   `json:"judge_safety_flag"`
+	Critique        string                 `json:"critique"`
+	Resolution      NullConflictResolution `json:"resolution"`
+	Note            string                 `json:"note"`
+	ResolvedByLabel string                 `json:"resolved_by_label"`
+	ResolvedAt      *time.Time             `json:"resolved_at"`
+	CreatedAt       time.Time              `json:"created_at"`
+}
+
+type JudgeTemplate struct {
+	OrgID          uuid.UUID `json:"org_id"`
+	Name           string    `json:"name"`
+	Version        int32     `json:"version"`
+	Body           string    `json:"body"`
+	CreatedByLabel string    `json:"created_by_label"`
+	CreatedAt      time.Time `json:"created_at"`
 }
 
 type KeyFingerprint struct {

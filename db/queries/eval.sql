@@ -68,3 +68,53 @@ RETURNING *;
 
 -- name: GateOverrideList :many
 SELECT * FROM gate_overrides WHERE org_id = @org_id AND version_id = @version_id ORDER BY id DESC;
+
+-- name: EvaluationRunInsert :one
+INSERT INTO evaluation_runs (org_id, golden_set_version_id, candidate_version_id, candidate_endpoint, config, total, created_by_label)
+VALUES (@org_id, @golden_set_version_id, @candidate_version_id, @candidate_endpoint, @config, @total, @created_by_label)
+RETURNING *;
+
+-- name: EvaluationRunUpdateRiverID :exec
+UPDATE evaluation_runs SET river_job_id = @river_job_id WHERE id = @id;
+
+-- name: EvaluationRunGet :one
+SELECT * FROM evaluation_runs WHERE org_id = @org_id AND id = @id;
+
+-- name: EvaluationRunGetByID :one
+-- For the worker, which knows the run only by its id.
+SELECT * FROM evaluation_runs WHERE id = @id;
+
+-- name: EvaluationRunUpdateStatus :exec
+UPDATE evaluation_runs SET status = @status, paused_reason = '' WHERE id = @id AND status NOT IN ('succeeded', 'failed');
+
+-- name: EvaluationRunUpdateProgress :exec
+UPDATE evaluation_runs
+SET done = done + 1, invalid = invalid + CASE WHEN @invalid::bool THEN 1 ELSE 0 END,
+    judge_calls = judge_calls + @judge_calls, judge_cost_micros = judge_cost_micros + @judge_cost_micros
+WHERE id = @id;
+
+-- name: EvaluationRunUpdatePaused :exec
+UPDATE evaluation_runs SET status = 'paused', paused_reason = @paused_reason WHERE id = @id;
+
+-- name: EvaluationRunUpdateFinished :exec
+UPDATE evaluation_runs SET status = 'succeeded', mean_reward = sqlc.narg('mean_reward'), ci_low = sqlc.narg('ci_low'),
+    ci_high = sqlc.narg('ci_high'), finished_at = now()
+WHERE id = @id;
+
+-- name: EvaluationRunUpdateFailed :exec
+UPDATE evaluation_runs SET status = 'failed', error = @error, finished_at = now()
+WHERE id = @id AND status NOT IN ('succeeded', 'failed');
+
+-- name: EvaluationItemInsert :execrows
+INSERT INTO evaluation_items (run_id, source_id, split, query, reference, answer, scores, reward, invalid_reason, critique, safety_flag)
+VALUES (@run_id, @source_id, @split, @query, @reference, @answer, @scores, sqlc.narg('reward'), @invalid_reason, @critique, @safety_flag)
+ON CONFLICT (run_id, source_id) DO NOTHING;
+
+-- name: EvaluationItemListIDs :many
+SELECT source_id FROM evaluation_items WHERE run_id = @run_id;
+
+-- name: EvaluationItemListRewards :many
+SELECT reward::float8 FROM evaluation_items WHERE run_id = @run_id AND reward IS NOT NULL ORDER BY source_id;
+
+-- name: EvaluationItemList :many
+SELECT * FROM evaluation_items WHERE run_id = @run_id ORDER BY split, source_id;

@@ -19,6 +19,7 @@ import (
 	"github.com/curate/curate/internal/blobstore"
 	"github.com/curate/curate/internal/config"
 	"github.com/curate/curate/internal/datasets"
+	"github.com/curate/curate/internal/endpoints"
 	"github.com/curate/curate/internal/eval"
 	"github.com/curate/curate/internal/feedback"
 	"github.com/curate/curate/internal/feedbackstats"
@@ -26,10 +27,12 @@ import (
 	"github.com/curate/curate/internal/health"
 	"github.com/curate/curate/internal/imports"
 	"github.com/curate/curate/internal/jobq"
+	"github.com/curate/curate/internal/judge"
 	"github.com/curate/curate/internal/models"
 	"github.com/curate/curate/internal/outbound"
 	"github.com/curate/curate/internal/overview"
 	"github.com/curate/curate/internal/pairs"
+	"github.com/curate/curate/internal/pricing"
 	"github.com/curate/curate/internal/reward"
 	"github.com/curate/curate/internal/scratch"
 	"github.com/curate/curate/internal/servers"
@@ -72,6 +75,10 @@ type Services struct {
 	Serving *serving.Service
 	// Reward keeps the reward formulas evaluations combine scores with.
 	Reward *reward.Service
+	// Endpoints are the OpenAI-compatible chat endpoints admins register;
+	// Judge grades answers through one of them.
+	Endpoints *endpoints.Service
+	Judge     *judge.Service
 	// Overview counts the start page's waiting work.
 	Overview *overview.Service
 }
@@ -112,6 +119,8 @@ func New(cfg config.Config, pool *pgxpool.Pool, log *slog.Logger) (*Services, er
 	ft.Log = log
 	ft.SetDataSource(&datasets.FineTuneSource{Service: ds})
 	srv := &serving.Service{Pool: pool, Secrets: imp.Secrets, Outbound: out}
+	eps := &endpoints.Service{Pool: pool, Secrets: imp.Secrets, Outbound: out}
+	jd := &judge.Service{Pool: pool, Endpoints: eps, DefaultBudget: pricing.Dollars(cfg.JudgeBudgetUSD)}
 	ev := &eval.Service{Pool: pool}
 	reg := &models.Service{Pool: pool, Jobs: inserter, Serving: srv, Gate: ev}
 	ft.Registry = reg
@@ -137,6 +146,8 @@ func New(cfg config.Config, pool *pgxpool.Pool, log *slog.Logger) (*Services, er
 		Eval:          ev,
 		Serving:       srv,
 		Reward:        &reward.Service{Pool: pool},
+		Endpoints:     eps,
+		Judge:         jd,
 		Overview:      &overview.Service{Pool: pool},
 	}, nil
 }

@@ -55,6 +55,10 @@ type Config struct {
 	// calls to user-named servers may reach (see internal/outbound).
 	OutboundAllow string `env:"CURATE_OUTBOUND_ALLOW"`
 
+	// Evaluation: the judge's monthly budget per organisation until an
+	// admin sets one.
+	JudgeBudgetUSD float64 `env:"CURATE_JUDGE_BUDGET_USD" envDefault:"20"`
+
 	// Fine-tuning. Credentials come from the environment only and are
 	// never logged, rendered or stored in rows.
 	FineTuneBudgetUSD float64       `env:"CURATE_FINETUNE_BUDGET_USD" envDefault:"100"` // an organisation's monthly budget until an admin sets one
@@ -178,6 +182,9 @@ func (c Config) Validate() error {
 	}
 	if !(c.FineTuneBudgetUSD >= 0) || math.IsInf(c.FineTuneBudgetUSD, 1) { // NaN fails >= 0
 		return fmt.Errorf("CURATE_FINETUNE_BUDGET_USD must be a number of dollars, at least 0")
+	}
+	if !(c.JudgeBudgetUSD >= 0) || math.IsInf(c.JudgeBudgetUSD, 1) {
+		return fmt.Errorf("CURATE_JUDGE_BUDGET_USD must be a number of dollars, at least 0")
 	}
 	if _, err := c.Proxies(); err != nil {
 		return err

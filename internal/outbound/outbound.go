@@ -18,6 +18,7 @@ package outbound
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -387,4 +388,25 @@ func Describe(err error) string {
 func isTimeout(err error) bool {
 	var ne net.Error
 	return errors.As(err, &ne) && ne.Timeout()
+}
+
+// Transient tells a failure worth asking again for (a 5xx, a 429, a network
+// error or timeout) from one that will stay the same: a refused address or
+// redirect, an answer too large, a 4xx, or an answer that is not JSON.
+func Transient(err error) bool {
+	var (
+		status   *StatusError
+		refused  *RefusedError
+		redirect *RedirectError
+		large    *TooLargeError
+		badURL   *URLError
+		syntax   *json.SyntaxError
+	)
+	switch {
+	case err == nil, errors.As(err, &refused), errors.As(err, &redirect), errors.As(err, &large), errors.As(err, &badURL), errors.As(err, &syntax):
+		return false
+	case errors.As(err, &status):
+		return status.Status >= 500 || status.Status == http.StatusTooManyRequests
+	}
+	return true
 }

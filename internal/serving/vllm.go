@@ -134,23 +134,10 @@ func (v *VLLM) call(ctx context.Context, method, path string, body any, read fun
 	})
 }
 
-// mayChange tells an answer worth asking again for (a 5xx, a 429, a
-// network error or timeout) from one that will stay the same.
+// mayChange tells an answer worth asking again for from one that will stay
+// the same; an adapter already loaded stays loaded.
 func mayChange(err error) bool {
-	var (
-		status   *outbound.StatusError
-		refused  *outbound.RefusedError
-		redirect *outbound.RedirectError
-		large    *outbound.TooLargeError
-	)
-	switch {
-	case errors.Is(err, ErrAlreadyLoaded), errors.As(err, &refused), errors.As(err, &redirect), errors.As(err, &large):
-		return false
-	case errors.As(err, &status):
-		return status.Status >= 500 || status.Status == http.StatusTooManyRequests
-	}
-	var syntax *json.SyntaxError
-	return !errors.As(err, &syntax)
+	return !errors.Is(err, ErrAlreadyLoaded) && outbound.Transient(err)
 }
 
 // Lists reports whether the server lists name, loaded on parent when
