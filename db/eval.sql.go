@@ -89,23 +89,30 @@ func (q *Queries) EvaluationGateInsertOrUpdate(ctx context.Context, arg Evaluati
 }
 
 const evaluationItemInsert = `-- name: EvaluationItemInsert :execrows
-INSERT INTO evaluation_items (run_id, source_id, split, query, reference, answer, scores, reward, invalid_reason, critique, safety_flag)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
+INSERT INTO evaluation_items (run_id, source_id, split, query, reference, answer, scores, reward, reward_explanation,
+    invalid_reason, critique, safety_flag, prompt_tokens, completion_tokens, answer_cost_micros, latency_ms)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9,
+    $10, $11, $12, $13, $14, $15, $16)
 ON CONFLICT (run_id, source_id) DO NOTHING
 `
 
 type EvaluationItemInsertParams struct {
-	RunID         uuid.UUID       `json:"run_id"`
-	SourceID      uuid.UUID       `json:"source_id"`
-	Split         string          `json:"split"`
-	Query         string          `json:"query"`
-	Reference     string          `json:"reference"`
-	Answer        string          `json:"answer"`
-	Scores        json.RawMessage `json:"scores"`
-	Reward        pgtype.Float8   `json:"reward"`
-	InvalidReason string          `json:"invalid_reason"`
-	Critique      string          `json:"critique"`
-	SafetyFlag    bool            `json:"safety_flag"`
+	RunID             uuid.UUID       `json:"run_id"`
+	SourceID          uuid.UUID       `json:"source_id"`
+	Split             string          `json:"split"`
+	Query             string          `json:"query"`
+	Reference         string          `json:"reference"`
+	Answer            string          `json:"answer"`
+	Scores            json.RawMessage `json:"scores"`
+	Reward            pgtype.Float8   `json:"reward"`
+	RewardExplanation string          `json:"reward_explanation"`
+	InvalidReason     string          `json:"invalid_reason"`
+	Critique          string          `json:"critique"`
+	SafetyFlag        bool            `json:"safety_flag"`
+	PromptTokens      int64           `json:"prompt_tokens"`
+	CompletionTokens  int64           `json:"completion_tokens"`
+	AnswerCostMicros  int64           `json:"answer_cost_micros"`
+	LatencyMs         int32           `json:"latency_ms"`
 }
 
 func (q *Queries) EvaluationItemInsert(ctx context.Context, arg EvaluationItemInsertParams) (int64, error) {
@@ -118,9 +125,14 @@ func (q *Queries) EvaluationItemInsert(ctx context.Context, arg EvaluationItemIn
 		arg.Answer,
 		arg.Scores,
 		arg.Reward,
+		arg.RewardExplanation,
 		arg.InvalidReason,
 		arg.Critique,
 		arg.SafetyFlag,
+		arg.PromptTokens,
+		arg.CompletionTokens,
+		arg.AnswerCostMicros,
+		arg.LatencyMs,
 	)
 	if err != nil {
 		return 0, err
@@ -129,7 +141,7 @@ func (q *Queries) EvaluationItemInsert(ctx context.Context, arg EvaluationItemIn
 }
 
 const evaluationItemList = `-- name: EvaluationItemList :many
-SELECT run_id, source_id, split, query, reference, answer, scores, reward, invalid_reason, critique, safety_flag FROM evaluation_items WHERE run_id = $1 ORDER BY split, source_id
+SELECT run_id, source_id, split, query, reference, answer, scores, reward, invalid_reason, critique, safety_flag, reward_explanation, prompt_tokens, completion_tokens, answer_cost_micros, latency_ms FROM evaluation_items WHERE run_id = $1 ORDER BY split, source_id
 `
 
 func (q *Queries) EvaluationItemList(ctx context.Context, runID uuid.UUID) ([]EvaluationItem, error) {
@@ -153,6 +165,11 @@ func (q *Queries) EvaluationItemList(ctx context.Context, runID uuid.UUID) ([]Ev
 			&i.InvalidReason,
 			&i.Critique,
 			&i.SafetyFlag,
+			&i.RewardExplanation,
+			&i.PromptTokens,
+			&i.CompletionTokens,
+			&i.AnswerCostMicros,
+			&i.LatencyMs,
 		); err != nil {
 			return nil, err
 		}
@@ -263,7 +280,7 @@ func (q *Queries) EvaluationItemListRewards(ctx context.Context, runID uuid.UUID
 }
 
 const evaluationRunGet = `-- name: EvaluationRunGet :one
-SELECT id, org_id, golden_set_version_id, candidate_version_id, candidate_endpoint, config, status, done, total, mean_reward, ci_low, ci_high, invalid, judge_calls, judge_cost_micros, paused_reason, error, river_job_id, created_by_label, created_at, finished_at FROM evaluation_runs WHERE org_id = $1 AND id = $2
+SELECT id, org_id, golden_set_version_id, candidate_version_id, candidate_endpoint, config, status, done, total, mean_reward, ci_low, ci_high, invalid, judge_calls, judge_cost_micros, paused_reason, error, river_job_id, created_by_label, created_at, finished_at, answer_cost_micros FROM evaluation_runs WHERE org_id = $1 AND id = $2
 `
 
 type EvaluationRunGetParams struct {
@@ -296,12 +313,13 @@ func (q *Queries) EvaluationRunGet(ctx context.Context, arg EvaluationRunGetPara
 		&i.CreatedByLabel,
 		&i.CreatedAt,
 		&i.FinishedAt,
+		&i.AnswerCostMicros,
 	)
 	return i, err
 }
 
 const evaluationRunGetByID = `-- name: EvaluationRunGetByID :one
-SELECT id, org_id, golden_set_version_id, candidate_version_id, candidate_endpoint, config, status, done, total, mean_reward, ci_low, ci_high, invalid, judge_calls, judge_cost_micros, paused_reason, error, river_job_id, created_by_label, created_at, finished_at FROM evaluation_runs WHERE id = $1
+SELECT id, org_id, golden_set_version_id, candidate_version_id, candidate_endpoint, config, status, done, total, mean_reward, ci_low, ci_high, invalid, judge_calls, judge_cost_micros, paused_reason, error, river_job_id, created_by_label, created_at, finished_at, answer_cost_micros FROM evaluation_runs WHERE id = $1
 `
 
 // For the worker, which knows the run only by its id.
@@ -330,12 +348,13 @@ func (q *Queries) EvaluationRunGetByID(ctx context.Context, id uuid.UUID) (Evalu
 		&i.CreatedByLabel,
 		&i.CreatedAt,
 		&i.FinishedAt,
+		&i.AnswerCostMicros,
 	)
 	return i, err
 }
 
 const evaluationRunGetLatestFor = `-- name: EvaluationRunGetLatestFor :one
-SELECT id, org_id, golden_set_version_id, candidate_version_id, candidate_endpoint, config, status, done, total, mean_reward, ci_low, ci_high, invalid, judge_calls, judge_cost_micros, paused_reason, error, river_job_id, created_by_label, created_at, finished_at FROM evaluation_runs
+SELECT id, org_id, golden_set_version_id, candidate_version_id, candidate_endpoint, config, status, done, total, mean_reward, ci_low, ci_high, invalid, judge_calls, judge_cost_micros, paused_reason, error, river_job_id, created_by_label, created_at, finished_at, answer_cost_micros FROM evaluation_runs
 WHERE org_id = $1 AND candidate_version_id = $2 AND golden_set_version_id = $3
   AND status = 'succeeded'
 ORDER BY finished_at DESC
@@ -374,6 +393,7 @@ func (q *Queries) EvaluationRunGetLatestFor(ctx context.Context, arg EvaluationR
 		&i.CreatedByLabel,
 		&i.CreatedAt,
 		&i.FinishedAt,
+		&i.AnswerCostMicros,
 	)
 	return i, err
 }
@@ -381,7 +401,7 @@ func (q *Queries) EvaluationRunGetLatestFor(ctx context.Context, arg EvaluationR
 const evaluationRunInsert = `-- name: EvaluationRunInsert :one
 INSERT INTO evaluation_runs (org_id, golden_set_version_id, candidate_version_id, candidate_endpoint, config, total, created_by_label)
 VALUES ($1, $2, $3, $4, $5, $6, $7)
-RETURNING id, org_id, golden_set_version_id, candidate_version_id, candidate_endpoint, config, status, done, total, mean_reward, ci_low, ci_high, invalid, judge_calls, judge_cost_micros, paused_reason, error, river_job_id, created_by_label, created_at, finished_at
+RETURNING id, org_id, golden_set_version_id, candidate_version_id, candidate_endpoint, config, status, done, total, mean_reward, ci_low, ci_high, invalid, judge_calls, judge_cost_micros, paused_reason, error, river_job_id, created_by_label, created_at, finished_at, answer_cost_micros
 `
 
 type EvaluationRunInsertParams struct {
@@ -427,8 +447,100 @@ func (q *Queries) EvaluationRunInsert(ctx context.Context, arg EvaluationRunInse
 		&i.CreatedByLabel,
 		&i.CreatedAt,
 		&i.FinishedAt,
+		&i.AnswerCostMicros,
 	)
 	return i, err
+}
+
+const evaluationRunList = `-- name: EvaluationRunList :many
+SELECT r.id, r.org_id, r.golden_set_version_id, r.candidate_version_id, r.candidate_endpoint, r.config, r.status, r.done, r.total, r.mean_reward, r.ci_low, r.ci_high, r.invalid, r.judge_calls, r.judge_cost_micros, r.paused_reason, r.error, r.river_job_id, r.created_by_label, r.created_at, r.finished_at, r.answer_cost_micros, coalesce(g.name, d.name || ' v' || dv.number)::text AS golden_set_name,
+       coalesce(rm.name || ' ' || mv.version, '')::text AS candidate_version_label
+FROM evaluation_runs r
+JOIN dataset_versions dv ON dv.id = r.golden_set_version_id
+JOIN training_datasets d ON d.id = dv.dataset_id
+LEFT JOIN golden_sets g ON g.version_id = r.golden_set_version_id
+LEFT JOIN model_versions mv ON mv.id = r.candidate_version_id
+LEFT JOIN registered_models rm ON rm.id = mv.registered_model_id
+WHERE r.org_id = $1 AND ($2::uuid IS NULL OR r.candidate_version_id = $2)
+ORDER BY r.created_at DESC
+LIMIT 100
+`
+
+type EvaluationRunListParams struct {
+	OrgID              uuid.UUID     `json:"org_id"`
+	CandidateVersionID uuid.NullUUID `json:"candidate_version_id"`
+}
+
+type EvaluationRunListRow struct {
+	ID                    uuid.UUID        `json:"id"`
+	OrgID                 uuid.UUID        `json:"org_id"`
+	GoldenSetVersionID    uuid.UUID        `json:"golden_set_version_id"`
+	CandidateVersionID    uuid.NullUUID    `json:"candidate_version_id"`
+	CandidateEndpoint     string           `json:"candidate_endpoint"`
+	Config                json.RawMessage  `json:"config"`
+	Status                EvaluationStatus `json:"status"`
+	Done                  int32            `json:"done"`
+	Total                 int32            `json:"total"`
+	MeanReward            pgtype.Float8    `json:"mean_reward"`
+	CiLow                 pgtype.Float8    `json:"ci_low"`
+	CiHigh                pgtype.Float8    `json:"ci_high"`
+	Invalid               int32            `json:"invalid"`
+	JudgeCalls            int32            `json:"judge_calls"`
+	JudgeCostMicros       int64            `json:"judge_cost_micros"`
+	PausedReason          string           `json:"paused_reason"`
+	Error                 string           `json:"error"`
+	RiverJobID            pgtype.Int8      `json:"river_job_id"`
+	CreatedByLabel        string           `json:"created_by_label"`
+	CreatedAt             time.Time        `json:"created_at"`
+	FinishedAt            *time.Time       `json:"finished_at"`
+	AnswerCostMicros      int64            `json:"answer_cost_micros"`
+	GoldenSetName         string           `json:"golden_set_name"`
+	CandidateVersionLabel string           `json:"candidate_version_label"`
+}
+
+func (q *Queries) EvaluationRunList(ctx context.Context, arg EvaluationRunListParams) ([]EvaluationRunListRow, error) {
+	rows, err := q.db.Query(ctx, evaluationRunList, arg.OrgID, arg.CandidateVersionID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []EvaluationRunListRow{}
+	for rows.Next() {
+		var i EvaluationRunListRow
+		if err := rows.Scan(
+			&i.ID,
+			&i.OrgID,
+			&i.GoldenSetVersionID,
+			&i.CandidateVersionID,
+			&i.CandidateEndpoint,
+			&i.Config,
+			&i.Status,
+			&i.Done,
+			&i.Total,
+			&i.MeanReward,
+			&i.CiLow,
+			&i.CiHigh,
+			&i.Invalid,
+			&i.JudgeCalls,
+			&i.JudgeCostMicros,
+			&i.PausedReason,
+			&i.Error,
+			&i.RiverJobID,
+			&i.CreatedByLabel,
+			&i.CreatedAt,
+			&i.FinishedAt,
+			&i.AnswerCostMicros,
+			&i.GoldenSetName,
+			&i.CandidateVersionLabel,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
 }
 
 const evaluationRunUpdateFailed = `-- name: EvaluationRunUpdateFailed :exec
@@ -486,15 +598,17 @@ func (q *Queries) EvaluationRunUpdatePaused(ctx context.Context, arg EvaluationR
 const evaluationRunUpdateProgress = `-- name: EvaluationRunUpdateProgress :exec
 UPDATE evaluation_runs
 SET done = done + 1, invalid = invalid + CASE WHEN $1::bool THEN 1 ELSE 0 END,
-    judge_calls = judge_calls + $2, judge_cost_micros = judge_cost_micros + $3
-WHERE id = $4
+    judge_calls = judge_calls + $2, judge_cost_micros = judge_cost_micros + $3,
+    answer_cost_micros = answer_cost_micros + $4
+WHERE id = $5
 `
 
 type EvaluationRunUpdateProgressParams struct {
-	Invalid         bool      `json:"invalid"`
-	JudgeCalls      int32     `json:"judge_calls"`
-	JudgeCostMicros int64     `json:"judge_cost_micros"`
-	ID              uuid.UUID `json:"id"`
+	Invalid          bool      `json:"invalid"`
+	JudgeCalls       int32     `json:"judge_calls"`
+	JudgeCostMicros  int64     `json:"judge_cost_micros"`
+	AnswerCostMicros int64     `json:"answer_cost_micros"`
+	ID               uuid.UUID `json:"id"`
 }
 
 func (q *Queries) EvaluationRunUpdateProgress(ctx context.Context, arg EvaluationRunUpdateProgressParams) error {
@@ -502,6 +616,7 @@ func (q *Queries) EvaluationRunUpdateProgress(ctx context.Context, arg Evaluatio
 		arg.Invalid,
 		arg.JudgeCalls,
 		arg.JudgeCostMicros,
+		arg.AnswerCostMicros,
 		arg.ID,
 	)
 	return err
@@ -736,7 +851,8 @@ func (q *Queries) GoldenSetList(ctx context.Context, arg GoldenSetListParams) ([
 }
 
 const goldenSetListItems = `-- name: GoldenSetListItems :many
-SELECT i.source_id, i.split, i.content, coalesce(f.tags, p.tags, '{}')::text[] AS tags
+SELECT i.source_id, i.split, i.content, coalesce(f.tags, p.tags, '{}')::text[] AS tags,
+       coalesce(f.context->'documents', p.context_documents, '[]')::jsonb AS documents
 FROM dataset_version_items i
 JOIN dataset_versions dv ON dv.id = i.version_id AND dv.org_id = $1
 LEFT JOIN feedback f ON f.id = i.source_id AND f.org_id = $1
@@ -751,10 +867,11 @@ type GoldenSetListItemsParams struct {
 }
 
 type GoldenSetListItemsRow struct {
-	SourceID uuid.UUID       `json:"source_id"`
-	Split    string          `json:"split"`
-	Content  json.RawMessage `json:"content"`
-	Tags     []string        `json:"tags"`
+	SourceID  uuid.UUID       `json:"source_id"`
+	Split     string          `json:"split"`
+	Content   json.RawMessage `json:"content"`
+	Tags      []string        `json:"tags"`
+	Documents json.RawMessage `json:"documents"`
 }
 
 // A frozen version's items with the tags of what each came from, for
@@ -773,6 +890,7 @@ func (q *Queries) GoldenSetListItems(ctx context.Context, arg GoldenSetListItems
 			&i.Split,
 			&i.Content,
 			&i.Tags,
+			&i.Documents,
 		); err != nil {
 			return nil, err
 		}

@@ -857,17 +857,22 @@ type EvaluationGate struct {
 }
 
 type EvaluationItem struct {
-	RunID         uuid.UUID       `json:"run_id"`
-	SourceID      uuid.UUID       `json:"source_id"`
-	Split         string          `json:"split"`
-	Query         string          `json:"query"`
-	Reference     string          `json:"reference"`
-	Answer        string          `json:"answer"`
-	Scores        json.RawMessage `json:"scores"`
-	Reward        pgtype.Float8   `json:"reward"`
-	InvalidReason string          `json:"invalid_reason"`
-	Critique      string          `json:"critique"`
-	SafetyFlag    bool            `json:"safety_flag"`
+	RunID             uuid.UUID       `json:"run_id"`
+	SourceID          uuid.UUID       `json:"source_id"`
+	Split             string          `json:"split"`
+	Query             string          `json:"query"`
+	Reference         string          `json:"reference"`
+	Answer            string          `json:"answer"`
+	Scores            json.RawMessage `json:"scores"`
+	Reward            pgtype.Float8   `json:"reward"`
+	InvalidReason     string          `json:"invalid_reason"`
+	Critique          string          `json:"critique"`
+	SafetyFlag        bool            `json:"safety_flag"`
+	RewardExplanation string          `json:"reward_explanation"`
+	PromptTokens      int64           `json:"prompt_tokens"`
+	CompletionTokens  int64           `json:"completion_tokens"`
+	AnswerCostMicros  int64           `json:"answer_cost_micros"`
+	LatencyMs         int32           `json:"latency_ms"`
 }
 
 type EvaluationRun struct {
@@ -892,6 +897,7 @@ type EvaluationRun struct {
 	CreatedByLabel     string           `json:"created_by_label"`
 	CreatedAt          time.Time        `json:"created_at"`
 	FinishedAt         *time.Time       `json:"finished_at"`
+	AnswerCostMicros   int64            `json:"answer_cost_micros"`
 }
 
 type Feedback struct {

@@ -152,3 +152,39 @@ func (h *Handlers) GoldenSetUnmark(c echo.Context) error {
 	h.Sessions.Flash(c, "ok", "The version is no longer a golden set.")
 	return redirect(c, "/evaluations")
 }
+
+// APIEvaluationStart starts an evaluation run: 202 with it.
+func (h *Handlers) APIEvaluationStart(c echo.Context) error {
+	if _, err := queryParams(c); err != nil {
+		return err
+	}
+	var cfg eval.Config
+	if err := decodeJSON(c, &cfg, ""); err != nil {
+		return err
+	}
+	run, err := h.Eval.Start(ctx(c), actor(c), CallerOf(c).OrgID, cfg)
+	if err != nil {
+		return err
+	}
+	out, err := h.Eval.GetRun(ctx(c), CallerOf(c).OrgID, run.ID)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusAccepted, out)
+}
+
+// APIEvaluationGet reads a run with its progress, summary and items.
+func (h *Handlers) APIEvaluationGet(c echo.Context) error {
+	if _, err := queryParams(c); err != nil {
+		return err
+	}
+	id, err := pathID(c)
+	if err != nil {
+		return err
+	}
+	out, err := h.Eval.GetRun(ctx(c), CallerOf(c).OrgID, id)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, out)
+}

@@ -54,6 +54,9 @@ func Register(d Deps) *river.Workers {
 		river.AddWorker(w, &DeployWorker{Models: d.Models})
 		river.AddWorker(w, &UnloadWorker{Models: d.Models})
 	}
+	if d.Eval != nil {
+		river.AddWorker(w, &EvaluateWorker{Eval: d.Eval})
+	}
 	return w
 }
 

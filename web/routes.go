@@ -166,6 +166,8 @@ func Routes(h *handlers.Handlers) []Route {
 		{POST, "/evaluations/gate/remove", auth.Admin, h.EvaluationGateRemove},
 		{GET, "/api/reward-formulas", auth.Viewer, h.APIRewardFormulaList},
 		{POST, "/api/reward-formulas", auth.Admin, h.APIRewardFormulaCreate},
+		{POST, "/api/evaluations", auth.Admin, h.APIEvaluationStart},
+		{GET, "/api/evaluations/:id", auth.Viewer, h.APIEvaluationGet},
 
 		// Seed 003 training API.
 		{POST, "/api/train", auth.Admin, h.APITrain},

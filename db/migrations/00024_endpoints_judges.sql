@@ -149,7 +149,20 @@ CREATE TABLE best_of_n_responses (
 );
 CREATE INDEX best_of_n_responses_org_created ON best_of_n_responses (org_id, created_at DESC);
 
+-- What each evaluated answer cost to generate, and how its reward was
+-- summed.
+ALTER TABLE evaluation_items
+    ADD COLUMN reward_explanation text NOT NULL DEFAULT '',
+    ADD COLUMN prompt_tokens      bigint NOT NULL DEFAULT 0,
+    ADD COLUMN completion_tokens  bigint NOT NULL DEFAULT 0,
+    ADD COLUMN answer_cost_micros bigint NOT NULL DEFAULT 0,
+    ADD COLUMN latency_ms         integer NOT NULL DEFAULT 0;
+ALTER TABLE evaluation_runs ADD COLUMN answer_cost_micros bigint NOT NULL DEFAULT 0;
+
 -- +goose Down
+ALTER TABLE evaluation_runs DROP COLUMN answer_cost_micros;
+ALTER TABLE evaluation_items DROP COLUMN reward_explanation, DROP COLUMN prompt_tokens, DROP COLUMN completion_tokens,
+    DROP COLUMN answer_cost_micros, DROP COLUMN latency_ms;
 DROP TABLE best_of_n_responses;
 DROP TABLE judge_conflicts;
 DROP TYPE conflict_resolution;

@@ -24,7 +24,8 @@ SELECT * FROM golden_sets WHERE org_id = @org_id AND version_id = @version_id;
 -- name: GoldenSetListItems :many
 -- A frozen version's items with the tags of what each came from, for
 -- splits by tag: feedback's tags, or a pair's.
-SELECT i.source_id, i.split, i.content, coalesce(f.tags, p.tags, '{}')::text[] AS tags
+SELECT i.source_id, i.split, i.content, coalesce(f.tags, p.tags, '{}')::text[] AS tags,
+       coalesce(f.context->'documents', p.context_documents, '[]')::jsonb AS documents
 FROM dataset_version_items i
 JOIN dataset_versions dv ON dv.id = i.version_id AND dv.org_id = @org_id
 LEFT JOIN feedback f ON f.id = i.source_id AND f.org_id = @org_id
@@ -90,7 +91,8 @@ UPDATE evaluation_runs SET status = @status, paused_reason = '' WHERE id = @id A
 -- name: EvaluationRunUpdateProgress :exec
 UPDATE evaluation_runs
 SET done = done + 1, invalid = invalid + CASE WHEN @invalid::bool THEN 1 ELSE 0 END,
-    judge_calls = judge_calls + @judge_calls, judge_cost_micros = judge_cost_micros + @judge_cost_micros
+    judge_calls = judge_calls + @judge_calls, judge_cost_micros = judge_cost_micros + @judge_cost_micros,
+    answer_cost_micros = answer_cost_micros + @answer_cost_micros
 WHERE id = @id;
 
 -- name: EvaluationRunUpdatePaused :exec
@@ -106,9 +108,24 @@ UPDATE evaluation_runs SET status = 'failed', error = @error, finished_at = now(
 WHERE id = @id AND status NOT IN ('succeeded', 'failed');
 
 -- name: EvaluationItemInsert :execrows
-INSERT INTO evaluation_items (run_id, source_id, split, query, reference, answer, scores, reward, invalid_reason, critique, safety_flag)
-VALUES (@run_id, @source_id, @split, @query, @reference, @answer, @scores, sqlc.narg('reward'), @invalid_reason, @critique, @safety_flag)
+INSERT INTO evaluation_items (run_id, source_id, split, query, reference, answer, scores, reward, reward_explanation,
+    invalid_reason, critique, safety_flag, prompt_tokens, completion_tokens, answer_cost_micros, latency_ms)
+VALUES (@run_id, @source_id, @split, @query, @reference, @answer, @scores, sqlc.narg('reward'), @reward_explanation,
+    @invalid_reason, @critique, @safety_flag, @prompt_tokens, @completion_tokens, @answer_cost_micros, @latency_ms)
 ON CONFLICT (run_id, source_id) DO NOTHING;
+
+-- name: EvaluationRunList :many
+SELECT r.*, coalesce(g.name, d.name || ' v' || dv.number)::text AS golden_set_name,
+       coalesce(rm.name || ' ' || mv.version, '')::text AS candidate_version_label
+FROM evaluation_runs r
+JOIN dataset_versions dv ON dv.id = r.golden_set_version_id
+JOIN training_datasets d ON d.id = dv.dataset_id
+LEFT JOIN golden_sets g ON g.version_id = r.golden_set_version_id
+LEFT JOIN model_versions mv ON mv.id = r.candidate_version_id
+LEFT JOIN registered_models rm ON rm.id = mv.registered_model_id
+WHERE r.org_id = @org_id AND (sqlc.narg('candidate_version_id')::uuid IS NULL OR r.candidate_version_id = sqlc.narg('candidate_version_id'))
+ORDER BY r.created_at DESC
+LIMIT 100;
 
 -- name: EvaluationItemListIDs :many
 SELECT source_id FROM evaluation_items WHERE run_id = @run_id;

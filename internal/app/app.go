@@ -121,8 +121,10 @@ func New(cfg config.Config, pool *pgxpool.Pool, log *slog.Logger) (*Services, er
 	srv := &serving.Service{Pool: pool, Secrets: imp.Secrets, Outbound: out}
 	eps := &endpoints.Service{Pool: pool, Secrets: imp.Secrets, Outbound: out}
 	jd := &judge.Service{Pool: pool, Endpoints: eps, DefaultBudget: pricing.Dollars(cfg.JudgeBudgetUSD)}
-	ev := &eval.Service{Pool: pool}
+	ev := &eval.Service{Pool: pool, Jobs: inserter}
 	reg := &models.Service{Pool: pool, Jobs: inserter, Serving: srv, Gate: ev}
+	rw := &reward.Service{Pool: pool}
+	ev.Runner = &eval.Runs{Endpoints: eps, Judge: jd, Models: reg, Reward: rw}
 	ft.Registry = reg
 	acc := accounts.New(pool)
 	acc.SessionTTL = cfg.SessionTTL
@@ -145,7 +147,7 @@ func New(cfg config.Config, pool *pgxpool.Pool, log *slog.Logger) (*Services, er
 		Models:        reg,
 		Eval:          ev,
 		Serving:       srv,
-		Reward:        &reward.Service{Pool: pool},
+		Reward:        rw,
 		Endpoints:     eps,
 		Judge:         jd,
 		Overview:      &overview.Service{Pool: pool},

@@ -128,13 +128,13 @@ func (s *Service) Status(ctx context.Context, orgID, versionID uuid.UUID) (model
 	if err != nil {
 		return st, err
 	}
-	st.Reasons = judge(gate, *cand, *base, items)
+	st.Reasons = gateReasons(gate, *cand, *base, items)
 	return st, nil
 }
 
-// judge applies the gate's rules to a candidate's run against
+// gateReasons applies the gate's rules to a candidate's run against
 // production's, item by item where both answered, and says why it fails.
-func judge(g Gate, cand, base db.EvaluationRun, items []db.EvaluationItemListForComparisonRow) []string {
+func gateReasons(g Gate, cand, base db.EvaluationRun, items []db.EvaluationItemListForComparisonRow) []string {
 	var reasons []string
 	if cand.MeanReward.Valid && base.MeanReward.Valid && cand.MeanReward.Float64 < base.MeanReward.Float64-g.MaxMeanDrop {
 		reasons = append(reasons, fmt.Sprintf("Mean reward %.3f is more than %.3f below production's %.3f.",

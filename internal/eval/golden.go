@@ -22,6 +22,7 @@ import (
 	"github.com/curate/curate/internal/datasets"
 	"github.com/curate/curate/internal/errs"
 	"github.com/curate/curate/internal/export"
+	"github.com/curate/curate/internal/jobq"
 )
 
 // Limits on input.
@@ -43,6 +44,10 @@ var tagPattern = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,63}$`)
 // Service does the work; its fields are its dependencies.
 type Service struct {
 	Pool *pgxpool.Pool
+	// Jobs inserts a run's job in the transaction that records the run.
+	Jobs jobq.Inserter
+	// Runner answers and scores; nil refuses to start runs.
+	Runner Runner
 }
 
 // GoldenSet is a frozen dataset version marked as an evaluation set.
@@ -150,12 +155,14 @@ func (s *Service) Get(ctx context.Context, orgID, versionID uuid.UUID) (GoldenSe
 // answer to give, and the reference answer (the curator's correction where
 // there was one, or a pair's chosen answer).
 type Item struct {
-	SourceID  uuid.UUID        `json:"source_id"`
-	Split     string           `json:"split"`
-	System    string           `json:"system,omitempty"`
-	Messages  []export.Message `json:"messages"`
-	Query     string           `json:"query"`
-	Reference string           `json:"reference"`
+	SourceID uuid.UUID        `json:"source_id"`
+	Split    string           `json:"split"`
+	System   string           `json:"system,omitempty"`
+	Messages []export.Message `json:"messages"`
+	Query    string           `json:"query"`
+	// Context are the documents the answer was to draw on.
+	Context   []string `json:"context,omitempty"`
+	Reference string   `json:"reference"`
 }
 
 // Items reads a frozen version's items as prompts and references, each in
@@ -181,7 +188,7 @@ func (s *Service) Items(ctx context.Context, orgID, versionID uuid.UUID, splitTa
 		if !ok {
 			continue // nothing to ask: no user turn
 		}
-		it.SourceID, it.Split = r.SourceID, SplitAll
+		it.SourceID, it.Split, it.Context = r.SourceID, SplitAll, documents(r.Documents)
 		for _, t := range splitTags {
 			if slices.Contains(r.Tags, t) {
 				it.Split = t
@@ -216,6 +223,41 @@ func itemOf(ex datasets.Example) (Item, bool) {
 		}
 	}
 	return it, false
+}
+
+// documents reads context documents as text: each a string, or an object
+// with its text under "text", "content" or "page_content" (the shapes RAG
+// pipelines log); anything else is written as its JSON.
+func documents(raw []byte) []string {
+	var docs []json.RawMessage
+	if json.Unmarshal(raw, &docs) != nil {
+		return nil
+	}
+	var out []string
+	for _, d := range docs {
+		var s string
+		if json.Unmarshal(d, &s) == nil {
+			out = append(out, s)
+			continue
+		}
+		var o struct {
+			Text        *string `json:"text"`
+			Content     *string `json:"content"`
+			PageContent *string `json:"page_content"`
+		}
+		_ = json.Unmarshal(d, &o)
+		switch {
+		case o.Text != nil:
+			out = append(out, *o.Text)
+		case o.Content != nil:
+			out = append(out, *o.Content)
+		case o.PageContent != nil:
+			out = append(out, *o.PageContent)
+		default:
+			out = append(out, string(d))
+		}
+	}
+	return out
 }
 
 // Frozen is a frozen version a golden set can be made of.

@@ -249,6 +249,12 @@ func (s *Service) budget(ctx context.Context, q *db.Queries, orgID uuid.UUID) (B
 	return b, err
 }
 
+// CheckBudget returns a *BudgetError when the organisation's judge budget
+// for this month is spent.
+func (s *Service) CheckBudget(ctx context.Context, orgID uuid.UUID) error {
+	return s.checkBudget(ctx, db.New(s.Pool), orgID)
+}
+
 func (s *Service) checkBudget(ctx context.Context, q *db.Queries, orgID uuid.UUID) error {
 	b, err := s.budget(ctx, q, orgID)
 	if err != nil {

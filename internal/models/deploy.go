@@ -625,3 +625,44 @@ func (s *Service) Resolve(ctx context.Context, orgID uuid.UUID, name, alias stri
 	}
 	return out, nil
 }
+
+// ChatTarget is where a version answers chat completions: the newest
+// target it was deployed to that Curate can call, and the name it is
+// served under there.
+type ChatTarget struct {
+	BaseURL, APIKey, Model string
+}
+
+// ErrNotServed is a version with no deployment Curate can send prompts to.
+var ErrNotServed = errors.New("the version is not deployed on a serving target Curate can call")
+
+// Chat finds where a version of the organisation answers.
+func (s *Service) Chat(ctx context.Context, orgID, versionID uuid.UUID) (ChatTarget, error) {
+	q := db.New(s.Pool)
+	if _, err := q.ModelVersionGet(ctx, db.ModelVersionGetParams{OrgID: orgID, ID: versionID}); errors.Is(err, pgx.ErrNoRows) {
+		return ChatTarget{}, errs.ErrNotFound
+	} else if err != nil {
+		return ChatTarget{}, err
+	}
+	deps, err := q.DeploymentListByVersion(ctx, db.DeploymentListByVersionParams{OrgID: orgID, VersionID: versionID})
+	if err != nil {
+		return ChatTarget{}, err
+	}
+	for _, d := range deps {
+		if d.Deployment.Status != db.DeploymentStatusSucceeded || !d.Deployment.TargetID.Valid || d.Deployment.ServedName == "" {
+			continue
+		}
+		t, err := s.Serving.Get(ctx, q, orgID, d.Deployment.TargetID.UUID)
+		if err != nil {
+			return ChatTarget{}, err
+		}
+		base, key, ok, err := s.Serving.Chat(t)
+		if err != nil {
+			return ChatTarget{}, err
+		}
+		if ok {
+			return ChatTarget{BaseURL: base, APIKey: key, Model: d.Deployment.ServedName}, nil
+		}
+	}
+	return ChatTarget{}, ErrNotServed
+}

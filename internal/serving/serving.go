@@ -215,3 +215,14 @@ func (s *Service) Notify(ctx context.Context, t db.ServingTarget, id string, pay
 	sender := &webhook.Sender{Outbound: s.Outbound, MaxAttempts: s.Attempts, BaseDelay: s.RetryDelay}
 	return sender.Send(ctx, webhook.Endpoint{URL: t.BaseUrl, Secret: secret}, id, payload)
 }
+
+// Chat is where to send chat completions for what a target serves: its
+// OpenAI-compatible base URL (ending in /v1) and key. Only a vLLM target
+// has one Curate can call; others answer ok false.
+func (s *Service) Chat(t db.ServingTarget) (baseURL, apiKey string, ok bool, err error) {
+	if t.Kind != KindVLLM {
+		return "", "", false, nil
+	}
+	key, err := s.key(t)
+	return t.BaseUrl + "/v1", key, err == nil, err
+}

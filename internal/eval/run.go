@@ -1,0 +1,432 @@
+package eval
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync/atomic"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
+
+	"github.com/curate/curate/db"
+	"github.com/curate/curate/internal/audit"
+	"github.com/curate/curate/internal/errs"
+	"github.com/curate/curate/internal/outbound"
+	"github.com/curate/curate/internal/pricing"
+	"github.com/curate/curate/internal/scorers"
+	"github.com/curate/curate/internal/stats"
+	"golang.org/x/sync/errgroup"
+)
+
+// EvaluateArgs asks a worker to carry an evaluation run out.
+type EvaluateArgs struct {
+	RunID uuid.UUID `json:"run_id"`
+}
+
+// Kind names the job in River's table.
+func (EvaluateArgs) Kind() string { return "evaluation" }
+
+// Answerer gives a candidate's answer to one item.
+type Answerer interface {
+	Answer(ctx context.Context, it Item) (Answer, error)
+}
+
+// Answer is a candidate's answer with what it cost.
+type Answer struct {
+	Text                           string
+	PromptTokens, CompletionTokens int64
+	Cost                           pricing.Micros
+	Latency                        time.Duration
+}
+
+// Scorer scores one answer.
+type Scorer interface {
+	Score(ctx context.Context, it Item, answer string) (Scored, error)
+}
+
+// Scored is one answer's scores: each component in 0–1, and the reward
+// they make, or the reason there is none (never a number standing in for
+// one).
+type Scored struct {
+	Components        map[string]scorers.Score
+	Reward            *float64
+	RewardExplanation string
+	Invalid           string
+	Critique          string
+	Safety            bool
+	JudgeCalls        int
+	JudgeCost         pricing.Micros
+}
+
+// Pause is an error that stops a run where it is, with a reason a person
+// can act on (a budget spent): the items scored so far stay, and nothing
+// is half-counted.
+type Pause struct{ Reason string }
+
+func (p *Pause) Error() string { return p.Reason }
+
+// Runner turns a run's configuration into what answers and what scores.
+// Runs is the one the product uses; tests may script their own.
+type Runner interface {
+	// Check refuses a configuration that cannot run, field by field, and
+	// returns it completed (scorers and formula resolved).
+	Check(ctx context.Context, orgID uuid.UUID, cfg Config) (Config, error)
+	Prepare(ctx context.Context, orgID uuid.UUID, cfg Config) (Plan, error)
+}
+
+// Plan is what carries a run out: what answers, what scores, and how many
+// items are worked on at once.
+type Plan struct {
+	Answerer    Answerer
+	Scorer      Scorer
+	Concurrency int
+	// Ready, when set, is asked before each item: a Pause from it stops
+	// the run before the candidate is asked.
+	Ready func(ctx context.Context) error
+}
+
+// Config is what a run asks and how it scores, as the API takes it.
+// Scorers left out are the reward formula's; the formula left out is the
+// organisation's newest "default" version. Start writes the formula it
+// resolved back into the run's stored configuration, so a report always
+// shows the weights it was computed with.
+type Config struct {
+	GoldenSetVersionID uuid.UUID        `json:"golden_set_version_id"`
+	Candidate          Candidate        `json:"candidate"`
+	Judge              *JudgeConfig     `json:"judge,omitempty"`
+	Scorers            []scorers.Config `json:"scorers,omitempty"`
+	RewardFormula      json.RawMessage  `json:"reward_formula,omitempty"`
+	// Formula is the formula as resolved at the start, written out
+	// ("R = 1·judge"); set by Start.
+	Formula string `json:"formula,omitempty"`
+}
+
+// JudgeConfig names the judge: an endpoint and a template ("" is
+// "default").
+type JudgeConfig struct {
+	Endpoint string `json:"endpoint"`
+	Template string `json:"template,omitempty"`
+}
+
+// Candidate is what answers: a registered model version, or an endpoint
+// by name.
+type Candidate struct {
+	ModelVersionID *uuid.UUID `json:"model_version_id,omitempty"`
+	Endpoint       string     `json:"endpoint,omitempty"`
+}
+
+// Start records a run and queues its job, in one transaction.
+func (s *Service) Start(ctx context.Context, actor audit.Actor, orgID uuid.UUID, cfg Config) (db.EvaluationRun, error) {
+	v := &errs.Invalid{}
+	if cfg.GoldenSetVersionID == uuid.Nil {
+		v.Add("golden_set_version_id", "is required: a frozen dataset version")
+	}
+	if (cfg.Candidate.ModelVersionID == nil) == (cfg.Candidate.Endpoint == "") {
+		v.Add("candidate", "name a model_version_id or an endpoint, one of the two")
+	}
+	if err := v.Err(); err != nil {
+		return db.EvaluationRun{}, err
+	}
+	if s.Runner == nil {
+		return db.EvaluationRun{}, &errs.Conflict{Message: "Evaluations cannot run here: no runner is configured."}
+	}
+	cfg, err := s.Runner.Check(ctx, orgID, cfg)
+	if err != nil {
+		return db.EvaluationRun{}, err
+	}
+	items, err := s.Items(ctx, orgID, cfg.GoldenSetVersionID, nil)
+	if err != nil {
+		return db.EvaluationRun{}, err
+	}
+	if len(items) == 0 {
+		return db.EvaluationRun{}, errs.InvalidField("golden_set_version_id", "has no item with a question to ask")
+	}
+	raw, err := json.Marshal(cfg)
+	if err != nil {
+		return db.EvaluationRun{}, err
+	}
+	var out db.EvaluationRun
+	err = db.InTx(ctx, s.Pool, func(tx pgx.Tx, q *db.Queries) error {
+		p := db.EvaluationRunInsertParams{OrgID: orgID, GoldenSetVersionID: cfg.GoldenSetVersionID, CandidateEndpoint: cfg.Candidate.Endpoint,
+			Config: raw, Total: int32(len(items)), CreatedByLabel: actor.Label}
+		if id := cfg.Candidate.ModelVersionID; id != nil {
+			if _, err := q.ModelVersionGetForUpdate(ctx, db.ModelVersionGetForUpdateParams{OrgID: orgID, ID: *id}); errors.Is(err, pgx.ErrNoRows) {
+				return errs.InvalidField("candidate.model_version_id", "is not a model version of this organisation")
+			} else if err != nil {
+				return err
+			}
+			p.CandidateVersionID = uuid.NullUUID{UUID: *id, Valid: true}
+		}
+		if out, err = q.EvaluationRunInsert(ctx, p); err != nil {
+			return err
+		}
+		job, err := s.Jobs.InsertTx(ctx, tx, EvaluateArgs{RunID: out.ID}, nil)
+		if err != nil {
+			return err
+		}
+		if err := q.EvaluationRunUpdateRiverID(ctx, db.EvaluationRunUpdateRiverIDParams{ID: out.ID, RiverJobID: pgtype.Int8{Int64: job.Job.ID, Valid: true}}); err != nil {
+			return err
+		}
+		return audit.Record(ctx, q, actor, audit.Entry{OrgID: orgID, Action: "evaluation.start", TargetType: "evaluation_run",
+			TargetID: out.ID.String(), Details: map[string]any{"golden_set_version_id": cfg.GoldenSetVersionID.String(), "items": len(items)}})
+	})
+	return out, err
+}
+
+// Advance carries a run out: each item not yet stored is answered,
+// scored and stored with the run's counts in one transaction, so a worker
+// killed mid-run resumes at the next item and never pays twice for one.
+// A Pause stops the run with its reason; the aggregate is written once
+// every item is stored.
+func (s *Service) Advance(ctx context.Context, runID uuid.UUID) error {
+	q := db.New(s.Pool)
+	run, err := q.EvaluationRunGetByID(ctx, runID)
+	if err != nil {
+		return err
+	}
+	if run.Status == db.EvaluationStatusSucceeded || run.Status == db.EvaluationStatusFailed {
+		return nil
+	}
+	var cfg Config
+	if err := json.Unmarshal(run.Config, &cfg); err != nil {
+		return fmt.Errorf("evaluation %s: config: %w", runID, err)
+	}
+	tags := []string{}
+	if g, err := q.GoldenSetGet(ctx, db.GoldenSetGetParams{OrgID: run.OrgID, VersionID: run.GoldenSetVersionID}); err == nil {
+		tags = g.SplitTags
+	}
+	items, err := s.Items(ctx, run.OrgID, run.GoldenSetVersionID, tags)
+	if err != nil {
+		return err
+	}
+	stored, err := q.EvaluationItemListIDs(ctx, runID)
+	if err != nil {
+		return err
+	}
+	seen := make(map[uuid.UUID]bool, len(stored))
+	for _, id := range stored {
+		seen[id] = true
+	}
+	if err := q.EvaluationRunUpdateStatus(ctx, db.EvaluationRunUpdateStatusParams{ID: runID, Status: db.EvaluationStatusRunning}); err != nil {
+		return err
+	}
+	if s.Runner == nil {
+		return errors.New("evaluation: no runner is configured")
+	}
+	plan, err := s.Runner.Prepare(ctx, run.OrgID, cfg)
+	if err != nil {
+		return err
+	}
+	// Items are worked on Concurrency at a time, each stored as soon as it
+	// is scored. After a Pause no new item starts; those in flight finish
+	// and are stored (nothing they paid for is thrown away), unless they
+	// meet the Pause too, in which case they store nothing.
+	var g errgroup.Group
+	g.SetLimit(max(plan.Concurrency, 1))
+	var stop atomic.Bool
+	for _, it := range items {
+		if seen[it.SourceID] {
+			continue
+		}
+		if stop.Load() || ctx.Err() != nil {
+			break
+		}
+		g.Go(func() error {
+			err := s.evaluateItem(ctx, runID, plan, it)
+			if err != nil {
+				stop.Store(true)
+			}
+			return err
+		})
+	}
+	err = g.Wait()
+	var pause *Pause
+	switch {
+	case errors.As(err, &pause):
+		return s.pause(ctx, runID, pause.Reason)
+	case err != nil:
+		return err
+	case ctx.Err() != nil:
+		return ctx.Err()
+	}
+	return s.finish(ctx, runID)
+}
+
+// evaluateItem answers, scores and stores one item. A failure to answer
+// or score (after the client's retries) is stored as invalid with its
+// reason, never as a score; a Pause or a cancelled context stores nothing.
+func (s *Service) evaluateItem(ctx context.Context, runID uuid.UUID, plan Plan, it Item) error {
+	row := db.EvaluationItemInsertParams{RunID: runID, SourceID: it.SourceID, Split: it.Split, Query: it.Query, Reference: it.Reference}
+	var scored Scored
+	// Scoring may be refused before anything is paid for (a judge budget
+	// already spent): the candidate is not asked either.
+	if plan.Ready != nil {
+		if err := plan.Ready(ctx); err != nil {
+			return err
+		}
+	}
+	answer, err := plan.Answerer.Answer(ctx, it)
+	row.Answer, row.PromptTokens, row.CompletionTokens = answer.Text, answer.PromptTokens, answer.CompletionTokens
+	row.AnswerCostMicros, row.LatencyMs = int64(answer.Cost), int32(answer.Latency/time.Millisecond)
+	if err == nil {
+		scored, err = plan.Scorer.Score(ctx, it, answer.Text)
+	}
+	var pause *Pause
+	switch {
+	case errors.As(err, &pause):
+		return err
+	case ctx.Err() != nil:
+		return ctx.Err()
+	case err != nil:
+		scored.Invalid = outbound.Describe(err)
+	}
+	return s.storeItem(ctx, row, scored)
+}
+
+func (s *Service) storeItem(ctx context.Context, row db.EvaluationItemInsertParams, sc Scored) error {
+	if sc.Components == nil {
+		sc.Components = map[string]scorers.Score{}
+	}
+	scores, err := json.Marshal(sc.Components)
+	if err != nil {
+		return err
+	}
+	row.Scores, row.InvalidReason, row.Critique, row.SafetyFlag = scores, sc.Invalid, sc.Critique, sc.Safety
+	row.RewardExplanation = sc.RewardExplanation
+	if sc.Reward != nil && sc.Invalid == "" {
+		row.Reward = pgtype.Float8{Float64: *sc.Reward, Valid: true}
+	} else if row.InvalidReason == "" {
+		row.InvalidReason = "No reward: a component of the formula has no score."
+	}
+	return db.InTx(ctx, s.Pool, func(_ pgx.Tx, q *db.Queries) error {
+		n, err := q.EvaluationItemInsert(ctx, row)
+		if err != nil || n == 0 {
+			return err // stored by an earlier attempt: counted then
+		}
+		return q.EvaluationRunUpdateProgress(ctx, db.EvaluationRunUpdateProgressParams{ID: row.RunID, JudgeCalls: int32(sc.JudgeCalls),
+			JudgeCostMicros: int64(sc.JudgeCost), AnswerCostMicros: row.AnswerCostMicros, Invalid: row.InvalidReason != ""})
+	})
+}
+
+func (s *Service) pause(ctx context.Context, runID uuid.UUID, reason string) error {
+	return db.New(s.Pool).EvaluationRunUpdatePaused(ctx, db.EvaluationRunUpdatePausedParams{ID: runID, PausedReason: reason})
+}
+
+// finish writes the aggregate: the mean reward over the items that have
+// one and its bootstrap confidence interval.
+func (s *Service) finish(ctx context.Context, runID uuid.UUID) error {
+	q := db.New(s.Pool)
+	rewards, err := q.EvaluationItemListRewards(ctx, runID)
+	if err != nil {
+		return err
+	}
+	p := db.EvaluationRunUpdateFinishedParams{ID: runID}
+	if len(rewards) > 0 {
+		mean, ci, err := stats.MeanCI(rewards, stats.DefaultBootstrap)
+		switch {
+		case err == nil:
+			p.CiLow = pgtype.Float8{Float64: ci.Lo, Valid: true}
+			p.CiHigh = pgtype.Float8{Float64: ci.Hi, Valid: true}
+		case len(rewards) == 1: // a mean, but no interval from one value
+			mean = rewards[0]
+		default:
+			return err
+		}
+		p.MeanReward = pgtype.Float8{Float64: mean, Valid: true}
+	}
+	return q.EvaluationRunUpdateFinished(ctx, p)
+}
+
+// Fail ends a run that cannot go on, with the reason in words.
+func (s *Service) Fail(ctx context.Context, runID uuid.UUID, cause error) error {
+	return db.New(s.Pool).EvaluationRunUpdateFailed(ctx, db.EvaluationRunUpdateFailedParams{ID: runID, Error: outbound.Describe(cause)})
+}
+
+// Run is a run as the API shows it.
+type Run struct {
+	ID       uuid.UUID `json:"id"`
+	Status   string    `json:"status"`
+	Progress struct {
+		Done  int `json:"done"`
+		Total int `json:"total"`
+	} `json:"progress"`
+	Summary struct {
+		MeanReward    *float64   `json:"mean_reward"`
+		CI            []float64  `json:"ci"`
+		Invalid       int        `json:"invalid"`
+		JudgeCalls    int        `json:"judge_calls"`
+		JudgeCostUSD  float64    `json:"judge_cost_usd"`
+		AnswerCostUSD float64    `json:"answer_cost_usd"`
+		Formula       string     `json:"formula"`
+		PausedReason  string     `json:"paused_reason,omitempty"`
+		Error         string     `json:"error,omitempty"`
+		FinishedAt    *time.Time `json:"finished_at"`
+	} `json:"summary"`
+	Items []RunItem `json:"items"`
+}
+
+// RunItem is one answered item of a run.
+type RunItem struct {
+	SourceID          uuid.UUID                `json:"source_id"`
+	Split             string                   `json:"split"`
+	Query             string                   `json:"query"`
+	Reference         string                   `json:"reference"`
+	Answer            string                   `json:"answer"`
+	Scores            map[string]scorers.Score `json:"scores"`
+	Reward            *float64                 `json:"reward"`
+	RewardExplanation string                   `json:"reward_explanation,omitempty"`
+	CostUSD           float64                  `json:"answer_cost_usd"`
+	LatencyMS         int                      `json:"latency_ms"`
+	Invalid           string                   `json:"invalid,omitempty"`
+	Critique          string                   `json:"critique,omitempty"`
+	Safety            bool                     `json:"safety_flag"`
+}
+
+// GetRun returns a run of the organisation with its items.
+func (s *Service) GetRun(ctx context.Context, orgID, runID uuid.UUID) (Run, error) {
+	q := db.New(s.Pool)
+	r, err := q.EvaluationRunGet(ctx, db.EvaluationRunGetParams{OrgID: orgID, ID: runID})
+	if errors.Is(err, pgx.ErrNoRows) {
+		return Run{}, errs.ErrNotFound
+	}
+	if err != nil {
+		return Run{}, err
+	}
+	out := Run{ID: r.ID, Status: string(r.Status), Items: []RunItem{}}
+	out.Progress.Done, out.Progress.Total = int(r.Done), int(r.Total)
+	out.Summary.Invalid, out.Summary.JudgeCalls = int(r.Invalid), int(r.JudgeCalls)
+	out.Summary.JudgeCostUSD = pricing.Micros(r.JudgeCostMicros).Dollars()
+	out.Summary.AnswerCostUSD = pricing.Micros(r.AnswerCostMicros).Dollars()
+	var cfg Config
+	if err := json.Unmarshal(r.Config, &cfg); err == nil {
+		out.Summary.Formula = cfg.Formula
+	}
+	out.Summary.PausedReason, out.Summary.Error, out.Summary.FinishedAt = r.PausedReason, r.Error, r.FinishedAt
+	if r.MeanReward.Valid {
+		out.Summary.MeanReward = &r.MeanReward.Float64
+	}
+	if r.CiLow.Valid {
+		out.Summary.CI = []float64{r.CiLow.Float64, r.CiHigh.Float64}
+	}
+	items, err := q.EvaluationItemList(ctx, runID)
+	if err != nil {
+		return Run{}, err
+	}
+	for _, it := range items {
+		ri := RunItem{SourceID: it.SourceID, Split: it.Split, Query: it.Query, Reference: it.Reference, Answer: it.Answer,
+			Invalid: it.InvalidReason, Critique: it.Critique, Safety: it.SafetyFlag, RewardExplanation: it.RewardExplanation,
+			CostUSD: pricing.Micros(it.AnswerCostMicros).Dollars(), LatencyMS: int(it.LatencyMs)}
+		if err := json.Unmarshal(it.Scores, &ri.Scores); err != nil {
+			return Run{}, err
+		}
+		if it.Reward.Valid {
+			ri.Reward = &it.Reward.Float64
+		}
+		out.Items = append(out.Items, ri)
+	}
+	return out, nil
+}

@@ -1,0 +1,228 @@
+package eval
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/google/uuid"
+
+	"github.com/curate/curate/internal/chat"
+	"github.com/curate/curate/internal/endpoints"
+	"github.com/curate/curate/internal/errs"
+	"github.com/curate/curate/internal/judge"
+	"github.com/curate/curate/internal/models"
+	"github.com/curate/curate/internal/reward"
+	"github.com/curate/curate/internal/scorers"
+)
+
+// Runs is the product's Runner: the candidate answers through the chat
+// client (a registered endpoint, or a model version where a serving target
+// serves it), and the rule scorers, the judge and the reward formula score
+// each answer.
+type Runs struct {
+	Endpoints *endpoints.Service
+	Judge     *judge.Service
+	Models    *models.Service
+	Reward    *reward.Service
+}
+
+// defaultConcurrency is how many items a model version's server is asked
+// at once (an endpoint sets its own).
+const defaultConcurrency = 4
+
+// Check refuses what cannot run, naming each field, and completes the
+// configuration: the formula resolved and written out, the scorers
+// defaulting to the formula's.
+func (r *Runs) Check(ctx context.Context, orgID uuid.UUID, cfg Config) (Config, error) {
+	v := &errs.Invalid{}
+	var f reward.Formula
+	if len(cfg.RewardFormula) > 0 {
+		var err error
+		if f, err = reward.Parse("reward_formula", cfg.RewardFormula, nil); err != nil {
+			return cfg, err
+		}
+	} else {
+		ver, err := r.Reward.Latest(ctx, orgID, reward.DefaultName)
+		if err != nil {
+			return cfg, err
+		}
+		f = ver.Weights
+	}
+	if len(cfg.Scorers) == 0 {
+		for _, name := range f.Scorers() {
+			cfg.Scorers = append(cfg.Scorers, scorers.Config{Preset: name})
+		}
+	}
+	set, err := scorers.Parse("scorers", cfg.Scorers)
+	if err != nil {
+		return cfg, err
+	}
+	if err := f.Require("reward_formula", set.Names()); err != nil {
+		return cfg, err
+	}
+	if slices.Contains(set.External, "reward_model") {
+		v.Add("scorers", "reward_model cannot score evaluations yet: use the judge or rule scorers")
+	}
+	if slices.Contains(set.External, "judge") {
+		switch {
+		case cfg.Judge == nil || cfg.Judge.Endpoint == "":
+			v.Add("judge.endpoint", "is required when the judge scores: the name of a registered endpoint")
+		default:
+			if _, _, err := r.Endpoints.Client(ctx, orgID, cfg.Judge.Endpoint); errors.Is(err, endpoints.ErrUnknown) {
+				v.Add("judge.endpoint", "no endpoint is named %q", cfg.Judge.Endpoint)
+			} else if err != nil {
+				return cfg, err
+			}
+			if _, err := r.Judge.Template(ctx, orgID, cfg.Judge.Template); err != nil {
+				var inv *errs.Invalid
+				if !errors.As(err, &inv) {
+					return cfg, err
+				}
+				v.Add("judge.template", "no judge template is named %q", cfg.Judge.Template)
+			}
+		}
+	}
+	switch c := cfg.Candidate; {
+	case c.Endpoint != "":
+		if _, _, err := r.Endpoints.Client(ctx, orgID, c.Endpoint); errors.Is(err, endpoints.ErrUnknown) {
+			v.Add("candidate.endpoint", "no endpoint is named %q", c.Endpoint)
+		} else if err != nil {
+			return cfg, err
+		}
+	case c.ModelVersionID != nil:
+		switch _, err := r.Models.Chat(ctx, orgID, *c.ModelVersionID); {
+		case errors.Is(err, errs.ErrNotFound):
+			v.Add("candidate.model_version_id", "is not a model version of this organisation")
+		case errors.Is(err, models.ErrNotServed):
+			v.Add("candidate.model_version_id", "is not deployed on a vLLM serving target Curate can call: deploy it (to a staging alias, say) or register an endpoint that serves it")
+		case err != nil:
+			return cfg, err
+		}
+	}
+	if err := v.Err(); err != nil {
+		return cfg, err
+	}
+	raw, err := json.Marshal(f)
+	if err != nil {
+		return cfg, err
+	}
+	cfg.RewardFormula, cfg.Formula = raw, f.String()
+	return cfg, nil
+}
+
+// Prepare builds the answerer and scorer of a checked configuration.
+func (r *Runs) Prepare(ctx context.Context, orgID uuid.UUID, cfg Config) (Plan, error) {
+	f, err := reward.Parse("reward_formula", cfg.RewardFormula, nil)
+	if err != nil {
+		return Plan{}, err
+	}
+	set, err := scorers.Parse("scorers", cfg.Scorers)
+	if err != nil {
+		return Plan{}, err
+	}
+	a := &answerer{}
+	plan := Plan{Answerer: a, Concurrency: defaultConcurrency}
+	switch c := cfg.Candidate; {
+	case c.Endpoint != "":
+		ep, client, err := r.Endpoints.Client(ctx, orgID, c.Endpoint)
+		if err != nil {
+			return Plan{}, err
+		}
+		a.client, a.model, a.endpoint = client, ep.Model, &ep
+		a.temperature, a.maxTokens, plan.Concurrency = ep.Temperature, ep.MaxTokens, ep.Concurrency
+	case c.ModelVersionID != nil:
+		t, err := r.Models.Chat(ctx, orgID, *c.ModelVersionID)
+		if err != nil {
+			return Plan{}, err
+		}
+		a.client, a.model, a.maxTokens = r.Endpoints.ChatClient(t.BaseURL, t.APIKey), t.Model, 1024
+	default:
+		return Plan{}, errors.New("evaluation: no candidate")
+	}
+	sc := &scorer{orgID: orgID, set: set, formula: f, judge: r.Judge, judgeCfg: cfg.Judge,
+		purpose: fmt.Sprintf("evaluation of %s", cfg.GoldenSetVersionID)}
+	plan.Scorer = sc
+	if slices.Contains(set.External, "judge") {
+		plan.Ready = sc.ready
+	}
+	return plan, nil
+}
+
+type answerer struct {
+	client      *chat.Client
+	model       string
+	endpoint    *endpoints.Endpoint // nil for a self-hosted version: no price
+	temperature float64
+	maxTokens   int
+}
+
+func (a *answerer) Answer(ctx context.Context, it Item) (Answer, error) {
+	var msgs []chat.Message
+	if it.System != "" {
+		msgs = append(msgs, chat.Message{Role: "system", Content: it.System})
+	}
+	for _, m := range it.Messages {
+		msgs = append(msgs, chat.Message{Role: m.Role, Content: m.Content})
+	}
+	temp := a.temperature
+	resp, err := a.client.Complete(ctx, chat.Request{Model: a.model, Messages: msgs, Temperature: &temp, MaxTokens: a.maxTokens})
+	out := Answer{Text: resp.Content, PromptTokens: resp.PromptTokens, CompletionTokens: resp.CompletionTokens, Latency: resp.Latency}
+	if a.endpoint != nil {
+		out.Cost = a.endpoint.Cost(resp.PromptTokens, resp.CompletionTokens)
+	}
+	return out, err
+}
+
+type scorer struct {
+	orgID    uuid.UUID
+	set      scorers.Set
+	formula  reward.Formula
+	judge    *judge.Service
+	judgeCfg *JudgeConfig
+	purpose  string
+}
+
+// ready pauses the run when the judge's budget is already spent.
+func (s *scorer) ready(ctx context.Context) error {
+	var budget *judge.BudgetError
+	if err := s.judge.CheckBudget(ctx, s.orgID); errors.As(err, &budget) {
+		return &Pause{Reason: budget.Describe()}
+	} else if err != nil {
+		return err
+	}
+	return nil
+}
+
+func (s *scorer) Score(ctx context.Context, it Item, answer string) (Scored, error) {
+	in := scorers.Input{Query: it.Query, Context: it.Context, Answer: answer, Reference: it.Reference}
+	out := Scored{Components: s.set.Score(in)}
+	if slices.Contains(s.set.External, "judge") {
+		j, err := s.judge.Judge(ctx, s.orgID, judge.Request{Endpoint: s.judgeCfg.Endpoint, Template: s.judgeCfg.Template, Input: in, Purpose: s.purpose})
+		out.JudgeCalls, out.JudgeCost = j.Calls, j.Cost
+		var budget *judge.BudgetError
+		switch {
+		case errors.As(err, &budget):
+			return out, &Pause{Reason: budget.Describe()}
+		case ctx.Err() != nil:
+			return out, ctx.Err()
+		case err != nil:
+			// The judge could not be reached: this item has no judge score,
+			// with the reason; a later run asks again.
+			out.Components["judge"] = scorers.Invalidf("%s", judge.Describe(err))
+		default:
+			out.Components["judge"] = j.AsScore()
+			out.Critique, out.Safety = j.Critique, j.Safety
+		}
+	}
+	res := s.formula.Compute(out.Components)
+	if res.Valid() {
+		out.Reward, out.RewardExplanation = &res.Value, res.Explanation
+	} else {
+		out.Invalid = "No reward: " + strings.TrimSuffix(res.Invalid, ".") + "."
+	}
+	return out, nil
+}
