@@ -128,8 +128,8 @@ func newFixture(t *testing.T) *fixture {
 
 func (f *fixture) config() eval.Config {
 	return eval.Config{GoldenSetVersionID: f.version, Candidate: eval.Candidate{Endpoint: "cand"},
-		Judge: &eval.JudgeConfig{Endpoint: "deepseek"},
-		Scorers: []scorers.Config{{Preset: "judge"}, {Preset: "reference_f1"}},
+		Judge:         &eval.JudgeConfig{Endpoint: "deepseek"},
+		Scorers:       []scorers.Config{{Preset: "judge"}, {Preset: "reference_f1"}},
 		RewardFormula: json.RawMessage(`{"judge": 0.5, "reference_f1": 0.5}`)}
 }
 
