@@ -18,12 +18,14 @@ import (
 	"github.com/curate/curate/internal/audit"
 	"github.com/curate/curate/internal/auth"
 	"github.com/curate/curate/internal/datasets"
+	"github.com/curate/curate/internal/endpoints"
 	"github.com/curate/curate/internal/eval"
 	"github.com/curate/curate/internal/feedback"
 	"github.com/curate/curate/internal/feedbackstats"
 	"github.com/curate/curate/internal/finetune"
 	"github.com/curate/curate/internal/health"
 	"github.com/curate/curate/internal/imports"
+	"github.com/curate/curate/internal/judge"
 	"github.com/curate/curate/internal/models"
 	"github.com/curate/curate/internal/overview"
 	"github.com/curate/curate/internal/pairs"
@@ -55,6 +57,9 @@ type Handlers struct {
 	Serving *serving.Service
 	// Reward keeps the reward formulas evaluations combine scores with.
 	Reward *reward.Service
+	// Endpoints are the registered chat endpoints; Judge grades answers.
+	Endpoints *endpoints.Service
+	Judge     *judge.Service
 	// Alerts lists, dismisses and configures alerts.
 	Alerts *alerts.Service
 	// FeedbackStats sums up feedback for the stats page.

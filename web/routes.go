@@ -166,6 +166,8 @@ func Routes(h *handlers.Handlers) []Route {
 		{POST, "/evaluations/gate/remove", auth.Admin, h.EvaluationGateRemove},
 		{GET, "/api/reward-formulas", auth.Viewer, h.APIRewardFormulaList},
 		{POST, "/api/reward-formulas", auth.Admin, h.APIRewardFormulaCreate},
+		{GET, "/api/endpoints", auth.Admin, h.APIEndpointList},
+		{POST, "/api/endpoints", auth.Admin, h.APIEndpointCreate},
 		{POST, "/api/evaluations", auth.Admin, h.APIEvaluationStart},
 		{GET, "/api/evaluations/:id", auth.Viewer, h.APIEvaluationGet},
 

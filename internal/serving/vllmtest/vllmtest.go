@@ -1,7 +1,9 @@
 // Package vllmtest is a stand-in for a vLLM OpenAI-compatible server
 // started with --enable-lora and VLLM_ALLOW_RUNTIME_LORA_UPDATING=True: it
 // answers GET /v1/models, POST /v1/load_lora_adapter and POST
-// /v1/unload_lora_adapter as vLLM does, and can be scripted to fail.
+// /v1/unload_lora_adapter as vLLM does, and POST /v1/chat/completions for
+// the base model and every loaded adapter (with Answer's text), and can be
+// scripted to fail.
 package vllmtest
 
 import (
@@ -28,6 +30,10 @@ type Server struct {
 	// answer is written: a test kills the caller there.
 	AfterLoad func(name string)
 	hide      int // answers of /v1/models that leave the adapters out
+	// Answer, when set, writes the reply of model (the base or a loaded
+	// adapter's name) to the conversation's last message; else the reply
+	// echoes it.
+	Answer func(model, prompt string) string
 }
 
 // HideAdapters makes the next n answers of /v1/models list the base model
@@ -112,6 +118,10 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 
+	if r.Method == http.MethodPost && r.URL.Path == "/v1/chat/completions" {
+		s.chat(w, r)
+		return
+	}
 	var body struct {
 		Name string `json:"lora_name"`
 		Path string `json:"lora_path"`
@@ -175,4 +185,38 @@ func sortedKeys(m map[string]string) []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// chat answers a chat completion as vLLM's OpenAI-compatible server does,
+// refusing a model it does not serve with vLLM's 404.
+func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
+	var req struct {
+		Model    string `json:"model"`
+		Messages []struct {
+			Content string `json:"content"`
+		} `json:"messages"`
+	}
+	if err := json.NewDecoder(r.Body).Decode(&req); err != nil || len(req.Messages) == 0 {
+		errorBody(w, http.StatusBadRequest, "BadRequestError", "messages are required")
+		return
+	}
+	s.mu.Lock()
+	_, loaded := s.loaded[req.Model]
+	answer := s.Answer
+	s.mu.Unlock()
+	if !loaded && req.Model != s.Base {
+		errorBody(w, http.StatusNotFound, "NotFoundError", fmt.Sprintf("The model `%s` does not exist.", req.Model))
+		return
+	}
+	prompt := req.Messages[len(req.Messages)-1].Content
+	text := "You asked: " + prompt
+	if answer != nil {
+		text = answer(req.Model, prompt)
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(map[string]any{
+		"id": "chatcmpl-vllm", "object": "chat.completion", "model": req.Model,
+		"choices": []map[string]any{{"index": 0, "finish_reason": "stop", "message": map[string]any{"role": "assistant", "content": text}}},
+		"usage":   map[string]any{"prompt_tokens": len(prompt) / 4, "completion_tokens": len(text) / 4, "total_tokens": (len(prompt) + len(text)) / 4},
+	})
 }

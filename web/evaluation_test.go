@@ -1,0 +1,197 @@
+package web_test
+
+import (
+	"context"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/curate/curate/internal/chat/chattest"
+	"github.com/curate/curate/internal/demo"
+	"github.com/curate/curate/internal/serving/vllmtest"
+	"github.com/curate/curate/web/webtest"
+)
+
+type evaluationDoc struct {
+	ID       string `json:"id"`
+	Status   string `json:"status"`
+	Progress struct {
+		Done  int `json:"done"`
+		Total int `json:"total"`
+	} `json:"progress"`
+	Summary struct {
+		MeanReward   *float64  `json:"mean_reward"`
+		CI           []float64 `json:"ci"`
+		Invalid      int       `json:"invalid"`
+		JudgeCalls   int       `json:"judge_calls"`
+		JudgeCostUSD float64   `json:"judge_cost_usd"`
+		Formula      string    `json:"formula"`
+	} `json:"summary"`
+	Items []struct {
+		Query    string  `json:"query"`
+		Answer   string  `json:"answer"`
+		Reward   float64 `json:"reward"`
+		Critique string  `json:"critique"`
+	} `json:"items"`
+}
+
+// The loop from a trained version to production through the API with a
+// worker: endpoints are registered (the key never comes back), model
+// versions served by a vLLM stand-in are evaluated on the gate's golden
+// set by a judge stand-in, a worse version is refused production with the
+// gate's reasons, and passes once a better evaluation is on record.
+func TestEvaluationGateLoop(t *testing.T) {
+	t.Parallel()
+	s := webtest.New(t, webtest.Options{Workers: 2})
+	ctx := context.Background()
+	seeded, err := demo.Ensure(ctx, s.App.Accounts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := demo.SeedFeedback(ctx, s.Pool, seeded); err != nil {
+		t.Fatal(err)
+	}
+	version, err := demo.SeedDataset(ctx, s.Pool, seeded.OrgID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.User(seeded.OrgID, "ad@demo.test", "admin")
+	page := s.SignedIn("ad@demo.test")
+	admin := s.APIKey(seeded.OrgID, "ops", "admin")
+	viewer := s.APIKey(seeded.OrgID, "dash", "viewer")
+
+	// The judge grades "improved" answers 0.9, the first version's 0.8 and
+	// anything else 0.2.
+	var firstServed atomic.Value
+	firstServed.Store("\x00")
+	judge := chattest.New(func(r chattest.Request) chattest.Reply {
+		score := "0.2"
+		switch p := r.Last(); {
+		case strings.Contains(p, "improved"):
+			score = "0.9"
+		case strings.Contains(p, firstServed.Load().(string)+" says"):
+			score = "0.8"
+		}
+		return chattest.Reply{Content: `{"score": ` + score + `, "safety_flag": false, "critique": "Graded."}`, PromptTokens: 500, CompletionTokens: 50}
+	})
+	t.Cleanup(judge.Close)
+	var improved atomic.Bool
+	vllm := vllmtest.New(t, "meta-llama/Llama-3.1-8B-Instruct")
+	vllm.Answer = func(model, prompt string) string {
+		if improved.Load() && model != firstServed.Load().(string) {
+			return "An improved answer to: " + prompt
+		}
+		return model + " says: " + prompt
+	}
+
+	res := s.API(admin, http.MethodPost, "/api/endpoints", map[string]any{"name": "deepseek", "base_url": judge.URL + "/v1",
+		"model": "deepseek-chat", "api_key": "sk-very-secret", "price_per_million_input": 0.27, "price_per_million_output": 1.10}).
+		Must(t, http.StatusCreated)
+	if strings.Contains(res.Body, "sk-very-secret") || !strings.Contains(res.Body, `"has_api_key":true`) {
+		t.Errorf("registered endpoint: %s", res.Body)
+	}
+	var p problemDoc
+	s.API(admin, http.MethodPost, "/api/endpoints", map[string]any{"name": "Bad Name", "base_url": "http://169.254.169.254/v1",
+		"model": "", "price_per_million_input": -1}).Must(t, http.StatusUnprocessableEntity).JSON(t, &p)
+	if p.fields() != "name,base_url,model,price_per_million_input" {
+		t.Errorf("bad endpoint named %q", p.fields())
+	}
+	s.API(viewer, http.MethodGet, "/api/endpoints", nil).Must(t, http.StatusForbidden)
+	if body := s.API(admin, http.MethodGet, "/api/endpoints", nil).Must(t, http.StatusOK).Body; strings.Contains(body, "sk-very") {
+		t.Errorf("the key is listed: %s", body)
+	}
+
+	s.API(admin, http.MethodPost, "/api/serving-targets", map[string]any{"name": "gpu-1", "kind": "vllm", "base_url": vllm.URL}).Must(t, http.StatusCreated)
+	var v1, v2 modelDoc
+	for i, v := range []*modelDoc{&v1, &v2} {
+		s.API(admin, http.MethodPost, "/api/models", map[string]any{"name": "support", "model_id": "/adapters/support-" + string(rune('1'+i)),
+			"base_model": "meta-llama/Llama-3.1-8B-Instruct", "kind": "lora"}).Must(t, http.StatusCreated).JSON(t, v)
+	}
+	deploy := func(id, alias string) string {
+		t.Helper()
+		var raw map[string]any
+		s.API(admin, http.MethodPost, "/api/models/"+id+"/deploy", map[string]any{"alias": alias, "target": "gpu-1", "reason": "test"}).
+			Must(t, http.StatusAccepted).JSON(t, &raw)
+		deployment := raw["id"].(string)
+		for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+			s.API(viewer, http.MethodGet, "/api/deployments/"+deployment, nil).Must(t, http.StatusOK).JSON(t, &raw)
+			if st := raw["status"].(string); st != "queued" && st != "running" {
+				if st != "succeeded" {
+					t.Fatalf("deployment %v", raw)
+				}
+				return raw["served_name"].(string)
+			}
+			if time.Now().After(deadline) {
+				t.Fatal("deployment never finished")
+			}
+		}
+	}
+	firstServed.Store(deploy(v1.ID, "production"))
+	deploy(v2.ID, "staging")
+
+	page.PostForm("/evaluations/golden-sets", url.Values{"version_id": {version.ID.String()}, "name": {"Support gold"}, "split_tags": {"red_team"}}).
+		Must(t, http.StatusSeeOther)
+	page.PostForm("/evaluations/gate", url.Values{"golden_set_version_id": {version.ID.String()}, "max_mean_drop": {"0.02"},
+		"regression_margin": {"0.1"}, "max_regressions": {"0"}, "no_new_red_team_flags": {"1"}}).Must(t, http.StatusSeeOther)
+
+	evaluate := func(versionID string) evaluationDoc {
+		t.Helper()
+		var run evaluationDoc
+		s.API(admin, http.MethodPost, "/api/evaluations", map[string]any{
+			"golden_set_version_id": version.ID, "candidate": map[string]any{"model_version_id": versionID},
+			"judge": map[string]any{"endpoint": "deepseek", "template": "default"}, "scorers": []string{"judge", "reference_f1"},
+			"reward_formula": map[string]any{"judge": 1.0},
+		}).Must(t, http.StatusAccepted).JSON(t, &run)
+		if run.Status != "queued" || run.Progress.Total == 0 {
+			t.Fatalf("started %+v", run)
+		}
+		for deadline := time.Now().Add(60 * time.Second); run.Status == "queued" || run.Status == "running"; time.Sleep(50 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("evaluation still %s: %+v", run.Status, run.Progress)
+			}
+			s.API(viewer, http.MethodGet, "/api/evaluations/"+run.ID, nil).Must(t, http.StatusOK).JSON(t, &run)
+		}
+		if run.Status != "succeeded" || run.Progress.Done != run.Progress.Total || len(run.Items) != run.Progress.Total || run.Summary.Invalid != 0 {
+			t.Fatalf("evaluation %s %+v %+v", run.Status, run.Progress, run.Summary)
+		}
+		return run
+	}
+	base := evaluate(v1.ID)
+	if *base.Summary.MeanReward != 0.8 || base.Summary.Formula != "R = 1·judge" || base.Summary.JudgeCalls == 0 ||
+		!strings.Contains(base.Items[0].Answer, " says: ") || base.Items[0].Critique != "Graded." {
+		t.Errorf("production's evaluation %+v, first item %+v", base.Summary, base.Items[0])
+	}
+	// 500 prompt and 50 completion tokens a call at $0.27 and $1.10 per million.
+	if want := float64(base.Summary.JudgeCalls) * (500*0.27 + 50*1.10) / 1e6; diff(base.Summary.JudgeCostUSD, want) > 1e-9 {
+		t.Errorf("judge cost $%v, want $%v", base.Summary.JudgeCostUSD, want)
+	}
+	worse := evaluate(v2.ID)
+	if *worse.Summary.MeanReward != 0.2 {
+		t.Errorf("the worse version's mean %v", *worse.Summary.MeanReward)
+	}
+	res = s.API(admin, http.MethodPost, "/api/models/"+v2.ID+"/deploy", map[string]any{"alias": "production", "target": "gpu-1", "reason": "ship"}).
+		Must(t, http.StatusConflict)
+	if !strings.Contains(res.Body, "Mean reward 0.200 is more than 0.020 below production") {
+		t.Errorf("the gate's refusal: %s", res.Body)
+	}
+	if body := page.Get("/models/versions/" + v2.ID).Must(t, http.StatusOK).Body; !strings.Contains(body, `data-gate="fail"`) {
+		t.Errorf("the version page does not show the failing gate")
+	}
+
+	improved.Store(true)
+	better := evaluate(v2.ID)
+	if *better.Summary.MeanReward != 0.9 {
+		t.Errorf("the better evaluation's mean %v", *better.Summary.MeanReward)
+	}
+	deploy(v2.ID, "production")
+}
+
+func diff(a, b float64) float64 {
+	if a > b {
+		return a - b
+	}
+	return b - a
+}
