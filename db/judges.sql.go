@@ -226,6 +226,36 @@ func (q *Queries) EndpointList(ctx context.Context, orgID uuid.UUID) ([]Endpoint
 	return items, nil
 }
 
+const feedbackListIDsByTraceID = `-- name: FeedbackListIDsByTraceID :many
+SELECT id FROM feedback WHERE org_id = $1 AND trace_id = $2 ORDER BY created_at LIMIT 100
+`
+
+type FeedbackListIDsByTraceIDParams struct {
+	OrgID   uuid.UUID `json:"org_id"`
+	TraceID string    `json:"trace_id"`
+}
+
+// Feedback on a logged best-of-N answer: its trace_id is the response id.
+func (q *Queries) FeedbackListIDsByTraceID(ctx context.Context, arg FeedbackListIDsByTraceIDParams) ([]uuid.UUID, error) {
+	rows, err := q.db.Query(ctx, feedbackListIDsByTraceID, arg.OrgID, arg.TraceID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []uuid.UUID{}
+	for rows.Next() {
+		var id uuid.UUID
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		items = append(items, id)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const judgeBudgetGet = `-- name: JudgeBudgetGet :one
 SELECT org_id, monthly_micros, updated_by_label, updated_at FROM judge_budgets WHERE org_id = $1
 `

@@ -5,6 +5,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/curate/curate/internal/bestofn"
 	"github.com/curate/curate/internal/endpoints"
 )
 
@@ -36,4 +37,37 @@ func (h *Handlers) APIEndpointCreate(c echo.Context) error {
 		return err
 	}
 	return c.JSON(http.StatusCreated, e)
+}
+
+// APIBestOfN scores candidate answers to a query and returns the selected
+// one, logged under its response id.
+func (h *Handlers) APIBestOfN(c echo.Context) error {
+	if _, err := queryParams(c); err != nil {
+		return err
+	}
+	var in bestofn.Request
+	if err := decodeJSON(c, &in, ""); err != nil {
+		return err
+	}
+	out, err := h.BestOfN.Select(ctx(c), actor(c), CallerOf(c).OrgID, in)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, out)
+}
+
+// APIBestOfNGet reads a logged best-of-N answer with the feedback on it.
+func (h *Handlers) APIBestOfNGet(c echo.Context) error {
+	if _, err := queryParams(c); err != nil {
+		return err
+	}
+	id, err := pathID(c)
+	if err != nil {
+		return err
+	}
+	out, err := h.BestOfN.Get(ctx(c), CallerOf(c).OrgID, id)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, out)
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/curate/curate/internal/alerts"
 	"github.com/curate/curate/internal/audit"
 	"github.com/curate/curate/internal/auth"
+	"github.com/curate/curate/internal/bestofn"
 	"github.com/curate/curate/internal/datasets"
 	"github.com/curate/curate/internal/endpoints"
 	"github.com/curate/curate/internal/eval"
@@ -60,6 +61,8 @@ type Handlers struct {
 	// Endpoints are the registered chat endpoints; Judge grades answers.
 	Endpoints *endpoints.Service
 	Judge     *judge.Service
+	// BestOfN selects the best of several answers.
+	BestOfN *bestofn.Service
 	// Alerts lists, dismisses and configures alerts.
 	Alerts *alerts.Service
 	// FeedbackStats sums up feedback for the stats page.

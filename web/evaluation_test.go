@@ -177,7 +177,7 @@ func TestEvaluationGateLoop(t *testing.T) {
 	if !strings.Contains(res.Body, "Mean reward 0.200 is more than 0.020 below production") {
 		t.Errorf("the gate's refusal: %s", res.Body)
 	}
-	if body := page.Get("/models/versions/" + v2.ID).Must(t, http.StatusOK).Body; !strings.Contains(body, `data-gate="fail"`) {
+	if body := page.Get("/models/versions/"+v2.ID).Must(t, http.StatusOK).Body; !strings.Contains(body, `data-gate="fail"`) {
 		t.Errorf("the version page does not show the failing gate")
 	}
 

@@ -170,6 +170,8 @@ func Routes(h *handlers.Handlers) []Route {
 		{POST, "/api/endpoints", auth.Admin, h.APIEndpointCreate},
 		{POST, "/api/evaluations", auth.Admin, h.APIEvaluationStart},
 		{GET, "/api/evaluations/:id", auth.Viewer, h.APIEvaluationGet},
+		{POST, "/api/best-of-n", auth.Curator, h.APIBestOfN},
+		{GET, "/api/best-of-n/:id", auth.Viewer, h.APIBestOfNGet},
 
 		// Seed 003 training API.
 		{POST, "/api/train", auth.Admin, h.APITrain},

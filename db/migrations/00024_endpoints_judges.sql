@@ -148,6 +148,8 @@ CREATE TABLE best_of_n_responses (
     created_at        timestamptz NOT NULL DEFAULT now()
 );
 CREATE INDEX best_of_n_responses_org_created ON best_of_n_responses (org_id, created_at DESC);
+-- Feedback on a logged answer carries its response id as trace_id.
+CREATE INDEX feedback_org_trace ON feedback (org_id, trace_id) WHERE trace_id <> '';
 
 -- What each evaluated answer cost to generate, and how its reward was
 -- summed.
@@ -163,6 +165,7 @@ ALTER TABLE evaluation_runs ADD COLUMN answer_cost_micros bigint NOT NULL DEFAUL
 ALTER TABLE evaluation_runs DROP COLUMN answer_cost_micros;
 ALTER TABLE evaluation_items DROP COLUMN reward_explanation, DROP COLUMN prompt_tokens, DROP COLUMN completion_tokens,
     DROP COLUMN answer_cost_micros, DROP COLUMN latency_ms;
+DROP INDEX feedback_org_trace;
 DROP TABLE best_of_n_responses;
 DROP TABLE judge_conflicts;
 DROP TYPE conflict_resolution;

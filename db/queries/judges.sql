@@ -60,3 +60,7 @@ RETURNING *;
 
 -- name: BestOfNResponseGet :one
 SELECT * FROM best_of_n_responses WHERE org_id = @org_id AND id = @id;
+
+-- name: FeedbackListIDsByTraceID :many
+-- Feedback on a logged best-of-N answer: its trace_id is the response id.
+SELECT id FROM feedback WHERE org_id = @org_id AND trace_id = @trace_id ORDER BY created_at LIMIT 100;

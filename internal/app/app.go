@@ -16,6 +16,7 @@ import (
 	"github.com/curate/curate/internal/accounts"
 	"github.com/curate/curate/internal/alerts"
 	"github.com/curate/curate/internal/audit"
+	"github.com/curate/curate/internal/bestofn"
 	"github.com/curate/curate/internal/blobstore"
 	"github.com/curate/curate/internal/config"
 	"github.com/curate/curate/internal/datasets"
@@ -79,6 +80,8 @@ type Services struct {
 	// Judge grades answers through one of them.
 	Endpoints *endpoints.Service
 	Judge     *judge.Service
+	// BestOfN selects the best of several answers to a query.
+	BestOfN *bestofn.Service
 	// Overview counts the start page's waiting work.
 	Overview *overview.Service
 }
@@ -150,6 +153,7 @@ func New(cfg config.Config, pool *pgxpool.Pool, log *slog.Logger) (*Services, er
 		Reward:        rw,
 		Endpoints:     eps,
 		Judge:         jd,
+		BestOfN:       &bestofn.Service{Pool: pool, Judge: jd, Endpoints: eps, Models: reg},
 		Overview:      &overview.Service{Pool: pool},
 	}, nil
 }

@@ -43,6 +43,18 @@ func (e *Invalid) Add(field, format string, args ...any) {
 	e.Errors = append(e.Errors, FieldError{Field: field, Message: fmt.Sprintf(format, args...)})
 }
 
+// Merge records the messages of another validation's error. It takes
+// only an *Invalid: any other error is a fault, not a message about input,
+// and is recorded as one on the empty field so that it is not lost.
+func (e *Invalid) Merge(err error) {
+	var other *Invalid
+	if errors.As(err, &other) {
+		e.Errors = append(e.Errors, other.Errors...)
+	} else if err != nil {
+		e.Add("", "%v", err)
+	}
+}
+
 // Has reports whether any message was recorded.
 func (e *Invalid) Has() bool { return len(e.Errors) > 0 }
 

@@ -1,0 +1,432 @@
+// Package bestofn answers a query with the best of several candidate
+// answers (the design's serving steps 3 to 6): the candidates are given,
+// or sampled from a served model version with several temperature/top_p
+// pairs; each is scored by the judge or by rules; one is selected (the
+// highest score, a draw weighted by score, or the first above a threshold
+// that passes the rule filters); and every call is logged with its
+// candidates, scores and selection under a response id, which feedback can
+// carry later as its trace_id.
+package bestofn
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"strings"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/curate/curate/db"
+	"github.com/curate/curate/internal/audit"
+	"github.com/curate/curate/internal/chat"
+	"github.com/curate/curate/internal/endpoints"
+	"github.com/curate/curate/internal/errs"
+	"github.com/curate/curate/internal/judge"
+	"github.com/curate/curate/internal/models"
+	"github.com/curate/curate/internal/outbound"
+	"github.com/curate/curate/internal/scorers"
+)
+
+// Limits on a request.
+const (
+	MaxText       = 32 << 10 // the query, and each candidate
+	MaxContext    = 64 << 10 // the context, as JSON
+	MinCandidates = 2
+	MaxCandidates = 16
+)
+
+// Selections.
+const (
+	SelectMax       = "max"
+	SelectWeighted  = "weighted"
+	SelectThreshold = "threshold"
+)
+
+// Generation methods, as the answer names them.
+const (
+	GenerationProvided = "provided"
+	GenerationSampled  = "sampled"
+)
+
+// DefaultSamples are the sampling settings used in turn when a request
+// asks a model for N answers without giving its own.
+var DefaultSamples = []Sample{{0.7, 0.95}, {1.0, 0.95}, {0.3, 0.9}, {0.9, 1.0}}
+
+// Service does the work; its fields are its dependencies.
+type Service struct {
+	Pool      *pgxpool.Pool
+	Judge     *judge.Service
+	Endpoints *endpoints.Service
+	Models    *models.Service
+}
+
+// Sample is one sampling strategy.
+type Sample struct {
+	Temperature float64 `json:"temperature"`
+	TopP        float64 `json:"top_p"`
+}
+
+// Scorer names how candidates are scored: exactly one of the judge (an
+// endpoint's name), a reward model (a model version), or rules.
+type Scorer struct {
+	Judge       string           `json:"judge,omitempty"`
+	Template    string           `json:"template,omitempty"`
+	RewardModel string           `json:"reward_model,omitempty"`
+	Rules       []scorers.Config `json:"rules,omitempty"`
+}
+
+// Request is what the API takes.
+type Request struct {
+	Query      string          `json:"query"`
+	Context    json.RawMessage `json:"context,omitempty"`
+	Candidates []string        `json:"candidates,omitempty"`
+	// ModelVersionID and N ask a served version for N answers, with
+	// Samples (DefaultSamples when empty) used in turn.
+	ModelVersionID *uuid.UUID `json:"model_version_id,omitempty"`
+	N              int        `json:"n,omitempty"`
+	Samples        []Sample   `json:"samples,omitempty"`
+	Scorer         Scorer     `json:"scorer"`
+	Selection      string     `json:"selection,omitempty"` // max when empty
+	// Threshold is the score a candidate needs under "threshold" selection
+	// (0.5 when nil); Filters are rules it must pass: a required rule fully
+	// met, a forbidden one not triggered.
+	Threshold *float64         `json:"threshold,omitempty"`
+	Filters   []scorers.Config `json:"filters,omitempty"`
+}
+
+// Candidate is one answer with its score.
+type Candidate struct {
+	Index       int     `json:"index"`
+	Text        string  `json:"text"`
+	Score       float64 `json:"score"`
+	Explanation string  `json:"explanation,omitempty"`
+	// Invalid is why the candidate has no score; it cannot be selected.
+	Invalid string `json:"invalid,omitempty"`
+	// Filtered is true when a rule filter excluded it.
+	Filtered bool `json:"filtered,omitempty"`
+}
+
+// Response is what the API answers.
+type Response struct {
+	Response         string      `json:"response"`
+	RewardScore      float64     `json:"reward_score"`
+	CandidatesCount  int         `json:"candidates_count"`
+	GenerationMethod string      `json:"generation_method"`
+	ResponseID       uuid.UUID   `json:"response_id"`
+	Selection        string      `json:"selection"`
+	Selected         int         `json:"selected"`
+	Scores           []Candidate `json:"scores"`
+}
+
+// check validates a request, naming each field.
+func (r *Request) check() (rules, filters scorers.Set, err error) {
+	v := &errs.Invalid{}
+	v.Text("query", r.Query, MaxText, true)
+	if len(r.Context) > MaxContext {
+		v.Add("context", "is %d bytes; at most %d", len(r.Context), MaxContext)
+	} else if len(r.Context) > 0 && string(r.Context) != "null" {
+		var obj map[string]json.RawMessage
+		if json.Unmarshal(r.Context, &obj) != nil {
+			v.Add("context", "must be a JSON object")
+		}
+	}
+	switch {
+	case len(r.Candidates) > 0 && r.ModelVersionID != nil:
+		v.Add("candidates", "give candidates or a model_version_id with n, not both")
+	case len(r.Candidates) > 0:
+		if len(r.Candidates) < MinCandidates || len(r.Candidates) > MaxCandidates {
+			v.Add("candidates", "must hold %d to %d answers", MinCandidates, MaxCandidates)
+		}
+		for i, c := range r.Candidates {
+			v.Text(fmt.Sprintf("candidates[%d]", i), c, MaxText, true)
+		}
+	case r.ModelVersionID != nil:
+		if r.N < MinCandidates || r.N > MaxCandidates {
+			v.Add("n", "must be %d to %d", MinCandidates, MaxCandidates)
+		}
+		for i, s := range r.Samples {
+			if !(s.Temperature >= 0 && s.Temperature <= 2) {
+				v.Add(fmt.Sprintf("samples[%d].temperature", i), "must be from 0 to 2")
+			}
+			if !(s.TopP > 0 && s.TopP <= 1) {
+				v.Add(fmt.Sprintf("samples[%d].top_p", i), "must be above 0 and at most 1")
+			}
+		}
+	default:
+		v.Add("candidates", "give 2 to 16 candidate answers, or a model_version_id and n")
+	}
+	sc := r.Scorer
+	named := 0
+	for _, set := range []bool{sc.Judge != "", sc.RewardModel != "", len(sc.Rules) > 0} {
+		if set {
+			named++
+		}
+	}
+	switch {
+	case named != 1:
+		v.Add("scorer", `name exactly one of {"judge": "<endpoint>"}, {"reward_model": "<model version id>"} or {"rules": [...]}`)
+	case sc.RewardModel != "":
+		v.Add("scorer.reward_model", "reward models cannot score candidates yet: use the judge or rules")
+	case len(sc.Rules) > 0:
+		if rules, err = scorers.Parse("scorer.rules", sc.Rules); err != nil {
+			v.Merge(err)
+		} else if len(rules.External) > 0 {
+			v.Add("scorer.rules", "take rule scorers only: name the judge as {\"judge\": \"<endpoint>\"}")
+		}
+	}
+	if r.Selection == "" {
+		r.Selection = SelectMax
+	}
+	if !slices.Contains([]string{SelectMax, SelectWeighted, SelectThreshold}, r.Selection) {
+		v.Add("selection", "must be max, weighted or threshold")
+	}
+	if r.Threshold != nil && !(*r.Threshold >= 0 && *r.Threshold <= 1) {
+		v.Add("threshold", "must be from 0 to 1")
+	}
+	if len(r.Filters) > 0 {
+		if filters, err = scorers.Parse("filters", r.Filters); err != nil {
+			v.Merge(err)
+		} else if len(filters.External) > 0 {
+			v.Add("filters", "take rule scorers only")
+		}
+	}
+	return rules, filters, v.Err()
+}
+
+// Select answers a request: generates candidates when asked to, scores
+// them, selects one and logs the whole call.
+func (s *Service) Select(ctx context.Context, actor audit.Actor, orgID uuid.UUID, r Request) (Response, error) {
+	rules, filters, err := r.check()
+	if err != nil {
+		return Response{}, err
+	}
+	out := Response{GenerationMethod: GenerationProvided, Selection: r.Selection}
+	texts := r.Candidates
+	if r.ModelVersionID != nil {
+		if texts, err = s.sample(ctx, orgID, r); err != nil {
+			return Response{}, err
+		}
+		out.GenerationMethod = GenerationSampled
+	}
+	if r.Scorer.Judge != "" {
+		if _, err := s.Judge.Template(ctx, orgID, r.Scorer.Template); err != nil {
+			return Response{}, err
+		}
+	}
+	cands := make([]Candidate, len(texts))
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(4)
+	for i, text := range texts {
+		cands[i] = Candidate{Index: i, Text: text}
+		g.Go(func() error { return s.score(gctx, orgID, r, rules, &cands[i]) })
+	}
+	if err := g.Wait(); err != nil {
+		return Response{}, err
+	}
+	for i := range cands {
+		for _, sc := range filters.Rules {
+			v := sc.Score(scorers.Input{Query: r.Query, Answer: cands[i].Text})
+			pass := v.Valid() && (sc.Kind == scorers.KindForbidden && v.Value == 0 || sc.Kind != scorers.KindForbidden && v.Value == 1)
+			cands[i].Filtered = cands[i].Filtered || !pass
+		}
+	}
+	pick := choose(cands, r)
+	if pick < 0 {
+		return Response{}, &errs.Conflict{Message: "No candidate could be scored: " + cands[0].Invalid}
+	}
+	out.Selected, out.Response, out.RewardScore = pick, cands[pick].Text, cands[pick].Score
+	out.CandidatesCount, out.Scores = len(cands), cands
+	candJSON, err := json.Marshal(cands)
+	if err != nil {
+		return Response{}, err
+	}
+	scorerJSON, err := json.Marshal(r.Scorer)
+	if err != nil {
+		return Response{}, err
+	}
+	ctxJSON := []byte(r.Context)
+	if len(ctxJSON) == 0 || string(ctxJSON) == "null" {
+		ctxJSON = []byte("{}")
+	}
+	row, err := db.New(s.Pool).BestOfNResponseInsert(ctx, db.BestOfNResponseInsertParams{OrgID: orgID, Query: r.Query, Context: ctxJSON,
+		Scorer: scorerJSON, Selection: r.Selection, GenerationMethod: out.GenerationMethod, Candidates: candJSON,
+		Selected: int32(pick), RewardScore: out.RewardScore, CreatedByLabel: actor.Label})
+	if err != nil {
+		return Response{}, err
+	}
+	out.ResponseID = row.ID
+	return out, nil
+}
+
+// sample asks the version for N answers, the sampling settings in turn.
+func (s *Service) sample(ctx context.Context, orgID uuid.UUID, r Request) ([]string, error) {
+	target, err := s.Models.Chat(ctx, orgID, *r.ModelVersionID)
+	switch {
+	case errors.Is(err, errs.ErrNotFound):
+		return nil, errs.InvalidField("model_version_id", "is not a model version of this organisation")
+	case errors.Is(err, models.ErrNotServed):
+		return nil, errs.InvalidField("model_version_id", "is not deployed on a vLLM serving target Curate can call")
+	case err != nil:
+		return nil, err
+	}
+	samples := r.Samples
+	if len(samples) == 0 {
+		samples = DefaultSamples
+	}
+	client := s.Endpoints.ChatClient(target.BaseURL, target.APIKey)
+	out := make([]string, r.N)
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(4)
+	for i := range r.N {
+		sm := samples[i%len(samples)]
+		g.Go(func() error {
+			resp, err := client.Complete(gctx, chat.Request{Model: target.Model, Temperature: &sm.Temperature, TopP: &sm.TopP, MaxTokens: 1024,
+				Messages: []chat.Message{{Role: "user", Content: r.Query}}})
+			if err != nil {
+				return &errs.Conflict{Message: "The model version could not answer: " + outbound.Describe(err)}
+			}
+			out[i] = resp.Content
+			return nil
+		})
+	}
+	return out, g.Wait()
+}
+
+// score scores one candidate, recording why when it cannot.
+func (s *Service) score(ctx context.Context, orgID uuid.UUID, r Request, rules scorers.Set, c *Candidate) error {
+	in := scorers.Input{Query: r.Query, Answer: c.Text}
+	if r.Scorer.Judge != "" {
+		j, err := s.Judge.Judge(ctx, orgID, judge.Request{Endpoint: r.Scorer.Judge, Template: r.Scorer.Template, Input: in, Purpose: "best-of-n"})
+		var budget *judge.BudgetError
+		switch {
+		case errors.Is(err, endpoints.ErrUnknown):
+			return errs.InvalidField("scorer.judge", "no endpoint is named %q", r.Scorer.Judge)
+		case errors.As(err, &budget):
+			return &errs.Conflict{Message: budget.Describe()}
+		case err != nil:
+			c.Invalid = judge.Describe(err)
+			return nil
+		}
+		c.Score, c.Explanation, c.Invalid = j.Score, j.Critique, j.Invalid
+		return nil
+	}
+	// Rules: the mean of their values, a forbidden rule counting as one
+	// minus its value (a risk lowers the score).
+	var sum float64
+	var parts []string
+	for _, sc := range rules.Rules {
+		v := sc.Score(in)
+		if !v.Valid() {
+			c.Invalid = sc.Name + ": " + v.Invalid
+			return nil
+		}
+		x := v.Value
+		if sc.Kind == scorers.KindForbidden {
+			x = 1 - x
+		}
+		sum += x
+		parts = append(parts, fmt.Sprintf("%s %.2f", sc.Name, x))
+	}
+	c.Score, c.Explanation = sum/float64(len(rules.Rules)), strings.Join(parts, ", ")
+	return nil
+}
+
+// choose picks a candidate by the request's selection, or -1 when none
+// has a score.
+func choose(cands []Candidate, r Request) int {
+	best := -1
+	for i, c := range cands {
+		if c.Invalid == "" && (best < 0 || c.Score > cands[best].Score) {
+			best = i
+		}
+	}
+	switch r.Selection {
+	case SelectWeighted:
+		var total float64
+		for _, c := range cands {
+			if c.Invalid == "" && !c.Filtered {
+				total += c.Score
+			}
+		}
+		if total > 0 {
+			x := rand.Float64() * total
+			for i, c := range cands {
+				if c.Invalid != "" || c.Filtered {
+					continue
+				}
+				if x -= c.Score; x < 0 {
+					return i
+				}
+			}
+		}
+	case SelectThreshold:
+		th := 0.5
+		if r.Threshold != nil {
+			th = *r.Threshold
+		}
+		for i, c := range cands {
+			if c.Invalid == "" && !c.Filtered && c.Score >= th {
+				return i
+			}
+		}
+	default:
+		best = -1
+		for i, c := range cands {
+			if c.Invalid == "" && !c.Filtered && (best < 0 || c.Score > cands[best].Score) {
+				best = i
+			}
+		}
+		if best >= 0 {
+			return best
+		}
+		// Every scored candidate was filtered out: the best scored one.
+		for i, c := range cands {
+			if c.Invalid == "" && (best < 0 || c.Score > cands[best].Score) {
+				best = i
+			}
+		}
+	}
+	return best
+}
+
+// Logged is a logged best-of-N answer with the feedback that later named
+// it by trace_id.
+type Logged struct {
+	ResponseID       uuid.UUID       `json:"response_id"`
+	Query            string          `json:"query"`
+	Context          json.RawMessage `json:"context"`
+	Scorer           json.RawMessage `json:"scorer"`
+	Selection        string          `json:"selection"`
+	GenerationMethod string          `json:"generation_method"`
+	Selected         int             `json:"selected"`
+	RewardScore      float64         `json:"reward_score"`
+	Candidates       []Candidate     `json:"candidates"`
+	FeedbackIDs      []uuid.UUID     `json:"feedback_ids"`
+}
+
+// Get reads one logged answer of the organisation.
+func (s *Service) Get(ctx context.Context, orgID, id uuid.UUID) (Logged, error) {
+	q := db.New(s.Pool)
+	row, err := q.BestOfNResponseGet(ctx, db.BestOfNResponseGetParams{OrgID: orgID, ID: id})
+	if errors.Is(err, pgx.ErrNoRows) {
+		return Logged{}, errs.ErrNotFound
+	}
+	if err != nil {
+		return Logged{}, err
+	}
+	out := Logged{ResponseID: row.ID, Query: row.Query, Context: row.Context, Scorer: row.Scorer, Selection: row.Selection,
+		GenerationMethod: row.GenerationMethod, Selected: int(row.Selected), RewardScore: row.RewardScore}
+	if err := json.Unmarshal(row.Candidates, &out.Candidates); err != nil {
+		return Logged{}, err
+	}
+	if out.FeedbackIDs, err = q.FeedbackListIDsByTraceID(ctx, db.FeedbackListIDsByTraceIDParams{OrgID: orgID, TraceID: id.String()}); err != nil {
+		return Logged{}, err
+	}
+	return out, nil
+}
