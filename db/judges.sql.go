@@ -256,6 +256,299 @@ func (q *Queries) FeedbackListIDsByTraceID(ctx context.Context, arg FeedbackList
 	return items, nil
 }
 
+const judgeAgreementGet = `-- name: JudgeAgreementGet :one
+SELECT id, org_id, endpoint, template, template_version, filter, threshold, item_limit, status, total, done, invalid, spearman, kappa, agreement, conflicts, judge_calls, judge_cost_micros, paused_reason, error, river_job_id, created_by_label, created_at, finished_at FROM judge_agreements WHERE org_id = $1 AND id = $2
+`
+
+type JudgeAgreementGetParams struct {
+	OrgID uuid.UUID `json:"org_id"`
+	ID    uuid.UUID `json:"id"`
+}
+
+func (q *Queries) JudgeAgreementGet(ctx context.Context, arg JudgeAgreementGetParams) (JudgeAgreement, error) {
+	row := q.db.QueryRow(ctx, judgeAgreementGet, arg.OrgID, arg.ID)
+	var i JudgeAgreement
+	err := row.Scan(
+		&i.ID,
+		&i.OrgID,
+		&i.Endpoint,
+		&i.Template,
+		&i.TemplateVersion,
+		&i.Filter,
+		&i.Threshold,
+		&i.ItemLimit,
+		&i.Status,
+		&i.Total,
+		&i.Done,
+		&i.Invalid,
+		&i.Spearman,
+		&i.Kappa,
+		&i.Agreement,
+		&i.Conflicts,
+		&i.JudgeCalls,
+		&i.JudgeCostMicros,
+		&i.PausedReason,
+		&i.Error,
+		&i.RiverJobID,
+		&i.CreatedByLabel,
+		&i.CreatedAt,
+		&i.FinishedAt,
+	)
+	return i, err
+}
+
+const judgeAgreementGetByID = `-- name: JudgeAgreementGetByID :one
+SELECT id, org_id, endpoint, template, template_version, filter, threshold, item_limit, status, total, done, invalid, spearman, kappa, agreement, conflicts, judge_calls, judge_cost_micros, paused_reason, error, river_job_id, created_by_label, created_at, finished_at FROM judge_agreements WHERE id = $1
+`
+
+// For the worker, which knows the run only by its id.
+func (q *Queries) JudgeAgreementGetByID(ctx context.Context, id uuid.UUID) (JudgeAgreement, error) {
+	row := q.db.QueryRow(ctx, judgeAgreementGetByID, id)
+	var i JudgeAgreement
+	err := row.Scan(
+		&i.ID,
+		&i.OrgID,
+		&i.Endpoint,
+		&i.Template,
+		&i.TemplateVersion,
+		&i.Filter,
+		&i.Threshold,
+		&i.ItemLimit,
+		&i.Status,
+		&i.Total,
+		&i.Done,
+		&i.Invalid,
+		&i.Spearman,
+		&i.Kappa,
+		&i.Agreement,
+		&i.Conflicts,
+		&i.JudgeCalls,
+		&i.JudgeCostMicros,
+		&i.PausedReason,
+		&i.Error,
+		&i.RiverJobID,
+		&i.CreatedByLabel,
+		&i.CreatedAt,
+		&i.FinishedAt,
+	)
+	return i, err
+}
+
+const judgeAgreementInsert = `-- name: JudgeAgreementInsert :one
+INSERT INTO judge_agreements (org_id, endpoint, template, template_version, filter, threshold, item_limit, total, created_by_label)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
+RETURNING id, org_id, endpoint, template, template_version, filter, threshold, item_limit, status, total, done, invalid, spearman, kappa, agreement, conflicts, judge_calls, judge_cost_micros, paused_reason, error, river_job_id, created_by_label, created_at, finished_at
+`
+
+type JudgeAgreementInsertParams struct {
+	OrgID           uuid.UUID `json:"org_id"`
+	Endpoint        string    `json:"endpoint"`
+	Template        string    `json:"template"`
+	TemplateVersion int32     `json:"template_version"`
+	Filter          string    `json:"filter"`
+	Threshold       float64   `json:"threshold"`
+	ItemLimit       int32     `json:"item_limit"`
+	Total           int32     `json:"total"`
+	CreatedByLabel  string    `json:"created_by_label"`
+}
+
+func (q *Queries) JudgeAgreementInsert(ctx context.Context, arg JudgeAgreementInsertParams) (JudgeAgreement, error) {
+	row := q.db.QueryRow(ctx, judgeAgreementInsert,
+		arg.OrgID,
+		arg.Endpoint,
+		arg.Template,
+		arg.TemplateVersion,
+		arg.Filter,
+		arg.Threshold,
+		arg.ItemLimit,
+		arg.Total,
+		arg.CreatedByLabel,
+	)
+	var i JudgeAgreement
+	err := row.Scan(
+		&i.ID,
+		&i.OrgID,
+		&i.Endpoint,
+		&i.Template,
+		&i.TemplateVersion,
+		&i.Filter,
+		&i.Threshold,
+		&i.ItemLimit,
+		&i.Status,
+		&i.Total,
+		&i.Done,
+		&i.Invalid,
+		&i.Spearman,
+		&i.Kappa,
+		&i.Agreement,
+		&i.Conflicts,
+		&i.JudgeCalls,
+		&i.JudgeCostMicros,
+		&i.PausedReason,
+		&i.Error,
+		&i.RiverJobID,
+		&i.CreatedByLabel,
+		&i.CreatedAt,
+		&i.FinishedAt,
+	)
+	return i, err
+}
+
+const judgeAgreementList = `-- name: JudgeAgreementList :many
+SELECT id, org_id, endpoint, template, template_version, filter, threshold, item_limit, status, total, done, invalid, spearman, kappa, agreement, conflicts, judge_calls, judge_cost_micros, paused_reason, error, river_job_id, created_by_label, created_at, finished_at FROM judge_agreements WHERE org_id = $1 ORDER BY created_at DESC LIMIT 50
+`
+
+func (q *Queries) JudgeAgreementList(ctx context.Context, orgID uuid.UUID) ([]JudgeAgreement, error) {
+	rows, err := q.db.Query(ctx, judgeAgreementList, orgID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []JudgeAgreement{}
+	for rows.Next() {
+		var i JudgeAgreement
+		if err := rows.Scan(
+			&i.ID,
+			&i.OrgID,
+			&i.Endpoint,
+			&i.Template,
+			&i.TemplateVersion,
+			&i.Filter,
+			&i.Threshold,
+			&i.ItemLimit,
+			&i.Status,
+			&i.Total,
+			&i.Done,
+			&i.Invalid,
+			&i.Spearman,
+			&i.Kappa,
+			&i.Agreement,
+			&i.Conflicts,
+			&i.JudgeCalls,
+			&i.JudgeCostMicros,
+			&i.PausedReason,
+			&i.Error,
+			&i.RiverJobID,
+			&i.CreatedByLabel,
+			&i.CreatedAt,
+			&i.FinishedAt,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const judgeAgreementUpdateFailed = `-- name: JudgeAgreementUpdateFailed :exec
+UPDATE judge_agreements SET status = 'failed', error = $1, finished_at = now()
+WHERE id = $2 AND status NOT IN ('succeeded', 'failed')
+`
+
+type JudgeAgreementUpdateFailedParams struct {
+	Error string    `json:"error"`
+	ID    uuid.UUID `json:"id"`
+}
+
+func (q *Queries) JudgeAgreementUpdateFailed(ctx context.Context, arg JudgeAgreementUpdateFailedParams) error {
+	_, err := q.db.Exec(ctx, judgeAgreementUpdateFailed, arg.Error, arg.ID)
+	return err
+}
+
+const judgeAgreementUpdateFinished = `-- name: JudgeAgreementUpdateFinished :exec
+UPDATE judge_agreements SET status = 'succeeded', done = $1, invalid = $2, spearman = $3,
+    kappa = $4, agreement = $5, conflicts = $6, finished_at = now()
+WHERE id = $7
+`
+
+type JudgeAgreementUpdateFinishedParams struct {
+	Done      int32         `json:"done"`
+	Invalid   int32         `json:"invalid"`
+	Spearman  pgtype.Float8 `json:"spearman"`
+	Kappa     pgtype.Float8 `json:"kappa"`
+	Agreement []byte        `json:"agreement"`
+	Conflicts int32         `json:"conflicts"`
+	ID        uuid.UUID     `json:"id"`
+}
+
+func (q *Queries) JudgeAgreementUpdateFinished(ctx context.Context, arg JudgeAgreementUpdateFinishedParams) error {
+	_, err := q.db.Exec(ctx, judgeAgreementUpdateFinished,
+		arg.Done,
+		arg.Invalid,
+		arg.Spearman,
+		arg.Kappa,
+		arg.Agreement,
+		arg.Conflicts,
+		arg.ID,
+	)
+	return err
+}
+
+const judgeAgreementUpdatePaused = `-- name: JudgeAgreementUpdatePaused :exec
+UPDATE judge_agreements SET status = 'paused', paused_reason = $1 WHERE id = $2
+`
+
+type JudgeAgreementUpdatePausedParams struct {
+	PausedReason string    `json:"paused_reason"`
+	ID           uuid.UUID `json:"id"`
+}
+
+func (q *Queries) JudgeAgreementUpdatePaused(ctx context.Context, arg JudgeAgreementUpdatePausedParams) error {
+	_, err := q.db.Exec(ctx, judgeAgreementUpdatePaused, arg.PausedReason, arg.ID)
+	return err
+}
+
+const judgeAgreementUpdateProgress = `-- name: JudgeAgreementUpdateProgress :exec
+UPDATE judge_agreements SET done = $1, invalid = $2, judge_calls = judge_calls + $3,
+    judge_cost_micros = judge_cost_micros + $4
+WHERE id = $5
+`
+
+type JudgeAgreementUpdateProgressParams struct {
+	Done            int32     `json:"done"`
+	Invalid         int32     `json:"invalid"`
+	JudgeCalls      int32     `json:"judge_calls"`
+	JudgeCostMicros int64     `json:"judge_cost_micros"`
+	ID              uuid.UUID `json:"id"`
+}
+
+func (q *Queries) JudgeAgreementUpdateProgress(ctx context.Context, arg JudgeAgreementUpdateProgressParams) error {
+	_, err := q.db.Exec(ctx, judgeAgreementUpdateProgress,
+		arg.Done,
+		arg.Invalid,
+		arg.JudgeCalls,
+		arg.JudgeCostMicros,
+		arg.ID,
+	)
+	return err
+}
+
+const judgeAgreementUpdateRiverID = `-- name: JudgeAgreementUpdateRiverID :exec
+UPDATE judge_agreements SET river_job_id = $1 WHERE id = $2
+`
+
+type JudgeAgreementUpdateRiverIDParams struct {
+	RiverJobID pgtype.Int8 `json:"river_job_id"`
+	ID         uuid.UUID   `json:"id"`
+}
+
+func (q *Queries) JudgeAgreementUpdateRiverID(ctx context.Context, arg JudgeAgreementUpdateRiverIDParams) error {
+	_, err := q.db.Exec(ctx, judgeAgreementUpdateRiverID, arg.RiverJobID, arg.ID)
+	return err
+}
+
+const judgeAgreementUpdateRunning = `-- name: JudgeAgreementUpdateRunning :exec
+UPDATE judge_agreements SET status = 'running', paused_reason = '' WHERE id = $1 AND status NOT IN ('succeeded', 'failed')
+`
+
+func (q *Queries) JudgeAgreementUpdateRunning(ctx context.Context, id uuid.UUID) error {
+	_, err := q.db.Exec(ctx, judgeAgreementUpdateRunning, id)
+	return err
+}
+
 const judgeBudgetGet = `-- name: JudgeBudgetGet :one
 SELECT org_id, monthly_micros, updated_by_label, updated_at FROM judge_budgets WHERE org_id = $1
 `
@@ -397,6 +690,155 @@ func (q *Queries) JudgeCallInsert(ctx context.Context, arg JudgeCallInsertParams
 		arg.Outcome,
 	)
 	return err
+}
+
+const judgeConflictCountOpen = `-- name: JudgeConflictCountOpen :one
+SELECT count(*) FROM judge_conflicts WHERE org_id = $1 AND resolution IS NULL
+`
+
+func (q *Queries) JudgeConflictCountOpen(ctx context.Context, orgID uuid.UUID) (int64, error) {
+	row := q.db.QueryRow(ctx, judgeConflictCountOpen, orgID)
+	var count int64
+	err := row.Scan(&count)
+	return count, err
+}
+
+const judgeConflictInsert = `-- name: JudgeConflictInsert :exec
+INSERT INTO judge_conflicts (org_id, agreement_id, feedback_id, human_score, judge_score, judge_safety_flag, critique)
+VALUES ($1, $2, $3, $4, $5, $6, $7)
+ON CONFLICT (agreement_id, feedback_id) DO NOTHING
+`
+
+type JudgeConflictInsertParams struct {
+	OrgID           uuid.UUID `json:"org_id"`
+	AgreementID     uuid.UUID `json:"agreement_id"`
+	FeedbackID      uuid.UUID `json:"feedback_id"`
+	HumanScore      float64   `json:"human_score"`
+	JudgeScore      float64   `json:"judge_score"`
+	JudgeSafetyFlag bool      `json:"judge_safety_flag"`
+	Critique        string    `json:"critique"`
+}
+
+func (q *Queries) JudgeConflictInsert(ctx context.Context, arg JudgeConflictInsertParams) error {
+	_, err := q.db.Exec(ctx, judgeConflictInsert,
+		arg.OrgID,
+		arg.AgreementID,
+		arg.FeedbackID,
+		arg.HumanScore,
+		arg.JudgeScore,
+		arg.JudgeSafetyFlag,
+		arg.Critique,
+	)
+	return err
+}
+
+const judgeConflictList = `-- name: JudgeConflictList :many
+SELECT c.id, c.org_id, c.agreement_id, c.feedback_id, c.human_score, c.judge_score, c.judge_safety_flag, c.critique, c.resolution, c.note, c.resolved_by_label, c.resolved_at, c.created_at, left(f.query, 300)::text AS query_preview, left(f.response, 300)::text AS response_preview,
+       f.feedback_type, f.rating, a.endpoint, a.template, a.template_version
+FROM judge_conflicts c
+JOIN feedback f ON f.id = c.feedback_id
+JOIN judge_agreements a ON a.id = c.agreement_id
+WHERE c.org_id = $1 AND ($2::bool = (c.resolution IS NOT NULL))
+ORDER BY c.created_at DESC, c.id
+LIMIT 200
+`
+
+type JudgeConflictListParams struct {
+	OrgID    uuid.UUID `json:"org_id"`
+	Resolved bool      `json:"resolved"`
+}
+
+type JudgeConflictListRow struct {
+	ID              uuid.UUID              `json:"id"`
+	OrgID           uuid.UUID              `json:"org_id"`
+	AgreementID     uuid.UUID              `json:"agreement_id"`
+	FeedbackID      uuid.UUID              `json:"feedback_id"`
+	HumanScore      float64                `json:"human_score"`
+	JudgeScore      float64                `json:"judge_score"`
+	JudgeSafetyFlag bool                   `json:"judge_safety_flag"`
+	Critique        string                 `json:"critique"`
+	Resolution      NullConflictResolution `json:"resolution"`
+	Note            string                 `json:"note"`
+	ResolvedByLabel string                 `json:"resolved_by_label"`
+	ResolvedAt      *time.Time             `json:"resolved_at"`
+	CreatedAt       time.Time              `json:"created_at"`
+	QueryPreview    string                 `json:"query_preview"`
+	ResponsePreview string                 `json:"response_preview"`
+	FeedbackType    FeedbackType           `json:"feedback_type"`
+	Rating          pgtype.Int2            `json:"rating"`
+	Endpoint        string                 `json:"endpoint"`
+	Template        string                 `json:"template"`
+	TemplateVersion int32                  `json:"template_version"`
+}
+
+// The conflict queue: open conflicts first, newest first, with the item's
+// question and answer.
+func (q *Queries) JudgeConflictList(ctx context.Context, arg JudgeConflictListParams) ([]JudgeConflictListRow, error) {
+	rows, err := q.db.Query(ctx, judgeConflictList, arg.OrgID, arg.Resolved)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []JudgeConflictListRow{}
+	for rows.Next() {
+		var i JudgeConflictListRow
+		if err := rows.Scan(
+			&i.ID,
+			&i.OrgID,
+			&i.AgreementID,
+			&i.FeedbackID,
+			&i.HumanScore,
+			&i.JudgeScore,
+			&i.JudgeSafetyFlag,
+			&i.Critique,
+			&i.Resolution,
+			&i.Note,
+			&i.ResolvedByLabel,
+			&i.ResolvedAt,
+			&i.CreatedAt,
+			&i.QueryPreview,
+			&i.ResponsePreview,
+			&i.FeedbackType,
+			&i.Rating,
+			&i.Endpoint,
+			&i.Template,
+			&i.TemplateVersion,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const judgeConflictUpdateResolution = `-- name: JudgeConflictUpdateResolution :execrows
+UPDATE judge_conflicts SET resolution = $1, note = $2, resolved_by_label = $3, resolved_at = now()
+WHERE org_id = $4 AND id = $5 AND resolution IS NULL
+`
+
+type JudgeConflictUpdateResolutionParams struct {
+	Resolution      NullConflictResolution `json:"resolution"`
+	Note            string                 `json:"note"`
+	ResolvedByLabel string                 `json:"resolved_by_label"`
+	OrgID           uuid.UUID              `json:"org_id"`
+	ID              uuid.UUID              `json:"id"`
+}
+
+func (q *Queries) JudgeConflictUpdateResolution(ctx context.Context, arg JudgeConflictUpdateResolutionParams) (int64, error) {
+	result, err := q.db.Exec(ctx, judgeConflictUpdateResolution,
+		arg.Resolution,
+		arg.Note,
+		arg.ResolvedByLabel,
+		arg.OrgID,
+		arg.ID,
+	)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
 }
 
 const judgeTemplateGetLatest = `-- name: JudgeTemplateGetLatest :one

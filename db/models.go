@@ -1107,22 +1107,30 @@ type JobHeartbeat struct {
 }
 
 type JudgeAgreement struct {
-	ID              uuid.UUID       `json:"id"`
-	OrgID           uuid.UUID       `json:"org_id"`
-	Endpoint        string          `json:"endpoint"`
-	Template        string          `json:"template"`
-	TemplateVersion int32           `json:"template_version"`
-	Threshold       float64         `json:"threshold"`
-	Items           int32           `json:"items"`
-	Judged          int32           `json:"judged"`
-	Invalid         int32           `json:"invalid"`
-	Spearman        pgtype.Float8   `json:"spearman"`
-	Kappa           pgtype.Float8   `json:"kappa"`
-	Confusion       json.RawMessage `json:"confusion"`
-	JudgeCalls      int32           `json:"judge_calls"`
-	JudgeCostMicros int64           `json:"judge_cost_micros"`
-	CreatedByLabel  string          `json:"created_by_label"`
-	CreatedAt       time.Time       `json:"created_at"`
+	ID              uuid.UUID        `json:"id"`
+	OrgID           uuid.UUID        `json:"org_id"`
+	Endpoint        string           `json:"endpoint"`
+	Template        string           `json:"template"`
+	TemplateVersion int32            `json:"template_version"`
+	Filter          string           `json:"filter"`
+	Threshold       float64          `json:"threshold"`
+	ItemLimit       int32            `json:"item_limit"`
+	Status          EvaluationStatus `json:"status"`
+	Total           int32            `json:"total"`
+	Done            int32            `json:"done"`
+	Invalid         int32            `json:"invalid"`
+	Spearman        pgtype.Float8    `json:"spearman"`
+	Kappa           pgtype.Float8    `json:"kappa"`
+	Agreement       []byte           `json:"agreement"`
+	Conflicts       int32            `json:"conflicts"`
+	JudgeCalls      int32            `json:"judge_calls"`
+	JudgeCostMicros int64            `json:"judge_cost_micros"`
+	PausedReason    string           `json:"paused_reason"`
+	Error           string           `json:"error"`
+	RiverJobID      pgtype.Int8      `json:"river_job_id"`
+	CreatedByLabel  string           `json:"created_by_label"`
+	CreatedAt       time.Time        `json:"created_at"`
+	FinishedAt      *time.Time       `json:"finished_at"`
 }
 
 type JudgeBudget struct {

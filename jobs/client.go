@@ -57,6 +57,9 @@ func Register(d Deps) *river.Workers {
 	if d.Eval != nil {
 		river.AddWorker(w, &EvaluateWorker{Eval: d.Eval})
 	}
+	if d.Judge != nil {
+		river.AddWorker(w, &AgreementWorker{Judge: d.Judge})
+	}
 	return w
 }
 

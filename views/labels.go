@@ -34,6 +34,10 @@ var labels = map[string]string{
 	"ids":                "IDs",
 	"warn":               "Warning",
 	"bad":                "Critical",
+	"judge_right":        "The judge is right",
+	"human_right":        "The person is right",
+	"both_wrong":         "Both are wrong",
+	"thumbs_":            "Middling",
 }
 
 // Label is how an enum value, a check or a setting's key reads on screen:

@@ -86,29 +86,43 @@ CREATE TABLE judge_budgets (
     updated_at       timestamptz NOT NULL DEFAULT now()
 );
 
--- The judge run over human-rated feedback: agreement with the humans, and
--- the items where they disagree.
+-- The judge run over human-rated feedback (a filter of the queue):
+-- agreement with the humans, and the items where they disagree. A River
+-- job does the judging; judgements are cached, so a job that restarts
+-- pays for nothing twice.
 CREATE TABLE judge_agreements (
-    id               uuid PRIMARY KEY DEFAULT gen_random_uuid(),
-    org_id           uuid NOT NULL REFERENCES organizations (id) ON DELETE CASCADE,
-    endpoint         text NOT NULL,
-    template         text NOT NULL,
-    template_version integer NOT NULL,
-    -- A judge score and a human score (rating 1–5 as 0–1, thumbs as 0 or
-    -- 1) further apart than this are a conflict.
-    threshold        double precision NOT NULL CHECK (threshold > 0 AND threshold <= 1),
-    items            integer NOT NULL DEFAULT 0,
-    judged           integer NOT NULL DEFAULT 0,
-    invalid          integer NOT NULL DEFAULT 0,
-    spearman         double precision,
-    kappa            double precision,
-    -- The thumbs confusion table: {"up_up": n, "up_down": n, ...}, human first.
-    confusion        jsonb NOT NULL DEFAULT '{}',
-    judge_calls      integer NOT NULL DEFAULT 0,
+    id                uuid PRIMARY KEY DEFAULT gen_random_uuid(),
+    org_id            uuid NOT NULL REFERENCES organizations (id) ON DELETE CASCADE,
+    endpoint          text NOT NULL,
+    template          text NOT NULL,
+    template_version  integer NOT NULL,
+    -- The queue's filter, as its query string.
+    filter            text NOT NULL DEFAULT '',
+    -- A judge score and a human score (a rating 1–5 read as 0–1, thumbs
+    -- as 0 or 1) further apart than this are a conflict.
+    threshold         double precision NOT NULL CHECK (threshold > 0 AND threshold <= 1),
+    -- At most this many of the newest matching items are judged.
+    item_limit        integer NOT NULL CHECK (item_limit BETWEEN 1 AND 5000),
+    status            evaluation_status NOT NULL DEFAULT 'queued',
+    total             integer NOT NULL DEFAULT 0,
+    done              integer NOT NULL DEFAULT 0,
+    invalid           integer NOT NULL DEFAULT 0,
+    spearman          double precision,
+    -- Cohen's kappa on thumbs (a judge score of 0.5 or more is a thumbs
+    -- up) with its table: stats.Agreement as JSON.
+    kappa             double precision,
+    agreement         jsonb,
+    conflicts         integer NOT NULL DEFAULT 0,
+    judge_calls       integer NOT NULL DEFAULT 0,
     judge_cost_micros bigint NOT NULL DEFAULT 0,
-    created_by_label text NOT NULL DEFAULT '',
-    created_at       timestamptz NOT NULL DEFAULT now()
+    paused_reason     text NOT NULL DEFAULT '',
+    error             text NOT NULL DEFAULT '',
+    river_job_id      bigint,
+    created_by_label  text NOT NULL DEFAULT '',
+    created_at        timestamptz NOT NULL DEFAULT now(),
+    finished_at       timestamptz
 );
+CREATE INDEX judge_agreements_org_created ON judge_agreements (org_id, created_at DESC);
 
 CREATE TYPE conflict_resolution AS ENUM ('judge_right', 'human_right', 'both_wrong');
 

@@ -64,3 +64,65 @@ SELECT * FROM best_of_n_responses WHERE org_id = @org_id AND id = @id;
 -- name: FeedbackListIDsByTraceID :many
 -- Feedback on a logged best-of-N answer: its trace_id is the response id.
 SELECT id FROM feedback WHERE org_id = @org_id AND trace_id = @trace_id ORDER BY created_at LIMIT 100;
+
+-- name: JudgeAgreementInsert :one
+INSERT INTO judge_agreements (org_id, endpoint, template, template_version, filter, threshold, item_limit, total, created_by_label)
+VALUES (@org_id, @endpoint, @template, @template_version, @filter, @threshold, @item_limit, @total, @created_by_label)
+RETURNING *;
+
+-- name: JudgeAgreementUpdateRiverID :exec
+UPDATE judge_agreements SET river_job_id = @river_job_id WHERE id = @id;
+
+-- name: JudgeAgreementGet :one
+SELECT * FROM judge_agreements WHERE org_id = @org_id AND id = @id;
+
+-- name: JudgeAgreementGetByID :one
+-- For the worker, which knows the run only by its id.
+SELECT * FROM judge_agreements WHERE id = @id;
+
+-- name: JudgeAgreementList :many
+SELECT * FROM judge_agreements WHERE org_id = @org_id ORDER BY created_at DESC LIMIT 50;
+
+-- name: JudgeAgreementUpdateRunning :exec
+UPDATE judge_agreements SET status = 'running', paused_reason = '' WHERE id = @id AND status NOT IN ('succeeded', 'failed');
+
+-- name: JudgeAgreementUpdateProgress :exec
+UPDATE judge_agreements SET done = @done, invalid = @invalid, judge_calls = judge_calls + @judge_calls,
+    judge_cost_micros = judge_cost_micros + @judge_cost_micros
+WHERE id = @id;
+
+-- name: JudgeAgreementUpdatePaused :exec
+UPDATE judge_agreements SET status = 'paused', paused_reason = @paused_reason WHERE id = @id;
+
+-- name: JudgeAgreementUpdateFinished :exec
+UPDATE judge_agreements SET status = 'succeeded', done = @done, invalid = @invalid, spearman = sqlc.narg('spearman'),
+    kappa = sqlc.narg('kappa'), agreement = sqlc.narg('agreement'), conflicts = @conflicts, finished_at = now()
+WHERE id = @id;
+
+-- name: JudgeAgreementUpdateFailed :exec
+UPDATE judge_agreements SET status = 'failed', error = @error, finished_at = now()
+WHERE id = @id AND status NOT IN ('succeeded', 'failed');
+
+-- name: JudgeConflictInsert :exec
+INSERT INTO judge_conflicts (org_id, agreement_id, feedback_id, human_score, judge_score, judge_safety_flag, critique)
+VALUES (@org_id, @agreement_id, @feedback_id, @human_score, @judge_score, @judge_safety_flag, @critique)
+ON CONFLICT (agreement_id, feedback_id) DO NOTHING;
+
+-- name: JudgeConflictList :many
+-- The conflict queue: open conflicts first, newest first, with the item's
+-- question and answer.
+SELECT c.*, left(f.query, 300)::text AS query_preview, left(f.response, 300)::text AS response_preview,
+       f.feedback_type, f.rating, a.endpoint, a.template, a.template_version
+FROM judge_conflicts c
+JOIN feedback f ON f.id = c.feedback_id
+JOIN judge_agreements a ON a.id = c.agreement_id
+WHERE c.org_id = @org_id AND (@resolved::bool = (c.resolution IS NOT NULL))
+ORDER BY c.created_at DESC, c.id
+LIMIT 200;
+
+-- name: JudgeConflictCountOpen :one
+SELECT count(*) FROM judge_conflicts WHERE org_id = @org_id AND resolution IS NULL;
+
+-- name: JudgeConflictUpdateResolution :execrows
+UPDATE judge_conflicts SET resolution = @resolution, note = @note, resolved_by_label = @resolved_by_label, resolved_at = now()
+WHERE org_id = @org_id AND id = @id AND resolution IS NULL;

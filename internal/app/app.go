@@ -123,7 +123,7 @@ func New(cfg config.Config, pool *pgxpool.Pool, log *slog.Logger) (*Services, er
 	ft.SetDataSource(&datasets.FineTuneSource{Service: ds})
 	srv := &serving.Service{Pool: pool, Secrets: imp.Secrets, Outbound: out}
 	eps := &endpoints.Service{Pool: pool, Secrets: imp.Secrets, Outbound: out}
-	jd := &judge.Service{Pool: pool, Endpoints: eps, DefaultBudget: pricing.Dollars(cfg.JudgeBudgetUSD)}
+	jd := &judge.Service{Pool: pool, Endpoints: eps, Jobs: inserter, DefaultBudget: pricing.Dollars(cfg.JudgeBudgetUSD)}
 	ev := &eval.Service{Pool: pool, Jobs: inserter}
 	reg := &models.Service{Pool: pool, Jobs: inserter, Serving: srv, Gate: ev}
 	rw := &reward.Service{Pool: pool}

@@ -27,6 +27,7 @@ import (
 	"github.com/curate/curate/internal/chat"
 	"github.com/curate/curate/internal/endpoints"
 	"github.com/curate/curate/internal/errs"
+	"github.com/curate/curate/internal/jobq"
 	"github.com/curate/curate/internal/outbound"
 	"github.com/curate/curate/internal/pricing"
 	"github.com/curate/curate/internal/scorers"
@@ -36,6 +37,9 @@ import (
 type Service struct {
 	Pool      *pgxpool.Pool
 	Endpoints *endpoints.Service
+	// Jobs inserts agreement runs' jobs in the transaction that records
+	// them.
+	Jobs jobq.Inserter
 	// DefaultBudget is an organisation's monthly judge budget until an
 	// admin sets one (CURATE_JUDGE_BUDGET_USD).
 	DefaultBudget pricing.Micros
