@@ -141,11 +141,14 @@ func (h *Handlers) agreementView(c echo.Context) (views.AgreementView, error) {
 		filter = "Rated feedback matching " + a.Filter
 	}
 	m := views.AgreementView{ID: a.ID.String(), Status: string(a.Status), Judge: judgeName(a.JudgeAgreement), FilterText: filter,
-		FilterURL: "/feedback?" + a.Filter, Started: views.When(a.CreatedAt) + " by " + a.CreatedByLabel, Finished: views.WhenPtr(a.FinishedAt),
+		FilterURL: "/feedback?" + a.Filter, Started: views.When(a.CreatedAt), Finished: views.WhenPtr(a.FinishedAt),
 		PausedReason: a.PausedReason, Error: a.Error, Spearman: optional(a.Spearman.Float64, a.Spearman.Valid),
 		Kappa: optional(a.Kappa.Float64, a.Kappa.Valid), Cost: pricing.Micros(a.JudgeCostMicros).String(), Done: int(a.Done),
 		Total: int(a.Total), Invalid: int(a.Invalid), Conflicts: int(a.Conflicts), Calls: int(a.JudgeCalls), Threshold: ftoa(a.Threshold),
 		Running: a.Status == db.EvaluationStatusQueued || a.Status == db.EvaluationStatusRunning}
+	if a.CreatedByLabel != "" {
+		m.Started += " by " + a.CreatedByLabel
+	}
 	if t := a.Table; t != nil {
 		m.Observed, m.Expected = strconv.FormatFloat(t.Observed, 'f', 3, 64), strconv.FormatFloat(t.Expected, 'f', 3, 64)
 		m.Categories, m.Table = t.Categories, t.Table

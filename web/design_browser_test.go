@@ -121,6 +121,20 @@ func TestBrowserEveryPageStyled(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	// A finished judge-versus-people run with one conflict on the item.
+	var agreementID string
+	if err := s.Pool.QueryRow(ctx, `INSERT INTO judge_agreements (org_id, endpoint, template, template_version, threshold, item_limit,
+		status, total, done, spearman, kappa, conflicts, agreement, finished_at)
+		VALUES ($1, 'deepseek', 'default', 1, 0.4, 500, 'succeeded', 20, 20, 0.61, 0.42, 1,
+		'{"kappa": 0.42, "observed": 0.75, "expected": 0.57, "categories": ["down", "up"], "table": [[5, 2], [3, 10]], "n": 20}', now())
+		RETURNING id::text`, seeded.OrgID).Scan(&agreementID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Pool.Exec(ctx, `INSERT INTO judge_conflicts (org_id, agreement_id, feedback_id, human_score, judge_score, critique)
+		VALUES ($1, $2, $3, 1, 0.2, 'Misses the refund window.')`, seeded.OrgID, agreementID, itemID); err != nil {
+		t.Fatal(err)
+	}
+
 	pages := []struct{ name, path string }{
 		{"home", "/"},
 		{"queue", "/feedback"},
@@ -147,6 +161,9 @@ func TestBrowserEveryPageStyled(t *testing.T) {
 		{"model-version", "/models/versions/" + registered.ID.String()},
 		{"serving-targets", "/models/targets"},
 		{"evaluations", "/evaluations"},
+		{"judge-agreement", "/evaluations/agreement"},
+		{"judge-agreement-run", "/evaluations/agreement/" + agreementID},
+		{"judge-conflicts", "/feedback/conflicts"},
 		{"users", "/admin/users"},
 		{"keys", "/admin/api-keys"},
 		{"audit", "/admin/audit"},
