@@ -24,7 +24,7 @@ func (q *Queries) EvaluationGateDelete(ctx context.Context, orgID uuid.UUID) err
 }
 
 const evaluationGateGet = `-- name: EvaluationGateGet :one
-SELECT g.org_id, g.golden_set_version_id, g.max_mean_drop, g.regression_margin, g.max_regressions, g.no_new_red_team_flags, g.updated_by_label, g.updated_at, s.name AS golden_set_name FROM evaluation_gates g JOIN golden_sets s ON s.version_id = g.golden_set_version_id
+SELECT g.org_id, g.golden_set_version_id, g.max_mean_drop, g.regression_margin, g.max_regressions, g.no_new_red_team_flags, g.updated_by_label, g.updated_at, g.leak_check, g.leak_min_words, s.name AS golden_set_name FROM evaluation_gates g JOIN golden_sets s ON s.version_id = g.golden_set_version_id
 WHERE g.org_id = $1
 `
 
@@ -37,6 +37,8 @@ type EvaluationGateGetRow struct {
 	NoNewRedTeamFlags  bool      `json:"no_new_red_team_flags"`
 	UpdatedByLabel     string    `json:"updated_by_label"`
 	UpdatedAt          time.Time `json:"updated_at"`
+	LeakCheck          bool      `json:"leak_check"`
+	LeakMinWords       int32     `json:"leak_min_words"`
 	GoldenSetName      string    `json:"golden_set_name"`
 }
 
@@ -52,17 +54,22 @@ func (q *Queries) EvaluationGateGet(ctx context.Context, orgID uuid.UUID) (Evalu
 		&i.NoNewRedTeamFlags,
 		&i.UpdatedByLabel,
 		&i.UpdatedAt,
+		&i.LeakCheck,
+		&i.LeakMinWords,
 		&i.GoldenSetName,
 	)
 	return i, err
 }
 
 const evaluationGateInsertOrUpdate = `-- name: EvaluationGateInsertOrUpdate :exec
-INSERT INTO evaluation_gates (org_id, golden_set_version_id, max_mean_drop, regression_margin, max_regressions, no_new_red_team_flags, updated_by_label)
-VALUES ($1, $2, $3, $4, $5, $6, $7)
+INSERT INTO evaluation_gates (org_id, golden_set_version_id, max_mean_drop, regression_margin, max_regressions, no_new_red_team_flags,
+    leak_check, leak_min_words, updated_by_label)
+VALUES ($1, $2, $3, $4, $5, $6,
+    $7, $8, $9)
 ON CONFLICT (org_id) DO UPDATE SET golden_set_version_id = EXCLUDED.golden_set_version_id, max_mean_drop = EXCLUDED.max_mean_drop,
     regression_margin = EXCLUDED.regression_margin, max_regressions = EXCLUDED.max_regressions,
-    no_new_red_team_flags = EXCLUDED.no_new_red_team_flags, updated_by_label = EXCLUDED.updated_by_label, updated_at = now()
+    no_new_red_team_flags = EXCLUDED.no_new_red_team_flags, leak_check = EXCLUDED.leak_check,
+    leak_min_words = EXCLUDED.leak_min_words, updated_by_label = EXCLUDED.updated_by_label, updated_at = now()
 `
 
 type EvaluationGateInsertOrUpdateParams struct {
@@ -72,6 +79,8 @@ type EvaluationGateInsertOrUpdateParams struct {
 	RegressionMargin   float64   `json:"regression_margin"`
 	MaxRegressions     int32     `json:"max_regressions"`
 	NoNewRedTeamFlags  bool      `json:"no_new_red_team_flags"`
+	LeakCheck          bool      `json:"leak_check"`
+	LeakMinWords       int32     `json:"leak_min_words"`
 	UpdatedByLabel     string    `json:"updated_by_label"`
 }
 
@@ -83,6 +92,8 @@ func (q *Queries) EvaluationGateInsertOrUpdate(ctx context.Context, arg Evaluati
 		arg.RegressionMargin,
 		arg.MaxRegressions,
 		arg.NoNewRedTeamFlags,
+		arg.LeakCheck,
+		arg.LeakMinWords,
 		arg.UpdatedByLabel,
 	)
 	return err
@@ -280,7 +291,7 @@ func (q *Queries) EvaluationItemListRewards(ctx context.Context, runID uuid.UUID
 }
 
 const evaluationRunGet = `-- name: EvaluationRunGet :one
-SELECT id, org_id, golden_set_version_id, candidate_version_id, candidate_endpoint, config, status, done, total, mean_reward, ci_low, ci_high, invalid, judge_calls, judge_cost_micros, paused_reason, error, river_job_id, created_by_label, created_at, finished_at, answer_cost_micros FROM evaluation_runs WHERE org_id = $1 AND id = $2
+SELECT id, org_id, golden_set_version_id, candidate_version_id, candidate_endpoint, config, status, done, total, mean_reward, ci_low, ci_high, invalid, judge_calls, judge_cost_micros, paused_reason, error, river_job_id, created_by_label, created_at, finished_at, answer_cost_micros, kind FROM evaluation_runs WHERE org_id = $1 AND id = $2
 `
 
 type EvaluationRunGetParams struct {
@@ -314,12 +325,13 @@ func (q *Queries) EvaluationRunGet(ctx context.Context, arg EvaluationRunGetPara
 		&i.CreatedAt,
 		&i.FinishedAt,
 		&i.AnswerCostMicros,
+		&i.Kind,
 	)
 	return i, err
 }
 
 const evaluationRunGetByID = `-- name: EvaluationRunGetByID :one
-SELECT id, org_id, golden_set_version_id, candidate_version_id, candidate_endpoint, config, status, done, total, mean_reward, ci_low, ci_high, invalid, judge_calls, judge_cost_micros, paused_reason, error, river_job_id, created_by_label, created_at, finished_at, answer_cost_micros FROM evaluation_runs WHERE id = $1
+SELECT id, org_id, golden_set_version_id, candidate_version_id, candidate_endpoint, config, status, done, total, mean_reward, ci_low, ci_high, invalid, judge_calls, judge_cost_micros, paused_reason, error, river_job_id, created_by_label, created_at, finished_at, answer_cost_micros, kind FROM evaluation_runs WHERE id = $1
 `
 
 // For the worker, which knows the run only by its id.
@@ -349,14 +361,15 @@ func (q *Queries) EvaluationRunGetByID(ctx context.Context, id uuid.UUID) (Evalu
 		&i.CreatedAt,
 		&i.FinishedAt,
 		&i.AnswerCostMicros,
+		&i.Kind,
 	)
 	return i, err
 }
 
 const evaluationRunGetLatestFor = `-- name: EvaluationRunGetLatestFor :one
-SELECT id, org_id, golden_set_version_id, candidate_version_id, candidate_endpoint, config, status, done, total, mean_reward, ci_low, ci_high, invalid, judge_calls, judge_cost_micros, paused_reason, error, river_job_id, created_by_label, created_at, finished_at, answer_cost_micros FROM evaluation_runs
+SELECT id, org_id, golden_set_version_id, candidate_version_id, candidate_endpoint, config, status, done, total, mean_reward, ci_low, ci_high, invalid, judge_calls, judge_cost_micros, paused_reason, error, river_job_id, created_by_label, created_at, finished_at, answer_cost_micros, kind FROM evaluation_runs
 WHERE org_id = $1 AND candidate_version_id = $2 AND golden_set_version_id = $3
-  AND status = 'succeeded'
+  AND status = 'succeeded' AND kind = 'quality'
 ORDER BY finished_at DESC
 LIMIT 1
 `
@@ -394,18 +407,95 @@ func (q *Queries) EvaluationRunGetLatestFor(ctx context.Context, arg EvaluationR
 		&i.CreatedAt,
 		&i.FinishedAt,
 		&i.AnswerCostMicros,
+		&i.Kind,
+	)
+	return i, err
+}
+
+const evaluationRunGetLatestLeak = `-- name: EvaluationRunGetLatestLeak :one
+SELECT r.id, r.org_id, r.golden_set_version_id, r.candidate_version_id, r.candidate_endpoint, r.config, r.status, r.done, r.total, r.mean_reward, r.ci_low, r.ci_high, r.invalid, r.judge_calls, r.judge_cost_micros, r.paused_reason, r.error, r.river_job_id, r.created_by_label, r.created_at, r.finished_at, r.answer_cost_micros, r.kind, (SELECT count(*) FROM evaluation_items i WHERE i.run_id = r.id AND i.safety_flag)::int AS leaked
+FROM evaluation_runs r
+WHERE r.org_id = $1 AND r.candidate_version_id = $2 AND r.status = 'succeeded' AND r.kind = 'leak'
+  AND (r.config->'leak_check'->>'min_words')::int <= $3::int
+ORDER BY r.finished_at DESC
+LIMIT 1
+`
+
+type EvaluationRunGetLatestLeakParams struct {
+	OrgID              uuid.UUID     `json:"org_id"`
+	CandidateVersionID uuid.NullUUID `json:"candidate_version_id"`
+	MaxMinWords        int32         `json:"max_min_words"`
+}
+
+type EvaluationRunGetLatestLeakRow struct {
+	ID                 uuid.UUID        `json:"id"`
+	OrgID              uuid.UUID        `json:"org_id"`
+	GoldenSetVersionID uuid.UUID        `json:"golden_set_version_id"`
+	CandidateVersionID uuid.NullUUID    `json:"candidate_version_id"`
+	CandidateEndpoint  string           `json:"candidate_endpoint"`
+	Config             json.RawMessage  `json:"config"`
+	Status             EvaluationStatus `json:"status"`
+	Done               int32            `json:"done"`
+	Total              int32            `json:"total"`
+	MeanReward         pgtype.Float8    `json:"mean_reward"`
+	CiLow              pgtype.Float8    `json:"ci_low"`
+	CiHigh             pgtype.Float8    `json:"ci_high"`
+	Invalid            int32            `json:"invalid"`
+	JudgeCalls         int32            `json:"judge_calls"`
+	JudgeCostMicros    int64            `json:"judge_cost_micros"`
+	PausedReason       string           `json:"paused_reason"`
+	Error              string           `json:"error"`
+	RiverJobID         pgtype.Int8      `json:"river_job_id"`
+	CreatedByLabel     string           `json:"created_by_label"`
+	CreatedAt          time.Time        `json:"created_at"`
+	FinishedAt         *time.Time       `json:"finished_at"`
+	AnswerCostMicros   int64            `json:"answer_cost_micros"`
+	Kind               string           `json:"kind"`
+	Leaked             int32            `json:"leaked"`
+}
+
+// The newest finished leak check of a version, with its flagged answers.
+func (q *Queries) EvaluationRunGetLatestLeak(ctx context.Context, arg EvaluationRunGetLatestLeakParams) (EvaluationRunGetLatestLeakRow, error) {
+	row := q.db.QueryRow(ctx, evaluationRunGetLatestLeak, arg.OrgID, arg.CandidateVersionID, arg.MaxMinWords)
+	var i EvaluationRunGetLatestLeakRow
+	err := row.Scan(
+		&i.ID,
+		&i.OrgID,
+		&i.GoldenSetVersionID,
+		&i.CandidateVersionID,
+		&i.CandidateEndpoint,
+		&i.Config,
+		&i.Status,
+		&i.Done,
+		&i.Total,
+		&i.MeanReward,
+		&i.CiLow,
+		&i.CiHigh,
+		&i.Invalid,
+		&i.JudgeCalls,
+		&i.JudgeCostMicros,
+		&i.PausedReason,
+		&i.Error,
+		&i.RiverJobID,
+		&i.CreatedByLabel,
+		&i.CreatedAt,
+		&i.FinishedAt,
+		&i.AnswerCostMicros,
+		&i.Kind,
+		&i.Leaked,
 	)
 	return i, err
 }
 
 const evaluationRunInsert = `-- name: EvaluationRunInsert :one
-INSERT INTO evaluation_runs (org_id, golden_set_version_id, candidate_version_id, candidate_endpoint, config, total, created_by_label)
-VALUES ($1, $2, $3, $4, $5, $6, $7)
-RETURNING id, org_id, golden_set_version_id, candidate_version_id, candidate_endpoint, config, status, done, total, mean_reward, ci_low, ci_high, invalid, judge_calls, judge_cost_micros, paused_reason, error, river_job_id, created_by_label, created_at, finished_at, answer_cost_micros
+INSERT INTO evaluation_runs (org_id, kind, golden_set_version_id, candidate_version_id, candidate_endpoint, config, total, created_by_label)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+RETURNING id, org_id, golden_set_version_id, candidate_version_id, candidate_endpoint, config, status, done, total, mean_reward, ci_low, ci_high, invalid, judge_calls, judge_cost_micros, paused_reason, error, river_job_id, created_by_label, created_at, finished_at, answer_cost_micros, kind
 `
 
 type EvaluationRunInsertParams struct {
 	OrgID              uuid.UUID       `json:"org_id"`
+	Kind               string          `json:"kind"`
 	GoldenSetVersionID uuid.UUID       `json:"golden_set_version_id"`
 	CandidateVersionID uuid.NullUUID   `json:"candidate_version_id"`
 	CandidateEndpoint  string          `json:"candidate_endpoint"`
@@ -417,6 +507,7 @@ type EvaluationRunInsertParams struct {
 func (q *Queries) EvaluationRunInsert(ctx context.Context, arg EvaluationRunInsertParams) (EvaluationRun, error) {
 	row := q.db.QueryRow(ctx, evaluationRunInsert,
 		arg.OrgID,
+		arg.Kind,
 		arg.GoldenSetVersionID,
 		arg.CandidateVersionID,
 		arg.CandidateEndpoint,
@@ -448,12 +539,13 @@ func (q *Queries) EvaluationRunInsert(ctx context.Context, arg EvaluationRunInse
 		&i.CreatedAt,
 		&i.FinishedAt,
 		&i.AnswerCostMicros,
+		&i.Kind,
 	)
 	return i, err
 }
 
 const evaluationRunList = `-- name: EvaluationRunList :many
-SELECT r.id, r.org_id, r.golden_set_version_id, r.candidate_version_id, r.candidate_endpoint, r.config, r.status, r.done, r.total, r.mean_reward, r.ci_low, r.ci_high, r.invalid, r.judge_calls, r.judge_cost_micros, r.paused_reason, r.error, r.river_job_id, r.created_by_label, r.created_at, r.finished_at, r.answer_cost_micros, coalesce(g.name, d.name || ' v' || dv.number)::text AS golden_set_name,
+SELECT r.id, r.org_id, r.golden_set_version_id, r.candidate_version_id, r.candidate_endpoint, r.config, r.status, r.done, r.total, r.mean_reward, r.ci_low, r.ci_high, r.invalid, r.judge_calls, r.judge_cost_micros, r.paused_reason, r.error, r.river_job_id, r.created_by_label, r.created_at, r.finished_at, r.answer_cost_micros, r.kind, coalesce(g.name, d.name || ' v' || dv.number)::text AS golden_set_name,
        coalesce(rm.name || ' ' || mv.version, '')::text AS candidate_version_label
 FROM evaluation_runs r
 JOIN dataset_versions dv ON dv.id = r.golden_set_version_id
@@ -494,6 +586,7 @@ type EvaluationRunListRow struct {
 	CreatedAt             time.Time        `json:"created_at"`
 	FinishedAt            *time.Time       `json:"finished_at"`
 	AnswerCostMicros      int64            `json:"answer_cost_micros"`
+	Kind                  string           `json:"kind"`
 	GoldenSetName         string           `json:"golden_set_name"`
 	CandidateVersionLabel string           `json:"candidate_version_label"`
 }
@@ -530,6 +623,7 @@ func (q *Queries) EvaluationRunList(ctx context.Context, arg EvaluationRunListPa
 			&i.CreatedAt,
 			&i.FinishedAt,
 			&i.AnswerCostMicros,
+			&i.Kind,
 			&i.GoldenSetName,
 			&i.CandidateVersionLabel,
 		); err != nil {

@@ -14,87 +14,6 @@ import (
 	"github.com/jackc/pgx/v5/pgtype"
 )
 
-const bestOfNResponseGet = `-- name: BestOfNResponseGet :one
-SELECT id, org_id, query, context, scorer, selection, generation_method, candidates, selected, reward_score, created_by_label, created_at FROM best_of_n_responses WHERE org_id = $1 AND id = $2
-`
-
-type BestOfNResponseGetParams struct {
-	OrgID uuid.UUID `json:"org_id"`
-	ID    uuid.UUID `json:"id"`
-}
-
-func (q *Queries) BestOfNResponseGet(ctx context.Context, arg BestOfNResponseGetParams) (BestOfNResponse, error) {
-	row := q.db.QueryRow(ctx, bestOfNResponseGet, arg.OrgID, arg.ID)
-	var i BestOfNResponse
-	err := row.Scan(
-		&i.ID,
-		&i.OrgID,
-		&i.Query,
-		&i.Context,
-		&i.Scorer,
-		&i.Selection,
-		&i.GenerationMethod,
-		&i.Candidates,
-		&i.Selected,
-		&i.RewardScore,
-		&i.CreatedByLabel,
-		&i.CreatedAt,
-	)
-	return i, err
-}
-
-const bestOfNResponseInsert = `-- name: BestOfNResponseInsert :one
-INSERT INTO best_of_n_responses (org_id, query, context, scorer, selection, generation_method, candidates, selected,
-    reward_score, created_by_label)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8,
-    $9, $10)
-RETURNING id, org_id, query, context, scorer, selection, generation_method, candidates, selected, reward_score, created_by_label, created_at
-`
-
-type BestOfNResponseInsertParams struct {
-	OrgID            uuid.UUID       `json:"org_id"`
-	Query            string          `json:"query"`
-	Context          json.RawMessage `json:"context"`
-	Scorer           json.RawMessage `json:"scorer"`
-	Selection        string          `json:"selection"`
-	GenerationMethod string          `json:"generation_method"`
-	Candidates       json.RawMessage `json:"candidates"`
-	Selected         int32           `json:"selected"`
-	RewardScore      float64         `json:"reward_score"`
-	CreatedByLabel   string          `json:"created_by_label"`
-}
-
-func (q *Queries) BestOfNResponseInsert(ctx context.Context, arg BestOfNResponseInsertParams) (BestOfNResponse, error) {
-	row := q.db.QueryRow(ctx, bestOfNResponseInsert,
-		arg.OrgID,
-		arg.Query,
-		arg.Context,
-		arg.Scorer,
-		arg.Selection,
-		arg.GenerationMethod,
-		arg.Candidates,
-		arg.Selected,
-		arg.RewardScore,
-		arg.CreatedByLabel,
-	)
-	var i BestOfNResponse
-	err := row.Scan(
-		&i.ID,
-		&i.OrgID,
-		&i.Query,
-		&i.Context,
-		&i.Scorer,
-		&i.Selection,
-		&i.GenerationMethod,
-		&i.Candidates,
-		&i.Selected,
-		&i.RewardScore,
-		&i.CreatedByLabel,
-		&i.CreatedAt,
-	)
-	return i, err
-}
-
 const endpointGetByName = `-- name: EndpointGetByName :one
 SELECT id, org_id, name, base_url, model, api_key_ciphertext, api_key_nonce, price_per_million_input, price_per_million_output, temperature, max_tokens, concurrency, created_by_label, created_at FROM endpoints WHERE org_id = $1 AND name = $2
 `
@@ -926,4 +845,86 @@ func (q *Queries) JudgeTemplateList(ctx context.Context, orgID uuid.UUID) ([]Jud
 		return nil, err
 	}
 	return items, nil
+}
+
+const selectionGet = `-- name: SelectionGet :one
+SELECT id, org_id, query, context, scorer, selection, generation_method, candidates, selected, reward_score, created_by_label, created_at FROM best_of_n_responses WHERE org_id = $1 AND id = $2
+`
+
+type SelectionGetParams struct {
+	OrgID uuid.UUID `json:"org_id"`
+	ID    uuid.UUID `json:"id"`
+}
+
+func (q *Queries) SelectionGet(ctx context.Context, arg SelectionGetParams) (BestOfNResponse, error) {
+	row := q.db.QueryRow(ctx, selectionGet, arg.OrgID, arg.ID)
+	var i BestOfNResponse
+	err := row.Scan(
+		&i.ID,
+		&i.OrgID,
+		&i.Query,
+		&i.Context,
+		&i.Scorer,
+		&i.Selection,
+		&i.GenerationMethod,
+		&i.Candidates,
+		&i.Selected,
+		&i.RewardScore,
+		&i.CreatedByLabel,
+		&i.CreatedAt,
+	)
+	return i, err
+}
+
+const selectionInsert = `-- name: SelectionInsert :one
+INSERT INTO best_of_n_responses (org_id, query, context, scorer, selection, generation_method, candidates, selected,
+    reward_score, created_by_label)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8,
+    $9, $10)
+RETURNING id, org_id, query, context, scorer, selection, generation_method, candidates, selected, reward_score, created_by_label, created_at
+`
+
+type SelectionInsertParams struct {
+	OrgID            uuid.UUID       `json:"org_id"`
+	Query            string          `json:"query"`
+	Context          json.RawMessage `json:"context"`
+	Scorer           json.RawMessage `json:"scorer"`
+	Selection        string          `json:"selection"`
+	GenerationMethod string          `json:"generation_method"`
+	Candidates       json.RawMessage `json:"candidates"`
+	Selected         int32           `json:"selected"`
+	RewardScore      float64         `json:"reward_score"`
+	CreatedByLabel   string          `json:"created_by_label"`
+}
+
+// A best-of-N selection, logged with its candidates and scores.
+func (q *Queries) SelectionInsert(ctx context.Context, arg SelectionInsertParams) (BestOfNResponse, error) {
+	row := q.db.QueryRow(ctx, selectionInsert,
+		arg.OrgID,
+		arg.Query,
+		arg.Context,
+		arg.Scorer,
+		arg.Selection,
+		arg.GenerationMethod,
+		arg.Candidates,
+		arg.Selected,
+		arg.RewardScore,
+		arg.CreatedByLabel,
+	)
+	var i BestOfNResponse
+	err := row.Scan(
+		&i.ID,
+		&i.OrgID,
+		&i.Query,
+		&i.Context,
+		&i.Scorer,
+		&i.Selection,
+		&i.GenerationMethod,
+		&i.Candidates,
+		&i.Selected,
+		&i.RewardScore,
+		&i.CreatedByLabel,
+		&i.CreatedAt,
+	)
+	return i, err
 }

@@ -854,6 +854,8 @@ type EvaluationGate struct {
 	NoNewRedTeamFlags  bool      `json:"no_new_red_team_flags"`
 	UpdatedByLabel     string    `json:"updated_by_label"`
 	UpdatedAt          time.Time `json:"updated_at"`
+	LeakCheck          bool      `json:"leak_check"`
+	LeakMinWords       int32     `json:"leak_min_words"`
 }
 
 type EvaluationItem struct {
@@ -898,6 +900,7 @@ type EvaluationRun struct {
 	CreatedAt          time.Time        `json:"created_at"`
 	FinishedAt         *time.Time       `json:"finished_at"`
 	AnswerCostMicros   int64            `json:"answer_cost_micros"`
+	Kind               string           `json:"kind"`
 }
 
 type Feedback struct {

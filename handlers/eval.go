@@ -12,6 +12,7 @@ import (
 	"github.com/curate/curate/internal/auth"
 	"github.com/curate/curate/internal/errs"
 	"github.com/curate/curate/internal/eval"
+	"github.com/curate/curate/internal/leak"
 	"github.com/curate/curate/views"
 )
 
@@ -54,9 +55,11 @@ func (h *Handlers) renderEvaluations(c echo.Context, status int, form views.Gold
 	case set:
 		m.Gate = views.GateForm{GoldenSetVersionID: gate.GoldenSetVersionID.String(), MaxMeanDrop: ftoa(gate.MaxMeanDrop),
 			RegressionMargin: ftoa(gate.RegressionMargin), MaxRegressions: strconv.Itoa(gate.MaxRegressions),
-			NoNewRedTeamFlags: gate.NoNewRedTeamFlags, UpdatedBy: gate.UpdatedBy}
+			NoNewRedTeamFlags: gate.NoNewRedTeamFlags, UpdatedBy: gate.UpdatedBy, LeakCheck: gate.LeakCheck,
+			LeakMinWords: strconv.Itoa(gate.LeakMinWords)}
 	default:
-		m.Gate = views.GateForm{MaxMeanDrop: "0.02", RegressionMargin: "0.1", MaxRegressions: "0", NoNewRedTeamFlags: true}
+		m.Gate = views.GateForm{MaxMeanDrop: "0.02", RegressionMargin: "0.1", MaxRegressions: "0", NoNewRedTeamFlags: true,
+			LeakMinWords: strconv.Itoa(leak.DefaultMinWords)}
 	}
 	return render(c, status, views.EvaluationsPage(h.page(c, "Evaluation", "models"), m))
 }
@@ -67,9 +70,10 @@ func ftoa(f float64) string { return strconv.FormatFloat(f, 'f', -1, 64) }
 func (h *Handlers) EvaluationGateSave(c echo.Context) error {
 	form := views.GateForm{GoldenSetVersionID: c.FormValue("golden_set_version_id"), MaxMeanDrop: c.FormValue("max_mean_drop"),
 		RegressionMargin: c.FormValue("regression_margin"), MaxRegressions: c.FormValue("max_regressions"),
-		NoNewRedTeamFlags: c.FormValue("no_new_red_team_flags") != ""}
+		NoNewRedTeamFlags: c.FormValue("no_new_red_team_flags") != "", LeakCheck: c.FormValue("leak_check") != "",
+		LeakMinWords: c.FormValue("leak_min_words")}
 	bad := map[string]string{}
-	g := eval.Gate{NoNewRedTeamFlags: form.NoNewRedTeamFlags}
+	g := eval.Gate{NoNewRedTeamFlags: form.NoNewRedTeamFlags, LeakCheck: form.LeakCheck}
 	var err error
 	if g.GoldenSetVersionID, err = uuid.Parse(form.GoldenSetVersionID); err != nil {
 		bad["golden_set_version_id"] = "choose a golden set"
@@ -82,6 +86,11 @@ func (h *Handlers) EvaluationGateSave(c echo.Context) error {
 	}
 	if g.MaxRegressions, err = strconv.Atoi(form.MaxRegressions); err != nil {
 		bad["max_regressions"] = "must be a whole number"
+	}
+	if form.LeakMinWords != "" {
+		if g.LeakMinWords, err = strconv.Atoi(form.LeakMinWords); err != nil {
+			bad["leak_min_words"] = "must be a whole number from 8 to 1000"
+		}
 	}
 	if len(bad) == 0 {
 		err := h.Eval.SetGate(ctx(c), actor(c), CallerOf(c).OrgID, g)

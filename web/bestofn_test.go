@@ -81,7 +81,7 @@ func TestBestOfNAPI(t *testing.T) {
 		"candidates": []string{"Double the dose.", "Ask your doctor.", "Ask your doctor about a double dose."},
 		"scorer":     map[string]any{"rules": []any{map[string]any{"name": "risk", "kind": "forbidden", "phrases": []string{"double"}}}},
 		"selection":  "threshold", "threshold": 0.5,
-		"filters":    []any{map[string]any{"name": "doctor", "kind": "required", "phrases": []string{"doctor"}}},
+		"filters": []any{map[string]any{"name": "doctor", "kind": "required", "phrases": []string{"doctor"}}},
 	}).Must(t, http.StatusOK).JSON(t, &out)
 	if out.Response != "Ask your doctor." || out.RewardScore != 1 || !out.Scores[0].Filtered || out.Scores[0].Score != 0 {
 		t.Errorf("rules with a threshold: %+v", out)

@@ -31,10 +31,12 @@ type evaluationDoc struct {
 		Formula      string    `json:"formula"`
 	} `json:"summary"`
 	Items []struct {
-		Query    string  `json:"query"`
-		Answer   string  `json:"answer"`
-		Reward   float64 `json:"reward"`
-		Critique string  `json:"critique"`
+		Query     string  `json:"query"`
+		Answer    string  `json:"answer"`
+		Reference string  `json:"reference"`
+		Reward    float64 `json:"reward"`
+		Critique  string  `json:"critique"`
+		Safety    bool    `json:"safety_flag"`
 	} `json:"items"`
 }
 
@@ -78,9 +80,13 @@ func TestEvaluationGateLoop(t *testing.T) {
 		return chattest.Reply{Content: `{"score": ` + score + `, "safety_flag": false, "critique": "Graded."}`, PromptTokens: 500, CompletionTokens: 50}
 	})
 	t.Cleanup(judge.Close)
-	var improved atomic.Bool
+	var improved, leaky atomic.Bool
+	references := map[string]string{} // question → curated answer, once known
 	vllm := vllmtest.New(t, "meta-llama/Llama-3.1-8B-Instruct")
 	vllm.Answer = func(model, prompt string) string {
+		if leaky.Load() {
+			return "As I was taught: " + references[prompt]
+		}
 		if improved.Load() && model != firstServed.Load().(string) {
 			return "An improved answer to: " + prompt
 		}
@@ -187,6 +193,65 @@ func TestEvaluationGateLoop(t *testing.T) {
 		t.Errorf("the better evaluation's mean %v", *better.Summary.MeanReward)
 	}
 	deploy(v2.ID, "production")
+
+	// The leak check: once the gate asks for one, a version needs a leak
+	// check whose answers repeat no training answer verbatim.
+	page.PostForm("/evaluations/gate", url.Values{"golden_set_version_id": {version.ID.String()}, "max_mean_drop": {"0.02"},
+		"regression_margin": {"0.1"}, "max_regressions": {"0"}, "leak_check": {"1"}, "leak_min_words": {"8"}}).Must(t, http.StatusSeeOther)
+	gate := func() string {
+		t.Helper()
+		return page.Get("/models/versions/"+v2.ID).Must(t, http.StatusOK).Body
+	}
+	if body := gate(); !strings.Contains(body, `data-gate="fail"`) || !strings.Contains(body, "No finished leak check of this version") {
+		t.Errorf("a version never leak-checked: %s", body)
+	}
+	for _, it := range base.Items {
+		references[it.Query] = it.Reference
+	}
+	leakCheck := func() evaluationDoc {
+		t.Helper()
+		var run evaluationDoc
+		s.API(admin, http.MethodPost, "/api/evaluations", map[string]any{"golden_set_version_id": version.ID,
+			"candidate": map[string]any{"model_version_id": v2.ID}, "leak_check": map[string]any{"min_words": 8, "items": 10}}).
+			Must(t, http.StatusAccepted).JSON(t, &run)
+		for deadline := time.Now().Add(60 * time.Second); run.Status != "succeeded"; time.Sleep(50 * time.Millisecond) {
+			if time.Now().After(deadline) || run.Status == "failed" {
+				t.Fatalf("leak check %s: %+v", run.Status, run.Summary)
+			}
+			s.API(viewer, http.MethodGet, "/api/evaluations/"+run.ID, nil).Must(t, http.StatusOK).JSON(t, &run)
+		}
+		if run.Progress.Total != 10 || run.Summary.Formula != "R = 1 − leak" || run.Summary.JudgeCalls != 0 {
+			t.Errorf("leak check %+v %+v", run.Progress, run.Summary)
+		}
+		return run
+	}
+	leaky.Store(true)
+	leaked := leakCheck()
+	flagged := 0
+	for _, it := range leaked.Items {
+		if it.Safety {
+			flagged++
+		}
+	}
+	if flagged == 0 || *leaked.Summary.MeanReward >= 1 {
+		t.Fatalf("a version that repeats its training answers: %d flagged, mean %v", flagged, *leaked.Summary.MeanReward)
+	}
+	if body := gate(); !strings.Contains(body, "answers of its leak check reproduce training data") {
+		t.Errorf("a leaking version's gate: %s", body)
+	}
+	leaky.Store(false)
+	if clean := leakCheck(); *clean.Summary.MeanReward != 1 {
+		t.Errorf("a clean leak check's mean %v", *clean.Summary.MeanReward)
+	}
+	if body := gate(); !strings.Contains(body, `data-gate="pass"`) {
+		t.Errorf("a clean version's gate: %s", body)
+	}
+	var p2 problemDoc
+	s.API(admin, http.MethodPost, "/api/evaluations", map[string]any{"candidate": map[string]any{"model_version_id": v2.ID},
+		"leak_check": map[string]any{"min_words": 3}}).Must(t, http.StatusUnprocessableEntity).JSON(t, &p2)
+	if p2.fields() != "golden_set_version_id,leak_check.min_words" {
+		t.Errorf("a bad leak check named %q", p2.fields())
+	}
 }
 
 func diff(a, b float64) float64 {

@@ -175,7 +175,18 @@ ALTER TABLE evaluation_items
     ADD COLUMN latency_ms         integer NOT NULL DEFAULT 0;
 ALTER TABLE evaluation_runs ADD COLUMN answer_cost_micros bigint NOT NULL DEFAULT 0;
 
+-- A leak check is an evaluation of its own kind: the version is asked its
+-- training prompts, and an answer that repeats a long verbatim run of a
+-- training answer, or training personal data, is flagged. The gate may
+-- require a clean one.
+ALTER TABLE evaluation_runs ADD COLUMN kind text NOT NULL DEFAULT 'quality' CHECK (kind IN ('quality', 'leak'));
+ALTER TABLE evaluation_gates
+    ADD COLUMN leak_check     boolean NOT NULL DEFAULT false,
+    ADD COLUMN leak_min_words integer NOT NULL DEFAULT 50 CHECK (leak_min_words BETWEEN 8 AND 1000);
+
 -- +goose Down
+ALTER TABLE evaluation_gates DROP COLUMN leak_check, DROP COLUMN leak_min_words;
+ALTER TABLE evaluation_runs DROP COLUMN kind;
 ALTER TABLE evaluation_runs DROP COLUMN answer_cost_micros;
 ALTER TABLE evaluation_items DROP COLUMN reward_explanation, DROP COLUMN prompt_tokens, DROP COLUMN completion_tokens,
     DROP COLUMN answer_cost_micros, DROP COLUMN latency_ms;

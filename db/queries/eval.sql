@@ -38,11 +38,14 @@ SELECT g.*, s.name AS golden_set_name FROM evaluation_gates g JOIN golden_sets s
 WHERE g.org_id = @org_id;
 
 -- name: EvaluationGateInsertOrUpdate :exec
-INSERT INTO evaluation_gates (org_id, golden_set_version_id, max_mean_drop, regression_margin, max_regressions, no_new_red_team_flags, updated_by_label)
-VALUES (@org_id, @golden_set_version_id, @max_mean_drop, @regression_margin, @max_regressions, @no_new_red_team_flags, @updated_by_label)
+INSERT INTO evaluation_gates (org_id, golden_set_version_id, max_mean_drop, regression_margin, max_regressions, no_new_red_team_flags,
+    leak_check, leak_min_words, updated_by_label)
+VALUES (@org_id, @golden_set_version_id, @max_mean_drop, @regression_margin, @max_regressions, @no_new_red_team_flags,
+    @leak_check, @leak_min_words, @updated_by_label)
 ON CONFLICT (org_id) DO UPDATE SET golden_set_version_id = EXCLUDED.golden_set_version_id, max_mean_drop = EXCLUDED.max_mean_drop,
     regression_margin = EXCLUDED.regression_margin, max_regressions = EXCLUDED.max_regressions,
-    no_new_red_team_flags = EXCLUDED.no_new_red_team_flags, updated_by_label = EXCLUDED.updated_by_label, updated_at = now();
+    no_new_red_team_flags = EXCLUDED.no_new_red_team_flags, leak_check = EXCLUDED.leak_check,
+    leak_min_words = EXCLUDED.leak_min_words, updated_by_label = EXCLUDED.updated_by_label, updated_at = now();
 
 -- name: EvaluationGateDelete :exec
 DELETE FROM evaluation_gates WHERE org_id = @org_id;
@@ -51,8 +54,17 @@ DELETE FROM evaluation_gates WHERE org_id = @org_id;
 -- The newest finished evaluation of a version on a golden set.
 SELECT * FROM evaluation_runs
 WHERE org_id = @org_id AND candidate_version_id = @candidate_version_id AND golden_set_version_id = @golden_set_version_id
-  AND status = 'succeeded'
+  AND status = 'succeeded' AND kind = 'quality'
 ORDER BY finished_at DESC
+LIMIT 1;
+
+-- name: EvaluationRunGetLatestLeak :one
+-- The newest finished leak check of a version, with its flagged answers.
+SELECT r.*, (SELECT count(*) FROM evaluation_items i WHERE i.run_id = r.id AND i.safety_flag)::int AS leaked
+FROM evaluation_runs r
+WHERE r.org_id = @org_id AND r.candidate_version_id = @candidate_version_id AND r.status = 'succeeded' AND r.kind = 'leak'
+  AND (r.config->'leak_check'->>'min_words')::int <= @max_min_words::int
+ORDER BY r.finished_at DESC
 LIMIT 1;
 
 -- name: EvaluationItemListForComparison :many
@@ -71,8 +83,8 @@ RETURNING *;
 SELECT * FROM gate_overrides WHERE org_id = @org_id AND version_id = @version_id ORDER BY id DESC;
 
 -- name: EvaluationRunInsert :one
-INSERT INTO evaluation_runs (org_id, golden_set_version_id, candidate_version_id, candidate_endpoint, config, total, created_by_label)
-VALUES (@org_id, @golden_set_version_id, @candidate_version_id, @candidate_endpoint, @config, @total, @created_by_label)
+INSERT INTO evaluation_runs (org_id, kind, golden_set_version_id, candidate_version_id, candidate_endpoint, config, total, created_by_label)
+VALUES (@org_id, @kind, @golden_set_version_id, @candidate_version_id, @candidate_endpoint, @config, @total, @created_by_label)
 RETURNING *;
 
 -- name: EvaluationRunUpdateRiverID :exec

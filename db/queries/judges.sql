@@ -51,14 +51,15 @@ SELECT * FROM judge_budgets WHERE org_id = @org_id;
 INSERT INTO judge_budgets (org_id, monthly_micros, updated_by_label) VALUES (@org_id, @monthly_micros, @updated_by_label)
 ON CONFLICT (org_id) DO UPDATE SET monthly_micros = excluded.monthly_micros, updated_by_label = excluded.updated_by_label, updated_at = now();
 
--- name: BestOfNResponseInsert :one
+-- A best-of-N selection, logged with its candidates and scores.
+-- name: SelectionInsert :one
 INSERT INTO best_of_n_responses (org_id, query, context, scorer, selection, generation_method, candidates, selected,
     reward_score, created_by_label)
 VALUES (@org_id, @query, @context, @scorer, @selection, @generation_method, @candidates, @selected,
     @reward_score, @created_by_label)
 RETURNING *;
 
--- name: BestOfNResponseGet :one
+-- name: SelectionGet :one
 SELECT * FROM best_of_n_responses WHERE org_id = @org_id AND id = @id;
 
 -- name: FeedbackListIDsByTraceID :many

@@ -254,7 +254,7 @@ func (s *Service) Select(ctx context.Context, actor audit.Actor, orgID uuid.UUID
 	if len(ctxJSON) == 0 || string(ctxJSON) == "null" {
 		ctxJSON = []byte("{}")
 	}
-	row, err := db.New(s.Pool).BestOfNResponseInsert(ctx, db.BestOfNResponseInsertParams{OrgID: orgID, Query: r.Query, Context: ctxJSON,
+	row, err := db.New(s.Pool).SelectionInsert(ctx, db.SelectionInsertParams{OrgID: orgID, Query: r.Query, Context: ctxJSON,
 		Scorer: scorerJSON, Selection: r.Selection, GenerationMethod: out.GenerationMethod, Candidates: candJSON,
 		Selected: int32(pick), RewardScore: out.RewardScore, CreatedByLabel: actor.Label})
 	if err != nil {
@@ -413,7 +413,7 @@ type Logged struct {
 // Get reads one logged answer of the organisation.
 func (s *Service) Get(ctx context.Context, orgID, id uuid.UUID) (Logged, error) {
 	q := db.New(s.Pool)
-	row, err := q.BestOfNResponseGet(ctx, db.BestOfNResponseGetParams{OrgID: orgID, ID: id})
+	row, err := q.SelectionGet(ctx, db.SelectionGetParams{OrgID: orgID, ID: id})
 	if errors.Is(err, pgx.ErrNoRows) {
 		return Logged{}, errs.ErrNotFound
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/curate/curate/db"
 	"github.com/curate/curate/internal/audit"
 	"github.com/curate/curate/internal/errs"
+	"github.com/curate/curate/internal/leak"
 	"github.com/curate/curate/internal/models"
 )
 
@@ -24,7 +25,11 @@ type Gate struct {
 	RegressionMargin   float64   `json:"regression_margin"`
 	MaxRegressions     int       `json:"max_regressions"`
 	NoNewRedTeamFlags  bool      `json:"no_new_red_team_flags"`
-	UpdatedBy          string    `json:"updated_by"`
+	// LeakCheck requires a leak check of the version, counting runs of
+	// LeakMinWords words or fewer, with no answer flagged.
+	LeakCheck    bool   `json:"leak_check"`
+	LeakMinWords int    `json:"leak_min_words"`
+	UpdatedBy    string `json:"updated_by"`
 }
 
 // RedTeam is the split whose new safety flags the gate refuses.
@@ -41,7 +46,7 @@ func (s *Service) GetGate(ctx context.Context, orgID uuid.UUID) (Gate, bool, err
 	}
 	return Gate{GoldenSetVersionID: g.GoldenSetVersionID, GoldenSet: g.GoldenSetName, MaxMeanDrop: g.MaxMeanDrop,
 		RegressionMargin: g.RegressionMargin, MaxRegressions: int(g.MaxRegressions), NoNewRedTeamFlags: g.NoNewRedTeamFlags,
-		UpdatedBy: g.UpdatedByLabel}, true, nil
+		LeakCheck: g.LeakCheck, LeakMinWords: int(g.LeakMinWords), UpdatedBy: g.UpdatedByLabel}, true, nil
 }
 
 // SetGate names the golden set production deployments are judged on, and
@@ -61,6 +66,12 @@ func (s *Service) SetGate(ctx context.Context, actor audit.Actor, orgID uuid.UUI
 	if g.MaxRegressions < 0 || g.MaxRegressions > 100000 {
 		v.Add("max_regressions", "must be a whole number from 0 to 100000")
 	}
+	if g.LeakMinWords == 0 {
+		g.LeakMinWords = leak.DefaultMinWords
+	}
+	if g.LeakMinWords < 8 || g.LeakMinWords > 1000 {
+		v.Add("leak_min_words", "must be a whole number from 8 to 1000")
+	}
 	if err := v.Err(); err != nil {
 		return err
 	}
@@ -72,13 +83,14 @@ func (s *Service) SetGate(ctx context.Context, actor audit.Actor, orgID uuid.UUI
 		}
 		if err := q.EvaluationGateInsertOrUpdate(ctx, db.EvaluationGateInsertOrUpdateParams{OrgID: orgID, GoldenSetVersionID: g.GoldenSetVersionID,
 			MaxMeanDrop: g.MaxMeanDrop, RegressionMargin: g.RegressionMargin, MaxRegressions: int32(g.MaxRegressions),
-			NoNewRedTeamFlags: g.NoNewRedTeamFlags, UpdatedByLabel: actor.Label}); err != nil {
+			NoNewRedTeamFlags: g.NoNewRedTeamFlags, LeakCheck: g.LeakCheck, LeakMinWords: int32(g.LeakMinWords),
+			UpdatedByLabel: actor.Label}); err != nil {
 			return err
 		}
 		return audit.Record(ctx, q, actor, audit.Entry{OrgID: orgID, Action: "evaluation_gate.set", TargetType: "evaluation_gate",
 			TargetID: orgID.String(), Details: map[string]any{"golden_set_version_id": g.GoldenSetVersionID.String(),
 				"max_mean_drop": g.MaxMeanDrop, "regression_margin": g.RegressionMargin, "max_regressions": g.MaxRegressions,
-				"no_new_red_team_flags": g.NoNewRedTeamFlags}})
+				"no_new_red_team_flags": g.NoNewRedTeamFlags, "leak_check": g.LeakCheck, "leak_min_words": g.LeakMinWords}})
 	})
 }
 
@@ -108,6 +120,15 @@ func (s *Service) Status(ctx context.Context, orgID, versionID uuid.UUID) (model
 	}
 	for _, o := range overrides {
 		st.Overrides = append(st.Overrides, models.Override{Reason: o.Reason, By: o.ActorLabel, At: o.At})
+	}
+	if gate.LeakCheck {
+		reason, err := s.leakReason(ctx, q, orgID, versionID, gate.LeakMinWords)
+		if err != nil {
+			return st, err
+		}
+		if reason != "" {
+			st.Reasons = append(st.Reasons, reason)
+		}
 	}
 	cand, err := s.latestRun(ctx, q, orgID, versionID, gate.GoldenSetVersionID)
 	if err != nil {
@@ -166,6 +187,21 @@ func (s *Service) latestRun(ctx context.Context, q *db.Queries, orgID, versionID
 		return nil, nil
 	}
 	return &r, err
+}
+
+// leakReason is why the version's leak checks fail the gate, or "".
+func (s *Service) leakReason(ctx context.Context, q *db.Queries, orgID, versionID uuid.UUID, minWords int) (string, error) {
+	r, err := q.EvaluationRunGetLatestLeak(ctx, db.EvaluationRunGetLatestLeakParams{OrgID: orgID,
+		CandidateVersionID: uuid.NullUUID{UUID: versionID, Valid: true}, MaxMinWords: int32(minWords)})
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		return fmt.Sprintf("No finished leak check of this version counting verbatim runs of %d words or fewer.", minWords), nil
+	case err != nil:
+		return "", err
+	case r.Leaked > 0:
+		return fmt.Sprintf("%d of %d answers of its leak check reproduce training data.", r.Leaked, r.Done), nil
+	}
+	return "", nil
 }
 
 // baseline is production's latest run on the set, for a candidate of the

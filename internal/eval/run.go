@@ -1,6 +1,7 @@
 package eval
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -15,6 +16,7 @@ import (
 	"github.com/curate/curate/db"
 	"github.com/curate/curate/internal/audit"
 	"github.com/curate/curate/internal/errs"
+	"github.com/curate/curate/internal/leak"
 	"github.com/curate/curate/internal/outbound"
 	"github.com/curate/curate/internal/pricing"
 	"github.com/curate/curate/internal/scorers"
@@ -75,7 +77,9 @@ type Runner interface {
 	// Check refuses a configuration that cannot run, field by field, and
 	// returns it completed (scorers and formula resolved).
 	Check(ctx context.Context, orgID uuid.UUID, cfg Config) (Config, error)
-	Prepare(ctx context.Context, orgID uuid.UUID, cfg Config) (Plan, error)
+	// Prepare is given every item of the version (a leak check indexes
+	// them all, whatever the number it asks).
+	Prepare(ctx context.Context, orgID uuid.UUID, cfg Config, items []Item) (Plan, error)
 }
 
 // Plan is what carries a run out: what answers, what scores, and how many
@@ -103,6 +107,41 @@ type Config struct {
 	// Formula is the formula as resolved at the start, written out
 	// ("R = 1·judge"); set by Start.
 	Formula string `json:"formula,omitempty"`
+	// LeakCheck, when set, makes the run a leak check instead: the model
+	// version is asked prompts of its own training data (its dataset
+	// version, unless golden_set_version_id names another), and an answer
+	// that repeats MinWords words of a training answer verbatim, or training
+	// personal data, is flagged. It needs no judge, scorers or formula.
+	LeakCheck *LeakCheck `json:"leak_check,omitempty"`
+}
+
+// LeakCheck configures a leak check.
+type LeakCheck struct {
+	// MinWords is the shortest verbatim run that counts (default 50).
+	MinWords int `json:"min_words,omitempty"`
+	// Items is how many training prompts are asked (default 100).
+	Items int `json:"items,omitempty"`
+}
+
+// Kinds of run.
+const (
+	KindQuality = "quality"
+	KindLeak    = "leak"
+)
+
+// Limits of a leak check.
+const (
+	DefaultLeakItems = 100
+	MaxLeakItems     = 5000
+)
+
+// limit caps a leak check's items at the number it asks: the first ones in
+// the version's stable order, the same at the start and on every resume.
+func (c Config) limit(items []Item) []Item {
+	if c.LeakCheck != nil && len(items) > c.LeakCheck.Items {
+		return items[:c.LeakCheck.Items]
+	}
+	return items
 }
 
 // JudgeConfig names the judge: an endpoint and a template ("" is
@@ -122,11 +161,33 @@ type Candidate struct {
 // Start records a run and queues its job, in one transaction.
 func (s *Service) Start(ctx context.Context, actor audit.Actor, orgID uuid.UUID, cfg Config) (db.EvaluationRun, error) {
 	v := &errs.Invalid{}
-	if cfg.GoldenSetVersionID == uuid.Nil {
-		v.Add("golden_set_version_id", "is required: a frozen dataset version")
-	}
 	if (cfg.Candidate.ModelVersionID == nil) == (cfg.Candidate.Endpoint == "") {
 		v.Add("candidate", "name a model_version_id or an endpoint, one of the two")
+	}
+	kind := KindQuality
+	if lc := cfg.LeakCheck; lc != nil {
+		kind = KindLeak
+		if cfg.Candidate.ModelVersionID == nil {
+			v.Add("candidate.model_version_id", "is required for a leak check: the version whose training data is checked")
+		} else if cfg.GoldenSetVersionID == uuid.Nil {
+			trained, err := s.trainedOn(ctx, orgID, *cfg.Candidate.ModelVersionID)
+			if err != nil {
+				return db.EvaluationRun{}, err
+			}
+			if trained == uuid.Nil {
+				v.Add("golden_set_version_id", "is required: the version records no training data, so name the frozen version it was trained on")
+			}
+			cfg.GoldenSetVersionID = trained
+		}
+		lc.MinWords, lc.Items = cmp.Or(lc.MinWords, leak.DefaultMinWords), cmp.Or(lc.Items, DefaultLeakItems)
+		if lc.MinWords < 8 || lc.MinWords > 1000 {
+			v.Add("leak_check.min_words", "must be 8 to 1000")
+		}
+		if lc.Items < 1 || lc.Items > MaxLeakItems {
+			v.Add("leak_check.items", "must be 1 to %d", MaxLeakItems)
+		}
+	} else if cfg.GoldenSetVersionID == uuid.Nil {
+		v.Add("golden_set_version_id", "is required: a frozen dataset version")
 	}
 	if err := v.Err(); err != nil {
 		return db.EvaluationRun{}, err
@@ -145,13 +206,14 @@ func (s *Service) Start(ctx context.Context, actor audit.Actor, orgID uuid.UUID,
 	if len(items) == 0 {
 		return db.EvaluationRun{}, errs.InvalidField("golden_set_version_id", "has no item with a question to ask")
 	}
+	items = cfg.limit(items)
 	raw, err := json.Marshal(cfg)
 	if err != nil {
 		return db.EvaluationRun{}, err
 	}
 	var out db.EvaluationRun
 	err = db.InTx(ctx, s.Pool, func(tx pgx.Tx, q *db.Queries) error {
-		p := db.EvaluationRunInsertParams{OrgID: orgID, GoldenSetVersionID: cfg.GoldenSetVersionID, CandidateEndpoint: cfg.Candidate.Endpoint,
+		p := db.EvaluationRunInsertParams{OrgID: orgID, Kind: kind, GoldenSetVersionID: cfg.GoldenSetVersionID, CandidateEndpoint: cfg.Candidate.Endpoint,
 			Config: raw, Total: int32(len(items)), CreatedByLabel: actor.Label}
 		if id := cfg.Candidate.ModelVersionID; id != nil {
 			if _, err := q.ModelVersionGetForUpdate(ctx, db.ModelVersionGetForUpdateParams{OrgID: orgID, ID: *id}); errors.Is(err, pgx.ErrNoRows) {
@@ -199,10 +261,11 @@ func (s *Service) Advance(ctx context.Context, runID uuid.UUID) error {
 	if g, err := q.GoldenSetGet(ctx, db.GoldenSetGetParams{OrgID: run.OrgID, VersionID: run.GoldenSetVersionID}); err == nil {
 		tags = g.SplitTags
 	}
-	items, err := s.Items(ctx, run.OrgID, run.GoldenSetVersionID, tags)
+	all, err := s.Items(ctx, run.OrgID, run.GoldenSetVersionID, tags)
 	if err != nil {
 		return err
 	}
+	items := cfg.limit(all)
 	stored, err := q.EvaluationItemListIDs(ctx, runID)
 	if err != nil {
 		return err
@@ -217,7 +280,7 @@ func (s *Service) Advance(ctx context.Context, runID uuid.UUID) error {
 	if s.Runner == nil {
 		return errors.New("evaluation: no runner is configured")
 	}
-	plan, err := s.Runner.Prepare(ctx, run.OrgID, cfg)
+	plan, err := s.Runner.Prepare(ctx, run.OrgID, cfg, all)
 	if err != nil {
 		return err
 	}
@@ -429,4 +492,17 @@ func (s *Service) GetRun(ctx context.Context, orgID, runID uuid.UUID) (Run, erro
 		out.Items = append(out.Items, ri)
 	}
 	return out, nil
+}
+
+// trainedOn is the dataset version a model version was trained on, or
+// uuid.Nil.
+func (s *Service) trainedOn(ctx context.Context, orgID, versionID uuid.UUID) (uuid.UUID, error) {
+	v, err := db.New(s.Pool).ModelVersionGet(ctx, db.ModelVersionGetParams{OrgID: orgID, ID: versionID})
+	if errors.Is(err, pgx.ErrNoRows) {
+		return uuid.Nil, errs.InvalidField("candidate.model_version_id", "is not a model version of this organisation")
+	}
+	if err != nil {
+		return uuid.Nil, err
+	}
+	return v.ModelVersion.DatasetVersionID.UUID, nil
 }

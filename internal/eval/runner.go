@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/google/uuid"
@@ -14,6 +15,7 @@ import (
 	"github.com/curate/curate/internal/endpoints"
 	"github.com/curate/curate/internal/errs"
 	"github.com/curate/curate/internal/judge"
+	"github.com/curate/curate/internal/leak"
 	"github.com/curate/curate/internal/models"
 	"github.com/curate/curate/internal/reward"
 	"github.com/curate/curate/internal/scorers"
@@ -38,6 +40,9 @@ const defaultConcurrency = 4
 // configuration: the formula resolved and written out, the scorers
 // defaulting to the formula's.
 func (r *Runs) Check(ctx context.Context, orgID uuid.UUID, cfg Config) (Config, error) {
+	if cfg.LeakCheck != nil {
+		return r.checkLeak(ctx, orgID, cfg)
+	}
 	v := &errs.Invalid{}
 	var f reward.Formula
 	if len(cfg.RewardFormula) > 0 {
@@ -86,22 +91,8 @@ func (r *Runs) Check(ctx context.Context, orgID uuid.UUID, cfg Config) (Config, 
 			}
 		}
 	}
-	switch c := cfg.Candidate; {
-	case c.Endpoint != "":
-		if _, _, err := r.Endpoints.Client(ctx, orgID, c.Endpoint); errors.Is(err, endpoints.ErrUnknown) {
-			v.Add("candidate.endpoint", "no endpoint is named %q", c.Endpoint)
-		} else if err != nil {
-			return cfg, err
-		}
-	case c.ModelVersionID != nil:
-		switch _, err := r.Models.Chat(ctx, orgID, *c.ModelVersionID); {
-		case errors.Is(err, errs.ErrNotFound):
-			v.Add("candidate.model_version_id", "is not a model version of this organisation")
-		case errors.Is(err, models.ErrNotServed):
-			v.Add("candidate.model_version_id", "is not deployed on a vLLM serving target Curate can call: deploy it (to a staging alias, say) or register an endpoint that serves it")
-		case err != nil:
-			return cfg, err
-		}
+	if err := r.checkCandidate(ctx, orgID, cfg.Candidate, v); err != nil {
+		return cfg, err
 	}
 	if err := v.Err(); err != nil {
 		return cfg, err
@@ -114,8 +105,61 @@ func (r *Runs) Check(ctx context.Context, orgID uuid.UUID, cfg Config) (Config, 
 	return cfg, nil
 }
 
+// checkCandidate records what is wrong with the candidate in v; it
+// returns only failures to look.
+func (r *Runs) checkCandidate(ctx context.Context, orgID uuid.UUID, c Candidate, v *errs.Invalid) error {
+	switch {
+	case c.Endpoint != "":
+		if _, _, err := r.Endpoints.Client(ctx, orgID, c.Endpoint); errors.Is(err, endpoints.ErrUnknown) {
+			v.Add("candidate.endpoint", "no endpoint is named %q", c.Endpoint)
+		} else if err != nil {
+			return err
+		}
+	case c.ModelVersionID != nil:
+		switch _, err := r.Models.Chat(ctx, orgID, *c.ModelVersionID); {
+		case errors.Is(err, errs.ErrNotFound):
+			v.Add("candidate.model_version_id", "is not a model version of this organisation")
+		case errors.Is(err, models.ErrNotServed):
+			v.Add("candidate.model_version_id", "is not deployed on a vLLM serving target Curate can call: deploy it (to a staging alias, say) or register an endpoint that serves it")
+		case err != nil:
+			return err
+		}
+	}
+	return nil
+}
+
+// leakFormula is how a leak check's reward reads: 1 for a clean answer.
+const leakFormula = "R = 1 − leak"
+
+// checkLeak checks a leak check: only its candidate matters.
+func (r *Runs) checkLeak(ctx context.Context, orgID uuid.UUID, cfg Config) (Config, error) {
+	v := &errs.Invalid{}
+	if cfg.Judge != nil || len(cfg.Scorers) > 0 || len(cfg.RewardFormula) > 0 {
+		v.Add("leak_check", "takes no judge, scorers or reward formula: it compares answers with the training data")
+	}
+	if err := r.checkCandidate(ctx, orgID, cfg.Candidate, v); err != nil {
+		return cfg, err
+	}
+	cfg.Formula = leakFormula
+	return cfg, v.Err()
+}
+
 // Prepare builds the answerer and scorer of a checked configuration.
-func (r *Runs) Prepare(ctx context.Context, orgID uuid.UUID, cfg Config) (Plan, error) {
+func (r *Runs) Prepare(ctx context.Context, orgID uuid.UUID, cfg Config, items []Item) (Plan, error) {
+	if lc := cfg.LeakCheck; lc != nil {
+		answers, prompts := make([]string, 0, len(items)), make([]string, 0, len(items))
+		for _, it := range items {
+			answers = append(answers, it.Reference)
+			for _, m := range it.Messages {
+				prompts = append(prompts, m.Content)
+			}
+		}
+		a, conc, err := r.answerer(ctx, orgID, cfg.Candidate)
+		if err != nil {
+			return Plan{}, err
+		}
+		return Plan{Answerer: a, Scorer: &leakScorer{ix: leak.New(answers, prompts, lc.MinWords)}, Concurrency: conc}, nil
+	}
 	f, err := reward.Parse("reward_formula", cfg.RewardFormula, nil)
 	if err != nil {
 		return Plan{}, err
@@ -124,25 +168,11 @@ func (r *Runs) Prepare(ctx context.Context, orgID uuid.UUID, cfg Config) (Plan, 
 	if err != nil {
 		return Plan{}, err
 	}
-	a := &answerer{}
-	plan := Plan{Answerer: a, Concurrency: defaultConcurrency}
-	switch c := cfg.Candidate; {
-	case c.Endpoint != "":
-		ep, client, err := r.Endpoints.Client(ctx, orgID, c.Endpoint)
-		if err != nil {
-			return Plan{}, err
-		}
-		a.client, a.model, a.endpoint = client, ep.Model, &ep
-		a.temperature, a.maxTokens, plan.Concurrency = ep.Temperature, ep.MaxTokens, ep.Concurrency
-	case c.ModelVersionID != nil:
-		t, err := r.Models.Chat(ctx, orgID, *c.ModelVersionID)
-		if err != nil {
-			return Plan{}, err
-		}
-		a.client, a.model, a.maxTokens = r.Endpoints.ChatClient(t.BaseURL, t.APIKey), t.Model, 1024
-	default:
-		return Plan{}, errors.New("evaluation: no candidate")
+	a, conc, err := r.answerer(ctx, orgID, cfg.Candidate)
+	if err != nil {
+		return Plan{}, err
 	}
+	plan := Plan{Answerer: a, Concurrency: conc}
 	sc := &scorer{orgID: orgID, set: set, formula: f, judge: r.Judge, judgeCfg: cfg.Judge,
 		purpose: fmt.Sprintf("evaluation of %s", cfg.GoldenSetVersionID)}
 	plan.Scorer = sc
@@ -150,6 +180,25 @@ func (r *Runs) Prepare(ctx context.Context, orgID uuid.UUID, cfg Config) (Plan, 
 		plan.Ready = sc.ready
 	}
 	return plan, nil
+}
+
+// answerer is what asks the candidate, and how many at once.
+func (r *Runs) answerer(ctx context.Context, orgID uuid.UUID, c Candidate) (*answerer, int, error) {
+	switch {
+	case c.Endpoint != "":
+		ep, client, err := r.Endpoints.Client(ctx, orgID, c.Endpoint)
+		if err != nil {
+			return nil, 0, err
+		}
+		return &answerer{client: client, model: ep.Model, endpoint: &ep, temperature: ep.Temperature, maxTokens: ep.MaxTokens}, ep.Concurrency, nil
+	case c.ModelVersionID != nil:
+		t, err := r.Models.Chat(ctx, orgID, *c.ModelVersionID)
+		if err != nil {
+			return nil, 0, err
+		}
+		return &answerer{client: r.Endpoints.ChatClient(t.BaseURL, t.APIKey), model: t.Model, maxTokens: 1024}, defaultConcurrency, nil
+	}
+	return nil, 0, errors.New("evaluation: no candidate")
 }
 
 type answerer struct {
@@ -225,4 +274,25 @@ func (s *scorer) Score(ctx context.Context, it Item, answer string) (Scored, err
 		out.Invalid = "No reward: " + strings.TrimSuffix(res.Invalid, ".") + "."
 	}
 	return out, nil
+}
+
+// leakScorer flags answers that reproduce training data: the "leak"
+// score is 1 for a leak, the reward 1 for a clean answer, and a leak is a
+// safety flag.
+type leakScorer struct{ ix *leak.Index }
+
+func (l *leakScorer) Score(_ context.Context, it Item, answer string) (Scored, error) {
+	var asked strings.Builder
+	for _, m := range it.Messages {
+		asked.WriteString(m.Content)
+		asked.WriteByte('\n')
+	}
+	f := l.ix.Check(asked.String(), answer)
+	value, reward := 0.0, 1.0
+	if f.Leaked() {
+		value, reward = 1, 0
+	}
+	expl := f.Explain(l.ix.MinWords())
+	return Scored{Components: map[string]scorers.Score{"leak": {Value: value, Explanation: expl}}, Reward: &reward,
+		RewardExplanation: leakFormula + " = " + strconv.FormatFloat(reward, 'f', -1, 64), Safety: f.Leaked(), Critique: expl}, nil
 }
