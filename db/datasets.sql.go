@@ -938,6 +938,33 @@ func (q *Queries) DatasetVersionGet(ctx context.Context, arg DatasetVersionGetPa
 	return i, err
 }
 
+const datasetVersionGetByID = `-- name: DatasetVersionGetByID :one
+SELECT id, org_id, dataset_id, number, kind, content_hash, item_count, train_count, validation_count, split_strategy, validation_percent, split_seed, created_by_label, created_at FROM dataset_versions WHERE id = $1
+`
+
+// For the worker, which knows the version only by its id.
+func (q *Queries) DatasetVersionGetByID(ctx context.Context, id uuid.UUID) (DatasetVersion, error) {
+	row := q.db.QueryRow(ctx, datasetVersionGetByID, id)
+	var i DatasetVersion
+	err := row.Scan(
+		&i.ID,
+		&i.OrgID,
+		&i.DatasetID,
+		&i.Number,
+		&i.Kind,
+		&i.ContentHash,
+		&i.ItemCount,
+		&i.TrainCount,
+		&i.ValidationCount,
+		&i.SplitStrategy,
+		&i.ValidationPercent,
+		&i.SplitSeed,
+		&i.CreatedByLabel,
+		&i.CreatedAt,
+	)
+	return i, err
+}
+
 const datasetVersionGetLatest = `-- name: DatasetVersionGetLatest :one
 SELECT id, org_id, dataset_id, number, kind, content_hash, item_count, train_count, validation_count, split_strategy, validation_percent, split_seed, created_by_label, created_at FROM dataset_versions WHERE dataset_id = $1 ORDER BY number DESC LIMIT 1
 `
@@ -1035,47 +1062,32 @@ type DatasetVersionItemInsertManyParams struct {
 	Content    json.RawMessage `json:"content"`
 }
 
-const datasetVersionItemList = `-- name: DatasetVersionItemList :many
-SELECT content_sha, source_id, content FROM dataset_version_items
-WHERE version_id = $1 AND split = $2 AND (content_sha, source_id) > ($3::bytea, $4::uuid)
+const datasetVersionItemListSplit = `-- name: DatasetVersionItemListSplit :many
+SELECT content::text AS content FROM dataset_version_items
+WHERE version_id = $1 AND split = $2
 ORDER BY content_sha, source_id
-LIMIT $5
 `
 
-type DatasetVersionItemListParams struct {
+type DatasetVersionItemListSplitParams struct {
 	VersionID uuid.UUID `json:"version_id"`
 	Split     string    `json:"split"`
-	AfterSha  []byte    `json:"after_sha"`
-	AfterID   uuid.UUID `json:"after_id"`
-	RowLimit  int32     `json:"row_limit"`
 }
 
-type DatasetVersionItemListRow struct {
-	ContentSha []byte          `json:"content_sha"`
-	SourceID   uuid.UUID       `json:"source_id"`
-	Content    json.RawMessage `json:"content"`
-}
-
-// One keyset page of a version's items in one split, in canonical order.
-func (q *Queries) DatasetVersionItemList(ctx context.Context, arg DatasetVersionItemListParams) ([]DatasetVersionItemListRow, error) {
-	rows, err := q.db.Query(ctx, datasetVersionItemList,
-		arg.VersionID,
-		arg.Split,
-		arg.AfterSha,
-		arg.AfterID,
-		arg.RowLimit,
-	)
+// One split of a version's contents in canonical order, whole: exports and
+// reports stream it row by row (DatasetVersionItemEach), never loading it.
+func (q *Queries) DatasetVersionItemListSplit(ctx context.Context, arg DatasetVersionItemListSplitParams) ([]string, error) {
+	rows, err := q.db.Query(ctx, datasetVersionItemListSplit, arg.VersionID, arg.Split)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	items := []DatasetVersionItemListRow{}
+	items := []string{}
 	for rows.Next() {
-		var i DatasetVersionItemListRow
-		if err := rows.Scan(&i.ContentSha, &i.SourceID, &i.Content); err != nil {
+		var content string
+		if err := rows.Scan(&content); err != nil {
 			return nil, err
 		}
-		items = append(items, i)
+		items = append(items, content)
 	}
 	if err := rows.Err(); err != nil {
 		return nil, err
@@ -1273,6 +1285,59 @@ func (q *Queries) DatasetVersionListJobs(ctx context.Context, arg DatasetVersion
 		return nil, err
 	}
 	return items, nil
+}
+
+const datasetVersionReportGet = `-- name: DatasetVersionReportGet :one
+SELECT report FROM dataset_version_reports
+WHERE version_id = $1 AND format = $2 AND mask_pii = $3 AND base_model = $4 AND validator = $5
+`
+
+type DatasetVersionReportGetParams struct {
+	VersionID uuid.UUID `json:"version_id"`
+	Format    string    `json:"format"`
+	MaskPii   bool      `json:"mask_pii"`
+	BaseModel string    `json:"base_model"`
+	Validator int32     `json:"validator"`
+}
+
+func (q *Queries) DatasetVersionReportGet(ctx context.Context, arg DatasetVersionReportGetParams) (json.RawMessage, error) {
+	row := q.db.QueryRow(ctx, datasetVersionReportGet,
+		arg.VersionID,
+		arg.Format,
+		arg.MaskPii,
+		arg.BaseModel,
+		arg.Validator,
+	)
+	var report json.RawMessage
+	err := row.Scan(&report)
+	return report, err
+}
+
+const datasetVersionReportInsert = `-- name: DatasetVersionReportInsert :exec
+INSERT INTO dataset_version_reports (version_id, format, mask_pii, base_model, validator, report)
+VALUES ($1, $2, $3, $4, $5, $6)
+ON CONFLICT DO NOTHING
+`
+
+type DatasetVersionReportInsertParams struct {
+	VersionID uuid.UUID       `json:"version_id"`
+	Format    string          `json:"format"`
+	MaskPii   bool            `json:"mask_pii"`
+	BaseModel string          `json:"base_model"`
+	Validator int32           `json:"validator"`
+	Report    json.RawMessage `json:"report"`
+}
+
+func (q *Queries) DatasetVersionReportInsert(ctx context.Context, arg DatasetVersionReportInsertParams) error {
+	_, err := q.db.Exec(ctx, datasetVersionReportInsert,
+		arg.VersionID,
+		arg.Format,
+		arg.MaskPii,
+		arg.BaseModel,
+		arg.Validator,
+		arg.Report,
+	)
+	return err
 }
 
 const exportGet = `-- name: ExportGet :one

@@ -805,6 +805,16 @@ type DatasetVersionItem struct {
 	Content    json.RawMessage `json:"content"`
 }
 
+type DatasetVersionReport struct {
+	VersionID uuid.UUID       `json:"version_id"`
+	Format    string          `json:"format"`
+	MaskPii   bool            `json:"mask_pii"`
+	BaseModel string          `json:"base_model"`
+	Validator int32           `json:"validator"`
+	Report    json.RawMessage `json:"report"`
+	CreatedAt time.Time       `json:"created_at"`
+}
+
 type Deployment struct {
 	ID                uuid.UUID        `json:"id"`
 	OrgID             uuid.UUID        `json:"org_id"`

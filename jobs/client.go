@@ -37,6 +37,7 @@ func Register(d Deps) *river.Workers {
 	river.AddWorker(w, &HeartbeatSweepWorker{Pool: d.Pool, Datasets: d.Datasets, Imports: d.Imports, Log: d.Log})
 	if d.Datasets != nil {
 		river.AddWorker(w, &ExportWorker{Datasets: d.Datasets})
+		river.AddWorker(w, &ReportWorker{Datasets: d.Datasets})
 	}
 	if d.Imports != nil {
 		river.AddWorker(w, &ImportWorker{Imports: d.Imports})

@@ -177,12 +177,12 @@ SELECT * FROM dataset_versions WHERE org_id = @org_id AND id = @id;
 -- name: DatasetVersionList :many
 SELECT * FROM dataset_versions WHERE org_id = @org_id AND dataset_id = @dataset_id ORDER BY number DESC;
 
--- name: DatasetVersionItemList :many
--- One keyset page of a version's items in one split, in canonical order.
-SELECT content_sha, source_id, content FROM dataset_version_items
-WHERE version_id = @version_id AND split = @split AND (content_sha, source_id) > (@after_sha::bytea, @after_id::uuid)
-ORDER BY content_sha, source_id
-LIMIT @row_limit;
+-- name: DatasetVersionItemListSplit :many
+-- One split of a version's contents in canonical order, whole: exports and
+-- reports stream it row by row (DatasetVersionItemEach), never loading it.
+SELECT content::text AS content FROM dataset_version_items
+WHERE version_id = @version_id AND split = @split
+ORDER BY content_sha, source_id;
 
 -- name: ExportInsert :one
 INSERT INTO dataset_exports (org_id, dataset_id, version_id, format, mask_pii, rows_total, created_by_label)
@@ -262,3 +262,16 @@ FROM fine_tuning_jobs j
 JOIN dataset_versions v ON v.id = j.dataset_version_id AND v.org_id = j.org_id
 WHERE j.org_id = @org_id AND v.dataset_id = @dataset_id
 ORDER BY j.created_at DESC, j.id DESC;
+
+-- name: DatasetVersionReportGet :one
+SELECT report FROM dataset_version_reports
+WHERE version_id = @version_id AND format = @format AND mask_pii = @mask_pii AND base_model = @base_model AND validator = @validator;
+
+-- name: DatasetVersionReportInsert :exec
+INSERT INTO dataset_version_reports (version_id, format, mask_pii, base_model, validator, report)
+VALUES (@version_id, @format, @mask_pii, @base_model, @validator, @report)
+ON CONFLICT DO NOTHING;
+
+-- name: DatasetVersionGetByID :one
+-- For the worker, which knows the version only by its id.
+SELECT * FROM dataset_versions WHERE id = @id;

@@ -419,10 +419,11 @@ func writeSplit(ctx context.Context, q *db.Queries, w io.Writer, ver db.DatasetV
 		return export.ManifestFile{}, 0, err
 	}
 	rows := 0
-	err = eachVersionItem(ctx, q, ver.ID, split, func(e Example) error {
-		if maskPII {
-			e = e.Masked()
-		}
+	var prepare func(Example) Example
+	if maskPII {
+		prepare = Example.Masked
+	}
+	err = eachVersionItem(ctx, q, ver.ID, split, prepare, func(e Example) error {
 		var err error
 		if ver.Kind == KindPreference {
 			err = ew.WritePref(e.Pref())

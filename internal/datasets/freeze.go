@@ -43,6 +43,13 @@ func (s *Service) Freeze(ctx context.Context, actor audit.Actor, orgID, id uuid.
 			return err
 		}
 		out = frozen.version
+		if !frozen.reused && s.Jobs != nil {
+			// The report in the dataset's format is computed once, now, in
+			// the background: the first export finds it ready.
+			if _, err := s.Jobs.InsertTx(ctx, tx, ReportArgs{VersionID: out.ID}, nil); err != nil {
+				return err
+			}
+		}
 		// The quality score belongs to the old content: the next export in
 		// the target format records the new one.
 		p := db.DatasetUpdateCurrentVersionParams{OrgID: orgID, ID: id, VersionID: uuid.NullUUID{UUID: out.ID, Valid: true}}

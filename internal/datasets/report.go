@@ -1,11 +1,16 @@
 package datasets
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"runtime"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/curate/curate/db"
 	"github.com/curate/curate/internal/errs"
@@ -86,44 +91,123 @@ func newValidator(f export.Format, baseModel, kind string, maskPII bool) (*valid
 	}, nil
 }
 
-// validateVersion is the report on a frozen version in a format.
+// validateVersion is the report on a frozen version in a format: the
+// stored one when there is one (a frozen version never changes), else
+// computed over its items and stored for the next caller.
 func validateVersion(ctx context.Context, q *db.Queries, ver db.DatasetVersion, f export.Format, baseModel string, maskPII bool) (Report, error) {
-	v, addEx, err := newValidator(f, baseModel, ver.Kind, maskPII)
+	key := db.DatasetVersionReportGetParams{VersionID: ver.ID, Format: string(f), MaskPii: maskPII, BaseModel: baseModel, Validator: validate.Revision}
+	out := Report{Version: &ver, Source: fmt.Sprintf("version %d", ver.Number)}
+	stored, err := q.DatasetVersionReportGet(ctx, key)
+	switch {
+	case err == nil:
+		out.Report = &validate.Report{}
+		if err := json.Unmarshal(stored, out.Report); err != nil {
+			return Report{}, fmt.Errorf("stored report of version %s: %w", ver.ID, err)
+		}
+		return out, nil
+	case !errors.Is(err, pgx.ErrNoRows):
+		return Report{}, err
+	}
+	if out.Report, err = computeVersionReport(ctx, q, ver, f, baseModel, maskPII); err != nil {
+		return Report{}, err
+	}
+	raw, err := json.Marshal(out.Report)
 	if err != nil {
 		return Report{}, err
 	}
-	for _, split := range Splits {
-		if err := eachVersionItem(ctx, q, ver.ID, split, func(e Example) error { addEx(e); return nil }); err != nil {
-			return Report{}, err
-		}
-	}
-	return Report{Report: v.Report(), Version: &ver, Source: fmt.Sprintf("version %d", ver.Number)}, nil
+	err = q.DatasetVersionReportInsert(ctx, db.DatasetVersionReportInsertParams{VersionID: ver.ID, Format: string(f), MaskPii: maskPII,
+		BaseModel: baseModel, Validator: validate.Revision, Report: raw})
+	return out, err
 }
 
-// eachVersionItem calls fn with every item of one split of a version, in
-// canonical order, reading a keyset page at a time.
-func eachVersionItem(ctx context.Context, q *db.Queries, versionID uuid.UUID, split string, fn func(Example) error) error {
-	p := db.DatasetVersionItemListParams{VersionID: versionID, Split: split, AfterSha: []byte{}, AfterID: uuid.Nil, RowLimit: readPage}
-	for {
-		rows, err := q.DatasetVersionItemList(ctx, p)
-		if err != nil {
-			return err
+// computeVersionReport validates every item of a frozen version.
+func computeVersionReport(ctx context.Context, q *db.Queries, ver db.DatasetVersion, f export.Format, baseModel string, maskPII bool) (*validate.Report, error) {
+	v, addEx, err := newValidator(f, baseModel, ver.Kind, maskPII)
+	if err != nil {
+		return nil, err
+	}
+	for _, split := range Splits {
+		if err := eachVersionItem(ctx, q, ver.ID, split, nil, func(e Example) error { addEx(e); return nil }); err != nil {
+			return nil, err
 		}
-		for _, r := range rows {
-			var e Example
-			if err := json.Unmarshal(r.Content, &e); err != nil {
-				return fmt.Errorf("version item %x: %w", r.ContentSha, err)
+	}
+	return v.Report(), nil
+}
+
+// decodeBatch is how many items are decoded together, in parallel.
+const decodeBatch = 256
+
+// eachVersionItem calls fn with every item of one split of a version, in
+// canonical order. The split is streamed from one query: a goroutine reads
+// rows while batches of them are decoded (and passed through prepare, when
+// set) on every core, and fn sees them one at a time, in order. Memory
+// holds a few batches, whatever the version's size.
+func eachVersionItem(ctx context.Context, q *db.Queries, versionID uuid.UUID, split string, prepare func(Example) Example, fn func(Example) error) error {
+	batches := make(chan [][]byte, 2)
+	g, gctx := errgroup.WithContext(ctx)
+	send := func(b [][]byte) error {
+		select {
+		case batches <- b:
+			return nil
+		case <-gctx.Done():
+			return gctx.Err()
+		}
+	}
+	g.Go(func() error {
+		defer close(batches)
+		batch := make([][]byte, 0, decodeBatch)
+		err := q.DatasetVersionItemEach(gctx, versionID, split, func(content []byte) error {
+			batch = append(batch, bytes.Clone(content))
+			if len(batch) < decodeBatch {
+				return nil
 			}
-			if err := fn(e); err != nil {
+			err := send(batch)
+			batch = make([][]byte, 0, decodeBatch)
+			return err
+		})
+		if err == nil && len(batch) > 0 {
+			err = send(batch)
+		}
+		return err
+	})
+	g.Go(func() error {
+		examples := make([]Example, decodeBatch)
+		for batch := range batches {
+			if err := decodeAll(batch, examples[:len(batch)], prepare); err != nil {
 				return err
 			}
+			for i := range batch {
+				if err := fn(examples[i]); err != nil {
+					return err
+				}
+			}
 		}
-		if len(rows) < readPage {
+		return nil
+	})
+	return g.Wait()
+}
+
+// decodeAll decodes raw contents into out, split over the cores.
+func decodeAll(raw [][]byte, out []Example, prepare func(Example) Example) error {
+	workers := min(runtime.GOMAXPROCS(0), 4)
+	chunk := (len(raw) + workers - 1) / workers
+	var g errgroup.Group
+	for start := 0; start < len(raw); start += chunk {
+		end := min(start+chunk, len(raw))
+		g.Go(func() error {
+			for i := start; i < end; i++ {
+				out[i] = Example{}
+				if err := json.Unmarshal(raw[i], &out[i]); err != nil {
+					return fmt.Errorf("version item: %w", err)
+				}
+				if prepare != nil {
+					out[i] = prepare(out[i])
+				}
+			}
 			return nil
-		}
-		last := rows[len(rows)-1]
-		p.AfterSha, p.AfterID = last.ContentSha, last.SourceID
+		})
 	}
+	return g.Wait()
 }
 
 func short(hash string) string {
@@ -131,4 +215,39 @@ func short(hash string) string {
 		return hash[:12]
 	}
 	return hash
+}
+
+// ReportArgs asks a worker to compute a frozen version's report in its
+// dataset's format, as an export writes it (PII masked), and store it.
+type ReportArgs struct {
+	VersionID uuid.UUID `json:"version_id"`
+}
+
+// Kind names the job in River's table.
+func (ReportArgs) Kind() string { return "dataset_report" }
+
+// StoreReport computes and stores a frozen version's report in its
+// dataset's export format with PII masked, unless it is stored already.
+func (s *Service) StoreReport(ctx context.Context, versionID uuid.UUID) error {
+	q := db.New(s.Pool)
+	ver, err := q.DatasetVersionGetByID(ctx, versionID)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil // the dataset was deleted since
+	}
+	if err != nil {
+		return err
+	}
+	d, err := q.DatasetGet(ctx, db.DatasetGetParams{OrgID: ver.OrgID, ID: ver.DatasetID})
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	f, err := export.ParseFormat(d.TrainingDataset.ExportFormat)
+	if err != nil {
+		return err
+	}
+	_, err = validateVersion(ctx, q, ver, f, d.TrainingDataset.BaseModel, true)
+	return err
 }

@@ -34,6 +34,11 @@ import (
 	"github.com/curate/curate/internal/export"
 )
 
+// Revision numbers the rules below. Reports of frozen versions are stored
+// and reused; raise it whenever a rule, a limit or a method changes, so
+// that stored reports are computed again under the new rules.
+const Revision = 1
+
 // Severity says whether a finding blocks export.
 type Severity string
 
@@ -119,7 +124,8 @@ type Report struct {
 	Tokens          Distribution `json:"tokens"`
 	AssistantTokens Distribution `json:"assistant_tokens"`
 	// ExampleTokens holds each example's tokens in input order, for callers
-	// that chart them; it is left out of the JSON form.
+	// that chart them; it is left out of the JSON form, so a stored report
+	// read back has none.
 	ExampleTokens []int `json:"-"`
 
 	// BillableTokens sums each sequence's tokens, capped at ContextLimit
