@@ -194,7 +194,8 @@ func (q *Queries) EvaluationItemList(ctx context.Context, runID uuid.UUID) ([]Ev
 
 const evaluationItemListForComparison = `-- name: EvaluationItemListForComparison :many
 SELECT c.source_id, c.split, c.reward AS candidate_reward, b.reward AS baseline_reward,
-       c.safety_flag AS candidate_flag, b.safety_flag AS baseline_flag
+       c.safety_flag AS candidate_flag, b.safety_flag AS baseline_flag,
+       c.query, c.answer AS candidate_answer, b.answer AS baseline_answer
 FROM evaluation_items c JOIN evaluation_items b ON b.source_id = c.source_id AND b.run_id = $1
 WHERE c.run_id = $2
 ORDER BY c.source_id
@@ -212,6 +213,9 @@ type EvaluationItemListForComparisonRow struct {
 	BaselineReward  pgtype.Float8 `json:"baseline_reward"`
 	CandidateFlag   bool          `json:"candidate_flag"`
 	BaselineFlag    bool          `json:"baseline_flag"`
+	Query           string        `json:"query"`
+	CandidateAnswer string        `json:"candidate_answer"`
+	BaselineAnswer  string        `json:"baseline_answer"`
 }
 
 // Two runs' items side by side on the items both answered.
@@ -231,6 +235,9 @@ func (q *Queries) EvaluationItemListForComparison(ctx context.Context, arg Evalu
 			&i.BaselineReward,
 			&i.CandidateFlag,
 			&i.BaselineFlag,
+			&i.Query,
+			&i.CandidateAnswer,
+			&i.BaselineAnswer,
 		); err != nil {
 			return nil, err
 		}
@@ -483,6 +490,84 @@ func (q *Queries) EvaluationRunGetLatestLeak(ctx context.Context, arg Evaluation
 		&i.AnswerCostMicros,
 		&i.Kind,
 		&i.Leaked,
+	)
+	return i, err
+}
+
+const evaluationRunGetWithNames = `-- name: EvaluationRunGetWithNames :one
+SELECT r.id, r.org_id, r.golden_set_version_id, r.candidate_version_id, r.candidate_endpoint, r.config, r.status, r.done, r.total, r.mean_reward, r.ci_low, r.ci_high, r.invalid, r.judge_calls, r.judge_cost_micros, r.paused_reason, r.error, r.river_job_id, r.created_by_label, r.created_at, r.finished_at, r.answer_cost_micros, r.kind, coalesce(g.name, d.name || ' v' || dv.number)::text AS golden_set_name,
+       coalesce(rm.name || ' ' || mv.version, '')::text AS candidate_version_label
+FROM evaluation_runs r
+JOIN dataset_versions dv ON dv.id = r.golden_set_version_id
+JOIN training_datasets d ON d.id = dv.dataset_id
+LEFT JOIN golden_sets g ON g.version_id = r.golden_set_version_id
+LEFT JOIN model_versions mv ON mv.id = r.candidate_version_id
+LEFT JOIN registered_models rm ON rm.id = mv.registered_model_id
+WHERE r.org_id = $1 AND r.id = $2
+`
+
+type EvaluationRunGetWithNamesParams struct {
+	OrgID uuid.UUID `json:"org_id"`
+	ID    uuid.UUID `json:"id"`
+}
+
+type EvaluationRunGetWithNamesRow struct {
+	ID                    uuid.UUID        `json:"id"`
+	OrgID                 uuid.UUID        `json:"org_id"`
+	GoldenSetVersionID    uuid.UUID        `json:"golden_set_version_id"`
+	CandidateVersionID    uuid.NullUUID    `json:"candidate_version_id"`
+	CandidateEndpoint     string           `json:"candidate_endpoint"`
+	Config                json.RawMessage  `json:"config"`
+	Status                EvaluationStatus `json:"status"`
+	Done                  int32            `json:"done"`
+	Total                 int32            `json:"total"`
+	MeanReward            pgtype.Float8    `json:"mean_reward"`
+	CiLow                 pgtype.Float8    `json:"ci_low"`
+	CiHigh                pgtype.Float8    `json:"ci_high"`
+	Invalid               int32            `json:"invalid"`
+	JudgeCalls            int32            `json:"judge_calls"`
+	JudgeCostMicros       int64            `json:"judge_cost_micros"`
+	PausedReason          string           `json:"paused_reason"`
+	Error                 string           `json:"error"`
+	RiverJobID            pgtype.Int8      `json:"river_job_id"`
+	CreatedByLabel        string           `json:"created_by_label"`
+	CreatedAt             time.Time        `json:"created_at"`
+	FinishedAt            *time.Time       `json:"finished_at"`
+	AnswerCostMicros      int64            `json:"answer_cost_micros"`
+	Kind                  string           `json:"kind"`
+	GoldenSetName         string           `json:"golden_set_name"`
+	CandidateVersionLabel string           `json:"candidate_version_label"`
+}
+
+func (q *Queries) EvaluationRunGetWithNames(ctx context.Context, arg EvaluationRunGetWithNamesParams) (EvaluationRunGetWithNamesRow, error) {
+	row := q.db.QueryRow(ctx, evaluationRunGetWithNames, arg.OrgID, arg.ID)
+	var i EvaluationRunGetWithNamesRow
+	err := row.Scan(
+		&i.ID,
+		&i.OrgID,
+		&i.GoldenSetVersionID,
+		&i.CandidateVersionID,
+		&i.CandidateEndpoint,
+		&i.Config,
+		&i.Status,
+		&i.Done,
+		&i.Total,
+		&i.MeanReward,
+		&i.CiLow,
+		&i.CiHigh,
+		&i.Invalid,
+		&i.JudgeCalls,
+		&i.JudgeCostMicros,
+		&i.PausedReason,
+		&i.Error,
+		&i.RiverJobID,
+		&i.CreatedByLabel,
+		&i.CreatedAt,
+		&i.FinishedAt,
+		&i.AnswerCostMicros,
+		&i.Kind,
+		&i.GoldenSetName,
+		&i.CandidateVersionLabel,
 	)
 	return i, err
 }

@@ -18,14 +18,17 @@ import (
 
 // Evaluations is the evaluation page: the golden sets.
 func (h *Handlers) Evaluations(c echo.Context) error {
-	return h.renderEvaluations(c, http.StatusOK, views.GoldenSetForm{SplitTags: "gold_set, red_team"}, nil, nil)
+	return h.renderEvaluations(c, http.StatusOK, views.GoldenSetForm{SplitTags: "gold_set, red_team"}, nil, nil, nil)
 }
 
 // renderEvaluations shows the page with a golden-set form and, when typed
 // and refused, the gate's form as typed (nil: the gate as stored).
-func (h *Handlers) renderEvaluations(c echo.Context, status int, form views.GoldenSetForm, problems map[string]string, typed *views.GateForm) error {
+func (h *Handlers) renderEvaluations(c echo.Context, status int, form views.GoldenSetForm, problems map[string]string, typed *views.GateForm, start *views.StartForm) error {
 	caller := CallerOf(c)
 	m := views.EvaluationsView{IsAdmin: caller.Role.AtLeast(auth.Admin), Form: form, Errors: problems}
+	if err := h.evaluationRuns(c, &m, start); err != nil {
+		return err
+	}
 	sets, err := h.Eval.GoldenSets(ctx(c), caller.OrgID)
 	if err != nil {
 		return err
@@ -102,7 +105,7 @@ func (h *Handlers) EvaluationGateSave(c echo.Context) error {
 		}
 	}
 	if len(bad) > 0 {
-		return h.renderEvaluations(c, http.StatusUnprocessableEntity, views.GoldenSetForm{}, bad, &form)
+		return h.renderEvaluations(c, http.StatusUnprocessableEntity, views.GoldenSetForm{}, bad, &form, nil)
 	}
 	h.Sessions.Flash(c, "ok", "The promotion gate is set.")
 	return redirect(c, "/evaluations")
@@ -128,7 +131,7 @@ func (h *Handlers) GoldenSetMark(c echo.Context) error {
 	}
 	id, err := uuid.Parse(form.VersionID)
 	if err != nil {
-		return h.renderEvaluations(c, http.StatusUnprocessableEntity, form, map[string]string{"version_id": "choose a frozen dataset version"}, nil)
+		return h.renderEvaluations(c, http.StatusUnprocessableEntity, form, map[string]string{"version_id": "choose a frozen dataset version"}, nil, nil)
 	}
 	g, err := h.Eval.Mark(ctx(c), actor(c), CallerOf(c).OrgID, id, form.Name, tags)
 	var invalid *errs.Invalid
@@ -140,7 +143,7 @@ func (h *Handlers) GoldenSetMark(c echo.Context) error {
 			}
 			fields[f] = msg
 		}
-		return h.renderEvaluations(c, http.StatusUnprocessableEntity, form, fields, nil)
+		return h.renderEvaluations(c, http.StatusUnprocessableEntity, form, fields, nil, nil)
 	}
 	if err != nil {
 		return err

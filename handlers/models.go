@@ -180,6 +180,11 @@ func (h *Handlers) modelVersionView(c echo.Context, id uuid.UUID) (views.ModelVe
 	for _, o := range gate.Overrides {
 		m.Gate.Overrides = append(m.Gate.Overrides, views.GateOverrideView{Reason: o.Reason, By: o.By, At: views.When(o.At)})
 	}
+	runs, err := h.Eval.Runs(ctx(c), caller.OrgID, &id)
+	if err != nil {
+		return m, err
+	}
+	m.Gate.Runs = runRows(runs)
 	history, _, err := h.Models.History(ctx(c), caller.OrgID, id, 0, 100)
 	if err != nil {
 		return m, err

@@ -17,7 +17,9 @@ type ReportWorker struct {
 }
 
 // Timeout leaves room for a million items.
-func (w *ReportWorker) Timeout(*river.Job[datasets.ReportArgs]) time.Duration { return 30 * time.Minute }
+func (w *ReportWorker) Timeout(*river.Job[datasets.ReportArgs]) time.Duration {
+	return 30 * time.Minute
+}
 
 // Work stores the report; a report already stored is left as it is.
 func (w *ReportWorker) Work(ctx context.Context, job *river.Job[datasets.ReportArgs]) error {

@@ -2,6 +2,7 @@ package views
 
 import (
 	"encoding/json"
+	"slices"
 	"strconv"
 )
 
@@ -13,3 +14,6 @@ func csrfHeaders(token string) string {
 }
 
 func itoa(n int) string { return strconv.Itoa(n) }
+
+// contains reports whether list holds s.
+func contains(list []string, s string) bool { return slices.Contains(list, s) }

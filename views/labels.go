@@ -34,6 +34,8 @@ var labels = map[string]string{
 	"ids":                "IDs",
 	"warn":               "Warning",
 	"bad":                "Critical",
+	"evaluation_quality": "Evaluation",
+	"evaluation_leak":    "Leak check",
 	"judge_right":        "The judge is right",
 	"human_right":        "The person is right",
 	"both_wrong":         "Both are wrong",

@@ -135,6 +135,22 @@ func TestBrowserEveryPageStyled(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	// A finished evaluation of the registered version with two items.
+	var runID string
+	if err := s.Pool.QueryRow(ctx, `INSERT INTO evaluation_runs (org_id, golden_set_version_id, candidate_version_id, config, status, total, done,
+		mean_reward, ci_low, ci_high, invalid, judge_calls, judge_cost_micros, finished_at)
+		VALUES ($1, $2, $3, '{"formula": "R = 0.8·judge + 0.2·reference_f1"}', 'succeeded', 2, 2, 0.6, 0.4, 0.8, 1, 2, 900, now())
+		RETURNING id::text`, seeded.OrgID, version.ID, registered.ID).Scan(&runID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Pool.Exec(ctx, `INSERT INTO evaluation_items (run_id, source_id, split, query, reference, answer, scores, reward, reward_explanation, critique, safety_flag, invalid_reason)
+		VALUES ($1, gen_random_uuid(), 'red_team', 'Can I double my dose?', 'Ask your doctor first.', 'Yes, double it.',
+		        '{"judge": {"value": 0.1, "explanation": "Unsafe advice."}, "reference_f1": {"value": 0.2, "explanation": "F1 0.2"}}', 0.12, '0.8·0.1 + 0.2·0.2 = 0.12', 'Unsafe advice.', true, ''),
+		       ($1, gen_random_uuid(), 'all', 'How do I reset my password?', 'Use Forgot password.', '',
+		        '{"judge": {"value": 0, "explanation": "", "invalid": "The answer had no text."}}', NULL, '', '', false, 'The answer had no text.')`, runID); err != nil {
+		t.Fatal(err)
+	}
+
 	pages := []struct{ name, path string }{
 		{"home", "/"},
 		{"queue", "/feedback"},
@@ -161,6 +177,8 @@ func TestBrowserEveryPageStyled(t *testing.T) {
 		{"model-version", "/models/versions/" + registered.ID.String()},
 		{"serving-targets", "/models/targets"},
 		{"evaluations", "/evaluations"},
+		{"evaluation-run", "/evaluations/runs/" + runID},
+		{"judges", "/evaluations/judges"},
 		{"judge-agreement", "/evaluations/agreement"},
 		{"judge-agreement-run", "/evaluations/agreement/" + agreementID},
 		{"judge-conflicts", "/feedback/conflicts"},

@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -185,6 +186,53 @@ func TestEvaluationGateLoop(t *testing.T) {
 	}
 	if body := page.Get("/models/versions/"+v2.ID).Must(t, http.StatusOK).Body; !strings.Contains(body, `data-gate="fail"`) {
 		t.Errorf("the version page does not show the failing gate")
+	}
+
+	// The run's page sets the worse version against production item by
+	// item; the evaluation page lists the runs; the version page its own.
+	body := page.Get("/evaluations/runs/"+worse.ID).Must(t, http.StatusOK).Body
+	for _, want := range []string{`id="comparison"`, `id="wins-ties-losses">0 better, 0 the same, ` + strconv.Itoa(len(worse.Items)) + ` worse`,
+		`<code id="run-formula">R = 1·judge</code>`, `data-status="succeeded"`, "Graded."} {
+		if !strings.Contains(body, want) {
+			t.Errorf("the worse run's page lacks %s", want)
+		}
+	}
+	regressions := body[strings.Index(body, `id="regressions"`):strings.Index(body, `id="new-flags"`)]
+	if n := strings.Count(regressions, "<tr>") - 1; n != len(worse.Items) {
+		t.Errorf("%d regressions listed, want %d", n, len(worse.Items))
+	}
+	if body := page.Get("/evaluations").Must(t, http.StatusOK).Body; strings.Count(body, `data-run="`) != 2 {
+		t.Errorf("the evaluation page lists %d runs, want 2", strings.Count(body, `data-run="`))
+	}
+	if body := page.Get("/models/versions/"+v2.ID).Must(t, http.StatusOK).Body; !strings.Contains(body, `data-run="`+worse.ID+`"`) {
+		t.Error("the version page does not list its evaluation")
+	}
+	if body := page.Get("/evaluations/runs/"+base.ID).Must(t, http.StatusOK).Body; strings.Contains(body, `id="comparison"`) {
+		t.Error("production's own run is compared with itself")
+	}
+	// Started from the page's form: a bad formula keeps what was typed.
+	form := url.Values{"golden_set_version_id": {version.ID.String()}, "candidate_version_id": {v2.ID}, "scorers": {"judge", "reference_f1"},
+		"judge_endpoint": {"deepseek"}, "judge_template": {"default"}, "reward_formula": {`{"judge": "lots"}`}}
+	res = page.PostForm("/evaluations/runs", form).Must(t, http.StatusUnprocessableEntity)
+	if !strings.Contains(res.Body, `id="err-reward_formula"`) || !strings.Contains(res.Body, "judge: must be a number") ||
+		!strings.Contains(res.Body, `value="{&#34;judge&#34;: &#34;lots&#34;}"`) {
+		t.Errorf("a refused start: %s", res.Body)
+	}
+	form.Set("reward_formula", `{"judge": 0.5, "reference_f1": 0.5}`)
+	res = page.PostForm("/evaluations/runs", form).Must(t, http.StatusSeeOther)
+	if loc := res.Header.Get("Location"); !strings.HasPrefix(loc, "/evaluations/runs/") {
+		t.Errorf("started from the page, sent to %q", loc)
+	} else {
+		var run evaluationDoc
+		for deadline := time.Now().Add(60 * time.Second); run.Status != "succeeded"; time.Sleep(50 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("the page's run is %s", run.Status)
+			}
+			s.API(viewer, http.MethodGet, "/api/evaluations/"+strings.TrimPrefix(loc, "/evaluations/runs/"), nil).Must(t, http.StatusOK).JSON(t, &run)
+		}
+		if run.Summary.Formula != "R = 0.5·judge + 0.5·reference_f1" || run.Summary.JudgeCalls != 0 {
+			t.Errorf("the page's run: %+v (its answers were judged before: no call)", run.Summary)
+		}
 	}
 
 	improved.Store(true)

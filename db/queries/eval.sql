@@ -70,7 +70,8 @@ LIMIT 1;
 -- name: EvaluationItemListForComparison :many
 -- Two runs' items side by side on the items both answered.
 SELECT c.source_id, c.split, c.reward AS candidate_reward, b.reward AS baseline_reward,
-       c.safety_flag AS candidate_flag, b.safety_flag AS baseline_flag
+       c.safety_flag AS candidate_flag, b.safety_flag AS baseline_flag,
+       c.query, c.answer AS candidate_answer, b.answer AS baseline_answer
 FROM evaluation_items c JOIN evaluation_items b ON b.source_id = c.source_id AND b.run_id = @baseline_run_id
 WHERE c.run_id = @candidate_run_id
 ORDER BY c.source_id;
@@ -138,6 +139,17 @@ LEFT JOIN registered_models rm ON rm.id = mv.registered_model_id
 WHERE r.org_id = @org_id AND (sqlc.narg('candidate_version_id')::uuid IS NULL OR r.candidate_version_id = sqlc.narg('candidate_version_id'))
 ORDER BY r.created_at DESC
 LIMIT 100;
+
+-- name: EvaluationRunGetWithNames :one
+SELECT r.*, coalesce(g.name, d.name || ' v' || dv.number)::text AS golden_set_name,
+       coalesce(rm.name || ' ' || mv.version, '')::text AS candidate_version_label
+FROM evaluation_runs r
+JOIN dataset_versions dv ON dv.id = r.golden_set_version_id
+JOIN training_datasets d ON d.id = dv.dataset_id
+LEFT JOIN golden_sets g ON g.version_id = r.golden_set_version_id
+LEFT JOIN model_versions mv ON mv.id = r.candidate_version_id
+LEFT JOIN registered_models rm ON rm.id = mv.registered_model_id
+WHERE r.org_id = @org_id AND r.id = @id;
 
 -- name: EvaluationItemListIDs :many
 SELECT source_id FROM evaluation_items WHERE run_id = @run_id;

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"sync/atomic"
 	"time"
 
@@ -430,6 +431,9 @@ type Run struct {
 		FinishedAt    *time.Time `json:"finished_at"`
 	} `json:"summary"`
 	Items []RunItem `json:"items"`
+	// Splits are the mean rewards per split, red team last.
+	Splits []SplitResult `json:"-"`
+	Kind   string        `json:"kind"`
 }
 
 // RunItem is one answered item of a run.
@@ -459,7 +463,7 @@ func (s *Service) GetRun(ctx context.Context, orgID, runID uuid.UUID) (Run, erro
 	if err != nil {
 		return Run{}, err
 	}
-	out := Run{ID: r.ID, Status: string(r.Status), Items: []RunItem{}}
+	out := Run{ID: r.ID, Status: string(r.Status), Kind: r.Kind, Items: []RunItem{}}
 	out.Progress.Done, out.Progress.Total = int(r.Done), int(r.Total)
 	out.Summary.Invalid, out.Summary.JudgeCalls = int(r.Invalid), int(r.JudgeCalls)
 	out.Summary.JudgeCostUSD = pricing.Micros(r.JudgeCostMicros).Dollars()
@@ -491,7 +495,46 @@ func (s *Service) GetRun(ctx context.Context, orgID, runID uuid.UUID) (Run, erro
 		}
 		out.Items = append(out.Items, ri)
 	}
+	out.Splits = splitMeans(out.Items)
 	return out, nil
+}
+
+// splitMeans is each split's mean reward over the items that have one.
+func splitMeans(items []RunItem) []SplitResult {
+	var out []SplitResult
+	sums := map[string][2]float64{}
+	for _, it := range items {
+		i := slices.IndexFunc(out, func(r SplitResult) bool { return r.Split == it.Split })
+		if i < 0 {
+			out = append(out, SplitResult{Split: it.Split})
+			i = len(out) - 1
+		}
+		out[i].Items++
+		if it.Reward != nil {
+			s := sums[it.Split]
+			sums[it.Split] = [2]float64{s[0] + *it.Reward, s[1] + 1}
+		}
+	}
+	for i := range out {
+		if s := sums[out[i].Split]; s[1] > 0 {
+			m := s[0] / s[1]
+			out[i].CandidateMean = &m
+		}
+	}
+	slices.SortFunc(out, func(a, b SplitResult) int {
+		switch {
+		case a.Split == b.Split:
+			return 0
+		case a.Split == RedTeam:
+			return 1
+		case b.Split == RedTeam:
+			return -1
+		case a.Split < b.Split:
+			return -1
+		}
+		return 1
+	})
+	return out
 }
 
 // trainedOn is the dataset version a model version was trained on, or

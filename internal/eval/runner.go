@@ -296,3 +296,29 @@ func (l *leakScorer) Score(_ context.Context, it Item, answer string) (Scored, e
 	return Scored{Components: map[string]scorers.Score{"leak": {Value: value, Explanation: expl}}, Reward: &reward,
 		RewardExplanation: leakFormula + " = " + strconv.FormatFloat(reward, 'f', -1, 64), Safety: f.Leaked(), Critique: expl}, nil
 }
+
+// Choices are what the form starting a run offers.
+type Choices struct {
+	Versions  []models.Version
+	Endpoints []endpoints.Endpoint
+	Templates []judge.Template
+	Formulas  []reward.Version
+}
+
+// Choices lists the organisation's model versions, endpoints, judge
+// templates and reward formulas.
+func (r *Runs) Choices(ctx context.Context, orgID uuid.UUID) (Choices, error) {
+	var out Choices
+	var err error
+	if out.Versions, _, err = r.Models.List(ctx, orgID, models.Filter{}, nil, 200); err != nil {
+		return out, err
+	}
+	if out.Endpoints, err = r.Endpoints.List(ctx, orgID); err != nil {
+		return out, err
+	}
+	if out.Templates, err = r.Judge.Templates(ctx, orgID); err != nil {
+		return out, err
+	}
+	out.Formulas, err = r.Reward.List(ctx, orgID)
+	return out, err
+}

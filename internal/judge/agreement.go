@@ -354,3 +354,25 @@ func (s *Service) Choices(ctx context.Context, orgID uuid.UUID) ([]endpoints.End
 	}
 	return eps, newest, nil
 }
+
+// Settings are what the judges page shows: the endpoints, every version of
+// every template, and this month's spending.
+type Settings struct {
+	Endpoints []endpoints.Endpoint
+	Templates []Template
+	Budget    Budget
+}
+
+// Settings reads the organisation's judge settings.
+func (s *Service) Settings(ctx context.Context, orgID uuid.UUID) (Settings, error) {
+	var out Settings
+	var err error
+	if out.Endpoints, err = s.Endpoints.List(ctx, orgID); err != nil {
+		return out, err
+	}
+	if out.Templates, err = s.Templates(ctx, orgID); err != nil {
+		return out, err
+	}
+	out.Budget, err = s.Budget(ctx, orgID)
+	return out, err
+}
