@@ -185,6 +185,7 @@ func Routes(h *handlers.Handlers) []Route {
 		{POST, "/api/evaluations", auth.Admin, h.APIEvaluationStart},
 		{GET, "/api/evaluations/:id", auth.Viewer, h.APIEvaluationGet},
 		{POST, "/api/best-of-n", auth.Curator, h.APIBestOfN},
+		{POST, "/api/stats/analyze", auth.Viewer, h.APIStatsAnalyze},
 		{GET, "/api/best-of-n/:id", auth.Viewer, h.APIBestOfNGet},
 
 		// Seed 003 training API.
