@@ -234,6 +234,51 @@ func (ns NullEvaluationStatus) Value() (driver.Value, error) {
 	return string(ns.EvaluationStatus), nil
 }
 
+type ExperimentStatus string
+
+const (
+	ExperimentStatusDraft     ExperimentStatus = "draft"
+	ExperimentStatusRunning   ExperimentStatus = "running"
+	ExperimentStatusPaused    ExperimentStatus = "paused"
+	ExperimentStatusCompleted ExperimentStatus = "completed"
+	ExperimentStatusCancelled ExperimentStatus = "cancelled"
+)
+
+func (e *ExperimentStatus) Scan(src interface{}) error {
+	switch s := src.(type) {
+	case []byte:
+		*e = ExperimentStatus(s)
+	case string:
+		*e = ExperimentStatus(s)
+	default:
+		return fmt.Errorf("unsupported scan type for ExperimentStatus: %T", src)
+	}
+	return nil
+}
+
+type NullExperimentStatus struct {
+	ExperimentStatus ExperimentStatus `json:"experiment_status"`
+	Valid            bool             `json:"valid"` // Valid is true if ExperimentStatus is not NULL
+}
+
+// Scan implements the Scanner interface.
+func (ns *NullExperimentStatus) Scan(value interface{}) error {
+	if value == nil {
+		ns.ExperimentStatus, ns.Valid = "", false
+		return nil
+	}
+	ns.Valid = true
+	return ns.ExperimentStatus.Scan(value)
+}
+
+// Value implements the driver Valuer interface.
+func (ns NullExperimentStatus) Value() (driver.Value, error) {
+	if !ns.Valid {
+		return nil, nil
+	}
+	return string(ns.ExperimentStatus), nil
+}
+
 type ExportStatus string
 
 const (
@@ -913,6 +958,49 @@ type EvaluationRun struct {
 	Kind               string           `json:"kind"`
 }
 
+type Experiment struct {
+	ID                uuid.UUID        `json:"id"`
+	OrgID             uuid.UUID        `json:"org_id"`
+	Key               string           `json:"key"`
+	Name              string           `json:"name"`
+	RegisteredModelID uuid.UUID        `json:"registered_model_id"`
+	Seed              string           `json:"seed"`
+	Coverage          float64          `json:"coverage"`
+	Status            ExperimentStatus `json:"status"`
+	Metrics           []string         `json:"metrics"`
+	Guardrails        []string         `json:"guardrails"`
+	MinSamplePerArm   int32            `json:"min_sample_per_arm"`
+	Winner            string           `json:"winner"`
+	Conflicts         int64            `json:"conflicts"`
+	RolloutSteps      []float64        `json:"rollout_steps"`
+	RolloutHold       pgtype.Interval  `json:"rollout_hold"`
+	RolloutMinUnits   int32            `json:"rollout_min_units"`
+	RolloutStep       int32            `json:"rollout_step"`
+	RolloutStepAt     *time.Time       `json:"rollout_step_at"`
+	StopReason        string           `json:"stop_reason"`
+	StartedAt         *time.Time       `json:"started_at"`
+	EndsAt            *time.Time       `json:"ends_at"`
+	EndedAt           *time.Time       `json:"ended_at"`
+	CreatedByLabel    string           `json:"created_by_label"`
+	CreatedAt         time.Time        `json:"created_at"`
+	UpdatedAt         time.Time        `json:"updated_at"`
+}
+
+type ExperimentArm struct {
+	ExperimentID   uuid.UUID `json:"experiment_id"`
+	Idx            int32     `json:"idx"`
+	Name           string    `json:"name"`
+	ModelVersionID uuid.UUID `json:"model_version_id"`
+	Weight         float64   `json:"weight"`
+}
+
+type ExperimentExposure struct {
+	ExperimentID uuid.UUID `json:"experiment_id"`
+	UnitID       string    `json:"unit_id"`
+	Arm          int32     `json:"arm"`
+	FirstSeen    time.Time `json:"first_seen"`
+}
+
 type Feedback struct {
 	ID             uuid.UUID       `json:"id"`
 	Seq            pgtype.Int8     `json:"seq"`
@@ -949,6 +1037,7 @@ type Feedback struct {
 	CreatedAt      time.Time       `json:"created_at"`
 	UpdatedAt      time.Time       `json:"updated_at"`
 	Version        int32           `json:"version"`
+	ExperimentID   uuid.NullUUID   `json:"experiment_id"`
 }
 
 type FeedbackReview struct {

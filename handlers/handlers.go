@@ -21,6 +21,7 @@ import (
 	"github.com/curate/curate/internal/datasets"
 	"github.com/curate/curate/internal/endpoints"
 	"github.com/curate/curate/internal/eval"
+	"github.com/curate/curate/internal/experiments"
 	"github.com/curate/curate/internal/feedback"
 	"github.com/curate/curate/internal/feedbackstats"
 	"github.com/curate/curate/internal/finetune"
@@ -63,6 +64,8 @@ type Handlers struct {
 	Judge     *judge.Service
 	// BestOfN selects the best of several answers.
 	BestOfN *bestofn.Service
+	// Experiments runs A/B experiments between model versions.
+	Experiments *experiments.Service
 	// Alerts lists, dismisses and configures alerts.
 	Alerts *alerts.Service
 	// FeedbackStats sums up feedback for the stats page.

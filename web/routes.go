@@ -186,6 +186,19 @@ func Routes(h *handlers.Handlers) []Route {
 		{GET, "/api/evaluations/:id", auth.Viewer, h.APIEvaluationGet},
 		{POST, "/api/best-of-n", auth.Curator, h.APIBestOfN},
 		{POST, "/api/stats/analyze", auth.Viewer, h.APIStatsAnalyze},
+
+		// A/B experiments.
+		{POST, "/api/models/ab-test", auth.Admin, h.APIExperimentCreate},
+		{GET, "/api/experiments", auth.Viewer, h.APIExperimentList},
+		{GET, "/api/experiments/:key", auth.Viewer, h.APIExperimentGet},
+		{POST, "/api/experiments/:key/start", auth.Admin, h.APIExperimentStart},
+		{POST, "/api/experiments/:key/pause", auth.Admin, h.APIExperimentPause},
+		{POST, "/api/experiments/:key/end", auth.Admin, h.APIExperimentEnd},
+		{POST, "/api/experiments/:key/extend", auth.Admin, h.APIExperimentExtend},
+		{POST, "/api/experiments/:key/deploy", auth.Admin, h.APIExperimentDeploy},
+		{POST, "/api/experiments/:key/assign", auth.Curator, h.APIExperimentAssign},
+		{POST, "/api/experiments/:key/assign-batch", auth.Curator, h.APIExperimentAssignBatch},
+		{GET, "/api/experiments/:key/results", auth.Viewer, h.APIExperimentResults},
 		{GET, "/api/best-of-n/:id", auth.Viewer, h.APIBestOfNGet},
 
 		// Seed 003 training API.

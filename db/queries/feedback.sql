@@ -2,11 +2,12 @@
 INSERT INTO feedback (
     id, org_id, external_id, session_id, trace_id, end_user_id, query, response, context, model, experiment_arm,
     feedback_type, rating, dim_accuracy, dim_helpfulness, dim_clarity, dim_safety, comment, correction,
-    latency_ms, tags, source, rank, rank_group, pii_kinds, content_hash, status, duplicate_of
+    latency_ms, tags, source, rank, rank_group, pii_kinds, content_hash, status, experiment_id, duplicate_of
 ) VALUES (
     @id, @org_id, sqlc.narg('external_id'), @session_id, @trace_id, @end_user_id, @query, @response, @context, @model, @experiment_arm,
     @feedback_type, sqlc.narg('rating'), sqlc.narg('dim_accuracy'), sqlc.narg('dim_helpfulness'), sqlc.narg('dim_clarity'), sqlc.narg('dim_safety'),
     @comment, @correction, sqlc.narg('latency_ms'), @tags, @source, sqlc.narg('rank'), @rank_group, @pii_kinds, @content_hash, @status,
+    sqlc.narg('experiment_id'),
     -- An exact duplicate links to the first row with the same content.
     coalesce(sqlc.narg('duplicate_of')::uuid,
              (SELECT d.id FROM feedback d WHERE d.org_id = @org_id AND d.content_hash = @content_hash ORDER BY d.seq LIMIT 1))
@@ -123,11 +124,11 @@ SELECT model::text FROM models WHERE model IS NOT NULL LIMIT 200;
 INSERT INTO feedback (
     id, org_id, external_id, session_id, trace_id, end_user_id, query, response, context, model, experiment_arm,
     feedback_type, rating, dim_accuracy, dim_helpfulness, dim_clarity, dim_safety, comment, correction,
-    latency_ms, tags, source, rank, rank_group, pii_kinds, content_hash, status, duplicate_of
+    latency_ms, tags, source, rank, rank_group, pii_kinds, content_hash, status, experiment_id, duplicate_of
 ) VALUES (
     @id, @org_id, @external_id, @session_id, @trace_id, @end_user_id, @query, @response, @context, @model, @experiment_arm,
     @feedback_type, @rating, @dim_accuracy, @dim_helpfulness, @dim_clarity, @dim_safety, @comment, @correction,
-    @latency_ms, @tags, @source, @rank, @rank_group, @pii_kinds, @content_hash, @status, @duplicate_of
+    @latency_ms, @tags, @source, @rank, @rank_group, @pii_kinds, @content_hash, @status, @experiment_id, @duplicate_of
 );
 
 -- name: FeedbackListExternalIDs :many

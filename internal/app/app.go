@@ -22,6 +22,7 @@ import (
 	"github.com/curate/curate/internal/datasets"
 	"github.com/curate/curate/internal/endpoints"
 	"github.com/curate/curate/internal/eval"
+	"github.com/curate/curate/internal/experiments"
 	"github.com/curate/curate/internal/feedback"
 	"github.com/curate/curate/internal/feedbackstats"
 	"github.com/curate/curate/internal/finetune"
@@ -82,6 +83,8 @@ type Services struct {
 	Judge     *judge.Service
 	// BestOfN selects the best of several answers to a query.
 	BestOfN *bestofn.Service
+	// Experiments runs A/B experiments between model versions.
+	Experiments *experiments.Service
 	// Overview counts the start page's waiting work.
 	Overview *overview.Service
 }
@@ -154,6 +157,7 @@ func New(cfg config.Config, pool *pgxpool.Pool, log *slog.Logger) (*Services, er
 		Endpoints:     eps,
 		Judge:         jd,
 		BestOfN:       &bestofn.Service{Pool: pool, Judge: jd, Endpoints: eps, Models: reg},
+		Experiments:   &experiments.Service{Pool: pool, Models: reg},
 		Overview:      &overview.Service{Pool: pool},
 	}, nil
 }

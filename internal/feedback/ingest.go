@@ -35,6 +35,9 @@ func (s *Service) Ingest(ctx context.Context, orgID uuid.UUID, source string, it
 	}
 	row := toRow(orgID, source, it)
 	q := db.New(s.Pool)
+	if err := attribute(ctx, q, orgID, it, &row, ""); err != nil {
+		return db.Feedback{}, false, err
+	}
 	f, err := q.FeedbackInsert(ctx, db.FeedbackInsertParams(row))
 	if errors.Is(err, pgx.ErrNoRows) { // ON CONFLICT DO NOTHING: already stored
 		f, err = q.FeedbackGetByExternalID(ctx, db.FeedbackGetByExternalIDParams{OrgID: orgID, ExternalID: row.ExternalID})
@@ -61,6 +64,11 @@ func (s *Service) IngestBatch(ctx context.Context, orgID uuid.UUID, source strin
 	}
 	return retryOnUnique(func() (res BatchResult, err error) {
 		err = db.InTx(ctx, s.Pool, func(_ pgx.Tx, q *db.Queries) error {
+			for i := range items {
+				if err := attribute(ctx, q, orgID, items[i], &rows[i], "items["+strconv.Itoa(i)+"]."); err != nil {
+					return err
+				}
+			}
 			res, err = copyRows(ctx, q, orgID, rows)
 			return err
 		})

@@ -52,13 +52,16 @@ type Item struct {
 	Context       json.RawMessage `json:"context,omitempty"`
 	Model         string          `json:"model,omitempty"`
 	ExperimentArm string          `json:"experiment_arm,omitempty"`
-	FeedbackType  string          `json:"feedback_type"`
-	Rating        *int            `json:"rating,omitempty"`
-	Dimensions    *Dimensions     `json:"dimensions,omitempty"`
-	Comment       string          `json:"comment,omitempty"`
-	Correction    string          `json:"correction,omitempty"`
-	LatencyMS     *int            `json:"latency_ms,omitempty"`
-	Tags          []string        `json:"tags,omitempty"`
+	// Experiment is an experiment's key: the feedback counts for the arm
+	// the experiment assigned its user_id.
+	Experiment   string      `json:"experiment,omitempty"`
+	FeedbackType string      `json:"feedback_type"`
+	Rating       *int        `json:"rating,omitempty"`
+	Dimensions   *Dimensions `json:"dimensions,omitempty"`
+	Comment      string      `json:"comment,omitempty"`
+	Correction   string      `json:"correction,omitempty"`
+	LatencyMS    *int        `json:"latency_ms,omitempty"`
+	Tags         []string    `json:"tags,omitempty"`
 	// Rank among sibling answers to one prompt (0 = best) and the group's
 	// key; set by imports that know rankings.
 	Rank      *int   `json:"rank,omitempty"`
@@ -75,7 +78,7 @@ func (it *Item) Validate(v *errs.Invalid, prefix string) {
 	text("comment", it.Comment, MaxComment, false)
 	text("correction", it.Correction, MaxCorrection, false)
 	for name, value := range map[string]string{"external_id": it.ExternalID, "session_id": it.SessionID, "trace_id": it.TraceID,
-		"user_id": it.UserID, "model": it.Model, "experiment_arm": it.ExperimentArm, "rank_group": it.RankGroup} {
+		"user_id": it.UserID, "model": it.Model, "experiment_arm": it.ExperimentArm, "rank_group": it.RankGroup, "experiment": it.Experiment} {
 		text(name, value, MaxShortField, false)
 	}
 	if !oneOf(it.FeedbackType, Types) {

@@ -666,3 +666,45 @@ func (s *Service) Chat(ctx context.Context, orgID, versionID uuid.UUID) (ChatTar
 	}
 	return ChatTarget{}, ErrNotServed
 }
+
+// Served is where and under which name a version answers, for a client
+// that calls it: the newest target it was deployed to.
+type Served struct {
+	Version string `json:"version"`
+	Model   string `json:"model"`
+	BaseURL string `json:"base_url"`
+	Target  string `json:"target"`
+}
+
+// Served finds where a version of the organisation is served. A version
+// never deployed answers its model id and no address.
+func (s *Service) Served(ctx context.Context, orgID, versionID uuid.UUID) (Served, error) {
+	q := db.New(s.Pool)
+	v, err := q.ModelVersionGet(ctx, db.ModelVersionGetParams{OrgID: orgID, ID: versionID})
+	if errors.Is(err, pgx.ErrNoRows) {
+		return Served{}, errs.ErrNotFound
+	}
+	if err != nil {
+		return Served{}, err
+	}
+	out := Served{Version: v.ModelVersion.Version, Model: v.ModelVersion.ModelID}
+	deps, err := q.DeploymentListByVersion(ctx, db.DeploymentListByVersionParams{OrgID: orgID, VersionID: versionID})
+	if err != nil {
+		return Served{}, err
+	}
+	for _, d := range deps {
+		if d.Deployment.Status != db.DeploymentStatusSucceeded || !d.Deployment.TargetID.Valid {
+			continue
+		}
+		t, err := s.Serving.Get(ctx, q, orgID, d.Deployment.TargetID.UUID)
+		if err != nil {
+			return Served{}, err
+		}
+		if d.Deployment.ServedName != "" {
+			out.Model = d.Deployment.ServedName
+		}
+		out.BaseURL, out.Target = t.BaseUrl, t.Name
+		break
+	}
+	return out, nil
+}

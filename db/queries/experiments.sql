@@ -1,0 +1,107 @@
+-- A/B experiments, their arms and exposures, and feedback by arm.
+
+-- name: ExperimentInsert :one
+INSERT INTO experiments (org_id, key, name, registered_model_id, seed, coverage, metrics, guardrails, min_sample_per_arm,
+    rollout_steps, rollout_hold, rollout_min_units, ends_at, created_by_label)
+VALUES (@org_id, @key, @name, @registered_model_id, @seed, @coverage, @metrics, @guardrails, @min_sample_per_arm,
+    @rollout_steps, @rollout_hold, @rollout_min_units, sqlc.narg('ends_at'), @created_by_label)
+RETURNING *;
+
+-- name: ExperimentArmInsert :exec
+INSERT INTO experiment_arms (experiment_id, idx, name, model_version_id, weight)
+VALUES (@experiment_id, @idx, @name, @model_version_id, @weight);
+
+-- name: ExperimentGetByKey :one
+SELECT * FROM experiments WHERE org_id = @org_id AND key = @key;
+
+-- name: ExperimentGetByKeyForUpdate :one
+SELECT * FROM experiments WHERE org_id = @org_id AND key = @key FOR UPDATE;
+
+-- name: ExperimentGetByID :one
+-- For the worker, which knows the experiment only by its id.
+SELECT * FROM experiments WHERE id = @id;
+
+-- name: ExperimentList :many
+SELECT * FROM experiments WHERE org_id = @org_id ORDER BY created_at DESC LIMIT 200;
+
+-- name: ExperimentListRunningWithRollout :many
+-- Running experiments with a rollout plan, for the periodic guardrail check.
+SELECT * FROM experiments WHERE status = 'running' AND cardinality(rollout_steps) > 0;
+
+-- name: ExperimentArmList :many
+SELECT a.*, mv.version, mv.status AS version_status
+FROM experiment_arms a JOIN model_versions mv ON mv.id = a.model_version_id
+WHERE a.experiment_id = @experiment_id ORDER BY a.idx;
+
+-- name: ExperimentArmUpdateWeight :exec
+UPDATE experiment_arms SET weight = @weight WHERE experiment_id = @experiment_id AND idx = @idx;
+
+-- name: ExperimentUpdateStatus :one
+UPDATE experiments SET status = @status, started_at = coalesce(started_at, CASE WHEN @status = 'running'::experiment_status THEN now() END),
+    ended_at = CASE WHEN @status IN ('completed', 'cancelled') THEN now() ELSE ended_at END,
+    winner = @winner, stop_reason = @stop_reason, updated_at = now()
+WHERE id = @id
+RETURNING *;
+
+-- name: ExperimentUpdateEnds :exec
+UPDATE experiments SET ends_at = @ends_at, updated_at = now() WHERE id = @id;
+
+-- name: ExperimentUpdateSeed :exec
+UPDATE experiments SET seed = @seed, updated_at = now() WHERE id = @id;
+
+-- name: ExperimentUpdateRollout :exec
+UPDATE experiments SET rollout_step = @rollout_step, rollout_step_at = now(), updated_at = now() WHERE id = @id;
+
+-- name: ExperimentUpdateConflicts :exec
+UPDATE experiments SET conflicts = conflicts + @conflicts WHERE id = @id;
+
+-- name: ExposureInsertMany :many
+-- First exposures; a unit already exposed keeps its first arm. Returns
+-- each unit's recorded arm.
+WITH new AS (
+    INSERT INTO experiment_exposures (experiment_id, unit_id, arm)
+    SELECT @experiment_id::uuid, u.unit_id, a.arm
+    FROM unnest(@unit_ids::text[]) WITH ORDINALITY AS u(unit_id, i)
+    JOIN unnest(@arms::int[]) WITH ORDINALITY AS a(arm, j) ON a.j = u.i
+    ON CONFLICT (experiment_id, unit_id) DO NOTHING
+    RETURNING unit_id, arm
+)
+SELECT unit_id, arm FROM new
+UNION ALL
+SELECT e.unit_id, e.arm FROM experiment_exposures e
+WHERE e.experiment_id = @experiment_id AND e.unit_id = ANY(@unit_ids::text[]) AND NOT EXISTS (SELECT 1 FROM new n WHERE n.unit_id = e.unit_id);
+
+-- name: ExposureGet :one
+SELECT * FROM experiment_exposures WHERE experiment_id = @experiment_id AND unit_id = @unit_id;
+
+-- name: ExposureCountByArm :many
+SELECT arm, count(*)::bigint AS units FROM experiment_exposures WHERE experiment_id = @experiment_id GROUP BY arm ORDER BY arm;
+
+-- name: ExperimentListMetricSums :many
+-- Per arm, each metric's per-unit values summed: the units with a value,
+-- the sum and the sum of squares. A unit's value is its mean over its
+-- feedback in the experiment (thumbs up 1, down 0; the rating; 1 for a
+-- correction; the latency).
+WITH u AS (
+    SELECT e.arm,
+           avg(CASE f.feedback_type WHEN 'thumbs_up' THEN 1.0 WHEN 'thumbs_down' THEN 0.0 END)::float8 AS thumbs,
+           avg(f.rating)::float8 AS rating,
+           avg(CASE WHEN f.correction <> '' OR f.feedback_type = 'correction' THEN 1.0 ELSE 0.0 END)::float8 AS corrected,
+           avg(f.latency_ms)::float8 AS latency
+    FROM experiment_exposures e
+    JOIN feedback f ON f.org_id = @org_id AND f.experiment_id = e.experiment_id AND f.end_user_id = e.unit_id
+    WHERE e.experiment_id = @experiment_id AND (sqlc.narg('before')::timestamptz IS NULL OR f.created_at < sqlc.narg('before'))
+    GROUP BY e.arm, e.unit_id
+)
+SELECT arm,
+       count(thumbs)::float8 AS thumbs_n, coalesce(sum(thumbs), 0)::float8 AS thumbs_sum, coalesce(sum(thumbs * thumbs), 0)::float8 AS thumbs_ss,
+       count(rating)::float8 AS rating_n, coalesce(sum(rating), 0)::float8 AS rating_sum, coalesce(sum(rating * rating), 0)::float8 AS rating_ss,
+       count(corrected)::float8 AS corrected_n, coalesce(sum(corrected), 0)::float8 AS corrected_sum, coalesce(sum(corrected * corrected), 0)::float8 AS corrected_ss,
+       count(latency)::float8 AS latency_n, coalesce(sum(latency), 0)::float8 AS latency_sum, coalesce(sum(latency * latency), 0)::float8 AS latency_ss
+FROM u GROUP BY arm ORDER BY arm;
+
+-- name: ExperimentListDays :many
+-- The days the experiment's feedback arrived on, for the cumulative chart.
+SELECT DISTINCT date_trunc('day', f.created_at)::timestamptz AS day
+FROM feedback f WHERE f.org_id = @org_id AND f.experiment_id = @experiment_id
+ORDER BY day LIMIT 120;

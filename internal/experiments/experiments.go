@@ -1,0 +1,525 @@
+// Package experiments runs A/B experiments between model versions: arms
+// with weights over a registered model's versions, deterministic and sticky
+// assignment of units, their first exposures, feedback attributed to arms,
+// results with the statistics engine's tests and a recommendation, and a
+// gradual rollout that steps the treatment's share up while its guardrails
+// hold and rolls back when they break.
+package experiments
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgtype"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/curate/curate/db"
+	"github.com/curate/curate/internal/audit"
+	"github.com/curate/curate/internal/errs"
+	"github.com/curate/curate/internal/models"
+)
+
+// Service does the work; its fields are its dependencies.
+type Service struct {
+	Pool   *pgxpool.Pool
+	Models *models.Service
+	// Now is the clock; time.Now when nil.
+	Now func() time.Time
+}
+
+// Statuses.
+const (
+	Draft     = "draft"
+	Running   = "running"
+	Paused    = "paused"
+	Completed = "completed"
+	Cancelled = "cancelled"
+)
+
+// Metrics an experiment can read from feedback; the first listed is the
+// primary one.
+const (
+	ThumbsUpRate   = "thumbs_up_rate"
+	AvgRating      = "avg_rating"
+	CorrectionRate = "correction_rate"
+	Latency        = "latency"
+)
+
+// Metrics lists them; higherIsBetter says which way is good.
+var (
+	Metrics        = []string{ThumbsUpRate, AvgRating, CorrectionRate, Latency}
+	higherIsBetter = map[string]bool{ThumbsUpRate: true, AvgRating: true}
+)
+
+// Limits on input.
+const (
+	MaxUnitID = 200
+	MaxBatch  = 1000
+	MaxName   = 200
+)
+
+var keyPattern = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]{0,63}$`)
+
+// New is what POST /api/models/ab-test takes. TrafficSplit is the
+// treatment's share.
+type New struct {
+	Key              string     `json:"key"`
+	Name             string     `json:"name"`
+	ControlModelID   uuid.UUID  `json:"control_model_id"`
+	TreatmentModelID uuid.UUID  `json:"treatment_model_id"`
+	TrafficSplit     *float64   `json:"traffic_split"`
+	Coverage         *float64   `json:"coverage"`
+	Seed             string     `json:"seed"`
+	Metrics          []string   `json:"metrics"`
+	Guardrails       []string   `json:"guardrails"`
+	MinSamplePerArm  int        `json:"min_sample_per_arm"`
+	EndsAt           *time.Time `json:"ends_at"`
+	Rollout          *Rollout   `json:"rollout"`
+}
+
+// Rollout is a gradual rollout plan: the treatment's share at each step,
+// how long and how many units per arm each step needs before the next.
+type Rollout struct {
+	Steps    []float64 `json:"steps"`
+	HoldMins int       `json:"hold_minutes"`
+	MinUnits int       `json:"min_units_per_arm"`
+}
+
+// Experiment is an experiment as the API shows it.
+type Experiment struct {
+	ID              uuid.UUID  `json:"id"`
+	Key             string     `json:"key"`
+	Name            string     `json:"name"`
+	Status          string     `json:"status"`
+	Seed            string     `json:"seed"`
+	Coverage        float64    `json:"coverage"`
+	TrafficSplit    float64    `json:"traffic_split"`
+	Arms            []Arm      `json:"arms"`
+	Metrics         []string   `json:"metrics"`
+	Guardrails      []string   `json:"guardrails"`
+	MinSamplePerArm int        `json:"min_sample_per_arm"`
+	Winner          string     `json:"winner"`
+	Conflicts       int64      `json:"conflicts"`
+	Rollout         *Rollout   `json:"rollout,omitempty"`
+	RolloutStep     int        `json:"rollout_step"`
+	StopReason      string     `json:"stop_reason,omitempty"`
+	StartedAt       *time.Time `json:"started_at"`
+	EndsAt          *time.Time `json:"ends_at"`
+	EndedAt         *time.Time `json:"ended_at"`
+	CreatedAt       time.Time  `json:"created_at"`
+	ModelID         uuid.UUID  `json:"registered_model_id"`
+}
+
+// Arm is one arm.
+type Arm struct {
+	Index          int       `json:"index"`
+	Name           string    `json:"name"`
+	ModelVersionID uuid.UUID `json:"model_version_id"`
+	Version        string    `json:"version"`
+	Weight         float64   `json:"weight"`
+}
+
+func (s *Service) now() time.Time {
+	if s.Now != nil {
+		return s.Now()
+	}
+	return time.Now()
+}
+
+// Create records a draft experiment, audited.
+func (s *Service) Create(ctx context.Context, actor audit.Actor, orgID uuid.UUID, in New) (Experiment, error) {
+	v := &errs.Invalid{}
+	if v.Text("key", in.Key, 64, true) && !keyPattern.MatchString(in.Key) {
+		v.Add("key", "must be lower-case letters, digits, '.', '_' or '-', starting with a letter or digit")
+	}
+	if in.Name == "" {
+		in.Name = in.Key
+	}
+	v.Text("name", in.Name, MaxName, true)
+	if in.Seed == "" {
+		in.Seed = in.Key
+	}
+	v.Text("seed", in.Seed, 200, false)
+	split, coverage := 0.5, 1.0
+	if in.TrafficSplit != nil {
+		split = *in.TrafficSplit
+	}
+	if !(split > 0 && split < 1) {
+		v.Add("traffic_split", "must lie between 0 and 1: the treatment's share")
+	}
+	if in.Coverage != nil {
+		coverage = *in.Coverage
+	}
+	if !(coverage > 0 && coverage <= 1) {
+		v.Add("coverage", "must be above 0 and at most 1")
+	}
+	if len(in.Metrics) == 0 {
+		in.Metrics = []string{ThumbsUpRate}
+	}
+	for i, m := range in.Metrics {
+		if !slices.Contains(Metrics, m) {
+			v.Add(fmt.Sprintf("metrics[%d]", i), "must be one of %s", strings.Join(Metrics, ", "))
+		}
+	}
+	for i, m := range in.Guardrails {
+		if !slices.Contains(Metrics, m) {
+			v.Add(fmt.Sprintf("guardrails[%d]", i), "must be one of %s", strings.Join(Metrics, ", "))
+		}
+	}
+	if in.MinSamplePerArm == 0 {
+		in.MinSamplePerArm = 100
+	}
+	if in.MinSamplePerArm < 2 || in.MinSamplePerArm > 10_000_000 {
+		v.Add("min_sample_per_arm", "must be 2 to 10,000,000")
+	}
+	steps, hold, minUnits := []float64{}, time.Hour*24, 100
+	if r := in.Rollout; r != nil {
+		steps = r.Steps
+		if len(steps) == 0 || len(steps) > 10 {
+			v.Add("rollout.steps", "give 1 to 10 treatment shares, rising, the last 1 (such as [0.1, 0.5, 1])")
+		}
+		for i, st := range steps {
+			if !(st > 0 && st <= 1) || i > 0 && st <= steps[i-1] {
+				v.Add(fmt.Sprintf("rollout.steps[%d]", i), "must be above the step before and at most 1")
+			}
+		}
+		if len(steps) > 0 && steps[len(steps)-1] != 1 {
+			v.Add("rollout.steps", "must end at 1: the full rollout")
+		}
+		if r.HoldMins < 0 || r.HoldMins > 60*24*90 {
+			v.Add("rollout.hold_minutes", "must be 0 to 129600")
+		}
+		hold = time.Duration(r.HoldMins) * time.Minute
+		if r.MinUnits != 0 {
+			minUnits = r.MinUnits
+		}
+		if len(steps) > 0 && v.Err() == nil {
+			split = steps[0]
+		}
+	}
+	if in.ControlModelID == uuid.Nil {
+		v.Add("control_model_id", "is required: a model version")
+	}
+	if in.TreatmentModelID == uuid.Nil || in.TreatmentModelID == in.ControlModelID {
+		v.Add("treatment_model_id", "is required: another version of the same model")
+	}
+	if err := v.Err(); err != nil {
+		return Experiment{}, err
+	}
+	var out db.Experiment
+	err := db.InTx(ctx, s.Pool, func(_ pgx.Tx, q *db.Queries) error {
+		arms := []struct {
+			name string
+			id   uuid.UUID
+			w    float64
+		}{{"control", in.ControlModelID, 1 - split}, {"treatment", in.TreatmentModelID, split}}
+		var model uuid.UUID
+		for _, a := range arms {
+			field := a.name + "_model_id"
+			mv, err := q.ModelVersionGet(ctx, db.ModelVersionGetParams{OrgID: orgID, ID: a.id})
+			if errors.Is(err, pgx.ErrNoRows) {
+				return errs.InvalidField(field, "is not a model version of this organisation")
+			}
+			if err != nil {
+				return err
+			}
+			if mv.ModelVersion.Status == db.ModelVersionStatusArchived {
+				return errs.InvalidField(field, "is archived: it cannot take traffic")
+			}
+			if model != uuid.Nil && mv.RegisteredModel.ID != model {
+				return errs.InvalidField(field, "is a version of another model: both arms split one model's traffic")
+			}
+			model = mv.RegisteredModel.ID
+		}
+		var err error
+		out, err = q.ExperimentInsert(ctx, db.ExperimentInsertParams{OrgID: orgID, Key: in.Key, Name: in.Name, RegisteredModelID: model,
+			Seed: in.Seed, Coverage: coverage, Metrics: in.Metrics, Guardrails: nonNil(in.Guardrails), MinSamplePerArm: int32(in.MinSamplePerArm),
+			RolloutSteps: steps, RolloutHold: pgtype.Interval{Microseconds: hold.Microseconds(), Valid: true}, RolloutMinUnits: int32(minUnits),
+			EndsAt: in.EndsAt, CreatedByLabel: actor.Label})
+		var pg *pgconn.PgError
+		if errors.As(err, &pg) && pg.Code == "23505" {
+			return errs.InvalidField("key", "an experiment with the key %q exists", in.Key)
+		}
+		if err != nil {
+			return err
+		}
+		for i, a := range arms {
+			if err := q.ExperimentArmInsert(ctx, db.ExperimentArmInsertParams{ExperimentID: out.ID, Idx: int32(i), Name: a.name,
+				ModelVersionID: a.id, Weight: a.w}); err != nil {
+				return err
+			}
+		}
+		return audit.Record(ctx, q, actor, audit.Entry{OrgID: orgID, Action: "experiment.create", TargetType: "experiment",
+			TargetID: out.ID.String(), Details: map[string]any{"key": in.Key, "traffic_split": split, "coverage": coverage}})
+	})
+	if err != nil {
+		return Experiment{}, err
+	}
+	return s.Get(ctx, orgID, in.Key)
+}
+
+func nonNil(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}
+
+// Get reads an experiment by key with its arms.
+func (s *Service) Get(ctx context.Context, orgID uuid.UUID, key string) (Experiment, error) {
+	q := db.New(s.Pool)
+	e, err := q.ExperimentGetByKey(ctx, db.ExperimentGetByKeyParams{OrgID: orgID, Key: key})
+	if errors.Is(err, pgx.ErrNoRows) {
+		return Experiment{}, errs.ErrNotFound
+	}
+	if err != nil {
+		return Experiment{}, err
+	}
+	return s.withArms(ctx, q, e)
+}
+
+func (s *Service) withArms(ctx context.Context, q *db.Queries, e db.Experiment) (Experiment, error) {
+	out := Experiment{ID: e.ID, Key: e.Key, Name: e.Name, Status: string(e.Status), Seed: e.Seed, Coverage: e.Coverage,
+		Metrics: e.Metrics, Guardrails: e.Guardrails, MinSamplePerArm: int(e.MinSamplePerArm), Winner: e.Winner, Conflicts: e.Conflicts,
+		RolloutStep: int(e.RolloutStep), StopReason: e.StopReason, StartedAt: e.StartedAt, EndsAt: e.EndsAt, EndedAt: e.EndedAt,
+		CreatedAt: e.CreatedAt, ModelID: e.RegisteredModelID}
+	if len(e.RolloutSteps) > 0 {
+		out.Rollout = &Rollout{Steps: e.RolloutSteps, HoldMins: int(e.RolloutHold.Microseconds / 60e6), MinUnits: int(e.RolloutMinUnits)}
+	}
+	arms, err := q.ExperimentArmList(ctx, e.ID)
+	if err != nil {
+		return Experiment{}, err
+	}
+	for _, a := range arms {
+		out.Arms = append(out.Arms, Arm{Index: int(a.Idx), Name: a.Name, ModelVersionID: a.ModelVersionID, Version: a.Version, Weight: a.Weight})
+	}
+	if len(out.Arms) == 2 {
+		out.TrafficSplit = out.Arms[1].Weight
+	}
+	return out, nil
+}
+
+// List reads the organisation's experiments, newest first.
+func (s *Service) List(ctx context.Context, orgID uuid.UUID) ([]Experiment, error) {
+	q := db.New(s.Pool)
+	rows, err := q.ExperimentList(ctx, orgID)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Experiment, 0, len(rows))
+	for _, r := range rows {
+		e, err := s.withArms(ctx, q, r)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, e)
+	}
+	return out, nil
+}
+
+// transitions are the status moves allowed.
+var transitions = map[string][]string{
+	Draft:   {Running, Cancelled},
+	Running: {Paused, Completed, Cancelled},
+	Paused:  {Running, Completed, Cancelled},
+}
+
+// SetStatus moves an experiment: start (running), pause, end (completed,
+// with the winner: control, treatment or inconclusive) or cancel, audited.
+func (s *Service) SetStatus(ctx context.Context, actor audit.Actor, orgID uuid.UUID, key, status, winner, reason string) (Experiment, error) {
+	if status == Completed && !slices.Contains([]string{"control", "treatment", "inconclusive"}, winner) {
+		return Experiment{}, errs.InvalidField("winner", "must be control, treatment or inconclusive")
+	}
+	err := db.InTx(ctx, s.Pool, func(_ pgx.Tx, q *db.Queries) error {
+		e, err := q.ExperimentGetByKeyForUpdate(ctx, db.ExperimentGetByKeyForUpdateParams{OrgID: orgID, Key: key})
+		if errors.Is(err, pgx.ErrNoRows) {
+			return errs.ErrNotFound
+		}
+		if err != nil {
+			return err
+		}
+		return s.setStatus(ctx, q, actor, e, status, winner, reason)
+	})
+	if err != nil {
+		return Experiment{}, err
+	}
+	return s.Get(ctx, orgID, key)
+}
+
+func (s *Service) setStatus(ctx context.Context, q *db.Queries, actor audit.Actor, e db.Experiment, status, winner, reason string) error {
+	if !slices.Contains(transitions[string(e.Status)], status) {
+		return &errs.Conflict{Message: fmt.Sprintf("The experiment is %s: it cannot become %s.", e.Status, status)}
+	}
+	if _, err := q.ExperimentUpdateStatus(ctx, db.ExperimentUpdateStatusParams{ID: e.ID, Status: db.ExperimentStatus(status),
+		Winner: winner, StopReason: reason}); err != nil {
+		return err
+	}
+	if status == Running && len(e.RolloutSteps) > 0 && e.RolloutStepAt == nil {
+		if err := q.ExperimentUpdateRollout(ctx, db.ExperimentUpdateRolloutParams{ID: e.ID, RolloutStep: 0}); err != nil {
+			return err
+		}
+	}
+	return audit.Record(ctx, q, actor, audit.Entry{OrgID: e.OrgID, Action: "experiment." + status, TargetType: "experiment",
+		TargetID: e.ID.String(), Details: map[string]any{"key": e.Key, "winner": winner, "reason": reason}})
+}
+
+// Extend moves a running experiment's planned end.
+func (s *Service) Extend(ctx context.Context, actor audit.Actor, orgID uuid.UUID, key string, until time.Time) (Experiment, error) {
+	if !until.After(s.now()) {
+		return Experiment{}, errs.InvalidField("until", "must be in the future")
+	}
+	err := db.InTx(ctx, s.Pool, func(_ pgx.Tx, q *db.Queries) error {
+		e, err := q.ExperimentGetByKeyForUpdate(ctx, db.ExperimentGetByKeyForUpdateParams{OrgID: orgID, Key: key})
+		if errors.Is(err, pgx.ErrNoRows) {
+			return errs.ErrNotFound
+		}
+		if err != nil {
+			return err
+		}
+		if e.Status != db.ExperimentStatusRunning && e.Status != db.ExperimentStatusPaused {
+			return &errs.Conflict{Message: fmt.Sprintf("The experiment is %s: only a running or paused one can be extended.", e.Status)}
+		}
+		if err := q.ExperimentUpdateEnds(ctx, db.ExperimentUpdateEndsParams{ID: e.ID, EndsAt: &until}); err != nil {
+			return err
+		}
+		return audit.Record(ctx, q, actor, audit.Entry{OrgID: orgID, Action: "experiment.extend", TargetType: "experiment",
+			TargetID: e.ID.String(), Details: map[string]any{"until": until}})
+	})
+	if err != nil {
+		return Experiment{}, err
+	}
+	return s.Get(ctx, orgID, key)
+}
+
+// Assignment is what a unit gets: its arm and what to call.
+type Assignment struct {
+	UnitID       string `json:"unit_id,omitempty"`
+	Arm          string `json:"arm"`
+	ArmIndex     int    `json:"arm_index"`
+	InExperiment bool   `json:"in_experiment"`
+	Version      string `json:"version"`
+	Model        string `json:"model"`
+	BaseURL      string `json:"base_url"`
+}
+
+// Assign gives units their arms in a running experiment: the hash of the
+// seed and the unit id places each; a unit exposed before keeps the arm it
+// first had (sticky, whatever the weights are now). Units outside the
+// coverage get the control's model and are not recorded.
+func (s *Service) Assign(ctx context.Context, orgID uuid.UUID, key string, units []string) ([]Assignment, error) {
+	v := &errs.Invalid{}
+	if len(units) == 0 || len(units) > MaxBatch {
+		v.Add("unit_ids", "give 1 to %d unit ids", MaxBatch)
+	}
+	for i, u := range units {
+		field := "unit_id"
+		if len(units) > 1 {
+			field = fmt.Sprintf("unit_ids[%d]", i)
+		}
+		if u == "" {
+			v.Add(field, "is required")
+		} else if len(u) > MaxUnitID || !utf8.ValidString(u) || strings.ContainsRune(u, 0) {
+			v.Add(field, "must be valid text of at most %d bytes", MaxUnitID)
+		}
+	}
+	if err := v.Err(); err != nil {
+		return nil, err
+	}
+	q := db.New(s.Pool)
+	e, err := q.ExperimentGetByKey(ctx, db.ExperimentGetByKeyParams{OrgID: orgID, Key: key})
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, errs.ErrNotFound
+	}
+	if err != nil {
+		return nil, err
+	}
+	if e.Status != db.ExperimentStatusRunning {
+		return nil, &errs.Conflict{Message: fmt.Sprintf("The experiment %s is %s: units are assigned only while it runs.", key, e.Status)}
+	}
+	arms, err := q.ExperimentArmList(ctx, e.ID)
+	if err != nil {
+		return nil, err
+	}
+	weights := make([]float64, len(arms))
+	for i, a := range arms {
+		weights[i] = a.Weight
+	}
+	served := make([]models.Served, len(arms))
+	for i, a := range arms {
+		if served[i], err = s.Models.Served(ctx, orgID, a.ModelVersionID); err != nil {
+			return nil, err
+		}
+	}
+	out := make([]Assignment, len(units))
+	var in []string
+	var inArms []int32
+	for i, u := range units {
+		arm := Choose(Hash(e.Seed, u), e.Coverage, weights)
+		out[i] = Assignment{UnitID: u, ArmIndex: arm}
+		if arm >= 0 {
+			in = append(in, u)
+			inArms = append(inArms, int32(arm))
+		}
+	}
+	recorded := map[string]int{}
+	if len(in) > 0 {
+		rows, err := q.ExposureInsertMany(ctx, db.ExposureInsertManyParams{ExperimentID: e.ID, UnitIds: in, Arms: inArms})
+		if err != nil {
+			return nil, err
+		}
+		for _, r := range rows {
+			recorded[r.UnitID] = int(r.Arm)
+		}
+	}
+	for i := range out {
+		a := &out[i]
+		if arm, ok := recorded[a.UnitID]; ok {
+			a.ArmIndex, a.InExperiment = arm, true
+		} else {
+			a.ArmIndex = 0 // outside the coverage: the control's model
+		}
+		a.Arm = arms[a.ArmIndex].Name
+		a.Version, a.Model, a.BaseURL = served[a.ArmIndex].Version, served[a.ArmIndex].Model, served[a.ArmIndex].BaseURL
+	}
+	return out, nil
+}
+
+// FullDeploy sends all traffic to the treatment: the registry deploys the
+// treatment's version to production (through the evaluation gate) on the
+// target that serves it now, and the experiment ends with the treatment as
+// its winner.
+func (s *Service) FullDeploy(ctx context.Context, actor audit.Actor, orgID uuid.UUID, key, reason string) (models.Deployment, error) {
+	e, err := s.Get(ctx, orgID, key)
+	if err != nil {
+		return models.Deployment{}, err
+	}
+	if e.Status != Running && e.Status != Paused {
+		return models.Deployment{}, &errs.Conflict{Message: fmt.Sprintf("The experiment is %s: only a running or paused one can be deployed.", e.Status)}
+	}
+	if reason == "" {
+		reason = "Full deploy of experiment " + key
+	}
+	treatment := e.Arms[len(e.Arms)-1]
+	served, err := s.Models.Served(ctx, orgID, treatment.ModelVersionID)
+	if err != nil {
+		return models.Deployment{}, err
+	}
+	if served.Target == "" {
+		return models.Deployment{}, &errs.Conflict{Message: "The treatment's version is not deployed on any serving target: deploy it (to a staging alias, say) first."}
+	}
+	d, err := s.Models.Deploy(ctx, actor, orgID, treatment.ModelVersionID, models.DeployRequest{Alias: models.Production, Target: served.Target, Reason: reason})
+	if err != nil {
+		return models.Deployment{}, err
+	}
+	_, err = s.SetStatus(ctx, actor, orgID, key, Completed, "treatment", "Fully deployed.")
+	return d, err
+}

@@ -1,0 +1,218 @@
+package experiments
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/curate/curate/db"
+	"github.com/curate/curate/internal/errs"
+	"github.com/curate/curate/internal/stats"
+)
+
+// Results is an experiment's analysis.
+type Results struct {
+	Key            string               `json:"key"`
+	Status         string               `json:"status"`
+	Units          []int64              `json:"units"`
+	SRMPValue      *float64             `json:"srm_p_value"`
+	Metrics        []MetricResult       `json:"metrics"`
+	Recommendation stats.Recommendation `json:"recommendation"`
+	// Timeline is the primary metric's relative effect day by day with
+	// its confidence sequence (valid to look at every day).
+	Timeline []Point `json:"timeline"`
+}
+
+// MetricResult is one metric in every arm.
+type MetricResult struct {
+	Metric    string      `json:"metric"`
+	Guardrail bool        `json:"guardrail"`
+	Arms      []ArmResult `json:"arms"`
+}
+
+// ArmResult is one metric in one arm; the treatments carry their effect
+// against the control, or why there is none.
+type ArmResult struct {
+	Arm            string     `json:"arm"`
+	N              int        `json:"n"`
+	Mean           *float64   `json:"mean"`
+	RelativeChange *float64   `json:"relative_change,omitempty"`
+	CI             []*float64 `json:"ci,omitempty"`
+	PValue         *float64   `json:"p_value,omitempty"`
+	Significant    bool       `json:"significant"`
+	Error          string     `json:"error,omitempty"`
+}
+
+// Point is one day of the cumulative effect.
+type Point struct {
+	Day    time.Time `json:"day"`
+	Effect float64   `json:"effect"`
+	Low    float64   `json:"low"`
+	High   float64   `json:"high"`
+}
+
+// sequentialTuning is the confidence sequences' tuning parameter: tightest
+// around this many units.
+const sequentialTuning = 5000
+
+// armStats turns the metric sums of each arm into the engine's arms.
+func armStats(rows []db.ExperimentListMetricSumsRow, arms int, metric string) []stats.Arm {
+	out := make([]stats.Arm, arms)
+	for _, r := range rows {
+		if int(r.Arm) >= arms {
+			continue
+		}
+		a := &out[r.Arm]
+		switch metric {
+		case ThumbsUpRate:
+			a.N, a.Sum, a.SumSquares = r.ThumbsN, r.ThumbsSum, r.ThumbsSs
+		case AvgRating:
+			a.N, a.Sum, a.SumSquares = r.RatingN, r.RatingSum, r.RatingSs
+		case CorrectionRate:
+			a.N, a.Sum, a.SumSquares = r.CorrectedN, r.CorrectedSum, r.CorrectedSs
+		case Latency:
+			a.N, a.Sum, a.SumSquares = r.LatencyN, r.LatencySum, r.LatencySs
+		}
+	}
+	return out
+}
+
+// Results analyses an experiment: units per arm and the sample-ratio
+// check, every metric's mean per arm and each treatment's relative change
+// (Welch's t-test, delta method, two-sided at 0.05), the recommendation,
+// and the primary metric's cumulative effect by day.
+func (s *Service) Results(ctx context.Context, orgID uuid.UUID, key string) (Results, error) {
+	q := db.New(s.Pool)
+	e, err := q.ExperimentGetByKey(ctx, db.ExperimentGetByKeyParams{OrgID: orgID, Key: key})
+	if errors.Is(err, pgx.ErrNoRows) {
+		return Results{}, errs.ErrNotFound
+	}
+	if err != nil {
+		return Results{}, err
+	}
+	arms, err := q.ExperimentArmList(ctx, e.ID)
+	if err != nil {
+		return Results{}, err
+	}
+	out := Results{Key: e.Key, Status: string(e.Status), Units: make([]int64, len(arms)), Metrics: []MetricResult{}, Timeline: []Point{}}
+	counts, err := q.ExposureCountByArm(ctx, e.ID)
+	if err != nil {
+		return Results{}, err
+	}
+	for _, c := range counts {
+		if int(c.Arm) < len(arms) {
+			out.Units[c.Arm] = c.Units
+		}
+	}
+	nPerArm := make([]float64, len(arms))
+	weights := make([]float64, len(arms))
+	for i, a := range arms {
+		nPerArm[i], weights[i] = float64(out.Units[i]), a.Weight
+	}
+	// The split is checked against the weights units were assigned under;
+	// an arm weighted 0 (a rollout sent back to control) cannot be.
+	if p, err := stats.SRM(nPerArm, weights); err == nil {
+		out.SRMPValue = &p
+	}
+	sums, err := q.ExperimentListMetricSums(ctx, db.ExperimentListMetricSumsParams{OrgID: orgID, ExperimentID: e.ID})
+	if err != nil {
+		return Results{}, err
+	}
+	test := stats.Test{Metric: stats.MetricMean, Relative: true, Alpha: 0.05, Alternative: stats.TwoSided}
+	var primary stats.Outcome
+	var guards []stats.Outcome
+	needed := 0.0
+	all := append(append([]string{}, e.Metrics...), e.Guardrails...)
+	for k, metric := range all {
+		guard := k >= len(e.Metrics)
+		mr := MetricResult{Metric: metric, Guardrail: guard}
+		as := armStats(sums, len(arms), metric)
+		for i, a := range as {
+			ar := ArmResult{Arm: arms[i].Name, N: int(a.N)}
+			if a.N > 0 {
+				m := a.Sum / a.N
+				ar.Mean = &m
+			}
+			if i > 0 {
+				eff, err := stats.Compare(as[0], a, nil, test)
+				if err != nil {
+					ar.Error = "Not enough data yet."
+				} else {
+					ar.RelativeChange, ar.PValue, ar.CI = &eff.Expected, eff.PValue, []*float64{eff.CI[0], eff.CI[1]}
+					ar.Significant = *eff.PValue < test.Alpha
+				}
+				if i == 1 {
+					o := stats.Outcome{Name: label(metric), HigherIsBetter: higherIsBetter[metric], Guardrail: guard}
+					if err == nil {
+						o.Effect = &eff
+					}
+					switch {
+					case guard:
+						guards = append(guards, o)
+					case k == 0:
+						primary = o
+						if err == nil && a.N >= 2 && as[0].N >= 2 {
+							v := (as[0].SumSquares - as[0].Sum*as[0].Sum/as[0].N) / (as[0].N - 1)
+							d := a.Sum/a.N - as[0].Sum/as[0].N
+							if p, err := stats.PowerFor(v, min(a.N, as[0].N), 0.05, 0.8, d); err == nil {
+								needed = p.NeededPerArm
+							}
+						}
+					}
+				}
+			}
+			mr.Arms = append(mr.Arms, ar)
+		}
+		out.Metrics = append(out.Metrics, mr)
+	}
+	out.Recommendation = stats.Recommend(primary, guards, out.SRMPValue, nPerArm, float64(e.MinSamplePerArm), needed)
+	if len(e.Metrics) > 0 && len(arms) > 1 {
+		if out.Timeline, err = s.timeline(ctx, q, orgID, e, len(arms), e.Metrics[0]); err != nil {
+			return Results{}, err
+		}
+	}
+	return out, nil
+}
+
+// timeline is the primary metric's relative effect at the end of each day,
+// with its confidence sequence.
+func (s *Service) timeline(ctx context.Context, q *db.Queries, orgID uuid.UUID, e db.Experiment, arms int, metric string) ([]Point, error) {
+	days, err := q.ExperimentListDays(ctx, db.ExperimentListDaysParams{OrgID: orgID, ExperimentID: uuid.NullUUID{UUID: e.ID, Valid: true}})
+	if err != nil {
+		return nil, err
+	}
+	out := []Point{}
+	test := stats.Test{Metric: stats.MetricMean, Relative: true, Alpha: 0.05, Alternative: stats.TwoSided, Sequential: sequentialTuning}
+	for _, d := range days {
+		end := d.Add(24 * time.Hour)
+		sums, err := q.ExperimentListMetricSums(ctx, db.ExperimentListMetricSumsParams{OrgID: orgID, ExperimentID: e.ID, Before: &end})
+		if err != nil {
+			return nil, err
+		}
+		as := armStats(sums, arms, metric)
+		eff, err := stats.Compare(as[0], as[1], nil, test)
+		if err != nil {
+			continue // not enough data that day
+		}
+		out = append(out, Point{Day: d, Effect: eff.Expected, Low: *eff.CI[0], High: *eff.CI[1]})
+	}
+	return out, nil
+}
+
+// label is a metric's name in words.
+func label(metric string) string {
+	switch metric {
+	case ThumbsUpRate:
+		return "The thumbs-up rate"
+	case AvgRating:
+		return "The average rating"
+	case CorrectionRate:
+		return "The share of corrections"
+	case Latency:
+		return "Latency"
+	}
+	return metric
+}

@@ -1,0 +1,196 @@
+package web_test
+
+import (
+	"fmt"
+	"math"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/curate/curate/internal/serving/vllmtest"
+	"github.com/curate/curate/web/webtest"
+)
+
+type assignmentDoc struct {
+	UnitID       string `json:"unit_id"`
+	Arm          string `json:"arm"`
+	ArmIndex     int    `json:"arm_index"`
+	InExperiment bool   `json:"in_experiment"`
+	Version      string `json:"version"`
+	Model        string `json:"model"`
+	BaseURL      string `json:"base_url"`
+}
+
+type resultsDoc struct {
+	Units     []int64  `json:"units"`
+	SRMPValue *float64 `json:"srm_p_value"`
+	Metrics   []struct {
+		Metric string `json:"metric"`
+		Arms   []struct {
+			Arm            string     `json:"arm"`
+			N              int        `json:"n"`
+			Mean           *float64   `json:"mean"`
+			RelativeChange *float64   `json:"relative_change"`
+			CI             []*float64 `json:"ci"`
+			PValue         *float64   `json:"p_value"`
+		} `json:"arms"`
+	} `json:"metrics"`
+	Recommendation struct {
+		Action string `json:"action"`
+		Reason string `json:"reason"`
+	} `json:"recommendation"`
+	Timeline []map[string]any `json:"timeline"`
+}
+
+// A simulated experiment through the API: two versions served by a vLLM
+// stand-in, 2,000 units assigned (sticky, split within the SRM check),
+// feedback with a known effect (70% thumbs up in the treatment, 50% in the
+// control) attributed by the experiment's key; the results recommend the
+// treatment, and Full Deploy moves production through the registry.
+func TestExperimentAPI(t *testing.T) {
+	t.Parallel()
+	s := webtest.New(t, webtest.Options{Workers: 2})
+	org := s.Org("acme")
+	admin := s.APIKey(org, "ops", "admin")
+	assistant := s.APIKey(org, "assistant", "curator")
+	viewer := s.APIKey(org, "dash", "viewer")
+	vllm := vllmtest.New(t, "meta-llama/Llama-3.1-8B-Instruct")
+	s.API(admin, http.MethodPost, "/api/serving-targets", map[string]any{"name": "gpu-1", "kind": "vllm", "base_url": vllm.URL}).Must(t, http.StatusCreated)
+	var v1, v2 modelDoc
+	for i, v := range []*modelDoc{&v1, &v2} {
+		s.API(admin, http.MethodPost, "/api/models", map[string]any{"name": "support", "model_id": fmt.Sprintf("/adapters/support-%d", i+1),
+			"base_model": "meta-llama/Llama-3.1-8B-Instruct", "kind": "lora"}).Must(t, http.StatusCreated).JSON(t, v)
+	}
+	deploy := func(path string, body map[string]any) map[string]any {
+		t.Helper()
+		var d map[string]any
+		s.API(admin, http.MethodPost, path, body).Must(t, http.StatusAccepted).JSON(t, &d)
+		for deadline := time.Now().Add(30 * time.Second); d["status"] == "queued" || d["status"] == "running"; time.Sleep(50 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("deployment %v", d)
+			}
+			s.API(viewer, http.MethodGet, "/api/deployments/"+d["id"].(string), nil).Must(t, http.StatusOK).JSON(t, &d)
+		}
+		if d["status"] != "succeeded" {
+			t.Fatalf("deployment %v", d)
+		}
+		return d
+	}
+	deploy("/api/models/"+v1.ID+"/deploy", map[string]any{"alias": "production", "target": "gpu-1", "reason": "now"})
+	staged := deploy("/api/models/"+v2.ID+"/deploy", map[string]any{"alias": "staging", "target": "gpu-1", "reason": "try"})
+
+	var p problemDoc
+	s.API(admin, http.MethodPost, "/api/models/ab-test", map[string]any{"key": "Support V3", "control_model_id": v1.ID,
+		"treatment_model_id": v1.ID, "traffic_split": 1.5, "metrics": []string{"vibes"}}).Must(t, http.StatusUnprocessableEntity).JSON(t, &p)
+	if p.fields() != "key,traffic_split,metrics[0],treatment_model_id" {
+		t.Errorf("bad experiment named %q", p.fields())
+	}
+	var exp struct {
+		Key          string  `json:"key"`
+		Status       string  `json:"status"`
+		Seed         string  `json:"seed"`
+		TrafficSplit float64 `json:"traffic_split"`
+		Arms         []struct {
+			Name   string  `json:"name"`
+			Weight float64 `json:"weight"`
+		} `json:"arms"`
+	}
+	s.API(admin, http.MethodPost, "/api/models/ab-test", map[string]any{"key": "support-v3", "name": "Support model v2 vs v3",
+		"control_model_id": v1.ID, "treatment_model_id": v2.ID, "traffic_split": 0.5, "coverage": 1.0, "seed": "support-v3",
+		"metrics": []string{"thumbs_up_rate", "avg_rating"}}).Must(t, http.StatusCreated).JSON(t, &exp)
+	if exp.Status != "draft" || exp.TrafficSplit != 0.5 || len(exp.Arms) != 2 || exp.Arms[0].Name != "control" || exp.Arms[1].Weight != 0.5 {
+		t.Fatalf("created %+v", exp)
+	}
+	s.API(assistant, http.MethodPost, "/api/experiments/support-v3/assign", map[string]any{"unit_id": "u-1"}).Must(t, http.StatusConflict)
+	s.API(viewer, http.MethodPost, "/api/experiments/support-v3/start", nil).Must(t, http.StatusForbidden)
+	s.API(admin, http.MethodPost, "/api/experiments/support-v3/start", nil).Must(t, http.StatusOK)
+
+	var one assignmentDoc
+	s.API(assistant, http.MethodPost, "/api/experiments/support-v3/assign", map[string]any{"unit_id": "u-17"}).Must(t, http.StatusOK).JSON(t, &one)
+	if !one.InExperiment || one.BaseURL != vllm.URL || (one.Arm == "treatment") != (one.ArmIndex == 1) ||
+		(one.Arm == "treatment" && one.Model != staged["served_name"]) || one.Version == "" {
+		t.Errorf("assignment %+v", one)
+	}
+	s.API(assistant, http.MethodPost, "/api/experiments/support-v3/assign", map[string]any{"unit_id": strings.Repeat("x", 201)}).
+		Must(t, http.StatusUnprocessableEntity).JSON(t, &p)
+	if p.fields() != "unit_id" {
+		t.Errorf("a long unit id named %q", p.fields())
+	}
+
+	arms := map[string]int{}
+	counts := []int{0, 0}
+	for batch := range 2 {
+		ids := make([]string, 1000)
+		for i := range ids {
+			ids[i] = fmt.Sprintf("user-%d", batch*1000+i)
+		}
+		var out struct {
+			Data []assignmentDoc `json:"data"`
+		}
+		s.API(assistant, http.MethodPost, "/api/experiments/support-v3/assign-batch", map[string]any{"unit_ids": ids}).Must(t, http.StatusOK).JSON(t, &out)
+		for _, a := range out.Data {
+			arms[a.UnitID] = a.ArmIndex
+			counts[a.ArmIndex]++
+		}
+	}
+	var again assignmentDoc
+	s.API(assistant, http.MethodPost, "/api/experiments/support-v3/assign", map[string]any{"unit_id": "user-42"}).Must(t, http.StatusOK).JSON(t, &again)
+	if again.ArmIndex != arms["user-42"] {
+		t.Errorf("user-42 moved from arm %d to %d", arms["user-42"], again.ArmIndex)
+	}
+
+	// Feedback with a known effect: 70% thumbs up in the treatment, 50% in
+	// the control; ratings 4 and 3.
+	items := make([]map[string]any, 0, 2000)
+	for i := range 2000 {
+		unit := fmt.Sprintf("user-%d", i)
+		kind, rating := "thumbs_down", 3
+		if arms[unit] == 1 {
+			rating = 4
+			if i%10 < 7 {
+				kind = "thumbs_up"
+			}
+		} else if i%10 < 5 {
+			kind = "thumbs_up"
+		}
+		items = append(items, map[string]any{"query": "How do I reset?", "response": fmt.Sprintf("Answer %d", i), "feedback_type": kind,
+			"user_id": unit, "experiment": "support-v3"})
+		items = append(items, map[string]any{"query": "Rate it", "response": fmt.Sprintf("Rated %d", i), "feedback_type": "rating",
+			"rating": rating, "user_id": unit, "experiment": "support-v3"})
+	}
+	s.API(assistant, http.MethodPost, "/api/feedback/batch", map[string]any{"items": items}).Must(t, http.StatusOK)
+	s.API(assistant, http.MethodPost, "/api/feedback", map[string]any{"query": "q", "response": "r", "feedback_type": "thumbs_up",
+		"user_id": "user-1", "experiment": "nope"}).Must(t, http.StatusUnprocessableEntity).JSON(t, &p)
+	if p.fields() != "experiment" {
+		t.Errorf("an unknown experiment named %q", p.fields())
+	}
+	s.API(assistant, http.MethodPost, "/api/feedback", map[string]any{"query": "q", "response": "r", "feedback_type": "thumbs_up",
+		"user_id": "stranger", "experiment": "support-v3"}).Must(t, http.StatusUnprocessableEntity)
+
+	var res resultsDoc
+	s.API(viewer, http.MethodGet, "/api/experiments/support-v3/results", nil).Must(t, http.StatusOK).JSON(t, &res)
+	if res.Units[0]+res.Units[1] != 2001 || res.SRMPValue == nil || *res.SRMPValue < 0.001 {
+		t.Errorf("units %v, SRM %v", res.Units, res.SRMPValue)
+	}
+	thumbs := res.Metrics[0]
+	tr := thumbs.Arms[1]
+	if thumbs.Metric != "thumbs_up_rate" || tr.N != counts[1] || math.Abs(*thumbs.Arms[0].Mean-0.5) > 0.03 || math.Abs(*tr.Mean-0.7) > 0.03 ||
+		math.Abs(*tr.RelativeChange-(*tr.Mean / *thumbs.Arms[0].Mean - 1)) > 1e-9 || *tr.PValue > 1e-6 || *tr.CI[0] <= 0 {
+		t.Errorf("thumbs-up rate: control mean %v, treatment n %d (%d assigned) mean %v change %v p %v low %v", *thumbs.Arms[0].Mean, tr.N, counts[1], *tr.Mean, *tr.RelativeChange, *tr.PValue, *tr.CI[0])
+	}
+	if res.Recommendation.Action != "deploy_treatment" || len(res.Timeline) == 0 {
+		t.Errorf("recommendation %+v, timeline %v", res.Recommendation, res.Timeline)
+	}
+
+	d := deploy("/api/experiments/support-v3/deploy", map[string]any{"reason": "v3 wins on thumbs"})
+	if d["version_id"] != v2.ID || d["alias"] != "production" {
+		t.Errorf("full deploy %v", d)
+	}
+	s.API(viewer, http.MethodGet, "/api/experiments/support-v3", nil).Must(t, http.StatusOK).JSON(t, &exp)
+	if exp.Status != "completed" {
+		t.Errorf("after the full deploy: %+v", exp)
+	}
+	s.API(assistant, http.MethodPost, "/api/experiments/support-v3/assign", map[string]any{"unit_id": "u-1"}).Must(t, http.StatusConflict)
+	s.API(s.APIKey(s.Org("globex"), "x", "viewer"), http.MethodGet, "/api/experiments/support-v3", nil).Must(t, http.StatusNotFound)
+}
