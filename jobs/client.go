@@ -11,6 +11,7 @@ import (
 	"github.com/riverqueue/river/rivertype"
 
 	"github.com/curate/curate/internal/app"
+	"github.com/curate/curate/internal/experiments"
 	"github.com/curate/curate/internal/finetune"
 )
 
@@ -61,6 +62,9 @@ func Register(d Deps) *river.Workers {
 	if d.Judge != nil {
 		river.AddWorker(w, &AgreementWorker{Judge: d.Judge})
 	}
+	if d.Experiments != nil {
+		river.AddWorker(w, &RolloutWorker{Experiments: d.Experiments})
+	}
 	return w
 }
 
@@ -102,6 +106,10 @@ func NewClient(d Deps, opts Options) (*river.Client[pgx.Tx], error) {
 		cfg.PeriodicJobs = append(cfg.PeriodicJobs, river.NewPeriodicJob(river.PeriodicInterval(LangfuseSyncEvery),
 			func() (river.JobArgs, *river.InsertOpts) { return LangfuseSyncAllArgs{}, nil },
 			&river.PeriodicJobOpts{RunOnStart: true}))
+	}
+	if opts.Workers > 0 && d.Experiments != nil {
+		cfg.PeriodicJobs = append(cfg.PeriodicJobs, river.NewPeriodicJob(river.PeriodicInterval(experiments.RolloutEvery),
+			func() (river.JobArgs, *river.InsertOpts) { return experiments.RolloutArgs{}, nil }, nil))
 	}
 	return river.NewClient(riverpgxv5.New(d.Pool), cfg)
 }

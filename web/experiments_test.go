@@ -1,6 +1,7 @@
 package web_test
 
 import (
+	"context"
 	"fmt"
 	"math"
 	"net/http"
@@ -193,4 +194,87 @@ func TestExperimentAPI(t *testing.T) {
 	}
 	s.API(assistant, http.MethodPost, "/api/experiments/support-v3/assign", map[string]any{"unit_id": "u-1"}).Must(t, http.StatusConflict)
 	s.API(s.APIKey(s.Org("globex"), "x", "viewer"), http.MethodGet, "/api/experiments/support-v3", nil).Must(t, http.StatusNotFound)
+}
+
+// A rollout plan (10% → 50% → 100%): a treatment whose thumbs-up rate is
+// far worse is sent back to the control at the 10% step and the experiment
+// paused, with the reason in the registry's history; a sound one moves on
+// to 50%.
+func TestExperimentRollout(t *testing.T) {
+	t.Parallel()
+	s := webtest.New(t, webtest.Options{})
+	org := s.Org("acme")
+	admin := s.APIKey(org, "ops", "admin")
+	assistant := s.APIKey(org, "assistant", "curator")
+	var v1, v2 modelDoc
+	for i, v := range []*modelDoc{&v1, &v2} {
+		s.API(admin, http.MethodPost, "/api/models", map[string]any{"name": "support", "model_id": fmt.Sprintf("support-%d", i+1)}).
+			Must(t, http.StatusCreated).JSON(t, v)
+	}
+	run := func(key string, treatmentUp int) {
+		t.Helper()
+		s.API(admin, http.MethodPost, "/api/models/ab-test", map[string]any{"key": key, "control_model_id": v1.ID, "treatment_model_id": v2.ID,
+			"metrics": []string{"thumbs_up_rate"}, "rollout": map[string]any{"steps": []float64{0.1, 0.5, 1}, "hold_minutes": 0, "min_units_per_arm": 50}}).
+			Must(t, http.StatusCreated)
+		s.API(admin, http.MethodPost, "/api/experiments/"+key+"/start", nil).Must(t, http.StatusOK)
+		var items []map[string]any
+		for batch := range 3 {
+			ids := make([]string, 1000)
+			for i := range ids {
+				ids[i] = fmt.Sprintf("%s-user-%d", key, batch*1000+i)
+			}
+			var out struct {
+				Data []assignmentDoc `json:"data"`
+			}
+			s.API(assistant, http.MethodPost, "/api/experiments/"+key+"/assign-batch", map[string]any{"unit_ids": ids}).Must(t, http.StatusOK).JSON(t, &out)
+			for i, a := range out.Data {
+				up := 7
+				if a.ArmIndex == 1 {
+					up = treatmentUp
+				}
+				kind := "thumbs_down"
+				if i%10 < up {
+					kind = "thumbs_up"
+				}
+				items = append(items, map[string]any{"query": "q", "response": a.UnitID, "feedback_type": kind, "user_id": a.UnitID, "experiment": key})
+			}
+		}
+		s.API(assistant, http.MethodPost, "/api/feedback/batch", map[string]any{"items": items}).Must(t, http.StatusOK)
+		if err := s.App.Services.Experiments.CheckRollouts(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	type expDoc struct {
+		Status      string `json:"status"`
+		RolloutStep int    `json:"rollout_step"`
+		StopReason  string `json:"stop_reason"`
+		Arms        []struct {
+			Weight float64 `json:"weight"`
+		} `json:"arms"`
+	}
+	run("harmful", 2)
+	var e expDoc
+	s.API(admin, http.MethodGet, "/api/experiments/harmful", nil).Must(t, http.StatusOK).JSON(t, &e)
+	if e.Status != "paused" || e.Arms[0].Weight != 1 || e.Arms[1].Weight != 0 ||
+		!strings.Contains(e.StopReason, "Rolled back automatically at the 10% step: The thumbs-up rate is significantly lower") {
+		t.Fatalf("the harmful rollout: %+v", e)
+	}
+	var history struct {
+		Data []map[string]any `json:"data"`
+	}
+	s.API(admin, http.MethodGet, "/api/models/"+v2.ID+"/history", nil).Must(t, http.StatusOK).JSON(t, &history)
+	if h := history.Data[0]; h["action"] != "traffic_rolled_back" || h["alias"] != "harmful" || h["reason"] != e.StopReason {
+		t.Errorf("the registry's newest history entry: %v", h)
+	}
+	s.API(assistant, http.MethodPost, "/api/experiments/harmful/assign", map[string]any{"unit_id": "late"}).Must(t, http.StatusConflict)
+
+	run("sound", 7)
+	s.API(admin, http.MethodGet, "/api/experiments/sound", nil).Must(t, http.StatusOK).JSON(t, &e)
+	if e.Status != "running" || e.RolloutStep != 1 || e.Arms[1].Weight != 0.5 {
+		t.Errorf("the sound rollout: %+v", e)
+	}
+	s.API(admin, http.MethodGet, "/api/models/"+v2.ID+"/history", nil).Must(t, http.StatusOK).JSON(t, &history)
+	if h := history.Data[0]; h["action"] != "traffic_shifted" || !strings.Contains(h["reason"].(string), "from 10% to 50%") {
+		t.Errorf("after the step: %v", h)
+	}
 }

@@ -65,7 +65,16 @@ CREATE TABLE experiment_exposures (
 ALTER TABLE feedback ADD COLUMN experiment_id uuid;
 CREATE INDEX feedback_experiment ON feedback (experiment_id, end_user_id) WHERE experiment_id IS NOT NULL;
 
+-- The registry's history also records an experiment's traffic moving to
+-- or away from a version (a rollout step, an automatic rollback).
+ALTER TABLE model_history DROP CONSTRAINT model_history_action_check;
+ALTER TABLE model_history ADD CONSTRAINT model_history_action_check CHECK (action IN ('registered', 'alias_moved', 'loaded', 'unloaded',
+    'status_changed', 'deployment_failed', 'traffic_shifted', 'traffic_rolled_back'));
+
 -- +goose Down
+ALTER TABLE model_history DROP CONSTRAINT model_history_action_check;
+ALTER TABLE model_history ADD CONSTRAINT model_history_action_check CHECK (action IN ('registered', 'alias_moved', 'loaded', 'unloaded',
+    'status_changed', 'deployment_failed')) NOT VALID;
 DROP INDEX feedback_experiment;
 ALTER TABLE feedback DROP COLUMN experiment_id;
 DROP TABLE experiment_exposures;

@@ -112,10 +112,13 @@ func (s *Service) Results(ctx context.Context, orgID uuid.UUID, key string) (Res
 	for i, a := range arms {
 		nPerArm[i], weights[i] = float64(out.Units[i]), a.Weight
 	}
-	// The split is checked against the weights units were assigned under;
-	// an arm weighted 0 (a rollout sent back to control) cannot be.
-	if p, err := stats.SRM(nPerArm, weights); err == nil {
-		out.SRMPValue = &p
+	// The split is checked against the weights units were assigned under:
+	// not once a rollout has changed them (units keep their first arm), nor
+	// with an arm weighted 0.
+	if e.RolloutStep == 0 {
+		if p, err := stats.SRM(nPerArm, weights); err == nil {
+			out.SRMPValue = &p
+		}
 	}
 	sums, err := q.ExperimentListMetricSums(ctx, db.ExperimentListMetricSumsParams{OrgID: orgID, ExperimentID: e.ID})
 	if err != nil {

@@ -708,3 +708,12 @@ func (s *Service) Served(ctx context.Context, orgID, versionID uuid.UUID) (Serve
 	}
 	return out, nil
 }
+
+// Traffic records in the model's history that an experiment moved traffic
+// between two of its versions: a rollout step ("traffic_shifted") or an
+// automatic rollback ("traffic_rolled_back"), with the reason. alias names
+// the experiment.
+func (s *Service) Traffic(ctx context.Context, actor audit.Actor, orgID, modelID uuid.UUID, action, alias, from, to, reason string) error {
+	return db.New(s.Pool).ModelHistoryInsert(ctx, db.ModelHistoryInsertParams{OrgID: orgID, RegisteredModelID: modelID,
+		ActorLabel: actor.Label, Action: action, Alias: alias, FromVersion: from, ToVersion: to, Reason: reason})
+}

@@ -1,0 +1,20 @@
+package jobs
+
+import (
+	"context"
+
+	"github.com/riverqueue/river"
+
+	"github.com/curate/curate/internal/experiments"
+)
+
+// RolloutWorker looks at every running rollout (experiments.CheckRollouts).
+type RolloutWorker struct {
+	river.WorkerDefaults[experiments.RolloutArgs]
+	Experiments *experiments.Service
+}
+
+// Work checks the rollouts once.
+func (w *RolloutWorker) Work(ctx context.Context, _ *river.Job[experiments.RolloutArgs]) error {
+	return w.Experiments.CheckRollouts(ctx)
+}
