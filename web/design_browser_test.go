@@ -17,6 +17,7 @@ import (
 
 	"github.com/curate/curate/internal/audit"
 	"github.com/curate/curate/internal/demo"
+	"github.com/curate/curate/internal/experiments"
 	"github.com/curate/curate/internal/models"
 	"github.com/curate/curate/internal/provider/openaifake"
 	"github.com/curate/curate/internal/serving"
@@ -135,6 +136,16 @@ func TestBrowserEveryPageStyled(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	// A draft experiment between the registered version and a second one.
+	second, err := s.App.Services.Models.Register(ctx, audit.System, seeded.OrgID, models.NewVersion{Name: "tandem-assist", ModelID: "tandem-assist-v3"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.App.Services.Experiments.Create(ctx, audit.System, seeded.OrgID, experiments.New{Key: "assist-v3", Name: "Assist v2 against v3",
+		ControlModelID: registered.ID, TreatmentModelID: second.ID, Metrics: []string{"thumbs_up_rate", "avg_rating"}, Guardrails: []string{"latency"}}); err != nil {
+		t.Fatal(err)
+	}
+
 	// A finished evaluation of the registered version with two items.
 	var runID string
 	if err := s.Pool.QueryRow(ctx, `INSERT INTO evaluation_runs (org_id, golden_set_version_id, candidate_version_id, config, status, total, done,
@@ -178,6 +189,8 @@ func TestBrowserEveryPageStyled(t *testing.T) {
 		{"serving-targets", "/models/targets"},
 		{"evaluations", "/evaluations"},
 		{"evaluation-run", "/evaluations/runs/" + runID},
+		{"experiments", "/experiments"},
+		{"experiment", "/experiments/assist-v3"},
 		{"judges", "/evaluations/judges"},
 		{"judge-agreement", "/evaluations/agreement"},
 		{"judge-agreement-run", "/evaluations/agreement/" + agreementID},

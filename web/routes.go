@@ -188,6 +188,13 @@ func Routes(h *handlers.Handlers) []Route {
 		{POST, "/api/stats/analyze", auth.Viewer, h.APIStatsAnalyze},
 
 		// A/B experiments.
+		{GET, "/experiments", auth.Viewer, h.ExperimentList},
+		{GET, "/experiments/:key", auth.Viewer, h.ExperimentPanel},
+		{POST, "/experiments/:key/start", auth.Admin, h.ExperimentStart},
+		{POST, "/experiments/:key/pause", auth.Admin, h.ExperimentPause},
+		{POST, "/experiments/:key/end", auth.Admin, h.ExperimentEnd},
+		{POST, "/experiments/:key/extend", auth.Admin, h.ExperimentExtend},
+		{POST, "/experiments/:key/deploy", auth.Admin, h.ExperimentDeploy},
 		{POST, "/api/models/ab-test", auth.Admin, h.APIExperimentCreate},
 		{GET, "/api/experiments", auth.Viewer, h.APIExperimentList},
 		{GET, "/api/experiments/:key", auth.Viewer, h.APIExperimentGet},

@@ -219,3 +219,6 @@ func label(metric string) string {
 	}
 	return metric
 }
+
+// HigherIsBetter says whether a metric's rise is good news.
+func HigherIsBetter(metric string) bool { return higherIsBetter[metric] }

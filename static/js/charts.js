@@ -1,7 +1,8 @@
 // Draws Curate's charts with uPlot from JSON data blocks (data, not code,
 // so the page's Content-Security-Policy allows them): the stats page's
 // from <script type="application/json" id="stats-data">, and a fine-tuning
-// job's loss by step from its container's data-loss attribute, drawn again
+// job's loss by step from its container's data-loss attribute (an
+// experiment's effect from data-effect), drawn again
 // each time the job page's live part is swapped in. Every chart has a table beside it:
 // without JavaScript the page still reads.
 (function () {
@@ -56,6 +57,28 @@
     });
   }
 
+  // An experiment's relative effect by day with its confidence sequence,
+  // from the container's data-effect attribute.
+  function effect() {
+    var target = el("ab-effect");
+    if (!target || !window.uPlot) return;
+    var d;
+    try {
+      d = JSON.parse(target.getAttribute("data-effect"));
+    } catch (e) {
+      return;
+    }
+    var pct = function (u, v) { return v == null ? "—" : (v * 100).toFixed(1) + "%"; };
+    draw(target, [
+      line("Relative effect", 0, { value: pct }),
+      line("Lower bound", 1, { value: pct, dash: [6, 3], points: { show: false } }),
+      line("Upper bound", 1, { value: pct, dash: [6, 3], points: { show: false } })
+    ], [d.x || [], d.effect || [], d.low || [], d.high || []], {
+      label: "Change",
+      values: function (u, ticks) { return ticks.map(function (t) { return Math.round(t * 100) + "%"; }); }
+    });
+  }
+
   function line(label, i, extra) {
     var s = { label: label, stroke: palette[i % palette.length], width: 2, spanGaps: true, points: { show: true, size: 4 } };
     for (var k in extra) s[k] = extra[k];
@@ -64,6 +87,7 @@
 
   function start() {
     loss();
+    effect();
     var block = document.getElementById("stats-data");
     if (!block || !window.uPlot) return;
     var d;
