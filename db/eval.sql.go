@@ -801,6 +801,24 @@ func (q *Queries) EvaluationRunUpdateProgress(ctx context.Context, arg Evaluatio
 	return err
 }
 
+const evaluationRunUpdateResumed = `-- name: EvaluationRunUpdateResumed :execrows
+UPDATE evaluation_runs SET status = 'queued', paused_reason = '' WHERE org_id = $1 AND id = $2 AND status = 'paused'
+`
+
+type EvaluationRunUpdateResumedParams struct {
+	OrgID uuid.UUID `json:"org_id"`
+	ID    uuid.UUID `json:"id"`
+}
+
+// A paused run queued again; only a paused one.
+func (q *Queries) EvaluationRunUpdateResumed(ctx context.Context, arg EvaluationRunUpdateResumedParams) (int64, error) {
+	result, err := q.db.Exec(ctx, evaluationRunUpdateResumed, arg.OrgID, arg.ID)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}
+
 const evaluationRunUpdateRiverID = `-- name: EvaluationRunUpdateRiverID :exec
 UPDATE evaluation_runs SET river_job_id = $1 WHERE id = $2
 `

@@ -445,6 +445,24 @@ func (q *Queries) JudgeAgreementUpdateProgress(ctx context.Context, arg JudgeAgr
 	return err
 }
 
+const judgeAgreementUpdateResumed = `-- name: JudgeAgreementUpdateResumed :execrows
+UPDATE judge_agreements SET status = 'queued', paused_reason = '' WHERE org_id = $1 AND id = $2 AND status = 'paused'
+`
+
+type JudgeAgreementUpdateResumedParams struct {
+	OrgID uuid.UUID `json:"org_id"`
+	ID    uuid.UUID `json:"id"`
+}
+
+// A paused run queued again; only a paused one.
+func (q *Queries) JudgeAgreementUpdateResumed(ctx context.Context, arg JudgeAgreementUpdateResumedParams) (int64, error) {
+	result, err := q.db.Exec(ctx, judgeAgreementUpdateResumed, arg.OrgID, arg.ID)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}
+
 const judgeAgreementUpdateRiverID = `-- name: JudgeAgreementUpdateRiverID :exec
 UPDATE judge_agreements SET river_job_id = $1 WHERE id = $2
 `

@@ -13,6 +13,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/labstack/echo/v4"
 
+	"github.com/curate/curate/internal/auth"
 	"github.com/curate/curate/internal/errs"
 	"github.com/curate/curate/internal/eval"
 	"github.com/curate/curate/internal/scorers"
@@ -182,11 +183,15 @@ func (h *Handlers) EvaluationRun(c echo.Context) error {
 	return render(c, http.StatusOK, views.RunPage(h.page(c, "Evaluation", "models"), m))
 }
 
-// EvaluationRunLive is the run's polled progress.
+// EvaluationRunLive is the run's polled progress. When the run has ended
+// the page is reloaded whole, to show its items and comparison.
 func (h *Handlers) EvaluationRunLive(c echo.Context) error {
 	m, err := h.runView(c, false)
 	if err != nil {
 		return err
+	}
+	if !m.Running {
+		c.Response().Header().Set("HX-Refresh", "true")
 	}
 	return render(c, http.StatusOK, views.RunLive(m))
 }
@@ -211,7 +216,7 @@ func (h *Handlers) runView(c echo.Context, whole bool) (views.RunView, error) {
 		AnswerCost: fmt.Sprintf("$%.4f", s.AnswerCostUSD), PausedReason: s.PausedReason, Error: s.Error,
 		Started: views.When(row.CreatedAt), Finished: views.WhenPtr(s.FinishedAt),
 		Done: r.Progress.Done, Total: r.Progress.Total, Invalid: s.Invalid, JudgeCalls: s.JudgeCalls,
-		Running: r.Status == "queued" || r.Status == "running"}
+		Running: r.Status == "queued" || r.Status == "running", CanResume: r.Status == "paused" && CallerOf(c).Role.AtLeast(auth.Admin)}
 	if row.CreatedBy != "" {
 		m.Started += " by " + row.CreatedBy
 	}
@@ -260,4 +265,17 @@ func (h *Handlers) runView(c echo.Context, whole bool) (views.RunView, error) {
 func diffRow(d eval.ItemDiff) views.DiffRowView {
 	return views.DiffRowView{Split: d.Split, Query: d.Query, CandidateAnswer: d.CandidateAnswer, BaselineAnswer: d.BaselineAnswer,
 		CandidateReward: reward3(d.CandidateReward), BaselineReward: reward3(d.BaselineReward)}
+}
+
+// EvaluationRunResume queues a paused run again.
+func (h *Handlers) EvaluationRunResume(c echo.Context) error {
+	id, err := pathID(c)
+	if err != nil {
+		return err
+	}
+	if err := h.Eval.Resume(ctx(c), actor(c), CallerOf(c).OrgID, id); err != nil {
+		return err
+	}
+	h.Sessions.Flash(c, "ok", "The evaluation goes on from where it stopped.")
+	return redirect(c, "/evaluations/runs/"+id.String())
 }

@@ -145,7 +145,8 @@ func (h *Handlers) agreementView(c echo.Context) (views.AgreementView, error) {
 		PausedReason: a.PausedReason, Error: a.Error, Spearman: optional(a.Spearman.Float64, a.Spearman.Valid),
 		Kappa: optional(a.Kappa.Float64, a.Kappa.Valid), Cost: pricing.Micros(a.JudgeCostMicros).String(), Done: int(a.Done),
 		Total: int(a.Total), Invalid: int(a.Invalid), Conflicts: int(a.Conflicts), Calls: int(a.JudgeCalls), Threshold: ftoa(a.Threshold),
-		Running: a.Status == db.EvaluationStatusQueued || a.Status == db.EvaluationStatusRunning}
+		Running:   a.Status == db.EvaluationStatusQueued || a.Status == db.EvaluationStatusRunning,
+		CanResume: a.Status == db.EvaluationStatusPaused && CallerOf(c).Role.AtLeast(auth.Admin)}
 	if a.CreatedByLabel != "" {
 		m.Started += " by " + a.CreatedByLabel
 	}
@@ -206,4 +207,17 @@ func (h *Handlers) ConflictResolve(c echo.Context) error {
 	}
 	h.Sessions.Flash(c, "ok", "The conflict is resolved.")
 	return redirect(c, "/feedback/conflicts")
+}
+
+// AgreementResume queues a paused run again.
+func (h *Handlers) AgreementResume(c echo.Context) error {
+	id, err := pathID(c)
+	if err != nil {
+		return err
+	}
+	if err := h.Judge.ResumeAgreement(ctx(c), actor(c), CallerOf(c).OrgID, id); err != nil {
+		return err
+	}
+	h.Sessions.Flash(c, "ok", "The run goes on from where it stopped.")
+	return redirect(c, "/evaluations/agreement/"+id.String())
 }

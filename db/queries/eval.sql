@@ -159,3 +159,7 @@ SELECT reward::float8 FROM evaluation_items WHERE run_id = @run_id AND reward IS
 
 -- name: EvaluationItemList :many
 SELECT * FROM evaluation_items WHERE run_id = @run_id ORDER BY split, source_id;
+
+-- name: EvaluationRunUpdateResumed :execrows
+-- A paused run queued again; only a paused one.
+UPDATE evaluation_runs SET status = 'queued', paused_reason = '' WHERE org_id = @org_id AND id = @id AND status = 'paused';

@@ -127,3 +127,7 @@ SELECT count(*) FROM judge_conflicts WHERE org_id = @org_id AND resolution IS NU
 -- name: JudgeConflictUpdateResolution :execrows
 UPDATE judge_conflicts SET resolution = @resolution, note = @note, resolved_by_label = @resolved_by_label, resolved_at = now()
 WHERE org_id = @org_id AND id = @id AND resolution IS NULL;
+
+-- name: JudgeAgreementUpdateResumed :execrows
+-- A paused run queued again; only a paused one.
+UPDATE judge_agreements SET status = 'queued', paused_reason = '' WHERE org_id = @org_id AND id = @id AND status = 'paused';

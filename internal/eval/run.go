@@ -549,3 +549,24 @@ func (s *Service) trainedOn(ctx context.Context, orgID, versionID uuid.UUID) (uu
 	}
 	return v.ModelVersion.DatasetVersionID.UUID, nil
 }
+
+// Resume queues a paused run again (after its budget was raised, say): it
+// goes on at the next item not stored.
+func (s *Service) Resume(ctx context.Context, actor audit.Actor, orgID, runID uuid.UUID) error {
+	return db.InTx(ctx, s.Pool, func(tx pgx.Tx, q *db.Queries) error {
+		n, err := q.EvaluationRunUpdateResumed(ctx, db.EvaluationRunUpdateResumedParams{OrgID: orgID, ID: runID})
+		if err != nil {
+			return err
+		}
+		if n == 0 {
+			if _, err := q.EvaluationRunGet(ctx, db.EvaluationRunGetParams{OrgID: orgID, ID: runID}); errors.Is(err, pgx.ErrNoRows) {
+				return errs.ErrNotFound
+			}
+			return &errs.Conflict{Message: "Only a paused evaluation can be resumed."}
+		}
+		if _, err := s.Jobs.InsertTx(ctx, tx, EvaluateArgs{RunID: runID}, nil); err != nil {
+			return err
+		}
+		return audit.Record(ctx, q, actor, audit.Entry{OrgID: orgID, Action: "evaluation.resume", TargetType: "evaluation_run", TargetID: runID.String()})
+	})
+}

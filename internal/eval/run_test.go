@@ -260,8 +260,23 @@ func TestEvaluationPausesOnBudget(t *testing.T) {
 	if err := f.judge.SetBudget(ctx, audit.System, f.org, pricing.Dollars(10)); err != nil {
 		t.Fatal(err)
 	}
+	// Resumed by an admin: queued again with its job, then worked.
+	if err := f.svc.Resume(ctx, audit.System, uuid.New(), run.ID); !errors.Is(err, errs.ErrNotFound) {
+		t.Errorf("another organisation resumes the run: %v", err)
+	}
+	if err := f.svc.Resume(ctx, audit.System, f.org, run.ID); err != nil {
+		t.Fatal(err)
+	}
+	var queued int
+	if err := f.pool.QueryRow(ctx, `SELECT count(*) FROM river_job WHERE kind = 'evaluation' AND args->>'run_id' = $1`, run.ID.String()).Scan(&queued); err != nil || queued != 2 {
+		t.Errorf("%d jobs for the run after resuming, want 2 (%v)", queued, err)
+	}
 	if err := f.svc.Advance(ctx, run.ID); err != nil {
 		t.Fatal(err)
+	}
+	var conflict *errs.Conflict
+	if err := f.svc.Resume(ctx, audit.System, f.org, run.ID); !errors.As(err, &conflict) {
+		t.Errorf("resuming a finished run: %v", err)
 	}
 	got, err = f.svc.GetRun(ctx, f.org, run.ID)
 	if err != nil || got.Status != "succeeded" || got.Progress.Done != len(f.items) || got.Summary.PausedReason != "" {

@@ -376,3 +376,23 @@ func (s *Service) Settings(ctx context.Context, orgID uuid.UUID) (Settings, erro
 	out.Budget, err = s.Budget(ctx, orgID)
 	return out, err
 }
+
+// ResumeAgreement queues a paused run again.
+func (s *Service) ResumeAgreement(ctx context.Context, actor audit.Actor, orgID, id uuid.UUID) error {
+	return db.InTx(ctx, s.Pool, func(tx pgx.Tx, q *db.Queries) error {
+		n, err := q.JudgeAgreementUpdateResumed(ctx, db.JudgeAgreementUpdateResumedParams{OrgID: orgID, ID: id})
+		if err != nil {
+			return err
+		}
+		if n == 0 {
+			if _, err := q.JudgeAgreementGet(ctx, db.JudgeAgreementGetParams{OrgID: orgID, ID: id}); errors.Is(err, pgx.ErrNoRows) {
+				return errs.ErrNotFound
+			}
+			return &errs.Conflict{Message: "Only a paused run can be resumed."}
+		}
+		if _, err := s.Jobs.InsertTx(ctx, tx, AgreementArgs{ID: id}, nil); err != nil {
+			return err
+		}
+		return audit.Record(ctx, q, actor, audit.Entry{OrgID: orgID, Action: "judge.agreement_resume", TargetType: "judge_agreement", TargetID: id.String()})
+	})
+}
