@@ -67,15 +67,16 @@ trainer-math:
 		echo "trainer-math: NOT RUN: $(TORCH_PYTHON) cannot import torch (install python3-torch, or set TORCH_PYTHON to a Python that has torch)"; \
 	fi
 
-## bench: benchmarks that print figures (CURATE_BENCH_ROWS sizes the database ones)
+## bench: benchmarks beside raw PostgreSQL in one run, then one table (CURATE_BENCH_ROWS sizes the database ones)
 bench:
 	@rm -rf $(TESTDIR)
 	$(GO) build -o $(TESTDIR)/curate ./cmd/curate
 	@CURATE_DATA_DIR=$(TESTDIR) $(TESTDIR)/curate devdb start >/dev/null
 	@export TEST_DATABASE_URL="$$(CURATE_DATA_DIR=$(TESTDIR) $(TESTDIR)/curate devdb url --admin)"; \
 	status=0; \
-	$(GO) test -run='^$$' -bench=. -benchmem ./internal/... || status=$$?; \
-	$(GO) test -run='^$$' -bench=. -benchtime=1x -timeout=90m ./web/... ./jobs/... || status=$$?; \
+	$(GO) test -run='^$$' -bench=. -benchmem ./internal/... > $(TESTDIR)/bench.out 2>&1 || status=$$?; \
+	$(GO) test -run='^$$' -bench=. -benchtime=1x -timeout=90m ./web/... ./jobs/... >> $(TESTDIR)/bench.out 2>&1 || status=$$?; \
+	$(GO) run ./cmd/benchtable < $(TESTDIR)/bench.out; \
 	CURATE_DATA_DIR=$(TESTDIR) $(TESTDIR)/curate devdb stop >/dev/null; exit $$status
 
 ## assets: fetch the vendored front-end libraries from npm (results are committed)

@@ -8,6 +8,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/curate/curate/db"
 	"github.com/curate/curate/internal/audit"
@@ -38,7 +39,9 @@ func (s *Service) Freeze(ctx context.Context, actor audit.Actor, orgID, id uuid.
 		if err := checkTransition(string(d.Status), StatusReady); err != nil {
 			return err
 		}
-		frozen, err := freezeItems(ctx, tx, d, actor.Label)
+		// Members are read on other connections while the transaction
+		// copies the ones read before: the dataset's lock keeps them still.
+		frozen, err := freezeItems(ctx, tx, db.New(s.Pool), d, actor.Label)
 		if err != nil {
 			return err
 		}
@@ -69,9 +72,10 @@ type frozenVersion struct {
 }
 
 // freezeItems copies the members into a new version inside tx. Items are
-// read a page at a time and written with COPY, so memory holds only the
-// split keys and one 32-byte hash per item.
-func freezeItems(ctx context.Context, tx pgx.Tx, d db.TrainingDataset, by string) (frozenVersion, error) {
+// read a page at a time on read's connections, while the page before is
+// written with COPY in tx, so memory holds only the split keys, one 32-byte
+// hash per item and a few pages.
+func freezeItems(ctx context.Context, tx pgx.Tx, read *db.Queries, d db.TrainingDataset, by string) (frozenVersion, error) {
 	q := db.New(tx)
 	kind := KindOf(string(d.DatasetType))
 	cfg := SplitConfig{Strategy: string(d.SplitStrategy), ValidationPercent: int(d.ValidationPercent), Seed: d.SplitSeed}
@@ -127,7 +131,7 @@ func freezeItems(ctx context.Context, tx pgx.Tx, d db.TrainingDataset, by string
 		return err
 	}
 
-	err = eachMember(ctx, spq, d, func(source uuid.UUID, e Example) error {
+	err = eachMember(ctx, read, d, func(source uuid.UUID, e Example) error {
 		if err := add(source, e); err != nil {
 			return err
 		}
@@ -188,49 +192,83 @@ func memberNoun(kind string) string {
 	return "approved or corrected feedback"
 }
 
-// eachMember calls fn with every member's example, reading a page at a
-// time by id. A page is read completely before fn runs, so fn may use the
-// same connection (to COPY, for instance).
-func eachMember(ctx context.Context, q *db.Queries, d db.TrainingDataset, fn func(source uuid.UUID, e Example) error) error {
-	after := uuid.Nil
-	if KindOf(string(d.DatasetType)) == KindPreference {
-		for {
-			rows, err := q.DatasetMemberListPairContents(ctx, db.DatasetMemberListPairContentsParams{DatasetID: d.ID, After: after, RowLimit: readPage})
-			if err != nil {
-				return err
+// member is one member's example, or the error reading it.
+type member struct {
+	source uuid.UUID
+	ex     Example
+}
+
+// eachMember calls fn with every member's example, in id order. Pages are
+// read by a goroutine on read's own connections, a few pages ahead, while
+// fn works on the page before: fn may use another connection (the freeze's
+// transaction, to COPY) at the same time.
+func eachMember(ctx context.Context, read *db.Queries, d db.TrainingDataset, fn func(source uuid.UUID, e Example) error) error {
+	pages := make(chan []member, 2)
+	g, gctx := errgroup.WithContext(ctx)
+	g.Go(func() error {
+		defer close(pages)
+		send := func(p []member) error {
+			select {
+			case pages <- p:
+				return nil
+			case <-gctx.Done():
+				return gctx.Err()
 			}
-			for _, r := range rows {
-				e, err := pairExample(r.Prompt, r.SystemPrompt, r.ChosenResponse, r.RejectedResponse, d.SystemPrompt)
+		}
+		after := uuid.Nil
+		for {
+			var page []member
+			var n int
+			if KindOf(string(d.DatasetType)) == KindPreference {
+				rows, err := read.DatasetMemberListPairContents(gctx, db.DatasetMemberListPairContentsParams{DatasetID: d.ID, After: after, RowLimit: memberPage})
 				if err != nil {
-					return fmt.Errorf("pair %s: %w", r.ID, err)
+					return err
 				}
-				if err := fn(r.ID, e); err != nil {
+				for _, r := range rows {
+					e, err := pairExample(r.Prompt, r.SystemPrompt, r.ChosenResponse, r.RejectedResponse, d.SystemPrompt)
+					if err != nil {
+						return fmt.Errorf("pair %s: %w", r.ID, err)
+					}
+					page = append(page, member{r.ID, e})
+				}
+				n = len(rows)
+			} else {
+				rows, err := read.DatasetMemberListFeedbackContents(gctx, db.DatasetMemberListFeedbackContentsParams{DatasetID: d.ID, After: after, RowLimit: memberPage})
+				if err != nil {
+					return err
+				}
+				for _, r := range rows {
+					e, err := feedbackExample(r.Query, r.Response, r.Correction, string(r.Status), r.Context, d.SystemPrompt)
+					if err != nil {
+						return fmt.Errorf("feedback %s: %w", r.ID, err)
+					}
+					page = append(page, member{r.ID, e})
+				}
+				n = len(rows)
+			}
+			if n > 0 {
+				if err := send(page); err != nil {
+					return err
+				}
+				after = page[len(page)-1].source
+			}
+			if n < memberPage {
+				return nil
+			}
+		}
+	})
+	g.Go(func() error {
+		for page := range pages {
+			for _, m := range page {
+				if err := fn(m.source, m.ex); err != nil {
 					return err
 				}
 			}
-			if len(rows) < readPage {
-				return nil
-			}
-			after = rows[len(rows)-1].ID
 		}
-	}
-	for {
-		rows, err := q.DatasetMemberListFeedbackContents(ctx, db.DatasetMemberListFeedbackContentsParams{DatasetID: d.ID, After: after, RowLimit: readPage})
-		if err != nil {
-			return err
-		}
-		for _, r := range rows {
-			e, err := feedbackExample(r.Query, r.Response, r.Correction, string(r.Status), r.Context, d.SystemPrompt)
-			if err != nil {
-				return fmt.Errorf("feedback %s: %w", r.ID, err)
-			}
-			if err := fn(r.ID, e); err != nil {
-				return err
-			}
-		}
-		if len(rows) < readPage {
-			return nil
-		}
-		after = rows[len(rows)-1].ID
-	}
+		return nil
+	})
+	return g.Wait()
 }
+
+// memberPage is how many members a page of eachMember holds.
+const memberPage = 2000

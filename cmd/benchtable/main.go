@@ -1,0 +1,95 @@
+// Command benchtable reads `go test -bench` output on stdin (as make bench
+// runs it) and prints one table: each workload, Curate's figure, the raw
+// PostgreSQL figure measured in the same run, their ratio against its goal,
+// and peak memory where it matters. Benchmark lines pass through first, so
+// nothing is hidden.
+package main
+
+import (
+	"bufio"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+)
+
+// metrics are one benchmark's reported figures by unit.
+type metrics map[string]float64
+
+func parse(line string) (string, metrics, bool) {
+	f := strings.Fields(line)
+	if len(f) < 3 || !strings.HasPrefix(f[0], "Benchmark") {
+		return "", nil, false
+	}
+	name := f[0]
+	if i := strings.LastIndex(name, "-"); i > 0 {
+		name = name[:i] // the GOMAXPROCS suffix
+	}
+	m := metrics{}
+	for i := 2; i+1 < len(f); i += 2 {
+		v, err := strconv.ParseFloat(f[i], 64)
+		if err != nil {
+			continue
+		}
+		m[f[i+1]] = v
+	}
+	return name, m, true
+}
+
+func main() {
+	found := map[string]metrics{}
+	sc := bufio.NewScanner(os.Stdin)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		fmt.Println(line)
+		if name, m, ok := parse(line); ok {
+			found[name] = m
+		}
+	}
+	w := tabwriter.NewWriter(os.Stdout, 2, 4, 2, ' ', tabwriter.AlignRight|tabwriter.Debug)
+	fmt.Println()
+	fmt.Fprintln(w, "workload\tCurate\traw PostgreSQL\tratio\tgoal\tpeak memory\t")
+	row := func(workload, curate, raw, ratio, goal, mem string) {
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t\n", workload, curate, raw, ratio, goal, mem)
+	}
+	if m, ok := found["BenchmarkFeedbackPost"]; ok {
+		row("single feedback POST, 32 clients", rate(m["api_req/s"], "req/s"), rate(m["insert_rows/s"], "INSERT/s"),
+			pct(m["api_%_of_raw"]), "≥ 70%", "")
+	}
+	if m, ok := found["BenchmarkFeedbackBatch"]; ok {
+		row("batch ingest (10,000 a request)", rate(m["api_rows/s"], "rows/s"), rate(m["copy_rows/s"], "COPY rows/s"), pct(m["api_%_of_raw"]), "", "")
+	}
+	if m, ok := found["BenchmarkExport"]; ok {
+		n := fmt.Sprintf("%.0f", m["rows"])
+		row("export of "+n+" pairs (report read back)", rate(m["export_rows/s"], "rows/s"), rate(m["pg_copy_json_rows/s"], "COPY TO rows/s"),
+			pct(m["export_%_of_copy"]), "≥ 50%", fmt.Sprintf("%.0f MiB RSS (≤ 150)", m["vmhwm_MiB"]))
+		row("freeze of "+n+" pairs", fmt.Sprintf("%.1f s", m["freeze_s"]), "", "", "≤ 30 s at 1M", "")
+		row("validation report of "+n+" pairs, once", fmt.Sprintf("%.1f s", m["report_once_s"]), "", "", "", "")
+	}
+	if m, ok := found["BenchmarkQueuePage"]; ok {
+		for _, f := range []string{"typical", "middle_page", "search", "tag_model"} {
+			if _, ok := m[f+"_server_p95_ms"]; !ok {
+				continue
+			}
+			row("queue page p95, "+strings.ReplaceAll(f, "_", " "), fmt.Sprintf("%.1f ms", m[f+"_server_p95_ms"]),
+				fmt.Sprintf("%.1f ms", m[f+"_sql_p95_ms"]), fmt.Sprintf("%.2f×", m[f+"_server/sql"]), "≤ 3×", "")
+		}
+	}
+	w.Flush()
+}
+
+func rate(v float64, unit string) string {
+	if v == 0 {
+		return "—"
+	}
+	return fmt.Sprintf("%.0f %s", v, unit)
+}
+
+func pct(v float64) string {
+	if v == 0 {
+		return "—"
+	}
+	return fmt.Sprintf("%.0f%%", v)
+}
