@@ -58,9 +58,11 @@ type Judgement struct {
 	// Invalid, when set, is why there is no score: Score means nothing.
 	Invalid string `json:"invalid,omitempty"`
 	// Cached is true when the judgement came from the cache (no call).
-	Cached bool           `json:"cached"`
-	Calls  int            `json:"calls"`
-	Cost   pricing.Micros `json:"cost_micros"`
+	Cached bool `json:"cached"`
+	// Calls is how many judge calls were logged for it (retries of a
+	// 429 or 5xx inside one call are not billed and not counted).
+	Calls int            `json:"calls"`
+	Cost  pricing.Micros `json:"cost_micros"`
 }
 
 // AsScore is the judgement as a scorer's result.
@@ -148,7 +150,7 @@ func (s *Service) Judge(ctx context.Context, orgID uuid.UUID, r Request) (Judgem
 			call.Outcome = "failed"
 		}
 		if resp.Tries > 0 {
-			out.Calls += resp.Tries
+			out.Calls++
 			out.Cost += pricing.Micros(call.CostMicros)
 			if lerr := q.JudgeCallInsert(ctx, call); lerr != nil {
 				return out, lerr
