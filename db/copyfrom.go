@@ -9,6 +9,42 @@ import (
 	"context"
 )
 
+// iteratorForCodebookVersionRuleInsertMany implements pgx.CopyFromSource.
+type iteratorForCodebookVersionRuleInsertMany struct {
+	rows                 []CodebookVersionRuleInsertManyParams
+	skippedFirstNextCall bool
+}
+
+func (r *iteratorForCodebookVersionRuleInsertMany) Next() bool {
+	if len(r.rows) == 0 {
+		return false
+	}
+	if !r.skippedFirstNextCall {
+		r.skippedFirstNextCall = true
+		return true
+	}
+	r.rows = r.rows[1:]
+	return len(r.rows) > 0
+}
+
+func (r iteratorForCodebookVersionRuleInsertMany) Values() ([]interface{}, error) {
+	return []interface{}{
+		r.rows[0].VersionID,
+		r.rows[0].Position,
+		r.rows[0].RuleID,
+		r.rows[0].Section,
+		r.rows[0].Content,
+	}, nil
+}
+
+func (r iteratorForCodebookVersionRuleInsertMany) Err() error {
+	return nil
+}
+
+func (q *Queries) CodebookVersionRuleInsertMany(ctx context.Context, arg []CodebookVersionRuleInsertManyParams) (int64, error) {
+	return q.db.CopyFrom(ctx, []string{"codebook_version_rules"}, []string{"version_id", "position", "rule_id", "section", "content"}, &iteratorForCodebookVersionRuleInsertMany{rows: arg})
+}
+
 // iteratorForDatasetVersionItemInsertMany implements pgx.CopyFromSource.
 type iteratorForDatasetVersionItemInsertMany struct {
 	rows                 []DatasetVersionItemInsertManyParams

@@ -644,6 +644,49 @@ func (ns NullRiverJobState) Value() (driver.Value, error) {
 	return string(ns.RiverJobState), nil
 }
 
+type RuleStatus string
+
+const (
+	RuleStatusDraft   RuleStatus = "draft"
+	RuleStatusActive  RuleStatus = "active"
+	RuleStatusRetired RuleStatus = "retired"
+)
+
+func (e *RuleStatus) Scan(src interface{}) error {
+	switch s := src.(type) {
+	case []byte:
+		*e = RuleStatus(s)
+	case string:
+		*e = RuleStatus(s)
+	default:
+		return fmt.Errorf("unsupported scan type for RuleStatus: %T", src)
+	}
+	return nil
+}
+
+type NullRuleStatus struct {
+	RuleStatus RuleStatus `json:"rule_status"`
+	Valid      bool       `json:"valid"` // Valid is true if RuleStatus is not NULL
+}
+
+// Scan implements the Scanner interface.
+func (ns *NullRuleStatus) Scan(value interface{}) error {
+	if value == nil {
+		ns.RuleStatus, ns.Valid = "", false
+		return nil
+	}
+	ns.Valid = true
+	return ns.RuleStatus.Scan(value)
+}
+
+// Value implements the driver Valuer interface.
+func (ns NullRuleStatus) Value() (driver.Value, error) {
+	if !ns.Valid {
+		return nil, nil
+	}
+	return string(ns.RuleStatus), nil
+}
+
 type SplitStrategy string
 
 const (
@@ -805,6 +848,55 @@ type BestOfNResponse struct {
 	RewardScore      float64         `json:"reward_score"`
 	CreatedByLabel   string          `json:"created_by_label"`
 	CreatedAt        time.Time       `json:"created_at"`
+}
+
+type Codebook struct {
+	ID        uuid.UUID `json:"id"`
+	OrgID     uuid.UUID `json:"org_id"`
+	Name      string    `json:"name"`
+	CreatedAt time.Time `json:"created_at"`
+}
+
+type CodebookRule struct {
+	ID                uuid.UUID   `json:"id"`
+	OrgID             uuid.UUID   `json:"org_id"`
+	CodebookID        uuid.UUID   `json:"codebook_id"`
+	Section           string      `json:"section"`
+	Content           string      `json:"content"`
+	Status            RuleStatus  `json:"status"`
+	Helpful           int32       `json:"helpful"`
+	Harmful           int32       `json:"harmful"`
+	Neutral           int32       `json:"neutral"`
+	SourceFeedbackIds []uuid.UUID `json:"source_feedback_ids"`
+	Version           int32       `json:"version"`
+	CreatedByLabel    string      `json:"created_by_label"`
+	CreatedAt         time.Time   `json:"created_at"`
+	UpdatedAt         time.Time   `json:"updated_at"`
+}
+
+type CodebookRuleUse struct {
+	FeedbackID uuid.UUID `json:"feedback_id"`
+	RuleID     uuid.UUID `json:"rule_id"`
+	Outcome    string    `json:"outcome"`
+}
+
+type CodebookVersion struct {
+	ID               uuid.UUID `json:"id"`
+	OrgID            uuid.UUID `json:"org_id"`
+	CodebookID       uuid.UUID `json:"codebook_id"`
+	Version          int32     `json:"version"`
+	ContentHash      string    `json:"content_hash"`
+	PublishedByLabel string    `json:"published_by_label"`
+	CreatedAt        time.Time `json:"created_at"`
+}
+
+type CodebookVersionRule struct {
+	VersionID uuid.UUID   `json:"version_id"`
+	Position  int32       `json:"position"`
+	RuleID    uuid.UUID   `json:"rule_id"`
+	Section   string      `json:"section"`
+	Content   string      `json:"content"`
+	Search    interface{} `json:"search"`
 }
 
 type DatasetExport struct {

@@ -18,6 +18,7 @@ import (
 	"github.com/curate/curate/internal/audit"
 	"github.com/curate/curate/internal/auth"
 	"github.com/curate/curate/internal/bestofn"
+	"github.com/curate/curate/internal/codebook"
 	"github.com/curate/curate/internal/datasets"
 	"github.com/curate/curate/internal/endpoints"
 	"github.com/curate/curate/internal/eval"
@@ -66,6 +67,8 @@ type Handlers struct {
 	BestOfN *bestofn.Service
 	// Experiments runs A/B experiments between model versions.
 	Experiments *experiments.Service
+	// Codebooks keeps the rules assistants retrieve.
+	Codebooks *codebook.Service
 	// Alerts lists, dismisses and configures alerts.
 	Alerts *alerts.Service
 	// FeedbackStats sums up feedback for the stats page.

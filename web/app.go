@@ -84,7 +84,7 @@ func New(cfg config.Config, pool *pgxpool.Pool, log *slog.Logger) (*App, error) 
 		handlers: &handlers.Handlers{Log: log,
 			Accounts: svc.Accounts, Importer: svc.Imports, Datasets: svc.Datasets, FineTune: svc.FineTune,
 			Feedback: svc.Feedback, Pairs: svc.Pairs, Models: svc.Models, Serving: svc.Serving, Eval: svc.Eval, Reward: svc.Reward,
-			Endpoints: svc.Endpoints, Judge: svc.Judge, BestOfN: svc.BestOfN, Experiments: svc.Experiments,
+			Endpoints: svc.Endpoints, Judge: svc.Judge, BestOfN: svc.BestOfN, Experiments: svc.Experiments, Codebooks: svc.Codebooks,
 			Alerts: svc.Alerts, FeedbackStats: svc.FeedbackStats, AuditLog: svc.AuditLog, Health: svc.Health,
 			Overview:    svc.Overview,
 			Sessions:    handlers.NewSessions(hashKey, blockKey, cfg.SessionTTL),

@@ -189,6 +189,16 @@ func Routes(h *handlers.Handlers) []Route {
 		{POST, "/api/best-of-n", auth.Curator, h.APIBestOfN},
 		{POST, "/api/stats/analyze", auth.Viewer, h.APIStatsAnalyze},
 
+		// Codebooks.
+		{POST, "/api/codebooks/:name/rules", auth.Curator, h.APICodebookRuleCreate},
+		{GET, "/api/codebooks/:name/rules", auth.Viewer, h.APICodebookRuleList},
+		{PATCH, "/api/codebooks/:name/rules/:id", auth.Curator, h.APICodebookRulePatch},
+		{POST, "/api/codebooks/:name/publish", auth.Curator, h.APICodebookPublish},
+		{GET, "/api/codebooks/:name", auth.Viewer, h.APICodebookGet},
+		{POST, "/api/codebooks/:name/retrieve", auth.Viewer, h.APICodebookRetrieve},
+		{GET, "/api/codebooks/:name/export", auth.Viewer, h.APICodebookExport},
+		{POST, "/api/codebooks/:name/import", auth.Admin, h.APICodebookImport},
+
 		// A/B experiments.
 		{GET, "/experiments", auth.Viewer, h.ExperimentList},
 		{GET, "/experiments/:key", auth.Viewer, h.ExperimentPanel},

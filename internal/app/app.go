@@ -18,6 +18,7 @@ import (
 	"github.com/curate/curate/internal/audit"
 	"github.com/curate/curate/internal/bestofn"
 	"github.com/curate/curate/internal/blobstore"
+	"github.com/curate/curate/internal/codebook"
 	"github.com/curate/curate/internal/config"
 	"github.com/curate/curate/internal/datasets"
 	"github.com/curate/curate/internal/endpoints"
@@ -85,6 +86,8 @@ type Services struct {
 	BestOfN *bestofn.Service
 	// Experiments runs A/B experiments between model versions.
 	Experiments *experiments.Service
+	// Codebooks keeps the rules assistants retrieve at inference time.
+	Codebooks *codebook.Service
 	// Overview counts the start page's waiting work.
 	Overview *overview.Service
 }
@@ -158,6 +161,7 @@ func New(cfg config.Config, pool *pgxpool.Pool, log *slog.Logger) (*Services, er
 		Judge:         jd,
 		BestOfN:       &bestofn.Service{Pool: pool, Judge: jd, Endpoints: eps, Models: reg},
 		Experiments:   &experiments.Service{Pool: pool, Models: reg},
+		Codebooks:     &codebook.Service{Pool: pool},
 		Overview:      &overview.Service{Pool: pool},
 	}, nil
 }

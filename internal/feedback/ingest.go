@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"errors"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode"
@@ -38,6 +39,26 @@ func (s *Service) Ingest(ctx context.Context, orgID uuid.UUID, source string, it
 	if err := attribute(ctx, q, orgID, it, &row, ""); err != nil {
 		return db.Feedback{}, false, err
 	}
+	if len(it.CodebookRules) > 0 {
+		// The item and its rules' counters in one transaction.
+		if err := checkRules(ctx, q, orgID, it, ""); err != nil {
+			return db.Feedback{}, false, err
+		}
+		var f db.Feedback
+		created := false
+		err := db.InTx(ctx, s.Pool, func(_ pgx.Tx, q *db.Queries) error {
+			var err error
+			if f, err = q.FeedbackInsert(ctx, db.FeedbackInsertParams(row)); errors.Is(err, pgx.ErrNoRows) {
+				f, err = q.FeedbackGetByExternalID(ctx, db.FeedbackGetByExternalIDParams{OrgID: orgID, ExternalID: row.ExternalID})
+				return err
+			} else if err != nil {
+				return err
+			}
+			created = true
+			return countRules(ctx, q, f.ID, it)
+		})
+		return f, created, err
+	}
 	f, err := q.FeedbackInsert(ctx, db.FeedbackInsertParams(row))
 	if errors.Is(err, pgx.ErrNoRows) { // ON CONFLICT DO NOTHING: already stored
 		f, err = q.FeedbackGetByExternalID(ctx, db.FeedbackGetByExternalIDParams{OrgID: orgID, ExternalID: row.ExternalID})
@@ -65,12 +86,25 @@ func (s *Service) IngestBatch(ctx context.Context, orgID uuid.UUID, source strin
 	return retryOnUnique(func() (res BatchResult, err error) {
 		err = db.InTx(ctx, s.Pool, func(_ pgx.Tx, q *db.Queries) error {
 			for i := range items {
-				if err := attribute(ctx, q, orgID, items[i], &rows[i], "items["+strconv.Itoa(i)+"]."); err != nil {
+				field := "items[" + strconv.Itoa(i) + "]."
+				if err := attribute(ctx, q, orgID, items[i], &rows[i], field); err != nil {
+					return err
+				}
+				if err := checkRules(ctx, q, orgID, items[i], field); err != nil {
 					return err
 				}
 			}
-			res, err = copyRows(ctx, q, orgID, rows)
-			return err
+			if res, err = copyRows(ctx, q, orgID, rows); err != nil {
+				return err
+			}
+			for i := range items {
+				if len(items[i].CodebookRules) > 0 && slices.Contains(res.IDs, rows[i].ID) {
+					if err := countRules(ctx, q, rows[i].ID, items[i]); err != nil {
+						return err
+					}
+				}
+			}
+			return nil
 		})
 		return res, err
 	})

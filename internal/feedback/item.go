@@ -7,6 +7,7 @@ package feedback
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/google/uuid"
 	"strings"
 	"unicode/utf8"
 
@@ -54,14 +55,17 @@ type Item struct {
 	ExperimentArm string          `json:"experiment_arm,omitempty"`
 	// Experiment is an experiment's key: the feedback counts for the arm
 	// the experiment assigned its user_id.
-	Experiment   string      `json:"experiment,omitempty"`
-	FeedbackType string      `json:"feedback_type"`
-	Rating       *int        `json:"rating,omitempty"`
-	Dimensions   *Dimensions `json:"dimensions,omitempty"`
-	Comment      string      `json:"comment,omitempty"`
-	Correction   string      `json:"correction,omitempty"`
-	LatencyMS    *int        `json:"latency_ms,omitempty"`
-	Tags         []string    `json:"tags,omitempty"`
+	Experiment string `json:"experiment,omitempty"`
+	// CodebookRules are the codebook rules the answer used: each counts
+	// this feedback once as helpful, harmful or neutral.
+	CodebookRules []uuid.UUID `json:"codebook_rules,omitempty"`
+	FeedbackType  string      `json:"feedback_type"`
+	Rating        *int        `json:"rating,omitempty"`
+	Dimensions    *Dimensions `json:"dimensions,omitempty"`
+	Comment       string      `json:"comment,omitempty"`
+	Correction    string      `json:"correction,omitempty"`
+	LatencyMS     *int        `json:"latency_ms,omitempty"`
+	Tags          []string    `json:"tags,omitempty"`
 	// Rank among sibling answers to one prompt (0 = best) and the group's
 	// key; set by imports that know rankings.
 	Rank      *int   `json:"rank,omitempty"`

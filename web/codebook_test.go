@@ -1,0 +1,161 @@
+package web_test
+
+import (
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/curate/curate/web/webtest"
+)
+
+type ruleDoc struct {
+	ID      string `json:"id"`
+	Section string `json:"section"`
+	Content string `json:"content"`
+	Status  string `json:"status"`
+	Helpful int    `json:"helpful"`
+	Harmful int    `json:"harmful"`
+	Neutral int    `json:"neutral"`
+	Version int    `json:"version"`
+}
+
+type publishedDoc struct {
+	Version     int       `json:"version"`
+	ContentHash string    `json:"content_hash"`
+	Rules       []ruleDoc `json:"rules"`
+	Prompt      string    `json:"prompt"`
+}
+
+// The codebook API's contract: rules made (one from a corrected feedback
+// item), published with a content hash, served with a prompt cut to a
+// token budget and an ETag, retrieved by relevance, counted from feedback
+// that names them (once per item), edited with If-Match, and exported then
+// imported into another codebook with the same published hash.
+func TestCodebookAPI(t *testing.T) {
+	t.Parallel()
+	s := webtest.New(t, webtest.Options{})
+	org := s.Org("acme")
+	curator := s.APIKey(org, "curation", "curator")
+	admin := s.APIKey(org, "ops", "admin")
+	viewer := s.APIKey(org, "assistant", "viewer")
+
+	var item struct {
+		ID string `json:"id"`
+	}
+	s.API(curator, http.MethodPost, "/api/feedback", map[string]any{"query": "Can I get a refund after 30 days?", "response": "Yes, always.",
+		"feedback_type": "correction", "correction": "Refunds are possible within 14 days of purchase only."}).Must(t, http.StatusCreated).JSON(t, &item)
+
+	var refund, other ruleDoc
+	s.API(curator, http.MethodPost, "/api/codebooks/support/rules", map[string]any{"section": "billing",
+		"content": "When asked about refunds, say they are possible within 14 days of purchase only.", "status": "active",
+		"source_feedback_ids": []string{item.ID}}).Must(t, http.StatusCreated).JSON(t, &refund)
+	if refund.ID == "" || refund.Section != "billing" || refund.Status != "active" || refund.Helpful != 0 {
+		t.Fatalf("created %+v", refund)
+	}
+	s.API(curator, http.MethodPost, "/api/codebooks/support/rules", map[string]any{"section": "Accounts",
+		"content": "To reset a password, point to Settings, Security, Reset password.", "status": "active"}).
+		Must(t, http.StatusCreated).JSON(t, &other)
+	s.API(curator, http.MethodPost, "/api/codebooks/support/rules", map[string]any{"section": "billing", "content": "A draft rule.", "status": "draft"}).
+		Must(t, http.StatusCreated)
+	var p problemDoc
+	s.API(curator, http.MethodPost, "/api/codebooks/support/rules", map[string]any{"content": "", "status": "maybe", "source_feedback_ids": []string{"00000000-0000-0000-0000-000000000001"}}).
+		Must(t, http.StatusUnprocessableEntity).JSON(t, &p)
+	if p.fields() != "content,status" {
+		t.Errorf("a bad rule named %q", p.fields())
+	}
+	s.API(viewer, http.MethodPost, "/api/codebooks/support/rules", map[string]any{"content": "x"}).Must(t, http.StatusForbidden)
+	s.API(viewer, http.MethodGet, "/api/codebooks/support", nil).Must(t, http.StatusConflict) // nothing published yet
+
+	var pub publishedDoc
+	s.API(curator, http.MethodPost, "/api/codebooks/support/publish", nil).Must(t, http.StatusCreated).JSON(t, &pub)
+	if pub.Version != 1 || len(pub.ContentHash) != 64 || len(pub.Rules) != 2 {
+		t.Fatalf("published %+v", pub)
+	}
+	s.API(curator, http.MethodPost, "/api/codebooks/support/publish", nil).Must(t, http.StatusOK) // nothing changed
+
+	res := s.API(viewer, http.MethodGet, "/api/codebooks/support?budget_tokens=1000", nil).Must(t, http.StatusOK)
+	var got publishedDoc
+	res.JSON(t, &got)
+	if got.ContentHash != pub.ContentHash || !strings.Contains(got.Prompt, "## ACCOUNTS\n["+other.ID+"] helpful=0 harmful=0 :: To reset") ||
+		!strings.Contains(got.Prompt, "## BILLING") {
+		t.Errorf("served %+v", got)
+	}
+	small := publishedDoc{}
+	s.API(viewer, http.MethodGet, "/api/codebooks/support?budget_tokens=70", nil).Must(t, http.StatusOK).JSON(t, &small)
+	if strings.Contains(small.Prompt, "BILLING") || !strings.Contains(small.Prompt, "ACCOUNTS") {
+		t.Errorf("a 70-token budget kept %q", small.Prompt)
+	}
+	etag := res.Header.Get("ETag")
+	if r := s.Client().Do(http.MethodGet, "/api/codebooks/support?budget_tokens=1000", nil,
+		http.Header{"Authorization": {"Bearer " + viewer}, "If-None-Match": {etag}}); r.Status != http.StatusNotModified {
+		t.Errorf("polling with the ETag: %d", r.Status)
+	}
+
+	var found struct {
+		Version int `json:"version"`
+		Rules   []struct {
+			ID    string  `json:"id"`
+			Score float64 `json:"score"`
+		} `json:"rules"`
+	}
+	s.API(viewer, http.MethodPost, "/api/codebooks/support/retrieve", map[string]any{"query": "Can I get a refund after 30 days?", "k": 5}).
+		Must(t, http.StatusOK).JSON(t, &found)
+	if found.Version != 1 || len(found.Rules) == 0 || found.Rules[0].ID != refund.ID || found.Rules[0].Score <= 0 {
+		t.Errorf("retrieved %+v", found)
+	}
+	s.API(viewer, http.MethodPost, "/api/codebooks/support/retrieve", map[string]any{"query": strings.Repeat("q", 2001), "k": 0}).
+		Must(t, http.StatusUnprocessableEntity).JSON(t, &p)
+	if p.fields() != "query,k" {
+		t.Errorf("a bad retrieve named %q", p.fields())
+	}
+	s.API(viewer, http.MethodPost, "/api/codebooks/nothing/retrieve", map[string]any{"query": "q"}).Must(t, http.StatusNotFound)
+
+	// Feedback naming the rule: a thumbs-down counts as harmful, once.
+	fb := map[string]any{"external_id": "fb-1", "query": "Refund?", "response": "Within 14 days.", "feedback_type": "thumbs_down",
+		"codebook_rules": []string{refund.ID}}
+	s.API(curator, http.MethodPost, "/api/feedback", fb).Must(t, http.StatusCreated)
+	s.API(curator, http.MethodPost, "/api/feedback", fb).Must(t, http.StatusOK) // the same item again
+	s.API(curator, http.MethodPost, "/api/feedback", map[string]any{"query": "q", "response": "r", "feedback_type": "thumbs_up",
+		"codebook_rules": []string{refund.ID, "00000000-0000-0000-0000-000000000002"}}).Must(t, http.StatusUnprocessableEntity).JSON(t, &p)
+	if p.fields() != "codebook_rules[1]" {
+		t.Errorf("an unknown rule named %q", p.fields())
+	}
+	s.API(viewer, http.MethodGet, "/api/codebooks/support", nil).Must(t, http.StatusOK).JSON(t, &got)
+	for _, r := range got.Rules {
+		if r.ID == refund.ID && (r.Harmful != 1 || r.Helpful != 0) {
+			t.Errorf("the rule's counters after one thumbs-down: %+v", r)
+		}
+	}
+
+	// Two curators edit one rule: the second, stale, gets 409 with the text.
+	edit := map[string]any{"section": "billing", "content": "Refunds: within 14 days of purchase, with the receipt.", "status": "active"}
+	r := s.Client().Do(http.MethodPatch, "/api/codebooks/support/rules/"+refund.ID, strings.NewReader(mustJSON(t, edit)),
+		http.Header{"Authorization": {"Bearer " + curator}, "Content-Type": {"application/json"}, "If-Match": {`W/"1"`}})
+	if r.Status != http.StatusOK {
+		t.Fatalf("first edit: %d %s", r.Status, r.Body)
+	}
+	r = s.Client().Do(http.MethodPatch, "/api/codebooks/support/rules/"+refund.ID, strings.NewReader(mustJSON(t, edit)),
+		http.Header{"Authorization": {"Bearer " + curator}, "Content-Type": {"application/json"}, "If-Match": {`W/"1"`}})
+	if r.Status != http.StatusConflict || !strings.Contains(r.Body, "with the receipt") {
+		t.Errorf("stale edit: %d %s", r.Status, r.Body)
+	}
+
+	// Export, then import into a new codebook: the same published hash.
+	s.API(curator, http.MethodPost, "/api/codebooks/support/publish", nil).Must(t, http.StatusCreated).JSON(t, &pub)
+	text := s.API(viewer, http.MethodGet, "/api/codebooks/support/export", nil).Must(t, http.StatusOK).Body
+	if !strings.HasPrefix(text, "## ACCOUNTS\n") {
+		t.Errorf("export:\n%s", text)
+	}
+	bad := s.Client().Do(http.MethodPost, "/api/codebooks/copy/import", strings.NewReader("## BILLING\nnot a rule\n"),
+		http.Header{"Authorization": {"Bearer " + admin}, "Content-Type": {"text/plain"}})
+	if bad.Status != http.StatusUnprocessableEntity || !strings.Contains(bad.Body, "line 2") {
+		t.Errorf("a malformed import: %d %s", bad.Status, bad.Body)
+	}
+	imported := s.Client().Do(http.MethodPost, "/api/codebooks/copy/import", strings.NewReader(text),
+		http.Header{"Authorization": {"Bearer " + admin}, "Content-Type": {"text/plain"}})
+	var again publishedDoc
+	imported.Must(t, http.StatusCreated).JSON(t, &again)
+	if again.ContentHash != pub.ContentHash {
+		t.Errorf("import published %s, the export's source %s", again.ContentHash, pub.ContentHash)
+	}
+}
