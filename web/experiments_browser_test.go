@@ -142,7 +142,14 @@ func TestBrowserABPanel(t *testing.T) {
 	var r struct {
 		Version string `json:"version"`
 	}
-	s.API(admin, http.MethodGet, "/api/models/resolve?name=support&alias=production", nil).Must(t, http.StatusOK).JSON(t, &r)
+	// The page lists the staging deployment, already succeeded: wait for
+	// the production one.
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		s.API(admin, http.MethodGet, "/api/models/resolve?name=support&alias=production", nil).Must(t, http.StatusOK).JSON(t, &r)
+		if r.Version == "1.1.0" || time.Now().After(deadline) {
+			break
+		}
+	}
 	if r.Version != "1.1.0" {
 		t.Errorf("production resolves to %q", r.Version)
 	}

@@ -130,7 +130,14 @@ func TestBrowserRegistryFlow(t *testing.T) {
 		Version string `json:"version"`
 		Model   string `json:"model"`
 	}
-	s.API(key, http.MethodGet, "/api/models/resolve?name="+resolveName(t, s, key)+"&alias=production", nil).Must(t, http.StatusOK).JSON(t, &r)
+	// The version page already lists 1.0.0's first, succeeded deployment:
+	// the rollback's own may still be running. Wait for the alias to move.
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		s.API(key, http.MethodGet, "/api/models/resolve?name="+resolveName(t, s, key)+"&alias=production", nil).Must(t, http.StatusOK).JSON(t, &r)
+		if r.Version == "1.0.0" || time.Now().After(deadline) {
+			break
+		}
+	}
 	if r.Version != "1.0.0" || len(vllm.Loaded()) == 0 {
 		t.Errorf("resolved after rollback %+v; vLLM serves %v", r, vllm.Loaded())
 	}
