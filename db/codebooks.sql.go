@@ -538,14 +538,16 @@ func (q *Queries) CodebookVersionRuleList(ctx context.Context, versionID uuid.UU
 }
 
 const codebookVersionRuleListRelevant = `-- name: CodebookVersionRuleListRelevant :many
-WITH q AS (
-    SELECT to_tsquery('english', replace(plainto_tsquery('english', $1)::text, ' & ', ' | ')) AS ts
+WITH fts AS (
+    SELECT position, ts_rank_cd(search, to_tsquery('english', replace(plainto_tsquery('english', $1)::text, ' & ', ' | '))) AS rank
+    FROM codebook_version_rules
+    WHERE version_id = $2 AND search @@ to_tsquery('english', replace(plainto_tsquery('english', $1)::text, ' & ', ' | '))
+    ORDER BY rank DESC
+    LIMIT 50
 )
-SELECT rule_id, section, content,
-       (ts_rank_cd(search, q.ts) + word_similarity($1, content))::float8 AS score
-FROM codebook_version_rules, q
-WHERE version_id = $2 AND (search @@ q.ts OR $1 <% content)
-ORDER BY score DESC, position
+SELECT r.rule_id, r.section, r.content, (f.rank + word_similarity($1, r.content))::float8 AS score
+FROM fts f JOIN codebook_version_rules r ON r.version_id = $2 AND r.position = f.position
+ORDER BY score DESC, r.position
 LIMIT $3
 `
 
@@ -562,9 +564,10 @@ type CodebookVersionRuleListRelevantRow struct {
 	Score   float64   `json:"score"`
 }
 
-// The k rules of a published version most relevant to a query: full-text
-// rank plus trigram similarity, among rules matching either.
-// The query's words are OR-ed: a rule need not hold every word asked.
+// The k rules of a published version most relevant to a query: the 50
+// best by full-text rank (the query's words OR-ed, so a rule need not hold
+// every word asked), ordered again with their trigram word similarity to
+// the query added. The tsquery is written out, a constant to the planner.
 func (q *Queries) CodebookVersionRuleListRelevant(ctx context.Context, arg CodebookVersionRuleListRelevantParams) ([]CodebookVersionRuleListRelevantRow, error) {
 	rows, err := q.db.Query(ctx, codebookVersionRuleListRelevant, arg.Query, arg.VersionID, arg.K)
 	if err != nil {

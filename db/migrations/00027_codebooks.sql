@@ -58,7 +58,6 @@ CREATE TABLE codebook_version_rules (
     PRIMARY KEY (version_id, position)
 );
 CREATE INDEX codebook_version_rules_search ON codebook_version_rules USING gin (search);
-CREATE INDEX codebook_version_rules_trgm ON codebook_version_rules USING gin (content gin_trgm_ops);
 
 -- A feedback item's use of a rule, counted once.
 CREATE TABLE codebook_rule_uses (

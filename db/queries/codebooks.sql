@@ -76,17 +76,20 @@ FROM codebook_version_rules v LEFT JOIN codebook_rules r ON r.id = v.rule_id
 WHERE v.version_id = @version_id ORDER BY v.position;
 
 -- name: CodebookVersionRuleListRelevant :many
--- The k rules of a published version most relevant to a query: full-text
--- rank plus trigram similarity, among rules matching either.
--- The query's words are OR-ed: a rule need not hold every word asked.
-WITH q AS (
-    SELECT to_tsquery('english', replace(plainto_tsquery('english', @query)::text, ' & ', ' | ')) AS ts
+-- The k rules of a published version most relevant to a query: the 50
+-- best by full-text rank (the query's words OR-ed, so a rule need not hold
+-- every word asked), ordered again with their trigram word similarity to
+-- the query added. The tsquery is written out, a constant to the planner.
+WITH fts AS (
+    SELECT position, ts_rank_cd(search, to_tsquery('english', replace(plainto_tsquery('english', @query)::text, ' & ', ' | '))) AS rank
+    FROM codebook_version_rules
+    WHERE version_id = @version_id AND search @@ to_tsquery('english', replace(plainto_tsquery('english', @query)::text, ' & ', ' | '))
+    ORDER BY rank DESC
+    LIMIT 50
 )
-SELECT rule_id, section, content,
-       (ts_rank_cd(search, q.ts) + word_similarity(@query, content))::float8 AS score
-FROM codebook_version_rules, q
-WHERE version_id = @version_id AND (search @@ q.ts OR @query <% content)
-ORDER BY score DESC, position
+SELECT r.rule_id, r.section, r.content, (f.rank + word_similarity(@query, r.content))::float8 AS score
+FROM fts f JOIN codebook_version_rules r ON r.version_id = @version_id AND r.position = f.position
+ORDER BY score DESC, r.position
 LIMIT @k;
 
 -- name: CodebookRuleInsertImported :exec
