@@ -2,6 +2,7 @@ package web_test
 
 import (
 	"net/http"
+	"net/url"
 	"strings"
 	"testing"
 
@@ -157,5 +158,63 @@ func TestCodebookAPI(t *testing.T) {
 	imported.Must(t, http.StatusCreated).JSON(t, &again)
 	if again.ContentHash != pub.ContentHash {
 		t.Errorf("import published %s, the export's source %s", again.ContentHash, pub.ContentHash)
+	}
+}
+
+// The codebook in the pages: from a corrected item a curator makes a rule
+// (the form shows the question, the answer and the correction), publishes
+// it, and the assistant's retrieve with the item's question returns it
+// first; a thumbs-down naming it counts as harmful on the page.
+func TestCodebookPages(t *testing.T) {
+	t.Parallel()
+	s := webtest.New(t, webtest.Options{})
+	org := s.Org("acme")
+	s.User(org, "cu@acme.test", "curator")
+	s.User(org, "vi@acme.test", "viewer")
+	curator, viewer := s.SignedIn("cu@acme.test"), s.SignedIn("vi@acme.test")
+	key := s.APIKey(org, "assistant", "curator")
+	var item struct {
+		ID string `json:"id"`
+	}
+	s.API(key, http.MethodPost, "/api/feedback", map[string]any{"query": "Does Tandem post meeting reminders in Slack?", "response": "No.",
+		"feedback_type": "correction", "correction": "Yes: connect Slack under Settings, Integrations, and turn on reminders."}).
+		Must(t, http.StatusCreated).JSON(t, &item)
+	if body := curator.Get("/feedback/" + item.ID).Must(t, http.StatusOK).Body; !strings.Contains(body, `href="/codebooks/assistant?from=`+item.ID+`"`) {
+		t.Error("the corrected item has no Make a rule link")
+	}
+	body := curator.Get("/codebooks/assistant?from=" + item.ID).Must(t, http.StatusOK).Body
+	if !strings.Contains(body, `id="rule-source"`) || !strings.Contains(body, "connect Slack under Settings") {
+		t.Errorf("the rule form lacks its source: %s", body)
+	}
+	res := curator.PostForm("/codebooks/assistant/rules", url.Values{"section": {"integrations"}, "content": {""}, "status": {"active"},
+		"source_feedback_id": {item.ID}}).Must(t, http.StatusUnprocessableEntity)
+	if !strings.Contains(res.Body, `id="err-content"`) {
+		t.Errorf("an empty rule: %s", res.Body)
+	}
+	viewer.PostForm("/codebooks/assistant/rules", url.Values{"content": {"x"}}).Must(t, http.StatusForbidden)
+	curator.PostForm("/codebooks/assistant/rules", url.Values{"section": {"integrations"}, "status": {"active"}, "source_feedback_id": {item.ID},
+		"content": {"When asked about Slack reminders, say Tandem posts them once Slack is connected under Settings, Integrations."}}).
+		Must(t, http.StatusSeeOther)
+	curator.PostForm("/codebooks/assistant/publish", url.Values{}).Must(t, http.StatusSeeOther)
+	var found struct {
+		Rules []struct {
+			ID string `json:"id"`
+		} `json:"rules"`
+	}
+	s.API(key, http.MethodPost, "/api/codebooks/assistant/retrieve", map[string]any{"query": "Does Tandem post meeting reminders in Slack?", "k": 3}).
+		Must(t, http.StatusOK).JSON(t, &found)
+	if len(found.Rules) != 1 {
+		t.Fatalf("retrieved %+v", found)
+	}
+	s.API(key, http.MethodPost, "/api/feedback", map[string]any{"query": "Slack reminders?", "response": "Connect Slack first.",
+		"feedback_type": "thumbs_down", "codebook_rules": []string{found.Rules[0].ID}}).Must(t, http.StatusCreated)
+	body = viewer.Get("/codebooks/assistant").Must(t, http.StatusOK).Body
+	row := body[strings.Index(body, `data-rule="`+found.Rules[0].ID+`"`):]
+	row = row[:strings.Index(row, "</tr>")]
+	if !strings.Contains(row, `<td class="num">1</td>`) || !strings.Contains(row, "Review: as often harmful as helpful") {
+		t.Errorf("the rule's row after a thumbs-down: %s", row)
+	}
+	if !strings.Contains(body, `data-version="1"`) || strings.Contains(body, `id="rule-form"`) {
+		t.Error("the viewer's page: no version, or an edit form")
 	}
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/curate/curate/internal/audit"
+	"github.com/curate/curate/internal/codebook"
 	"github.com/curate/curate/internal/demo"
 	"github.com/curate/curate/internal/experiments"
 	"github.com/curate/curate/internal/models"
@@ -146,6 +147,15 @@ func TestBrowserEveryPageStyled(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	// A codebook with a published rule.
+	if _, err := s.App.Services.Codebooks.AddRule(ctx, audit.System, seeded.OrgID, "assistant", codebook.NewRule{Section: "billing",
+		Content: "When asked about refunds, say they are possible within 14 days of purchase only.", Status: "active"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := s.App.Services.Codebooks.Publish(ctx, audit.System, seeded.OrgID, "assistant"); err != nil {
+		t.Fatal(err)
+	}
+
 	// A finished evaluation of the registered version with two items.
 	var runID string
 	if err := s.Pool.QueryRow(ctx, `INSERT INTO evaluation_runs (org_id, golden_set_version_id, candidate_version_id, config, status, total, done,
@@ -190,6 +200,9 @@ func TestBrowserEveryPageStyled(t *testing.T) {
 		{"evaluations", "/evaluations"},
 		{"evaluation-run", "/evaluations/runs/" + runID},
 		{"experiments", "/experiments"},
+		{"codebooks", "/codebooks"},
+		{"codebook", "/codebooks/assistant"},
+		{"codebook-from-item", "/codebooks/assistant?from=" + itemID},
 		{"experiment", "/experiments/assist-v3"},
 		{"judges", "/evaluations/judges"},
 		{"judge-agreement", "/evaluations/agreement"},

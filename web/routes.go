@@ -190,6 +190,10 @@ func Routes(h *handlers.Handlers) []Route {
 		{POST, "/api/stats/analyze", auth.Viewer, h.APIStatsAnalyze},
 
 		// Codebooks.
+		{GET, "/codebooks", auth.Viewer, h.CodebookList},
+		{GET, "/codebooks/:name", auth.Viewer, h.Codebook},
+		{POST, "/codebooks/:name/rules", auth.Curator, h.CodebookRuleAdd},
+		{POST, "/codebooks/:name/publish", auth.Curator, h.CodebookPublish},
 		{POST, "/api/codebooks/:name/rules", auth.Curator, h.APICodebookRuleCreate},
 		{GET, "/api/codebooks/:name/rules", auth.Viewer, h.APICodebookRuleList},
 		{PATCH, "/api/codebooks/:name/rules/:id", auth.Curator, h.APICodebookRulePatch},
