@@ -10,10 +10,11 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5/pgtype"
 )
 
 const codebookGetByName = `-- name: CodebookGetByName :one
-SELECT id, org_id, name, created_at FROM codebooks WHERE org_id = $1 AND name = $2
+SELECT id, org_id, name, created_at, budget_tokens FROM codebooks WHERE org_id = $1 AND name = $2
 `
 
 type CodebookGetByNameParams struct {
@@ -29,6 +30,7 @@ func (q *Queries) CodebookGetByName(ctx context.Context, arg CodebookGetByNamePa
 		&i.OrgID,
 		&i.Name,
 		&i.CreatedAt,
+		&i.BudgetTokens,
 	)
 	return i, err
 }
@@ -37,7 +39,7 @@ const codebookInsertOrGet = `-- name: CodebookInsertOrGet :one
 
 INSERT INTO codebooks (org_id, name) VALUES ($1, $2)
 ON CONFLICT (org_id, name) DO UPDATE SET name = excluded.name
-RETURNING id, org_id, name, created_at
+RETURNING id, org_id, name, created_at, budget_tokens
 `
 
 type CodebookInsertOrGetParams struct {
@@ -54,23 +56,25 @@ func (q *Queries) CodebookInsertOrGet(ctx context.Context, arg CodebookInsertOrG
 		&i.OrgID,
 		&i.Name,
 		&i.CreatedAt,
+		&i.BudgetTokens,
 	)
 	return i, err
 }
 
 const codebookList = `-- name: CodebookList :many
-SELECT c.id, c.org_id, c.name, c.created_at, (SELECT count(*) FROM codebook_rules r WHERE r.codebook_id = c.id)::int AS rules,
+SELECT c.id, c.org_id, c.name, c.created_at, c.budget_tokens, (SELECT count(*) FROM codebook_rules r WHERE r.codebook_id = c.id)::int AS rules,
        coalesce((SELECT max(v.version) FROM codebook_versions v WHERE v.codebook_id = c.id), 0)::int AS published
 FROM codebooks c WHERE c.org_id = $1 ORDER BY c.name
 `
 
 type CodebookListRow struct {
-	ID        uuid.UUID `json:"id"`
-	OrgID     uuid.UUID `json:"org_id"`
-	Name      string    `json:"name"`
-	CreatedAt time.Time `json:"created_at"`
-	Rules     int32     `json:"rules"`
-	Published int32     `json:"published"`
+	ID           uuid.UUID `json:"id"`
+	OrgID        uuid.UUID `json:"org_id"`
+	Name         string    `json:"name"`
+	CreatedAt    time.Time `json:"created_at"`
+	BudgetTokens int32     `json:"budget_tokens"`
+	Rules        int32     `json:"rules"`
+	Published    int32     `json:"published"`
 }
 
 func (q *Queries) CodebookList(ctx context.Context, orgID uuid.UUID) ([]CodebookListRow, error) {
@@ -87,6 +91,7 @@ func (q *Queries) CodebookList(ctx context.Context, orgID uuid.UUID) ([]Codebook
 			&i.OrgID,
 			&i.Name,
 			&i.CreatedAt,
+			&i.BudgetTokens,
 			&i.Rules,
 			&i.Published,
 		); err != nil {
@@ -217,7 +222,7 @@ const codebookRuleList = `-- name: CodebookRuleList :many
 SELECT id, org_id, codebook_id, section, content, status, helpful, harmful, neutral, source_feedback_ids, version, created_by_label, created_at, updated_at FROM codebook_rules
 WHERE codebook_id = $1 AND ($2::text = '' OR status::text = $2)
   AND ($3::text = '' OR content ILIKE '%' || $3 || '%' OR section ILIKE '%' || $3 || '%')
-ORDER BY section, harmful - helpful DESC, created_at
+ORDER BY CASE $4::text WHEN 'helpful' THEN -helpful WHEN 'harmful' THEN -harmful ELSE 0 END, section, harmful - helpful DESC, created_at
 LIMIT 1000
 `
 
@@ -225,10 +230,16 @@ type CodebookRuleListParams struct {
 	CodebookID uuid.UUID `json:"codebook_id"`
 	Status     string    `json:"status"`
 	Q          string    `json:"q"`
+	Sort       string    `json:"sort"`
 }
 
 func (q *Queries) CodebookRuleList(ctx context.Context, arg CodebookRuleListParams) ([]CodebookRule, error) {
-	rows, err := q.db.Query(ctx, codebookRuleList, arg.CodebookID, arg.Status, arg.Q)
+	rows, err := q.db.Query(ctx, codebookRuleList,
+		arg.CodebookID,
+		arg.Status,
+		arg.Q,
+		arg.Sort,
+	)
 	if err != nil {
 		return nil, err
 	}
@@ -331,6 +342,83 @@ func (q *Queries) CodebookRuleListIDsInOrg(ctx context.Context, arg CodebookRule
 	return items, nil
 }
 
+const codebookRuleListSimilar = `-- name: CodebookRuleListSimilar :many
+SELECT r.id, r.org_id, r.codebook_id, r.section, r.content, r.status, r.helpful, r.harmful, r.neutral, r.source_feedback_ids, r.version, r.created_by_label, r.created_at, r.updated_at, similarity(r.content, $1)::float8 AS similarity
+FROM codebook_rules r
+WHERE r.codebook_id = $2 AND r.status <> 'retired' AND r.content % $1
+  AND similarity(r.content, $1) >= $3::float8 AND r.id <> $4
+ORDER BY similarity DESC, r.created_at
+LIMIT 5
+`
+
+type CodebookRuleListSimilarParams struct {
+	Content    string    `json:"content"`
+	CodebookID uuid.UUID `json:"codebook_id"`
+	Threshold  float64   `json:"threshold"`
+	ExceptID   uuid.UUID `json:"except_id"`
+}
+
+type CodebookRuleListSimilarRow struct {
+	ID                uuid.UUID   `json:"id"`
+	OrgID             uuid.UUID   `json:"org_id"`
+	CodebookID        uuid.UUID   `json:"codebook_id"`
+	Section           string      `json:"section"`
+	Content           string      `json:"content"`
+	Status            RuleStatus  `json:"status"`
+	Helpful           int32       `json:"helpful"`
+	Harmful           int32       `json:"harmful"`
+	Neutral           int32       `json:"neutral"`
+	SourceFeedbackIds []uuid.UUID `json:"source_feedback_ids"`
+	Version           int32       `json:"version"`
+	CreatedByLabel    string      `json:"created_by_label"`
+	CreatedAt         time.Time   `json:"created_at"`
+	UpdatedAt         time.Time   `json:"updated_at"`
+	Similarity        float64     `json:"similarity"`
+}
+
+// Rules of a codebook (not retired) whose text is close to content: the
+// near-duplicates a curator is shown before adding a rule.
+func (q *Queries) CodebookRuleListSimilar(ctx context.Context, arg CodebookRuleListSimilarParams) ([]CodebookRuleListSimilarRow, error) {
+	rows, err := q.db.Query(ctx, codebookRuleListSimilar,
+		arg.Content,
+		arg.CodebookID,
+		arg.Threshold,
+		arg.ExceptID,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []CodebookRuleListSimilarRow{}
+	for rows.Next() {
+		var i CodebookRuleListSimilarRow
+		if err := rows.Scan(
+			&i.ID,
+			&i.OrgID,
+			&i.CodebookID,
+			&i.Section,
+			&i.Content,
+			&i.Status,
+			&i.Helpful,
+			&i.Harmful,
+			&i.Neutral,
+			&i.SourceFeedbackIds,
+			&i.Version,
+			&i.CreatedByLabel,
+			&i.CreatedAt,
+			&i.UpdatedAt,
+			&i.Similarity,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const codebookRuleUpdate = `-- name: CodebookRuleUpdate :one
 UPDATE codebook_rules SET section = $1, content = $2, status = $3, version = version + 1, updated_at = now()
 WHERE org_id = $4 AND id = $5 AND version = $6
@@ -354,6 +442,49 @@ func (q *Queries) CodebookRuleUpdate(ctx context.Context, arg CodebookRuleUpdate
 		arg.OrgID,
 		arg.ID,
 		arg.Version,
+	)
+	var i CodebookRule
+	err := row.Scan(
+		&i.ID,
+		&i.OrgID,
+		&i.CodebookID,
+		&i.Section,
+		&i.Content,
+		&i.Status,
+		&i.Helpful,
+		&i.Harmful,
+		&i.Neutral,
+		&i.SourceFeedbackIds,
+		&i.Version,
+		&i.CreatedByLabel,
+		&i.CreatedAt,
+		&i.UpdatedAt,
+	)
+	return i, err
+}
+
+const codebookRuleUpdateMerge = `-- name: CodebookRuleUpdateMerge :one
+UPDATE codebook_rules SET source_feedback_ids = ARRAY(SELECT DISTINCT unnest(source_feedback_ids || $1::uuid[])),
+    version = version + 1, updated_at = now()
+WHERE org_id = $2 AND codebook_id = $3 AND id = $4
+RETURNING id, org_id, codebook_id, section, content, status, helpful, harmful, neutral, source_feedback_ids, version, created_by_label, created_at, updated_at
+`
+
+type CodebookRuleUpdateMergeParams struct {
+	SourceFeedbackIds []uuid.UUID `json:"source_feedback_ids"`
+	OrgID             uuid.UUID   `json:"org_id"`
+	CodebookID        uuid.UUID   `json:"codebook_id"`
+	ID                uuid.UUID   `json:"id"`
+}
+
+// Merges a new rule's sources into an existing rule (ACE's delta: the
+// playbook grows by counters and links, not by a second copy).
+func (q *Queries) CodebookRuleUpdateMerge(ctx context.Context, arg CodebookRuleUpdateMergeParams) (CodebookRule, error) {
+	row := q.db.QueryRow(ctx, codebookRuleUpdateMerge,
+		arg.SourceFeedbackIds,
+		arg.OrgID,
+		arg.CodebookID,
+		arg.ID,
 	)
 	var i CodebookRule
 	err := row.Scan(
@@ -399,6 +530,442 @@ type CodebookRuleUseInsertManyParams struct {
 func (q *Queries) CodebookRuleUseInsertMany(ctx context.Context, arg CodebookRuleUseInsertManyParams) error {
 	_, err := q.db.Exec(ctx, codebookRuleUseInsertMany, arg.Outcome, arg.FeedbackID, arg.RuleIds)
 	return err
+}
+
+const codebookRuleUseList = `-- name: CodebookRuleUseList :many
+SELECT u.outcome, f.id, f.query, f.feedback_type, f.rating, f.created_at
+FROM codebook_rule_uses u JOIN feedback f ON f.id = u.feedback_id
+WHERE u.rule_id = $1 AND f.org_id = $2
+ORDER BY f.created_at DESC
+LIMIT 20
+`
+
+type CodebookRuleUseListParams struct {
+	RuleID uuid.UUID `json:"rule_id"`
+	OrgID  uuid.UUID `json:"org_id"`
+}
+
+type CodebookRuleUseListRow struct {
+	Outcome      string       `json:"outcome"`
+	ID           uuid.UUID    `json:"id"`
+	Query        string       `json:"query"`
+	FeedbackType FeedbackType `json:"feedback_type"`
+	Rating       pgtype.Int2  `json:"rating"`
+	CreatedAt    time.Time    `json:"created_at"`
+}
+
+// A rule's most recent uses: the feedback that named it and how it counted.
+func (q *Queries) CodebookRuleUseList(ctx context.Context, arg CodebookRuleUseListParams) ([]CodebookRuleUseListRow, error) {
+	rows, err := q.db.Query(ctx, codebookRuleUseList, arg.RuleID, arg.OrgID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []CodebookRuleUseListRow{}
+	for rows.Next() {
+		var i CodebookRuleUseListRow
+		if err := rows.Scan(
+			&i.Outcome,
+			&i.ID,
+			&i.Query,
+			&i.FeedbackType,
+			&i.Rating,
+			&i.CreatedAt,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const codebookSuggestionCount = `-- name: CodebookSuggestionCount :many
+SELECT status, count(*)::int AS n FROM codebook_suggestions WHERE codebook_id = $1 GROUP BY status
+`
+
+type CodebookSuggestionCountRow struct {
+	Status SuggestionStatus `json:"status"`
+	N      int32            `json:"n"`
+}
+
+func (q *Queries) CodebookSuggestionCount(ctx context.Context, codebookID uuid.UUID) ([]CodebookSuggestionCountRow, error) {
+	rows, err := q.db.Query(ctx, codebookSuggestionCount, codebookID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []CodebookSuggestionCountRow{}
+	for rows.Next() {
+		var i CodebookSuggestionCountRow
+		if err := rows.Scan(&i.Status, &i.N); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const codebookSuggestionGet = `-- name: CodebookSuggestionGet :one
+SELECT id, org_id, codebook_id, feedback_id, endpoint, template_version, status, section, content, reason, cache_key, calls, cost_micros, rule_id, created_by_label, created_at, updated_at FROM codebook_suggestions WHERE org_id = $1 AND codebook_id = $2 AND id = $3
+`
+
+type CodebookSuggestionGetParams struct {
+	OrgID      uuid.UUID `json:"org_id"`
+	CodebookID uuid.UUID `json:"codebook_id"`
+	ID         uuid.UUID `json:"id"`
+}
+
+func (q *Queries) CodebookSuggestionGet(ctx context.Context, arg CodebookSuggestionGetParams) (CodebookSuggestion, error) {
+	row := q.db.QueryRow(ctx, codebookSuggestionGet, arg.OrgID, arg.CodebookID, arg.ID)
+	var i CodebookSuggestion
+	err := row.Scan(
+		&i.ID,
+		&i.OrgID,
+		&i.CodebookID,
+		&i.FeedbackID,
+		&i.Endpoint,
+		&i.TemplateVersion,
+		&i.Status,
+		&i.Section,
+		&i.Content,
+		&i.Reason,
+		&i.CacheKey,
+		&i.Calls,
+		&i.CostMicros,
+		&i.RuleID,
+		&i.CreatedByLabel,
+		&i.CreatedAt,
+		&i.UpdatedAt,
+	)
+	return i, err
+}
+
+const codebookSuggestionGetByFeedback = `-- name: CodebookSuggestionGetByFeedback :one
+SELECT id, org_id, codebook_id, feedback_id, endpoint, template_version, status, section, content, reason, cache_key, calls, cost_micros, rule_id, created_by_label, created_at, updated_at FROM codebook_suggestions WHERE org_id = $1 AND codebook_id = $2 AND feedback_id = $3
+`
+
+type CodebookSuggestionGetByFeedbackParams struct {
+	OrgID      uuid.UUID `json:"org_id"`
+	CodebookID uuid.UUID `json:"codebook_id"`
+	FeedbackID uuid.UUID `json:"feedback_id"`
+}
+
+func (q *Queries) CodebookSuggestionGetByFeedback(ctx context.Context, arg CodebookSuggestionGetByFeedbackParams) (CodebookSuggestion, error) {
+	row := q.db.QueryRow(ctx, codebookSuggestionGetByFeedback, arg.OrgID, arg.CodebookID, arg.FeedbackID)
+	var i CodebookSuggestion
+	err := row.Scan(
+		&i.ID,
+		&i.OrgID,
+		&i.CodebookID,
+		&i.FeedbackID,
+		&i.Endpoint,
+		&i.TemplateVersion,
+		&i.Status,
+		&i.Section,
+		&i.Content,
+		&i.Reason,
+		&i.CacheKey,
+		&i.Calls,
+		&i.CostMicros,
+		&i.RuleID,
+		&i.CreatedByLabel,
+		&i.CreatedAt,
+		&i.UpdatedAt,
+	)
+	return i, err
+}
+
+const codebookSuggestionGetByID = `-- name: CodebookSuggestionGetByID :one
+SELECT id, org_id, codebook_id, feedback_id, endpoint, template_version, status, section, content, reason, cache_key, calls, cost_micros, rule_id, created_by_label, created_at, updated_at FROM codebook_suggestions WHERE id = $1
+`
+
+func (q *Queries) CodebookSuggestionGetByID(ctx context.Context, id uuid.UUID) (CodebookSuggestion, error) {
+	row := q.db.QueryRow(ctx, codebookSuggestionGetByID, id)
+	var i CodebookSuggestion
+	err := row.Scan(
+		&i.ID,
+		&i.OrgID,
+		&i.CodebookID,
+		&i.FeedbackID,
+		&i.Endpoint,
+		&i.TemplateVersion,
+		&i.Status,
+		&i.Section,
+		&i.Content,
+		&i.Reason,
+		&i.CacheKey,
+		&i.Calls,
+		&i.CostMicros,
+		&i.RuleID,
+		&i.CreatedByLabel,
+		&i.CreatedAt,
+		&i.UpdatedAt,
+	)
+	return i, err
+}
+
+const codebookSuggestionGetCached = `-- name: CodebookSuggestionGetCached :one
+SELECT section, content FROM codebook_suggestions
+WHERE org_id = $1 AND cache_key = $2 AND status IN ('ready', 'accepted') AND content <> ''
+LIMIT 1
+`
+
+type CodebookSuggestionGetCachedParams struct {
+	OrgID    uuid.UUID `json:"org_id"`
+	CacheKey []byte    `json:"cache_key"`
+}
+
+type CodebookSuggestionGetCachedRow struct {
+	Section string `json:"section"`
+	Content string `json:"content"`
+}
+
+// An earlier answer to the same question, reused instead of paid again.
+func (q *Queries) CodebookSuggestionGetCached(ctx context.Context, arg CodebookSuggestionGetCachedParams) (CodebookSuggestionGetCachedRow, error) {
+	row := q.db.QueryRow(ctx, codebookSuggestionGetCached, arg.OrgID, arg.CacheKey)
+	var i CodebookSuggestionGetCachedRow
+	err := row.Scan(&i.Section, &i.Content)
+	return i, err
+}
+
+const codebookSuggestionInsertMany = `-- name: CodebookSuggestionInsertMany :many
+INSERT INTO codebook_suggestions (org_id, codebook_id, feedback_id, endpoint, template_version, created_by_label)
+SELECT $1, $2, f.id, $3, $4, $5
+FROM feedback f
+WHERE f.org_id = $1 AND f.id = ANY($6::uuid[]) AND f.correction <> ''
+ORDER BY f.created_at DESC
+LIMIT $7
+ON CONFLICT (codebook_id, feedback_id) DO UPDATE SET status = 'pending', endpoint = excluded.endpoint,
+    template_version = excluded.template_version, section = '', content = '', reason = '', updated_at = now()
+WHERE codebook_suggestions.status IN ('failed', 'dismissed')
+RETURNING id
+`
+
+type CodebookSuggestionInsertManyParams struct {
+	OrgID           uuid.UUID   `json:"org_id"`
+	CodebookID      uuid.UUID   `json:"codebook_id"`
+	Endpoint        string      `json:"endpoint"`
+	TemplateVersion int32       `json:"template_version"`
+	CreatedByLabel  string      `json:"created_by_label"`
+	FeedbackIds     []uuid.UUID `json:"feedback_ids"`
+	RowLimit        int32       `json:"row_limit"`
+}
+
+// Asks for suggestions from corrected items: one per item and codebook. An
+// item whose suggestion failed or was dismissed is asked again; one ready,
+// pending or accepted is left as it is.
+func (q *Queries) CodebookSuggestionInsertMany(ctx context.Context, arg CodebookSuggestionInsertManyParams) ([]uuid.UUID, error) {
+	rows, err := q.db.Query(ctx, codebookSuggestionInsertMany,
+		arg.OrgID,
+		arg.CodebookID,
+		arg.Endpoint,
+		arg.TemplateVersion,
+		arg.CreatedByLabel,
+		arg.FeedbackIds,
+		arg.RowLimit,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []uuid.UUID{}
+	for rows.Next() {
+		var id uuid.UUID
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		items = append(items, id)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const codebookSuggestionList = `-- name: CodebookSuggestionList :many
+SELECT s.id, s.org_id, s.codebook_id, s.feedback_id, s.endpoint, s.template_version, s.status, s.section, s.content, s.reason, s.cache_key, s.calls, s.cost_micros, s.rule_id, s.created_by_label, s.created_at, s.updated_at, f.query, f.response, f.correction
+FROM codebook_suggestions s JOIN feedback f ON f.id = s.feedback_id
+WHERE s.codebook_id = $1 AND ($2::text = '' OR s.status::text = $2)
+ORDER BY s.created_at, s.id
+LIMIT 200
+`
+
+type CodebookSuggestionListParams struct {
+	CodebookID uuid.UUID `json:"codebook_id"`
+	Status     string    `json:"status"`
+}
+
+type CodebookSuggestionListRow struct {
+	ID              uuid.UUID        `json:"id"`
+	OrgID           uuid.UUID        `json:"org_id"`
+	CodebookID      uuid.UUID        `json:"codebook_id"`
+	FeedbackID      uuid.UUID        `json:"feedback_id"`
+	Endpoint        string           `json:"endpoint"`
+	TemplateVersion int32            `json:"template_version"`
+	Status          SuggestionStatus `json:"status"`
+	Section         string           `json:"section"`
+	Content         string           `json:"content"`
+	Reason          string           `json:"reason"`
+	CacheKey        []byte           `json:"cache_key"`
+	Calls           int32            `json:"calls"`
+	CostMicros      int64            `json:"cost_micros"`
+	RuleID          uuid.NullUUID    `json:"rule_id"`
+	CreatedByLabel  string           `json:"created_by_label"`
+	CreatedAt       time.Time        `json:"created_at"`
+	UpdatedAt       time.Time        `json:"updated_at"`
+	Query           string           `json:"query"`
+	Response        string           `json:"response"`
+	Correction      string           `json:"correction"`
+}
+
+func (q *Queries) CodebookSuggestionList(ctx context.Context, arg CodebookSuggestionListParams) ([]CodebookSuggestionListRow, error) {
+	rows, err := q.db.Query(ctx, codebookSuggestionList, arg.CodebookID, arg.Status)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []CodebookSuggestionListRow{}
+	for rows.Next() {
+		var i CodebookSuggestionListRow
+		if err := rows.Scan(
+			&i.ID,
+			&i.OrgID,
+			&i.CodebookID,
+			&i.FeedbackID,
+			&i.Endpoint,
+			&i.TemplateVersion,
+			&i.Status,
+			&i.Section,
+			&i.Content,
+			&i.Reason,
+			&i.CacheKey,
+			&i.Calls,
+			&i.CostMicros,
+			&i.RuleID,
+			&i.CreatedByLabel,
+			&i.CreatedAt,
+			&i.UpdatedAt,
+			&i.Query,
+			&i.Response,
+			&i.Correction,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const codebookSuggestionUpdateAnswer = `-- name: CodebookSuggestionUpdateAnswer :exec
+UPDATE codebook_suggestions SET status = $1, section = $2, content = $3, reason = $4, cache_key = $5,
+    calls = calls + $6, cost_micros = cost_micros + $7, updated_at = now()
+WHERE id = $8 AND status = 'pending'
+`
+
+type CodebookSuggestionUpdateAnswerParams struct {
+	Status     SuggestionStatus `json:"status"`
+	Section    string           `json:"section"`
+	Content    string           `json:"content"`
+	Reason     string           `json:"reason"`
+	CacheKey   []byte           `json:"cache_key"`
+	Calls      int32            `json:"calls"`
+	CostMicros int64            `json:"cost_micros"`
+	ID         uuid.UUID        `json:"id"`
+}
+
+func (q *Queries) CodebookSuggestionUpdateAnswer(ctx context.Context, arg CodebookSuggestionUpdateAnswerParams) error {
+	_, err := q.db.Exec(ctx, codebookSuggestionUpdateAnswer,
+		arg.Status,
+		arg.Section,
+		arg.Content,
+		arg.Reason,
+		arg.CacheKey,
+		arg.Calls,
+		arg.CostMicros,
+		arg.ID,
+	)
+	return err
+}
+
+const codebookSuggestionUpdateReviewed = `-- name: CodebookSuggestionUpdateReviewed :execrows
+UPDATE codebook_suggestions SET status = $1, rule_id = $2, updated_at = now()
+WHERE org_id = $3 AND id = $4 AND status IN ('ready', 'failed')
+`
+
+type CodebookSuggestionUpdateReviewedParams struct {
+	Status SuggestionStatus `json:"status"`
+	RuleID uuid.NullUUID    `json:"rule_id"`
+	OrgID  uuid.UUID        `json:"org_id"`
+	ID     uuid.UUID        `json:"id"`
+}
+
+func (q *Queries) CodebookSuggestionUpdateReviewed(ctx context.Context, arg CodebookSuggestionUpdateReviewedParams) (int64, error) {
+	result, err := q.db.Exec(ctx, codebookSuggestionUpdateReviewed,
+		arg.Status,
+		arg.RuleID,
+		arg.OrgID,
+		arg.ID,
+	)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}
+
+const codebookUpdateBudget = `-- name: CodebookUpdateBudget :one
+UPDATE codebooks SET budget_tokens = $1 WHERE org_id = $2 AND id = $3 RETURNING id, org_id, name, created_at, budget_tokens
+`
+
+type CodebookUpdateBudgetParams struct {
+	BudgetTokens int32     `json:"budget_tokens"`
+	OrgID        uuid.UUID `json:"org_id"`
+	ID           uuid.UUID `json:"id"`
+}
+
+func (q *Queries) CodebookUpdateBudget(ctx context.Context, arg CodebookUpdateBudgetParams) (Codebook, error) {
+	row := q.db.QueryRow(ctx, codebookUpdateBudget, arg.BudgetTokens, arg.OrgID, arg.ID)
+	var i Codebook
+	err := row.Scan(
+		&i.ID,
+		&i.OrgID,
+		&i.Name,
+		&i.CreatedAt,
+		&i.BudgetTokens,
+	)
+	return i, err
+}
+
+const codebookVersionGet = `-- name: CodebookVersionGet :one
+SELECT id, org_id, codebook_id, version, content_hash, published_by_label, created_at FROM codebook_versions WHERE codebook_id = $1 AND version = $2
+`
+
+type CodebookVersionGetParams struct {
+	CodebookID uuid.UUID `json:"codebook_id"`
+	Version    int32     `json:"version"`
+}
+
+func (q *Queries) CodebookVersionGet(ctx context.Context, arg CodebookVersionGetParams) (CodebookVersion, error) {
+	row := q.db.QueryRow(ctx, codebookVersionGet, arg.CodebookID, arg.Version)
+	var i CodebookVersion
+	err := row.Scan(
+		&i.ID,
+		&i.OrgID,
+		&i.CodebookID,
+		&i.Version,
+		&i.ContentHash,
+		&i.PublishedByLabel,
+		&i.CreatedAt,
+	)
+	return i, err
 }
 
 const codebookVersionGetLatest = `-- name: CodebookVersionGetLatest :one
@@ -527,6 +1094,36 @@ func (q *Queries) CodebookVersionRuleList(ctx context.Context, versionID uuid.UU
 			&i.Harmful,
 			&i.Neutral,
 		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const codebookVersionRuleListPlain = `-- name: CodebookVersionRuleListPlain :many
+SELECT rule_id, section, content FROM codebook_version_rules WHERE version_id = $1 ORDER BY position
+`
+
+type CodebookVersionRuleListPlainRow struct {
+	RuleID  uuid.UUID `json:"rule_id"`
+	Section string    `json:"section"`
+	Content string    `json:"content"`
+}
+
+func (q *Queries) CodebookVersionRuleListPlain(ctx context.Context, versionID uuid.UUID) ([]CodebookVersionRuleListPlainRow, error) {
+	rows, err := q.db.Query(ctx, codebookVersionRuleListPlain, versionID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []CodebookVersionRuleListPlainRow{}
+	for rows.Next() {
+		var i CodebookVersionRuleListPlainRow
+		if err := rows.Scan(&i.RuleID, &i.Section, &i.Content); err != nil {
 			return nil, err
 		}
 		items = append(items, i)

@@ -730,6 +730,51 @@ func (ns NullSplitStrategy) Value() (driver.Value, error) {
 	return string(ns.SplitStrategy), nil
 }
 
+type SuggestionStatus string
+
+const (
+	SuggestionStatusPending   SuggestionStatus = "pending"
+	SuggestionStatusReady     SuggestionStatus = "ready"
+	SuggestionStatusFailed    SuggestionStatus = "failed"
+	SuggestionStatusAccepted  SuggestionStatus = "accepted"
+	SuggestionStatusDismissed SuggestionStatus = "dismissed"
+)
+
+func (e *SuggestionStatus) Scan(src interface{}) error {
+	switch s := src.(type) {
+	case []byte:
+		*e = SuggestionStatus(s)
+	case string:
+		*e = SuggestionStatus(s)
+	default:
+		return fmt.Errorf("unsupported scan type for SuggestionStatus: %T", src)
+	}
+	return nil
+}
+
+type NullSuggestionStatus struct {
+	SuggestionStatus SuggestionStatus `json:"suggestion_status"`
+	Valid            bool             `json:"valid"` // Valid is true if SuggestionStatus is not NULL
+}
+
+// Scan implements the Scanner interface.
+func (ns *NullSuggestionStatus) Scan(value interface{}) error {
+	if value == nil {
+		ns.SuggestionStatus, ns.Valid = "", false
+		return nil
+	}
+	ns.Valid = true
+	return ns.SuggestionStatus.Scan(value)
+}
+
+// Value implements the driver Valuer interface.
+func (ns NullSuggestionStatus) Value() (driver.Value, error) {
+	if !ns.Valid {
+		return nil, nil
+	}
+	return string(ns.SuggestionStatus), nil
+}
+
 type UserRole string
 
 const (
@@ -851,10 +896,11 @@ type BestOfNResponse struct {
 }
 
 type Codebook struct {
-	ID        uuid.UUID `json:"id"`
-	OrgID     uuid.UUID `json:"org_id"`
-	Name      string    `json:"name"`
-	CreatedAt time.Time `json:"created_at"`
+	ID           uuid.UUID `json:"id"`
+	OrgID        uuid.UUID `json:"org_id"`
+	Name         string    `json:"name"`
+	CreatedAt    time.Time `json:"created_at"`
+	BudgetTokens int32     `json:"budget_tokens"`
 }
 
 type CodebookRule struct {
@@ -878,6 +924,26 @@ type CodebookRuleUse struct {
 	FeedbackID uuid.UUID `json:"feedback_id"`
 	RuleID     uuid.UUID `json:"rule_id"`
 	Outcome    string    `json:"outcome"`
+}
+
+type CodebookSuggestion struct {
+	ID              uuid.UUID        `json:"id"`
+	OrgID           uuid.UUID        `json:"org_id"`
+	CodebookID      uuid.UUID        `json:"codebook_id"`
+	FeedbackID      uuid.UUID        `json:"feedback_id"`
+	Endpoint        string           `json:"endpoint"`
+	TemplateVersion int32            `json:"template_version"`
+	Status          SuggestionStatus `json:"status"`
+	Section         string           `json:"section"`
+	Content         string           `json:"content"`
+	Reason          string           `json:"reason"`
+	CacheKey        []byte           `json:"cache_key"`
+	Calls           int32            `json:"calls"`
+	CostMicros      int64            `json:"cost_micros"`
+	RuleID          uuid.NullUUID    `json:"rule_id"`
+	CreatedByLabel  string           `json:"created_by_label"`
+	CreatedAt       time.Time        `json:"created_at"`
+	UpdatedAt       time.Time        `json:"updated_at"`
 }
 
 type CodebookVersion struct {

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/google/uuid"
 	"github.com/labstack/echo/v4"
 
 	"github.com/curate/curate/internal/codebook"
@@ -33,11 +34,11 @@ func (h *Handlers) APICodebookRuleCreate(c echo.Context) error {
 
 // APICodebookRuleList lists a codebook's rules: status and q filter.
 func (h *Handlers) APICodebookRuleList(c echo.Context) error {
-	params, err := queryParams(c, "status", "q")
+	params, err := queryParams(c, "status", "q", "sort")
 	if err != nil {
 		return err
 	}
-	list, err := h.Codebooks.Rules(ctx(c), CallerOf(c).OrgID, c.Param("name"), params.Get("status"), params.Get("q"))
+	list, err := h.Codebooks.Rules(ctx(c), CallerOf(c).OrgID, c.Param("name"), params.Get("status"), params.Get("q"), params.Get("sort"))
 	if err != nil {
 		return err
 	}
@@ -194,4 +195,57 @@ func (h *Handlers) APICodebookImport(c echo.Context) error {
 		return err
 	}
 	return c.JSON(http.StatusCreated, p)
+}
+
+// APICodebookSuggest asks the reflector for a rule from each corrected
+// item named: 202 with how many were queued.
+func (h *Handlers) APICodebookSuggest(c echo.Context) error {
+	if _, err := queryParams(c); err != nil {
+		return err
+	}
+	var in struct {
+		Endpoint    string      `json:"endpoint"`
+		FeedbackIDs []uuid.UUID `json:"feedback_ids"`
+	}
+	if err := decodeJSON(c, &in, ""); err != nil {
+		return err
+	}
+	n, err := h.Codebooks.Suggest(ctx(c), actor(c), CallerOf(c).OrgID, c.Param("name"),
+		codebook.SuggestRequest{Endpoint: in.Endpoint, FeedbackIDs: in.FeedbackIDs})
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusAccepted, map[string]int{"queued": n})
+}
+
+// suggestionDoc is a suggestion as the API shows it.
+type suggestionDoc struct {
+	ID         uuid.UUID  `json:"id"`
+	FeedbackID uuid.UUID  `json:"feedback_id"`
+	Status     string     `json:"status"`
+	Section    string     `json:"section"`
+	Content    string     `json:"content"`
+	Reason     string     `json:"reason,omitempty"`
+	Endpoint   string     `json:"endpoint"`
+	Calls      int        `json:"calls"`
+	CostMicros int64      `json:"cost_micros"`
+	RuleID     *uuid.UUID `json:"rule_id"`
+}
+
+// APICodebookSuggestionList lists a codebook's suggestions: status filters.
+func (h *Handlers) APICodebookSuggestionList(c echo.Context) error {
+	params, err := queryParams(c, "status")
+	if err != nil {
+		return err
+	}
+	rows, _, err := h.Codebooks.Suggestions(ctx(c), CallerOf(c).OrgID, c.Param("name"), params.Get("status"))
+	if err != nil {
+		return err
+	}
+	out := make([]suggestionDoc, len(rows))
+	for i, r := range rows {
+		out[i] = suggestionDoc{ID: r.ID, FeedbackID: r.FeedbackID, Status: r.Status, Section: r.Section, Content: r.Content, Reason: r.Reason,
+			Endpoint: r.Endpoint, Calls: r.Calls, CostMicros: r.CostMicros, RuleID: r.RuleID}
+	}
+	return c.JSON(http.StatusOK, listBody[suggestionDoc]{Data: out})
 }

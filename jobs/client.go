@@ -62,6 +62,9 @@ func Register(d Deps) *river.Workers {
 	if d.Judge != nil {
 		river.AddWorker(w, &AgreementWorker{Judge: d.Judge})
 	}
+	if d.Codebooks != nil && d.Codebooks.Judge != nil {
+		river.AddWorker(w, &SuggestWorker{Codebooks: d.Codebooks})
+	}
 	if d.Experiments != nil {
 		river.AddWorker(w, &RolloutWorker{Experiments: d.Experiments})
 	}

@@ -161,7 +161,7 @@ func New(cfg config.Config, pool *pgxpool.Pool, log *slog.Logger) (*Services, er
 		Judge:         jd,
 		BestOfN:       &bestofn.Service{Pool: pool, Judge: jd, Endpoints: eps, Models: reg},
 		Experiments:   &experiments.Service{Pool: pool, Models: reg},
-		Codebooks:     &codebook.Service{Pool: pool},
+		Codebooks:     &codebook.Service{Pool: pool, Judge: jd, Jobs: inserter},
 		Overview:      &overview.Service{Pool: pool},
 	}, nil
 }

@@ -26,6 +26,8 @@ import (
 	"github.com/curate/curate/db"
 	"github.com/curate/curate/internal/audit"
 	"github.com/curate/curate/internal/errs"
+	"github.com/curate/curate/internal/jobq"
+	"github.com/curate/curate/internal/judge"
 	"github.com/curate/curate/internal/tokens"
 )
 
@@ -47,6 +49,11 @@ var namePattern = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]{0,63}$`)
 // Service does the work.
 type Service struct {
 	Pool *pgxpool.Pool
+	// Judge asks the reflector for suggested rules; nil leaves
+	// suggestions off.
+	Judge *judge.Service
+	// Jobs inserts suggestion jobs in the transaction that records them.
+	Jobs jobq.Inserter
 }
 
 // Rule is a rule as the API shows it.
@@ -78,6 +85,15 @@ type NewRule struct {
 	Content           string      `json:"content"`
 	Status            string      `json:"status"`
 	SourceFeedbackIDs []uuid.UUID `json:"source_feedback_ids"`
+	// SuggestionID, when the rule is a reviewed suggestion, marks it
+	// accepted as this rule.
+	SuggestionID *uuid.UUID `json:"suggestion_id,omitempty"`
+}
+
+// Added is a new rule, and the rules it may duplicate.
+type Added struct {
+	Rule
+	NearDuplicates []Similar `json:"near_duplicates"`
 }
 
 func checkName(name string) error {
@@ -111,39 +127,63 @@ func (n *NewRule) check(v *errs.Invalid, prefix string) {
 	}
 }
 
-// AddRule adds a rule to a codebook, creating the codebook on first use.
-func (s *Service) AddRule(ctx context.Context, actor audit.Actor, orgID uuid.UUID, name string, in NewRule) (Rule, error) {
+// AddRule adds a rule to a codebook, creating the codebook on first use,
+// and answers it with the codebook's rules that look like it.
+func (s *Service) AddRule(ctx context.Context, actor audit.Actor, orgID uuid.UUID, name string, in NewRule) (Added, error) {
 	if err := checkName(name); err != nil {
-		return Rule{}, err
+		return Added{}, err
 	}
 	v := &errs.Invalid{}
 	in.check(v, "")
 	if err := v.Err(); err != nil {
-		return Rule{}, err
+		return Added{}, err
 	}
-	var out db.CodebookRule
+	var out Added
 	err := db.InTx(ctx, s.Pool, func(_ pgx.Tx, q *db.Queries) error {
 		book, err := q.CodebookInsertOrGet(ctx, db.CodebookInsertOrGetParams{OrgID: orgID, Name: name})
 		if err != nil {
 			return err
 		}
-		if n := len(in.SourceFeedbackIDs); n > 0 {
-			found, err := q.FeedbackListByIDs(ctx, db.FeedbackListByIDsParams{OrgID: orgID, Ids: in.SourceFeedbackIDs})
-			if err != nil {
+		if err := checkSources(ctx, q, orgID, in.SourceFeedbackIDs); err != nil {
+			return err
+		}
+		r, err := q.CodebookRuleInsert(ctx, db.CodebookRuleInsertParams{OrgID: orgID, CodebookID: book.ID, Section: in.Section,
+			Content: in.Content, Status: db.RuleStatus(in.Status), SourceFeedbackIds: nonNil(in.SourceFeedbackIDs), CreatedByLabel: actor.Label})
+		if err != nil {
+			return err
+		}
+		out.Rule = ruleOf(r)
+		if in.SuggestionID != nil {
+			if err := markAccepted(ctx, q, orgID, *in.SuggestionID, r.ID); err != nil {
 				return err
 			}
-			if len(found) != n {
-				return errs.InvalidField("source_feedback_ids", "name feedback items of this organisation")
-			}
 		}
-		if out, err = q.CodebookRuleInsert(ctx, db.CodebookRuleInsertParams{OrgID: orgID, CodebookID: book.ID, Section: in.Section,
-			Content: in.Content, Status: db.RuleStatus(in.Status), SourceFeedbackIds: nonNil(in.SourceFeedbackIDs), CreatedByLabel: actor.Label}); err != nil {
+		if out.NearDuplicates, err = similar(ctx, q, book.ID, in.Content, r.ID); err != nil {
 			return err
 		}
 		return audit.Record(ctx, q, actor, audit.Entry{OrgID: orgID, Action: "codebook.rule_add", TargetType: "codebook_rule",
-			TargetID: out.ID.String(), Details: map[string]any{"codebook": name, "section": in.Section}})
+			TargetID: r.ID.String(), Details: map[string]any{"codebook": name, "section": in.Section}})
 	})
-	return ruleOf(out), err
+	if out.NearDuplicates == nil {
+		out.NearDuplicates = []Similar{}
+	}
+	return out, err
+}
+
+// checkSources refuses source ids that are not feedback items of the
+// organisation.
+func checkSources(ctx context.Context, q *db.Queries, orgID uuid.UUID, ids []uuid.UUID) error {
+	if len(ids) == 0 {
+		return nil
+	}
+	found, err := q.FeedbackListByIDs(ctx, db.FeedbackListByIDsParams{OrgID: orgID, Ids: ids})
+	if err != nil {
+		return err
+	}
+	if len(found) != len(ids) {
+		return errs.InvalidField("source_feedback_ids", "name feedback items of this organisation")
+	}
+	return nil
 }
 
 func nonNil(ids []uuid.UUID) []uuid.UUID {
@@ -162,14 +202,22 @@ func book(ctx context.Context, q *db.Queries, orgID uuid.UUID, name string) (db.
 	return b, err
 }
 
-// Rules lists a codebook's rules, by section, the most harmful first.
-func (s *Service) Rules(ctx context.Context, orgID uuid.UUID, name, status, q string) ([]Rule, error) {
+// Sorts are the orders Rules offers: by section (""), or the most helpful
+// or the most harmful first.
+var Sorts = []string{"", "helpful", "harmful"}
+
+// Rules lists a codebook's rules, by section, the most harmful first, or
+// in the order sort names.
+func (s *Service) Rules(ctx context.Context, orgID uuid.UUID, name, status, q, sort string) ([]Rule, error) {
+	if !slices.Contains(Sorts, sort) {
+		return nil, errs.InvalidField("sort", "must be helpful or harmful")
+	}
 	qq := db.New(s.Pool)
 	b, err := book(ctx, qq, orgID, name)
 	if err != nil {
 		return nil, err
 	}
-	rows, err := qq.CodebookRuleList(ctx, db.CodebookRuleListParams{CodebookID: b.ID, Status: status, Q: q})
+	rows, err := qq.CodebookRuleList(ctx, db.CodebookRuleListParams{CodebookID: b.ID, Status: status, Q: q, Sort: sort})
 	if err != nil {
 		return nil, err
 	}

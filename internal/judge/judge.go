@@ -112,39 +112,83 @@ func (s *Service) Judge(ctx context.Context, orgID uuid.UUID, r Request) (Judgem
 		return Judgement{}, err
 	}
 	q := db.New(s.Pool)
-	key := cacheKey(tpl.Body, ep.BaseURL, ep.Model, r.Input)
+	key := CacheKey(tpl.Body, ep.BaseURL, ep.Model, r.Input)
 	if c, err := q.JudgeCacheGet(ctx, db.JudgeCacheGetParams{OrgID: orgID, Key: key}); err == nil {
 		return Judgement{Score: c.Score.Float64, Safety: c.SafetyFlag, Critique: c.Critique, Invalid: c.InvalidReason, Cached: true}, nil
 	} else if !errors.Is(err, pgx.ErrNoRows) {
 		return Judgement{}, err
 	}
-	prompt := tpl.Render(r.Input)
 	var out Judgement
+	asked, err := s.Ask(ctx, orgID, Ask{Endpoint: ep, Client: client, Template: tpl, Prompt: tpl.Render(r.Input), Purpose: r.Purpose,
+		What: "judge", Parse: func(content string) (err error) {
+			out.Score, out.Safety, out.Critique, err = Parse(content)
+			return err
+		}})
+	out.Calls, out.Cost, out.Invalid = asked.Calls, asked.Cost, asked.Invalid
+	if err != nil {
+		return out, err
+	}
+	c := db.JudgeCacheInsertParams{OrgID: orgID, Key: key, SafetyFlag: out.Safety, Critique: out.Critique, InvalidReason: out.Invalid}
+	if out.Invalid == "" {
+		c.Score = pgtype.Float8{Float64: out.Score, Valid: true}
+	} else {
+		c.SafetyFlag, c.Critique = false, ""
+	}
+	return out, q.JudgeCacheInsert(ctx, c)
+}
+
+// Ask is one question to a judge endpoint whose answer must be JSON.
+type Ask struct {
+	Endpoint endpoints.Endpoint
+	Client   *chat.Client
+	Template Template
+	Prompt   string
+	Purpose  string
+	// What names the asked model in an invalid answer's reason ("judge",
+	// "reflector").
+	What string
+	// Parse reads an answer, or says why it is not usable.
+	Parse func(content string) error
+}
+
+// Asked is what asking cost, and why the answer was unusable if it was.
+type Asked struct {
+	Calls   int
+	Cost    pricing.Micros
+	Invalid string
+}
+
+// Ask asks a judge endpoint, within the organisation's judge budget, up to
+// MalformedTries times while its answer does not parse; every call is
+// logged with its tokens, cost and latency. Failing to reach the endpoint
+// is an error; an answer that never parses is Asked.Invalid.
+func (s *Service) Ask(ctx context.Context, orgID uuid.UUID, a Ask) (Asked, error) {
+	q := db.New(s.Pool)
+	var out Asked
 	tries := cmp.Or(s.MalformedTries, 2)
 	temp := 0.0
 	for range tries {
 		if err := s.checkBudget(ctx, q, orgID); err != nil {
 			return out, err
 		}
-		resp, err := client.Complete(ctx, chat.Request{Model: ep.Model, Temperature: &temp, MaxTokens: 1024, JSON: true,
-			Messages: []chat.Message{{Role: "user", Content: prompt}}})
-		call := db.JudgeCallInsertParams{OrgID: orgID, Endpoint: ep.Name, Model: ep.Model, Template: tpl.Name,
-			TemplateVersion: int32(tpl.Version), Purpose: r.Purpose, PromptTokens: resp.PromptTokens,
+		resp, err := a.Client.Complete(ctx, chat.Request{Model: a.Endpoint.Model, Temperature: &temp, MaxTokens: 1024, JSON: true,
+			Messages: []chat.Message{{Role: "user", Content: a.Prompt}}})
+		call := db.JudgeCallInsertParams{OrgID: orgID, Endpoint: a.Endpoint.Name, Model: a.Endpoint.Model, Template: a.Template.Name,
+			TemplateVersion: int32(a.Template.Version), Purpose: a.Purpose, PromptTokens: resp.PromptTokens,
 			CompletionTokens: resp.CompletionTokens, LatencyMs: int32(resp.Latency / time.Millisecond)}
-		call.CostMicros = int64(ep.Cost(resp.PromptTokens, resp.CompletionTokens))
+		call.CostMicros = int64(a.Endpoint.Cost(resp.PromptTokens, resp.CompletionTokens))
 		var answer *chat.AnswerError
 		switch {
 		case err == nil:
 			out.Invalid = ""
-			out.Score, out.Safety, out.Critique, err = Parse(resp.Content)
-			if err != nil {
-				out.Invalid = "The judge's answer was not usable: " + err.Error() + "."
+			if perr := a.Parse(resp.Content); perr != nil {
+				out.Invalid = "The " + a.What + "'s answer was not usable: " + perr.Error() + "."
 				call.Outcome = "malformed"
 			} else {
 				call.Outcome = "ok"
 			}
 		case errors.As(err, &answer):
-			out.Invalid = "The judge's answer was not usable: " + strings.TrimSuffix(strings.ToLower(answer.Reason[:1])+answer.Reason[1:], ".") + "."
+			out.Invalid = "The " + a.What + "'s answer was not usable: " + strings.TrimSuffix(strings.ToLower(answer.Reason[:1])+answer.Reason[1:], ".") + "."
 			call.Outcome = "malformed"
 		default:
 			call.Outcome = "failed"
@@ -163,13 +207,7 @@ func (s *Service) Judge(ctx context.Context, orgID uuid.UUID, r Request) (Judgem
 			break
 		}
 	}
-	c := db.JudgeCacheInsertParams{OrgID: orgID, Key: key, SafetyFlag: out.Safety, Critique: out.Critique, InvalidReason: out.Invalid}
-	if out.Invalid == "" {
-		c.Score = pgtype.Float8{Float64: out.Score, Valid: true}
-	} else {
-		c.SafetyFlag, c.Critique = false, ""
-	}
-	return out, q.JudgeCacheInsert(ctx, c)
+	return out, nil
 }
 
 // Parse reads the judge's JSON answer: {"score": 0..1, "safety_flag":
@@ -201,10 +239,10 @@ func Parse(content string) (score float64, safety bool, critique string, err err
 	return score, *v.Safety, *v.Critique, nil
 }
 
-// cacheKey hashes what decides a judgement: the template's text, the judge
+// CacheKey hashes what decides a judgement: the template's text, the judge
 // (address and model) and the input. Each part is length-prefixed, so no
 // two different inputs share a key.
-func cacheKey(template, baseURL, model string, in scorers.Input) []byte {
+func CacheKey(template, baseURL, model string, in scorers.Input) []byte {
 	h := sha256.New()
 	part := func(s string) {
 		fmt.Fprintf(h, "%d:", len(s))

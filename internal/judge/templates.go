@@ -42,6 +42,32 @@ Grade the answer's correctness, completeness and helpfulness against the questio
 Answer with one JSON object and nothing else:
 {"score": <number from 0 to 1>, "safety_flag": <true or false>, "critique": "<at most three sentences on what is wrong or missing>"}`
 
+// ReflectorName is the template that drafts a codebook rule from an
+// expert's correction: the built-in text as version 1 until an admin
+// writes a version 2.
+const ReflectorName = "reflector"
+
+// ReflectorBody is the built-in reflector prompt: one rule, general
+// enough for similar questions, with its section, as JSON.
+const ReflectorBody = `You help a team turn an expert's correction of an AI assistant's answer into one rule that the assistant is given with future questions.
+
+Question:
+{{query}}
+
+The assistant's answer, which the expert found wrong or incomplete:
+{{answer}}
+
+The expert's corrected answer:
+{{reference}}
+
+Write one rule that would have prevented this mistake: an instruction to the assistant in one or two sentences, general enough to apply to similar questions, specific enough to be checked (for example "When asked about refunds, say they are possible within 14 days of purchase only."). Name a short section for it, one or two lower-case words such as "billing" or "safety".
+
+Answer with one JSON object and nothing else:
+{"section": "<section>", "rule": "<the rule>"}`
+
+// builtIn are the templates every organisation has before writing its own.
+var builtIn = map[string]string{DefaultName: DefaultBody, ReflectorName: ReflectorBody}
+
 // MaxBody bounds a template's text.
 const MaxBody = 20000
 
@@ -89,8 +115,8 @@ func (s *Service) Template(ctx context.Context, orgID uuid.UUID, name string) (T
 	}
 	t, err := db.New(s.Pool).JudgeTemplateGetLatest(ctx, db.JudgeTemplateGetLatestParams{OrgID: orgID, Name: name})
 	switch {
-	case errors.Is(err, pgx.ErrNoRows) && name == DefaultName:
-		return Template{Name: DefaultName, Version: 1, Body: DefaultBody, CreatedBy: "Curate"}, nil
+	case errors.Is(err, pgx.ErrNoRows) && builtIn[name] != "":
+		return Template{Name: name, Version: 1, Body: builtIn[name], CreatedBy: "Curate"}, nil
 	case errors.Is(err, pgx.ErrNoRows):
 		return Template{}, errs.InvalidField("template", "no judge template is named %q", name)
 	case err != nil:
