@@ -19,7 +19,9 @@ type SuggestWorker struct {
 }
 
 // Timeout leaves room for a bulk request of 200 items at a slow judge.
-func (w *SuggestWorker) Timeout(*river.Job[codebook.SuggestArgs]) time.Duration { return 30 * time.Minute }
+func (w *SuggestWorker) Timeout(*river.Job[codebook.SuggestArgs]) time.Duration {
+	return 30 * time.Minute
+}
 
 // Work answers the job's pending suggestions.
 func (w *SuggestWorker) Work(ctx context.Context, job *river.Job[codebook.SuggestArgs]) error {
