@@ -17,13 +17,28 @@ import (
 	"github.com/curate/curate/views"
 )
 
-// CodebookList lists the codebooks.
+// CodebookList lists the codebooks. With ?from=<feedback id> (the item's
+// "Make a rule") each codebook opens with the rule form filled from the
+// item, and ?open=<name> goes to one, new or not.
 func (h *Handlers) CodebookList(c echo.Context) error {
+	from := c.QueryParam("from")
+	if _, err := uuid.Parse(from); from != "" && err != nil {
+		return errs.InvalidField("from", "is not a feedback item's id")
+	}
+	m := views.CodebooksView{From: from, Open: c.QueryParam("open")}
+	if m.Open != "" {
+		if err := codebook.CheckName(m.Open); err == nil {
+			return redirect(c, "/codebooks/"+m.Open+"?from="+url.QueryEscape(from)+"#new-rule")
+		} else {
+			var invalid *errs.Invalid
+			errors.As(err, &invalid)
+			m.Errors = invalid.ByField()
+		}
+	}
 	rows, err := h.Codebooks.List(ctx(c), CallerOf(c).OrgID)
 	if err != nil {
 		return err
 	}
-	var m views.CodebooksView
 	for _, r := range rows {
 		m.Rows = append(m.Rows, views.CodebookRow{Name: r.Name, Rules: int(r.Rules), Published: int(r.Published)})
 	}

@@ -179,7 +179,7 @@ func TestCodebookPages(t *testing.T) {
 	s.API(key, http.MethodPost, "/api/feedback", map[string]any{"query": "Does Tandem post meeting reminders in Slack?", "response": "No.",
 		"feedback_type": "correction", "correction": "Yes: connect Slack under Settings, Integrations, and turn on reminders."}).
 		Must(t, http.StatusCreated).JSON(t, &item)
-	if body := curator.Get("/feedback/"+item.ID).Must(t, http.StatusOK).Body; !strings.Contains(body, `href="/codebooks/assistant?from=`+item.ID+`"`) {
+	if body := curator.Get("/feedback/"+item.ID).Must(t, http.StatusOK).Body; !strings.Contains(body, `href="/codebooks?from=`+item.ID+`"`) {
 		t.Error("the corrected item has no Make a rule link")
 	}
 	body := curator.Get("/codebooks/assistant?from="+item.ID).Must(t, http.StatusOK).Body

@@ -148,8 +148,9 @@ func TestBrowserEveryPageStyled(t *testing.T) {
 	}
 
 	// A codebook with a published rule.
-	if _, err := s.App.Services.Codebooks.AddRule(ctx, audit.System, seeded.OrgID, "assistant", codebook.NewRule{Section: "billing",
-		Content: "When asked about refunds, say they are possible within 14 days of purchase only.", Status: "active"}); err != nil {
+	rule, err := s.App.Services.Codebooks.AddRule(ctx, audit.System, seeded.OrgID, "assistant", codebook.NewRule{Section: "billing",
+		Content: "When asked about refunds, say they are possible within 14 days of purchase only.", Status: "active"})
+	if err != nil {
 		t.Fatal(err)
 	}
 	if _, _, err := s.App.Services.Codebooks.Publish(ctx, audit.System, seeded.OrgID, "assistant"); err != nil {
@@ -203,6 +204,9 @@ func TestBrowserEveryPageStyled(t *testing.T) {
 		{"codebooks", "/codebooks"},
 		{"codebook", "/codebooks/assistant"},
 		{"codebook-from-item", "/codebooks/assistant?from=" + itemID},
+		{"codebook-rule", "/codebooks/assistant/rules/" + rule.ID.String()},
+		{"codebook-version", "/codebooks/assistant/versions/1"},
+		{"codebook-suggestions", "/codebooks/assistant/suggestions"},
 		{"experiment", "/experiments/assist-v3"},
 		{"judges", "/evaluations/judges"},
 		{"judge-agreement", "/evaluations/agreement"},

@@ -1,16 +1,12 @@
 package web_test
 
 import (
-	"context"
 	"fmt"
 	"net/http"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/chromedp/cdproto/cdp"
-	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
 
 	"github.com/curate/curate/internal/serving/vllmtest"
@@ -76,20 +72,7 @@ func TestBrowserABPanel(t *testing.T) {
 	s.API(assistant, http.MethodPost, "/api/feedback/batch", map[string]any{"items": items}).Must(t, http.StatusOK)
 
 	b := webtest.Browser(t)
-	var dialogs atomic.Int32
-	if err := chromedp.Listen(b, func(ev any) {
-		if _, ok := ev.(*page.EventJavascriptDialogOpening); ok {
-			dialogs.Add(1)
-			go func() {
-				_ = chromedp.Do(b, chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
-					_, err := cdp.Call(ctx, tg, page.HandleJavaScriptDialog, page.HandleJavaScriptDialogParams{Accept: true})
-					return err
-				}))
-			}()
-		}
-	}); err != nil {
-		t.Fatal(err)
-	}
+	dialogs := webtest.AcceptDialogs(t, b)
 	err := chromedp.Do(b,
 		chromedp.Navigate(s.URL+"/login"),
 		chromedp.WaitVisible(`input[name=email]`),

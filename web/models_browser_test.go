@@ -5,12 +5,9 @@ import (
 	"net/http"
 	"path/filepath"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/chromedp/cdproto/cdp"
-	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
 
 	"github.com/curate/curate/internal/demo"
@@ -57,20 +54,7 @@ func TestBrowserRegistryFlow(t *testing.T) {
 
 	b := webtest.Browser(t)
 	// Deploy and Roll back ask to confirm; the admin agrees.
-	var dialogs atomic.Int32
-	if err := chromedp.Listen(b, func(ev any) {
-		if _, ok := ev.(*page.EventJavascriptDialogOpening); ok {
-			dialogs.Add(1)
-			go func() {
-				_ = chromedp.Do(b, chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
-					_, err := cdp.Call(ctx, tg, page.HandleJavaScriptDialog, page.HandleJavaScriptDialogParams{Accept: true})
-					return err
-				}))
-			}()
-		}
-	}); err != nil {
-		t.Fatal(err)
-	}
+	dialogs := webtest.AcceptDialogs(t, b)
 	deploy := func(reason string) {
 		t.Helper()
 		err := chromedp.Do(b,

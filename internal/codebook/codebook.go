@@ -96,7 +96,8 @@ type Added struct {
 	NearDuplicates []Similar `json:"near_duplicates"`
 }
 
-func checkName(name string) error {
+// CheckName refuses a name a codebook cannot have.
+func CheckName(name string) error {
 	if !namePattern.MatchString(name) {
 		return errs.InvalidField("name", "a codebook's name is lower-case letters, digits, '.', '_' or '-', at most 64")
 	}
@@ -130,7 +131,7 @@ func (n *NewRule) check(v *errs.Invalid, prefix string) {
 // AddRule adds a rule to a codebook, creating the codebook on first use,
 // and answers it with the codebook's rules that look like it.
 func (s *Service) AddRule(ctx context.Context, actor audit.Actor, orgID uuid.UUID, name string, in NewRule) (Added, error) {
-	if err := checkName(name); err != nil {
+	if err := CheckName(name); err != nil {
 		return Added{}, err
 	}
 	v := &errs.Invalid{}

@@ -75,7 +75,7 @@ func ParsePlaybook(text string) ([]VersionRule, error) {
 // into an empty codebook, the same hash as the export's. The whole file is
 // refused on any bad rule.
 func (s *Service) Import(ctx context.Context, actor audit.Actor, orgID uuid.UUID, name string, rules []VersionRule) (Published, error) {
-	if err := checkName(name); err != nil {
+	if err := CheckName(name); err != nil {
 		return Published{}, err
 	}
 	v := &errs.Invalid{}

@@ -45,7 +45,7 @@ type SuggestRequest struct {
 // job that asks the reflector, audited, in one transaction. It answers how
 // many were queued.
 func (s *Service) Suggest(ctx context.Context, actor audit.Actor, orgID uuid.UUID, name string, r SuggestRequest) (int, error) {
-	if err := checkName(name); err != nil {
+	if err := CheckName(name); err != nil {
 		return 0, err
 	}
 	if s.Judge == nil {

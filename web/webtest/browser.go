@@ -4,9 +4,12 @@ import (
 	"context"
 	"os"
 	"os/exec"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
 )
 
@@ -81,4 +84,25 @@ func Screenshot(t testing.TB, ctx context.Context, name string) {
 	if err := os.WriteFile(dir+"/"+name+".png", buf, 0o644); err != nil {
 		t.Log(err)
 	}
+}
+
+// AcceptDialogs accepts every confirm dialog the browser opens from now on
+// (a person agreeing to "Deploy?", "Publish?"), and counts them.
+func AcceptDialogs(t testing.TB, ctx context.Context) *atomic.Int32 {
+	t.Helper()
+	var n atomic.Int32
+	if err := chromedp.Listen(ctx, func(ev any) {
+		if _, ok := ev.(*page.EventJavascriptDialogOpening); ok {
+			n.Add(1)
+			go func() {
+				_ = chromedp.Do(ctx, chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
+					_, err := cdp.Call(ctx, tg, page.HandleJavaScriptDialog, page.HandleJavaScriptDialogParams{Accept: true})
+					return err
+				}))
+			}()
+		}
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return &n
 }
