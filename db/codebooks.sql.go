@@ -1136,7 +1136,7 @@ func (q *Queries) CodebookVersionRuleListPlain(ctx context.Context, versionID uu
 
 const codebookVersionRuleListRelevant = `-- name: CodebookVersionRuleListRelevant :many
 WITH fts AS (
-    SELECT position, ts_rank_cd(search, to_tsquery('english', replace(plainto_tsquery('english', $1)::text, ' & ', ' | '))) AS rank
+    SELECT position, ts_rank(search, to_tsquery('english', replace(plainto_tsquery('english', $1)::text, ' & ', ' | '))) AS rank
     FROM codebook_version_rules
     WHERE version_id = $2 AND search @@ to_tsquery('english', replace(plainto_tsquery('english', $1)::text, ' & ', ' | '))
     ORDER BY rank DESC

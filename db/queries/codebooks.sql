@@ -81,7 +81,7 @@ WHERE v.version_id = @version_id ORDER BY v.position;
 -- every word asked), ordered again with their trigram word similarity to
 -- the query added. The tsquery is written out, a constant to the planner.
 WITH fts AS (
-    SELECT position, ts_rank_cd(search, to_tsquery('english', replace(plainto_tsquery('english', @query)::text, ' & ', ' | '))) AS rank
+    SELECT position, ts_rank(search, to_tsquery('english', replace(plainto_tsquery('english', @query)::text, ' & ', ' | '))) AS rank
     FROM codebook_version_rules
     WHERE version_id = @version_id AND search @@ to_tsquery('english', replace(plainto_tsquery('english', @query)::text, ' & ', ' | '))
     ORDER BY rank DESC

@@ -62,7 +62,7 @@ func BenchmarkCodebookRetrieve(b *testing.B) {
 		queries = append(queries, fmt.Sprintf("How do I get a %s for my %s?", subjects[(i*11)%len(subjects)], subjects[(i*5+1)%len(subjects)]))
 	}
 	const sql = `WITH fts AS (
-		SELECT position, ts_rank_cd(search, to_tsquery('english', replace(plainto_tsquery('english', $2)::text, ' & ', ' | '))) AS rank
+		SELECT position, ts_rank(search, to_tsquery('english', replace(plainto_tsquery('english', $2)::text, ' & ', ' | '))) AS rank
 		FROM codebook_version_rules WHERE version_id = $1
 		AND search @@ to_tsquery('english', replace(plainto_tsquery('english', $2)::text, ' & ', ' | ')) ORDER BY rank DESC LIMIT 50)
 		SELECT r.rule_id, r.section, r.content, (f.rank + word_similarity($2, r.content))::float8 AS score
