@@ -93,7 +93,14 @@ func TestBrowserCodebookFromCorrection(t *testing.T) {
 		chromedp.Evaluate[chromedp.Void](`const a = document.querySelector('#rule-form textarea[name=content]'); a.focus(); a.setSelectionRange(a.value.length, a.value.length)`),
 		chromedp.KeyEvent(" Link the refund policy."),
 		chromedp.Click(`#rule-form button.primary`),
-		chromedp.WaitVisible(`#publish-form`),
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The codebook's page, without the item (the editor's page had a
+	// Publish button too).
+	waitFor(t, b, `location.search === '' && document.getElementById('publish-form') !== null`)
+	err = chromedp.Do(b,
 		chromedp.Click(`#publish-form button`),
 		chromedp.WaitVisible(`#versions tr[data-version="1"]`),
 	)
