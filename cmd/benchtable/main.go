@@ -77,6 +77,10 @@ func main() {
 				fmt.Sprintf("%.1f ms", m[f+"_sql_p95_ms"]), fmt.Sprintf("%.2f×", m[f+"_server/sql"]), "≤ 3×", "")
 		}
 	}
+	if m, ok := found["BenchmarkCodebookRetrieve"]; ok {
+		row(fmt.Sprintf("codebook retrieve p95, %.0f rules", m["rules"]), fmt.Sprintf("%.1f ms", m["retrieve_p95_ms"]),
+			fmt.Sprintf("%.1f ms", m["sql_p95_ms"]), fmt.Sprintf("%.2f×", m["retrieve_p95_ms"]/m["sql_p95_ms"]), "< 10 ms", "")
+	}
 	w.Flush()
 }
 
