@@ -97,7 +97,7 @@ func (q *Queries) ExperimentArmUpdateWeight(ctx context.Context, arg ExperimentA
 }
 
 const experimentGetByID = `-- name: ExperimentGetByID :one
-SELECT id, org_id, key, name, registered_model_id, seed, coverage, status, metrics, guardrails, min_sample_per_arm, winner, conflicts, rollout_steps, rollout_hold, rollout_min_units, rollout_step, rollout_step_at, stop_reason, started_at, ends_at, ended_at, created_by_label, created_at, updated_at FROM experiments WHERE id = $1
+SELECT id, org_id, key, name, registered_model_id, seed, coverage, status, metrics, guardrails, min_sample_per_arm, winner, conflicts, rollout_steps, rollout_hold, rollout_min_units, rollout_step, rollout_step_at, stop_reason, started_at, ends_at, ended_at, created_by_label, created_at, updated_at, phase, phase_started_at, weights_changed FROM experiments WHERE id = $1
 `
 
 // For the worker, which knows the experiment only by its id.
@@ -130,12 +130,15 @@ func (q *Queries) ExperimentGetByID(ctx context.Context, id uuid.UUID) (Experime
 		&i.CreatedByLabel,
 		&i.CreatedAt,
 		&i.UpdatedAt,
+		&i.Phase,
+		&i.PhaseStartedAt,
+		&i.WeightsChanged,
 	)
 	return i, err
 }
 
 const experimentGetByKey = `-- name: ExperimentGetByKey :one
-SELECT id, org_id, key, name, registered_model_id, seed, coverage, status, metrics, guardrails, min_sample_per_arm, winner, conflicts, rollout_steps, rollout_hold, rollout_min_units, rollout_step, rollout_step_at, stop_reason, started_at, ends_at, ended_at, created_by_label, created_at, updated_at FROM experiments WHERE org_id = $1 AND key = $2
+SELECT id, org_id, key, name, registered_model_id, seed, coverage, status, metrics, guardrails, min_sample_per_arm, winner, conflicts, rollout_steps, rollout_hold, rollout_min_units, rollout_step, rollout_step_at, stop_reason, started_at, ends_at, ended_at, created_by_label, created_at, updated_at, phase, phase_started_at, weights_changed FROM experiments WHERE org_id = $1 AND key = $2
 `
 
 type ExperimentGetByKeyParams struct {
@@ -172,12 +175,15 @@ func (q *Queries) ExperimentGetByKey(ctx context.Context, arg ExperimentGetByKey
 		&i.CreatedByLabel,
 		&i.CreatedAt,
 		&i.UpdatedAt,
+		&i.Phase,
+		&i.PhaseStartedAt,
+		&i.WeightsChanged,
 	)
 	return i, err
 }
 
 const experimentGetByKeyForUpdate = `-- name: ExperimentGetByKeyForUpdate :one
-SELECT id, org_id, key, name, registered_model_id, seed, coverage, status, metrics, guardrails, min_sample_per_arm, winner, conflicts, rollout_steps, rollout_hold, rollout_min_units, rollout_step, rollout_step_at, stop_reason, started_at, ends_at, ended_at, created_by_label, created_at, updated_at FROM experiments WHERE org_id = $1 AND key = $2 FOR UPDATE
+SELECT id, org_id, key, name, registered_model_id, seed, coverage, status, metrics, guardrails, min_sample_per_arm, winner, conflicts, rollout_steps, rollout_hold, rollout_min_units, rollout_step, rollout_step_at, stop_reason, started_at, ends_at, ended_at, created_by_label, created_at, updated_at, phase, phase_started_at, weights_changed FROM experiments WHERE org_id = $1 AND key = $2 FOR UPDATE
 `
 
 type ExperimentGetByKeyForUpdateParams struct {
@@ -214,6 +220,9 @@ func (q *Queries) ExperimentGetByKeyForUpdate(ctx context.Context, arg Experimen
 		&i.CreatedByLabel,
 		&i.CreatedAt,
 		&i.UpdatedAt,
+		&i.Phase,
+		&i.PhaseStartedAt,
+		&i.WeightsChanged,
 	)
 	return i, err
 }
@@ -224,7 +233,7 @@ INSERT INTO experiments (org_id, key, name, registered_model_id, seed, coverage,
     rollout_steps, rollout_hold, rollout_min_units, ends_at, created_by_label)
 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9,
     $10, $11, $12, $13, $14)
-RETURNING id, org_id, key, name, registered_model_id, seed, coverage, status, metrics, guardrails, min_sample_per_arm, winner, conflicts, rollout_steps, rollout_hold, rollout_min_units, rollout_step, rollout_step_at, stop_reason, started_at, ends_at, ended_at, created_by_label, created_at, updated_at
+RETURNING id, org_id, key, name, registered_model_id, seed, coverage, status, metrics, guardrails, min_sample_per_arm, winner, conflicts, rollout_steps, rollout_hold, rollout_min_units, rollout_step, rollout_step_at, stop_reason, started_at, ends_at, ended_at, created_by_label, created_at, updated_at, phase, phase_started_at, weights_changed
 `
 
 type ExperimentInsertParams struct {
@@ -289,12 +298,15 @@ func (q *Queries) ExperimentInsert(ctx context.Context, arg ExperimentInsertPara
 		&i.CreatedByLabel,
 		&i.CreatedAt,
 		&i.UpdatedAt,
+		&i.Phase,
+		&i.PhaseStartedAt,
+		&i.WeightsChanged,
 	)
 	return i, err
 }
 
 const experimentList = `-- name: ExperimentList :many
-SELECT id, org_id, key, name, registered_model_id, seed, coverage, status, metrics, guardrails, min_sample_per_arm, winner, conflicts, rollout_steps, rollout_hold, rollout_min_units, rollout_step, rollout_step_at, stop_reason, started_at, ends_at, ended_at, created_by_label, created_at, updated_at FROM experiments WHERE org_id = $1 ORDER BY created_at DESC LIMIT 200
+SELECT id, org_id, key, name, registered_model_id, seed, coverage, status, metrics, guardrails, min_sample_per_arm, winner, conflicts, rollout_steps, rollout_hold, rollout_min_units, rollout_step, rollout_step_at, stop_reason, started_at, ends_at, ended_at, created_by_label, created_at, updated_at, phase, phase_started_at, weights_changed FROM experiments WHERE org_id = $1 ORDER BY created_at DESC LIMIT 200
 `
 
 func (q *Queries) ExperimentList(ctx context.Context, orgID uuid.UUID) ([]Experiment, error) {
@@ -332,6 +344,9 @@ func (q *Queries) ExperimentList(ctx context.Context, orgID uuid.UUID) ([]Experi
 			&i.CreatedByLabel,
 			&i.CreatedAt,
 			&i.UpdatedAt,
+			&i.Phase,
+			&i.PhaseStartedAt,
+			&i.WeightsChanged,
 		); err != nil {
 			return nil, err
 		}
@@ -346,17 +361,19 @@ func (q *Queries) ExperimentList(ctx context.Context, orgID uuid.UUID) ([]Experi
 const experimentListDays = `-- name: ExperimentListDays :many
 SELECT DISTINCT date_trunc('day', f.created_at)::timestamptz AS day
 FROM feedback f WHERE f.org_id = $1 AND f.experiment_id = $2
+  AND ($3::timestamptz IS NULL OR f.created_at >= $3)
 ORDER BY day LIMIT 120
 `
 
 type ExperimentListDaysParams struct {
 	OrgID        uuid.UUID     `json:"org_id"`
 	ExperimentID uuid.NullUUID `json:"experiment_id"`
+	Since        *time.Time    `json:"since"`
 }
 
 // The days the experiment's feedback arrived on, for the cumulative chart.
 func (q *Queries) ExperimentListDays(ctx context.Context, arg ExperimentListDaysParams) ([]time.Time, error) {
-	rows, err := q.db.Query(ctx, experimentListDays, arg.OrgID, arg.ExperimentID)
+	rows, err := q.db.Query(ctx, experimentListDays, arg.OrgID, arg.ExperimentID, arg.Since)
 	if err != nil {
 		return nil, err
 	}
@@ -384,7 +401,9 @@ WITH u AS (
            avg(f.latency_ms)::float8 AS latency
     FROM experiment_exposures e
     JOIN feedback f ON f.org_id = $1 AND f.experiment_id = e.experiment_id AND f.end_user_id = e.unit_id
-    WHERE e.experiment_id = $2 AND ($3::timestamptz IS NULL OR f.created_at < $3)
+    WHERE e.experiment_id = $2 AND e.phase = $3
+      AND ($4::timestamptz IS NULL OR f.created_at >= $4)
+      AND ($5::timestamptz IS NULL OR f.created_at < $5)
     GROUP BY e.arm, e.unit_id
 )
 SELECT arm,
@@ -398,6 +417,8 @@ FROM u GROUP BY arm ORDER BY arm
 type ExperimentListMetricSumsParams struct {
 	OrgID        uuid.UUID  `json:"org_id"`
 	ExperimentID uuid.UUID  `json:"experiment_id"`
+	Phase        int32      `json:"phase"`
+	Since        *time.Time `json:"since"`
 	Before       *time.Time `json:"before"`
 }
 
@@ -422,7 +443,13 @@ type ExperimentListMetricSumsRow struct {
 // feedback in the experiment (thumbs up 1, down 0; the rating; 1 for a
 // correction; the latency).
 func (q *Queries) ExperimentListMetricSums(ctx context.Context, arg ExperimentListMetricSumsParams) ([]ExperimentListMetricSumsRow, error) {
-	rows, err := q.db.Query(ctx, experimentListMetricSums, arg.OrgID, arg.ExperimentID, arg.Before)
+	rows, err := q.db.Query(ctx, experimentListMetricSums,
+		arg.OrgID,
+		arg.ExperimentID,
+		arg.Phase,
+		arg.Since,
+		arg.Before,
+	)
 	if err != nil {
 		return nil, err
 	}
@@ -456,7 +483,7 @@ func (q *Queries) ExperimentListMetricSums(ctx context.Context, arg ExperimentLi
 }
 
 const experimentListRunningWithRollout = `-- name: ExperimentListRunningWithRollout :many
-SELECT id, org_id, key, name, registered_model_id, seed, coverage, status, metrics, guardrails, min_sample_per_arm, winner, conflicts, rollout_steps, rollout_hold, rollout_min_units, rollout_step, rollout_step_at, stop_reason, started_at, ends_at, ended_at, created_by_label, created_at, updated_at FROM experiments WHERE status = 'running' AND cardinality(rollout_steps) > 0
+SELECT id, org_id, key, name, registered_model_id, seed, coverage, status, metrics, guardrails, min_sample_per_arm, winner, conflicts, rollout_steps, rollout_hold, rollout_min_units, rollout_step, rollout_step_at, stop_reason, started_at, ends_at, ended_at, created_by_label, created_at, updated_at, phase, phase_started_at, weights_changed FROM experiments WHERE status = 'running' AND cardinality(rollout_steps) > 0
 `
 
 // Running experiments with a rollout plan, for the periodic guardrail check.
@@ -495,6 +522,9 @@ func (q *Queries) ExperimentListRunningWithRollout(ctx context.Context) ([]Exper
 			&i.CreatedByLabel,
 			&i.CreatedAt,
 			&i.UpdatedAt,
+			&i.Phase,
+			&i.PhaseStartedAt,
+			&i.WeightsChanged,
 		); err != nil {
 			return nil, err
 		}
@@ -567,7 +597,7 @@ UPDATE experiments SET status = $1, started_at = coalesce(started_at, CASE WHEN 
     ended_at = CASE WHEN $1 IN ('completed', 'cancelled') THEN now() ELSE ended_at END,
     winner = $2, stop_reason = $3, updated_at = now()
 WHERE id = $4
-RETURNING id, org_id, key, name, registered_model_id, seed, coverage, status, metrics, guardrails, min_sample_per_arm, winner, conflicts, rollout_steps, rollout_hold, rollout_min_units, rollout_step, rollout_step_at, stop_reason, started_at, ends_at, ended_at, created_by_label, created_at, updated_at
+RETURNING id, org_id, key, name, registered_model_id, seed, coverage, status, metrics, guardrails, min_sample_per_arm, winner, conflicts, rollout_steps, rollout_hold, rollout_min_units, rollout_step, rollout_step_at, stop_reason, started_at, ends_at, ended_at, created_by_label, created_at, updated_at, phase, phase_started_at, weights_changed
 `
 
 type ExperimentUpdateStatusParams struct {
@@ -611,21 +641,88 @@ func (q *Queries) ExperimentUpdateStatus(ctx context.Context, arg ExperimentUpda
 		&i.CreatedByLabel,
 		&i.CreatedAt,
 		&i.UpdatedAt,
+		&i.Phase,
+		&i.PhaseStartedAt,
+		&i.WeightsChanged,
+	)
+	return i, err
+}
+
+const experimentUpdateTraffic = `-- name: ExperimentUpdateTraffic :one
+UPDATE experiments SET coverage = $1, seed = $2, phase = $3,
+    phase_started_at = CASE WHEN $3::int <> phase THEN now() ELSE phase_started_at END,
+    weights_changed = $4, updated_at = now()
+WHERE id = $5
+RETURNING id, org_id, key, name, registered_model_id, seed, coverage, status, metrics, guardrails, min_sample_per_arm, winner, conflicts, rollout_steps, rollout_hold, rollout_min_units, rollout_step, rollout_step_at, stop_reason, started_at, ends_at, ended_at, created_by_label, created_at, updated_at, phase, phase_started_at, weights_changed
+`
+
+type ExperimentUpdateTrafficParams struct {
+	Coverage       float64   `json:"coverage"`
+	Seed           string    `json:"seed"`
+	Phase          int32     `json:"phase"`
+	WeightsChanged bool      `json:"weights_changed"`
+	ID             uuid.UUID `json:"id"`
+}
+
+// New weights (in the arms) and coverage; a new phase when re-randomised.
+func (q *Queries) ExperimentUpdateTraffic(ctx context.Context, arg ExperimentUpdateTrafficParams) (Experiment, error) {
+	row := q.db.QueryRow(ctx, experimentUpdateTraffic,
+		arg.Coverage,
+		arg.Seed,
+		arg.Phase,
+		arg.WeightsChanged,
+		arg.ID,
+	)
+	var i Experiment
+	err := row.Scan(
+		&i.ID,
+		&i.OrgID,
+		&i.Key,
+		&i.Name,
+		&i.RegisteredModelID,
+		&i.Seed,
+		&i.Coverage,
+		&i.Status,
+		&i.Metrics,
+		&i.Guardrails,
+		&i.MinSamplePerArm,
+		&i.Winner,
+		&i.Conflicts,
+		&i.RolloutSteps,
+		&i.RolloutHold,
+		&i.RolloutMinUnits,
+		&i.RolloutStep,
+		&i.RolloutStepAt,
+		&i.StopReason,
+		&i.StartedAt,
+		&i.EndsAt,
+		&i.EndedAt,
+		&i.CreatedByLabel,
+		&i.CreatedAt,
+		&i.UpdatedAt,
+		&i.Phase,
+		&i.PhaseStartedAt,
+		&i.WeightsChanged,
 	)
 	return i, err
 }
 
 const exposureCountByArm = `-- name: ExposureCountByArm :many
-SELECT arm, count(*)::bigint AS units FROM experiment_exposures WHERE experiment_id = $1 GROUP BY arm ORDER BY arm
+SELECT arm, count(*)::bigint AS units FROM experiment_exposures WHERE experiment_id = $1 AND phase = $2 GROUP BY arm ORDER BY arm
 `
+
+type ExposureCountByArmParams struct {
+	ExperimentID uuid.UUID `json:"experiment_id"`
+	Phase        int32     `json:"phase"`
+}
 
 type ExposureCountByArmRow struct {
 	Arm   int32 `json:"arm"`
 	Units int64 `json:"units"`
 }
 
-func (q *Queries) ExposureCountByArm(ctx context.Context, experimentID uuid.UUID) ([]ExposureCountByArmRow, error) {
-	rows, err := q.db.Query(ctx, exposureCountByArm, experimentID)
+func (q *Queries) ExposureCountByArm(ctx context.Context, arg ExposureCountByArmParams) ([]ExposureCountByArmRow, error) {
+	rows, err := q.db.Query(ctx, exposureCountByArm, arg.ExperimentID, arg.Phase)
 	if err != nil {
 		return nil, err
 	}
@@ -644,44 +741,49 @@ func (q *Queries) ExposureCountByArm(ctx context.Context, experimentID uuid.UUID
 	return items, nil
 }
 
-const exposureGet = `-- name: ExposureGet :one
-SELECT experiment_id, unit_id, arm, first_seen FROM experiment_exposures WHERE experiment_id = $1 AND unit_id = $2
+const exposureGetLatest = `-- name: ExposureGetLatest :one
+SELECT experiment_id, unit_id, arm, first_seen, phase FROM experiment_exposures WHERE experiment_id = $1 AND unit_id = $2 ORDER BY phase DESC LIMIT 1
 `
 
-type ExposureGetParams struct {
+type ExposureGetLatestParams struct {
 	ExperimentID uuid.UUID `json:"experiment_id"`
 	UnitID       string    `json:"unit_id"`
 }
 
-func (q *Queries) ExposureGet(ctx context.Context, arg ExposureGetParams) (ExperimentExposure, error) {
-	row := q.db.QueryRow(ctx, exposureGet, arg.ExperimentID, arg.UnitID)
+// A unit's exposure in the newest phase it was assigned in.
+func (q *Queries) ExposureGetLatest(ctx context.Context, arg ExposureGetLatestParams) (ExperimentExposure, error) {
+	row := q.db.QueryRow(ctx, exposureGetLatest, arg.ExperimentID, arg.UnitID)
 	var i ExperimentExposure
 	err := row.Scan(
 		&i.ExperimentID,
 		&i.UnitID,
 		&i.Arm,
 		&i.FirstSeen,
+		&i.Phase,
 	)
 	return i, err
 }
 
 const exposureInsertMany = `-- name: ExposureInsertMany :many
 WITH new AS (
-    INSERT INTO experiment_exposures (experiment_id, unit_id, arm)
-    SELECT $1::uuid, u.unit_id, a.arm
-    FROM unnest($2::text[]) WITH ORDINALITY AS u(unit_id, i)
-    JOIN unnest($3::int[]) WITH ORDINALITY AS a(arm, j) ON a.j = u.i
-    ON CONFLICT (experiment_id, unit_id) DO NOTHING
+    INSERT INTO experiment_exposures (experiment_id, phase, unit_id, arm)
+    SELECT $1::uuid, $2::int, u.unit_id, a.arm
+    FROM unnest($3::text[]) WITH ORDINALITY AS u(unit_id, i)
+    JOIN unnest($4::int[]) WITH ORDINALITY AS a(arm, j) ON a.j = u.i
+    WHERE a.arm >= 0
+    ON CONFLICT (experiment_id, phase, unit_id) DO NOTHING
     RETURNING unit_id, arm
 )
 SELECT unit_id, arm FROM new
 UNION ALL
 SELECT e.unit_id, e.arm FROM experiment_exposures e
-WHERE e.experiment_id = $1 AND e.unit_id = ANY($2::text[]) AND NOT EXISTS (SELECT 1 FROM new n WHERE n.unit_id = e.unit_id)
+WHERE e.experiment_id = $1 AND e.phase = $2 AND e.unit_id = ANY($3::text[])
+  AND NOT EXISTS (SELECT 1 FROM new n WHERE n.unit_id = e.unit_id)
 `
 
 type ExposureInsertManyParams struct {
 	ExperimentID uuid.UUID `json:"experiment_id"`
+	Phase        int32     `json:"phase"`
 	UnitIds      []string  `json:"unit_ids"`
 	Arms         []int32   `json:"arms"`
 }
@@ -691,10 +793,16 @@ type ExposureInsertManyRow struct {
 	Arm    int32  `json:"arm"`
 }
 
-// First exposures; a unit already exposed keeps its first arm. Returns
-// each unit's recorded arm.
+// First exposures of the phase (an arm of -1, outside the coverage, is not
+// recorded); a unit already exposed keeps its first arm. Returns each
+// unit's recorded arm.
 func (q *Queries) ExposureInsertMany(ctx context.Context, arg ExposureInsertManyParams) ([]ExposureInsertManyRow, error) {
-	rows, err := q.db.Query(ctx, exposureInsertMany, arg.ExperimentID, arg.UnitIds, arg.Arms)
+	rows, err := q.db.Query(ctx, exposureInsertMany,
+		arg.ExperimentID,
+		arg.Phase,
+		arg.UnitIds,
+		arg.Arms,
+	)
 	if err != nil {
 		return nil, err
 	}

@@ -1142,6 +1142,9 @@ type Experiment struct {
 	CreatedByLabel    string           `json:"created_by_label"`
 	CreatedAt         time.Time        `json:"created_at"`
 	UpdatedAt         time.Time        `json:"updated_at"`
+	Phase             int32            `json:"phase"`
+	PhaseStartedAt    *time.Time       `json:"phase_started_at"`
+	WeightsChanged    bool             `json:"weights_changed"`
 }
 
 type ExperimentArm struct {
@@ -1157,6 +1160,7 @@ type ExperimentExposure struct {
 	UnitID       string    `json:"unit_id"`
 	Arm          int32     `json:"arm"`
 	FirstSeen    time.Time `json:"first_seen"`
+	Phase        int32     `json:"phase"`
 }
 
 type Feedback struct {

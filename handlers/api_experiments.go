@@ -107,6 +107,22 @@ func (h *Handlers) APIExperimentExtend(c echo.Context) error {
 	return c.JSON(http.StatusOK, e)
 }
 
+// APIExperimentPatch changes the weights or coverage, or re-randomises.
+func (h *Handlers) APIExperimentPatch(c echo.Context) error {
+	if _, err := queryParams(c); err != nil {
+		return err
+	}
+	var in experiments.Traffic
+	if err := decodeJSON(c, &in, ""); err != nil {
+		return err
+	}
+	e, err := h.Experiments.SetTraffic(ctx(c), actor(c), CallerOf(c).OrgID, c.Param("key"), in)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, e)
+}
+
 // APIExperimentAssign gives one unit its arm and what to call.
 func (h *Handlers) APIExperimentAssign(c echo.Context) error {
 	if _, err := queryParams(c); err != nil {

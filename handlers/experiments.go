@@ -59,7 +59,8 @@ func (h *Handlers) renderPanel(c echo.Context, status int, problems map[string]s
 	}
 	m := views.PanelView{Key: e.Key, Name: e.Name, Status: e.Status, Traffic: percent(e.TrafficSplit), Coverage: percent(e.Coverage),
 		Started: "Not started", StopReason: e.StopReason, Action: r.Recommendation.Action, Reason: r.Recommendation.Reason,
-		Conflicts: e.Conflicts, CanAct: caller.Role.AtLeast(auth.Admin), Errors: problems}
+		Conflicts: e.Conflicts, CanAct: caller.Role.AtLeast(auth.Admin), Errors: problems, Phase: e.Phase,
+		TreatmentPercent: strconv.FormatFloat(e.TrafficSplit*100, 'f', -1, 64)}
 	if e.StartedAt != nil {
 		m.Started = views.When(*e.StartedAt)
 	}
@@ -78,7 +79,7 @@ func (h *Handlers) renderPanel(c echo.Context, status int, problems map[string]s
 	}
 	switch {
 	case r.SRMPValue == nil:
-		m.SRM = "Not checked: a rollout has changed the weights, or no unit is assigned yet."
+		m.SRM = "Not checked: the weights changed within this phase (a rollout or an admin), or no unit is assigned yet."
 	default:
 		m.SRMOK = *r.SRMPValue >= 0.001
 		m.SRM = fmt.Sprintf("p = %.3g against the configured weights", *r.SRMPValue)
@@ -168,6 +169,27 @@ func (h *Handlers) ExperimentExtend(c echo.Context) error {
 		return err
 	}
 	h.Sessions.Flash(c, "ok", "The experiment runs until "+c.FormValue("until")+".")
+	return redirect(c, "/experiments/"+c.Param("key"))
+}
+
+// ExperimentTraffic changes a two-arm experiment's split from the panel,
+// re-randomising when asked.
+func (h *Handlers) ExperimentTraffic(c echo.Context) error {
+	share, err := strconv.ParseFloat(c.FormValue("treatment_percent"), 64)
+	if err == nil {
+		_, err = h.Experiments.SetTraffic(ctx(c), actor(c), CallerOf(c).OrgID, c.Param("key"),
+			experiments.Traffic{Weights: []float64{1 - share/100, share / 100}, Reseed: c.FormValue("reseed") == "1"})
+	} else {
+		err = errs.InvalidField("weights", "the treatment's share must be a number of percent")
+	}
+	var invalid *errs.Invalid
+	if errors.As(err, &invalid) {
+		return h.renderPanel(c, http.StatusUnprocessableEntity, invalid.ByField())
+	}
+	if err != nil {
+		return err
+	}
+	h.Sessions.Flash(c, "ok", "The traffic split is changed.")
 	return redirect(c, "/experiments/"+c.Param("key"))
 }
 

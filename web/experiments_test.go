@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"net/http"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -56,30 +57,7 @@ func TestExperimentAPI(t *testing.T) {
 	admin := s.APIKey(org, "ops", "admin")
 	assistant := s.APIKey(org, "assistant", "curator")
 	viewer := s.APIKey(org, "dash", "viewer")
-	vllm := vllmtest.New(t, "meta-llama/Llama-3.1-8B-Instruct")
-	s.API(admin, http.MethodPost, "/api/serving-targets", map[string]any{"name": "gpu-1", "kind": "vllm", "base_url": vllm.URL}).Must(t, http.StatusCreated)
-	var v1, v2 modelDoc
-	for i, v := range []*modelDoc{&v1, &v2} {
-		s.API(admin, http.MethodPost, "/api/models", map[string]any{"name": "support", "model_id": fmt.Sprintf("/adapters/support-%d", i+1),
-			"base_model": "meta-llama/Llama-3.1-8B-Instruct", "kind": "lora"}).Must(t, http.StatusCreated).JSON(t, v)
-	}
-	deploy := func(path string, body map[string]any) map[string]any {
-		t.Helper()
-		var d map[string]any
-		s.API(admin, http.MethodPost, path, body).Must(t, http.StatusAccepted).JSON(t, &d)
-		for deadline := time.Now().Add(30 * time.Second); d["status"] == "queued" || d["status"] == "running"; time.Sleep(50 * time.Millisecond) {
-			if time.Now().After(deadline) {
-				t.Fatalf("deployment %v", d)
-			}
-			s.API(viewer, http.MethodGet, "/api/deployments/"+d["id"].(string), nil).Must(t, http.StatusOK).JSON(t, &d)
-		}
-		if d["status"] != "succeeded" {
-			t.Fatalf("deployment %v", d)
-		}
-		return d
-	}
-	deploy("/api/models/"+v1.ID+"/deploy", map[string]any{"alias": "production", "target": "gpu-1", "reason": "now"})
-	staged := deploy("/api/models/"+v2.ID+"/deploy", map[string]any{"alias": "staging", "target": "gpu-1", "reason": "try"})
+	vllm, v1, v2, staged := servedVersions(t, s, admin, viewer)
 
 	var p problemDoc
 	s.API(admin, http.MethodPost, "/api/models/ab-test", map[string]any{"key": "Support V3", "control_model_id": v1.ID,
@@ -184,7 +162,7 @@ func TestExperimentAPI(t *testing.T) {
 		t.Errorf("recommendation %+v, timeline %v", res.Recommendation, res.Timeline)
 	}
 
-	d := deploy("/api/experiments/support-v3/deploy", map[string]any{"reason": "v3 wins on thumbs"})
+	d := deployAndWait(t, s, admin, viewer, "/api/experiments/support-v3/deploy", map[string]any{"reason": "v3 wins on thumbs"})
 	if d["version_id"] != v2.ID || d["alias"] != "production" {
 		t.Errorf("full deploy %v", d)
 	}
@@ -276,5 +254,170 @@ func TestExperimentRollout(t *testing.T) {
 	s.API(admin, http.MethodGet, "/api/models/"+v2.ID+"/history", nil).Must(t, http.StatusOK).JSON(t, &history)
 	if h := history.Data[0]; h["action"] != "traffic_shifted" || !strings.Contains(h["reason"].(string), "from 10% to 50%") {
 		t.Errorf("after the step: %v", h)
+	}
+}
+
+// servedVersions registers two versions of "support" served by a vLLM
+// stand-in: the first in production, the second in staging (its
+// deployment returned).
+func servedVersions(t *testing.T, s *webtest.Server, admin, viewer string) (*vllmtest.Server, modelDoc, modelDoc, map[string]any) {
+	t.Helper()
+	vllm := vllmtest.New(t, "meta-llama/Llama-3.1-8B-Instruct")
+	s.API(admin, http.MethodPost, "/api/serving-targets", map[string]any{"name": "gpu-1", "kind": "vllm", "base_url": vllm.URL}).Must(t, http.StatusCreated)
+	var v1, v2 modelDoc
+	for i, v := range []*modelDoc{&v1, &v2} {
+		s.API(admin, http.MethodPost, "/api/models", map[string]any{"name": "support", "model_id": fmt.Sprintf("/adapters/support-%d", i+1),
+			"base_model": "meta-llama/Llama-3.1-8B-Instruct", "kind": "lora"}).Must(t, http.StatusCreated).JSON(t, v)
+	}
+	deployAndWait(t, s, admin, viewer, "/api/models/"+v1.ID+"/deploy", map[string]any{"alias": "production", "target": "gpu-1", "reason": "now"})
+	staged := deployAndWait(t, s, admin, viewer, "/api/models/"+v2.ID+"/deploy", map[string]any{"alias": "staging", "target": "gpu-1", "reason": "try"})
+	return vllm, v1, v2, staged
+}
+
+// deployAndWait asks for a deployment (202) and waits for it to succeed.
+func deployAndWait(t *testing.T, s *webtest.Server, admin, viewer, path string, body map[string]any) map[string]any {
+	t.Helper()
+	var d map[string]any
+	s.API(admin, http.MethodPost, path, body).Must(t, http.StatusAccepted).JSON(t, &d)
+	for deadline := time.Now().Add(30 * time.Second); d["status"] == "queued" || d["status"] == "running"; time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("deployment %v", d)
+		}
+		s.API(viewer, http.MethodGet, "/api/deployments/"+d["id"].(string), nil).Must(t, http.StatusOK).JSON(t, &d)
+	}
+	if d["status"] != "succeeded" {
+		t.Fatalf("deployment %v", d)
+	}
+	return d
+}
+
+// Changing the split: units already assigned keep their arm and only new
+// units follow the new weights (the sample-ratio check is then off); a
+// shrunk coverage keeps exposed units in; re-randomising starts phase 2,
+// whose units are assigned afresh and whose results count only the
+// phase's own exposures and feedback. Bad weights are refused by field.
+func TestExperimentTraffic(t *testing.T) {
+	t.Parallel()
+	s := webtest.New(t, webtest.Options{Workers: 2})
+	org := s.Org("acme")
+	admin := s.APIKey(org, "ops", "admin")
+	assistant := s.APIKey(org, "assistant", "curator")
+	viewer := s.APIKey(org, "dash", "viewer")
+	_, v1, v2, _ := servedVersions(t, s, admin, viewer)
+	s.API(admin, http.MethodPost, "/api/models/ab-test", map[string]any{"key": "split", "control_model_id": v1.ID, "treatment_model_id": v2.ID,
+		"traffic_split": 0.5, "seed": "split", "metrics": []string{"thumbs_up_rate"}}).Must(t, http.StatusCreated)
+	s.API(admin, http.MethodPost, "/api/experiments/split/start", nil).Must(t, http.StatusOK)
+
+	assign := func(from, to int) []assignmentDoc {
+		t.Helper()
+		ids := make([]string, 0, to-from)
+		for i := from; i < to; i++ {
+			ids = append(ids, fmt.Sprintf("u-%d", i))
+		}
+		var out struct {
+			Data []assignmentDoc `json:"data"`
+		}
+		s.API(assistant, http.MethodPost, "/api/experiments/split/assign-batch", map[string]any{"unit_ids": ids}).Must(t, http.StatusOK).JSON(t, &out)
+		return out.Data
+	}
+	treated := func(as []assignmentDoc) float64 {
+		n := 0
+		for _, a := range as {
+			n += a.ArmIndex
+		}
+		return float64(n) / float64(len(as))
+	}
+	results := func() resultsDoc {
+		t.Helper()
+		var r resultsDoc
+		s.API(viewer, http.MethodGet, "/api/experiments/split/results", nil).Must(t, http.StatusOK).JSON(t, &r)
+		return r
+	}
+	first := assign(0, 400)
+	if r := results(); r.SRMPValue == nil {
+		t.Error("no sample-ratio check before the weights changed")
+	}
+	s.API(assistant, http.MethodPost, "/api/feedback", map[string]any{"query": "q", "response": "r", "feedback_type": "thumbs_up",
+		"experiment": "split", "user_id": "u-0"}).Must(t, http.StatusCreated)
+
+	var p problemDoc
+	s.API(viewer, http.MethodPatch, "/api/experiments/split", map[string]any{"weights": []float64{0.9, 0.1}}).Must(t, http.StatusForbidden)
+	s.API(admin, http.MethodPatch, "/api/experiments/split", map[string]any{"weights": []float64{0.5, 0.6}}).Must(t, http.StatusUnprocessableEntity).JSON(t, &p)
+	if p.fields() != "weights" {
+		t.Errorf("weights adding to 1.1 named %q", p.fields())
+	}
+	s.API(admin, http.MethodPatch, "/api/experiments/split", map[string]any{"weights": []float64{1.5, -0.5}, "coverage": 0}).
+		Must(t, http.StatusUnprocessableEntity).JSON(t, &p)
+	if p.fields() != "coverage,weights[0],weights[1]" {
+		t.Errorf("bad weights and coverage named %q", p.fields())
+	}
+
+	// 90/10: the first 400 stay where they were; new units follow.
+	var exp struct {
+		Phase          int  `json:"phase"`
+		WeightsChanged bool `json:"weights_changed"`
+	}
+	s.API(admin, http.MethodPatch, "/api/experiments/split", map[string]any{"weights": []float64{0.9, 0.1}}).Must(t, http.StatusOK).JSON(t, &exp)
+	if exp.Phase != 1 || !exp.WeightsChanged {
+		t.Errorf("after new weights: %+v", exp)
+	}
+	again := assign(0, 400)
+	for i := range first {
+		if again[i].ArmIndex != first[i].ArmIndex {
+			t.Fatalf("%s moved from arm %d to %d when the weights changed", first[i].UnitID, first[i].ArmIndex, again[i].ArmIndex)
+		}
+	}
+	if share := treated(append(assign(400, 1400), assign(1400, 2400)...)); share < 0.07 || share > 0.13 {
+		t.Errorf("new units' treatment share %.3f, want about 0.1", share)
+	}
+	if r := results(); r.SRMPValue != nil || r.Units[0]+r.Units[1] != 2400 {
+		t.Errorf("after the change: SRM %v, units %v", r.SRMPValue, r.Units)
+	}
+
+	// A shrunk coverage keeps exposed units in the experiment.
+	s.API(admin, http.MethodPatch, "/api/experiments/split", map[string]any{"coverage": 0.05}).Must(t, http.StatusOK)
+	for _, a := range assign(0, 400) {
+		if !a.InExperiment {
+			t.Fatalf("%s left the experiment when the coverage shrank", a.UnitID)
+		}
+	}
+	s.API(admin, http.MethodPatch, "/api/experiments/split", map[string]any{"coverage": 1}).Must(t, http.StatusOK)
+
+	// Re-randomised: phase 2, nobody exposed yet, units assigned afresh
+	// (at 90/10 a good share of the first half-treated 400 change arm),
+	// and phase 1's feedback no longer counts.
+	s.API(admin, http.MethodPatch, "/api/experiments/split", map[string]any{"reseed": true}).Must(t, http.StatusOK).JSON(t, &exp)
+	if exp.Phase != 2 || exp.WeightsChanged {
+		t.Errorf("after re-randomising: %+v", exp)
+	}
+	if r := results(); r.Units[0]+r.Units[1] != 0 || r.Metrics[0].Arms[0].N != 0 {
+		t.Errorf("phase 2 starts with units %v and %d thumbs", r.Units, r.Metrics[0].Arms[0].N)
+	}
+	moved := 0
+	for i, a := range assign(0, 400) {
+		if a.ArmIndex != first[i].ArmIndex {
+			moved++
+		}
+	}
+	if moved < 100 {
+		t.Errorf("%d of 400 units changed arm after re-randomising at 90/10", moved)
+	}
+	if r := results(); r.SRMPValue == nil || r.Units[0]+r.Units[1] != 400 {
+		t.Errorf("phase 2: SRM %v, units %v", r.SRMPValue, r.Units)
+	}
+
+	// The panel's form: the treatment's share in percent.
+	s.User(org, "ad@acme.test", "admin")
+	page := s.SignedIn("ad@acme.test")
+	if body := page.Get("/experiments/split").Must(t, http.StatusOK).Body; !strings.Contains(body, `id="traffic-form"`) || !strings.Contains(body, "start phase 3") {
+		t.Error("the panel lacks the split form")
+	}
+	if body := page.PostForm("/experiments/split/traffic", url.Values{"treatment_percent": {"half"}}).Must(t, http.StatusUnprocessableEntity).Body; !strings.Contains(body, `id="err-weights"`) {
+		t.Error("a bad share is not named on the form")
+	}
+	page.PostForm("/experiments/split/traffic", url.Values{"treatment_percent": {"30"}, "reseed": {"1"}}).Must(t, http.StatusSeeOther)
+	s.API(viewer, http.MethodGet, "/api/experiments/split", nil).Must(t, http.StatusOK).JSON(t, &exp)
+	if exp.Phase != 3 {
+		t.Errorf("after the form: phase %d", exp.Phase)
 	}
 }

@@ -56,26 +56,30 @@ UPDATE experiments SET rollout_step = @rollout_step, rollout_step_at = now(), up
 UPDATE experiments SET conflicts = conflicts + @conflicts WHERE id = @id;
 
 -- name: ExposureInsertMany :many
--- First exposures; a unit already exposed keeps its first arm. Returns
--- each unit's recorded arm.
+-- First exposures of the phase (an arm of -1, outside the coverage, is not
+-- recorded); a unit already exposed keeps its first arm. Returns each
+-- unit's recorded arm.
 WITH new AS (
-    INSERT INTO experiment_exposures (experiment_id, unit_id, arm)
-    SELECT @experiment_id::uuid, u.unit_id, a.arm
+    INSERT INTO experiment_exposures (experiment_id, phase, unit_id, arm)
+    SELECT @experiment_id::uuid, @phase::int, u.unit_id, a.arm
     FROM unnest(@unit_ids::text[]) WITH ORDINALITY AS u(unit_id, i)
     JOIN unnest(@arms::int[]) WITH ORDINALITY AS a(arm, j) ON a.j = u.i
-    ON CONFLICT (experiment_id, unit_id) DO NOTHING
+    WHERE a.arm >= 0
+    ON CONFLICT (experiment_id, phase, unit_id) DO NOTHING
     RETURNING unit_id, arm
 )
 SELECT unit_id, arm FROM new
 UNION ALL
 SELECT e.unit_id, e.arm FROM experiment_exposures e
-WHERE e.experiment_id = @experiment_id AND e.unit_id = ANY(@unit_ids::text[]) AND NOT EXISTS (SELECT 1 FROM new n WHERE n.unit_id = e.unit_id);
+WHERE e.experiment_id = @experiment_id AND e.phase = @phase AND e.unit_id = ANY(@unit_ids::text[])
+  AND NOT EXISTS (SELECT 1 FROM new n WHERE n.unit_id = e.unit_id);
 
--- name: ExposureGet :one
-SELECT * FROM experiment_exposures WHERE experiment_id = @experiment_id AND unit_id = @unit_id;
+-- name: ExposureGetLatest :one
+-- A unit's exposure in the newest phase it was assigned in.
+SELECT * FROM experiment_exposures WHERE experiment_id = @experiment_id AND unit_id = @unit_id ORDER BY phase DESC LIMIT 1;
 
 -- name: ExposureCountByArm :many
-SELECT arm, count(*)::bigint AS units FROM experiment_exposures WHERE experiment_id = @experiment_id GROUP BY arm ORDER BY arm;
+SELECT arm, count(*)::bigint AS units FROM experiment_exposures WHERE experiment_id = @experiment_id AND phase = @phase GROUP BY arm ORDER BY arm;
 
 -- name: ExperimentListMetricSums :many
 -- Per arm, each metric's per-unit values summed: the units with a value,
@@ -90,7 +94,9 @@ WITH u AS (
            avg(f.latency_ms)::float8 AS latency
     FROM experiment_exposures e
     JOIN feedback f ON f.org_id = @org_id AND f.experiment_id = e.experiment_id AND f.end_user_id = e.unit_id
-    WHERE e.experiment_id = @experiment_id AND (sqlc.narg('before')::timestamptz IS NULL OR f.created_at < sqlc.narg('before'))
+    WHERE e.experiment_id = @experiment_id AND e.phase = @phase
+      AND (sqlc.narg('since')::timestamptz IS NULL OR f.created_at >= sqlc.narg('since'))
+      AND (sqlc.narg('before')::timestamptz IS NULL OR f.created_at < sqlc.narg('before'))
     GROUP BY e.arm, e.unit_id
 )
 SELECT arm,
@@ -104,4 +110,13 @@ FROM u GROUP BY arm ORDER BY arm;
 -- The days the experiment's feedback arrived on, for the cumulative chart.
 SELECT DISTINCT date_trunc('day', f.created_at)::timestamptz AS day
 FROM feedback f WHERE f.org_id = @org_id AND f.experiment_id = @experiment_id
+  AND (sqlc.narg('since')::timestamptz IS NULL OR f.created_at >= sqlc.narg('since'))
 ORDER BY day LIMIT 120;
+
+-- name: ExperimentUpdateTraffic :one
+-- New weights (in the arms) and coverage; a new phase when re-randomised.
+UPDATE experiments SET coverage = @coverage, seed = @seed, phase = @phase,
+    phase_started_at = CASE WHEN @phase::int <> phase THEN now() ELSE phase_started_at END,
+    weights_changed = @weights_changed, updated_at = now()
+WHERE id = @id
+RETURNING *;

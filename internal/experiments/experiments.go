@@ -10,6 +10,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"regexp"
 	"slices"
 	"strings"
@@ -117,6 +118,11 @@ type Experiment struct {
 	EndedAt         *time.Time `json:"ended_at"`
 	CreatedAt       time.Time  `json:"created_at"`
 	ModelID         uuid.UUID  `json:"registered_model_id"`
+	// Phase counts re-randomisations from 1; results read the current
+	// phase's exposures and the feedback since it started.
+	Phase          int        `json:"phase"`
+	PhaseStartedAt *time.Time `json:"phase_started_at"`
+	WeightsChanged bool       `json:"weights_changed"`
 }
 
 // Arm is one arm.
@@ -291,7 +297,7 @@ func (s *Service) withArms(ctx context.Context, q *db.Queries, e db.Experiment) 
 	out := Experiment{ID: e.ID, Key: e.Key, Name: e.Name, Status: string(e.Status), Seed: e.Seed, Coverage: e.Coverage,
 		Metrics: e.Metrics, Guardrails: e.Guardrails, MinSamplePerArm: int(e.MinSamplePerArm), Winner: e.Winner, Conflicts: e.Conflicts,
 		RolloutStep: int(e.RolloutStep), StopReason: e.StopReason, StartedAt: e.StartedAt, EndsAt: e.EndsAt, EndedAt: e.EndedAt,
-		CreatedAt: e.CreatedAt, ModelID: e.RegisteredModelID}
+		CreatedAt: e.CreatedAt, ModelID: e.RegisteredModelID, Phase: int(e.Phase), PhaseStartedAt: e.PhaseStartedAt, WeightsChanged: e.WeightsChanged}
 	if len(e.RolloutSteps) > 0 {
 		out.Rollout = &Rollout{Steps: e.RolloutSteps, HoldMins: int(e.RolloutHold.Microseconds / 60e6), MinUnits: int(e.RolloutMinUnits)}
 	}
@@ -400,6 +406,93 @@ func (s *Service) Extend(ctx context.Context, actor audit.Actor, orgID uuid.UUID
 	return s.Get(ctx, orgID, key)
 }
 
+// Traffic is what PATCH /api/experiments/:key changes: the arms' weights
+// (in arm order, summing to 1), the coverage, and whether to re-randomise.
+type Traffic struct {
+	Weights  []float64 `json:"weights"`
+	Coverage *float64  `json:"coverage"`
+	Reseed   bool      `json:"reseed"`
+}
+
+// SetTraffic changes an experiment's weights or coverage. Without reseed,
+// every unit already exposed keeps its arm and only new units follow the
+// new weights (the sample-ratio check is then off for the phase). With
+// reseed, a new phase starts under a new seed: units are assigned afresh,
+// and results count only the new phase's exposures and feedback. A
+// rollout plan owns its experiment's weights, so they are refused there.
+func (s *Service) SetTraffic(ctx context.Context, actor audit.Actor, orgID uuid.UUID, key string, in Traffic) (Experiment, error) {
+	err := db.InTx(ctx, s.Pool, func(_ pgx.Tx, q *db.Queries) error {
+		e, err := q.ExperimentGetByKeyForUpdate(ctx, db.ExperimentGetByKeyForUpdateParams{OrgID: orgID, Key: key})
+		if errors.Is(err, pgx.ErrNoRows) {
+			return errs.ErrNotFound
+		}
+		if err != nil {
+			return err
+		}
+		if e.Status == db.ExperimentStatusCompleted || e.Status == db.ExperimentStatusCancelled {
+			return &errs.Conflict{Message: fmt.Sprintf("The experiment is %s: its traffic cannot change.", e.Status)}
+		}
+		arms, err := q.ExperimentArmList(ctx, e.ID)
+		if err != nil {
+			return err
+		}
+		v := &errs.Invalid{}
+		coverage := e.Coverage
+		if in.Coverage != nil {
+			if coverage = *in.Coverage; !(coverage > 0 && coverage <= 1) {
+				v.Add("coverage", "must be above 0 and at most 1")
+			}
+		}
+		if in.Weights != nil {
+			if len(e.RolloutSteps) > 0 {
+				v.Add("weights", "the rollout plan sets this experiment's weights")
+			}
+			sum := 0.0
+			for i, w := range in.Weights {
+				if !(w >= 0 && w <= 1) {
+					v.Add(fmt.Sprintf("weights[%d]", i), "must be from 0 to 1")
+				}
+				sum += w
+			}
+			if len(in.Weights) != len(arms) {
+				v.Add("weights", "give one weight per arm (%d)", len(arms))
+			} else if math.Abs(sum-1) > 1e-9 {
+				v.Add("weights", "must add up to 1")
+			}
+		}
+		if in.Weights == nil && in.Coverage == nil && !in.Reseed {
+			v.Add("weights", "give weights, a coverage or reseed")
+		}
+		if err := v.Err(); err != nil {
+			return err
+		}
+		changed := false
+		for i, w := range in.Weights {
+			if w != arms[i].Weight {
+				changed = true
+				if err := q.ExperimentArmUpdateWeight(ctx, db.ExperimentArmUpdateWeightParams{ExperimentID: e.ID, Idx: arms[i].Idx, Weight: w}); err != nil {
+					return err
+				}
+			}
+		}
+		p := db.ExperimentUpdateTrafficParams{ID: e.ID, Coverage: coverage, Seed: e.Seed, Phase: e.Phase,
+			WeightsChanged: e.WeightsChanged || changed || coverage != e.Coverage}
+		if in.Reseed {
+			p.Seed, p.Phase, p.WeightsChanged = uuid.NewString(), e.Phase+1, false
+		}
+		if _, err := q.ExperimentUpdateTraffic(ctx, p); err != nil {
+			return err
+		}
+		return audit.Record(ctx, q, actor, audit.Entry{OrgID: orgID, Action: "experiment.traffic", TargetType: "experiment",
+			TargetID: e.ID.String(), Details: map[string]any{"key": key, "weights": in.Weights, "coverage": coverage, "reseed": in.Reseed,
+				"phase": p.Phase}})
+	})
+	if err != nil {
+		return Experiment{}, err
+	}
+	return s.Get(ctx, orgID, key)
+}
+
 // Assignment is what a unit gets: its arm and what to call.
 type Assignment struct {
 	UnitID       string `json:"unit_id,omitempty"`
@@ -459,26 +552,22 @@ func (s *Service) Assign(ctx context.Context, orgID uuid.UUID, key string, units
 			return nil, err
 		}
 	}
+	// A unit outside the coverage (arm -1) is not recorded, unless it was
+	// exposed before the coverage shrank: then it keeps its arm.
 	out := make([]Assignment, len(units))
-	var in []string
-	var inArms []int32
+	arms32 := make([]int32, len(units))
 	for i, u := range units {
 		arm := Choose(Hash(e.Seed, u), e.Coverage, weights)
 		out[i] = Assignment{UnitID: u, ArmIndex: arm}
-		if arm >= 0 {
-			in = append(in, u)
-			inArms = append(inArms, int32(arm))
-		}
+		arms32[i] = int32(arm)
 	}
 	recorded := map[string]int{}
-	if len(in) > 0 {
-		rows, err := q.ExposureInsertMany(ctx, db.ExposureInsertManyParams{ExperimentID: e.ID, UnitIds: in, Arms: inArms})
-		if err != nil {
-			return nil, err
-		}
-		for _, r := range rows {
-			recorded[r.UnitID] = int(r.Arm)
-		}
+	rows, err := q.ExposureInsertMany(ctx, db.ExposureInsertManyParams{ExperimentID: e.ID, Phase: e.Phase, UnitIds: units, Arms: arms32})
+	if err != nil {
+		return nil, err
+	}
+	for _, r := range rows {
+		recorded[r.UnitID] = int(r.Arm)
 	}
 	for i := range out {
 		a := &out[i]

@@ -98,7 +98,7 @@ func (s *Service) Results(ctx context.Context, orgID uuid.UUID, key string) (Res
 		return Results{}, err
 	}
 	out := Results{Key: e.Key, Status: string(e.Status), Units: make([]int64, len(arms)), Metrics: []MetricResult{}, Timeline: []Point{}}
-	counts, err := q.ExposureCountByArm(ctx, e.ID)
+	counts, err := q.ExposureCountByArm(ctx, db.ExposureCountByArmParams{ExperimentID: e.ID, Phase: e.Phase})
 	if err != nil {
 		return Results{}, err
 	}
@@ -113,14 +113,14 @@ func (s *Service) Results(ctx context.Context, orgID uuid.UUID, key string) (Res
 		nPerArm[i], weights[i] = float64(out.Units[i]), a.Weight
 	}
 	// The split is checked against the weights units were assigned under:
-	// not once a rollout has changed them (units keep their first arm), nor
-	// with an arm weighted 0.
-	if e.RolloutStep == 0 {
+	// not once a rollout or an admin has changed them within the phase
+	// (units keep their first arm), nor with an arm weighted 0.
+	if e.RolloutStep == 0 && !e.WeightsChanged {
 		if p, err := stats.SRM(nPerArm, weights); err == nil {
 			out.SRMPValue = &p
 		}
 	}
-	sums, err := q.ExperimentListMetricSums(ctx, db.ExperimentListMetricSumsParams{OrgID: orgID, ExperimentID: e.ID})
+	sums, err := q.ExperimentListMetricSums(ctx, db.ExperimentListMetricSumsParams{OrgID: orgID, ExperimentID: e.ID, Phase: e.Phase, Since: e.PhaseStartedAt})
 	if err != nil {
 		return Results{}, err
 	}
@@ -183,7 +183,7 @@ func (s *Service) Results(ctx context.Context, orgID uuid.UUID, key string) (Res
 // timeline is the primary metric's relative effect at the end of each day,
 // with its confidence sequence.
 func (s *Service) timeline(ctx context.Context, q *db.Queries, orgID uuid.UUID, e db.Experiment, arms int, metric string) ([]Point, error) {
-	days, err := q.ExperimentListDays(ctx, db.ExperimentListDaysParams{OrgID: orgID, ExperimentID: uuid.NullUUID{UUID: e.ID, Valid: true}})
+	days, err := q.ExperimentListDays(ctx, db.ExperimentListDaysParams{OrgID: orgID, ExperimentID: uuid.NullUUID{UUID: e.ID, Valid: true}, Since: e.PhaseStartedAt})
 	if err != nil {
 		return nil, err
 	}
@@ -191,7 +191,7 @@ func (s *Service) timeline(ctx context.Context, q *db.Queries, orgID uuid.UUID, 
 	test := stats.Test{Metric: stats.MetricMean, Relative: true, Alpha: 0.05, Alternative: stats.TwoSided, Sequential: sequentialTuning}
 	for _, d := range days {
 		end := d.Add(24 * time.Hour)
-		sums, err := q.ExperimentListMetricSums(ctx, db.ExperimentListMetricSumsParams{OrgID: orgID, ExperimentID: e.ID, Before: &end})
+		sums, err := q.ExperimentListMetricSums(ctx, db.ExperimentListMetricSumsParams{OrgID: orgID, ExperimentID: e.ID, Phase: e.Phase, Since: e.PhaseStartedAt, Before: &end})
 		if err != nil {
 			return nil, err
 		}

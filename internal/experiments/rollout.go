@@ -47,7 +47,7 @@ func (s *Service) CheckRollouts(ctx context.Context) error {
 // harm is the first metric significantly worse in the treatment, in words,
 // or "".
 func (s *Service) harm(ctx context.Context, q *db.Queries, e db.Experiment, arms int) (string, error) {
-	sums, err := q.ExperimentListMetricSums(ctx, db.ExperimentListMetricSumsParams{OrgID: e.OrgID, ExperimentID: e.ID})
+	sums, err := q.ExperimentListMetricSums(ctx, db.ExperimentListMetricSumsParams{OrgID: e.OrgID, ExperimentID: e.ID, Phase: e.Phase, Since: e.PhaseStartedAt})
 	if err != nil {
 		return "", err
 	}
@@ -105,7 +105,7 @@ func (s *Service) checkRollout(ctx context.Context, e db.Experiment) error {
 	if e.RolloutStepAt == nil || s.now().Sub(*e.RolloutStepAt) < time.Duration(e.RolloutHold.Microseconds)*time.Microsecond {
 		return nil
 	}
-	counts, err := q.ExposureCountByArm(ctx, e.ID)
+	counts, err := q.ExposureCountByArm(ctx, db.ExposureCountByArmParams{ExperimentID: e.ID, Phase: e.Phase})
 	if err != nil {
 		return err
 	}

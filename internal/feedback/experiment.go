@@ -31,7 +31,7 @@ func attribute(ctx context.Context, q *db.Queries, orgID uuid.UUID, it Item, row
 	if it.UserID == "" {
 		return errs.InvalidField(field+"user_id", "is required with an experiment: the unit it assigned an arm")
 	}
-	x, err := q.ExposureGet(ctx, db.ExposureGetParams{ExperimentID: e.ID, UnitID: it.UserID})
+	x, err := q.ExposureGetLatest(ctx, db.ExposureGetLatestParams{ExperimentID: e.ID, UnitID: it.UserID})
 	if errors.Is(err, pgx.ErrNoRows) {
 		return errs.InvalidField(field+"user_id", "was never assigned an arm of %q", it.Experiment)
 	}
