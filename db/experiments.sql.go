@@ -398,7 +398,9 @@ WITH u AS (
            avg(CASE f.feedback_type WHEN 'thumbs_up' THEN 1.0 WHEN 'thumbs_down' THEN 0.0 END)::float8 AS thumbs,
            avg(f.rating)::float8 AS rating,
            avg(CASE WHEN f.correction <> '' OR f.feedback_type = 'correction' THEN 1.0 ELSE 0.0 END)::float8 AS corrected,
-           avg(f.latency_ms)::float8 AS latency
+           avg(f.latency_ms)::float8 AS latency,
+           avg(f.dim_accuracy)::float8 AS accuracy, avg(f.dim_helpfulness)::float8 AS helpfulness,
+           avg(f.dim_clarity)::float8 AS clarity, avg(f.dim_safety)::float8 AS safety
     FROM experiment_exposures e
     JOIN feedback f ON f.org_id = $1 AND f.experiment_id = e.experiment_id AND f.end_user_id = e.unit_id
     WHERE e.experiment_id = $2 AND e.phase = $3
@@ -410,7 +412,12 @@ SELECT arm,
        count(thumbs)::float8 AS thumbs_n, coalesce(sum(thumbs), 0)::float8 AS thumbs_sum, coalesce(sum(thumbs * thumbs), 0)::float8 AS thumbs_ss,
        count(rating)::float8 AS rating_n, coalesce(sum(rating), 0)::float8 AS rating_sum, coalesce(sum(rating * rating), 0)::float8 AS rating_ss,
        count(corrected)::float8 AS corrected_n, coalesce(sum(corrected), 0)::float8 AS corrected_sum, coalesce(sum(corrected * corrected), 0)::float8 AS corrected_ss,
-       count(latency)::float8 AS latency_n, coalesce(sum(latency), 0)::float8 AS latency_sum, coalesce(sum(latency * latency), 0)::float8 AS latency_ss
+       count(latency)::float8 AS latency_n, coalesce(sum(latency), 0)::float8 AS latency_sum, coalesce(sum(latency * latency), 0)::float8 AS latency_ss,
+       count(accuracy)::float8 AS accuracy_n, coalesce(sum(accuracy), 0)::float8 AS accuracy_sum, coalesce(sum(accuracy * accuracy), 0)::float8 AS accuracy_ss,
+       count(helpfulness)::float8 AS helpfulness_n, coalesce(sum(helpfulness), 0)::float8 AS helpfulness_sum,
+       coalesce(sum(helpfulness * helpfulness), 0)::float8 AS helpfulness_ss,
+       count(clarity)::float8 AS clarity_n, coalesce(sum(clarity), 0)::float8 AS clarity_sum, coalesce(sum(clarity * clarity), 0)::float8 AS clarity_ss,
+       count(safety)::float8 AS safety_n, coalesce(sum(safety), 0)::float8 AS safety_sum, coalesce(sum(safety * safety), 0)::float8 AS safety_ss
 FROM u GROUP BY arm ORDER BY arm
 `
 
@@ -423,25 +430,37 @@ type ExperimentListMetricSumsParams struct {
 }
 
 type ExperimentListMetricSumsRow struct {
-	Arm          int32   `json:"arm"`
-	ThumbsN      float64 `json:"thumbs_n"`
-	ThumbsSum    float64 `json:"thumbs_sum"`
-	ThumbsSs     float64 `json:"thumbs_ss"`
-	RatingN      float64 `json:"rating_n"`
-	RatingSum    float64 `json:"rating_sum"`
-	RatingSs     float64 `json:"rating_ss"`
-	CorrectedN   float64 `json:"corrected_n"`
-	CorrectedSum float64 `json:"corrected_sum"`
-	CorrectedSs  float64 `json:"corrected_ss"`
-	LatencyN     float64 `json:"latency_n"`
-	LatencySum   float64 `json:"latency_sum"`
-	LatencySs    float64 `json:"latency_ss"`
+	Arm            int32   `json:"arm"`
+	ThumbsN        float64 `json:"thumbs_n"`
+	ThumbsSum      float64 `json:"thumbs_sum"`
+	ThumbsSs       float64 `json:"thumbs_ss"`
+	RatingN        float64 `json:"rating_n"`
+	RatingSum      float64 `json:"rating_sum"`
+	RatingSs       float64 `json:"rating_ss"`
+	CorrectedN     float64 `json:"corrected_n"`
+	CorrectedSum   float64 `json:"corrected_sum"`
+	CorrectedSs    float64 `json:"corrected_ss"`
+	LatencyN       float64 `json:"latency_n"`
+	LatencySum     float64 `json:"latency_sum"`
+	LatencySs      float64 `json:"latency_ss"`
+	AccuracyN      float64 `json:"accuracy_n"`
+	AccuracySum    float64 `json:"accuracy_sum"`
+	AccuracySs     float64 `json:"accuracy_ss"`
+	HelpfulnessN   float64 `json:"helpfulness_n"`
+	HelpfulnessSum float64 `json:"helpfulness_sum"`
+	HelpfulnessSs  float64 `json:"helpfulness_ss"`
+	ClarityN       float64 `json:"clarity_n"`
+	ClaritySum     float64 `json:"clarity_sum"`
+	ClaritySs      float64 `json:"clarity_ss"`
+	SafetyN        float64 `json:"safety_n"`
+	SafetySum      float64 `json:"safety_sum"`
+	SafetySs       float64 `json:"safety_ss"`
 }
 
 // Per arm, each metric's per-unit values summed: the units with a value,
 // the sum and the sum of squares. A unit's value is its mean over its
 // feedback in the experiment (thumbs up 1, down 0; the rating; 1 for a
-// correction; the latency).
+// correction; the latency; each dimension's score).
 func (q *Queries) ExperimentListMetricSums(ctx context.Context, arg ExperimentListMetricSumsParams) ([]ExperimentListMetricSumsRow, error) {
 	rows, err := q.db.Query(ctx, experimentListMetricSums,
 		arg.OrgID,
@@ -471,6 +490,18 @@ func (q *Queries) ExperimentListMetricSums(ctx context.Context, arg ExperimentLi
 			&i.LatencyN,
 			&i.LatencySum,
 			&i.LatencySs,
+			&i.AccuracyN,
+			&i.AccuracySum,
+			&i.AccuracySs,
+			&i.HelpfulnessN,
+			&i.HelpfulnessSum,
+			&i.HelpfulnessSs,
+			&i.ClarityN,
+			&i.ClaritySum,
+			&i.ClaritySs,
+			&i.SafetyN,
+			&i.SafetySum,
+			&i.SafetySs,
 		); err != nil {
 			return nil, err
 		}

@@ -420,4 +420,32 @@ func TestExperimentTraffic(t *testing.T) {
 	if exp.Phase != 3 {
 		t.Errorf("after the form: phase %d", exp.Phase)
 	}
+
+	// A rating dimension's average is a metric too.
+	s.API(admin, http.MethodPost, "/api/models/ab-test", map[string]any{"key": "dims", "control_model_id": v1.ID, "treatment_model_id": v2.ID,
+		"traffic_split": 0.5, "metrics": []string{"avg_accuracy", "avg_safety"}}).Must(t, http.StatusCreated)
+	s.API(admin, http.MethodPost, "/api/experiments/dims/start", nil).Must(t, http.StatusOK)
+	ids := make([]string, 40)
+	for i := range ids {
+		ids[i] = fmt.Sprintf("d-%d", i)
+	}
+	var dims struct {
+		Data []assignmentDoc `json:"data"`
+	}
+	s.API(assistant, http.MethodPost, "/api/experiments/dims/assign-batch", map[string]any{"unit_ids": ids}).Must(t, http.StatusOK).JSON(t, &dims)
+	var sum, n [2]float64
+	for i, a := range dims.Data {
+		score := 2 + 2*a.ArmIndex + i%2
+		sum[a.ArmIndex] += float64(score)
+		n[a.ArmIndex]++
+		s.API(assistant, http.MethodPost, "/api/feedback", map[string]any{"query": "q", "response": "r", "feedback_type": "rating", "rating": 4,
+			"experiment": "dims", "user_id": a.UnitID, "dimensions": map[string]int{"accuracy": score, "safety": 5}}).Must(t, http.StatusCreated)
+	}
+	var r resultsDoc
+	s.API(viewer, http.MethodGet, "/api/experiments/dims/results", nil).Must(t, http.StatusOK).JSON(t, &r)
+	control, treatment := sum[0]/n[0], sum[1]/n[1]
+	if acc := r.Metrics[0]; acc.Metric != "avg_accuracy" || acc.Arms[0].Mean == nil || math.Abs(*acc.Arms[0].Mean-control) > 1e-9 ||
+		acc.Arms[1].RelativeChange == nil || math.Abs(*acc.Arms[1].RelativeChange-(treatment/control-1)) > 1e-9 {
+		t.Errorf("accuracy: %+v, want means %v and %v", acc, control, treatment)
+	}
 }

@@ -53,12 +53,17 @@ const (
 	AvgRating      = "avg_rating"
 	CorrectionRate = "correction_rate"
 	Latency        = "latency"
+	// Each rating dimension's average.
+	AvgAccuracy    = "avg_accuracy"
+	AvgHelpfulness = "avg_helpfulness"
+	AvgClarity     = "avg_clarity"
+	AvgSafety      = "avg_safety"
 )
 
 // Metrics lists them; higherIsBetter says which way is good.
 var (
-	Metrics        = []string{ThumbsUpRate, AvgRating, CorrectionRate, Latency}
-	higherIsBetter = map[string]bool{ThumbsUpRate: true, AvgRating: true}
+	Metrics        = []string{ThumbsUpRate, AvgRating, CorrectionRate, Latency, AvgAccuracy, AvgHelpfulness, AvgClarity, AvgSafety}
+	higherIsBetter = map[string]bool{ThumbsUpRate: true, AvgRating: true, AvgAccuracy: true, AvgHelpfulness: true, AvgClarity: true, AvgSafety: true}
 )
 
 // Limits on input.

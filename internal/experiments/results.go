@@ -75,6 +75,14 @@ func armStats(rows []db.ExperimentListMetricSumsRow, arms int, metric string) []
 			a.N, a.Sum, a.SumSquares = r.CorrectedN, r.CorrectedSum, r.CorrectedSs
 		case Latency:
 			a.N, a.Sum, a.SumSquares = r.LatencyN, r.LatencySum, r.LatencySs
+		case AvgAccuracy:
+			a.N, a.Sum, a.SumSquares = r.AccuracyN, r.AccuracySum, r.AccuracySs
+		case AvgHelpfulness:
+			a.N, a.Sum, a.SumSquares = r.HelpfulnessN, r.HelpfulnessSum, r.HelpfulnessSs
+		case AvgClarity:
+			a.N, a.Sum, a.SumSquares = r.ClarityN, r.ClaritySum, r.ClaritySs
+		case AvgSafety:
+			a.N, a.Sum, a.SumSquares = r.SafetyN, r.SafetySum, r.SafetySs
 		}
 	}
 	return out
@@ -216,6 +224,14 @@ func label(metric string) string {
 		return "The share of corrections"
 	case Latency:
 		return "Latency"
+	case AvgAccuracy:
+		return "The average accuracy score"
+	case AvgHelpfulness:
+		return "The average helpfulness score"
+	case AvgClarity:
+		return "The average clarity score"
+	case AvgSafety:
+		return "The average safety score"
 	}
 	return metric
 }
