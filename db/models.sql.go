@@ -1063,7 +1063,7 @@ FROM dataset_version_items i
 LEFT JOIN feedback f ON f.id = i.source_id AND f.org_id = $1
 LEFT JOIN preference_pairs p ON p.id = i.source_id AND p.org_id = $1
 WHERE i.version_id = $2
-ORDER BY i.content_sha, i.source_id
+ORDER BY i.split, i.content_sha, i.source_id
 LIMIT $3
 `
 
@@ -1081,8 +1081,9 @@ type ModelVersionListTrainingItemsRow struct {
 	FeedbackID uuid.UUID `json:"feedback_id"`
 }
 
-// The first items of the dataset version a model was trained on, each with
-// the feedback item it came from (itself, or a pair's chosen answer).
+// The first items of the dataset version a model was trained on (training
+// split first, in the primary key's order), each with the feedback item it
+// came from (itself, or a pair's chosen answer).
 func (q *Queries) ModelVersionListTrainingItems(ctx context.Context, arg ModelVersionListTrainingItemsParams) ([]ModelVersionListTrainingItemsRow, error) {
 	rows, err := q.db.Query(ctx, modelVersionListTrainingItems, arg.OrgID, arg.VersionID, arg.RowLimit)
 	if err != nil {

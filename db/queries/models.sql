@@ -175,8 +175,9 @@ ORDER BY d.created_at DESC
 LIMIT 100;
 
 -- name: ModelVersionListTrainingItems :many
--- The first items of the dataset version a model was trained on, each with
--- the feedback item it came from (itself, or a pair's chosen answer).
+-- The first items of the dataset version a model was trained on (training
+-- split first, in the primary key's order), each with the feedback item it
+-- came from (itself, or a pair's chosen answer).
 SELECT i.source_id, i.split, (f.id IS NOT NULL)::bool AS is_feedback,
        coalesce(f.query, p.query, '')::text AS query,
        coalesce(f.id, p.chosen_feedback_id) AS feedback_id
@@ -184,7 +185,7 @@ FROM dataset_version_items i
 LEFT JOIN feedback f ON f.id = i.source_id AND f.org_id = @org_id
 LEFT JOIN preference_pairs p ON p.id = i.source_id AND p.org_id = @org_id
 WHERE i.version_id = @version_id
-ORDER BY i.content_sha, i.source_id
+ORDER BY i.split, i.content_sha, i.source_id
 LIMIT @row_limit;
 
 -- name: ModelVersionCountTrainingSources :many
