@@ -337,6 +337,15 @@ func (s *Service) List(ctx context.Context, orgID uuid.UUID) ([]Experiment, erro
 	return out, nil
 }
 
+// lockByKey reads an experiment for update, in the caller's transaction.
+func lockByKey(ctx context.Context, q *db.Queries, orgID uuid.UUID, key string) (db.Experiment, error) {
+	e, err := q.ExperimentGetByKeyForUpdate(ctx, db.ExperimentGetByKeyForUpdateParams{OrgID: orgID, Key: key})
+	if errors.Is(err, pgx.ErrNoRows) {
+		return e, errs.ErrNotFound
+	}
+	return e, err
+}
+
 // transitions are the status moves allowed.
 var transitions = map[string][]string{
 	Draft:   {Running, Cancelled},
@@ -351,10 +360,7 @@ func (s *Service) SetStatus(ctx context.Context, actor audit.Actor, orgID uuid.U
 		return Experiment{}, errs.InvalidField("winner", "must be control, treatment or inconclusive")
 	}
 	err := db.InTx(ctx, s.Pool, func(_ pgx.Tx, q *db.Queries) error {
-		e, err := q.ExperimentGetByKeyForUpdate(ctx, db.ExperimentGetByKeyForUpdateParams{OrgID: orgID, Key: key})
-		if errors.Is(err, pgx.ErrNoRows) {
-			return errs.ErrNotFound
-		}
+		e, err := lockByKey(ctx, q, orgID, key)
 		if err != nil {
 			return err
 		}
@@ -389,10 +395,7 @@ func (s *Service) Extend(ctx context.Context, actor audit.Actor, orgID uuid.UUID
 		return Experiment{}, errs.InvalidField("until", "must be in the future")
 	}
 	err := db.InTx(ctx, s.Pool, func(_ pgx.Tx, q *db.Queries) error {
-		e, err := q.ExperimentGetByKeyForUpdate(ctx, db.ExperimentGetByKeyForUpdateParams{OrgID: orgID, Key: key})
-		if errors.Is(err, pgx.ErrNoRows) {
-			return errs.ErrNotFound
-		}
+		e, err := lockByKey(ctx, q, orgID, key)
 		if err != nil {
 			return err
 		}
@@ -427,10 +430,7 @@ type Traffic struct {
 // rollout plan owns its experiment's weights, so they are refused there.
 func (s *Service) SetTraffic(ctx context.Context, actor audit.Actor, orgID uuid.UUID, key string, in Traffic) (Experiment, error) {
 	err := db.InTx(ctx, s.Pool, func(_ pgx.Tx, q *db.Queries) error {
-		e, err := q.ExperimentGetByKeyForUpdate(ctx, db.ExperimentGetByKeyForUpdateParams{OrgID: orgID, Key: key})
-		if errors.Is(err, pgx.ErrNoRows) {
-			return errs.ErrNotFound
-		}
+		e, err := lockByKey(ctx, q, orgID, key)
 		if err != nil {
 			return err
 		}
