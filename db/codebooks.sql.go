@@ -898,14 +898,15 @@ func (q *Queries) CodebookSuggestionUpdateAnswer(ctx context.Context, arg Codebo
 
 const codebookSuggestionUpdateReviewed = `-- name: CodebookSuggestionUpdateReviewed :execrows
 UPDATE codebook_suggestions SET status = $1, rule_id = $2, updated_at = now()
-WHERE org_id = $3 AND id = $4 AND status IN ('ready', 'failed')
+WHERE org_id = $3 AND codebook_id = $4 AND id = $5 AND status IN ('ready', 'failed')
 `
 
 type CodebookSuggestionUpdateReviewedParams struct {
-	Status SuggestionStatus `json:"status"`
-	RuleID uuid.NullUUID    `json:"rule_id"`
-	OrgID  uuid.UUID        `json:"org_id"`
-	ID     uuid.UUID        `json:"id"`
+	Status     SuggestionStatus `json:"status"`
+	RuleID     uuid.NullUUID    `json:"rule_id"`
+	OrgID      uuid.UUID        `json:"org_id"`
+	CodebookID uuid.UUID        `json:"codebook_id"`
+	ID         uuid.UUID        `json:"id"`
 }
 
 func (q *Queries) CodebookSuggestionUpdateReviewed(ctx context.Context, arg CodebookSuggestionUpdateReviewedParams) (int64, error) {
@@ -913,6 +914,7 @@ func (q *Queries) CodebookSuggestionUpdateReviewed(ctx context.Context, arg Code
 		arg.Status,
 		arg.RuleID,
 		arg.OrgID,
+		arg.CodebookID,
 		arg.ID,
 	)
 	if err != nil {

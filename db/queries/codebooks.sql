@@ -169,7 +169,7 @@ WHERE id = @id AND status = 'pending';
 
 -- name: CodebookSuggestionUpdateReviewed :execrows
 UPDATE codebook_suggestions SET status = @status, rule_id = sqlc.narg('rule_id'), updated_at = now()
-WHERE org_id = @org_id AND id = @id AND status IN ('ready', 'failed');
+WHERE org_id = @org_id AND codebook_id = @codebook_id AND id = @id AND status IN ('ready', 'failed');
 
 -- name: CodebookSuggestionList :many
 SELECT s.*, f.query, f.response, f.correction

@@ -155,7 +155,7 @@ func (s *Service) AddRule(ctx context.Context, actor audit.Actor, orgID uuid.UUI
 		}
 		out.Rule = ruleOf(r)
 		if in.SuggestionID != nil {
-			if err := markAccepted(ctx, q, orgID, *in.SuggestionID, r.ID); err != nil {
+			if err := markAccepted(ctx, q, orgID, book.ID, *in.SuggestionID, r.ID); err != nil {
 				return err
 			}
 		}

@@ -79,7 +79,7 @@ func (s *Service) MergeInto(ctx context.Context, actor audit.Actor, orgID uuid.U
 			return err
 		}
 		if in.SuggestionID != nil {
-			if err := markAccepted(ctx, q, orgID, *in.SuggestionID, out.ID); err != nil {
+			if err := markAccepted(ctx, q, orgID, b.ID, *in.SuggestionID, out.ID); err != nil {
 				return err
 			}
 		}

@@ -308,10 +308,11 @@ func (s *Service) SuggestionFor(ctx context.Context, orgID uuid.UUID, name strin
 // Dismiss sets a suggestion aside; it can be asked for again later.
 func (s *Service) Dismiss(ctx context.Context, actor audit.Actor, orgID uuid.UUID, name string, id uuid.UUID) error {
 	return db.InTx(ctx, s.Pool, func(_ pgx.Tx, q *db.Queries) error {
-		if _, err := book(ctx, q, orgID, name); err != nil {
+		b, err := book(ctx, q, orgID, name)
+		if err != nil {
 			return err
 		}
-		n, err := q.CodebookSuggestionUpdateReviewed(ctx, db.CodebookSuggestionUpdateReviewedParams{OrgID: orgID, ID: id,
+		n, err := q.CodebookSuggestionUpdateReviewed(ctx, db.CodebookSuggestionUpdateReviewedParams{OrgID: orgID, CodebookID: b.ID, ID: id,
 			Status: db.SuggestionStatusDismissed})
 		if err != nil {
 			return err
@@ -326,8 +327,8 @@ func (s *Service) Dismiss(ctx context.Context, actor audit.Actor, orgID uuid.UUI
 
 // markAccepted links an accepted suggestion to the rule it became, in the
 // rule's transaction.
-func markAccepted(ctx context.Context, q *db.Queries, orgID, suggestionID, ruleID uuid.UUID) error {
-	n, err := q.CodebookSuggestionUpdateReviewed(ctx, db.CodebookSuggestionUpdateReviewedParams{OrgID: orgID, ID: suggestionID,
+func markAccepted(ctx context.Context, q *db.Queries, orgID, bookID, suggestionID, ruleID uuid.UUID) error {
+	n, err := q.CodebookSuggestionUpdateReviewed(ctx, db.CodebookSuggestionUpdateReviewedParams{OrgID: orgID, CodebookID: bookID, ID: suggestionID,
 		Status: db.SuggestionStatusAccepted, RuleID: uuid.NullUUID{UUID: ruleID, Valid: true}})
 	if err != nil {
 		return err
