@@ -556,11 +556,11 @@ func (q *Queries) DatasetMemberList(ctx context.Context, arg DatasetMemberListPa
 
 const datasetMemberListFeedbackContents = `-- name: DatasetMemberListFeedbackContents :many
 SELECT f.id, f.query, f.response, f.correction, f.status, f.context
-FROM training_dataset_members m
+FROM (SELECT feedback_id FROM training_dataset_members
+      WHERE dataset_id = $1 AND feedback_id > $2::uuid
+      ORDER BY feedback_id LIMIT $3) m
 JOIN feedback f ON f.id = m.feedback_id
-WHERE m.dataset_id = $1 AND m.feedback_id > $2::uuid
 ORDER BY m.feedback_id
-LIMIT $3
 `
 
 type DatasetMemberListFeedbackContentsParams struct {
@@ -578,7 +578,8 @@ type DatasetMemberListFeedbackContentsRow struct {
 	Context    json.RawMessage `json:"context"`
 }
 
-// One keyset page of the feedback's exported fields, by id.
+// One keyset page of the feedback's exported fields, by id, cut before the
+// join as the pairs' page is.
 func (q *Queries) DatasetMemberListFeedbackContents(ctx context.Context, arg DatasetMemberListFeedbackContentsParams) ([]DatasetMemberListFeedbackContentsRow, error) {
 	rows, err := q.db.Query(ctx, datasetMemberListFeedbackContents, arg.DatasetID, arg.After, arg.RowLimit)
 	if err != nil {
@@ -608,11 +609,11 @@ func (q *Queries) DatasetMemberListFeedbackContents(ctx context.Context, arg Dat
 
 const datasetMemberListPairContents = `-- name: DatasetMemberListPairContents :many
 SELECT p.id, p.prompt, p.system_prompt, p.chosen_response, p.rejected_response
-FROM training_dataset_members m
+FROM (SELECT pair_id FROM training_dataset_members
+      WHERE dataset_id = $1 AND pair_id > $2::uuid
+      ORDER BY pair_id LIMIT $3) m
 JOIN preference_pairs p ON p.id = m.pair_id
-WHERE m.dataset_id = $1 AND m.pair_id > $2::uuid
 ORDER BY m.pair_id
-LIMIT $3
 `
 
 type DatasetMemberListPairContentsParams struct {
@@ -629,7 +630,10 @@ type DatasetMemberListPairContentsRow struct {
 	RejectedResponse string          `json:"rejected_response"`
 }
 
-// One keyset page of the pairs' exported fields, by id.
+// One keyset page of the pairs' exported fields, by id. The page of
+// members is cut first and then joined, so each page costs its own rows:
+// joined whole, the planner merged from the first pair on every page (a
+// freeze read quadratic in the members) or went parallel.
 func (q *Queries) DatasetMemberListPairContents(ctx context.Context, arg DatasetMemberListPairContentsParams) ([]DatasetMemberListPairContentsRow, error) {
 	rows, err := q.db.Query(ctx, datasetMemberListPairContents, arg.DatasetID, arg.After, arg.RowLimit)
 	if err != nil {

@@ -136,22 +136,26 @@ LEFT JOIN feedback f ON f.id = m.feedback_id
 WHERE m.dataset_id = @dataset_id;
 
 -- name: DatasetMemberListPairContents :many
--- One keyset page of the pairs' exported fields, by id.
+-- One keyset page of the pairs' exported fields, by id. The page of
+-- members is cut first and then joined, so each page costs its own rows:
+-- joined whole, the planner merged from the first pair on every page (a
+-- freeze read quadratic in the members) or went parallel.
 SELECT p.id, p.prompt, p.system_prompt, p.chosen_response, p.rejected_response
-FROM training_dataset_members m
+FROM (SELECT pair_id FROM training_dataset_members
+      WHERE dataset_id = @dataset_id AND pair_id > @after::uuid
+      ORDER BY pair_id LIMIT @row_limit) m
 JOIN preference_pairs p ON p.id = m.pair_id
-WHERE m.dataset_id = @dataset_id AND m.pair_id > @after::uuid
-ORDER BY m.pair_id
-LIMIT @row_limit;
+ORDER BY m.pair_id;
 
 -- name: DatasetMemberListFeedbackContents :many
--- One keyset page of the feedback's exported fields, by id.
+-- One keyset page of the feedback's exported fields, by id, cut before the
+-- join as the pairs' page is.
 SELECT f.id, f.query, f.response, f.correction, f.status, f.context
-FROM training_dataset_members m
+FROM (SELECT feedback_id FROM training_dataset_members
+      WHERE dataset_id = @dataset_id AND feedback_id > @after::uuid
+      ORDER BY feedback_id LIMIT @row_limit) m
 JOIN feedback f ON f.id = m.feedback_id
-WHERE m.dataset_id = @dataset_id AND m.feedback_id > @after::uuid
-ORDER BY m.feedback_id
-LIMIT @row_limit;
+ORDER BY m.feedback_id;
 
 -- name: DatasetVersionInsert :one
 INSERT INTO dataset_versions (
