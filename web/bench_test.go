@@ -132,8 +132,6 @@ func rawRow(org uuid.UUID, it feedback.Item) db.FeedbackInsertManyParams {
 		Status: db.ReviewStatusPending}
 }
 
-// concurrently runs n calls of fn on benchClients goroutines and returns
-// calls per second and the 99th-percentile latency in milliseconds.
 // inRounds runs a and b over n calls each, benchClients at a time, in
 // alternating rounds (a's first quarter, b's, a's second, …), so that what
 // else the machine does meanwhile (autovacuum on the growing table, a
