@@ -219,8 +219,13 @@ func (h *Handlers) LangfuseTest(c echo.Context) error {
 
 // LangfuseSyncNow queues a sync at once.
 func (h *Handlers) LangfuseSyncNow(c echo.Context) error {
-	if err := h.Importer.RequestSync(ctx(c), actor(c), CallerOf(c).OrgID); err != nil {
+	queued, err := h.Importer.RequestSync(ctx(c), actor(c), CallerOf(c).OrgID)
+	if err != nil {
 		return err
+	}
+	if !queued {
+		h.Sessions.Flash(c, "info", "A sync is already waiting or running, so no other was queued. If you have just changed the keys, ask again when it ends.")
+		return redirect(c, "/imports/langfuse")
 	}
 	h.Sessions.Flash(c, "ok", "A sync is queued; this page shows its result when it ends.")
 	return redirect(c, "/imports/langfuse")

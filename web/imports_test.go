@@ -170,6 +170,22 @@ func TestLangfuseConnectionPage(t *testing.T) {
 		}
 	}
 	waitSynced("Last attempt failed")
+	// River marks the job finished a moment after the sync has recorded its
+	// failure; until then a second "Sync now" is the same job (the page
+	// says so), so wait for it to end.
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		var waiting int
+		if err := s.Pool.QueryRow(t.Context(), `SELECT count(*) FROM river_job WHERE kind = 'langfuse_sync'
+			AND state IN ('available', 'pending', 'running', 'retryable', 'scheduled')`).Scan(&waiting); err != nil {
+			t.Fatal(err)
+		}
+		if waiting == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the failed sync's job never ended")
+		}
+	}
 	var n int
 	if err := s.Pool.QueryRow(t.Context(), "SELECT count(*) FROM feedback").Scan(&n); err != nil || n != 0 {
 		t.Fatalf("%d rows after a refused sync", n)

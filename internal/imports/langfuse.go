@@ -334,17 +334,23 @@ func langfuseItem(f langfuse.Feedback) feedback.Item {
 }
 
 // RequestSync audits a person's "sync now" ("langfuse.sync_requested") and
-// queues the sync job in the same transaction.
-func (s *Service) RequestSync(ctx context.Context, actor audit.Actor, orgID uuid.UUID) error {
+// queues the sync job in the same transaction. It answers false when a
+// sync was already waiting or running, so no other was queued (River marks
+// a job finished a moment after its work returns, so this can also happen
+// just after a sync has ended).
+func (s *Service) RequestSync(ctx context.Context, actor audit.Actor, orgID uuid.UUID) (bool, error) {
 	if _, err := s.Connection(ctx, orgID); err != nil {
-		return err
+		return false, err
 	}
-	return db.InTx(ctx, s.Pool, func(tx pgx.Tx, q *db.Queries) error {
+	queued := false
+	err := db.InTx(ctx, s.Pool, func(tx pgx.Tx, q *db.Queries) error {
 		if err := audit.Record(ctx, q, actor, audit.Entry{OrgID: orgID, Action: "langfuse.sync_requested",
 			TargetType: "langfuse_connection", TargetID: orgID.String()}); err != nil {
 			return err
 		}
-		_, err := s.Jobs.InsertTx(ctx, tx, LangfuseSyncArgs{OrgID: orgID}, nil)
+		res, err := s.Jobs.InsertTx(ctx, tx, LangfuseSyncArgs{OrgID: orgID}, nil)
+		queued = err == nil && !res.UniqueSkippedAsDuplicate
 		return err
 	})
+	return queued, err
 }

@@ -209,13 +209,16 @@ func TestSaveConnection(t *testing.T) {
 // organisation while it waits; a request without a connection queues none.
 func TestQueueSyncs(t *testing.T) {
 	f := newEnv(t)
-	if err := f.svc.RequestSync(f.ctx, admin, f.orgID); !errors.Is(err, errs.ErrNotFound) {
+	if _, err := f.svc.RequestSync(f.ctx, admin, f.orgID); !errors.Is(err, errs.ErrNotFound) {
 		t.Fatalf("sync of an organisation without a connection: %v", err)
 	}
 	srv := fakeLangfuse(t)
 	f.connect(t, srv.URL, srv.SecretKey)
-	if err := f.svc.RequestSync(f.ctx, admin, f.orgID); err != nil {
-		t.Fatal(err)
+	if queued, err := f.svc.RequestSync(f.ctx, admin, f.orgID); err != nil || !queued {
+		t.Fatalf("sync now: queued %v, %v", queued, err)
+	}
+	if queued, err := f.svc.RequestSync(f.ctx, admin, f.orgID); err != nil || queued {
+		t.Fatalf("a second sync now while one waits: queued %v, %v", queued, err)
 	}
 	if err := f.svc.QueueSyncs(f.ctx); err != nil {
 		t.Fatal(err)
@@ -223,8 +226,8 @@ func TestQueueSyncs(t *testing.T) {
 	if n := f.count(t, "SELECT count(*) FROM river_job WHERE kind = 'langfuse_sync' AND args->>'org_id' = $1", f.orgID.String()); n != 1 {
 		t.Fatalf("%d sync jobs waiting, want 1", n)
 	}
-	if n := f.count(t, "SELECT count(*) FROM audit_log WHERE action = 'langfuse.sync_requested'"); n != 1 {
-		t.Fatalf("%d audit entries for the request, want 1", n)
+	if n := f.count(t, "SELECT count(*) FROM audit_log WHERE action = 'langfuse.sync_requested'"); n != 2 {
+		t.Fatalf("%d audit entries for the two requests, want 2", n)
 	}
 }
 
