@@ -359,21 +359,8 @@ type CodebookRuleListSimilarParams struct {
 }
 
 type CodebookRuleListSimilarRow struct {
-	ID                uuid.UUID   `json:"id"`
-	OrgID             uuid.UUID   `json:"org_id"`
-	CodebookID        uuid.UUID   `json:"codebook_id"`
-	Section           string      `json:"section"`
-	Content           string      `json:"content"`
-	Status            RuleStatus  `json:"status"`
-	Helpful           int32       `json:"helpful"`
-	Harmful           int32       `json:"harmful"`
-	Neutral           int32       `json:"neutral"`
-	SourceFeedbackIds []uuid.UUID `json:"source_feedback_ids"`
-	Version           int32       `json:"version"`
-	CreatedByLabel    string      `json:"created_by_label"`
-	CreatedAt         time.Time   `json:"created_at"`
-	UpdatedAt         time.Time   `json:"updated_at"`
-	Similarity        float64     `json:"similarity"`
+	CodebookRule CodebookRule `json:"codebook_rule"`
+	Similarity   float64      `json:"similarity"`
 }
 
 // Rules of a codebook (not retired) whose text is close to content: the
@@ -393,20 +380,20 @@ func (q *Queries) CodebookRuleListSimilar(ctx context.Context, arg CodebookRuleL
 	for rows.Next() {
 		var i CodebookRuleListSimilarRow
 		if err := rows.Scan(
-			&i.ID,
-			&i.OrgID,
-			&i.CodebookID,
-			&i.Section,
-			&i.Content,
-			&i.Status,
-			&i.Helpful,
-			&i.Harmful,
-			&i.Neutral,
-			&i.SourceFeedbackIds,
-			&i.Version,
-			&i.CreatedByLabel,
-			&i.CreatedAt,
-			&i.UpdatedAt,
+			&i.CodebookRule.ID,
+			&i.CodebookRule.OrgID,
+			&i.CodebookRule.CodebookID,
+			&i.CodebookRule.Section,
+			&i.CodebookRule.Content,
+			&i.CodebookRule.Status,
+			&i.CodebookRule.Helpful,
+			&i.CodebookRule.Harmful,
+			&i.CodebookRule.Neutral,
+			&i.CodebookRule.SourceFeedbackIds,
+			&i.CodebookRule.Version,
+			&i.CodebookRule.CreatedByLabel,
+			&i.CodebookRule.CreatedAt,
+			&i.CodebookRule.UpdatedAt,
 			&i.Similarity,
 		); err != nil {
 			return nil, err

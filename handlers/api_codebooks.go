@@ -218,20 +218,6 @@ func (h *Handlers) APICodebookSuggest(c echo.Context) error {
 	return c.JSON(http.StatusAccepted, map[string]int{"queued": n})
 }
 
-// suggestionDoc is a suggestion as the API shows it.
-type suggestionDoc struct {
-	ID         uuid.UUID  `json:"id"`
-	FeedbackID uuid.UUID  `json:"feedback_id"`
-	Status     string     `json:"status"`
-	Section    string     `json:"section"`
-	Content    string     `json:"content"`
-	Reason     string     `json:"reason,omitempty"`
-	Endpoint   string     `json:"endpoint"`
-	Calls      int        `json:"calls"`
-	CostMicros int64      `json:"cost_micros"`
-	RuleID     *uuid.UUID `json:"rule_id"`
-}
-
 // APICodebookSuggestionList lists a codebook's suggestions: status filters.
 func (h *Handlers) APICodebookSuggestionList(c echo.Context) error {
 	params, err := queryParams(c, "status")
@@ -242,10 +228,5 @@ func (h *Handlers) APICodebookSuggestionList(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	out := make([]suggestionDoc, len(rows))
-	for i, r := range rows {
-		out[i] = suggestionDoc{ID: r.ID, FeedbackID: r.FeedbackID, Status: r.Status, Section: r.Section, Content: r.Content, Reason: r.Reason,
-			Endpoint: r.Endpoint, Calls: r.Calls, CostMicros: r.CostMicros, RuleID: r.RuleID}
-	}
-	return c.JSON(http.StatusOK, listBody[suggestionDoc]{Data: out})
+	return c.JSON(http.StatusOK, listBody[codebook.Suggestion]{Data: rows})
 }

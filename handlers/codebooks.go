@@ -94,7 +94,7 @@ func (h *Handlers) renderCodebook(c echo.Context, status int, form views.Codeboo
 		}
 		m.Suggestions = counts["ready"]
 	} else {
-		m.Budget.Budget = 2000
+		m.Budget.Budget = codebook.DefaultBudget
 	}
 	if id, perr := uuid.Parse(form.SourceID); perr == nil {
 		item, err := h.Feedback.Get(ctx(c), caller.OrgID, id)

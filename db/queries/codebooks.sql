@@ -103,7 +103,7 @@ UPDATE codebooks SET budget_tokens = @budget_tokens WHERE org_id = @org_id AND i
 -- name: CodebookRuleListSimilar :many
 -- Rules of a codebook (not retired) whose text is close to content: the
 -- near-duplicates a curator is shown before adding a rule.
-SELECT r.*, similarity(r.content, @content)::float8 AS similarity
+SELECT sqlc.embed(r), similarity(r.content, @content)::float8 AS similarity
 FROM codebook_rules r
 WHERE r.codebook_id = @codebook_id AND r.status <> 'retired' AND r.content % @content
   AND similarity(r.content, @content) >= @threshold::float8 AND r.id <> @except_id

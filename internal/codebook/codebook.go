@@ -313,16 +313,12 @@ func (s *Service) Publish(ctx context.Context, actor audit.Actor, orgID uuid.UUI
 		if err != nil {
 			return err
 		}
-		rows, err := q.CodebookRuleListActive(ctx, b.ID)
+		rules, err := activeRules(ctx, q, b.ID)
 		if err != nil {
 			return err
 		}
-		if len(rows) == 0 {
+		if len(rules) == 0 {
 			return errs.InvalidField("rules", "the codebook has no active rule to publish")
-		}
-		rules := make([]VersionRule, len(rows))
-		for i, r := range rows {
-			rules[i] = VersionRule{ID: r.ID, Section: r.Section, Content: r.Content, Helpful: int(r.Helpful), Harmful: int(r.Harmful), Neutral: int(r.Neutral)}
 		}
 		h, err := hash(rules)
 		if err != nil {
@@ -391,28 +387,66 @@ func (s *Service) Current(ctx context.Context, orgID uuid.UUID, name string, bud
 // Prompt writes rules in the playbook text format, by section, stopping
 // before the rule that would pass budgetTokens (cl100k_base; 0: no limit).
 func Prompt(rules []VersionRule, budgetTokens int) (string, error) {
+	w, err := writePrompt(rules, budgetTokens)
+	return w.text, err
+}
+
+// written is a playbook prompt with how many rules it holds and how many
+// tokens it takes.
+type written struct {
+	text          string
+	rules, tokens int
+}
+
+// writePrompt writes the prompt for Prompt. Each rule's lines are counted
+// once and the counts summed, so a long codebook is counted in one pass;
+// the text is then counted whole, and in the rare case where tokens merged
+// differently across a rule's edge put it over the budget, rules come off
+// the end until it fits.
+func writePrompt(rules []VersionRule, budgetTokens int) (written, error) {
 	counter, err := tokens.New("cl100k_base")
 	if err != nil {
-		return "", err
+		return written{}, err
 	}
-	var b strings.Builder
-	section := ""
+	var chunks []string
+	section, sum := "", 0
 	for _, r := range rules {
 		var chunk strings.Builder
 		if r.Section != section {
-			if b.Len() > 0 {
+			if len(chunks) > 0 {
 				chunk.WriteString("\n")
 			}
 			fmt.Fprintf(&chunk, "## %s\n", strings.ToUpper(r.Section))
 		}
 		fmt.Fprintf(&chunk, "[%s] helpful=%d harmful=%d :: %s\n", r.ID, r.Helpful, r.Harmful, r.Content)
-		if budgetTokens > 0 && counter.Count(b.String()+chunk.String()) > budgetTokens {
+		n := counter.Count(chunk.String())
+		if budgetTokens > 0 && sum+n > budgetTokens {
 			break
 		}
-		b.WriteString(chunk.String())
-		section = r.Section
+		chunks, sum, section = append(chunks, chunk.String()), sum+n, r.Section
 	}
-	return b.String(), nil
+	for {
+		w := written{text: strings.Join(chunks, ""), rules: len(chunks)}
+		w.tokens = counter.Count(w.text)
+		if budgetTokens == 0 || w.tokens <= budgetTokens || len(chunks) == 0 {
+			return w, nil
+		}
+		chunks = chunks[:len(chunks)-1]
+	}
+}
+
+// activeRules reads the rules a published version of the codebook would
+// hold, in the order it writes them, with their counters.
+func activeRules(ctx context.Context, q *db.Queries, bookID uuid.UUID) ([]VersionRule, error) {
+	rows, err := q.CodebookRuleListActive(ctx, bookID)
+	if err != nil {
+		return nil, err
+	}
+	rules := make([]VersionRule, len(rows))
+	for i, r := range rows {
+		rules[i] = VersionRule{ID: r.ID, Section: r.Section, Content: r.Content, Helpful: int(r.Helpful), Harmful: int(r.Harmful), Neutral: int(r.Neutral)}
+	}
+	return rules, nil
 }
 
 // Retrieved is one rule a query brought back, with its score.

@@ -3,7 +3,6 @@ package codebook
 import (
 	"context"
 	"errors"
-	"strings"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
@@ -11,7 +10,6 @@ import (
 	"github.com/curate/curate/db"
 	"github.com/curate/curate/internal/audit"
 	"github.com/curate/curate/internal/errs"
-	"github.com/curate/curate/internal/tokens"
 )
 
 // SimilarAt is the trigram similarity from which a rule is shown as a
@@ -47,9 +45,7 @@ func similar(ctx context.Context, q *db.Queries, bookID uuid.UUID, content strin
 	}
 	out := make([]Similar, len(rows))
 	for i, r := range rows {
-		out[i] = Similar{Rule: ruleOf(db.CodebookRule{ID: r.ID, Section: r.Section, Content: r.Content, Status: r.Status,
-			Helpful: r.Helpful, Harmful: r.Harmful, Neutral: r.Neutral, SourceFeedbackIds: r.SourceFeedbackIds, Version: r.Version,
-			CreatedByLabel: r.CreatedByLabel, CreatedAt: r.CreatedAt}), Similarity: r.Similarity}
+		out[i] = Similar{Rule: ruleOf(r.CodebookRule), Similarity: r.Similarity}
 	}
 	return out, nil
 }
@@ -89,6 +85,10 @@ func (s *Service) MergeInto(ctx context.Context, actor audit.Actor, orgID uuid.U
 	return ruleOf(out), err
 }
 
+// DefaultBudget is a new codebook's token budget (the column's default,
+// migration 00028).
+const DefaultBudget = 2000
+
 // BudgetUse is how the active rules fit the codebook's token budget.
 type BudgetUse struct {
 	Budget int // tokens the assistant's prompt leaves the codebook
@@ -108,42 +108,23 @@ func (s *Service) Budget(ctx context.Context, orgID uuid.UUID, name string) (Bud
 	if err != nil {
 		return BudgetUse{}, err
 	}
-	rows, err := q.CodebookRuleListActive(ctx, b.ID)
+	rules, err := activeRules(ctx, q, b.ID)
 	if err != nil {
 		return BudgetUse{}, err
 	}
-	rules := make([]VersionRule, len(rows))
-	for i, r := range rows {
-		rules[i] = VersionRule{ID: r.ID, Section: r.Section, Content: r.Content, Helpful: int(r.Helpful), Harmful: int(r.Harmful), Neutral: int(r.Neutral)}
-	}
-	counter, err := tokens.New("cl100k_base")
+	whole, err := writePrompt(rules, 0)
 	if err != nil {
 		return BudgetUse{}, err
 	}
-	whole, err := Prompt(rules, 0)
-	if err != nil {
-		return BudgetUse{}, err
-	}
-	out := BudgetUse{Budget: int(b.BudgetTokens), Used: counter.Count(whole), Active: len(rules), Fit: len(rules)}
+	out := BudgetUse{Budget: int(b.BudgetTokens), Used: whole.tokens, Active: len(rules), Fit: len(rules)}
 	if out.Over() {
-		cut, err := Prompt(rules, out.Budget)
+		cut, err := writePrompt(rules, out.Budget)
 		if err != nil {
 			return BudgetUse{}, err
 		}
-		out.Fit = countRules(cut)
+		out.Fit = cut.rules
 	}
 	return out, nil
-}
-
-// countRules counts the rule lines of a playbook prompt.
-func countRules(prompt string) int {
-	n := 0
-	for _, line := range strings.Split(prompt, "\n") {
-		if len(line) > 0 && line[0] == '[' {
-			n++
-		}
-	}
-	return n
 }
 
 // SetBudget sets how many prompt tokens the codebook's rules may take.

@@ -12,6 +12,7 @@ import (
 
 	"github.com/curate/curate/db"
 	"github.com/curate/curate/internal/audit"
+	"github.com/curate/curate/internal/chat"
 	"github.com/curate/curate/internal/endpoints"
 	"github.com/curate/curate/internal/errs"
 	"github.com/curate/curate/internal/feedback"
@@ -106,15 +107,38 @@ func (s *Service) Suggest(ctx context.Context, actor audit.Actor, orgID uuid.UUI
 // only for what is still pending, and an answer given before (same
 // template, endpoint and item) is reused without a call.
 func (s *Service) AnswerSuggestions(ctx context.Context, a SuggestArgs) error {
+	// The template and each endpoint's client are read once per job, not
+	// once per item.
+	tpl, err := s.Judge.Template(ctx, a.OrgID, judge.ReflectorName)
+	if err != nil {
+		return err
+	}
+	clients := map[string]reflectorClient{}
+	client := func(name string) reflectorClient {
+		c, ok := clients[name]
+		if !ok {
+			c.ep, c.client, c.err = s.Judge.Endpoints.Client(ctx, a.OrgID, name)
+			clients[name] = c
+		}
+		return c
+	}
 	for _, id := range a.IDs {
-		if err := s.answer(ctx, a.OrgID, id); err != nil {
+		if err := s.answer(ctx, a.OrgID, id, tpl, client); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-func (s *Service) answer(ctx context.Context, orgID, id uuid.UUID) error {
+// reflectorClient is a judge endpoint as the reflector asks it, or why it
+// cannot be.
+type reflectorClient struct {
+	ep     endpoints.Endpoint
+	client *chat.Client
+	err    error
+}
+
+func (s *Service) answer(ctx context.Context, orgID, id uuid.UUID, tpl judge.Template, client func(string) reflectorClient) error {
 	q := db.New(s.Pool)
 	sg, err := q.CodebookSuggestionGetByID(ctx, id)
 	if errors.Is(err, pgx.ErrNoRows) {
@@ -131,15 +155,12 @@ func (s *Service) answer(ctx context.Context, orgID, id uuid.UUID) error {
 		return err
 	}
 	up := db.CodebookSuggestionUpdateAnswerParams{ID: id, Status: db.SuggestionStatusReady}
-	tpl, err := s.Judge.Template(ctx, orgID, judge.ReflectorName)
-	if err != nil {
-		return err
-	}
-	ep, client, err := s.Judge.Endpoints.Client(ctx, orgID, sg.Endpoint)
-	if err != nil {
-		up.Status, up.Reason = db.SuggestionStatusFailed, "The judge endpoint "+sg.Endpoint+" could not be used: "+judge.Describe(err)
+	c := client(sg.Endpoint)
+	if c.err != nil {
+		up.Status, up.Reason = db.SuggestionStatusFailed, "The judge endpoint "+sg.Endpoint+" could not be used: "+judge.Describe(c.err)
 		return q.CodebookSuggestionUpdateAnswer(ctx, up)
 	}
+	ep := c.ep
 	f := item.Feedback
 	in := scorers.Input{Query: f.Query, Answer: f.Response, Reference: f.Correction}
 	up.CacheKey = judge.CacheKey(tpl.Body, ep.BaseURL, ep.Model, in)
@@ -150,7 +171,7 @@ func (s *Service) answer(ctx context.Context, orgID, id uuid.UUID) error {
 		return err
 	}
 	var rule NewRule
-	asked, err := s.Judge.Ask(ctx, orgID, judge.Ask{Endpoint: ep, Client: client, Template: tpl, Prompt: tpl.Render(in),
+	asked, err := s.Judge.Ask(ctx, orgID, judge.Ask{Endpoint: ep, Client: c.client, Template: tpl, Prompt: tpl.Render(in),
 		Purpose: "reflector " + id.String()[:8], What: "reflector", Parse: func(content string) (err error) {
 			rule, err = ParseReflection(content)
 			return err
@@ -202,21 +223,22 @@ func ParseReflection(content string) (NewRule, error) {
 	return r, nil
 }
 
-// Suggestion is a drafted rule with the item it came from.
+// Suggestion is a drafted rule with the item it came from (the item's
+// texts are for the pages; the API names the item by id).
 type Suggestion struct {
-	ID         uuid.UUID
-	FeedbackID uuid.UUID
-	Status     string
-	Section    string
-	Content    string
-	Reason     string
-	Endpoint   string
-	Calls      int
-	CostMicros int64
-	RuleID     *uuid.UUID
-	Query      string
-	Response   string
-	Correction string
+	ID         uuid.UUID  `json:"id"`
+	FeedbackID uuid.UUID  `json:"feedback_id"`
+	Status     string     `json:"status"`
+	Section    string     `json:"section"`
+	Content    string     `json:"content"`
+	Reason     string     `json:"reason,omitempty"`
+	Endpoint   string     `json:"endpoint"`
+	Calls      int        `json:"calls"`
+	CostMicros int64      `json:"cost_micros"`
+	RuleID     *uuid.UUID `json:"rule_id"`
+	Query      string     `json:"-"`
+	Response   string     `json:"-"`
+	Correction string     `json:"-"`
 }
 
 // Suggestions lists a codebook's suggestions in a status ("" for all),
