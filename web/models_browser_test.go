@@ -101,9 +101,14 @@ func TestBrowserRegistryFlow(t *testing.T) {
 	err = chromedp.Do(b,
 		chromedp.SendKeys(`#rollback-form textarea[name=reason]`, "answers got longer"),
 		chromedp.Click(`#rollback-form button[type=submit]`),
-		chromedp.WaitVisible(`#deployments [data-status=succeeded]`),
 	)
 	if err != nil {
+		t.Fatalf("rolling back: %v", err)
+	}
+	// The page being left lists a succeeded deployment too: wait for the
+	// version the rollback goes to before looking for one.
+	waitFor(t, b, `(document.querySelector('h1') || {textContent: ''}).textContent.includes('1.0.0')`)
+	if err := chromedp.Do(b, chromedp.WaitVisible(`#deployments [data-status=succeeded]`)); err != nil {
 		t.Fatalf("rolling back: %v", err)
 	}
 	// The rollback lands on the version production went back to.
