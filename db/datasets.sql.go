@@ -1066,6 +1066,55 @@ type DatasetVersionItemInsertManyParams struct {
 	Content    json.RawMessage `json:"content"`
 }
 
+const datasetVersionItemListFacts = `-- name: DatasetVersionItemListFacts :many
+SELECT i.content_sha, f.facts, CASE WHEN f.facts IS NULL THEN i.content::text END AS content
+FROM dataset_version_items i
+LEFT JOIN item_facts f ON f.org_id = $1 AND f.profile = $2 AND f.content_sha = i.content_sha
+WHERE i.version_id = $3 AND i.split = $4
+ORDER BY i.content_sha, i.source_id
+`
+
+type DatasetVersionItemListFactsParams struct {
+	OrgID     uuid.UUID `json:"org_id"`
+	Profile   string    `json:"profile"`
+	VersionID uuid.UUID `json:"version_id"`
+	Split     string    `json:"split"`
+}
+
+type DatasetVersionItemListFactsRow struct {
+	ContentSha []byte      `json:"content_sha"`
+	Facts      []byte      `json:"facts"`
+	Content    interface{} `json:"content"`
+}
+
+// One split of a version in canonical order with each item's stored facts
+// in a profile; the content comes only where there are none. Reports
+// stream it (DatasetVersionItemEachFacts), never loading it.
+func (q *Queries) DatasetVersionItemListFacts(ctx context.Context, arg DatasetVersionItemListFactsParams) ([]DatasetVersionItemListFactsRow, error) {
+	rows, err := q.db.Query(ctx, datasetVersionItemListFacts,
+		arg.OrgID,
+		arg.Profile,
+		arg.VersionID,
+		arg.Split,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []DatasetVersionItemListFactsRow{}
+	for rows.Next() {
+		var i DatasetVersionItemListFactsRow
+		if err := rows.Scan(&i.ContentSha, &i.Facts, &i.Content); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const datasetVersionItemListSplit = `-- name: DatasetVersionItemListSplit :many
 SELECT content::text AS content FROM dataset_version_items
 WHERE version_id = $1 AND split = $2
@@ -1597,4 +1646,79 @@ UPDATE dataset_exports SET status = 'running', rows_done = 0, error = '' WHERE i
 func (q *Queries) ExportUpdateStarted(ctx context.Context, id uuid.UUID) error {
 	_, err := q.db.Exec(ctx, exportUpdateStarted, id)
 	return err
+}
+
+const itemFactsDeleteExpired = `-- name: ItemFactsDeleteExpired :execrows
+DELETE FROM item_facts f WHERE f.ctid = ANY(ARRAY(
+    SELECT e.ctid FROM item_facts e WHERE e.created_at < $1 LIMIT 10000))
+`
+
+// A bounded batch of facts created before a time: the caller repeats
+// until none is left, so no one statement holds locks for long.
+func (q *Queries) ItemFactsDeleteExpired(ctx context.Context, before time.Time) (int64, error) {
+	result, err := q.db.Exec(ctx, itemFactsDeleteExpired, before)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}
+
+const itemFactsInsertMany = `-- name: ItemFactsInsertMany :exec
+INSERT INTO item_facts (org_id, profile, content_sha, facts)
+SELECT $1, $2, unnest($3::bytea[]), unnest($4::bytea[])
+ON CONFLICT DO NOTHING
+`
+
+type ItemFactsInsertManyParams struct {
+	OrgID       uuid.UUID `json:"org_id"`
+	Profile     string    `json:"profile"`
+	ContentShas [][]byte  `json:"content_shas"`
+	Facts       [][]byte  `json:"facts"`
+}
+
+// Two reports may compute the same facts at once: the first kept wins.
+func (q *Queries) ItemFactsInsertMany(ctx context.Context, arg ItemFactsInsertManyParams) error {
+	_, err := q.db.Exec(ctx, itemFactsInsertMany,
+		arg.OrgID,
+		arg.Profile,
+		arg.ContentShas,
+		arg.Facts,
+	)
+	return err
+}
+
+const itemFactsList = `-- name: ItemFactsList :many
+SELECT content_sha, facts FROM item_facts
+WHERE org_id = $1 AND profile = $2 AND content_sha = ANY($3::bytea[])
+`
+
+type ItemFactsListParams struct {
+	OrgID       uuid.UUID `json:"org_id"`
+	Profile     string    `json:"profile"`
+	ContentShas [][]byte  `json:"content_shas"`
+}
+
+type ItemFactsListRow struct {
+	ContentSha []byte `json:"content_sha"`
+	Facts      []byte `json:"facts"`
+}
+
+func (q *Queries) ItemFactsList(ctx context.Context, arg ItemFactsListParams) ([]ItemFactsListRow, error) {
+	rows, err := q.db.Query(ctx, itemFactsList, arg.OrgID, arg.Profile, arg.ContentShas)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []ItemFactsListRow{}
+	for rows.Next() {
+		var i ItemFactsListRow
+		if err := rows.Scan(&i.ContentSha, &i.Facts); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
 }

@@ -1364,6 +1364,14 @@ type ImportRun struct {
 	UpdatedAt      time.Time       `json:"updated_at"`
 }
 
+type ItemFact struct {
+	OrgID      uuid.UUID `json:"org_id"`
+	Profile    string    `json:"profile"`
+	ContentSha []byte    `json:"content_sha"`
+	Facts      []byte    `json:"facts"`
+	CreatedAt  time.Time `json:"created_at"`
+}
+
 type JobHeartbeat struct {
 	JobID   int64     `json:"job_id"`
 	Attempt int32     `json:"attempt"`

@@ -34,7 +34,7 @@ type Options struct {
 // Register adds every worker to a River worker set.
 func Register(d Deps) *river.Workers {
 	w := river.NewWorkers()
-	river.AddWorker(w, &MaintenanceWorker{Accounts: d.Accounts, Imports: d.Imports})
+	river.AddWorker(w, &MaintenanceWorker{Accounts: d.Accounts, Imports: d.Imports, Datasets: d.Datasets})
 	river.AddWorker(w, &HeartbeatSweepWorker{Pool: d.Pool, Datasets: d.Datasets, Imports: d.Imports, Log: d.Log})
 	if d.Datasets != nil {
 		river.AddWorker(w, &ExportWorker{Datasets: d.Datasets})

@@ -19,6 +19,7 @@ import (
 	"github.com/curate/curate/internal/audit"
 	"github.com/curate/curate/internal/blobstore"
 	"github.com/curate/curate/internal/config"
+	"github.com/curate/curate/internal/datasets"
 	"github.com/curate/curate/internal/feedback"
 	"github.com/curate/curate/internal/imports"
 	"github.com/curate/curate/internal/jobq"
@@ -92,7 +93,15 @@ func TestMaintenanceJobRuns(t *testing.T) {
 		}
 	}
 
-	client, err := jobs.NewClient(jobs.Deps{Services: &app.Services{Pool: pool, Accounts: acc, Log: log, Imports: imp}}, jobs.Options{Workers: 2})
+	// Validation facts, one past their keeping time.
+	for i, age := range []time.Duration{datasets.FactsKeep + time.Hour, time.Hour} {
+		if _, err := pool.Exec(ctx, `INSERT INTO item_facts (org_id, profile, content_sha, facts, created_at) VALUES ($1, 'p', $2, '\x01', $3)`,
+			org.ID, []byte{byte(i)}, time.Now().Add(-age)); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	client, err := jobs.NewClient(jobs.Deps{Services: &app.Services{Pool: pool, Accounts: acc, Log: log, Imports: imp, Datasets: &datasets.Service{Pool: pool}}}, jobs.Options{Workers: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -131,6 +140,10 @@ func TestMaintenanceJobRuns(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(blobDir, filepath.FromSlash(waiting))); err != nil {
 		t.Errorf("the queued run's file was swept: %v", err)
+	}
+	var facts []byte
+	if err := pool.QueryRow(ctx, "SELECT string_agg(content_sha, ''::bytea) FROM item_facts").Scan(&facts); err != nil || !bytes.Equal(facts, []byte{1}) {
+		t.Errorf("after maintenance the facts of %x are kept, want only the recent one's (%v)", facts, err)
 	}
 	var left []byte
 	if err := pool.QueryRow(ctx, "SELECT string_agg(id, ''::bytea) FROM sessions").Scan(&left); err != nil {

@@ -8,6 +8,7 @@ import (
 	"github.com/riverqueue/river"
 
 	"github.com/curate/curate/internal/accounts"
+	"github.com/curate/curate/internal/datasets"
 	"github.com/curate/curate/internal/imports"
 )
 
@@ -24,13 +25,15 @@ func (MaintenanceArgs) InsertOpts() river.InsertOpts {
 }
 
 // MaintenanceWorker deletes sign-in failures past the lockout window,
-// expired sessions and uploads that no import will read (see
-// imports.Service.SweepUploads).
+// expired sessions, uploads that no import will read (see
+// imports.Service.SweepUploads) and expired validation facts.
 type MaintenanceWorker struct {
 	river.WorkerDefaults[MaintenanceArgs]
 	Accounts *accounts.Service
 	// Imports, when set, has its abandoned uploads swept.
 	Imports *imports.Service
+	// Datasets, when set, has its expired validation facts dropped.
+	Datasets *datasets.Service
 }
 
 // Work runs the clean-up; it is idempotent. Each part runs whatever the
@@ -40,6 +43,10 @@ func (w *MaintenanceWorker) Work(ctx context.Context, job *river.Job[Maintenance
 	if w.Imports != nil {
 		_, serr := w.Imports.SweepUploads(ctx, time.Now().Add(-imports.UploadGrace))
 		err = errors.Join(err, serr)
+	}
+	if w.Datasets != nil {
+		_, perr := w.Datasets.PruneFacts(ctx, time.Now().Add(-datasets.FactsKeep))
+		err = errors.Join(err, perr)
 	}
 	return err
 }

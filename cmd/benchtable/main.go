@@ -67,6 +67,7 @@ func main() {
 			pct(m["export_%_of_copy"]), "≥ 50%", fmt.Sprintf("%.0f MiB RSS (≤ 150)", m["vmhwm_MiB"]))
 		row("freeze of "+n+" pairs", fmt.Sprintf("%.1f s", m["freeze_s"]), "", "", "≤ 30 s at 1M", "")
 		row("validation report of "+n+" pairs, once", fmt.Sprintf("%.1f s", m["report_once_s"]), "", "", "", "")
+		row("the same report from stored facts", fmt.Sprintf("%.1f s", m["report_from_facts_s"]), "", "", "", "")
 	}
 	if m, ok := found["BenchmarkQueuePage"]; ok {
 		for _, f := range []string{"typical", "middle_page", "search", "tag_model"} {

@@ -279,3 +279,29 @@ ON CONFLICT DO NOTHING;
 -- name: DatasetVersionGetByID :one
 -- For the worker, which knows the version only by its id.
 SELECT * FROM dataset_versions WHERE id = @id;
+
+-- name: DatasetVersionItemListFacts :many
+-- One split of a version in canonical order with each item's stored facts
+-- in a profile; the content comes only where there are none. Reports
+-- stream it (DatasetVersionItemEachFacts), never loading it.
+SELECT i.content_sha, f.facts, CASE WHEN f.facts IS NULL THEN i.content::text END AS content
+FROM dataset_version_items i
+LEFT JOIN item_facts f ON f.org_id = @org_id AND f.profile = @profile AND f.content_sha = i.content_sha
+WHERE i.version_id = @version_id AND i.split = @split
+ORDER BY i.content_sha, i.source_id;
+
+-- name: ItemFactsList :many
+SELECT content_sha, facts FROM item_facts
+WHERE org_id = @org_id AND profile = @profile AND content_sha = ANY(@content_shas::bytea[]);
+
+-- name: ItemFactsInsertMany :exec
+-- Two reports may compute the same facts at once: the first kept wins.
+INSERT INTO item_facts (org_id, profile, content_sha, facts)
+SELECT @org_id, @profile, unnest(@content_shas::bytea[]), unnest(@facts::bytea[])
+ON CONFLICT DO NOTHING;
+
+-- name: ItemFactsDeleteExpired :execrows
+-- A bounded batch of facts created before a time: the caller repeats
+-- until none is left, so no one statement holds locks for long.
+DELETE FROM item_facts f WHERE f.ctid = ANY(ARRAY(
+    SELECT e.ctid FROM item_facts e WHERE e.created_at < @before LIMIT 10000));

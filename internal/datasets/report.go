@@ -15,7 +15,6 @@ import (
 	"github.com/curate/curate/db"
 	"github.com/curate/curate/internal/errs"
 	"github.com/curate/curate/internal/export"
-	"github.com/curate/curate/internal/pii"
 	"github.com/curate/curate/internal/validate"
 )
 
@@ -58,37 +57,14 @@ func (s *Service) Report(ctx context.Context, orgID, id uuid.UUID, req ReportReq
 		out.Source = fmt.Sprintf("version %d (frozen, %s)", d.Current.Number, short(d.Current.ContentHash))
 		return out, err
 	}
-	v, addEx, err := newValidator(f, d.Dataset.BaseModel, KindOf(string(d.Dataset.DatasetType)), req.MaskPII)
+	c, err := newChecker(f, d.Dataset.BaseModel, KindOf(string(d.Dataset.DatasetType)), req.MaskPII)
 	if err != nil {
 		return Report{}, err
 	}
-	if err := eachMember(ctx, q, d.Dataset, func(_ uuid.UUID, e Example) error { addEx(e); return nil }); err != nil {
+	if err := memberFacts(ctx, q, d.Dataset, c); err != nil {
 		return Report{}, err
 	}
-	return Report{Report: v.Report(), Source: "the current members (not frozen yet)"}, nil
-}
-
-// newValidator returns a validator for the format and a function adding
-// an example to it as the export writes it.
-func newValidator(f export.Format, baseModel, kind string, maskPII bool) (*validate.Validator, func(Example), error) {
-	opts := validate.Options{Format: f, BaseModel: baseModel}
-	if !maskPII {
-		opts.PIIDetector = pii.Kinds
-	}
-	v, err := validate.New(opts)
-	if err != nil {
-		return nil, nil, err
-	}
-	return v, func(e Example) {
-		if maskPII {
-			e = e.Masked()
-		}
-		if kind == KindPreference {
-			v.AddPref(e.Pref())
-		} else {
-			v.AddSFT(e.SFT())
-		}
-	}, nil
+	return Report{Report: c.v.Report(), Source: "the current members (not frozen yet)"}, nil
 }
 
 // validateVersion is the report on a frozen version in a format: the
@@ -122,16 +98,14 @@ func validateVersion(ctx context.Context, q *db.Queries, ver db.DatasetVersion, 
 
 // computeVersionReport validates every item of a frozen version.
 func computeVersionReport(ctx context.Context, q *db.Queries, ver db.DatasetVersion, f export.Format, baseModel string, maskPII bool) (*validate.Report, error) {
-	v, addEx, err := newValidator(f, baseModel, ver.Kind, maskPII)
+	c, err := newChecker(f, baseModel, ver.Kind, maskPII)
 	if err != nil {
 		return nil, err
 	}
-	for _, split := range Splits {
-		if err := eachVersionItem(ctx, q, ver.ID, split, nil, func(e Example) error { addEx(e); return nil }); err != nil {
-			return nil, err
-		}
+	if err := versionFacts(ctx, q, ver, c); err != nil {
+		return nil, err
 	}
-	return v.Report(), nil
+	return c.v.Report(), nil
 }
 
 // decodeBatch is how many items are decoded together, in parallel.

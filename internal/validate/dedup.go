@@ -28,25 +28,49 @@ const (
 	bucketLimit = 32
 )
 
+// Signature is an example's MinHash signature.
+type Signature [numHashes]uint32
+
+// The multiply-shift hash functions of the signature. Fixed seeds make the
+// report the same on every run, and signatures stored by an earlier run
+// comparable with new ones.
+var hashA, hashB = minhashSeeds()
+
+func minhashSeeds() (a, b [numHashes]uint64) {
+	state := uint64(0x9e3779b97f4a7c15)
+	for i := range numHashes {
+		a[i] = splitmix64(&state) | 1
+		b[i] = splitmix64(&state)
+	}
+	return a, b
+}
+
 // dedup finds exact and near duplicates among the examples seen so far.
 type dedup struct {
 	seen    map[[16]byte]int // truncated SHA-256 of normalised text → first example
-	sigs    [][numHashes]uint32
+	sigs    []Signature
 	ids     []int              // example index of each signature
 	buckets map[uint64][]int32 // band key → positions in sigs
-	hashA   [numHashes]uint64
-	hashB   [numHashes]uint64
 }
 
 func newDedup() *dedup {
-	d := &dedup{seen: map[[16]byte]int{}, buckets: map[uint64][]int32{}}
-	// Fixed seeds make the report the same on every run.
-	state := uint64(0x9e3779b97f4a7c15)
-	for i := range numHashes {
-		d.hashA[i] = splitmix64(&state) | 1
-		d.hashB[i] = splitmix64(&state)
+	return &dedup{seen: map[[16]byte]int{}, buckets: map[uint64][]int32{}}
+}
+
+// textKeys returns the keys the duplicate checks compare for a text: the
+// truncated SHA-256 of its normalised form, and its MinHash signature (nil
+// when the text has no words).
+func textKeys(text string) ([16]byte, *Signature) {
+	normal := normalise(text)
+	sum := sha256.Sum256([]byte(normal))
+	var key [16]byte
+	copy(key[:], sum[:16])
+	shingles := wordShingles(normal)
+	if len(shingles) == 0 {
+		return key, nil
 	}
-	return d
+	sig := signature(shingles)
+	return key, &sig
 }
 
 // normalise folds the differences that do not make two texts different:
@@ -56,10 +80,7 @@ func normalise(text string) string {
 }
 
 // exact reports the first earlier example with the same normalised text.
-func (d *dedup) exact(i int, text string) (int, bool) {
-	sum := sha256.Sum256([]byte(normalise(text)))
-	var key [16]byte
-	copy(key[:], sum[:16])
+func (d *dedup) exact(i int, key [16]byte) (int, bool) {
 	if j, ok := d.seen[key]; ok {
 		return j, true
 	}
@@ -69,17 +90,15 @@ func (d *dedup) exact(i int, text string) (int, bool) {
 
 // near reports the most similar earlier example at or above the threshold.
 // Examples that are not near duplicates join the index while it has room.
-func (d *dedup) near(i int, text string) (match int, sim float64, ok bool) {
-	shingles := wordShingles(normalise(text))
-	if len(shingles) == 0 {
+func (d *dedup) near(i int, sig *Signature) (match int, sim float64, ok bool) {
+	if sig == nil {
 		return 0, 0, false
 	}
-	sig := d.signature(shingles)
-	keys := bandKeys(&sig)
+	keys := bandKeys(sig)
 	best := -1
 	for _, k := range keys {
 		for _, pos := range d.buckets[k] {
-			s := similarity(&sig, &d.sigs[pos])
+			s := similarity(sig, &d.sigs[pos])
 			if s >= nearThreshold && (best < 0 || s > sim || (s == sim && d.ids[pos] < match)) {
 				best, sim, match = int(pos), s, d.ids[pos]
 			}
@@ -90,7 +109,7 @@ func (d *dedup) near(i int, text string) (match int, sim float64, ok bool) {
 	}
 	if len(d.sigs) < indexLimit {
 		pos := int32(len(d.sigs))
-		d.sigs = append(d.sigs, sig)
+		d.sigs = append(d.sigs, *sig)
 		d.ids = append(d.ids, i)
 		for _, k := range keys {
 			if b := d.buckets[k]; len(b) < bucketLimit {
@@ -128,14 +147,14 @@ func wordShingles(text string) []uint64 {
 
 // signature is the MinHash signature: for each of numHashes multiply-shift
 // hash functions, the smallest value over the shingles.
-func (d *dedup) signature(shingles []uint64) [numHashes]uint32 {
-	var sig [numHashes]uint32
+func signature(shingles []uint64) Signature {
+	var sig Signature
 	for k := range sig {
 		sig[k] = ^uint32(0)
 	}
 	for _, s := range shingles {
 		for k := range sig {
-			if h := uint32((d.hashA[k]*s + d.hashB[k]) >> 32); h < sig[k] {
+			if h := uint32((hashA[k]*s + hashB[k]) >> 32); h < sig[k] {
 				sig[k] = h
 			}
 		}
@@ -143,7 +162,7 @@ func (d *dedup) signature(shingles []uint64) [numHashes]uint32 {
 	return sig
 }
 
-func bandKeys(sig *[numHashes]uint32) [numBands]uint64 {
+func bandKeys(sig *Signature) [numBands]uint64 {
 	var keys [numBands]uint64
 	for b := range keys {
 		h := uint64(b) + 1
@@ -155,7 +174,7 @@ func bandKeys(sig *[numHashes]uint32) [numBands]uint64 {
 	return keys
 }
 
-func similarity(a, b *[numHashes]uint32) float64 {
+func similarity(a, b *Signature) float64 {
 	same := 0
 	for k := range a {
 		if a[k] == b[k] {

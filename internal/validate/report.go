@@ -3,7 +3,10 @@
 // before paying for a training run.
 //
 // Examples are fed one at a time (AddSFT, AddPref) and Report summarises
-// them. The validator keeps about 60 bytes per example (token counts,
+// them. Checking an example alone (SFTFacts, PrefFacts) is kept apart from
+// the checks across examples and against the base model's context
+// (AddFacts), so the costly part, counting tokens, can be stored per
+// example and added again to any later report in the same Profile. The validator keeps about 60 bytes per example (token counts,
 // severity, a truncated hash for exact duplicates) plus a near-duplicate
 // index capped at 100,000 examples (about 60 MB), so large datasets
 // validate without being loaded whole.

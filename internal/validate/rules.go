@@ -23,73 +23,71 @@ var promptRoles = []string{export.RoleSystem, export.RoleUser, export.RoleAssist
 
 func blank(s string) bool { return strings.TrimSpace(s) == "" }
 
-// checkSFT applies the SFT rules to example i.
-func (v *Validator) checkSFT(i int, ex export.SFTExample) {
+// sftFacts applies the SFT rules to one example.
+func (v *Validator) sftFacts(ex export.SFTExample) Facts {
+	var fa Facts
 	f := v.opts.Format
 	msgs := ex.Messages
 	roles := conversationRoles(f)
 	hasUser := false
 	for j, m := range msgs {
 		if !slices.Contains(roles, m.Role) {
-			v.add(Error, CodeInvalidRole, i, fmt.Sprintf("messages[%d].role: %q is not allowed in %s (want %s)", j, m.Role, f, strings.Join(roles, ", ")))
+			fa.add(Error, CodeInvalidRole, fmt.Sprintf("messages[%d].role: %q is not allowed in %s (want %s)", j, m.Role, f, strings.Join(roles, ", ")))
 		}
 		if m.Role == export.RoleUser {
 			hasUser = true
 		}
 		if j < len(msgs)-1 && blank(m.Content) {
-			v.add(Error, CodeEmptyContent, i, fmt.Sprintf("messages[%d].content: empty", j))
+			fa.add(Error, CodeEmptyContent, fmt.Sprintf("messages[%d].content: empty", j))
 		}
 	}
 	switch last := len(msgs) - 1; {
 	case last < 0:
-		v.add(Error, CodeLastNotAssistant, i, "messages: empty; the example needs an assistant reply")
+		fa.add(Error, CodeLastNotAssistant, "messages: empty; the example needs an assistant reply")
 	case msgs[last].Role != export.RoleAssistant:
-		v.add(Error, CodeLastNotAssistant, i, fmt.Sprintf("messages[%d]: the last message is from %q, not the assistant", last, msgs[last].Role))
+		fa.add(Error, CodeLastNotAssistant, fmt.Sprintf("messages[%d]: the last message is from %q, not the assistant", last, msgs[last].Role))
 	case blank(msgs[last].Content):
-		v.add(Error, CodeEmptyResponse, i, fmt.Sprintf("messages[%d].content: the assistant reply is empty", last))
+		fa.add(Error, CodeEmptyResponse, fmt.Sprintf("messages[%d].content: the assistant reply is empty", last))
 	}
 	if f == export.BedrockChat {
-		v.checkBedrock(i, msgs)
+		checkBedrock(&fa, msgs)
 	} else if !hasUser && len(msgs) > 0 {
-		v.add(Warning, CodeNoUserMessage, i, "no user message: the reply answers nothing")
+		fa.add(Warning, CodeNoUserMessage, "no user message: the reply answers nothing")
 	}
-	if !v.hasError(i) {
+	if !fa.hasError() {
 		if err := f.CheckSFT(ex); err != nil {
-			v.add(Error, CodeUnwritable, i, err.Error())
+			fa.add(Error, CodeUnwritable, err.Error())
 		}
 	}
 
-	n, assistantTokens := v.counter.Conversation(tokenMessages(ex.System, msgs))
-	v.tokens = append(v.tokens, n)
-	v.assistant = append(v.assistant, assistantTokens)
-	v.billable += v.capped(n)
-	v.checkContext(i, n)
-
-	text := conversationText(ex.System, msgs)
-	v.checkText(i, text)
+	fa.Tokens, fa.Assistant = v.counter.Conversation(tokenMessages(ex.System, msgs))
+	fa.Sequences = []int{fa.Tokens}
+	v.textFacts(&fa, conversationText(ex.System, msgs))
+	return fa
 }
 
 // checkBedrock applies Bedrock's conversation rules: user first, then
 // strictly alternating turns (the last-is-assistant rule is shared).
-func (v *Validator) checkBedrock(i int, msgs []export.Message) {
+func checkBedrock(fa *Facts, msgs []export.Message) {
 	if len(msgs) > 0 && msgs[0].Role != export.RoleUser {
-		v.add(Error, CodeFirstNotUser, i, fmt.Sprintf("messages[0]: the first message is from %q; Bedrock needs the user's first", msgs[0].Role))
+		fa.add(Error, CodeFirstNotUser, fmt.Sprintf("messages[0]: the first message is from %q; Bedrock needs the user's first", msgs[0].Role))
 	}
 	for j := 1; j < len(msgs); j++ {
 		if msgs[j].Role == msgs[j-1].Role {
-			v.add(Error, CodeRolesNotAlternating, i, fmt.Sprintf("messages[%d]: two %q messages in a row; Bedrock needs user and assistant to alternate", j, msgs[j].Role))
+			fa.add(Error, CodeRolesNotAlternating, fmt.Sprintf("messages[%d]: two %q messages in a row; Bedrock needs user and assistant to alternate", j, msgs[j].Role))
 			return
 		}
 	}
 }
 
-// checkPref applies the preference rules to example i.
-func (v *Validator) checkPref(i int, p export.PrefExample) {
+// prefFacts applies the preference rules to one pair.
+func (v *Validator) prefFacts(p export.PrefExample) Facts {
+	var fa Facts
 	f := v.opts.Format
 	users, assistants := 0, 0
 	for j, m := range p.Prompt {
 		if !slices.Contains(promptRoles, m.Role) {
-			v.add(Error, CodeInvalidRole, i, fmt.Sprintf("prompt[%d].role: %q is not one of %s", j, m.Role, strings.Join(promptRoles, ", ")))
+			fa.add(Error, CodeInvalidRole, fmt.Sprintf("prompt[%d].role: %q is not one of %s", j, m.Role, strings.Join(promptRoles, ", ")))
 		}
 		switch m.Role {
 		case export.RoleUser:
@@ -98,30 +96,30 @@ func (v *Validator) checkPref(i int, p export.PrefExample) {
 			assistants++
 		}
 		if blank(m.Content) {
-			v.add(Error, CodeEmptyContent, i, fmt.Sprintf("prompt[%d].content: empty", j))
+			fa.add(Error, CodeEmptyContent, fmt.Sprintf("prompt[%d].content: empty", j))
 		}
 	}
 	last := len(p.Prompt) - 1
 	switch {
 	case f == export.OpenAIPreference && (users != 1 || assistants != 0 || last < 0 || p.Prompt[last].Role != export.RoleUser):
-		v.add(Error, CodeNotOneTurn, i, fmt.Sprintf("prompt has %d user and %d assistant messages; OpenAI preference fine-tuning takes exactly one user message (after an optional system prompt)", users, assistants))
+		fa.add(Error, CodeNotOneTurn, fmt.Sprintf("prompt has %d user and %d assistant messages; OpenAI preference fine-tuning takes exactly one user message (after an optional system prompt)", users, assistants))
 	case last < 0:
-		v.add(Error, CodePromptNotUserLast, i, "prompt: empty")
+		fa.add(Error, CodePromptNotUserLast, "prompt: empty")
 	case p.Prompt[last].Role != export.RoleUser:
-		v.add(Error, CodePromptNotUserLast, i, fmt.Sprintf("prompt[%d]: the prompt ends with a %q message; the replies must answer the user", last, p.Prompt[last].Role))
+		fa.add(Error, CodePromptNotUserLast, fmt.Sprintf("prompt[%d]: the prompt ends with a %q message; the replies must answer the user", last, p.Prompt[last].Role))
 	}
 	if blank(p.Chosen) {
-		v.add(Error, CodeEmptyResponse, i, "chosen: empty reply")
+		fa.add(Error, CodeEmptyResponse, "chosen: empty reply")
 	}
 	if blank(p.Rejected) {
-		v.add(Error, CodeEmptyResponse, i, "rejected: empty reply")
+		fa.add(Error, CodeEmptyResponse, "rejected: empty reply")
 	}
 	if !blank(p.Chosen) && strings.TrimSpace(p.Chosen) == strings.TrimSpace(p.Rejected) {
-		v.add(Error, CodeChosenEqualsRejected, i, fmt.Sprintf("chosen and rejected are the same text (%q): nothing to prefer", describe(p.Chosen)))
+		fa.add(Error, CodeChosenEqualsRejected, fmt.Sprintf("chosen and rejected are the same text (%q): nothing to prefer", describe(p.Chosen)))
 	}
-	if !v.hasError(i) {
+	if !fa.hasError() {
 		if err := f.CheckPref(p); err != nil {
-			v.add(Error, CodeUnwritable, i, err.Error())
+			fa.add(Error, CodeUnwritable, err.Error())
 		}
 	}
 
@@ -131,13 +129,28 @@ func (v *Validator) checkPref(i int, p export.PrefExample) {
 	rejectedMsg, rejectedTokens := v.counter.Conversation([]tokens.Message{{Role: export.RoleAssistant, Content: p.Rejected}})
 	chosen := prompt + chosenMsg - tokens.ReplyPriming
 	rejected := prompt + rejectedMsg - tokens.ReplyPriming
-	v.tokens = append(v.tokens, chosen+rejected)
-	v.assistant = append(v.assistant, chosenTokens+rejectedTokens)
-	v.billable += v.capped(chosen) + v.capped(rejected)
-	v.checkContext(i, max(chosen, rejected))
+	fa.Tokens = chosen + rejected
+	fa.Assistant = chosenTokens + rejectedTokens
+	fa.Sequences = []int{chosen, rejected}
 
-	text := conversationText(p.System, p.Prompt) + "\nchosen: " + p.Chosen + "\nrejected: " + p.Rejected
-	v.checkText(i, text)
+	v.textFacts(&fa, conversationText(p.System, p.Prompt)+"\nchosen: "+p.Chosen+"\nrejected: "+p.Rejected)
+	return fa
+}
+
+// textFacts adds what the checks on an example's whole text need: the
+// duplicate keys, and the PII it holds when a detector is set.
+func (v *Validator) textFacts(fa *Facts, text string) {
+	fa.HasText = true
+	fa.TextKey, fa.Signature = textKeys(text)
+	if v.opts.PIIDetector == nil {
+		return
+	}
+	kinds := slices.Clone(v.opts.PIIDetector(text))
+	slices.Sort(kinds)
+	kinds = slices.Compact(kinds)
+	if len(kinds) > 0 {
+		fa.add(Warning, CodePII, "possible personal data: "+strings.Join(kinds, ", "))
+	}
 }
 
 // checkContext reports a sequence longer than the training context.
@@ -163,21 +176,12 @@ func (v *Validator) capped(n int) int {
 	return n
 }
 
-// checkText runs the checks on an example's whole text: duplicates and PII.
-func (v *Validator) checkText(i int, text string) {
-	if j, ok := v.dups.exact(i, text); ok {
+// checkDuplicates compares example i's text with the earlier examples'.
+func (v *Validator) checkDuplicates(i int, fa *Facts) {
+	if j, ok := v.dups.exact(i, fa.TextKey); ok {
 		v.add(Warning, CodeDuplicate, i, fmt.Sprintf("same text as example %d", j))
-	} else if j, sim, ok := v.dups.near(i, text); ok {
+	} else if j, sim, ok := v.dups.near(i, fa.Signature); ok {
 		v.add(Warning, CodeNearDuplicate, i, fmt.Sprintf("about %.0f%% similar to example %d", sim*100, j))
-	}
-	if v.opts.PIIDetector == nil {
-		return
-	}
-	kinds := slices.Clone(v.opts.PIIDetector(text))
-	slices.Sort(kinds)
-	kinds = slices.Compact(kinds)
-	if len(kinds) > 0 {
-		v.add(Warning, CodePII, i, "possible personal data: "+strings.Join(kinds, ", "))
 	}
 }
 

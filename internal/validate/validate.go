@@ -118,26 +118,52 @@ func New(opts Options) (*Validator, error) {
 }
 
 // AddSFT checks one SFT example.
-func (v *Validator) AddSFT(ex export.SFTExample) {
-	i := v.next()
+func (v *Validator) AddSFT(ex export.SFTExample) { v.AddFacts(v.SFTFacts(ex)) }
+
+// AddPref checks one preference pair.
+func (v *Validator) AddPref(p export.PrefExample) { v.AddFacts(v.PrefFacts(p)) }
+
+// SFTFacts checks one SFT example alone, adding nothing to the report.
+func (v *Validator) SFTFacts(ex export.SFTExample) Facts {
 	if !v.opts.Format.Accepts(export.KindSFT) {
-		v.found.add(Error, CodeWrongKind, i, fmt.Sprintf("%s holds preference pairs; an SFT example has no rejected reply", v.opts.Format))
-		v.tokens = append(v.tokens, 0)
-		v.assistant = append(v.assistant, 0)
-		return
+		var fa Facts
+		fa.add(Error, CodeWrongKind, fmt.Sprintf("%s holds preference pairs; an SFT example has no rejected reply", v.opts.Format))
+		return fa
 	}
-	v.checkSFT(i, ex)
+	return v.sftFacts(ex)
 }
 
-// AddPref checks one preference pair. For formats that keep only the chosen
-// reply it checks the chosen conversation, which is what will be written.
-func (v *Validator) AddPref(p export.PrefExample) {
-	i := v.next()
+// PrefFacts checks one preference pair alone, adding nothing to the
+// report. For formats that keep only the chosen reply it checks the chosen
+// conversation, which is what will be written.
+func (v *Validator) PrefFacts(p export.PrefExample) Facts {
 	if !v.opts.Format.KeepsRejected() {
-		v.checkSFT(i, p.SFT())
-		return
+		return v.sftFacts(p.SFT())
 	}
-	v.checkPref(i, p)
+	return v.prefFacts(p)
+}
+
+// AddFacts adds the next example by its facts (from SFTFacts or PrefFacts
+// of a validator with the same Profile) and runs the checks that compare
+// it with the examples before it or with the base model's context.
+func (v *Validator) AddFacts(fa Facts) {
+	i := v.next()
+	for _, f := range fa.Findings {
+		v.add(f.Severity, f.Code, i, f.Message)
+	}
+	v.tokens = append(v.tokens, fa.Tokens)
+	v.assistant = append(v.assistant, fa.Assistant)
+	longest := 0
+	for _, n := range fa.Sequences {
+		v.billable += v.capped(n)
+		longest = max(longest, n)
+	}
+	if len(fa.Sequences) > 0 {
+		v.checkContext(i, longest)
+	}
+	if fa.HasText {
+		v.checkDuplicates(i, &fa)
+	}
 }
 
 func (v *Validator) next() int {
@@ -150,8 +176,6 @@ func (v *Validator) next() int {
 func (v *Validator) add(sev Severity, code string, example int, msg string) {
 	v.found.add(sev, code, example, msg)
 }
-
-func (v *Validator) hasError(i int) bool { return v.found.severity[i] == Error }
 
 // Report summarises everything added so far. It may be called more than
 // once; later calls include examples added since.

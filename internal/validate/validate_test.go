@@ -187,6 +187,25 @@ func TestRules(t *testing.T) {
 			if r.Blocking() != tc.blocking {
 				t.Errorf("Blocking() = %v, want %v", r.Blocking(), tc.blocking)
 			}
+
+			// The same examples added by their stored facts give the same report.
+			stored, err := New(opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var facts []Facts
+			for _, ex := range tc.sft {
+				facts = append(facts, v.SFTFacts(ex))
+			}
+			for _, p := range tc.pref {
+				facts = append(facts, v.PrefFacts(p))
+			}
+			for _, fa := range facts {
+				stored.AddFacts(roundTrip(t, fa))
+			}
+			if got := stored.Report(); !reflect.DeepEqual(got, r) {
+				t.Errorf("report from stored facts differs:\n%+v\nwant\n%+v", got, r)
+			}
 		})
 	}
 }
@@ -457,5 +476,46 @@ func TestChatFaultsFixture(t *testing.T) {
 	if !r.Blocking() || r.ExamplesWithErrors != 1 || r.ExamplesWithWarnings != 2 || math.Abs(r.QualityScore-0.5) > 1e-9 {
 		t.Errorf("blocking %v, errors %d, warnings %d, score %v; want true, 1, 2, 0.5",
 			r.Blocking(), r.ExamplesWithErrors, r.ExamplesWithWarnings, r.QualityScore)
+	}
+}
+
+// roundTrip encodes facts as they are stored and decodes them again.
+func roundTrip(t *testing.T, fa Facts) Facts {
+	t.Helper()
+	raw, err := fa.MarshalBinary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out Facts
+	if err := out.UnmarshalBinary(raw); err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(out, fa) {
+		t.Fatalf("facts changed on the way through storage:\n%+v\nwant\n%+v", out, fa)
+	}
+	return out
+}
+
+func TestFactsRefuseDamage(t *testing.T) {
+	v, err := New(Options{Format: export.OpenAIChat, Counter: counter(t), PIIDetector: func(string) []string { return []string{"email"} }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, err := v.SFTFacts(sft(user("Mail me at ann@example.com"), assistant("Sure."))).MarshalBinary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for cut := range len(raw) {
+		var fa Facts
+		if err := fa.UnmarshalBinary(raw[:cut]); err == nil {
+			t.Fatalf("facts cut to %d of %d bytes decoded", cut, len(raw))
+		}
+	}
+	var fa Facts
+	if err := fa.UnmarshalBinary(append(slices.Clone(raw), 0)); err == nil {
+		t.Fatal("facts with a trailing byte decoded")
+	}
+	if p := v.Profile(); p != "openai_chat/cl100k_base/pii=true/r1" {
+		t.Errorf("profile = %q", p)
 	}
 }

@@ -1,0 +1,276 @@
+package datasets
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/json"
+	"fmt"
+	"runtime"
+	"time"
+
+	"github.com/google/uuid"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/curate/curate/db"
+	"github.com/curate/curate/internal/export"
+	"github.com/curate/curate/internal/pii"
+	"github.com/curate/curate/internal/validate"
+)
+
+// A report adds every example's facts (validate.Facts: what checking the
+// example alone finds) to a validator, which then runs the checks across
+// examples. Facts are stored by content hash and profile (item_facts), so
+// each example is checked once per profile: a second report, an export's
+// preflight, a report in another base model with the same tokenizer, the
+// next freeze of mostly the same members and each report on a draft only
+// check the examples they have not seen.
+
+// checker checks examples as an export writes them: with PII masked, or
+// with PII reported.
+type checker struct {
+	v       *validate.Validator
+	kind    string
+	mask    bool
+	profile string
+}
+
+func newChecker(f export.Format, baseModel, kind string, maskPII bool) (*checker, error) {
+	opts := validate.Options{Format: f, BaseModel: baseModel}
+	if !maskPII {
+		opts.PIIDetector = pii.Kinds
+	}
+	v, err := validate.New(opts)
+	if err != nil {
+		return nil, err
+	}
+	profile := v.Profile() + "/unmasked"
+	if maskPII {
+		profile = v.Profile() + "/masked"
+	}
+	return &checker{v: v, kind: kind, mask: maskPII, profile: profile}, nil
+}
+
+// facts checks one example alone. It is safe for concurrent use.
+func (c *checker) facts(e Example) validate.Facts {
+	if c.mask {
+		e = e.Masked()
+	}
+	if c.kind == KindPreference {
+		return c.v.PrefFacts(e.Pref())
+	}
+	return c.v.SFTFacts(e.SFT())
+}
+
+// factItem is one example on its way to the validator: its stored facts,
+// or what they are computed from.
+type factItem struct {
+	sha     []byte
+	stored  []byte   // encoded facts, when stored
+	content []byte   // canonical JSON, when facts are missing (frozen items)
+	ex      *Example // the example, when facts are missing (draft members)
+	facts   validate.Facts
+	fresh   []byte // encoded facts computed now, to store
+}
+
+// factsBatch is how many examples are resolved together, in parallel.
+const factsBatch = 256
+
+// factStore resolves batches of items to facts, computing the missing ones
+// on every core, and stores what it computed a few batches at a time.
+type factStore struct {
+	q       *db.Queries
+	orgID   uuid.UUID
+	c       *checker
+	shas    [][]byte
+	encoded [][]byte
+}
+
+// resolve fills in every item's facts.
+func (s *factStore) resolve(ctx context.Context, items []factItem) error {
+	workers := min(runtime.GOMAXPROCS(0), 4)
+	chunk := (len(items) + workers - 1) / workers
+	var g errgroup.Group
+	for start := 0; start < len(items); start += chunk {
+		end := min(start+chunk, len(items))
+		g.Go(func() error {
+			for i := start; i < end; i++ {
+				if err := s.resolveOne(&items[i]); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return err
+	}
+	for i := range items {
+		if items[i].fresh != nil {
+			s.shas = append(s.shas, items[i].sha)
+			s.encoded = append(s.encoded, items[i].fresh)
+		}
+	}
+	if len(s.shas) >= 4*factsBatch {
+		return s.flush(ctx)
+	}
+	return nil
+}
+
+func (s *factStore) resolveOne(it *factItem) error {
+	if it.stored != nil {
+		return it.facts.UnmarshalBinary(it.stored)
+	}
+	ex := it.ex
+	if ex == nil {
+		ex = &Example{}
+		if err := json.Unmarshal(it.content, ex); err != nil {
+			return fmt.Errorf("version item: %w", err)
+		}
+	}
+	it.facts = s.c.facts(*ex)
+	var err error
+	it.fresh, err = it.facts.MarshalBinary()
+	return err
+}
+
+// flush stores the facts computed since the last flush.
+func (s *factStore) flush(ctx context.Context) error {
+	if len(s.shas) == 0 {
+		return nil
+	}
+	err := s.q.ItemFactsInsertMany(ctx, db.ItemFactsInsertManyParams{OrgID: s.orgID, Profile: s.c.profile, ContentShas: s.shas, Facts: s.encoded})
+	s.shas, s.encoded = s.shas[:0], s.encoded[:0]
+	return err
+}
+
+// versionFacts adds the facts of every item of a frozen version to c's
+// validator, in canonical order. One query streams the items with their
+// stored facts (the content only where there are none) while batches
+// are resolved on every core; memory holds a few batches.
+func versionFacts(ctx context.Context, q *db.Queries, ver db.DatasetVersion, c *checker) error {
+	store := &factStore{q: q, orgID: ver.OrgID, c: c}
+	for _, split := range Splits {
+		batches := make(chan []factItem, 2)
+		g, gctx := errgroup.WithContext(ctx)
+		g.Go(func() error {
+			defer close(batches)
+			batch := make([]factItem, 0, factsBatch)
+			send := func() error {
+				select {
+				case batches <- batch:
+					batch = make([]factItem, 0, factsBatch)
+					return nil
+				case <-gctx.Done():
+					return gctx.Err()
+				}
+			}
+			arg := db.DatasetVersionItemListFactsParams{OrgID: ver.OrgID, Profile: c.profile, VersionID: ver.ID, Split: split}
+			err := q.DatasetVersionItemEachFacts(gctx, arg, func(sha, facts, content []byte) error {
+				it := factItem{sha: bytes.Clone(sha)}
+				if facts != nil {
+					it.stored = bytes.Clone(facts)
+				} else {
+					it.content = bytes.Clone(content)
+				}
+				batch = append(batch, it)
+				if len(batch) == factsBatch {
+					return send()
+				}
+				return nil
+			})
+			if err == nil && len(batch) > 0 {
+				err = send()
+			}
+			return err
+		})
+		g.Go(func() error {
+			for batch := range batches {
+				if err := store.resolve(gctx, batch); err != nil {
+					return err
+				}
+				for i := range batch {
+					c.v.AddFacts(batch[i].facts)
+				}
+			}
+			return nil
+		})
+		if err := g.Wait(); err != nil {
+			return err
+		}
+	}
+	return store.flush(ctx)
+}
+
+// memberFacts adds the facts of every member of a dataset as it is now to
+// c's validator, in id order: the stored facts of members whose content
+// was checked before, by any report or freeze, and fresh ones for the rest.
+func memberFacts(ctx context.Context, q *db.Queries, d db.TrainingDataset, c *checker) error {
+	store := &factStore{q: q, orgID: d.OrgID, c: c}
+	batch := make([]factItem, 0, factsBatch)
+	run := func() error {
+		shas := make([][]byte, len(batch))
+		for i := range batch {
+			shas[i] = batch[i].sha
+		}
+		rows, err := q.ItemFactsList(ctx, db.ItemFactsListParams{OrgID: d.OrgID, Profile: c.profile, ContentShas: shas})
+		if err != nil {
+			return err
+		}
+		stored := make(map[[sha256.Size]byte][]byte, len(rows))
+		for _, r := range rows {
+			stored[[sha256.Size]byte(r.ContentSha)] = r.Facts
+		}
+		for i := range batch {
+			if f, ok := stored[[sha256.Size]byte(batch[i].sha)]; ok {
+				batch[i].stored, batch[i].ex = f, nil
+			}
+		}
+		if err := store.resolve(ctx, batch); err != nil {
+			return err
+		}
+		for i := range batch {
+			c.v.AddFacts(batch[i].facts)
+		}
+		batch = batch[:0]
+		return nil
+	}
+	err := eachMember(ctx, q, d, func(_ uuid.UUID, e Example) error {
+		canon, err := e.Canonical()
+		if err != nil {
+			return err
+		}
+		sum := sha256.Sum256(canon)
+		batch = append(batch, factItem{sha: sum[:], ex: &e})
+		if len(batch) == factsBatch {
+			return run()
+		}
+		return nil
+	})
+	if err == nil && len(batch) > 0 {
+		err = run()
+	}
+	if err != nil {
+		return err
+	}
+	return store.flush(ctx)
+}
+
+// FactsKeep is how long stored facts are kept. They are a cache: a frozen
+// version's report in its format is stored whole, so old facts are rarely
+// read again, and a report computes whatever has gone.
+const FactsKeep = 30 * 24 * time.Hour
+
+// PruneFacts deletes the facts stored before the given time, a bounded
+// batch per statement, and returns how many went.
+func (s *Service) PruneFacts(ctx context.Context, before time.Time) (int64, error) {
+	q := db.New(s.Pool)
+	var total int64
+	for {
+		n, err := q.ItemFactsDeleteExpired(ctx, before)
+		total += n
+		if err != nil || n == 0 {
+			return total, err
+		}
+	}
+}

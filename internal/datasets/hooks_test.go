@@ -1,0 +1,48 @@
+package datasets
+
+import (
+	"context"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/curate/curate/db"
+	"github.com/curate/curate/internal/export"
+	"github.com/curate/curate/internal/pii"
+	"github.com/curate/curate/internal/validate"
+)
+
+// ReportFromFacts validates a frozen version through stored facts, as
+// every report does, without the stored whole report in front of it.
+func ReportFromFacts(ctx context.Context, pool *pgxpool.Pool, ver db.DatasetVersion, f export.Format, baseModel string, maskPII bool) (*validate.Report, error) {
+	return computeVersionReport(ctx, db.New(pool), ver, f, baseModel, maskPII)
+}
+
+// ReportFromScratch validates every item of a frozen version by itself,
+// reading and storing no facts.
+func ReportFromScratch(ctx context.Context, pool *pgxpool.Pool, ver db.DatasetVersion, f export.Format, baseModel string, maskPII bool) (*validate.Report, error) {
+	opts := validate.Options{Format: f, BaseModel: baseModel}
+	if !maskPII {
+		opts.PIIDetector = pii.Kinds
+	}
+	v, err := validate.New(opts)
+	if err != nil {
+		return nil, err
+	}
+	for _, split := range Splits {
+		err := eachVersionItem(ctx, db.New(pool), ver.ID, split, nil, func(e Example) error {
+			if maskPII {
+				e = e.Masked()
+			}
+			if ver.Kind == KindPreference {
+				v.AddPref(e.Pref())
+			} else {
+				v.AddSFT(e.SFT())
+			}
+			return nil
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	return v.Report(), nil
+}
