@@ -3,6 +3,7 @@ package datasets
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"reflect"
 	"testing"
 
@@ -81,5 +82,32 @@ func TestMasked(t *testing.T) {
 	}
 	if e.Prompt[0].Content != "mail me at ada@example.com" {
 		t.Fatal("Masked changed its receiver")
+	}
+}
+
+// Stored content, as Postgres writes jsonb back as text, decodes the same
+// with the fast decoder as with encoding/json: escapes, non-ASCII text,
+// keys in Postgres's order, empty and missing fields.
+func TestDecodeExample(t *testing.T) {
+	for _, raw := range []string{
+		`{"chosen": "4", "prompt": [{"role": "user", "content": "<b>2+2</b>?"}], "system": "Be brief.", "rejected": "5"}`,
+		`{"system": "", "messages": [{"role": "user", "content": "caf\u00e9 \"quoted\" \\ back\nline\ttab \u2028 \ud83d\ude00"}, {"role": "assistant", "content": "日本語 — ok"}]}`,
+		`{"system": "x", "messages": []}`,
+		`{"prompt": [], "chosen": "", "rejected": "b", "system": "s"}`,
+	} {
+		var want, got Example
+		if err := json.Unmarshal([]byte(raw), &want); err != nil {
+			t.Fatal(err)
+		}
+		if err := decodeExample([]byte(raw), &got); err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("%s\n got %#v\nwant %#v", raw, got, want)
+		}
+	}
+	var e Example
+	if err := decodeExample([]byte(`{"system": `), &e); err == nil {
+		t.Error("truncated content decoded")
 	}
 }

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
-	"encoding/json"
 	"fmt"
 	"runtime"
 	"time"
@@ -124,7 +123,7 @@ func (s *factStore) resolveOne(it *factItem) error {
 	ex := it.ex
 	if ex == nil {
 		ex = &Example{}
-		if err := json.Unmarshal(it.content, ex); err != nil {
+		if err := decodeExample(it.content, ex); err != nil {
 			return fmt.Errorf("version item: %w", err)
 		}
 	}

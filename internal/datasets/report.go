@@ -171,7 +171,7 @@ func decodeAll(raw [][]byte, out []Example, prepare func(Example) Example) error
 		g.Go(func() error {
 			for i := start; i < end; i++ {
 				out[i] = Example{}
-				if err := json.Unmarshal(raw[i], &out[i]); err != nil {
+				if err := decodeExample(raw[i], &out[i]); err != nil {
 					return fmt.Errorf("version item: %w", err)
 				}
 				if prepare != nil {
