@@ -218,7 +218,7 @@ INSERT INTO feedback (
              (SELECT d.id FROM feedback d WHERE d.org_id = $2 AND d.content_hash = $26 ORDER BY d.seq LIMIT 1))
 )
 ON CONFLICT (org_id, external_id) WHERE external_id IS NOT NULL DO NOTHING
-RETURNING id, seq, org_id, external_id, session_id, trace_id, end_user_id, query, response, context, model, experiment_arm, feedback_type, rating, dim_accuracy, dim_helpfulness, dim_clarity, dim_safety, comment, correction, latency_ms, tags, status, assignee_id, reviewer_id, reviewed_at, source, rank, rank_group, pii_kinds, content_hash, duplicate_of, created_at, updated_at, version, experiment_id
+RETURNING seq, context, duplicate_of, created_at, updated_at, version
 `
 
 type FeedbackInsertParams struct {
@@ -253,7 +253,18 @@ type FeedbackInsertParams struct {
 	DuplicateOf    uuid.NullUUID   `json:"duplicate_of"`
 }
 
-func (q *Queries) FeedbackInsert(ctx context.Context, arg FeedbackInsertParams) (Feedback, error) {
+type FeedbackInsertRow struct {
+	Seq         pgtype.Int8     `json:"seq"`
+	Context     json.RawMessage `json:"context"`
+	DuplicateOf uuid.NullUUID   `json:"duplicate_of"`
+	CreatedAt   time.Time       `json:"created_at"`
+	UpdatedAt   time.Time       `json:"updated_at"`
+	Version     int32           `json:"version"`
+}
+
+// Only what the database decides: the caller has the rest, and every
+// column sent back costs the ingest's hot path time on both sides.
+func (q *Queries) FeedbackInsert(ctx context.Context, arg FeedbackInsertParams) (FeedbackInsertRow, error) {
 	row := q.db.QueryRow(ctx, feedbackInsert,
 		arg.ID,
 		arg.OrgID,
@@ -285,44 +296,14 @@ func (q *Queries) FeedbackInsert(ctx context.Context, arg FeedbackInsertParams) 
 		arg.ExperimentID,
 		arg.DuplicateOf,
 	)
-	var i Feedback
+	var i FeedbackInsertRow
 	err := row.Scan(
-		&i.ID,
 		&i.Seq,
-		&i.OrgID,
-		&i.ExternalID,
-		&i.SessionID,
-		&i.TraceID,
-		&i.EndUserID,
-		&i.Query,
-		&i.Response,
 		&i.Context,
-		&i.Model,
-		&i.ExperimentArm,
-		&i.FeedbackType,
-		&i.Rating,
-		&i.DimAccuracy,
-		&i.DimHelpfulness,
-		&i.DimClarity,
-		&i.DimSafety,
-		&i.Comment,
-		&i.Correction,
-		&i.LatencyMs,
-		&i.Tags,
-		&i.Status,
-		&i.AssigneeID,
-		&i.ReviewerID,
-		&i.ReviewedAt,
-		&i.Source,
-		&i.Rank,
-		&i.RankGroup,
-		&i.PiiKinds,
-		&i.ContentHash,
 		&i.DuplicateOf,
 		&i.CreatedAt,
 		&i.UpdatedAt,
 		&i.Version,
-		&i.ExperimentID,
 	)
 	return i, err
 }

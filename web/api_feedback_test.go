@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -64,6 +65,10 @@ func TestFeedbackCreateIsIdempotent(t *testing.T) {
 	s.API(key, http.MethodPost, "/api/feedback", item).Must(t, http.StatusOK).JSON(t, &again)
 	if again["id"] != created["id"] || feedbackCount(t, s) != 1 {
 		t.Fatalf("re-sending the external_id stored a second row")
+	}
+	// The 201's object is the stored row: the same as the row read back.
+	if !reflect.DeepEqual(again, created) {
+		t.Errorf("created object differs from the stored row:\n%v\n%v", created, again)
 	}
 
 	// The same query and response again, without an external id: a duplicate, linked to the first.

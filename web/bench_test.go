@@ -2,6 +2,7 @@ package web_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -24,7 +25,8 @@ const benchClients = 32
 
 // BenchmarkFeedbackPost compares POST /api/feedback with 32 concurrent
 // clients over loopback against a raw single-row INSERT of the same row at
-// the same concurrency, in the same run. Run with -benchtime=Nx (N requests).
+// the same concurrency, in the same run, and against the service's ingest
+// called without HTTP. Run with -benchtime=Nx (N requests).
 func BenchmarkFeedbackPost(b *testing.B) {
 	s := webtest.New(b, webtest.Options{Configure: func(c *cfgT) { c.APIRate = 1e9; c.APIBurst = 1e9; c.FeedbackPerUser = 1e9 }})
 	org := s.Org("bench")
@@ -62,13 +64,27 @@ func BenchmarkFeedbackPost(b *testing.B) {
 			"Open Billing, pick the invoice and press Export.", i%5+1, feedback.ContentHash(fmt.Sprint(i), "r"))
 		return err
 	}
-	apiRate, apiP99, rawRate, rawP99 := inRounds(n, 4, post, insert)
+	// The service's ingest without HTTP, the code the handler calls: what
+	// is left between it and the API is the HTTP and JSON path.
+	svc := &feedback.Service{Pool: s.Pool}
+	ingest := func(i int) error {
+		var it feedback.Item
+		if err := json.Unmarshal([]byte(body(i)), &it); err != nil {
+			return err
+		}
+		it.ExternalID = fmt.Sprintf("svc-%d", i)
+		_, _, err := svc.Ingest(context.Background(), org, "api", it)
+		return err
+	}
+	rates, p99s := inRounds(n, 4, post, insert, ingest)
 	b.StopTimer()
-	b.ReportMetric(apiRate, "api_req/s")
-	b.ReportMetric(apiP99, "api_p99_ms")
-	b.ReportMetric(rawRate, "insert_rows/s")
-	b.ReportMetric(rawP99, "insert_p99_ms")
-	b.ReportMetric(100*apiRate/rawRate, "api_%_of_raw")
+	b.ReportMetric(rates[0], "api_req/s")
+	b.ReportMetric(p99s[0], "api_p99_ms")
+	b.ReportMetric(rates[1], "insert_rows/s")
+	b.ReportMetric(p99s[1], "insert_p99_ms")
+	b.ReportMetric(100*rates[0]/rates[1], "api_%_of_raw")
+	b.ReportMetric(rates[2], "ingest_rows/s")
+	b.ReportMetric(100*rates[2]/rates[1], "ingest_%_of_raw")
 }
 
 // BenchmarkFeedbackBatch compares POST /api/feedback/batch (10,000 items,
@@ -132,26 +148,27 @@ func rawRow(org uuid.UUID, it feedback.Item) db.FeedbackInsertManyParams {
 		Status: db.ReviewStatusPending}
 }
 
-// inRounds runs a and b over n calls each, benchClients at a time, in
-// alternating rounds (a's first quarter, b's, a's second, …), so that what
-// else the machine does meanwhile (autovacuum on the growing table, a
-// checkpoint) weighs on both alike. It answers each one's calls per
-// second and p99 latency in milliseconds.
-func inRounds(n, rounds int, a, b func(i int) error) (aRate, aP99, bRate, bP99 float64) {
-	var aTime, bTime time.Duration
-	var aLat, bLat []time.Duration
+// inRounds runs each side over its own n items in rounds, the sides taking
+// turns in every round, so background work (checkpoints, autovacuum) weighs
+// on all alike. It answers each side's rate and p99 latency in ms.
+func inRounds(n, rounds int, sides ...func(i int) error) (rates, p99s []float64) {
+	took := make([]time.Duration, len(sides))
+	lats := make([][]time.Duration, len(sides))
 	for r := range rounds {
 		from, to := n*r/rounds, n*(r+1)/rounds
-		el, lat := concurrently(from, to, a)
-		aTime, aLat = aTime+el, append(aLat, lat...)
-		el, lat = concurrently(from, to, b)
-		bTime, bLat = bTime+el, append(bLat, lat...)
+		for k, side := range sides {
+			el, lat := concurrently(from, to, side)
+			took[k] += el
+			lats[k] = append(lats[k], lat...)
+		}
 	}
-	p99 := func(lat []time.Duration) float64 {
+	for k := range sides {
+		lat := lats[k]
 		sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
-		return float64(lat[len(lat)*99/100].Microseconds()) / 1000
+		rates = append(rates, float64(n)/took[k].Seconds())
+		p99s = append(p99s, float64(lat[len(lat)*99/100].Microseconds())/1000)
 	}
-	return float64(n) / aTime.Seconds(), p99(aLat), float64(n) / bTime.Seconds(), p99(bLat)
+	return rates, p99s
 }
 
 // concurrently calls fn for each i in [from, to), benchClients at a time,

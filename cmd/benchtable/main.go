@@ -57,6 +57,8 @@ func main() {
 	if m, ok := found["BenchmarkFeedbackPost"]; ok {
 		row("single feedback POST, 32 clients", rate(m["api_req/s"], "req/s"), rate(m["insert_rows/s"], "INSERT/s"),
 			pct(m["api_%_of_raw"]), "≥ 70%", "")
+		row("  the same ingest without HTTP", rate(m["ingest_rows/s"], "rows/s"), rate(m["insert_rows/s"], "INSERT/s"),
+			pct(m["ingest_%_of_raw"]), "", "")
 	}
 	if m, ok := found["BenchmarkFeedbackBatch"]; ok {
 		row("batch ingest (10,000 a request)", rate(m["api_rows/s"], "rows/s"), rate(m["copy_rows/s"], "COPY rows/s"), pct(m["api_%_of_raw"]), "", "")

@@ -13,7 +13,9 @@ INSERT INTO feedback (
              (SELECT d.id FROM feedback d WHERE d.org_id = @org_id AND d.content_hash = @content_hash ORDER BY d.seq LIMIT 1))
 )
 ON CONFLICT (org_id, external_id) WHERE external_id IS NOT NULL DO NOTHING
-RETURNING *;
+-- Only what the database decides: the caller has the rest, and every
+-- column sent back costs the ingest's hot path time on both sides.
+RETURNING seq, context, duplicate_of, created_at, updated_at, version;
 
 -- name: FeedbackGetByExternalID :one
 SELECT * FROM feedback WHERE org_id = $1 AND external_id = $2;

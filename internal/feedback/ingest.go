@@ -48,7 +48,7 @@ func (s *Service) Ingest(ctx context.Context, orgID uuid.UUID, source string, it
 		created := false
 		err := db.InTx(ctx, s.Pool, func(_ pgx.Tx, q *db.Queries) error {
 			var err error
-			if f, err = q.FeedbackInsert(ctx, db.FeedbackInsertParams(row)); errors.Is(err, pgx.ErrNoRows) {
+			if f, err = insert(ctx, q, db.FeedbackInsertParams(row)); errors.Is(err, pgx.ErrNoRows) {
 				f, err = q.FeedbackGetByExternalID(ctx, db.FeedbackGetByExternalIDParams{OrgID: orgID, ExternalID: row.ExternalID})
 				return err
 			} else if err != nil {
@@ -59,12 +59,32 @@ func (s *Service) Ingest(ctx context.Context, orgID uuid.UUID, source string, it
 		})
 		return f, created, err
 	}
-	f, err := q.FeedbackInsert(ctx, db.FeedbackInsertParams(row))
+	f, err := insert(ctx, q, db.FeedbackInsertParams(row))
 	if errors.Is(err, pgx.ErrNoRows) { // ON CONFLICT DO NOTHING: already stored
 		f, err = q.FeedbackGetByExternalID(ctx, db.FeedbackGetByExternalIDParams{OrgID: orgID, ExternalID: row.ExternalID})
 		return f, false, err
 	}
 	return f, err == nil, err
+}
+
+// insert stores one row and returns it as stored: the columns sent, and
+// those the database decides (sequence, timestamps, version, duplicate
+// link, and the context as jsonb writes it back).
+func insert(ctx context.Context, q *db.Queries, p db.FeedbackInsertParams) (db.Feedback, error) {
+	r, err := q.FeedbackInsert(ctx, p)
+	if err != nil {
+		return db.Feedback{}, err
+	}
+	return db.Feedback{
+		ID: p.ID, Seq: r.Seq, OrgID: p.OrgID, ExternalID: p.ExternalID, SessionID: p.SessionID, TraceID: p.TraceID,
+		EndUserID: p.EndUserID, Query: p.Query, Response: p.Response, Context: r.Context, Model: p.Model,
+		ExperimentArm: p.ExperimentArm, FeedbackType: p.FeedbackType, Rating: p.Rating, DimAccuracy: p.DimAccuracy,
+		DimHelpfulness: p.DimHelpfulness, DimClarity: p.DimClarity, DimSafety: p.DimSafety, Comment: p.Comment,
+		Correction: p.Correction, LatencyMs: p.LatencyMs, Tags: p.Tags, Status: p.Status, Source: p.Source,
+		Rank: p.Rank, RankGroup: p.RankGroup, PiiKinds: p.PiiKinds, ContentHash: p.ContentHash,
+		DuplicateOf: r.DuplicateOf, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt, Version: r.Version,
+		ExperimentID: p.ExperimentID,
+	}, nil
 }
 
 // BatchResult says what a batch stored.
