@@ -555,7 +555,7 @@ func (q *Queries) DatasetMemberList(ctx context.Context, arg DatasetMemberListPa
 }
 
 const datasetMemberListFeedbackContents = `-- name: DatasetMemberListFeedbackContents :many
-SELECT f.id, f.query, f.response, f.correction, f.status, f.context
+SELECT f.id, f.query, f.response, f.correction, f.status, f.context::text AS context
 FROM (SELECT feedback_id FROM training_dataset_members
       WHERE dataset_id = $1 AND feedback_id > $2::uuid
       ORDER BY feedback_id LIMIT $3) m
@@ -570,12 +570,12 @@ type DatasetMemberListFeedbackContentsParams struct {
 }
 
 type DatasetMemberListFeedbackContentsRow struct {
-	ID         uuid.UUID       `json:"id"`
-	Query      string          `json:"query"`
-	Response   string          `json:"response"`
-	Correction string          `json:"correction"`
-	Status     ReviewStatus    `json:"status"`
-	Context    json.RawMessage `json:"context"`
+	ID         uuid.UUID    `json:"id"`
+	Query      string       `json:"query"`
+	Response   string       `json:"response"`
+	Correction string       `json:"correction"`
+	Status     ReviewStatus `json:"status"`
+	Context    string       `json:"context"`
 }
 
 // One keyset page of the feedback's exported fields, by id, cut before the
@@ -608,7 +608,7 @@ func (q *Queries) DatasetMemberListFeedbackContents(ctx context.Context, arg Dat
 }
 
 const datasetMemberListPairContents = `-- name: DatasetMemberListPairContents :many
-SELECT p.id, p.prompt, p.system_prompt, p.chosen_response, p.rejected_response
+SELECT p.id, p.prompt::text AS prompt, p.system_prompt, p.chosen_response, p.rejected_response
 FROM (SELECT pair_id FROM training_dataset_members
       WHERE dataset_id = $1 AND pair_id > $2::uuid
       ORDER BY pair_id LIMIT $3) m
@@ -623,17 +623,19 @@ type DatasetMemberListPairContentsParams struct {
 }
 
 type DatasetMemberListPairContentsRow struct {
-	ID               uuid.UUID       `json:"id"`
-	Prompt           json.RawMessage `json:"prompt"`
-	SystemPrompt     string          `json:"system_prompt"`
-	ChosenResponse   string          `json:"chosen_response"`
-	RejectedResponse string          `json:"rejected_response"`
+	ID               uuid.UUID `json:"id"`
+	Prompt           string    `json:"prompt"`
+	SystemPrompt     string    `json:"system_prompt"`
+	ChosenResponse   string    `json:"chosen_response"`
+	RejectedResponse string    `json:"rejected_response"`
 }
 
 // One keyset page of the pairs' exported fields, by id. The page of
 // members is cut first and then joined, so each page costs its own rows:
 // joined whole, the planner merged from the first pair on every page (a
 // freeze read quadratic in the members) or went parallel.
+// JSON comes as text: the caller decodes it once, with the fast decoder
+// (decodeExample), instead of pgx validating and copying it first.
 func (q *Queries) DatasetMemberListPairContents(ctx context.Context, arg DatasetMemberListPairContentsParams) ([]DatasetMemberListPairContentsRow, error) {
 	rows, err := q.db.Query(ctx, datasetMemberListPairContents, arg.DatasetID, arg.After, arg.RowLimit)
 	if err != nil {

@@ -140,7 +140,9 @@ WHERE m.dataset_id = @dataset_id;
 -- members is cut first and then joined, so each page costs its own rows:
 -- joined whole, the planner merged from the first pair on every page (a
 -- freeze read quadratic in the members) or went parallel.
-SELECT p.id, p.prompt, p.system_prompt, p.chosen_response, p.rejected_response
+-- JSON comes as text: the caller decodes it once, with the fast decoder
+-- (decodeExample), instead of pgx validating and copying it first.
+SELECT p.id, p.prompt::text AS prompt, p.system_prompt, p.chosen_response, p.rejected_response
 FROM (SELECT pair_id FROM training_dataset_members
       WHERE dataset_id = @dataset_id AND pair_id > @after::uuid
       ORDER BY pair_id LIMIT @row_limit) m
@@ -150,7 +152,7 @@ ORDER BY m.pair_id;
 -- name: DatasetMemberListFeedbackContents :many
 -- One keyset page of the feedback's exported fields, by id, cut before the
 -- join as the pairs' page is.
-SELECT f.id, f.query, f.response, f.correction, f.status, f.context
+SELECT f.id, f.query, f.response, f.correction, f.status, f.context::text AS context
 FROM (SELECT feedback_id FROM training_dataset_members
       WHERE dataset_id = @dataset_id AND feedback_id > @after::uuid
       ORDER BY feedback_id LIMIT @row_limit) m

@@ -53,7 +53,7 @@ func TestVersionHash(t *testing.T) {
 }
 
 func TestFeedbackExample(t *testing.T) {
-	ctx := []byte(`{"documents":["d"],"messages":[{"role":"system","content":"You help with AOMA."},{"role":"user","content":"Hi"},{"role":"assistant","content":"Hello!"},{"role":"user","content":"How do I deploy?"}]}`)
+	ctx := string(`{"documents":["d"],"messages":[{"role":"system","content":"You help with AOMA."},{"role":"user","content":"Hi"},{"role":"assistant","content":"Hello!"},{"role":"user","content":"How do I deploy?"}]}`)
 	got, err := feedbackExample("How do I deploy?", "Click deploy.", "Open Deployments > New, pick the build, confirm.", "corrected", ctx, "default system")
 	if err != nil {
 		t.Fatal(err)
@@ -67,7 +67,7 @@ func TestFeedbackExample(t *testing.T) {
 	}
 	// Approved: the response is the reply; the dataset's system prompt
 	// fills in when the context has none.
-	got, _ = feedbackExample("Q", "A", "", "approved", []byte(`{}`), "default system")
+	got, _ = feedbackExample("Q", "A", "", "approved", `{}`, "default system")
 	want = Example{System: "default system", Messages: []export.Message{{Role: "user", Content: "Q"}, {Role: "assistant", Content: "A"}}}
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("approved: got %+v", got)

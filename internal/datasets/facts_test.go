@@ -146,3 +146,32 @@ func TestDraftReportIsIncremental(t *testing.T) {
 		t.Fatalf("%d facts after the frozen version's report; the freeze should have found all 40", n)
 	}
 }
+
+// A version's items go with their version, and a freeze that reuses the
+// latest version leaves none of its own behind.
+func TestVersionItemsGoWithTheirVersion(t *testing.T) {
+	ctx := context.Background()
+	e := newEnv(t)
+	d := e.dataset(t, datasets.TypeDPO, datasets.Settings{ValidationPercent: 25, SplitSeed: 2})
+	if _, err := e.svc.AddMembers(ctx, e.actor, e.org, d.ID, e.pairs(t, 8)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.svc.Freeze(ctx, e.actor, e.org, d.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.pool.Exec(ctx, `UPDATE training_datasets SET status = 'curating' WHERE id = $1`, d.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.svc.Freeze(ctx, e.actor, e.org, d.ID); err != nil {
+		t.Fatal(err)
+	}
+	if n := count(t, e.pool, `SELECT count(*) FROM dataset_version_items`); n != 8 {
+		t.Fatalf("%d items after freezing the same content twice, want 8", n)
+	}
+	if _, err := e.pool.Exec(ctx, `DELETE FROM training_datasets WHERE id = $1`, d.ID); err != nil {
+		t.Fatal(err)
+	}
+	if n := count(t, e.pool, `SELECT count(*) FROM dataset_version_items`); n != 0 {
+		t.Fatalf("%d items left after their dataset was deleted", n)
+	}
+}
