@@ -5,7 +5,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"fmt"
-	"runtime"
 	"time"
 
 	"github.com/google/uuid"
@@ -87,21 +86,7 @@ type factStore struct {
 
 // resolve fills in every item's facts.
 func (s *factStore) resolve(ctx context.Context, items []factItem) error {
-	workers := min(runtime.GOMAXPROCS(0), 4)
-	chunk := (len(items) + workers - 1) / workers
-	var g errgroup.Group
-	for start := 0; start < len(items); start += chunk {
-		end := min(start+chunk, len(items))
-		g.Go(func() error {
-			for i := start; i < end; i++ {
-				if err := s.resolveOne(&items[i]); err != nil {
-					return err
-				}
-			}
-			return nil
-		})
-	}
-	if err := g.Wait(); err != nil {
+	if err := onCores(len(items), func(i int) error { return s.resolveOne(&items[i]) }); err != nil {
 		return err
 	}
 	for i := range items {

@@ -7,7 +7,6 @@ import (
 
 	"github.com/curate/curate/db"
 	"github.com/curate/curate/internal/export"
-	"github.com/curate/curate/internal/pii"
 	"github.com/curate/curate/internal/validate"
 )
 
@@ -20,29 +19,18 @@ func ReportFromFacts(ctx context.Context, pool *pgxpool.Pool, ver db.DatasetVers
 // ReportFromScratch validates every item of a frozen version by itself,
 // reading and storing no facts.
 func ReportFromScratch(ctx context.Context, pool *pgxpool.Pool, ver db.DatasetVersion, f export.Format, baseModel string, maskPII bool) (*validate.Report, error) {
-	opts := validate.Options{Format: f, BaseModel: baseModel}
-	if !maskPII {
-		opts.PIIDetector = pii.Kinds
-	}
-	v, err := validate.New(opts)
+	c, err := newChecker(f, baseModel, ver.Kind, maskPII)
 	if err != nil {
 		return nil, err
 	}
 	for _, split := range Splits {
 		err := eachVersionItem(ctx, db.New(pool), ver.ID, split, nil, func(e Example) error {
-			if maskPII {
-				e = e.Masked()
-			}
-			if ver.Kind == KindPreference {
-				v.AddPref(e.Pref())
-			} else {
-				v.AddSFT(e.SFT())
-			}
+			c.v.AddFacts(c.facts(e))
 			return nil
 		})
 		if err != nil {
 			return nil, err
 		}
 	}
-	return v.Report(), nil
+	return c.v.Report(), nil
 }

@@ -163,19 +163,30 @@ func eachVersionItem(ctx context.Context, q *db.Queries, versionID uuid.UUID, sp
 
 // decodeAll decodes raw contents into out, split over the cores.
 func decodeAll(raw [][]byte, out []Example, prepare func(Example) Example) error {
+	return onCores(len(raw), func(i int) error {
+		out[i] = Example{}
+		if err := decodeExample(raw[i], &out[i]); err != nil {
+			return fmt.Errorf("version item: %w", err)
+		}
+		if prepare != nil {
+			out[i] = prepare(out[i])
+		}
+		return nil
+	})
+}
+
+// onCores calls fn for every index in [0, n), in contiguous chunks, one
+// per core (at most four), and returns the first error.
+func onCores(n int, fn func(i int) error) error {
 	workers := min(runtime.GOMAXPROCS(0), 4)
-	chunk := (len(raw) + workers - 1) / workers
+	chunk := (n + workers - 1) / workers
 	var g errgroup.Group
-	for start := 0; start < len(raw); start += chunk {
-		end := min(start+chunk, len(raw))
+	for start := 0; start < n; start += chunk {
+		end := min(start+chunk, n)
 		g.Go(func() error {
 			for i := start; i < end; i++ {
-				out[i] = Example{}
-				if err := decodeExample(raw[i], &out[i]); err != nil {
-					return fmt.Errorf("version item: %w", err)
-				}
-				if prepare != nil {
-					out[i] = prepare(out[i])
+				if err := fn(i); err != nil {
+					return err
 				}
 			}
 			return nil
