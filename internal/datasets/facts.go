@@ -84,9 +84,15 @@ type factStore struct {
 	encoded [][]byte
 }
 
-// resolve fills in every item's facts.
+// compute fills in every item's facts, decoding stored ones and checking
+// the rest, on every core.
+func (s *factStore) compute(items []factItem) error {
+	return onCores(len(items), func(i int) error { return s.resolveOne(&items[i]) })
+}
+
+// resolve fills in every item's facts and stores the ones it computed.
 func (s *factStore) resolve(ctx context.Context, items []factItem) error {
-	if err := onCores(len(items), func(i int) error { return s.resolveOne(&items[i]) }); err != nil {
+	if err := s.compute(items); err != nil {
 		return err
 	}
 	for i := range items {
@@ -129,10 +135,19 @@ func (s *factStore) flush(ctx context.Context) error {
 }
 
 // versionFacts adds the facts of every item of a frozen version to c's
-// validator, in canonical order. One query streams the items with their
-// stored facts (the content only where there are none) while batches
-// are resolved on every core; memory holds a few batches.
+// validator, in canonical order, in two passes. The first checks the
+// items without stored facts, a keyset page at a time, and stores theirs.
+// The second streams every item's facts from one query while batches are
+// decoded on every core; memory holds a few batches. Nothing is written
+// while the stream holds its connection: a report needing a second
+// connection for that could wait forever on a pool that other reports
+// had filled the same way.
 func versionFacts(ctx context.Context, q *db.Queries, ver db.DatasetVersion, c *checker) error {
+	if err := storeMissingFacts(ctx, q, ver, c); err != nil {
+		return err
+	}
+	// Facts dropped between the passes (by the maintenance job) are
+	// computed again below and not stored.
 	store := &factStore{q: q, orgID: ver.OrgID, c: c}
 	for _, split := range Splits {
 		batches := make(chan []factItem, 2)
@@ -170,7 +185,7 @@ func versionFacts(ctx context.Context, q *db.Queries, ver db.DatasetVersion, c *
 		})
 		g.Go(func() error {
 			for batch := range batches {
-				if err := store.resolve(gctx, batch); err != nil {
+				if err := store.compute(batch); err != nil {
 					return err
 				}
 				for i := range batch {
@@ -183,7 +198,32 @@ func versionFacts(ctx context.Context, q *db.Queries, ver db.DatasetVersion, c *
 			return err
 		}
 	}
-	return store.flush(ctx)
+	return nil
+}
+
+// storeMissingFacts checks the items of a version that have no stored
+// facts in c's profile and stores theirs, a page at a time.
+func storeMissingFacts(ctx context.Context, q *db.Queries, ver db.DatasetVersion, c *checker) error {
+	store := &factStore{q: q, orgID: ver.OrgID, c: c}
+	arg := db.DatasetVersionItemListMissingFactsParams{VersionID: ver.ID, OrgID: ver.OrgID, Profile: c.profile, AfterSha: []byte{}, RowLimit: readPage}
+	for {
+		rows, err := q.DatasetVersionItemListMissingFacts(ctx, arg)
+		if err != nil {
+			return err
+		}
+		items := make([]factItem, len(rows))
+		for i, r := range rows {
+			items[i] = factItem{sha: r.ContentSha, content: []byte(r.Content)}
+		}
+		if err := store.resolve(ctx, items); err != nil {
+			return err
+		}
+		if len(rows) < readPage {
+			return store.flush(ctx)
+		}
+		last := rows[len(rows)-1]
+		arg.AfterSplit, arg.AfterSha, arg.AfterSource = last.Split, last.ContentSha, last.SourceID
+	}
 }
 
 // memberFacts adds the facts of every member of a dataset as it is now to

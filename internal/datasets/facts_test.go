@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/curate/curate/internal/datasets"
 	"github.com/curate/curate/internal/export"
@@ -173,5 +174,39 @@ func TestVersionItemsGoWithTheirVersion(t *testing.T) {
 	}
 	if n := count(t, e.pool, `SELECT count(*) FROM dataset_version_items`); n != 0 {
 		t.Fatalf("%d items left after their dataset was deleted", n)
+	}
+}
+
+// A report holds one connection at a time: on a pool of one it finishes,
+// where a report writing facts while it streams would wait forever.
+func TestReportOnAPoolOfOne(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	e := newEnv(t)
+	d := e.dataset(t, datasets.TypeDPO, datasets.Settings{ValidationPercent: 25, SplitSeed: 2})
+	if _, err := e.svc.AddMembers(ctx, e.actor, e.org, d.ID, e.pairs(t, 1200)); err != nil {
+		t.Fatal(err)
+	}
+	ver, err := e.svc.Freeze(ctx, e.actor, e.org, d.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := e.pool.Config()
+	cfg.MaxConns = 1
+	one, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer one.Close()
+	rep, err := datasets.ReportFromFacts(ctx, one, ver, export.TRLPreference, "", true)
+	if err != nil || rep.Examples != 1200 {
+		t.Fatalf("report on a pool of one: %v", err)
+	}
+	if n := count(t, e.pool, `SELECT count(*) FROM item_facts`); n != 1200 {
+		t.Fatalf("%d facts stored, want 1200", n)
+	}
+	draft, err := (&datasets.Service{Pool: one}).Report(ctx, e.org, d.ID, datasets.ReportRequest{MaskPII: false})
+	if err != nil || draft.Examples != 1200 {
+		t.Fatalf("report in another profile on a pool of one: %v", err)
 	}
 }
