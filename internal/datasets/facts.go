@@ -95,6 +95,11 @@ func (s *factStore) resolve(ctx context.Context, items []factItem) error {
 	if err := s.compute(items); err != nil {
 		return err
 	}
+	return s.keep(ctx, items)
+}
+
+// keep stores the facts computed for items, a few batches at a time.
+func (s *factStore) keep(ctx context.Context, items []factItem) error {
 	for i := range items {
 		if items[i].fresh != nil {
 			s.shas = append(s.shas, items[i].sha)
@@ -202,28 +207,63 @@ func versionFacts(ctx context.Context, q *db.Queries, ver db.DatasetVersion, c *
 }
 
 // storeMissingFacts checks the items of a version that have no stored
-// facts in c's profile and stores theirs, a page at a time.
+// facts in c's profile and stores theirs. Pages are read, checked on every
+// core and stored by three goroutines at once, each query on a connection
+// of its own for its own duration.
 func storeMissingFacts(ctx context.Context, q *db.Queries, ver db.DatasetVersion, c *checker) error {
+	pages := make(chan []factItem, 1)
+	checked := make(chan []factItem, 1)
+	g, gctx := errgroup.WithContext(ctx)
+	g.Go(func() error {
+		defer close(pages)
+		arg := db.DatasetVersionItemListMissingFactsParams{VersionID: ver.ID, OrgID: ver.OrgID, Profile: c.profile, AfterSha: []byte{}, RowLimit: readPage}
+		for {
+			rows, err := q.DatasetVersionItemListMissingFacts(gctx, arg)
+			if err != nil {
+				return err
+			}
+			items := make([]factItem, len(rows))
+			for i, r := range rows {
+				items[i] = factItem{sha: r.ContentSha, content: []byte(r.Content)}
+			}
+			if len(items) > 0 {
+				select {
+				case pages <- items:
+				case <-gctx.Done():
+					return gctx.Err()
+				}
+			}
+			if len(rows) < readPage {
+				return nil
+			}
+			last := rows[len(rows)-1]
+			arg.AfterSplit, arg.AfterSha, arg.AfterSource = last.Split, last.ContentSha, last.SourceID
+		}
+	})
 	store := &factStore{q: q, orgID: ver.OrgID, c: c}
-	arg := db.DatasetVersionItemListMissingFactsParams{VersionID: ver.ID, OrgID: ver.OrgID, Profile: c.profile, AfterSha: []byte{}, RowLimit: readPage}
-	for {
-		rows, err := q.DatasetVersionItemListMissingFacts(ctx, arg)
-		if err != nil {
-			return err
+	g.Go(func() error {
+		defer close(checked)
+		for items := range pages {
+			if err := store.compute(items); err != nil {
+				return err
+			}
+			select {
+			case checked <- items:
+			case <-gctx.Done():
+				return gctx.Err()
+			}
 		}
-		items := make([]factItem, len(rows))
-		for i, r := range rows {
-			items[i] = factItem{sha: r.ContentSha, content: []byte(r.Content)}
+		return nil
+	})
+	g.Go(func() error {
+		for items := range checked {
+			if err := store.keep(gctx, items); err != nil {
+				return err
+			}
 		}
-		if err := store.resolve(ctx, items); err != nil {
-			return err
-		}
-		if len(rows) < readPage {
-			return store.flush(ctx)
-		}
-		last := rows[len(rows)-1]
-		arg.AfterSplit, arg.AfterSha, arg.AfterSource = last.Split, last.ContentSha, last.SourceID
-	}
+		return store.flush(gctx)
+	})
+	return g.Wait()
 }
 
 // memberFacts adds the facts of every member of a dataset as it is now to
