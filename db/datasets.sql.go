@@ -1117,69 +1117,6 @@ func (q *Queries) DatasetVersionItemListFacts(ctx context.Context, arg DatasetVe
 	return items, nil
 }
 
-const datasetVersionItemListMissingFacts = `-- name: DatasetVersionItemListMissingFacts :many
-SELECT i.split, i.content_sha, i.source_id, i.content::text AS content
-FROM dataset_version_items i
-WHERE i.version_id = $1
-  AND (i.split, i.content_sha, i.source_id) > ($2::text, $3::bytea, $4::uuid)
-  AND NOT EXISTS (SELECT 1 FROM item_facts f
-                  WHERE f.org_id = $5 AND f.profile = $6 AND f.content_sha = i.content_sha)
-ORDER BY i.split, i.content_sha, i.source_id
-LIMIT $7
-`
-
-type DatasetVersionItemListMissingFactsParams struct {
-	VersionID   uuid.UUID `json:"version_id"`
-	AfterSplit  string    `json:"after_split"`
-	AfterSha    []byte    `json:"after_sha"`
-	AfterSource uuid.UUID `json:"after_source"`
-	OrgID       uuid.UUID `json:"org_id"`
-	Profile     string    `json:"profile"`
-	RowLimit    int32     `json:"row_limit"`
-}
-
-type DatasetVersionItemListMissingFactsRow struct {
-	Split      string    `json:"split"`
-	ContentSha []byte    `json:"content_sha"`
-	SourceID   uuid.UUID `json:"source_id"`
-	Content    string    `json:"content"`
-}
-
-// A keyset page of a version's items without facts in a profile, with
-// their content, in the order of the primary key.
-func (q *Queries) DatasetVersionItemListMissingFacts(ctx context.Context, arg DatasetVersionItemListMissingFactsParams) ([]DatasetVersionItemListMissingFactsRow, error) {
-	rows, err := q.db.Query(ctx, datasetVersionItemListMissingFacts,
-		arg.VersionID,
-		arg.AfterSplit,
-		arg.AfterSha,
-		arg.AfterSource,
-		arg.OrgID,
-		arg.Profile,
-		arg.RowLimit,
-	)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	items := []DatasetVersionItemListMissingFactsRow{}
-	for rows.Next() {
-		var i DatasetVersionItemListMissingFactsRow
-		if err := rows.Scan(
-			&i.Split,
-			&i.ContentSha,
-			&i.SourceID,
-			&i.Content,
-		); err != nil {
-			return nil, err
-		}
-		items = append(items, i)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	return items, nil
-}
-
 const datasetVersionItemListSplit = `-- name: DatasetVersionItemListSplit :many
 SELECT content::text AS content FROM dataset_version_items
 WHERE version_id = $1 AND split = $2

@@ -307,15 +307,3 @@ ON CONFLICT DO NOTHING;
 -- until none is left, so no one statement holds locks for long.
 DELETE FROM item_facts f WHERE f.ctid = ANY(ARRAY(
     SELECT e.ctid FROM item_facts e WHERE e.created_at < @before LIMIT 10000));
-
--- name: DatasetVersionItemListMissingFacts :many
--- A keyset page of a version's items without facts in a profile, with
--- their content, in the order of the primary key.
-SELECT i.split, i.content_sha, i.source_id, i.content::text AS content
-FROM dataset_version_items i
-WHERE i.version_id = @version_id
-  AND (i.split, i.content_sha, i.source_id) > (@after_split::text, @after_sha::bytea, @after_source::uuid)
-  AND NOT EXISTS (SELECT 1 FROM item_facts f
-                  WHERE f.org_id = @org_id AND f.profile = @profile AND f.content_sha = i.content_sha)
-ORDER BY i.split, i.content_sha, i.source_id
-LIMIT @row_limit;

@@ -13,6 +13,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/riverqueue/river"
 	"gocloud.dev/blob"
 	"gocloud.dev/gcerrors"
@@ -116,8 +117,8 @@ func (s *Service) planExport(ctx context.Context, orgID, id uuid.UUID, req Expor
 // version in the format, with the examples as the export writes them. A
 // report with errors blocks the export: the error wraps ErrBlocked and an
 // errs.Invalid with one entry per error code ("report.too_few_examples").
-func preflight(ctx context.Context, q *db.Queries, p exportPlan) (Report, error) {
-	rep, err := validateVersion(ctx, q, p.version, p.format, p.dataset.BaseModel, p.maskPII)
+func preflight(ctx context.Context, pool *pgxpool.Pool, p exportPlan) (Report, error) {
+	rep, err := validateVersion(ctx, pool, p.version, p.format, p.dataset.BaseModel, p.maskPII)
 	if err != nil {
 		return Report{}, err
 	}
@@ -151,7 +152,7 @@ func (s *Service) StartExport(ctx context.Context, actor audit.Actor, orgID, id 
 	}
 	var rep Report
 	if p.version.ItemCount <= s.syncValidationLimit() {
-		if rep, err = preflight(ctx, db.New(s.Pool), p); err != nil {
+		if rep, err = preflight(ctx, s.Pool, p); err != nil {
 			return db.DatasetExport{}, rep, err
 		}
 	}
@@ -236,7 +237,7 @@ func (s *Service) RunExport(ctx context.Context, exportID uuid.UUID) error {
 		return fail(err)
 	}
 	p := exportPlan{dataset: d.TrainingDataset, version: ver, format: export.Format(e.Format), maskPII: e.MaskPii}
-	rep, err := preflight(ctx, q, p)
+	rep, err := preflight(ctx, s.Pool, p)
 	if err != nil {
 		return fail(err)
 	}
@@ -539,7 +540,7 @@ func (s *Service) ExportTo(ctx context.Context, actor audit.Actor, orgID, id uui
 	if err != nil {
 		return export.Manifest{}, Report{}, err
 	}
-	rep, err := preflight(ctx, db.New(s.Pool), p)
+	rep, err := preflight(ctx, s.Pool, p)
 	if err != nil {
 		return export.Manifest{}, rep, err
 	}

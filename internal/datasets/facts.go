@@ -5,9 +5,11 @@ import (
 	"context"
 	"crypto/sha256"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"golang.org/x/sync/errgroup"
 
 	"github.com/curate/curate/db"
@@ -84,22 +86,11 @@ type factStore struct {
 	encoded [][]byte
 }
 
-// compute fills in every item's facts, decoding stored ones and checking
-// the rest, on every core.
-func (s *factStore) compute(items []factItem) error {
-	return onCores(len(items), func(i int) error { return s.resolveOne(&items[i]) })
-}
-
-// resolve fills in every item's facts and stores the ones it computed.
+// resolve fills in every item's facts.
 func (s *factStore) resolve(ctx context.Context, items []factItem) error {
-	if err := s.compute(items); err != nil {
+	if err := onCores(len(items), func(i int) error { return s.resolveOne(&items[i]) }); err != nil {
 		return err
 	}
-	return s.keep(ctx, items)
-}
-
-// keep stores the facts computed for items, a few batches at a time.
-func (s *factStore) keep(ctx context.Context, items []factItem) error {
 	for i := range items {
 		if items[i].fresh != nil {
 			s.shas = append(s.shas, items[i].sha)
@@ -140,20 +131,22 @@ func (s *factStore) flush(ctx context.Context) error {
 }
 
 // versionFacts adds the facts of every item of a frozen version to c's
-// validator, in canonical order, in two passes. The first checks the
-// items without stored facts, a keyset page at a time, and stores theirs.
-// The second streams every item's facts from one query while batches are
-// decoded on every core; memory holds a few batches. Nothing is written
-// while the stream holds its connection: a report needing a second
-// connection for that could wait forever on a pool that other reports
-// had filled the same way.
-func versionFacts(ctx context.Context, q *db.Queries, ver db.DatasetVersion, c *checker) error {
-	if err := storeMissingFacts(ctx, q, ver, c); err != nil {
+// validator, in canonical order. One query streams the items with their
+// stored facts (the content only where there are none) while batches
+// are resolved on every core, and what was computed is stored on a
+// second connection; memory holds a few batches. A single query joining
+// the facts is planned once for the whole version: paged reads were
+// planned once for all pages by the statement cache, and the plan made
+// while the facts table was still empty scanned it whole for every item.
+func versionFacts(ctx context.Context, pool *pgxpool.Pool, ver db.DatasetVersion, c *checker) error {
+	read, write, err := acquirePair(ctx, pool)
+	if err != nil {
 		return err
 	}
-	// Facts dropped between the passes (by the maintenance job) are
-	// computed again below and not stored.
-	store := &factStore{q: q, orgID: ver.OrgID, c: c}
+	defer read.Release()
+	defer write.Release()
+	q := db.New(read)
+	store := &factStore{q: db.New(write), orgID: ver.OrgID, c: c}
 	for _, split := range Splits {
 		batches := make(chan []factItem, 2)
 		g, gctx := errgroup.WithContext(ctx)
@@ -190,7 +183,7 @@ func versionFacts(ctx context.Context, q *db.Queries, ver db.DatasetVersion, c *
 		})
 		g.Go(func() error {
 			for batch := range batches {
-				if err := store.compute(batch); err != nil {
+				if err := store.resolve(gctx, batch); err != nil {
 					return err
 				}
 				for i := range batch {
@@ -203,67 +196,31 @@ func versionFacts(ctx context.Context, q *db.Queries, ver db.DatasetVersion, c *
 			return err
 		}
 	}
-	return nil
+	return store.flush(ctx)
 }
 
-// storeMissingFacts checks the items of a version that have no stored
-// facts in c's profile and stores theirs. Pages are read, checked on every
-// core and stored by three goroutines at once, each query on a connection
-// of its own for its own duration.
-func storeMissingFacts(ctx context.Context, q *db.Queries, ver db.DatasetVersion, c *checker) error {
-	pages := make(chan []factItem, 1)
-	checked := make(chan []factItem, 1)
-	g, gctx := errgroup.WithContext(ctx)
-	g.Go(func() error {
-		defer close(pages)
-		arg := db.DatasetVersionItemListMissingFactsParams{VersionID: ver.ID, OrgID: ver.OrgID, Profile: c.profile, AfterSha: []byte{}, RowLimit: readPage}
-		for {
-			rows, err := q.DatasetVersionItemListMissingFacts(gctx, arg)
-			if err != nil {
-				return err
-			}
-			items := make([]factItem, len(rows))
-			for i, r := range rows {
-				items[i] = factItem{sha: r.ContentSha, content: []byte(r.Content)}
-			}
-			if len(items) > 0 {
-				select {
-				case pages <- items:
-				case <-gctx.Done():
-					return gctx.Err()
-				}
-			}
-			if len(rows) < readPage {
-				return nil
-			}
-			last := rows[len(rows)-1]
-			arg.AfterSplit, arg.AfterSha, arg.AfterSource = last.Split, last.ContentSha, last.SourceID
-		}
-	})
-	store := &factStore{q: q, orgID: ver.OrgID, c: c}
-	g.Go(func() error {
-		defer close(checked)
-		for items := range pages {
-			if err := store.compute(items); err != nil {
-				return err
-			}
-			select {
-			case checked <- items:
-			case <-gctx.Done():
-				return gctx.Err()
-			}
-		}
-		return nil
-	})
-	g.Go(func() error {
-		for items := range checked {
-			if err := store.keep(gctx, items); err != nil {
-				return err
-			}
-		}
-		return store.flush(gctx)
-	})
-	return g.Wait()
+// pairs serialises taking two connections at once; see acquirePair.
+var pairs sync.Mutex
+
+// acquirePair takes two connections from the pool, one to stream from
+// and one to write on while the stream is open. Taking them one at a
+// time could deadlock: reports that each held one would all wait for a
+// second. Here only the report holding the lock waits while holding a
+// connection, and every other user of the pool gives its connection
+// back, so it gets one. The pool needs at least two connections.
+func acquirePair(ctx context.Context, pool *pgxpool.Pool) (*pgxpool.Conn, *pgxpool.Conn, error) {
+	pairs.Lock()
+	defer pairs.Unlock()
+	a, err := pool.Acquire(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	b, err := pool.Acquire(ctx)
+	if err != nil {
+		a.Release()
+		return nil, nil, err
+	}
+	return a, b, nil
 }
 
 // memberFacts adds the facts of every member of a dataset as it is now to

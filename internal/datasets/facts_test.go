@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/json"
+	"fmt"
 	"os"
 	"reflect"
 	"testing"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/curate/curate/internal/datasets"
 	"github.com/curate/curate/internal/export"
@@ -177,13 +179,16 @@ func TestVersionItemsGoWithTheirVersion(t *testing.T) {
 	}
 }
 
-// A report holds one connection at a time: on a pool of one it finishes,
-// where a report writing facts while it streams would wait forever.
-func TestReportOnAPoolOfOne(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+// Reports that stream from one connection while storing facts on another
+// take the two together: four at once on a pool of two all finish, where
+// two that had each taken one would wait for each other forever.
+func TestReportsShareASmallPool(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	e := newEnv(t)
 	d := e.dataset(t, datasets.TypeDPO, datasets.Settings{ValidationPercent: 25, SplitSeed: 2})
+	// More items than one batch of stored facts, so each report writes
+	// while it streams.
 	if _, err := e.svc.AddMembers(ctx, e.actor, e.org, d.ID, e.pairs(t, 1200)); err != nil {
 		t.Fatal(err)
 	}
@@ -192,21 +197,27 @@ func TestReportOnAPoolOfOne(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg := e.pool.Config()
-	cfg.MaxConns = 1
-	one, err := pgxpool.NewWithConfig(ctx, cfg)
+	cfg.MaxConns = 2
+	two, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer one.Close()
-	rep, err := datasets.ReportFromFacts(ctx, one, ver, export.TRLPreference, "", true)
-	if err != nil || rep.Examples != 1200 {
-		t.Fatalf("report on a pool of one: %v", err)
+	defer two.Close()
+	formats := []export.Format{export.TRLPreference, export.OpenAIPreference, export.OpenAIChat, export.ShareGPT}
+	var g errgroup.Group
+	for _, f := range formats {
+		g.Go(func() error {
+			rep, err := datasets.ReportFromFacts(ctx, two, ver, f, "", true)
+			if err == nil && rep.Examples != 1200 {
+				err = fmt.Errorf("%s: %d examples", f, rep.Examples)
+			}
+			return err
+		})
 	}
-	if n := count(t, e.pool, `SELECT count(*) FROM item_facts`); n != 1200 {
-		t.Fatalf("%d facts stored, want 1200", n)
+	if err := g.Wait(); err != nil {
+		t.Fatal(err)
 	}
-	draft, err := (&datasets.Service{Pool: one}).Report(ctx, e.org, d.ID, datasets.ReportRequest{MaskPII: false})
-	if err != nil || draft.Examples != 1200 {
-		t.Fatalf("report in another profile on a pool of one: %v", err)
+	if n := count(t, e.pool, `SELECT count(*) FROM item_facts`); n != 1200*len(formats) {
+		t.Fatalf("%d facts stored, want %d", n, 1200*len(formats))
 	}
 }

@@ -98,7 +98,7 @@ func (s *FineTuneSource) verdict(ctx context.Context, q *db.Queries, v db.Datase
 	if err != nil {
 		return verdict{}, err
 	}
-	r, err := validateVersion(ctx, q, v, f, d.BaseModel, true)
+	r, err := validateVersion(ctx, s.Service.Pool, v, f, d.BaseModel, true)
 	if err != nil {
 		return verdict{}, err
 	}

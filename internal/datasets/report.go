@@ -10,6 +10,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"golang.org/x/sync/errgroup"
 
 	"github.com/curate/curate/db"
@@ -53,7 +54,7 @@ func (s *Service) Report(ctx context.Context, orgID, id uuid.UUID, req ReportReq
 	}
 	q := db.New(s.Pool)
 	if d.Current != nil && (d.Dataset.Status == StatusReady || d.Dataset.Status == StatusExported) {
-		out, err := validateVersion(ctx, q, *d.Current, f, d.Dataset.BaseModel, req.MaskPII)
+		out, err := validateVersion(ctx, s.Pool, *d.Current, f, d.Dataset.BaseModel, req.MaskPII)
 		out.Source = fmt.Sprintf("version %d (frozen, %s)", d.Current.Number, short(d.Current.ContentHash))
 		return out, err
 	}
@@ -70,7 +71,8 @@ func (s *Service) Report(ctx context.Context, orgID, id uuid.UUID, req ReportReq
 // validateVersion is the report on a frozen version in a format: the
 // stored one when there is one (a frozen version never changes), else
 // computed over its items and stored for the next caller.
-func validateVersion(ctx context.Context, q *db.Queries, ver db.DatasetVersion, f export.Format, baseModel string, maskPII bool) (Report, error) {
+func validateVersion(ctx context.Context, pool *pgxpool.Pool, ver db.DatasetVersion, f export.Format, baseModel string, maskPII bool) (Report, error) {
+	q := db.New(pool)
 	key := db.DatasetVersionReportGetParams{VersionID: ver.ID, Format: string(f), MaskPii: maskPII, BaseModel: baseModel, Validator: validate.Revision}
 	out := Report{Version: &ver, Source: fmt.Sprintf("version %d", ver.Number)}
 	stored, err := q.DatasetVersionReportGet(ctx, key)
@@ -84,7 +86,7 @@ func validateVersion(ctx context.Context, q *db.Queries, ver db.DatasetVersion, 
 	case !errors.Is(err, pgx.ErrNoRows):
 		return Report{}, err
 	}
-	if out.Report, err = computeVersionReport(ctx, q, ver, f, baseModel, maskPII); err != nil {
+	if out.Report, err = computeVersionReport(ctx, pool, ver, f, baseModel, maskPII); err != nil {
 		return Report{}, err
 	}
 	raw, err := json.Marshal(out.Report)
@@ -97,12 +99,12 @@ func validateVersion(ctx context.Context, q *db.Queries, ver db.DatasetVersion, 
 }
 
 // computeVersionReport validates every item of a frozen version.
-func computeVersionReport(ctx context.Context, q *db.Queries, ver db.DatasetVersion, f export.Format, baseModel string, maskPII bool) (*validate.Report, error) {
+func computeVersionReport(ctx context.Context, pool *pgxpool.Pool, ver db.DatasetVersion, f export.Format, baseModel string, maskPII bool) (*validate.Report, error) {
 	c, err := newChecker(f, baseModel, ver.Kind, maskPII)
 	if err != nil {
 		return nil, err
 	}
-	if err := versionFacts(ctx, q, ver, c); err != nil {
+	if err := versionFacts(ctx, pool, ver, c); err != nil {
 		return nil, err
 	}
 	return c.v.Report(), nil
@@ -233,6 +235,6 @@ func (s *Service) StoreReport(ctx context.Context, versionID uuid.UUID) error {
 	if err != nil {
 		return err
 	}
-	_, err = validateVersion(ctx, q, ver, f, d.TrainingDataset.BaseModel, true)
+	_, err = validateVersion(ctx, s.Pool, ver, f, d.TrainingDataset.BaseModel, true)
 	return err
 }
