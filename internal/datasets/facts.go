@@ -5,7 +5,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"fmt"
-	"sync"
 	"time"
 
 	"github.com/google/uuid"
@@ -77,14 +76,21 @@ type factItem struct {
 const factsBatch = 256
 
 // factStore resolves batches of items to facts, computing the missing ones
-// on every core, and stores what it computed a few batches at a time.
+// on every core, and stores what it computed a few batches at a time, or,
+// when hold is set, only when the caller flushes (see versionFacts).
 type factStore struct {
 	q       *db.Queries
 	orgID   uuid.UUID
 	c       *checker
+	hold    bool
 	shas    [][]byte
 	encoded [][]byte
 }
+
+// maxHeldFacts bounds the facts a report holds until it can store them,
+// about 70 MB. Facts past it are not stored: the next report computes
+// them, and stores the next ones.
+const maxHeldFacts = 200_000
 
 // resolve fills in every item's facts.
 func (s *factStore) resolve(ctx context.Context, items []factItem) error {
@@ -92,12 +98,12 @@ func (s *factStore) resolve(ctx context.Context, items []factItem) error {
 		return err
 	}
 	for i := range items {
-		if items[i].fresh != nil {
+		if items[i].fresh != nil && (!s.hold || len(s.shas) < maxHeldFacts) {
 			s.shas = append(s.shas, items[i].sha)
 			s.encoded = append(s.encoded, items[i].fresh)
 		}
 	}
-	if len(s.shas) >= 4*factsBatch {
+	if !s.hold && len(s.shas) >= 4*factsBatch {
 		return s.flush(ctx)
 	}
 	return nil
@@ -120,33 +126,35 @@ func (s *factStore) resolveOne(it *factItem) error {
 	return err
 }
 
-// flush stores the facts computed since the last flush.
+// flush stores the facts computed since the last flush, a few thousand
+// a statement.
 func (s *factStore) flush(ctx context.Context) error {
-	if len(s.shas) == 0 {
-		return nil
+	const perInsert = 4096
+	for start := 0; start < len(s.shas); start += perInsert {
+		end := min(start+perInsert, len(s.shas))
+		err := s.q.ItemFactsInsertMany(ctx, db.ItemFactsInsertManyParams{OrgID: s.orgID, Profile: s.c.profile,
+			ContentShas: s.shas[start:end], Facts: s.encoded[start:end]})
+		if err != nil {
+			return err
+		}
 	}
-	err := s.q.ItemFactsInsertMany(ctx, db.ItemFactsInsertManyParams{OrgID: s.orgID, Profile: s.c.profile, ContentShas: s.shas, Facts: s.encoded})
-	s.shas, s.encoded = s.shas[:0], s.encoded[:0]
-	return err
+	s.shas, s.encoded = nil, nil
+	return nil
 }
 
 // versionFacts adds the facts of every item of a frozen version to c's
-// validator, in canonical order. One query streams the items with their
-// stored facts (the content only where there are none) while batches
-// are resolved on every core, and what was computed is stored on a
-// second connection; memory holds a few batches. A single query joining
-// the facts is planned once for the whole version: paged reads were
-// planned once for all pages by the statement cache, and the plan made
-// while the facts table was still empty scanned it whole for every item.
+// validator, in canonical order. One query per split streams the items
+// with their stored facts (the content only where there are none) while
+// batches are resolved on every core; the facts computed are stored once
+// the split's stream is closed. A report thus holds one connection at a
+// time: one holding its stream while it waited for another to store on
+// could wait forever once reports and long jobs had taken the rest of a
+// small pool. (Keyset pages would hold none for long, but the statement
+// cache planned their join once, while the facts table was still empty,
+// and the plan scanned it whole for every item.)
 func versionFacts(ctx context.Context, pool *pgxpool.Pool, ver db.DatasetVersion, c *checker) error {
-	read, write, err := acquirePair(ctx, pool)
-	if err != nil {
-		return err
-	}
-	defer read.Release()
-	defer write.Release()
-	q := db.New(read)
-	store := &factStore{q: db.New(write), orgID: ver.OrgID, c: c}
+	q := db.New(pool)
+	store := &factStore{q: q, orgID: ver.OrgID, c: c, hold: true}
 	for _, split := range Splits {
 		batches := make(chan []factItem, 2)
 		g, gctx := errgroup.WithContext(ctx)
@@ -195,32 +203,11 @@ func versionFacts(ctx context.Context, pool *pgxpool.Pool, ver db.DatasetVersion
 		if err := g.Wait(); err != nil {
 			return err
 		}
+		if err := store.flush(ctx); err != nil {
+			return err
+		}
 	}
-	return store.flush(ctx)
-}
-
-// pairs serialises taking two connections at once; see acquirePair.
-var pairs sync.Mutex
-
-// acquirePair takes two connections from the pool, one to stream from
-// and one to write on while the stream is open. Taking them one at a
-// time could deadlock: reports that each held one would all wait for a
-// second. Here only the report holding the lock waits while holding a
-// connection, and every other user of the pool gives its connection
-// back, so it gets one. The pool needs at least two connections.
-func acquirePair(ctx context.Context, pool *pgxpool.Pool) (*pgxpool.Conn, *pgxpool.Conn, error) {
-	pairs.Lock()
-	defer pairs.Unlock()
-	a, err := pool.Acquire(ctx)
-	if err != nil {
-		return nil, nil, err
-	}
-	b, err := pool.Acquire(ctx)
-	if err != nil {
-		a.Release()
-		return nil, nil, err
-	}
-	return a, b, nil
+	return nil
 }
 
 // memberFacts adds the facts of every member of a dataset as it is now to

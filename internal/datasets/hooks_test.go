@@ -13,7 +13,13 @@ import (
 // ReportFromFacts validates a frozen version through stored facts, as
 // every report does, without the stored whole report in front of it.
 func ReportFromFacts(ctx context.Context, pool *pgxpool.Pool, ver db.DatasetVersion, f export.Format, baseModel string, maskPII bool) (*validate.Report, error) {
-	return computeVersionReport(ctx, pool, ver, f, baseModel, maskPII)
+	var rep *validate.Report
+	err := whileComputing(ctx, func() error {
+		var err error
+		rep, err = computeVersionReport(ctx, pool, ver, f, baseModel, maskPII)
+		return err
+	})
+	return rep, err
 }
 
 // ReportFromScratch validates every item of a frozen version by itself,

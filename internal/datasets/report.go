@@ -68,34 +68,71 @@ func (s *Service) Report(ctx context.Context, orgID, id uuid.UUID, req ReportReq
 	return Report{Report: c.v.Report(), Source: "the current members (not frozen yet)"}, nil
 }
 
+// computing admits one computation of a frozen version's report at a
+// time in a process. Counting tokens keeps every core busy, so a second
+// one at once would finish no sooner, and the caller that waits reads the
+// report the first one stored, or at least its facts.
+var computing = make(chan struct{}, 1)
+
 // validateVersion is the report on a frozen version in a format: the
 // stored one when there is one (a frozen version never changes), else
-// computed over its items and stored for the next caller.
+// computed over its items and stored for the next caller. A caller that
+// waited while another computed the same report reads the stored one.
 func validateVersion(ctx context.Context, pool *pgxpool.Pool, ver db.DatasetVersion, f export.Format, baseModel string, maskPII bool) (Report, error) {
 	q := db.New(pool)
 	key := db.DatasetVersionReportGetParams{VersionID: ver.ID, Format: string(f), MaskPii: maskPII, BaseModel: baseModel, Validator: validate.Revision}
 	out := Report{Version: &ver, Source: fmt.Sprintf("version %d", ver.Number)}
-	stored, err := q.DatasetVersionReportGet(ctx, key)
-	switch {
-	case err == nil:
-		out.Report = &validate.Report{}
-		if err := json.Unmarshal(stored, out.Report); err != nil {
-			return Report{}, fmt.Errorf("stored report of version %s: %w", ver.ID, err)
+	if found, err := storedReport(ctx, q, key, &out); found || err != nil {
+		return out, err
+	}
+	err := whileComputing(ctx, func() error {
+		if found, err := storedReport(ctx, q, key, &out); found || err != nil {
+			return err
 		}
-		return out, nil
-	case !errors.Is(err, pgx.ErrNoRows):
-		return Report{}, err
-	}
-	if out.Report, err = computeVersionReport(ctx, pool, ver, f, baseModel, maskPII); err != nil {
-		return Report{}, err
-	}
-	raw, err := json.Marshal(out.Report)
+		var err error
+		if out.Report, err = computeVersionReport(ctx, pool, ver, f, baseModel, maskPII); err != nil {
+			return err
+		}
+		raw, err := json.Marshal(out.Report)
+		if err != nil {
+			return err
+		}
+		return q.DatasetVersionReportInsert(ctx, db.DatasetVersionReportInsertParams{VersionID: ver.ID, Format: string(f), MaskPii: maskPII,
+			BaseModel: baseModel, Validator: validate.Revision, Report: raw})
+	})
 	if err != nil {
 		return Report{}, err
 	}
-	err = q.DatasetVersionReportInsert(ctx, db.DatasetVersionReportInsertParams{VersionID: ver.ID, Format: string(f), MaskPii: maskPII,
-		BaseModel: baseModel, Validator: validate.Revision, Report: raw})
-	return out, err
+	return out, nil
+}
+
+// whileComputing runs fn holding computing, or returns when ctx ends
+// first.
+func whileComputing(ctx context.Context, fn func() error) error {
+	select {
+	case computing <- struct{}{}:
+		defer func() { <-computing }()
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	return fn()
+}
+
+// storedReport reads a stored report into out.Report, and says whether
+// there was one.
+func storedReport(ctx context.Context, q *db.Queries, key db.DatasetVersionReportGetParams, out *Report) (bool, error) {
+	stored, err := q.DatasetVersionReportGet(ctx, key)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	out.Report = &validate.Report{}
+	if err := json.Unmarshal(stored, out.Report); err != nil {
+		return false, fmt.Errorf("stored report of version %s: %w", out.Version.ID, err)
+	}
+	return true, nil
 }
 
 // computeVersionReport validates every item of a frozen version.
