@@ -1069,35 +1069,45 @@ type DatasetVersionItemInsertManyParams struct {
 }
 
 const datasetVersionItemListFacts = `-- name: DatasetVersionItemListFacts :many
-SELECT i.content_sha, f.facts, CASE WHEN f.facts IS NULL THEN i.content::text END AS content
+SELECT i.content_sha, i.source_id, f.facts, CASE WHEN f.facts IS NULL THEN i.content::text END AS content
 FROM dataset_version_items i
 LEFT JOIN item_facts f ON f.org_id = $1 AND f.profile = $2 AND f.content_sha = i.content_sha
 WHERE i.version_id = $3 AND i.split = $4
+  AND (i.content_sha, i.source_id) > ($5::bytea, $6::uuid)
 ORDER BY i.content_sha, i.source_id
+LIMIT $7
 `
 
 type DatasetVersionItemListFactsParams struct {
-	OrgID     uuid.UUID `json:"org_id"`
-	Profile   string    `json:"profile"`
-	VersionID uuid.UUID `json:"version_id"`
-	Split     string    `json:"split"`
+	OrgID       uuid.UUID `json:"org_id"`
+	Profile     string    `json:"profile"`
+	VersionID   uuid.UUID `json:"version_id"`
+	Split       string    `json:"split"`
+	AfterSha    []byte    `json:"after_sha"`
+	AfterSource uuid.UUID `json:"after_source"`
+	RowLimit    int32     `json:"row_limit"`
 }
 
 type DatasetVersionItemListFactsRow struct {
 	ContentSha []byte      `json:"content_sha"`
+	SourceID   uuid.UUID   `json:"source_id"`
 	Facts      []byte      `json:"facts"`
 	Content    interface{} `json:"content"`
 }
 
-// One split of a version in canonical order with each item's stored facts
-// in a profile; the content comes only where there are none. Reports
-// stream it (DatasetVersionItemEachFacts), never loading it.
+// A keyset range of one split of a version in canonical order with each
+// item's stored facts in a profile; the content comes only where there
+// are none. Reports stream it a large range at a time
+// (DatasetVersionItemEachFacts), planned for each range's own values.
 func (q *Queries) DatasetVersionItemListFacts(ctx context.Context, arg DatasetVersionItemListFactsParams) ([]DatasetVersionItemListFactsRow, error) {
 	rows, err := q.db.Query(ctx, datasetVersionItemListFacts,
 		arg.OrgID,
 		arg.Profile,
 		arg.VersionID,
 		arg.Split,
+		arg.AfterSha,
+		arg.AfterSource,
+		arg.RowLimit,
 	)
 	if err != nil {
 		return nil, err
@@ -1106,7 +1116,12 @@ func (q *Queries) DatasetVersionItemListFacts(ctx context.Context, arg DatasetVe
 	items := []DatasetVersionItemListFactsRow{}
 	for rows.Next() {
 		var i DatasetVersionItemListFactsRow
-		if err := rows.Scan(&i.ContentSha, &i.Facts, &i.Content); err != nil {
+		if err := rows.Scan(
+			&i.ContentSha,
+			&i.SourceID,
+			&i.Facts,
+			&i.Content,
+		); err != nil {
 			return nil, err
 		}
 		items = append(items, i)

@@ -283,14 +283,17 @@ ON CONFLICT DO NOTHING;
 SELECT * FROM dataset_versions WHERE id = @id;
 
 -- name: DatasetVersionItemListFacts :many
--- One split of a version in canonical order with each item's stored facts
--- in a profile; the content comes only where there are none. Reports
--- stream it (DatasetVersionItemEachFacts), never loading it.
-SELECT i.content_sha, f.facts, CASE WHEN f.facts IS NULL THEN i.content::text END AS content
+-- A keyset range of one split of a version in canonical order with each
+-- item's stored facts in a profile; the content comes only where there
+-- are none. Reports stream it a large range at a time
+-- (DatasetVersionItemEachFacts), planned for each range's own values.
+SELECT i.content_sha, i.source_id, f.facts, CASE WHEN f.facts IS NULL THEN i.content::text END AS content
 FROM dataset_version_items i
 LEFT JOIN item_facts f ON f.org_id = @org_id AND f.profile = @profile AND f.content_sha = i.content_sha
 WHERE i.version_id = @version_id AND i.split = @split
-ORDER BY i.content_sha, i.source_id;
+  AND (i.content_sha, i.source_id) > (@after_sha::bytea, @after_source::uuid)
+ORDER BY i.content_sha, i.source_id
+LIMIT @row_limit;
 
 -- name: ItemFactsList :many
 SELECT content_sha, facts FROM item_facts

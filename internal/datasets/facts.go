@@ -87,10 +87,10 @@ type factStore struct {
 	encoded [][]byte
 }
 
-// maxHeldFacts bounds the facts a report holds until it can store them,
-// about 70 MB. Facts past it are not stored: the next report computes
-// them, and stores the next ones.
-const maxHeldFacts = 200_000
+// factsRange is how many items a report streams from one query before it
+// stores the facts it computed for them: about 35 MB held at most. Tests
+// make it small.
+var factsRange int32 = 100_000
 
 // resolve fills in every item's facts.
 func (s *factStore) resolve(ctx context.Context, items []factItem) error {
@@ -98,7 +98,7 @@ func (s *factStore) resolve(ctx context.Context, items []factItem) error {
 		return err
 	}
 	for i := range items {
-		if items[i].fresh != nil && (!s.hold || len(s.shas) < maxHeldFacts) {
+		if items[i].fresh != nil {
 			s.shas = append(s.shas, items[i].sha)
 			s.encoded = append(s.encoded, items[i].fresh)
 		}
@@ -143,71 +143,89 @@ func (s *factStore) flush(ctx context.Context) error {
 }
 
 // versionFacts adds the facts of every item of a frozen version to c's
-// validator, in canonical order. One query per split streams the items
-// with their stored facts (the content only where there are none) while
-// batches are resolved on every core; the facts computed are stored once
-// the split's stream is closed. A report thus holds one connection at a
+// validator, in canonical order, and stores the facts it had to compute.
+// Each split is streamed a range of factsRange items at a time, with
+// their stored facts (the content only where there are none), while
+// batches are resolved on every core; what was computed is stored once
+// the range's stream is closed. A report thus holds one connection at a
 // time: one holding its stream while it waited for another to store on
 // could wait forever once reports and long jobs had taken the rest of a
-// small pool. (Keyset pages would hold none for long, but the statement
-// cache planned their join once, while the facts table was still empty,
-// and the plan scanned it whole for every item.)
+// small pool.
 func versionFacts(ctx context.Context, pool *pgxpool.Pool, ver db.DatasetVersion, c *checker) error {
 	q := db.New(pool)
 	store := &factStore{q: q, orgID: ver.OrgID, c: c, hold: true}
 	for _, split := range Splits {
-		batches := make(chan []factItem, 2)
-		g, gctx := errgroup.WithContext(ctx)
-		g.Go(func() error {
-			defer close(batches)
-			batch := make([]factItem, 0, factsBatch)
-			send := func() error {
-				select {
-				case batches <- batch:
-					batch = make([]factItem, 0, factsBatch)
-					return nil
-				case <-gctx.Done():
-					return gctx.Err()
-				}
+		arg := db.DatasetVersionItemListFactsParams{OrgID: ver.OrgID, Profile: c.profile, VersionID: ver.ID, Split: split,
+			AfterSha: []byte{}, RowLimit: factsRange}
+		for {
+			n, err := streamFacts(ctx, q, &arg, store)
+			if err != nil {
+				return err
 			}
-			arg := db.DatasetVersionItemListFactsParams{OrgID: ver.OrgID, Profile: c.profile, VersionID: ver.ID, Split: split}
-			err := q.DatasetVersionItemEachFacts(gctx, arg, func(sha, facts, content []byte) error {
-				it := factItem{sha: bytes.Clone(sha)}
-				if facts != nil {
-					it.stored = bytes.Clone(facts)
-				} else {
-					it.content = bytes.Clone(content)
-				}
-				batch = append(batch, it)
-				if len(batch) == factsBatch {
-					return send()
-				}
-				return nil
-			})
-			if err == nil && len(batch) > 0 {
-				err = send()
+			if err := store.flush(ctx); err != nil {
+				return err
 			}
-			return err
-		})
-		g.Go(func() error {
-			for batch := range batches {
-				if err := store.resolve(gctx, batch); err != nil {
-					return err
-				}
-				for i := range batch {
-					c.v.AddFacts(batch[i].facts)
-				}
+			if n < int(factsRange) {
+				break
 			}
-			return nil
-		})
-		if err := g.Wait(); err != nil {
-			return err
-		}
-		if err := store.flush(ctx); err != nil {
-			return err
 		}
 	}
 	return nil
+}
+
+// streamFacts streams one range of items from arg's key on, adding their
+// facts to the store's validator, and moves arg past the range. It
+// answers how many items the range held.
+func streamFacts(ctx context.Context, q *db.Queries, arg *db.DatasetVersionItemListFactsParams, store *factStore) (int, error) {
+	batches := make(chan []factItem, 2)
+	n := 0
+	g, gctx := errgroup.WithContext(ctx)
+	g.Go(func() error {
+		defer close(batches)
+		batch := make([]factItem, 0, factsBatch)
+		send := func() error {
+			select {
+			case batches <- batch:
+				batch = make([]factItem, 0, factsBatch)
+				return nil
+			case <-gctx.Done():
+				return gctx.Err()
+			}
+		}
+		from := *arg
+		err := q.DatasetVersionItemEachFacts(gctx, from, func(sha []byte, source uuid.UUID, facts, content []byte) error {
+			it := factItem{sha: bytes.Clone(sha)}
+			if facts != nil {
+				it.stored = bytes.Clone(facts)
+			} else {
+				it.content = bytes.Clone(content)
+			}
+			n++
+			arg.AfterSha, arg.AfterSource = it.sha, source
+			batch = append(batch, it)
+			if len(batch) == factsBatch {
+				return send()
+			}
+			return nil
+		})
+		if err == nil && len(batch) > 0 {
+			err = send()
+		}
+		return err
+	})
+	g.Go(func() error {
+		for batch := range batches {
+			if err := store.resolve(gctx, batch); err != nil {
+				return err
+			}
+			for i := range batch {
+				store.c.v.AddFacts(batch[i].facts)
+			}
+		}
+		return nil
+	})
+	err := g.Wait()
+	return n, err
 }
 
 // memberFacts adds the facts of every member of a dataset as it is now to

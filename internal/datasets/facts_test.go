@@ -57,7 +57,8 @@ func (e env) hhPairs(t *testing.T) []uuid.UUID {
 
 // A report over a frozen version adds each item's stored facts; on real
 // data it equals the report computed item by item from scratch, whether
-// the facts are computed by this report or read back by the next, in
+// the facts are computed by this report or read back by the next, read
+// in many ranges, in
 // formats that keep the pair, keep only the chosen reply, or refuse
 // multi-turn prompts, with PII masked or reported.
 func TestReportFromFactsEqualsScratchOnPublicData(t *testing.T) {
@@ -72,6 +73,8 @@ func TestReportFromFactsEqualsScratchOnPublicData(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Ranges of 100 items, so each split is read and stored in many.
+	datasets.SetFactsRange(t, 100)
 	cases := []struct {
 		format export.Format
 		mask   bool

@@ -2,6 +2,7 @@ package datasets
 
 import (
 	"context"
+	"testing"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
@@ -39,4 +40,11 @@ func ReportFromScratch(ctx context.Context, pool *pgxpool.Pool, ver db.DatasetVe
 		}
 	}
 	return c.v.Report(), nil
+}
+
+// SetFactsRange makes reports stream n items a query until the test ends.
+func SetFactsRange(t *testing.T, n int32) {
+	old := factsRange
+	factsRange = n
+	t.Cleanup(func() { factsRange = old })
 }
