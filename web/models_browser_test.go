@@ -81,8 +81,14 @@ func TestBrowserRegistryFlow(t *testing.T) {
 		t.Fatal(err)
 	}
 	deploy("first adapter from the demo data")
-	if got := text(t, b, `#version-status`); got != "Deployed" {
-		t.Errorf("status after the deployment: %q", got)
+	// The heading's status is the page's at load: the deployments list
+	// polls on its own, so it can show the deployment done first.
+	err = chromedp.Do(b,
+		chromedp.Reload(),
+		chromedp.Poll[chromedp.Void](`document.querySelector('#version-status')?.textContent.trim() === 'Deployed'`, chromedp.WithPollingTimeout(20*time.Second)),
+	)
+	if err != nil {
+		t.Errorf("status after the deployment: %q (%v)", text(t, b, `#version-status`), err)
 	}
 
 	err = chromedp.Do(b,
