@@ -9,7 +9,6 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgxpool"
-	"golang.org/x/sync/errgroup"
 
 	"github.com/curate/curate/db"
 	"github.com/curate/curate/internal/export"
@@ -76,13 +75,11 @@ type factItem struct {
 const factsBatch = 256
 
 // factStore resolves batches of items to facts, computing the missing ones
-// on every core, and stores what it computed a few batches at a time, or,
-// when hold is set, only when the caller flushes (see versionFacts).
+// on every core, and keeps what it computed until the caller flushes.
 type factStore struct {
 	q       *db.Queries
 	orgID   uuid.UUID
 	c       *checker
-	hold    bool
 	shas    [][]byte
 	encoded [][]byte
 }
@@ -92,8 +89,9 @@ type factStore struct {
 // make it small.
 var factsRange int32 = 100_000
 
-// resolve fills in every item's facts.
-func (s *factStore) resolve(ctx context.Context, items []factItem) error {
+// add fills in every item's facts, keeps the computed ones for flush, and
+// adds them all to the checker's validator, in order.
+func (s *factStore) add(items []factItem) error {
 	if err := onCores(len(items), func(i int) error { return s.resolveOne(&items[i]) }); err != nil {
 		return err
 	}
@@ -102,9 +100,7 @@ func (s *factStore) resolve(ctx context.Context, items []factItem) error {
 			s.shas = append(s.shas, items[i].sha)
 			s.encoded = append(s.encoded, items[i].fresh)
 		}
-	}
-	if !s.hold && len(s.shas) >= 4*factsBatch {
-		return s.flush(ctx)
+		s.c.v.AddFacts(items[i].facts)
 	}
 	return nil
 }
@@ -153,7 +149,7 @@ func (s *factStore) flush(ctx context.Context) error {
 // small pool.
 func versionFacts(ctx context.Context, pool *pgxpool.Pool, ver db.DatasetVersion, c *checker) error {
 	q := db.New(pool)
-	store := &factStore{q: q, orgID: ver.OrgID, c: c, hold: true}
+	store := &factStore{q: q, orgID: ver.OrgID, c: c}
 	for _, split := range Splits {
 		arg := db.DatasetVersionItemListFactsParams{OrgID: ver.OrgID, Profile: c.profile, VersionID: ver.ID, Split: split,
 			AfterSha: []byte{}, RowLimit: factsRange}
@@ -177,23 +173,10 @@ func versionFacts(ctx context.Context, pool *pgxpool.Pool, ver db.DatasetVersion
 // facts to the store's validator, and moves arg past the range. It
 // answers how many items the range held.
 func streamFacts(ctx context.Context, q *db.Queries, arg *db.DatasetVersionItemListFactsParams, store *factStore) (int, error) {
-	batches := make(chan []factItem, 2)
 	n := 0
-	g, gctx := errgroup.WithContext(ctx)
-	g.Go(func() error {
-		defer close(batches)
-		batch := make([]factItem, 0, factsBatch)
-		send := func() error {
-			select {
-			case batches <- batch:
-				batch = make([]factItem, 0, factsBatch)
-				return nil
-			case <-gctx.Done():
-				return gctx.Err()
-			}
-		}
-		from := *arg
-		err := q.DatasetVersionItemEachFacts(gctx, from, func(sha []byte, source uuid.UUID, facts, content []byte) error {
+	from := *arg
+	read := func(ctx context.Context, emit func(factItem) error) error {
+		return q.DatasetVersionItemEachFacts(ctx, from, func(sha []byte, source uuid.UUID, facts, content []byte) error {
 			it := factItem{sha: bytes.Clone(sha)}
 			if facts != nil {
 				it.stored = bytes.Clone(facts)
@@ -202,29 +185,10 @@ func streamFacts(ctx context.Context, q *db.Queries, arg *db.DatasetVersionItemL
 			}
 			n++
 			arg.AfterSha, arg.AfterSource = it.sha, source
-			batch = append(batch, it)
-			if len(batch) == factsBatch {
-				return send()
-			}
-			return nil
+			return emit(it)
 		})
-		if err == nil && len(batch) > 0 {
-			err = send()
-		}
-		return err
-	})
-	g.Go(func() error {
-		for batch := range batches {
-			if err := store.resolve(gctx, batch); err != nil {
-				return err
-			}
-			for i := range batch {
-				store.c.v.AddFacts(batch[i].facts)
-			}
-		}
-		return nil
-	})
-	err := g.Wait()
+	}
+	err := inBatches(ctx, factsBatch, read, store.add)
 	return n, err
 }
 
@@ -252,14 +216,12 @@ func memberFacts(ctx context.Context, q *db.Queries, d db.TrainingDataset, c *ch
 				batch[i].stored, batch[i].ex = f, nil
 			}
 		}
-		if err := store.resolve(ctx, batch); err != nil {
+		if err := store.add(batch); err != nil {
 			return err
 		}
-		for i := range batch {
-			c.v.AddFacts(batch[i].facts)
-		}
 		batch = batch[:0]
-		return nil
+		// Members are read on other connections: storing here holds none.
+		return store.flush(ctx)
 	}
 	err := eachMember(ctx, q, d, func(_ uuid.UUID, e Example) error {
 		canon, err := e.Canonical()
@@ -276,10 +238,7 @@ func memberFacts(ctx context.Context, q *db.Queries, d db.TrainingDataset, c *ch
 	if err == nil && len(batch) > 0 {
 		err = run()
 	}
-	if err != nil {
-		return err
-	}
-	return store.flush(ctx)
+	return err
 }
 
 // FactsKeep is how long stored facts are kept. They are a cache: a frozen

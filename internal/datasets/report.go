@@ -151,48 +151,62 @@ func computeVersionReport(ctx context.Context, pool *pgxpool.Pool, ver db.Datase
 const decodeBatch = 256
 
 // eachVersionItem calls fn with every item of one split of a version, in
-// canonical order. The split is streamed from one query: a goroutine reads
-// rows while batches of them are decoded (and passed through prepare, when
-// set) on every core, and fn sees them one at a time, in order. Memory
-// holds a few batches, whatever the version's size.
+// canonical order. The split is streamed from one query while batches of
+// it are decoded (and passed through prepare, when set) on every core, and
+// fn sees them one at a time, in order. Memory holds a few batches,
+// whatever the version's size.
 func eachVersionItem(ctx context.Context, q *db.Queries, versionID uuid.UUID, split string, prepare func(Example) Example, fn func(Example) error) error {
-	batches := make(chan [][]byte, 2)
-	g, gctx := errgroup.WithContext(ctx)
-	send := func(b [][]byte) error {
-		select {
-		case batches <- b:
-			return nil
-		case <-gctx.Done():
-			return gctx.Err()
-		}
+	examples := make([]Example, decodeBatch)
+	read := func(ctx context.Context, emit func([]byte) error) error {
+		return q.DatasetVersionItemEach(ctx, versionID, split, func(content []byte) error { return emit(bytes.Clone(content)) })
 	}
+	return inBatches(ctx, decodeBatch, read, func(batch [][]byte) error {
+		if err := decodeAll(batch, examples[:len(batch)], prepare); err != nil {
+			return err
+		}
+		for i := range batch {
+			if err := fn(examples[i]); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// inBatches runs read, which emits items one at a time, in one goroutine,
+// while consume gets them in batches of size, in order, in another. Memory
+// holds a few batches. emit's items must not be reused by read.
+func inBatches[T any](ctx context.Context, size int, read func(ctx context.Context, emit func(T) error) error, consume func([]T) error) error {
+	batches := make(chan []T, 2)
+	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error {
 		defer close(batches)
-		batch := make([][]byte, 0, decodeBatch)
-		err := q.DatasetVersionItemEach(gctx, versionID, split, func(content []byte) error {
-			batch = append(batch, bytes.Clone(content))
-			if len(batch) < decodeBatch {
+		batch := make([]T, 0, size)
+		send := func() error {
+			select {
+			case batches <- batch:
+				batch = make([]T, 0, size)
 				return nil
+			case <-gctx.Done():
+				return gctx.Err()
 			}
-			err := send(batch)
-			batch = make([][]byte, 0, decodeBatch)
-			return err
+		}
+		err := read(gctx, func(item T) error {
+			batch = append(batch, item)
+			if len(batch) == size {
+				return send()
+			}
+			return nil
 		})
 		if err == nil && len(batch) > 0 {
-			err = send(batch)
+			err = send()
 		}
 		return err
 	})
 	g.Go(func() error {
-		examples := make([]Example, decodeBatch)
 		for batch := range batches {
-			if err := decodeAll(batch, examples[:len(batch)], prepare); err != nil {
+			if err := consume(batch); err != nil {
 				return err
-			}
-			for i := range batch {
-				if err := fn(examples[i]); err != nil {
-					return err
-				}
 			}
 		}
 		return nil
