@@ -154,7 +154,9 @@ func TestCodebookGrow(t *testing.T) {
 	if loc := res.Header.Get("Location"); loc != "/codebooks/support/suggestions?status=pending" {
 		t.Fatalf("bulk suggesting sent to %q", loc)
 	}
-	queue := pollFor(t, curator, "/codebooks/support/suggestions?status=failed", "Failed (1)")
+	// Wait for the failed suggestion in the list itself: the tab counts and
+	// the list are read one after the other, while the job is running.
+	queue := pollFor(t, curator, "/codebooks/support/suggestions?status=failed", `data-status="failed"`)
 	if !strings.Contains(queue, "Accepted (1)") || !strings.Contains(queue, "Five to seven working days.") {
 		t.Errorf("the review queue: %s", queue)
 	}
