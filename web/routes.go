@@ -188,6 +188,7 @@ func Routes(h *handlers.Handlers) []Route {
 		{GET, "/api/evaluations/:id", auth.Viewer, h.APIEvaluationGet},
 		{POST, "/api/best-of-n", auth.Curator, h.APIBestOfN},
 		{POST, "/api/stats/analyze", auth.Viewer, h.APIStatsAnalyze},
+		{POST, "/api/stats/agreement", auth.Viewer, h.APIStatsAgreement},
 
 		// Codebooks.
 		{GET, "/codebooks", auth.Viewer, h.CodebookList},
