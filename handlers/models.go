@@ -131,7 +131,8 @@ func (h *Handlers) modelVersionView(c echo.Context, id uuid.UUID) (views.ModelVe
 	m := views.ModelVersionView{IsAdmin: caller.Role.AtLeast(auth.Admin), ID: v.ID.String(), Name: v.Name, Version: v.Version,
 		Status: v.Status, Kind: v.Kind, ModelID: v.ModelID, BaseModel: v.BaseModel, CreatedBy: v.CreatedBy,
 		CreatedAt: views.When(v.CreatedAt), DeployedAt: views.WhenPtr(v.DeployedAt), Aliases: v.Aliases,
-		Deploy: views.DeployForm{Alias: "production"}, RollbackAliases: v.Aliases, Number: v.Version}
+		Deploy: views.DeployForm{Alias: "production"}, RollbackAliases: v.Aliases, Number: v.Version,
+		EvaluateURL: "/evaluations?candidate_version_id=" + v.ID.String() + "#start-evaluation"}
 	if v.FineTuningJobID != nil {
 		job := &views.LineageJob{ID: v.FineTuningJobID.String(), Label: "job " + v.FineTuningJobID.String()[:8],
 			TrainLoss: loss(v.TrainLoss), ValidLoss: loss(v.ValidLoss), TrainedTokens: strconv.FormatInt(v.TrainedTokens, 10), Cost: "—"}
@@ -176,7 +177,7 @@ func (h *Handlers) modelVersionView(c echo.Context, id uuid.UUID) (views.ModelVe
 	if err != nil {
 		return m, err
 	}
-	m.Gate = views.GateView{Set: gate.Set, GoldenSet: gate.GoldenSet, Evaluated: gate.Evaluation != uuid.Nil, Reasons: gate.Reasons}
+	m.Gate = views.GateView{Set: gate.Set, GoldenSet: gate.GoldenSet, Evaluated: gate.Evaluation != uuid.Nil, Reasons: gate.Reasons, Next: gate.Next}
 	for _, o := range gate.Overrides {
 		m.Gate.Overrides = append(m.Gate.Overrides, views.GateOverrideView{Reason: o.Reason, By: o.By, At: views.When(o.At)})
 	}
@@ -198,7 +199,12 @@ func (h *Handlers) modelVersionView(c echo.Context, id uuid.UUID) (views.ModelVe
 		if err != nil {
 			return m, err
 		}
+		// Only targets that can take the version's kind are offered.
 		for _, t := range targets {
+			if !models.Takes(t.Kind, v.Kind) {
+				m.OtherTargets++
+				continue
+			}
 			m.Targets = append(m.Targets, views.Option{Value: t.Name, Label: t.Name + " (" + targetKind(t.Kind) + ")"})
 		}
 	}
@@ -227,7 +233,10 @@ func sourceLabel(s models.Source) string {
 	return label
 }
 
-// ModelDeploy starts a deployment from the version page.
+// ModelDeploy starts a deployment from the version page, or from the
+// evaluation form's offer to stage a version (then=evaluate), which goes
+// back to the form. A refusal shows beside the deploy button: htmx swaps
+// the deploy card for itself, so the address stays the version's page.
 func (h *Handlers) ModelDeploy(c echo.Context) error {
 	id, err := pathID(c)
 	if err != nil {
@@ -236,13 +245,42 @@ func (h *Handlers) ModelDeploy(c echo.Context) error {
 	in := models.DeployRequest{Alias: c.FormValue("alias"), Target: c.FormValue("target"), Reason: c.FormValue("reason")}
 	d, err := h.Models.Deploy(ctx(c), actor(c), CallerOf(c).OrgID, id, in)
 	if err != nil {
-		return h.versionFormError(c, id, err, func(m *views.ModelVersionView, fields map[string]string) {
-			m.Deploy = views.DeployForm{Alias: in.Alias, Target: in.Target, Reason: in.Reason}
-			m.Errors = fields
-		})
+		fields, ok := formRefusal(err, "deploy")
+		if !ok {
+			return err
+		}
+		m, verr := h.modelVersionView(c, id)
+		if verr != nil {
+			return verr
+		}
+		m.Deploy = views.DeployForm{Alias: in.Alias, Target: in.Target, Reason: in.Reason}
+		m.Errors = fields
+		if isHTMX(c) {
+			return render(c, http.StatusUnprocessableEntity, views.DeployCard(h.page(c, m.Name+" "+m.Version, "models"), m))
+		}
+		return h.renderModelVersion(c, http.StatusUnprocessableEntity, m)
+	}
+	if c.FormValue("then") == "evaluate" {
+		h.Sessions.Flash(c, "ok", fmt.Sprintf("Deploying under %q on %s: the evaluation can start once the target serves it.", d.Alias, d.Target))
+		return redirect(c, "/evaluations?candidate_version_id="+id.String()+"#start-evaluation")
 	}
 	h.Sessions.Flash(c, "ok", fmt.Sprintf("Deploying under %q on %s: the alias moves once the target serves it.", d.Alias, d.Target))
 	return redirect(c, "/models/versions/"+id.String())
+}
+
+// formRefusal is a refused form's messages by field: a field's own, or a
+// conflict's under whole (the form as a whole). ok is false for other
+// errors, which go the usual way.
+func formRefusal(err error, whole string) (map[string]string, bool) {
+	var invalid *errs.Invalid
+	var conflict *errs.Conflict
+	switch {
+	case errors.As(err, &invalid):
+		return invalid.ByField(), true
+	case errors.As(err, &conflict):
+		return map[string]string{whole: conflict.Message}, true
+	}
+	return nil, false
 }
 
 // ModelRollback puts back the version an alias served before.

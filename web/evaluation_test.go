@@ -212,13 +212,12 @@ func TestEvaluationGateLoop(t *testing.T) {
 	}
 	// Started from the page's form: a bad formula keeps what was typed.
 	form := url.Values{"golden_set_version_id": {version.ID.String()}, "candidate_version_id": {v2.ID}, "scorers": {"judge", "reference_f1"},
-		"judge_endpoint": {"deepseek"}, "judge_template": {"default"}, "reward_formula": {`{"judge": "lots"}`}}
+		"judge_endpoint": {"deepseek"}, "judge_template": {"default"}, "formula_scorer": {"judge", ""}, "formula_weight": {"lots", ""}}
 	res = page.PostForm("/evaluations/runs", form).Must(t, http.StatusUnprocessableEntity)
-	if !strings.Contains(res.Body, `id="err-reward_formula"`) || !strings.Contains(res.Body, "judge: must be a number") ||
-		!strings.Contains(res.Body, `value="{&#34;judge&#34;: &#34;lots&#34;}"`) {
+	if !strings.Contains(res.Body, `id="err-formula-0">The weight must be a number`) || !strings.Contains(res.Body, `value="lots"`) {
 		t.Errorf("a refused start: %s", res.Body)
 	}
-	form.Set("reward_formula", `{"judge": 0.5, "reference_f1": 0.5}`)
+	form["formula_scorer"], form["formula_weight"] = []string{"judge", "reference_f1"}, []string{"0.5", "0.5"}
 	res = page.PostForm("/evaluations/runs", form).Must(t, http.StatusSeeOther)
 	if loc := res.Header.Get("Location"); !strings.HasPrefix(loc, "/evaluations/runs/") {
 		t.Errorf("started from the page, sent to %q", loc)

@@ -121,13 +121,13 @@ func (s *Service) Status(ctx context.Context, orgID, versionID uuid.UUID) (model
 	for _, o := range overrides {
 		st.Overrides = append(st.Overrides, models.Override{Reason: o.Reason, By: o.ActorLabel, At: o.At})
 	}
+	leaks := ""
 	if gate.LeakCheck {
-		reason, err := s.leakReason(ctx, q, orgID, versionID, gate.LeakMinWords)
-		if err != nil {
+		if leaks, err = s.leakReason(ctx, q, orgID, versionID, gate.LeakMinWords); err != nil {
 			return st, err
 		}
-		if reason != "" {
-			st.Reasons = append(st.Reasons, reason)
+		if leaks != "" {
+			st.Reasons = append(st.Reasons, leaks)
 		}
 	}
 	cand, err := s.latestRun(ctx, q, orgID, versionID, gate.GoldenSetVersionID)
@@ -136,21 +136,42 @@ func (s *Service) Status(ctx context.Context, orgID, versionID uuid.UUID) (model
 	}
 	if cand == nil {
 		st.Reasons = append(st.Reasons, fmt.Sprintf("No finished evaluation of this version on the gate's golden set, %s.", gate.GoldenSet))
+		st.Next = fmt.Sprintf("Evaluate it on %s first: production opens once its evaluation keeps up with production's.", gate.GoldenSet)
+		if leaks != "" {
+			st.Next += " " + leakNext(gate.LeakMinWords)
+		}
 		return st, nil
 	}
 	st.Evaluation = cand.ID
 	base, err := s.baseline(ctx, q, orgID, versionID, gate.GoldenSetVersionID)
-	if err != nil || base == nil {
-		// Nothing in production, or production was never evaluated on
-		// the set: the candidate's own finished run is what there is.
-		return st, err
-	}
-	items, err := q.EvaluationItemListForComparison(ctx, db.EvaluationItemListForComparisonParams{CandidateRunID: cand.ID, BaselineRunID: base.ID})
 	if err != nil {
 		return st, err
 	}
-	st.Reasons = gateReasons(gate, *cand, *base, items)
+	// Nothing in production, or production never evaluated on the set,
+	// leaves the candidate's own finished run as all there is to judge.
+	if base != nil {
+		items, err := q.EvaluationItemListForComparison(ctx, db.EvaluationItemListForComparisonParams{CandidateRunID: cand.ID, BaselineRunID: base.ID})
+		if err != nil {
+			return st, err
+		}
+		st.Reasons = append(st.Reasons, gateReasons(gate, *cand, *base, items)...)
+	}
+	switch {
+	case len(st.Reasons) == 0:
+	case len(st.Reasons) == 1 && leaks != "":
+		st.Next = leakNext(gate.LeakMinWords)
+	default:
+		st.Next = "Its latest evaluation falls short of production's: improve the version and evaluate it again."
+		if leaks != "" {
+			st.Next += " " + leakNext(gate.LeakMinWords)
+		}
+	}
 	return st, nil
+}
+
+// leakNext says how a version gets the leak check the gate asks for.
+func leakNext(minWords int) string {
+	return fmt.Sprintf("Run a leak check of it through the API, counting verbatim runs of %d words or fewer, that finds no leak.", minWords)
 }
 
 // gateReasons applies the gate's rules to a candidate's run against

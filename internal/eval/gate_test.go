@@ -123,6 +123,11 @@ func TestPromotionGate(t *testing.T) {
 	if err := deploy(cand); !errors.As(err, &conflict) {
 		t.Fatalf("deploying a version never evaluated: %v", err)
 	}
+	// What to do next is a first evaluation, not another one.
+	if want := "Evaluate it on Support gold first"; !strings.Contains(st.Next, want) || !strings.Contains(conflict.Message, want) ||
+		strings.Contains(conflict.Message, "again") {
+		t.Errorf("the next step for a version never evaluated: %q; refused with %q", st.Next, conflict.Message)
+	}
 
 	now := time.Now()
 	storeRun(t, pool, org, version.ID, prod.ID, 0.80, []float64{0.8, 0.8, 0.8, 0.8, 0.8}, 0, now.Add(-time.Hour))
@@ -136,10 +141,27 @@ func TestPromotionGate(t *testing.T) {
 	if err := deploy(cand); !errors.As(err, &conflict) || !strings.Contains(conflict.Message, "2 items regress") {
 		t.Errorf("deploying past a failing evaluation: %v", err)
 	}
+	if !strings.Contains(st.Next, "evaluate it again") {
+		t.Errorf("the next step for a failing evaluation: %q", st.Next)
+	}
 	// A better evaluation, finished later, passes.
 	storeRun(t, pool, org, version.ID, cand.ID, 0.82, []float64{0.8, 0.85, 0.8, 0.75, 0.9}, 0, now)
 	if st, err := reg.GateStatus(ctx, org, cand.ID); err != nil || st.Blocks() || len(st.Reasons) != 0 {
 		t.Fatalf("a better evaluation: %+v, %v", st, err)
+	}
+	// A gate that also asks for a leak check keeps its reason beside the
+	// comparison with production's run.
+	leakGate := eval.Gate{GoldenSetVersionID: version.ID, MaxMeanDrop: 0.02, RegressionMargin: 0.1, NoNewRedTeamFlags: true, LeakCheck: true, LeakMinWords: 20}
+	if err := ev.SetGate(ctx, admin, org, leakGate); err != nil {
+		t.Fatal(err)
+	}
+	if st, err := reg.GateStatus(ctx, org, cand.ID); err != nil || !st.Blocks() || len(st.Reasons) != 1 ||
+		!strings.Contains(st.Reasons[0], "No finished leak check") || !strings.Contains(st.Next, "leak check") {
+		t.Fatalf("a version without a leak check: %+v, %v", st, err)
+	}
+	leakGate.LeakCheck = false
+	if err := ev.SetGate(ctx, admin, org, leakGate); err != nil {
+		t.Fatal(err)
 	}
 	if err := deploy(cand); err != nil {
 		t.Fatalf("deploying after a passing evaluation: %v", err)

@@ -186,11 +186,8 @@ func (s *Service) startDeployment(ctx context.Context, tx pgx.Tx, q *db.Queries,
 	if ver.Status == db.ModelVersionStatusArchived {
 		return db.Deployment{}, &errs.Conflict{Message: fmt.Sprintf("%s %s is archived; archived versions are not deployed.", m.Name, ver.Version)}
 	}
-	switch {
-	case t.Kind == serving.KindVLLM && ver.Kind != KindLoRA:
-		return db.Deployment{}, errs.InvalidField("target", "%s loads LoRA adapters at runtime; %s %s is a full model", t.Name, m.Name, ver.Version)
-	case t.Kind == serving.KindOpenAI && ver.Kind != KindFull:
-		return db.Deployment{}, errs.InvalidField("target", "%s serves the provider's own models; %s %s is a LoRA adapter", t.Name, m.Name, ver.Version)
+	if err := refuseTarget(t.Name, t.Kind, m.Name, ver.Version, ver.Kind); err != nil {
+		return db.Deployment{}, err
 	}
 	prev := uuid.NullUUID{}
 	if a, err := q.ModelAliasGet(ctx, db.ModelAliasGetParams{OrgID: orgID, RegisteredModelID: m.ID, Alias: alias}); err == nil {

@@ -25,7 +25,10 @@ type GateStatus struct {
 	GoldenSet  string    // its name
 	Evaluation uuid.UUID // the finished evaluation the gate read; Nil when none
 	Reasons    []string  // why the version fails; none when it passes
-	Overrides  []Override
+	// Next says what would let the version through, when it fails: a
+	// first evaluation, a leak check, or a better version.
+	Next      string
+	Overrides []Override
 }
 
 // Override is an admin's written decision to deploy past a failing gate.
@@ -60,8 +63,12 @@ func (s *Service) checkGate(ctx context.Context, orgID, versionID uuid.UUID, ali
 		return err
 	}
 	if st.Blocks() {
-		return &errs.Conflict{Message: "The evaluation gate blocks production: " + strings.Join(st.Reasons, " ") +
-			" Evaluate the version again, or override the gate with a written reason."}
+		next := st.Next
+		if next == "" {
+			next = "Evaluate the version on the gate's golden set."
+		}
+		return &errs.Conflict{Message: "The evaluation gate blocks production: " + strings.Join(st.Reasons, " ") + " " + next +
+			" An admin may instead override the gate with a written reason."}
 	}
 	return nil
 }

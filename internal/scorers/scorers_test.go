@@ -236,3 +236,16 @@ func TestParseRefuses(t *testing.T) {
 		t.Error("an unknown field was accepted")
 	}
 }
+
+// Every scorer a form offers says what it measures.
+func TestEveryScorerDescribed(t *testing.T) {
+	for _, name := range PresetNames() {
+		a := Describe(name)
+		if a.Label == "" || a.Measures == "" || strings.Contains(a.Label, "_") {
+			t.Errorf("%s reads as %+v", name, a)
+		}
+	}
+	if a := Describe("cites_policy"); a.Label != "Cites policy" || a.Measures != "" {
+		t.Errorf("a scorer of the organisation's own reads as %+v", a)
+	}
+}

@@ -220,7 +220,7 @@ func (s *Service) Notify(ctx context.Context, t db.ServingTarget, id string, pay
 // OpenAI-compatible base URL (ending in /v1) and key. Only a vLLM target
 // has one Curate can call; others answer ok false.
 func (s *Service) Chat(t db.ServingTarget) (baseURL, apiKey string, ok bool, err error) {
-	if t.Kind != KindVLLM {
+	if !CanChat(t.Kind) {
 		return "", "", false, nil
 	}
 	key, err := s.key(t)
