@@ -924,3 +924,41 @@ func (q *Queries) ExposureInsertMany(ctx context.Context, arg ExposureInsertMany
 	}
 	return items, nil
 }
+
+const exposureListByUnits = `-- name: ExposureListByUnits :many
+SELECT unit_id, arm FROM experiment_exposures
+WHERE experiment_id = $1 AND phase = $2 AND unit_id = ANY($3::text[])
+`
+
+type ExposureListByUnitsParams struct {
+	ExperimentID uuid.UUID `json:"experiment_id"`
+	Phase        int32     `json:"phase"`
+	UnitIds      []string  `json:"unit_ids"`
+}
+
+type ExposureListByUnitsRow struct {
+	UnitID string `json:"unit_id"`
+	Arm    int32  `json:"arm"`
+}
+
+// Units' recorded arms, read again for those a concurrent first exposure
+// recorded after ExposureInsertMany's snapshot was taken.
+func (q *Queries) ExposureListByUnits(ctx context.Context, arg ExposureListByUnitsParams) ([]ExposureListByUnitsRow, error) {
+	rows, err := q.db.Query(ctx, exposureListByUnits, arg.ExperimentID, arg.Phase, arg.UnitIds)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []ExposureListByUnitsRow{}
+	for rows.Next() {
+		var i ExposureListByUnitsRow
+		if err := rows.Scan(&i.UnitID, &i.Arm); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}

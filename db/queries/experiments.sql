@@ -90,6 +90,12 @@ SELECT e.unit_id, e.arm FROM experiment_exposures e
 WHERE e.experiment_id = @experiment_id AND e.phase = @phase AND e.unit_id = ANY(@unit_ids::text[])
   AND NOT EXISTS (SELECT 1 FROM new n WHERE n.unit_id = e.unit_id);
 
+-- name: ExposureListByUnits :many
+-- Units' recorded arms, read again for those a concurrent first exposure
+-- recorded after ExposureInsertMany's snapshot was taken.
+SELECT unit_id, arm FROM experiment_exposures
+WHERE experiment_id = @experiment_id AND phase = @phase AND unit_id = ANY(@unit_ids::text[]);
+
 -- name: ExposureGetLatest :one
 -- A unit's exposure in the newest phase it was assigned in.
 SELECT * FROM experiment_exposures WHERE experiment_id = @experiment_id AND unit_id = @unit_id ORDER BY phase DESC LIMIT 1;

@@ -608,6 +608,25 @@ func (s *Service) Assign(ctx context.Context, orgID uuid.UUID, key string, units
 	for _, r := range rows {
 		recorded[r.UnitID] = int(r.Arm)
 	}
+	// A unit whose first exposure another caller recorded while the
+	// insert ran is missing from its answer: the insert waited for that
+	// row and left it alone, but the statement reads from a snapshot taken
+	// before it was committed. A second statement sees it.
+	var late []string
+	for i, u := range units {
+		if _, ok := recorded[u]; !ok && arms32[i] >= 0 {
+			late = append(late, u)
+		}
+	}
+	if len(late) > 0 {
+		again, err := q.ExposureListByUnits(ctx, db.ExposureListByUnitsParams{ExperimentID: e.ID, Phase: e.Phase, UnitIds: late})
+		if err != nil {
+			return nil, err
+		}
+		for _, r := range again {
+			recorded[r.UnitID] = int(r.Arm)
+		}
+	}
 	for i := range out {
 		a := &out[i]
 		if arm, ok := recorded[a.UnitID]; ok {

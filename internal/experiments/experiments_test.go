@@ -92,6 +92,119 @@ func (e env) register(t *testing.T, version, kind, path string) models.Version {
 	return v
 }
 
+// recorded is the arm stored for a unit in the experiment's first phase,
+// or -1 when none is.
+func (e env) recorded(t *testing.T, key, unit string) int {
+	t.Helper()
+	arm := -1
+	err := e.pool.QueryRow(e.ctx, `SELECT coalesce((SELECT x.arm FROM experiment_exposures x JOIN experiments ex ON ex.id = x.experiment_id
+		WHERE ex.key = $1 AND x.unit_id = $2 AND x.phase = 1), -1)`, key, unit).Scan(&arm)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return arm
+}
+
+// unitInside finds a new unit id (one per round) the coverage takes in
+// (inside true) or leaves out, by the experiment's own hash.
+func unitInside(seed string, coverage float64, inside bool, round int) string {
+	for i := 0; ; i++ {
+		u := fmt.Sprintf("unit-%d-%d", round, i)
+		if (experiments.Choose(experiments.Hash(seed, u), coverage, []float64{0.5, 0.5}) >= 0) == inside {
+			return u
+		}
+	}
+}
+
+// Fifty callers ask at once for the first assignment of one new unit: each
+// answer is the arm recorded for it, in the experiment, whatever the
+// coverage; a unit the coverage leaves out is answered the control by all
+// and recorded nowhere. Batches that share units agree with one another
+// the same way.
+func TestAssignConcurrentFirstExposure(t *testing.T) {
+	e := newEnv(t)
+	v1 := e.register(t, "1.0.0", models.KindFull, "ft:gpt-4o-mini:acme::a")
+	v2 := e.register(t, "1.1.0", models.KindFull, "ft:gpt-4o-mini:acme::b")
+	for _, coverage := range []float64{1, 0.6} {
+		key := fmt.Sprintf("race-%.0f", 100*coverage)
+		if _, err := e.exp.Create(e.ctx, admin, e.org, experiments.New{Key: key, ControlModelID: v1.ID, TreatmentModelID: v2.ID,
+			Coverage: &coverage}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := e.exp.SetStatus(e.ctx, admin, e.org, key, experiments.Running, "", ""); err != nil {
+			t.Fatal(err)
+		}
+		for round := range 5 {
+			units := []string{unitInside(key, coverage, true, round)}
+			if coverage < 1 {
+				units = append(units, unitInside(key, coverage, false, round))
+			}
+			for _, unit := range units {
+				answers := assignAtOnce(t, e, key, 50, func(int) []string { return []string{unit} })
+				want := e.recorded(t, key, unit)
+				for i, as := range answers {
+					a := as[0]
+					if want < 0 {
+						if a.InExperiment || a.Arm != "control" {
+							t.Errorf("%s, caller %d: %+v for a unit outside the coverage", unit, i, a)
+						}
+					} else if !a.InExperiment || a.ArmIndex != want {
+						t.Errorf("coverage %v, %s, caller %d: %+v, recorded arm %d", coverage, unit, i, a, want)
+					}
+				}
+				if inside := unit == units[0]; inside != (want >= 0) {
+					t.Errorf("coverage %v, %s: recorded arm %d", coverage, unit, want)
+				}
+			}
+		}
+		// Batches overlapping in their units, the same unit twice in one.
+		answers := assignAtOnce(t, e, key, 20, func(i int) []string {
+			ids := []string{fmt.Sprintf("batch-%d", i), fmt.Sprintf("batch-%d", i)}
+			for j := range 30 {
+				ids = append(ids, fmt.Sprintf("shared-%d", j))
+			}
+			return ids
+		})
+		for i, as := range answers {
+			for _, a := range as {
+				want := e.recorded(t, key, a.UnitID)
+				if a.InExperiment != (want >= 0) || want >= 0 && a.ArmIndex != want || want < 0 && a.ArmIndex != 0 {
+					t.Errorf("coverage %v, batch %d: %+v, recorded arm %d", coverage, i, a, want)
+				}
+			}
+		}
+	}
+}
+
+// assignAtOnce has n callers ask for their units' assignments together.
+func assignAtOnce(t *testing.T, e env, key string, n int, units func(int) []string) [][]experiments.Assignment {
+	t.Helper()
+	out := make([][]experiments.Assignment, n)
+	failed := make([]error, n)
+	var ready, done sync.WaitGroup
+	start := make(chan struct{})
+	ready.Add(n)
+	done.Add(n)
+	for i := range n {
+		go func() {
+			defer done.Done()
+			ids := units(i)
+			ready.Done()
+			<-start
+			out[i], failed[i] = e.exp.Assign(e.ctx, e.org, key, ids)
+		}()
+	}
+	ready.Wait()
+	close(start)
+	done.Wait()
+	for i, err := range failed {
+		if err != nil {
+			t.Fatalf("caller %d: %v", i, err)
+		}
+	}
+	return out
+}
+
 // deploy puts a version under an alias on a target and carries the
 // deployment out as the worker would.
 func (e env) deploy(t *testing.T, v models.Version, alias, target string) models.Deployment {
