@@ -27,6 +27,14 @@ CREATE UNIQUE INDEX deployments_one_active_load ON deployments (version_id, targ
 -- while the experiment runs or is paused, it is not unloaded.
 ALTER TABLE experiment_arms ADD COLUMN deployment_id uuid REFERENCES deployments (id) ON DELETE SET NULL;
 CREATE INDEX experiment_arms_deployment ON experiment_arms (deployment_id) WHERE deployment_id IS NOT NULL;
+-- Experiments running or paused now are called where their versions are
+-- served now.
+UPDATE experiment_arms a SET deployment_id = (
+    SELECT d.id FROM deployments d
+    WHERE d.version_id = a.model_version_id AND d.status = 'succeeded' AND d.unloaded_at IS NULL AND d.target_id IS NOT NULL
+    ORDER BY d.finished_at DESC, d.created_at DESC LIMIT 1)
+FROM experiments e
+WHERE e.id = a.experiment_id AND e.status IN ('running', 'paused');
 
 -- +goose Down
 DROP INDEX experiment_arms_deployment;

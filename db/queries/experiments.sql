@@ -35,11 +35,11 @@ WHERE a.experiment_id = @experiment_id ORDER BY a.idx;
 
 -- name: ExperimentArmListServed :many
 -- The arms with where each is called: the deployment chosen when the
--- experiment started (none for a provider's model called directly), its
+-- experiment started (none for a provider's model called by its id), its
 -- served name and target, and whether it is still served.
 SELECT a.idx, a.name, a.weight, mv.version, mv.model_id, coalesce(d.served_name, '')::text AS served_name,
        coalesce(t.base_url, '')::text AS base_url, coalesce(t.name, '')::text AS target_name,
-       (d.id IS NULL OR (d.status = 'succeeded' AND d.unloaded_at IS NULL))::bool AS served
+       CASE WHEN d.id IS NULL THEN mv.kind = 'full' ELSE d.status = 'succeeded' AND d.unloaded_at IS NULL END::bool AS served
 FROM experiment_arms a
 JOIN model_versions mv ON mv.id = a.model_version_id
 LEFT JOIN deployments d ON d.id = a.deployment_id

@@ -636,8 +636,8 @@ func (s *Service) Assign(ctx context.Context, orgID uuid.UUID, key string, units
 		}
 		arm := arms[a.ArmIndex]
 		if !arm.Served {
-			return nil, &errs.Conflict{Message: fmt.Sprintf("The %s arm's version %s is no longer served on %s: pause the experiment and start it again to load it.",
-				arm.Name, arm.Version, arm.TargetName)}
+			return nil, &errs.Conflict{Message: fmt.Sprintf("The %s arm's version %s is no longer served where the experiment calls it: "+
+				"pause the experiment and start it again to load it.", arm.Name, arm.Version)}
 		}
 		a.Arm, a.Version, a.BaseURL = arm.Name, arm.Version, arm.BaseUrl
 		a.Model = cmp.Or(arm.ServedName, arm.ModelID)

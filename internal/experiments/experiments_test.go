@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"slices"
 	"strings"
 	"sync"
@@ -338,33 +339,57 @@ func TestStartLoadsWhatArmsNeed(t *testing.T) {
 	}
 	e.checkAssignments(t, "support-v3", vllm, 400)
 
-	// Ended: what the arms were called at is unloaded after the grace
-	// period, each by its own job.
-	if _, err := e.exp.SetStatus(e.ctx, admin, e.org, "support-v3", experiments.Completed, "treatment", ""); err != nil {
-		t.Fatal(err)
-	}
-	var jobs []uuid.UUID
-	rows, err := e.pool.Query(e.ctx, `SELECT (args->>'deployment_id')::uuid FROM river_job WHERE kind = 'model_unload'
-		AND scheduled_at > now() + interval '4 minutes' ORDER BY 1`)
+	// The server restarts and forgets the control's adapter. A second
+	// experiment on 1.0.0 finds it gone when it starts and loads it again;
+	// the first one's assignments are refused, naming the arm, rather than
+	// sent to a model the server does not list, until it is started again.
+	forget(t, vllm.URL, control.ServedName)
+	e.create(t, "support-v3b", v1, v2)
+	second, err := e.exp.SetStatus(e.ctx, admin, e.org, "support-v3b", experiments.Running, "", "")
 	if err != nil {
 		t.Fatal(err)
 	}
-	for rows.Next() {
-		var id uuid.UUID
-		if err := rows.Scan(&id); err != nil {
+	if *second.Arms[0].DeploymentID == control.ID {
+		t.Fatal("the second experiment is called at the forgotten adapter")
+	}
+	_, err = e.exp.Assign(e.ctx, e.org, "support-v3", []string{"support-v3-user-1", "support-v3-user-2", "support-v3-user-3"})
+	var conflict *errs.Conflict
+	if !errors.As(err, &conflict) || !strings.Contains(conflict.Message, "control arm's version 1.0.0") {
+		t.Errorf("assigning while the control is gone: %v", err)
+	}
+	for _, status := range []string{experiments.Paused, experiments.Running} {
+		if _, err := e.exp.SetStatus(e.ctx, admin, e.org, "support-v3", status, "", ""); err != nil {
 			t.Fatal(err)
 		}
-		jobs = append(jobs, id)
 	}
-	if rows.Err() != nil || !slices.Contains(jobs, control.ID) || !slices.Contains(jobs, d2.ID) {
-		t.Errorf("unload jobs after the end: %v (%v)", jobs, rows.Err())
+	e.checkAssignments(t, "support-v3", vllm, 400)
+	if _, err := e.exp.SetStatus(e.ctx, admin, e.org, "support-v3b", experiments.Cancelled, "", ""); err != nil {
+		t.Fatal(err)
 	}
-	for _, id := range []uuid.UUID{control.ID, d2.ID} {
+
+	// Ended: what the arms were called at is unloaded after the grace
+	// period, each by its own job.
+	running, err := e.exp.Get(e.ctx, e.org, "support-v3")
+	if err != nil {
+		t.Fatal(err)
+	}
+	held := []uuid.UUID{*running.Arms[0].DeploymentID, *running.Arms[1].DeploymentID}
+	if held[1] != d2.ID {
+		t.Errorf("the treatment is called at %s, want %s", held[1], d2.ID)
+	}
+	if _, err := e.exp.SetStatus(e.ctx, admin, e.org, "support-v3", experiments.Completed, "treatment", ""); err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range held {
+		if n := count(t, e, `SELECT count(*) FROM river_job WHERE kind = 'model_unload' AND scheduled_at > now() + interval '4 minutes'
+			AND args->>'deployment_id' = $1`, id.String()); n == 0 {
+			t.Errorf("no unload job for %s after the end", id)
+		}
 		if err := e.reg.Unload(e.ctx, id); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if got := vllm.Loaded(); len(got) != 1 || slices.Contains(got, d2.ServedName) || slices.Contains(got, control.ServedName) {
+	if got := vllm.Loaded(); len(got) != 1 || !strings.HasPrefix(got[0], "support-1.2.0-") {
 		t.Errorf("after the end the server lists %v, want 1.2.0's adapter only", got)
 	}
 }
@@ -498,4 +523,18 @@ func count(t *testing.T, e env, query string, args ...any) int {
 		t.Fatal(err)
 	}
 	return n
+}
+
+// forget makes a vLLM server drop an adapter behind Curate's back, as a
+// restart does.
+func forget(t *testing.T, baseURL, name string) {
+	t.Helper()
+	resp, err := http.Post(baseURL+"/v1/unload_lora_adapter", "application/json", strings.NewReader(`{"lora_name":"`+name+`"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("unloading %s behind Curate's back: %s", name, resp.Status)
+	}
 }
