@@ -42,7 +42,7 @@ type env struct {
 
 // newEnv gives a test its own database, with a pool wide enough for many
 // callers at once, and the registry and experiments services on it.
-func newEnv(t *testing.T) env {
+func newEnv(t testing.TB) env {
 	t.Helper()
 	ctx := context.Background()
 	_, url := pgtest.NewDBURL(t)
@@ -80,7 +80,7 @@ func newEnv(t *testing.T) env {
 	return env{ctx: ctx, pool: pool, reg: reg, exp: &experiments.Service{Pool: pool, Models: reg}, org: org}
 }
 
-func (e env) register(t *testing.T, version, kind, path string) models.Version {
+func (e env) register(t testing.TB, version, kind, path string) models.Version {
 	t.Helper()
 	in := models.NewVersion{Name: "support", Version: version, ModelID: path, Kind: kind}
 	if kind == models.KindLoRA {
@@ -208,7 +208,7 @@ func assignAtOnce(t *testing.T, e env, key string, n int, units func(int) []stri
 
 // deploy puts a version under an alias on a target and carries the
 // deployment out as the worker would.
-func (e env) deploy(t *testing.T, v models.Version, alias, target string) models.Deployment {
+func (e env) deploy(t testing.TB, v models.Version, alias, target string) models.Deployment {
 	t.Helper()
 	d, err := e.reg.Deploy(e.ctx, admin, e.org, v.ID, models.DeployRequest{Alias: alias, Target: target, Reason: "next version"})
 	if err != nil {
@@ -220,14 +220,14 @@ func (e env) deploy(t *testing.T, v models.Version, alias, target string) models
 	return d
 }
 
-func (e env) target(t *testing.T, name, url string) {
+func (e env) target(t testing.TB, name, url string) {
 	t.Helper()
 	if _, err := e.reg.Serving.Create(e.ctx, admin, e.org, serving.NewTarget{Name: name, Kind: serving.KindVLLM, BaseURL: url}); err != nil {
 		t.Fatal(err)
 	}
 }
 
-func (e env) create(t *testing.T, key string, control, treatment models.Version) {
+func (e env) create(t testing.TB, key string, control, treatment models.Version) {
 	t.Helper()
 	if _, err := e.exp.Create(e.ctx, admin, e.org, experiments.New{Key: key, Name: "Support " + key, ControlModelID: control.ID,
 		TreatmentModelID: treatment.ID}); err != nil {
