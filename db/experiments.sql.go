@@ -38,7 +38,7 @@ func (q *Queries) ExperimentArmInsert(ctx context.Context, arg ExperimentArmInse
 }
 
 const experimentArmList = `-- name: ExperimentArmList :many
-SELECT a.experiment_id, a.idx, a.name, a.model_version_id, a.weight, mv.version, mv.status AS version_status
+SELECT a.experiment_id, a.idx, a.name, a.model_version_id, a.weight, a.deployment_id, mv.version, mv.status AS version_status
 FROM experiment_arms a JOIN model_versions mv ON mv.id = a.model_version_id
 WHERE a.experiment_id = $1 ORDER BY a.idx
 `
@@ -49,6 +49,7 @@ type ExperimentArmListRow struct {
 	Name           string             `json:"name"`
 	ModelVersionID uuid.UUID          `json:"model_version_id"`
 	Weight         float64            `json:"weight"`
+	DeploymentID   uuid.NullUUID      `json:"deployment_id"`
 	Version        string             `json:"version"`
 	VersionStatus  ModelVersionStatus `json:"version_status"`
 }
@@ -68,6 +69,7 @@ func (q *Queries) ExperimentArmList(ctx context.Context, experimentID uuid.UUID)
 			&i.Name,
 			&i.ModelVersionID,
 			&i.Weight,
+			&i.DeploymentID,
 			&i.Version,
 			&i.VersionStatus,
 		); err != nil {
@@ -79,6 +81,77 @@ func (q *Queries) ExperimentArmList(ctx context.Context, experimentID uuid.UUID)
 		return nil, err
 	}
 	return items, nil
+}
+
+const experimentArmListServed = `-- name: ExperimentArmListServed :many
+SELECT a.idx, a.name, a.weight, mv.version, mv.model_id, coalesce(d.served_name, '')::text AS served_name,
+       coalesce(t.base_url, '')::text AS base_url, coalesce(t.name, '')::text AS target_name,
+       CASE WHEN d.id IS NULL THEN mv.kind = 'full' ELSE d.status = 'succeeded' AND d.unloaded_at IS NULL END::bool AS served
+FROM experiment_arms a
+JOIN model_versions mv ON mv.id = a.model_version_id
+LEFT JOIN deployments d ON d.id = a.deployment_id
+LEFT JOIN serving_targets t ON t.id = d.target_id
+WHERE a.experiment_id = $1 ORDER BY a.idx
+`
+
+type ExperimentArmListServedRow struct {
+	Idx        int32   `json:"idx"`
+	Name       string  `json:"name"`
+	Weight     float64 `json:"weight"`
+	Version    string  `json:"version"`
+	ModelID    string  `json:"model_id"`
+	ServedName string  `json:"served_name"`
+	BaseUrl    string  `json:"base_url"`
+	TargetName string  `json:"target_name"`
+	Served     bool    `json:"served"`
+}
+
+// The arms with where each is called: the deployment chosen when the
+// experiment started (none for a provider's model called by its id), its
+// served name and target, and whether it is still served.
+func (q *Queries) ExperimentArmListServed(ctx context.Context, experimentID uuid.UUID) ([]ExperimentArmListServedRow, error) {
+	rows, err := q.db.Query(ctx, experimentArmListServed, experimentID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []ExperimentArmListServedRow{}
+	for rows.Next() {
+		var i ExperimentArmListServedRow
+		if err := rows.Scan(
+			&i.Idx,
+			&i.Name,
+			&i.Weight,
+			&i.Version,
+			&i.ModelID,
+			&i.ServedName,
+			&i.BaseUrl,
+			&i.TargetName,
+			&i.Served,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const experimentArmUpdateDeployment = `-- name: ExperimentArmUpdateDeployment :exec
+UPDATE experiment_arms SET deployment_id = $1 WHERE experiment_id = $2 AND idx = $3
+`
+
+type ExperimentArmUpdateDeploymentParams struct {
+	DeploymentID uuid.NullUUID `json:"deployment_id"`
+	ExperimentID uuid.UUID     `json:"experiment_id"`
+	Idx          int32         `json:"idx"`
+}
+
+func (q *Queries) ExperimentArmUpdateDeployment(ctx context.Context, arg ExperimentArmUpdateDeploymentParams) error {
+	_, err := q.db.Exec(ctx, experimentArmUpdateDeployment, arg.DeploymentID, arg.ExperimentID, arg.Idx)
+	return err
 }
 
 const experimentArmUpdateWeight = `-- name: ExperimentArmUpdateWeight :exec
@@ -841,6 +914,44 @@ func (q *Queries) ExposureInsertMany(ctx context.Context, arg ExposureInsertMany
 	items := []ExposureInsertManyRow{}
 	for rows.Next() {
 		var i ExposureInsertManyRow
+		if err := rows.Scan(&i.UnitID, &i.Arm); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const exposureListByUnits = `-- name: ExposureListByUnits :many
+SELECT unit_id, arm FROM experiment_exposures
+WHERE experiment_id = $1 AND phase = $2 AND unit_id = ANY($3::text[])
+`
+
+type ExposureListByUnitsParams struct {
+	ExperimentID uuid.UUID `json:"experiment_id"`
+	Phase        int32     `json:"phase"`
+	UnitIds      []string  `json:"unit_ids"`
+}
+
+type ExposureListByUnitsRow struct {
+	UnitID string `json:"unit_id"`
+	Arm    int32  `json:"arm"`
+}
+
+// Units' recorded arms, read again for those a concurrent first exposure
+// recorded after ExposureInsertMany's snapshot was taken.
+func (q *Queries) ExposureListByUnits(ctx context.Context, arg ExposureListByUnitsParams) ([]ExposureListByUnitsRow, error) {
+	rows, err := q.db.Query(ctx, exposureListByUnits, arg.ExperimentID, arg.Phase, arg.UnitIds)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []ExposureListByUnitsRow{}
+	for rows.Next() {
+		var i ExposureListByUnitsRow
 		if err := rows.Scan(&i.UnitID, &i.Arm); err != nil {
 			return nil, err
 		}

@@ -1039,6 +1039,7 @@ type Deployment struct {
 	CreatedByLabel    string           `json:"created_by_label"`
 	CreatedAt         time.Time        `json:"created_at"`
 	FinishedAt        *time.Time       `json:"finished_at"`
+	UnloadedAt        *time.Time       `json:"unloaded_at"`
 }
 
 type Endpoint struct {
@@ -1148,11 +1149,12 @@ type Experiment struct {
 }
 
 type ExperimentArm struct {
-	ExperimentID   uuid.UUID `json:"experiment_id"`
-	Idx            int32     `json:"idx"`
-	Name           string    `json:"name"`
-	ModelVersionID uuid.UUID `json:"model_version_id"`
-	Weight         float64   `json:"weight"`
+	ExperimentID   uuid.UUID     `json:"experiment_id"`
+	Idx            int32         `json:"idx"`
+	Name           string        `json:"name"`
+	ModelVersionID uuid.UUID     `json:"model_version_id"`
+	Weight         float64       `json:"weight"`
+	DeploymentID   uuid.NullUUID `json:"deployment_id"`
 }
 
 type ExperimentExposure struct {

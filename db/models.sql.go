@@ -65,7 +65,7 @@ func (q *Queries) DatasetVersionGetForModel(ctx context.Context, arg DatasetVers
 }
 
 const deploymentGet = `-- name: DeploymentGet :one
-SELECT id, org_id, registered_model_id, version_id, target_id, alias, action, status, reason, previous_version_id, served_name, loaded_at, verified_at, alias_moved_at, error, river_job_id, created_by, created_by_label, created_at, finished_at FROM deployments WHERE org_id = $1 AND id = $2
+SELECT id, org_id, registered_model_id, version_id, target_id, alias, action, status, reason, previous_version_id, served_name, loaded_at, verified_at, alias_moved_at, error, river_job_id, created_by, created_by_label, created_at, finished_at, unloaded_at FROM deployments WHERE org_id = $1 AND id = $2
 `
 
 type DeploymentGetParams struct {
@@ -97,12 +97,93 @@ func (q *Queries) DeploymentGet(ctx context.Context, arg DeploymentGetParams) (D
 		&i.CreatedByLabel,
 		&i.CreatedAt,
 		&i.FinishedAt,
+		&i.UnloadedAt,
+	)
+	return i, err
+}
+
+const deploymentGetActiveForAlias = `-- name: DeploymentGetActiveForAlias :one
+SELECT id, org_id, registered_model_id, version_id, target_id, alias, action, status, reason, previous_version_id, served_name, loaded_at, verified_at, alias_moved_at, error, river_job_id, created_by, created_by_label, created_at, finished_at, unloaded_at FROM deployments
+WHERE registered_model_id = $1 AND alias = $2 AND status IN ('queued', 'running') AND action <> 'load'
+`
+
+type DeploymentGetActiveForAliasParams struct {
+	RegisteredModelID uuid.UUID `json:"registered_model_id"`
+	Alias             string    `json:"alias"`
+}
+
+// The deployment under way for an alias, if any.
+func (q *Queries) DeploymentGetActiveForAlias(ctx context.Context, arg DeploymentGetActiveForAliasParams) (Deployment, error) {
+	row := q.db.QueryRow(ctx, deploymentGetActiveForAlias, arg.RegisteredModelID, arg.Alias)
+	var i Deployment
+	err := row.Scan(
+		&i.ID,
+		&i.OrgID,
+		&i.RegisteredModelID,
+		&i.VersionID,
+		&i.TargetID,
+		&i.Alias,
+		&i.Action,
+		&i.Status,
+		&i.Reason,
+		&i.PreviousVersionID,
+		&i.ServedName,
+		&i.LoadedAt,
+		&i.VerifiedAt,
+		&i.AliasMovedAt,
+		&i.Error,
+		&i.RiverJobID,
+		&i.CreatedBy,
+		&i.CreatedByLabel,
+		&i.CreatedAt,
+		&i.FinishedAt,
+		&i.UnloadedAt,
+	)
+	return i, err
+}
+
+const deploymentGetActiveLoad = `-- name: DeploymentGetActiveLoad :one
+SELECT id, org_id, registered_model_id, version_id, target_id, alias, action, status, reason, previous_version_id, served_name, loaded_at, verified_at, alias_moved_at, error, river_job_id, created_by, created_by_label, created_at, finished_at, unloaded_at FROM deployments
+WHERE version_id = $1 AND target_id = $2 AND status IN ('queued', 'running') AND action = 'load'
+`
+
+type DeploymentGetActiveLoadParams struct {
+	VersionID uuid.UUID     `json:"version_id"`
+	TargetID  uuid.NullUUID `json:"target_id"`
+}
+
+// The load of a version on a target under way, if any.
+func (q *Queries) DeploymentGetActiveLoad(ctx context.Context, arg DeploymentGetActiveLoadParams) (Deployment, error) {
+	row := q.db.QueryRow(ctx, deploymentGetActiveLoad, arg.VersionID, arg.TargetID)
+	var i Deployment
+	err := row.Scan(
+		&i.ID,
+		&i.OrgID,
+		&i.RegisteredModelID,
+		&i.VersionID,
+		&i.TargetID,
+		&i.Alias,
+		&i.Action,
+		&i.Status,
+		&i.Reason,
+		&i.PreviousVersionID,
+		&i.ServedName,
+		&i.LoadedAt,
+		&i.VerifiedAt,
+		&i.AliasMovedAt,
+		&i.Error,
+		&i.RiverJobID,
+		&i.CreatedBy,
+		&i.CreatedByLabel,
+		&i.CreatedAt,
+		&i.FinishedAt,
+		&i.UnloadedAt,
 	)
 	return i, err
 }
 
 const deploymentGetByID = `-- name: DeploymentGetByID :one
-SELECT id, org_id, registered_model_id, version_id, target_id, alias, action, status, reason, previous_version_id, served_name, loaded_at, verified_at, alias_moved_at, error, river_job_id, created_by, created_by_label, created_at, finished_at FROM deployments WHERE id = $1
+SELECT id, org_id, registered_model_id, version_id, target_id, alias, action, status, reason, previous_version_id, served_name, loaded_at, verified_at, alias_moved_at, error, river_job_id, created_by, created_by_label, created_at, finished_at, unloaded_at FROM deployments WHERE id = $1
 `
 
 // For the worker, which knows the deployment only by its id.
@@ -130,12 +211,13 @@ func (q *Queries) DeploymentGetByID(ctx context.Context, id uuid.UUID) (Deployme
 		&i.CreatedByLabel,
 		&i.CreatedAt,
 		&i.FinishedAt,
+		&i.UnloadedAt,
 	)
 	return i, err
 }
 
 const deploymentGetForUpdate = `-- name: DeploymentGetForUpdate :one
-SELECT id, org_id, registered_model_id, version_id, target_id, alias, action, status, reason, previous_version_id, served_name, loaded_at, verified_at, alias_moved_at, error, river_job_id, created_by, created_by_label, created_at, finished_at FROM deployments WHERE id = $1 FOR UPDATE
+SELECT id, org_id, registered_model_id, version_id, target_id, alias, action, status, reason, previous_version_id, served_name, loaded_at, verified_at, alias_moved_at, error, river_job_id, created_by, created_by_label, created_at, finished_at, unloaded_at FROM deployments WHERE id = $1 FOR UPDATE
 `
 
 func (q *Queries) DeploymentGetForUpdate(ctx context.Context, id uuid.UUID) (Deployment, error) {
@@ -162,13 +244,60 @@ func (q *Queries) DeploymentGetForUpdate(ctx context.Context, id uuid.UUID) (Dep
 		&i.CreatedByLabel,
 		&i.CreatedAt,
 		&i.FinishedAt,
+		&i.UnloadedAt,
 	)
 	return i, err
 }
 
+const deploymentGetHomeTarget = `-- name: DeploymentGetHomeTarget :one
+SELECT target_id::uuid FROM deployments
+WHERE org_id = $1 AND registered_model_id = $2 AND status = 'succeeded' AND target_id IS NOT NULL
+ORDER BY version_id = $3 DESC, (alias = 'production' AND action <> 'load') DESC, finished_at DESC
+LIMIT 1
+`
+
+type DeploymentGetHomeTargetParams struct {
+	OrgID             uuid.UUID `json:"org_id"`
+	RegisteredModelID uuid.UUID `json:"registered_model_id"`
+	VersionID         uuid.UUID `json:"version_id"`
+}
+
+// Where a version would be called: the target of its own newest
+// deployment, else of its model's production alias, else of the model's
+// newest deployment.
+func (q *Queries) DeploymentGetHomeTarget(ctx context.Context, arg DeploymentGetHomeTargetParams) (uuid.UUID, error) {
+	row := q.db.QueryRow(ctx, deploymentGetHomeTarget, arg.OrgID, arg.RegisteredModelID, arg.VersionID)
+	var target_id uuid.UUID
+	err := row.Scan(&target_id)
+	return target_id, err
+}
+
+const deploymentGetInUse = `-- name: DeploymentGetInUse :one
+SELECT ((d.action <> 'load' AND d.id = (
+            SELECT x.id FROM deployments x
+            WHERE x.registered_model_id = d.registered_model_id AND x.alias = d.alias AND x.status = 'succeeded' AND x.action <> 'load'
+            ORDER BY x.alias_moved_at DESC, x.created_at DESC LIMIT 1))
+        OR EXISTS (
+            SELECT 1 FROM experiment_arms a JOIN experiments e ON e.id = a.experiment_id
+            WHERE a.deployment_id = d.id AND e.status IN ('running', 'paused')))::bool AS in_use
+FROM deployments d WHERE d.id = $1
+`
+
+// Whether something still sends requests to a deployment: its alias's
+// current deployment is this one, or an arm of a running or paused
+// experiment is called at it. Read after locking the deployment's row,
+// which starting an experiment locks too.
+func (q *Queries) DeploymentGetInUse(ctx context.Context, id uuid.UUID) (bool, error) {
+	row := q.db.QueryRow(ctx, deploymentGetInUse, id)
+	var in_use bool
+	err := row.Scan(&in_use)
+	return in_use, err
+}
+
 const deploymentGetLatestSucceeded = `-- name: DeploymentGetLatestSucceeded :one
-SELECT id, org_id, registered_model_id, version_id, target_id, alias, action, status, reason, previous_version_id, served_name, loaded_at, verified_at, alias_moved_at, error, river_job_id, created_by, created_by_label, created_at, finished_at FROM deployments
+SELECT id, org_id, registered_model_id, version_id, target_id, alias, action, status, reason, previous_version_id, served_name, loaded_at, verified_at, alias_moved_at, error, river_job_id, created_by, created_by_label, created_at, finished_at, unloaded_at FROM deployments
 WHERE org_id = $1 AND registered_model_id = $2 AND alias = $3 AND status = 'succeeded'
+  AND action <> 'load'
 ORDER BY alias_moved_at DESC, created_at DESC
 LIMIT 1
 `
@@ -204,6 +333,7 @@ func (q *Queries) DeploymentGetLatestSucceeded(ctx context.Context, arg Deployme
 		&i.CreatedByLabel,
 		&i.CreatedAt,
 		&i.FinishedAt,
+		&i.UnloadedAt,
 	)
 	return i, err
 }
@@ -216,7 +346,7 @@ INSERT INTO deployments (
     $1, $2, $3, $4, $5, $6, $7,
     $8, $9, $10, $11
 )
-RETURNING id, org_id, registered_model_id, version_id, target_id, alias, action, status, reason, previous_version_id, served_name, loaded_at, verified_at, alias_moved_at, error, river_job_id, created_by, created_by_label, created_at, finished_at
+RETURNING id, org_id, registered_model_id, version_id, target_id, alias, action, status, reason, previous_version_id, served_name, loaded_at, verified_at, alias_moved_at, error, river_job_id, created_by, created_by_label, created_at, finished_at, unloaded_at
 `
 
 type DeploymentInsertParams struct {
@@ -269,12 +399,13 @@ func (q *Queries) DeploymentInsert(ctx context.Context, arg DeploymentInsertPara
 		&i.CreatedByLabel,
 		&i.CreatedAt,
 		&i.FinishedAt,
+		&i.UnloadedAt,
 	)
 	return i, err
 }
 
 const deploymentListByVersion = `-- name: DeploymentListByVersion :many
-SELECT d.id, d.org_id, d.registered_model_id, d.version_id, d.target_id, d.alias, d.action, d.status, d.reason, d.previous_version_id, d.served_name, d.loaded_at, d.verified_at, d.alias_moved_at, d.error, d.river_job_id, d.created_by, d.created_by_label, d.created_at, d.finished_at, coalesce(t.name, '') AS target_name FROM deployments d
+SELECT d.id, d.org_id, d.registered_model_id, d.version_id, d.target_id, d.alias, d.action, d.status, d.reason, d.previous_version_id, d.served_name, d.loaded_at, d.verified_at, d.alias_moved_at, d.error, d.river_job_id, d.created_by, d.created_by_label, d.created_at, d.finished_at, d.unloaded_at, coalesce(t.name, '') AS target_name FROM deployments d
 LEFT JOIN serving_targets t ON t.id = d.target_id
 WHERE d.org_id = $1 AND d.version_id = $2
 ORDER BY d.created_at DESC
@@ -321,7 +452,80 @@ func (q *Queries) DeploymentListByVersion(ctx context.Context, arg DeploymentLis
 			&i.Deployment.CreatedByLabel,
 			&i.Deployment.CreatedAt,
 			&i.Deployment.FinishedAt,
+			&i.Deployment.UnloadedAt,
 			&i.TargetName,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const deploymentListServed = `-- name: DeploymentListServed :many
+SELECT d.id, d.org_id, d.registered_model_id, d.version_id, d.target_id, d.alias, d.action, d.status, d.reason, d.previous_version_id, d.served_name, d.loaded_at, d.verified_at, d.alias_moved_at, d.error, d.river_job_id, d.created_by, d.created_by_label, d.created_at, d.finished_at, d.unloaded_at, t.id, t.org_id, t.name, t.kind, t.base_url, t.api_key_ciphertext, t.api_key_nonce, t.unload_grace_s, t.created_at FROM deployments d
+JOIN serving_targets t ON t.org_id = d.org_id AND t.id = d.target_id
+WHERE d.org_id = $1 AND d.version_id = $2 AND d.status = 'succeeded' AND d.unloaded_at IS NULL
+ORDER BY d.finished_at DESC, d.created_at DESC
+LIMIT 20
+`
+
+type DeploymentListServedParams struct {
+	OrgID     uuid.UUID `json:"org_id"`
+	VersionID uuid.UUID `json:"version_id"`
+}
+
+type DeploymentListServedRow struct {
+	Deployment    Deployment    `json:"deployment"`
+	ServingTarget ServingTarget `json:"serving_target"`
+}
+
+// Where a version is served now, as the records kept in step with each
+// target say: its deployments that succeeded and were not unloaded since,
+// newest first, each with its target.
+func (q *Queries) DeploymentListServed(ctx context.Context, arg DeploymentListServedParams) ([]DeploymentListServedRow, error) {
+	rows, err := q.db.Query(ctx, deploymentListServed, arg.OrgID, arg.VersionID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []DeploymentListServedRow{}
+	for rows.Next() {
+		var i DeploymentListServedRow
+		if err := rows.Scan(
+			&i.Deployment.ID,
+			&i.Deployment.OrgID,
+			&i.Deployment.RegisteredModelID,
+			&i.Deployment.VersionID,
+			&i.Deployment.TargetID,
+			&i.Deployment.Alias,
+			&i.Deployment.Action,
+			&i.Deployment.Status,
+			&i.Deployment.Reason,
+			&i.Deployment.PreviousVersionID,
+			&i.Deployment.ServedName,
+			&i.Deployment.LoadedAt,
+			&i.Deployment.VerifiedAt,
+			&i.Deployment.AliasMovedAt,
+			&i.Deployment.Error,
+			&i.Deployment.RiverJobID,
+			&i.Deployment.CreatedBy,
+			&i.Deployment.CreatedByLabel,
+			&i.Deployment.CreatedAt,
+			&i.Deployment.FinishedAt,
+			&i.Deployment.UnloadedAt,
+			&i.ServingTarget.ID,
+			&i.ServingTarget.OrgID,
+			&i.ServingTarget.Name,
+			&i.ServingTarget.Kind,
+			&i.ServingTarget.BaseUrl,
+			&i.ServingTarget.ApiKeyCiphertext,
+			&i.ServingTarget.ApiKeyNonce,
+			&i.ServingTarget.UnloadGraceS,
+			&i.ServingTarget.CreatedAt,
 		); err != nil {
 			return nil, err
 		}
@@ -348,13 +552,16 @@ func (q *Queries) DeploymentUpdateFailed(ctx context.Context, arg DeploymentUpda
 	return err
 }
 
-const deploymentUpdateLoaded = `-- name: DeploymentUpdateLoaded :exec
+const deploymentUpdateLoaded = `-- name: DeploymentUpdateLoaded :execrows
 UPDATE deployments SET loaded_at = now() WHERE id = $1 AND loaded_at IS NULL
 `
 
-func (q *Queries) DeploymentUpdateLoaded(ctx context.Context, id uuid.UUID) error {
-	_, err := q.db.Exec(ctx, deploymentUpdateLoaded, id)
-	return err
+func (q *Queries) DeploymentUpdateLoaded(ctx context.Context, id uuid.UUID) (int64, error) {
+	result, err := q.db.Exec(ctx, deploymentUpdateLoaded, id)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
 }
 
 const deploymentUpdateRiverID = `-- name: DeploymentUpdateRiverID :exec
@@ -381,12 +588,28 @@ func (q *Queries) DeploymentUpdateRunning(ctx context.Context, id uuid.UUID) err
 }
 
 const deploymentUpdateSucceeded = `-- name: DeploymentUpdateSucceeded :exec
-UPDATE deployments SET status = 'succeeded', alias_moved_at = now(), finished_at = now() WHERE id = $1
+UPDATE deployments SET status = 'succeeded', alias_moved_at = CASE WHEN action <> 'load' THEN now() END, finished_at = now()
+WHERE id = $1
 `
 
+// A load moves no alias.
 func (q *Queries) DeploymentUpdateSucceeded(ctx context.Context, id uuid.UUID) error {
 	_, err := q.db.Exec(ctx, deploymentUpdateSucceeded, id)
 	return err
+}
+
+const deploymentUpdateUnloaded = `-- name: DeploymentUpdateUnloaded :execrows
+UPDATE deployments SET unloaded_at = now() WHERE id = $1 AND unloaded_at IS NULL
+`
+
+// The deployment's version is no longer served: set before its adapter
+// is unloaded, or when the target no longer lists it.
+func (q *Queries) DeploymentUpdateUnloaded(ctx context.Context, id uuid.UUID) (int64, error) {
+	result, err := q.db.Exec(ctx, deploymentUpdateUnloaded, id)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
 }
 
 const deploymentUpdateVerified = `-- name: DeploymentUpdateVerified :exec

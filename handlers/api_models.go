@@ -144,7 +144,9 @@ func (h *Handlers) APIServingTargetList(c echo.Context) error {
 }
 
 // APIModelDeploy asks for a version to be deployed under an alias on a
-// target: 202 with the deployment, which a worker carries out.
+// target: 202 with the deployment, which a worker carries out, or 200 with
+// the existing one when the alias already holds the version there or its
+// deployment is under way.
 func (h *Handlers) APIModelDeploy(c echo.Context) error {
 	if _, err := queryParams(c); err != nil {
 		return err
@@ -160,6 +162,9 @@ func (h *Handlers) APIModelDeploy(c echo.Context) error {
 	d, err := h.Models.Deploy(ctx(c), actor(c), CallerOf(c).OrgID, id, in)
 	if err != nil {
 		return err
+	}
+	if d.Unchanged {
+		return c.JSON(http.StatusOK, d)
 	}
 	return c.JSON(http.StatusAccepted, d)
 }

@@ -37,7 +37,8 @@ func (w *DeployWorker) Work(ctx context.Context, job *river.Job[models.DeployArg
 }
 
 // UnloadWorker unloads what a deployment loaded once its alias has moved
-// on and the grace period is over.
+// on (or the experiment calling it ended) and the grace period is over;
+// a deployment something still uses is left loaded.
 type UnloadWorker struct {
 	river.WorkerDefaults[models.UnloadArgs]
 	Models *models.Service

@@ -33,6 +33,22 @@ SELECT a.*, mv.version, mv.status AS version_status
 FROM experiment_arms a JOIN model_versions mv ON mv.id = a.model_version_id
 WHERE a.experiment_id = @experiment_id ORDER BY a.idx;
 
+-- name: ExperimentArmListServed :many
+-- The arms with where each is called: the deployment chosen when the
+-- experiment started (none for a provider's model called by its id), its
+-- served name and target, and whether it is still served.
+SELECT a.idx, a.name, a.weight, mv.version, mv.model_id, coalesce(d.served_name, '')::text AS served_name,
+       coalesce(t.base_url, '')::text AS base_url, coalesce(t.name, '')::text AS target_name,
+       CASE WHEN d.id IS NULL THEN mv.kind = 'full' ELSE d.status = 'succeeded' AND d.unloaded_at IS NULL END::bool AS served
+FROM experiment_arms a
+JOIN model_versions mv ON mv.id = a.model_version_id
+LEFT JOIN deployments d ON d.id = a.deployment_id
+LEFT JOIN serving_targets t ON t.id = d.target_id
+WHERE a.experiment_id = @experiment_id ORDER BY a.idx;
+
+-- name: ExperimentArmUpdateDeployment :exec
+UPDATE experiment_arms SET deployment_id = @deployment_id WHERE experiment_id = @experiment_id AND idx = @idx;
+
 -- name: ExperimentArmUpdateWeight :exec
 UPDATE experiment_arms SET weight = @weight WHERE experiment_id = @experiment_id AND idx = @idx;
 
@@ -73,6 +89,12 @@ UNION ALL
 SELECT e.unit_id, e.arm FROM experiment_exposures e
 WHERE e.experiment_id = @experiment_id AND e.phase = @phase AND e.unit_id = ANY(@unit_ids::text[])
   AND NOT EXISTS (SELECT 1 FROM new n WHERE n.unit_id = e.unit_id);
+
+-- name: ExposureListByUnits :many
+-- Units' recorded arms, read again for those a concurrent first exposure
+-- recorded after ExposureInsertMany's snapshot was taken.
+SELECT unit_id, arm FROM experiment_exposures
+WHERE experiment_id = @experiment_id AND phase = @phase AND unit_id = ANY(@unit_ids::text[]);
 
 -- name: ExposureGetLatest :one
 -- A unit's exposure in the newest phase it was assigned in.

@@ -147,14 +147,16 @@ SELECT * FROM deployments WHERE id = @id FOR UPDATE;
 -- name: DeploymentUpdateRunning :exec
 UPDATE deployments SET status = 'running' WHERE id = @id AND status = 'queued';
 
--- name: DeploymentUpdateLoaded :exec
+-- name: DeploymentUpdateLoaded :execrows
 UPDATE deployments SET loaded_at = now() WHERE id = @id AND loaded_at IS NULL;
 
 -- name: DeploymentUpdateVerified :exec
 UPDATE deployments SET verified_at = now() WHERE id = @id AND verified_at IS NULL;
 
 -- name: DeploymentUpdateSucceeded :exec
-UPDATE deployments SET status = 'succeeded', alias_moved_at = now(), finished_at = now() WHERE id = @id;
+-- A load moves no alias.
+UPDATE deployments SET status = 'succeeded', alias_moved_at = CASE WHEN action <> 'load' THEN now() END, finished_at = now()
+WHERE id = @id;
 
 -- name: DeploymentUpdateFailed :exec
 UPDATE deployments SET status = 'failed', error = @error, finished_at = now()
@@ -164,8 +166,57 @@ WHERE id = @id AND status IN ('queued', 'running');
 -- The deployment that put the alias's current version in place.
 SELECT * FROM deployments
 WHERE org_id = @org_id AND registered_model_id = @registered_model_id AND alias = @alias AND status = 'succeeded'
+  AND action <> 'load'
 ORDER BY alias_moved_at DESC, created_at DESC
 LIMIT 1;
+
+-- name: DeploymentGetActiveForAlias :one
+-- The deployment under way for an alias, if any.
+SELECT * FROM deployments
+WHERE registered_model_id = @registered_model_id AND alias = @alias AND status IN ('queued', 'running') AND action <> 'load';
+
+-- name: DeploymentGetActiveLoad :one
+-- The load of a version on a target under way, if any.
+SELECT * FROM deployments
+WHERE version_id = @version_id AND target_id = @target_id AND status IN ('queued', 'running') AND action = 'load';
+
+-- name: DeploymentListServed :many
+-- Where a version is served now, as the records kept in step with each
+-- target say: its deployments that succeeded and were not unloaded since,
+-- newest first, each with its target.
+SELECT sqlc.embed(d), sqlc.embed(t) FROM deployments d
+JOIN serving_targets t ON t.org_id = d.org_id AND t.id = d.target_id
+WHERE d.org_id = @org_id AND d.version_id = @version_id AND d.status = 'succeeded' AND d.unloaded_at IS NULL
+ORDER BY d.finished_at DESC, d.created_at DESC
+LIMIT 20;
+
+-- name: DeploymentGetHomeTarget :one
+-- Where a version would be called: the target of its own newest
+-- deployment, else of its model's production alias, else of the model's
+-- newest deployment.
+SELECT target_id::uuid FROM deployments
+WHERE org_id = @org_id AND registered_model_id = @registered_model_id AND status = 'succeeded' AND target_id IS NOT NULL
+ORDER BY version_id = @version_id DESC, (alias = 'production' AND action <> 'load') DESC, finished_at DESC
+LIMIT 1;
+
+-- name: DeploymentGetInUse :one
+-- Whether something still sends requests to a deployment: its alias's
+-- current deployment is this one, or an arm of a running or paused
+-- experiment is called at it. Read after locking the deployment's row,
+-- which starting an experiment locks too.
+SELECT ((d.action <> 'load' AND d.id = (
+            SELECT x.id FROM deployments x
+            WHERE x.registered_model_id = d.registered_model_id AND x.alias = d.alias AND x.status = 'succeeded' AND x.action <> 'load'
+            ORDER BY x.alias_moved_at DESC, x.created_at DESC LIMIT 1))
+        OR EXISTS (
+            SELECT 1 FROM experiment_arms a JOIN experiments e ON e.id = a.experiment_id
+            WHERE a.deployment_id = d.id AND e.status IN ('running', 'paused')))::bool AS in_use
+FROM deployments d WHERE d.id = @id;
+
+-- name: DeploymentUpdateUnloaded :execrows
+-- The deployment's version is no longer served: set before its adapter
+-- is unloaded, or when the target no longer lists it.
+UPDATE deployments SET unloaded_at = now() WHERE id = @id AND unloaded_at IS NULL;
 
 -- name: DeploymentListByVersion :many
 SELECT sqlc.embed(d), coalesce(t.name, '') AS target_name FROM deployments d

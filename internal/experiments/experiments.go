@@ -7,6 +7,7 @@
 package experiments
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -137,6 +138,10 @@ type Arm struct {
 	ModelVersionID uuid.UUID `json:"model_version_id"`
 	Version        string    `json:"version"`
 	Weight         float64   `json:"weight"`
+	// DeploymentID is the deployment the arm is called at, chosen when
+	// the experiment started; none for a provider's model called by its
+	// id, or before the start.
+	DeploymentID *uuid.UUID `json:"deployment_id"`
 }
 
 func (s *Service) now() time.Time {
@@ -311,7 +316,11 @@ func (s *Service) withArms(ctx context.Context, q *db.Queries, e db.Experiment) 
 		return Experiment{}, err
 	}
 	for _, a := range arms {
-		out.Arms = append(out.Arms, Arm{Index: int(a.Idx), Name: a.Name, ModelVersionID: a.ModelVersionID, Version: a.Version, Weight: a.Weight})
+		arm := Arm{Index: int(a.Idx), Name: a.Name, ModelVersionID: a.ModelVersionID, Version: a.Version, Weight: a.Weight}
+		if a.DeploymentID.Valid {
+			arm.DeploymentID = &a.DeploymentID.UUID
+		}
+		out.Arms = append(out.Arms, arm)
 	}
 	if len(out.Arms) == 2 {
 		out.TrafficSplit = out.Arms[1].Weight
@@ -355,16 +364,21 @@ var transitions = map[string][]string{
 
 // SetStatus moves an experiment: start (running), pause, end (completed,
 // with the winner: control, treatment or inconclusive) or cancel, audited.
+// Starting (or resuming) first makes sure each arm's version is served
+// where it will be called (see start).
 func (s *Service) SetStatus(ctx context.Context, actor audit.Actor, orgID uuid.UUID, key, status, winner, reason string) (Experiment, error) {
 	if status == Completed && !slices.Contains([]string{"control", "treatment", "inconclusive"}, winner) {
 		return Experiment{}, errs.InvalidField("winner", "must be control, treatment or inconclusive")
 	}
-	err := db.InTx(ctx, s.Pool, func(_ pgx.Tx, q *db.Queries) error {
+	if status == Running {
+		return s.start(ctx, actor, orgID, key, reason)
+	}
+	err := db.InTx(ctx, s.Pool, func(tx pgx.Tx, q *db.Queries) error {
 		e, err := lockByKey(ctx, q, orgID, key)
 		if err != nil {
 			return err
 		}
-		return s.setStatus(ctx, q, actor, e, status, winner, reason)
+		return s.setStatus(ctx, tx, q, actor, e, status, winner, reason)
 	})
 	if err != nil {
 		return Experiment{}, err
@@ -372,13 +386,39 @@ func (s *Service) SetStatus(ctx context.Context, actor audit.Actor, orgID uuid.U
 	return s.Get(ctx, orgID, key)
 }
 
-func (s *Service) setStatus(ctx context.Context, q *db.Queries, actor audit.Actor, e db.Experiment, status, winner, reason string) error {
-	if !slices.Contains(transitions[string(e.Status)], status) {
-		return &errs.Conflict{Message: fmt.Sprintf("The experiment is %s: it cannot become %s.", e.Status, status)}
+func canBecome(from db.ExperimentStatus, to string) error {
+	if !slices.Contains(transitions[string(from)], to) {
+		return &errs.Conflict{Message: fmt.Sprintf("The experiment is %s: it cannot become %s.", from, to)}
+	}
+	return nil
+}
+
+// setStatus moves an experiment in the caller's transaction. An
+// experiment that ends lets go of the deployments its arms were called
+// at: each is unloaded after its target's grace period unless something
+// else uses it.
+func (s *Service) setStatus(ctx context.Context, tx pgx.Tx, q *db.Queries, actor audit.Actor, e db.Experiment, status, winner, reason string) error {
+	if err := canBecome(e.Status, status); err != nil {
+		return err
 	}
 	if _, err := q.ExperimentUpdateStatus(ctx, db.ExperimentUpdateStatusParams{ID: e.ID, Status: db.ExperimentStatus(status),
 		Winner: winner, StopReason: reason}); err != nil {
 		return err
+	}
+	if status == Completed || status == Cancelled {
+		arms, err := q.ExperimentArmList(ctx, e.ID)
+		if err != nil {
+			return err
+		}
+		var held []uuid.UUID
+		for _, a := range arms {
+			if a.DeploymentID.Valid {
+				held = append(held, a.DeploymentID.UUID)
+			}
+		}
+		if err := s.Models.ReleaseTx(ctx, tx, q, held); err != nil {
+			return err
+		}
 	}
 	if status == Running && len(e.RolloutSteps) > 0 && e.RolloutStepAt == nil {
 		if err := q.ExperimentUpdateRollout(ctx, db.ExperimentUpdateRolloutParams{ID: e.ID, RolloutStep: 0}); err != nil {
@@ -543,19 +583,13 @@ func (s *Service) Assign(ctx context.Context, orgID uuid.UUID, key string, units
 	if e.Status != db.ExperimentStatusRunning {
 		return nil, &errs.Conflict{Message: fmt.Sprintf("The experiment %s is %s: units are assigned only while it runs.", key, e.Status)}
 	}
-	arms, err := q.ExperimentArmList(ctx, e.ID)
+	arms, err := q.ExperimentArmListServed(ctx, e.ID)
 	if err != nil {
 		return nil, err
 	}
 	weights := make([]float64, len(arms))
 	for i, a := range arms {
 		weights[i] = a.Weight
-	}
-	served := make([]models.Served, len(arms))
-	for i, a := range arms {
-		if served[i], err = s.Models.Served(ctx, orgID, a.ModelVersionID); err != nil {
-			return nil, err
-		}
 	}
 	// A unit outside the coverage (arm -1) is not recorded, unless it was
 	// exposed before the coverage shrank: then it keeps its arm.
@@ -574,6 +608,25 @@ func (s *Service) Assign(ctx context.Context, orgID uuid.UUID, key string, units
 	for _, r := range rows {
 		recorded[r.UnitID] = int(r.Arm)
 	}
+	// A unit whose first exposure another caller recorded while the
+	// insert ran is missing from its answer: the insert waited for that
+	// row and left it alone, but the statement reads from a snapshot taken
+	// before it was committed. A second statement sees it.
+	var late []string
+	for i, u := range units {
+		if _, ok := recorded[u]; !ok && arms32[i] >= 0 {
+			late = append(late, u)
+		}
+	}
+	if len(late) > 0 {
+		again, err := q.ExposureListByUnits(ctx, db.ExposureListByUnitsParams{ExperimentID: e.ID, Phase: e.Phase, UnitIds: late})
+		if err != nil {
+			return nil, err
+		}
+		for _, r := range again {
+			recorded[r.UnitID] = int(r.Arm)
+		}
+	}
 	for i := range out {
 		a := &out[i]
 		if arm, ok := recorded[a.UnitID]; ok {
@@ -581,8 +634,13 @@ func (s *Service) Assign(ctx context.Context, orgID uuid.UUID, key string, units
 		} else {
 			a.ArmIndex = 0 // outside the coverage: the control's model
 		}
-		a.Arm = arms[a.ArmIndex].Name
-		a.Version, a.Model, a.BaseURL = served[a.ArmIndex].Version, served[a.ArmIndex].Model, served[a.ArmIndex].BaseURL
+		arm := arms[a.ArmIndex]
+		if !arm.Served {
+			return nil, &errs.Conflict{Message: fmt.Sprintf("The %s arm's version %s is no longer served where the experiment calls it: "+
+				"pause the experiment and start it again to load it.", arm.Name, arm.Version)}
+		}
+		a.Arm, a.Version, a.BaseURL = arm.Name, arm.Version, arm.BaseUrl
+		a.Model = cmp.Or(arm.ServedName, arm.ModelID)
 	}
 	return out, nil
 }

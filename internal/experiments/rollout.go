@@ -87,14 +87,14 @@ func (s *Service) checkRollout(ctx context.Context, e db.Experiment) error {
 	}
 	if reason != "" {
 		reason = fmt.Sprintf("Rolled back automatically at the %s step: %s", share(step), reason)
-		err := db.InTx(ctx, s.Pool, func(_ pgx.Tx, q *db.Queries) error {
+		err := db.InTx(ctx, s.Pool, func(tx pgx.Tx, q *db.Queries) error {
 			if err := q.ExperimentArmUpdateWeight(ctx, db.ExperimentArmUpdateWeightParams{ExperimentID: e.ID, Idx: 0, Weight: 1}); err != nil {
 				return err
 			}
 			if err := q.ExperimentArmUpdateWeight(ctx, db.ExperimentArmUpdateWeightParams{ExperimentID: e.ID, Idx: 1, Weight: 0}); err != nil {
 				return err
 			}
-			return s.setStatus(ctx, q, rolloutActor, e, Paused, "", reason)
+			return s.setStatus(ctx, tx, q, rolloutActor, e, Paused, "", reason)
 		})
 		if err != nil {
 			return err

@@ -40,6 +40,15 @@ func (UnloadArgs) Kind() string { return "model_unload" }
 // deployment fails with the last error.
 const deployAttempts = 3
 
+// Actions a deployment carries out: put a version under an alias, put
+// back the one before, or load a version on a target for an experiment's
+// arm without moving any alias (its alias names the experiment).
+const (
+	actionDeploy   = "deploy"
+	actionRollback = "rollback"
+	actionLoad     = "load"
+)
+
 // MaxReason bounds the reason typed for a deployment.
 const MaxReason = 2000
 
@@ -72,16 +81,22 @@ type Deployment struct {
 	LoadedAt        *time.Time `json:"loaded_at"`
 	VerifiedAt      *time.Time `json:"verified_at"`
 	AliasMovedAt    *time.Time `json:"alias_moved_at"`
-	CreatedBy       string     `json:"created_by"`
-	CreatedAt       time.Time  `json:"created_at"`
-	FinishedAt      *time.Time `json:"finished_at"`
+	// UnloadedAt is when the target stopped serving what this deployment
+	// put there.
+	UnloadedAt *time.Time `json:"unloaded_at"`
+	CreatedBy  string     `json:"created_by"`
+	CreatedAt  time.Time  `json:"created_at"`
+	FinishedAt *time.Time `json:"finished_at"`
+	// Unchanged: the request asked for what was already done or under
+	// way, and this is that deployment; nothing new was started.
+	Unchanged bool `json:"-"`
 }
 
 func deploymentOf(d db.Deployment, target string) Deployment {
 	out := Deployment{
 		ID: d.ID, VersionID: d.VersionID, Alias: d.Alias, Target: target, Action: d.Action, Status: string(d.Status),
 		Reason: d.Reason, Error: d.Error, ServedName: d.ServedName, LoadedAt: d.LoadedAt, VerifiedAt: d.VerifiedAt,
-		AliasMovedAt: d.AliasMovedAt, CreatedBy: d.CreatedByLabel, CreatedAt: d.CreatedAt, FinishedAt: d.FinishedAt,
+		AliasMovedAt: d.AliasMovedAt, UnloadedAt: d.UnloadedAt, CreatedBy: d.CreatedByLabel, CreatedAt: d.CreatedAt, FinishedAt: d.FinishedAt,
 	}
 	if d.PreviousVersionID.Valid {
 		out.PreviousVersion = &d.PreviousVersionID.UUID
@@ -92,7 +107,10 @@ func deploymentOf(d db.Deployment, target string) Deployment {
 // Deploy asks for a version to be put under an alias on a target. The
 // deployment and its job are stored together; a worker loads the version,
 // checks the target serves it, and only then moves the alias. A second
-// deployment of the same alias while one is under way is a conflict.
+// deployment of the same alias while one is under way is a conflict,
+// unless it asks for the same version on the same target: then, as when
+// the alias already holds the version there, it answers the existing
+// deployment (Unchanged) and loads nothing.
 func (s *Service) Deploy(ctx context.Context, actor audit.Actor, orgID, versionID uuid.UUID, in DeployRequest) (Deployment, error) {
 	v := &errs.Invalid{}
 	checkAlias(v, in.Alias)
@@ -104,17 +122,56 @@ func (s *Service) Deploy(ctx context.Context, actor audit.Actor, orgID, versionI
 	if err := s.checkGate(ctx, orgID, versionID, in.Alias); err != nil {
 		return Deployment{}, err
 	}
+	if err := s.recheck(ctx, orgID, versionID, in.Alias, in.Target); err != nil {
+		return Deployment{}, err
+	}
 	var out Deployment
 	err := db.InTx(ctx, s.Pool, func(tx pgx.Tx, q *db.Queries) error {
 		t, err := s.Serving.GetByName(ctx, q, orgID, in.Target)
 		if err != nil {
 			return err
 		}
-		d, err := s.startDeployment(ctx, tx, q, actor, orgID, versionID, t, in.Alias, "deploy", in.Reason)
+		d, unchanged, err := s.startDeployment(ctx, tx, q, actor, orgID, versionID, t, in.Alias, actionDeploy, in.Reason)
 		out = deploymentOf(d, t.Name)
+		out.Unchanged = unchanged
 		return err
 	})
 	return out, err
+}
+
+// recheck asks the target whether it still lists what the alias's current
+// deployment of the version put there, before a re-deploy of that version
+// is answered with it: a target that lost the adapter (restarted, say) is
+// recorded as no longer serving it, and the re-deploy loads it again. A
+// target that cannot be asked leaves the record as it is.
+func (s *Service) recheck(ctx context.Context, orgID, versionID uuid.UUID, alias, target string) error {
+	q := db.New(s.Pool)
+	ver, err := q.ModelVersionGet(ctx, db.ModelVersionGetParams{OrgID: orgID, ID: versionID})
+	if errors.Is(err, pgx.ErrNoRows) {
+		return errs.ErrNotFound
+	}
+	if err != nil {
+		return err
+	}
+	cur, err := q.DeploymentGetLatestSucceeded(ctx, db.DeploymentGetLatestSucceededParams{
+		OrgID: orgID, RegisteredModelID: ver.RegisteredModel.ID, Alias: alias})
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if cur.VersionID != versionID || cur.UnloadedAt != nil || !cur.TargetID.Valid {
+		return nil
+	}
+	t, err := s.Serving.Get(ctx, q, orgID, cur.TargetID.UUID)
+	if err != nil || t.Name != target {
+		return err
+	}
+	if listed, err := s.listed(ctx, cur, t); err == nil && !listed {
+		return s.markGone(ctx, cur, t, ver.ModelVersion.Version)
+	}
+	return nil
 }
 
 // Rollback deploys, on the same target, the version that held the alias
@@ -153,8 +210,9 @@ func (s *Service) Rollback(ctx context.Context, actor audit.Actor, orgID, versio
 		if err != nil {
 			return err
 		}
-		d, err := s.startDeployment(ctx, tx, q, actor, orgID, last.PreviousVersionID.UUID, t, in.Alias, "rollback", in.Reason)
+		d, unchanged, err := s.startDeployment(ctx, tx, q, actor, orgID, last.PreviousVersionID.UUID, t, in.Alias, actionRollback, in.Reason)
 		out = deploymentOf(d, t.Name)
+		out.Unchanged = unchanged
 		return err
 	})
 	return out, err
@@ -169,31 +227,43 @@ func checkAlias(v *errs.Invalid, alias string) {
 }
 
 // startDeployment checks the version can go to the target, stores the
-// deployment and inserts its job, in the caller's transaction.
+// deployment and inserts its job, in the caller's transaction. The version
+// and its registered model are locked first, so deployments of one model
+// are decided one at a time: one asking for what is already done or under
+// way answers that deployment (unchanged true) and starts nothing.
 func (s *Service) startDeployment(ctx context.Context, tx pgx.Tx, q *db.Queries, actor audit.Actor, orgID, versionID uuid.UUID,
-	t db.ServingTarget, alias, action, reason string) (db.Deployment, error) {
+	t db.ServingTarget, alias, action, reason string) (db.Deployment, bool, error) {
 	ver, err := q.ModelVersionGetForUpdate(ctx, db.ModelVersionGetForUpdateParams{OrgID: orgID, ID: versionID})
 	if errors.Is(err, pgx.ErrNoRows) {
-		return db.Deployment{}, errs.ErrNotFound
+		return db.Deployment{}, false, errs.ErrNotFound
 	}
 	if err != nil {
-		return db.Deployment{}, err
+		return db.Deployment{}, false, err
 	}
 	m, err := q.RegisteredModelGetForUpdate(ctx, db.RegisteredModelGetForUpdateParams{OrgID: orgID, ID: ver.RegisteredModelID})
 	if err != nil {
-		return db.Deployment{}, err
+		return db.Deployment{}, false, err
 	}
 	if ver.Status == db.ModelVersionStatusArchived {
-		return db.Deployment{}, &errs.Conflict{Message: fmt.Sprintf("%s %s is archived; archived versions are not deployed.", m.Name, ver.Version)}
+		return db.Deployment{}, false, &errs.Conflict{Message: fmt.Sprintf("%s %s is archived; archived versions are not deployed.", m.Name, ver.Version)}
 	}
 	if err := refuseTarget(t.Name, t.Kind, m.Name, ver.Version, ver.Kind); err != nil {
-		return db.Deployment{}, err
+		return db.Deployment{}, false, err
 	}
 	prev := uuid.NullUUID{}
-	if a, err := q.ModelAliasGet(ctx, db.ModelAliasGetParams{OrgID: orgID, RegisteredModelID: m.ID, Alias: alias}); err == nil {
-		prev = uuid.NullUUID{UUID: a.VersionID, Valid: true}
-	} else if !errors.Is(err, pgx.ErrNoRows) {
-		return db.Deployment{}, err
+	if action == actionLoad {
+		if d, ok, err := servedOn(ctx, q, orgID, ver.ID, t.ID); err != nil || ok {
+			return d, ok, err
+		}
+	} else {
+		if a, err := q.ModelAliasGet(ctx, db.ModelAliasGetParams{OrgID: orgID, RegisteredModelID: m.ID, Alias: alias}); err == nil {
+			prev = uuid.NullUUID{UUID: a.VersionID, Valid: true}
+		} else if !errors.Is(err, pgx.ErrNoRows) {
+			return db.Deployment{}, false, err
+		}
+		if d, ok, err := holds(ctx, q, orgID, m.ID, ver.ID, t.ID, alias, prev); err != nil || ok {
+			return d, ok, err
+		}
 	}
 	id := uuid.New()
 	served := ""
@@ -208,22 +278,76 @@ func (s *Service) startDeployment(ctx context.Context, tx pgx.Tx, q *db.Queries,
 		CreatedBy: uuid.NullUUID{UUID: actor.ID, Valid: actor.Kind == "user" && actor.ID != uuid.Nil}, CreatedByLabel: actor.Label,
 	})
 	if isUnique(err) {
-		return db.Deployment{}, &errs.Conflict{Message: fmt.Sprintf("%s is already being deployed under %q; wait for that deployment to finish.", m.Name, alias)}
+		return db.Deployment{}, false, &errs.Conflict{Message: fmt.Sprintf("%s is already being deployed under %q; wait for that deployment to finish.", m.Name, alias)}
 	}
 	if err != nil {
-		return db.Deployment{}, err
+		return db.Deployment{}, false, err
 	}
 	// A few attempts: each already retries the target with backoff, and a
 	// deployment waited on by a person should fail visibly, not linger.
-	job, err := s.Jobs.InsertTx(ctx, tx, DeployArgs{DeploymentID: d.ID}, &river.InsertOpts{MaxAttempts: deployAttempts})
+	opts := &river.InsertOpts{MaxAttempts: deployAttempts}
+	if action == actionLoad {
+		// The experiment starting carries a load out itself; the job is
+		// there should its process stop first.
+		opts.ScheduledAt = time.Now().Add(loadFallback)
+	}
+	job, err := s.Jobs.InsertTx(ctx, tx, DeployArgs{DeploymentID: d.ID}, opts)
 	if err != nil {
-		return db.Deployment{}, err
+		return db.Deployment{}, false, err
 	}
 	if err := q.DeploymentUpdateRiverID(ctx, db.DeploymentUpdateRiverIDParams{ID: d.ID, RiverJobID: pgtype.Int8{Int64: job.Job.ID, Valid: true}}); err != nil {
-		return db.Deployment{}, err
+		return db.Deployment{}, false, err
 	}
-	return d, audit.Record(ctx, q, actor, audit.Entry{OrgID: orgID, Action: "model." + action, TargetType: "model_version",
+	return d, false, audit.Record(ctx, q, actor, audit.Entry{OrgID: orgID, Action: "model." + action, TargetType: "model_version",
 		TargetID: ver.ID.String(), Details: map[string]any{"name": m.Name, "version": ver.Version, "alias": alias, "target": t.Name, "reason": reason}})
+}
+
+// holds finds the deployment that already does what an alias's deployment
+// asks for: one under way for the same version and target, or the one
+// that put the version under the alias on that target, still served.
+func holds(ctx context.Context, q *db.Queries, orgID, modelID, versionID, targetID uuid.UUID, alias string, current uuid.NullUUID) (db.Deployment, bool, error) {
+	d, err := q.DeploymentGetActiveForAlias(ctx, db.DeploymentGetActiveForAliasParams{RegisteredModelID: modelID, Alias: alias})
+	if err == nil {
+		// Another version, or another target: the insert that follows
+		// is refused as a deployment already under way.
+		return d, d.VersionID == versionID && d.TargetID.UUID == targetID, nil
+	}
+	if !errors.Is(err, pgx.ErrNoRows) {
+		return db.Deployment{}, false, err
+	}
+	if !current.Valid || current.UUID != versionID {
+		return db.Deployment{}, false, nil
+	}
+	d, err = q.DeploymentGetLatestSucceeded(ctx, db.DeploymentGetLatestSucceededParams{OrgID: orgID, RegisteredModelID: modelID, Alias: alias})
+	if errors.Is(err, pgx.ErrNoRows) {
+		return db.Deployment{}, false, nil
+	}
+	if err != nil {
+		return db.Deployment{}, false, err
+	}
+	return d, d.VersionID == versionID && d.TargetID.UUID == targetID && d.UnloadedAt == nil, nil
+}
+
+// servedOn finds a deployment that serves the version on the target or is
+// loading it there.
+func servedOn(ctx context.Context, q *db.Queries, orgID, versionID, targetID uuid.UUID) (db.Deployment, bool, error) {
+	d, err := q.DeploymentGetActiveLoad(ctx, db.DeploymentGetActiveLoadParams{VersionID: versionID, TargetID: uuid.NullUUID{UUID: targetID, Valid: true}})
+	if err == nil {
+		return d, true, nil
+	}
+	if !errors.Is(err, pgx.ErrNoRows) {
+		return db.Deployment{}, false, err
+	}
+	rows, err := q.DeploymentListServed(ctx, db.DeploymentListServedParams{OrgID: orgID, VersionID: versionID})
+	if err != nil {
+		return db.Deployment{}, false, err
+	}
+	for _, r := range rows {
+		if r.Deployment.TargetID.UUID == targetID {
+			return r.Deployment, true, nil
+		}
+	}
+	return db.Deployment{}, false, nil
 }
 
 // GetDeployment returns one of the organisation's deployments.
@@ -311,7 +435,8 @@ func (s *Service) Advance(ctx context.Context, id uuid.UUID) error {
 			return err
 		}
 		if err := db.InTx(ctx, s.Pool, func(_ pgx.Tx, q *db.Queries) error {
-			if err := q.DeploymentUpdateLoaded(ctx, id); err != nil {
+			// Recorded once, should two attempts have got this far.
+			if n, err := q.DeploymentUpdateLoaded(ctx, id); err != nil || n == 0 {
 				return err
 			}
 			return s.history(ctx, q, st, "loaded", st.ver.Version, result)
@@ -327,7 +452,22 @@ func (s *Service) Advance(ctx context.Context, id uuid.UUID) error {
 			return err
 		}
 	}
+	if st.d.Action == actionLoad {
+		return s.finishLoad(ctx, id)
+	}
 	return s.moveAlias(ctx, id)
+}
+
+// finishLoad ends a load the target lists: its version is served there
+// from now on, and no alias moves.
+func (s *Service) finishLoad(ctx context.Context, id uuid.UUID) error {
+	return db.InTx(ctx, s.Pool, func(_ pgx.Tx, q *db.Queries) error {
+		d, err := q.DeploymentGetForUpdate(ctx, id)
+		if err != nil || d.Status != db.DeploymentStatusRunning {
+			return err
+		}
+		return q.DeploymentUpdateSucceeded(ctx, id)
+	})
 }
 
 // put loads the version on its target and says what the target answered.
@@ -367,7 +507,7 @@ func (s *Service) put(ctx context.Context, st step) (string, error) {
 // message is what a webhook target receives.
 func (s *Service) message(ctx context.Context, st step) map[string]any {
 	msg := map[string]any{
-		"type": "model.deploy", "deployment_id": st.d.ID, "model": st.m.Name, "version": st.ver.Version,
+		"type": "model.deploy", "action": st.d.Action, "deployment_id": st.d.ID, "model": st.m.Name, "version": st.ver.Version,
 		"model_id": st.ver.ModelID, "base_model": st.ver.BaseModel, "kind": st.ver.Kind, "alias": st.d.Alias,
 		"previous_version": nil, "reason": st.d.Reason,
 	}
@@ -537,8 +677,13 @@ func (s *Service) history(ctx context.Context, q *db.Queries, st step, action, v
 	})
 }
 
-// Unload drops what a deployment loaded, unless its alias has come back to
-// it since. Unknown to the target means already gone.
+// Unload drops what a deployment loaded, unless something still uses it:
+// its alias came back to it, or an arm of a running or paused experiment
+// is called at it (whatever lets go of it queues its unloading again).
+// The deployment is recorded as no longer served before the target is
+// asked, in the transaction that checked nothing uses it, under the lock
+// an experiment starting takes on it; unknown to the target means
+// already gone.
 func (s *Service) Unload(ctx context.Context, id uuid.UUID) error {
 	st, err := s.load(ctx, id)
 	if err != nil {
@@ -547,19 +692,29 @@ func (s *Service) Unload(ctx context.Context, id uuid.UUID) error {
 	if st.t.Kind != serving.KindVLLM || st.d.ServedName == "" {
 		return nil
 	}
-	current, err := db.New(s.Pool).DeploymentGetLatestSucceeded(ctx, db.DeploymentGetLatestSucceededParams{
-		OrgID: st.d.OrgID, RegisteredModelID: st.d.RegisteredModelID, Alias: st.d.Alias})
-	if err == nil && current.ID == st.d.ID {
-		return nil
+	if st.d.UnloadedAt == nil {
+		inUse := false
+		err := db.InTx(ctx, s.Pool, func(_ pgx.Tx, q *db.Queries) error {
+			if _, err := q.DeploymentGetForUpdate(ctx, id); err != nil {
+				return err
+			}
+			if inUse, err = q.DeploymentGetInUse(ctx, id); err != nil || inUse {
+				return err
+			}
+			if n, err := q.DeploymentUpdateUnloaded(ctx, id); err != nil || n == 0 {
+				return err
+			}
+			return s.history(ctx, q, st, "unloaded", st.ver.Version, st.d.ServedName+" unloaded")
+		})
+		if err != nil || inUse {
+			return err
+		}
 	}
 	c, err := s.Serving.VLLM(st.t)
 	if err != nil {
 		return err
 	}
-	if err := c.Unload(ctx, st.d.ServedName); err != nil {
-		return err
-	}
-	return s.history(ctx, db.New(s.Pool), st, "unloaded", st.ver.Version, st.d.ServedName+" unloaded")
+	return c.Unload(ctx, st.d.ServedName)
 }
 
 // Resolved is what the assistant sends its requests to for an alias.
@@ -619,89 +774,6 @@ func (s *Service) Resolve(ctx context.Context, orgID uuid.UUID, name, alias stri
 			return Resolved{}, err
 		}
 		out.Target, out.BaseURL = t.Name, t.BaseUrl
-	}
-	return out, nil
-}
-
-// ChatTarget is where a version answers chat completions: the newest
-// target it was deployed to that Curate can call, and the name it is
-// served under there.
-type ChatTarget struct {
-	BaseURL, APIKey, Model string
-}
-
-// ErrNotServed is a version with no deployment Curate can send prompts to.
-var ErrNotServed = errors.New("the version is not deployed on a serving target Curate can call")
-
-// Chat finds where a version of the organisation answers.
-func (s *Service) Chat(ctx context.Context, orgID, versionID uuid.UUID) (ChatTarget, error) {
-	q := db.New(s.Pool)
-	if _, err := q.ModelVersionGet(ctx, db.ModelVersionGetParams{OrgID: orgID, ID: versionID}); errors.Is(err, pgx.ErrNoRows) {
-		return ChatTarget{}, errs.ErrNotFound
-	} else if err != nil {
-		return ChatTarget{}, err
-	}
-	deps, err := q.DeploymentListByVersion(ctx, db.DeploymentListByVersionParams{OrgID: orgID, VersionID: versionID})
-	if err != nil {
-		return ChatTarget{}, err
-	}
-	for _, d := range deps {
-		if d.Deployment.Status != db.DeploymentStatusSucceeded || !d.Deployment.TargetID.Valid || d.Deployment.ServedName == "" {
-			continue
-		}
-		t, err := s.Serving.Get(ctx, q, orgID, d.Deployment.TargetID.UUID)
-		if err != nil {
-			return ChatTarget{}, err
-		}
-		base, key, ok, err := s.Serving.Chat(t)
-		if err != nil {
-			return ChatTarget{}, err
-		}
-		if ok {
-			return ChatTarget{BaseURL: base, APIKey: key, Model: d.Deployment.ServedName}, nil
-		}
-	}
-	return ChatTarget{}, ErrNotServed
-}
-
-// Served is where and under which name a version answers, for a client
-// that calls it: the newest target it was deployed to.
-type Served struct {
-	Version string `json:"version"`
-	Model   string `json:"model"`
-	BaseURL string `json:"base_url"`
-	Target  string `json:"target"`
-}
-
-// Served finds where a version of the organisation is served. A version
-// never deployed answers its model id and no address.
-func (s *Service) Served(ctx context.Context, orgID, versionID uuid.UUID) (Served, error) {
-	q := db.New(s.Pool)
-	v, err := q.ModelVersionGet(ctx, db.ModelVersionGetParams{OrgID: orgID, ID: versionID})
-	if errors.Is(err, pgx.ErrNoRows) {
-		return Served{}, errs.ErrNotFound
-	}
-	if err != nil {
-		return Served{}, err
-	}
-	out := Served{Version: v.ModelVersion.Version, Model: v.ModelVersion.ModelID}
-	deps, err := q.DeploymentListByVersion(ctx, db.DeploymentListByVersionParams{OrgID: orgID, VersionID: versionID})
-	if err != nil {
-		return Served{}, err
-	}
-	for _, d := range deps {
-		if d.Deployment.Status != db.DeploymentStatusSucceeded || !d.Deployment.TargetID.Valid {
-			continue
-		}
-		t, err := s.Serving.Get(ctx, q, orgID, d.Deployment.TargetID.UUID)
-		if err != nil {
-			return Served{}, err
-		}
-		if d.Deployment.ServedName != "" {
-			out.Model = d.Deployment.ServedName
-		}
-		out.BaseURL, out.Target = t.BaseUrl, t.Name
-		break
 	}
 	return out, nil
 }

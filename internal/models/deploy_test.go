@@ -372,3 +372,193 @@ func TestDeployToWebhook(t *testing.T) {
 		t.Errorf("messages %v", got)
 	}
 }
+
+// A deploy of the version an alias already holds on the same target is a
+// no-op that answers the deployment that put it there; identical deploys
+// asked for at once, or 30 ms apart, are one deployment and one load. A
+// target that lost the adapter since (restarted) gets it again.
+func TestRedeployLoadsOnce(t *testing.T) {
+	e := newDeployEnv(t)
+	vllm := vllmtest.New(t, base)
+	e.target(t, serving.NewTarget{Name: "gpu-1", Kind: serving.KindVLLM, BaseURL: vllm.URL})
+	v1 := e.register(t, "1.0.0", models.KindLoRA, "/adapters/support-1")
+	v2 := e.register(t, "1.1.0", models.KindLoRA, "/adapters/support-2")
+	req := models.DeployRequest{Alias: "production", Target: "gpu-1", Reason: "ship it"}
+	first, err := e.svc.Deploy(e.ctx, admin, e.org, v1.ID, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.svc.Advance(e.ctx, first.ID); err != nil {
+		t.Fatal(err)
+	}
+
+	// Twenty identical requests at once for a version the alias does not
+	// hold yet: one deployment, which all of them answer.
+	answers := deployAtOnce(t, e, 20, v2.ID, req)
+	for i, d := range answers {
+		if d.ID != answers[0].ID || d.VersionID != v2.ID {
+			t.Errorf("request %d answered %+v, want deployment %s", i, d, answers[0].ID)
+		}
+	}
+	if n := e.count(t, "SELECT count(*) FROM deployments WHERE version_id = $1", v2.ID); n != 1 {
+		t.Errorf("%d deployments of 1.1.0, want 1", n)
+	}
+	if err := e.svc.Advance(e.ctx, answers[0].ID); err != nil {
+		t.Fatal(err)
+	}
+	// Again, now that the alias holds it: nothing new, nothing loaded.
+	for i, d := range deployAtOnce(t, e, 20, v2.ID, req) {
+		if d.ID != answers[0].ID || !d.Unchanged || d.Status != "succeeded" {
+			t.Errorf("re-deploy %d answered %+v", i, d)
+		}
+	}
+	// Two re-deploys 30 ms apart, each carried out as a worker would.
+	for range 2 {
+		d, err := e.svc.Deploy(e.ctx, admin, e.org, v2.ID, req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := e.svc.Advance(e.ctx, d.ID); err != nil {
+			t.Fatal(err)
+		}
+		if d.ID != answers[0].ID || !d.Unchanged {
+			t.Errorf("a re-deploy 30 ms after another: %+v", d)
+		}
+		time.Sleep(30 * time.Millisecond)
+	}
+	if vllm.Loads() != 2 {
+		t.Errorf("%d loads, want 2 (1.0.0 and 1.1.0 once each)", vllm.Loads())
+	}
+	if n := e.count(t, "SELECT count(*) FROM river_job WHERE kind = 'model_deploy'"); n != 2 {
+		t.Errorf("%d deployment jobs, want 2", n)
+	}
+	if n := e.count(t, "SELECT count(*) FROM model_history WHERE action = 'alias_moved'"); n != 2 {
+		t.Errorf("%d alias moves, want 2", n)
+	}
+	// The same version on another target is a deployment of its own.
+	other := vllmtest.New(t, base)
+	e.target(t, serving.NewTarget{Name: "gpu-2", Kind: serving.KindVLLM, BaseURL: other.URL})
+	moved, err := e.svc.Deploy(e.ctx, admin, e.org, v2.ID, models.DeployRequest{Alias: "production", Target: "gpu-2", Reason: "move"})
+	if err != nil || moved.Unchanged || moved.ID == answers[0].ID {
+		t.Fatalf("1.1.0 to another target: %+v, %v", moved, err)
+	}
+	if err := e.svc.Advance(e.ctx, moved.ID); err != nil {
+		t.Fatal(err)
+	}
+
+	// gpu-2 restarts and forgets its adapters: a re-deploy asks it, finds
+	// the adapter gone, records so, and loads it again.
+	forget(t, other.URL, moved.ServedName)
+	again, err := e.svc.Deploy(e.ctx, admin, e.org, v2.ID, models.DeployRequest{Alias: "production", Target: "gpu-2", Reason: "after the restart"})
+	if err != nil || again.Unchanged || again.ID == moved.ID {
+		t.Fatalf("a re-deploy on a target that lost the adapter: %+v, %v", again, err)
+	}
+	if d := e.deployment(t, moved.ID); d.UnloadedAt == nil {
+		t.Errorf("the lost adapter's deployment is still recorded as served: %+v", d)
+	}
+	if err := e.svc.Advance(e.ctx, again.ID); err != nil {
+		t.Fatal(err)
+	}
+	if got := other.Loaded(); len(got) != 1 || got[0] != again.ServedName {
+		t.Errorf("gpu-2 serves %v, want %s", got, again.ServedName)
+	}
+	if r := e.resolve(t); r.Model != again.ServedName || r.Target != "gpu-2" {
+		t.Errorf("resolved %+v", r)
+	}
+}
+
+// deployAtOnce asks for the same deployment n times together.
+func deployAtOnce(t *testing.T, e deployEnv, n int, version uuid.UUID, req models.DeployRequest) []models.Deployment {
+	t.Helper()
+	out := make([]models.Deployment, n)
+	failed := make([]error, n)
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-start
+			out[i], failed[i] = e.svc.Deploy(e.ctx, admin, e.org, version, req)
+		}()
+	}
+	close(start)
+	wg.Wait()
+	for i, err := range failed {
+		if err != nil {
+			t.Fatalf("request %d: %v", i, err)
+		}
+	}
+	return out
+}
+
+func (e deployEnv) count(t *testing.T, query string, args ...any) int {
+	t.Helper()
+	var n int
+	if err := e.pool.QueryRow(e.ctx, query, args...).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// forget makes a vLLM server drop an adapter behind Curate's back, as a
+// restart does.
+func forget(t *testing.T, baseURL, name string) {
+	t.Helper()
+	resp, err := http.Post(baseURL+"/v1/unload_lora_adapter", "application/json", strings.NewReader(`{"lora_name":"`+name+`"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("unloading %s behind Curate's back: %s", name, resp.Status)
+	}
+}
+
+// What a version serves is what its target holds: once an adapter is
+// unloaded, the version is served nowhere (its model id, no address), and
+// an evaluation cannot call it; the alias holding a version keeps it
+// loaded whatever unload job runs.
+func TestServedFollowsUnloads(t *testing.T) {
+	e := newDeployEnv(t)
+	vllm := vllmtest.New(t, base)
+	e.target(t, serving.NewTarget{Name: "gpu-1", Kind: serving.KindVLLM, BaseURL: vllm.URL})
+	v1 := e.register(t, "1.0.0", models.KindLoRA, "/adapters/support-1")
+	v2 := e.register(t, "1.1.0", models.KindLoRA, "/adapters/support-2")
+	var ds []models.Deployment
+	for _, v := range []models.Version{v1, v2} {
+		d, err := e.svc.Deploy(e.ctx, admin, e.org, v.ID, models.DeployRequest{Alias: "production", Target: "gpu-1", Reason: "next"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := e.svc.Advance(e.ctx, d.ID); err != nil {
+			t.Fatal(err)
+		}
+		ds = append(ds, d)
+	}
+	if s, err := e.svc.Served(e.ctx, e.org, v1.ID); err != nil || s.Model != ds[0].ServedName || s.BaseURL != vllm.URL {
+		t.Errorf("1.0.0 before its unload: %+v, %v", s, err)
+	}
+	if err := e.svc.Unload(e.ctx, ds[0].ID); err != nil {
+		t.Fatal(err)
+	}
+	if s, err := e.svc.Served(e.ctx, e.org, v1.ID); err != nil || s.Model != "/adapters/support-1" || s.BaseURL != "" || s.Target != "" {
+		t.Errorf("1.0.0 after its unload: %+v, %v", s, err)
+	}
+	if _, err := e.svc.Chat(e.ctx, e.org, v1.ID); !errors.Is(err, models.ErrNotServed) {
+		t.Errorf("chat with an unloaded version: %v", err)
+	}
+	if c, err := e.svc.Chat(e.ctx, e.org, v2.ID); err != nil || c.Model != ds[1].ServedName || c.BaseURL != vllm.URL+"/v1" {
+		t.Errorf("chat with production's version: %+v, %v", c, err)
+	}
+	// An unload job for what production holds leaves it loaded.
+	if err := e.svc.Unload(e.ctx, ds[1].ID); err != nil {
+		t.Fatal(err)
+	}
+	if got := vllm.Loaded(); len(got) != 1 || got[0] != ds[1].ServedName {
+		t.Errorf("served after unloading production's adapter: %v", got)
+	}
+	if d := e.deployment(t, ds[1].ID); d.UnloadedAt != nil {
+		t.Errorf("production's deployment recorded as unloaded: %+v", d)
+	}
+}
