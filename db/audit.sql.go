@@ -12,6 +12,45 @@ import (
 	"github.com/google/uuid"
 )
 
+const auditGetLatest = `-- name: AuditGetLatest :one
+SELECT id, org_id, actor_kind, actor_id, actor_label, action, target_type, target_id, details, ip, created_at FROM audit_log
+WHERE org_id = $1::uuid AND action = $2 AND target_type = $3 AND target_id = $4
+ORDER BY id DESC
+LIMIT 1
+`
+
+type AuditGetLatestParams struct {
+	OrgID      uuid.UUID `json:"org_id"`
+	Action     string    `json:"action"`
+	TargetType string    `json:"target_type"`
+	TargetID   string    `json:"target_id"`
+}
+
+// The newest entry of one action on one target: who did it last, and when.
+func (q *Queries) AuditGetLatest(ctx context.Context, arg AuditGetLatestParams) (AuditLog, error) {
+	row := q.db.QueryRow(ctx, auditGetLatest,
+		arg.OrgID,
+		arg.Action,
+		arg.TargetType,
+		arg.TargetID,
+	)
+	var i AuditLog
+	err := row.Scan(
+		&i.ID,
+		&i.OrgID,
+		&i.ActorKind,
+		&i.ActorID,
+		&i.ActorLabel,
+		&i.Action,
+		&i.TargetType,
+		&i.TargetID,
+		&i.Details,
+		&i.Ip,
+		&i.CreatedAt,
+	)
+	return i, err
+}
+
 const auditInsert = `-- name: AuditInsert :exec
 INSERT INTO audit_log (org_id, actor_kind, actor_id, actor_label, action, target_type, target_id, details, ip)
 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)

@@ -431,33 +431,40 @@ func (q *Queries) ExperimentList(ctx context.Context, orgID uuid.UUID) ([]Experi
 	return items, nil
 }
 
-const experimentListDays = `-- name: ExperimentListDays :many
-SELECT DISTINCT date_trunc('day', f.created_at)::timestamptz AS day
-FROM feedback f WHERE f.org_id = $1 AND f.experiment_id = $2
-  AND ($3::timestamptz IS NULL OR f.created_at >= $3)
-ORDER BY day LIMIT 120
+const experimentListBuckets = `-- name: ExperimentListBuckets :many
+SELECT DISTINCT date_trunc($1::text, f.created_at, 'UTC')::timestamptz AS bucket
+FROM feedback f WHERE f.org_id = $2 AND f.experiment_id = $3
+  AND ($4::timestamptz IS NULL OR f.created_at >= $4)
+ORDER BY bucket LIMIT 120
 `
 
-type ExperimentListDaysParams struct {
+type ExperimentListBucketsParams struct {
+	Unit         string        `json:"unit"`
 	OrgID        uuid.UUID     `json:"org_id"`
 	ExperimentID uuid.NullUUID `json:"experiment_id"`
 	Since        *time.Time    `json:"since"`
 }
 
-// The days the experiment's feedback arrived on, for the cumulative chart.
-func (q *Queries) ExperimentListDays(ctx context.Context, arg ExperimentListDaysParams) ([]time.Time, error) {
-	rows, err := q.db.Query(ctx, experimentListDays, arg.OrgID, arg.ExperimentID, arg.Since)
+// The hours or days (unit, in UTC) the experiment's feedback arrived in,
+// for the cumulative chart.
+func (q *Queries) ExperimentListBuckets(ctx context.Context, arg ExperimentListBucketsParams) ([]time.Time, error) {
+	rows, err := q.db.Query(ctx, experimentListBuckets,
+		arg.Unit,
+		arg.OrgID,
+		arg.ExperimentID,
+		arg.Since,
+	)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
 	items := []time.Time{}
 	for rows.Next() {
-		var day time.Time
-		if err := rows.Scan(&day); err != nil {
+		var bucket time.Time
+		if err := rows.Scan(&bucket); err != nil {
 			return nil, err
 		}
-		items = append(items, day)
+		items = append(items, bucket)
 	}
 	if err := rows.Err(); err != nil {
 		return nil, err

@@ -14,16 +14,18 @@ import (
 	"github.com/curate/curate/internal/auth"
 	"github.com/curate/curate/internal/errs"
 	"github.com/curate/curate/internal/experiments"
+	"github.com/curate/curate/internal/stats"
 	"github.com/curate/curate/views"
 )
 
 // ExperimentList is the page listing the A/B experiments.
 func (h *Handlers) ExperimentList(c echo.Context) error {
-	list, err := h.Experiments.List(ctx(c), CallerOf(c).OrgID)
+	caller := CallerOf(c)
+	list, err := h.Experiments.List(ctx(c), caller.OrgID)
 	if err != nil {
 		return err
 	}
-	var m views.ExperimentsView
+	m := views.ExperimentsView{CanCreate: caller.Role.AtLeast(auth.Admin)}
 	for _, e := range list {
 		row := views.ExperimentRow{Key: e.Key, Name: e.Name, Status: e.Status, Traffic: percent(e.TrafficSplit), Started: "Not started"}
 		var versions []string
@@ -41,12 +43,33 @@ func (h *Handlers) ExperimentList(c echo.Context) error {
 
 func percent(x float64) string { return strconv.FormatFloat(100*x, 'f', -1, 64) + "%" }
 
-// ExperimentPanel is one experiment's A/B panel.
-func (h *Handlers) ExperimentPanel(c echo.Context) error {
-	return h.renderPanel(c, http.StatusOK, nil)
+// percentValue is a share as a form shows it: percent, without the sign.
+func percentValue(x float64) string { return strconv.FormatFloat(100*x, 'f', -1, 64) }
+
+// pPrecision is the smallest p-value the panel shows as a number; a smaller
+// one reads "< 0.0001", never 0.
+const pPrecision = 0.0001
+
+// formatP shows a p-value to four decimals.
+func formatP(p float64) string {
+	if p < pPrecision {
+		return "< 0.0001"
+	}
+	return strconv.FormatFloat(p, 'f', 4, 64)
 }
 
-func (h *Handlers) renderPanel(c echo.Context, status int, problems map[string]string) error {
+// ExperimentPanel is one experiment's A/B panel.
+func (h *Handlers) ExperimentPanel(c echo.Context) error {
+	return h.renderPanel(c, http.StatusOK, nil, nil)
+}
+
+// panelForm is the split form as it was posted, kept on a refusal.
+type panelForm struct {
+	treatment, coverage string
+	reseed              bool
+}
+
+func (h *Handlers) renderPanel(c echo.Context, status int, problems map[string]string, typed *panelForm) error {
 	caller := CallerOf(c)
 	key := c.Param("key")
 	e, err := h.Experiments.Get(ctx(c), caller.OrgID, key)
@@ -58,9 +81,12 @@ func (h *Handlers) renderPanel(c echo.Context, status int, problems map[string]s
 		return err
 	}
 	m := views.PanelView{Key: e.Key, Name: e.Name, Status: e.Status, Traffic: percent(e.TrafficSplit), Coverage: percent(e.Coverage),
-		Started: "Not started", StopReason: e.StopReason, Action: r.Recommendation.Action, Reason: r.Recommendation.Reason,
+		Started: "Not started", Action: r.Recommendation.Action, Reason: r.Recommendation.Reason,
 		Conflicts: e.Conflicts, CanAct: caller.Role.AtLeast(auth.Admin), Errors: problems, Phase: e.Phase,
-		TreatmentPercent: strconv.FormatFloat(e.TrafficSplit*100, 'f', -1, 64)}
+		TreatmentPercent: percentValue(e.TrafficSplit), CoveragePercent: percentValue(e.Coverage)}
+	if typed != nil {
+		m.TreatmentPercent, m.CoveragePercent, m.Reseed = typed.treatment, typed.coverage, typed.reseed
+	}
 	if e.StartedAt != nil {
 		m.Started = views.When(*e.StartedAt)
 	}
@@ -75,14 +101,12 @@ func (h *Handlers) renderPanel(c echo.Context, status int, problems map[string]s
 				steps[i] = "[" + steps[i] + "]"
 			}
 		}
-		m.Rollout = strings.Join(steps, " → ") + fmt.Sprintf(", each held %d minutes with %d units per arm", ro.HoldMins, ro.MinUnits)
+		m.Rollout = strings.Join(steps, " → ") + fmt.Sprintf(", each held %s with %d units per arm", holdText(ro.HoldMins), ro.MinUnits)
 	}
-	switch {
-	case r.SRMPValue == nil:
-		m.SRM = "Not checked: the weights changed within this phase (a rollout or an admin), or no unit is assigned yet."
-	default:
-		m.SRMOK = *r.SRMPValue >= 0.001
-		m.SRM = fmt.Sprintf("p = %.3g against the configured weights", *r.SRMPValue)
+	verdict(&m, e, r)
+	m.SRM, m.SRMChecked = srmText(e, r)
+	if m.SRMChecked {
+		m.SRMOK = *r.SRMPValue >= stats.SRMThreshold
 	}
 	for i, a := range e.Arms {
 		pa := views.PanelArm{Name: a.Name, Version: a.Version, VersionURL: "/models/versions/" + a.ModelVersionID.String(), Weight: percent(a.Weight)}
@@ -90,6 +114,7 @@ func (h *Handlers) renderPanel(c echo.Context, status int, problems map[string]s
 			pa.Units = r.Units[i]
 		}
 		m.Arms = append(m.Arms, pa)
+		m.TreatmentVersion = a.Version
 	}
 	for _, mr := range r.Metrics {
 		row := views.PanelMetric{Name: mr.Metric, Guardrail: mr.Guardrail, Control: "—", Treatment: "—", Change: "Not enough data", PValue: "—"}
@@ -103,35 +128,146 @@ func (h *Handlers) renderPanel(c echo.Context, status int, problems map[string]s
 			}
 			if t.RelativeChange != nil {
 				row.Change = fmt.Sprintf("%+.1f%% (%+.1f%% to %+.1f%%)", 100**t.RelativeChange, 100**t.CI[0], 100**t.CI[1])
-				row.PValue = fmt.Sprintf("%.3g", *t.PValue)
+				row.PValue = formatP(*t.PValue)
 				row.Significant = t.Significant
 				row.Better = (*t.RelativeChange > 0) == experiments.HigherIsBetter(mr.Metric)
 			}
 		}
 		m.Metrics = append(m.Metrics, row)
 	}
-	if len(r.Timeline) > 0 {
-		var d struct {
-			X    []int64   `json:"x"`
-			Y    []float64 `json:"effect"`
-			Low  []float64 `json:"low"`
-			High []float64 `json:"high"`
-		}
-		for _, p := range r.Timeline {
-			d.X, d.Y, d.Low, d.High = append(d.X, p.Day.Unix()), append(d.Y, p.Effect), append(d.Low, p.Low), append(d.High, p.High)
-		}
-		b, err := json.Marshal(d)
-		if err != nil {
-			return err
-		}
-		m.EffectJSON, m.HasTimeline = string(b), true
+	if err := effectChart(&m, r); err != nil {
+		return err
 	}
 	return render(c, status, views.ExperimentPanel(h.page(c, e.Name, "models"), m))
 }
 
+// holdText is a rollout step's hold in words.
+func holdText(mins int) string {
+	switch {
+	case mins%(60*24) == 0 && mins > 0:
+		return views.Count(mins/(60*24), "day", "days")
+	case mins%60 == 0 && mins > 0:
+		return views.Count(mins/60, "hour", "hours")
+	}
+	return views.Count(mins, "minute", "minutes")
+}
+
+// verdict fills the panel's verdict: its title, who decided and when, and
+// which decision's button leads.
+func verdict(m *views.PanelView, e experiments.Experiment, r experiments.Results) {
+	m.Winner = "inconclusive"
+	switch m.Action {
+	case stats.DeployTreatment:
+		m.Primary, m.Winner = "deploy", "treatment"
+	case stats.KeepControl:
+		m.Primary, m.Winner = "end", "control"
+	case stats.StopNow:
+		m.Primary = "end"
+	case experiments.ActionStart:
+		m.Primary = "start"
+	case experiments.ActionRolledBack:
+		// The rollout found harm: ending keeps the control.
+		m.Primary, m.Winner = "end", "control"
+	case experiments.ActionPaused:
+		m.Primary = "resume"
+	}
+	switch m.Action {
+	case experiments.ActionStart:
+		m.Title = "Not started"
+	case experiments.ActionRolledBack, experiments.ActionPaused, experiments.ActionCancelled:
+		m.Title = views.Label(m.Action)
+	case experiments.ActionEnded:
+		m.Title = map[string]string{"control": "Ended: the control won", "treatment": "Ended: the treatment won"}[e.Winner]
+		if m.Title == "" {
+			m.Title = "Ended without a winner"
+		}
+	default:
+		m.Title = "Recommendation: " + views.Label(m.Action)
+	}
+	if d := r.Decision; d != nil && d.By != "" {
+		m.DecidedBy, m.DecidedAt = d.By, views.When(d.At)
+	}
+}
+
+// srmText says what the sample-ratio check found, or why it did not run.
+func srmText(e experiments.Experiment, r experiments.Results) (string, bool) {
+	if r.SRMPValue != nil {
+		p := formatP(*r.SRMPValue)
+		if !strings.HasPrefix(p, "<") {
+			p = "= " + p
+		}
+		return "p " + p + " against the configured weights", true
+	}
+	var units int64
+	for _, n := range r.Units {
+		units += n
+	}
+	zero := false
+	for _, a := range e.Arms {
+		zero = zero || a.Weight == 0
+	}
+	switch {
+	case units == 0:
+		return "Not checked: no unit is assigned yet.", false
+	case e.WeightsChanged || e.RolloutStep > 0:
+		return "Not checked: the split or the coverage changed within this phase, and units assigned before keep their arm.", false
+	case zero:
+		return "Not checked: an arm's weight is 0, so its units were assigned under other weights.", false
+	}
+	return "Not checked.", false
+}
+
+// effectChart fills the cumulative-effect chart's data and its table: time
+// since the phase's start, in the hours or days the timeline is read in.
+func effectChart(m *views.PanelView, r experiments.Results) error {
+	if len(r.Timeline) == 0 || r.TimelineStart == nil {
+		return nil
+	}
+	start := *r.TimelineStart
+	unit := time.Hour
+	m.EffectUnit = "hours"
+	if r.TimelineUnit == "day" {
+		m.EffectUnit, unit = "days", 24*time.Hour
+	}
+	d := struct {
+		Start int64     `json:"start"`
+		Unit  string    `json:"unit"`
+		X     []float64 `json:"x"`
+		Y     []float64 `json:"effect"`
+		Low   []float64 `json:"low"`
+		High  []float64 `json:"high"`
+	}{Start: start.Unix(), Unit: m.EffectUnit}
+	for _, p := range r.Timeline {
+		since := p.At.Sub(start).Seconds() / unit.Seconds()
+		d.X, d.Y, d.Low, d.High = append(d.X, since), append(d.Y, p.Effect), append(d.Low, p.Low), append(d.High, p.High)
+		m.Effect = append(m.Effect, views.PanelEffect{Since: strconv.FormatFloat(since, 'f', 1, 64) + " " + m.EffectUnit, At: views.When(p.At),
+			Effect: fmt.Sprintf("%+.1f%%", 100*p.Effect), Interval: fmt.Sprintf("%+.1f%% to %+.1f%%", 100*p.Low, 100*p.High)})
+	}
+	b, err := json.Marshal(d)
+	if err != nil {
+		return err
+	}
+	m.EffectJSON = string(b)
+	return nil
+}
+
 // experimentMove starts, pauses or ends an experiment from its panel.
+// A refusal (a start that finds an arm not served, a move the status
+// does not allow) is shown beside the buttons.
 func (h *Handlers) experimentMove(c echo.Context, status, winner, done string) error {
-	if _, err := h.Experiments.SetStatus(ctx(c), actor(c), CallerOf(c).OrgID, c.Param("key"), status, winner, ""); err != nil {
+	_, err := h.Experiments.SetStatus(ctx(c), actor(c), CallerOf(c).OrgID, c.Param("key"), status, winner, "")
+	field := "status" // beside Start, Resume and Pause; an end's beside the end form
+	if status == experiments.Completed {
+		field = "winner"
+	}
+	var invalid *errs.Invalid
+	var conflict *errs.Conflict
+	switch {
+	case errors.As(err, &invalid):
+		return h.renderPanel(c, http.StatusUnprocessableEntity, map[string]string{field: namedRefusal(invalid)}, nil)
+	case errors.As(err, &conflict):
+		return h.renderPanel(c, http.StatusConflict, map[string]string{field: conflict.Message}, nil)
+	case err != nil:
 		return err
 	}
 	h.Sessions.Flash(c, "ok", done)
@@ -163,7 +299,7 @@ func (h *Handlers) ExperimentExtend(c echo.Context) error {
 	}
 	var invalid *errs.Invalid
 	if errors.As(err, &invalid) {
-		return h.renderPanel(c, http.StatusUnprocessableEntity, invalid.ByField())
+		return h.renderPanel(c, http.StatusUnprocessableEntity, invalid.ByField(), nil)
 	}
 	if err != nil {
 		return err
@@ -172,21 +308,41 @@ func (h *Handlers) ExperimentExtend(c echo.Context) error {
 	return redirect(c, "/experiments/"+c.Param("key"))
 }
 
-// ExperimentTraffic changes a two-arm experiment's split from the panel,
-// re-randomising when asked.
+// trafficFields names the split form's field for each field the service
+// can refuse.
+var trafficFields = map[string]string{"weights": "treatment_percent", "coverage": "coverage_percent",
+	"treatment_percent": "treatment_percent", "coverage_percent": "coverage_percent"}
+
+// ExperimentTraffic changes an experiment's split and coverage from the
+// panel (PATCH /api/experiments/:key's form), re-randomising when asked. A
+// refusal keeps what was typed and names the field.
 func (h *Handlers) ExperimentTraffic(c echo.Context) error {
-	share, err := strconv.ParseFloat(c.FormValue("treatment_percent"), 64)
+	form := panelForm{treatment: strings.TrimSpace(c.FormValue("treatment_percent")), coverage: strings.TrimSpace(c.FormValue("coverage_percent")),
+		reseed: c.FormValue("reseed") == "1"}
+	in := experiments.Traffic{Reseed: form.reseed}
+	v := &errs.Invalid{}
+	if form.treatment != "" {
+		if share, ok := percentInput(v, "treatment_percent", form.treatment, false, false); ok {
+			in.Weights = []float64{1 - share, share}
+		}
+	}
+	if form.coverage != "" {
+		if cov, ok := percentInput(v, "coverage_percent", form.coverage, false, true); ok {
+			in.Coverage = &cov
+		}
+	}
+	err := v.Err()
 	if err == nil {
-		_, err = h.Experiments.SetTraffic(ctx(c), actor(c), CallerOf(c).OrgID, c.Param("key"),
-			experiments.Traffic{Weights: []float64{1 - share/100, share / 100}, Reseed: c.FormValue("reseed") == "1"})
-	} else {
-		err = errs.InvalidField("weights", "the treatment's share must be a number of percent")
+		_, err = h.Experiments.SetTraffic(ctx(c), actor(c), CallerOf(c).OrgID, c.Param("key"), in)
 	}
 	var invalid *errs.Invalid
-	if errors.As(err, &invalid) {
-		return h.renderPanel(c, http.StatusUnprocessableEntity, invalid.ByField())
-	}
-	if err != nil {
+	var conflict *errs.Conflict
+	switch {
+	case errors.As(err, &invalid):
+		return h.renderPanel(c, http.StatusUnprocessableEntity, experimentErrors(invalid, trafficFields, "traffic"), &form)
+	case errors.As(err, &conflict):
+		return h.renderPanel(c, http.StatusConflict, map[string]string{"traffic": conflict.Message}, &form)
+	case err != nil:
 		return err
 	}
 	h.Sessions.Flash(c, "ok", "The traffic split is changed.")
@@ -195,11 +351,30 @@ func (h *Handlers) ExperimentTraffic(c echo.Context) error {
 
 // ExperimentDeploy sends all traffic to the treatment through the
 // registry's deploy, then shows the deployment on the version's page.
+// A refusal (the evaluation gate, a treatment served nowhere) is shown
+// beside the button.
 func (h *Handlers) ExperimentDeploy(c echo.Context) error {
 	d, err := h.Experiments.FullDeploy(ctx(c), actor(c), CallerOf(c).OrgID, c.Param("key"), "")
-	if err != nil {
+	var invalid *errs.Invalid
+	var conflict *errs.Conflict
+	switch {
+	case errors.As(err, &invalid):
+		return h.renderPanel(c, http.StatusUnprocessableEntity, map[string]string{"deploy": namedRefusal(invalid)}, nil)
+	case errors.As(err, &conflict):
+		return h.renderPanel(c, http.StatusConflict, map[string]string{"deploy": conflict.Message}, nil)
+	case err != nil:
 		return err
 	}
 	h.Sessions.Flash(c, "ok", "The treatment is being deployed to production.")
 	return redirect(c, "/models/versions/"+d.VersionID.String())
+}
+
+// namedRefusal is a refused decision's messages in one line, each named by its
+// field ("Treatment: is not loaded on gpu-1"), for the panel's buttons.
+func namedRefusal(inv *errs.Invalid) string {
+	parts := make([]string, len(inv.Errors))
+	for i, f := range inv.Errors {
+		parts[i] = views.Label(f.Field) + ": " + f.Message
+	}
+	return strings.Join(parts, " ")
 }

@@ -412,7 +412,7 @@ func TestExperimentTraffic(t *testing.T) {
 	if body := page.Get("/experiments/split").Must(t, http.StatusOK).Body; !strings.Contains(body, `id="traffic-form"`) || !strings.Contains(body, "start phase 3") {
 		t.Error("the panel lacks the split form")
 	}
-	if body := page.PostForm("/experiments/split/traffic", url.Values{"treatment_percent": {"half"}}).Must(t, http.StatusUnprocessableEntity).Body; !strings.Contains(body, `id="err-weights"`) {
+	if body := page.PostForm("/experiments/split/traffic", url.Values{"treatment_percent": {"half"}}).Must(t, http.StatusUnprocessableEntity).Body; !strings.Contains(body, `id="err-treatment_percent"`) {
 		t.Error("a bad share is not named on the form")
 	}
 	page.PostForm("/experiments/split/traffic", url.Values{"treatment_percent": {"30"}, "reseed": {"1"}}).Must(t, http.StatusSeeOther)

@@ -215,6 +215,8 @@ func Routes(h *handlers.Handlers) []Route {
 
 		// A/B experiments.
 		{GET, "/experiments", auth.Viewer, h.ExperimentList},
+		{GET, "/experiments/new", auth.Admin, h.ExperimentNew},
+		{POST, "/experiments", auth.Admin, h.ExperimentCreate},
 		{GET, "/experiments/:key", auth.Viewer, h.ExperimentPanel},
 		{POST, "/experiments/:key/start", auth.Admin, h.ExperimentStart},
 		{POST, "/experiments/:key/pause", auth.Admin, h.ExperimentPause},

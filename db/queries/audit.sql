@@ -13,3 +13,10 @@ LIMIT @row_limit;
 
 -- name: AuditListActions :many
 SELECT DISTINCT action FROM audit_log WHERE org_id = $1 ORDER BY action;
+
+-- name: AuditGetLatest :one
+-- The newest entry of one action on one target: who did it last, and when.
+SELECT * FROM audit_log
+WHERE org_id = @org_id::uuid AND action = @action AND target_type = @target_type AND target_id = @target_id
+ORDER BY id DESC
+LIMIT 1;

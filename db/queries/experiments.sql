@@ -135,12 +135,13 @@ SELECT arm,
        count(safety)::float8 AS safety_n, coalesce(sum(safety), 0)::float8 AS safety_sum, coalesce(sum(safety * safety), 0)::float8 AS safety_ss
 FROM u GROUP BY arm ORDER BY arm;
 
--- name: ExperimentListDays :many
--- The days the experiment's feedback arrived on, for the cumulative chart.
-SELECT DISTINCT date_trunc('day', f.created_at)::timestamptz AS day
+-- name: ExperimentListBuckets :many
+-- The hours or days (unit, in UTC) the experiment's feedback arrived in,
+-- for the cumulative chart.
+SELECT DISTINCT date_trunc(@unit::text, f.created_at, 'UTC')::timestamptz AS bucket
 FROM feedback f WHERE f.org_id = @org_id AND f.experiment_id = @experiment_id
   AND (sqlc.narg('since')::timestamptz IS NULL OR f.created_at >= sqlc.narg('since'))
-ORDER BY day LIMIT 120;
+ORDER BY bucket LIMIT 120;
 
 -- name: ExperimentUpdateTraffic :one
 -- New weights (in the arms) and coverage; a new phase when re-randomised.

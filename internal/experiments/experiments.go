@@ -156,6 +156,8 @@ func (s *Service) Create(ctx context.Context, actor audit.Actor, orgID uuid.UUID
 	v := &errs.Invalid{}
 	if v.Text("key", in.Key, 64, true) && !keyPattern.MatchString(in.Key) {
 		v.Add("key", "must be lower-case letters, digits, '.', '_' or '-', starting with a letter or digit")
+	} else if in.Key == "new" {
+		v.Add("key", "is taken by the page that creates experiments: choose another")
 	}
 	if in.Name == "" {
 		in.Name = in.Key
@@ -190,6 +192,9 @@ func (s *Service) Create(ctx context.Context, actor audit.Actor, orgID uuid.UUID
 		if !slices.Contains(Metrics, m) {
 			v.Add(fmt.Sprintf("guardrails[%d]", i), "must be one of %s", strings.Join(Metrics, ", "))
 		}
+	}
+	if in.EndsAt != nil && !in.EndsAt.After(s.now()) {
+		v.Add("ends_at", "must be in the future")
 	}
 	if in.MinSamplePerArm == 0 {
 		in.MinSamplePerArm = 100

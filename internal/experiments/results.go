@@ -20,10 +20,20 @@ type Results struct {
 	Units          []int64              `json:"units"`
 	SRMPValue      *float64             `json:"srm_p_value"`
 	Metrics        []MetricResult       `json:"metrics"`
+	// Recommendation is what to do now: the statistics engine's advice
+	// while the experiment runs, its state (ActionRolledBack and the
+	// others) when it does not.
 	Recommendation stats.Recommendation `json:"recommendation"`
-	// Timeline is the primary metric's relative effect day by day with
-	// its confidence sequence (valid to look at every day).
-	Timeline []Point `json:"timeline"`
+	// Decision is who stopped a paused, ended or cancelled experiment,
+	// when and why.
+	Decision *Decision `json:"decision,omitempty"`
+	// Timeline is the primary metric's cumulative relative effect hour by
+	// hour (day by day once the phase is two days old) with its confidence
+	// sequence (valid to look at every time), from TimelineStart: the
+	// phase's start. TimelineUnit says which: "hour" or "day".
+	Timeline      []Point    `json:"timeline"`
+	TimelineStart *time.Time `json:"timeline_start"`
+	TimelineUnit  string     `json:"timeline_unit,omitempty"`
 }
 
 // MetricResult is one metric in every arm.
@@ -46,9 +56,12 @@ type ArmResult struct {
 	Error          string     `json:"error,omitempty"`
 }
 
-// Point is one day of the cumulative effect.
+// Point is the cumulative effect of the feedback from the phase's start
+// until At: the end of the hour or day (UTC) that starts at Day, or now
+// while it lasts.
 type Point struct {
 	Day    time.Time `json:"day"`
+	At     time.Time `json:"at"`
 	Effect float64   `json:"effect"`
 	Low    float64   `json:"low"`
 	High   float64   `json:"high"`
@@ -180,37 +193,67 @@ func (s *Service) Results(ctx context.Context, orgID uuid.UUID, key string) (Res
 		out.Metrics = append(out.Metrics, mr)
 	}
 	out.Recommendation = stats.Recommend(primary, guards, out.SRMPValue, nPerArm, float64(e.MinSamplePerArm), needed)
-	if len(e.Metrics) > 0 && len(arms) > 1 {
-		if out.Timeline, err = s.timeline(ctx, q, orgID, e, len(arms), e.Metrics[0]); err != nil {
+	if out.Recommendation, out.Decision, err = verdict(ctx, q, e, out.Recommendation); err != nil {
+		return Results{}, err
+	}
+	if start := phaseStart(e); start != nil && len(e.Metrics) > 0 && len(arms) > 1 {
+		out.TimelineStart = start
+		if out.Timeline, out.TimelineUnit, err = s.timeline(ctx, q, orgID, e, *start, len(arms), e.Metrics[0]); err != nil {
 			return Results{}, err
 		}
 	}
 	return out, nil
 }
 
-// timeline is the primary metric's relative effect at the end of each day,
-// with its confidence sequence.
-func (s *Service) timeline(ctx context.Context, q *db.Queries, orgID uuid.UUID, e db.Experiment, arms int, metric string) ([]Point, error) {
-	days, err := q.ExperimentListDays(ctx, db.ExperimentListDaysParams{OrgID: orgID, ExperimentID: uuid.NullUUID{UUID: e.ID, Valid: true}, Since: e.PhaseStartedAt})
+// phaseStart is when the current phase began: the experiment's start for
+// the first, the re-randomisation for later ones; nil before it starts.
+func phaseStart(e db.Experiment) *time.Time {
+	if e.PhaseStartedAt != nil {
+		return e.PhaseStartedAt
+	}
+	return e.StartedAt
+}
+
+// timelineHours is how long a phase is drawn hour by hour; an older one is
+// drawn day by day.
+const timelineHours = 48 * time.Hour
+
+// timeline is the primary metric's relative effect at the end of each hour
+// (each day, once the phase is older than timelineHours) that brought
+// feedback, with its confidence sequence.
+func (s *Service) timeline(ctx context.Context, q *db.Queries, orgID uuid.UUID, e db.Experiment, start time.Time, arms int, metric string) ([]Point, string, error) {
+	now := s.now()
+	unit, step := "hour", time.Hour
+	if now.Sub(start) > timelineHours {
+		unit, step = "day", 24*time.Hour
+	}
+	buckets, err := q.ExperimentListBuckets(ctx, db.ExperimentListBucketsParams{Unit: unit, OrgID: orgID,
+		ExperimentID: uuid.NullUUID{UUID: e.ID, Valid: true}, Since: e.PhaseStartedAt})
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	out := []Point{}
 	test := stats.Test{Metric: stats.MetricMean, Relative: true, Alpha: 0.05, Alternative: stats.TwoSided, Sequential: sequentialTuning}
-	for _, d := range days {
-		end := d.Add(24 * time.Hour)
+	for _, b := range buckets {
+		// The query reads the whole bucket; the point is drawn at now while
+		// the bucket lasts.
+		end := b.Add(step)
+		at := end
+		if at.After(now) {
+			at = now
+		}
 		sums, err := q.ExperimentListMetricSums(ctx, db.ExperimentListMetricSumsParams{OrgID: orgID, ExperimentID: e.ID, Phase: e.Phase, Since: e.PhaseStartedAt, Before: &end})
 		if err != nil {
-			return nil, err
+			return nil, "", err
 		}
 		as := armStats(sums, arms, metric)
 		eff, err := stats.Compare(as[0], as[1], nil, test)
 		if err != nil {
-			continue // not enough data that day
+			continue // not enough data by then
 		}
-		out = append(out, Point{Day: d, Effect: eff.Expected, Low: *eff.CI[0], High: *eff.CI[1]})
+		out = append(out, Point{Day: b, At: at, Effect: eff.Expected, Low: *eff.CI[0], High: *eff.CI[1]})
 	}
-	return out, nil
+	return out, unit, nil
 }
 
 // label is a metric's name in words.

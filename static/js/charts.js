@@ -23,6 +23,7 @@
     opts.series = [xAxis ? xAxis.series : {}].concat(series);
     opts.axes = [xAxis ? xAxis.axis : {}, yAxis || {}];
     opts.scales = { x: { time: !xAxis } };
+    if (xAxis && xAxis.range) opts.scales.x.range = xAxis.range;
     // Days are UTC days, as in the tables.
     opts.tzDate = function (ts) { return window.uPlot.tzDate(new Date(ts * 1e3), "Etc/UTC"); };
     if (yRange) opts.scales.y = { range: yRange };
@@ -57,8 +58,10 @@
     });
   }
 
-  // An experiment's relative effect by day with its confidence sequence,
-  // from the container's data-effect attribute.
+  // An experiment's cumulative relative effect with its confidence
+  // sequence, from the container's data-effect attribute: x is the time
+  // since the phase's start in hours or days (d.unit), and the legend names
+  // each point's moment in the page's own time zone.
   function effect() {
     var target = el("ab-effect");
     if (!target || !window.uPlot) return;
@@ -68,14 +71,27 @@
     } catch (e) {
       return;
     }
+    var days = d.unit === "days";
+    var seconds = days ? 86400 : 3600;
+    var x = d.x || [];
+    var last = x.length ? x[x.length - 1] : 0;
     var pct = function (u, v) { return v == null ? "—" : (v * 100).toFixed(1) + "%"; };
+    var since = function (u, v) {
+      if (v == null) return "—";
+      var at = new Date((d.start + v * seconds) * 1000);
+      return v.toFixed(1) + (days ? " days" : " hours") + " (" + at.toLocaleString([], { dateStyle: "medium", timeStyle: "short" }) + ")";
+    };
     draw(target, [
       line("Relative effect", 0, { value: pct }),
       line("Lower bound", 1, { value: pct, dash: [6, 3], points: { show: false } }),
       line("Upper bound", 1, { value: pct, dash: [6, 3], points: { show: false } })
-    ], [d.x || [], d.effect || [], d.low || [], d.high || []], {
+    ], [x, d.effect || [], d.low || [], d.high || []], {
       label: "Change",
       values: function (u, ticks) { return ticks.map(function (t) { return Math.round(t * 100) + "%"; }); }
+    }, null, {
+      series: { label: "Since the start", value: since },
+      axis: { label: (days ? "Days" : "Hours") + " since the start" },
+      range: [0, Math.max(1, last * 1.05)]
     });
   }
 
