@@ -59,10 +59,11 @@ trainer-test:
 	cd trainer && $(PYTHON) -m unittest discover -s tests -v
 	@$(PYTHON) -c 'import torch' 2>/dev/null || $(MAKE) --no-print-directory trainer-math
 
-## trainer-math: the trainer's tensor math tests (tests/test_losses.py, tests/test_policy_losses.py) under $(TORCH_PYTHON); without torch they fail under CI=true
+## trainer-math: the trainer's tests that need torch alone (tests/test_losses.py, test_policy_losses.py, test_policy_method.py) under $(TORCH_PYTHON); without torch they fail under CI=true
 trainer-math:
 	@if $(TORCH_PYTHON) -c 'import torch' 2>/dev/null; then \
-		cd trainer && $(TORCH_PYTHON) -m unittest discover -s tests -p 'test_*losses.py' -v; \
+		cd trainer && $(TORCH_PYTHON) -m unittest discover -s tests -p 'test_*losses.py' -v && \
+		$(TORCH_PYTHON) -m unittest discover -s tests -p test_policy_method.py -v; \
 	elif [ "$${CI:-}" = true ]; then \
 		echo "trainer-math: $(TORCH_PYTHON) cannot import torch; CI needs Debian's python3-torch (.ci/run installs it)"; exit 1; \
 	else \
