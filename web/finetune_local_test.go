@@ -188,7 +188,7 @@ func TestLocalFineTuneAPI(t *testing.T) {
 		{map[string]any{"base_model": ""}, "base_model", "is required"},
 		{map[string]any{"local": map[string]any{"lora_r": 999}}, "local.lora_r", "from 1 to 256"},
 		{map[string]any{"local": map[string]any{"irs": map[string]any{"n_candidates": 1}}}, "local.irs.n_candidates", "from 2 to 16"},
-		{map[string]any{"method": "ppo"}, "method", `must be one of`},
+		{map[string]any{"method": "rlhf"}, "method", `must be one of`},
 		{map[string]any{"provider": "openai", "base_model": ftMini}, "local", "only to the local provider"},
 	} {
 		body := map[string]any{}

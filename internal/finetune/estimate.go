@@ -195,6 +195,9 @@ func (s *Service) Estimate(ctx context.Context, orgID uuid.UUID, req Request) (E
 		est.Epochs = int(n)
 	} else {
 		est.Epochs, est.EpochsAuto = entry.AutoEpochs(c.examples), true
+		if n, ok := entry.MethodEpochs[req.Method]; ok {
+			est.Epochs = n
+		}
 	}
 	est.TrainedTokens = est.TokensPerEpoch * int64(est.Epochs)
 	est.Cost = pricing.Cost(est.TrainedTokens, est.Price.PerMillion)
