@@ -230,7 +230,7 @@ func localField(field string) string {
 		return field
 	case strings.HasPrefix(field, "hyperparameters."):
 		return "local." + strings.TrimPrefix(field, "hyperparameters.")
-	case strings.HasPrefix(field, "irs."):
+	case strings.HasPrefix(field, "irs."), strings.HasPrefix(field, "policy."):
 		return "local." + field
 	}
 	return field
