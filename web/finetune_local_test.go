@@ -324,7 +324,7 @@ func TestTrainAPI(t *testing.T) {
 		body  map[string]any
 		field string
 	}{
-		{map[string]any{"stage": "PPO", "model_id": model, "dataset_version_id": pairs.ID.String()}, "stage"},
+		{map[string]any{"stage": "RLHF", "model_id": model, "dataset_version_id": pairs.ID.String()}, "stage"},
 		{map[string]any{"stage": "DPO", "model_id": model + "/nope", "dataset_version_id": pairs.ID.String()}, "model_id"},
 		{map[string]any{"stage": "DPO", "model_id": "/etc", "dataset_version_id": pairs.ID.String()}, "model_id"},
 		{map[string]any{"stage": "IRS", "model_id": model, "dataset_version_id": chats.ID.String(), "irs_config": map[string]any{"n_iterations": 0, "n_candidates": 40}}, "irs_config.n_candidates"},
