@@ -9,9 +9,11 @@ PYTHON  ?= python3
 # The trainer's tensor math tests need torch: CI installs Debian's
 # python3-torch, which only the system Python sees.
 TORCH_PYTHON ?= /usr/bin/python3
+# make gpu-check needs torch, transformers and peft, which CI does not have.
+GPU_PYTHON ?= python3
 TESTDIR := $(CURDIR)/.curate-test
 
-.PHONY: run build test generate check-generated lint gotest trainer-test trainer-math bench assets clean
+.PHONY: run build test generate check-generated lint gotest trainer-test trainer-math gpu-check bench assets clean
 
 ## run: build and start Curate in dev mode with its own Postgres in ./.curate
 # Built, then exec'd, rather than `go run`: go run exits 1 when Ctrl-C
@@ -57,15 +59,20 @@ trainer-test:
 	cd trainer && $(PYTHON) -m unittest discover -s tests -v
 	@$(PYTHON) -c 'import torch' 2>/dev/null || $(MAKE) --no-print-directory trainer-math
 
-## trainer-math: the trainer's tensor math tests (tests/test_losses.py) under $(TORCH_PYTHON); without torch they fail under CI=true
+## trainer-math: the trainer's tests that need torch alone (tests/test_losses.py, test_policy_losses.py, test_policy_method.py) under $(TORCH_PYTHON); without torch they fail under CI=true
 trainer-math:
 	@if $(TORCH_PYTHON) -c 'import torch' 2>/dev/null; then \
-		cd trainer && $(TORCH_PYTHON) -m unittest discover -s tests -p test_losses.py -v; \
+		cd trainer && $(TORCH_PYTHON) -m unittest discover -s tests -p 'test_*losses.py' -v && \
+		$(TORCH_PYTHON) -m unittest discover -s tests -p test_policy_method.py -v; \
 	elif [ "$${CI:-}" = true ]; then \
 		echo "trainer-math: $(TORCH_PYTHON) cannot import torch; CI needs Debian's python3-torch (.ci/run installs it)"; exit 1; \
 	else \
 		echo "trainer-math: NOT RUN: $(TORCH_PYTHON) cannot import torch (install python3-torch, or set TORCH_PYTHON to a Python that has torch)"; \
 	fi
+
+## gpu-check: every training method a few steps on a tiny model built here, through the real trainer; one table (needs torch, transformers and peft under $(GPU_PYTHON); a GPU when there is one)
+gpu-check:
+	cd trainer && PYTHONUNBUFFERED=1 $(GPU_PYTHON) gpu_check.py
 
 ## bench: benchmarks beside raw PostgreSQL in one run, then one table (CURATE_BENCH_ROWS sizes the database ones)
 bench:

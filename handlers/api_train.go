@@ -16,11 +16,13 @@ import (
 
 // The training API of Curate's IRS design (seed 003, section 4), mapped
 // onto local fine-tuning jobs: a stage is a method, model_id the base
-// model's name in the models directory, irs_config the IRS settings.
+// model's name in the models directory, irs_config the IRS settings and
+// grpo_config the settings of the policy stages, GRPO and PPO.
 
 // trainStages maps the design's stages to methods.
 var trainStages = map[string]provider.Method{
 	"IRS": local.IRS, "SFT": provider.Supervised, "DPO": provider.DPO, "REWARD": local.Reward,
+	"GRPO": local.GRPO, "PPO": local.PPO,
 }
 
 // stageOf is the design's stage of a method.
@@ -51,6 +53,9 @@ func trainField(f string) string {
 	if rest, ok := strings.CutPrefix(f, "local.irs."); ok {
 		return "irs_config." + rest
 	}
+	if rest, ok := strings.CutPrefix(f, "local.policy."); ok {
+		return "grpo_config." + rest
+	}
 	return f
 }
 
@@ -65,6 +70,7 @@ func (h *Handlers) APITrain(c echo.Context) error {
 		ModelID          string                   `json:"model_id"`
 		DatasetVersionID string                   `json:"dataset_version_id"`
 		IRSConfig        *irsConfig               `json:"irs_config"`
+		GRPOConfig       *local.PolicySettings    `json:"grpo_config"` // GRPO and PPO
 		NQuestions       int                      `json:"n_questions"`
 		TopK             *int                     `json:"top_k"` // the design's retrieval depth: prompts here carry their context, so it is not used
 		Hyperparameters  provider.Hyperparameters `json:"hyperparameters"`
@@ -76,13 +82,22 @@ func (h *Handlers) APITrain(c echo.Context) error {
 	bad := &errs.Invalid{}
 	method, ok := trainStages[body.Stage]
 	if !ok {
-		bad.Add("stage", `must be "IRS", "SFT", "DPO" or "REWARD"`)
+		bad.Add("stage", `must be "IRS", "SFT", "DPO", "REWARD", "GRPO" or "PPO"`)
 	}
 	req := finetune.Request{Provider: local.Name, BaseModel: body.ModelID, Method: method, Hyper: body.Hyperparameters, Local: body.Local}
 	if body.DatasetVersionID != "" {
 		if err := req.VersionID.UnmarshalText([]byte(body.DatasetVersionID)); err != nil {
 			bad.Add("dataset_version_id", "must be a dataset version id")
 		}
+	}
+	if body.GRPOConfig != nil {
+		if method != local.GRPO && method != local.PPO {
+			bad.Add("grpo_config", "applies only to the GRPO and PPO stages")
+		}
+		if req.Local == nil {
+			req.Local = &local.Settings{}
+		}
+		req.Local.Policy = *body.GRPOConfig
 	}
 	if body.IRSConfig != nil || body.NQuestions != 0 {
 		if req.Local == nil {
@@ -127,13 +142,19 @@ type trainDetail struct {
 	Runtime          trainRuntime `json:"runtime"`
 	Model            string       `json:"model,omitempty"` // the adapter (or reward model) directory, once saved
 	Error            string       `json:"error,omitempty"`
+	StoppedEarly     string       `json:"stopped_early,omitempty"` // why the run ended before its last step, when it did
 }
 
 type trainMetrics struct {
+	// IRS: the last iteration's average reward; GRPO and PPO: the last
+	// step's mean reward, with its KL from the reference and clip fraction.
 	AvgReward       *float64           `json:"avg_reward"`
 	RewardBreakdown map[string]float64 `json:"reward_breakdown"`
 	CurrentWeights  map[string]float64 `json:"current_weights"`
 	Loss            *float64           `json:"loss,omitempty"` // the last training loss
+	KL              *float64           `json:"kl,omitempty"`
+	ClipFraction    *float64           `json:"clip_fraction,omitempty"`
+	HeldOutScore    *float64           `json:"heldout_score,omitempty"` // the last held-out check
 }
 
 type trainRuntime struct {
@@ -173,6 +194,20 @@ func (h *Handlers) APITrainStatus(c echo.Context) error {
 		}
 	} else {
 		out.Detail.CurrentIteration, out.Detail.TotalIterations = int(j.Epoch), int(j.TotalEpochs)
+	}
+	if j.Method == string(local.GRPO) || j.Method == string(local.PPO) {
+		steps, checks := finetune.PolicySummary(lines)
+		if n := len(steps); n > 0 {
+			last := steps[n-1]
+			m := &out.Detail.Metrics
+			m.AvgReward, m.KL, m.ClipFraction, m.RewardBreakdown = last.Reward, last.KL, last.ClipFraction, orEmpty(last.RewardBreakdown)
+		}
+		if n := len(checks); n > 0 {
+			out.Detail.Metrics.HeldOutScore = checks[n-1].Score
+		}
+	}
+	if reasons := finetune.StopReasons(lines); len(reasons) > 0 {
+		out.Detail.StoppedEarly = reasons[len(reasons)-1]
 	}
 	switch {
 	case phase.Progress != nil:

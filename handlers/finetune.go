@@ -397,19 +397,32 @@ func (h *Handlers) fineTuneDetail(c echo.Context) (finetune.Detail, error) {
 	return h.FineTune.Get(ctx(c), CallerOf(c).OrgID, id)
 }
 
-// liveView is the refreshing part of a job page; an IRS job's adds its
-// iterations from the run's metrics.jsonl.
+// liveView is the refreshing part of a job page; a local job's adds what
+// its run's metrics.jsonl says: IRS iterations, a reward model's
+// evaluation, GRPO and PPO steps, and why it stopped early.
 func (h *Handlers) liveView(ctx context.Context, d finetune.Detail) views.FineTuneLiveView {
 	v := liveView(d)
 	v.Cost = h.costView(d.Job)
-	if d.Job.Method == string(local.IRS) {
-		lines, err := h.FineTune.RunMetrics(ctx, d.Job)
-		if err != nil {
-			h.Log.Warn("reading an IRS run's metrics", "job", d.Job.ID, "err", err)
-		}
+	if d.Job.Provider != local.Name {
+		return v
+	}
+	lines, err := h.FineTune.RunMetrics(ctx, d.Job)
+	if err != nil {
+		h.Log.Warn("reading a local run's metrics", "job", d.Job.ID, "err", err)
+	}
+	v.StoppedEarly = finetune.StopReasons(lines)
+	switch provider.Method(d.Job.Method) {
+	case local.IRS:
 		points, _ := finetune.IRSSummary(lines)
 		c := irsChart(points)
 		v.IRS = &c
+	case local.Reward:
+		r := rewardEvalView(finetune.RewardSummary(lines))
+		v.RewardEval = &r
+	case local.GRPO, local.PPO:
+		steps, checks := finetune.PolicySummary(lines)
+		p := policyView(d.Job.Method, steps, checks)
+		v.Policy = &p
 	}
 	return v
 }

@@ -49,11 +49,11 @@ func decimal(into *float64) func(*local.Settings, string) error {
 // into s. Empty inputs keep the trainer's defaults, which the
 // placeholders show (IRS's are those of Curate's IRS design).
 func localInputs(s *local.Settings, weights map[string]float64) []localInput {
-	d := local.DefaultIRS()
+	d, p := local.DefaultIRS(), local.DefaultPolicy()
 	g := func(f float64) string { return strconv.FormatFloat(f, 'g', -1, 64) }
 	in := func(name, label, placeholder, hint string, set func(*local.Settings, string) error) localInput {
 		return localInput{views.FineTuneLocalInput{Name: name, Label: label, Placeholder: placeholder, Hint: hint,
-			IRS: strings.HasPrefix(name, "local.irs.")}, set}
+			IRS: strings.HasPrefix(name, "local.irs."), Policy: strings.HasPrefix(name, "local.policy.")}, set}
 	}
 	weight := func(k string) func(*local.Settings, string) error {
 		return func(_ *local.Settings, v string) error {
@@ -82,7 +82,7 @@ func localInputs(s *local.Settings, weights map[string]float64) []localInput {
 			}
 			return nil
 		}),
-		in("local.learning_rate", "Learning rate", "by method", "above 0, below 1 (sft 2e-4, dpo 5e-5, reward 1e-4)", decimal(&s.LearningRate)),
+		in("local.learning_rate", "Learning rate", "by method", "above 0, below 1 (sft 2e-4, dpo 5e-5, reward 2e-5, grpo and ppo 1e-5)", decimal(&s.LearningRate)),
 		in("local.max_length", "Max length", "1024", "16–32768 tokens", wholeNumber(&s.MaxLength)),
 		in("local.irs.n_iterations", "IRS iterations", strconv.Itoa(d.NIterations), "1–50", wholeNumber(&s.IRS.NIterations)),
 		in("local.irs.n_candidates", "IRS candidates per prompt", strconv.Itoa(d.NCandidates), "2–16", wholeNumber(&s.IRS.NCandidates)),
@@ -95,6 +95,23 @@ func localInputs(s *local.Settings, weights map[string]float64) []localInput {
 		in("local.irs.dw_config.initial_weights.rel", "Initial weight: relevance", g(d.DW.InitialWeights["rel"]), "−100 to 100", weight("rel")),
 		in("local.irs.dw_config.initial_weights.faith", "Initial weight: faithfulness", g(d.DW.InitialWeights["faith"]), "−100 to 100", weight("faith")),
 		in("local.irs.dw_config.initial_weights.conc", "Initial weight: concision", g(d.DW.InitialWeights["conc"]), "−100 to 100", weight("conc")),
+		in("local.policy.group_size", "Answers per prompt", strconv.Itoa(p.GroupSize), "GRPO 2–64, PPO 1–64", wholeNumber(&s.Policy.GroupSize)),
+		in("local.policy.max_new_tokens", "Max new tokens", strconv.Itoa(p.MaxNewTokens), "1–8192", wholeNumber(&s.Policy.MaxNewTokens)),
+		in("local.policy.kl_coef", "KL penalty", g(*p.KLCoef), "0–10; 0 turns it off", func(s *local.Settings, v string) error {
+			f, err := strconv.ParseFloat(v, 64)
+			if err != nil {
+				return fmt.Errorf("must be a number, or empty for the default")
+			}
+			s.Policy.KLCoef = &f
+			return nil
+		}),
+		in("local.policy.kl_max", "KL bound", g(p.KLMax), "above 0, at most 100: the run stops past it", decimal(&s.Policy.KLMax)),
+		in("local.policy.clip_epsilon", "Clip range", g(p.ClipEpsilon), "above 0, below 1", decimal(&s.Policy.ClipEpsilon)),
+		in("local.policy.reward_model", "Reward model", "none: the reward formula", "a trained reward model's name in the models directory", func(s *local.Settings, v string) error {
+			s.Policy.RewardModel = strings.TrimSpace(v)
+			return nil
+		}),
+		in("local.policy.holdout_every", "Held-out check every", strconv.Itoa(p.HoldoutEvery), "steps, 1 or more", wholeNumber(&s.Policy.HoldoutEvery)),
 	}
 }
 

@@ -188,7 +188,7 @@ func TestLocalFineTuneAPI(t *testing.T) {
 		{map[string]any{"base_model": ""}, "base_model", "is required"},
 		{map[string]any{"local": map[string]any{"lora_r": 999}}, "local.lora_r", "from 1 to 256"},
 		{map[string]any{"local": map[string]any{"irs": map[string]any{"n_candidates": 1}}}, "local.irs.n_candidates", "from 2 to 16"},
-		{map[string]any{"method": "ppo"}, "method", `must be one of`},
+		{map[string]any{"method": "rlhf"}, "method", `must be one of`},
 		{map[string]any{"provider": "openai", "base_model": ftMini}, "local", "only to the local provider"},
 	} {
 		body := map[string]any{}
@@ -324,7 +324,7 @@ func TestTrainAPI(t *testing.T) {
 		body  map[string]any
 		field string
 	}{
-		{map[string]any{"stage": "PPO", "model_id": model, "dataset_version_id": pairs.ID.String()}, "stage"},
+		{map[string]any{"stage": "RLHF", "model_id": model, "dataset_version_id": pairs.ID.String()}, "stage"},
 		{map[string]any{"stage": "DPO", "model_id": model + "/nope", "dataset_version_id": pairs.ID.String()}, "model_id"},
 		{map[string]any{"stage": "DPO", "model_id": "/etc", "dataset_version_id": pairs.ID.String()}, "model_id"},
 		{map[string]any{"stage": "IRS", "model_id": model, "dataset_version_id": chats.ID.String(), "irs_config": map[string]any{"n_iterations": 0, "n_candidates": 40}}, "irs_config.n_candidates"},

@@ -195,6 +195,9 @@ func (s *Service) Estimate(ctx context.Context, orgID uuid.UUID, req Request) (E
 		est.Epochs = int(n)
 	} else {
 		est.Epochs, est.EpochsAuto = entry.AutoEpochs(c.examples), true
+		if n, ok := entry.MethodEpochs[req.Method]; ok {
+			est.Epochs = n
+		}
 	}
 	est.TrainedTokens = est.TokensPerEpoch * int64(est.Epochs)
 	est.Cost = pricing.Cost(est.TrainedTokens, est.Price.PerMillion)
@@ -227,7 +230,7 @@ func localField(field string) string {
 		return field
 	case strings.HasPrefix(field, "hyperparameters."):
 		return "local." + strings.TrimPrefix(field, "hyperparameters.")
-	case strings.HasPrefix(field, "irs."):
+	case strings.HasPrefix(field, "irs."), strings.HasPrefix(field, "policy."):
 		return "local." + field
 	}
 	return field

@@ -109,3 +109,114 @@ func IRSSummary(lines []json.RawMessage) (points []IRSPoint, last IRSPhase) {
 	}
 	return points, last
 }
+
+// RewardEvalPoint is a reward model's evaluation after an epoch, from
+// metrics.jsonl: pairwise ranking accuracy, with ratings MSE, MAE and
+// Pearson's r, and the calibration of its preference probabilities.
+type RewardEvalPoint struct {
+	Step             int              `json:"step"`
+	Epoch            int              `json:"epoch"`
+	EvalLoss         *float64         `json:"eval_loss"`
+	RankingAccuracy  *float64         `json:"ranking_accuracy"`
+	MSE              *float64         `json:"eval_mse"`
+	MAE              *float64         `json:"eval_mae"`
+	Pearson          *float64         `json:"pearson"`
+	CalibrationError *float64         `json:"calibration_error"`
+	Calibration      []CalibrationBin `json:"calibration"`
+}
+
+// CalibrationBin is one bin of predicted preference probability: how many
+// readings fell in it, their mean probability and the share that were the
+// preferred reply (both nil when it is empty).
+type CalibrationBin struct {
+	Lower     float64  `json:"lower"`
+	Upper     float64  `json:"upper"`
+	Count     int      `json:"count"`
+	Predicted *float64 `json:"predicted"`
+	Observed  *float64 `json:"observed"`
+}
+
+// RewardEval is a reward run's evaluations by epoch and, with early
+// stopping, the epoch whose weights it kept (0 when not reported).
+type RewardEval struct {
+	Points       []RewardEvalPoint
+	BestEpoch    int
+	BestEvalLoss *float64
+}
+
+// RewardSummary reads a reward run's evaluations (lines with
+// ranking_accuracy) and the best epoch from metrics.jsonl lines.
+func RewardSummary(lines []json.RawMessage) RewardEval {
+	var out RewardEval
+	for _, l := range lines {
+		var p RewardEvalPoint
+		if json.Unmarshal(l, &p) == nil && p.RankingAccuracy != nil {
+			out.Points = append(out.Points, p)
+		}
+		var best struct {
+			BestEpoch    int      `json:"best_epoch"`
+			BestEvalLoss *float64 `json:"best_eval_loss"`
+		}
+		if json.Unmarshal(l, &best) == nil && best.BestEpoch > 0 {
+			out.BestEpoch, out.BestEvalLoss = best.BestEpoch, best.BestEvalLoss
+		}
+	}
+	return out
+}
+
+// PolicyPoint is one step of a grpo or ppo run: the mean reward of its
+// samples, the sampling policy's KL from the reference, the share of
+// tokens the clip held back, and the losses.
+type PolicyPoint struct {
+	Step            int                `json:"step"`
+	Epoch           int                `json:"epoch"`
+	Loss            *float64           `json:"loss"`
+	Reward          *float64           `json:"reward"`
+	RewardStd       *float64           `json:"reward_std"`
+	KL              *float64           `json:"kl"`
+	ClipFraction    *float64           `json:"clip_fraction"`
+	ValueLoss       *float64           `json:"value_loss"`
+	ResponseLength  *float64           `json:"response_length"`
+	RewardBreakdown map[string]float64 `json:"reward_breakdown"`
+}
+
+// HeldOutCheck is one held-out reward check of a grpo or ppo run: the
+// held-out score, and the mean training reward since the check before.
+type HeldOutCheck struct {
+	Step        int      `json:"step"`
+	Score       *float64 `json:"heldout_score"`
+	TrainReward *float64 `json:"train_reward"`
+}
+
+// PolicySummary reads a policy run's steps (lines with reward and kl) and
+// held-out checks from metrics.jsonl lines.
+func PolicySummary(lines []json.RawMessage) (steps []PolicyPoint, checks []HeldOutCheck) {
+	for _, l := range lines {
+		var p PolicyPoint
+		if json.Unmarshal(l, &p) == nil && p.Reward != nil && p.KL != nil {
+			steps = append(steps, p)
+			continue
+		}
+		var c HeldOutCheck
+		if json.Unmarshal(l, &c) == nil && c.Score != nil {
+			checks = append(checks, c)
+		}
+	}
+	return steps, checks
+}
+
+// StopReasons are the reasons a run gave for ending early (its STOPPED
+// lines: early stopping, the KL bound, reward hacking), oldest first.
+func StopReasons(lines []json.RawMessage) []string {
+	var out []string
+	for _, l := range lines {
+		var s struct {
+			Phase  string `json:"phase"`
+			Reason string `json:"reason"`
+		}
+		if json.Unmarshal(l, &s) == nil && s.Phase == "STOPPED" && s.Reason != "" {
+			out = append(out, s.Reason)
+		}
+	}
+	return out
+}

@@ -20,21 +20,23 @@ import (
 	"github.com/curate/curate/internal/provider/openaifake"
 )
 
-// The local entry trains sft and irs on chat lines and dpo and reward on
-// TRL preference pairs; with OpenAI beside it every method is known.
+// The local entry trains sft, irs, grpo and ppo on chat lines and dpo and
+// reward on TRL preference pairs; with OpenAI beside it every method is
+// known.
 func TestLocalEntryAndMethods(t *testing.T) {
 	e := finetune.Local(local.Config{RunsRoot: t.TempDir(), ModelsDir: t.TempDir()})
-	want := map[provider.Method]export.Format{"supervised": "openai_chat", "irs": "openai_chat", "dpo": "trl_preference", "reward": "trl_preference"}
+	want := map[provider.Method]export.Format{"supervised": "openai_chat", "irs": "openai_chat", "dpo": "trl_preference", "reward": "trl_preference",
+		"grpo": "openai_chat", "ppo": "openai_chat"}
 	for m, f := range want {
 		if e.Formats[m] != f {
 			t.Errorf("local %s trains on %q, want %q", m, e.Formats[m], f)
 		}
 	}
-	if !e.Free || len(e.Formats) != 4 {
+	if !e.Free || len(e.Formats) != 6 {
 		t.Errorf("local entry %+v", e)
 	}
 	reg := finetune.Providers{"local": e, "openai": finetune.OpenAI(openai.Config{})}
-	if got := reg.Methods(); !slices.Equal(got, []provider.Method{"dpo", "irs", "reward", "supervised"}) {
+	if got := reg.Methods(); !slices.Equal(got, []provider.Method{"dpo", "grpo", "irs", "ppo", "reward", "supervised"}) {
 		t.Errorf("methods %v", got)
 	}
 }
@@ -60,7 +62,8 @@ func TestLocalEstimateIsFreeAndChecksSettings(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !est.Free || est.Cost != 0 || est.Format != export.TRLPreference || est.TrainExamples != 4 || est.Epochs != 1 {
+	// The reward model's recipe runs 5 epochs when they are left auto.
+	if !est.Free || est.Cost != 0 || est.Format != export.TRLPreference || est.TrainExamples != 4 || est.Epochs != 5 || !est.EpochsAuto {
 		t.Errorf("estimate %+v", est)
 	}
 	job := e.launch(t, req)
@@ -85,7 +88,7 @@ func TestLocalEstimateIsFreeAndChecksSettings(t *testing.T) {
 		{func(r *finetune.Request) { r.BaseModel = "model/absent" }, "base_model", `"model/absent" is not a model directory`},
 		{func(r *finetune.Request) { r.BaseModel = model }, "base_model", "not a path"},
 		{func(r *finetune.Request) { r.Hyper.Epochs = provider.Num(101) }, "hyperparameters.epochs", "from 1 to 100"},
-		{func(r *finetune.Request) { r.Method = "ppo" }, "method", `"supervised"`},
+		{func(r *finetune.Request) { r.Method = "rlhf" }, "method", `"supervised"`},
 		{func(r *finetune.Request) { r.Provider, r.BaseModel = "openai", mini }, "local", "only to the local provider"},
 	} {
 		r := req

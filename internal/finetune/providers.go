@@ -50,8 +50,9 @@ func Bedrock(cfg bedrock.Config) Entry {
 }
 
 // Local is the registry entry for training on this machine with the
-// bundled trainer: chat examples for sft and irs, TRL preference pairs for
-// dpo and reward. It costs nothing and takes no price.
+// bundled trainer: chat examples for sft, and as prompts for irs, grpo and
+// ppo; TRL preference pairs for dpo and reward. It costs nothing and takes
+// no price.
 func Local(cfg local.Config) Entry {
 	return Entry{
 		Label: "Local GPU",
@@ -61,9 +62,12 @@ func Local(cfg local.Config) Entry {
 			provider.DPO:        export.TRLPreference,
 			local.Reward:        export.TRLPreference,
 			local.IRS:           export.OpenAIChat,
+			local.GRPO:          export.OpenAIChat,
+			local.PPO:           export.OpenAIChat,
 		},
-		AutoEpochs: func(int) int { return 1 }, // the trainer's default (trainer/README.md)
-		Free:       true,
+		AutoEpochs:   func(int) int { return 1 }, // the trainer's default (trainer/README.md)
+		MethodEpochs: map[provider.Method]int{local.Reward: local.DefaultEpochs(local.Reward)},
+		Free:         true,
 	}
 }
 

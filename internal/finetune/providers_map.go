@@ -20,6 +20,9 @@ type Entry struct {
 	// AutoEpochs is how many epochs the provider runs when epochs are left
 	// "auto", for a training set of n examples; the estimate uses it.
 	AutoEpochs func(n int) int
+	// MethodEpochs, when set, is AutoEpochs for the methods whose default
+	// differs (the local reward model's recipe runs 5).
+	MethodEpochs map[provider.Method]int
 	// Spelling is how the provider's own API names the hyperparameters:
 	// requests may use those names, and jobs report them back in them.
 	Spelling provider.Spelling

@@ -95,6 +95,55 @@
     });
   }
 
+  function dataOf(target, attr) {
+    if (!target || !window.uPlot) return null;
+    try {
+      return JSON.parse(target.getAttribute(attr));
+    } catch (e) {
+      return null;
+    }
+  }
+
+  // A reward model's calibration: per bin of predicted probability, the
+  // observed preference rate beside the mean prediction (the diagonal a
+  // calibrated model follows), from data-calibration.
+  function calibration() {
+    var target = el("ft-calibration");
+    var d = dataOf(target, "data-calibration");
+    if (!d) return;
+    var rate = function (u, v) { return v == null ? "—" : (v * 100).toFixed(1) + "%"; };
+    draw(target, [
+      line("Observed preference rate", 0, { value: rate }),
+      line("Mean predicted probability", 1, { value: rate, dash: [6, 3] })
+    ], [d.bin || [], d.observed || [], d.predicted || []], { label: "Preference rate" }, [0, 1], {
+      series: { label: "Predicted probability", value: function (u, v) { return v == null ? "—" : v.toFixed(2); } },
+      axis: { label: "Predicted probability" }
+    });
+  }
+
+  // A GRPO or PPO run by step, from data-policy: the reward with the
+  // held-out score, and the KL from the reference with the clip fraction.
+  function policy() {
+    var fixed = function (u, v) { return v == null ? "—" : v.toFixed(4); };
+    var steps = { series: { label: "Step" }, axis: { label: "Step" } };
+    var target = el("ft-policy-reward");
+    var d = dataOf(target, "data-policy");
+    if (d) {
+      draw(target, [
+        line("Reward", 0, { value: fixed }),
+        line("Held-out score", 2, { value: fixed, dash: [6, 3] })
+      ], [d.step || [], d.reward || [], d.heldout || []], { label: "Score" }, null, steps);
+    }
+    target = el("ft-policy-kl");
+    d = dataOf(target, "data-policy");
+    if (d) {
+      draw(target, [
+        line("KL from the reference", 1, { value: fixed }),
+        line("Clip fraction", 3, { value: fixed, dash: [6, 3] })
+      ], [d.step || [], d.kl || [], d.clip || []], {}, null, steps);
+    }
+  }
+
   function line(label, i, extra) {
     var s = { label: label, stroke: palette[i % palette.length], width: 2, spanGaps: true, points: { show: true, size: 4 } };
     for (var k in extra) s[k] = extra[k];
@@ -104,6 +153,8 @@
   function start() {
     loss();
     effect();
+    calibration();
+    policy();
     var block = document.getElementById("stats-data");
     if (!block || !window.uPlot) return;
     var d;
@@ -146,5 +197,9 @@
   document.addEventListener("htmx:afterSettle", function () {
     var target = el("ft-loss");
     if (target && !target.firstChild) loss();
+    target = el("ft-calibration");
+    if (target && !target.firstChild) calibration();
+    target = el("ft-policy-reward");
+    if (target && !target.firstChild) policy();
   });
 })();

@@ -27,6 +27,8 @@ PARSERS = {
     "dpo": data.parse_preference,
     "reward": data.parse_preference,
     "irs": data.parse_prompt,
+    "grpo": data.parse_prompt,
+    "ppo": data.parse_prompt,
 }
 
 
@@ -67,6 +69,8 @@ def prepare(cfg_path, emitter):
     paths.check_model_dir(cfg.base_model, "base_model")
     if cfg.method == "irs" and cfg.irs.reward_model:
         paths.check_model_dir(cfg.irs.reward_model, "irs.reward_model")
+    if cfg.method in ("grpo", "ppo") and cfg.policy.reward_model:
+        paths.check_model_dir(cfg.policy.reward_model, "policy.reward_model")
     parse = PARSERS[cfg.method]
     train = data.read_examples(cfg.train_file, parse, "train_file")
     evaluation = data.read_examples(cfg.eval_file, parse, "eval_file", required=False) if cfg.eval_file else []

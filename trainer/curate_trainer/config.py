@@ -13,14 +13,31 @@ from typing import Optional
 
 from .errors import ConfigError, TrainerError
 
-METHODS = ("sft", "dpo", "reward", "irs")
+METHODS = ("sft", "dpo", "reward", "irs", "grpo", "ppo")
 DEVICES = ("auto", "cuda", "cpu")
 SCHEDULERS = ("linear", "cosine", "constant")
 DTYPES = ("auto", "float32", "bfloat16", "float16")
 SCORE_TERMS = ("rel", "faith", "conc", "rm")
+# The policy methods may also weigh a judge's score (policy.judge_url).
+POLICY_TERMS = SCORE_TERMS + ("judge",)
+HEURISTIC_WEIGHTS = {"rel": 1.0, "faith": 1.0, "conc": 0.5}  # the design's reward formula
 
 # Learning rates that suit LoRA for each method when none is given.
-DEFAULT_LEARNING_RATE = {"sft": 2e-4, "dpo": 5e-5, "reward": 1e-4, "irs": 2e-5}
+DEFAULT_LEARNING_RATE = {"sft": 2e-4, "dpo": 5e-5, "reward": 2e-5, "irs": 2e-5, "grpo": 1e-5, "ppo": 1e-5}
+
+# Other defaults that differ by method. The reward model's are the recipe
+# of Curate's reward-model design (seed 001): batch 16, 5 epochs, weight
+# decay 0.01, cosine decay after a warmup, early stopping on validation
+# loss. The policy methods' batch is prompts per step.
+METHOD_DEFAULTS = {
+    "reward": {"batch_size": 16, "epochs": 5, "weight_decay": 0.01, "lr_scheduler": "cosine",
+               "early_stopping_patience": 2},
+    "grpo": {"batch_size": 2},
+    "ppo": {"batch_size": 2},
+}
+# The reward model's warmup: 500 steps, or 10% of the steps when that is fewer.
+REWARD_WARMUP_STEPS = 500
+REWARD_WARMUP_SHARE = 0.1
 
 MAX_CONFIG_BYTES = 1 << 20
 
@@ -37,7 +54,7 @@ class Hyperparameters:
     gradient_accumulation_steps: int = 1
     max_length: int = 1024
     max_steps: Optional[int] = None
-    warmup_steps: int = 0
+    warmup_steps: Optional[int] = None  # None: the method's default (see warmup_for)
     weight_decay: float = 0.0
     max_grad_norm: float = 1.0
     lr_scheduler: str = "linear"
@@ -47,6 +64,8 @@ class Hyperparameters:
     logging_steps: int = 1
     save_steps: int = 0
     dtype: str = "auto"
+    early_stopping_patience: int = 0  # evaluations without improvement before stopping; 0: never
+    early_stopping_threshold: float = 0.0  # how far below the best eval_loss counts as improving
 
 
 @dataclass(frozen=True)
@@ -73,6 +92,34 @@ class IRSConfig:
 
 
 @dataclass(frozen=True)
+class PolicyConfig:
+    """Settings of the policy-optimisation methods, grpo and ppo."""
+    group_size: int = 4
+    max_new_tokens: int = 128
+    sampling_temperature: float = 1.0
+    top_p: float = 1.0
+    clip_epsilon: float = 0.2
+    kl_coef: float = 0.04
+    kl_max: float = 0.5
+    updates_per_batch: int = 2
+    micro_batch_size: int = 8
+    reward_model: Optional[Path] = None
+    judge_url: Optional[str] = None
+    judge_timeout: float = 120.0
+    weights: dict = field(default_factory=lambda: dict(HEURISTIC_WEIGHTS))
+    holdout_weights: dict = field(default_factory=lambda: dict(HEURISTIC_WEIGHTS))
+    holdout_every: int = 10
+    holdout_patience: int = 2
+    holdout_tolerance: float = 0.05
+    holdout_prompts: int = 32
+    # ppo only
+    value_coef: float = 0.1
+    value_clip: float = 0.2
+    gamma: float = 1.0
+    lam: float = 0.95
+
+
+@dataclass(frozen=True)
 class Config:
     method: str
     base_model: Path
@@ -86,6 +133,7 @@ class Config:
     job_id: Optional[str] = None
     hyperparameters: Hyperparameters = field(default_factory=Hyperparameters)
     irs: IRSConfig = field(default_factory=IRSConfig)
+    policy: PolicyConfig = field(default_factory=PolicyConfig)
 
 
 class _Checker:
@@ -184,10 +232,11 @@ def _jsonable(value):
 
 
 TOP_LEVEL = {"method", "base_model", "output_dir", "train_file", "eval_file", "device",
-             "require_gpu", "seed", "job_id", "hyperparameters", "irs"}
+             "require_gpu", "seed", "job_id", "hyperparameters", "irs", "policy"}
 HYPERPARAMETERS = set(Hyperparameters.__dataclass_fields__)
 IRS_FIELDS = set(IRSConfig.__dataclass_fields__)
 DW_FIELDS = set(DWConfig.__dataclass_fields__)
+POLICY_FIELDS = set(PolicyConfig.__dataclass_fields__)
 
 
 def _resolve(run_dir, text):
@@ -210,6 +259,7 @@ def _target_modules(c, hp):
 def _hyperparameters(c, raw, method):
     hp = c.obj(raw.get("hyperparameters"), "hyperparameters", HYPERPARAMETERS)
     p = "hyperparameters."
+    d = METHOD_DEFAULTS.get(method, {})
     values = dict(
         lora_r=c.integer(hp, p + "lora_r", 8, 1, 256),
         lora_alpha=c.integer(hp, p + "lora_alpha", 16, 1, 1024),
@@ -217,21 +267,24 @@ def _hyperparameters(c, raw, method):
         target_modules=_target_modules(c, hp),
         learning_rate=c.number(hp, p + "learning_rate", DEFAULT_LEARNING_RATE[method], 0.0, 1.0,
                                lo_open=True, hi_open=True),
-        epochs=c.integer(hp, p + "epochs", 1, 1, 100),
-        batch_size=c.integer(hp, p + "batch_size", 4, 1, 1024),
+        epochs=c.integer(hp, p + "epochs", d.get("epochs", 1), 1, 100),
+        batch_size=c.integer(hp, p + "batch_size", d.get("batch_size", 4), 1, 1024),
         gradient_accumulation_steps=c.integer(hp, p + "gradient_accumulation_steps", 1, 1, 1024),
         max_length=c.integer(hp, p + "max_length", 1024, 16, 32768),
         max_steps=c.integer(hp, p + "max_steps", None, 1, 10_000_000, optional=True),
-        warmup_steps=c.integer(hp, p + "warmup_steps", 0, 0, 1_000_000),
-        weight_decay=c.number(hp, p + "weight_decay", 0.0, 0.0, 1.0),
+        warmup_steps=c.integer(hp, p + "warmup_steps", None, 0, 1_000_000, optional=True),
+        weight_decay=c.number(hp, p + "weight_decay", d.get("weight_decay", 0.0), 0.0, 1.0),
         max_grad_norm=c.number(hp, p + "max_grad_norm", 1.0, 0.0, 1000.0),
-        lr_scheduler=c.choice(hp, p + "lr_scheduler", "linear", SCHEDULERS),
+        lr_scheduler=c.choice(hp, p + "lr_scheduler", d.get("lr_scheduler", "linear"), SCHEDULERS),
         beta=c.number(hp, p + "beta", 0.1, 0.0, 10.0, lo_open=True),
         mse_weight=c.number(hp, p + "mse_weight", 1.0, 0.0, 100.0),
         ranking_weight=c.number(hp, p + "ranking_weight", 1.0, 0.0, 100.0),
         logging_steps=c.integer(hp, p + "logging_steps", 1, 1, 1_000_000),
         save_steps=c.integer(hp, p + "save_steps", 0, 0, 10_000_000),
         dtype=c.choice(hp, p + "dtype", "auto", DTYPES),
+        early_stopping_patience=c.integer(hp, p + "early_stopping_patience", d.get("early_stopping_patience", 0),
+                                          0, 1000),
+        early_stopping_threshold=c.number(hp, p + "early_stopping_threshold", 0.0, 0.0, 1e6),
     )
     if values["mse_weight"] == 0 and values["ranking_weight"] == 0:
         c.bad(p + "ranking_weight", "mse_weight and ranking_weight must not both be 0")
@@ -287,6 +340,69 @@ def _irs(c, raw, run_dir):
     )
 
 
+def _policy_weights(c, raw, name, allowed, default):
+    """A dict of score weights from `raw` (absent: `default`); each key one
+    of `allowed`, each value in [-100, 100], at least one of them."""
+    if raw is None:
+        return dict(default)
+    checked = c.obj(raw, name, set(POLICY_TERMS))
+    if isinstance(raw, dict) and not raw:
+        c.bad(name, "must name at least one of " + ", ".join(POLICY_TERMS))
+    weights = {}
+    for key in POLICY_TERMS:
+        if key in checked:
+            weights[key] = c.number(checked, f"{name}.{key}", 0.0, -100.0, 100.0)
+            if key not in allowed:
+                need = "policy.reward_model" if key == "rm" else "policy.judge_url"
+                c.bad(f"{name}.{key}", f"needs {need} (what gives this score)")
+    return weights
+
+
+def _policy(c, raw, run_dir, method):
+    pc = c.obj(raw.get("policy"), "policy", POLICY_FIELDS)
+    p = "policy."
+    reward_model = c.string(pc, p + "reward_model")
+    judge_url = c.string(pc, p + "judge_url")
+    if judge_url is not None and not judge_url.startswith(("http://", "https://")):
+        c.bad(p + "judge_url", f"must be an http:// or https:// URL, got {_show(judge_url)}")
+    allowed = set(SCORE_TERMS) - ({"rm"} if reward_model is None else set())
+    if judge_url is not None:
+        allowed.add("judge")
+    # With a reward model or a judge, the reward is theirs; without, the
+    # design's formula of heuristic scores.
+    default = {k: 1.0 for k in (("rm",) if reward_model else ()) + (("judge",) if judge_url else ())}
+    weights = _policy_weights(c, pc.get("weights"), p + "weights", allowed, default or HEURISTIC_WEIGHTS)
+    # The held-out check should not trust the score being optimised: by
+    # default it leaves the reward model out.
+    check = {k: w for k, w in weights.items() if k != "rm"} or dict(HEURISTIC_WEIGHTS)
+    holdout_weights = _policy_weights(c, pc.get("holdout_weights"), p + "holdout_weights", allowed, check)
+    smallest_group = 2 if method == "grpo" else 1
+    return PolicyConfig(
+        group_size=c.integer(pc, p + "group_size", 4, smallest_group, 64),
+        max_new_tokens=c.integer(pc, p + "max_new_tokens", 128, 1, 8192),
+        sampling_temperature=c.number(pc, p + "sampling_temperature", 1.0, 0.0, 10.0, lo_open=True),
+        top_p=c.number(pc, p + "top_p", 1.0, 0.0, 1.0, lo_open=True),
+        clip_epsilon=c.number(pc, p + "clip_epsilon", 0.2, 0.0, 1.0, lo_open=True, hi_open=True),
+        kl_coef=c.number(pc, p + "kl_coef", 0.04, 0.0, 10.0),
+        kl_max=c.number(pc, p + "kl_max", 0.5, 0.0, 100.0, lo_open=True),
+        updates_per_batch=c.integer(pc, p + "updates_per_batch", 2, 1, 16),
+        micro_batch_size=c.integer(pc, p + "micro_batch_size", 8, 1, 1024),
+        reward_model=_resolve(run_dir, reward_model) if reward_model else None,
+        judge_url=judge_url,
+        judge_timeout=c.number(pc, p + "judge_timeout", 120.0, 0.0, 3600.0, lo_open=True),
+        weights=weights,
+        holdout_weights=holdout_weights,
+        holdout_every=c.integer(pc, p + "holdout_every", 10, 1, 1_000_000),
+        holdout_patience=c.integer(pc, p + "holdout_patience", 2, 1, 1000),
+        holdout_tolerance=c.number(pc, p + "holdout_tolerance", 0.05, 0.0, 1e6),
+        holdout_prompts=c.integer(pc, p + "holdout_prompts", 32, 1, 10_000),
+        value_coef=c.number(pc, p + "value_coef", 0.1, 0.0, 100.0),
+        value_clip=c.number(pc, p + "value_clip", 0.2, 0.0, 1e6, lo_open=True),
+        gamma=c.number(pc, p + "gamma", 1.0, 0.0, 1.0),
+        lam=c.number(pc, p + "lam", 0.95, 0.0, 1.0),
+    )
+
+
 def validate(raw, run_dir):
     """Check a parsed config.json and return a Config; raise ConfigError
     listing every problem. run_dir is the directory holding config.json:
@@ -312,6 +428,7 @@ def validate(raw, run_dir):
         c.bad("require_gpu", 'is true but device is "cpu"')
     hp = _hyperparameters(c, raw, method or "sft")
     irs = _irs(c, raw, run_dir)
+    policy = _policy(c, raw, run_dir, method or "grpo")
     if c.problems:
         raise ConfigError(c.problems)
 
@@ -332,6 +449,7 @@ def validate(raw, run_dir):
         job_id=job_id,
         hyperparameters=hp,
         irs=irs,
+        policy=policy,
     )
 
 

@@ -90,6 +90,13 @@ class Emitter:
         self._emit({"event": "metric", **values})
         self._record({"phase": phase.upper(), **values})
 
+    def stop(self, reason, step=None, epoch=None, iter=None):
+        """The run ends early on purpose (early stopping, the KL bound, reward
+        hacking) and says why; it still saves its model and reports done.
+        Recorded in metrics.jsonl with phase STOPPED."""
+        self._emit({"event": "stop", "step": step, "epoch": epoch, "iter": iter, "reason": str(reason)})
+        self._record({"phase": "STOPPED", "step": step, "epoch": epoch, "iter": iter, "reason": str(reason)})
+
     def artifact(self, path, kind):
         if kind not in ARTIFACT_KINDS:
             raise ValueError(f"unknown artifact kind {kind!r}")

@@ -6,14 +6,22 @@ pairwise loss -log sigmoid(r_chosen - r_rejected) and MSE compares
 sigmoid(r) with (rating - 1) / 4 for the replies that carry a 1-5 rating
 (both losses are in losses.py). The final model is saved with the LoRA
 weights merged in, so ``final/`` loads with AutoModelForSequenceClassification
-alone (irs.reward_model takes it).
+alone (irs.reward_model and policy.reward_model take it).
+
+The defaults are the recipe of Curate's reward-model design (config.py):
+learning rate 2e-5, batch 16, 5 epochs, weight decay 0.01, warmup of 500
+steps or 10% of the steps when that is fewer, cosine decay, and early
+stopping on the validation loss with the best epoch's weights kept. Each
+evaluation reports the pairwise ranking accuracy, MSE, MAE and Pearson's r
+against the ratings where the pairs have them, and the calibration of the
+pairwise preference probabilities (evaluation.py).
 """
 
 import logging
 
 import torch
 
-from . import losses, runtime
+from . import evaluation, losses, runtime
 from .chat import ChatFormat
 from .errors import Cancelled, TrainerError
 from .training import Loop, LoopSettings
@@ -55,17 +63,6 @@ def pair_losses(model, run, batch, pad_token_id, hp):
     return chosen, rejected, losses.bradley_terry_loss(chosen, rejected), losses.rating_mse(r, targets), r, targets
 
 
-def _pearson(xs, ys):
-    n = len(xs)
-    mx, my = sum(xs) / n, sum(ys) / n
-    sxy = sum((x - mx) * (y - my) for x, y in zip(xs, ys))
-    sxx = sum((x - mx) ** 2 for x in xs)
-    syy = sum((y - my) ** 2 for y in ys)
-    if sxx == 0 or syy == 0:
-        return None
-    return sxy / (sxx * syy) ** 0.5
-
-
 def train(run, train_examples, eval_examples):
     hp = run.hp
     run.emitter.progress("loading")
@@ -89,13 +86,14 @@ def train(run, train_examples, eval_examples):
         return loss, values
 
     def evaluate():
-        ranking_sum, wins, predicted, wanted = 0.0, 0, [], []
+        ranking_sum, wins, predicted, wanted, margins = 0.0, 0, [], [], []
         for i in range(0, len(eval_items), hp.batch_size):
             run.stop.check()
             batch = eval_items[i:i + hp.batch_size]
             chosen, rejected, ranking, _, r, targets = pair_losses(model, run, batch, pad_id, hp)
             ranking_sum += ranking.item() * len(batch)
             wins += int((chosen > rejected).sum().item())
+            margins += (chosen - rejected).tolist()
             probs = torch.sigmoid(r).tolist()
             for p, t in zip(probs, targets):
                 if t is not None:
@@ -109,13 +107,16 @@ def train(run, train_examples, eval_examples):
             values["eval_mse"] = mse
             values["eval_mae"] = sum(abs(p - t) for p, t in zip(predicted, wanted)) / len(predicted)
             if len(predicted) > 1:
-                values["pearson"] = _pearson(predicted, wanted)
+                values["pearson"] = evaluation.pearson(predicted, wanted)
+        values["calibration"], values["calibration_error"] = evaluation.calibration(margins)
         return values
 
     def checkpoint(name):
         runtime.save_model(run, model, tokenizer, f"checkpoints/{name}", "checkpoint")
 
-    loop = Loop(run, model, train_items, compute, LoopSettings.from_hyperparameters(hp), run.cfg.seed,
+    if not eval_items and hp.early_stopping_patience:
+        log.info("no eval_file: early stopping and keeping the best epoch need one, so every epoch runs")
+    loop = Loop(run, model, train_items, compute, LoopSettings.from_hyperparameters(hp, "reward"), run.cfg.seed,
                 evaluate=evaluate if eval_items else None, checkpoint=checkpoint)
     try:
         loop.run_epochs()
@@ -123,6 +124,7 @@ def train(run, train_examples, eval_examples):
         checkpoint(f"step_{loop.global_step}")
         raise
     log.info("trained %d steps", loop.step)
+    model.eval()
     merged = model.merge_and_unload()
     merged.config.pad_token_id = pad_id
     runtime.save_model(run, merged, tokenizer, "final", "reward_model")

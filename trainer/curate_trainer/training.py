@@ -1,8 +1,10 @@
 """The optimisation loop every method shares: AdamW on the trainable
 parameters, a warmup-then-decay schedule, gradient accumulation and clipping,
-metric events, periodic checkpoints, evaluation after each epoch, and a stop
-check before every batch."""
+metric events, periodic checkpoints, evaluation after each epoch, early
+stopping on the evaluation loss with the best weights kept, and a stop check
+before every batch."""
 
+import logging
 import math
 import random
 from dataclasses import dataclass
@@ -10,8 +12,26 @@ from typing import Optional
 
 import torch
 
+from .config import REWARD_WARMUP_SHARE, REWARD_WARMUP_STEPS
 from .errors import TrainerError
+from .guards import EarlyStopping
 from .schedule import lr_factor
+
+log = logging.getLogger("curate_trainer")
+
+
+def snapshot(model):
+    """A copy, on the CPU, of the trainable parameters (the adapter and any
+    fully trained head): all that training changes."""
+    return {name: p.detach().to("cpu", copy=True) for name, p in model.named_parameters() if p.requires_grad}
+
+
+def restore(model, saved):
+    """Put the parameters of a snapshot back."""
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if name in saved:
+                p.copy_(saved[name].to(p.device))
 
 
 @dataclass(frozen=True)
@@ -22,24 +42,40 @@ class LoopSettings:
     accumulation: int = 1
     max_steps: Optional[int] = None
     warmup_steps: int = 0
+    # When above 0, the warmup is at most this share of the run's steps
+    # (rounded up): the reward model warms up for 500 steps or 10%.
+    warmup_share: float = 0.0
     weight_decay: float = 0.0
     max_grad_norm: float = 1.0
     scheduler: str = "linear"
     logging_steps: int = 1
     save_steps: int = 0
+    early_stopping_patience: int = 0
+    early_stopping_threshold: float = 0.0
 
     @classmethod
-    def from_hyperparameters(cls, hp):
+    def from_hyperparameters(cls, hp, method=None):
+        warmup, share = hp.warmup_steps, 0.0
+        if warmup is None:
+            warmup, share = (REWARD_WARMUP_STEPS, REWARD_WARMUP_SHARE) if method == "reward" else (0, 0.0)
         return cls(learning_rate=hp.learning_rate, epochs=hp.epochs, batch_size=hp.batch_size,
                    accumulation=hp.gradient_accumulation_steps, max_steps=hp.max_steps,
-                   warmup_steps=hp.warmup_steps, weight_decay=hp.weight_decay,
+                   warmup_steps=warmup, warmup_share=share, weight_decay=hp.weight_decay,
                    max_grad_norm=hp.max_grad_norm, scheduler=hp.lr_scheduler,
-                   logging_steps=hp.logging_steps, save_steps=hp.save_steps)
+                   logging_steps=hp.logging_steps, save_steps=hp.save_steps,
+                   early_stopping_patience=hp.early_stopping_patience,
+                   early_stopping_threshold=hp.early_stopping_threshold)
 
     def total_steps(self, n_examples):
         batches = math.ceil(n_examples / self.batch_size)
         steps = math.ceil(batches / self.accumulation) * self.epochs
         return min(steps, self.max_steps) if self.max_steps else steps
+
+    def warmup(self, total):
+        """The warmup of a run of `total` optimizer steps."""
+        if self.warmup_share > 0:
+            return min(self.warmup_steps, math.ceil(self.warmup_share * total))
+        return self.warmup_steps
 
 
 class Loop:
@@ -50,6 +86,11 @@ class Loop:
     checkpoint(name) saves the model under checkpoints/name.
     `step` counts optimizer steps; step_offset continues the count across IRS
     iterations, and `iter` tags the events of one.
+
+    With an evaluation and early_stopping_patience, the loop keeps a copy of
+    the trainable weights of the epoch with the lowest eval_loss, stops once
+    `patience` evaluations in a row have not improved on it, and puts the
+    best weights back at the end (best_epoch says which they are).
     """
 
     def __init__(self, run, model, examples, compute, settings, seed, evaluate=None,
@@ -66,6 +107,13 @@ class Loop:
         self.rng = random.Random(seed)
         self.step = 0
         self.total = settings.total_steps(len(self.examples))
+        self.warmup = settings.warmup(self.total)
+        self.keep_best = evaluate is not None and settings.early_stopping_patience > 0
+        self.early = EarlyStopping(settings.early_stopping_patience, settings.early_stopping_threshold)
+        self.best_weights = None
+        self.best_epoch = None
+        self.best_step = None
+        self.stopped = None  # the reason the loop stopped early
 
     @property
     def global_step(self):
@@ -86,7 +134,7 @@ class Loop:
             raise TrainerError("the model has no trainable parameters")
         optimizer = torch.optim.AdamW(params, lr=s.learning_rate, weight_decay=s.weight_decay)
         schedule = torch.optim.lr_scheduler.LambdaLR(
-            optimizer, lambda i: lr_factor(i, s.warmup_steps, self.total, s.scheduler))
+            optimizer, lambda i: lr_factor(i, self.warmup, self.total, s.scheduler))
         # Sums and counts of each logged value since the last metric event; a
         # value some batches do not report (an MSE with no ratings) is averaged
         # over the batches that do.
@@ -125,8 +173,9 @@ class Loop:
                     self.checkpoint(f"step_{self.global_step}")
             if self.evaluate is not None:
                 self._evaluate(epoch)
-            if self.step >= self.total:
+            if self.stopped or self.step >= self.total:
                 break
+        self._keep_best(epoch)
         return self.step
 
     def _evaluate(self, epoch):
@@ -138,3 +187,24 @@ class Loop:
         if values:
             self.run.emitter.metric({"step": self.global_step, "epoch": epoch, "iter": self.iter, **values},
                                     phase="evaluating")
+        if not self.keep_best:
+            return
+        improved, reason = self.early.record(epoch, (values or {}).get("eval_loss"))
+        if improved:
+            self.best_weights = snapshot(self.model)
+            self.best_epoch, self.best_step = epoch, self.global_step
+        if reason:
+            self.stopped = reason
+            self.run.emitter.stop(reason, step=self.global_step, epoch=epoch)
+
+    def _keep_best(self, last_epoch):
+        """Put back the best epoch's weights when a later one was worse."""
+        if self.best_weights is None:
+            return
+        if self.best_epoch != last_epoch or self.stopped:
+            restore(self.model, self.best_weights)
+            log.info("kept the weights of epoch %d (eval_loss %.4g)", self.best_epoch, self.early.best)
+        self.run.emitter.metric({"step": self.global_step, "best_epoch": self.best_epoch,
+                                 "best_step": self.best_step, "best_eval_loss": self.early.best},
+                                phase="evaluating")
+        self.best_weights = None

@@ -78,6 +78,12 @@ class CliTest(unittest.TestCase):
         proc, events = self.run_config({"method": "irs", "base_model": "model", "irs": {"reward_model": "rm"}})
         self.assert_one_error(proc, events, "irs.reward_model: ")
 
+    def test_missing_policy_reward_model(self):
+        self.fake_model()
+        proc, events = self.run_config({"method": "grpo", "base_model": "model", "policy": {"reward_model": "rm"}})
+        message = self.assert_one_error(proc, events, "policy.reward_model: ")
+        self.assertIn("does not exist", message)
+
     def test_missing_train_file(self):
         self.fake_model()
         proc, events = self.run_config({"method": "sft", "base_model": "model"})

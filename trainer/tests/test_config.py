@@ -51,7 +51,52 @@ class DefaultsTest(unittest.TestCase):
 
     def test_method_sets_default_learning_rate(self):
         self.assertEqual(config.validate({**VALID, "method": "dpo"}, RUN_DIR).hyperparameters.learning_rate, 5e-5)
-        self.assertEqual(config.validate({**VALID, "method": "reward"}, RUN_DIR).hyperparameters.learning_rate, 1e-4)
+        self.assertEqual(config.validate({**VALID, "method": "reward"}, RUN_DIR).hyperparameters.learning_rate, 2e-5)
+        self.assertEqual(config.validate({**VALID, "method": "grpo"}, RUN_DIR).hyperparameters.learning_rate, 1e-5)
+
+    def test_reward_model_recipe(self):
+        # Seed 001's recipe: lr 2e-5, batch 16, 5 epochs, weight decay 0.01, cosine,
+        # early stopping; the warmup (500 or 10%) is settled once the step count is known.
+        hp = config.validate({**VALID, "method": "reward"}, RUN_DIR).hyperparameters
+        self.assertEqual((hp.learning_rate, hp.batch_size, hp.epochs, hp.weight_decay, hp.lr_scheduler),
+                         (2e-5, 16, 5, 0.01, "cosine"))
+        self.assertEqual((hp.early_stopping_patience, hp.early_stopping_threshold), (2, 0.0))
+        self.assertIsNone(hp.warmup_steps)
+        # Given values win over the recipe; other methods keep the general defaults.
+        raw = {**VALID, "method": "reward", "hyperparameters": {"epochs": 2, "warmup_steps": 0, "early_stopping_patience": 0}}
+        hp = config.validate(raw, RUN_DIR).hyperparameters
+        self.assertEqual((hp.epochs, hp.warmup_steps, hp.early_stopping_patience), (2, 0, 0))
+        hp = config.validate({**VALID, "method": "dpo"}, RUN_DIR).hyperparameters
+        self.assertEqual((hp.batch_size, hp.epochs, hp.weight_decay, hp.lr_scheduler, hp.early_stopping_patience),
+                         (4, 1, 0.0, "linear", 0))
+
+    def test_policy_defaults(self):
+        cfg = config.validate({**VALID, "method": "grpo"}, RUN_DIR)
+        pc = cfg.policy
+        self.assertEqual(cfg.hyperparameters.batch_size, 2)  # prompts per step
+        self.assertEqual((pc.group_size, pc.max_new_tokens, pc.clip_epsilon, pc.kl_coef, pc.kl_max),
+                         (4, 128, 0.2, 0.04, 0.5))
+        self.assertEqual((pc.updates_per_batch, pc.micro_batch_size, pc.holdout_every), (2, 8, 10))
+        # Without a reward model or a judge the reward is the design's formula,
+        # and the held-out check uses it too.
+        self.assertEqual(pc.weights, {"rel": 1.0, "faith": 1.0, "conc": 0.5})
+        self.assertEqual(pc.holdout_weights, {"rel": 1.0, "faith": 1.0, "conc": 0.5})
+
+    def test_policy_reward_model_and_judge(self):
+        cfg = config.validate({**VALID, "method": "grpo", "policy": {"reward_model": "rm/final"}}, RUN_DIR)
+        self.assertEqual(cfg.policy.reward_model, RUN_DIR / "rm/final")
+        self.assertEqual(cfg.policy.weights, {"rm": 1.0})
+        # The held-out check leaves out the score being optimised.
+        self.assertEqual(cfg.policy.holdout_weights, {"rel": 1.0, "faith": 1.0, "conc": 0.5})
+        cfg = config.validate({**VALID, "method": "ppo", "policy": {
+            "reward_model": "rm", "judge_url": "http://127.0.0.1:9/score", "group_size": 1}}, RUN_DIR)
+        self.assertEqual(cfg.policy.weights, {"rm": 1.0, "judge": 1.0})
+        self.assertEqual(cfg.policy.holdout_weights, {"judge": 1.0})
+        self.assertEqual(cfg.policy.group_size, 1)
+        raw = {**VALID, "method": "grpo", "policy": {"weights": {"rel": 1, "conc": -0.5},
+                                                     "holdout_weights": {"faith": 2}}}
+        cfg = config.validate(raw, RUN_DIR)
+        self.assertEqual((cfg.policy.weights, cfg.policy.holdout_weights), ({"rel": 1.0, "conc": -0.5}, {"faith": 2.0}))
 
     def test_relative_paths_are_taken_from_the_run_directory(self):
         raw = {**VALID, "base_model": "models/m", "output_dir": "out", "train_file": "data/t.jsonl",
@@ -87,8 +132,8 @@ class DefaultsTest(unittest.TestCase):
 
 
 BAD = [
-    ("method", ..., 'method: is required (one of "sft", "dpo", "reward", "irs")'),
-    ("method", "ppo", 'method: must be one of "sft", "dpo", "reward", "irs", got "ppo"'),
+    ("method", ..., 'method: is required (one of "sft", "dpo", "reward", "irs", "grpo", "ppo")'),
+    ("method", "rlhf", 'method: must be one of "sft", "dpo", "reward", "irs", "grpo", "ppo", got "rlhf"'),
     ("base_model", ..., "base_model: is required"),
     ("base_model", "", 'base_model: must be a non-empty string, got ""'),
     ("base_model", 7, "base_model: must be a non-empty string, got 7"),
@@ -132,6 +177,26 @@ BAD = [
     ("hyperparameters.logging_steps", 0, "hyperparameters.logging_steps: must be between 1 and 1000000, got 0"),
     ("hyperparameters.dtype", "int8", 'hyperparameters.dtype: must be one of "auto", "float32", "bfloat16", "float16"'),
     ("hyperparameters.learning_rte", 0.1, "hyperparameters.learning_rte: unknown field"),
+    ("hyperparameters.early_stopping_patience", -1,
+     "hyperparameters.early_stopping_patience: must be between 0 and 1000, got -1"),
+    ("hyperparameters.early_stopping_threshold", -0.1,
+     "hyperparameters.early_stopping_threshold: must be in [0, 1e+06], got -0.1"),
+    ("policy", 3, "policy: must be a JSON object, got a number"),
+    ("policy.group_size", 0, "policy.group_size: must be between 1 and 64, got 0"),
+    ("policy.group_size", 65, "policy.group_size: must be between 1 and 64, got 65"),
+    ("policy.max_new_tokens", 0, "policy.max_new_tokens: must be between 1 and 8192, got 0"),
+    ("policy.clip_epsilon", 0, "policy.clip_epsilon: must be in (0, 1), got 0"),
+    ("policy.kl_coef", -1, "policy.kl_coef: must be in [0, 10], got -1"),
+    ("policy.kl_max", 0, "policy.kl_max: must be in (0, 100], got 0"),
+    ("policy.updates_per_batch", 0, "policy.updates_per_batch: must be between 1 and 16, got 0"),
+    ("policy.judge_url", "ftp://judge", 'policy.judge_url: must be an http:// or https:// URL, got "ftp://judge"'),
+    ("policy.weights", {}, "policy.weights: must name at least one of rel, faith, conc, rm, judge"),
+    ("policy.weights", {"rm": 1.0}, "policy.weights.rm: needs policy.reward_model"),
+    ("policy.weights", {"judge": 1.0}, "policy.weights.judge: needs policy.judge_url"),
+    ("policy.holdout_weights", {"speed": 1.0}, "policy.holdout_weights.speed: unknown field"),
+    ("policy.holdout_every", 0, "policy.holdout_every: must be between 1 and 1000000, got 0"),
+    ("policy.gamma", 1.5, "policy.gamma: must be in [0, 1], got 1.5"),
+    ("policy.entropy", 0.1, "policy.entropy: unknown field"),
     ("irs", "on", "irs: must be a JSON object, got a string"),
     ("irs.n_iterations", 0, "irs.n_iterations: must be between 1 and 50, got 0"),
     ("irs.n_iterations", 51, "irs.n_iterations: must be between 1 and 50, got 51"),
@@ -186,6 +251,12 @@ class BadFieldTest(unittest.TestCase):
         with self.assertRaises(ConfigError) as ctx:
             config.validate(raw, RUN_DIR)
         self.assertIn("mse_weight and ranking_weight must not both be 0", str(ctx.exception))
+
+    def test_grpo_needs_a_group(self):
+        # Advantages are normalised within a group, so GRPO needs two replies per prompt.
+        with self.assertRaises(ConfigError) as ctx:
+            config.validate({**VALID, "method": "grpo", "policy": {"group_size": 1}}, RUN_DIR)
+        self.assertEqual(ctx.exception.problems, ["policy.group_size: must be between 2 and 64, got 1"])
 
     def test_not_an_object(self):
         with self.assertRaises(ConfigError) as ctx:

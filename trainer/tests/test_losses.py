@@ -292,5 +292,64 @@ class TinyDPOTest(unittest.TestCase):
             self.assertGreaterEqual(after[1], 0.9)
             self.assertLess(before[2], after[2])
 
+class EarlyStoppingLoopTest(unittest.TestCase):
+    """The loop's early stopping on eval_loss: evaluation losses 1.0, 0.8,
+    0.9, 0.95 by epoch with patience 2 stop the run after epoch 4 and put
+    back the weights of epoch 2, the best."""
+
+    def test_stops_and_keeps_the_best_epoch(self):
+        torch.manual_seed(0)
+        model = TinyLM(13, 4)
+        pairs = preference_pairs([[2, 3], [4, 5], [3, 6], [5, 2]], seed=1)
+        reference = copy.deepcopy(model).eval()
+        out = io.StringIO()
+        run = SimpleNamespace(emitter=Emitter(out), stop=StopFlag(), device="cpu")
+        scripted = iter([1.0, 0.8, 0.9, 0.95, 0.5, 0.4])
+        weights_by_epoch = []
+
+        def compute(batch):
+            ids, mask, labels = losses.collate([c for c, _ in batch] + [r for _, r in batch], 0, "cpu")
+            n = len(batch)
+            with torch.no_grad():
+                ref = losses.sequence_logprobs(reference, ids, mask, labels)
+            pol = losses.sequence_logprobs(model, ids, mask, labels)
+            loss, _, _ = losses.dpo_loss(pol[:n], pol[n:], ref[:n], ref[n:], 0.5)
+            return loss, {}
+
+        def evaluate():
+            weights_by_epoch.append(copy.deepcopy(model.state_dict()))
+            return {"eval_loss": next(scripted)}
+
+        settings = LoopSettings(learning_rate=0.05, epochs=6, batch_size=2, scheduler="constant",
+                                early_stopping_patience=2)
+        loop = Loop(run, model, pairs, compute, settings, seed=3, evaluate=evaluate)
+        self.assertEqual(loop.run_epochs(), 8)  # 4 epochs of 2 steps, not 6
+        events = [json.loads(line) for line in out.getvalue().splitlines()]
+        [stop] = [e for e in events if e["event"] == "stop"]
+        self.assertEqual((stop["step"], stop["epoch"]), (8, 4))
+        self.assertEqual(stop["reason"], "validation loss has not improved for 2 evaluations (best 0.8 after epoch "
+                                         "2, now 0.95); the model from epoch 2 is kept")
+        best = [e for e in events if e.get("best_epoch")]
+        self.assertEqual(best, [{"event": "metric", "step": 8, "best_epoch": 2, "best_step": 4, "best_eval_loss": 0.8}])
+        for name, value in model.state_dict().items():
+            self.assertTrue(torch.equal(value, weights_by_epoch[1][name]), name)
+        self.assertFalse(torch.equal(model.out.weight, weights_by_epoch[3]["out.weight"]))
+
+    def test_reward_warmup_is_500_steps_or_a_tenth(self):
+        hp = SimpleNamespace(learning_rate=2e-5, epochs=5, batch_size=16, gradient_accumulation_steps=1,
+                             max_steps=None, warmup_steps=None, weight_decay=0.01, max_grad_norm=1.0,
+                             lr_scheduler="cosine", logging_steps=1, save_steps=0, early_stopping_patience=2,
+                             early_stopping_threshold=0.0)
+        reward = LoopSettings.from_hyperparameters(hp, "reward")
+        # 100 pairs in batches of 16 are 7 steps an epoch, 35 in 5 epochs: 10% is 3.5, rounded up 4.
+        self.assertEqual(reward.total_steps(100), 35)
+        self.assertEqual(reward.warmup(35), 4)
+        # 100,000 pairs: 6,250 steps an epoch, 31,250 in all; 10% is 3,125, so 500.
+        self.assertEqual(reward.warmup(reward.total_steps(100_000)), 500)
+        self.assertEqual(LoopSettings.from_hyperparameters(hp, "sft").warmup(35), 0)
+        given = LoopSettings.from_hyperparameters(SimpleNamespace(**{**vars(hp), "warmup_steps": 7}), "reward")
+        self.assertEqual(given.warmup(35), 7)
+
+
 if __name__ == "__main__":
     unittest.main()

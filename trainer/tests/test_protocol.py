@@ -85,6 +85,13 @@ class EmitterTest(unittest.TestCase):
         self.assertIn({"event": "progress", "phase": "generating", "step": 0, "total_steps": 8, "iter": 1},
                       self.events())
 
+    def test_stop_event_is_recorded(self):
+        self.emitter.stop("KL divergence from the reference reached 0.7", step=12, epoch=1)
+        self.assertEqual(self.events(), [{"event": "stop", "step": 12, "epoch": 1,
+                                          "reason": "KL divergence from the reference reached 0.7"}])
+        self.assertEqual(self.records(), [{"ts": "2026-02-03T12:00:00.000Z", "phase": "STOPPED", "step": 12, "epoch": 1,
+                                           "reason": "KL divergence from the reference reached 0.7"}])
+
     def test_no_metrics_file_before_the_output_directory_is_known(self):
         emitter = protocol.Emitter(self.out)
         emitter.metric({"step": 1, "loss": 1.0})

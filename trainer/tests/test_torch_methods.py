@@ -160,7 +160,7 @@ class TrainerMethodsTest(unittest.TestCase):
         for r in records:
             self.assertRegex(r["ts"], TS)
         metrics = [e for e in events if e["event"] == "metric"]
-        recorded = [r for r in records if "step" in r]
+        recorded = [r for r in records if "step" in r and r["phase"] != "STOPPED"]
         self.assertEqual(len(recorded), len(metrics))
         for event, record in zip(metrics, recorded):
             self.assertEqual({k: v for k, v in record.items() if k not in ("ts", "phase")},
@@ -236,7 +236,8 @@ class TrainerMethodsTest(unittest.TestCase):
             "method": "reward", "base_model": str(self.chat_model), "device": DEVICE, "seed": 3,
             "hyperparameters": {"lora_r": 16, "lora_alpha": 32, "target_modules": "all-linear",
                                 "batch_size": 4, "max_length": 128, "lr_scheduler": "constant",
-                                "mse_weight": 0.5, **hyperparameters},
+                                "mse_weight": 0.5, "warmup_steps": 0, "early_stopping_patience": 0,
+                                **hyperparameters},
         })
         return run_dir, events
 
@@ -249,6 +250,10 @@ class TrainerMethodsTest(unittest.TestCase):
         self.assertEqual(len(evals), 6)
         self.assertGreaterEqual(evals[-1]["ranking_accuracy"], 0.75)
         self.assertIn("eval_mse", evals[-1])
+        bins = evals[-1]["calibration"]
+        self.assertEqual(len(bins), 10)
+        self.assertEqual(sum(b["count"] for b in bins), 2 * 8)  # each of the 8 pairs read both ways
+        self.assertTrue(0 <= evals[-1]["calibration_error"] <= 1)
         self.assertIn({"event": "artifact", "path": "final", "kind": "reward_model"}, events)
 
         # final/ is a whole sequence classifier that ranks held-out pairs on its own.
@@ -303,6 +308,68 @@ class TrainerMethodsTest(unittest.TestCase):
         self.assertTrue({"GENERATING", "SCORING", "METRICS", "TRAINING"} <= {r["phase"] for r in records})
         starts = [r for r in records if r["phase"] == "GENERATING"]
         self.assertEqual([(r["iter"], r["progress"]) for r in starts], [(1, 0.0), (2, 50.0)])
+
+    def test_reward_model_recipe_stops_early_and_keeps_the_best(self):
+        # The recipe's defaults (batch 16 here cut to 4, cosine, warmup 10%), a learning
+        # rate high enough to overfit 24 pairs, and patience 1: the run ends before its
+        # 20 epochs with a stop event, and final/ holds the best epoch's weights.
+        run_dir, events = self.train_reward_model("reward-early", {
+            "learning_rate": 5e-2, "epochs": 20, "lr_scheduler": "cosine", "early_stopping_patience": 1,
+            "warmup_steps": None})
+        evals = metric_events(events, "ranking_accuracy")
+        stops = [e for e in events if e["event"] == "stop"]
+        [best] = [e for e in events if e["event"] == "metric" and "best_epoch" in e]
+        self.assertEqual(len(stops), 1, [e["eval_loss"] for e in evals])
+        self.assertLess(len(evals), 20)
+        self.assertEqual(best["best_eval_loss"], min(e["eval_loss"] for e in evals))
+        self.assertIn(f"the model from epoch {best['best_epoch']} is kept", stops[0]["reason"])
+        self.assertIn({"event": "artifact", "path": "final", "kind": "reward_model"}, events)
+
+    def test_grpo_and_ppo_raise_the_reward(self):
+        reward_dir, _ = self.train_reward_model("policy-reward", {"learning_rate": 1e-2, "max_steps": 3})
+        for method in ("grpo", "ppo"):
+            with self.subTest(method=method):
+                run_dir = self.run_dir(method)
+                write_jsonl(run_dir / "train.jsonl",
+                            [{"prompt": [{"role": "user", "content": q}], "context": a} for q, a in self.rows[:8]])
+                write_jsonl(run_dir / "eval.jsonl",
+                            [{"prompt": [{"role": "user", "content": q}], "context": a} for q, a in self.rows[8:10]])
+                events = self.run_trainer(run_dir, {
+                    "method": method, "base_model": str(self.chat_model), "device": DEVICE, "seed": 5,
+                    "hyperparameters": {"learning_rate": 1e-2, "epochs": 3, "batch_size": 2, "max_length": 128,
+                                        "lr_scheduler": "constant"},
+                    "policy": {"group_size": 4, "max_new_tokens": 12, "kl_max": 50.0, "holdout_every": 4, "holdout_patience": 100,
+                               "reward_model": str(reward_dir / "final"), "weights": {"rm": 1.0, "conc": 0.5}},
+                })
+                steps = [e for e in events if e["event"] == "metric" and "reward" in e]
+                self.assertEqual([s["step"] for s in steps], list(range(1, 13)))
+                for s in steps:
+                    self.assertTrue(0 <= s["clip_fraction"] <= 1, s)
+                    self.assertGreaterEqual(s["kl"], 0.0)
+                    self.assertEqual(set(s["reward_breakdown"]), {"rm", "conc"})
+                    self.assertEqual("value_loss" in s, method == "ppo")
+                self.assertEqual(steps[0]["kl"], 0.0)  # the adapter starts at zero
+                self.assertGreater(steps[-1]["kl"], 0.0)
+                checks = metric_events(events, "heldout_score")
+                self.assertEqual([c["step"] for c in checks], [0, 4, 8, 12])
+                self.assertIn({"event": "artifact", "path": "final", "kind": "adapter"}, events)
+                self.assert_adapter(run_dir / "final")
+                self.assert_metrics_file(run_dir, events)
+
+    def test_grpo_stops_at_the_kl_bound(self):
+        run_dir = self.run_dir("grpo-kl")
+        write_jsonl(run_dir / "train.jsonl", [{"prompt": [{"role": "user", "content": q}]} for q, _ in self.rows[:8]])
+        events = self.run_trainer(run_dir, {
+            "method": "grpo", "base_model": str(self.chat_model), "device": DEVICE, "seed": 6, "eval_file": None,
+            "hyperparameters": {"learning_rate": 5e-2, "epochs": 20, "batch_size": 2, "max_length": 128,
+                                "lr_scheduler": "constant"},
+            "policy": {"group_size": 4, "max_new_tokens": 12, "kl_max": 1e-3, "kl_coef": 0.0},
+        })
+        [stop] = [e for e in events if e["event"] == "stop"]
+        self.assertRegex(stop["reason"], r"^KL divergence from the reference reached \S+ after step \d+, above the "
+                                         r"bound 0\.001")
+        self.assertLess(stop["step"], 20 * 4)
+        self.assert_adapter(run_dir / "final")
 
     def test_sigterm_saves_a_partial_checkpoint(self):
         run_dir = self.run_dir("cancel")

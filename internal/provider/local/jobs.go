@@ -112,6 +112,11 @@ func (p *Provider) startLocked(req provider.CreateRequest, s Settings, r run, ru
 			return rec, provider.Invalid([]provider.FieldError{*fe})
 		}
 	}
+	if s.Policy.RewardModel != "" {
+		if s.Policy.RewardModel, fe = p.modelPath("policy.reward_model", s.Policy.RewardModel); fe != nil {
+			return rec, provider.Invalid([]provider.FieldError{*fe})
+		}
+	}
 	if err := writeJSON(r.path(configFile), p.buildConfig(req, s, base)); err != nil {
 		return rec, fail("write config.json", false, err)
 	}

@@ -42,6 +42,8 @@ const Name = "local"
 const (
 	Reward provider.Method = "reward" // a reward model from preference pairs
 	IRS    provider.Method = "irs"    // iterative rejection sampling
+	GRPO   provider.Method = "grpo"   // group relative policy optimisation against a reward
+	PPO    provider.Method = "ppo"    // proximal policy optimisation with a value head
 )
 
 // Defaults for Config's zero fields.

@@ -46,9 +46,10 @@ type trainerEvent struct {
 	Path                   string   `json:"path"`
 	Kind                   string   `json:"kind"`
 	Message                string   `json:"message"`
+	Reason                 string   `json:"reason"`
 }
 
-var eventNames = []string{"progress", "metric", "artifact", "done", "error"}
+var eventNames = []string{"progress", "metric", "artifact", "stop", "done", "error"}
 
 // parseEvent reads a protocol event; ok is false for anything else, which
 // is log text.
@@ -213,6 +214,14 @@ func (r run) handle(w *window, id string, at time.Time, line []byte) {
 		if ev.Kind != "checkpoint" && ev.Path != "" {
 			w.model = r.resolve(ev.Path)
 		}
+	case "stop":
+		// The run ends early on purpose and still saves its model: a
+		// warning the page shows, not a failure.
+		msg := "stopped early"
+		if ev.Step != nil {
+			msg += fmt.Sprintf(" at step %d", *ev.Step)
+		}
+		add("warn", clip([]byte(msg+": "+ev.Reason)), nil)
 	case "done":
 		add("info", "done", nil)
 		w.end = &outcome{State: provider.StateSucceeded}
@@ -373,7 +382,7 @@ func (p *Provider) Poll(ctx context.Context, jobID string, since provider.EventC
 	}
 	var cfg trainerConfig
 	if readJSON(r.path(configFile), &cfg) == nil && cfg.Method != "irs" {
-		st.Progress.TotalEpochs = 1
+		st.Progress.TotalEpochs = max(defaultEpochs[cfg.Method], 1)
 		if e, ok := cfg.Hyperparameters["epochs"].(float64); ok {
 			st.Progress.TotalEpochs = int(e)
 		}

@@ -23,6 +23,33 @@ type Settings struct {
 	SaveSteps                 int         `json:"save_steps,omitempty"`
 	Dtype                     string      `json:"dtype,omitempty"` // auto, float32, bfloat16, float16
 	IRS                       IRSSettings `json:"irs,omitzero"`
+	// Policy configures the grpo and ppo methods.
+	Policy PolicySettings `json:"policy,omitzero"`
+}
+
+// PolicySettings configure policy optimisation (methods "grpo" and
+// "ppo"); zero fields leave the trainer's defaults (DefaultPolicy). The
+// reward is Weights over the design's heuristic scores (rel, faith, conc)
+// and, with RewardModel, the reward model's score (rm).
+type PolicySettings struct {
+	GroupSize       int                `json:"group_size,omitempty"`     // replies per prompt: grpo 2 … 64, ppo 1 … 64
+	MaxNewTokens    int                `json:"max_new_tokens,omitempty"` // 1 … 8192
+	ClipEpsilon     float64            `json:"clip_epsilon,omitempty"`   // (0, 1)
+	KLCoef          *float64           `json:"kl_coef,omitempty"`        // [0, 10]; 0 turns the penalty off
+	KLMax           float64            `json:"kl_max,omitempty"`         // (0, 100]: the KL that stops a run
+	UpdatesPerBatch int                `json:"updates_per_batch,omitempty"`
+	HoldoutEvery    int                `json:"holdout_every,omitempty"` // steps between held-out checks
+	RewardModel     string             `json:"reward_model,omitempty"`  // a name in the models directory
+	Weights         map[string]float64 `json:"weights,omitempty"`
+	HoldoutWeights  map[string]float64 `json:"holdout_weights,omitempty"`
+}
+
+// DefaultPolicy returns the trainer's policy defaults (trainer/README.md):
+// 4 replies per prompt, 128 new tokens, clip 0.2, KL coefficient 0.04, a KL
+// bound of 0.5, 2 updates per batch, a held-out check every 10 steps.
+func DefaultPolicy() PolicySettings {
+	kl := 0.04
+	return PolicySettings{GroupSize: 4, MaxNewTokens: 128, ClipEpsilon: 0.2, KLCoef: &kl, KLMax: 0.5, UpdatesPerBatch: 2, HoldoutEvery: 10}
 }
 
 // IRSSettings configure iterative rejection sampling (method "irs"); zero
@@ -58,7 +85,21 @@ func DefaultIRS() IRSSettings {
 
 // defaultLearningRate is the trainer's learning rate for each method, which
 // hyperparameters.learning_rate_multiplier scales.
-var defaultLearningRate = map[string]float64{"sft": 2e-4, "dpo": 5e-5, "reward": 1e-4, "irs": 2e-5}
+var defaultLearningRate = map[string]float64{"sft": 2e-4, "dpo": 5e-5, "reward": 2e-5, "irs": 2e-5, "grpo": 1e-5, "ppo": 1e-5}
+
+// defaultEpochs is the trainer's epochs for each method when none is given:
+// the reward model's recipe runs 5 (and stops early when validation loss
+// stalls), the others 1.
+var defaultEpochs = map[string]int{"reward": 5}
+
+// DefaultEpochs is how many epochs the trainer runs for a method when the
+// job leaves epochs "auto".
+func DefaultEpochs(m provider.Method) int {
+	if n, ok := defaultEpochs[trainerMethod[m]]; ok {
+		return n
+	}
+	return 1
+}
 
 // trainerMethod is the trainer's name for each method.
 var trainerMethod = map[provider.Method]string{
@@ -66,7 +107,12 @@ var trainerMethod = map[provider.Method]string{
 	provider.DPO:        "dpo",
 	Reward:              "reward",
 	IRS:                 "irs",
+	GRPO:                "grpo",
+	PPO:                 "ppo",
 }
+
+// policyMethods sample from the policy and update it against a reward.
+var policyMethods = map[string]bool{"grpo": true, "ppo": true}
 
 var (
 	dtypes     = []string{"auto", "float32", "bfloat16", "float16"}
@@ -106,7 +152,53 @@ func (s Settings) check() []provider.FieldError {
 	if s.Dtype != "" && !slices.Contains(dtypes, s.Dtype) {
 		add(&provider.FieldError{Field: h + "dtype", Message: "must be one of auto, float32, bfloat16, float16"})
 	}
-	return append(errs, s.IRS.check()...)
+	errs = append(errs, s.IRS.check()...)
+	return append(errs, s.Policy.check()...)
+}
+
+func (s PolicySettings) check() []provider.FieldError {
+	var errs []provider.FieldError
+	add := func(fe *provider.FieldError) {
+		if fe != nil {
+			errs = append(errs, *fe)
+		}
+	}
+	whole := func(field string, v, lo, hi int) {
+		if v != 0 {
+			add(provider.Range{Min: float64(lo), Max: float64(hi), Integer: true}.Check(field, provider.Num(float64(v))))
+		}
+	}
+	p := "policy."
+	whole(p+"group_size", s.GroupSize, 1, 64)
+	whole(p+"max_new_tokens", s.MaxNewTokens, 1, 8192)
+	whole(p+"updates_per_batch", s.UpdatesPerBatch, 1, 16)
+	whole(p+"holdout_every", s.HoldoutEvery, 1, 1_000_000)
+	if e := s.ClipEpsilon; e != 0 && (e <= 0 || e >= 1 || math.IsNaN(e)) {
+		add(&provider.FieldError{Field: p + "clip_epsilon", Message: "must be greater than 0 and below 1"})
+	}
+	if k := s.KLCoef; k != nil && (*k < 0 || *k > 10 || math.IsNaN(*k)) {
+		add(&provider.FieldError{Field: p + "kl_coef", Message: "must be from 0 to 10"})
+	}
+	if k := s.KLMax; k != 0 && (k <= 0 || k > 100 || math.IsNaN(k)) {
+		add(&provider.FieldError{Field: p + "kl_max", Message: "must be greater than 0 and at most 100"})
+	}
+	for _, set := range []struct {
+		name    string
+		weights map[string]float64
+	}{{"weights", s.Weights}, {"holdout_weights", s.HoldoutWeights}} {
+		for k, w := range set.weights {
+			field := p + set.name + "." + k
+			switch {
+			case !slices.Contains(scoreTerms, k):
+				add(&provider.FieldError{Field: field, Message: "is not a score; use rel, faith, conc or rm"})
+			case w < -100 || w > 100 || math.IsNaN(w):
+				add(&provider.FieldError{Field: field, Message: "must be from -100 to 100"})
+			case k == "rm" && s.RewardModel == "":
+				add(&provider.FieldError{Field: field, Message: "needs policy.reward_model"})
+			}
+		}
+	}
+	return errs
 }
 
 func (s IRSSettings) check() []provider.FieldError {
@@ -159,6 +251,7 @@ type trainerConfig struct {
 	JobID           string         `json:"job_id"`
 	Hyperparameters map[string]any `json:"hyperparameters"`
 	IRS             map[string]any `json:"irs,omitempty"`
+	Policy          map[string]any `json:"policy,omitempty"`
 }
 
 // buildConfig maps a checked request and settings to config.json.
@@ -185,6 +278,12 @@ func (p *Provider) buildConfig(req provider.CreateRequest, s Settings, baseModel
 	if n, ok := req.Hyper.Beta.Number(); ok {
 		hp["beta"] = n
 	}
+	if n, ok := req.Hyper.EarlyStoppingPatience.Number(); ok {
+		hp["early_stopping_patience"] = int(n)
+	}
+	if n, ok := req.Hyper.EarlyStoppingThreshold.Number(); ok {
+		hp["early_stopping_threshold"] = n
+	}
 	for key, v := range map[string]int{
 		"lora_r": s.LoRAR, "lora_alpha": s.LoRAAlpha, "max_length": s.MaxLength,
 		"gradient_accumulation_steps": s.GradientAccumulationSteps, "warmup_steps": s.WarmupSteps, "save_steps": s.SaveSteps,
@@ -205,7 +304,40 @@ func (p *Provider) buildConfig(req provider.CreateRequest, s Settings, baseModel
 	if method == "irs" {
 		c.IRS = irsConfig(s.IRS)
 	}
+	if policyMethods[method] {
+		c.Policy = policyConfig(s.Policy)
+	}
 	return c
+}
+
+// policyConfig writes the policy settings that are set; the trainer fills
+// the rest (its defaults are DefaultPolicy's).
+func policyConfig(s PolicySettings) map[string]any {
+	out := map[string]any{}
+	for key, v := range map[string]int{"group_size": s.GroupSize, "max_new_tokens": s.MaxNewTokens,
+		"updates_per_batch": s.UpdatesPerBatch, "holdout_every": s.HoldoutEvery} {
+		if v != 0 {
+			out[key] = v
+		}
+	}
+	for key, v := range map[string]float64{"clip_epsilon": s.ClipEpsilon, "kl_max": s.KLMax} {
+		if v != 0 {
+			out[key] = v
+		}
+	}
+	if s.KLCoef != nil {
+		out["kl_coef"] = *s.KLCoef
+	}
+	if s.RewardModel != "" {
+		out["reward_model"] = s.RewardModel
+	}
+	if len(s.Weights) > 0 {
+		out["weights"] = s.Weights
+	}
+	if len(s.HoldoutWeights) > 0 {
+		out["holdout_weights"] = s.HoldoutWeights
+	}
+	return out
 }
 
 // learningRate is the settings' learning rate (or the method's default)

@@ -10,6 +10,8 @@ var (
 	batchSizeRange = provider.Range{Min: 1, Max: 1024, Integer: true}
 	lrMultRange    = provider.Range{Min: 0, MinExclusive: true, NoMax: true}
 	betaRange      = provider.Range{Min: 0, Max: 10, MinExclusive: true}
+	patienceRange  = provider.Range{Min: 0, Max: 1000, Integer: true}
+	thresholdRange = provider.Range{Min: 0, Max: 1e6}
 )
 
 // maxSeed is the trainer's largest seed.
@@ -40,13 +42,20 @@ func (p *Provider) validate(method provider.Method, baseModel string, h provider
 	}
 	name, known := trainerMethod[method]
 	if !known {
-		add(&provider.FieldError{Field: "method", Message: `must be "supervised", "dpo", "reward" or "irs"`})
+		add(&provider.FieldError{Field: "method", Message: `must be "supervised", "dpo", "reward", "irs", "grpo" or "ppo"`})
 	}
 	_, fe := p.modelPath("base_model", baseModel)
 	add(fe)
 	if s.IRS.RewardModel != "" {
 		_, fe := p.modelPath("irs.reward_model", s.IRS.RewardModel)
 		add(fe)
+	}
+	if s.Policy.RewardModel != "" {
+		_, fe := p.modelPath("policy.reward_model", s.Policy.RewardModel)
+		add(fe)
+	}
+	if method == GRPO && s.Policy.GroupSize == 1 {
+		add(&provider.FieldError{Field: "policy.group_size", Message: "must be at least 2 for grpo: advantages are measured within each prompt's group"})
 	}
 	add(epochsRange.Check(provider.FieldEpochs, h.Epochs))
 	add(batchSizeRange.Check(provider.FieldBatchSize, h.BatchSize))
@@ -60,12 +69,19 @@ func (p *Provider) validate(method provider.Method, baseModel string, h provider
 	} else if !h.Beta.IsAuto() {
 		add(&provider.FieldError{Field: provider.FieldBeta, Message: "applies only to the dpo method; leave it auto"})
 	}
-	for _, nv := range []provider.NamedValue{
-		{Field: provider.FieldEarlyStoppingThreshold, Value: h.EarlyStoppingThreshold},
-		{Field: provider.FieldEarlyStoppingPatience, Value: h.EarlyStoppingPatience},
-	} {
-		if !nv.Value.IsAuto() {
-			add(&provider.FieldError{Field: nv.Field, Message: "the local trainer has no early stopping; leave it auto"})
+	if method == Reward {
+		// The reward model stops when validation loss has not improved for
+		// patience epochs (the trainer's default 2), keeping the best epoch.
+		add(patienceRange.Check(provider.FieldEarlyStoppingPatience, h.EarlyStoppingPatience))
+		add(thresholdRange.Check(provider.FieldEarlyStoppingThreshold, h.EarlyStoppingThreshold))
+	} else {
+		for _, nv := range []provider.NamedValue{
+			{Field: provider.FieldEarlyStoppingThreshold, Value: h.EarlyStoppingThreshold},
+			{Field: provider.FieldEarlyStoppingPatience, Value: h.EarlyStoppingPatience},
+		} {
+			if !nv.Value.IsAuto() {
+				add(&provider.FieldError{Field: nv.Field, Message: "the local trainer stops early only for the reward method; leave it auto"})
+			}
 		}
 	}
 	return append(errs, s.check()...)

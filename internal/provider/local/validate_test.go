@@ -58,7 +58,9 @@ func TestValidate(t *testing.T) {
 		{name: "dpo at the ranges' ends", method: provider.DPO, model: modelName, h: provider.Hyperparameters{Epochs: n(100), BatchSize: n(1024), Beta: n(10)}},
 		{name: "reward", method: Reward, model: modelName, h: provider.Hyperparameters{Epochs: n(1), BatchSize: n(1)}},
 		{name: "irs", method: IRS, model: modelName},
-		{name: "unknown method", method: "ppo", model: modelName, fields: []string{"method"}},
+		{name: "grpo", method: GRPO, model: modelName},
+		{name: "ppo", method: PPO, model: modelName},
+		{name: "unknown method", method: "rlhf", model: modelName, fields: []string{"method"}, message: `"grpo" or "ppo"`},
 		{name: "a link to a model inside", method: provider.Supervised, model: "alias"},
 		{name: "missing base model", method: provider.Supervised, model: "nope", fields: []string{"base_model"}, message: `"nope" is not a model directory`},
 		{name: "empty base model", method: provider.Supervised, fields: []string{"base_model"}, message: "is required"},
@@ -82,7 +84,9 @@ func TestValidate(t *testing.T) {
 		{name: "beta on sft", method: provider.Supervised, model: modelName, h: provider.Hyperparameters{Beta: n(0.1)}, fields: []string{provider.FieldBeta}},
 		{name: "beta above 10", method: provider.DPO, model: modelName, h: provider.Hyperparameters{Beta: n(10.5)}, fields: []string{provider.FieldBeta}},
 		{name: "beta zero", method: provider.DPO, model: modelName, h: provider.Hyperparameters{Beta: n(0)}, fields: []string{provider.FieldBeta}},
-		{name: "early stopping", method: provider.Supervised, model: modelName, h: provider.Hyperparameters{EarlyStoppingPatience: n(3)}, fields: []string{provider.FieldEarlyStoppingPatience}, message: "no early stopping"},
+		{name: "early stopping", method: provider.Supervised, model: modelName, h: provider.Hyperparameters{EarlyStoppingPatience: n(3)}, fields: []string{provider.FieldEarlyStoppingPatience}, message: "only for the reward method"},
+		{name: "early stopping of a reward model", method: Reward, model: modelName, h: provider.Hyperparameters{EarlyStoppingPatience: n(3), EarlyStoppingThreshold: n(0.01)}},
+		{name: "early stopping patience fractional", method: Reward, model: modelName, h: provider.Hyperparameters{EarlyStoppingPatience: n(1.5), EarlyStoppingThreshold: n(-1)}, fields: []string{provider.FieldEarlyStoppingPatience, provider.FieldEarlyStoppingThreshold}},
 		{name: "several at once", method: provider.DPO, model: "", h: provider.Hyperparameters{Epochs: n(0), Beta: n(20)}, fields: []string{"base_model", provider.FieldBeta, provider.FieldEpochs}},
 	}
 	for _, c := range cases {

@@ -19,6 +19,18 @@
 // (irs.n_iterations, default 3) a generating and a scoring phase, an
 // iteration summary (average reward 1.5, 2.0, 2.5, ...; weights moving
 // from the initial ones) and one SFT step, then final/ and done.
+//
+// With method "grpo" or "ppo" it is a policy run: a held-out check before
+// the first step (score 0.5), four steps whose reward is 0.2 + 0.1·step,
+// KL 0.01·step and clip fraction 0.05·step, a held-out check after step 4
+// (score 0.6), final/ and done. FAKE_TRAINER_MODE=stop ends it after step
+// 2 with a stop event (the KL bound) instead.
+//
+// With method "reward" it trains two epochs (losses 0.7, 0.6 and 0.65),
+// evaluates after each (evaluation losses 0.5 and 0.55, with ranking
+// accuracy, MSE, MAE, Pearson and ten calibration bins), stops early on
+// the second (a stop event), reports epoch 1 as the best kept, saves
+// final/ as a reward model and reports done.
 // Metrics also go to metrics.jsonl with "ts" and "phase", as the trainer
 // writes them.
 //
@@ -148,10 +160,96 @@ func run(configPath, mode string) int {
 		fmt.Println(`{"no_event": true}`)
 		os.Stdout.Write([]byte{0xff, 0xfe, '\n'})
 	}
-	if cfg.Method == "irs" {
+	switch cfg.Method {
+	case "irs":
 		return trainIRS(dir, cfg.IRS.NIterations, cfg.IRS.DW.InitialWeights)
+	case "grpo", "ppo":
+		return trainPolicy(dir, cfg.Method, mode == "stop")
+	case "reward":
+		return trainReward(dir)
 	}
 	return train(dir)
+}
+
+// record sends a metric event and appends it to metrics.jsonl with its phase.
+func record(dir, phase string, v map[string]any) {
+	emit(merge(map[string]any{"event": "metric"}, v))
+	metricsLine(dir, merge(map[string]any{"phase": phase}, v))
+}
+
+// stopEarly sends a stop event and records it, as the trainer does.
+func stopEarly(dir string, step, epoch int, reason string) {
+	emit(map[string]any{"event": "stop", "step": step, "epoch": epoch, "reason": reason})
+	metricsLine(dir, map[string]any{"phase": "STOPPED", "step": step, "epoch": epoch, "reason": reason})
+}
+
+// trainPolicy is the ok run of methods grpo and ppo.
+func trainPolicy(dir, method string, stop bool) int {
+	record(dir, "EVALUATING", map[string]any{"step": 0, "epoch": 0, "heldout_score": 0.5})
+	for i := 1; i <= 4; i++ {
+		if stop && i == 3 {
+			stopEarly(dir, 2, 1, "KL divergence from the reference reached 0.8 after step 2, above the bound 0.5; the adapter from step 1, the last within it, is kept")
+			break
+		}
+		emit(map[string]any{"event": "progress", "phase": "generating", "step": i - 1, "total_steps": 4, "epoch": 1})
+		emit(map[string]any{"event": "progress", "phase": "training", "step": i, "total_steps": 4, "epoch": 1})
+		f := float64(i)
+		m := map[string]any{"step": i, "epoch": 1, "loss": 0.5 - 0.1*f, "lr": 1e-5, "reward": 0.2 + 0.1*f, "reward_std": 0.1,
+			"kl": 0.01 * f, "clip_fraction": 0.05 * f, "response_length": 20.0, "reward_breakdown": map[string]float64{"rel": 0.1 * f}}
+		if method == "ppo" {
+			m["value_loss"] = 1.0 / f
+		}
+		record(dir, "TRAINING", m)
+	}
+	if !stop {
+		record(dir, "EVALUATING", map[string]any{"step": 4, "epoch": 1, "heldout_score": 0.6, "train_reward": 0.45})
+	}
+	os.MkdirAll(filepath.Join(dir, "final"), 0o755)
+	os.WriteFile(filepath.Join(dir, "final", "adapter_config.json"), []byte("{}"), 0o644)
+	emit(map[string]any{"event": "artifact", "path": "final", "kind": "adapter"})
+	emit(map[string]any{"event": "done"})
+	return 0
+}
+
+// calibration is ten bins as the trainer reports them: the middle ones
+// filled, the outer ones empty.
+func calibration(shift float64) []map[string]any {
+	var bins []map[string]any
+	for i := range 10 {
+		b := map[string]any{"lower": float64(i) / 10, "upper": float64(i+1) / 10, "count": 0, "predicted": nil, "observed": nil}
+		if i >= 2 && i <= 7 {
+			mid := (float64(i) + 0.5) / 10
+			b["count"], b["predicted"], b["observed"] = 4, mid, min(1, mid+shift)
+		}
+		bins = append(bins, b)
+	}
+	return bins
+}
+
+// trainReward is the ok run of method reward.
+func trainReward(dir string) int {
+	evals := []struct {
+		loss, acc, shift float64
+	}{{0.5, 0.75, 0.05}, {0.55, 0.7, 0.1}}
+	steps := [][]float64{{0.7, 0.6}, {0.65}}
+	n := 0
+	for epoch, losses := range steps {
+		for _, loss := range losses {
+			n++
+			step(dir, n, loss)
+		}
+		e := evals[epoch]
+		emit(map[string]any{"event": "progress", "phase": "evaluating", "step": n, "epoch": epoch + 1})
+		record(dir, "EVALUATING", map[string]any{"step": n, "epoch": epoch + 1, "eval_loss": e.loss, "ranking_accuracy": e.acc,
+			"eval_mse": 0.04, "eval_mae": 0.15, "pearson": 0.82, "calibration": calibration(e.shift), "calibration_error": e.shift})
+	}
+	stopEarly(dir, n, 2, "validation loss has not improved for 1 evaluation (best 0.5 after epoch 1, now 0.55); the model from epoch 1 is kept")
+	record(dir, "EVALUATING", map[string]any{"step": n, "best_epoch": 1, "best_step": 2, "best_eval_loss": 0.5})
+	os.MkdirAll(filepath.Join(dir, "final"), 0o755)
+	os.WriteFile(filepath.Join(dir, "final", "config.json"), []byte("{}"), 0o644)
+	emit(map[string]any{"event": "artifact", "path": "final", "kind": "reward_model"})
+	emit(map[string]any{"event": "done"})
+	return 0
 }
 
 // trainIRS is the ok run of method irs: iteration i has an average reward

@@ -1,0 +1,102 @@
+package handlers
+
+import (
+	"fmt"
+
+	"github.com/curate/curate/internal/finetune"
+	"github.com/curate/curate/views"
+)
+
+// rewardEvalView is a reward run's evaluation for the job page: a row per
+// epoch, and the figures and calibration of the epoch whose weights the
+// model kept (the last evaluated when early stopping kept none).
+func rewardEvalView(r finetune.RewardEval) views.FineTuneRewardEval {
+	v := views.FineTuneRewardEval{KeptEpoch: r.BestEpoch}
+	if len(r.Points) == 0 {
+		return v
+	}
+	kept := r.Points[len(r.Points)-1]
+	for _, p := range r.Points {
+		if r.BestEpoch > 0 && p.Epoch == r.BestEpoch {
+			kept = p
+		}
+		v.Rows = append(v.Rows, views.FineTuneRewardRow{Epoch: p.Epoch, Step: p.Step, EvalLoss: numPtr(p.EvalLoss),
+			Accuracy: sharePercent(p.RankingAccuracy), MSE: numPtr(p.MSE), MAE: numPtr(p.MAE), Pearson: numPtr(p.Pearson),
+			CalibrationError: numPtr(p.CalibrationError), Kept: r.BestEpoch > 0 && p.Epoch == r.BestEpoch})
+	}
+	if r.BestEpoch > 0 {
+		v.Kept = fmt.Sprintf("The model keeps the weights of epoch %d, whose validation loss (%s) was the lowest.", r.BestEpoch, numPtr(r.BestEvalLoss))
+	}
+	v.Accuracy, v.MSE, v.MAE, v.Pearson = sharePercent(kept.RankingAccuracy), numPtr(kept.MSE), numPtr(kept.MAE), numPtr(kept.Pearson)
+	v.CalibrationError = numPtr(kept.CalibrationError)
+	for _, b := range kept.Calibration {
+		v.Calibration.Bin = append(v.Calibration.Bin, (b.Lower+b.Upper)/2)
+		v.Calibration.Observed = append(v.Calibration.Observed, b.Observed)
+		v.Calibration.Predicted = append(v.Calibration.Predicted, b.Predicted)
+		v.Bins = append(v.Bins, views.FineTuneCalibrationRow{Range: fmt.Sprintf("%.1f–%.1f", b.Lower, b.Upper), Count: b.Count,
+			Predicted: numPtr(b.Predicted), Observed: sharePercent(b.Observed)})
+	}
+	return v
+}
+
+// policyView is a GRPO or PPO run for the job page: its steps and
+// held-out checks in step order, the check before training at step 0.
+func policyView(method string, steps []finetune.PolicyPoint, checks []finetune.HeldOutCheck) views.FineTunePolicy {
+	v := views.FineTunePolicy{Method: method, Steps: len(steps), Reward: "—", KL: "—", ClipFraction: "—", HeldOut: "—"}
+	if n := len(steps); n > 0 {
+		last := steps[n-1]
+		v.Reward, v.KL, v.ClipFraction = numPtr(last.Reward), numPtr(last.KL), sharePercent(last.ClipFraction)
+	}
+	if n := len(checks); n > 0 {
+		v.HeldOut = numPtr(checks[n-1].Score)
+	}
+	heldOut := map[int]*float64{}
+	for _, c := range checks {
+		heldOut[c.Step] = c.Score
+	}
+	at := map[int]int{} // step -> index in the series
+	add := func(step int) int {
+		if i, ok := at[step]; ok {
+			return i
+		}
+		at[step] = len(v.Series.Step)
+		s := &v.Series
+		s.Step = append(s.Step, step)
+		s.Reward, s.HeldOut, s.KL, s.Clip = append(s.Reward, nil), append(s.HeldOut, nil), append(s.KL, nil), append(s.Clip, nil)
+		v.Rows = append(v.Rows, views.FineTunePolicyRow{Step: step, Reward: "—", KL: "—", ClipFraction: "—", Loss: "—", ValueLoss: "—", HeldOut: "—"})
+		return at[step]
+	}
+	// Checks and steps each come in step order; a check at step n follows
+	// step n's update, and the one before training is step 0.
+	ci := 0
+	for _, p := range steps {
+		for ; ci < len(checks) && checks[ci].Step < p.Step; ci++ {
+			add(checks[ci].Step)
+		}
+		i := add(p.Step)
+		s := &v.Series
+		s.Reward[i], s.KL[i], s.Clip[i] = p.Reward, p.KL, p.ClipFraction
+		r := &v.Rows[i]
+		r.Reward, r.KL, r.ClipFraction, r.Loss, r.ValueLoss = numPtr(p.Reward), numPtr(p.KL), sharePercent(p.ClipFraction), numPtr(p.Loss), numPtr(p.ValueLoss)
+		if p.ValueLoss != nil {
+			v.ValueLoss = true
+		}
+	}
+	for ; ci < len(checks); ci++ {
+		add(checks[ci].Step)
+	}
+	for step, score := range heldOut {
+		i := at[step]
+		v.Series.HeldOut[i] = score
+		v.Rows[i].HeldOut = numPtr(score)
+	}
+	return v
+}
+
+// sharePercent writes a share as a percentage with one decimal ("72.5%"), or "—".
+func sharePercent(f *float64) string {
+	if f == nil {
+		return "—"
+	}
+	return fmt.Sprintf("%.1f%%", *f*100)
+}
