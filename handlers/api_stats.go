@@ -3,7 +3,6 @@ package handlers
 import (
 	"errors"
 	"fmt"
-	"math"
 	"net/http"
 
 	"github.com/labstack/echo/v4"
@@ -24,6 +23,11 @@ type analyzeRequest struct {
 		Tuning *float64 `json:"tuning"`
 	} `json:"sequential"`
 	SRMWeights []float64 `json:"srm_weights"`
+	Engine     string    `json:"engine"`
+	Prior      *struct {
+		Mean     *float64 `json:"mean"`
+		Variance *float64 `json:"variance"`
+	} `json:"prior"`
 }
 
 type analyzeArm struct {
@@ -38,9 +42,9 @@ type analyzeArm struct {
 	} `json:"covariate"`
 }
 
-// analyzeResult is one treatment arm against arm 0. A metric that cannot
-// be analysed has Error and nulls.
-type analyzeResult struct {
+// frequentistResult is one treatment arm against arm 0. A metric that
+// cannot be analysed has Error and nulls.
+type frequentistResult struct {
 	Arm      int        `json:"arm"`
 	Expected *float64   `json:"expected"`
 	CI       []*float64 `json:"ci"`
@@ -49,8 +53,15 @@ type analyzeResult struct {
 	Error    string     `json:"error,omitempty"`
 }
 
-// MaxArms bounds an analysis.
-const maxArms = 20
+// bayesianResult is the Bayesian engine's answer for one treatment arm.
+type bayesianResult struct {
+	Arm         int        `json:"arm"`
+	Expected    *float64   `json:"expected"`
+	CI          []*float64 `json:"ci"`
+	ChanceToWin *float64   `json:"chance_to_win"`
+	Risk        []*float64 `json:"risk"`
+	Error       string     `json:"error,omitempty"`
+}
 
 // APIStatsAnalyze runs the statistics engine on numbers from anywhere:
 // each arm against arm 0 (the control), and the sample-ratio check.
@@ -62,142 +73,122 @@ func (h *Handlers) APIStatsAnalyze(c echo.Context) error {
 	if err := decodeJSON(c, &in, ""); err != nil {
 		return err
 	}
-	arms, test, err := in.parse()
+	a, err := in.analysis()
+	if err != nil {
+		return err
+	}
+	rep, err := stats.Analyze(a)
 	if err != nil {
 		return err
 	}
 	out := struct {
-		Results   []analyzeResult `json:"results"`
-		SRMPValue *float64        `json:"srm_p_value,omitempty"`
-	}{Results: []analyzeResult{}}
-	if len(in.SRMWeights) > 0 {
-		counts := make([]float64, len(arms))
-		for i, a := range arms {
-			counts[i] = a.N
-		}
-		p, err := stats.SRM(counts, in.SRMWeights)
-		if err != nil {
-			return errs.InvalidField("srm_weights", "%s", errors.Unwrap(err))
-		}
-		out.SRMPValue = &p
-	}
-	var theta *float64
-	if arms[0].Covariate != nil {
-		th, err := stats.Theta(arms)
-		if err == nil {
-			theta = &th
-		}
-	}
-	for i := 1; i < len(arms); i++ {
-		r := analyzeResult{Arm: i, CI: []*float64{nil, nil}}
-		e, err := stats.Compare(arms[0], arms[i], theta, test)
-		switch {
-		case errors.Is(err, stats.ErrNotEnoughData), errors.Is(err, stats.ErrInvalid):
-			r.Error = err.Error()
-		case err != nil:
-			return err
+		Results   []any    `json:"results"`
+		SRMPValue *float64 `json:"srm_p_value,omitempty"`
+	}{Results: []any{}, SRMPValue: rep.SRMPValue}
+	for _, r := range rep.Results {
+		switch p, e := r.Posterior, r.Effect; {
+		case a.Engine == stats.EngineBayesian:
+			b := bayesianResult{Arm: r.Arm, CI: []*float64{nil, nil}, Risk: []*float64{nil, nil}, Error: r.Error}
+			if p != nil {
+				b.Expected, b.ChanceToWin = &p.Expected, &p.ChanceToWin
+				b.CI = []*float64{&p.CI[0], &p.CI[1]}
+				b.Risk = []*float64{&p.Risk[0], &p.Risk[1]}
+			}
+			out.Results = append(out.Results, b)
 		default:
-			r.Expected, r.SE, r.PValue = &e.Expected, &e.SE, e.PValue
-			r.CI = []*float64{e.CI[0], e.CI[1]}
+			f := frequentistResult{Arm: r.Arm, CI: []*float64{nil, nil}, Error: r.Error}
+			if e != nil {
+				f.Expected, f.SE, f.PValue = &e.Expected, &e.SE, e.PValue
+				f.CI = []*float64{e.CI[0], e.CI[1]}
+			}
+			out.Results = append(out.Results, f)
 		}
-		out.Results = append(out.Results, r)
 	}
 	return c.JSON(http.StatusOK, out)
 }
 
-// parse checks the request field by field and turns it into arms and a
-// test.
-func (r analyzeRequest) parse() ([]stats.Arm, stats.Test, error) {
+// analysis turns the request into the engine's analysis: fields left out
+// and fields the metric or engine does not take are refused here, the
+// numbers themselves by the analysis's own checks, all in one answer.
+func (r analyzeRequest) analysis() (stats.Analysis, error) {
 	v := &errs.Invalid{}
-	test := stats.Test{Metric: r.Metric, Relative: true, Alpha: 0.05, Alternative: stats.TwoSided}
+	a := stats.Analysis{Test: stats.Test{Metric: r.Metric, Relative: true, Alpha: 0.05, Alternative: r.Alternative},
+		Engine: r.Engine, SRMWeights: r.SRMWeights}
+	if a.Engine == "" {
+		a.Engine = stats.EngineFrequentist
+	}
 	if r.Relative != nil {
-		test.Relative = *r.Relative
+		a.Test.Relative = *r.Relative
 	}
 	if r.Alpha != nil {
-		test.Alpha = *r.Alpha
-		if !(*r.Alpha > 0 && *r.Alpha < 1) {
-			v.Add("alpha", "must lie between 0 and 1")
-		}
-	}
-	switch r.Alternative {
-	case "":
-	case stats.TwoSided, stats.Greater, stats.Less:
-		test.Alternative = r.Alternative
-	default:
-		v.Add("alternative", "must be two-sided, greater or less")
+		a.Test.Alpha = *r.Alpha
 	}
 	if r.Sequential != nil {
-		test.Sequential = 5000
+		a.Test.Sequential = 5000
 		if t := r.Sequential.Tuning; t != nil {
-			if !(*t > 0) || math.IsInf(*t, 0) {
+			a.Test.Sequential = *t
+			if *t == 0 {
 				v.Add("sequential.tuning", "must be a number above 0")
 			}
-			test.Sequential = *t
 		}
 	}
-	if r.Metric != stats.MetricMean && r.Metric != stats.MetricProportion {
-		v.Add("metric", "must be mean or proportion")
-	}
-	switch {
-	case len(r.Arms) < 2:
-		v.Add("arms", "give at least 2 arms: the control first")
-	case len(r.Arms) > maxArms:
-		v.Add("arms", "at most %d arms", maxArms)
-	}
-	if len(r.SRMWeights) > 0 {
-		sum := 0.0
-		for _, w := range r.SRMWeights {
-			sum += w
+	if p := r.Prior; p != nil {
+		a.Prior = &stats.Prior{}
+		if p.Mean != nil {
+			a.Prior.Mean = *p.Mean
 		}
-		if len(r.SRMWeights) != len(r.Arms) {
-			v.Add("srm_weights", "give one weight per arm (%d), not %d", len(r.Arms), len(r.SRMWeights))
-		} else if math.Abs(sum-1) > 1e-6 {
-			v.Add("srm_weights", "must sum to 1, not %g", sum)
+		if p.Variance == nil {
+			v.Add("prior.variance", "is required: the prior's variance on the relative effect")
+		} else {
+			a.Prior.Variance = *p.Variance
 		}
 	}
-	arms := make([]stats.Arm, len(r.Arms))
-	withCov := 0
-	for i, a := range r.Arms {
-		f := fmt.Sprintf("arms[%d]", i)
-		need := func(name string, x *float64, min float64) float64 {
-			switch {
-			case x == nil:
-				v.Add(f+"."+name, "is required")
-			case math.IsNaN(*x) || math.IsInf(*x, 0) || *x < min:
-				v.Add(f+"."+name, "must be a number of at least %g", min)
-			default:
-				return *x
+	a.Arms = make([]stats.Arm, len(r.Arms))
+	for i, arm := range r.Arms {
+		f := fmt.Sprintf("arms[%d].", i)
+		need := func(name string, x *float64) float64 {
+			if x == nil {
+				v.Add(f+name, "is required")
+				return 0
 			}
-			return 0
+			return *x
 		}
 		refuse := func(name string, x *float64) {
 			if x != nil {
-				v.Add(f+"."+name, "is not taken by a %s metric", r.Metric)
+				v.Add(f+name, "is not taken by a %s metric", r.Metric)
 			}
 		}
-		arms[i].N = need("n", a.N, 0)
+		a.Arms[i].N = need("n", arm.N)
 		switch r.Metric {
 		case stats.MetricMean:
-			arms[i].Sum = need("sum", a.Sum, math.Inf(-1))
-			arms[i].SumSquares = need("sum_squares", a.SumSquares, 0)
-			refuse("successes", a.Successes)
+			a.Arms[i].Sum = need("sum", arm.Sum)
+			a.Arms[i].SumSquares = need("sum_squares", arm.SumSquares)
+			refuse("successes", arm.Successes)
 		case stats.MetricProportion:
-			arms[i].Successes = need("successes", a.Successes, 0)
-			refuse("sum", a.Sum)
-			refuse("sum_squares", a.SumSquares)
+			a.Arms[i].Successes = need("successes", arm.Successes)
+			refuse("sum", arm.Sum)
+			refuse("sum_squares", arm.SumSquares)
 		}
-		if cv := a.Covariate; cv != nil {
-			withCov++
-			if r.Metric != stats.MetricMean {
-				v.Add(f+".covariate", "is taken by a mean metric only")
-				continue
+		if cv := arm.Covariate; cv != nil {
+			cov := &stats.Covariate{Sum: need("covariate.sum", cv.Sum), CrossSum: need("covariate.cross_sum", cv.CrossSum)}
+			switch r.Metric {
+			case stats.MetricMean:
+				cov.SumSquares = need("covariate.sum_squares", cv.SumSquares)
+			case stats.MetricProportion:
+				refuse("covariate.sum_squares", cv.SumSquares)
 			}
-			arms[i].Covariate = &stats.Covariate{Sum: need("covariate.sum", cv.Sum, math.Inf(-1)),
-				SumSquares: need("covariate.sum_squares", cv.SumSquares, 0), CrossSum: need("covariate.cross_sum", cv.CrossSum, math.Inf(-1))}
+			a.Arms[i].Covariate = cov
 		}
 	}
-	if withCov > 0 && withCov < len(r.Arms) {
-		v.Add("arms", "give the covariate for every arm or for none")
+	// The analysis's own checks, less those on fields already refused.
+	var checks *errs.Invalid
+	if errors.As(a.Validate(), &checks) {
+		seen := v.ByField()
+		for _, fe := range checks.Errors {
+			if _, dup := seen[fe.Field]; !dup {
+				v.Add(fe.Field, "%s", fe.Message)
+			}
+		}
 	}
-	return arms, test, v.Err()
+	return a, v.Err()
 }

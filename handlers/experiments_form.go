@@ -215,7 +215,7 @@ func experimentInput(values map[string]string) (experiments.New, error) {
 		in.Coverage = &cov
 	}
 	if n, ok := wholeInput(v, "min_sample_per_arm", values["min_sample_per_arm"], 2); ok {
-		in.MinSamplePerArm = n
+		in.MinSamplePerArm = &n
 	}
 	if s := values["ends_on"]; s != "" {
 		if day, err := time.Parse("2006-01-02", s); err != nil {

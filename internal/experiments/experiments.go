@@ -72,6 +72,8 @@ const (
 	MaxUnitID = 200
 	MaxBatch  = 1000
 	MaxName   = 200
+	// MaxMetrics bounds an experiment's metrics, and its guardrails.
+	MaxMetrics = 10
 )
 
 var keyPattern = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]{0,63}$`)
@@ -88,7 +90,7 @@ type New struct {
 	Seed             string     `json:"seed"`
 	Metrics          []string   `json:"metrics"`
 	Guardrails       []string   `json:"guardrails"`
-	MinSamplePerArm  int        `json:"min_sample_per_arm"`
+	MinSamplePerArm  *int       `json:"min_sample_per_arm"`
 	EndsAt           *time.Time `json:"ends_at"`
 	Rollout          *Rollout   `json:"rollout"`
 }
@@ -183,24 +185,38 @@ func (s *Service) Create(ctx context.Context, actor audit.Actor, orgID uuid.UUID
 	if len(in.Metrics) == 0 {
 		in.Metrics = []string{ThumbsUpRate}
 	}
-	for i, m := range in.Metrics {
-		if !slices.Contains(Metrics, m) {
-			v.Add(fmt.Sprintf("metrics[%d]", i), "must be one of %s", strings.Join(Metrics, ", "))
+	// Each metric once, in one list or the other: a results page holds one
+	// row per metric.
+	seen := map[string]string{}
+	for _, list := range []struct {
+		name    string
+		metrics []string
+	}{{"metrics", in.Metrics}, {"guardrails", in.Guardrails}} {
+		if len(list.metrics) > MaxMetrics {
+			v.Add(list.name, "at most %d, not %d", MaxMetrics, len(list.metrics))
+			continue
+		}
+		for i, m := range list.metrics {
+			field := fmt.Sprintf("%s[%d]", list.name, i)
+			switch {
+			case !slices.Contains(Metrics, m):
+				v.Add(field, "must be one of %s", strings.Join(Metrics, ", "))
+			case seen[m] != "":
+				v.Add(field, "%s is already listed as %s", m, seen[m])
+			default:
+				seen[m] = field
+			}
 		}
 	}
-	for i, m := range in.Guardrails {
-		if !slices.Contains(Metrics, m) {
-			v.Add(fmt.Sprintf("guardrails[%d]", i), "must be one of %s", strings.Join(Metrics, ", "))
-		}
+	minSample := 100
+	if in.MinSamplePerArm != nil {
+		minSample = *in.MinSamplePerArm
+	}
+	if minSample < 2 || minSample > 10_000_000 {
+		v.Add("min_sample_per_arm", "must be 2 to 10,000,000")
 	}
 	if in.EndsAt != nil && !in.EndsAt.After(s.now()) {
 		v.Add("ends_at", "must be in the future")
-	}
-	if in.MinSamplePerArm == 0 {
-		in.MinSamplePerArm = 100
-	}
-	if in.MinSamplePerArm < 2 || in.MinSamplePerArm > 10_000_000 {
-		v.Add("min_sample_per_arm", "must be 2 to 10,000,000")
 	}
 	steps, hold, minUnits := []float64{}, time.Hour*24, 100
 	if r := in.Rollout; r != nil {
@@ -263,7 +279,7 @@ func (s *Service) Create(ctx context.Context, actor audit.Actor, orgID uuid.UUID
 		}
 		var err error
 		out, err = q.ExperimentInsert(ctx, db.ExperimentInsertParams{OrgID: orgID, Key: in.Key, Name: in.Name, RegisteredModelID: model,
-			Seed: in.Seed, Coverage: coverage, Metrics: in.Metrics, Guardrails: nonNil(in.Guardrails), MinSamplePerArm: int32(in.MinSamplePerArm),
+			Seed: in.Seed, Coverage: coverage, Metrics: in.Metrics, Guardrails: nonNil(in.Guardrails), MinSamplePerArm: int32(minSample),
 			RolloutSteps: steps, RolloutHold: pgtype.Interval{Microseconds: hold.Microseconds(), Valid: true}, RolloutMinUnits: int32(minUnits),
 			EndsAt: in.EndsAt, CreatedByLabel: actor.Label})
 		var pg *pgconn.PgError

@@ -161,7 +161,7 @@ func (s *Service) Results(ctx context.Context, orgID uuid.UUID, key string) (Res
 				ar.Mean = &m
 			}
 			if i > 0 {
-				eff, err := stats.Compare(as[0], a, nil, test)
+				eff, err := stats.Compare(as[0], a, test)
 				if err != nil {
 					ar.Error = "Not enough data yet."
 				} else {
@@ -247,7 +247,7 @@ func (s *Service) timeline(ctx context.Context, q *db.Queries, orgID uuid.UUID, 
 			return nil, "", err
 		}
 		as := armStats(sums, arms, metric)
-		eff, err := stats.Compare(as[0], as[1], nil, test)
+		eff, err := stats.Compare(as[0], as[1], test)
 		if err != nil {
 			continue // not enough data by then
 		}

@@ -57,7 +57,7 @@ func (s *Service) harm(ctx context.Context, q *db.Queries, e db.Experiment, arms
 		if !higherIsBetter[metric] {
 			test.Alternative = stats.Greater
 		}
-		eff, err := stats.Compare(as[0], as[1], nil, test)
+		eff, err := stats.Compare(as[0], as[1], test)
 		if err != nil {
 			continue // not enough data to tell yet
 		}

@@ -1,6 +1,7 @@
 package stats
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -21,7 +22,9 @@ type Arm struct {
 }
 
 // Covariate is the pre-period value x of an arm's units: Σx, Σx² and Σxy
-// with the metric's values y.
+// with the metric's values y. For a proportion x is 0 or 1 as y is: Sum
+// counts the units with a pre-period success, CrossSum those with a
+// success in both periods, and SumSquares is not used (x² = x).
 type Covariate struct {
 	Sum        float64
 	SumSquares float64
@@ -65,126 +68,245 @@ type Effect struct {
 	PValue   *float64
 	// DF is Welch–Satterthwaite's degrees of freedom.
 	DF float64
+	// Theta is CUPED's coefficient, 0 when no covariate was used.
+	Theta float64
 }
 
 // moments are an arm's mean and unit variance for a metric, CUPED applied
-// when theta is set.
+// when theta is not 0.
 type moments struct {
 	n, mean, variance float64
-	// raw is the unadjusted mean (the relative effect's denominator).
-	raw float64
+	// raw and rawVariance are the unadjusted mean (the relative effect's
+	// denominator) and unit variance.
+	raw, rawVariance float64
+	// preVariance and cov are the covariate's variance and its covariance
+	// with the metric (0 without a covariate).
+	preVariance, cov float64
 }
 
+// moments reads an arm's statistics; errors name the arm's field at fault
+// (see fieldError).
 func (a Arm) moments(metric string) (moments, error) {
 	if a.N < 2 {
 		return moments{}, notEnough("an arm needs at least 2 units, not %v", a.N)
 	}
+	m := moments{n: a.N}
 	if metric == MetricProportion {
 		if a.Successes < 0 || a.Successes > a.N {
-			return moments{}, invalid("successes %v must lie between 0 and n %v", a.Successes, a.N)
+			return moments{}, inField("successes", "%v must lie between 0 and n %v", a.Successes, a.N)
 		}
 		p := a.Successes / a.N
-		return moments{n: a.N, mean: p, raw: p, variance: p * (1 - p)}, nil
+		m.raw, m.rawVariance = p, p*(1-p)
+	} else {
+		v, err := sampleVariance(a.N, a.Sum, a.SumSquares)
+		if err != nil {
+			return moments{}, inField("sum_squares", "%v is smaller than sum²/n: not the sums of one set of values", a.SumSquares)
+		}
+		m.raw, m.rawVariance = a.Sum/a.N, v
 	}
-	m := a.Sum / a.N
-	v := (a.SumSquares - a.Sum*a.Sum/a.N) / (a.N - 1)
-	if v < 0 && v > -1e-9*math.Abs(a.SumSquares) {
-		v = 0 // rounding of a constant metric
+	m.mean, m.variance = m.raw, m.rawVariance
+	if a.Covariate != nil {
+		var err error
+		if m.preVariance, m.cov, err = a.covTerms(metric); err != nil {
+			return moments{}, err
+		}
+	}
+	if !allFinite(m.raw, m.rawVariance, m.rawVariance/m.n) {
+		return moments{}, inField("", "the sums are too large for a finite mean and variance")
+	}
+	return m, nil
+}
+
+// sampleVariance is the unbiased variance from n, Σx and Σx²; a small
+// negative value from rounding a constant metric is 0, a larger one means
+// the sums cannot come from one set of values.
+func sampleVariance(n, sum, sumSquares float64) (float64, error) {
+	v := (sumSquares - sum*sum/n) / (n - 1)
+	if v < 0 && v > -1e-9*math.Abs(sumSquares) {
+		v = 0
 	}
 	if v < 0 {
-		return moments{}, invalid("sum_squares %v is smaller than sum²/n: not the sums of one set of values", a.SumSquares)
+		return 0, invalid("sum_squares %v is smaller than sum²/n", sumSquares)
 	}
-	return moments{n: a.N, mean: m, raw: m, variance: v}, nil
+	return v, nil
 }
 
-// covariance terms of an arm with its covariate: var(x) and cov(x, y).
-func (a Arm) covTerms() (vx, cxy float64) {
+// covTerms are the covariate's variance and its covariance with the
+// metric, as GrowthBook's RegressionAdjustedStatistic computes them: with
+// n − 1 for a mean, and with n (the Bernoulli variance) for a proportion.
+func (a Arm) covTerms(metric string) (vx, cxy float64, err error) {
 	c := a.Covariate
-	vx = (c.SumSquares - c.Sum*c.Sum/a.N) / (a.N - 1)
-	cxy = (c.CrossSum - c.Sum*a.Sum/a.N) / (a.N - 1)
-	return vx, cxy
+	if metric == MetricProportion {
+		q := c.Sum / a.N
+		return q * (1 - q), c.CrossSum/a.N - a.Successes*c.Sum/(a.N*a.N), nil
+	}
+	vx, err = sampleVariance(a.N, c.Sum, c.SumSquares)
+	if err != nil {
+		return 0, 0, inField("covariate.sum_squares", "%v is smaller than covariate.sum²/n: not the sums of one set of values", c.SumSquares)
+	}
+	return vx, (c.CrossSum - c.Sum*a.Sum/a.N) / (a.N - 1), nil
 }
 
-// Theta is CUPED's coefficient, pooled over the arms: the within-arm
-// covariance of the pre-period value with the metric over its within-arm
-// variance.
-func Theta(arms []Arm) (float64, error) {
-	var num, den float64
-	for _, a := range arms {
-		if a.Covariate == nil {
-			return 0, invalid("the covariate is given for some arms and not others")
+// Theta is CUPED's coefficient as GrowthBook computes it (compute_theta
+// in gbstats/models/statistics.py): the two arms' data taken as one
+// sample, their n, sums, sums of squares and sums of products added
+// together, and θ = cov(y, x) / var(x) of that joint sample. It fails with
+// ErrNotEnoughData when the joint pre-period values or metric values do
+// not vary (GrowthBook then analyses the metric unadjusted, as Compare
+// does).
+func Theta(metric string, control, treatment Arm) (float64, error) {
+	c, t := control.Covariate, treatment.Covariate
+	if c == nil || t == nil {
+		return 0, invalid("the covariate is given for one arm and not the other")
+	}
+	n := control.N + treatment.N
+	var vy, vx, cov float64
+	if metric == MetricProportion {
+		p, q := (control.Successes+treatment.Successes)/n, (c.Sum+t.Sum)/n
+		vy, vx = p*(1-p), q*(1-q)
+		cov = (c.CrossSum+t.CrossSum)/n - (control.Successes+treatment.Successes)*(c.Sum+t.Sum)/(n*n)
+	} else {
+		sy, sx := control.Sum+treatment.Sum, c.Sum+t.Sum
+		vy = (control.SumSquares + treatment.SumSquares - sy*sy/n) / (n - 1)
+		vx = (c.SumSquares + t.SumSquares - sx*sx/n) / (n - 1)
+		cov = (c.CrossSum + t.CrossSum - sx*sy/n) / (n - 1)
+	}
+	if !(vx > 0) || !(vy > 0) {
+		return 0, notEnough("the pre-period values or the metric do not vary")
+	}
+	th := cov / vx
+	if math.IsNaN(th) || math.IsInf(th, 0) {
+		return 0, inField("covariate", "the sums are too large or too small for a finite CUPED coefficient")
+	}
+	return th, nil
+}
+
+// adjust applies CUPED with θ to an arm's moments: mean ȳ − θx̄ and unit
+// variance var(y) + θ²var(x) − 2θcov(x, y).
+func (m *moments) adjust(theta float64, covariateSum float64) {
+	m.mean = m.raw - theta*covariateSum/m.n
+	m.variance = m.rawVariance + theta*theta*m.preVariance - 2*theta*m.cov
+	if m.variance < 0 && m.variance > -1e-9*m.rawVariance {
+		m.variance = 0 // rounding of a covariate that explains the metric
+	}
+}
+
+// estimate is an effect before its interval: the point estimate, its
+// standard error, the degrees of freedom and the control's unadjusted mean.
+type estimate struct {
+	expected, se, df, theta float64
+	controlMean             float64
+	n                       float64 // units in both arms
+}
+
+// estimateEffect is the difference of treatment and control as GrowthBook's
+// EffectMoments computes it: absolute, or relative to the control's
+// unadjusted mean by the delta method, CUPED-adjusted when both arms carry a
+// covariate (θ from Theta; with θ = 0 the metric is analysed unadjusted).
+func estimateEffect(control, treatment Arm, t Test) (estimate, error) {
+	c, err := control.moments(t.Metric)
+	if err != nil {
+		return estimate{}, inArm("control", err)
+	}
+	tr, err := treatment.moments(t.Metric)
+	if err != nil {
+		return estimate{}, inArm("treatment", err)
+	}
+	var theta float64
+	switch {
+	case (control.Covariate == nil) != (treatment.Covariate == nil):
+		return estimate{}, inField("covariate", "is given for one arm and not the other: give it for both or neither")
+	case control.Covariate != nil:
+		th, err := Theta(t.Metric, control, treatment)
+		switch {
+		case err == nil:
+			theta = th
+			c.adjust(theta, control.Covariate.Sum)
+			tr.adjust(theta, treatment.Covariate.Sum)
+		case !isNotEnough(err):
+			return estimate{}, err
 		}
-		vx, cxy := a.covTerms()
-		num += cxy * (a.N - 1)
-		den += vx * (a.N - 1)
 	}
-	if den <= 0 {
-		return 0, notEnough("the pre-period values do not vary")
+	if !(c.variance > 0 || tr.variance > 0) {
+		return estimate{}, notEnough("the metric does not vary in either arm")
 	}
-	return num / den, nil
+	if c.variance < 0 || tr.variance < 0 {
+		return estimate{}, inField("covariate.cross_sum", "the CUPED-adjusted variance is negative: the sums of products do not fit the sums")
+	}
+	vc, vt := c.variance/c.n, tr.variance/tr.n
+	e := estimate{expected: tr.mean - c.mean, theta: theta, controlMean: c.raw, n: c.n + tr.n}
+	variance := vc + vt
+	if t.Relative {
+		m := c.raw
+		if m == 0 {
+			return estimate{}, notEnough("the control's mean is 0: a relative effect is undefined")
+		}
+		// GrowthBook's delta method for (a_t − a_c) / |m_c|, a the adjusted
+		// means and m_c the control's unadjusted mean
+		// (frequentist_variance_relative_cuped; with θ = 0 it is
+		// variance_of_ratios): the treatment's adjusted variance over m²,
+		// and the control's var(y)·m_t²/m² − 2θ·cov·m_t/m + θ²·var(x), over
+		// n_c·m², m_t the treatment's unadjusted mean.
+		m2, mt := m*m, tr.raw
+		e.expected /= math.Abs(m)
+		variance = vt/m2 + (c.rawVariance*mt*mt/m2-2*theta*c.cov*mt/m+theta*theta*c.preVariance)/(c.n*m2)
+		if !allFinite(e.expected, variance, 1/m2) {
+			field := "sum"
+			if t.Metric == MetricProportion {
+				field = "successes"
+			}
+			return estimate{}, inArm("control", inField(field, "gives a mean of %g, too close to 0 for a finite relative effect", m))
+		}
+	}
+	e.se = math.Sqrt(variance)
+	if !(e.se > 0) {
+		return estimate{}, notEnough("the effect's standard error is 0")
+	}
+	if !allFinite(e.expected, e.se) {
+		return estimate{}, inArm("treatment", inField("", "the numbers are too large for a finite effect"))
+	}
+	// Welch–Satterthwaite, each share of the variance taken before
+	// squaring so that large variances do not overflow.
+	sc, st := vc/(vc+vt), vt/(vc+vt)
+	e.df = 1 / (st*st/(tr.n-1) + sc*sc/(c.n-1))
+	return e, nil
 }
 
 // Compare estimates the effect of treatment against control: Welch's
 // t-test on the absolute difference of means, or on the relative one by
-// the delta method, CUPED-adjusted when theta is given (θ from Theta; the
-// relative effect divides by the control's unadjusted mean), fixed-horizon
-// or, with t.Sequential, as a confidence sequence.
-func Compare(control, treatment Arm, theta *float64, t Test) (Effect, error) {
+// the delta method, CUPED-adjusted when both arms carry a covariate (θ from
+// Theta; the relative effect divides by the control's unadjusted mean),
+// fixed-horizon or, with t.Sequential, as a confidence sequence. The
+// numbers agree with GrowthBook's TwoSidedTTest, its one-sided t-tests and
+// its two-sided SequentialTwoSidedTTest.
+func Compare(control, treatment Arm, t Test) (Effect, error) {
 	if !(t.Alpha > 0 && t.Alpha < 1) {
-		return Effect{}, invalid("alpha %v must lie in (0, 1)", t.Alpha)
+		return Effect{}, inField("alpha", "%v must lie in (0, 1)", t.Alpha)
 	}
-	c, err := control.moments(t.Metric)
+	est, err := estimateEffect(control, treatment, t)
 	if err != nil {
 		return Effect{}, err
 	}
-	tr, err := treatment.moments(t.Metric)
-	if err != nil {
-		return Effect{}, err
-	}
-	// Variances of the control's adjusted mean a_c and raw mean m_c, and
-	// their covariance (all one number without CUPED).
-	vRaw := c.variance / c.n
-	covAdjRaw := vRaw
-	if theta != nil {
-		if control.Covariate == nil || treatment.Covariate == nil {
-			return Effect{}, invalid("the covariate is given for some arms and not others")
-		}
-		th := *theta
-		adjust := func(a Arm, m *moments) (cxy float64) {
-			vx, cxy := a.covTerms()
-			m.mean -= th * a.Covariate.Sum / a.N
-			m.variance += th*th*vx - 2*th*cxy
-			return cxy
-		}
-		cxyC := adjust(control, &c)
-		adjust(treatment, &tr)
-		covAdjRaw = (control.variance(t.Metric) - th*cxyC) / c.n
-	}
-	if !(c.variance > 0 || tr.variance > 0) {
-		return Effect{}, notEnough("the metric does not vary in either arm")
-	}
-	vc, vt := c.variance/c.n, tr.variance/tr.n
-	d := tr.mean - c.mean
-	e := Effect{Expected: d, SE: math.Sqrt(vc + vt)}
-	if t.Relative {
-		m := c.raw
-		if m == 0 {
-			return Effect{}, notEnough("the control's mean is 0: a relative effect is undefined")
-		}
-		// Delta method for g = (a_t − a_c) / m_c: ∂g/∂a_t = 1/m,
-		// ∂g/∂a_c = −1/m, ∂g/∂m_c = −d/m².
-		m2 := m * m
-		e.Expected = d / m
-		e.SE = math.Sqrt(vt/m2 + vc/m2 + d*d/(m2*m2)*vRaw + 2*d/(m2*m)*covAdjRaw)
-	}
-	if !(e.SE > 0) || math.IsNaN(e.SE) {
-		return Effect{}, notEnough("the effect's standard error is 0")
-	}
-	e.DF = (vc + vt) * (vc + vt) / (vt*vt/(tr.n-1) + vc*vc/(c.n-1))
+	e := Effect{Expected: est.expected, SE: est.se, DF: est.df, Theta: est.theta}
 	if t.Sequential > 0 {
-		return sequential(e, c.n+tr.n, t)
+		e, err = sequential(e, est.n, t)
+	} else {
+		e, err = fixedHorizon(e, t)
 	}
-	dist := distuv.StudentsT{Mu: 0, Sigma: 1, Nu: e.DF}
+	if err != nil {
+		return Effect{}, err
+	}
+	for _, x := range []*float64{e.CI[0], e.CI[1], e.PValue} {
+		if x != nil && (math.IsNaN(*x) || math.IsInf(*x, 0)) {
+			return Effect{}, inField("alpha", "%v gives no finite interval", t.Alpha)
+		}
+	}
+	return e, nil
+}
+
+// fixedHorizon is Welch's t-test of the estimate: its p-value and interval.
+func fixedHorizon(e Effect, t Test) (Effect, error) {
+	dist := studentsT(e.DF)
 	stat := e.Expected / e.SE
 	var p float64
 	switch t.Alternative {
@@ -202,17 +324,66 @@ func Compare(control, treatment Arm, theta *float64, t Test) (Effect, error) {
 		lo, hi := e.Expected-w, e.Expected+w
 		e.CI = [2]*float64{&lo, &hi}
 	default:
-		return Effect{}, invalid("alternative %q must be two-sided, greater or less", t.Alternative)
+		return Effect{}, inField("alternative", "%q must be two-sided, greater or less", t.Alternative)
 	}
 	e.PValue = &p
 	return e, nil
 }
 
-// variance is the metric's unadjusted unit variance.
-func (a Arm) variance(metric string) float64 {
-	m, _ := a.moments(metric)
-	return m.variance
+// distribution is what a test needs of its reference distribution.
+type distribution interface {
+	CDF(x float64) float64
+	Quantile(p float64) float64
 }
+
+// studentsT is Student's t with df degrees of freedom. Beyond 10⁸ it is
+// the standard normal, which it equals there to 10⁻⁸, while gonum's
+// incomplete beta function loses digits at such degrees of freedom.
+func studentsT(df float64) distribution {
+	if df > 1e8 {
+		return distuv.UnitNormal
+	}
+	return distuv.StudentsT{Mu: 0, Sigma: 1, Nu: df}
+}
+
+// allFinite reports whether every x is a real number.
+func allFinite(xs ...float64) bool {
+	for _, x := range xs {
+		if math.IsNaN(x) || math.IsInf(x, 0) {
+			return false
+		}
+	}
+	return true
+}
+
+// fieldError is invalid input traced to one field of a comparison:
+// "alpha", "prior.variance", or an arm's field under "control." or
+// "treatment." (Analyze names the arm by its place). It wraps ErrInvalid.
+type fieldError struct {
+	field, msg string
+}
+
+func (e *fieldError) Error() string { return ErrInvalid.Error() + ": " + e.field + ": " + e.msg }
+func (e *fieldError) Unwrap() error { return ErrInvalid }
+
+func inField(field, format string, args ...any) error {
+	return &fieldError{field: field, msg: fmt.Sprintf(format, args...)}
+}
+
+// inArm puts an arm's field errors under the arm's name.
+func inArm(arm string, err error) error {
+	var fe *fieldError
+	if !errors.As(err, &fe) {
+		return err
+	}
+	field := arm
+	if fe.field != "" {
+		field += "." + fe.field
+	}
+	return &fieldError{field: field, msg: fe.msg}
+}
+
+func isNotEnough(err error) bool { return errors.Is(err, ErrNotEnoughData) }
 
 // SequentialRho is the mixing parameter of a confidence sequence tightest
 // around tuning units (Waudby-Smith et al. 2023, eq. 161):
@@ -226,29 +397,39 @@ func SequentialRho(alpha, tuning float64) float64 {
 // confidence sequence (Waudby-Smith et al. 2023, eq. 9) for n units with
 // per-unit variance s2: sqrt(s2) · sqrt(2(nρ²+1) ln(sqrt(nρ²+1)/α) / (nρ)²).
 func SequentialHalfWidth(s2, n, alpha, tuning float64) float64 {
+	return sequentialWidth(math.Sqrt(s2), n, alpha, tuning)
+}
+
+// sequentialWidth is SequentialHalfWidth from the per-unit standard
+// deviation, which stays finite where its square would not.
+func sequentialWidth(sd, n, alpha, tuning float64) float64 {
 	rho := SequentialRho(alpha, tuning)
 	nr2 := n * rho * rho
-	return math.Sqrt(s2) * math.Sqrt(2*(nr2+1)*math.Log(math.Sqrt(nr2+1)/alpha)/(n*n*rho*rho))
+	return sd * math.Sqrt(2*(nr2+1)*math.Log(math.Sqrt(nr2+1)/alpha)/(n*n*rho*rho))
 }
 
 // sequential turns an estimate into a confidence sequence: the per-unit
-// variance is SE² times the units in both arms. A one-sided sequence is the
-// matching side of the two-sided one at 2α.
+// standard deviation is SE times the square root of the units in both
+// arms. A one-sided sequence is the matching side of the two-sided one at
+// 2α, so it needs α below 0.5.
 func sequential(e Effect, n float64, t Test) (Effect, error) {
-	s2 := e.SE * e.SE * n
+	if (t.Alternative == Greater || t.Alternative == Less) && t.Alpha >= 0.5 {
+		return Effect{}, inField("alpha", "must be below 0.5 for a one-sided confidence sequence")
+	}
+	sd := e.SE * math.Sqrt(n)
 	switch t.Alternative {
 	case Greater:
-		lo := e.Expected - SequentialHalfWidth(s2, n, 2*t.Alpha, t.Sequential)
+		lo := e.Expected - sequentialWidth(sd, n, 2*t.Alpha, t.Sequential)
 		e.CI = [2]*float64{&lo, nil}
 	case Less:
-		hi := e.Expected + SequentialHalfWidth(s2, n, 2*t.Alpha, t.Sequential)
+		hi := e.Expected + sequentialWidth(sd, n, 2*t.Alpha, t.Sequential)
 		e.CI = [2]*float64{nil, &hi}
 	case TwoSided, "":
-		w := SequentialHalfWidth(s2, n, t.Alpha, t.Sequential)
+		w := sequentialWidth(sd, n, t.Alpha, t.Sequential)
 		lo, hi := e.Expected-w, e.Expected+w
 		e.CI = [2]*float64{&lo, &hi}
 	default:
-		return Effect{}, invalid("alternative %q must be two-sided, greater or less", t.Alternative)
+		return Effect{}, inField("alternative", "%q must be two-sided, greater or less", t.Alternative)
 	}
 	return e, nil
 }
@@ -262,7 +443,7 @@ func SRM(counts, weights []float64) (float64, error) {
 	}
 	var total, wsum float64
 	for i := range counts {
-		if counts[i] < 0 || weights[i] <= 0 || math.IsNaN(counts[i]) || math.IsNaN(weights[i]) {
+		if !(counts[i] >= 0) || !(weights[i] > 0) || !allFinite(counts[i], weights[i]) {
 			return 0, invalid("counts must be at least 0 and weights above 0")
 		}
 		total += counts[i]
@@ -276,7 +457,11 @@ func SRM(counts, weights []float64) (float64, error) {
 		exp := total * weights[i] / wsum
 		x2 += (counts[i] - exp) * (counts[i] - exp) / exp
 	}
-	return 1 - distuv.ChiSquared{K: float64(len(counts) - 1)}.CDF(x2), nil
+	p := 1 - distuv.ChiSquared{K: float64(len(counts) - 1)}.CDF(x2)
+	if !allFinite(total, x2, p) {
+		return 0, inField("srm_weights", "the counts and weights are too far apart in size for a finite chi-square statistic")
+	}
+	return p, nil
 }
 
 // SRMThreshold is the p-value below which a sample ratio is a mismatch.

@@ -27,7 +27,7 @@ var (
 )
 
 func TestCompareWelch(t *testing.T) {
-	abs, err := stats.Compare(control, treatment, nil, stats.Test{Metric: stats.MetricMean, Alpha: 0.05})
+	abs, err := stats.Compare(control, treatment, stats.Test{Metric: stats.MetricMean, Alpha: 0.05})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -38,7 +38,7 @@ func TestCompareWelch(t *testing.T) {
 	near(t, "ci low", *abs.CI[0], 0.061807961889318905, 1e-9)
 	near(t, "ci high", *abs.CI[1], 0.23377220688705191, 1e-9)
 
-	rel, err := stats.Compare(control, treatment, nil, stats.Test{Metric: stats.MetricMean, Relative: true, Alpha: 0.05})
+	rel, err := stats.Compare(control, treatment, stats.Test{Metric: stats.MetricMean, Relative: true, Alpha: 0.05})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -48,7 +48,7 @@ func TestCompareWelch(t *testing.T) {
 	near(t, "relative ci low", *rel.CI[0], 0.017066542853942303, 1e-9)
 	near(t, "relative ci high", *rel.CI[1], 0.06717433175278967, 1e-9)
 
-	g, err := stats.Compare(control, treatment, nil, stats.Test{Metric: stats.MetricMean, Relative: true, Alpha: 0.05, Alternative: stats.Greater})
+	g, err := stats.Compare(control, treatment, stats.Test{Metric: stats.MetricMean, Relative: true, Alpha: 0.05, Alternative: stats.Greater})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -57,7 +57,7 @@ func TestCompareWelch(t *testing.T) {
 	if g.CI[1] != nil {
 		t.Error("a one-sided interval has an upper bound")
 	}
-	l, err := stats.Compare(control, treatment, nil, stats.Test{Metric: stats.MetricMean, Relative: true, Alpha: 0.05, Alternative: stats.Less})
+	l, err := stats.Compare(control, treatment, stats.Test{Metric: stats.MetricMean, Relative: true, Alpha: 0.05, Alternative: stats.Less})
 	if err != nil || l.CI[0] != nil || math.Abs(*l.PValue-(1-0.0004962358028880454)) > 1e-9 {
 		t.Errorf("less: %+v %v", l, err)
 	}
@@ -66,7 +66,7 @@ func TestCompareWelch(t *testing.T) {
 // A proportion: 120 of 1,000 against 150 of 1,000. SciPy's Welch test on
 // p(1−p) variances gives p = 0.04956034160916922.
 func TestCompareProportion(t *testing.T) {
-	e, err := stats.Compare(stats.Arm{N: 1000, Successes: 120}, stats.Arm{N: 1000, Successes: 150}, nil,
+	e, err := stats.Compare(stats.Arm{N: 1000, Successes: 120}, stats.Arm{N: 1000, Successes: 150},
 		stats.Test{Metric: stats.MetricProportion, Alpha: 0.05})
 	if err != nil {
 		t.Fatal(err)
@@ -76,25 +76,35 @@ func TestCompareProportion(t *testing.T) {
 	near(t, "p", *e.PValue, 0.04956034160916922, 1e-9)
 }
 
-// CUPED with θ pooled within arms equals the treatment coefficient of the
-// ordinary least squares fit y ~ 1 + treatment + x (ANCOVA), here fitted
-// with numpy.linalg.lstsq on 50 + 60 simulated units (seed 7), whose sums
-// are below: 0.43388180927488684.
+// CUPED as GrowthBook computes it, on 50 + 60 simulated units (seed 7)
+// whose sums are below: θ over both arms' data taken as one sample
+// (compute_theta in gbstats/models/statistics.py), each arm's mean ȳ − θx̄
+// with variance var(y) + θ²var(x) − 2θcov, and the relative effect's
+// variance by frequentist_variance_relative_cuped (gbstats/models/
+// tests.py). Expected values evaluated from those formulas in plain Python
+// floats: θ = 0.7793979573472405, absolute effect 0.4149441843538737 (se
+// 0.17185100227204342), relative 0.03959939932495587 (se
+// 0.0172770049212918). The within-arm (ANCOVA) θ of the same data is
+// 0.7545, giving 0.43388: the two differ in the second decimal here.
 func TestCUPED(t *testing.T) {
 	c := stats.Arm{N: 50, Sum: 523.9273719139125, SumSquares: 5619.431142496405,
 		Covariate: &stats.Covariate{Sum: 470.73457103538374, SumSquares: 4588.480621836079, CrossSum: 5053.666310534934}}
 	tr := stats.Arm{N: 60, Sum: 689.1583729420515, SumSquares: 8071.153342299984,
 		Covariate: &stats.Covariate{Sum: 610.4921713483343, SumSquares: 6400.339659897158, CrossSum: 7151.5848387216565}}
-	theta, err := stats.Theta([]stats.Arm{c, tr})
+	theta, err := stats.Theta(stats.MetricMean, c, tr)
 	if err != nil {
 		t.Fatal(err)
 	}
-	adj, err := stats.Compare(c, tr, &theta, stats.Test{Metric: stats.MetricMean, Alpha: 0.05})
+	near(t, "theta", theta, 0.7793979573472405, 1e-12)
+	adj, err := stats.Compare(c, tr, stats.Test{Metric: stats.MetricMean, Alpha: 0.05})
 	if err != nil {
 		t.Fatal(err)
 	}
-	near(t, "CUPED effect", adj.Expected, 0.43388180927488684, 1e-9)
-	raw, err := stats.Compare(c, tr, nil, stats.Test{Metric: stats.MetricMean, Alpha: 0.05})
+	near(t, "CUPED effect", adj.Expected, 0.4149441843538737, 1e-9)
+	near(t, "CUPED se", adj.SE, 0.17185100227204342, 1e-9)
+	near(t, "theta used", adj.Theta, 0.7793979573472405, 1e-12)
+	raw, err := stats.Compare(stats.Arm{N: c.N, Sum: c.Sum, SumSquares: c.SumSquares}, stats.Arm{N: tr.N, Sum: tr.Sum, SumSquares: tr.SumSquares},
+		stats.Test{Metric: stats.MetricMean, Alpha: 0.05})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -104,12 +114,13 @@ func TestCUPED(t *testing.T) {
 	}
 	// The relative effect divides the adjusted difference by the control's
 	// unadjusted mean.
-	rel, err := stats.Compare(c, tr, &theta, stats.Test{Metric: stats.MetricMean, Relative: true, Alpha: 0.05})
+	rel, err := stats.Compare(c, tr, stats.Test{Metric: stats.MetricMean, Relative: true, Alpha: 0.05})
 	if err != nil {
 		t.Fatal(err)
 	}
-	near(t, "CUPED relative", rel.Expected, 0.43388180927488684/(523.9273719139125/50), 1e-9)
-	if _, err := stats.Theta([]stats.Arm{c, control}); !errors.Is(err, stats.ErrInvalid) {
+	near(t, "CUPED relative", rel.Expected, 0.03959939932495587, 1e-9)
+	near(t, "CUPED relative se", rel.SE, 0.0172770049212918, 1e-9)
+	if _, err := stats.Compare(c, control, stats.Test{Metric: stats.MetricMean, Alpha: 0.05}); !errors.Is(err, stats.ErrInvalid) {
 		t.Errorf("a covariate on one arm only: %v", err)
 	}
 }
@@ -119,13 +130,13 @@ func TestCUPED(t *testing.T) {
 // arms: ρ = 0.03984006677137368, half-width 0.13552424617946907.
 func TestSequential(t *testing.T) {
 	near(t, "rho", stats.SequentialRho(0.05, 5000), 0.03984006677137368, 1e-12)
-	e, err := stats.Compare(control, treatment, nil, stats.Test{Metric: stats.MetricMean, Alpha: 0.05, Sequential: 5000})
+	e, err := stats.Compare(control, treatment, stats.Test{Metric: stats.MetricMean, Alpha: 0.05, Sequential: 5000})
 	if err != nil {
 		t.Fatal(err)
 	}
 	near(t, "sequence low", *e.CI[0], 0.012265838208716351, 1e-9)
 	near(t, "sequence high", *e.CI[1], 0.2833143305676545, 1e-9)
-	fixed, _ := stats.Compare(control, treatment, nil, stats.Test{Metric: stats.MetricMean, Alpha: 0.05})
+	fixed, _ := stats.Compare(control, treatment, stats.Test{Metric: stats.MetricMean, Alpha: 0.05})
 	if *e.CI[1]-*e.CI[0] <= *fixed.CI[1]-*fixed.CI[0] {
 		t.Error("the confidence sequence is not wider than the fixed-horizon interval")
 	}
@@ -192,7 +203,7 @@ func TestCompareRefusals(t *testing.T) {
 		{"successes above n", stats.Arm{N: 10, Successes: 11}, stats.Arm{N: 10, Successes: 5}, stats.Test{Metric: stats.MetricProportion, Alpha: 0.05}, stats.ErrInvalid},
 	}
 	for _, c := range cases {
-		if _, err := stats.Compare(c.c, c.t, nil, c.test); !errors.Is(err, c.want) {
+		if _, err := stats.Compare(c.c, c.t, c.test); !errors.Is(err, c.want) {
 			t.Errorf("%s: %v, want %v", c.name, err, c.want)
 		}
 	}
