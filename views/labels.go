@@ -51,6 +51,8 @@ var labels = map[string]string{
 	"human_right":        "The person is right",
 	"both_wrong":         "Both are wrong",
 	"thumbs_":            "Middling",
+	"ui":                 "UI",
+	"sharegpt":           "ShareGPT",
 }
 
 // Label is how an enum value, a check or a setting's key reads on screen:

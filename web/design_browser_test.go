@@ -303,6 +303,7 @@ type pageFacts struct {
 	Overlap                 []string // how the top bar does not fit
 	OutOfCard               []string // elements sticking out of their card
 	HiddenColumns           []string // tables whose columns run past their box
+	Unstyled                []string // flashes and banners the stylesheet gives no colour
 	Active                  string   // the highlighted navigation link
 	Folded                  bool     // the navigation is behind the Menu button
 }
@@ -374,9 +375,13 @@ func checkPage(t *testing.T, ctx context.Context, url string) pageFacts {
 				hidden.push((t ? name(t) : name(w)) + ' needs ' + w.scrollWidth + 'px of its ' + w.clientWidth + 'px');
 			}
 		}
+		// Every flash and banner has its colours (a template's "flash warn"
+		// had none).
+		const unstyled = [...document.querySelectorAll('.flash, .banner')]
+			.filter(f => f.checkVisibility() && getComputedStyle(f).backgroundColor === 'rgba(0, 0, 0, 0)').map(name);
 		const current = document.querySelector('nav.tabs a[aria-current=page]');
 		return {ScrollWidth: document.documentElement.scrollWidth, InnerWidth: window.innerWidth, Bare: bare, Raw: raw, RawOptions: rawOptions,
-			Title: document.title, Overlap: overlap, OutOfCard: outOfCard, HiddenColumns: hidden,
+			Title: document.title, Overlap: overlap, OutOfCard: outOfCard, HiddenColumns: hidden, Unstyled: unstyled,
 			Active: current ? current.getAttribute('href') : '', Folded: folded};
 	})()`, rawWord)
 	r, err := chromedp.Run(ctx, chromedp.Evaluate[pageFacts](js))
@@ -403,6 +408,9 @@ func checkPage(t *testing.T, ctx context.Context, url string) pageFacts {
 	}
 	if len(r.HiddenColumns) > 0 {
 		t.Errorf("columns off-screen: %q", r.HiddenColumns)
+	}
+	if len(r.Unstyled) > 0 {
+		t.Errorf("flashes without colours: %q", r.Unstyled)
 	}
 	if !strings.HasSuffix(r.Title, "· Curate") {
 		t.Errorf("title %q", r.Title)

@@ -97,6 +97,23 @@ func TestBrowserNavigation(t *testing.T) {
 	}
 	webtest.Screenshot(t, b, "after-overview")
 
+	// The flashes templates write as "flash warn" and "flash bad" wear the
+	// warning's and the error's colours, as the session's flashes do.
+	colours, err := chromedp.Run(b, chromedp.Evaluate[[]string](`(() => {
+		const main = document.querySelector('main'), out = [];
+		for (const c of ['flash warn', 'flash flash-warn', 'flash bad', 'flash flash-error', 'flash flash-ok']) {
+			const p = document.createElement('p'); p.className = c; p.textContent = c; main.prepend(p);
+			out.push(getComputedStyle(p).backgroundColor + ' ' + getComputedStyle(p).color);
+		}
+		return out;
+	})()`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if colours[0] != colours[1] || colours[2] != colours[3] || colours[0] == colours[2] || colours[0] == colours[4] || strings.HasPrefix(colours[0], "rgba(0, 0, 0, 0)") {
+		t.Errorf("flash colours: warn %q, flash-warn %q, bad %q, flash-error %q, ok %q", colours[0], colours[1], colours[2], colours[3], colours[4])
+	}
+
 	// A phone: one row with the brand and the Menu button.
 	if err := chromedp.Do(b, chromedp.EmulateViewport(390, 844), chromedp.Navigate(s.URL+"/codebooks"), chromedp.WaitVisible(`.nav-button`)); err != nil {
 		t.Fatal(err)
