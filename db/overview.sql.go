@@ -7,6 +7,7 @@ package db
 
 import (
 	"context"
+	"time"
 
 	"github.com/google/uuid"
 )
@@ -38,6 +39,165 @@ func (q *Queries) DatasetCountReady(ctx context.Context, orgID uuid.UUID) (int64
 	return column_1, err
 }
 
+const deploymentListInProgress = `-- name: DeploymentListInProgress :many
+SELECT d.id, d.version_id, d.alias, d.action, d.status, d.created_at, rm.name AS model_name, v.version,
+       coalesce(t.name, '')::text AS target_name
+FROM deployments d
+JOIN registered_models rm ON rm.id = d.registered_model_id
+JOIN model_versions v ON v.id = d.version_id
+LEFT JOIN serving_targets t ON t.id = d.target_id
+WHERE d.org_id = $1 AND d.status IN ('queued', 'running')
+ORDER BY d.created_at, d.id
+LIMIT 10
+`
+
+type DeploymentListInProgressRow struct {
+	ID         uuid.UUID        `json:"id"`
+	VersionID  uuid.UUID        `json:"version_id"`
+	Alias      string           `json:"alias"`
+	Action     string           `json:"action"`
+	Status     DeploymentStatus `json:"status"`
+	CreatedAt  time.Time        `json:"created_at"`
+	ModelName  string           `json:"model_name"`
+	Version    string           `json:"version"`
+	TargetName string           `json:"target_name"`
+}
+
+// Deployments queued or under way, oldest first.
+func (q *Queries) DeploymentListInProgress(ctx context.Context, orgID uuid.UUID) ([]DeploymentListInProgressRow, error) {
+	rows, err := q.db.Query(ctx, deploymentListInProgress, orgID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []DeploymentListInProgressRow{}
+	for rows.Next() {
+		var i DeploymentListInProgressRow
+		if err := rows.Scan(
+			&i.ID,
+			&i.VersionID,
+			&i.Alias,
+			&i.Action,
+			&i.Status,
+			&i.CreatedAt,
+			&i.ModelName,
+			&i.Version,
+			&i.TargetName,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const evaluationRunListRunningOrFailed = `-- name: EvaluationRunListRunningOrFailed :many
+SELECT r.id, r.status, r.done, r.total, r.error, r.paused_reason, r.created_at,
+       coalesce(rm.name || ' ' || mv.version, nullif(r.candidate_endpoint, ''), 'an endpoint')::text AS candidate_label,
+       coalesce(g.name, d.name || ' v' || dv.number)::text AS golden_set_name
+FROM evaluation_runs r
+JOIN dataset_versions dv ON dv.id = r.golden_set_version_id
+JOIN training_datasets d ON d.id = dv.dataset_id
+LEFT JOIN golden_sets g ON g.version_id = r.golden_set_version_id
+LEFT JOIN model_versions mv ON mv.id = r.candidate_version_id
+LEFT JOIN registered_models rm ON rm.id = mv.registered_model_id
+WHERE r.org_id = $1
+  AND (r.status IN ('queued', 'running', 'paused') OR (r.status = 'failed' AND r.finished_at > now() - interval '7 days'))
+ORDER BY r.created_at DESC, r.id
+LIMIT 10
+`
+
+type EvaluationRunListRunningOrFailedRow struct {
+	ID             uuid.UUID        `json:"id"`
+	Status         EvaluationStatus `json:"status"`
+	Done           int32            `json:"done"`
+	Total          int32            `json:"total"`
+	Error          string           `json:"error"`
+	PausedReason   string           `json:"paused_reason"`
+	CreatedAt      time.Time        `json:"created_at"`
+	CandidateLabel string           `json:"candidate_label"`
+	GoldenSetName  string           `json:"golden_set_name"`
+}
+
+// Evaluation runs not finished (queued, running or paused), and those that
+// failed in the last seven days, newest first.
+func (q *Queries) EvaluationRunListRunningOrFailed(ctx context.Context, orgID uuid.UUID) ([]EvaluationRunListRunningOrFailedRow, error) {
+	rows, err := q.db.Query(ctx, evaluationRunListRunningOrFailed, orgID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []EvaluationRunListRunningOrFailedRow{}
+	for rows.Next() {
+		var i EvaluationRunListRunningOrFailedRow
+		if err := rows.Scan(
+			&i.ID,
+			&i.Status,
+			&i.Done,
+			&i.Total,
+			&i.Error,
+			&i.PausedReason,
+			&i.CreatedAt,
+			&i.CandidateLabel,
+			&i.GoldenSetName,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const experimentListRunningOrPaused = `-- name: ExperimentListRunningOrPaused :many
+SELECT key, name, status, stop_reason, started_at
+FROM experiments
+WHERE org_id = $1 AND status IN ('running', 'paused')
+ORDER BY status <> 'running', started_at DESC NULLS LAST, key
+LIMIT 10
+`
+
+type ExperimentListRunningOrPausedRow struct {
+	Key        string           `json:"key"`
+	Name       string           `json:"name"`
+	Status     ExperimentStatus `json:"status"`
+	StopReason string           `json:"stop_reason"`
+	StartedAt  *time.Time       `json:"started_at"`
+}
+
+// Experiments that are on (running) or held (paused): running first, each
+// latest started first.
+func (q *Queries) ExperimentListRunningOrPaused(ctx context.Context, orgID uuid.UUID) ([]ExperimentListRunningOrPausedRow, error) {
+	rows, err := q.db.Query(ctx, experimentListRunningOrPaused, orgID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []ExperimentListRunningOrPausedRow{}
+	for rows.Next() {
+		var i ExperimentListRunningOrPausedRow
+		if err := rows.Scan(
+			&i.Key,
+			&i.Name,
+			&i.Status,
+			&i.StopReason,
+			&i.StartedAt,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const fineTuneJobCountActive = `-- name: FineTuneJobCountActive :one
 SELECT count(*)::bigint FROM fine_tuning_jobs
 WHERE org_id = $1 AND status NOT IN ('succeeded', 'failed', 'cancelled')
@@ -49,4 +209,50 @@ func (q *Queries) FineTuneJobCountActive(ctx context.Context, orgID uuid.UUID) (
 	var column_1 int64
 	err := row.Scan(&column_1)
 	return column_1, err
+}
+
+const modelAliasListForOverview = `-- name: ModelAliasListForOverview :many
+SELECT rm.name AS model_name, a.alias, v.id AS version_id, v.version, a.updated_at
+FROM model_aliases a
+JOIN registered_models rm ON rm.id = a.registered_model_id
+JOIN model_versions v ON v.id = a.version_id
+WHERE a.org_id = $1
+ORDER BY a.alias <> 'production', rm.name, a.alias
+LIMIT 20
+`
+
+type ModelAliasListForOverviewRow struct {
+	ModelName string    `json:"model_name"`
+	Alias     string    `json:"alias"`
+	VersionID uuid.UUID `json:"version_id"`
+	Version   string    `json:"version"`
+	UpdatedAt time.Time `json:"updated_at"`
+}
+
+// What every alias of every registered model names, production first: the
+// models in production and the versions waiting under other aliases.
+func (q *Queries) ModelAliasListForOverview(ctx context.Context, orgID uuid.UUID) ([]ModelAliasListForOverviewRow, error) {
+	rows, err := q.db.Query(ctx, modelAliasListForOverview, orgID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []ModelAliasListForOverviewRow{}
+	for rows.Next() {
+		var i ModelAliasListForOverviewRow
+		if err := rows.Scan(
+			&i.ModelName,
+			&i.Alias,
+			&i.VersionID,
+			&i.Version,
+			&i.UpdatedAt,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
 }

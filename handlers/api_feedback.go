@@ -75,7 +75,7 @@ func (h *Handlers) APIFeedbackList(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	f, err := feedback.ParseFilter(q)
+	f, err := queueFilter(c, q)
 	if err != nil {
 		return err
 	}

@@ -160,7 +160,7 @@ func (h *Handlers) renderDataset(c echo.Context, status int, typed datasetTyped)
 			Label: label, Status: j.Status, Started: views.When(j.CreatedAt)})
 	}
 	for _, ver := range d.Versions {
-		v.Versions = append(v.Versions, views.VersionRow{Number: strconv.Itoa(int(ver.Number)), Hash: ver.ContentHash,
+		v.Versions = append(v.Versions, views.VersionRow{ID: ver.ID.String(), Number: strconv.Itoa(int(ver.Number)), Hash: ver.ContentHash,
 			Items: int(ver.ItemCount), Train: int(ver.TrainCount), Validation: int(ver.ValidationCount),
 			Split:   fmt.Sprintf("%s, %d%% validation, seed %d", ver.SplitStrategy, ver.ValidationPercent, ver.SplitSeed),
 			Created: views.When(ver.CreatedAt), Current: d.Current != nil && d.Current.ID == ver.ID, Jobs: jobs[ver.ID]})

@@ -37,7 +37,7 @@ func (h *Handlers) FeedbackItem(c echo.Context) error {
 // back, for the item's links and forms.
 func itemQueue(c echo.Context) (f feedback.Filter, query string, err error) {
 	q := c.QueryParams()
-	if f, err = feedback.ParseFilter(q); err != nil {
+	if f, err = queueFilter(c, q); err != nil {
 		return f, "", err
 	}
 	cursor, err := keyset.Parse(feedback.ListName, q.Get("cursor"))

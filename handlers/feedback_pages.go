@@ -32,7 +32,7 @@ const bulkPreviewSize = 5
 func (h *Handlers) FeedbackQueue(c echo.Context) error {
 	caller := CallerOf(c)
 	params := c.QueryParams()
-	f, err := feedback.ParseFilter(params)
+	f, err := queueFilter(c, params)
 	if err != nil {
 		return err
 	}
@@ -89,6 +89,7 @@ func (h *Handlers) FeedbackQueue(c echo.Context) error {
 		CountsURL: "/feedback/counts" + withPrefix("?", filterQuery.Encode()),
 		Datasets:  datasetChoices(open),
 	}
+	v.NewDataset = views.NewDatasetChoice{Types: datasets.TypesFor(datasets.KindSFT)}
 	for _, u := range users {
 		if u.Active {
 			v.Users = append(v.Users, views.QueueOption{Value: u.ID.String(), Label: u.Email})
@@ -111,7 +112,7 @@ func (h *Handlers) FeedbackQueue(c echo.Context) error {
 // FeedbackCounts is the queue's status tabs with the number of items under
 // each, for the filter in the URL; the queue page loads it after itself.
 func (h *Handlers) FeedbackCounts(c echo.Context) error {
-	f, err := feedback.ParseFilter(c.QueryParams())
+	f, err := queueFilter(c, c.QueryParams())
 	if err != nil {
 		return err
 	}

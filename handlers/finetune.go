@@ -17,6 +17,7 @@ import (
 	"github.com/curate/curate/db"
 	"github.com/curate/curate/internal/auth"
 	"github.com/curate/curate/internal/errs"
+	"github.com/curate/curate/internal/export"
 	"github.com/curate/curate/internal/finetune"
 	"github.com/curate/curate/internal/keyset"
 	"github.com/curate/curate/internal/pricing"
@@ -79,7 +80,8 @@ func (h *Handlers) launchProviders(c echo.Context) []views.FineTuneProviderOptio
 	unavailable := h.FineTune.Unavailable(ctx(c))
 	var out []views.FineTuneProviderOption
 	for _, o := range h.providerOptions() {
-		out = append(out, views.FineTuneProviderOption{Value: o.Value, Label: o.Label, Unavailable: unavailable[o.Value]})
+		out = append(out, views.FineTuneProviderOption{Value: o.Value, Label: o.Label, Unavailable: unavailable[o.Value],
+			DefaultModel: h.FineTune.Providers[o.Value].DefaultModel})
 	}
 	return out
 }
@@ -182,6 +184,7 @@ func estimateView(est finetune.Estimate, bad *errs.Invalid) views.FineTuneEstima
 		return v
 	}
 	v.Ready, v.Examples, v.PerEpoch, v.Epochs, v.EpochsAuto, v.Tokens = true, est.TrainExamples, est.TokensPerEpoch, est.Epochs, est.EpochsAuto, est.TrainedTokens
+	v.AllExamples, v.BaseModel, v.Format = est.Version.Examples, est.Request.BaseModel, string(est.Format)
 	v.Price, v.PriceModel, v.PriceDate, v.PriceBy, v.PriceID = fmt.Sprintf("$%g", est.Price.PerMillion), est.Price.BaseModel+" at "+est.Price.Provider, est.Price.Date, est.Price.SetBy, est.Price.ID.String()
 	v.Cost, v.Left, v.Budget, v.OverBudget, v.Free = est.Cost.String(), est.Budget.Left().String(), est.Budget.Monthly.String(), !est.Fits(), est.Free
 	return v
@@ -241,7 +244,11 @@ func (h *Handlers) estimate(c echo.Context, req finetune.Request, bad *errs.Inva
 }
 
 // FineTuneNew shows the launch form, with the estimate of what it holds
-// so far: at first, what is still missing.
+// so far: at first, what is still missing. The base model starts as the
+// one a launch naming none would train (the dataset's, or else the
+// provider's default), so the estimate is complete once a version is
+// chosen; a version in the link (from its dataset's page) is chosen, with
+// the method its examples take.
 func (h *Handlers) FineTuneNew(c echo.Context) error {
 	providers := h.launchProviders(c)
 	values := map[string]string{"provider": firstAvailable(providers), "method": "supervised"}
@@ -250,12 +257,27 @@ func (h *Handlers) FineTuneNew(c echo.Context) error {
 			values[f] = v
 		}
 	}
-	req, _, bad := parseLaunchValues(values)
-	est, err := h.estimate(c, req, bad)
+	orgID := CallerOf(c).OrgID
+	estimate := func() (finetune.Estimate, *errs.Invalid, error) {
+		req, _, bad := parseLaunchValues(values)
+		est, err := h.FineTune.Estimate(ctx(c), orgID, req)
+		return est, bad, mergeInvalid(bad, err)
+	}
+	est, bad, err := estimate()
 	if err != nil {
 		return err
 	}
-	return h.renderLaunchForm(c, http.StatusOK, providers, values, map[string]string{}, est)
+	// Preference pairs train by DPO, unless the link asks otherwise.
+	if c.QueryParam("method") == "" && est.Version.Kind == export.KindPreference {
+		values["method"] = string(provider.DPO)
+		if est, bad, err = estimate(); err != nil {
+			return err
+		}
+	}
+	if values["base_model"] == "" {
+		values["base_model"] = est.Request.BaseModel
+	}
+	return h.renderLaunchForm(c, http.StatusOK, providers, values, map[string]string{}, estimateView(est, bad))
 }
 
 // firstAvailable is the provider the form starts on: OpenAI when it can
@@ -296,6 +318,12 @@ func (h *Handlers) renderLaunchForm(c echo.Context, status int, providers []view
 			label += " — failed validation"
 		}
 		m.Versions = append(m.Versions, views.Option{Value: v.ID.String(), Label: label})
+		if v.BaseModel != "" {
+			if m.VersionModels == nil {
+				m.VersionModels = map[string]string{}
+			}
+			m.VersionModels[v.ID.String()] = v.BaseModel
+		}
 	}
 	prices, err := h.FineTune.PriceTable(ctx(c), caller.OrgID)
 	if err != nil {

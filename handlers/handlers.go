@@ -79,6 +79,9 @@ type Handlers struct {
 	Health *health.Service
 	// Overview counts the start page's waiting work.
 	Overview *overview.Service
+	// CanOpen reports whether a role may GET a local link, by the routes
+	// table the server enforces; pages show only the links it allows.
+	CanOpen func(role auth.Role, href string) bool
 }
 
 // Caller is who is making the request, set by the authentication middleware.
@@ -116,12 +119,18 @@ func actor(c echo.Context) audit.Actor { return CallerOf(c).Actor(c.RealIP()) }
 
 func ctx(c echo.Context) context.Context { return c.Request().Context() }
 
-// page builds the layout's model for the current request.
-func (h *Handlers) page(c echo.Context, title, section string) views.Page {
-	p := views.Page{Title: title, Section: section, CSRF: CSRFToken(c)}
+// page builds the layout's model for the current request. The third
+// argument, the section a page once named for the navigation to
+// highlight, is not read: the navigation highlights by the page's path.
+func (h *Handlers) page(c echo.Context, title, _ string) views.Page {
+	p := views.Page{Title: title, Path: c.Request().URL.Path, CSRF: CSRFToken(c)}
 	if caller := CallerOf(c); caller != nil && caller.Kind == "session" {
 		p.User = &views.User{Email: caller.Label, Role: string(caller.Role), Org: caller.OrgName}
 		p.Alerts = h.alertBanners(c, caller.OrgID)
+		if h.CanOpen != nil {
+			role := caller.Role
+			p.Allowed = func(href string) bool { return h.CanOpen(role, href) }
+		}
 	}
 	p.Flashes = h.Sessions.TakeFlashes(c)
 	return p

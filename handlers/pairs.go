@@ -49,6 +49,7 @@ func (h *Handlers) PairList(c echo.Context) error {
 			return err
 		}
 		v.Datasets, v.ListQuery = datasetChoices(open), q.Encode()
+		v.NewDataset = views.NewDatasetChoice{Types: datasets.TypesFor(datasets.KindPreference)}
 	}
 	for _, n := range counts {
 		v.Counts = append(v.Counts, views.PairCount{Method: string(n.Method), Count: strconv.FormatInt(n.Count, 10)})

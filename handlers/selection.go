@@ -77,12 +77,34 @@ func (h *Handlers) addSelection(c echo.Context, form url.Values, kind, back, one
 		h.Sessions.Flash(c, "error", "Select at least one of the "+many+" first; nothing was added.")
 		return redirect(c, back)
 	}
-	dsID, err := uuid.Parse(form.Get("dataset"))
-	if err != nil {
-		h.Sessions.Flash(c, "error", "Pick the dataset to add the "+many+" to; nothing was added.")
-		return redirect(c, back)
+	var (
+		res     datasets.Added
+		err     error
+		created bool
+	)
+	name := strings.TrimSpace(form.Get("new_dataset_name"))
+	switch picked := form.Get("dataset"); {
+	case picked == "new" || picked == "" && name != "":
+		// A new dataset, named here, created with the selection in it.
+		if name == "" {
+			h.Sessions.Flash(c, "error", "Name the new dataset; nothing was added.")
+			return redirect(c, back)
+		}
+		typ := form.Get("new_dataset_type")
+		if typ == "" {
+			typ = datasets.TypesFor(kind)[0]
+		}
+		res, err = h.Datasets.CreateWithSelected(ctx(c), actor(c), CallerOf(c).OrgID,
+			datasets.NewDataset{Type: typ, Settings: datasets.Settings{Name: name}}, kind, ids)
+		created = true
+	default:
+		dsID, perr := uuid.Parse(picked)
+		if perr != nil {
+			h.Sessions.Flash(c, "error", "Pick the dataset to add the "+many+" to, or name a new one; nothing was added.")
+			return redirect(c, back)
+		}
+		res, err = h.Datasets.AddSelected(ctx(c), actor(c), CallerOf(c).OrgID, dsID, kind, ids)
 	}
-	res, err := h.Datasets.AddSelected(ctx(c), actor(c), CallerOf(c).OrgID, dsID, kind, ids)
 	if msg, ok := refusal(err); ok {
 		h.Sessions.Flash(c, "error", "Nothing was added: "+msg)
 		return redirect(c, back)
@@ -91,6 +113,9 @@ func (h *Handlers) addSelection(c echo.Context, form url.Values, kind, back, one
 		return err
 	}
 	text := fmt.Sprintf("%s added to %s.", views.Count(res.Added, one, many), res.Dataset.Name)
+	if created {
+		text = fmt.Sprintf("%s added to the new dataset %s.", views.Count(res.Added, one, many), res.Dataset.Name)
+	}
 	if res.Already > 0 {
 		text = fmt.Sprintf("%s added to %s (%s already in it).", views.Count(res.Added, one, many), res.Dataset.Name,
 			views.Count(res.Already, "was", "were"))

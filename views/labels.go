@@ -53,6 +53,8 @@ var labels = map[string]string{
 	"thumbs_":            "Middling",
 	"grpo":               "GRPO",
 	"ppo":                "PPO",
+	"ui":                 "UI",
+	"sharegpt":           "ShareGPT",
 }
 
 // Label is how an enum value, a check or a setting's key reads on screen:

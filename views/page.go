@@ -9,12 +9,17 @@ import (
 
 // Page is what the layout needs on every page.
 type Page struct {
-	Title   string
-	Section string // the navigation entry to highlight
-	User    *User  // nil when signed out
+	Title string
+	// Path is the page's URL path: the navigation highlights the link that
+	// holds it (see activeHref).
+	Path    string
+	User    *User // nil when signed out
 	CSRF    string
 	Flashes []Flash
 	Alerts  []Alert // open alerts shown as banners on every Curate page
+	// Allowed reports whether the user may open a local link (a path, with
+	// or without a query), by the routes' roles; see CanOpen.
+	Allowed func(href string) bool
 }
 
 // Alert is an open alert as a banner shows it.
@@ -37,7 +42,7 @@ func (u *User) IsAdmin() bool { return u != nil && u.Role == "admin" }
 
 // Flash is a one-time message shown at the top of the next page.
 type Flash struct {
-	Kind string // "ok" or "error"
+	Kind string // "ok", "info", "warn" or "error"
 	Text string
 	// Link, when set, follows the text: where the result of the action is.
 	Link, LinkText string

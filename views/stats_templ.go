@@ -442,7 +442,7 @@ func StatsPage(p Page, v StatsView) templ.Component {
 					return templ_7745c5c3_Err
 				}
 			}
-			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 33, "</tbody></table></div></details></section><section class=\"stats-pair\"><div><h2>Thumbs-up rate per model</h2><div class=\"chart\" data-chart=\"up_rate\" aria-hidden=\"true\"></div><h2>Average rating per model</h2><div class=\"chart\" data-chart=\"avg_rating\" aria-hidden=\"true\"></div></div><div><h2>Models</h2><div class=\"table-wrap\"><table class=\"table\" id=\"stats-models\"><thead><tr><th>Model</th><th>Feedback</th><th>Up</th><th>Down</th><th>Up rate</th><th>Ratings</th><th>Average</th></tr></thead> <tbody>")
+			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 33, "</tbody></table></div></details></section><section class=\"stats-pair\"><div><h2>Thumbs-up rate per model</h2><div class=\"chart\" data-chart=\"up_rate\" aria-hidden=\"true\"></div><h2>Average rating per model</h2><div class=\"chart\" data-chart=\"avg_rating\" aria-hidden=\"true\"></div></div><div><h2>Models</h2><div class=\"table-wrap\"><table class=\"table\" id=\"stats-models\"><thead><tr><th>Model</th><th class=\"num\">Feedback</th><th class=\"num\">Up</th><th class=\"num\">Down</th><th class=\"num\">Up rate</th><th class=\"num\">Ratings</th><th class=\"num\">Average</th></tr></thead> <tbody>")
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}

@@ -149,9 +149,11 @@ func (a *App) router() *echo.Echo {
 
 	staticFS, _ := fs.Sub(static.FS, ".")
 	e.GET("/static/*", echo.WrapHandler(cacheFor(time.Hour, http.StripPrefix("/static/", http.FileServerFS(staticFS)))))
-	for _, r := range Routes(a.handlers) {
+	routes := Routes(a.handlers)
+	for _, r := range routes {
 		e.Add(r.Method, r.Path, r.Handler, requireRole(r.Role))
 	}
+	a.handlers.CanOpen = linkRoles(e, routes)
 	return e
 }
 

@@ -91,10 +91,11 @@ func TestCodebookGrow(t *testing.T) {
 	refund := post("Can I get a refund after 30 days?", "Yes, always.", "Refunds are possible within 14 days of purchase only.")
 	shipping := post("How long does shipping take?", "A day.", "Five to seven working days.")
 
-	// No endpoint yet: the editor says where to register one.
+	// No endpoint yet: the editor says where one is registered (by an
+	// administrator: no link a curator could not open).
 	page := curator.Get("/codebooks/support?from="+refund).Must(t, http.StatusOK).Body
-	if !strings.Contains(page, "Register a judge endpoint") || strings.Contains(page, `id="suggest-form"`) {
-		t.Fatal("without an endpoint the editor offers a suggestion")
+	if !strings.Contains(page, "on the judges page") || strings.Contains(page, `id="suggest-form"`) || strings.Contains(page, `href="/evaluations/judges"`) {
+		t.Fatal("without an endpoint the editor offers a suggestion, or links a curator to the judges page")
 	}
 	s.API(key, http.MethodPost, "/api/endpoints", map[string]any{"name": "deepseek", "base_url": judge.URL + "/v1", "model": "deepseek-chat",
 		"price_per_million_input": 1, "price_per_million_output": 2}).Must(t, http.StatusCreated)

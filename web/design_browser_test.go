@@ -29,11 +29,27 @@ import (
 // reaches the screen untranslated: lower-case words joined by underscores.
 const rawWord = `\b[a-z]+_[a-z_]+\b`
 
-// Every page of the Curate tab, on the demo data, at a desktop and a phone
-// width: nothing spills sideways out of the page, every table wears the
-// design system's class, no raw enum or code shows, and the browser logs
-// no error (a style or script refused by the CSP is one).
-func TestBrowserEveryPageStyled(t *testing.T) {
+// designSite is a server with the demo data and one of each thing the
+// pages show (a fine-tuning job, a registered model and serving target, a
+// judge run with a conflict, an experiment, a codebook, an evaluation),
+// and a browser signed in as the demo's admin.
+type designSite struct {
+	s       *webtest.Server
+	browser context.Context
+	// pages is every page to check: add a row when adding a page.
+	pages []designPage
+	// logged collects what the browser logs as an error, until taken.
+	mu     sync.Mutex
+	logged []string
+}
+
+// designPage is one page of the every-page test: a name for its subtest
+// and screenshot, its path, and the navigation link it belongs to (the
+// one highlighted), "" for none.
+type designPage struct{ name, path, nav string }
+
+func newDesignSite(t *testing.T) *designSite {
+	t.Helper()
 	fake := openaifake.New(t)
 	s := webtest.New(t, webtest.Options{Configure: func(c *cfgT) {
 		c.OpenAIAPIKey, c.OpenAIBaseURL, c.FineTunePoll, c.FineTuneBudgetUSD = "sk-test", fake.URL(), time.Hour, 100
@@ -70,12 +86,10 @@ func TestBrowserEveryPageStyled(t *testing.T) {
 		}
 	}
 
-	ctxB := webtest.Browser(t)
-	var mu sync.Mutex
-	var consoleErrs []string
-	listening := chromedp.Listen(ctxB, func(ev any) {
-		mu.Lock()
-		defer mu.Unlock()
+	d := &designSite{s: s, browser: webtest.Browser(t)}
+	listening := chromedp.Listen(d.browser, func(ev any) {
+		d.mu.Lock()
+		defer d.mu.Unlock()
 		switch e := ev.(type) {
 		case *runtime.EventConsoleAPICalled:
 			if e.Type == runtime.ConsoleAPICalledTypeError {
@@ -83,20 +97,20 @@ func TestBrowserEveryPageStyled(t *testing.T) {
 				for _, a := range e.Args {
 					parts = append(parts, string(a.Value))
 				}
-				consoleErrs = append(consoleErrs, "console: "+strings.Join(parts, " "))
+				d.logged = append(d.logged, "console: "+strings.Join(parts, " "))
 			}
 		case *runtime.EventExceptionThrown:
-			consoleErrs = append(consoleErrs, "exception: "+(&chromedp.ExceptionError{ExceptionDetails: e.ExceptionDetails}).Error())
+			d.logged = append(d.logged, "exception: "+(&chromedp.ExceptionError{ExceptionDetails: e.ExceptionDetails}).Error())
 		case *log.EventEntryAdded:
 			if e.Entry.Level == log.EntryLevelError {
-				consoleErrs = append(consoleErrs, "log: "+e.Entry.Text+" "+e.Entry.URL)
+				d.logged = append(d.logged, "log: "+e.Entry.Text+" "+e.Entry.URL)
 			}
 		}
 	})
 	if listening != nil {
 		t.Fatal(listening)
 	}
-	err = chromedp.Do(ctxB,
+	err = chromedp.Do(d.browser,
 		chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
 			_, err := cdp.Call(ctx, tg, log.Enable, cdp.Empty{})
 			return err
@@ -112,7 +126,7 @@ func TestBrowserEveryPageStyled(t *testing.T) {
 		t.Fatal(err)
 	}
 	// A job to show: launched on the demo version, waiting at the fake.
-	jobURL := launchDemoJob(t, ctxB, s, version.ID.String())
+	jobURL := launchDemoJob(t, d.browser, s, version.ID.String())
 	// A registered model with a serving target, for the registry's pages.
 	registered, err := s.App.Services.Models.Register(ctx, audit.System, seeded.OrgID, models.NewVersion{Name: "tandem-assist", ModelID: "tandem-assist-v2",
 		Description: "the model in production before Curate"})
@@ -173,83 +187,109 @@ func TestBrowserEveryPageStyled(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	pages := []struct{ name, path string }{
-		{"home", "/"},
-		{"queue", "/feedback"},
-		{"item", "/feedback/" + itemID},
-		{"item-in-queue", "/feedback/" + itemID + "?duplicates=show"},
-		{"pairs", "/pairs"},
-		{"pair-new", "/pairs/new"},
-		{"pair-edit", "/pairs/" + pairID},
-		{"pair-rank", "/pairs/rank"},
-		{"pair-generate", "/pairs/generate"},
-		{"pair-generate-preview", "/pairs/generate?preview=1&method=same_query&min_gap=1&per_query=10"},
-		{"datasets", "/datasets"},
-		{"dataset", "/datasets/" + datasetID},
-		{"imports", "/imports"},
-		{"langfuse", "/imports/langfuse"},
-		{"stats", "/stats"},
-		{"alerts", "/alerts"},
-		{"alert-settings", "/alerts/settings"},
-		{"finetune-jobs", "/fine-tuning"},
-		{"finetune-job", jobURL},
-		{"finetune-launch", "/fine-tuning/new?dataset_version_id=" + version.ID.String()},
-		{"finetune-settings", "/fine-tuning/settings"},
-		{"models", "/models"},
-		{"model-version", "/models/versions/" + registered.ID.String()},
-		{"serving-targets", "/models/targets"},
-		{"evaluations", "/evaluations"},
-		{"evaluation-run", "/evaluations/runs/" + runID},
-		{"experiments", "/experiments"},
-		{"codebooks", "/codebooks"},
-		{"codebook", "/codebooks/assistant"},
-		{"codebook-from-item", "/codebooks/assistant?from=" + itemID},
-		{"codebook-rule", "/codebooks/assistant/rules/" + rule.ID.String()},
-		{"codebook-version", "/codebooks/assistant/versions/1"},
-		{"codebook-suggestions", "/codebooks/assistant/suggestions"},
-		{"experiment", "/experiments/assist-v3"},
-		{"judges", "/evaluations/judges"},
-		{"judge-agreement", "/evaluations/agreement"},
-		{"judge-agreement-run", "/evaluations/agreement/" + agreementID},
-		{"judge-conflicts", "/feedback/conflicts"},
-		{"users", "/admin/users"},
-		{"keys", "/admin/api-keys"},
-		{"audit", "/admin/audit"},
-		{"account", "/account"},
-		{"not-found", "/datasets/00000000-0000-0000-0000-000000000000"},
-		{"no-route", "/no-such-page"},
+	d.pages = []designPage{
+		{"home", "/", "/"},
+		{"queue", "/feedback", "/feedback"},
+		{"my-queue", "/feedback?assignee=me", "/feedback"},
+		{"item", "/feedback/" + itemID, "/feedback"},
+		{"item-in-queue", "/feedback/" + itemID + "?duplicates=show", "/feedback"},
+		{"pairs", "/pairs", "/pairs"},
+		{"pair-new", "/pairs/new", "/pairs"},
+		{"pair-edit", "/pairs/" + pairID, "/pairs"},
+		{"pair-rank", "/pairs/rank", "/pairs"},
+		{"pair-generate", "/pairs/generate", "/pairs"},
+		{"pair-generate-preview", "/pairs/generate?preview=1&method=same_query&min_gap=1&per_query=10", "/pairs"},
+		{"datasets", "/datasets", "/datasets"},
+		{"dataset", "/datasets/" + datasetID, "/datasets"},
+		{"imports", "/imports", "/imports"},
+		{"langfuse", "/imports/langfuse", "/imports"},
+		{"stats", "/stats", "/stats"},
+		{"alerts", "/alerts", "/alerts"},
+		{"alert-settings", "/alerts/settings", "/alerts"},
+		{"finetune-jobs", "/fine-tuning", "/fine-tuning"},
+		{"finetune-job", jobURL, "/fine-tuning"},
+		{"finetune-launch", "/fine-tuning/new?dataset_version_id=" + version.ID.String(), "/fine-tuning"},
+		{"finetune-settings", "/fine-tuning/settings", "/fine-tuning"},
+		{"models", "/models", "/models"},
+		{"model-version", "/models/versions/" + registered.ID.String(), "/models"},
+		{"serving-targets", "/models/targets", "/models/targets"},
+		{"evaluations", "/evaluations", "/evaluations"},
+		{"evaluation-run", "/evaluations/runs/" + runID, "/evaluations"},
+		{"experiments", "/experiments", "/experiments"},
+		{"experiment", "/experiments/assist-v3", "/experiments"},
+		{"codebooks", "/codebooks", "/codebooks"},
+		{"codebook", "/codebooks/assistant", "/codebooks"},
+		{"codebook-from-item", "/codebooks/assistant?from=" + itemID, "/codebooks"},
+		{"codebook-rule", "/codebooks/assistant/rules/" + rule.ID.String(), "/codebooks"},
+		{"codebook-version", "/codebooks/assistant/versions/1", "/codebooks"},
+		{"codebook-suggestions", "/codebooks/assistant/suggestions", "/codebooks"},
+		{"judges", "/evaluations/judges", "/evaluations/judges"},
+		{"judge-agreement", "/evaluations/agreement", "/evaluations"},
+		{"judge-agreement-run", "/evaluations/agreement/" + agreementID, "/evaluations"},
+		{"judge-conflicts", "/feedback/conflicts", "/feedback"},
+		{"users", "/admin/users", "/admin/users"},
+		{"keys", "/admin/api-keys", "/admin/api-keys"},
+		{"audit", "/admin/audit", "/admin/audit"},
+		{"account", "/account", ""},
+		{"not-found", "/datasets/00000000-0000-0000-0000-000000000000", "/datasets"},
+		{"no-route", "/no-such-page", ""},
 	}
-	sizes := []struct {
-		name string
-		w, h int64
-	}{{"desktop", 1280, 800}, {"phone", 390, 844}}
-	for _, size := range sizes {
+	return d
+}
+
+// takeLogged returns what the browser logged as an error since the last
+// call, leaving out the 404 a page answers on purpose at path.
+func (d *designSite) takeLogged(path string) []string {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	var out []string
+	for _, e := range d.logged {
+		if !strings.HasSuffix(e, " "+d.s.URL+path) {
+			out = append(out, e)
+		}
+	}
+	d.logged = nil
+	return out
+}
+
+// The sizes every page is checked at: a desktop and a phone.
+var designSizes = []struct {
+	name string
+	w, h int64
+}{{"desktop", 1280, 800}, {"phone", 390, 844}}
+
+// Every page of the Curate tab, on the demo data, at a desktop and a phone
+// width: nothing spills sideways out of the page or out of its card, no
+// table hides columns off-screen, every table wears the design system's
+// class, no raw enum or code shows (in the text or in a select's
+// options), the navigation highlights the page's own link (behind a Menu
+// button on the phone), and the browser logs no error (a style or script
+// refused by the CSP is one).
+func TestBrowserEveryPageStyled(t *testing.T) {
+	d := newDesignSite(t)
+	for _, size := range designSizes {
 		// No mobile emulation: a phone browser zooms out of a page that is
 		// too wide, which would hide the overflow this test looks for.
-		if err := chromedp.Do(ctxB, chromedp.EmulateViewport(size.w, size.h)); err != nil {
+		if err := chromedp.Do(d.browser, chromedp.EmulateViewport(size.w, size.h)); err != nil {
 			t.Fatal(err)
 		}
-		for _, p := range pages {
+		for _, p := range d.pages {
 			t.Run(size.name+"/"+p.name, func(t *testing.T) {
-				title := checkPage(t, ctxB, s.URL+p.path)
+				f := checkPage(t, d.browser, d.s.URL+p.path)
 				// A missing id and a missing page read the same.
-				if strings.HasPrefix(p.name, "no") && title != "Not found · Curate" {
-					t.Errorf("title %q, want Not found · Curate", title)
+				if strings.HasPrefix(p.name, "no") && f.Title != "Not found · Curate" {
+					t.Errorf("title %q, want Not found · Curate", f.Title)
 				}
-				mu.Lock()
-				var errs []string
-				for _, e := range consoleErrs {
-					// The not-found page answers 404 on purpose.
-					if !strings.HasSuffix(e, " "+s.URL+p.path) {
-						errs = append(errs, e)
-					}
+				if f.Active != p.nav {
+					t.Errorf("the navigation highlights %q, want %q", f.Active, p.nav)
 				}
-				consoleErrs = nil
-				mu.Unlock()
-				if len(errs) > 0 {
+				if phone := size.w < 760; phone != f.Folded {
+					t.Errorf("at %dpx the navigation is folded behind Menu: %v, want %v", size.w, f.Folded, phone)
+				}
+				if errs := d.takeLogged(p.path); len(errs) > 0 {
 					t.Errorf("browser errors on %s:\n%s", p.path, strings.Join(errs, "\n"))
 				}
-				webtest.Screenshot(t, ctxB, p.name+"-"+size.name)
+				webtest.Screenshot(t, d.browser, p.name+"-"+size.name)
 			})
 		}
 	}
@@ -258,14 +298,19 @@ func TestBrowserEveryPageStyled(t *testing.T) {
 // pageFacts is what checkPage reads from a page.
 type pageFacts struct {
 	ScrollWidth, InnerWidth int
-	Bare, Raw               []string
+	Bare, Raw, RawOptions   []string
 	Title                   string
 	Overlap                 []string // how the top bar does not fit
+	OutOfCard               []string // elements sticking out of their card
+	HiddenColumns           []string // tables whose columns run past their box
+	Unstyled                []string // flashes and banners the stylesheet gives no colour
+	Active                  string   // the highlighted navigation link
+	Folded                  bool     // the navigation is behind the Menu button
 }
 
 // checkPage opens url, asserts the design system's promises on it and
-// returns the page's title.
-func checkPage(t *testing.T, ctx context.Context, url string) string {
+// returns what it read.
+func checkPage(t *testing.T, ctx context.Context, url string) pageFacts {
 	t.Helper()
 	if err := chromedp.Do(ctx, chromedp.Navigate(url), chromedp.WaitReady(`body`)); err != nil {
 		t.Fatal(err)
@@ -273,26 +318,71 @@ func checkPage(t *testing.T, ctx context.Context, url string) string {
 	// Charts and HTMX fragments settle first.
 	time.Sleep(300 * time.Millisecond)
 	js := fmt.Sprintf(`(() => {
+		const name = el => el.tagName.toLowerCase() + (el.id ? '#' + el.id : '') + (typeof el.className === 'string' && el.className ? '.' + el.className.trim().split(/\s+/).join('.') : '');
 		// uPlot draws its legend as a table of its own; ours all carry .table.
 		const bare = [...document.querySelectorAll('table:not(.u-legend)')].filter(t => !t.classList.contains('table'))
 			.map(t => t.id || t.className || t.outerHTML.slice(0, 80));
 		// Visible text only, leaving out what is shown on purpose as code.
 		const walker = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT);
 		const raw = [];
-		const re = /%s/g;
+		const re = /%[1]s/g;
 		for (let n = walker.nextNode(); n; n = walker.nextNode()) {
 			const el = n.parentElement;
 			if (!el || el.closest('code, kbd, pre, script, style, template, textarea, select, .raw, [hidden]')) continue;
 			if (!el.checkVisibility || !el.checkVisibility()) continue;
 			for (const m of n.textContent.matchAll(re)) raw.push(m[0] + ' in <' + el.tagName.toLowerCase() + '>');
 		}
+		// Every choice of every select, shown or not: a closed list shows
+		// its options the moment it opens.
+		const rawOptions = [];
+		for (const o of document.querySelectorAll('select option')) {
+			if (o.closest('.raw')) continue;
+			for (const m of o.textContent.matchAll(re)) rawOptions.push(m[0] + ' in <option value="' + o.value + '"> of ' + name(o.closest('select')));
+		}
 		// The navigation must fit its room: one too long for the window runs
 		// under the account links without widening the page.
 		const overlap = [];
 		const nav = document.querySelector('nav.tabs');
-		// (On a phone the navigation is a strip that scrolls sideways.)
-		if (nav && getComputedStyle(nav).overflowX === 'visible' && nav.scrollWidth > nav.clientWidth) overlap.push('the navigation needs ' + nav.scrollWidth + 'px of its ' + nav.clientWidth + 'px');
-		return {ScrollWidth: document.documentElement.scrollWidth, InnerWidth: window.innerWidth, Bare: bare, Raw: raw, Title: document.title, Overlap: overlap};
+		if (nav && nav.checkVisibility() && nav.scrollWidth > nav.clientWidth + 1) overlap.push('the navigation needs ' + nav.scrollWidth + 'px of its ' + nav.clientWidth + 'px');
+		const button = document.querySelector('.nav-button');
+		const folded = !!nav && !!button && button.checkVisibility() && !nav.checkVisibility();
+		// Nothing sticks out of its card. Inside a box that scrolls or clips
+		// (a .table-wrap) an element may be wider: the box is checked below.
+		const outOfCard = [];
+		for (const card of document.querySelectorAll('.card')) {
+			if (!card.checkVisibility()) continue;
+			const cr = card.getBoundingClientRect();
+			for (const el of card.querySelectorAll('*')) {
+				if (!el.checkVisibility() || getComputedStyle(el).position === 'absolute' && getComputedStyle(el).clip !== 'auto') continue;
+				let clipped = false;
+				for (let a = el.parentElement; a && a !== card; a = a.parentElement) {
+					if (getComputedStyle(a).overflowX !== 'visible') { clipped = true; break; }
+				}
+				if (clipped) continue;
+				const r = el.getBoundingClientRect();
+				if (r.width === 0 || r.height === 0) continue;
+				const over = Math.max(r.right - cr.right, cr.left - r.left);
+				if (over > 1) outOfCard.push(name(el) + ' sticks out of ' + name(card) + ' by ' + Math.round(over) + 'px');
+				if (outOfCard.length > 5) break;
+			}
+		}
+		// A table keeps its columns on screen: one wider than its box hides
+		// the last ones behind a sideways scroll.
+		const hidden = [];
+		for (const w of document.querySelectorAll('.table-wrap')) {
+			if (w.checkVisibility() && w.scrollWidth > w.clientWidth + 1) {
+				const t = w.querySelector('table');
+				hidden.push((t ? name(t) : name(w)) + ' needs ' + w.scrollWidth + 'px of its ' + w.clientWidth + 'px');
+			}
+		}
+		// Every flash and banner has its colours (a template's "flash warn"
+		// had none).
+		const unstyled = [...document.querySelectorAll('.flash, .banner')]
+			.filter(f => f.checkVisibility() && getComputedStyle(f).backgroundColor === 'rgba(0, 0, 0, 0)').map(name);
+		const current = document.querySelector('nav.tabs a[aria-current=page]');
+		return {ScrollWidth: document.documentElement.scrollWidth, InnerWidth: window.innerWidth, Bare: bare, Raw: raw, RawOptions: rawOptions,
+			Title: document.title, Overlap: overlap, OutOfCard: outOfCard, HiddenColumns: hidden, Unstyled: unstyled,
+			Active: current ? current.getAttribute('href') : '', Folded: folded};
 	})()`, rawWord)
 	r, err := chromedp.Run(ctx, chromedp.Evaluate[pageFacts](js))
 	if err != nil {
@@ -310,10 +400,22 @@ func checkPage(t *testing.T, ctx context.Context, url string) string {
 	if len(r.Raw) > 0 {
 		t.Errorf("raw words on screen: %q", r.Raw)
 	}
+	if len(r.RawOptions) > 0 {
+		t.Errorf("raw words in choices: %q", r.RawOptions)
+	}
+	if len(r.OutOfCard) > 0 {
+		t.Errorf("out of its card: %q", r.OutOfCard)
+	}
+	if len(r.HiddenColumns) > 0 {
+		t.Errorf("columns off-screen: %q", r.HiddenColumns)
+	}
+	if len(r.Unstyled) > 0 {
+		t.Errorf("flashes without colours: %q", r.Unstyled)
+	}
 	if !strings.HasSuffix(r.Title, "· Curate") {
 		t.Errorf("title %q", r.Title)
 	}
-	return r.Title
+	return r
 }
 
 // launchDemoJob launches a supervised OpenAI job on the demo version from
@@ -323,7 +425,7 @@ func launchDemoJob(t *testing.T, ctx context.Context, s *webtest.Server, version
 	err := chromedp.Do(ctx,
 		chromedp.Navigate(s.URL+"/fine-tuning/new?"+url.Values{"dataset_version_id": {versionID}, "provider": {"openai"}, "method": {"supervised"}}.Encode()),
 		chromedp.WaitVisible(`#ft-form`),
-		chromedp.SendKeys(`input[name=base_model]`, ftMini),
+		chromedp.SetValue(`input[name=base_model]`, ftMini),
 		chromedp.Click(`#ft-launch`),
 		chromedp.WaitVisible(`#ft-live`),
 	)

@@ -38,7 +38,7 @@ func TestBrowserFineTuneDPO(t *testing.T) {
 		chromedp.WaitVisible(`#launch-link`),
 		chromedp.Navigate(s.URL+form),
 		chromedp.WaitVisible(`#ft-form`),
-		chromedp.SendKeys(`input[name=base_model]`, ftMini),
+		chromedp.SetValue(`input[name=base_model]`, ftMini),
 		chromedp.SendKeys(`input[name="hyperparameters.beta"]`, "0.1"),
 		// 4 pairs × 18 tokens × 25 auto epochs at $3 per million.
 		chromedp.Poll[chromedp.Void](`document.querySelector('#est-cost')?.textContent.trim() === '$0.0054'`, chromedp.WithPollingTimeout(20*time.Second)),
@@ -132,7 +132,7 @@ func TestBrowserFineTuneDPO(t *testing.T) {
 		chromedp.WaitVisible(`.flash-ok`),
 		chromedp.Navigate(s.URL+form),
 		chromedp.WaitVisible(`#ft-form`),
-		chromedp.SendKeys(`input[name=base_model]`, ftMini),
+		chromedp.SetValue(`input[name=base_model]`, ftMini),
 		chromedp.WaitVisible(`#est-over`),
 		chromedp.Click(`#ft-launch`),
 	)

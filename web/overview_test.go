@@ -8,6 +8,10 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/curate/curate/internal/audit"
+	"github.com/curate/curate/internal/experiments"
+	"github.com/curate/curate/internal/models"
+	"github.com/curate/curate/internal/serving"
 	"github.com/curate/curate/web/webtest"
 )
 
@@ -121,4 +125,161 @@ func TestOverviewCountsAndLinks(t *testing.T) {
 	for _, link := range []string{"/feedback?status=needs_correction", "/datasets?status=ready", "/fine-tuning", "/alerts"} {
 		v.Get(link).Must(t, http.StatusOK)
 	}
+}
+
+// The start page's Models cards: what each alias serves (production
+// first), deployments queued or running, running and paused experiments
+// with the recommendation or the reason for the pause, and evaluations
+// unfinished or failed this week, each a link to its page. Finished work,
+// failures older than a week and another organisation's are left out.
+func TestOverviewModelCards(t *testing.T) {
+	t.Parallel()
+	s := webtest.New(t, webtest.Options{})
+	acme, other := s.Org("acme"), s.Org("other")
+	s.User(acme, "vi@acme.test", "viewer")
+	c := s.SignedIn("vi@acme.test")
+
+	empty := c.Get("/").Must(t, http.StatusOK).Body
+	for _, want := range []string{"No alias names a version yet", "No deployment is under way.", "No experiment is running.",
+		"No evaluation is running, and none failed this week."} {
+		if !strings.Contains(empty, want) {
+			t.Errorf("the empty overview lacks %q", want)
+		}
+	}
+
+	v1, v2, v3 := seedModelCards(t, s, acme, other)
+
+	home := c.Get("/").Must(t, http.StatusOK).Body
+	card := func(id string) string {
+		return regexpFind(t, `(?s)<section class="card" id="`+id+`">(.*?)</section>`, home)
+	}
+	production := card("card-production")
+	first, second := strings.Index(production, "production</code>"), strings.Index(production, "candidate</code>")
+	if first < 0 || second < 0 || first > second {
+		t.Errorf("the production card does not list production, then candidate:\n%s", production)
+	}
+	for _, want := range []string{`href="/models/versions/` + v1.String() + `"><strong>support</strong> 1.0.0</a>`,
+		`href="/models/versions/` + v2.String() + `"><strong>support</strong> 1.1.0</a>`} {
+		if !strings.Contains(production, want) {
+			t.Errorf("the production card lacks %s:\n%s", want, production)
+		}
+	}
+	if strings.Contains(production, "theirs") {
+		t.Error("the production card shows another organisation's model")
+	}
+	deployments := card("card-deployments")
+	if !strings.Contains(deployments, `href="/models/versions/`+v3.String()+`"><strong>support</strong> 1.2.0</a>`) ||
+		!strings.Contains(deployments, "to staging on provider") || !strings.Contains(deployments, `data-status="running"`) {
+		t.Errorf("the deployments card:\n%s", deployments)
+	}
+	if strings.Contains(deployments, "candidate") || strings.Contains(deployments, "theirs") {
+		t.Errorf("the deployments card shows a finished or another organisation's deployment:\n%s", deployments)
+	}
+	exps := card("card-experiments")
+	for _, want := range []string{`href="/experiments/running-one"><strong>Support a against b</strong>`,
+		// No unit yet: the analysis asks for 100 per arm first.
+		`<span class="recommendation">Keep running</span>: The smallest arm has 0 units of the 100 wanted before deciding.`,
+		`href="/experiments/paused-one"><strong>Support a against c</strong>`, "Paused: Latency is worse in the treatment."} {
+		if !strings.Contains(exps, want) {
+			t.Errorf("the experiments card lacks %s:\n%s", want, exps)
+		}
+	}
+	if strings.Contains(exps, "Not started") {
+		t.Error("the experiments card lists a draft")
+	}
+	evals := card("card-evaluations")
+	for _, want := range []string{"<strong>support 1.2.0</strong> on Golden v1", "12 of 40 items", "The judge budget is spent.",
+		"The endpoint answered 500."} {
+		if !strings.Contains(evals, want) {
+			t.Errorf("the evaluations card lacks %q:\n%s", want, evals)
+		}
+	}
+	if n := strings.Count(evals, "<li "); n != 3 || strings.Contains(evals, "An old failure.") {
+		t.Errorf("the evaluations card lists %d runs, want the running, the paused and this week's failure:\n%s", n, evals)
+	}
+	// Every link of the cards opens for the viewer.
+	for _, id := range []string{"card-production", "card-deployments", "card-experiments", "card-evaluations"} {
+		for _, l := range links(card(id)) {
+			c.Get(l).Must(t, http.StatusOK)
+		}
+	}
+}
+
+// seedModelCards gives org what the Models cards show: versions 1.0.0,
+// 1.1.0 and 1.2.0 of "support" (production names the first, candidate
+// the second), a deployment of the third to staging under way and one
+// finished, experiments running, paused and in draft, and evaluations
+// running, paused, failed a day and ten days ago, and finished. other gets
+// a model in production and a deployment of its own.
+func seedModelCards(t *testing.T, s *webtest.Server, acme, other uuid.UUID) (v1, v2, v3 uuid.UUID) {
+	t.Helper()
+	ctx := context.Background()
+	register := func(org uuid.UUID, name, modelID string) uuid.UUID {
+		t.Helper()
+		v, err := s.App.Services.Models.Register(ctx, audit.System, org, models.NewVersion{Name: name, ModelID: modelID})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v.ID
+	}
+	exec := func(sql string, args ...any) {
+		t.Helper()
+		if _, err := s.Pool.Exec(ctx, sql, args...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	v1, v2, v3 = register(acme, "support", "support-a"), register(acme, "support", "support-b"), register(acme, "support", "support-c")
+	elsewhere := register(other, "theirs", "theirs-a")
+	target, err := s.App.Services.Serving.Create(ctx, audit.System, acme, serving.NewTarget{Name: "provider", Kind: serving.KindOpenAI})
+	if err != nil {
+		t.Fatal(err)
+	}
+	alias := func(org, version uuid.UUID, name string) {
+		exec(`INSERT INTO model_aliases (org_id, registered_model_id, alias, version_id)
+			SELECT org_id, registered_model_id, $3, id FROM model_versions WHERE org_id = $1 AND id = $2`, org, version, name)
+	}
+	alias(acme, v2, "candidate")
+	alias(acme, v1, "production")
+	alias(other, elsewhere, "production")
+	deploy := func(org, version uuid.UUID, aliasName, status string) {
+		exec(`INSERT INTO deployments (org_id, registered_model_id, version_id, target_id, alias, action, status)
+			SELECT org_id, registered_model_id, id, $3, $4, 'deploy', $5 FROM model_versions WHERE org_id = $1 AND id = $2`,
+			org, version, uuid.NullUUID{UUID: target.ID, Valid: org == acme}, aliasName, status)
+	}
+	deploy(acme, v3, "staging", "running")
+	deploy(acme, v2, "candidate", "succeeded")
+	deploy(other, elsewhere, "staging", "queued")
+
+	experiment := func(org uuid.UUID, key, name string, control, treatment uuid.UUID) {
+		if _, err := s.App.Services.Experiments.Create(ctx, audit.System, org, experiments.New{Key: key, Name: name,
+			ControlModelID: control, TreatmentModelID: treatment, Metrics: []string{"thumbs_up_rate"}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	experiment(acme, "running-one", "Support a against b", v1, v2)
+	experiment(acme, "paused-one", "Support a against c", v1, v3)
+	experiment(acme, "draft-one", "Not started", v2, v3)
+	exec(`UPDATE experiments SET status = 'running', started_at = now() WHERE key = 'running-one'`)
+	exec(`UPDATE experiments SET status = 'paused', started_at = now(), stop_reason = 'Latency is worse in the treatment.' WHERE key = 'paused-one'`)
+
+	var golden uuid.UUID
+	datasetID := newDataset(t, s, acme, "Golden", "instruction_tuning")
+	if err := s.Pool.QueryRow(ctx, `INSERT INTO dataset_versions (org_id, dataset_id, number, kind, content_hash, item_count, train_count, validation_count,
+		split_strategy, validation_percent, split_seed) SELECT org_id, id, 1, 'sft', 'h', 0, 0, 0, 'random', 0, 0
+		FROM training_datasets WHERE id = $1 RETURNING id`, datasetID).Scan(&golden); err != nil {
+		t.Fatal(err)
+	}
+	run := func(version uuid.UUID, status, problem, finished string) {
+		exec(`INSERT INTO evaluation_runs (org_id, golden_set_version_id, candidate_version_id, status, total, done, error, paused_reason, finished_at)
+			VALUES ($1, $2, $3, $4::evaluation_status, 40, 12, CASE WHEN $4 = 'failed' THEN $5::text ELSE '' END,
+			        CASE WHEN $4 = 'paused' THEN $5::text ELSE '' END, now() - $6::interval)`,
+			acme, golden, version, status, problem, finished)
+	}
+	run(v3, "running", "", "0 s")
+	run(v2, "paused", "The judge budget is spent.", "0 s")
+	run(v1, "failed", "The endpoint answered 500.", "1 day")
+	run(v1, "failed", "An old failure.", "10 days")
+	run(v1, "succeeded", "", "0 s")
+
+	return v1, v2, v3
 }

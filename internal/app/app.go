@@ -137,7 +137,7 @@ func New(cfg config.Config, pool *pgxpool.Pool, log *slog.Logger) (*Services, er
 	ft.Registry = reg
 	acc := accounts.New(pool)
 	acc.SessionTTL = cfg.SessionTTL
-	return &Services{
+	svc := &Services{
 		Config: cfg, Pool: pool, Log: log, Jobs: inserter, Outbound: out, Scratch: tmp,
 		Accounts: acc,
 		Feedback: fb,
@@ -163,5 +163,8 @@ func New(cfg config.Config, pool *pgxpool.Pool, log *slog.Logger) (*Services, er
 		Experiments:   &experiments.Service{Pool: pool, Models: reg},
 		Codebooks:     &codebook.Service{Pool: pool, Judge: jd, Jobs: inserter},
 		Overview:      &overview.Service{Pool: pool},
-	}, nil
+	}
+	// The start page recommends for running experiments as their panels do.
+	svc.Overview.Experiments = svc.Experiments
+	return svc, nil
 }

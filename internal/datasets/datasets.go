@@ -162,19 +162,26 @@ func (s *Service) Create(ctx context.Context, actor audit.Actor, orgID uuid.UUID
 	var out db.TrainingDataset
 	err := db.InTx(ctx, s.Pool, func(_ pgx.Tx, q *db.Queries) error {
 		var err error
-		out, err = q.DatasetInsert(ctx, db.DatasetInsertParams{
-			OrgID: orgID, Name: in.Name, Description: in.Description, DatasetType: db.DatasetType(in.Type),
-			SystemPrompt: in.SystemPrompt, ExportFormat: in.ExportFormat, BaseModel: in.BaseModel,
-			SplitStrategy: db.SplitStrategy(in.SplitStrategy), ValidationPercent: int16(in.ValidationPercent),
-			SplitSeed: in.SplitSeed, CreatedBy: userID(actor), CuratorLabel: actor.Label,
-		})
-		if err != nil {
-			return err
-		}
-		return audit.Record(ctx, q, actor, audit.Entry{OrgID: orgID, Action: "dataset.create", TargetType: "dataset",
-			TargetID: out.ID.String(), Details: map[string]any{"name": out.Name, "type": in.Type}})
+		out, err = insertDataset(ctx, q, actor, orgID, in)
+		return err
 	})
 	return out, err
+}
+
+// insertDataset stores a validated new dataset and audits it, in the
+// caller's transaction.
+func insertDataset(ctx context.Context, q *db.Queries, actor audit.Actor, orgID uuid.UUID, in NewDataset) (db.TrainingDataset, error) {
+	out, err := q.DatasetInsert(ctx, db.DatasetInsertParams{
+		OrgID: orgID, Name: in.Name, Description: in.Description, DatasetType: db.DatasetType(in.Type),
+		SystemPrompt: in.SystemPrompt, ExportFormat: in.ExportFormat, BaseModel: in.BaseModel,
+		SplitStrategy: db.SplitStrategy(in.SplitStrategy), ValidationPercent: int16(in.ValidationPercent),
+		SplitSeed: in.SplitSeed, CreatedBy: userID(actor), CuratorLabel: actor.Label,
+	})
+	if err != nil {
+		return out, err
+	}
+	return out, audit.Record(ctx, q, actor, audit.Entry{OrgID: orgID, Action: "dataset.create", TargetType: "dataset",
+		TargetID: out.ID.String(), Details: map[string]any{"name": out.Name, "type": in.Type}})
 }
 
 // Detail is a dataset with what its page and API object show.

@@ -1,5 +1,7 @@
 // Curate's own script: progressive enhancement only. Every action works
-// without it; it adds confirmation before destructive form posts.
+// without it; it adds confirmation before destructive form posts, picks
+// the choice a field belongs to, and labels table cells so a phone can
+// show each row as a block.
 (function () {
   "use strict";
   // Forms whose button carries hx-confirm ask first even when htmx is not
@@ -21,4 +23,54 @@
       ev.detail.isError = false;
     }
   });
+  // A field with data-picks="ID" checks the radio ID when it is used: the
+  // name of a new dataset picks "A new dataset".
+  function pick(ev) {
+    var id = ev.target.getAttribute && ev.target.getAttribute("data-picks");
+    var radio = id && document.getElementById(id);
+    if (radio && !radio.checked) radio.checked = true;
+  }
+  document.addEventListener("input", pick);
+  document.addEventListener("change", pick);
+
+  // Each body cell of a .table with a header gets its column's name in
+  // data-label (unless it has one), and the table the class "stacks": on
+  // a narrow screen the stylesheet then shows every row as a block of
+  // "column: value" lines instead of columns running off-screen. Spanning
+  // cells take the name of the first column they cover.
+  function labelTable(table) {
+    var head = table.tHead && table.tHead.rows[table.tHead.rows.length - 1];
+    if (!head) return;
+    var names = [];
+    Array.prototype.forEach.call(head.cells, function (th) {
+      var name = th.innerText.replace(/\s+/g, " ").trim();
+      for (var i = 0; i < th.colSpan; i++) names.push(i === 0 ? name : "");
+    });
+    Array.prototype.forEach.call(table.tBodies, function (body) {
+      Array.prototype.forEach.call(body.rows, function (row) {
+        var col = 0;
+        Array.prototype.forEach.call(row.cells, function (cell) {
+          if (!cell.hasAttribute("data-label") && cell.colSpan < names.length) {
+            cell.setAttribute("data-label", names[col] || "");
+          }
+          col += cell.colSpan;
+        });
+      });
+    });
+    table.classList.add("stacks");
+  }
+  function labelTables(root) {
+    var tables = root.querySelectorAll ? root.querySelectorAll("table.table") : [];
+    Array.prototype.forEach.call(tables, labelTable);
+    if (root.matches && root.matches("table.table")) labelTable(root);
+    var inTable = root.closest && root.closest("table.table");
+    if (inTable) labelTable(inTable);
+  }
+  if (document.readyState === "loading") {
+    document.addEventListener("DOMContentLoaded", function () { labelTables(document); });
+  } else {
+    labelTables(document);
+  }
+  // Rows and tables swapped in by htmx are labelled as they settle.
+  document.addEventListener("htmx:afterSettle", function (ev) { labelTables(ev.target); });
 })();
