@@ -778,6 +778,23 @@ func (q *Queries) JudgeConflictUpdateResolution(ctx context.Context, arg JudgeCo
 	return result.RowsAffected(), nil
 }
 
+const judgeTemplateGetForUpdate = `-- name: JudgeTemplateGetForUpdate :exec
+SELECT pg_advisory_xact_lock(3, hashtext(concat($1::uuid, '/', $2::text)))
+`
+
+type JudgeTemplateGetForUpdateParams struct {
+	OrgID uuid.UUID `json:"org_id"`
+	Name  string    `json:"name"`
+}
+
+// Holds one template name of the organisation still until the transaction
+// ends, so that saves take turns numbering versions. An advisory lock,
+// since the name may have no row yet.
+func (q *Queries) JudgeTemplateGetForUpdate(ctx context.Context, arg JudgeTemplateGetForUpdateParams) error {
+	_, err := q.db.Exec(ctx, judgeTemplateGetForUpdate, arg.OrgID, arg.Name)
+	return err
+}
+
 const judgeTemplateGetLatest = `-- name: JudgeTemplateGetLatest :one
 SELECT org_id, name, version, body, created_by_label, created_at FROM judge_templates WHERE org_id = $1 AND name = $2 ORDER BY version DESC LIMIT 1
 `

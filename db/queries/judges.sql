@@ -20,6 +20,12 @@ SELECT @org_id, @name, coalesce(max(version), CASE WHEN @name::text = 'default' 
 FROM judge_templates WHERE org_id = @org_id AND name = @name
 RETURNING *;
 
+-- name: JudgeTemplateGetForUpdate :exec
+-- Holds one template name of the organisation still until the transaction
+-- ends, so that saves take turns numbering versions. An advisory lock,
+-- since the name may have no row yet.
+SELECT pg_advisory_xact_lock(3, hashtext(concat(@org_id::uuid, '/', @name::text)));
+
 -- name: JudgeTemplateGetLatest :one
 SELECT * FROM judge_templates WHERE org_id = @org_id AND name = @name ORDER BY version DESC LIMIT 1;
 
