@@ -127,6 +127,9 @@ WHERE c.org_id = @org_id AND (@resolved::bool = (c.resolution IS NOT NULL))
 ORDER BY c.created_at DESC, c.id
 LIMIT 200;
 
+-- name: JudgeConflictGet :one
+SELECT * FROM judge_conflicts WHERE org_id = @org_id AND id = @id;
+
 -- name: JudgeConflictCountOpen :one
 SELECT count(*) FROM judge_conflicts WHERE org_id = @org_id AND resolution IS NULL;
 
