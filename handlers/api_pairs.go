@@ -23,6 +23,10 @@ func (h *Handlers) annotatorEmail(c echo.Context, email *string, id **uuid.UUID)
 	if *id != nil {
 		return errs.InvalidField("annotator_email", "is the seed's name for annotator_id: send one of them")
 	}
+	v := &errs.Invalid{}
+	if !v.Text("annotator_email", *email, 320, true) {
+		return v
+	}
 	u, err := h.Accounts.UserByEmail(ctx(c), CallerOf(c).OrgID, strings.TrimSpace(*email))
 	if errors.Is(err, errs.ErrNotFound) {
 		return errs.InvalidField("annotator_email", "no user of this organisation has this e-mail address")
