@@ -35,6 +35,30 @@ func (q *Queries) CodebookGetByName(ctx context.Context, arg CodebookGetByNamePa
 	return i, err
 }
 
+const codebookGetByNameForUpdate = `-- name: CodebookGetByNameForUpdate :one
+SELECT id, org_id, name, created_at, budget_tokens FROM codebooks WHERE org_id = $1 AND name = $2 FOR UPDATE
+`
+
+type CodebookGetByNameForUpdateParams struct {
+	OrgID uuid.UUID `json:"org_id"`
+	Name  string    `json:"name"`
+}
+
+// Holds the codebook still until the transaction ends, so that two
+// publishes of the same rules cannot both number a new version.
+func (q *Queries) CodebookGetByNameForUpdate(ctx context.Context, arg CodebookGetByNameForUpdateParams) (Codebook, error) {
+	row := q.db.QueryRow(ctx, codebookGetByNameForUpdate, arg.OrgID, arg.Name)
+	var i Codebook
+	err := row.Scan(
+		&i.ID,
+		&i.OrgID,
+		&i.Name,
+		&i.CreatedAt,
+		&i.BudgetTokens,
+	)
+	return i, err
+}
+
 const codebookInsertOrGet = `-- name: CodebookInsertOrGet :one
 
 INSERT INTO codebooks (org_id, name) VALUES ($1, $2)

@@ -170,7 +170,7 @@ func (q *Queries) ExperimentArmUpdateWeight(ctx context.Context, arg ExperimentA
 }
 
 const experimentGetByID = `-- name: ExperimentGetByID :one
-SELECT id, org_id, key, name, registered_model_id, seed, coverage, status, metrics, guardrails, min_sample_per_arm, winner, conflicts, rollout_steps, rollout_hold, rollout_min_units, rollout_step, rollout_step_at, stop_reason, started_at, ends_at, ended_at, created_by_label, created_at, updated_at, phase, phase_started_at, weights_changed FROM experiments WHERE id = $1
+SELECT id, org_id, key, name, registered_model_id, seed, coverage, status, metrics, guardrails, min_sample_per_arm, winner, conflicts, rollout_steps, rollout_hold, rollout_min_units, rollout_step, rollout_step_at, stop_reason, started_at, ends_at, ended_at, created_by_label, created_at, updated_at, phase, phase_started_at, weights_changed, starts_at FROM experiments WHERE id = $1
 `
 
 // For the worker, which knows the experiment only by its id.
@@ -206,12 +206,13 @@ func (q *Queries) ExperimentGetByID(ctx context.Context, id uuid.UUID) (Experime
 		&i.Phase,
 		&i.PhaseStartedAt,
 		&i.WeightsChanged,
+		&i.StartsAt,
 	)
 	return i, err
 }
 
 const experimentGetByKey = `-- name: ExperimentGetByKey :one
-SELECT id, org_id, key, name, registered_model_id, seed, coverage, status, metrics, guardrails, min_sample_per_arm, winner, conflicts, rollout_steps, rollout_hold, rollout_min_units, rollout_step, rollout_step_at, stop_reason, started_at, ends_at, ended_at, created_by_label, created_at, updated_at, phase, phase_started_at, weights_changed FROM experiments WHERE org_id = $1 AND key = $2
+SELECT id, org_id, key, name, registered_model_id, seed, coverage, status, metrics, guardrails, min_sample_per_arm, winner, conflicts, rollout_steps, rollout_hold, rollout_min_units, rollout_step, rollout_step_at, stop_reason, started_at, ends_at, ended_at, created_by_label, created_at, updated_at, phase, phase_started_at, weights_changed, starts_at FROM experiments WHERE org_id = $1 AND key = $2
 `
 
 type ExperimentGetByKeyParams struct {
@@ -251,12 +252,13 @@ func (q *Queries) ExperimentGetByKey(ctx context.Context, arg ExperimentGetByKey
 		&i.Phase,
 		&i.PhaseStartedAt,
 		&i.WeightsChanged,
+		&i.StartsAt,
 	)
 	return i, err
 }
 
 const experimentGetByKeyForUpdate = `-- name: ExperimentGetByKeyForUpdate :one
-SELECT id, org_id, key, name, registered_model_id, seed, coverage, status, metrics, guardrails, min_sample_per_arm, winner, conflicts, rollout_steps, rollout_hold, rollout_min_units, rollout_step, rollout_step_at, stop_reason, started_at, ends_at, ended_at, created_by_label, created_at, updated_at, phase, phase_started_at, weights_changed FROM experiments WHERE org_id = $1 AND key = $2 FOR UPDATE
+SELECT id, org_id, key, name, registered_model_id, seed, coverage, status, metrics, guardrails, min_sample_per_arm, winner, conflicts, rollout_steps, rollout_hold, rollout_min_units, rollout_step, rollout_step_at, stop_reason, started_at, ends_at, ended_at, created_by_label, created_at, updated_at, phase, phase_started_at, weights_changed, starts_at FROM experiments WHERE org_id = $1 AND key = $2 FOR UPDATE
 `
 
 type ExperimentGetByKeyForUpdateParams struct {
@@ -296,6 +298,7 @@ func (q *Queries) ExperimentGetByKeyForUpdate(ctx context.Context, arg Experimen
 		&i.Phase,
 		&i.PhaseStartedAt,
 		&i.WeightsChanged,
+		&i.StartsAt,
 	)
 	return i, err
 }
@@ -303,10 +306,10 @@ func (q *Queries) ExperimentGetByKeyForUpdate(ctx context.Context, arg Experimen
 const experimentInsert = `-- name: ExperimentInsert :one
 
 INSERT INTO experiments (org_id, key, name, registered_model_id, seed, coverage, metrics, guardrails, min_sample_per_arm,
-    rollout_steps, rollout_hold, rollout_min_units, ends_at, created_by_label)
+    rollout_steps, rollout_hold, rollout_min_units, starts_at, ends_at, created_by_label)
 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9,
-    $10, $11, $12, $13, $14)
-RETURNING id, org_id, key, name, registered_model_id, seed, coverage, status, metrics, guardrails, min_sample_per_arm, winner, conflicts, rollout_steps, rollout_hold, rollout_min_units, rollout_step, rollout_step_at, stop_reason, started_at, ends_at, ended_at, created_by_label, created_at, updated_at, phase, phase_started_at, weights_changed
+    $10, $11, $12, $13, $14, $15)
+RETURNING id, org_id, key, name, registered_model_id, seed, coverage, status, metrics, guardrails, min_sample_per_arm, winner, conflicts, rollout_steps, rollout_hold, rollout_min_units, rollout_step, rollout_step_at, stop_reason, started_at, ends_at, ended_at, created_by_label, created_at, updated_at, phase, phase_started_at, weights_changed, starts_at
 `
 
 type ExperimentInsertParams struct {
@@ -322,6 +325,7 @@ type ExperimentInsertParams struct {
 	RolloutSteps      []float64       `json:"rollout_steps"`
 	RolloutHold       pgtype.Interval `json:"rollout_hold"`
 	RolloutMinUnits   int32           `json:"rollout_min_units"`
+	StartsAt          *time.Time      `json:"starts_at"`
 	EndsAt            *time.Time      `json:"ends_at"`
 	CreatedByLabel    string          `json:"created_by_label"`
 }
@@ -341,6 +345,7 @@ func (q *Queries) ExperimentInsert(ctx context.Context, arg ExperimentInsertPara
 		arg.RolloutSteps,
 		arg.RolloutHold,
 		arg.RolloutMinUnits,
+		arg.StartsAt,
 		arg.EndsAt,
 		arg.CreatedByLabel,
 	)
@@ -374,12 +379,25 @@ func (q *Queries) ExperimentInsert(ctx context.Context, arg ExperimentInsertPara
 		&i.Phase,
 		&i.PhaseStartedAt,
 		&i.WeightsChanged,
+		&i.StartsAt,
 	)
 	return i, err
 }
 
+const experimentKeyGetForUpdate = `-- name: ExperimentKeyGetForUpdate :exec
+SELECT pg_advisory_xact_lock(4, hashtext(concat($1::uuid)))
+`
+
+// Holds the organisation's experiment keys still until the transaction
+// ends, so that a key derived from a name is chosen once. An advisory
+// lock: the key has no row yet.
+func (q *Queries) ExperimentKeyGetForUpdate(ctx context.Context, orgID uuid.UUID) error {
+	_, err := q.db.Exec(ctx, experimentKeyGetForUpdate, orgID)
+	return err
+}
+
 const experimentList = `-- name: ExperimentList :many
-SELECT id, org_id, key, name, registered_model_id, seed, coverage, status, metrics, guardrails, min_sample_per_arm, winner, conflicts, rollout_steps, rollout_hold, rollout_min_units, rollout_step, rollout_step_at, stop_reason, started_at, ends_at, ended_at, created_by_label, created_at, updated_at, phase, phase_started_at, weights_changed FROM experiments WHERE org_id = $1 ORDER BY created_at DESC LIMIT 200
+SELECT id, org_id, key, name, registered_model_id, seed, coverage, status, metrics, guardrails, min_sample_per_arm, winner, conflicts, rollout_steps, rollout_hold, rollout_min_units, rollout_step, rollout_step_at, stop_reason, started_at, ends_at, ended_at, created_by_label, created_at, updated_at, phase, phase_started_at, weights_changed, starts_at FROM experiments WHERE org_id = $1 ORDER BY created_at DESC LIMIT 200
 `
 
 func (q *Queries) ExperimentList(ctx context.Context, orgID uuid.UUID) ([]Experiment, error) {
@@ -420,6 +438,7 @@ func (q *Queries) ExperimentList(ctx context.Context, orgID uuid.UUID) ([]Experi
 			&i.Phase,
 			&i.PhaseStartedAt,
 			&i.WeightsChanged,
+			&i.StartsAt,
 		); err != nil {
 			return nil, err
 		}
@@ -465,6 +484,37 @@ func (q *Queries) ExperimentListBuckets(ctx context.Context, arg ExperimentListB
 			return nil, err
 		}
 		items = append(items, bucket)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const experimentListKeysLike = `-- name: ExperimentListKeysLike :many
+SELECT key FROM experiments WHERE org_id = $1 AND (key = $2 OR starts_with(key, $2 || '-'))
+`
+
+type ExperimentListKeysLikeParams struct {
+	OrgID uuid.UUID `json:"org_id"`
+	Key   string    `json:"key"`
+}
+
+// The keys a key derived from a name could clash with: the key itself and
+// its numbered forms (key-2, key-3, ...).
+func (q *Queries) ExperimentListKeysLike(ctx context.Context, arg ExperimentListKeysLikeParams) ([]string, error) {
+	rows, err := q.db.Query(ctx, experimentListKeysLike, arg.OrgID, arg.Key)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []string{}
+	for rows.Next() {
+		var key string
+		if err := rows.Scan(&key); err != nil {
+			return nil, err
+		}
+		items = append(items, key)
 	}
 	if err := rows.Err(); err != nil {
 		return nil, err
@@ -594,7 +644,7 @@ func (q *Queries) ExperimentListMetricSums(ctx context.Context, arg ExperimentLi
 }
 
 const experimentListRunningWithRollout = `-- name: ExperimentListRunningWithRollout :many
-SELECT id, org_id, key, name, registered_model_id, seed, coverage, status, metrics, guardrails, min_sample_per_arm, winner, conflicts, rollout_steps, rollout_hold, rollout_min_units, rollout_step, rollout_step_at, stop_reason, started_at, ends_at, ended_at, created_by_label, created_at, updated_at, phase, phase_started_at, weights_changed FROM experiments WHERE status = 'running' AND cardinality(rollout_steps) > 0
+SELECT id, org_id, key, name, registered_model_id, seed, coverage, status, metrics, guardrails, min_sample_per_arm, winner, conflicts, rollout_steps, rollout_hold, rollout_min_units, rollout_step, rollout_step_at, stop_reason, started_at, ends_at, ended_at, created_by_label, created_at, updated_at, phase, phase_started_at, weights_changed, starts_at FROM experiments WHERE status = 'running' AND cardinality(rollout_steps) > 0
 `
 
 // Running experiments with a rollout plan, for the periodic guardrail check.
@@ -636,6 +686,7 @@ func (q *Queries) ExperimentListRunningWithRollout(ctx context.Context) ([]Exper
 			&i.Phase,
 			&i.PhaseStartedAt,
 			&i.WeightsChanged,
+			&i.StartsAt,
 		); err != nil {
 			return nil, err
 		}
@@ -708,7 +759,7 @@ UPDATE experiments SET status = $1, started_at = coalesce(started_at, CASE WHEN 
     ended_at = CASE WHEN $1 IN ('completed', 'cancelled') THEN now() ELSE ended_at END,
     winner = $2, stop_reason = $3, updated_at = now()
 WHERE id = $4
-RETURNING id, org_id, key, name, registered_model_id, seed, coverage, status, metrics, guardrails, min_sample_per_arm, winner, conflicts, rollout_steps, rollout_hold, rollout_min_units, rollout_step, rollout_step_at, stop_reason, started_at, ends_at, ended_at, created_by_label, created_at, updated_at, phase, phase_started_at, weights_changed
+RETURNING id, org_id, key, name, registered_model_id, seed, coverage, status, metrics, guardrails, min_sample_per_arm, winner, conflicts, rollout_steps, rollout_hold, rollout_min_units, rollout_step, rollout_step_at, stop_reason, started_at, ends_at, ended_at, created_by_label, created_at, updated_at, phase, phase_started_at, weights_changed, starts_at
 `
 
 type ExperimentUpdateStatusParams struct {
@@ -755,6 +806,7 @@ func (q *Queries) ExperimentUpdateStatus(ctx context.Context, arg ExperimentUpda
 		&i.Phase,
 		&i.PhaseStartedAt,
 		&i.WeightsChanged,
+		&i.StartsAt,
 	)
 	return i, err
 }
@@ -764,7 +816,7 @@ UPDATE experiments SET coverage = $1, seed = $2, phase = $3,
     phase_started_at = CASE WHEN $3::int <> phase THEN now() ELSE phase_started_at END,
     weights_changed = $4, updated_at = now()
 WHERE id = $5
-RETURNING id, org_id, key, name, registered_model_id, seed, coverage, status, metrics, guardrails, min_sample_per_arm, winner, conflicts, rollout_steps, rollout_hold, rollout_min_units, rollout_step, rollout_step_at, stop_reason, started_at, ends_at, ended_at, created_by_label, created_at, updated_at, phase, phase_started_at, weights_changed
+RETURNING id, org_id, key, name, registered_model_id, seed, coverage, status, metrics, guardrails, min_sample_per_arm, winner, conflicts, rollout_steps, rollout_hold, rollout_min_units, rollout_step, rollout_step_at, stop_reason, started_at, ends_at, ended_at, created_by_label, created_at, updated_at, phase, phase_started_at, weights_changed, starts_at
 `
 
 type ExperimentUpdateTrafficParams struct {
@@ -814,6 +866,7 @@ func (q *Queries) ExperimentUpdateTraffic(ctx context.Context, arg ExperimentUpd
 		&i.Phase,
 		&i.PhaseStartedAt,
 		&i.WeightsChanged,
+		&i.StartsAt,
 	)
 	return i, err
 }

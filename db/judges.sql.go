@@ -640,6 +640,36 @@ func (q *Queries) JudgeConflictCountOpen(ctx context.Context, orgID uuid.UUID) (
 	return count, err
 }
 
+const judgeConflictGet = `-- name: JudgeConflictGet :one
+SELECT id, org_id, agreement_id, feedback_id, human_score, judge_score, judge_safety_flag, critique, resolution, note, resolved_by_label, resolved_at, created_at FROM judge_conflicts WHERE org_id = $1 AND id = $2
+`
+
+type JudgeConflictGetParams struct {
+	OrgID uuid.UUID `json:"org_id"`
+	ID    uuid.UUID `json:"id"`
+}
+
+func (q *Queries) JudgeConflictGet(ctx context.Context, arg JudgeConflictGetParams) (JudgeConflict, error) {
+	row := q.db.QueryRow(ctx, judgeConflictGet, arg.OrgID, arg.ID)
+	var i JudgeConflict
+	err := row.Scan(
+		&i.ID,
+		&i.OrgID,
+		&i.AgreementID,
+		&i.FeedbackID,
+		&i.HumanScore,
+		&i.JudgeScore,
+		&i.JudgeSafetyFlag,
+		&i.Critique,
+		&i.Resolution,
+		&i.Note,
+		&i.ResolvedByLabel,
+		&i.ResolvedAt,
+		&i.CreatedAt,
+	)
+	return i, err
+}
+
 const judgeConflictInsert = `-- name: JudgeConflictInsert :exec
 INSERT INTO judge_conflicts (org_id, agreement_id, feedback_id, human_score, judge_score, judge_safety_flag, critique)
 VALUES ($1, $2, $3, $4, $5, $6, $7)
@@ -776,6 +806,23 @@ func (q *Queries) JudgeConflictUpdateResolution(ctx context.Context, arg JudgeCo
 		return 0, err
 	}
 	return result.RowsAffected(), nil
+}
+
+const judgeTemplateGetForUpdate = `-- name: JudgeTemplateGetForUpdate :exec
+SELECT pg_advisory_xact_lock(3, hashtext(concat($1::uuid, '/', $2::text)))
+`
+
+type JudgeTemplateGetForUpdateParams struct {
+	OrgID uuid.UUID `json:"org_id"`
+	Name  string    `json:"name"`
+}
+
+// Holds one template name of the organisation still until the transaction
+// ends, so that saves take turns numbering versions. An advisory lock,
+// since the name may have no row yet.
+func (q *Queries) JudgeTemplateGetForUpdate(ctx context.Context, arg JudgeTemplateGetForUpdateParams) error {
+	_, err := q.db.Exec(ctx, judgeTemplateGetForUpdate, arg.OrgID, arg.Name)
+	return err
 }
 
 const judgeTemplateGetLatest = `-- name: JudgeTemplateGetLatest :one

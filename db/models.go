@@ -1146,6 +1146,7 @@ type Experiment struct {
 	Phase             int32            `json:"phase"`
 	PhaseStartedAt    *time.Time       `json:"phase_started_at"`
 	WeightsChanged    bool             `json:"weights_changed"`
+	StartsAt          *time.Time       `json:"starts_at"`
 }
 
 type ExperimentArm struct {

@@ -874,8 +874,9 @@ UPDATE preference_pairs SET
     rejected_response = $5, preference_strength = $6,
     context_documents = $7, chosen_feedback_id = $8,
     rejected_feedback_id = $9, annotation_notes = $10, tags = $11,
-    content_hash = $12, updated_at = now(), version = version + 1
-WHERE org_id = $13 AND id = $14 AND version = $15
+    annotator_id = coalesce($12, annotator_id),
+    content_hash = $13, updated_at = now(), version = version + 1
+WHERE org_id = $14 AND id = $15 AND version = $16
 RETURNING id, seq, org_id, prompt, query, system_prompt, chosen_response, rejected_response, preference_strength, context_documents, method, chosen_feedback_id, rejected_feedback_id, external_id, annotator_id, annotation_notes, tags, content_hash, created_at, updated_at, version
 `
 
@@ -891,6 +892,7 @@ type PairUpdateParams struct {
 	RejectedFeedbackID uuid.NullUUID   `json:"rejected_feedback_id"`
 	AnnotationNotes    string          `json:"annotation_notes"`
 	Tags               []string        `json:"tags"`
+	AnnotatorID        uuid.NullUUID   `json:"annotator_id"`
 	ContentHash        []byte          `json:"content_hash"`
 	OrgID              uuid.UUID       `json:"org_id"`
 	ID                 uuid.UUID       `json:"id"`
@@ -910,6 +912,7 @@ func (q *Queries) PairUpdate(ctx context.Context, arg PairUpdateParams) (Prefere
 		arg.RejectedFeedbackID,
 		arg.AnnotationNotes,
 		arg.Tags,
+		arg.AnnotatorID,
 		arg.ContentHash,
 		arg.OrgID,
 		arg.ID,

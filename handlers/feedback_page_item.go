@@ -429,7 +429,7 @@ func (h *Handlers) FeedbackAutoAdvance(c echo.Context) error {
 		return errs.InvalidField("auto_advance", "must be on or off")
 	}
 	caller := CallerOf(c)
-	if err := h.Feedback.SetAutoAdvance(ctx(c), caller.OrgID, caller.UserID, on); err != nil {
+	if err := h.Feedback.SetAutoAdvance(ctx(c), caller.OrgID, caller.UserID, id, on); err != nil {
 		return err
 	}
 	msg := "Auto-advance is off: a review stays on the item."

@@ -2,10 +2,21 @@
 
 -- name: ExperimentInsert :one
 INSERT INTO experiments (org_id, key, name, registered_model_id, seed, coverage, metrics, guardrails, min_sample_per_arm,
-    rollout_steps, rollout_hold, rollout_min_units, ends_at, created_by_label)
+    rollout_steps, rollout_hold, rollout_min_units, starts_at, ends_at, created_by_label)
 VALUES (@org_id, @key, @name, @registered_model_id, @seed, @coverage, @metrics, @guardrails, @min_sample_per_arm,
-    @rollout_steps, @rollout_hold, @rollout_min_units, sqlc.narg('ends_at'), @created_by_label)
+    @rollout_steps, @rollout_hold, @rollout_min_units, sqlc.narg('starts_at'), sqlc.narg('ends_at'), @created_by_label)
 RETURNING *;
+
+-- name: ExperimentKeyGetForUpdate :exec
+-- Holds the organisation's experiment keys still until the transaction
+-- ends, so that a key derived from a name is chosen once. An advisory
+-- lock: the key has no row yet.
+SELECT pg_advisory_xact_lock(4, hashtext(concat(@org_id::uuid)));
+
+-- name: ExperimentListKeysLike :many
+-- The keys a key derived from a name could clash with: the key itself and
+-- its numbered forms (key-2, key-3, ...).
+SELECT key FROM experiments WHERE org_id = @org_id AND (key = @key OR starts_with(key, @key || '-'));
 
 -- name: ExperimentArmInsert :exec
 INSERT INTO experiment_arms (experiment_id, idx, name, model_version_id, weight)

@@ -20,6 +20,12 @@ SELECT @org_id, @name, coalesce(max(version), CASE WHEN @name::text = 'default' 
 FROM judge_templates WHERE org_id = @org_id AND name = @name
 RETURNING *;
 
+-- name: JudgeTemplateGetForUpdate :exec
+-- Holds one template name of the organisation still until the transaction
+-- ends, so that saves take turns numbering versions. An advisory lock,
+-- since the name may have no row yet.
+SELECT pg_advisory_xact_lock(3, hashtext(concat(@org_id::uuid, '/', @name::text)));
+
 -- name: JudgeTemplateGetLatest :one
 SELECT * FROM judge_templates WHERE org_id = @org_id AND name = @name ORDER BY version DESC LIMIT 1;
 
@@ -120,6 +126,9 @@ JOIN judge_agreements a ON a.id = c.agreement_id
 WHERE c.org_id = @org_id AND (@resolved::bool = (c.resolution IS NOT NULL))
 ORDER BY c.created_at DESC, c.id
 LIMIT 200;
+
+-- name: JudgeConflictGet :one
+SELECT * FROM judge_conflicts WHERE org_id = @org_id AND id = @id;
 
 -- name: JudgeConflictCountOpen :one
 SELECT count(*) FROM judge_conflicts WHERE org_id = @org_id AND resolution IS NULL;

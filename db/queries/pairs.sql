@@ -57,6 +57,7 @@ UPDATE preference_pairs SET
     rejected_response = @rejected_response, preference_strength = @preference_strength,
     context_documents = @context_documents, chosen_feedback_id = sqlc.narg('chosen_feedback_id'),
     rejected_feedback_id = sqlc.narg('rejected_feedback_id'), annotation_notes = @annotation_notes, tags = @tags,
+    annotator_id = coalesce(sqlc.narg('annotator_id'), annotator_id),
     content_hash = @content_hash, updated_at = now(), version = version + 1
 WHERE org_id = @org_id AND id = @id AND version = @version
 RETURNING *;

@@ -25,3 +25,14 @@ func (s *Service) GetUser(ctx context.Context, orgID, userID uuid.UUID) (db.User
 	}
 	return u, err
 }
+
+// UserByEmail returns the organisation's user with the e-mail address (in
+// any case), or errs.ErrNotFound, also when the address is another
+// organisation's user's.
+func (s *Service) UserByEmail(ctx context.Context, orgID uuid.UUID, email string) (db.User, error) {
+	u, err := db.New(s.Pool).UserGetByEmail(ctx, email)
+	if errors.Is(err, pgx.ErrNoRows) || err == nil && u.OrgID != orgID {
+		return db.User{}, errs.ErrNotFound
+	}
+	return u, err
+}

@@ -50,7 +50,8 @@ type Services struct {
 	// Jobs inserts River jobs; services start their work through it.
 	Jobs *river.Client[pgx.Tx]
 	// Outbound makes every call to a server a user named (Langfuse, alert
-	// webhooks), under the operator's CURATE_OUTBOUND_ALLOW.
+	// webhooks, judge and chat endpoints, serving targets), under the
+	// operator's CURATE_OUTBOUND_ALLOW.
 	Outbound *outbound.Client
 	// Scratch is this process's directory for files still being written
 	// (<data dir>/tmp/...); Close it on exit.

@@ -328,7 +328,13 @@ func (s *Service) Resolve(ctx context.Context, actor audit.Actor, orgID, id uuid
 			return err
 		}
 		if n == 0 {
-			return &errs.Conflict{Message: "This conflict is already resolved, or is not this organisation's."}
+			// Another organisation's conflict is simply not found.
+			if _, err := q.JudgeConflictGet(ctx, db.JudgeConflictGetParams{OrgID: orgID, ID: id}); errors.Is(err, pgx.ErrNoRows) {
+				return errs.ErrNotFound
+			} else if err != nil {
+				return err
+			}
+			return &errs.Conflict{Message: "This conflict is already resolved."}
 		}
 		return audit.Record(ctx, q, actor, audit.Entry{OrgID: orgID, Action: "judge.conflict_resolve", TargetType: "judge_conflict",
 			TargetID: id.String(), Details: map[string]any{"resolution": resolution}})
