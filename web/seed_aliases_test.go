@@ -201,7 +201,7 @@ func TestSeedABTest(t *testing.T) {
 		s.API(admin, http.MethodPost, "/api/models", map[string]any{"name": "support", "model_id": fmt.Sprintf("support-v%d", i+2)}).
 			Must(t, http.StatusCreated).JSON(t, v)
 	}
-	start := time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC)
+	start := time.Now().UTC().Truncate(time.Hour).Add(24 * time.Hour)
 	end := start.Add(14 * 24 * time.Hour)
 	seed := map[string]any{"name": "Support v2 vs v3", "control_model_id": v1.ID, "treatment_model_id": v2.ID, "traffic_split": 0.5,
 		"start_date": start, "end_date": end, "success_metrics": []string{"thumbs_up_rate", "avg_rating"}}
