@@ -1698,3 +1698,14 @@ type UserPreference struct {
 	AutoAdvance bool      `json:"auto_advance"`
 	UpdatedAt   time.Time `json:"updated_at"`
 }
+
+type Worker struct {
+	ID         uuid.UUID  `json:"id"`
+	Host       string     `json:"host"`
+	Device     string     `json:"device"`
+	GpuSlots   int32      `json:"gpu_slots"`
+	Probe      []byte     `json:"probe"`
+	ProbedAt   *time.Time `json:"probed_at"`
+	StartedAt  time.Time  `json:"started_at"`
+	LastSeenAt time.Time  `json:"last_seen_at"`
+}

@@ -177,7 +177,7 @@ type trainMetrics struct {
 }
 
 type trainRuntime struct {
-	Device string `json:"device"` // cuda, cpu, none (no torch) or unknown
+	Device string `json:"device"` // cuda, cpu, none (no torch) or unknown, as the live GPU workers report it
 }
 
 // APITrainStatus answers GET /api/train/status/:id.
@@ -245,9 +245,11 @@ func (h *Handlers) APITrainStatus(c echo.Context) error {
 			out.Detail.Metrics.Loss = &m.TrainLoss.Float64
 		}
 	}
-	if info, err := h.FineTune.LocalProbe(ctx(c)); err == nil && info.Device != "" {
-		out.Detail.Runtime.Device = info.Device
+	device, err := h.FineTune.WorkerDevice(ctx(c))
+	if err != nil {
+		return err
 	}
+	out.Detail.Runtime.Device = device
 	return c.JSON(http.StatusOK, out)
 }
 

@@ -20,6 +20,7 @@ import (
 
 	"github.com/curate/curate/internal/finetune"
 	"github.com/curate/curate/internal/finetune/finetunetest"
+	"github.com/curate/curate/internal/servers"
 	"github.com/curate/curate/web/webtest"
 )
 
@@ -481,6 +482,16 @@ func TestTrainMetricsFromAnotherMachine(t *testing.T) {
 	writeModel(t, filepath.Join(cfg.ModelsDir, model))
 	worker := finetune.FromConfig(s.Pool, cfg)
 	worker.SetDataSource(src)
+	// The worker's machine reports what its trainer finds, as its
+	// process's beat does; the web server takes the launch on its word.
+	info, err := worker.LocalProbe(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.App.Services.Servers.WorkerBeat(t.Context(), servers.WorkerReport{ID: uuid.New(), Host: "gpu-1", Device: "auto", Slots: 1,
+		Probe: &info, ProbedAt: time.Now()}); err != nil {
+		t.Fatal(err)
+	}
 
 	var started struct {
 		JobID string `json:"job_id"`

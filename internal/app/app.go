@@ -136,6 +136,8 @@ func New(cfg config.Config, pool *pgxpool.Pool, log *slog.Logger) (*Services, er
 	rw := &reward.Service{Pool: pool}
 	ev.Runner = &eval.Runs{Endpoints: eps, Judge: jd, Models: reg, Reward: rw}
 	ft.Registry = reg
+	svs := &servers.Service{Pool: pool}
+	ft.Workers = svs
 	acc := accounts.New(pool)
 	acc.SessionTTL = cfg.SessionTTL
 	svc := &Services{
@@ -153,7 +155,7 @@ func New(cfg config.Config, pool *pgxpool.Pool, log *slog.Logger) (*Services, er
 		FeedbackStats: &feedbackstats.Service{Pool: pool},
 		AuditLog:      &audit.Service{Pool: pool},
 		Health:        &health.Service{Pool: pool},
-		Servers:       &servers.Service{Pool: pool},
+		Servers:       svs,
 		Models:        reg,
 		Eval:          ev,
 		Serving:       srv,

@@ -169,10 +169,19 @@ func (s *Service) Estimate(ctx context.Context, orgID uuid.UUID, req Request) (E
 	}
 	var p provider.Provider
 	if known {
-		if why := s.unavailable(ctx, req.Provider); why != "" {
-			v.Add("provider", "%s cannot be used here: %s", entry.Label, lowerFirst(why))
-		} else if p, _, err = s.client(ctx, req.Provider); err != nil {
+		why, err := s.unavailable(ctx, req.Provider, req.Method)
+		switch {
+		case err != nil:
 			return est, err
+		case why != "" && req.Provider == local.Name:
+			// Local jobs run on whichever worker takes them, not here.
+			v.Add("provider", "%s cannot take this job: %s", entry.Label, lowerFirst(why))
+		case why != "":
+			v.Add("provider", "%s cannot be used here: %s", entry.Label, lowerFirst(why))
+		default:
+			if p, _, err = s.client(ctx, req.Provider); err != nil {
+				return est, err
+			}
 		}
 	}
 	if p != nil {
