@@ -51,6 +51,7 @@ var labels = map[string]string{
 	"human_right":        "The person is right",
 	"both_wrong":         "Both are wrong",
 	"thumbs_":            "Middling",
+	"vllm_pooling":       "vLLM pooling runner",
 }
 
 // Label is how an enum value, a check or a setting's key reads on screen:
