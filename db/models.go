@@ -1598,6 +1598,14 @@ type RewardFormula struct {
 	CreatedAt      time.Time       `json:"created_at"`
 }
 
+type RewardModelCache struct {
+	OrgID     uuid.UUID `json:"org_id"`
+	Key       []byte    `json:"key"`
+	VersionID uuid.UUID `json:"version_id"`
+	Raw       float64   `json:"raw"`
+	CreatedAt time.Time `json:"created_at"`
+}
+
 type RiverJob struct {
 	ID          int64             `json:"id"`
 	State       RiverJobState     `json:"state"`

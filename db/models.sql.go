@@ -338,6 +338,71 @@ func (q *Queries) DeploymentGetLatestSucceeded(ctx context.Context, arg Deployme
 	return i, err
 }
 
+const deploymentGetScoring = `-- name: DeploymentGetScoring :one
+SELECT v.id AS version_id, v.version, m.name AS model_name, d.served_name, t.id, t.org_id, t.name, t.kind, t.base_url, t.api_key_ciphertext, t.api_key_nonce, t.unload_grace_s, t.created_at
+FROM model_versions v
+JOIN registered_models m ON m.org_id = v.org_id AND m.id = v.registered_model_id
+JOIN deployments d ON d.org_id = v.org_id AND d.version_id = v.id AND d.status = 'succeeded' AND d.unloaded_at IS NULL AND d.served_name <> ''
+JOIN serving_targets t ON t.org_id = d.org_id AND t.id = d.target_id AND t.kind = $1
+WHERE v.org_id = $2 AND v.kind = $3
+  AND v.id = coalesce($4::uuid,
+      (SELECT a.version_id FROM model_aliases a
+       JOIN registered_models am ON am.org_id = a.org_id AND am.id = a.registered_model_id
+       WHERE am.org_id = $2 AND am.name = $5 AND a.alias = $6))
+ORDER BY d.finished_at DESC, d.created_at DESC
+LIMIT 1
+`
+
+type DeploymentGetScoringParams struct {
+	TargetKind  string        `json:"target_kind"`
+	OrgID       uuid.UUID     `json:"org_id"`
+	VersionKind string        `json:"version_kind"`
+	VersionID   uuid.NullUUID `json:"version_id"`
+	Name        pgtype.Text   `json:"name"`
+	Alias       pgtype.Text   `json:"alias"`
+}
+
+type DeploymentGetScoringRow struct {
+	VersionID     uuid.UUID     `json:"version_id"`
+	Version       string        `json:"version"`
+	ModelName     string        `json:"model_name"`
+	ServedName    string        `json:"served_name"`
+	ServingTarget ServingTarget `json:"serving_target"`
+}
+
+// Where a reward model scores, in one statement for best-of-N's sake: the
+// version (by its id, or by its registered model's name and an alias) and
+// the newest of its deployments still served (as DeploymentListServed
+// reads them) by a target of the kind that scores. No row when there is
+// none; the caller then reads why.
+func (q *Queries) DeploymentGetScoring(ctx context.Context, arg DeploymentGetScoringParams) (DeploymentGetScoringRow, error) {
+	row := q.db.QueryRow(ctx, deploymentGetScoring,
+		arg.TargetKind,
+		arg.OrgID,
+		arg.VersionKind,
+		arg.VersionID,
+		arg.Name,
+		arg.Alias,
+	)
+	var i DeploymentGetScoringRow
+	err := row.Scan(
+		&i.VersionID,
+		&i.Version,
+		&i.ModelName,
+		&i.ServedName,
+		&i.ServingTarget.ID,
+		&i.ServingTarget.OrgID,
+		&i.ServingTarget.Name,
+		&i.ServingTarget.Kind,
+		&i.ServingTarget.BaseUrl,
+		&i.ServingTarget.ApiKeyCiphertext,
+		&i.ServingTarget.ApiKeyNonce,
+		&i.ServingTarget.UnloadGraceS,
+		&i.ServingTarget.CreatedAt,
+	)
+	return i, err
+}
+
 const deploymentInsert = `-- name: DeploymentInsert :one
 INSERT INTO deployments (
     org_id, registered_model_id, version_id, target_id, alias, action, reason,
@@ -587,6 +652,22 @@ func (q *Queries) DeploymentUpdateRunning(ctx context.Context, id uuid.UUID) err
 	return err
 }
 
+const deploymentUpdateServedName = `-- name: DeploymentUpdateServedName :exec
+UPDATE deployments SET served_name = $1 WHERE id = $2
+`
+
+type DeploymentUpdateServedNameParams struct {
+	ServedName string    `json:"served_name"`
+	ID         uuid.UUID `json:"id"`
+}
+
+// The name a target that serves what it was started with (a vLLM pooling
+// runner) lists the version under, found when it was asked.
+func (q *Queries) DeploymentUpdateServedName(ctx context.Context, arg DeploymentUpdateServedNameParams) error {
+	_, err := q.db.Exec(ctx, deploymentUpdateServedName, arg.ServedName, arg.ID)
+	return err
+}
+
 const deploymentUpdateSucceeded = `-- name: DeploymentUpdateSucceeded :exec
 UPDATE deployments SET status = 'succeeded', alias_moved_at = CASE WHEN action <> 'load' THEN now() END, finished_at = now()
 WHERE id = $1
@@ -658,6 +739,26 @@ func (q *Queries) ModelAliasGet(ctx context.Context, arg ModelAliasGetParams) (M
 		&i.UpdatedAt,
 	)
 	return i, err
+}
+
+const modelAliasGetByModelName = `-- name: ModelAliasGetByModelName :one
+SELECT a.version_id FROM model_aliases a
+JOIN registered_models m ON m.org_id = a.org_id AND m.id = a.registered_model_id
+WHERE m.org_id = $1 AND m.name = $2 AND a.alias = $3
+`
+
+type ModelAliasGetByModelNameParams struct {
+	OrgID uuid.UUID `json:"org_id"`
+	Name  string    `json:"name"`
+	Alias string    `json:"alias"`
+}
+
+// The version an alias of a registered model, named, holds.
+func (q *Queries) ModelAliasGetByModelName(ctx context.Context, arg ModelAliasGetByModelNameParams) (uuid.UUID, error) {
+	row := q.db.QueryRow(ctx, modelAliasGetByModelName, arg.OrgID, arg.Name, arg.Alias)
+	var version_id uuid.UUID
+	err := row.Scan(&version_id)
+	return version_id, err
 }
 
 const modelAliasListByModels = `-- name: ModelAliasListByModels :many

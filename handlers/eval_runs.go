@@ -53,7 +53,7 @@ func (h *Handlers) evaluationRuns(c echo.Context, m *views.EvaluationsView, star
 	}
 	versions := map[string]models.Version{}
 	for _, v := range choices.Versions {
-		if v.Status != "archived" {
+		if v.Status != "archived" && v.Kind != models.KindReward { // a reward model writes no answers
 			versions[v.ID.String()] = v
 			m.Choices.Versions = append(m.Choices.Versions, views.Option{Value: v.ID.String(), Label: v.Name + " " + v.Version})
 		}
@@ -97,13 +97,10 @@ func (h *Handlers) evaluationRuns(c echo.Context, m *views.EvaluationsView, star
 }
 
 // scorerChoices are the scorers the form offers, each with what it
-// measures. A reward model cannot score yet: it is not offered.
+// measures. A reward model is named with its version, through the API.
 func scorerChoices() []views.ScorerChoice {
 	var out []views.ScorerChoice
 	for _, name := range scorers.PresetNames() {
-		if name == "reward_model" {
-			continue
-		}
 		a := scorers.Describe(name)
 		out = append(out, views.ScorerChoice{Name: name, Label: a.Label, Measures: a.Measures})
 	}

@@ -217,6 +217,8 @@ func targetKind(kind string) string {
 		return "vLLM"
 	case serving.KindOpenAI:
 		return "provider-hosted"
+	case serving.KindVLLMPooling:
+		return "vLLM pooling runner"
 	}
 	return views.Label(kind)
 }

@@ -55,6 +55,7 @@ var labels = map[string]string{
 	"ppo":                "PPO",
 	"ui":                 "UI",
 	"sharegpt":           "ShareGPT",
+	"vllm_pooling":       "vLLM pooling runner",
 }
 
 // Label is how an enum value, a check or a setting's key reads on screen:

@@ -37,6 +37,7 @@ import (
 	"github.com/curate/curate/internal/pairs"
 	"github.com/curate/curate/internal/pricing"
 	"github.com/curate/curate/internal/reward"
+	"github.com/curate/curate/internal/rewardmodel"
 	"github.com/curate/curate/internal/scratch"
 	"github.com/curate/curate/internal/servers"
 	"github.com/curate/curate/internal/serving"
@@ -91,6 +92,9 @@ type Services struct {
 	Codebooks *codebook.Service
 	// Overview counts the start page's waiting work.
 	Overview *overview.Service
+	// RewardModels scores answers with served reward models, for
+	// best-of-N, evaluations and experiments' live scoring.
+	RewardModels *rewardmodel.Service
 }
 
 // New builds the services on an open, migrated database.
@@ -134,7 +138,8 @@ func New(cfg config.Config, pool *pgxpool.Pool, log *slog.Logger) (*Services, er
 	ev := &eval.Service{Pool: pool, Jobs: inserter}
 	reg := &models.Service{Pool: pool, Jobs: inserter, Serving: srv, Gate: ev}
 	rw := &reward.Service{Pool: pool}
-	ev.Runner = &eval.Runs{Endpoints: eps, Judge: jd, Models: reg, Reward: rw}
+	rms := &rewardmodel.Service{Pool: pool, Models: reg}
+	ev.Runner = &eval.Runs{Endpoints: eps, Judge: jd, Models: reg, Reward: rw, RewardModels: rms}
 	ft.Registry = reg
 	svs := &servers.Service{Pool: pool}
 	ft.Workers = svs
@@ -162,10 +167,11 @@ func New(cfg config.Config, pool *pgxpool.Pool, log *slog.Logger) (*Services, er
 		Reward:        rw,
 		Endpoints:     eps,
 		Judge:         jd,
-		BestOfN:       &bestofn.Service{Pool: pool, Judge: jd, Endpoints: eps, Models: reg},
+		BestOfN:       &bestofn.Service{Pool: pool, Judge: jd, Endpoints: eps, Models: reg, RewardModels: rms},
 		Experiments:   &experiments.Service{Pool: pool, Models: reg},
 		Codebooks:     &codebook.Service{Pool: pool, Judge: jd, Jobs: inserter},
 		Overview:      &overview.Service{Pool: pool},
+		RewardModels:  rms,
 	}
 	// The start page recommends for running experiments as their panels do.
 	svc.Overview.Experiments = svc.Experiments

@@ -15,11 +15,11 @@ import (
 
 // Results is an experiment's analysis.
 type Results struct {
-	Key            string               `json:"key"`
-	Status         string               `json:"status"`
-	Units          []int64              `json:"units"`
-	SRMPValue      *float64             `json:"srm_p_value"`
-	Metrics        []MetricResult       `json:"metrics"`
+	Key       string         `json:"key"`
+	Status    string         `json:"status"`
+	Units     []int64        `json:"units"`
+	SRMPValue *float64       `json:"srm_p_value"`
+	Metrics   []MetricResult `json:"metrics"`
 	// Recommendation is what to do now: the statistics engine's advice
 	// while the experiment runs, its state (ActionRolledBack and the
 	// others) when it does not.

@@ -297,10 +297,11 @@ func (s *Service) ReleaseTx(ctx context.Context, tx pgx.Tx, q *db.Queries, ids [
 	return nil
 }
 
-// listed asks a vLLM target whether it lists what the deployment loaded;
-// other targets serve what they were given, as far as Curate can tell.
+// listed asks a vLLM target whether it lists what the deployment loaded
+// (or, on a pooling target, the model it was found serving); other
+// targets serve what they were given, as far as Curate can tell.
 func (s *Service) listed(ctx context.Context, d db.Deployment, t db.ServingTarget) (bool, error) {
-	if t.Kind != serving.KindVLLM || d.ServedName == "" {
+	if (t.Kind != serving.KindVLLM && t.Kind != serving.KindVLLMPooling) || d.ServedName == "" {
 		return true, nil
 	}
 	c, err := s.Serving.VLLM(t)
@@ -310,6 +311,10 @@ func (s *Service) listed(ctx context.Context, d db.Deployment, t db.ServingTarge
 	served, err := c.Models(ctx)
 	if err != nil {
 		return false, err
+	}
+	if t.Kind == serving.KindVLLMPooling {
+		_, ok := serving.Serves(served, d.ServedName)
+		return ok, nil
 	}
 	ok, _ := serving.Lists(served, d.ServedName, "")
 	return ok, nil

@@ -6,3 +6,7 @@ package serving
 // models are reached through a registered endpoint, and a webhook's
 // pipeline serves elsewhere.
 func CanChat(kind string) bool { return kind == KindVLLM }
+
+// CanScore reports whether Curate can send answers to score to what a
+// target of this kind serves: a vLLM server running its pooling runner.
+func CanScore(kind string) bool { return kind == KindVLLMPooling }

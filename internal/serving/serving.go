@@ -1,5 +1,6 @@
 // Package serving holds the places model versions are served from: a vLLM
-// server that loads LoRA adapters at runtime, a provider that hosts its own
+// server that loads LoRA adapters at runtime, a vLLM server running a
+// reward model with its pooling runner, a provider that hosts its own
 // fine-tuned models (nothing to load), or a team's own deployment pipeline
 // reached by a signed webhook. Admins configure them per organisation; an
 // API key, when a target has one, is stored sealed and never shown again.
@@ -31,10 +32,14 @@ const (
 	KindVLLM    = "vllm"
 	KindOpenAI  = "openai"
 	KindWebhook = "webhook"
+	// KindVLLMPooling is a vLLM server started with the pooling runner
+	// (vllm serve <model> --runner pooling): it serves the one reward model
+	// it was started with, through its classification and pooling APIs.
+	KindVLLMPooling = "vllm_pooling"
 )
 
 // Kinds lists the kinds of serving target.
-var Kinds = []string{KindVLLM, KindOpenAI, KindWebhook}
+var Kinds = []string{KindVLLM, KindOpenAI, KindWebhook, KindVLLMPooling}
 
 // Limits on input.
 const (
@@ -102,7 +107,7 @@ func (s *Service) Create(ctx context.Context, actor audit.Actor, orgID uuid.UUID
 		v.Add("kind", "must be one of %s", strings.Join(Kinds, ", "))
 	}
 	in.BaseURL = strings.TrimRight(strings.TrimSpace(in.BaseURL), "/")
-	needsURL := in.Kind == KindVLLM || in.Kind == KindWebhook
+	needsURL := in.Kind == KindVLLM || in.Kind == KindWebhook || in.Kind == KindVLLMPooling
 	if v.Text("base_url", in.BaseURL, MaxURL, needsURL) && in.BaseURL != "" {
 		if err := s.Outbound.CheckURL(ctx, in.BaseURL); err != nil {
 			v.Add("base_url", "%s", outbound.Describe(err))
@@ -195,7 +200,7 @@ func (s *Service) key(t db.ServingTarget) (string, error) {
 	return s.Secrets.Open(t.ApiKeyCiphertext, t.ApiKeyNonce, binding(t.OrgID))
 }
 
-// VLLM is the client of a vllm target.
+// VLLM is the client of a vllm or vllm_pooling target.
 func (s *Service) VLLM(t db.ServingTarget) (*VLLM, error) {
 	key, err := s.key(t)
 	if err != nil {
