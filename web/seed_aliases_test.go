@@ -347,7 +347,7 @@ func TestSeedTrainWithoutDataset(t *testing.T) {
 	if status.DatasetVersionID != chats || status.Dataset != "support-sft v1" {
 		t.Errorf("status names %+v", status)
 	}
-	page := s.SignedIn("ada@acme.test").Get("/fine-tuning/jobs/" + started.JobID).Must(t, http.StatusOK).Body
+	page := s.SignedIn("ada@acme.test").Get("/fine-tuning/jobs/"+started.JobID).Must(t, http.StatusOK).Body
 	if !strings.Contains(page, "No dataset version was named: training on support-sft v1") {
 		t.Error("the job's page does not say which version it chose")
 	}
