@@ -371,7 +371,7 @@ func TestSeedTrainRefusedForWhatTheMachineLacks(t *testing.T) {
 	var p problemDoc
 	s.API(admin, http.MethodPost, "/api/train", map[string]any{"stage": "IRS", "n_iterations": 1, "n_questions": 8}).
 		Must(t, http.StatusUnprocessableEntity).JSON(t, &p)
-	if len(p.Errors) != 1 || !strings.Contains(p.Errors[0].Message, "torch is not installed") {
+	if len(p.Errors) != 1 || !strings.Contains(p.Errors[0].Message, "no live GPU worker has torch") {
 		t.Errorf("refused with %+v; want one message, that torch is missing", p.Errors)
 	}
 }
