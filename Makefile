@@ -56,7 +56,7 @@ gotest:
 	status=0; $(GO) test -race -count=1 -timeout=20m ./... || status=$$?; \
 	CURATE_DATA_DIR=$(TESTDIR) $(TESTDIR)/curate devdb stop >/dev/null; exit $$status
 
-## s3server: build SeaweedFS, the S3-compatible server the tests run against, once (cached in ~/.cache/curate; about 4 minutes cold)
+## s3server: build SeaweedFS, the S3-compatible server the tests run against, once (cached in ~/.cache/curate; 5 minutes or more cold)
 s3server:
 	@GO=$(GO) scripts/s3server.sh
 
