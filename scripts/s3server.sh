@@ -6,8 +6,9 @@
 # refused; its source is taken from the module cache and built in a copy.
 # A cold build takes about 9 CPU-minutes (5 minutes or more on 2 cores, far
 # longer on a busy machine; a rebuild with Go's build cache warm, under a
-# minute) and gives a binary of about 165 MB, kept in $CURATE_TOOLS (default ~/.cache/curate) and reused while
-# the pinned version stays the same. CURATE_S3_SERVER, when set to an
+# minute) and gives a binary of about 165 MB, kept in $CURATE_TOOLS
+# (default ~/.cache/curate) and reused while the pinned version stays the
+# same. CURATE_S3_SERVER, when set to an
 # executable, is used as it is.
 set -euo pipefail
 
