@@ -1456,6 +1456,23 @@ type JudgeConflict struct {
 	CreatedAt       time.Time              `json:"created_at"`
 }
 
+type JudgeReservation struct {
+	ID        int64     `json:"id"`
+	OrgID     uuid.UUID `json:"org_id"`
+	Month     time.Time `json:"month"`
+	Micros    int64     `json:"micros"`
+	Purpose   string    `json:"purpose"`
+	CreatedAt time.Time `json:"created_at"`
+	ExpiresAt time.Time `json:"expires_at"`
+}
+
+type JudgeSpending struct {
+	OrgID          uuid.UUID `json:"org_id"`
+	Month          time.Time `json:"month"`
+	SpentMicros    int64     `json:"spent_micros"`
+	ReservedMicros int64     `json:"reserved_micros"`
+}
+
 type JudgeTemplate struct {
 	OrgID          uuid.UUID `json:"org_id"`
 	Name           string    `json:"name"`

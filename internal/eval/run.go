@@ -17,6 +17,7 @@ import (
 	"github.com/curate/curate/db"
 	"github.com/curate/curate/internal/audit"
 	"github.com/curate/curate/internal/errs"
+	"github.com/curate/curate/internal/jobq"
 	"github.com/curate/curate/internal/leak"
 	"github.com/curate/curate/internal/outbound"
 	"github.com/curate/curate/internal/pricing"
@@ -434,6 +435,8 @@ type Run struct {
 	// Splits are the mean rewards per split, red team last.
 	Splits []SplitResult `json:"-"`
 	Kind   string        `json:"kind"`
+	// jobID is the River job carrying the run on (0 for none).
+	jobID int64
 }
 
 // RunItem is one answered item of a run.
@@ -463,7 +466,7 @@ func (s *Service) GetRun(ctx context.Context, orgID, runID uuid.UUID) (Run, erro
 	if err != nil {
 		return Run{}, err
 	}
-	out := Run{ID: r.ID, Status: string(r.Status), Kind: r.Kind, Items: []RunItem{}}
+	out := Run{ID: r.ID, Status: string(r.Status), Kind: r.Kind, Items: []RunItem{}, jobID: r.RiverJobID.Int64}
 	out.Progress.Done, out.Progress.Total = int(r.Done), int(r.Total)
 	out.Summary.Invalid, out.Summary.JudgeCalls = int(r.Invalid), int(r.JudgeCalls)
 	out.Summary.JudgeCostUSD = pricing.Micros(r.JudgeCostMicros).Dollars()
@@ -550,23 +553,60 @@ func (s *Service) trainedOn(ctx context.Context, orgID, versionID uuid.UUID) (uu
 	return v.ModelVersion.DatasetVersionID.UUID, nil
 }
 
-// Resume queues a paused run again (after its budget was raised, say): it
-// goes on at the next item not stored.
+// Resume carries a run that has not finished on: a paused one (after its
+// budget was raised, say) or one whose worker stopped (killed while it
+// ran). It goes on at the next item not stored, and no item is paid for
+// twice. A run whose job is queued or running in a live worker needs no
+// resuming, and one that finished cannot be.
 func (s *Service) Resume(ctx context.Context, actor audit.Actor, orgID, runID uuid.UUID) error {
 	return db.InTx(ctx, s.Pool, func(tx pgx.Tx, q *db.Queries) error {
-		n, err := q.EvaluationRunUpdateResumed(ctx, db.EvaluationRunUpdateResumedParams{OrgID: orgID, ID: runID})
+		run, err := q.EvaluationRunGetForUpdate(ctx, db.EvaluationRunGetForUpdateParams{OrgID: orgID, ID: runID})
+		if errors.Is(err, pgx.ErrNoRows) {
+			return errs.ErrNotFound
+		}
 		if err != nil {
 			return err
 		}
-		if n == 0 {
-			if _, err := q.EvaluationRunGet(ctx, db.EvaluationRunGetParams{OrgID: orgID, ID: runID}); errors.Is(err, pgx.ErrNoRows) {
-				return errs.ErrNotFound
-			}
-			return &errs.Conflict{Message: "Only a paused evaluation can be resumed."}
+		if run.Status == db.EvaluationStatusSucceeded || run.Status == db.EvaluationStatusFailed {
+			return &errs.Conflict{Message: "This evaluation has finished: start a new one to evaluate again."}
 		}
-		if _, err := s.Jobs.InsertTx(ctx, tx, EvaluateArgs{RunID: runID}, nil); err != nil {
+		var jobID int64
+		if run.Status == db.EvaluationStatusPaused || !run.RiverJobID.Valid {
+			// A paused run's job has ended, or is ending now.
+			job, err := s.Jobs.InsertTx(ctx, tx, EvaluateArgs{RunID: runID}, nil)
+			if err != nil {
+				return err
+			}
+			jobID = job.Job.ID
+		} else if jobID, err = jobq.Revive(ctx, tx, s.Jobs, run.RiverJobID.Int64, EvaluateArgs{RunID: runID}); errors.Is(err, jobq.ErrLive) {
+			return &errs.Conflict{Message: "This evaluation is under way: its worker carries it on."}
+		} else if err != nil {
 			return err
 		}
-		return audit.Record(ctx, q, actor, audit.Entry{OrgID: orgID, Action: "evaluation.resume", TargetType: "evaluation_run", TargetID: runID.String()})
+		if err := q.EvaluationRunUpdateResumed(ctx, db.EvaluationRunUpdateResumedParams{OrgID: orgID, ID: runID,
+			RiverJobID: pgtype.Int8{Int64: jobID, Valid: true}}); err != nil {
+			return err
+		}
+		return audit.Record(ctx, q, actor, audit.Entry{OrgID: orgID, Action: "evaluation.resume", TargetType: "evaluation_run",
+			TargetID: runID.String(), Details: map[string]any{"status": string(run.Status)}})
 	})
+}
+
+// Abandon pauses a run whose job was given up, with the reason: what it
+// scored stays, and resuming it goes on from there.
+func (s *Service) Abandon(ctx context.Context, runID uuid.UUID, reason string) error {
+	return s.pause(ctx, runID, reason)
+}
+
+// Stalled reports whether a run that has not finished has no job carrying
+// it on: paused, or its worker stopped. An admin can resume it.
+func (s *Service) Stalled(ctx context.Context, r Run) (bool, error) {
+	switch r.Status {
+	case string(db.EvaluationStatusPaused):
+		return true, nil
+	case string(db.EvaluationStatusQueued), string(db.EvaluationStatusRunning):
+	default:
+		return false, nil
+	}
+	return jobq.Stalled(ctx, db.New(s.Pool), r.jobID)
 }
