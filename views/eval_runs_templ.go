@@ -1166,7 +1166,7 @@ func CandidateReach(p Page, r ReachView) templ.Component {
 					return templ_7745c5c3_Err
 				}
 			} else {
-				templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 110, "<p>Curate asks versions on vLLM servers only, and a full model is not loaded on one: <a href=\"/evaluations/judges\">register an endpoint</a> that serves it and choose it as the candidate's endpoint instead.</p>")
+				templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 110, "<p>Curate asks a full model where a provider serves it, and no provider is set up as a serving target: <a href=\"/models/targets\">add one</a> (OpenAI, or any OpenAI-compatible provider) and deploy the version to a staging alias there, or <a href=\"/evaluations/judges\">register an endpoint</a> that serves it and choose it as the candidate's endpoint instead.</p>")
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err
 				}

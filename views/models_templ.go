@@ -2351,7 +2351,7 @@ func TargetsPage(p Page, m TargetsView) templ.Component {
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
-			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 226, "\" maxlength=\"2000\" placeholder=\"https://vllm.internal:8000\"><span class=\"hint\">the vLLM server's base URL (without /v1), or the webhook's URL</span></label>")
+			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 226, "\" maxlength=\"2000\" placeholder=\"https://vllm.internal:8000\"><span class=\"hint\">the vLLM server's base URL (without /v1), a provider's API base with its version (empty: OpenAI's), or the webhook's URL</span></label>")
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}

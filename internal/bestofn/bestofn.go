@@ -271,7 +271,7 @@ func (s *Service) sample(ctx context.Context, orgID uuid.UUID, r Request) ([]str
 	case errors.Is(err, errs.ErrNotFound):
 		return nil, errs.InvalidField("model_version_id", "is not a model version of this organisation")
 	case errors.Is(err, models.ErrNotServed):
-		return nil, errs.InvalidField("model_version_id", "is not deployed on a vLLM serving target Curate can call")
+		return nil, errs.InvalidField("model_version_id", "is not deployed on a serving target Curate can call (a vLLM server or a provider)")
 	case err != nil:
 		return nil, err
 	}

@@ -23,8 +23,9 @@ import (
 
 // Runs is the product's Runner: the candidate answers through the chat
 // client (a registered endpoint, or a model version where a serving target
-// serves it), and the rule scorers, the judge and the reward formula score
-// each answer.
+// serves it: an adapter on vLLM, or a provider's model by its id with the
+// provider's key), and the rule scorers, the judge and the reward formula
+// score each answer.
 type Runs struct {
 	Endpoints *endpoints.Service
 	Judge     *judge.Service
@@ -120,7 +121,7 @@ func (r *Runs) checkCandidate(ctx context.Context, orgID uuid.UUID, c Candidate,
 		case errors.Is(err, errs.ErrNotFound):
 			v.Add("candidate.model_version_id", "is not a model version of this organisation")
 		case errors.Is(err, models.ErrNotServed):
-			v.Add("candidate.model_version_id", "is not deployed on a vLLM serving target Curate can call: deploy it (to a staging alias, say) or register an endpoint that serves it")
+			v.Add("candidate.model_version_id", "is not deployed on a serving target Curate can call (a vLLM server or a provider): deploy it (to a staging alias, say) or register an endpoint that serves it")
 		case err != nil:
 			return err
 		}
@@ -204,7 +205,7 @@ func (r *Runs) answerer(ctx context.Context, orgID uuid.UUID, c Candidate) (*ans
 type answerer struct {
 	client      *chat.Client
 	model       string
-	endpoint    *endpoints.Endpoint // nil for a self-hosted version: no price
+	endpoint    *endpoints.Endpoint // nil for a model version: no price known
 	temperature float64
 	maxTokens   int
 }
