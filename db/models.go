@@ -1561,6 +1561,7 @@ type ModelVersion struct {
 	CreatedByLabel     string             `json:"created_by_label"`
 	CreatedAt          time.Time          `json:"created_at"`
 	DeployedAt         *time.Time         `json:"deployed_at"`
+	Evaluation         []byte             `json:"evaluation"`
 }
 
 type Organization struct {

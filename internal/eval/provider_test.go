@@ -2,6 +2,9 @@ package eval_test
 
 import (
 	"context"
+	"encoding/json"
+	"math"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -93,6 +96,54 @@ func TestEvaluateProviderServedVersion(t *testing.T) {
 		if r.Model != modelID || r.Authorization != "Bearer "+key {
 			t.Errorf("the provider was asked for %q with %q", r.Model, r.Authorization)
 		}
+	}
+
+	// The version carries its evaluation: the run's mean and interval,
+	// each split's mean as its items give it, the judge's cost and the
+	// golden set's hash; its performance metrics hold the score.
+	version, err := f.reg.Get(ctx, f.org, v.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := version.Evaluation
+	if e == nil {
+		t.Fatal("the version carries no evaluation")
+	}
+	var hash string
+	if err := f.pool.QueryRow(ctx, `SELECT content_hash FROM dataset_versions WHERE id = $1`, f.version).Scan(&hash); err != nil {
+		t.Fatal(err)
+	}
+	s := got.Summary
+	if e.RunID != run.ID || e.GoldenSetVersionID != f.version || e.GoldenSetHash != hash || e.MeanReward == nil || *e.MeanReward != *s.MeanReward ||
+		!slices.Equal(e.CI, s.CI) || e.Items != n || e.Invalid != s.Invalid || e.JudgeCalls != s.JudgeCalls || e.JudgeCostUSD != s.JudgeCostUSD ||
+		e.Formula != s.Formula || e.FinishedAt.IsZero() || e.MeanLatencyMS == nil {
+		t.Errorf("the version's evaluation %+v, the run's summary %+v", *e, s)
+	}
+	sums, counts := map[string]float64{}, map[string]int{}
+	for _, it := range got.Items {
+		counts[it.Split]++
+		if it.Reward != nil {
+			sums[it.Split] += *it.Reward
+		}
+	}
+	if len(e.Splits) != len(counts) {
+		t.Errorf("%d splits, the items have %d", len(e.Splits), len(counts))
+	}
+	for _, sp := range e.Splits {
+		var rewarded int
+		for _, it := range got.Items {
+			if it.Split == sp.Split && it.Reward != nil {
+				rewarded++
+			}
+		}
+		if sp.Items != counts[sp.Split] || sp.MeanReward == nil || math.Abs(*sp.MeanReward-sums[sp.Split]/float64(rewarded)) > 1e-12 ||
+			(rewarded > 1) != (len(sp.CI) == 2) {
+			t.Errorf("split %s: %+v, want %d items, mean %v", sp.Split, sp, counts[sp.Split], sums[sp.Split]/float64(rewarded))
+		}
+	}
+	var metrics map[string]any
+	if err := json.Unmarshal(version.PerformanceMetrics, &metrics); err != nil || metrics["eval_score"] != *s.MeanReward || metrics["golden_set_hash"] != hash {
+		t.Errorf("performance metrics %s (%v)", version.PerformanceMetrics, err)
 	}
 
 	// Best-of-N samples the version at the provider too.
