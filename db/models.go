@@ -1457,6 +1457,23 @@ type JudgeConflict struct {
 	CreatedAt       time.Time              `json:"created_at"`
 }
 
+type JudgeReservation struct {
+	ID        int64     `json:"id"`
+	OrgID     uuid.UUID `json:"org_id"`
+	Month     time.Time `json:"month"`
+	Micros    int64     `json:"micros"`
+	Purpose   string    `json:"purpose"`
+	CreatedAt time.Time `json:"created_at"`
+	ExpiresAt time.Time `json:"expires_at"`
+}
+
+type JudgeSpending struct {
+	OrgID          uuid.UUID `json:"org_id"`
+	Month          time.Time `json:"month"`
+	SpentMicros    int64     `json:"spent_micros"`
+	ReservedMicros int64     `json:"reserved_micros"`
+}
+
 type JudgeTemplate struct {
 	OrgID          uuid.UUID `json:"org_id"`
 	Name           string    `json:"name"`
@@ -1545,6 +1562,7 @@ type ModelVersion struct {
 	CreatedByLabel     string             `json:"created_by_label"`
 	CreatedAt          time.Time          `json:"created_at"`
 	DeployedAt         *time.Time         `json:"deployed_at"`
+	Evaluation         []byte             `json:"evaluation"`
 }
 
 type Organization struct {

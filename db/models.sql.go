@@ -7,6 +7,7 @@ package db
 
 import (
 	"context"
+	"encoding/json"
 	"time"
 
 	"github.com/google/uuid"
@@ -970,7 +971,7 @@ func (q *Queries) ModelVersionCountTrainingSources(ctx context.Context, arg Mode
 }
 
 const modelVersionGet = `-- name: ModelVersionGet :one
-SELECT v.id, v.org_id, v.registered_model_id, v.version, v.kind, v.model_id, v.base_model, v.status, v.fine_tuning_job_id, v.dataset_version_id, v.dataset_hash, v.train_loss, v.valid_loss, v.trained_tokens, v.cost_micros, v.performance_metrics, v.deployment_config, v.created_by_label, v.created_at, v.deployed_at, m.id, m.org_id, m.name, m.description, m.tags, m.created_at
+SELECT v.id, v.org_id, v.registered_model_id, v.version, v.kind, v.model_id, v.base_model, v.status, v.fine_tuning_job_id, v.dataset_version_id, v.dataset_hash, v.train_loss, v.valid_loss, v.trained_tokens, v.cost_micros, v.performance_metrics, v.deployment_config, v.created_by_label, v.created_at, v.deployed_at, v.evaluation, m.id, m.org_id, m.name, m.description, m.tags, m.created_at
 FROM model_versions v JOIN registered_models m ON m.id = v.registered_model_id
 WHERE v.org_id = $1 AND v.id = $2
 `
@@ -1009,6 +1010,7 @@ func (q *Queries) ModelVersionGet(ctx context.Context, arg ModelVersionGetParams
 		&i.ModelVersion.CreatedByLabel,
 		&i.ModelVersion.CreatedAt,
 		&i.ModelVersion.DeployedAt,
+		&i.ModelVersion.Evaluation,
 		&i.RegisteredModel.ID,
 		&i.RegisteredModel.OrgID,
 		&i.RegisteredModel.Name,
@@ -1020,7 +1022,7 @@ func (q *Queries) ModelVersionGet(ctx context.Context, arg ModelVersionGetParams
 }
 
 const modelVersionGetByJob = `-- name: ModelVersionGetByJob :one
-SELECT id, org_id, registered_model_id, version, kind, model_id, base_model, status, fine_tuning_job_id, dataset_version_id, dataset_hash, train_loss, valid_loss, trained_tokens, cost_micros, performance_metrics, deployment_config, created_by_label, created_at, deployed_at FROM model_versions WHERE org_id = $1 AND fine_tuning_job_id = $2
+SELECT id, org_id, registered_model_id, version, kind, model_id, base_model, status, fine_tuning_job_id, dataset_version_id, dataset_hash, train_loss, valid_loss, trained_tokens, cost_micros, performance_metrics, deployment_config, created_by_label, created_at, deployed_at, evaluation FROM model_versions WHERE org_id = $1 AND fine_tuning_job_id = $2
 `
 
 type ModelVersionGetByJobParams struct {
@@ -1052,12 +1054,13 @@ func (q *Queries) ModelVersionGetByJob(ctx context.Context, arg ModelVersionGetB
 		&i.CreatedByLabel,
 		&i.CreatedAt,
 		&i.DeployedAt,
+		&i.Evaluation,
 	)
 	return i, err
 }
 
 const modelVersionGetForUpdate = `-- name: ModelVersionGetForUpdate :one
-SELECT id, org_id, registered_model_id, version, kind, model_id, base_model, status, fine_tuning_job_id, dataset_version_id, dataset_hash, train_loss, valid_loss, trained_tokens, cost_micros, performance_metrics, deployment_config, created_by_label, created_at, deployed_at FROM model_versions WHERE org_id = $1 AND id = $2 FOR UPDATE
+SELECT id, org_id, registered_model_id, version, kind, model_id, base_model, status, fine_tuning_job_id, dataset_version_id, dataset_hash, train_loss, valid_loss, trained_tokens, cost_micros, performance_metrics, deployment_config, created_by_label, created_at, deployed_at, evaluation FROM model_versions WHERE org_id = $1 AND id = $2 FOR UPDATE
 `
 
 type ModelVersionGetForUpdateParams struct {
@@ -1089,6 +1092,7 @@ func (q *Queries) ModelVersionGetForUpdate(ctx context.Context, arg ModelVersion
 		&i.CreatedByLabel,
 		&i.CreatedAt,
 		&i.DeployedAt,
+		&i.Evaluation,
 	)
 	return i, err
 }
@@ -1135,13 +1139,17 @@ const modelVersionInsert = `-- name: ModelVersionInsert :one
 INSERT INTO model_versions (
     org_id, registered_model_id, version, kind, model_id, base_model,
     fine_tuning_job_id, dataset_version_id, dataset_hash, train_loss, valid_loss,
-    trained_tokens, cost_micros, created_by_label
+    trained_tokens, cost_micros, created_by_label, performance_metrics
 ) VALUES (
     $1, $2, $3, $4, $5, $6,
     $7, $8, $9, $10, $11,
-    $12, $13, $14
+    $12, $13, $14,
+    -- What is known at registration (seed 000 asks for the training loss
+    -- and the dataset hash of every version); evaluations add their score.
+    jsonb_strip_nulls(jsonb_build_object('training_loss', $10::float8,
+        'validation_loss', $11::float8, 'dataset_hash', nullif($9::text, '')))
 )
-RETURNING id, org_id, registered_model_id, version, kind, model_id, base_model, status, fine_tuning_job_id, dataset_version_id, dataset_hash, train_loss, valid_loss, trained_tokens, cost_micros, performance_metrics, deployment_config, created_by_label, created_at, deployed_at
+RETURNING id, org_id, registered_model_id, version, kind, model_id, base_model, status, fine_tuning_job_id, dataset_version_id, dataset_hash, train_loss, valid_loss, trained_tokens, cost_micros, performance_metrics, deployment_config, created_by_label, created_at, deployed_at, evaluation
 `
 
 type ModelVersionInsertParams struct {
@@ -1200,12 +1208,13 @@ func (q *Queries) ModelVersionInsert(ctx context.Context, arg ModelVersionInsert
 		&i.CreatedByLabel,
 		&i.CreatedAt,
 		&i.DeployedAt,
+		&i.Evaluation,
 	)
 	return i, err
 }
 
 const modelVersionList = `-- name: ModelVersionList :many
-SELECT v.id, v.org_id, v.registered_model_id, v.version, v.kind, v.model_id, v.base_model, v.status, v.fine_tuning_job_id, v.dataset_version_id, v.dataset_hash, v.train_loss, v.valid_loss, v.trained_tokens, v.cost_micros, v.performance_metrics, v.deployment_config, v.created_by_label, v.created_at, v.deployed_at, m.name AS model_name
+SELECT v.id, v.org_id, v.registered_model_id, v.version, v.kind, v.model_id, v.base_model, v.status, v.fine_tuning_job_id, v.dataset_version_id, v.dataset_hash, v.train_loss, v.valid_loss, v.trained_tokens, v.cost_micros, v.performance_metrics, v.deployment_config, v.created_by_label, v.created_at, v.deployed_at, v.evaluation, m.name AS model_name
 FROM model_versions v JOIN registered_models m ON m.id = v.registered_model_id
 WHERE v.org_id = $1
   AND ($2::text = '' OR m.name = $2)
@@ -1273,6 +1282,7 @@ func (q *Queries) ModelVersionList(ctx context.Context, arg ModelVersionListPara
 			&i.ModelVersion.CreatedByLabel,
 			&i.ModelVersion.CreatedAt,
 			&i.ModelVersion.DeployedAt,
+			&i.ModelVersion.Evaluation,
 			&i.ModelName,
 		); err != nil {
 			return nil, err
@@ -1468,6 +1478,31 @@ type ModelVersionUpdateDeployedParams struct {
 
 func (q *Queries) ModelVersionUpdateDeployed(ctx context.Context, arg ModelVersionUpdateDeployedParams) error {
 	_, err := q.db.Exec(ctx, modelVersionUpdateDeployed, arg.OrgID, arg.ID)
+	return err
+}
+
+const modelVersionUpdateEvaluation = `-- name: ModelVersionUpdateEvaluation :exec
+UPDATE model_versions SET evaluation = $1,
+    performance_metrics = (performance_metrics - 'eval_score' - 'eval_ci' - 'golden_set_hash' - 'latency_ms') || $2::jsonb
+WHERE org_id = $3 AND id = $4
+`
+
+type ModelVersionUpdateEvaluationParams struct {
+	Evaluation []byte          `json:"evaluation"`
+	Metrics    json.RawMessage `json:"metrics"`
+	OrgID      uuid.UUID       `json:"org_id"`
+	ID         uuid.UUID       `json:"id"`
+}
+
+// A finished evaluation's summary on the version it evaluated, and its
+// figures in the version's performance metrics in place of the last's.
+func (q *Queries) ModelVersionUpdateEvaluation(ctx context.Context, arg ModelVersionUpdateEvaluationParams) error {
+	_, err := q.db.Exec(ctx, modelVersionUpdateEvaluation,
+		arg.Evaluation,
+		arg.Metrics,
+		arg.OrgID,
+		arg.ID,
+	)
 	return err
 }
 

@@ -377,13 +377,17 @@ func (h *Handlers) runView(c echo.Context, whole bool) (views.RunView, error) {
 	if err != nil {
 		return views.RunView{}, err
 	}
+	stalled, err := h.Eval.Stalled(ctx(c), r)
+	if err != nil {
+		return views.RunView{}, err
+	}
 	s := r.Summary
 	m := views.RunView{ID: r.ID.String(), Kind: r.Kind, Status: r.Status, GoldenSet: row.GoldenSet, Candidate: row.Candidate,
 		Mean: rewardText(s.MeanReward, s.CI), Formula: s.Formula, JudgeCost: fmt.Sprintf("$%.4f", s.JudgeCostUSD),
 		AnswerCost: fmt.Sprintf("$%.4f", s.AnswerCostUSD), PausedReason: s.PausedReason, Error: s.Error,
 		Started: views.When(row.CreatedAt), Finished: views.WhenPtr(s.FinishedAt),
 		Done: r.Progress.Done, Total: r.Progress.Total, Invalid: s.Invalid, JudgeCalls: s.JudgeCalls,
-		Running: r.Status == "queued" || r.Status == "running", CanResume: r.Status == "paused" && CallerOf(c).Role.AtLeast(auth.Admin)}
+		Running: r.Status == "queued" || r.Status == "running", CanResume: stalled && CallerOf(c).Role.AtLeast(auth.Admin)}
 	if row.CreatedBy != "" {
 		m.Started += " by " + row.CreatedBy
 	}
@@ -573,7 +577,7 @@ func diffRow(d eval.ItemDiff) views.DiffRowView {
 		CandidateReward: reward3(d.CandidateReward), BaselineReward: reward3(d.BaselineReward)}
 }
 
-// EvaluationRunResume queues a paused run again.
+// EvaluationRunResume carries a paused or stalled run on.
 func (h *Handlers) EvaluationRunResume(c echo.Context) error {
 	id, err := pathID(c)
 	if err != nil {

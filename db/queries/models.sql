@@ -26,11 +26,15 @@ WHERE org_id = @org_id AND id = @id;
 INSERT INTO model_versions (
     org_id, registered_model_id, version, kind, model_id, base_model,
     fine_tuning_job_id, dataset_version_id, dataset_hash, train_loss, valid_loss,
-    trained_tokens, cost_micros, created_by_label
+    trained_tokens, cost_micros, created_by_label, performance_metrics
 ) VALUES (
     @org_id, @registered_model_id, @version, @kind, @model_id, @base_model,
     @fine_tuning_job_id, @dataset_version_id, @dataset_hash, sqlc.narg('train_loss'), sqlc.narg('valid_loss'),
-    @trained_tokens, sqlc.narg('cost_micros'), @created_by_label
+    @trained_tokens, sqlc.narg('cost_micros'), @created_by_label,
+    -- What is known at registration (seed 000 asks for the training loss
+    -- and the dataset hash of every version); evaluations add their score.
+    jsonb_strip_nulls(jsonb_build_object('training_loss', sqlc.narg('train_loss')::float8,
+        'validation_loss', sqlc.narg('valid_loss')::float8, 'dataset_hash', nullif(@dataset_hash::text, '')))
 )
 RETURNING *;
 
@@ -311,3 +315,10 @@ WHERE v.org_id = @org_id AND v.kind = @version_kind
        WHERE am.org_id = @org_id AND am.name = sqlc.narg('name') AND a.alias = sqlc.narg('alias')))
 ORDER BY d.finished_at DESC, d.created_at DESC
 LIMIT 1;
+
+-- name: ModelVersionUpdateEvaluation :exec
+-- A finished evaluation's summary on the version it evaluated, and its
+-- figures in the version's performance metrics in place of the last's.
+UPDATE model_versions SET evaluation = @evaluation,
+    performance_metrics = (performance_metrics - 'eval_score' - 'eval_ci' - 'golden_set_hash' - 'latency_ms') || @metrics::jsonb
+WHERE org_id = @org_id AND id = @id;

@@ -132,7 +132,7 @@ func New(cfg config.Config, pool *pgxpool.Pool, log *slog.Logger) (*Services, er
 	ft.Jobs = inserter
 	ft.Log = log
 	ft.SetDataSource(&datasets.FineTuneSource{Service: ds})
-	srv := &serving.Service{Pool: pool, Secrets: imp.Secrets, Outbound: out}
+	srv := &serving.Service{Pool: pool, Secrets: imp.Secrets, Outbound: out, ProviderKey: cfg.OpenAIAPIKey, ProviderBaseURL: cfg.OpenAIBaseURL}
 	eps := &endpoints.Service{Pool: pool, Secrets: imp.Secrets, Outbound: out}
 	jd := &judge.Service{Pool: pool, Endpoints: eps, Jobs: inserter, DefaultBudget: pricing.Dollars(cfg.JudgeBudgetUSD)}
 	ev := &eval.Service{Pool: pool, Jobs: inserter}

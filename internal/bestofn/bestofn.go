@@ -313,7 +313,7 @@ func (s *Service) sample(ctx context.Context, orgID uuid.UUID, r Request) ([]str
 		if v, gerr := s.Models.Get(ctx, orgID, *r.ModelVersionID); gerr == nil && v.Kind == models.KindReward {
 			return nil, errs.InvalidField("model_version_id", "is a reward model: it scores answers and writes none; name it as the scorer instead")
 		}
-		return nil, errs.InvalidField("model_version_id", "is not deployed on a vLLM serving target Curate can call")
+		return nil, errs.InvalidField("model_version_id", "is not deployed on a serving target Curate can call (a vLLM server or a provider)")
 	case err != nil:
 		return nil, err
 	}

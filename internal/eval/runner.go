@@ -24,7 +24,8 @@ import (
 
 // Runs is the product's Runner: the candidate answers through the chat
 // client (a registered endpoint, or a model version where a serving target
-// serves it), and the rule scorers, the judge, reward models and the
+// serves it: an adapter on vLLM, or a provider's model by its id with the
+// provider's key), and the rule scorers, the judge, reward models and the
 // reward formula score each answer.
 type Runs struct {
 	Endpoints    *endpoints.Service
@@ -133,7 +134,7 @@ func (r *Runs) checkCandidate(ctx context.Context, orgID uuid.UUID, c Candidate,
 				v.Add("candidate.model_version_id", "is a reward model: it scores answers and writes none; name it as a scorer instead")
 				break
 			}
-			v.Add("candidate.model_version_id", "is not deployed on a vLLM serving target Curate can call: deploy it (to a staging alias, say) or register an endpoint that serves it")
+			v.Add("candidate.model_version_id", "is not deployed on a serving target Curate can call (a vLLM server or a provider): deploy it (to a staging alias, say) or register an endpoint that serves it")
 		case err != nil:
 			return err
 		}
@@ -217,7 +218,7 @@ func (r *Runs) answerer(ctx context.Context, orgID uuid.UUID, c Candidate) (*ans
 type answerer struct {
 	client      *chat.Client
 	model       string
-	endpoint    *endpoints.Endpoint // nil for a self-hosted version: no price
+	endpoint    *endpoints.Endpoint // nil for a model version: no price known
 	temperature float64
 	maxTokens   int
 }

@@ -114,6 +114,9 @@ type Version struct {
 	CreatedBy          string          `json:"created_by"`
 	CreatedAt          time.Time       `json:"created_at"`
 	DeployedAt         *time.Time      `json:"deployed_at"`
+	// Evaluation is the newest finished evaluation's summary; nil until
+	// one finished.
+	Evaluation *Evaluation `json:"evaluation"`
 }
 
 func versionOf(v db.ModelVersion, m db.RegisteredModel, aliases []string) Version {
@@ -121,7 +124,7 @@ func versionOf(v db.ModelVersion, m db.RegisteredModel, aliases []string) Versio
 		ID: v.ID, RegisteredModelID: v.RegisteredModelID, Name: m.Name, Version: v.Version, Kind: v.Kind,
 		Status: string(v.Status), ModelID: v.ModelID, BaseModel: v.BaseModel, Aliases: aliases,
 		DatasetHash: v.DatasetHash, TrainedTokens: v.TrainedTokens,
-		PerformanceMetrics: v.PerformanceMetrics, DeploymentConfig: v.DeploymentConfig,
+		PerformanceMetrics: v.PerformanceMetrics, Evaluation: evaluationOf(v.Evaluation), DeploymentConfig: v.DeploymentConfig,
 		Description: m.Description, Tags: m.Tags, CreatedBy: v.CreatedByLabel, CreatedAt: v.CreatedAt, DeployedAt: v.DeployedAt,
 	}
 	if out.Aliases == nil {

@@ -7,6 +7,7 @@
 package serving
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"regexp"
@@ -64,6 +65,11 @@ type Service struct {
 	// (defaults: 4 tries, 2 s doubling); tests shorten them.
 	Attempts   int
 	RetryDelay time.Duration
+	// ProviderKey and ProviderBaseURL are the server's own OpenAI
+	// credentials (OPENAI_API_KEY, OPENAI_BASE_URL), which its fine-tuning
+	// jobs use: a provider target with no address of its own calls the
+	// models they made there, with its own key or else with this one.
+	ProviderKey, ProviderBaseURL string
 }
 
 // Target is a serving target as the API shows it: never its key.
@@ -222,12 +228,25 @@ func (s *Service) Notify(ctx context.Context, t db.ServingTarget, id string, pay
 }
 
 // Chat is where to send chat completions for what a target serves: its
-// OpenAI-compatible base URL (ending in /v1) and key. Only a vLLM target
-// has one Curate can call; others answer ok false.
+// OpenAI-compatible base URL (ending in /v1) and key. A vLLM target is
+// called at its address; a provider target at its address (an
+// OpenAI-compatible API's base, with its version) with its key, or, when
+// it has no address, at the server's OpenAI address (OpenAI's own by
+// default) with its key or the server's. A webhook answers ok false.
 func (s *Service) Chat(t db.ServingTarget) (baseURL, apiKey string, ok bool, err error) {
 	if !CanChat(t.Kind) {
 		return "", "", false, nil
 	}
 	key, err := s.key(t)
-	return t.BaseUrl + "/v1", key, err == nil, err
+	if err != nil {
+		return "", "", false, err
+	}
+	if t.Kind == KindVLLM {
+		return t.BaseUrl + "/v1", key, true, nil
+	}
+	if t.BaseUrl != "" {
+		// The server's key is never sent to an address a user named.
+		return t.BaseUrl, key, true, nil
+	}
+	return cmp.Or(strings.TrimRight(s.ProviderBaseURL, "/"), OpenAIBaseURL), cmp.Or(key, s.ProviderKey), true, nil
 }
