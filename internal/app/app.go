@@ -36,6 +36,7 @@ import (
 	"github.com/curate/curate/internal/overview"
 	"github.com/curate/curate/internal/pairs"
 	"github.com/curate/curate/internal/pricing"
+	"github.com/curate/curate/internal/review"
 	"github.com/curate/curate/internal/reward"
 	"github.com/curate/curate/internal/scratch"
 	"github.com/curate/curate/internal/servers"
@@ -90,6 +91,9 @@ type Services struct {
 	Codebooks *codebook.Service
 	// Overview counts the start page's waiting work.
 	Overview *overview.Service
+	// Review hands items to several reviewers, measures their agreement
+	// and settles their disagreements.
+	Review *review.Service
 }
 
 // New builds the services on an open, migrated database.
@@ -163,5 +167,6 @@ func New(cfg config.Config, pool *pgxpool.Pool, log *slog.Logger) (*Services, er
 		Experiments:   &experiments.Service{Pool: pool, Models: reg},
 		Codebooks:     &codebook.Service{Pool: pool, Judge: jd, Jobs: inserter},
 		Overview:      &overview.Service{Pool: pool},
+		Review:        &review.Service{Pool: pool},
 	}, nil
 }
