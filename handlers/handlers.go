@@ -33,6 +33,7 @@ import (
 	"github.com/curate/curate/internal/overview"
 	"github.com/curate/curate/internal/pairs"
 	"github.com/curate/curate/internal/ratelimit"
+	"github.com/curate/curate/internal/review"
 	"github.com/curate/curate/internal/reward"
 	"github.com/curate/curate/internal/serving"
 	"github.com/curate/curate/views"
@@ -79,6 +80,9 @@ type Handlers struct {
 	Health *health.Service
 	// Overview counts the start page's waiting work.
 	Overview *overview.Service
+	// Review is overlapping review: plans, each reviewer's label,
+	// adjudication and agreement.
+	Review *review.Service
 }
 
 // Caller is who is making the request, set by the authentication middleware.
