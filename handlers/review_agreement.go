@@ -77,6 +77,10 @@ func (h *Handlers) ReviewAgreement(c echo.Context) error {
 		v.Reviewers = append(v.Reviewers, r.Email)
 	}
 	for _, k := range a.Kinds {
+		if k.Labels == 0 {
+			v.Unlabelled = append(v.Unlabelled, k.Kind)
+			continue
+		}
 		row := views.AgreementKindRow{Kind: k.Kind, Level: string(k.Level), Alpha: figureView(k.Alpha), Fleiss: figureView(k.Fleiss)}
 		if k.AlphaInterval != nil {
 			f := figureView(*k.AlphaInterval)

@@ -780,6 +780,12 @@ func ItemFragment(v ItemView) templ.Component {
 				return templ_7745c5c3_Err
 			}
 		}
+		if v.Review != nil {
+			templ_7745c5c3_Err = itemReviewPanel(v, *v.Review).Render(ctx, templ_7745c5c3_Buffer)
+			if templ_7745c5c3_Err != nil {
+				return templ_7745c5c3_Err
+			}
+		}
 		if v.verdictForms() {
 			templ_7745c5c3_Err = itemCorrectionForm(v).Render(ctx, templ_7745c5c3_Buffer)
 			if templ_7745c5c3_Err != nil {
@@ -789,12 +795,6 @@ func ItemFragment(v ItemView) templ.Component {
 		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 66, "</div><aside class=\"item-side\">")
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
-		}
-		if v.Review != nil {
-			templ_7745c5c3_Err = itemReviewPanel(v, *v.Review).Render(ctx, templ_7745c5c3_Buffer)
-			if templ_7745c5c3_Err != nil {
-				return templ_7745c5c3_Err
-			}
 		}
 		if v.verdictForms() {
 			templ_7745c5c3_Err = itemStatusForms(v).Render(ctx, templ_7745c5c3_Buffer)

@@ -131,7 +131,7 @@ func TestOverlappingReviewOverHTTP(t *testing.T) {
 		Must(t, http.StatusSeeOther)
 
 	dan := s.SignedIn("dan@acme.test")
-	page = dan.Get("/feedback/" + ids[0].String()).Must(t, http.StatusOK)
+	page = dan.Get("/feedback/"+ids[0].String()).Must(t, http.StatusOK)
 	// Who reviewed is hidden too (the page lists every user elsewhere, in
 	// the assignment form: look in the review panel).
 	if panel := reviewPanel(page.Body); strings.Contains(page.Body, "CARA-PRIVATE-NOTE") || strings.Contains(panel, "cara@acme.test") ||
@@ -147,7 +147,9 @@ func TestOverlappingReviewOverHTTP(t *testing.T) {
 		t.Errorf("dan reads through the API: %+v", doc)
 	}
 	for _, reader := range []func() webtest.Response{
-		func() webtest.Response { return s.API(key, http.MethodGet, "/api/feedback/"+ids[0].String()+"/reviews", nil) },
+		func() webtest.Response {
+			return s.API(key, http.MethodGet, "/api/feedback/"+ids[0].String()+"/reviews", nil)
+		},
 		func() webtest.Response {
 			return sessionJSON(s.SignedIn("vic@acme.test"), http.MethodGet, "/api/feedback/"+ids[0].String()+"/reviews", "")
 		},
@@ -343,7 +345,7 @@ func TestAgreedOnlyDatasetsAndPairs(t *testing.T) {
 	if report.LeftOut != (leftOut{}) || report.Report.Examples != 3 {
 		t.Errorf("every-item report: left out %+v, %d examples", report.LeftOut, report.Report.Examples)
 	}
-	page := cara.Get("/datasets/" + after.ID).Must(t, http.StatusOK)
+	page := cara.Get("/datasets/"+after.ID).Must(t, http.StatusOK)
 	if !strings.Contains(page.Body, `id="report-left-out"`) || !strings.Contains(page.Body, "1 item whose reviewers disagree") {
 		t.Error("the dataset page's report does not say what it left out")
 	}

@@ -86,7 +86,9 @@ type TrendPoint struct {
 type KindAgreement struct {
 	Kind  string
 	Level stats.Level
-	Alpha Figure
+	// Labels counts the labels of this kind: 0 when no reviewer gave one.
+	Labels int
+	Alpha  Figure
 	// AlphaInterval is alpha at the interval level, for scores.
 	AlphaInterval *Figure
 	Fleiss        Figure
@@ -177,6 +179,9 @@ func Compute(recs []Record, kinds []string) Agreement {
 		}
 		units := unitsOf(k.Kind, order, items)
 		ka := KindAgreement{Kind: k.Kind, Level: k.Level}
+		for _, u := range units {
+			ka.Labels += len(u.labels)
+		}
 		m := matrix(units, a.Reviewers)
 		ka.Alpha = figure(stats.Alpha(m, k.Level))
 		ka.Alpha.Metric, ka.Alpha.Level = stats.MetricKrippendorffAlpha, string(k.Level)
