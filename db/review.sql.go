@@ -18,7 +18,8 @@ SELECT coalesce(m.pair_id, m.feedback_id)::uuid AS id, bool_or(r.state = 'disput
 FROM training_dataset_members m
 LEFT JOIN preference_pairs p ON p.id = m.pair_id
 JOIN review_items r ON r.feedback_id IN (m.feedback_id, p.chosen_feedback_id, p.rejected_feedback_id)
-WHERE m.dataset_id = $1 AND r.state IN ('open', 'disputed')
+JOIN review_plans rp ON rp.id = r.plan_id
+WHERE m.dataset_id = $1 AND (r.state = 'disputed' OR (r.state = 'open' AND rp.active))
 GROUP BY 1
 `
 
@@ -27,9 +28,10 @@ type DatasetMemberListUnsettledRow struct {
 	Disputed bool      `json:"disputed"`
 }
 
-// The members whose overlapping review is not settled: feedback that is
-// open or disputed, or a pair built from such feedback. disputed says
-// whether any of its items is disputed.
+// The members whose overlapping review is not settled (as review_settled
+// says): feedback that is disputed or open under an active plan, or a pair
+// built from such feedback. disputed says whether any of its items is
+// disputed.
 func (q *Queries) DatasetMemberListUnsettled(ctx context.Context, datasetID uuid.UUID) ([]DatasetMemberListUnsettledRow, error) {
 	rows, err := q.db.Query(ctx, datasetMemberListUnsettled, datasetID)
 	if err != nil {
@@ -622,8 +624,9 @@ func (q *Queries) ReviewItemListHeld(ctx context.Context, arg ReviewItemListHeld
 }
 
 const reviewItemListUnsettled = `-- name: ReviewItemListUnsettled :many
-SELECT feedback_id, state FROM review_items
-WHERE org_id = $1 AND feedback_id = ANY($2::uuid[]) AND state IN ('open', 'disputed')
+SELECT r.feedback_id, r.state FROM review_items r
+JOIN review_plans p ON p.id = r.plan_id
+WHERE r.org_id = $1 AND r.feedback_id = ANY($2::uuid[]) AND (r.state = 'disputed' OR (r.state = 'open' AND p.active))
 `
 
 type ReviewItemListUnsettledParams struct {
@@ -636,7 +639,8 @@ type ReviewItemListUnsettledRow struct {
 	State      ReviewState `json:"state"`
 }
 
-// The items among ids whose overlapping review is open or disputed.
+// The items among ids whose overlapping review is not settled (as
+// review_settled says): disputed, or open under an active plan.
 func (q *Queries) ReviewItemListUnsettled(ctx context.Context, arg ReviewItemListUnsettledParams) ([]ReviewItemListUnsettledRow, error) {
 	rows, err := q.db.Query(ctx, reviewItemListUnsettled, arg.OrgID, arg.Ids)
 	if err != nil {
@@ -1044,9 +1048,11 @@ const reviewLabelListForAgreement = `-- name: ReviewLabelListForAgreement :many
 SELECT l.feedback_id, l.reviewer_id, coalesce(u.email, '')::text AS reviewer_email, l.status, l.rating,
        l.dim_accuracy, l.dim_helpfulness, l.dim_clarity, l.dim_safety, l.tags, l.submitted_at::timestamptz AS submitted_at
 FROM review_labels l
+JOIN review_items r ON r.feedback_id = l.feedback_id
+JOIN review_plans p ON p.id = r.plan_id
 JOIN feedback f ON f.id = l.feedback_id
 LEFT JOIN users u ON u.id = l.reviewer_id
-WHERE l.org_id = $1 AND l.submitted_at IS NOT NULL
+WHERE l.org_id = $1 AND l.submitted_at IS NOT NULL AND (r.state <> 'open' OR NOT p.active)
   AND feedback_matches(f, $1::uuid, $2::review_status, $3::feedback_type, $4::feedback_source,
     $5::int, $6::int, $7::int, $8::text, $9::text, $10::uuid,
     $11::timestamptz, $12::timestamptz, $13::bool, $14::bool, $15::text, $16::uuid,
@@ -1090,8 +1096,11 @@ type ReviewLabelListForAgreementRow struct {
 	SubmittedAt    time.Time        `json:"submitted_at"`
 }
 
-// The submitted labels of the items a filter selects, newest first, up to
-// a limit: the ratings agreement is computed from.
+// The submitted labels of the items a filter selects whose reviews are
+// complete (or whose plan has ended), newest first, up to a limit: the
+// ratings agreement is computed from. Items still open are left out, so
+// that no figure tells a reviewer what the others said before they
+// submit.
 func (q *Queries) ReviewLabelListForAgreement(ctx context.Context, arg ReviewLabelListForAgreementParams) ([]ReviewLabelListForAgreementRow, error) {
 	rows, err := q.db.Query(ctx, reviewLabelListForAgreement,
 		arg.OrgID,

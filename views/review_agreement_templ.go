@@ -325,7 +325,7 @@ func ReviewAgreementPage(p Page, v ReviewAgreementView) templ.Component {
 				return templ_7745c5c3_Err
 			}
 			if v.Labels == 0 {
-				templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 25, "<p class=\"empty\" id=\"no-agreement\">No submitted reviews in this scope yet.</p>")
+				templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 25, "<p class=\"empty\" id=\"no-agreement\">No item in this scope has all its reviews in yet.</p>")
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err
 				}
@@ -735,7 +735,7 @@ func ReviewAgreementPage(p Page, v ReviewAgreementView) templ.Component {
 						return templ_7745c5c3_Err
 					}
 				}
-				templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 73, "</tbody></table></div><p class=\"hint\">Alpha and kappa are 1 when reviewers always agree, 0 when they agree as often as chance would, below 0 when less. Alpha takes every reviewer and missing labels; Fleiss' kappa the items with the usual number of reviews; Cohen's kappa one pair at a time, over the items both reviewed. Tags count each tag any reviewer gave an item as one yes-or-no label.</p>")
+				templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 73, "</tbody></table></div><p class=\"hint\">Alpha and kappa are 1 when reviewers always agree, 0 when they agree as often as chance would, below 0 when less. Alpha takes every reviewer and missing labels; Fleiss' kappa the items with the usual number of reviews; Cohen's kappa one pair at a time, over the items both reviewed. Tags count each tag any reviewer gave an item as one yes-or-no label. Only items whose reviews are all in count, so that no figure gives away a label before its item's last reviewer has submitted.</p>")
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err
 				}

@@ -102,15 +102,17 @@ CREATE TABLE review_adjudicators (
     PRIMARY KEY (org_id, user_id)
 );
 
--- Whether an item's overlapping review is settled: never started, or
--- agreed, or adjudicated. Open and disputed items are not yet training
--- material for datasets, pair generation and collect steps that ask for
--- agreed items only.
+-- Whether an item's overlapping review is settled: never started, agreed
+-- or adjudicated, or left open by a plan that has ended. Disputed items,
+-- and open ones of an active plan, are not yet training material for
+-- datasets, pair generation and collect steps that ask for agreed items
+-- only.
 -- +goose StatementBegin
 CREATE FUNCTION review_settled(feedback_id uuid) RETURNS boolean
 LANGUAGE sql STABLE PARALLEL SAFE
-RETURN NOT EXISTS (SELECT 1 FROM review_items r
-                   WHERE r.feedback_id = review_settled.feedback_id AND r.state IN ('open', 'disputed'));
+RETURN NOT EXISTS (SELECT 1 FROM review_items r JOIN review_plans p ON p.id = r.plan_id
+                   WHERE r.feedback_id = review_settled.feedback_id
+                     AND (r.state = 'disputed' OR (r.state = 'open' AND p.active)));
 -- +goose StatementEnd
 
 -- +goose Down

@@ -228,14 +228,19 @@ WHERE feedback_matches(f, @org_id::uuid, sqlc.narg('status')::review_status, sql
   AND NOT EXISTS (SELECT 1 FROM review_items r WHERE r.feedback_id = f.id);
 
 -- name: ReviewLabelListForAgreement :many
--- The submitted labels of the items a filter selects, newest first, up to
--- a limit: the ratings agreement is computed from.
+-- The submitted labels of the items a filter selects whose reviews are
+-- complete (or whose plan has ended), newest first, up to a limit: the
+-- ratings agreement is computed from. Items still open are left out, so
+-- that no figure tells a reviewer what the others said before they
+-- submit.
 SELECT l.feedback_id, l.reviewer_id, coalesce(u.email, '')::text AS reviewer_email, l.status, l.rating,
        l.dim_accuracy, l.dim_helpfulness, l.dim_clarity, l.dim_safety, l.tags, l.submitted_at::timestamptz AS submitted_at
 FROM review_labels l
+JOIN review_items r ON r.feedback_id = l.feedback_id
+JOIN review_plans p ON p.id = r.plan_id
 JOIN feedback f ON f.id = l.feedback_id
 LEFT JOIN users u ON u.id = l.reviewer_id
-WHERE l.org_id = @org_id AND l.submitted_at IS NOT NULL
+WHERE l.org_id = @org_id AND l.submitted_at IS NOT NULL AND (r.state <> 'open' OR NOT p.active)
   AND feedback_matches(f, @org_id::uuid, sqlc.narg('status')::review_status, sqlc.narg('feedback_type')::feedback_type, sqlc.narg('source')::feedback_source,
     @rating_min::int, @rating_max::int, @dim_below::int, @tag::text, @model::text, sqlc.narg('assignee_id')::uuid,
     sqlc.narg('created_from')::timestamptz, sqlc.narg('created_to')::timestamptz, @with_duplicates::bool, @pii_only::bool, @q::text, sqlc.narg('dataset_id')::uuid,
@@ -263,17 +268,21 @@ DELETE FROM review_adjudicators WHERE org_id = @org_id AND user_id = @user_id;
 SELECT count(*) FROM review_adjudicators WHERE org_id = @org_id AND user_id = @user_id;
 
 -- name: DatasetMemberListUnsettled :many
--- The members whose overlapping review is not settled: feedback that is
--- open or disputed, or a pair built from such feedback. disputed says
--- whether any of its items is disputed.
+-- The members whose overlapping review is not settled (as review_settled
+-- says): feedback that is disputed or open under an active plan, or a pair
+-- built from such feedback. disputed says whether any of its items is
+-- disputed.
 SELECT coalesce(m.pair_id, m.feedback_id)::uuid AS id, bool_or(r.state = 'disputed')::bool AS disputed
 FROM training_dataset_members m
 LEFT JOIN preference_pairs p ON p.id = m.pair_id
 JOIN review_items r ON r.feedback_id IN (m.feedback_id, p.chosen_feedback_id, p.rejected_feedback_id)
-WHERE m.dataset_id = @dataset_id AND r.state IN ('open', 'disputed')
+JOIN review_plans rp ON rp.id = r.plan_id
+WHERE m.dataset_id = @dataset_id AND (r.state = 'disputed' OR (r.state = 'open' AND rp.active))
 GROUP BY 1;
 
 -- name: ReviewItemListUnsettled :many
--- The items among ids whose overlapping review is open or disputed.
-SELECT feedback_id, state FROM review_items
-WHERE org_id = @org_id AND feedback_id = ANY(@ids::uuid[]) AND state IN ('open', 'disputed');
+-- The items among ids whose overlapping review is not settled (as
+-- review_settled says): disputed, or open under an active plan.
+SELECT r.feedback_id, r.state FROM review_items r
+JOIN review_plans p ON p.id = r.plan_id
+WHERE r.org_id = @org_id AND r.feedback_id = ANY(@ids::uuid[]) AND (r.state = 'disputed' OR (r.state = 'open' AND p.active));

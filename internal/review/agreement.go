@@ -114,7 +114,9 @@ type Record struct {
 }
 
 // Agreement measures agreement over the submitted labels of the items f
-// selects, for the kinds asked (nil: every kind).
+// selects whose reviews are complete (or whose plan has ended), for the
+// kinds asked (nil: every kind). An open item's labels are left out: a
+// figure over them could tell its last reviewer what the others said.
 func (s *Service) Agreement(ctx context.Context, orgID uuid.UUID, f feedback.Filter, kinds []string) (Agreement, error) {
 	u := unstartedParams(f, orgID)
 	rows, err := db.New(s.Pool).ReviewLabelListForAgreement(ctx, db.ReviewLabelListForAgreementParams{

@@ -346,6 +346,11 @@ func TestBlindReview(t *testing.T) {
 	if len(it.Reviews) != 2 || it.Hidden != 0 || it.Blind() || it.CanReview {
 		t.Errorf("after submitting: %d reviews, %d hidden, blind %v, can review %v", len(it.Reviews), it.Hidden, it.Blind(), it.CanReview)
 	}
+	// Agreement figures leave the open item out, or they could give its
+	// labels away.
+	if a, err := e.svc.Agreement(ctx, e.org, feedback.Filter{Tag: "blind"}, nil); err != nil || a.Labels != 0 {
+		t.Errorf("agreement over an open item reads %d labels (%v)", a.Labels, err)
+	}
 	// The third reviewer is still blind; a submitted review is final.
 	if it, _ := e.svc.ForItem(ctx, e.org, id, rs[2].ID); len(it.Reviews) != 0 || it.Hidden != 2 {
 		t.Errorf("third reviewer reads %d reviews before submitting", len(it.Reviews))
@@ -359,6 +364,9 @@ func TestBlindReview(t *testing.T) {
 	}
 	if it, _ := e.svc.ForItem(ctx, e.org, id, viewer.ID); len(it.Reviews) != 3 || it.State != "disputed" {
 		t.Errorf("complete: a viewer reads %d reviews, state %s; want 3, disputed", len(it.Reviews), it.State)
+	}
+	if a, err := e.svc.Agreement(ctx, e.org, feedback.Filter{Tag: "blind"}, nil); err != nil || a.Labels != 3 {
+		t.Errorf("agreement over the complete item reads %d labels (%v), want 3", a.Labels, err)
 	}
 	// A fourth reviewer finds no review left to take.
 	late := e.user(t, "late@acme.test", "curator")
@@ -694,7 +702,7 @@ func TestKeepSettled(t *testing.T) {
 	ctx := context.Background()
 	free := e.items(t, 1, "free")
 	items := e.items(t, 3, "keep")
-	e.plan(t, "keep", 2)
+	plan := e.plan(t, "keep", 2)
 	rs := e.curators(t, 2)
 	for i, s := range []string{"approved", "rejected"} {
 		if _, err := e.svc.Submit(ctx, rs[i], e.org, items[0], review.Input{Status: "approved"}); err != nil {
@@ -715,5 +723,26 @@ func TestKeepSettled(t *testing.T) {
 	if !slices.Equal(got.Kept, []uuid.UUID{free[0], items[0]}) || !slices.Equal(got.Disputed, []uuid.UUID{items[1]}) ||
 		!slices.Equal(got.Open, []uuid.UUID{items[2]}) || got.LeftOut() != 2 {
 		t.Errorf("kept %v, disputed %v, open %v", got.Kept, got.Disputed, got.Open)
+	}
+	// A plan that ends leaves its open items to the queue: they count as
+	// settled; a dispute still waits for its adjudicator.
+	if _, err := e.svc.EndPlan(ctx, e.admin, e.org, plan); err != nil {
+		t.Fatal(err)
+	}
+	got, err = e.svc.KeepSettled(ctx, e.org, ids)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(got.Kept, []uuid.UUID{free[0], items[0], items[2]}) || !slices.Equal(got.Disputed, []uuid.UUID{items[1]}) || len(got.Open) != 0 {
+		t.Errorf("after the plan ended: kept %v, disputed %v, open %v", got.Kept, got.Disputed, got.Open)
+	}
+	status := "approved"
+	var conflict *errs.Conflict
+	fb := feedback.Service{Pool: e.pool}
+	if _, err := fb.Update(ctx, rs[0], e.org, items[2], 1, feedback.Change{Status: &status}); err != nil {
+		t.Errorf("approving an ended plan's open item: %v", err)
+	}
+	if _, err := fb.Update(ctx, rs[0], e.org, items[1], 1, feedback.Change{Status: &status}); !errors.As(err, &conflict) {
+		t.Errorf("approving a disputed item of an ended plan: %v, want a conflict", err)
 	}
 }

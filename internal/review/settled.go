@@ -13,15 +13,15 @@ import (
 type Settled struct {
 	Kept     []uuid.UUID // never under overlapping review, agreed or adjudicated
 	Disputed []uuid.UUID // the reviewers disagree and no adjudicator has decided
-	Open     []uuid.UUID // still waiting for reviews
+	Open     []uuid.UUID // still waiting for reviews, under an active plan
 }
 
 // LeftOut counts the items left out.
 func (s Settled) LeftOut() int { return len(s.Disputed) + len(s.Open) }
 
 // KeepSettled splits feedback ids, in their order, into the items that may
-// be trained on when only agreed items are: those no plan has started, and
-// those agreed or adjudicated. A collect step (a dataset, pair generation,
+// be trained on when only agreed items are: those no plan has started,
+// those agreed or adjudicated, and those an ended plan left open. A collect step (a dataset, pair generation,
 // a loop's collection of new material) calls it to leave the rest out and
 // say how many it left out for disagreement.
 func (s *Service) KeepSettled(ctx context.Context, orgID uuid.UUID, ids []uuid.UUID) (Settled, error) {
