@@ -5,6 +5,7 @@ import (
 	"math"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"testing"
 
@@ -187,10 +188,29 @@ func TestOverlappingReviewOverHTTP(t *testing.T) {
 	if err := s.Pool.QueryRow(ctx, "SELECT status::text FROM feedback WHERE id = $1", ids[3]).Scan(&status); err != nil || status != "rejected" {
 		t.Errorf("an item both rejected is %s (%v)", status, err)
 	}
-	// Nothing is left for cara.
+	// Nothing is left for cara, on the page or in the API; a key takes no
+	// item.
 	cara.Get("/review")
 	if loc := cara.PostForm("/review/plans/"+plan.String()+"/next", nil).Must(t, http.StatusSeeOther).Header.Get("Location"); loc != "/review" {
 		t.Errorf("with every item reviewed, next goes to %s", loc)
+	}
+	sessionJSON(cara, http.MethodPost, "/api/review/plans/"+plan.String()+"/next", "").Must(t, http.StatusNoContent)
+	s.API(s.APIKey(org, "taker", "curator"), http.MethodPost, "/api/review/plans/"+plan.String()+"/next", nil).Must(t, http.StatusForbidden)
+	var plans struct {
+		Data []struct {
+			ID       uuid.UUID `json:"id"`
+			Overlap  int       `json:"overlap"`
+			Progress struct {
+				Reviews  []int `json:"reviews"`
+				Agreed   int   `json:"agreed"`
+				Disputed int   `json:"disputed"`
+			} `json:"progress"`
+		} `json:"data"`
+	}
+	s.API(key, http.MethodGet, "/api/review/plans", nil).Must(t, http.StatusOK).JSON(t, &plans)
+	if len(plans.Data) != 1 || plans.Data[0].ID != plan || plans.Data[0].Overlap != 2 ||
+		!slices.Equal(plans.Data[0].Progress.Reviews, []int{0, 0, 5}) || plans.Data[0].Progress.Agreed != 4 || plans.Data[0].Progress.Disputed != 1 {
+		t.Errorf("plans: %+v", plans)
 	}
 
 	// Adjudication: cara is not named, so she reads the item and cannot
