@@ -551,6 +551,50 @@ func (ns NullPairMethod) Value() (driver.Value, error) {
 	return string(ns.PairMethod), nil
 }
 
+type ReviewState string
+
+const (
+	ReviewStateOpen        ReviewState = "open"
+	ReviewStateAgreed      ReviewState = "agreed"
+	ReviewStateDisputed    ReviewState = "disputed"
+	ReviewStateAdjudicated ReviewState = "adjudicated"
+)
+
+func (e *ReviewState) Scan(src interface{}) error {
+	switch s := src.(type) {
+	case []byte:
+		*e = ReviewState(s)
+	case string:
+		*e = ReviewState(s)
+	default:
+		return fmt.Errorf("unsupported scan type for ReviewState: %T", src)
+	}
+	return nil
+}
+
+type NullReviewState struct {
+	ReviewState ReviewState `json:"review_state"`
+	Valid       bool        `json:"valid"` // Valid is true if ReviewState is not NULL
+}
+
+// Scan implements the Scanner interface.
+func (ns *NullReviewState) Scan(value interface{}) error {
+	if value == nil {
+		ns.ReviewState, ns.Valid = "", false
+		return nil
+	}
+	ns.Valid = true
+	return ns.ReviewState.Scan(value)
+}
+
+// Value implements the driver Valuer interface.
+func (ns NullReviewState) Value() (driver.Value, error) {
+	if !ns.Valid {
+		return nil, nil
+	}
+	return string(ns.ReviewState), nil
+}
+
 type ReviewStatus string
 
 const (
@@ -998,6 +1042,8 @@ type DatasetVersion struct {
 	SplitSeed         int64         `json:"split_seed"`
 	CreatedByLabel    string        `json:"created_by_label"`
 	CreatedAt         time.Time     `json:"created_at"`
+	LeftOutDisputed   int32         `json:"left_out_disputed"`
+	LeftOutOpen       int32         `json:"left_out_open"`
 }
 
 type DatasetVersionItem struct {
@@ -1605,6 +1651,80 @@ type RegisteredModel struct {
 	CreatedAt   time.Time `json:"created_at"`
 }
 
+type ReviewAdjudicator struct {
+	OrgID        uuid.UUID `json:"org_id"`
+	UserID       uuid.UUID `json:"user_id"`
+	AddedByLabel string    `json:"added_by_label"`
+	AddedAt      time.Time `json:"added_at"`
+}
+
+type ReviewItem struct {
+	FeedbackID    uuid.UUID     `json:"feedback_id"`
+	OrgID         uuid.UUID     `json:"org_id"`
+	PlanID        uuid.UUID     `json:"plan_id"`
+	Overlap       int16         `json:"overlap"`
+	Assigned      int16         `json:"assigned"`
+	Submitted     int16         `json:"submitted"`
+	State         ReviewState   `json:"state"`
+	Disagreements []string      `json:"disagreements"`
+	DecidedBy     uuid.NullUUID `json:"decided_by"`
+	DecidedLabel  string        `json:"decided_label"`
+	DecisionNote  string        `json:"decision_note"`
+	DecidedAt     *time.Time    `json:"decided_at"`
+	CreatedAt     time.Time     `json:"created_at"`
+	UpdatedAt     time.Time     `json:"updated_at"`
+}
+
+type ReviewLabel struct {
+	ID             int64            `json:"id"`
+	OrgID          uuid.UUID        `json:"org_id"`
+	FeedbackID     uuid.UUID        `json:"feedback_id"`
+	PlanID         uuid.UUID        `json:"plan_id"`
+	ReviewerID     uuid.UUID        `json:"reviewer_id"`
+	AssignedAt     time.Time        `json:"assigned_at"`
+	SubmittedAt    *time.Time       `json:"submitted_at"`
+	Status         NullReviewStatus `json:"status"`
+	Rating         pgtype.Int2      `json:"rating"`
+	DimAccuracy    pgtype.Int2      `json:"dim_accuracy"`
+	DimHelpfulness pgtype.Int2      `json:"dim_helpfulness"`
+	DimClarity     pgtype.Int2      `json:"dim_clarity"`
+	DimSafety      pgtype.Int2      `json:"dim_safety"`
+	Tags           []string         `json:"tags"`
+	Correction     string           `json:"correction"`
+	Note           string           `json:"note"`
+}
+
+type ReviewPlan struct {
+	ID                 uuid.UUID          `json:"id"`
+	OrgID              uuid.UUID          `json:"org_id"`
+	Name               string             `json:"name"`
+	Overlap            int16              `json:"overlap"`
+	Filter             string             `json:"filter"`
+	Status             NullReviewStatus   `json:"status"`
+	FeedbackType       NullFeedbackType   `json:"feedback_type"`
+	Source             NullFeedbackSource `json:"source"`
+	RatingMin          int32              `json:"rating_min"`
+	RatingMax          int32              `json:"rating_max"`
+	DimBelow           int32              `json:"dim_below"`
+	Tag                string             `json:"tag"`
+	Model              string             `json:"model"`
+	AssigneeID         uuid.NullUUID      `json:"assignee_id"`
+	CreatedFrom        *time.Time         `json:"created_from"`
+	CreatedTo          *time.Time         `json:"created_to"`
+	WithDuplicates     bool               `json:"with_duplicates"`
+	PiiOnly            bool               `json:"pii_only"`
+	Q                  string             `json:"q"`
+	DatasetID          uuid.NullUUID      `json:"dataset_id"`
+	SafetyOnly         bool               `json:"safety_only"`
+	RatingTolerance    int16              `json:"rating_tolerance"`
+	DimensionTolerance int16              `json:"dimension_tolerance"`
+	TagsMustMatch      bool               `json:"tags_must_match"`
+	Active             bool               `json:"active"`
+	CreatedByLabel     string             `json:"created_by_label"`
+	CreatedAt          time.Time          `json:"created_at"`
+	EndedAt            *time.Time         `json:"ended_at"`
+}
+
 type RewardFormula struct {
 	ID             uuid.UUID       `json:"id"`
 	OrgID          uuid.UUID       `json:"org_id"`
@@ -1696,6 +1816,7 @@ type TrainingDataset struct {
 	CreatedAt         time.Time     `json:"created_at"`
 	UpdatedAt         time.Time     `json:"updated_at"`
 	Version           int32         `json:"version"`
+	AgreedOnly        bool          `json:"agreed_only"`
 }
 
 type TrainingDatasetMember struct {

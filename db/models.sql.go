@@ -15,7 +15,7 @@ import (
 )
 
 const datasetVersionGetForModel = `-- name: DatasetVersionGetForModel :one
-SELECT dv.id, dv.org_id, dv.dataset_id, dv.number, dv.kind, dv.content_hash, dv.item_count, dv.train_count, dv.validation_count, dv.split_strategy, dv.validation_percent, dv.split_seed, dv.created_by_label, dv.created_at, d.name AS dataset_name FROM dataset_versions dv JOIN training_datasets d ON d.id = dv.dataset_id
+SELECT dv.id, dv.org_id, dv.dataset_id, dv.number, dv.kind, dv.content_hash, dv.item_count, dv.train_count, dv.validation_count, dv.split_strategy, dv.validation_percent, dv.split_seed, dv.created_by_label, dv.created_at, dv.left_out_disputed, dv.left_out_open, d.name AS dataset_name FROM dataset_versions dv JOIN training_datasets d ON d.id = dv.dataset_id
 WHERE dv.org_id = $1 AND dv.id = $2
 `
 
@@ -39,6 +39,8 @@ type DatasetVersionGetForModelRow struct {
 	SplitSeed         int64         `json:"split_seed"`
 	CreatedByLabel    string        `json:"created_by_label"`
 	CreatedAt         time.Time     `json:"created_at"`
+	LeftOutDisputed   int32         `json:"left_out_disputed"`
+	LeftOutOpen       int32         `json:"left_out_open"`
 	DatasetName       string        `json:"dataset_name"`
 }
 
@@ -60,6 +62,8 @@ func (q *Queries) DatasetVersionGetForModel(ctx context.Context, arg DatasetVers
 		&i.SplitSeed,
 		&i.CreatedByLabel,
 		&i.CreatedAt,
+		&i.LeftOutDisputed,
+		&i.LeftOutOpen,
 		&i.DatasetName,
 	)
 	return i, err

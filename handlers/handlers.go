@@ -33,6 +33,7 @@ import (
 	"github.com/curate/curate/internal/overview"
 	"github.com/curate/curate/internal/pairs"
 	"github.com/curate/curate/internal/ratelimit"
+	"github.com/curate/curate/internal/review"
 	"github.com/curate/curate/internal/reward"
 	"github.com/curate/curate/internal/serving"
 	"github.com/curate/curate/views"
@@ -82,6 +83,9 @@ type Handlers struct {
 	// CanOpen reports whether a role may GET a local link, by the routes
 	// table the server enforces; pages show only the links it allows.
 	CanOpen func(role auth.Role, href string) bool
+	// Review is overlapping review: plans, each reviewer's label,
+	// adjudication and agreement.
+	Review *review.Service
 }
 
 // Caller is who is making the request, set by the authentication middleware.

@@ -262,5 +262,27 @@ func Routes(h *handlers.Handlers) []Route {
 		{GET, "/api/feedback", auth.Viewer, h.APIFeedbackList},
 		{GET, "/api/feedback/:id", auth.Viewer, h.APIFeedbackGet},
 		{PATCH, "/api/feedback/:id", auth.Curator, h.APIFeedbackPatch},
+
+		// Overlapping review: plans, each reviewer's label (blind until
+		// their own is in), adjudication (admins and named adjudicators,
+		// checked by the service) and agreement between reviewers.
+		{GET, "/review", auth.Viewer, h.ReviewHome},
+		{POST, "/review/plans", auth.Admin, h.ReviewPlanCreate},
+		{POST, "/review/plans/:id/end", auth.Admin, h.ReviewPlanEnd},
+		{POST, "/review/plans/:id/next", auth.Curator, h.ReviewNext},
+		{POST, "/review/adjudicators", auth.Admin, h.ReviewAdjudicatorAdd},
+		{POST, "/review/adjudicators/:id/remove", auth.Admin, h.ReviewAdjudicatorRemove},
+		{GET, "/review/adjudication", auth.Curator, h.Adjudication},
+		{POST, "/review/adjudication/:id", auth.Curator, h.AdjudicationDecide},
+		{GET, "/review/agreement", auth.Viewer, h.ReviewAgreement},
+		{POST, "/feedback/:id/review", auth.Curator, h.FeedbackReviewSubmit},
+		{POST, "/feedback/:id/review/release", auth.Curator, h.FeedbackReviewRelease},
+		{GET, "/api/review/plans", auth.Viewer, h.APIReviewPlanList},
+		{POST, "/api/review/plans", auth.Admin, h.APIReviewPlanCreate},
+		{POST, "/api/review/plans/:id/next", auth.Curator, h.APIReviewNext},
+		{GET, "/api/feedback/:id/reviews", auth.Viewer, h.APIFeedbackReviews},
+		{POST, "/api/feedback/:id/reviews", auth.Curator, h.APIFeedbackReviewCreate},
+		{POST, "/api/feedback/:id/adjudication", auth.Curator, h.APIFeedbackAdjudicate},
+		{GET, "/api/agreement", auth.Viewer, h.APIAgreement},
 	}
 }

@@ -36,6 +36,7 @@ import (
 	"github.com/curate/curate/internal/overview"
 	"github.com/curate/curate/internal/pairs"
 	"github.com/curate/curate/internal/pricing"
+	"github.com/curate/curate/internal/review"
 	"github.com/curate/curate/internal/reward"
 	"github.com/curate/curate/internal/rewardmodel"
 	"github.com/curate/curate/internal/scratch"
@@ -95,6 +96,9 @@ type Services struct {
 	// RewardModels scores answers with served reward models, for
 	// best-of-N, evaluations and experiments' live scoring.
 	RewardModels *rewardmodel.Service
+	// Review hands items to several reviewers, measures their agreement
+	// and settles their disagreements.
+	Review *review.Service
 }
 
 // New builds the services on an open, migrated database.
@@ -172,6 +176,7 @@ func New(cfg config.Config, pool *pgxpool.Pool, log *slog.Logger) (*Services, er
 		Codebooks:     &codebook.Service{Pool: pool, Judge: jd, Jobs: inserter},
 		Overview:      &overview.Service{Pool: pool},
 		RewardModels:  rms,
+		Review:        &review.Service{Pool: pool},
 	}
 	// The start page recommends for running experiments as their panels do.
 	svc.Overview.Experiments = svc.Experiments
