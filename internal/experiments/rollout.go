@@ -47,12 +47,13 @@ func (s *Service) CheckRollouts(ctx context.Context) error {
 // harm is the first metric significantly worse in the treatment, in words,
 // or "".
 func (s *Service) harm(ctx context.Context, q *db.Queries, e db.Experiment, arms int) (string, error) {
-	sums, err := q.ExperimentListMetricSums(ctx, db.ExperimentListMetricSumsParams{OrgID: e.OrgID, ExperimentID: e.ID, Phase: e.Phase, Since: e.PhaseStartedAt})
+	rows, err := q.ExperimentListMetricMoments(ctx, db.ExperimentListMetricMomentsParams{OrgID: e.OrgID, ExperimentID: e.ID, Phase: e.Phase,
+		Since: e.PhaseStartedAt})
 	if err != nil {
 		return "", err
 	}
 	for _, metric := range append(append([]string{}, e.Metrics...), e.Guardrails...) {
-		as := armStats(sums, arms, metric)
+		as := armStats(rows, arms, metric, false)
 		test := stats.Test{Metric: stats.MetricMean, Relative: true, Alpha: 0.05, Sequential: sequentialTuning, Alternative: stats.Less}
 		if !higherIsBetter[metric] {
 			test.Alternative = stats.Greater

@@ -38,8 +38,8 @@ func readSamples(t *testing.T, name string) (a, b []float64) {
 // with its default method, which is exact at these sizes.
 func TestKS2SampleAgainstSciPy(t *testing.T) {
 	cases := []struct {
-		file  string
-		d, p  float64
+		file   string
+		d, p   float64
 		na, nb int
 	}{
 		{"ks_unequal.txt", 0.44, 0.006798409744627261, 25, 30},

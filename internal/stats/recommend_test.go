@@ -105,7 +105,7 @@ func TestRecommendBayesian(t *testing.T) {
 	}
 	o := stats.Outcome{Posterior: post(0.08, 0.01), HigherIsBetter: true, Criterion: 0.05}
 	near(t, "chance to clear", o.ChanceToClear(), 0.9986501019683699, 1e-9) // scipy.stats.norm.cdf(3)
-	o = stats.Outcome{Posterior: post(-0.08, 0.01), Criterion: 0.05}       // lower is better: P(X < −0.05)
+	o = stats.Outcome{Posterior: post(-0.08, 0.01), Criterion: 0.05}        // lower is better: P(X < −0.05)
 	near(t, "chance to clear, lower is better", o.ChanceToClear(), 0.9986501019683699, 1e-9)
 }
 
