@@ -236,6 +236,10 @@ func Routes(h *handlers.Handlers) []Route {
 		{POST, "/api/experiments/:key/assign", auth.Curator, h.APIExperimentAssign},
 		{POST, "/api/experiments/:key/assign-batch", auth.Curator, h.APIExperimentAssignBatch},
 		{GET, "/api/experiments/:key/results", auth.Viewer, h.APIExperimentResults},
+		{http.MethodPut, "/api/experiments/:key/analysis", auth.Admin, h.APIExperimentAnalysis},
+		{POST, "/experiments/settings", auth.Admin, h.ExperimentSettingsSave},
+		{GET, "/api/settings/experiments", auth.Viewer, h.APIExperimentSettings},
+		{http.MethodPut, "/api/settings/experiments", auth.Admin, h.APIExperimentSettingsSave},
 		{GET, "/api/best-of-n/:id", auth.Viewer, h.APIBestOfNGet},
 
 		// Seed 003 training API.

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"math"
 	"slices"
 	"strings"
@@ -210,19 +209,4 @@ func (s *Service) SetAnalysis(ctx context.Context, actor audit.Actor, orgID uuid
 		return Experiment{}, err
 	}
 	return s.Get(ctx, orgID, key)
-}
-
-// criterionText words a metric's criterion for a page: "at least +5%" for
-// a goal metric, "at most +10%" of harm for a guardrail.
-func criterionText(metric string, guard bool, x float64) string {
-	if x == 0 {
-		return ""
-	}
-	if !guard {
-		return fmt.Sprintf("improves by more than %s", stats.Percent(x))
-	}
-	if higherIsBetter[metric] {
-		return fmt.Sprintf("falls by less than %s", stats.Percent(x))
-	}
-	return fmt.Sprintf("rises by less than %s", stats.Percent(x))
 }
