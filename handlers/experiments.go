@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -14,6 +15,7 @@ import (
 	"github.com/curate/curate/internal/auth"
 	"github.com/curate/curate/internal/errs"
 	"github.com/curate/curate/internal/experiments"
+	"github.com/curate/curate/internal/judge"
 	"github.com/curate/curate/internal/stats"
 	"github.com/curate/curate/views"
 )
@@ -138,6 +140,9 @@ func (h *Handlers) renderPanel(c echo.Context, status int, problems map[string]s
 		m.TreatmentVersion = a.Version
 	}
 	analysisText(&m, e, r)
+	if err := h.liveJudge(c, &m); err != nil {
+		return err
+	}
 	for _, mr := range r.Metrics {
 		m.Metrics = append(m.Metrics, panelMetric(mr, m.Bayesian))
 	}
@@ -145,6 +150,50 @@ func (h *Handlers) renderPanel(c echo.Context, status int, problems map[string]s
 		return err
 	}
 	return render(c, status, views.ExperimentPanel(h.page(c, e.Name, "models"), m))
+}
+
+// liveJudge fills the panel's live judge: what it scored, and for admins
+// the form's choices.
+func (h *Handlers) liveJudge(c echo.Context, m *views.PanelView) error {
+	org := CallerOf(c).OrgID
+	live, ok, err := h.LiveScore.ForExperiment(ctx(c), org, m.Key)
+	if err != nil {
+		return err
+	}
+	m.LiveTemplate, m.LiveRatePercent = "default", "10"
+	if ok {
+		state := "scores"
+		if !live.Enabled {
+			state = "is off; it scored"
+		}
+		m.Live = fmt.Sprintf("%s of answers, judged by the template %s through %s: it %s %s, %s flagged unsafe, %s skipped, $%.4f so far.",
+			percent(live.Rate), live.Template, live.Endpoint, state, views.Count(live.Scored, "answer", "answers"),
+			views.Count(live.Flagged, "answer", "answers"), views.Count(live.Skipped, "answer", "answers"), live.CostUSD)
+		if live.Pending > 0 {
+			m.Live += fmt.Sprintf(" %d waiting.", live.Pending)
+		}
+		m.LiveEndpoint, m.LiveTemplate, m.LiveRatePercent = live.Endpoint, live.Template, percentValue(live.Rate)
+	}
+	if !m.CanAct {
+		return nil
+	}
+	eps, err := h.Endpoints.List(ctx(c), org)
+	if err != nil {
+		return err
+	}
+	for _, ep := range eps {
+		m.LiveEndpoints = append(m.LiveEndpoints, ep.Name)
+	}
+	tpls, err := h.Judge.Templates(ctx(c), org)
+	if err != nil {
+		return err
+	}
+	for _, t := range tpls {
+		if t.Name != judge.ReflectorName && !slices.Contains(m.LiveTemplates, t.Name) {
+			m.LiveTemplates = append(m.LiveTemplates, t.Name)
+		}
+	}
+	return nil
 }
 
 // panelMetric is one metric's row: the arms' means, the treatment's

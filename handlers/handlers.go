@@ -29,6 +29,7 @@ import (
 	"github.com/curate/curate/internal/health"
 	"github.com/curate/curate/internal/imports"
 	"github.com/curate/curate/internal/judge"
+	"github.com/curate/curate/internal/livescore"
 	"github.com/curate/curate/internal/models"
 	"github.com/curate/curate/internal/overview"
 	"github.com/curate/curate/internal/pairs"
@@ -79,6 +80,8 @@ type Handlers struct {
 	Health *health.Service
 	// Overview counts the start page's waiting work.
 	Overview *overview.Service
+	// LiveScore keeps the live scorers of experiments and aliases.
+	LiveScore *livescore.Service
 }
 
 // Caller is who is making the request, set by the authentication middleware.

@@ -87,6 +87,7 @@ func New(cfg config.Config, pool *pgxpool.Pool, log *slog.Logger) (*App, error) 
 			Endpoints: svc.Endpoints, Judge: svc.Judge, BestOfN: svc.BestOfN, Experiments: svc.Experiments, Codebooks: svc.Codebooks,
 			Alerts: svc.Alerts, FeedbackStats: svc.FeedbackStats, AuditLog: svc.AuditLog, Health: svc.Health,
 			Overview:    svc.Overview,
+			LiveScore:   svc.LiveScore,
 			Sessions:    handlers.NewSessions(hashKey, blockKey, cfg.SessionTTL),
 			UserLimiter: ratelimit.New(float64(cfg.FeedbackPerUser)/60, cfg.FeedbackPerUser)},
 		metrics:    newMetrics(q),

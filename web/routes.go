@@ -240,6 +240,9 @@ func Routes(h *handlers.Handlers) []Route {
 		{POST, "/experiments/settings", auth.Admin, h.ExperimentSettingsSave},
 		{GET, "/api/settings/experiments", auth.Viewer, h.APIExperimentSettings},
 		{http.MethodPut, "/api/settings/experiments", auth.Admin, h.APIExperimentSettingsSave},
+		{GET, "/api/live-scorers", auth.Viewer, h.APILiveScorerList},
+		{http.MethodPut, "/api/live-scorers", auth.Admin, h.APILiveScorerSet},
+		{POST, "/experiments/:key/live-scorer", auth.Admin, h.ExperimentLiveScorer},
 		{GET, "/api/best-of-n/:id", auth.Viewer, h.APIBestOfNGet},
 
 		// Seed 003 training API.

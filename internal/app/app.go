@@ -31,6 +31,7 @@ import (
 	"github.com/curate/curate/internal/imports"
 	"github.com/curate/curate/internal/jobq"
 	"github.com/curate/curate/internal/judge"
+	"github.com/curate/curate/internal/livescore"
 	"github.com/curate/curate/internal/models"
 	"github.com/curate/curate/internal/outbound"
 	"github.com/curate/curate/internal/overview"
@@ -90,6 +91,8 @@ type Services struct {
 	Codebooks *codebook.Service
 	// Overview counts the start page's waiting work.
 	Overview *overview.Service
+	// LiveScore scores sampled live answers for experiments and aliases.
+	LiveScore *livescore.Service
 }
 
 // New builds the services on an open, migrated database.
@@ -163,5 +166,6 @@ func New(cfg config.Config, pool *pgxpool.Pool, log *slog.Logger) (*Services, er
 		Experiments:   &experiments.Service{Pool: pool, Models: reg},
 		Codebooks:     &codebook.Service{Pool: pool, Judge: jd, Jobs: inserter},
 		Overview:      &overview.Service{Pool: pool},
+		LiveScore:     &livescore.Service{Pool: pool, Jobs: inserter, Scorer: livescore.JudgeScorer{Judge: jd}, Judge: jd},
 	}, nil
 }
