@@ -209,7 +209,7 @@ const feedbackInsert = `-- name: FeedbackInsert :one
 INSERT INTO feedback (
     id, org_id, external_id, session_id, trace_id, end_user_id, query, response, context, model, experiment_arm,
     feedback_type, rating, dim_accuracy, dim_helpfulness, dim_clarity, dim_safety, comment, correction,
-    latency_ms, tags, source, rank, rank_group, pii_kinds, content_hash, status, experiment_id, duplicate_of
+    latency_ms, tags, source, rank, rank_group, pii_kinds, content_hash, status, experiment_id, duplicate_of, is_error
 ) VALUES (
     $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11,
     $12, $13, $14, $15, $16, $17,
@@ -217,7 +217,8 @@ INSERT INTO feedback (
     $28,
     -- An exact duplicate links to the first row with the same content.
     coalesce($29::uuid,
-             (SELECT d.id FROM feedback d WHERE d.org_id = $2 AND d.content_hash = $26 ORDER BY d.seq LIMIT 1))
+             (SELECT d.id FROM feedback d WHERE d.org_id = $2 AND d.content_hash = $26 ORDER BY d.seq LIMIT 1)),
+    $30
 )
 ON CONFLICT (org_id, external_id) WHERE external_id IS NOT NULL DO NOTHING
 RETURNING seq, context, duplicate_of, created_at, updated_at, version
@@ -253,6 +254,7 @@ type FeedbackInsertParams struct {
 	Status         ReviewStatus    `json:"status"`
 	ExperimentID   uuid.NullUUID   `json:"experiment_id"`
 	DuplicateOf    uuid.NullUUID   `json:"duplicate_of"`
+	IsError        bool            `json:"is_error"`
 }
 
 type FeedbackInsertRow struct {
@@ -297,6 +299,7 @@ func (q *Queries) FeedbackInsert(ctx context.Context, arg FeedbackInsertParams) 
 		arg.Status,
 		arg.ExperimentID,
 		arg.DuplicateOf,
+		arg.IsError,
 	)
 	var i FeedbackInsertRow
 	err := row.Scan(
@@ -340,6 +343,7 @@ type FeedbackInsertManyParams struct {
 	Status         ReviewStatus    `json:"status"`
 	ExperimentID   uuid.NullUUID   `json:"experiment_id"`
 	DuplicateOf    uuid.NullUUID   `json:"duplicate_of"`
+	IsError        bool            `json:"is_error"`
 }
 
 const feedbackList = `-- name: FeedbackList :many

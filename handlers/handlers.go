@@ -31,6 +31,7 @@ import (
 	"github.com/curate/curate/internal/judge"
 	"github.com/curate/curate/internal/livescore"
 	"github.com/curate/curate/internal/models"
+	"github.com/curate/curate/internal/monitors"
 	"github.com/curate/curate/internal/overview"
 	"github.com/curate/curate/internal/pairs"
 	"github.com/curate/curate/internal/ratelimit"
@@ -82,6 +83,8 @@ type Handlers struct {
 	Overview *overview.Service
 	// LiveScore keeps the live scorers of experiments and aliases.
 	LiveScore *livescore.Service
+	// Monitors reads the production monitors of served versions.
+	Monitors *monitors.Service
 }
 
 // Caller is who is making the request, set by the authentication middleware.

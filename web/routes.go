@@ -243,6 +243,10 @@ func Routes(h *handlers.Handlers) []Route {
 		{GET, "/api/live-scorers", auth.Viewer, h.APILiveScorerList},
 		{http.MethodPut, "/api/live-scorers", auth.Admin, h.APILiveScorerSet},
 		{POST, "/experiments/:key/live-scorer", auth.Admin, h.ExperimentLiveScorer},
+		{GET, "/monitors", auth.Viewer, h.MonitorList},
+		{GET, "/api/monitors", auth.Viewer, h.APIMonitorList},
+		{GET, "/api/monitors/settings", auth.Viewer, h.APIMonitorSettings},
+		{http.MethodPut, "/api/monitors/settings", auth.Admin, h.APIMonitorSettingsSave},
 		{GET, "/api/best-of-n/:id", auth.Viewer, h.APIBestOfNGet},
 
 		// Seed 003 training API.

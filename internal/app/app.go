@@ -33,6 +33,7 @@ import (
 	"github.com/curate/curate/internal/judge"
 	"github.com/curate/curate/internal/livescore"
 	"github.com/curate/curate/internal/models"
+	"github.com/curate/curate/internal/monitors"
 	"github.com/curate/curate/internal/outbound"
 	"github.com/curate/curate/internal/overview"
 	"github.com/curate/curate/internal/pairs"
@@ -93,6 +94,9 @@ type Services struct {
 	Overview *overview.Service
 	// LiveScore scores sampled live answers for experiments and aliases.
 	LiveScore *livescore.Service
+	// Monitors watch every served version; the alert rules' evaluation
+	// opens an alert on a breach.
+	Monitors *monitors.Service
 }
 
 // New builds the services on an open, migrated database.
@@ -138,6 +142,7 @@ func New(cfg config.Config, pool *pgxpool.Pool, log *slog.Logger) (*Services, er
 	rw := &reward.Service{Pool: pool}
 	ev.Runner = &eval.Runs{Endpoints: eps, Judge: jd, Models: reg, Reward: rw}
 	ft.Registry = reg
+	mon := &monitors.Service{Pool: pool}
 	acc := accounts.New(pool)
 	acc.SessionTTL = cfg.SessionTTL
 	return &Services{
@@ -151,7 +156,7 @@ func New(cfg config.Config, pool *pgxpool.Pool, log *slog.Logger) (*Services, er
 
 		// The webhook secrets are sealed with the key of the Langfuse
 		// secrets: one key for every secret Curate stores.
-		Alerts:        &alerts.Service{Pool: pool, Jobs: inserter, Secrets: imp.Secrets, Outbound: out, Log: log},
+		Alerts:        &alerts.Service{Pool: pool, Jobs: inserter, Secrets: imp.Secrets, Outbound: out, Log: log, Monitors: mon},
 		FeedbackStats: &feedbackstats.Service{Pool: pool},
 		AuditLog:      &audit.Service{Pool: pool},
 		Health:        &health.Service{Pool: pool},
@@ -167,5 +172,6 @@ func New(cfg config.Config, pool *pgxpool.Pool, log *slog.Logger) (*Services, er
 		Codebooks:     &codebook.Service{Pool: pool, Judge: jd, Jobs: inserter},
 		Overview:      &overview.Service{Pool: pool},
 		LiveScore:     &livescore.Service{Pool: pool, Jobs: inserter, Scorer: livescore.JudgeScorer{Judge: jd}, Judge: jd},
+		Monitors:      mon,
 	}, nil
 }
