@@ -355,7 +355,7 @@ func (a *analyser) frequentist(mr *MetricResult, as []stats.Arm, k int, alpha fl
 	if adjusted != nil {
 		ar.Significant = *adjusted < resultAlpha
 	}
-	if as[0].Covariate != nil {
+	if eff.Theta != 0 { // CUPED applied: the pre-exposure values varied
 		if raw, err := stats.Compare(uncovered(as[0]), uncovered(as[1]), a.test(alpha)); err == nil && raw.SE > 0 {
 			vr := 1 - (eff.SE*eff.SE)/(raw.SE*raw.SE)
 			ar.VarianceReduction, ar.UnadjustedCI = &vr, []*float64{raw.CI[0], raw.CI[1]}
@@ -378,13 +378,20 @@ func (a *analyser) bayesian(mr *MetricResult, as []stats.Arm, k int) {
 	ar.ChanceToWin, ar.Risk = &p.ChanceToWin, []float64{p.Risk[0], p.Risk[1]}
 	threshold := a.e.ChanceToWin
 	ar.Significant = p.ChanceToWin >= threshold || p.ChanceToWin <= 1-threshold
-	if as[0].Covariate != nil {
+	if as[0].Covariate != nil && cupedApplies(as) {
 		if raw, err := stats.CompareBayesian(uncovered(as[0]), uncovered(as[1]), a.test(resultAlpha), b); err == nil && raw.SD > 0 {
 			vr := 1 - (p.SD*p.SD)/(raw.SD*raw.SD)
 			ar.VarianceReduction, ar.UnadjustedCI = &vr, []*float64{&raw.CI[0], &raw.CI[1]}
 		}
 	}
 	a.outcomes[k].Posterior = &p
+}
+
+// cupedApplies says whether CUPED adjusts the arms: their joint
+// pre-exposure values and metric values vary.
+func cupedApplies(as []stats.Arm) bool {
+	th, err := stats.Theta(stats.MetricMean, as[0], as[1])
+	return err == nil && th != 0
 }
 
 // uncovered is an arm without its covariate.
