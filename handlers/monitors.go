@@ -66,8 +66,16 @@ func thresholdsText(st monitors.Settings) string {
 	return fmt.Sprintf("Every served version is read over the last %s with the alert rules every five minutes: a latency p95 above %g s, "+
 		"feedback down more than %g%% on the same hours a week ago, more than %g%% of feedback reporting an error, and %s between the live "+
 		"scores of the last %s and of the version's first week each open an alert. A monitor judges only with at least %d items.",
-		views.Count(st.WindowHours, "hour", "hours"), float64(st.LatencyP95MS)/1000, 100*st.FeedbackDrop, 100*st.ErrorRate, shift,
-		views.Count(st.ShiftWindowHours, "hour", "hours"), st.MinSamples)
+		lastHours(st.WindowHours), float64(st.LatencyP95MS)/1000, 100*st.FeedbackDrop, 100*st.ErrorRate, shift,
+		lastHours(st.ShiftWindowHours), st.MinSamples)
+}
+
+// lastHours is a window in words after "the last": "hour", "24 hours".
+func lastHours(h int) string {
+	if h == 1 {
+		return "hour"
+	}
+	return views.Count(h, "hour", "hours")
 }
 
 // APIMonitorList answers every served version's monitors now, with the
