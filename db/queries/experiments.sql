@@ -143,6 +143,10 @@ pre AS (
     FROM x JOIN feedback f ON f.org_id = @org_id AND f.end_user_id = x.unit_id
         AND f.created_at >= x.first_seen - make_interval(days => @pre_days::int) AND f.created_at < x.first_seen
     WHERE @pre_days::int > 0
+      -- The whole window of every unit, so that the organisation's feedback
+      -- is read by its (org_id, created_at) index over that span only.
+      AND f.created_at >= (SELECT min(first_seen) FROM x) - make_interval(days => @pre_days::int)
+      AND f.created_at < (SELECT max(first_seen) FROM x)
     GROUP BY x.unit_id
 ),
 v AS (
