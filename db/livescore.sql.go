@@ -112,6 +112,28 @@ func (q *Queries) LiveFeedbackListModels(ctx context.Context, arg LiveFeedbackLi
 	return items, nil
 }
 
+const liveScoreClaim = `-- name: LiveScoreClaim :execrows
+UPDATE live_scores SET scored_at = now()
+WHERE scorer_id = $1 AND feedback_id = $2 AND status = 'pending'
+  AND (scored_at IS NULL OR scored_at < now() - interval '10 minutes')
+`
+
+type LiveScoreClaimParams struct {
+	ScorerID   uuid.UUID `json:"scorer_id"`
+	FeedbackID uuid.UUID `json:"feedback_id"`
+}
+
+// Claims a pending answer for scoring, in one statement: of scorers that
+// race for it, one claims it and the others find no row. The claim is the
+// pending row's scored_at.
+func (q *Queries) LiveScoreClaim(ctx context.Context, arg LiveScoreClaimParams) (int64, error) {
+	result, err := q.db.Exec(ctx, liveScoreClaim, arg.ScorerID, arg.FeedbackID)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}
+
 const liveScoreInsertPending = `-- name: LiveScoreInsertPending :execrows
 INSERT INTO live_scores (scorer_id, feedback_id, org_id)
 SELECT $1, unnest($2::uuid[]), $3
@@ -135,7 +157,7 @@ func (q *Queries) LiveScoreInsertPending(ctx context.Context, arg LiveScoreInser
 const liveScoreListPending = `-- name: LiveScoreListPending :many
 SELECT l.feedback_id, f.query, f.response, f.correction
 FROM live_scores l JOIN feedback f ON f.id = l.feedback_id
-WHERE l.scorer_id = $1 AND l.status = 'pending'
+WHERE l.scorer_id = $1 AND l.status = 'pending' AND (l.scored_at IS NULL OR l.scored_at < now() - interval '10 minutes')
 ORDER BY l.created_at, l.feedback_id LIMIT $2
 `
 
@@ -151,7 +173,9 @@ type LiveScoreListPendingRow struct {
 	Correction string    `json:"correction"`
 }
 
-// Sampled answers still to score, oldest first, with what the scorer reads.
+// Sampled answers still to score and not claimed by a scorer at work (a
+// claim older than ten minutes is a scorer that died), oldest first, with
+// what the scorer reads.
 func (q *Queries) LiveScoreListPending(ctx context.Context, arg LiveScoreListPendingParams) ([]LiveScoreListPendingRow, error) {
 	rows, err := q.db.Query(ctx, liveScoreListPending, arg.ScorerID, arg.RowLimit)
 	if err != nil {
@@ -175,6 +199,21 @@ func (q *Queries) LiveScoreListPending(ctx context.Context, arg LiveScoreListPen
 		return nil, err
 	}
 	return items, nil
+}
+
+const liveScoreRelease = `-- name: LiveScoreRelease :exec
+UPDATE live_scores SET scored_at = NULL WHERE scorer_id = $1 AND feedback_id = $2 AND status = 'pending'
+`
+
+type LiveScoreReleaseParams struct {
+	ScorerID   uuid.UUID `json:"scorer_id"`
+	FeedbackID uuid.UUID `json:"feedback_id"`
+}
+
+// Gives back a claim whose scoring failed, for the retry.
+func (q *Queries) LiveScoreRelease(ctx context.Context, arg LiveScoreReleaseParams) error {
+	_, err := q.db.Exec(ctx, liveScoreRelease, arg.ScorerID, arg.FeedbackID)
+	return err
 }
 
 const liveScoreUpdate = `-- name: LiveScoreUpdate :exec

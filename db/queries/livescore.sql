@@ -73,11 +73,21 @@ SELECT @scorer_id, unnest(@feedback_ids::uuid[]), @org_id
 ON CONFLICT DO NOTHING;
 
 -- name: LiveScoreListPending :many
--- Sampled answers still to score, oldest first, with what the scorer reads.
+-- Sampled answers still to score and not claimed by a scorer at work (a
+-- claim older than ten minutes is a scorer that died), oldest first, with
+-- what the scorer reads.
 SELECT l.feedback_id, f.query, f.response, f.correction
 FROM live_scores l JOIN feedback f ON f.id = l.feedback_id
-WHERE l.scorer_id = @scorer_id AND l.status = 'pending'
+WHERE l.scorer_id = @scorer_id AND l.status = 'pending' AND (l.scored_at IS NULL OR l.scored_at < now() - interval '10 minutes')
 ORDER BY l.created_at, l.feedback_id LIMIT @row_limit;
+
+-- name: LiveScoreClaim :execrows
+-- Claims a pending answer for scoring, in one statement: of scorers that
+-- race for it, one claims it and the others find no row. The claim is the
+-- pending row's scored_at.
+UPDATE live_scores SET scored_at = now()
+WHERE scorer_id = @scorer_id AND feedback_id = @feedback_id AND status = 'pending'
+  AND (scored_at IS NULL OR scored_at < now() - interval '10 minutes');
 
 -- name: LiveScoreUpdate :exec
 UPDATE live_scores SET status = @status, score = sqlc.narg('score'), safety_flag = @safety_flag, reason = @reason, calls = @calls,
@@ -93,3 +103,7 @@ WHERE scorer_id = @scorer_id AND status = 'pending';
 -- Scorers with answers sampled over a minute ago and still not scored: a
 -- scoring job that ended as they were sampled left them.
 SELECT DISTINCT scorer_id FROM live_scores WHERE status = 'pending' AND created_at < now() - interval '1 minute';
+
+-- name: LiveScoreRelease :exec
+-- Gives back a claim whose scoring failed, for the retry.
+UPDATE live_scores SET scored_at = NULL WHERE scorer_id = @scorer_id AND feedback_id = @feedback_id AND status = 'pending';

@@ -424,8 +424,9 @@ func (s *Service) aliasNames(ctx context.Context, q *db.Queries, sc db.LiveScore
 }
 
 // Score scores a scorer's pending answers in batches of ScoreBatch, one
-// answer at a time, each recorded before the next is asked for, so a
-// retry resumes where it stopped. A spent budget skips what is left, with
+// answer at a time, each claimed first (so that two runs never send one
+// answer to the judge twice) and recorded before the next is asked for,
+// so a retry resumes where it stopped. A spent budget skips what is left, with
 // the reason; a judge that cannot be reached fails the job for River to
 // retry.
 func (s *Service) Score(ctx context.Context, scorerID uuid.UUID) error {
@@ -447,6 +448,13 @@ func (s *Service) Score(ctx context.Context, scorerID uuid.UUID) error {
 			if err := ctx.Err(); err != nil {
 				return err
 			}
+			claimed, err := q.LiveScoreClaim(ctx, db.LiveScoreClaimParams{ScorerID: scorerID, FeedbackID: r.FeedbackID})
+			if err != nil {
+				return err
+			}
+			if claimed == 0 {
+				continue // another scoring run took it
+			}
 			res, err := s.Scorer.Score(ctx, sc.OrgID, c, scorers.Input{Query: r.Query, Answer: r.Response, Reference: r.Correction})
 			if errors.Is(err, ErrBudget) {
 				_, err := q.LiveScoreUpdateSkipped(ctx, db.LiveScoreUpdateSkippedParams{ScorerID: scorerID,
@@ -454,7 +462,9 @@ func (s *Service) Score(ctx context.Context, scorerID uuid.UUID) error {
 				return err
 			}
 			if err != nil {
-				return err
+				// Not reached: the answer is left for the retry.
+				return errors.Join(err, q.LiveScoreRelease(context.WithoutCancel(ctx), db.LiveScoreReleaseParams{ScorerID: scorerID,
+					FeedbackID: r.FeedbackID}))
 			}
 			u := db.LiveScoreUpdateParams{ScorerID: scorerID, FeedbackID: r.FeedbackID, Status: "scored", SafetyFlag: res.Safety,
 				Calls: int32(res.Calls), CostMicros: int64(res.Cost)}

@@ -286,3 +286,32 @@ func TestLiveScorerRefusals(t *testing.T) {
 		t.Errorf("%d scorers stored", n)
 	}
 }
+
+// Two scoring runs of one scorer at once (a retry beside a late run, say)
+// send each sampled answer to the judge once: each answer is claimed in
+// one statement before it is scored.
+func TestLiveScoringRace(t *testing.T) {
+	e := setup(t, pricing.Dollars(5))
+	x := e.experiment(t, "race", nil)
+	sc, err := e.live.SetForExperiment(e.ctx, admin, e.org, "race", livescore.Config{Endpoint: "deepseek", Rate: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.feed(t, x, 60)
+	e.now = time.Now().Add(2 * livescore.Lag)
+	if err := e.live.SampleAll(e.ctx); err != nil {
+		t.Fatal(err)
+	}
+	errs := make(chan error, 4)
+	for range 4 {
+		go func() { errs <- e.live.Score(e.ctx, sc.ID) }()
+	}
+	for range 4 {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := e.count(t, "SELECT count(*) FROM live_scores WHERE status = 'scored'"); n != 60 || e.srv.Calls() != 60 {
+		t.Errorf("%d scored with %d judge calls, want 60 and 60", n, e.srv.Calls())
+	}
+}
