@@ -315,3 +315,33 @@ func TestLiveScoringRace(t *testing.T) {
 		t.Errorf("%d scored with %d judge calls, want 60 and 60", n, e.srv.Calls())
 	}
 }
+
+// A production alias's scorer samples the feedback that names the version
+// the alias serves (its model id here), and none other.
+func TestLiveScoringAlias(t *testing.T) {
+	e := setup(t, pricing.Dollars(5))
+	if _, err := e.pool.Exec(e.ctx, `INSERT INTO model_aliases (org_id, registered_model_id, alias, version_id)
+		SELECT org_id, registered_model_id, 'production', id FROM model_versions WHERE version = '1.1.0'`); err != nil {
+		t.Fatal(err)
+	}
+	sc, err := e.live.SetForAlias(e.ctx, admin, e.org, "support", "production", livescore.Config{Endpoint: "deepseek", Rate: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sc.Model != "support" || sc.Alias != "production" {
+		t.Fatalf("scorer: %+v", sc)
+	}
+	if _, err := e.pool.Exec(e.ctx, `INSERT INTO feedback (org_id, model, query, response, feedback_type, source, content_hash)
+		SELECT $1, CASE WHEN i % 3 = 0 THEN 'ft:gpt-4o-mini:acme::1.0.0' ELSE 'ft:gpt-4o-mini:acme::1.1.0' END, 'q ' || i, 'a', 'thumbs_up', 'api', '\x00'
+		FROM generate_series(0, 29) i`, e.org); err != nil {
+		t.Fatal(err)
+	}
+	e.now = time.Now().Add(2 * livescore.Lag)
+	if err := e.live.SampleAll(e.ctx); err != nil {
+		t.Fatal(err)
+	}
+	if n := e.count(t, `SELECT count(*) FROM live_scores s JOIN feedback f ON f.id = s.feedback_id WHERE f.model = 'ft:gpt-4o-mini:acme::1.1.0'`); n != 20 ||
+		e.count(t, "SELECT count(*) FROM live_scores") != 20 {
+		t.Errorf("%d of the production version's 20 answers sampled, %d in all", n, e.count(t, "SELECT count(*) FROM live_scores"))
+	}
+}
