@@ -140,6 +140,13 @@ func (h *Handlers) renderPanel(c echo.Context, status int, problems map[string]s
 		m.TreatmentVersion = a.Version
 	}
 	analysisText(&m, e, r)
+	if m.DefaultEngine, err = h.Experiments.DefaultEngine(ctx(c), caller.OrgID); err != nil {
+		return err
+	}
+	m.AnalysisEngine, m.GoalCorrection, m.GuardrailCorrection = e.Analysis.Engine, e.Analysis.GoalCorrection, e.Analysis.GuardrailCorrection
+	if d := e.Analysis.CUPEDDays; d != nil {
+		m.CUPEDDays = strconv.Itoa(*d)
+	}
 	if err := h.liveJudge(c, &m); err != nil {
 		return err
 	}
@@ -555,4 +562,34 @@ func namedRefusal(inv *errs.Invalid) string {
 		parts[i] = views.Label(f.Field) + ": " + f.Message
 	}
 	return strings.Join(parts, " ")
+}
+
+// ExperimentAnalysis changes how an experiment is analysed from its panel:
+// the engine, CUPED's days and the corrections; its criteria and Bayesian
+// thresholds stay. A refusal is shown beside the form.
+func (h *Handlers) ExperimentAnalysis(c echo.Context) error {
+	org := CallerOf(c).OrgID
+	e, err := h.Experiments.Get(ctx(c), org, c.Param("key"))
+	if err != nil {
+		return err
+	}
+	in := e.Analysis
+	in.Engine, in.GoalCorrection, in.GuardrailCorrection = c.FormValue("engine"), c.FormValue("goal_correction"), c.FormValue("guardrail_correction")
+	v := &errs.Invalid{}
+	if days, ok := wholeInput(v, "cuped_days", c.FormValue("cuped_days"), 0); ok {
+		in.CUPEDDays = &days
+	}
+	err = v.Err()
+	if err == nil {
+		_, err = h.Experiments.SetAnalysis(ctx(c), actor(c), org, e.Key, in)
+	}
+	var invalid *errs.Invalid
+	if errors.As(err, &invalid) {
+		return h.renderPanel(c, http.StatusUnprocessableEntity, map[string]string{"analysis": namedRefusal(invalid)}, nil)
+	}
+	if err != nil {
+		return err
+	}
+	h.Sessions.Flash(c, "ok", "The analysis is changed: the results are computed again.")
+	return redirect(c, "/experiments/"+e.Key)
 }

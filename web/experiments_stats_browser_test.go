@@ -122,6 +122,45 @@ func TestBrowserExperimentStatistics(t *testing.T) {
 		t.Errorf("the Bayesian verdict: %q", got)
 	}
 
+	// The panel's analysis form: a refusal beside it, then this
+	// experiment's own engine and no variance reduction.
+	err = chromedp.Do(b,
+		chromedp.SetValue(`#analysis-form input[name=cuped_days]`, "91"),
+		// As a script-less client sends it, past the field's own limits.
+		chromedp.Evaluate[chromedp.Void](`document.querySelector('#analysis-form').submit()`),
+		chromedp.WaitVisible(`#err-analysis`),
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := text(t, b, `#err-analysis`); !strings.Contains(got, "90") {
+		t.Errorf("refused days: %q", got)
+	}
+	err = chromedp.Do(b,
+		chromedp.SetValue(`#analysis-form input[name=cuped_days]`, "0"),
+		chromedp.SetValue(`#analysis-form select[name=engine]`, "frequentist"),
+		chromedp.Click(`#change-analysis`),
+		chromedp.WaitVisible(`#metrics td.adjusted-p`),
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := text(t, b, `#analysis-engine`) + " " + text(t, b, `#analysis-cuped`); !strings.Contains(got, "Frequentist engine (chosen for this experiment)") ||
+		!strings.Contains(got, "No variance reduction") {
+		t.Errorf("after changing the analysis: %q", got)
+	}
+	var res struct {
+		Engine    string `json:"engine"`
+		CUPEDDays int    `json:"cuped_days"`
+		Metrics   []struct {
+			Criterion *float64 `json:"criterion"`
+		} `json:"metrics"`
+	}
+	s.API(admin, http.MethodGet, "/api/experiments/support-1.1.0/results", nil).Must(t, http.StatusOK).JSON(t, &res)
+	if res.Engine != "frequentist" || res.CUPEDDays != 0 || res.Metrics[0].Criterion == nil || *res.Metrics[0].Criterion != 0.05 {
+		t.Errorf("results after the change (the criteria stay): %+v", res)
+	}
+
 	// The form is prefilled with the seed's criteria.
 	if err := chromedp.Do(b, chromedp.Navigate(s.URL+"/experiments/new?model=support"), chromedp.WaitVisible(`#ab-analysis`)); err != nil {
 		t.Fatal(err)

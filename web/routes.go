@@ -243,6 +243,7 @@ func Routes(h *handlers.Handlers) []Route {
 		{GET, "/api/live-scorers", auth.Viewer, h.APILiveScorerList},
 		{http.MethodPut, "/api/live-scorers", auth.Admin, h.APILiveScorerSet},
 		{POST, "/experiments/:key/live-scorer", auth.Admin, h.ExperimentLiveScorer},
+		{POST, "/experiments/:key/analysis", auth.Admin, h.ExperimentAnalysis},
 		{GET, "/monitors", auth.Viewer, h.MonitorList},
 		{GET, "/api/monitors", auth.Viewer, h.APIMonitorList},
 		{GET, "/api/monitors/settings", auth.Viewer, h.APIMonitorSettings},
