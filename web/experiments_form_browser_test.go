@@ -329,7 +329,7 @@ func TestBrowserABPanelStory(t *testing.T) {
 	buttons := eval[[]string](t, b, `[document.querySelector('#end-experiment').className, document.querySelector('#full-deploy').className,
 		document.querySelector('#start-experiment').className, document.querySelector('#end-form select').value,
 		[...document.querySelectorAll('#experiment-actions h3')].map(h => h.innerText).join(',')]`)
-	if fmt.Sprint(buttons) != "[primary secondary secondary control Run,Traffic,Conclude]" {
+	if fmt.Sprint(buttons) != "[primary secondary secondary control Run,Traffic,Analysis,Conclude]" {
 		t.Errorf("the decisions (end, deploy, resume, winner, groups): %v", buttons)
 	}
 	for _, contradiction := range []string{"Keep running", "Stop now", "Mismatch", "Recommendation:"} {
