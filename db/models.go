@@ -1164,35 +1164,42 @@ type EvaluationRun struct {
 }
 
 type Experiment struct {
-	ID                uuid.UUID        `json:"id"`
-	OrgID             uuid.UUID        `json:"org_id"`
-	Key               string           `json:"key"`
-	Name              string           `json:"name"`
-	RegisteredModelID uuid.UUID        `json:"registered_model_id"`
-	Seed              string           `json:"seed"`
-	Coverage          float64          `json:"coverage"`
-	Status            ExperimentStatus `json:"status"`
-	Metrics           []string         `json:"metrics"`
-	Guardrails        []string         `json:"guardrails"`
-	MinSamplePerArm   int32            `json:"min_sample_per_arm"`
-	Winner            string           `json:"winner"`
-	Conflicts         int64            `json:"conflicts"`
-	RolloutSteps      []float64        `json:"rollout_steps"`
-	RolloutHold       pgtype.Interval  `json:"rollout_hold"`
-	RolloutMinUnits   int32            `json:"rollout_min_units"`
-	RolloutStep       int32            `json:"rollout_step"`
-	RolloutStepAt     *time.Time       `json:"rollout_step_at"`
-	StopReason        string           `json:"stop_reason"`
-	StartedAt         *time.Time       `json:"started_at"`
-	EndsAt            *time.Time       `json:"ends_at"`
-	EndedAt           *time.Time       `json:"ended_at"`
-	CreatedByLabel    string           `json:"created_by_label"`
-	CreatedAt         time.Time        `json:"created_at"`
-	UpdatedAt         time.Time        `json:"updated_at"`
-	Phase             int32            `json:"phase"`
-	PhaseStartedAt    *time.Time       `json:"phase_started_at"`
-	WeightsChanged    bool             `json:"weights_changed"`
-	StartsAt          *time.Time       `json:"starts_at"`
+	ID                  uuid.UUID        `json:"id"`
+	OrgID               uuid.UUID        `json:"org_id"`
+	Key                 string           `json:"key"`
+	Name                string           `json:"name"`
+	RegisteredModelID   uuid.UUID        `json:"registered_model_id"`
+	Seed                string           `json:"seed"`
+	Coverage            float64          `json:"coverage"`
+	Status              ExperimentStatus `json:"status"`
+	Metrics             []string         `json:"metrics"`
+	Guardrails          []string         `json:"guardrails"`
+	MinSamplePerArm     int32            `json:"min_sample_per_arm"`
+	Winner              string           `json:"winner"`
+	Conflicts           int64            `json:"conflicts"`
+	RolloutSteps        []float64        `json:"rollout_steps"`
+	RolloutHold         pgtype.Interval  `json:"rollout_hold"`
+	RolloutMinUnits     int32            `json:"rollout_min_units"`
+	RolloutStep         int32            `json:"rollout_step"`
+	RolloutStepAt       *time.Time       `json:"rollout_step_at"`
+	StopReason          string           `json:"stop_reason"`
+	StartedAt           *time.Time       `json:"started_at"`
+	EndsAt              *time.Time       `json:"ends_at"`
+	EndedAt             *time.Time       `json:"ended_at"`
+	CreatedByLabel      string           `json:"created_by_label"`
+	CreatedAt           time.Time        `json:"created_at"`
+	UpdatedAt           time.Time        `json:"updated_at"`
+	Phase               int32            `json:"phase"`
+	PhaseStartedAt      *time.Time       `json:"phase_started_at"`
+	WeightsChanged      bool             `json:"weights_changed"`
+	StartsAt            *time.Time       `json:"starts_at"`
+	Engine              string           `json:"engine"`
+	CupedDays           int32            `json:"cuped_days"`
+	GoalCorrection      string           `json:"goal_correction"`
+	GuardrailCorrection string           `json:"guardrail_correction"`
+	Criteria            json.RawMessage  `json:"criteria"`
+	ChanceToWin         float64          `json:"chance_to_win"`
+	MaxRisk             float64          `json:"max_risk"`
 }
 
 type ExperimentArm struct {
@@ -1249,6 +1256,7 @@ type Feedback struct {
 	UpdatedAt      time.Time       `json:"updated_at"`
 	Version        int32           `json:"version"`
 	ExperimentID   uuid.NullUUID   `json:"experiment_id"`
+	IsError        bool            `json:"is_error"`
 }
 
 type FeedbackReview struct {
@@ -1556,6 +1564,38 @@ type LangfuseConnection struct {
 	UpdatedAt        time.Time       `json:"updated_at"`
 }
 
+type LiveScore struct {
+	ScorerID   uuid.UUID     `json:"scorer_id"`
+	FeedbackID uuid.UUID     `json:"feedback_id"`
+	OrgID      uuid.UUID     `json:"org_id"`
+	Status     string        `json:"status"`
+	Score      pgtype.Float8 `json:"score"`
+	SafetyFlag bool          `json:"safety_flag"`
+	Reason     string        `json:"reason"`
+	Calls      int32         `json:"calls"`
+	CostMicros int64         `json:"cost_micros"`
+	CreatedAt  time.Time     `json:"created_at"`
+	ScoredAt   *time.Time    `json:"scored_at"`
+}
+
+type LiveScorer struct {
+	ID                uuid.UUID     `json:"id"`
+	OrgID             uuid.UUID     `json:"org_id"`
+	ExperimentID      uuid.NullUUID `json:"experiment_id"`
+	RegisteredModelID uuid.NullUUID `json:"registered_model_id"`
+	Alias             string        `json:"alias"`
+	Scorer            string        `json:"scorer"`
+	Endpoint          string        `json:"endpoint"`
+	Template          string        `json:"template"`
+	Rate              float64       `json:"rate"`
+	Enabled           bool          `json:"enabled"`
+	CursorAt          *time.Time    `json:"cursor_at"`
+	CursorID          uuid.NullUUID `json:"cursor_id"`
+	CreatedByLabel    string        `json:"created_by_label"`
+	CreatedAt         time.Time     `json:"created_at"`
+	UpdatedAt         time.Time     `json:"updated_at"`
+}
+
 type LoginFailure struct {
 	ID        int64     `json:"id"`
 	Email     string    `json:"email"`
@@ -1611,11 +1651,27 @@ type ModelVersion struct {
 	Evaluation         []byte             `json:"evaluation"`
 }
 
+type MonitorSetting struct {
+	OrgID            uuid.UUID `json:"org_id"`
+	Enabled          bool      `json:"enabled"`
+	WindowHours      int32     `json:"window_hours"`
+	MinSamples       int32     `json:"min_samples"`
+	LatencyP95Ms     int32     `json:"latency_p95_ms"`
+	FeedbackDrop     float64   `json:"feedback_drop"`
+	ErrorRate        float64   `json:"error_rate"`
+	ShiftTest        string    `json:"shift_test"`
+	ShiftWindowHours int32     `json:"shift_window_hours"`
+	ShiftPValue      float64   `json:"shift_p_value"`
+	ShiftPsi         float64   `json:"shift_psi"`
+	UpdatedAt        time.Time `json:"updated_at"`
+}
+
 type Organization struct {
-	ID        uuid.UUID `json:"id"`
-	Slug      string    `json:"slug"`
-	Name      string    `json:"name"`
-	CreatedAt time.Time `json:"created_at"`
+	ID               uuid.UUID `json:"id"`
+	Slug             string    `json:"slug"`
+	Name             string    `json:"name"`
+	CreatedAt        time.Time `json:"created_at"`
+	ExperimentEngine string    `json:"experiment_engine"`
 }
 
 type PreferencePair struct {

@@ -29,7 +29,9 @@ import (
 	"github.com/curate/curate/internal/health"
 	"github.com/curate/curate/internal/imports"
 	"github.com/curate/curate/internal/judge"
+	"github.com/curate/curate/internal/livescore"
 	"github.com/curate/curate/internal/models"
+	"github.com/curate/curate/internal/monitors"
 	"github.com/curate/curate/internal/overview"
 	"github.com/curate/curate/internal/pairs"
 	"github.com/curate/curate/internal/ratelimit"
@@ -86,6 +88,10 @@ type Handlers struct {
 	// Review is overlapping review: plans, each reviewer's label,
 	// adjudication and agreement.
 	Review *review.Service
+	// LiveScore keeps the live scorers of experiments and aliases.
+	LiveScore *livescore.Service
+	// Monitors reads the production monitors of served versions.
+	Monitors *monitors.Service
 }
 
 // Caller is who is making the request, set by the authentication middleware.

@@ -13,6 +13,7 @@ import (
 	"github.com/curate/curate/internal/app"
 	"github.com/curate/curate/internal/experiments"
 	"github.com/curate/curate/internal/finetune"
+	"github.com/curate/curate/internal/livescore"
 )
 
 // Deps are what workers need: the process's services (a nil service
@@ -68,6 +69,10 @@ func Register(d Deps) *river.Workers {
 	if d.Experiments != nil {
 		river.AddWorker(w, &RolloutWorker{Experiments: d.Experiments})
 	}
+	if d.LiveScore != nil {
+		river.AddWorker(w, &LiveSampleWorker{LiveScore: d.LiveScore})
+		river.AddWorker(w, &LiveScoreWorker{LiveScore: d.LiveScore})
+	}
 	return w
 }
 
@@ -113,6 +118,10 @@ func NewClient(d Deps, opts Options) (*river.Client[pgx.Tx], error) {
 	if opts.Workers > 0 && d.Experiments != nil {
 		cfg.PeriodicJobs = append(cfg.PeriodicJobs, river.NewPeriodicJob(river.PeriodicInterval(experiments.RolloutEvery),
 			func() (river.JobArgs, *river.InsertOpts) { return experiments.RolloutArgs{}, nil }, nil))
+	}
+	if opts.Workers > 0 && d.LiveScore != nil {
+		cfg.PeriodicJobs = append(cfg.PeriodicJobs, river.NewPeriodicJob(river.PeriodicInterval(livescore.SampleEvery),
+			func() (river.JobArgs, *river.InsertOpts) { return livescore.SampleArgs{}, nil }, nil))
 	}
 	return river.NewClient(riverpgxv5.New(d.Pool), cfg)
 }

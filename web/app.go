@@ -88,6 +88,8 @@ func New(cfg config.Config, pool *pgxpool.Pool, log *slog.Logger) (*App, error) 
 			Alerts: svc.Alerts, FeedbackStats: svc.FeedbackStats, AuditLog: svc.AuditLog, Health: svc.Health,
 			Overview:    svc.Overview,
 			Review:      svc.Review,
+			LiveScore:   svc.LiveScore,
+			Monitors:    svc.Monitors,
 			Sessions:    handlers.NewSessions(hashKey, blockKey, cfg.SessionTTL),
 			UserLimiter: ratelimit.New(float64(cfg.FeedbackPerUser)/60, cfg.FeedbackPerUser)},
 		metrics:    newMetrics(q),

@@ -236,6 +236,18 @@ func Routes(h *handlers.Handlers) []Route {
 		{POST, "/api/experiments/:key/assign", auth.Curator, h.APIExperimentAssign},
 		{POST, "/api/experiments/:key/assign-batch", auth.Curator, h.APIExperimentAssignBatch},
 		{GET, "/api/experiments/:key/results", auth.Viewer, h.APIExperimentResults},
+		{http.MethodPut, "/api/experiments/:key/analysis", auth.Admin, h.APIExperimentAnalysis},
+		{POST, "/experiments/settings", auth.Admin, h.ExperimentSettingsSave},
+		{GET, "/api/settings/experiments", auth.Viewer, h.APIExperimentSettings},
+		{http.MethodPut, "/api/settings/experiments", auth.Admin, h.APIExperimentSettingsSave},
+		{GET, "/api/live-scorers", auth.Viewer, h.APILiveScorerList},
+		{http.MethodPut, "/api/live-scorers", auth.Admin, h.APILiveScorerSet},
+		{POST, "/experiments/:key/live-scorer", auth.Admin, h.ExperimentLiveScorer},
+		{POST, "/experiments/:key/analysis", auth.Admin, h.ExperimentAnalysis},
+		{GET, "/monitors", auth.Viewer, h.MonitorList},
+		{GET, "/api/monitors", auth.Viewer, h.APIMonitorList},
+		{GET, "/api/monitors/settings", auth.Viewer, h.APIMonitorSettings},
+		{http.MethodPut, "/api/monitors/settings", auth.Admin, h.APIMonitorSettingsSave},
 		{GET, "/api/best-of-n/:id", auth.Viewer, h.APIBestOfNGet},
 
 		// Seed 003 training API.

@@ -31,7 +31,9 @@ import (
 	"github.com/curate/curate/internal/imports"
 	"github.com/curate/curate/internal/jobq"
 	"github.com/curate/curate/internal/judge"
+	"github.com/curate/curate/internal/livescore"
 	"github.com/curate/curate/internal/models"
+	"github.com/curate/curate/internal/monitors"
 	"github.com/curate/curate/internal/outbound"
 	"github.com/curate/curate/internal/overview"
 	"github.com/curate/curate/internal/pairs"
@@ -99,6 +101,11 @@ type Services struct {
 	// Review hands items to several reviewers, measures their agreement
 	// and settles their disagreements.
 	Review *review.Service
+	// LiveScore scores sampled live answers for experiments and aliases.
+	LiveScore *livescore.Service
+	// Monitors watch every served version; the alert rules' evaluation
+	// opens an alert on a breach.
+	Monitors *monitors.Service
 }
 
 // New builds the services on an open, migrated database.
@@ -147,6 +154,7 @@ func New(cfg config.Config, pool *pgxpool.Pool, log *slog.Logger) (*Services, er
 	ft.Registry = reg
 	svs := &servers.Service{Pool: pool}
 	ft.Workers = svs
+	mon := &monitors.Service{Pool: pool}
 	acc := accounts.New(pool)
 	acc.SessionTTL = cfg.SessionTTL
 	svc := &Services{
@@ -160,7 +168,7 @@ func New(cfg config.Config, pool *pgxpool.Pool, log *slog.Logger) (*Services, er
 
 		// The webhook secrets are sealed with the key of the Langfuse
 		// secrets: one key for every secret Curate stores.
-		Alerts:        &alerts.Service{Pool: pool, Jobs: inserter, Secrets: imp.Secrets, Outbound: out, Log: log},
+		Alerts:        &alerts.Service{Pool: pool, Jobs: inserter, Secrets: imp.Secrets, Outbound: out, Log: log, Monitors: mon},
 		FeedbackStats: &feedbackstats.Service{Pool: pool},
 		AuditLog:      &audit.Service{Pool: pool},
 		Health:        &health.Service{Pool: pool},
@@ -177,6 +185,8 @@ func New(cfg config.Config, pool *pgxpool.Pool, log *slog.Logger) (*Services, er
 		Overview:      &overview.Service{Pool: pool},
 		RewardModels:  rms,
 		Review:        &review.Service{Pool: pool},
+		LiveScore:     &livescore.Service{Pool: pool, Jobs: inserter, Scorer: livescore.JudgeScorer{Judge: jd}, Judge: jd},
+		Monitors:      mon,
 	}
 	// The start page recommends for running experiments as their panels do.
 	svc.Overview.Experiments = svc.Experiments
