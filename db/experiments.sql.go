@@ -39,7 +39,7 @@ func (q *Queries) ExperimentArmInsert(ctx context.Context, arg ExperimentArmInse
 }
 
 const experimentArmList = `-- name: ExperimentArmList :many
-SELECT a.experiment_id, a.idx, a.name, a.model_version_id, a.weight, a.deployment_id, mv.version, mv.status AS version_status
+SELECT a.experiment_id, a.idx, a.name, a.model_version_id, a.weight, a.deployment_id, a.config_version, mv.version, mv.status AS version_status
 FROM experiment_arms a JOIN model_versions mv ON mv.id = a.model_version_id
 WHERE a.experiment_id = $1 ORDER BY a.idx
 `
@@ -51,6 +51,7 @@ type ExperimentArmListRow struct {
 	ModelVersionID uuid.UUID          `json:"model_version_id"`
 	Weight         float64            `json:"weight"`
 	DeploymentID   uuid.NullUUID      `json:"deployment_id"`
+	ConfigVersion  int64              `json:"config_version"`
 	Version        string             `json:"version"`
 	VersionStatus  ModelVersionStatus `json:"version_status"`
 }
@@ -71,6 +72,7 @@ func (q *Queries) ExperimentArmList(ctx context.Context, experimentID uuid.UUID)
 			&i.ModelVersionID,
 			&i.Weight,
 			&i.DeploymentID,
+			&i.ConfigVersion,
 			&i.Version,
 			&i.VersionStatus,
 		); err != nil {
@@ -170,6 +172,127 @@ func (q *Queries) ExperimentArmUpdateWeight(ctx context.Context, arg ExperimentA
 	return err
 }
 
+const experimentConfigGet = `-- name: ExperimentConfigGet :many
+SELECT e.id, e.status, e.seed, e.phase, e.coverage, coalesce(e.phase_started_at, e.started_at) AS phase_started_at,
+       (e.config_version + sum(a.config_version) OVER ())::bigint AS config_version,
+       a.idx, a.name, a.weight, mv.version, mv.model_id, coalesce(d.served_name, '')::text AS served_name,
+       coalesce(t.base_url, '')::text AS base_url,
+       CASE WHEN d.id IS NULL THEN mv.kind = 'full' ELSE d.status = 'succeeded' AND d.unloaded_at IS NULL END::bool AS served
+FROM experiments e
+JOIN experiment_arms a ON a.experiment_id = e.id
+JOIN model_versions mv ON mv.id = a.model_version_id
+LEFT JOIN deployments d ON d.id = a.deployment_id
+LEFT JOIN serving_targets t ON t.id = d.target_id
+WHERE e.org_id = $1 AND e.key = $2
+ORDER BY a.idx
+`
+
+type ExperimentConfigGetParams struct {
+	OrgID uuid.UUID `json:"org_id"`
+	Key   string    `json:"key"`
+}
+
+type ExperimentConfigGetRow struct {
+	ID             uuid.UUID        `json:"id"`
+	Status         ExperimentStatus `json:"status"`
+	Seed           string           `json:"seed"`
+	Phase          int32            `json:"phase"`
+	Coverage       float64          `json:"coverage"`
+	PhaseStartedAt *time.Time       `json:"phase_started_at"`
+	ConfigVersion  int64            `json:"config_version"`
+	Idx            int32            `json:"idx"`
+	Name           string           `json:"name"`
+	Weight         float64          `json:"weight"`
+	Version        string           `json:"version"`
+	ModelID        string           `json:"model_id"`
+	ServedName     string           `json:"served_name"`
+	BaseUrl        string           `json:"base_url"`
+	Served         bool             `json:"served"`
+}
+
+// What assigning a unit needs, one row per arm, read in one snapshot with
+// the count of changes made to it (see migration 00061): the experiment's
+// status, seed, phase and coverage, and each arm's weight and where it is
+// called, as ExperimentArmListServed answers them.
+func (q *Queries) ExperimentConfigGet(ctx context.Context, arg ExperimentConfigGetParams) ([]ExperimentConfigGetRow, error) {
+	rows, err := q.db.Query(ctx, experimentConfigGet, arg.OrgID, arg.Key)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []ExperimentConfigGetRow{}
+	for rows.Next() {
+		var i ExperimentConfigGetRow
+		if err := rows.Scan(
+			&i.ID,
+			&i.Status,
+			&i.Seed,
+			&i.Phase,
+			&i.Coverage,
+			&i.PhaseStartedAt,
+			&i.ConfigVersion,
+			&i.Idx,
+			&i.Name,
+			&i.Weight,
+			&i.Version,
+			&i.ModelID,
+			&i.ServedName,
+			&i.BaseUrl,
+			&i.Served,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const experimentConfigGetForShare = `-- name: ExperimentConfigGetForShare :exec
+SELECT e.id FROM experiments e JOIN experiment_arms a ON a.experiment_id = e.id
+WHERE e.org_id = $1 AND e.key = $2
+FOR SHARE OF e, a
+`
+
+type ExperimentConfigGetForShareParams struct {
+	OrgID uuid.UUID `json:"org_id"`
+	Key   string    `json:"key"`
+}
+
+// Holds an experiment's configuration still until the transaction ends
+// (what its arms call too: a change to it is counted on the arms), for a
+// caller whose copies kept going out of date.
+func (q *Queries) ExperimentConfigGetForShare(ctx context.Context, arg ExperimentConfigGetForShareParams) error {
+	_, err := q.db.Exec(ctx, experimentConfigGetForShare, arg.OrgID, arg.Key)
+	return err
+}
+
+const experimentConfigGetVersion = `-- name: ExperimentConfigGetVersion :one
+SELECT e.id, (e.config_version + (SELECT sum(a.config_version) FROM experiment_arms a WHERE a.experiment_id = e.id))::bigint AS config_version
+FROM experiments e WHERE e.org_id = $1 AND e.key = $2
+`
+
+type ExperimentConfigGetVersionParams struct {
+	OrgID uuid.UUID `json:"org_id"`
+	Key   string    `json:"key"`
+}
+
+type ExperimentConfigGetVersionRow struct {
+	ID            uuid.UUID `json:"id"`
+	ConfigVersion int64     `json:"config_version"`
+}
+
+// The count of changes made to an experiment's configuration, to check a
+// copy of it read before.
+func (q *Queries) ExperimentConfigGetVersion(ctx context.Context, arg ExperimentConfigGetVersionParams) (ExperimentConfigGetVersionRow, error) {
+	row := q.db.QueryRow(ctx, experimentConfigGetVersion, arg.OrgID, arg.Key)
+	var i ExperimentConfigGetVersionRow
+	err := row.Scan(&i.ID, &i.ConfigVersion)
+	return i, err
+}
+
 const experimentCountIncidents = `-- name: ExperimentCountIncidents :many
 SELECT x.arm, count(DISTINCT f.id)::bigint AS incidents
 FROM experiment_exposures x
@@ -220,7 +343,7 @@ func (q *Queries) ExperimentCountIncidents(ctx context.Context, arg ExperimentCo
 }
 
 const experimentGetByID = `-- name: ExperimentGetByID :one
-SELECT id, org_id, key, name, registered_model_id, seed, coverage, status, metrics, guardrails, min_sample_per_arm, winner, conflicts, rollout_steps, rollout_hold, rollout_min_units, rollout_step, rollout_step_at, stop_reason, started_at, ends_at, ended_at, created_by_label, created_at, updated_at, phase, phase_started_at, weights_changed, starts_at, engine, cuped_days, goal_correction, guardrail_correction, criteria, chance_to_win, max_risk FROM experiments WHERE id = $1
+SELECT id, org_id, key, name, registered_model_id, seed, coverage, status, metrics, guardrails, min_sample_per_arm, winner, conflicts, rollout_steps, rollout_hold, rollout_min_units, rollout_step, rollout_step_at, stop_reason, started_at, ends_at, ended_at, created_by_label, created_at, updated_at, phase, phase_started_at, weights_changed, starts_at, engine, cuped_days, goal_correction, guardrail_correction, criteria, chance_to_win, max_risk, config_version FROM experiments WHERE id = $1
 `
 
 // For the worker, which knows the experiment only by its id.
@@ -264,12 +387,13 @@ func (q *Queries) ExperimentGetByID(ctx context.Context, id uuid.UUID) (Experime
 		&i.Criteria,
 		&i.ChanceToWin,
 		&i.MaxRisk,
+		&i.ConfigVersion,
 	)
 	return i, err
 }
 
 const experimentGetByKey = `-- name: ExperimentGetByKey :one
-SELECT id, org_id, key, name, registered_model_id, seed, coverage, status, metrics, guardrails, min_sample_per_arm, winner, conflicts, rollout_steps, rollout_hold, rollout_min_units, rollout_step, rollout_step_at, stop_reason, started_at, ends_at, ended_at, created_by_label, created_at, updated_at, phase, phase_started_at, weights_changed, starts_at, engine, cuped_days, goal_correction, guardrail_correction, criteria, chance_to_win, max_risk FROM experiments WHERE org_id = $1 AND key = $2
+SELECT id, org_id, key, name, registered_model_id, seed, coverage, status, metrics, guardrails, min_sample_per_arm, winner, conflicts, rollout_steps, rollout_hold, rollout_min_units, rollout_step, rollout_step_at, stop_reason, started_at, ends_at, ended_at, created_by_label, created_at, updated_at, phase, phase_started_at, weights_changed, starts_at, engine, cuped_days, goal_correction, guardrail_correction, criteria, chance_to_win, max_risk, config_version FROM experiments WHERE org_id = $1 AND key = $2
 `
 
 type ExperimentGetByKeyParams struct {
@@ -317,12 +441,13 @@ func (q *Queries) ExperimentGetByKey(ctx context.Context, arg ExperimentGetByKey
 		&i.Criteria,
 		&i.ChanceToWin,
 		&i.MaxRisk,
+		&i.ConfigVersion,
 	)
 	return i, err
 }
 
 const experimentGetByKeyForUpdate = `-- name: ExperimentGetByKeyForUpdate :one
-SELECT id, org_id, key, name, registered_model_id, seed, coverage, status, metrics, guardrails, min_sample_per_arm, winner, conflicts, rollout_steps, rollout_hold, rollout_min_units, rollout_step, rollout_step_at, stop_reason, started_at, ends_at, ended_at, created_by_label, created_at, updated_at, phase, phase_started_at, weights_changed, starts_at, engine, cuped_days, goal_correction, guardrail_correction, criteria, chance_to_win, max_risk FROM experiments WHERE org_id = $1 AND key = $2 FOR UPDATE
+SELECT id, org_id, key, name, registered_model_id, seed, coverage, status, metrics, guardrails, min_sample_per_arm, winner, conflicts, rollout_steps, rollout_hold, rollout_min_units, rollout_step, rollout_step_at, stop_reason, started_at, ends_at, ended_at, created_by_label, created_at, updated_at, phase, phase_started_at, weights_changed, starts_at, engine, cuped_days, goal_correction, guardrail_correction, criteria, chance_to_win, max_risk, config_version FROM experiments WHERE org_id = $1 AND key = $2 FOR UPDATE
 `
 
 type ExperimentGetByKeyForUpdateParams struct {
@@ -370,6 +495,7 @@ func (q *Queries) ExperimentGetByKeyForUpdate(ctx context.Context, arg Experimen
 		&i.Criteria,
 		&i.ChanceToWin,
 		&i.MaxRisk,
+		&i.ConfigVersion,
 	)
 	return i, err
 }
@@ -380,7 +506,7 @@ INSERT INTO experiments (org_id, key, name, registered_model_id, seed, coverage,
     rollout_steps, rollout_hold, rollout_min_units, starts_at, ends_at, created_by_label)
 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9,
     $10, $11, $12, $13, $14, $15)
-RETURNING id, org_id, key, name, registered_model_id, seed, coverage, status, metrics, guardrails, min_sample_per_arm, winner, conflicts, rollout_steps, rollout_hold, rollout_min_units, rollout_step, rollout_step_at, stop_reason, started_at, ends_at, ended_at, created_by_label, created_at, updated_at, phase, phase_started_at, weights_changed, starts_at, engine, cuped_days, goal_correction, guardrail_correction, criteria, chance_to_win, max_risk
+RETURNING id, org_id, key, name, registered_model_id, seed, coverage, status, metrics, guardrails, min_sample_per_arm, winner, conflicts, rollout_steps, rollout_hold, rollout_min_units, rollout_step, rollout_step_at, stop_reason, started_at, ends_at, ended_at, created_by_label, created_at, updated_at, phase, phase_started_at, weights_changed, starts_at, engine, cuped_days, goal_correction, guardrail_correction, criteria, chance_to_win, max_risk, config_version
 `
 
 type ExperimentInsertParams struct {
@@ -458,6 +584,7 @@ func (q *Queries) ExperimentInsert(ctx context.Context, arg ExperimentInsertPara
 		&i.Criteria,
 		&i.ChanceToWin,
 		&i.MaxRisk,
+		&i.ConfigVersion,
 	)
 	return i, err
 }
@@ -475,7 +602,7 @@ func (q *Queries) ExperimentKeyGetForUpdate(ctx context.Context, orgID uuid.UUID
 }
 
 const experimentList = `-- name: ExperimentList :many
-SELECT id, org_id, key, name, registered_model_id, seed, coverage, status, metrics, guardrails, min_sample_per_arm, winner, conflicts, rollout_steps, rollout_hold, rollout_min_units, rollout_step, rollout_step_at, stop_reason, started_at, ends_at, ended_at, created_by_label, created_at, updated_at, phase, phase_started_at, weights_changed, starts_at, engine, cuped_days, goal_correction, guardrail_correction, criteria, chance_to_win, max_risk FROM experiments WHERE org_id = $1 ORDER BY created_at DESC LIMIT 200
+SELECT id, org_id, key, name, registered_model_id, seed, coverage, status, metrics, guardrails, min_sample_per_arm, winner, conflicts, rollout_steps, rollout_hold, rollout_min_units, rollout_step, rollout_step_at, stop_reason, started_at, ends_at, ended_at, created_by_label, created_at, updated_at, phase, phase_started_at, weights_changed, starts_at, engine, cuped_days, goal_correction, guardrail_correction, criteria, chance_to_win, max_risk, config_version FROM experiments WHERE org_id = $1 ORDER BY created_at DESC LIMIT 200
 `
 
 func (q *Queries) ExperimentList(ctx context.Context, orgID uuid.UUID) ([]Experiment, error) {
@@ -524,6 +651,7 @@ func (q *Queries) ExperimentList(ctx context.Context, orgID uuid.UUID) ([]Experi
 			&i.Criteria,
 			&i.ChanceToWin,
 			&i.MaxRisk,
+			&i.ConfigVersion,
 		); err != nil {
 			return nil, err
 		}
@@ -737,7 +865,7 @@ func (q *Queries) ExperimentListMetricMoments(ctx context.Context, arg Experimen
 }
 
 const experimentListRunningWithRollout = `-- name: ExperimentListRunningWithRollout :many
-SELECT id, org_id, key, name, registered_model_id, seed, coverage, status, metrics, guardrails, min_sample_per_arm, winner, conflicts, rollout_steps, rollout_hold, rollout_min_units, rollout_step, rollout_step_at, stop_reason, started_at, ends_at, ended_at, created_by_label, created_at, updated_at, phase, phase_started_at, weights_changed, starts_at, engine, cuped_days, goal_correction, guardrail_correction, criteria, chance_to_win, max_risk FROM experiments WHERE status = 'running' AND cardinality(rollout_steps) > 0
+SELECT id, org_id, key, name, registered_model_id, seed, coverage, status, metrics, guardrails, min_sample_per_arm, winner, conflicts, rollout_steps, rollout_hold, rollout_min_units, rollout_step, rollout_step_at, stop_reason, started_at, ends_at, ended_at, created_by_label, created_at, updated_at, phase, phase_started_at, weights_changed, starts_at, engine, cuped_days, goal_correction, guardrail_correction, criteria, chance_to_win, max_risk, config_version FROM experiments WHERE status = 'running' AND cardinality(rollout_steps) > 0
 `
 
 // Running experiments with a rollout plan, for the periodic guardrail check.
@@ -787,6 +915,7 @@ func (q *Queries) ExperimentListRunningWithRollout(ctx context.Context) ([]Exper
 			&i.Criteria,
 			&i.ChanceToWin,
 			&i.MaxRisk,
+			&i.ConfigVersion,
 		); err != nil {
 			return nil, err
 		}
@@ -892,7 +1021,7 @@ UPDATE experiments SET status = $1, started_at = coalesce(started_at, CASE WHEN 
     ended_at = CASE WHEN $1 IN ('completed', 'cancelled') THEN now() ELSE ended_at END,
     winner = $2, stop_reason = $3, updated_at = now()
 WHERE id = $4
-RETURNING id, org_id, key, name, registered_model_id, seed, coverage, status, metrics, guardrails, min_sample_per_arm, winner, conflicts, rollout_steps, rollout_hold, rollout_min_units, rollout_step, rollout_step_at, stop_reason, started_at, ends_at, ended_at, created_by_label, created_at, updated_at, phase, phase_started_at, weights_changed, starts_at, engine, cuped_days, goal_correction, guardrail_correction, criteria, chance_to_win, max_risk
+RETURNING id, org_id, key, name, registered_model_id, seed, coverage, status, metrics, guardrails, min_sample_per_arm, winner, conflicts, rollout_steps, rollout_hold, rollout_min_units, rollout_step, rollout_step_at, stop_reason, started_at, ends_at, ended_at, created_by_label, created_at, updated_at, phase, phase_started_at, weights_changed, starts_at, engine, cuped_days, goal_correction, guardrail_correction, criteria, chance_to_win, max_risk, config_version
 `
 
 type ExperimentUpdateStatusParams struct {
@@ -947,6 +1076,7 @@ func (q *Queries) ExperimentUpdateStatus(ctx context.Context, arg ExperimentUpda
 		&i.Criteria,
 		&i.ChanceToWin,
 		&i.MaxRisk,
+		&i.ConfigVersion,
 	)
 	return i, err
 }
@@ -956,7 +1086,7 @@ UPDATE experiments SET coverage = $1, seed = $2, phase = $3,
     phase_started_at = CASE WHEN $3::int <> phase THEN now() ELSE phase_started_at END,
     weights_changed = $4, updated_at = now()
 WHERE id = $5
-RETURNING id, org_id, key, name, registered_model_id, seed, coverage, status, metrics, guardrails, min_sample_per_arm, winner, conflicts, rollout_steps, rollout_hold, rollout_min_units, rollout_step, rollout_step_at, stop_reason, started_at, ends_at, ended_at, created_by_label, created_at, updated_at, phase, phase_started_at, weights_changed, starts_at, engine, cuped_days, goal_correction, guardrail_correction, criteria, chance_to_win, max_risk
+RETURNING id, org_id, key, name, registered_model_id, seed, coverage, status, metrics, guardrails, min_sample_per_arm, winner, conflicts, rollout_steps, rollout_hold, rollout_min_units, rollout_step, rollout_step_at, stop_reason, started_at, ends_at, ended_at, created_by_label, created_at, updated_at, phase, phase_started_at, weights_changed, starts_at, engine, cuped_days, goal_correction, guardrail_correction, criteria, chance_to_win, max_risk, config_version
 `
 
 type ExperimentUpdateTrafficParams struct {
@@ -1014,6 +1144,7 @@ func (q *Queries) ExperimentUpdateTraffic(ctx context.Context, arg ExperimentUpd
 		&i.Criteria,
 		&i.ChanceToWin,
 		&i.MaxRisk,
+		&i.ConfigVersion,
 	)
 	return i, err
 }
@@ -1053,7 +1184,7 @@ func (q *Queries) ExposureCountByArm(ctx context.Context, arg ExposureCountByArm
 }
 
 const exposureGetLatest = `-- name: ExposureGetLatest :one
-SELECT experiment_id, unit_id, arm, first_seen, phase FROM experiment_exposures WHERE experiment_id = $1 AND unit_id = $2 ORDER BY phase DESC LIMIT 1
+SELECT experiment_id, unit_id, arm, first_seen, phase, seen_in_other_arm FROM experiment_exposures WHERE experiment_id = $1 AND unit_id = $2 ORDER BY phase DESC LIMIT 1
 `
 
 type ExposureGetLatestParams struct {
@@ -1071,7 +1202,74 @@ func (q *Queries) ExposureGetLatest(ctx context.Context, arg ExposureGetLatestPa
 		&i.Arm,
 		&i.FirstSeen,
 		&i.Phase,
+		&i.SeenInOtherArm,
 	)
+	return i, err
+}
+
+const exposureInsertAssigned = `-- name: ExposureInsertAssigned :one
+WITH cfg AS (
+    SELECT (e.config_version + (SELECT sum(a.config_version) FROM experiment_arms a WHERE a.experiment_id = e.id))::bigint AS config_version
+    FROM experiments e WHERE e.id = $1 AND e.org_id = $2
+),
+unit AS (
+    SELECT DISTINCT ON (u.unit_id) u.unit_id, u.arm
+    FROM (SELECT unnest($3::text[]) AS unit_id, unnest($4::int[]) AS arm) u
+),
+old AS (
+    SELECT x.unit_id, x.arm FROM experiment_exposures x
+    WHERE x.experiment_id = $1 AND x.phase = $5 AND x.unit_id = ANY($3::text[])
+),
+new AS (
+    INSERT INTO experiment_exposures (experiment_id, phase, unit_id, arm)
+    SELECT $1, $5, unit.unit_id, unit.arm FROM unit, cfg
+    WHERE cfg.config_version = $6::bigint AND unit.arm >= 0
+      AND NOT EXISTS (SELECT 1 FROM old WHERE old.unit_id = unit.unit_id)
+    ON CONFLICT (experiment_id, phase, unit_id) DO UPDATE SET arm = experiment_exposures.arm
+    RETURNING unit_id, arm
+)
+SELECT cfg.config_version, r.unit_ids::text[] AS unit_ids, r.arms::int[] AS arms
+FROM cfg, LATERAL (
+    SELECT coalesce(array_agg(b.unit_id), '{}') AS unit_ids, coalesce(array_agg(b.arm), '{}') AS arms
+    FROM (SELECT unit_id, arm FROM old UNION ALL SELECT unit_id, arm FROM new) b
+) r
+`
+
+type ExposureInsertAssignedParams struct {
+	ExperimentID  uuid.UUID `json:"experiment_id"`
+	OrgID         uuid.UUID `json:"org_id"`
+	UnitIds       []string  `json:"unit_ids"`
+	Arms          []int32   `json:"arms"`
+	Phase         int32     `json:"phase"`
+	ConfigVersion int64     `json:"config_version"`
+}
+
+type ExposureInsertAssignedRow struct {
+	ConfigVersion int64    `json:"config_version"`
+	UnitIds       []string `json:"unit_ids"`
+	Arms          []int32  `json:"arms"`
+}
+
+// Assignment in one statement: records the phase's first exposure of each
+// unit not yet exposed in the arm the caller chose for it (-1, outside the
+// coverage, is not recorded) and answers every unit's recorded arm. It
+// records only while the experiment's configuration is still at the
+// count of changes the arms were chosen under, and always answers the
+// count it is at: a caller whose copy is out of date reads it again and
+// repeats. A unit whose first exposure another caller recorded after this
+// statement's snapshot was taken is found by the insert, which waits for
+// it and answers its arm by rewriting the row as it is.
+func (q *Queries) ExposureInsertAssigned(ctx context.Context, arg ExposureInsertAssignedParams) (ExposureInsertAssignedRow, error) {
+	row := q.db.QueryRow(ctx, exposureInsertAssigned,
+		arg.ExperimentID,
+		arg.OrgID,
+		arg.UnitIds,
+		arg.Arms,
+		arg.Phase,
+		arg.ConfigVersion,
+	)
+	var i ExposureInsertAssignedRow
+	err := row.Scan(&i.ConfigVersion, &i.UnitIds, &i.Arms)
 	return i, err
 }
 
@@ -1132,6 +1330,45 @@ func (q *Queries) ExposureInsertMany(ctx context.Context, arg ExposureInsertMany
 	return items, nil
 }
 
+const exposureInsertReported = `-- name: ExposureInsertReported :one
+WITH reported AS (
+    SELECT DISTINCT ON (r.unit_id) r.unit_id, r.arm, r.at
+    FROM (SELECT unnest($1::text[]) AS unit_id, unnest($2::int[]) AS arm, unnest($3::timestamptz[]) AS at) r
+    ORDER BY r.unit_id, r.at
+),
+new AS (
+    INSERT INTO experiment_exposures (experiment_id, phase, unit_id, arm, first_seen)
+    SELECT $4, $5, unit_id, arm, at FROM reported
+    ON CONFLICT (experiment_id, phase, unit_id) DO NOTHING
+    RETURNING 1
+)
+SELECT count(*)::bigint FROM new
+`
+
+type ExposureInsertReportedParams struct {
+	UnitIds      []string    `json:"unit_ids"`
+	Arms         []int32     `json:"arms"`
+	Ats          []time.Time `json:"ats"`
+	ExperimentID uuid.UUID   `json:"experiment_id"`
+	Phase        int32       `json:"phase"`
+}
+
+// Exposures a client assigned itself and reports: each unit's earliest
+// one is its first exposure of the phase unless one is recorded already.
+// Answers how many were recorded.
+func (q *Queries) ExposureInsertReported(ctx context.Context, arg ExposureInsertReportedParams) (int64, error) {
+	row := q.db.QueryRow(ctx, exposureInsertReported,
+		arg.UnitIds,
+		arg.Arms,
+		arg.Ats,
+		arg.ExperimentID,
+		arg.Phase,
+	)
+	var column_1 int64
+	err := row.Scan(&column_1)
+	return column_1, err
+}
+
 const exposureListByUnits = `-- name: ExposureListByUnits :many
 SELECT unit_id, arm FROM experiment_exposures
 WHERE experiment_id = $1 AND phase = $2 AND unit_id = ANY($3::text[])
@@ -1168,4 +1405,41 @@ func (q *Queries) ExposureListByUnits(ctx context.Context, arg ExposureListByUni
 		return nil, err
 	}
 	return items, nil
+}
+
+const exposureUpdateOtherArm = `-- name: ExposureUpdateOtherArm :one
+WITH marked AS (
+    UPDATE experiment_exposures x SET seen_in_other_arm = true
+    FROM (SELECT unnest($3::text[]) AS unit_id, unnest($4::int[]) AS arm) r
+    WHERE x.experiment_id = $1 AND x.phase = $2 AND x.unit_id = r.unit_id AND x.arm <> r.arm
+      AND NOT x.seen_in_other_arm
+    RETURNING x.unit_id
+),
+counted AS (
+    UPDATE experiments SET conflicts = conflicts + (SELECT count(*) FROM marked)
+    WHERE id = $1 AND EXISTS (SELECT 1 FROM marked)
+)
+SELECT count(*)::bigint FROM marked
+`
+
+type ExposureUpdateOtherArmParams struct {
+	ExperimentID uuid.UUID `json:"experiment_id"`
+	Phase        int32     `json:"phase"`
+	UnitIds      []string  `json:"unit_ids"`
+	Arms         []int32   `json:"arms"`
+}
+
+// Marks the units reported in an arm other than their recorded one, each
+// once per phase, and counts the newly marked in the experiment's
+// conflicts (units seen in two arms). Answers how many were marked.
+func (q *Queries) ExposureUpdateOtherArm(ctx context.Context, arg ExposureUpdateOtherArmParams) (int64, error) {
+	row := q.db.QueryRow(ctx, exposureUpdateOtherArm,
+		arg.ExperimentID,
+		arg.Phase,
+		arg.UnitIds,
+		arg.Arms,
+	)
+	var column_1 int64
+	err := row.Scan(&column_1)
+	return column_1, err
 }

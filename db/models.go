@@ -1200,6 +1200,7 @@ type Experiment struct {
 	Criteria            json.RawMessage  `json:"criteria"`
 	ChanceToWin         float64          `json:"chance_to_win"`
 	MaxRisk             float64          `json:"max_risk"`
+	ConfigVersion       int64            `json:"config_version"`
 }
 
 type ExperimentArm struct {
@@ -1209,14 +1210,16 @@ type ExperimentArm struct {
 	ModelVersionID uuid.UUID     `json:"model_version_id"`
 	Weight         float64       `json:"weight"`
 	DeploymentID   uuid.NullUUID `json:"deployment_id"`
+	ConfigVersion  int64         `json:"config_version"`
 }
 
 type ExperimentExposure struct {
-	ExperimentID uuid.UUID `json:"experiment_id"`
-	UnitID       string    `json:"unit_id"`
-	Arm          int32     `json:"arm"`
-	FirstSeen    time.Time `json:"first_seen"`
-	Phase        int32     `json:"phase"`
+	ExperimentID   uuid.UUID `json:"experiment_id"`
+	UnitID         string    `json:"unit_id"`
+	Arm            int32     `json:"arm"`
+	FirstSeen      time.Time `json:"first_seen"`
+	Phase          int32     `json:"phase"`
+	SeenInOtherArm bool      `json:"seen_in_other_arm"`
 }
 
 type Feedback struct {

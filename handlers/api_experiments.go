@@ -3,6 +3,7 @@ package handlers
 import (
 	"encoding/json"
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
 
@@ -224,6 +225,47 @@ func (h *Handlers) APIExperimentAssignBatch(c echo.Context) error {
 		return err
 	}
 	return c.JSON(http.StatusOK, listBody[experiments.Assignment]{Data: out})
+}
+
+// APIExperimentConfig answers what a client needs to assign units
+// itself (seed, phase, coverage, weights, and what to call for each arm),
+// with the count of changes made to it as its ETag: 304 when the caller's
+// copy, named in If-None-Match, is current.
+func (h *Handlers) APIExperimentConfig(c echo.Context) error {
+	if _, err := queryParams(c); err != nil {
+		return err
+	}
+	cfg, err := h.Experiments.Config(ctx(c), CallerOf(c).OrgID, c.Param("key"))
+	if err != nil {
+		return err
+	}
+	etag := `"` + strconv.FormatInt(cfg.ConfigVersion, 10) + `"`
+	header := c.Response().Header()
+	header.Set("ETag", etag)
+	header.Set("Cache-Control", "private, no-cache")
+	if etagListed(c.Request().Header.Get("If-None-Match"), etag) {
+		return c.NoContent(http.StatusNotModified)
+	}
+	return c.JSON(http.StatusOK, cfg)
+}
+
+// APIExperimentExposures records the exposures of units a client assigned
+// itself: {"exposures": [{"unit_id", "arm_index", "at"}, ...]}.
+func (h *Handlers) APIExperimentExposures(c echo.Context) error {
+	if _, err := queryParams(c); err != nil {
+		return err
+	}
+	var in struct {
+		Exposures []experiments.Exposure `json:"exposures"`
+	}
+	if err := decodeJSON(c, &in, ""); err != nil {
+		return err
+	}
+	r, err := h.Experiments.RecordExposures(ctx(c), CallerOf(c).OrgID, c.Param("key"), in.Exposures)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, r)
 }
 
 // APIExperimentResults analyses an experiment.

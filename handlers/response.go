@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strings"
 
 	"github.com/a-h/templ"
 	"github.com/labstack/echo/v4"
@@ -41,6 +42,19 @@ func redirect(c echo.Context, to string) error {
 // setETag sends an object's version as its ETag, for If-Match.
 func setETag(c echo.Context, version int32) {
 	c.Response().Header().Set("ETag", fmt.Sprintf(`W/"%d"`, version))
+}
+
+// etagListed says whether an If-None-Match header names etag, weakly
+// compared (RFC 9110, 13.1.2): "*", or a list of tags with or without W/.
+func etagListed(header, etag string) bool {
+	etag = strings.TrimPrefix(etag, "W/")
+	for _, tag := range strings.Split(header, ",") {
+		tag = strings.TrimSpace(tag)
+		if tag == "*" || strings.TrimPrefix(tag, "W/") == etag {
+			return true
+		}
+	}
+	return false
 }
 
 // listBody is every list's answer: a page of objects, each in the shape

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/curate/curate/internal/experiments"
 	"github.com/curate/curate/web/webtest"
 )
 
@@ -301,8 +302,8 @@ func TestExperimentTimeline(t *testing.T) {
 	}
 
 	// Three days on, by the service's clock.
-	later := *s.App.Services.Experiments
-	later.Now = func() time.Time { return now.Add(72 * time.Hour) }
+	later := &experiments.Service{Pool: s.Pool, Models: s.App.Services.Experiments.Models,
+		Now: func() time.Time { return now.Add(72 * time.Hour) }}
 	res, err := later.Results(context.Background(), org, "young")
 	if err != nil {
 		t.Fatal(err)

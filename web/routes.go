@@ -235,6 +235,8 @@ func Routes(h *handlers.Handlers) []Route {
 		{POST, "/api/experiments/:key/deploy", auth.Admin, h.APIExperimentDeploy},
 		{POST, "/api/experiments/:key/assign", auth.Curator, h.APIExperimentAssign},
 		{POST, "/api/experiments/:key/assign-batch", auth.Curator, h.APIExperimentAssignBatch},
+		{GET, "/api/experiments/:key/config", auth.Viewer, h.APIExperimentConfig},
+		{POST, "/api/experiments/:key/exposures", auth.Curator, h.APIExperimentExposures},
 		{GET, "/api/experiments/:key/results", auth.Viewer, h.APIExperimentResults},
 		{http.MethodPut, "/api/experiments/:key/analysis", auth.Admin, h.APIExperimentAnalysis},
 		{POST, "/experiments/settings", auth.Admin, h.ExperimentSettingsSave},

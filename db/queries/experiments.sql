@@ -101,6 +101,108 @@ SELECT e.unit_id, e.arm FROM experiment_exposures e
 WHERE e.experiment_id = @experiment_id AND e.phase = @phase AND e.unit_id = ANY(@unit_ids::text[])
   AND NOT EXISTS (SELECT 1 FROM new n WHERE n.unit_id = e.unit_id);
 
+-- name: ExperimentConfigGet :many
+-- What assigning a unit needs, one row per arm, read in one snapshot with
+-- the count of changes made to it (see migration 00061): the experiment's
+-- status, seed, phase and coverage, and each arm's weight and where it is
+-- called, as ExperimentArmListServed answers them.
+SELECT e.id, e.status, e.seed, e.phase, e.coverage, coalesce(e.phase_started_at, e.started_at) AS phase_started_at,
+       (e.config_version + sum(a.config_version) OVER ())::bigint AS config_version,
+       a.idx, a.name, a.weight, mv.version, mv.model_id, coalesce(d.served_name, '')::text AS served_name,
+       coalesce(t.base_url, '')::text AS base_url,
+       CASE WHEN d.id IS NULL THEN mv.kind = 'full' ELSE d.status = 'succeeded' AND d.unloaded_at IS NULL END::bool AS served
+FROM experiments e
+JOIN experiment_arms a ON a.experiment_id = e.id
+JOIN model_versions mv ON mv.id = a.model_version_id
+LEFT JOIN deployments d ON d.id = a.deployment_id
+LEFT JOIN serving_targets t ON t.id = d.target_id
+WHERE e.org_id = @org_id AND e.key = @key
+ORDER BY a.idx;
+
+-- name: ExperimentConfigGetForShare :exec
+-- Holds an experiment's configuration still until the transaction ends
+-- (what its arms call too: a change to it is counted on the arms), for a
+-- caller whose copies kept going out of date.
+SELECT e.id FROM experiments e JOIN experiment_arms a ON a.experiment_id = e.id
+WHERE e.org_id = @org_id AND e.key = @key
+FOR SHARE OF e, a;
+
+-- name: ExperimentConfigGetVersion :one
+-- The count of changes made to an experiment's configuration, to check a
+-- copy of it read before.
+SELECT e.id, (e.config_version + (SELECT sum(a.config_version) FROM experiment_arms a WHERE a.experiment_id = e.id))::bigint AS config_version
+FROM experiments e WHERE e.org_id = @org_id AND e.key = @key;
+
+-- name: ExposureInsertAssigned :one
+-- Assignment in one statement: records the phase's first exposure of each
+-- unit not yet exposed in the arm the caller chose for it (-1, outside the
+-- coverage, is not recorded) and answers every unit's recorded arm. It
+-- records only while the experiment's configuration is still at the
+-- count of changes the arms were chosen under, and always answers the
+-- count it is at: a caller whose copy is out of date reads it again and
+-- repeats. A unit whose first exposure another caller recorded after this
+-- statement's snapshot was taken is found by the insert, which waits for
+-- it and answers its arm by rewriting the row as it is.
+WITH cfg AS (
+    SELECT (e.config_version + (SELECT sum(a.config_version) FROM experiment_arms a WHERE a.experiment_id = e.id))::bigint AS config_version
+    FROM experiments e WHERE e.id = @experiment_id AND e.org_id = @org_id
+),
+unit AS (
+    SELECT DISTINCT ON (u.unit_id) u.unit_id, u.arm
+    FROM (SELECT unnest(@unit_ids::text[]) AS unit_id, unnest(@arms::int[]) AS arm) u
+),
+old AS (
+    SELECT x.unit_id, x.arm FROM experiment_exposures x
+    WHERE x.experiment_id = @experiment_id AND x.phase = @phase AND x.unit_id = ANY(@unit_ids::text[])
+),
+new AS (
+    INSERT INTO experiment_exposures (experiment_id, phase, unit_id, arm)
+    SELECT @experiment_id, @phase, unit.unit_id, unit.arm FROM unit, cfg
+    WHERE cfg.config_version = @config_version::bigint AND unit.arm >= 0
+      AND NOT EXISTS (SELECT 1 FROM old WHERE old.unit_id = unit.unit_id)
+    ON CONFLICT (experiment_id, phase, unit_id) DO UPDATE SET arm = experiment_exposures.arm
+    RETURNING unit_id, arm
+)
+SELECT cfg.config_version, r.unit_ids::text[] AS unit_ids, r.arms::int[] AS arms
+FROM cfg, LATERAL (
+    SELECT coalesce(array_agg(b.unit_id), '{}') AS unit_ids, coalesce(array_agg(b.arm), '{}') AS arms
+    FROM (SELECT unit_id, arm FROM old UNION ALL SELECT unit_id, arm FROM new) b
+) r;
+
+-- name: ExposureInsertReported :one
+-- Exposures a client assigned itself and reports: each unit's earliest
+-- one is its first exposure of the phase unless one is recorded already.
+-- Answers how many were recorded.
+WITH reported AS (
+    SELECT DISTINCT ON (r.unit_id) r.unit_id, r.arm, r.at
+    FROM (SELECT unnest(@unit_ids::text[]) AS unit_id, unnest(@arms::int[]) AS arm, unnest(@ats::timestamptz[]) AS at) r
+    ORDER BY r.unit_id, r.at
+),
+new AS (
+    INSERT INTO experiment_exposures (experiment_id, phase, unit_id, arm, first_seen)
+    SELECT @experiment_id, @phase, unit_id, arm, at FROM reported
+    ON CONFLICT (experiment_id, phase, unit_id) DO NOTHING
+    RETURNING 1
+)
+SELECT count(*)::bigint FROM new;
+
+-- name: ExposureUpdateOtherArm :one
+-- Marks the units reported in an arm other than their recorded one, each
+-- once per phase, and counts the newly marked in the experiment's
+-- conflicts (units seen in two arms). Answers how many were marked.
+WITH marked AS (
+    UPDATE experiment_exposures x SET seen_in_other_arm = true
+    FROM (SELECT unnest(@unit_ids::text[]) AS unit_id, unnest(@arms::int[]) AS arm) r
+    WHERE x.experiment_id = @experiment_id AND x.phase = @phase AND x.unit_id = r.unit_id AND x.arm <> r.arm
+      AND NOT x.seen_in_other_arm
+    RETURNING x.unit_id
+),
+counted AS (
+    UPDATE experiments SET conflicts = conflicts + (SELECT count(*) FROM marked)
+    WHERE id = @experiment_id AND EXISTS (SELECT 1 FROM marked)
+)
+SELECT count(*)::bigint FROM marked;
+
 -- name: ExposureListByUnits :many
 -- Units' recorded arms, read again for those a concurrent first exposure
 -- recorded after ExposureInsertMany's snapshot was taken.

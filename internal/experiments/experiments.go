@@ -7,7 +7,6 @@
 package experiments
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -16,7 +15,6 @@ import (
 	"slices"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
@@ -36,6 +34,9 @@ type Service struct {
 	Models *models.Service
 	// Now is the clock; time.Now when nil.
 	Now func() time.Time
+
+	// configs are the experiments' configurations assignment has read.
+	configs configs
 }
 
 // Statuses.
@@ -644,113 +645,6 @@ func (s *Service) SetTraffic(ctx context.Context, actor audit.Actor, orgID uuid.
 		return Experiment{}, err
 	}
 	return s.Get(ctx, orgID, key)
-}
-
-// Assignment is what a unit gets: its arm and what to call.
-type Assignment struct {
-	UnitID       string `json:"unit_id,omitempty"`
-	Arm          string `json:"arm"`
-	ArmIndex     int    `json:"arm_index"`
-	InExperiment bool   `json:"in_experiment"`
-	Version      string `json:"version"`
-	Model        string `json:"model"`
-	BaseURL      string `json:"base_url"`
-}
-
-// Assign gives units their arms in a running experiment: the hash of the
-// seed and the unit id places each; a unit exposed before keeps the arm it
-// first had (sticky, whatever the weights are now). Units outside the
-// coverage get the control's model and are not recorded.
-func (s *Service) Assign(ctx context.Context, orgID uuid.UUID, key string, units []string) ([]Assignment, error) {
-	v := &errs.Invalid{}
-	if len(units) == 0 || len(units) > MaxBatch {
-		v.Add("unit_ids", "give 1 to %d unit ids", MaxBatch)
-	}
-	for i, u := range units {
-		field := "unit_id"
-		if len(units) > 1 {
-			field = fmt.Sprintf("unit_ids[%d]", i)
-		}
-		if u == "" {
-			v.Add(field, "is required")
-		} else if len(u) > MaxUnitID || !utf8.ValidString(u) || strings.ContainsRune(u, 0) {
-			v.Add(field, "must be valid text of at most %d bytes", MaxUnitID)
-		}
-	}
-	if err := v.Err(); err != nil {
-		return nil, err
-	}
-	q := db.New(s.Pool)
-	e, err := q.ExperimentGetByKey(ctx, db.ExperimentGetByKeyParams{OrgID: orgID, Key: key})
-	if errors.Is(err, pgx.ErrNoRows) {
-		return nil, errs.ErrNotFound
-	}
-	if err != nil {
-		return nil, err
-	}
-	if e.Status != db.ExperimentStatusRunning {
-		return nil, &errs.Conflict{Message: fmt.Sprintf("The experiment %s is %s: units are assigned only while it runs.", key, e.Status)}
-	}
-	arms, err := q.ExperimentArmListServed(ctx, e.ID)
-	if err != nil {
-		return nil, err
-	}
-	weights := make([]float64, len(arms))
-	for i, a := range arms {
-		weights[i] = a.Weight
-	}
-	// A unit outside the coverage (arm -1) is not recorded, unless it was
-	// exposed before the coverage shrank: then it keeps its arm.
-	out := make([]Assignment, len(units))
-	arms32 := make([]int32, len(units))
-	for i, u := range units {
-		arm := Choose(Hash(e.Seed, u), e.Coverage, weights)
-		out[i] = Assignment{UnitID: u, ArmIndex: arm}
-		arms32[i] = int32(arm)
-	}
-	recorded := map[string]int{}
-	rows, err := q.ExposureInsertMany(ctx, db.ExposureInsertManyParams{ExperimentID: e.ID, Phase: e.Phase, UnitIds: units, Arms: arms32})
-	if err != nil {
-		return nil, err
-	}
-	for _, r := range rows {
-		recorded[r.UnitID] = int(r.Arm)
-	}
-	// A unit whose first exposure another caller recorded while the
-	// insert ran is missing from its answer: the insert waited for that
-	// row and left it alone, but the statement reads from a snapshot taken
-	// before it was committed. A second statement sees it.
-	var late []string
-	for i, u := range units {
-		if _, ok := recorded[u]; !ok && arms32[i] >= 0 {
-			late = append(late, u)
-		}
-	}
-	if len(late) > 0 {
-		again, err := q.ExposureListByUnits(ctx, db.ExposureListByUnitsParams{ExperimentID: e.ID, Phase: e.Phase, UnitIds: late})
-		if err != nil {
-			return nil, err
-		}
-		for _, r := range again {
-			recorded[r.UnitID] = int(r.Arm)
-		}
-	}
-	for i := range out {
-		a := &out[i]
-		if arm, ok := recorded[a.UnitID]; ok {
-			a.ArmIndex, a.InExperiment = arm, true
-		} else {
-			a.ArmIndex = 0 // outside the coverage: the control's model
-		}
-		arm := arms[a.ArmIndex]
-		if !arm.Served {
-			return nil, &errs.Conflict{Message: fmt.Sprintf("The %s arm's version %s is no longer served where the experiment calls it: "+
-				"pause the experiment and start it again to load it.", arm.Name, arm.Version)}
-		}
-		a.Arm, a.Version, a.BaseURL = arm.Name, arm.Version, arm.BaseUrl
-		a.Model = cmp.Or(arm.ServedName, arm.ModelID)
-	}
-	return out, nil
 }
 
 // FullDeploy sends all traffic to the treatment: the registry deploys the
