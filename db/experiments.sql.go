@@ -1217,8 +1217,10 @@ unit AS (
     FROM (SELECT unnest($3::text[]) AS unit_id, unnest($4::int[]) AS arm) u
 ),
 old AS (
-    SELECT x.unit_id, x.arm FROM experiment_exposures x
-    WHERE x.experiment_id = $1 AND x.phase = $5 AND x.unit_id = ANY($3::text[])
+    SELECT unit.unit_id, x.arm FROM unit CROSS JOIN LATERAL (
+        SELECT x.arm FROM experiment_exposures x
+        WHERE x.experiment_id = $1 AND x.phase = $5 AND x.unit_id = unit.unit_id LIMIT 1
+    ) x
 ),
 new AS (
     INSERT INTO experiment_exposures (experiment_id, phase, unit_id, arm)
@@ -1259,6 +1261,8 @@ type ExposureInsertAssignedRow struct {
 // repeats. A unit whose first exposure another caller recorded after this
 // statement's snapshot was taken is found by the insert, which waits for
 // it and answers its arm by rewriting the row as it is.
+// Each unit looked up by the primary key, whatever the table's statistics
+// say (LIMIT keeps the lookup from being planned as a join).
 func (q *Queries) ExposureInsertAssigned(ctx context.Context, arg ExposureInsertAssignedParams) (ExposureInsertAssignedRow, error) {
 	row := q.db.QueryRow(ctx, exposureInsertAssigned,
 		arg.ExperimentID,

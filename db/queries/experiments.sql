@@ -151,9 +151,13 @@ unit AS (
     SELECT DISTINCT ON (u.unit_id) u.unit_id, u.arm
     FROM (SELECT unnest(@unit_ids::text[]) AS unit_id, unnest(@arms::int[]) AS arm) u
 ),
+-- Each unit looked up by the primary key, whatever the table's statistics
+-- say (LIMIT keeps the lookup from being planned as a join).
 old AS (
-    SELECT x.unit_id, x.arm FROM experiment_exposures x
-    WHERE x.experiment_id = @experiment_id AND x.phase = @phase AND x.unit_id = ANY(@unit_ids::text[])
+    SELECT unit.unit_id, x.arm FROM unit CROSS JOIN LATERAL (
+        SELECT x.arm FROM experiment_exposures x
+        WHERE x.experiment_id = @experiment_id AND x.phase = @phase AND x.unit_id = unit.unit_id LIMIT 1
+    ) x
 ),
 new AS (
     INSERT INTO experiment_exposures (experiment_id, phase, unit_id, arm)
