@@ -61,11 +61,14 @@ func TestBrowserRegistryFlow(t *testing.T) {
 			chromedp.WaitVisible(`#deploy-form`),
 			chromedp.SendKeys(`#deploy-form textarea[name=reason]`, reason),
 			chromedp.Click(`#deploy-form button[type=submit]`),
-			chromedp.WaitVisible(`#deployments [data-status=succeeded]`),
 		)
 		if err != nil {
 			t.Fatalf("deploying: %v", err)
 		}
+		// The deployments list reloads the whole page once the deployment
+		// ends; the reloaded page offers the rollback. A query waiting in a
+		// page that reloads under it can wait forever, so poll by script.
+		waitFor(t, b, `!!document.querySelector('#deployments [data-status=succeeded]') && !!document.querySelector('#rollback-form')`)
 	}
 	err = chromedp.Do(b,
 		chromedp.Navigate(s.URL+"/login"),
@@ -114,9 +117,7 @@ func TestBrowserRegistryFlow(t *testing.T) {
 	// The page being left lists a succeeded deployment too: wait for the
 	// version the rollback goes to before looking for one.
 	waitFor(t, b, `(document.querySelector('h1') || {textContent: ''}).textContent.includes('1.0.0')`)
-	if err := chromedp.Do(b, chromedp.WaitVisible(`#deployments [data-status=succeeded]`)); err != nil {
-		t.Fatalf("rolling back: %v", err)
-	}
+	waitFor(t, b, `!!document.querySelector('#deployments [data-status=succeeded]')`)
 	// The rollback lands on the version production went back to.
 	if got := text(t, b, `h1`); !strings.Contains(got, "1.0.0") {
 		t.Errorf("after the rollback the page shows %q", got)
