@@ -14,7 +14,6 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/curate/curate/db"
@@ -63,7 +62,7 @@ func (s *Service) EnsureOrg(ctx context.Context, slug, name string) (db.Organiza
 		name = slug
 	}
 	org, err = q.OrgInsert(ctx, db.OrgInsertParams{Slug: slug, Name: name})
-	if isUnique(err) { // created meanwhile
+	if errs.IsUnique(err, "organizations_slug_key") { // created meanwhile
 		return q.OrgGetBySlug(ctx, slug)
 	}
 	return org, err
@@ -114,7 +113,7 @@ func (s *Service) CreateUser(ctx context.Context, actor audit.Actor, orgID uuid.
 	var u db.User
 	err = db.InTx(ctx, s.Pool, func(_ pgx.Tx, q *db.Queries) error {
 		u, err = q.UserInsert(ctx, db.UserInsertParams{OrgID: orgID, Email: in.Email, Name: in.Name, PasswordHash: hash, Role: db.UserRole(role)})
-		if isUnique(err) {
+		if errs.IsUnique(err, "users_email_key") {
 			return errs.InvalidField("email", "a user with this e-mail address already exists")
 		}
 		if err != nil {
@@ -209,10 +208,7 @@ func lockUser(ctx context.Context, tx pgx.Tx, q *db.Queries, orgID, userID uuid.
 		return db.User{}, err
 	}
 	u, err := q.UserGet(ctx, db.UserGetParams{OrgID: orgID, ID: userID})
-	if errors.Is(err, pgx.ErrNoRows) {
-		return u, errs.ErrNotFound
-	}
-	return u, err
+	return u, errs.NotFound(err)
 }
 
 func ensureAnotherAdmin(ctx context.Context, q *db.Queries, orgID uuid.UUID) error {
@@ -266,11 +262,8 @@ func (s *Service) RevokeAPIKey(ctx context.Context, actor audit.Actor, orgID, ke
 	err := db.InTx(ctx, s.Pool, func(_ pgx.Tx, q *db.Queries) error {
 		var err error
 		k, err = q.APIKeyUpdateRevoked(ctx, db.APIKeyUpdateRevokedParams{OrgID: orgID, ID: keyID})
-		if errors.Is(err, pgx.ErrNoRows) {
-			return errs.ErrNotFound
-		}
 		if err != nil {
-			return err
+			return errs.NotFound(err)
 		}
 		return audit.Record(ctx, q, actor, audit.Entry{OrgID: orgID, Action: "api_key.revoke", TargetType: "api_key",
 			TargetID: k.ID.String(), Details: map[string]any{"name": k.Name, "prefix": k.Prefix}})
@@ -281,9 +274,4 @@ func (s *Service) RevokeAPIKey(ctx context.Context, actor audit.Actor, orgID, ke
 		s.keys.Delete(k.Prefix)
 	}
 	return k, err
-}
-
-func isUnique(err error) bool {
-	var pgErr *pgconn.PgError
-	return errors.As(err, &pgErr) && pgErr.Code == "23505"
 }

@@ -2,10 +2,8 @@ package accounts
 
 import (
 	"context"
-	"errors"
 
 	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5"
 
 	"github.com/curate/curate/db"
 	"github.com/curate/curate/internal/errs"
@@ -20,8 +18,5 @@ func (s *Service) ListUsers(ctx context.Context, orgID uuid.UUID) ([]db.User, er
 // GetUser returns a user of the organisation, or errs.ErrNotFound.
 func (s *Service) GetUser(ctx context.Context, orgID, userID uuid.UUID) (db.User, error) {
 	u, err := db.New(s.Pool).UserGet(ctx, db.UserGetParams{OrgID: orgID, ID: userID})
-	if errors.Is(err, pgx.ErrNoRows) {
-		return u, errs.ErrNotFound
-	}
-	return u, err
+	return u, errs.NotFound(err)
 }

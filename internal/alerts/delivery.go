@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5"
 	"github.com/riverqueue/river"
 
 	"github.com/curate/curate/db"
@@ -75,11 +74,8 @@ func (e *DeliveryError) Unwrap() error { return e.Err }
 func (s *Service) Deliver(ctx context.Context, orgID, alertID uuid.UUID) error {
 	q := db.New(s.Pool)
 	a, err := q.AlertGet(ctx, db.AlertGetParams{OrgID: orgID, ID: alertID})
-	if errors.Is(err, pgx.ErrNoRows) {
-		return errs.ErrNotFound
-	}
 	if err != nil {
-		return err
+		return errs.NotFound(err)
 	}
 	if a.WebhookDeliveredAt != nil {
 		return nil

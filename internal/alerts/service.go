@@ -95,7 +95,7 @@ func (s *Service) Dismiss(ctx context.Context, actor audit.Actor, orgID, id uuid
 		if errors.Is(err, pgx.ErrNoRows) {
 			// Unknown, another organisation's, or already dismissed.
 			if _, gerr := q.AlertGet(ctx, db.AlertGetParams{OrgID: orgID, ID: id}); gerr != nil {
-				return errs.ErrNotFound
+				return errs.NotFound(gerr)
 			}
 			return nil
 		}

@@ -18,7 +18,6 @@ import (
 	"strings"
 
 	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"golang.org/x/sync/errgroup"
 
@@ -414,11 +413,8 @@ type Logged struct {
 func (s *Service) Get(ctx context.Context, orgID, id uuid.UUID) (Logged, error) {
 	q := db.New(s.Pool)
 	row, err := q.SelectionGet(ctx, db.SelectionGetParams{OrgID: orgID, ID: id})
-	if errors.Is(err, pgx.ErrNoRows) {
-		return Logged{}, errs.ErrNotFound
-	}
 	if err != nil {
-		return Logged{}, err
+		return Logged{}, errs.NotFound(err)
 	}
 	out := Logged{ResponseID: row.ID, Query: row.Query, Context: row.Context, Scorer: row.Scorer, Selection: row.Selection,
 		GenerationMethod: row.GenerationMethod, Selected: int(row.Selected), RewardScore: row.RewardScore}

@@ -197,10 +197,7 @@ func nonNil(ids []uuid.UUID) []uuid.UUID {
 // book reads a codebook by name.
 func book(ctx context.Context, q *db.Queries, orgID uuid.UUID, name string) (db.Codebook, error) {
 	b, err := q.CodebookGetByName(ctx, db.CodebookGetByNameParams{OrgID: orgID, Name: name})
-	if errors.Is(err, pgx.ErrNoRows) {
-		return b, errs.ErrNotFound
-	}
-	return b, err
+	return b, errs.NotFound(err)
 }
 
 // Sorts are the orders Rules offers: by section (""), or the most helpful
@@ -244,11 +241,8 @@ func (s *Service) UpdateRule(ctx context.Context, actor audit.Actor, orgID uuid.
 			return err
 		}
 		cur, err := q.CodebookRuleGet(ctx, db.CodebookRuleGetParams{OrgID: orgID, CodebookID: b.ID, ID: id})
-		if errors.Is(err, pgx.ErrNoRows) {
-			return errs.ErrNotFound
-		}
 		if err != nil {
-			return err
+			return errs.NotFound(err)
 		}
 		out, err = q.CodebookRuleUpdate(ctx, db.CodebookRuleUpdateParams{OrgID: orgID, ID: id, Version: int32(version), Section: in.Section,
 			Content: in.Content, Status: db.RuleStatus(in.Status)})

@@ -11,7 +11,6 @@ package datasets
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net/url"
 	"slices"
@@ -199,11 +198,8 @@ type Detail struct {
 func (s *Service) Get(ctx context.Context, orgID, id uuid.UUID) (Detail, error) {
 	q := db.New(s.Pool)
 	row, err := q.DatasetGet(ctx, db.DatasetGetParams{OrgID: orgID, ID: id})
-	if errors.Is(err, pgx.ErrNoRows) {
-		return Detail{}, errs.ErrNotFound
-	}
 	if err != nil {
-		return Detail{}, err
+		return Detail{}, errs.NotFound(err)
 	}
 	d := Detail{Dataset: row.TrainingDataset, MemberCount: int(row.MemberCount)}
 	if d.Versions, err = q.DatasetVersionList(ctx, db.DatasetVersionListParams{OrgID: orgID, DatasetID: id}); err != nil {
@@ -353,10 +349,7 @@ func (s *Service) Transition(ctx context.Context, actor audit.Actor, orgID, id u
 
 func lock(ctx context.Context, q *db.Queries, orgID, id uuid.UUID) (db.TrainingDataset, error) {
 	d, err := q.DatasetGetForUpdate(ctx, db.DatasetGetForUpdateParams{OrgID: orgID, ID: id})
-	if errors.Is(err, pgx.ErrNoRows) {
-		return d, errs.ErrNotFound
-	}
-	return d, err
+	return d, errs.NotFound(err)
 }
 
 // AddMembers adds pairs (preference datasets) or approved and corrected

@@ -16,7 +16,6 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/curate/curate/db"
@@ -156,8 +155,7 @@ func (s *Service) Create(ctx context.Context, actor audit.Actor, orgID uuid.UUID
 	err := db.InTx(ctx, s.Pool, func(_ pgx.Tx, q *db.Queries) error {
 		var err error
 		if out, err = q.EndpointInsert(ctx, p); err != nil {
-			var pg *pgconn.PgError
-			if errors.As(err, &pg) && pg.Code == "23505" {
+			if errs.IsUnique(err, "endpoints_org_id_name_key") {
 				return errs.InvalidField("name", "an endpoint named %q exists", in.Name)
 			}
 			return err

@@ -254,10 +254,8 @@ func (s *Service) Override(ctx context.Context, actor audit.Actor, orgID, versio
 		return err
 	}
 	return db.InTx(ctx, s.Pool, func(_ pgx.Tx, q *db.Queries) error {
-		if _, err := q.ModelVersionGetForUpdate(ctx, db.ModelVersionGetForUpdateParams{OrgID: orgID, ID: versionID}); errors.Is(err, pgx.ErrNoRows) {
-			return errs.ErrNotFound
-		} else if err != nil {
-			return err
+		if _, err := q.ModelVersionGetForUpdate(ctx, db.ModelVersionGetForUpdateParams{OrgID: orgID, ID: versionID}); err != nil {
+			return errs.NotFound(err)
 		}
 		if _, err := q.GateOverrideInsert(ctx, db.GateOverrideInsertParams{OrgID: orgID, VersionID: versionID, Reason: reason, ActorLabel: actor.Label}); err != nil {
 			return err

@@ -457,11 +457,8 @@ type RunItem struct {
 func (s *Service) GetRun(ctx context.Context, orgID, runID uuid.UUID) (Run, error) {
 	q := db.New(s.Pool)
 	r, err := q.EvaluationRunGet(ctx, db.EvaluationRunGetParams{OrgID: orgID, ID: runID})
-	if errors.Is(err, pgx.ErrNoRows) {
-		return Run{}, errs.ErrNotFound
-	}
 	if err != nil {
-		return Run{}, err
+		return Run{}, errs.NotFound(err)
 	}
 	out := Run{ID: r.ID, Status: string(r.Status), Kind: r.Kind, Items: []RunItem{}}
 	out.Progress.Done, out.Progress.Total = int(r.Done), int(r.Total)
@@ -559,8 +556,8 @@ func (s *Service) Resume(ctx context.Context, actor audit.Actor, orgID, runID uu
 			return err
 		}
 		if n == 0 {
-			if _, err := q.EvaluationRunGet(ctx, db.EvaluationRunGetParams{OrgID: orgID, ID: runID}); errors.Is(err, pgx.ErrNoRows) {
-				return errs.ErrNotFound
+			if _, err := q.EvaluationRunGet(ctx, db.EvaluationRunGetParams{OrgID: orgID, ID: runID}); err != nil {
+				return errs.NotFound(err)
 			}
 			return &errs.Conflict{Message: "Only a paused evaluation can be resumed."}
 		}

@@ -20,7 +20,6 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/jackc/pgx/v5/pgxpool"
 
@@ -282,8 +281,7 @@ func (s *Service) Create(ctx context.Context, actor audit.Actor, orgID uuid.UUID
 			Seed: in.Seed, Coverage: coverage, Metrics: in.Metrics, Guardrails: nonNil(in.Guardrails), MinSamplePerArm: int32(minSample),
 			RolloutSteps: steps, RolloutHold: pgtype.Interval{Microseconds: hold.Microseconds(), Valid: true}, RolloutMinUnits: int32(minUnits),
 			EndsAt: in.EndsAt, CreatedByLabel: actor.Label})
-		var pg *pgconn.PgError
-		if errors.As(err, &pg) && pg.Code == "23505" {
+		if errs.IsUnique(err, "experiments_org_id_key_key") {
 			return errs.InvalidField("key", "an experiment with the key %q exists", in.Key)
 		}
 		if err != nil {
@@ -315,11 +313,8 @@ func nonNil(s []string) []string {
 func (s *Service) Get(ctx context.Context, orgID uuid.UUID, key string) (Experiment, error) {
 	q := db.New(s.Pool)
 	e, err := q.ExperimentGetByKey(ctx, db.ExperimentGetByKeyParams{OrgID: orgID, Key: key})
-	if errors.Is(err, pgx.ErrNoRows) {
-		return Experiment{}, errs.ErrNotFound
-	}
 	if err != nil {
-		return Experiment{}, err
+		return Experiment{}, errs.NotFound(err)
 	}
 	return s.withArms(ctx, q, e)
 }
@@ -370,10 +365,7 @@ func (s *Service) List(ctx context.Context, orgID uuid.UUID) ([]Experiment, erro
 // lockByKey reads an experiment for update, in the caller's transaction.
 func lockByKey(ctx context.Context, q *db.Queries, orgID uuid.UUID, key string) (db.Experiment, error) {
 	e, err := q.ExperimentGetByKeyForUpdate(ctx, db.ExperimentGetByKeyForUpdateParams{OrgID: orgID, Key: key})
-	if errors.Is(err, pgx.ErrNoRows) {
-		return e, errs.ErrNotFound
-	}
-	return e, err
+	return e, errs.NotFound(err)
 }
 
 // transitions are the status moves allowed.
@@ -595,11 +587,8 @@ func (s *Service) Assign(ctx context.Context, orgID uuid.UUID, key string, units
 	}
 	q := db.New(s.Pool)
 	e, err := q.ExperimentGetByKey(ctx, db.ExperimentGetByKeyParams{OrgID: orgID, Key: key})
-	if errors.Is(err, pgx.ErrNoRows) {
-		return nil, errs.ErrNotFound
-	}
 	if err != nil {
-		return nil, err
+		return nil, errs.NotFound(err)
 	}
 	if e.Status != db.ExperimentStatusRunning {
 		return nil, &errs.Conflict{Message: fmt.Sprintf("The experiment %s is %s: units are assigned only while it runs.", key, e.Status)}

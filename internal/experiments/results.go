@@ -2,11 +2,9 @@ package experiments
 
 import (
 	"context"
-	"errors"
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5"
 
 	"github.com/curate/curate/db"
 	"github.com/curate/curate/internal/errs"
@@ -15,11 +13,11 @@ import (
 
 // Results is an experiment's analysis.
 type Results struct {
-	Key            string               `json:"key"`
-	Status         string               `json:"status"`
-	Units          []int64              `json:"units"`
-	SRMPValue      *float64             `json:"srm_p_value"`
-	Metrics        []MetricResult       `json:"metrics"`
+	Key       string         `json:"key"`
+	Status    string         `json:"status"`
+	Units     []int64        `json:"units"`
+	SRMPValue *float64       `json:"srm_p_value"`
+	Metrics   []MetricResult `json:"metrics"`
 	// Recommendation is what to do now: the statistics engine's advice
 	// while the experiment runs, its state (ActionRolledBack and the
 	// others) when it does not.
@@ -108,11 +106,8 @@ func armStats(rows []db.ExperimentListMetricSumsRow, arms int, metric string) []
 func (s *Service) Results(ctx context.Context, orgID uuid.UUID, key string) (Results, error) {
 	q := db.New(s.Pool)
 	e, err := q.ExperimentGetByKey(ctx, db.ExperimentGetByKeyParams{OrgID: orgID, Key: key})
-	if errors.Is(err, pgx.ErrNoRows) {
-		return Results{}, errs.ErrNotFound
-	}
 	if err != nil {
-		return Results{}, err
+		return Results{}, errs.NotFound(err)
 	}
 	arms, err := q.ExperimentArmList(ctx, e.ID)
 	if err != nil {

@@ -33,11 +33,8 @@ import (
 func (s *Service) start(ctx context.Context, actor audit.Actor, orgID uuid.UUID, key, reason string) (Experiment, error) {
 	q := db.New(s.Pool)
 	e, err := q.ExperimentGetByKey(ctx, db.ExperimentGetByKeyParams{OrgID: orgID, Key: key})
-	if errors.Is(err, pgx.ErrNoRows) {
-		return Experiment{}, errs.ErrNotFound
-	}
 	if err != nil {
-		return Experiment{}, err
+		return Experiment{}, errs.NotFound(err)
 	}
 	if err := canBecome(e.Status, Running); err != nil {
 		return Experiment{}, err

@@ -93,10 +93,7 @@ func (s *Service) AutoAdvance(ctx context.Context, orgID, userID uuid.UUID) (boo
 // a sort order: it changes no one's data, so it is not audited.
 func (s *Service) SetAutoAdvance(ctx context.Context, orgID, userID uuid.UUID, on bool) error {
 	_, err := db.New(s.Pool).UserPreferencesInsertOrUpdate(ctx, db.UserPreferencesInsertOrUpdateParams{OrgID: orgID, UserID: userID, AutoAdvance: on})
-	if errors.Is(err, pgx.ErrNoRows) {
-		return errs.ErrNotFound // not a user of this organisation
-	}
-	return err
+	return errs.NotFound(err) // no rows: not a user of this organisation
 }
 
 // Diff compares a correction being written with the item's response, word
@@ -108,11 +105,8 @@ func (s *Service) Diff(ctx context.Context, orgID, id uuid.UUID, correction stri
 		return nil, v
 	}
 	row, err := db.New(s.Pool).FeedbackGet(ctx, db.FeedbackGetParams{OrgID: orgID, ID: id})
-	if errors.Is(err, pgx.ErrNoRows) {
-		return nil, errs.ErrNotFound
-	}
 	if err != nil {
-		return nil, err
+		return nil, errs.NotFound(err)
 	}
 	return textdiff.Words(row.Feedback.Response, correction), nil
 }

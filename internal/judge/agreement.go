@@ -273,11 +273,8 @@ type Agreement struct {
 // GetAgreement reads one run of the organisation.
 func (s *Service) GetAgreement(ctx context.Context, orgID, id uuid.UUID) (Agreement, error) {
 	a, err := db.New(s.Pool).JudgeAgreementGet(ctx, db.JudgeAgreementGetParams{OrgID: orgID, ID: id})
-	if errors.Is(err, pgx.ErrNoRows) {
-		return Agreement{}, errs.ErrNotFound
-	}
 	if err != nil {
-		return Agreement{}, err
+		return Agreement{}, errs.NotFound(err)
 	}
 	out := Agreement{JudgeAgreement: a}
 	if a.Agreement != nil {
@@ -385,8 +382,8 @@ func (s *Service) ResumeAgreement(ctx context.Context, actor audit.Actor, orgID,
 			return err
 		}
 		if n == 0 {
-			if _, err := q.JudgeAgreementGet(ctx, db.JudgeAgreementGetParams{OrgID: orgID, ID: id}); errors.Is(err, pgx.ErrNoRows) {
-				return errs.ErrNotFound
+			if _, err := q.JudgeAgreementGet(ctx, db.JudgeAgreementGetParams{OrgID: orgID, ID: id}); err != nil {
+				return errs.NotFound(err)
 			}
 			return &errs.Conflict{Message: "Only a paused run can be resumed."}
 		}

@@ -22,7 +22,6 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/jackc/pgx/v5/pgxpool"
 
@@ -289,11 +288,8 @@ func insertVersion(ctx context.Context, q *db.Queries, actor audit.Actor, m db.R
 func (s *Service) Get(ctx context.Context, orgID, id uuid.UUID) (Version, error) {
 	q := db.New(s.Pool)
 	row, err := q.ModelVersionGet(ctx, db.ModelVersionGetParams{OrgID: orgID, ID: id})
-	if errors.Is(err, pgx.ErrNoRows) {
-		return Version{}, errs.ErrNotFound
-	}
 	if err != nil {
-		return Version{}, err
+		return Version{}, errs.NotFound(err)
 	}
 	aliases, err := aliasesOf(ctx, q, orgID, []uuid.UUID{row.RegisteredModel.ID})
 	if err != nil {
@@ -404,11 +400,8 @@ func (s *Service) Update(ctx context.Context, actor audit.Actor, orgID, id uuid.
 	}
 	err := db.InTx(ctx, s.Pool, func(_ pgx.Tx, q *db.Queries) error {
 		cur, err := q.ModelVersionGetForUpdate(ctx, db.ModelVersionGetForUpdateParams{OrgID: orgID, ID: id})
-		if errors.Is(err, pgx.ErrNoRows) {
-			return errs.ErrNotFound
-		}
 		if err != nil {
-			return err
+			return errs.NotFound(err)
 		}
 		m, err := q.RegisteredModelGetForUpdate(ctx, db.RegisteredModelGetForUpdateParams{OrgID: orgID, ID: cur.RegisteredModelID})
 		if err != nil {
@@ -434,7 +427,7 @@ func (s *Service) Update(ctx context.Context, actor audit.Actor, orgID, id uuid.
 			}
 		}
 		if err := q.ModelVersionUpdate(ctx, next); err != nil {
-			if isUnique(err) {
+			if errs.IsUnique(err, "model_versions_registered_model_id_version_key") {
 				return errs.InvalidField("version", "%s %s is already registered", m.Name, next.Version)
 			}
 			return err
@@ -483,11 +476,8 @@ const HistoryListName = "model-history"
 func (s *Service) History(ctx context.Context, orgID, versionID uuid.UUID, before int64, limit int) ([]HistoryEntry, int64, error) {
 	q := db.New(s.Pool)
 	v, err := q.ModelVersionGet(ctx, db.ModelVersionGetParams{OrgID: orgID, ID: versionID})
-	if errors.Is(err, pgx.ErrNoRows) {
-		return nil, 0, errs.ErrNotFound
-	}
 	if err != nil {
-		return nil, 0, err
+		return nil, 0, errs.NotFound(err)
 	}
 	rows, err := q.ModelHistoryList(ctx, db.ModelHistoryListParams{
 		OrgID: orgID, RegisteredModelID: v.RegisteredModel.ID, BeforeID: before, RowLimit: int32(limit + 1),
@@ -596,11 +586,6 @@ func less(a, b [3]int) bool {
 		}
 	}
 	return false
-}
-
-func isUnique(err error) bool {
-	var pg *pgconn.PgError
-	return errors.As(err, &pg) && pg.Code == "23505"
 }
 
 // RegisterJob registers what a succeeded fine-tuning job trained, in the

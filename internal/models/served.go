@@ -50,10 +50,8 @@ var ErrNotServed = errors.New("the version is not deployed on a serving target C
 // Chat finds where a version of the organisation answers.
 func (s *Service) Chat(ctx context.Context, orgID, versionID uuid.UUID) (ChatTarget, error) {
 	q := db.New(s.Pool)
-	if _, err := q.ModelVersionGet(ctx, db.ModelVersionGetParams{OrgID: orgID, ID: versionID}); errors.Is(err, pgx.ErrNoRows) {
-		return ChatTarget{}, errs.ErrNotFound
-	} else if err != nil {
-		return ChatTarget{}, err
+	if _, err := q.ModelVersionGet(ctx, db.ModelVersionGetParams{OrgID: orgID, ID: versionID}); err != nil {
+		return ChatTarget{}, errs.NotFound(err)
 	}
 	rows, err := q.DeploymentListServed(ctx, db.DeploymentListServedParams{OrgID: orgID, VersionID: versionID})
 	if err != nil {
@@ -89,11 +87,8 @@ type Served struct {
 func (s *Service) Served(ctx context.Context, orgID, versionID uuid.UUID) (Served, error) {
 	q := db.New(s.Pool)
 	v, err := q.ModelVersionGet(ctx, db.ModelVersionGetParams{OrgID: orgID, ID: versionID})
-	if errors.Is(err, pgx.ErrNoRows) {
-		return Served{}, errs.ErrNotFound
-	}
 	if err != nil {
-		return Served{}, err
+		return Served{}, errs.NotFound(err)
 	}
 	out := Served{Version: v.ModelVersion.Version, Model: v.ModelVersion.ModelID}
 	rows, err := q.DeploymentListServed(ctx, db.DeploymentListServedParams{OrgID: orgID, VersionID: versionID})
@@ -137,11 +132,8 @@ func (e *NotServed) Error() string { return e.Reason }
 func (s *Service) Confirm(ctx context.Context, orgID, versionID, prefer uuid.UUID) (w Where, ok bool, err error) {
 	q := db.New(s.Pool)
 	v, err := q.ModelVersionGet(ctx, db.ModelVersionGetParams{OrgID: orgID, ID: versionID})
-	if errors.Is(err, pgx.ErrNoRows) {
-		return Where{}, false, errs.ErrNotFound
-	}
 	if err != nil {
-		return Where{}, false, err
+		return Where{}, false, errs.NotFound(err)
 	}
 	rows, err := q.DeploymentListServed(ctx, db.DeploymentListServedParams{OrgID: orgID, VersionID: versionID})
 	if err != nil {
@@ -185,11 +177,8 @@ func b2i(b bool) int {
 func (s *Service) LoadFor(ctx context.Context, actor audit.Actor, orgID, versionID, near uuid.UUID, alias, reason string) (Where, error) {
 	q := db.New(s.Pool)
 	v, err := q.ModelVersionGet(ctx, db.ModelVersionGetParams{OrgID: orgID, ID: versionID})
-	if errors.Is(err, pgx.ErrNoRows) {
-		return Where{}, errs.ErrNotFound
-	}
 	if err != nil {
-		return Where{}, err
+		return Where{}, errs.NotFound(err)
 	}
 	ver, m := v.ModelVersion, v.RegisteredModel
 	candidates := []uuid.UUID{}

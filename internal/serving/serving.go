@@ -15,7 +15,6 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/curate/curate/db"
@@ -137,8 +136,7 @@ func (s *Service) Create(ctx context.Context, actor audit.Actor, orgID uuid.UUID
 	err := db.InTx(ctx, s.Pool, func(_ pgx.Tx, q *db.Queries) error {
 		var err error
 		if out, err = q.ServingTargetInsert(ctx, p); err != nil {
-			var pg *pgconn.PgError
-			if errors.As(err, &pg) && pg.Code == "23505" {
+			if errs.IsUnique(err, "serving_targets_org_id_name_key") {
 				return errs.InvalidField("name", "a serving target named %q exists", in.Name)
 			}
 			return err
@@ -168,10 +166,7 @@ func (s *Service) List(ctx context.Context, orgID uuid.UUID) ([]Target, error) {
 // Get returns one of the organisation's targets, or errs.ErrNotFound.
 func (s *Service) Get(ctx context.Context, q *db.Queries, orgID, id uuid.UUID) (db.ServingTarget, error) {
 	t, err := q.ServingTargetGet(ctx, db.ServingTargetGetParams{OrgID: orgID, ID: id})
-	if errors.Is(err, pgx.ErrNoRows) {
-		return t, errs.ErrNotFound
-	}
-	return t, err
+	return t, errs.NotFound(err)
 }
 
 // GetByName returns the organisation's target of that name; an unknown
