@@ -598,41 +598,6 @@ func (q *Queries) CodebookSuggestionCount(ctx context.Context, codebookID uuid.U
 	return items, nil
 }
 
-const codebookSuggestionGet = `-- name: CodebookSuggestionGet :one
-SELECT id, org_id, codebook_id, feedback_id, endpoint, template_version, status, section, content, reason, cache_key, calls, cost_micros, rule_id, created_by_label, created_at, updated_at FROM codebook_suggestions WHERE org_id = $1 AND codebook_id = $2 AND id = $3
-`
-
-type CodebookSuggestionGetParams struct {
-	OrgID      uuid.UUID `json:"org_id"`
-	CodebookID uuid.UUID `json:"codebook_id"`
-	ID         uuid.UUID `json:"id"`
-}
-
-func (q *Queries) CodebookSuggestionGet(ctx context.Context, arg CodebookSuggestionGetParams) (CodebookSuggestion, error) {
-	row := q.db.QueryRow(ctx, codebookSuggestionGet, arg.OrgID, arg.CodebookID, arg.ID)
-	var i CodebookSuggestion
-	err := row.Scan(
-		&i.ID,
-		&i.OrgID,
-		&i.CodebookID,
-		&i.FeedbackID,
-		&i.Endpoint,
-		&i.TemplateVersion,
-		&i.Status,
-		&i.Section,
-		&i.Content,
-		&i.Reason,
-		&i.CacheKey,
-		&i.Calls,
-		&i.CostMicros,
-		&i.RuleID,
-		&i.CreatedByLabel,
-		&i.CreatedAt,
-		&i.UpdatedAt,
-	)
-	return i, err
-}
-
 const codebookSuggestionGetByFeedback = `-- name: CodebookSuggestionGetByFeedback :one
 SELECT id, org_id, codebook_id, feedback_id, endpoint, template_version, status, section, content, reason, cache_key, calls, cost_micros, rule_id, created_by_label, created_at, updated_at FROM codebook_suggestions WHERE org_id = $1 AND codebook_id = $2 AND feedback_id = $3
 `

@@ -7,25 +7,7 @@ package db
 
 import (
 	"context"
-
-	"github.com/google/uuid"
 )
-
-const orgGet = `-- name: OrgGet :one
-SELECT id, slug, name, created_at FROM organizations WHERE id = $1
-`
-
-func (q *Queries) OrgGet(ctx context.Context, id uuid.UUID) (Organization, error) {
-	row := q.db.QueryRow(ctx, orgGet, id)
-	var i Organization
-	err := row.Scan(
-		&i.ID,
-		&i.Slug,
-		&i.Name,
-		&i.CreatedAt,
-	)
-	return i, err
-}
 
 const orgGetBySlug = `-- name: OrgGetBySlug :one
 SELECT id, slug, name, created_at FROM organizations WHERE slug = $1

@@ -150,9 +150,6 @@ RETURNING id;
 -- name: CodebookSuggestionGetByID :one
 SELECT * FROM codebook_suggestions WHERE id = @id;
 
--- name: CodebookSuggestionGet :one
-SELECT * FROM codebook_suggestions WHERE org_id = @org_id AND codebook_id = @codebook_id AND id = @id;
-
 -- name: CodebookSuggestionGetByFeedback :one
 SELECT * FROM codebook_suggestions WHERE org_id = @org_id AND codebook_id = @codebook_id AND feedback_id = @feedback_id;
 

@@ -3,6 +3,3 @@ INSERT INTO organizations (slug, name) VALUES ($1, $2) RETURNING *;
 
 -- name: OrgGetBySlug :one
 SELECT * FROM organizations WHERE slug = $1;
-
--- name: OrgGet :one
-SELECT * FROM organizations WHERE id = $1;
