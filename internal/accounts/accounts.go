@@ -135,7 +135,7 @@ func (s *Service) ChangeRole(ctx context.Context, actor audit.Actor, orgID, user
 	}
 	var u db.User
 	err = db.InTx(ctx, s.Pool, func(tx pgx.Tx, q *db.Queries) error {
-		old, err := lockUser(ctx, tx, q, orgID, userID)
+		old, err := lockUser(ctx, q, orgID, userID)
 		if err != nil {
 			return err
 		}
@@ -169,7 +169,7 @@ func (s *Service) ChangeRole(ctx context.Context, actor audit.Actor, orgID, user
 func (s *Service) SetActive(ctx context.Context, actor audit.Actor, orgID, userID uuid.UUID, active bool) (db.User, error) {
 	var u db.User
 	err := db.InTx(ctx, s.Pool, func(tx pgx.Tx, q *db.Queries) error {
-		old, err := lockUser(ctx, tx, q, orgID, userID)
+		old, err := lockUser(ctx, q, orgID, userID)
 		if err != nil {
 			return err
 		}
@@ -201,10 +201,8 @@ func (s *Service) SetActive(ctx context.Context, actor audit.Actor, orgID, userI
 
 // lockUser reads a user of the organisation, holding the organisation's
 // admin set still until the transaction ends.
-func lockUser(ctx context.Context, tx pgx.Tx, q *db.Queries, orgID, userID uuid.UUID) (db.User, error) {
-	// Serialise role changes within an organisation so two admins demoting
-	// each other at once cannot leave it with none.
-	if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock(hashtext($1::text))", orgID.String()); err != nil {
+func lockUser(ctx context.Context, q *db.Queries, orgID, userID uuid.UUID) (db.User, error) {
+	if err := q.UserGetAdminsForUpdate(ctx, orgID); err != nil {
 		return db.User{}, err
 	}
 	u, err := q.UserGet(ctx, db.UserGetParams{OrgID: orgID, ID: userID})
