@@ -116,7 +116,7 @@ func TestAlertsJobOpensDeliversAndResolves(t *testing.T) {
 	}
 	safetyID := res.IDs[10]
 
-	client, err := jobs.NewClient(jobs.Deps{Services: &app.Services{Pool: pool, Accounts: acc, Alerts: svc, Log: slog.New(slog.DiscardHandler)}},
+	client, err := jobs.NewClient(jobs.Deps{Services: &app.Services{Pool: pool, Heartbeats: jobq.NewHeartbeats(pool), Accounts: acc, Alerts: svc, Log: slog.New(slog.DiscardHandler)}},
 		jobs.Options{Workers: 2})
 	if err != nil {
 		t.Fatal(err)

@@ -35,7 +35,7 @@ type Options struct {
 func Register(d Deps) *river.Workers {
 	w := river.NewWorkers()
 	river.AddWorker(w, &MaintenanceWorker{Accounts: d.Accounts, Imports: d.Imports, Datasets: d.Datasets})
-	river.AddWorker(w, &HeartbeatSweepWorker{Pool: d.Pool, Datasets: d.Datasets, Imports: d.Imports, Log: d.Log})
+	river.AddWorker(w, &HeartbeatSweepWorker{Heartbeats: d.Heartbeats, Datasets: d.Datasets, Imports: d.Imports, Log: d.Log})
 	if d.Datasets != nil {
 		river.AddWorker(w, &ExportWorker{Datasets: d.Datasets})
 		river.AddWorker(w, &ReportWorker{Datasets: d.Datasets})
@@ -77,7 +77,7 @@ func NewClient(d Deps, opts Options) (*river.Client[pgx.Tx], error) {
 		Logger:  d.Log.With("component", "river"),
 		Workers: Register(d),
 		// Long jobs beat while they run (see heartbeat.go).
-		Middleware: []rivertype.Middleware{newHeartbeat(d.Pool)},
+		Middleware: []rivertype.Middleware{newHeartbeat(d.Heartbeats)},
 		// A job whose worker died is retried once it has been running this
 		// long and its own timeout has passed: the short jobs (a minute's
 		// timeout, River's default) come back within about two minutes

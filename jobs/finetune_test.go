@@ -16,6 +16,7 @@ import (
 	"github.com/curate/curate/internal/audit"
 	"github.com/curate/curate/internal/finetune"
 	"github.com/curate/curate/internal/finetune/finetunetest"
+	"github.com/curate/curate/internal/jobq"
 	"github.com/curate/curate/internal/pricing"
 	"github.com/curate/curate/internal/provider"
 	"github.com/curate/curate/internal/provider/openai"
@@ -42,7 +43,7 @@ func TestFineTuneWorkerSnoozesToTheEnd(t *testing.T) {
 		Providers: finetune.Providers{"openai": finetune.OpenAI(openai.Config{APIKey: "sk-test", BaseURL: fake.URL()})}}
 	svc.SetDataSource(src)
 
-	client, err := jobs.NewClient(jobs.Deps{Services: &app.Services{Pool: pool, Accounts: accounts.New(pool), Log: slog.New(slog.DiscardHandler), FineTune: svc}}, jobs.Options{Workers: 2})
+	client, err := jobs.NewClient(jobs.Deps{Services: &app.Services{Pool: pool, Heartbeats: jobq.NewHeartbeats(pool), Accounts: accounts.New(pool), Log: slog.New(slog.DiscardHandler), FineTune: svc}}, jobs.Options{Workers: 2})
 	if err != nil {
 		t.Fatal(err)
 	}

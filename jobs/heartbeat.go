@@ -10,13 +10,12 @@ import (
 	"sync"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/rivertype"
 
-	"github.com/curate/curate/db"
 	"github.com/curate/curate/internal/datasets"
 	"github.com/curate/curate/internal/imports"
+	"github.com/curate/curate/internal/jobq"
 )
 
 // Crash recovery for long jobs.
@@ -65,14 +64,14 @@ var errLeaseLost = errors.New("the job's heartbeat was lost: another worker may 
 // while they run.
 type heartbeat struct {
 	river.MiddlewareDefaults
-	q     *db.Queries
+	beats *jobq.Heartbeats
 	kinds []string
 	every time.Duration
 	stale time.Duration
 }
 
-func newHeartbeat(pool *pgxpool.Pool) *heartbeat {
-	return &heartbeat{q: db.New(pool), kinds: beatingKinds, every: beatEvery, stale: staleAfter}
+func newHeartbeat(beats *jobq.Heartbeats) *heartbeat {
+	return &heartbeat{beats: beats, kinds: beatingKinds, every: beatEvery, stale: staleAfter}
 }
 
 // Work records the attempt's heartbeat, beats while doInner runs, and
@@ -82,8 +81,8 @@ func (h *heartbeat) Work(ctx context.Context, job *rivertype.JobRow, doInner fun
 	if !slices.Contains(h.kinds, job.Kind) {
 		return doInner(ctx)
 	}
-	key := db.JobHeartbeatInsertParams{JobID: job.ID, Attempt: int32(job.Attempt)}
-	if err := h.q.JobHeartbeatInsert(ctx, key); err != nil {
+	key := jobq.Attempt{JobID: job.ID, Attempt: job.Attempt}
+	if err := h.beats.Start(ctx, key); err != nil {
 		return fmt.Errorf("recording the job's heartbeat: %w", err)
 	}
 	work, cancel := context.WithCancelCause(ctx)
@@ -94,7 +93,7 @@ func (h *heartbeat) Work(ctx context.Context, job *rivertype.JobRow, doInner fun
 	err := doInner(work)
 	close(stop)
 	wg.Wait()
-	if derr := h.q.JobHeartbeatDelete(context.WithoutCancel(ctx), db.JobHeartbeatDeleteParams(key)); derr != nil && err == nil {
+	if derr := h.beats.Stop(context.WithoutCancel(ctx), key); derr != nil && err == nil {
 		err = fmt.Errorf("clearing the job's heartbeat: %w", derr)
 	}
 	if cause := context.Cause(work); errors.Is(cause, errLeaseLost) && err != nil {
@@ -106,7 +105,7 @@ func (h *heartbeat) Work(ctx context.Context, job *rivertype.JobRow, doInner fun
 // beat updates the heartbeat every h.every until stop is closed. It
 // cancels the work when the row is gone (the sweep gave the attempt up),
 // or when no beat has succeeded for so long that the sweep may have.
-func (h *heartbeat) beat(ctx context.Context, cancel context.CancelCauseFunc, stop <-chan struct{}, key db.JobHeartbeatInsertParams) {
+func (h *heartbeat) beat(ctx context.Context, cancel context.CancelCauseFunc, stop <-chan struct{}, key jobq.Attempt) {
 	tick := time.NewTicker(h.every)
 	defer tick.Stop()
 	last := time.Now()
@@ -119,10 +118,10 @@ func (h *heartbeat) beat(ctx context.Context, cancel context.CancelCauseFunc, st
 		case <-tick.C:
 		}
 		bctx, done := context.WithTimeout(ctx, h.every)
-		n, err := h.q.JobHeartbeatUpdate(bctx, db.JobHeartbeatUpdateParams(key))
+		alive, err := h.beats.Beat(bctx, key)
 		done()
 		switch {
-		case err == nil && n == 0:
+		case err == nil && !alive:
 			cancel(errLeaseLost)
 			return
 		case err == nil:
@@ -157,10 +156,10 @@ func (HeartbeatSweepArgs) InsertOpts() river.InsertOpts {
 // worked on (an export, an import run) is failed, since no retry will.
 type HeartbeatSweepWorker struct {
 	river.WorkerDefaults[HeartbeatSweepArgs]
-	Pool     *pgxpool.Pool
-	Datasets *datasets.Service
-	Imports  *imports.Service
-	Log      *slog.Logger
+	Heartbeats *jobq.Heartbeats
+	Datasets   *datasets.Service
+	Imports    *imports.Service
+	Log        *slog.Logger
 }
 
 // staleError is what the sweep records as the attempt's error.
@@ -168,14 +167,10 @@ const staleError = "the worker stopped sending heartbeats (its process ended)"
 
 // Work sweeps once.
 func (w *HeartbeatSweepWorker) Work(ctx context.Context, job *river.Job[HeartbeatSweepArgs]) error {
-	q := db.New(w.Pool)
-	rows, err := q.JobUpdateStale(ctx, db.JobUpdateStaleParams{Kinds: beatingKinds, StaleSeconds: staleAfter.Seconds(), Error: staleError})
-	if err != nil {
-		return err
-	}
-	var errs []error
-	for _, r := range rows {
-		if r.State != db.RiverJobStateDiscarded {
+	stale, err := w.Heartbeats.Sweep(ctx, beatingKinds, staleAfter, staleError)
+	errs := []error{err}
+	for _, r := range stale {
+		if !r.GivenUp {
 			w.Log.Warn("a job's worker stopped sending heartbeats; the job is queued again", "job", r.ID, "kind", r.Kind)
 			continue
 		}
@@ -183,9 +178,6 @@ func (w *HeartbeatSweepWorker) Work(ctx context.Context, job *river.Job[Heartbea
 		if err := w.abandon(ctx, r.Kind, r.Args); err != nil {
 			errs = append(errs, fmt.Errorf("job %d (%s): %w", r.ID, r.Kind, err))
 		}
-	}
-	if err := q.JobHeartbeatDeleteOrphans(ctx); err != nil {
-		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
 }

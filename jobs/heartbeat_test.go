@@ -11,7 +11,6 @@ import (
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/rivertype"
 
-	"github.com/curate/curate/db"
 	"github.com/curate/curate/db/pgtest"
 	"github.com/curate/curate/internal/accounts"
 	"github.com/curate/curate/internal/audit"
@@ -104,7 +103,7 @@ func TestHeartbeatSweep(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	w := &jobs.HeartbeatSweepWorker{Pool: pool, Imports: imp, Log: log}
+	w := &jobs.HeartbeatSweepWorker{Heartbeats: jobq.NewHeartbeats(pool), Imports: imp, Log: log}
 	if err := w.Work(ctx, &river.Job[jobs.HeartbeatSweepArgs]{JobRow: &rivertype.JobRow{}}); err != nil {
 		t.Fatal(err)
 	}
@@ -142,7 +141,7 @@ func TestHeartbeatSweep(t *testing.T) {
 		t.Errorf("heartbeat rows of jobs %v, want only %d", rows, alive)
 	}
 
-	got, err := db.New(pool).ImportRunGet(ctx, db.ImportRunGetParams{OrgID: org.ID, ID: run.ID})
+	got, err := imp.GetRun(ctx, org.ID, run.ID)
 	if err != nil {
 		t.Fatal(err)
 	}

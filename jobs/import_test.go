@@ -62,7 +62,7 @@ func TestImportJobs(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	client, err := jobs.NewClient(jobs.Deps{Services: &app.Services{Pool: pool, Accounts: accounts.New(pool), Log: log, Imports: imp}}, jobs.Options{Workers: 2})
+	client, err := jobs.NewClient(jobs.Deps{Services: &app.Services{Pool: pool, Heartbeats: jobq.NewHeartbeats(pool), Accounts: accounts.New(pool), Log: log, Imports: imp}}, jobs.Options{Workers: 2})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -101,7 +101,7 @@ func TestMaintenanceJobRuns(t *testing.T) {
 		}
 	}
 
-	client, err := jobs.NewClient(jobs.Deps{Services: &app.Services{Pool: pool, Accounts: acc, Log: log, Imports: imp, Datasets: &datasets.Service{Pool: pool}}}, jobs.Options{Workers: 2})
+	client, err := jobs.NewClient(jobs.Deps{Services: &app.Services{Pool: pool, Heartbeats: jobq.NewHeartbeats(pool), Accounts: acc, Log: log, Imports: imp, Datasets: &datasets.Service{Pool: pool}}}, jobs.Options{Workers: 2})
 	if err != nil {
 		t.Fatal(err)
 	}

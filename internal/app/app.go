@@ -55,6 +55,9 @@ type Services struct {
 	// Scratch is this process's directory for files still being written
 	// (<data dir>/tmp/...); Close it on exit.
 	Scratch *scratch.Dir
+	// Heartbeats keeps the long jobs' heartbeats and sweeps up the jobs
+	// whose worker stopped beating.
+	Heartbeats *jobq.Heartbeats
 
 	Accounts *accounts.Service
 	Feedback *feedback.Service
@@ -138,7 +141,7 @@ func New(cfg config.Config, pool *pgxpool.Pool, log *slog.Logger) (*Services, er
 	acc := accounts.New(pool)
 	acc.SessionTTL = cfg.SessionTTL
 	svc := &Services{
-		Config: cfg, Pool: pool, Log: log, Jobs: inserter, Outbound: out, Scratch: tmp,
+		Config: cfg, Pool: pool, Log: log, Jobs: inserter, Outbound: out, Scratch: tmp, Heartbeats: jobq.NewHeartbeats(pool),
 		Accounts: acc,
 		Feedback: fb,
 		Pairs:    ps,
