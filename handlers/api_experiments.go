@@ -15,7 +15,7 @@ func (h *Handlers) APIExperimentCreate(c echo.Context) error {
 	if _, err := queryParams(c); err != nil {
 		return err
 	}
-	var in experiments.New
+	var in experiments.NewExperiment
 	if err := decodeJSON(c, &in, ""); err != nil {
 		return err
 	}

@@ -57,7 +57,7 @@ func TestAlertsJobOpensDeliversAndResolves(t *testing.T) {
 	ctx := context.Background()
 	pool := pgtest.NewDB(t)
 	q := db.New(pool)
-	acc := accounts.New(pool)
+	acc := accounts.New(pool, accounts.DefaultSessionTTL)
 	org, err := acc.EnsureOrg(ctx, "acme", "Acme")
 	if err != nil {
 		t.Fatal(err)
@@ -89,8 +89,8 @@ func TestAlertsJobOpensDeliversAndResolves(t *testing.T) {
 		t.Fatal(err)
 	}
 	out := loopback(t)
-	svc := &alerts.Service{Pool: pool, Jobs: inserter, Secrets: box, Outbound: out,
-		Webhooks: &webhook.Sender{MaxAttempts: 3, BaseDelay: 10 * time.Millisecond, Outbound: out}}
+	svc := alerts.New(pool, inserter, box, out, nil)
+	svc.Webhooks = &webhook.Sender{MaxAttempts: 3, BaseDelay: 10 * time.Millisecond, Outbound: out}
 	settings := alerts.Defaults()
 	settings.WebhookURL = srv.URL + "/hook"
 	if err := svc.SaveSettings(ctx, audit.System, org.ID, settings); err != nil {
@@ -101,7 +101,7 @@ func TestAlertsJobOpensDeliversAndResolves(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	store := &feedback.Service{Pool: pool}
+	store := feedback.New(pool)
 	// 3,3,3,3,3,3,3,3,4,4: sum 32, average 3.2.
 	var items []feedback.Item
 	for i, r := range []int{3, 3, 3, 3, 3, 3, 3, 3, 4, 4} {
@@ -116,7 +116,7 @@ func TestAlertsJobOpensDeliversAndResolves(t *testing.T) {
 	}
 	safetyID := res.IDs[10]
 
-	client, err := jobs.NewClient(jobs.Deps{Services: &app.Services{Pool: pool, Heartbeats: jobq.NewHeartbeats(pool), Accounts: acc, Alerts: svc, Log: slog.New(slog.DiscardHandler)}},
+	client, err := jobs.NewClient(pool, &app.Services{Heartbeats: jobq.NewHeartbeats(pool), Accounts: acc, Alerts: svc, Log: slog.New(slog.DiscardHandler)},
 		jobs.Options{Workers: 2})
 	if err != nil {
 		t.Fatal(err)

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 	"github.com/riverqueue/river/rivertype"
@@ -14,12 +15,6 @@ import (
 	"github.com/curate/curate/internal/experiments"
 	"github.com/curate/curate/internal/finetune"
 )
-
-// Deps are what workers need: the process's services (a nil service
-// leaves its workers out, for tests).
-type Deps struct {
-	*app.Services
-}
 
 // Options size the client.
 type Options struct {
@@ -31,8 +26,10 @@ type Options struct {
 	GPUSlots int
 }
 
-// Register adds every worker to a River worker set.
-func Register(d Deps) *river.Workers {
+// Register adds every worker to a River worker set. Workers hold the
+// process's services (app.New builds them); a nil service leaves its
+// workers out, for tests.
+func Register(d *app.Services) *river.Workers {
 	w := river.NewWorkers()
 	river.AddWorker(w, &MaintenanceWorker{Accounts: d.Accounts, Imports: d.Imports, Datasets: d.Datasets})
 	river.AddWorker(w, &HeartbeatSweepWorker{Heartbeats: d.Heartbeats, Datasets: d.Datasets, Imports: d.Imports, Log: d.Log})
@@ -71,8 +68,9 @@ func Register(d Deps) *river.Workers {
 	return w
 }
 
-// NewClient builds the River client for serve and worker.
-func NewClient(d Deps, opts Options) (*river.Client[pgx.Tx], error) {
+// NewClient builds the River client for serve and worker on pool's
+// database.
+func NewClient(pool *pgxpool.Pool, d *app.Services, opts Options) (*river.Client[pgx.Tx], error) {
 	cfg := &river.Config{
 		Logger:  d.Log.With("component", "river"),
 		Workers: Register(d),
@@ -114,5 +112,5 @@ func NewClient(d Deps, opts Options) (*river.Client[pgx.Tx], error) {
 		cfg.PeriodicJobs = append(cfg.PeriodicJobs, river.NewPeriodicJob(river.PeriodicInterval(experiments.RolloutEvery),
 			func() (river.JobArgs, *river.InsertOpts) { return experiments.RolloutArgs{}, nil }, nil))
 	}
-	return river.NewClient(riverpgxv5.New(d.Pool), cfg)
+	return river.NewClient(riverpgxv5.New(pool), cfg)
 }

@@ -43,7 +43,7 @@ func TestFineTuneWorkerSnoozesToTheEnd(t *testing.T) {
 		Providers: finetune.Providers{"openai": finetune.OpenAI(openai.Config{APIKey: "sk-test", BaseURL: fake.URL()})}}
 	svc.SetDataSource(src)
 
-	client, err := jobs.NewClient(jobs.Deps{Services: &app.Services{Pool: pool, Heartbeats: jobq.NewHeartbeats(pool), Accounts: accounts.New(pool), Log: slog.New(slog.DiscardHandler), FineTune: svc}}, jobs.Options{Workers: 2})
+	client, err := jobs.NewClient(pool, &app.Services{Heartbeats: jobq.NewHeartbeats(pool), Accounts: accounts.New(pool, accounts.DefaultSessionTTL), Log: slog.New(slog.DiscardHandler), FineTune: svc}, jobs.Options{Workers: 2})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,7 +15,6 @@ import (
 	"github.com/curate/curate/internal/accounts"
 	"github.com/curate/curate/internal/audit"
 	"github.com/curate/curate/internal/blobstore"
-	"github.com/curate/curate/internal/config"
 	"github.com/curate/curate/internal/datasets"
 	"github.com/curate/curate/internal/feedback"
 	"github.com/curate/curate/internal/imports"
@@ -36,7 +35,7 @@ func TestHeartbeatSweep(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	org, err := accounts.New(pool).EnsureOrg(ctx, "acme", "Acme")
+	org, err := accounts.New(pool, accounts.DefaultSessionTTL).EnsureOrg(ctx, "acme", "Acme")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -45,10 +44,7 @@ func TestHeartbeatSweep(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer bucket.Close()
-	imp, err := imports.New(config.Config{DataDir: t.TempDir()}, pool, &feedback.Service{Pool: pool}, &pairs.Service{Pool: pool}, inserter, bucket, log)
-	if err != nil {
-		t.Fatal(err)
-	}
+	imp := imports.New(pool, feedback.New(pool), pairs.New(pool), inserter, secretBox(t), bucket, nil, log)
 	insert := func(args river.JobArgs) int64 {
 		t.Helper()
 		res, err := inserter.Insert(ctx, args, nil)

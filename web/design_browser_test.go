@@ -156,7 +156,7 @@ func newDesignSite(t *testing.T) *designSite {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.App.Services.Experiments.Create(ctx, audit.System, seeded.OrgID, experiments.New{Key: "assist-v3", Name: "Assist v2 against v3",
+	if _, err := s.App.Services.Experiments.Create(ctx, audit.System, seeded.OrgID, experiments.NewExperiment{Key: "assist-v3", Name: "Assist v2 against v3",
 		ControlModelID: registered.ID, TreatmentModelID: second.ID, Metrics: []string{"thumbs_up_rate", "avg_rating"}, Guardrails: []string{"latency"}}); err != nil {
 		t.Fatal(err)
 	}

@@ -479,8 +479,7 @@ func TestTrainMetricsFromAnotherMachine(t *testing.T) {
 	cfg := s.App.Config
 	cfg.DataDir, cfg.ModelsDir = t.TempDir(), t.TempDir()
 	writeModel(t, filepath.Join(cfg.ModelsDir, model))
-	worker := finetune.FromConfig(s.Pool, cfg)
-	worker.SetDataSource(src)
+	worker := finetune.New(s.Pool, cfg, nil, src, nil, nil)
 
 	var started struct {
 		JobID string `json:"job_id"`

@@ -72,7 +72,7 @@ func TestNavLinksFollowRoles(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.App.Services.Experiments.Create(ctx, audit.System, org, experiments.New{Key: "v1-v2", Name: "v1 against v2",
+	if _, err := s.App.Services.Experiments.Create(ctx, audit.System, org, experiments.NewExperiment{Key: "v1-v2", Name: "v1 against v2",
 		ControlModelID: v1.ID, TreatmentModelID: v2.ID, Metrics: []string{"thumbs_up_rate"}}); err != nil {
 		t.Fatal(err)
 	}

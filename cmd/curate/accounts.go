@@ -55,7 +55,7 @@ func cmdUser(ctx context.Context, env *Env, args []string) error {
 		return err
 	}
 	defer d.Close()
-	acc := accounts.New(d.Pool)
+	acc := accounts.New(d.Pool, accounts.DefaultSessionTTL)
 	o, err := acc.EnsureOrg(ctx, *org, "")
 	if err != nil {
 		return cliError(err)
@@ -123,7 +123,7 @@ func cmdAPIKey(ctx context.Context, env *Env, args []string) error {
 		return err
 	}
 	defer d.Close()
-	acc := accounts.New(d.Pool)
+	acc := accounts.New(d.Pool, accounts.DefaultSessionTTL)
 	o, err := acc.OrgBySlug(ctx, *org)
 	if err != nil {
 		return cliError(err)

@@ -37,10 +37,15 @@ type Service struct {
 	keys       sync.Map // API key prefix → cachedKey
 }
 
-// New returns a Service with the default lockout policy and session length.
-func New(pool *pgxpool.Pool) *Service {
+// DefaultSessionTTL is how long a browser stays signed in unless the
+// configuration says otherwise (CURATE_SESSION_TTL).
+const DefaultSessionTTL = 12 * time.Hour
+
+// New returns a Service with the default lockout policy, whose sign-ins
+// last sessionTTL.
+func New(pool *pgxpool.Pool, sessionTTL time.Duration) *Service {
 	return &Service{Pool: pool, MaxFailuresPerEmail: 5, MaxFailuresPerIP: 30, Window: 15 * time.Minute,
-		SessionTTL: 12 * time.Hour, Now: time.Now}
+		SessionTTL: sessionTTL, Now: time.Now}
 }
 
 var slugRE = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,62}$`)

@@ -20,7 +20,7 @@ import (
 func TestLastAdminRace(t *testing.T) {
 	ctx := context.Background()
 	pool := pgtest.NewDB(t)
-	acc := accounts.New(pool)
+	acc := accounts.New(pool, accounts.DefaultSessionTTL)
 	org, err := acc.EnsureOrg(ctx, "acme", "")
 	if err != nil {
 		t.Fatal(err)

@@ -45,6 +45,13 @@ type Service struct {
 	Log *slog.Logger
 }
 
+// New builds the alerts' service: jobs queues webhook deliveries, secrets
+// seals the webhooks' signing secrets, out makes every call, and log
+// receives the detail of failed deliveries.
+func New(pool *pgxpool.Pool, jobs jobq.Inserter, secrets *secrets.Box, out *outbound.Client, log *slog.Logger) *Service {
+	return &Service{Pool: pool, Jobs: jobs, Secrets: secrets, Outbound: out, Log: log}
+}
+
 // out is the outbound client for webhooks.
 func (s *Service) out() *outbound.Client {
 	if s.Outbound == nil {

@@ -38,19 +38,22 @@ import (
 	"github.com/curate/curate/internal/pricing"
 	"github.com/curate/curate/internal/reward"
 	"github.com/curate/curate/internal/scratch"
+	"github.com/curate/curate/internal/secrets"
 	"github.com/curate/curate/internal/servers"
 	"github.com/curate/curate/internal/serving"
 )
 
-// Services are the domain services of one process.
+// Services are the domain services of one process, built once by New.
+// Handlers and job workers hold these; a new service is added here, and
+// in New, and nowhere else.
 type Services struct {
 	Config config.Config
-	Pool   *pgxpool.Pool
 	Log    *slog.Logger
 	// Jobs inserts River jobs; services start their work through it.
 	Jobs *river.Client[pgx.Tx]
 	// Outbound makes every call to a server a user named (Langfuse, alert
-	// webhooks), under the operator's CURATE_OUTBOUND_ALLOW.
+	// webhooks, endpoints, serving targets), under the operator's
+	// CURATE_OUTBOUND_ALLOW.
 	Outbound *outbound.Client
 	// Scratch is this process's directory for files still being written
 	// (<data dir>/tmp/...); Close it on exit.
@@ -75,10 +78,10 @@ type Services struct {
 
 	// Models is the model registry; Serving the targets versions are
 	// deployed to.
-	Models *models.Service
-	// Eval evaluates models on golden sets.
-	Eval    *eval.Service
+	Models  *models.Service
 	Serving *serving.Service
+	// Eval evaluates models on golden sets and keeps the promotion gate.
+	Eval *eval.Service
 	// Reward keeps the reward formulas evaluations combine scores with.
 	Reward *reward.Service
 	// Endpoints are the OpenAI-compatible chat endpoints admins register;
@@ -95,7 +98,8 @@ type Services struct {
 	Overview *overview.Service
 }
 
-// New builds the services on an open, migrated database.
+// New builds the services on an open, migrated database, each once, in
+// the order they need each other.
 func New(cfg config.Config, pool *pgxpool.Pool, log *slog.Logger) (*Services, error) {
 	inserter, err := jobq.New(pool)
 	if err != nil {
@@ -118,56 +122,58 @@ func New(cfg config.Config, pool *pgxpool.Pool, log *slog.Logger) (*Services, er
 		return nil, err
 	}
 	out := &outbound.Client{Policy: policy}
-	fb := &feedback.Service{Pool: pool}
-	ps := &pairs.Service{Pool: pool}
-	imp, err := imports.New(cfg, pool, fb, ps, inserter, bucket, log)
+	// One key seals every secret Curate stores: Langfuse secret keys,
+	// webhook signing secrets, the API keys of endpoints and targets.
+	key, err := cfg.Secret()
 	if err != nil {
 		return nil, err
 	}
-	imp.Outbound = out
-	ds := &datasets.Service{Pool: pool, Bucket: bucket, Scratch: tmp, Jobs: inserter}
-	ft := finetune.FromConfig(pool, cfg)
-	ft.Jobs = inserter
-	ft.Log = log
-	ft.SetDataSource(&datasets.FineTuneSource{Service: ds})
-	srv := &serving.Service{Pool: pool, Secrets: imp.Secrets, Outbound: out}
-	eps := &endpoints.Service{Pool: pool, Secrets: imp.Secrets, Outbound: out}
-	jd := &judge.Service{Pool: pool, Endpoints: eps, Jobs: inserter, DefaultBudget: pricing.Dollars(cfg.JudgeBudgetUSD)}
-	ev := &eval.Service{Pool: pool, Jobs: inserter}
-	reg := &models.Service{Pool: pool, Jobs: inserter, Serving: srv, Gate: ev}
-	rw := &reward.Service{Pool: pool}
-	ev.Runner = &eval.Runs{Endpoints: eps, Judge: jd, Models: reg, Reward: rw}
-	ft.Registry = reg
-	acc := accounts.New(pool)
-	acc.SessionTTL = cfg.SessionTTL
-	svc := &Services{
-		Config: cfg, Pool: pool, Log: log, Jobs: inserter, Outbound: out, Scratch: tmp, Heartbeats: jobq.NewHeartbeats(pool),
+	box, err := secrets.New(key)
+	if err != nil {
+		return nil, err
+	}
+
+	fb := feedback.New(pool)
+	ps := pairs.New(pool)
+	ds := datasets.New(pool, inserter, bucket, tmp)
+	srv := serving.New(pool, box, out)
+	eps := endpoints.New(pool, box, out)
+	jd := judge.New(pool, eps, inserter, pricing.Dollars(cfg.JudgeBudgetUSD))
+	rw := reward.New(pool)
+	// The registry asks the promotion gate before production moves; the
+	// evaluations that the gate reads ask the registry's versions.
+	gates := eval.NewGates(pool)
+	reg := models.New(pool, inserter, srv, gates)
+	exp := experiments.New(pool, reg)
+	acc := accounts.New(pool, cfg.SessionTTL)
+	al := alerts.New(pool, inserter, box, out, log)
+	return &Services{
+		Config: cfg, Log: log, Jobs: inserter, Outbound: out, Scratch: tmp, Heartbeats: jobq.NewHeartbeats(pool),
+
 		Accounts: acc,
 		Feedback: fb,
 		Pairs:    ps,
-		Imports:  imp,
+		Imports:  imports.New(pool, fb, ps, inserter, box, bucket, out, log),
 		Datasets: ds,
-		FineTune: ft,
+		FineTune: finetune.New(pool, cfg, inserter, &datasets.FineTuneSource{Service: ds}, reg, log),
 
-		// The webhook secrets are sealed with the key of the Langfuse
-		// secrets: one key for every secret Curate stores.
-		Alerts:        &alerts.Service{Pool: pool, Jobs: inserter, Secrets: imp.Secrets, Outbound: out, Log: log},
-		FeedbackStats: &feedbackstats.Service{Pool: pool},
-		AuditLog:      &audit.Service{Pool: pool},
-		Health:        &health.Service{Pool: pool},
-		Servers:       &servers.Service{Pool: pool},
-		Models:        reg,
-		Eval:          ev,
-		Serving:       srv,
-		Reward:        rw,
-		Endpoints:     eps,
-		Judge:         jd,
-		BestOfN:       &bestofn.Service{Pool: pool, Judge: jd, Endpoints: eps, Models: reg},
-		Experiments:   &experiments.Service{Pool: pool, Models: reg},
-		Codebooks:     &codebook.Service{Pool: pool, Judge: jd, Jobs: inserter},
-		Overview:      &overview.Service{Pool: pool},
-	}
-	// The start page recommends for running experiments as their panels do.
-	svc.Overview.Experiments = svc.Experiments
-	return svc, nil
+		Alerts:        al,
+		FeedbackStats: feedbackstats.New(pool),
+		AuditLog:      audit.New(pool),
+		Health:        health.New(pool),
+		Servers:       servers.New(pool),
+
+		Models:      reg,
+		Serving:     srv,
+		Eval:        eval.New(pool, gates, inserter, eval.NewRuns(eps, jd, reg, rw)),
+		Reward:      rw,
+		Endpoints:   eps,
+		Judge:       jd,
+		BestOfN:     bestofn.New(pool, jd, eps, reg),
+		Experiments: exp,
+		Codebooks:   codebook.New(pool, jd, inserter),
+		// The start page recommends for running experiments as their
+		// panels do.
+		Overview: overview.New(pool, exp),
+	}, nil
 }

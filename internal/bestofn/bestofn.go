@@ -65,6 +65,12 @@ type Service struct {
 	Models    *models.Service
 }
 
+// New builds the best-of-N service on the judge, the endpoints and the
+// registry it asks for answers.
+func New(pool *pgxpool.Pool, judge *judge.Service, endpoints *endpoints.Service, models *models.Service) *Service {
+	return &Service{Pool: pool, Judge: judge, Endpoints: endpoints, Models: models}
+}
+
 // Sample is one sampling strategy.
 type Sample struct {
 	Temperature float64 `json:"temperature"`

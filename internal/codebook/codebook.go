@@ -56,6 +56,12 @@ type Service struct {
 	Jobs jobq.Inserter
 }
 
+// New builds the codebooks' service: judge asks the reflector for
+// suggested rules (nil leaves suggestions off) and jobs starts them.
+func New(pool *pgxpool.Pool, judge *judge.Service, jobs jobq.Inserter) *Service {
+	return &Service{Pool: pool, Judge: judge, Jobs: jobs}
+}
+
 // Rule is a rule as the API shows it.
 type Rule struct {
 	ID                uuid.UUID   `json:"id"`

@@ -77,6 +77,12 @@ type Service struct {
 	SyncValidationLimit int
 }
 
+// New builds the dataset service: jobs starts exports, their files are
+// written in scratch and kept in bucket (nil where nothing is exported).
+func New(pool *pgxpool.Pool, jobs jobq.Inserter, bucket *blob.Bucket, scratch *scratch.Dir) *Service {
+	return &Service{Pool: pool, Jobs: jobs, Bucket: bucket, Scratch: scratch}
+}
+
 // Settings are a dataset's editable fields.
 type Settings struct {
 	Name              string

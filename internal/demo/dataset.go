@@ -24,7 +24,7 @@ const DatasetName = "Tandem support answers (demo)"
 // interrupted start is finished. It returns the version made, or a zero
 // version when it made none.
 func SeedDataset(ctx context.Context, pool *pgxpool.Pool, orgID uuid.UUID) (db.DatasetVersion, error) {
-	svc := &datasets.Service{Pool: pool}
+	svc := datasets.New(pool, nil, nil, nil)
 	id, err := unfinished(ctx, svc, orgID)
 	if err != nil || id == uuid.Nil {
 		return db.DatasetVersion{}, err

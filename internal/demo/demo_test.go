@@ -22,7 +22,7 @@ func TestMain(m *testing.M) { pgtest.Main(m) }
 func TestSeedFeedbackOnce(t *testing.T) {
 	ctx := context.Background()
 	pool := pgtest.NewDB(t)
-	seeded, err := demo.Ensure(ctx, accounts.New(pool))
+	seeded, err := demo.Ensure(ctx, accounts.New(pool, accounts.DefaultSessionTTL))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -33,7 +33,7 @@ func TestSeedFeedbackOnce(t *testing.T) {
 	if n != 70 || demo.FeedbackCount != 70 {
 		t.Fatalf("stored %d (FeedbackCount %d), want 70", n, demo.FeedbackCount)
 	}
-	again, err := demo.Ensure(ctx, accounts.New(pool))
+	again, err := demo.Ensure(ctx, accounts.New(pool, accounts.DefaultSessionTTL))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -72,7 +72,7 @@ func TestSeedFeedbackOnce(t *testing.T) {
 func TestSeedDatasetOnce(t *testing.T) {
 	ctx := context.Background()
 	pool := pgtest.NewDB(t)
-	seeded, err := demo.Ensure(ctx, accounts.New(pool))
+	seeded, err := demo.Ensure(ctx, accounts.New(pool, accounts.DefaultSessionTTL))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -95,7 +95,7 @@ func TestSeedDatasetOnce(t *testing.T) {
 		t.Fatalf("version %d kind %s items %d (train %d, validation %d); want v1 of sft holding all %d approved or corrected items",
 			v.Number, v.Kind, v.ItemCount, v.TrainCount, v.ValidationCount, eligible)
 	}
-	src := &datasets.FineTuneSource{Service: &datasets.Service{Pool: pool}}
+	src := &datasets.FineTuneSource{Service: datasets.New(pool, nil, nil, nil)}
 	got, err := src.Version(ctx, seeded.OrgID, v.ID)
 	if err != nil {
 		t.Fatal(err)
@@ -122,14 +122,14 @@ func TestSeedDatasetOnce(t *testing.T) {
 func TestSeedDatasetResumesOrLeavesAlone(t *testing.T) {
 	ctx := context.Background()
 	pool := pgtest.NewDB(t)
-	seeded, err := demo.Ensure(ctx, accounts.New(pool))
+	seeded, err := demo.Ensure(ctx, accounts.New(pool, accounts.DefaultSessionTTL))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if _, err := demo.SeedFeedback(ctx, pool, seeded); err != nil {
 		t.Fatal(err)
 	}
-	svc := &datasets.Service{Pool: pool}
+	svc := datasets.New(pool, nil, nil, nil)
 	draft, err := svc.Create(ctx, audit.System, seeded.OrgID, datasets.NewDataset{Type: datasets.TypeInstructionTuning,
 		Settings: datasets.Settings{Name: demo.DatasetName}})
 	if err != nil {

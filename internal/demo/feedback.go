@@ -121,7 +121,7 @@ func ptr(n int) *int { return &n }
 // once. It returns how many items it stored.
 func SeedFeedback(ctx context.Context, pool *pgxpool.Pool, s Seeded) (int, error) {
 	items, ages := Items()
-	store := &feedback.Service{Pool: pool}
+	store := feedback.New(pool)
 	res, err := store.IngestBatch(ctx, s.OrgID, "api", items)
 	if err != nil {
 		return 0, fmt.Errorf("demo feedback: %w", err)
@@ -156,7 +156,7 @@ func SeedFeedback(ctx context.Context, pool *pgxpool.Pool, s Seeded) (int, error
 	if err != nil {
 		return 0, fmt.Errorf("demo feedback dates and reviews: %w", err)
 	}
-	if _, err := (&alerts.Service{Pool: pool}).Evaluate(ctx, s.OrgID, now); err != nil {
+	if _, err := alerts.New(pool, nil, nil, nil, nil).Evaluate(ctx, s.OrgID, now); err != nil {
 		return 0, fmt.Errorf("demo alerts: %w", err)
 	}
 	return res.Inserted, nil

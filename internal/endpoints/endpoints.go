@@ -54,6 +54,12 @@ type Service struct {
 	RetryDelay time.Duration
 }
 
+// New builds the endpoints' service: secrets seals their API keys (nil
+// refuses endpoints with a key) and out makes every call to them.
+func New(pool *pgxpool.Pool, secrets *secrets.Box, out *outbound.Client) *Service {
+	return &Service{Pool: pool, Secrets: secrets, Outbound: out}
+}
+
 // Endpoint is an endpoint as the API shows it: never its key.
 type Endpoint struct {
 	ID                    uuid.UUID `json:"id"`
@@ -80,9 +86,10 @@ func (e Endpoint) Cost(prompt, completion int64) pricing.Micros {
 	return pricing.Cost(prompt, e.PricePerMillionInput) + pricing.Cost(completion, e.PricePerMillionOutput)
 }
 
-// New is what an admin sends to register an endpoint. Generation settings
-// left out take their defaults (temperature 0, 1024 tokens, 4 at a time).
-type New struct {
+// NewEndpoint is what an admin sends to register an endpoint. Generation
+// settings left out take their defaults (temperature 0, 1024 tokens, 4 at
+// a time).
+type NewEndpoint struct {
 	Name                  string   `json:"name"`
 	BaseURL               string   `json:"base_url"`
 	Model                 string   `json:"model"`
@@ -102,7 +109,7 @@ func (s *Service) keys() keyed.Store {
 }
 
 // Create registers an endpoint.
-func (s *Service) Create(ctx context.Context, actor audit.Actor, orgID uuid.UUID, in New) (Endpoint, error) {
+func (s *Service) Create(ctx context.Context, actor audit.Actor, orgID uuid.UUID, in NewEndpoint) (Endpoint, error) {
 	v := &errs.Invalid{}
 	if v.Text("name", in.Name, 64, true) && !namePattern.MatchString(in.Name) {
 		v.Add("name", "must be lower-case letters, digits, '.', '_' or '-', starting with a letter or digit")

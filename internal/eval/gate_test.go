@@ -51,7 +51,7 @@ func storeRun(t *testing.T, pool *pgxpool.Pool, org, set, version uuid.UUID, mea
 func TestPromotionGate(t *testing.T) {
 	ctx := context.Background()
 	pool := pgtest.NewDB(t)
-	seeded, err := demo.Ensure(ctx, accounts.New(pool))
+	seeded, err := demo.Ensure(ctx, accounts.New(pool, accounts.DefaultSessionTTL))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -64,12 +64,13 @@ func TestPromotionGate(t *testing.T) {
 	}
 	org := seeded.OrgID
 	admin := audit.Actor{Kind: "system", Label: "ada@demo.test"}
-	ev := &eval.Service{Pool: pool}
+	gates := eval.NewGates(pool)
+	ev := eval.New(pool, gates, nil, nil)
 	jobs, err := jobq.New(pool)
 	if err != nil {
 		t.Fatal(err)
 	}
-	reg := &models.Service{Pool: pool, Jobs: jobs, Gate: ev, Serving: &serving.Service{Pool: pool, Outbound: &outbound.Client{}}}
+	reg := models.New(pool, jobs, serving.New(pool, nil, &outbound.Client{}), gates)
 	if _, err := reg.Serving.Create(ctx, admin, org, serving.NewTarget{Name: "provider", Kind: serving.KindOpenAI}); err != nil {
 		t.Fatal(err)
 	}

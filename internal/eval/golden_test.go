@@ -23,7 +23,7 @@ func TestMain(m *testing.M) { pgtest.Main(m) }
 func TestGoldenSets(t *testing.T) {
 	ctx := context.Background()
 	pool := pgtest.NewDB(t)
-	seeded, err := demo.Ensure(ctx, accounts.New(pool))
+	seeded, err := demo.Ensure(ctx, accounts.New(pool, accounts.DefaultSessionTTL))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -43,7 +43,7 @@ func TestGoldenSets(t *testing.T) {
 		SELECT source_id FROM dataset_version_items WHERE version_id = $1 ORDER BY content_sha LIMIT 2)`, version.ID); err != nil {
 		t.Fatal(err)
 	}
-	svc := &eval.Service{Pool: pool}
+	svc := eval.New(pool, eval.NewGates(pool), nil, nil)
 	admin := audit.Actor{Kind: "system", Label: "ada@demo.test"}
 
 	var inv *errs.Invalid

@@ -81,7 +81,7 @@ func newFixture(t *testing.T) *fixture {
 	t.Helper()
 	ctx := context.Background()
 	pool := pgtest.NewDB(t)
-	seeded, err := demo.Ensure(ctx, accounts.New(pool))
+	seeded, err := demo.Ensure(ctx, accounts.New(pool, accounts.DefaultSessionTTL))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -102,11 +102,12 @@ func newFixture(t *testing.T) *fixture {
 	}
 	policy, _ := outbound.ParsePolicy("127.0.0.1")
 	out := &outbound.Client{Policy: policy, Timeout: 2 * time.Second}
-	eps := &endpoints.Service{Pool: pool, Secrets: box, Outbound: out, Attempts: 2, RetryDelay: time.Millisecond}
-	jd := &judge.Service{Pool: pool, Endpoints: eps, DefaultBudget: pricing.Dollars(10)}
-	svc := &eval.Service{Pool: pool, Jobs: jobs}
-	reg := &models.Service{Pool: pool, Jobs: jobs, Serving: &serving.Service{Pool: pool, Secrets: box, Outbound: out}, Gate: svc}
-	svc.Runner = &eval.Runs{Endpoints: eps, Judge: jd, Models: reg, Reward: &reward.Service{Pool: pool}}
+	eps := endpoints.New(pool, box, out)
+	eps.Attempts, eps.RetryDelay = 2, time.Millisecond
+	jd := judge.New(pool, eps, nil, pricing.Dollars(10))
+	gates := eval.NewGates(pool)
+	reg := models.New(pool, jobs, serving.New(pool, box, out), gates)
+	svc := eval.New(pool, gates, jobs, eval.NewRuns(eps, jd, reg, reward.New(pool)))
 	items, err := svc.Items(ctx, seeded.OrgID, version.ID, nil)
 	if err != nil || len(items) < 5 {
 		t.Fatalf("%d items, %v", len(items), err)
@@ -115,7 +116,7 @@ func newFixture(t *testing.T) *fixture {
 		asked: map[string]int{}, judged: map[string]int{}}
 	srv := chattest.New(st.script)
 	t.Cleanup(srv.Close)
-	for _, e := range []endpoints.New{
+	for _, e := range []endpoints.NewEndpoint{
 		{Name: "cand", BaseURL: srv.URL + "/v1", Model: "cand", PricePerMillionInput: 0.5, PricePerMillionOutput: 1.5},
 		{Name: "deepseek", BaseURL: srv.URL + "/v1", Model: "judge-chat", APIKey: "sk-judge", PricePerMillionInput: 0.27, PricePerMillionOutput: 1.10},
 	} {

@@ -32,6 +32,12 @@ type Runs struct {
 	Reward    *reward.Service
 }
 
+// NewRuns answers through the endpoints and the registry's served
+// versions, and scores with the judge and the reward formulas.
+func NewRuns(endpoints *endpoints.Service, judge *judge.Service, models *models.Service, reward *reward.Service) *Runs {
+	return &Runs{Endpoints: endpoints, Judge: judge, Models: models, Reward: reward}
+}
+
 // defaultConcurrency is how many items a model version's server is asked
 // at once (an endpoint sets its own).
 const defaultConcurrency = 4

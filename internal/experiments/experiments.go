@@ -37,6 +37,12 @@ type Service struct {
 	Now func() time.Time
 }
 
+// New builds the experiments' service on the registry whose versions they
+// compare.
+func New(pool *pgxpool.Pool, models *models.Service) *Service {
+	return &Service{Pool: pool, Models: models}
+}
+
 // Statuses.
 const (
 	Draft     = "draft"
@@ -77,9 +83,9 @@ const (
 
 var keyPattern = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]{0,63}$`)
 
-// New is what POST /api/models/ab-test takes. TrafficSplit is the
+// NewExperiment is what POST /api/models/ab-test takes. TrafficSplit is the
 // treatment's share.
-type New struct {
+type NewExperiment struct {
 	Key              string     `json:"key"`
 	Name             string     `json:"name"`
 	ControlModelID   uuid.UUID  `json:"control_model_id"`
@@ -153,7 +159,7 @@ func (s *Service) now() time.Time {
 }
 
 // Create records a draft experiment, audited.
-func (s *Service) Create(ctx context.Context, actor audit.Actor, orgID uuid.UUID, in New) (Experiment, error) {
+func (s *Service) Create(ctx context.Context, actor audit.Actor, orgID uuid.UUID, in NewExperiment) (Experiment, error) {
 	v := &errs.Invalid{}
 	if v.Text("key", in.Key, 64, true) && !keyPattern.MatchString(in.Key) {
 		v.Add("key", "must be lower-case letters, digits, '.', '_' or '-', starting with a letter or digit")

@@ -24,6 +24,9 @@ type Service struct {
 	Pool *pgxpool.Pool
 }
 
+// New builds the feedback service on pool's database.
+func New(pool *pgxpool.Pool) *Service { return &Service{Pool: pool} }
+
 // Ingest stores one validated item and returns it. When its external_id
 // was already stored it stores nothing and returns the stored row with
 // created false. One statement: the duplicate link is found by the INSERT.

@@ -60,8 +60,9 @@ type Service struct {
 	probe   *probeResult // the local machine's last probe
 }
 
-// SetDataSource sets where dataset versions come from. It may be called
-// while the service is in use.
+// SetDataSource changes where dataset versions come from, for tests that
+// train on versions of their own making. It may be called while the
+// service is in use.
 func (s *Service) SetDataSource(d DataSource) {
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -81,6 +81,13 @@ type Service struct {
 	Gate Gate
 }
 
+// New builds the registry: jobs starts deployments, serving reaches the
+// targets, and gate is asked before the production alias moves (nil lets
+// every deployment through).
+func New(pool *pgxpool.Pool, jobs jobq.Inserter, serving *serving.Service, gate Gate) *Service {
+	return &Service{Pool: pool, Jobs: jobs, Serving: serving, Gate: gate}
+}
+
 // Version is one version of a registered model as pages and the API show it.
 type Version struct {
 	ID                 uuid.UUID       `json:"id"`

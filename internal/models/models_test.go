@@ -35,7 +35,7 @@ func setup(t *testing.T) (context.Context, *pgxpool.Pool, *models.Service, uuid.
 	if _, err := pool.Exec(ctx, "INSERT INTO users (id, org_id, email, password_hash, role) VALUES ($1, $2, $3, 'x', 'admin')", admin.ID, org, admin.Label); err != nil {
 		t.Fatal(err)
 	}
-	return ctx, pool, &models.Service{Pool: pool}, org, other
+	return ctx, pool, models.New(pool, nil, nil, nil), org, other
 }
 
 func fields(err error) map[string]string {

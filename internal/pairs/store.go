@@ -24,6 +24,9 @@ type Service struct {
 	Pool *pgxpool.Pool
 }
 
+// New builds the pair service on pool's database.
+func New(pool *pgxpool.Pool) *Service { return &Service{Pool: pool} }
+
 // Create validates and stores one pair made by hand (or from a corrected
 // item). An identical pair already stored answers errs.Conflict holding it;
 // feedback links must name items of the organisation.

@@ -27,6 +27,9 @@ type Service struct {
 	Pool *pgxpool.Pool
 }
 
+// New builds the reward formula service on pool's database.
+func New(pool *pgxpool.Pool) *Service { return &Service{Pool: pool} }
+
 // Version is one stored version of a named formula.
 type Version struct {
 	ID      uuid.UUID `json:"id"`

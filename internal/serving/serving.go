@@ -61,6 +61,12 @@ type Service struct {
 	RetryDelay time.Duration
 }
 
+// New builds the serving targets' service: secrets seals their API keys
+// (nil refuses targets with a key) and out makes every call to them.
+func New(pool *pgxpool.Pool, secrets *secrets.Box, out *outbound.Client) *Service {
+	return &Service{Pool: pool, Secrets: secrets, Outbound: out}
+}
+
 // Target is a serving target as the API shows it: never its key.
 type Target struct {
 	ID          uuid.UUID `json:"id"`
