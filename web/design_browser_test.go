@@ -17,7 +17,6 @@ import (
 
 	"github.com/curate/curate/internal/audit"
 	"github.com/curate/curate/internal/codebook"
-	"github.com/curate/curate/internal/demo"
 	"github.com/curate/curate/internal/experiments"
 	"github.com/curate/curate/internal/models"
 	"github.com/curate/curate/internal/provider/openaifake"
@@ -55,14 +54,14 @@ func newDesignSite(t *testing.T) *designSite {
 		c.OpenAIAPIKey, c.OpenAIBaseURL, c.FineTunePoll, c.FineTuneBudgetUSD = "sk-test", fake.URL(), time.Hour, 100
 	}})
 	ctx := context.Background()
-	seeded, err := demo.Ensure(ctx, s.App.Accounts)
+	seeded, err := s.App.Demo.Ensure(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := demo.SeedFeedback(ctx, s.Pool, seeded); err != nil {
+	if _, err := s.App.Demo.SeedFeedback(ctx, seeded); err != nil {
 		t.Fatal(err)
 	}
-	version, err := demo.SeedDataset(ctx, s.Pool, seeded.OrgID)
+	version, err := s.App.Demo.SeedDataset(ctx, seeded.OrgID)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -62,12 +62,12 @@ func cmdServe(ctx context.Context, env *Env, args []string) error {
 	}
 	url := baseURL(ln.Addr(), cfg.TLSCert != "")
 	if cfg.Dev() {
-		seeded, err := demo.Ensure(ctx, app.Accounts)
+		seeded, err := app.Demo.Ensure(ctx)
 		if err != nil {
 			ln.Close()
 			return fmt.Errorf("seeding demo data: %w", err)
 		}
-		n, err := demo.SeedFeedback(ctx, app.Pool, seeded)
+		n, err := app.Demo.SeedFeedback(ctx, seeded)
 		if err != nil {
 			ln.Close()
 			return fmt.Errorf("seeding demo feedback: %w", err)
@@ -75,7 +75,7 @@ func cmdServe(ctx context.Context, env *Env, args []string) error {
 		if n > 0 {
 			log.Info("seeded demo feedback", "items", n)
 		}
-		v, err := demo.SeedDataset(ctx, app.Pool, seeded.OrgID)
+		v, err := app.Demo.SeedDataset(ctx, seeded.OrgID)
 		if err != nil {
 			ln.Close()
 			return fmt.Errorf("seeding the demo dataset: %w", err)

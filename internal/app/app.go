@@ -21,6 +21,7 @@ import (
 	"github.com/curate/curate/internal/codebook"
 	"github.com/curate/curate/internal/config"
 	"github.com/curate/curate/internal/datasets"
+	"github.com/curate/curate/internal/demo"
 	"github.com/curate/curate/internal/endpoints"
 	"github.com/curate/curate/internal/eval"
 	"github.com/curate/curate/internal/experiments"
@@ -96,6 +97,8 @@ type Services struct {
 	Codebooks *codebook.Service
 	// Overview counts the start page's waiting work.
 	Overview *overview.Service
+	// Demo seeds dev mode's demo organisation through the services above.
+	Demo *demo.Seeder
 }
 
 // New builds the services on an open, migrated database, each once, in
@@ -175,5 +178,6 @@ func New(cfg config.Config, pool *pgxpool.Pool, log *slog.Logger) (*Services, er
 		// The start page recommends for running experiments as their
 		// panels do.
 		Overview: overview.New(pool, exp),
+		Demo:     demo.New(pool, acc, fb, al, ds),
 	}, nil
 }

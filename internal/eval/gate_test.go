@@ -11,9 +11,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/curate/curate/db/pgtest"
-	"github.com/curate/curate/internal/accounts"
 	"github.com/curate/curate/internal/audit"
-	"github.com/curate/curate/internal/demo"
 	"github.com/curate/curate/internal/errs"
 	"github.com/curate/curate/internal/eval"
 	"github.com/curate/curate/internal/jobq"
@@ -51,14 +49,14 @@ func storeRun(t *testing.T, pool *pgxpool.Pool, org, set, version uuid.UUID, mea
 func TestPromotionGate(t *testing.T) {
 	ctx := context.Background()
 	pool := pgtest.NewDB(t)
-	seeded, err := demo.Ensure(ctx, accounts.New(pool, accounts.DefaultSessionTTL))
+	seeded, err := demoSeeder(pool).Ensure(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := demo.SeedFeedback(ctx, pool, seeded); err != nil {
+	if _, err := demoSeeder(pool).SeedFeedback(ctx, seeded); err != nil {
 		t.Fatal(err)
 	}
-	version, err := demo.SeedDataset(ctx, pool, seeded.OrgID)
+	version, err := demoSeeder(pool).SeedDataset(ctx, seeded.OrgID)
 	if err != nil {
 		t.Fatal(err)
 	}
