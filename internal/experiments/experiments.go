@@ -435,7 +435,7 @@ func (s *Service) setStatus(ctx context.Context, tx pgx.Tx, q *db.Queries, actor
 				held = append(held, a.DeploymentID.UUID)
 			}
 		}
-		if err := s.Models.ReleaseTx(ctx, tx, q, held); err != nil {
+		if err := s.Models.ReleaseTx(ctx, tx, held); err != nil {
 			return err
 		}
 	}

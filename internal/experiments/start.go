@@ -88,7 +88,7 @@ func (s *Service) letGo(ctx context.Context, where []models.Where) error {
 	if len(loaded) == 0 {
 		return nil
 	}
-	return db.InTx(ctx, s.Pool, func(tx pgx.Tx, q *db.Queries) error { return s.Models.ReleaseTx(ctx, tx, q, loaded) })
+	return db.InTx(ctx, s.Pool, func(tx pgx.Tx, _ *db.Queries) error { return s.Models.ReleaseTx(ctx, tx, loaded) })
 }
 
 // place finds where each arm's version is served, loading those served
@@ -138,7 +138,7 @@ func (s *Service) commitStart(ctx context.Context, actor audit.Actor, orgID uuid
 			w := where[i]
 			at := uuid.NullUUID{UUID: w.Deployment, Valid: w.Deployment != uuid.Nil}
 			if at.Valid {
-				held, err := s.Models.HoldTx(ctx, q, w.Deployment)
+				held, err := s.Models.HoldTx(ctx, tx, w.Deployment)
 				if err != nil {
 					return err
 				}

@@ -127,7 +127,7 @@ func (s *Service) Deploy(ctx context.Context, actor audit.Actor, orgID, versionI
 	}
 	var out Deployment
 	err := db.InTx(ctx, s.Pool, func(tx pgx.Tx, q *db.Queries) error {
-		t, err := s.Serving.GetByName(ctx, q, orgID, in.Target)
+		t, err := s.Serving.GetByNameTx(ctx, tx, orgID, in.Target)
 		if err != nil {
 			return err
 		}
@@ -161,7 +161,7 @@ func (s *Service) recheck(ctx context.Context, orgID, versionID uuid.UUID, alias
 	if cur.VersionID != versionID || cur.UnloadedAt != nil || !cur.TargetID.Valid {
 		return nil
 	}
-	t, err := s.Serving.Get(ctx, q, orgID, cur.TargetID.UUID)
+	t, err := s.Serving.Get(ctx, orgID, cur.TargetID.UUID)
 	if err != nil || t.Name != target {
 		return err
 	}
@@ -200,7 +200,7 @@ func (s *Service) Rollback(ctx context.Context, actor audit.Actor, orgID, versio
 		if !last.TargetID.Valid {
 			return errs.InvalidField("alias", "the current deployment of %q names no serving target", in.Alias)
 		}
-		t, err := s.Serving.Get(ctx, q, orgID, last.TargetID.UUID)
+		t, err := s.Serving.GetTx(ctx, tx, orgID, last.TargetID.UUID)
 		if err != nil {
 			return err
 		}
@@ -350,7 +350,7 @@ func (s *Service) GetDeployment(ctx context.Context, orgID, id uuid.UUID) (Deplo
 	}
 	target := ""
 	if d.TargetID.Valid {
-		t, err := s.Serving.Get(ctx, q, orgID, d.TargetID.UUID)
+		t, err := s.Serving.Get(ctx, orgID, d.TargetID.UUID)
 		if err != nil {
 			return Deployment{}, err
 		}
@@ -392,7 +392,7 @@ func (s *Service) load(ctx context.Context, id uuid.UUID) (step, error) {
 	}
 	st := step{d: d, ver: row.ModelVersion, m: row.RegisteredModel}
 	if d.TargetID.Valid {
-		if st.t, err = s.Serving.Get(ctx, q, d.OrgID, d.TargetID.UUID); err != nil {
+		if st.t, err = s.Serving.Get(ctx, d.OrgID, d.TargetID.UUID); err != nil {
 			return step{}, err
 		}
 	}
@@ -751,7 +751,7 @@ func (s *Service) Resolve(ctx context.Context, orgID uuid.UUID, name, alias stri
 		out.Model = d.ServedName
 	}
 	if d.TargetID.Valid {
-		t, err := s.Serving.Get(ctx, q, orgID, d.TargetID.UUID)
+		t, err := s.Serving.Get(ctx, orgID, d.TargetID.UUID)
 		if err != nil {
 			return Resolved{}, err
 		}

@@ -226,11 +226,12 @@ type TrainedVersion struct {
 	CostMicros       *int64
 }
 
-// RegisterTrained registers what a fine-tuning job trained, with the
-// transaction that marks the job succeeded, so a succeeded job always has
-// its version. A job registers once: a second call answers the first
-// version.
-func (s *Service) RegisterTrained(ctx context.Context, q *db.Queries, orgID uuid.UUID, in TrainedVersion) (db.ModelVersion, error) {
+// RegisterTrainedTx registers what a fine-tuning job trained, in the
+// caller's transaction that marks the job succeeded, so a succeeded job
+// always has its version. A job registers once: a second call answers the
+// first version.
+func (s *Service) RegisterTrainedTx(ctx context.Context, tx pgx.Tx, orgID uuid.UUID, in TrainedVersion) (db.ModelVersion, error) {
+	q := db.New(tx)
 	if v, err := q.ModelVersionGetByJob(ctx, db.ModelVersionGetByJobParams{OrgID: orgID, FineTuningJobID: uuid.NullUUID{UUID: in.JobID, Valid: true}}); err == nil {
 		return v, nil
 	} else if !errors.Is(err, pgx.ErrNoRows) {
@@ -595,14 +596,14 @@ func less(a, b [3]int) bool {
 	return false
 }
 
-// RegisterJob registers what a succeeded fine-tuning job trained, in the
-// transaction that marks it succeeded: under the registered model chosen at
+// RegisterJobTx registers what a succeeded fine-tuning job trained, in the
+// caller's transaction that marks it succeeded: under the registered model chosen at
 // launch (or the dataset's name), with the dataset version's hash, the last
 // losses reported, the trained tokens and the cost. A local job trains a
 // LoRA adapter (its model id is the adapter's location); a provider's job
 // a model the provider serves.
-func (s *Service) RegisterJob(ctx context.Context, q *db.Queries, j db.FineTuningJob, model string, tokens, costMicros int64) (db.ModelVersion, error) {
-	sum, err := q.ModelVersionGetTrainingSummary(ctx, db.ModelVersionGetTrainingSummaryParams{OrgID: j.OrgID, JobID: j.ID})
+func (s *Service) RegisterJobTx(ctx context.Context, tx pgx.Tx, j db.FineTuningJob, model string, tokens, costMicros int64) (db.ModelVersion, error) {
+	sum, err := db.New(tx).ModelVersionGetTrainingSummary(ctx, db.ModelVersionGetTrainingSummaryParams{OrgID: j.OrgID, JobID: j.ID})
 	if err != nil {
 		return db.ModelVersion{}, err
 	}
@@ -619,5 +620,5 @@ func (s *Service) RegisterJob(ctx context.Context, q *db.Queries, j db.FineTunin
 	if sum.ValidLoss.Valid {
 		in.ValidLoss = &sum.ValidLoss.Float64
 	}
-	return s.RegisterTrained(ctx, q, j.OrgID, in)
+	return s.RegisterTrainedTx(ctx, tx, j.OrgID, in)
 }

@@ -193,7 +193,7 @@ func (s *Service) LoadFor(ctx context.Context, actor audit.Actor, orgID, version
 	}
 	var target db.ServingTarget
 	for _, id := range candidates {
-		t, err := s.Serving.Get(ctx, q, orgID, id)
+		t, err := s.Serving.Get(ctx, orgID, id)
 		if err != nil {
 			return Where{}, err
 		}
@@ -254,8 +254,8 @@ func (s *Service) LoadFor(ctx context.Context, actor audit.Actor, orgID, version
 // whether it still serves its version. An unload takes the same lock
 // before checking what uses the deployment, so what the caller records as
 // using it before committing keeps it loaded.
-func (s *Service) HoldTx(ctx context.Context, q *db.Queries, id uuid.UUID) (bool, error) {
-	d, err := q.DeploymentGetForUpdate(ctx, id)
+func (s *Service) HoldTx(ctx context.Context, tx pgx.Tx, id uuid.UUID) (bool, error) {
+	d, err := db.New(tx).DeploymentGetForUpdate(ctx, id)
 	if err != nil {
 		return false, err
 	}
@@ -265,7 +265,8 @@ func (s *Service) HoldTx(ctx context.Context, q *db.Queries, id uuid.UUID) (bool
 // ReleaseTx queues, in the caller's transaction, the unloading of
 // deployments an experiment no longer calls, after each target's grace
 // period; each is unloaded then unless something uses it still.
-func (s *Service) ReleaseTx(ctx context.Context, tx pgx.Tx, q *db.Queries, ids []uuid.UUID) error {
+func (s *Service) ReleaseTx(ctx context.Context, tx pgx.Tx, ids []uuid.UUID) error {
+	q := db.New(tx)
 	for _, id := range ids {
 		d, err := q.DeploymentGetByID(ctx, id)
 		if err != nil {
@@ -274,7 +275,7 @@ func (s *Service) ReleaseTx(ctx context.Context, tx pgx.Tx, q *db.Queries, ids [
 		if d.ServedName == "" || !d.TargetID.Valid || d.UnloadedAt != nil {
 			continue
 		}
-		t, err := s.Serving.Get(ctx, q, d.OrgID, d.TargetID.UUID)
+		t, err := s.Serving.GetTx(ctx, tx, d.OrgID, d.TargetID.UUID)
 		if err != nil {
 			return err
 		}

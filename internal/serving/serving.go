@@ -161,15 +161,24 @@ func (s *Service) List(ctx context.Context, orgID uuid.UUID) ([]Target, error) {
 }
 
 // Get returns one of the organisation's targets, or errs.ErrNotFound.
-func (s *Service) Get(ctx context.Context, q *db.Queries, orgID, id uuid.UUID) (db.ServingTarget, error) {
+func (s *Service) Get(ctx context.Context, orgID, id uuid.UUID) (db.ServingTarget, error) {
+	return getTarget(ctx, db.New(s.Pool), orgID, id)
+}
+
+// GetTx is Get in the caller's transaction.
+func (s *Service) GetTx(ctx context.Context, tx pgx.Tx, orgID, id uuid.UUID) (db.ServingTarget, error) {
+	return getTarget(ctx, db.New(tx), orgID, id)
+}
+
+func getTarget(ctx context.Context, q *db.Queries, orgID, id uuid.UUID) (db.ServingTarget, error) {
 	t, err := q.ServingTargetGet(ctx, db.ServingTargetGetParams{OrgID: orgID, ID: id})
 	return t, errs.NotFound(err)
 }
 
-// GetByName returns the organisation's target of that name; an unknown
-// name is an invalid "target" field.
-func (s *Service) GetByName(ctx context.Context, q *db.Queries, orgID uuid.UUID, name string) (db.ServingTarget, error) {
-	t, err := q.ServingTargetGetByName(ctx, db.ServingTargetGetByNameParams{OrgID: orgID, Name: name})
+// GetByNameTx returns, in the caller's transaction, the organisation's
+// target of that name; an unknown name is an invalid "target" field.
+func (s *Service) GetByNameTx(ctx context.Context, tx pgx.Tx, orgID uuid.UUID, name string) (db.ServingTarget, error) {
+	t, err := db.New(tx).ServingTargetGetByName(ctx, db.ServingTargetGetByNameParams{OrgID: orgID, Name: name})
 	if errors.Is(err, pgx.ErrNoRows) {
 		return t, errs.InvalidField("target", "no serving target is named %q", name)
 	}
