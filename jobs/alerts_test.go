@@ -162,7 +162,7 @@ func TestAlertsJobOpensDeliversAndResolves(t *testing.T) {
 	}
 
 	evaluate()
-	wait(map[string]int{"alerts_evaluate": 1, "alert_webhook": 2})
+	wait(map[string]int{"alert_evaluate": 1, "alert_deliver": 2})
 	open, err := q.AlertListOpen(ctx, org.ID)
 	if err != nil {
 		t.Fatal(err)
@@ -206,7 +206,7 @@ func TestAlertsJobOpensDeliversAndResolves(t *testing.T) {
 
 	// A second run while the conditions hold opens nothing new.
 	evaluate()
-	wait(map[string]int{"alerts_evaluate": 1})
+	wait(map[string]int{"alert_evaluate": 1})
 	if again, _ := q.AlertListOpen(ctx, org.ID); len(again) != 2 || again[0].ID != open[0].ID {
 		t.Fatalf("after a second run: %d open alerts", len(again))
 	}
@@ -224,7 +224,7 @@ func TestAlertsJobOpensDeliversAndResolves(t *testing.T) {
 		t.Fatal(err)
 	}
 	evaluate()
-	wait(map[string]int{"alerts_evaluate": 1})
+	wait(map[string]int{"alert_evaluate": 1})
 	if still, _ := q.AlertListOpen(ctx, org.ID); len(still) != 0 {
 		t.Fatalf("%d alerts still open", len(still))
 	}

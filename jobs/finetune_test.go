@@ -65,7 +65,7 @@ func TestFineTuneWorkerSnoozesToTheEnd(t *testing.T) {
 	for done := false; !done; {
 		select {
 		case ev := <-events:
-			if ev.Job.Kind != "finetune" {
+			if ev.Job.Kind != (finetune.JobArgs{}).Kind() {
 				continue
 			}
 			switch ev.Kind {

@@ -50,9 +50,22 @@ const (
 	sweepEvery = 15 * time.Second
 )
 
-// beatingKinds are the kinds whose workers beat: the long jobs. Short jobs
-// are left to River's rescue (see NewClient).
-var beatingKinds = []string{datasets.ExportArgs{}.Kind(), imports.ImportArgs{}.Kind()}
+// beatingKinds are the kinds whose workers beat: the long jobs, under
+// their names and their earlier ones. Short jobs are left to River's
+// rescue (see NewClient).
+var beatingKinds = kindsOf(datasets.ExportArgs{}, imports.ImportArgs{})
+
+// kindsOf lists the kinds of args with their aliases.
+func kindsOf(args ...river.JobArgs) []string {
+	var out []string
+	for _, a := range args {
+		out = append(out, a.Kind())
+		if aliased, ok := a.(river.JobArgsWithKindAliases); ok {
+			out = append(out, aliased.KindAliases()...)
+		}
+	}
+	return out
+}
 
 // QueueHeartbeat is the queue of the sweep alone.
 const QueueHeartbeat = "heartbeat"
@@ -192,7 +205,7 @@ func (w *HeartbeatSweepWorker) abandon(ctx context.Context, kind string, args js
 			return err
 		}
 		return w.Datasets.AbandonExport(ctx, a.ExportID, "the export's worker stopped on its last attempt; start the export again")
-	case kind == imports.ImportArgs{}.Kind() && w.Imports != nil:
+	case slices.Contains(kindsOf(imports.ImportArgs{}), kind) && w.Imports != nil:
 		var a imports.ImportArgs
 		if err := json.Unmarshal(args, &a); err != nil {
 			return err

@@ -91,7 +91,7 @@ func TestHeartbeatSweep(t *testing.T) {
 		t.Fatal(err)
 	}
 	var last int64
-	if err := pool.QueryRow(ctx, `SELECT id FROM river_job WHERE kind = 'import_file'`).Scan(&last); err != nil {
+	if err := pool.QueryRow(ctx, `SELECT id FROM river_job WHERE kind = 'import_run'`).Scan(&last); err != nil {
 		t.Fatal(err)
 	}
 	running(last, 5, "3 minutes")

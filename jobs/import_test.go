@@ -91,7 +91,7 @@ func TestImportJobs(t *testing.T) {
 		select {
 		case ev := <-events:
 			key := ev.Job.Kind
-			if ev.Job.Kind == "import_file" {
+			if ev.Job.Kind == (imports.ImportArgs{}).Kind() {
 				key += ":" + string(ev.Job.EncodedArgs)
 				imported++
 			}

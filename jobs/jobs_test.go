@@ -131,7 +131,7 @@ func TestMaintenanceJobRuns(t *testing.T) {
 			if ev.Kind != river.EventKindJobCompleted {
 				t.Fatalf("event %s for %s: %v", ev.Kind, ev.Job.Kind, ev.Job.Errors)
 			}
-			worked = ev.Job.Kind == "maintenance"
+			worked = ev.Job.Kind == (jobs.MaintenanceArgs{}).Kind()
 		case <-time.After(30 * time.Second):
 			t.Fatal("the job was not worked")
 		}

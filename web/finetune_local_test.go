@@ -169,7 +169,7 @@ func TestLocalFineTuneAPI(t *testing.T) {
 	}
 
 	var queue string
-	if err := s.Pool.QueryRow(t.Context(), "SELECT queue FROM river_job WHERE kind = 'finetune'").Scan(&queue); err != nil || queue != "gpu" {
+	if err := s.Pool.QueryRow(t.Context(), "SELECT queue FROM river_job WHERE kind = 'finetune_advance'").Scan(&queue); err != nil || queue != "gpu" {
 		t.Errorf("the worker ran on queue %q (%v), want gpu", queue, err)
 	}
 	if b, err := s.App.FineTune.Budget(t.Context(), org); err != nil || b.Spent != 0 {

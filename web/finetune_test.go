@@ -178,7 +178,7 @@ func TestFineTunePages(t *testing.T) {
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		var state string
-		if err := s.Pool.QueryRow(t.Context(), "SELECT state::text FROM river_job WHERE kind = 'finetune'").Scan(&state); err != nil {
+		if err := s.Pool.QueryRow(t.Context(), "SELECT state::text FROM river_job WHERE kind = 'finetune_advance'").Scan(&state); err != nil {
 			t.Fatal(err)
 		}
 		if state == "scheduled" {

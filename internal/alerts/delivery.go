@@ -24,7 +24,11 @@ type WebhookArgs struct {
 }
 
 // Kind names the job in River's table.
-func (WebhookArgs) Kind() string { return "alert_webhook" }
+func (WebhookArgs) Kind() string { return "alert_deliver" }
+
+// KindAliases keeps the jobs queued under the kind's earlier name worked;
+// it can go once no row of river_job has that kind.
+func (WebhookArgs) KindAliases() []string { return []string{"alert_webhook"} }
 
 // InsertOpts gives a delivery River's retries over about a day on top of
 // the sender's own quick ones.

@@ -279,7 +279,7 @@ func TestEvaluateQueuesDelivery(t *testing.T) {
 	if _, err := svc.Evaluate(ctx, f.org, time.Now()); err != nil {
 		t.Fatal(err)
 	}
-	rows, err := f.pool.Query(ctx, "SELECT args FROM river_job WHERE kind = 'alert_webhook'")
+	rows, err := f.pool.Query(ctx, "SELECT args FROM river_job WHERE kind = 'alert_deliver'")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -31,7 +31,11 @@ type EvaluateArgs struct {
 }
 
 // Kind names the job in River's table.
-func (EvaluateArgs) Kind() string { return "evaluation" }
+func (EvaluateArgs) Kind() string { return "evaluation_run" }
+
+// KindAliases keeps the jobs queued under the kind's earlier name worked;
+// it can go once no row of river_job has that kind.
+func (EvaluateArgs) KindAliases() []string { return []string{"evaluation"} }
 
 // Answerer gives a candidate's answer to one item.
 type Answerer interface {

@@ -267,7 +267,7 @@ func TestEvaluationPausesOnBudget(t *testing.T) {
 		t.Fatal(err)
 	}
 	var queued int
-	if err := f.pool.QueryRow(ctx, `SELECT count(*) FROM river_job WHERE kind = 'evaluation' AND args->>'run_id' = $1`, run.ID.String()).Scan(&queued); err != nil || queued != 2 {
+	if err := f.pool.QueryRow(ctx, `SELECT count(*) FROM river_job WHERE kind = 'evaluation_run' AND args->>'run_id' = $1`, run.ID.String()).Scan(&queued); err != nil || queued != 2 {
 		t.Errorf("%d jobs for the run after resuming, want 2 (%v)", queued, err)
 	}
 	if err := f.svc.Advance(ctx, run.ID); err != nil {

@@ -412,7 +412,7 @@ func TestLaunchByDatasetWithDefaultModel(t *testing.T) {
 	if err := e.pool.QueryRow(context.Background(), "SELECT kind, args::text FROM river_job WHERE id = $1", job.RiverJobID.Int64).Scan(&kind, &args); err != nil {
 		t.Fatal(err)
 	}
-	if kind != "finetune" || !strings.Contains(args, job.ID.String()) {
+	if kind != (finetune.JobArgs{}).Kind() || !strings.Contains(args, job.ID.String()) {
 		t.Errorf("queued %s %s, want the finetune job of %s", kind, args, job.ID)
 	}
 }

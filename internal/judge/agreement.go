@@ -29,7 +29,11 @@ type AgreementArgs struct {
 }
 
 // Kind names the job in River's table.
-func (AgreementArgs) Kind() string { return "judge_agreement" }
+func (AgreementArgs) Kind() string { return "agreement_run" }
+
+// KindAliases keeps the jobs queued under the kind's earlier name worked;
+// it can go once no row of river_job has that kind.
+func (AgreementArgs) KindAliases() []string { return []string{"judge_agreement"} }
 
 // Limits and defaults of an agreement run.
 const (
