@@ -20,7 +20,7 @@ import (
 	"github.com/curate/curate/internal/pricing"
 	"github.com/curate/curate/internal/provider"
 	"github.com/curate/curate/internal/provider/openai"
-	"github.com/curate/curate/internal/provider/openaifake"
+	"github.com/curate/curate/internal/provider/openaitest"
 	"github.com/curate/curate/jobs"
 )
 
@@ -30,7 +30,7 @@ import (
 func TestFineTuneWorkerSnoozesToTheEnd(t *testing.T) {
 	ctx := context.Background()
 	pool := pgtest.NewDB(t)
-	fake := openaifake.New(t)
+	fake := openaitest.New(t)
 	var org uuid.UUID
 	if err := pool.QueryRow(ctx, "INSERT INTO organizations (slug, name) VALUES ('acme', 'Acme') RETURNING id").Scan(&org); err != nil {
 		t.Fatal(err)

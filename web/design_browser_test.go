@@ -19,7 +19,7 @@ import (
 	"github.com/curate/curate/internal/codebook"
 	"github.com/curate/curate/internal/experiments"
 	"github.com/curate/curate/internal/models"
-	"github.com/curate/curate/internal/provider/openaifake"
+	"github.com/curate/curate/internal/provider/openaitest"
 	"github.com/curate/curate/internal/serving"
 	"github.com/curate/curate/web/webtest"
 )
@@ -49,7 +49,7 @@ type designPage struct{ name, path, nav string }
 
 func newDesignSite(t *testing.T) *designSite {
 	t.Helper()
-	fake := openaifake.New(t)
+	fake := openaitest.New(t)
 	s := webtest.New(t, webtest.Options{Configure: func(c *cfgT) {
 		c.OpenAIAPIKey, c.OpenAIBaseURL, c.FineTunePoll, c.FineTuneBudgetUSD = "sk-test", fake.URL(), time.Hour, 100
 	}})

@@ -9,7 +9,7 @@ import (
 
 	"github.com/chromedp/chromedp"
 
-	"github.com/curate/curate/internal/provider/openaifake"
+	"github.com/curate/curate/internal/provider/openaitest"
 	"github.com/curate/curate/web/webtest"
 )
 
@@ -22,7 +22,7 @@ import (
 // the new provider's, and leaves one typed by hand. Only those who may
 // launch see the link.
 func TestBrowserFineTuneThisVersion(t *testing.T) {
-	fake := openaifake.New(t)
+	fake := openaitest.New(t)
 	s := webtest.New(t, webtest.Options{Configure: func(c *cfgT) {
 		c.OpenAIAPIKey, c.OpenAIBaseURL, c.FineTunePoll, c.FineTuneBudgetUSD = "sk-test", fake.URL(), time.Hour, 100
 	}})

@@ -27,8 +27,8 @@ import (
 // protocol without torch, and returns its path.
 func fakeTrainer(t *testing.T) string {
 	t.Helper()
-	bin := filepath.Join(t.TempDir(), "faketrainer")
-	out, err := exec.Command("go", "build", "-o", bin, "github.com/curate/curate/internal/provider/local/faketrainer").CombinedOutput()
+	bin := filepath.Join(t.TempDir(), "trainertest")
+	out, err := exec.Command("go", "build", "-o", bin, "github.com/curate/curate/internal/provider/local/trainertest").CombinedOutput()
 	if err != nil {
 		t.Fatalf("building the fake trainer: %v\n%s", err, out)
 	}
@@ -55,7 +55,7 @@ func writeModel(t *testing.T, dir string) {
 }
 
 // localServer starts Curate with workers whose local trainer is the fake,
-// run as `env VARS... faketrainer run CONFIG`, and a models directory of
+// run as `env VARS... trainertest run CONFIG`, and a models directory of
 // its own.
 func localServer(t *testing.T, poll time.Duration, env ...string) (*webtest.Server, *finetunetest.Source) {
 	t.Helper()

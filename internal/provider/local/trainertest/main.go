@@ -1,8 +1,8 @@
-// Command faketrainer speaks the local trainer's protocol
+// Command trainertest speaks the local trainer's protocol
 // (trainer/README.md) without training anything, so the local provider can
 // be tested where there is no GPU and no torch. Invoked as
 //
-//	faketrainer run CONFIG_JSON
+//	trainertest run CONFIG_JSON
 //
 // in the run directory, it behaves as FAKE_TRAINER_MODE says:
 //
@@ -70,7 +70,7 @@ func main() {
 		return
 	}
 	if len(os.Args) != 3 || os.Args[1] != "run" {
-		fmt.Fprintln(os.Stderr, "usage: faketrainer run CONFIG_JSON")
+		fmt.Fprintln(os.Stderr, "usage: trainertest run CONFIG_JSON")
 		os.Exit(2)
 	}
 	os.Exit(run(os.Args[2], os.Getenv("FAKE_TRAINER_MODE")))
