@@ -35,6 +35,30 @@ func (q *Queries) CodebookGetByName(ctx context.Context, arg CodebookGetByNamePa
 	return i, err
 }
 
+const codebookGetByNameForUpdate = `-- name: CodebookGetByNameForUpdate :one
+SELECT id, org_id, name, created_at, budget_tokens FROM codebooks WHERE org_id = $1 AND name = $2 FOR UPDATE
+`
+
+type CodebookGetByNameForUpdateParams struct {
+	OrgID uuid.UUID `json:"org_id"`
+	Name  string    `json:"name"`
+}
+
+// Holds the codebook still until the transaction ends, so that two
+// publishes of the same rules cannot both number a new version.
+func (q *Queries) CodebookGetByNameForUpdate(ctx context.Context, arg CodebookGetByNameForUpdateParams) (Codebook, error) {
+	row := q.db.QueryRow(ctx, codebookGetByNameForUpdate, arg.OrgID, arg.Name)
+	var i Codebook
+	err := row.Scan(
+		&i.ID,
+		&i.OrgID,
+		&i.Name,
+		&i.CreatedAt,
+		&i.BudgetTokens,
+	)
+	return i, err
+}
+
 const codebookInsertOrGet = `-- name: CodebookInsertOrGet :one
 
 INSERT INTO codebooks (org_id, name) VALUES ($1, $2)
@@ -596,6 +620,41 @@ func (q *Queries) CodebookSuggestionCount(ctx context.Context, codebookID uuid.U
 		return nil, err
 	}
 	return items, nil
+}
+
+const codebookSuggestionGet = `-- name: CodebookSuggestionGet :one
+SELECT id, org_id, codebook_id, feedback_id, endpoint, template_version, status, section, content, reason, cache_key, calls, cost_micros, rule_id, created_by_label, created_at, updated_at FROM codebook_suggestions WHERE org_id = $1 AND codebook_id = $2 AND id = $3
+`
+
+type CodebookSuggestionGetParams struct {
+	OrgID      uuid.UUID `json:"org_id"`
+	CodebookID uuid.UUID `json:"codebook_id"`
+	ID         uuid.UUID `json:"id"`
+}
+
+func (q *Queries) CodebookSuggestionGet(ctx context.Context, arg CodebookSuggestionGetParams) (CodebookSuggestion, error) {
+	row := q.db.QueryRow(ctx, codebookSuggestionGet, arg.OrgID, arg.CodebookID, arg.ID)
+	var i CodebookSuggestion
+	err := row.Scan(
+		&i.ID,
+		&i.OrgID,
+		&i.CodebookID,
+		&i.FeedbackID,
+		&i.Endpoint,
+		&i.TemplateVersion,
+		&i.Status,
+		&i.Section,
+		&i.Content,
+		&i.Reason,
+		&i.CacheKey,
+		&i.Calls,
+		&i.CostMicros,
+		&i.RuleID,
+		&i.CreatedByLabel,
+		&i.CreatedAt,
+		&i.UpdatedAt,
+	)
+	return i, err
 }
 
 const codebookSuggestionGetByFeedback = `-- name: CodebookSuggestionGetByFeedback :one

@@ -7,6 +7,7 @@ package db
 
 import (
 	"context"
+	"time"
 
 	"github.com/google/uuid"
 )
@@ -84,4 +85,112 @@ ON CONFLICT (id) DO UPDATE SET last_seen_at = now()
 func (q *Queries) ServerInsert(ctx context.Context, id uuid.UUID) error {
 	_, err := q.db.Exec(ctx, serverInsert, id)
 	return err
+}
+
+const workerDelete = `-- name: WorkerDelete :exec
+DELETE FROM workers WHERE id = $1
+`
+
+func (q *Queries) WorkerDelete(ctx context.Context, id uuid.UUID) error {
+	_, err := q.db.Exec(ctx, workerDelete, id)
+	return err
+}
+
+const workerDeleteStale = `-- name: WorkerDeleteStale :execrows
+DELETE FROM workers
+WHERE last_seen_at < now() - make_interval(secs => $1::float8)
+`
+
+func (q *Queries) WorkerDeleteStale(ctx context.Context, olderThanSeconds float64) (int64, error) {
+	result, err := q.db.Exec(ctx, workerDeleteStale, olderThanSeconds)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}
+
+const workerInsert = `-- name: WorkerInsert :exec
+INSERT INTO workers (id, host, device, gpu_slots, probe, probed_at)
+VALUES ($1, $2, $3, $4, $5, $6)
+ON CONFLICT (id) DO UPDATE SET host = EXCLUDED.host, device = EXCLUDED.device, gpu_slots = EXCLUDED.gpu_slots,
+    probe = EXCLUDED.probe, probed_at = EXCLUDED.probed_at, last_seen_at = now()
+`
+
+type WorkerInsertParams struct {
+	ID       uuid.UUID  `json:"id"`
+	Host     string     `json:"host"`
+	Device   string     `json:"device"`
+	GpuSlots int32      `json:"gpu_slots"`
+	Probe    []byte     `json:"probe"`
+	ProbedAt *time.Time `json:"probed_at"`
+}
+
+// A worker's beat with what its trainer's probe reported: it joins, or
+// says it is still there (rejoining when its row was pruned).
+func (q *Queries) WorkerInsert(ctx context.Context, arg WorkerInsertParams) error {
+	_, err := q.db.Exec(ctx, workerInsert,
+		arg.ID,
+		arg.Host,
+		arg.Device,
+		arg.GpuSlots,
+		arg.Probe,
+		arg.ProbedAt,
+	)
+	return err
+}
+
+const workerList = `-- name: WorkerList :many
+SELECT id, host, device, gpu_slots, probe, probed_at, started_at, last_seen_at,
+    (last_seen_at > now() - make_interval(secs => $1::float8))::boolean AS live,
+    extract(epoch FROM now() - last_seen_at)::float8 AS seen_seconds_ago
+FROM workers
+ORDER BY live DESC, host, last_seen_at DESC, id
+LIMIT 100
+`
+
+type WorkerListRow struct {
+	ID             uuid.UUID  `json:"id"`
+	Host           string     `json:"host"`
+	Device         string     `json:"device"`
+	GpuSlots       int32      `json:"gpu_slots"`
+	Probe          []byte     `json:"probe"`
+	ProbedAt       *time.Time `json:"probed_at"`
+	StartedAt      time.Time  `json:"started_at"`
+	LastSeenAt     time.Time  `json:"last_seen_at"`
+	Live           bool       `json:"live"`
+	SeenSecondsAgo float64    `json:"seen_seconds_ago"`
+}
+
+// The workers not yet pruned, the live ones first, each by host; live when
+// seen within the last @within_seconds by the database's clock, so that
+// the processes' clocks need not agree.
+func (q *Queries) WorkerList(ctx context.Context, withinSeconds float64) ([]WorkerListRow, error) {
+	rows, err := q.db.Query(ctx, workerList, withinSeconds)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []WorkerListRow{}
+	for rows.Next() {
+		var i WorkerListRow
+		if err := rows.Scan(
+			&i.ID,
+			&i.Host,
+			&i.Device,
+			&i.GpuSlots,
+			&i.Probe,
+			&i.ProbedAt,
+			&i.StartedAt,
+			&i.LastSeenAt,
+			&i.Live,
+			&i.SeenSecondsAgo,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
 }

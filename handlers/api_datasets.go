@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/google/uuid"
 	"github.com/labstack/echo/v4"
@@ -35,6 +36,7 @@ type datasetBody struct {
 	BaseModel    *string    `json:"base_model"`
 	Split        *splitBody `json:"split"`
 	Status       *string    `json:"status"`
+	AgreedOnly   *bool      `json:"agreed_only"`
 }
 
 func (b datasetBody) apply(s *datasets.Settings) {
@@ -48,6 +50,9 @@ func (b datasetBody) apply(s *datasets.Settings) {
 	set(&s.SystemPrompt, b.SystemPrompt)
 	set(&s.ExportFormat, b.ExportFormat)
 	set(&s.BaseModel, b.BaseModel)
+	if b.AgreedOnly != nil {
+		s.AgreedOnly = b.AgreedOnly
+	}
 	if b.Split != nil {
 		set(&s.SplitStrategy, b.Split.Strategy)
 		if b.Split.ValidationPercent != nil {
@@ -79,30 +84,50 @@ func detailObject(d datasets.Detail) datasetDetailObject {
 	return out
 }
 
-// APIDatasetCreate makes a draft dataset: 201 with it.
+// APIDatasetCreate makes a draft dataset: 201 with it. The seed's
+// feedback_ids, on an instruction_tuning dataset (the type that holds
+// feedback items), adds those items as its first members in the same step:
+// the dataset answers curating with them counted in sample_count, or,
+// when one cannot be added, is not made.
 func (h *Handlers) APIDatasetCreate(c echo.Context) error {
 	if _, err := queryParams(c); err != nil {
 		return err
 	}
-	body := datasetBody{}
+	var body struct {
+		datasetBody
+		FeedbackIDs []uuid.UUID `json:"feedback_ids"`
+	}
 	if err := decodeJSON(c, &body, ""); err != nil {
 		return err
 	}
 	if body.Status != nil {
 		return errs.InvalidField("status", "a new dataset starts as draft; change its status afterwards")
 	}
-	in := datasets.NewDataset{Settings: datasets.Settings{ValidationPercent: 20, SplitSeed: 42}}
+	in := datasets.NewDataset{Settings: datasets.Settings{ValidationPercent: 20, SplitSeed: 42}, Members: body.FeedbackIDs}
 	if body.DatasetType != nil {
 		in.Type = *body.DatasetType
+	}
+	if len(body.FeedbackIDs) > 0 && in.Type != "" && datasets.KindOf(in.Type) != datasets.KindSFT {
+		return errs.InvalidField("feedback_ids", "a %s dataset holds preference pairs, not feedback items: make an %s dataset of the items, "+
+			"or add pairs with POST /api/training-datasets/ID/members", in.Type, datasets.TypeInstructionTuning)
 	}
 	body.apply(&in.Settings)
 	caller := CallerOf(c)
 	d, err := h.Datasets.Create(ctx(c), actor(c), caller.OrgID, in)
 	if err != nil {
-		return err
+		return renameFields(err, func(f string) string {
+			if rest, ok := strings.CutPrefix(f, "ids"); ok {
+				return "feedback_ids" + rest
+			}
+			return f
+		})
+	}
+	members := map[uuid.UUID]bool{}
+	for _, id := range body.FeedbackIDs {
+		members[id] = true
 	}
 	setETag(c, d.Version)
-	return c.JSON(http.StatusCreated, datasets.ToObject(d, 0, nil, nil))
+	return c.JSON(http.StatusCreated, datasets.ToObject(d, len(members), nil, nil))
 }
 
 // APIDatasetList lists datasets, newest first, with ?status=, ?type=,
@@ -269,7 +294,10 @@ func (h *Handlers) APIDatasetValidation(c echo.Context) error {
 		Source  string `json:"source"`
 		Blocked bool   `json:"blocked"`
 		Report  any    `json:"report"`
-	}{Source: r.Source, Blocked: r.Blocking(), Report: r.Report}
+		// LeftOut counts the members left out because the dataset takes
+		// agreed items only: disputed, or still awaiting reviews.
+		LeftOut datasets.LeftOut `json:"left_out"`
+	}{Source: r.Source, Blocked: r.Blocking(), Report: r.Report, LeftOut: r.LeftOut}
 	return c.JSON(http.StatusOK, out)
 }
 

@@ -1,27 +1,92 @@
 package handlers
 
 import (
+	"encoding/json"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/curate/curate/internal/errs"
 	"github.com/curate/curate/internal/experiments"
 )
 
+// abTestBody is what POST /api/models/ab-test takes: Curate's fields and
+// the seed's words for three of them, converted here to Curate's.
+type abTestBody struct {
+	experiments.NewExperiment
+	// success_metrics is metrics: a metric's name or a list of them.
+	SuccessMetrics json.RawMessage `json:"success_metrics"`
+	// start_date and end_date are starts_at and ends_at.
+	StartDate *time.Time `json:"start_date"`
+	EndDate   *time.Time `json:"end_date"`
+}
+
+// toNew converts the seed's words to Curate's, refusing a field sent under
+// both names.
+func (b abTestBody) toNew() (experiments.NewExperiment, error) {
+	in, bad := b.NewExperiment, &errs.Invalid{}
+	alias := func(seed, own string, sent, ownSent bool) bool {
+		if sent && ownSent {
+			bad.Add(seed, "is the seed's name for %s: send one of them", own)
+			return false
+		}
+		return sent
+	}
+	if alias("success_metrics", "metrics", len(b.SuccessMetrics) > 0 && string(b.SuccessMetrics) != "null", in.Metrics != nil) {
+		var one string
+		if err := json.Unmarshal(b.SuccessMetrics, &in.Metrics); err != nil {
+			if err := json.Unmarshal(b.SuccessMetrics, &one); err != nil {
+				bad.Add("success_metrics", "must be a metric's name or a list of names (%s)", strings.Join(experiments.Metrics, ", "))
+			} else {
+				in.Metrics = []string{one}
+			}
+		}
+	}
+	if alias("start_date", "starts_at", b.StartDate != nil, in.StartsAt != nil) {
+		in.StartsAt = b.StartDate
+	}
+	if alias("end_date", "ends_at", b.EndDate != nil, in.EndsAt != nil) {
+		in.EndsAt = b.EndDate
+	}
+	return in, bad.Err()
+}
+
+// abTestFields names a refusal's fields as the request did.
+func abTestFields(b abTestBody) func(string) string {
+	return func(f string) string {
+		switch {
+		case b.SuccessMetrics != nil && (f == "metrics" || strings.HasPrefix(f, "metrics[")):
+			return "success_metrics" + strings.TrimPrefix(f, "metrics")
+		case b.StartDate != nil && f == "starts_at":
+			return "start_date"
+		case b.EndDate != nil && f == "ends_at":
+			return "end_date"
+		}
+		return f
+	}
+}
+
 // APIExperimentCreate creates a draft experiment (POST /api/models/ab-test,
-// the design's path): 201 with it.
+// the design's path): 201 with it, in Curate's names. The seed's
+// success_metrics, start_date and end_date are taken for metrics,
+// starts_at and ends_at, and without a key one is derived from the name.
 func (h *Handlers) APIExperimentCreate(c echo.Context) error {
 	if _, err := queryParams(c); err != nil {
 		return err
 	}
-	var in experiments.NewExperiment
-	if err := decodeJSON(c, &in, ""); err != nil {
+	var body abTestBody
+	if err := decodeJSON(c, &body, ""); err != nil {
+		return err
+	}
+	in, err := body.toNew()
+	if err != nil {
 		return err
 	}
 	e, err := h.Experiments.Create(ctx(c), actor(c), CallerOf(c).OrgID, in)
 	if err != nil {
-		return err
+		return renameFields(err, abTestFields(body))
 	}
 	return c.JSON(http.StatusCreated, e)
 }
@@ -192,4 +257,54 @@ func (h *Handlers) APIExperimentDeploy(c echo.Context) error {
 		return err
 	}
 	return c.JSON(http.StatusAccepted, d)
+}
+
+// APIExperimentAnalysis changes how an experiment is analysed: its
+// engine, CUPED's pre-exposure days, the corrections and the criteria.
+func (h *Handlers) APIExperimentAnalysis(c echo.Context) error {
+	if _, err := queryParams(c); err != nil {
+		return err
+	}
+	var in experiments.Analysis
+	if err := decodeJSON(c, &in, ""); err != nil {
+		return err
+	}
+	e, err := h.Experiments.SetAnalysis(ctx(c), actor(c), CallerOf(c).OrgID, c.Param("key"), in)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, e)
+}
+
+// experimentSettings is the organisation's experiment settings as the API
+// shows them.
+type experimentSettings struct {
+	DefaultEngine string `json:"default_engine"`
+}
+
+// APIExperimentSettings reads the organisation's default engine.
+func (h *Handlers) APIExperimentSettings(c echo.Context) error {
+	if _, err := queryParams(c); err != nil {
+		return err
+	}
+	engine, err := h.Experiments.DefaultEngine(ctx(c), CallerOf(c).OrgID)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, experimentSettings{DefaultEngine: engine})
+}
+
+// APIExperimentSettingsSave changes the organisation's default engine.
+func (h *Handlers) APIExperimentSettingsSave(c echo.Context) error {
+	if _, err := queryParams(c); err != nil {
+		return err
+	}
+	var in experimentSettings
+	if err := decodeJSON(c, &in, ""); err != nil {
+		return err
+	}
+	if err := h.Experiments.SetDefaultEngine(ctx(c), actor(c), CallerOf(c).OrgID, in.DefaultEngine); err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, in)
 }

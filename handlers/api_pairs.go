@@ -1,30 +1,106 @@
 package handlers
 
 import (
+	"errors"
 	"net/http"
 	"slices"
+	"strings"
 
+	"github.com/google/uuid"
 	"github.com/labstack/echo/v4"
 
+	"github.com/curate/curate/db"
+	"github.com/curate/curate/internal/errs"
 	"github.com/curate/curate/internal/pairs"
 )
 
+// annotatorEmail converts the seed's annotator_email to Curate's
+// annotator_id: the organisation's user with that address.
+func (h *Handlers) annotatorEmail(c echo.Context, email *string, id **uuid.UUID) error {
+	if email == nil {
+		return nil
+	}
+	if *id != nil {
+		return errs.InvalidField("annotator_email", "is the seed's name for annotator_id: send one of them")
+	}
+	v := &errs.Invalid{}
+	if !v.Text("annotator_email", *email, 320, true) {
+		return v
+	}
+	u, err := h.Accounts.UserByEmail(ctx(c), CallerOf(c).OrgID, strings.TrimSpace(*email))
+	if errors.Is(err, errs.ErrNotFound) {
+		return errs.InvalidField("annotator_email", "no user of this organisation has this e-mail address")
+	}
+	if err != nil {
+		return err
+	}
+	*id = &u.ID
+	return nil
+}
+
+// pairCreated is a new pair as POST /api/preference-pairs answers it: with
+// the datasets it was added to, when the request named one.
+type pairCreated struct {
+	pairs.Object
+	Datasets []pairDataset `json:"datasets,omitempty"`
+}
+
+type pairDataset struct {
+	ID     uuid.UUID `json:"id"`
+	Name   string    `json:"name"`
+	Status string    `json:"status"`
+}
+
 // APIPairCreate stores one pair: 201 with it, 409 with the stored one when
-// an identical pair exists.
+// an identical pair exists. The seed's words are taken too: dataset_id
+// adds the new pair to that dataset in the same step (the answer lists it
+// under datasets), annotator_email names the annotator (annotator_id).
 func (h *Handlers) APIPairCreate(c echo.Context) error {
 	if _, err := queryParams(c); err != nil {
 		return err
 	}
-	var in pairs.Input
-	if err := decodeJSON(c, &in, ""); err != nil {
+	var body struct {
+		pairs.Input
+		DatasetID      *uuid.UUID `json:"dataset_id"`
+		AnnotatorEmail *string    `json:"annotator_email"`
+	}
+	if err := decodeJSON(c, &body, ""); err != nil {
 		return err
 	}
-	p, err := h.Pairs.Create(ctx(c), actor(c), CallerOf(c).OrgID, in)
-	if err != nil {
-		return conflictAs(err, pairs.ToObject)
+	if err := h.annotatorEmail(c, body.AnnotatorEmail, &body.AnnotatorID); err != nil {
+		return err
 	}
+	out := pairCreated{}
+	var (
+		p   db.PreferencePair
+		err error
+	)
+	if body.DatasetID != nil {
+		var d db.TrainingDataset
+		p, d, err = h.Datasets.CreatePair(ctx(c), actor(c), CallerOf(c).OrgID, *body.DatasetID, body.Input)
+		out.Datasets = []pairDataset{{ID: d.ID, Name: d.Name, Status: string(d.Status)}}
+	} else {
+		p, err = h.Pairs.Create(ctx(c), actor(c), CallerOf(c).OrgID, body.Input)
+	}
+	if err != nil {
+		return conflictAs(annotatorField(err, body.AnnotatorEmail != nil), pairs.ToObject)
+	}
+	out.Object = pairs.ToObject(p)
 	setETag(c, p.Version)
-	return c.JSON(http.StatusCreated, pairs.ToObject(p))
+	return c.JSON(http.StatusCreated, out)
+}
+
+// annotatorField names a refused annotator as the request did.
+func annotatorField(err error, byEmail bool) error {
+	if !byEmail {
+		return err
+	}
+	return renameFields(err, func(f string) string {
+		if f == "annotator_id" {
+			return "annotator_email"
+		}
+		return f
+	})
 }
 
 // APIPairList lists pairs, newest first, with filters and a cursor, each
@@ -95,13 +171,19 @@ func (h *Handlers) APIPairPatch(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	var ch pairs.Change
-	if err := decodeJSON(c, &ch, ""); err != nil {
+	var body struct {
+		pairs.Change
+		AnnotatorEmail *string `json:"annotator_email"` // the seed's name for annotator_id
+	}
+	if err := decodeJSON(c, &body, ""); err != nil {
 		return err
 	}
-	p, err := h.Pairs.Update(ctx(c), actor(c), CallerOf(c).OrgID, id, version, ch)
+	if err := h.annotatorEmail(c, body.AnnotatorEmail, &body.AnnotatorID); err != nil {
+		return err
+	}
+	p, err := h.Pairs.Update(ctx(c), actor(c), CallerOf(c).OrgID, id, version, body.Change)
 	if err != nil {
-		return conflictAs(err, pairs.ToObject)
+		return conflictAs(annotatorField(err, body.AnnotatorEmail != nil), pairs.ToObject)
 	}
 	setETag(c, p.Version)
 	return c.JSON(http.StatusOK, pairs.ToObject(p))

@@ -59,8 +59,12 @@ func trainField(f string) string {
 	return f
 }
 
-// APITrain starts a local training job: 201 with {"job_id": ...}, or 422
-// naming each bad field as the request names it.
+// APITrain starts a local training job: 201 with {"job_id": ...} and the
+// dataset version it trains, or 422 naming each bad field as the request
+// names it. Without dataset_version_id it trains the organisation's newest
+// frozen version suitable for the stage (the design's requests name no
+// dataset), and the job's events say so. n_iterations may come at the top,
+// as the design's smoke test sends it, for irs_config.n_iterations.
 func (h *Handlers) APITrain(c echo.Context) error {
 	if _, err := queryParams(c); err != nil {
 		return err
@@ -72,6 +76,7 @@ func (h *Handlers) APITrain(c echo.Context) error {
 		IRSConfig        *irsConfig               `json:"irs_config"`
 		GRPOConfig       *local.PolicySettings    `json:"grpo_config"` // GRPO and PPO
 		NQuestions       int                      `json:"n_questions"`
+		NIterations      int                      `json:"n_iterations"`
 		TopK             *int                     `json:"top_k"` // the design's retrieval depth: prompts here carry their context, so it is not used
 		Hyperparameters  provider.Hyperparameters `json:"hyperparameters"`
 		Local            *local.Settings          `json:"local"` // LoRA and other trainer settings
@@ -89,6 +94,16 @@ func (h *Handlers) APITrain(c echo.Context) error {
 		if err := req.VersionID.UnmarshalText([]byte(body.DatasetVersionID)); err != nil {
 			bad.Add("dataset_version_id", "must be a dataset version id")
 		}
+	} else {
+		req.NewestSuitable = true
+	}
+	if body.NIterations != 0 {
+		if body.IRSConfig != nil && body.IRSConfig.NIterations != 0 {
+			bad.Add("n_iterations", "is irs_config.n_iterations: send one of them")
+		} else if body.IRSConfig == nil {
+			body.IRSConfig = &irsConfig{}
+		}
+		body.IRSConfig.NIterations = body.NIterations
 	}
 	if body.GRPOConfig != nil {
 		if method != local.GRPO && method != local.PPO {
@@ -120,7 +135,8 @@ func (h *Handlers) APITrain(c echo.Context) error {
 	if err != nil {
 		return renameFields(err, trainField)
 	}
-	return c.JSON(http.StatusCreated, map[string]string{"job_id": job.ID.String()})
+	return c.JSON(http.StatusCreated, map[string]string{"job_id": job.ID.String(), "dataset_version_id": job.DatasetVersionID.String(),
+		"dataset": job.DatasetLabel})
 }
 
 // trainStatus is the design's status answer, with the resulting model and
@@ -130,6 +146,9 @@ type trainStatus struct {
 	Stage  string      `json:"stage"`
 	State  string      `json:"state"`
 	Detail trainDetail `json:"detail"`
+	// The dataset version trained, and its name ("support v3").
+	DatasetVersionID string `json:"dataset_version_id"`
+	Dataset          string `json:"dataset"`
 }
 
 type trainDetail struct {
@@ -158,7 +177,7 @@ type trainMetrics struct {
 }
 
 type trainRuntime struct {
-	Device string `json:"device"` // cuda, cpu, none (no torch) or unknown
+	Device string `json:"device"` // cuda, cpu, none (no torch) or unknown, as the live GPU workers report it
 }
 
 // APITrainStatus answers GET /api/train/status/:id.
@@ -177,6 +196,7 @@ func (h *Handlers) APITrainStatus(c echo.Context) error {
 	}
 	points, phase := finetune.IRSSummary(lines)
 	out := trainStatus{JobID: j.ID.String(), Stage: stageOf(j.Method), State: string(j.Status),
+		DatasetVersionID: j.DatasetVersionID.String(), Dataset: j.DatasetLabel,
 		Detail: trainDetail{CurrentPhase: strings.ToUpper(phase.Phase), Model: j.FineTunedModel, Error: j.ErrorMessage,
 			Metrics: trainMetrics{RewardBreakdown: map[string]float64{}, CurrentWeights: map[string]float64{}},
 			Runtime: trainRuntime{Device: "unknown"}}}
@@ -225,9 +245,11 @@ func (h *Handlers) APITrainStatus(c echo.Context) error {
 			out.Detail.Metrics.Loss = &m.TrainLoss.Float64
 		}
 	}
-	if info, err := h.FineTune.LocalProbe(ctx(c)); err == nil && info.Device != "" {
-		out.Detail.Runtime.Device = info.Device
+	device, err := h.FineTune.WorkerDevice(ctx(c))
+	if err != nil {
+		return err
 	}
+	out.Detail.Runtime.Device = device
 	return c.JSON(http.StatusOK, out)
 }
 

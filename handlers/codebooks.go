@@ -57,7 +57,7 @@ func (h *Handlers) renderCodebook(c echo.Context, status int, form views.Codeboo
 	caller := CallerOf(c)
 	name := c.Param("name")
 	m := views.CodebookView{Name: name, Status: c.QueryParam("status"), Q: c.QueryParam("q"), Sort: c.QueryParam("sort"),
-		CanEdit: caller.Role.AtLeast(auth.Curator), Form: form, Errors: problems}
+		CanEdit: caller.Role.AtLeast(auth.Curator), CanPublish: caller.Role.AtLeast(auth.Admin), Form: form, Errors: problems}
 	rules, err := h.Codebooks.Rules(ctx(c), caller.OrgID, name, m.Status, m.Q, m.Sort)
 	switch {
 	case errors.Is(err, errs.ErrNotFound):

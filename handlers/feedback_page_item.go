@@ -57,6 +57,7 @@ type feedbackItemState struct {
 	conflict string
 	yours    string // the correction the curator sent, kept on a conflict or error
 	errors   map[string]string
+	review   *views.ReviewLabelForm // a refused review, as typed
 }
 
 func (h *Handlers) renderItem(c echo.Context, status int, id uuid.UUID, st feedbackItemState) error {
@@ -86,6 +87,13 @@ func (h *Handlers) renderItem(c echo.Context, status int, id uuid.UUID, st feedb
 		return err
 	}
 	v := feedbackItemView(d, queueQuery)
+	var reviewErrors map[string]string
+	if st.review != nil {
+		reviewErrors, st.errors = st.errors, nil
+	}
+	if v.Review, err = h.itemReview(c, id, st.review, reviewErrors); err != nil {
+		return err
+	}
 	v.Place = itemPlace(place, queueQuery)
 	v.CSRF = CSRFToken(c)
 	v.CanAct = caller.Role.AtLeast(auth.Curator)
@@ -429,7 +437,7 @@ func (h *Handlers) FeedbackAutoAdvance(c echo.Context) error {
 		return errs.InvalidField("auto_advance", "must be on or off")
 	}
 	caller := CallerOf(c)
-	if err := h.Feedback.SetAutoAdvance(ctx(c), caller.OrgID, caller.UserID, on); err != nil {
+	if err := h.Feedback.SetAutoAdvance(ctx(c), caller.OrgID, caller.UserID, id, on); err != nil {
 		return err
 	}
 	msg := "Auto-advance is off: a review stays on the item."

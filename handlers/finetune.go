@@ -63,6 +63,13 @@ func (h *Handlers) FineTuneJobs(c echo.Context) error {
 		next.Set("cursor", page.Next.Encode(finetune.ListName))
 		m.NextURL = "/fine-tuning?" + next.Encode()
 	}
+	if m.IsAdmin {
+		ws, err := h.FineTune.GPUWorkers(ctx(c))
+		if err != nil {
+			return err
+		}
+		m.Workers, m.WorkersLiveFor = workerViews(ws), liveForText
+	}
 	return render(c, http.StatusOK, views.FineTuneListPage(h.page(c, "Fine-tuning", "finetune"), m))
 }
 

@@ -152,36 +152,18 @@ func parseLocalForm(values map[string]string, bad *errs.Invalid) *local.Settings
 	return &s
 }
 
-// localDevice describes the local machine's device for the launch form.
+// localDevice describes, for the launch form, where local jobs would
+// train: the live workers of the GPU queue, not this server's machine.
 func (h *Handlers) localDevice(ctx context.Context) string {
 	if _, ok := h.FineTune.Providers[local.Name]; !ok {
 		return ""
 	}
-	info, err := h.FineTune.LocalProbe(ctx)
+	ws, err := h.FineTune.GPUWorkers(ctx)
 	if err != nil {
-		// The probe's error is a process's or Python's words: the log has
-		// them, the form says what it means.
-		h.Log.Info("local training probe failed", "err", err)
-		return "unknown: the probe of this machine failed (the server's log has the detail)"
+		h.Log.Warn("reading the GPU workers for the launch form", "err", err)
+		return "unknown: the workers could not be read (the server's log has the detail)"
 	}
-	switch {
-	case info.Device == "cuda" && info.GPUName != "":
-		out := fmt.Sprintf("cuda (%s", info.GPUName)
-		if info.GPUMemoryBytes > 0 {
-			out += fmt.Sprintf(", %.0f GiB", float64(info.GPUMemoryBytes)/(1<<30))
-		}
-		if info.GPUCount > 1 {
-			out += fmt.Sprintf(", %d GPUs", info.GPUCount)
-		}
-		return out + ")"
-	case info.Device == "none" || info.Torch == "":
-		msg := "none: no torch installed"
-		if info.Note != "" {
-			msg = "none: " + info.Note
-		}
-		return msg
-	}
-	return info.Device
+	return workersLine(ws)
 }
 
 // settingsRows lists a local job's settings as "name: value" rows, nested

@@ -116,7 +116,11 @@ func (h *Handlers) JudgeTemplateSave(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	h.Sessions.Flash(c, "ok", fmt.Sprintf("Template %s is now at version %d.", t.Name, t.Version))
+	msg := fmt.Sprintf("Template %s is now at version %d.", t.Name, t.Version)
+	if !t.Created {
+		msg = fmt.Sprintf("Template %s is unchanged: version %d has this text.", t.Name, t.Version)
+	}
+	h.Sessions.Flash(c, "ok", msg)
 	return redirect(c, "/evaluations/judges")
 }
 

@@ -9,6 +9,7 @@ import (
 	"maps"
 	"net/http"
 	"net/url"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -229,9 +230,49 @@ func decodeJSON(c echo.Context, v any, prefix string) error {
 		return err
 	}
 	if err := strictUnmarshal(body, v); err != nil {
-		return errs.InvalidField(prefix+strings.TrimPrefix(jsonErrField(err), "."), "%s", jsonErrMessage(err))
+		return errs.InvalidField(prefix+bodyField(err, v), "%s", jsonErrMessage(err))
 	}
 	return nil
+}
+
+// bodyField is the field of v a decoding error is about, as the request
+// names it ("" for the body as a whole).
+func bodyField(err error, v any) string {
+	return withoutEmbedded(strings.TrimPrefix(jsonErrField(err), "."), reflect.TypeOf(v))
+}
+
+// withoutEmbedded drops from a decoding error's path the Go names of the
+// structs t embeds, which encoding/json puts in it ("Input.rating"): the
+// request knows only the JSON names.
+func withoutEmbedded(field string, t reflect.Type) string {
+	embedded := map[string]bool{}
+	var walk func(reflect.Type, int)
+	walk = func(t reflect.Type, depth int) {
+		for t.Kind() == reflect.Pointer || t.Kind() == reflect.Slice || t.Kind() == reflect.Array || t.Kind() == reflect.Map {
+			t = t.Elem()
+		}
+		if t.Kind() != reflect.Struct || depth > 8 {
+			return
+		}
+		for i := range t.NumField() {
+			f := t.Field(i)
+			if f.Anonymous {
+				embedded[f.Name] = true
+			}
+			walk(f.Type, depth+1)
+		}
+	}
+	walk(t, 0)
+	if len(embedded) == 0 {
+		return field
+	}
+	var parts []string
+	for _, p := range strings.Split(field, ".") {
+		if !embedded[p] {
+			parts = append(parts, p)
+		}
+	}
+	return strings.Join(parts, ".")
 }
 
 // strictUnmarshal decodes one JSON value, refusing unknown fields and

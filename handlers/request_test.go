@@ -26,3 +26,28 @@ func TestNULField(t *testing.T) {
 		t.Errorf("an escaped backslash was taken for a NUL at %s", f)
 	}
 }
+
+// A body that embeds another struct names a bad field by its JSON path
+// alone: encoding/json puts the embedded struct's Go name in the path.
+func TestJSONErrFieldInEmbeddedStruct(t *testing.T) {
+	type inner struct {
+		Strength float64 `json:"preference_strength"`
+		Nested   struct {
+			Count int `json:"count"`
+		} `json:"nested"`
+	}
+	var body struct {
+		inner
+		Extra string `json:"extra"`
+	}
+	for in, want := range map[string]string{
+		`{"preference_strength": "high"}`: "preference_strength",
+		`{"nested": {"count": "x"}}`:      "nested.count",
+		`{"extra": 1}`:                    "extra",
+		`{"bogus": 1}`:                    "bogus",
+	} {
+		if got := bodyField(strictUnmarshal([]byte(in), &body), &body); got != want {
+			t.Errorf("%s: field %q, want %q", in, got, want)
+		}
+	}
+}

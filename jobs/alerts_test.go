@@ -89,7 +89,7 @@ func TestAlertsJobOpensDeliversAndResolves(t *testing.T) {
 		t.Fatal(err)
 	}
 	out := loopback(t)
-	svc := alerts.New(pool, inserter, box, out, nil)
+	svc := alerts.New(pool, inserter, box, out, nil, nil)
 	svc.Webhooks = &webhook.Sender{MaxAttempts: 3, BaseDelay: 10 * time.Millisecond, Outbound: out}
 	settings := alerts.Defaults()
 	settings.WebhookURL = srv.URL + "/hook"

@@ -14,6 +14,7 @@ import (
 	"github.com/curate/curate/internal/app"
 	"github.com/curate/curate/internal/experiments"
 	"github.com/curate/curate/internal/finetune"
+	"github.com/curate/curate/internal/livescore"
 )
 
 // Options size the client.
@@ -32,7 +33,7 @@ type Options struct {
 func Register(d *app.Services) *river.Workers {
 	w := river.NewWorkers()
 	river.AddWorker(w, &MaintenanceWorker{Accounts: d.Accounts, Imports: d.Imports, Datasets: d.Datasets})
-	river.AddWorker(w, &HeartbeatSweepWorker{Heartbeats: d.Heartbeats, Datasets: d.Datasets, Imports: d.Imports, Log: d.Log})
+	river.AddWorker(w, &HeartbeatSweepWorker{Heartbeats: d.Heartbeats, Kinds: LongKinds(d), Log: d.Log})
 	if d.Datasets != nil {
 		river.AddWorker(w, &ExportWorker{Datasets: d.Datasets})
 		river.AddWorker(w, &ReportWorker{Datasets: d.Datasets})
@@ -65,6 +66,10 @@ func Register(d *app.Services) *river.Workers {
 	if d.Experiments != nil {
 		river.AddWorker(w, &RolloutWorker{Experiments: d.Experiments})
 	}
+	if d.LiveScore != nil {
+		river.AddWorker(w, &LiveSampleWorker{LiveScore: d.LiveScore})
+		river.AddWorker(w, &LiveScoreWorker{LiveScore: d.LiveScore})
+	}
 	return w
 }
 
@@ -75,7 +80,7 @@ func NewClient(pool *pgxpool.Pool, d *app.Services, opts Options) (*river.Client
 		Logger:  d.Log.With("component", "river"),
 		Workers: Register(d),
 		// Long jobs beat while they run (see heartbeat.go).
-		Middleware: []rivertype.Middleware{newHeartbeat(d.Heartbeats)},
+		Middleware: []rivertype.Middleware{newHeartbeat(d.Heartbeats, LongKinds(d))},
 		// A job whose worker died is retried once it has been running this
 		// long and its own timeout has passed: the short jobs (a minute's
 		// timeout, River's default) come back within about two minutes
@@ -111,6 +116,10 @@ func NewClient(pool *pgxpool.Pool, d *app.Services, opts Options) (*river.Client
 	if opts.Workers > 0 && d.Experiments != nil {
 		cfg.PeriodicJobs = append(cfg.PeriodicJobs, river.NewPeriodicJob(river.PeriodicInterval(experiments.RolloutEvery),
 			func() (river.JobArgs, *river.InsertOpts) { return experiments.RolloutArgs{}, nil }, nil))
+	}
+	if opts.Workers > 0 && d.LiveScore != nil {
+		cfg.PeriodicJobs = append(cfg.PeriodicJobs, river.NewPeriodicJob(river.PeriodicInterval(livescore.SampleEvery),
+			func() (river.JobArgs, *river.InsertOpts) { return livescore.SampleArgs{}, nil }, nil))
 	}
 	return river.NewClient(riverpgxv5.New(pool), cfg)
 }

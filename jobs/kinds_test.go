@@ -29,7 +29,7 @@ import (
 // kindName is how a job kind reads: the noun it works on, then what it
 // does to it (one verb of a fixed set), then any qualifier, as query names
 // read: dataset_export, model_deploy, langfuse_sync_all.
-var kindName = regexp.MustCompile(`^[a-z]+(_[a-z]+)*?_(advance|check|deliver|deploy|evaluate|export|report|run|suggest|sweep|sync|unload)(_[a-z]+)?$`)
+var kindName = regexp.MustCompile(`^[a-z]+(_[a-z]+)*?_(advance|check|deliver|deploy|evaluate|export|report|run|sample|score|suggest|sweep|sync|unload)(_[a-z]+)?$`)
 
 // Every job kind declared in the code reads noun, verb, qualifier.
 func TestJobKindsNamedOneWay(t *testing.T) {

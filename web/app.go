@@ -213,8 +213,13 @@ func (a *App) Run(ctx context.Context, ln net.Listener, hard <-chan struct{}) er
 	if err := a.Heartbeat(ctx); err != nil {
 		a.Log.Warn("server heartbeat", "err", err)
 	}
+	leaveWorkers := func() {}
 	if a.Config.Workers > 0 {
+		// Recorded with its trainer's probe before it takes jobs, so that
+		// a local launch counts this worker from the first request.
+		leaveWorkers = a.Services.StartWorkerBeats(ctx)
 		if err := a.River.Start(ctx); err != nil {
+			leaveWorkers()
 			if a.metricsLn != nil {
 				a.metricsLn.Close()
 			}
@@ -282,6 +287,7 @@ func (a *App) Run(ctx context.Context, ln net.Listener, hard <-chan struct{}) er
 	if a.Config.Workers > 0 {
 		StopWorkers(sctx, a.River, hard, a.Log)
 	}
+	leaveWorkers()
 	return serveErr
 }
 

@@ -10,15 +10,15 @@ import (
 	"github.com/curate/curate/web/webtest"
 )
 
-// From a correction to a rule the assistant uses, in a real browser: a
-// curator corrects an item, makes a rule from it with the reflector's
+// From a correction to a rule the assistant uses, in a real browser: an
+// admin corrects an item, makes a rule from it with the reflector's
 // suggestion (a judge stand-in), adds it and publishes the codebook; the
 // assistant's retrieval with the item's question returns that rule first,
 // and feedback naming the rule with a thumbs-down counts it harmful.
 func TestBrowserCodebookFromCorrection(t *testing.T) {
 	s := webtest.New(t, webtest.Options{Workers: 1})
 	org := s.Org("acme")
-	s.User(org, "cara@acme.test", "curator")
+	s.User(org, "cara@acme.test", "admin") // publishing is an admin's
 	assistant := s.APIKey(org, "assistant", "curator")
 	admin := s.APIKey(org, "ops", "admin")
 	judge := reflector(t)

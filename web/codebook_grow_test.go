@@ -203,7 +203,7 @@ func TestCodebookGrow(t *testing.T) {
 	}
 
 	// Versions: the second shows what changed.
-	curator.PostForm("/codebooks/support/publish", nil).Must(t, http.StatusSeeOther)
+	s.API(key, http.MethodPost, "/api/codebooks/support/publish", nil).Must(t, http.StatusCreated)
 	var rules struct {
 		Data []ruleDoc `json:"data"`
 	}
@@ -213,7 +213,7 @@ func TestCodebookGrow(t *testing.T) {
 		map[string]any{"section": "billing", "status": "retired", "content": kept.Content}).Must(t, http.StatusOK)
 	s.API(key, http.MethodPost, "/api/codebooks/support/rules", map[string]any{"section": "accounts", "status": "active",
 		"content": "To reset a password, point to Settings, Security."}).Must(t, http.StatusCreated)
-	curator.PostForm("/codebooks/support/publish", nil).Must(t, http.StatusSeeOther)
+	s.API(key, http.MethodPost, "/api/codebooks/support/publish", nil).Must(t, http.StatusCreated)
 	diff := curator.Get("/codebooks/support/versions/2").Must(t, http.StatusOK).Body
 	if !strings.Contains(diff, "1 added, 0 changed, 1 removed, 1 unchanged") || !strings.Contains(diff, `data-removed="`+kept.ID+`"`) {
 		t.Errorf("the diff: %s", diff)

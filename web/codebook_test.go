@@ -67,12 +67,15 @@ func TestCodebookAPI(t *testing.T) {
 	s.API(viewer, http.MethodPost, "/api/codebooks/support/rules", map[string]any{"content": "x"}).Must(t, http.StatusForbidden)
 	s.API(viewer, http.MethodGet, "/api/codebooks/support", nil).Must(t, http.StatusConflict) // nothing published yet
 
+	// Publishing changes what the production assistant retrieves: only
+	// admins publish.
+	s.API(curator, http.MethodPost, "/api/codebooks/support/publish", nil).Must(t, http.StatusForbidden)
 	var pub publishedDoc
-	s.API(curator, http.MethodPost, "/api/codebooks/support/publish", nil).Must(t, http.StatusCreated).JSON(t, &pub)
+	s.API(admin, http.MethodPost, "/api/codebooks/support/publish", nil).Must(t, http.StatusCreated).JSON(t, &pub)
 	if pub.Version != 1 || len(pub.ContentHash) != 64 || len(pub.Rules) != 2 {
 		t.Fatalf("published %+v", pub)
 	}
-	s.API(curator, http.MethodPost, "/api/codebooks/support/publish", nil).Must(t, http.StatusOK) // nothing changed
+	s.API(admin, http.MethodPost, "/api/codebooks/support/publish", nil).Must(t, http.StatusOK) // nothing changed
 
 	res := s.API(viewer, http.MethodGet, "/api/codebooks/support?budget_tokens=1000", nil).Must(t, http.StatusOK)
 	var got publishedDoc
@@ -142,7 +145,7 @@ func TestCodebookAPI(t *testing.T) {
 	}
 
 	// Export, then import into a new codebook: the same published hash.
-	s.API(curator, http.MethodPost, "/api/codebooks/support/publish", nil).Must(t, http.StatusCreated).JSON(t, &pub)
+	s.API(admin, http.MethodPost, "/api/codebooks/support/publish", nil).Must(t, http.StatusCreated).JSON(t, &pub)
 	text := s.API(viewer, http.MethodGet, "/api/codebooks/support/export", nil).Must(t, http.StatusOK).Body
 	if !strings.HasPrefix(text, "## ACCOUNTS\n") {
 		t.Errorf("export:\n%s", text)
@@ -162,16 +165,19 @@ func TestCodebookAPI(t *testing.T) {
 }
 
 // The codebook in the pages: from a corrected item a curator makes a rule
-// (the form shows the question, the answer and the correction), publishes
-// it, and the assistant's retrieve with the item's question returns it
-// first; a thumbs-down naming it counts as harmful on the page.
+// (the form shows the question, the answer and the correction), an admin
+// publishes it (a curator's page says an admin publishes, and a curator's
+// publish is refused), and the assistant's retrieve with the item's
+// question returns it first; a thumbs-down naming it counts as harmful on
+// the page.
 func TestCodebookPages(t *testing.T) {
 	t.Parallel()
 	s := webtest.New(t, webtest.Options{})
 	org := s.Org("acme")
 	s.User(org, "cu@acme.test", "curator")
 	s.User(org, "vi@acme.test", "viewer")
-	curator, viewer := s.SignedIn("cu@acme.test"), s.SignedIn("vi@acme.test")
+	s.User(org, "ad@acme.test", "admin")
+	curator, viewer, admin := s.SignedIn("cu@acme.test"), s.SignedIn("vi@acme.test"), s.SignedIn("ad@acme.test")
 	key := s.APIKey(org, "assistant", "curator")
 	var item struct {
 		ID string `json:"id"`
@@ -195,7 +201,15 @@ func TestCodebookPages(t *testing.T) {
 	curator.PostForm("/codebooks/assistant/rules", url.Values{"section": {"integrations"}, "status": {"active"}, "source_feedback_id": {item.ID},
 		"content": {"When asked about Slack reminders, say Tandem posts them once Slack is connected under Settings, Integrations."}}).
 		Must(t, http.StatusSeeOther)
-	curator.PostForm("/codebooks/assistant/publish", url.Values{}).Must(t, http.StatusSeeOther)
+	page := curator.Get("/codebooks/assistant").Must(t, http.StatusOK).Body
+	if strings.Contains(page, `id="publish-form"`) || !strings.Contains(page, `id="publish-admin-only"`) {
+		t.Error("a curator's codebook page offers to publish")
+	}
+	curator.PostForm("/codebooks/assistant/publish", url.Values{}).Must(t, http.StatusForbidden)
+	if page := admin.Get("/codebooks/assistant").Must(t, http.StatusOK).Body; !strings.Contains(page, `id="publish-form"`) {
+		t.Error("an admin's codebook page has no Publish button")
+	}
+	admin.PostForm("/codebooks/assistant/publish", url.Values{}).Must(t, http.StatusSeeOther)
 	var found struct {
 		Rules []struct {
 			ID string `json:"id"`

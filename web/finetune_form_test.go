@@ -126,26 +126,30 @@ func TestFineTuneProvidersWithoutCredentialsAreDisabled(t *testing.T) {
 	}
 }
 
-// Local GPU is disabled with the probe's reason, as a sentence, when the
-// probe says this machine cannot train; the API refuses it too.
+// Local GPU is disabled with a sentence naming what is missing when the
+// only live worker's probe says it cannot train, whatever this web
+// server's own machine has; the API refuses it too.
 func TestFineTuneLocalDisabledByProbe(t *testing.T) {
 	t.Parallel()
-	s, src := localServerWith(t, 0, time.Hour, "FAKE_TRAINER_MODE=no-torch")
+	s, src := localServerWith(t, 0, time.Hour)
+	startGPUWorker(t, s, fakeTrainer(t), "FAKE_TRAINER_PROBE=no-torch")
 	org := s.Org("acme")
 	s.User(org, "ada@acme.test", "admin")
 	v := src.AddPref(org, "support-dpo v1", finetunetest.Pairs(6), 2)
 	c := s.SignedIn("ada@acme.test")
 
 	body := c.Get("/fine-tuning/new").Must(t, http.StatusOK).Body
-	want := "Torch is not installed, so this machine cannot run the local trainer."
-	if !strings.Contains(body, `<option value="local" disabled>Local GPU (`+want+`)</option>`) {
+	if !strings.Contains(body, `<option value="local" disabled>Local GPU (No live GPU worker has torch.)</option>`) {
 		t.Errorf("local is not disabled with the probe's reason: %s", regexpFind(t, `(?s)(<select name="provider">.*?</select>)`, body))
+	}
+	if !strings.Contains(body, `id="ft-device">none (no torch) on `) {
+		t.Errorf("the form does not say the worker's device: %s", regexpFind(t, `(?s)(id="ft-device".{0,200})`, body))
 	}
 	key := s.APIKey(org, "ops", "admin")
 	res := s.API(key, http.MethodPost, "/api/fine-tuning/jobs", map[string]any{"dataset_version_id": v.ID.String(), "provider": "local",
 		"base_model": "model", "method": "dpo"}).Must(t, http.StatusUnprocessableEntity)
-	if !strings.Contains(res.Body, "torch is not installed, so this machine cannot run the local trainer") {
-		t.Errorf("the API launched at a machine that cannot train: %s", res.Body)
+	if !strings.Contains(res.Body, "Local GPU cannot take this job: no live GPU worker has torch") {
+		t.Errorf("the API launched where no worker can train: %s", res.Body)
 	}
 }
 

@@ -20,6 +20,7 @@ import (
 
 	"github.com/curate/curate/internal/finetune"
 	"github.com/curate/curate/internal/finetune/finetunetest"
+	"github.com/curate/curate/internal/servers"
 	"github.com/curate/curate/web/webtest"
 )
 
@@ -479,7 +480,17 @@ func TestTrainMetricsFromAnotherMachine(t *testing.T) {
 	cfg := s.App.Config
 	cfg.DataDir, cfg.ModelsDir = t.TempDir(), t.TempDir()
 	writeModel(t, filepath.Join(cfg.ModelsDir, model))
-	worker := finetune.New(s.Pool, cfg, nil, src, nil, nil)
+	worker := finetune.New(s.Pool, cfg, nil, src, nil, nil, nil)
+	// The worker's machine reports what its trainer finds, as its
+	// process's beat does; the web server takes the launch on its word.
+	info, err := worker.LocalProbe(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.App.Services.Servers.WorkerBeat(t.Context(), servers.WorkerReport{ID: uuid.New(), Host: "gpu-1", Device: "auto", Slots: 1,
+		Probe: &info, ProbedAt: time.Now()}); err != nil {
+		t.Fatal(err)
+	}
 
 	var started struct {
 		JobID string `json:"job_id"`

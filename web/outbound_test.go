@@ -46,9 +46,10 @@ func refusedOnSave(t *testing.T, s *webtest.Server, admin *webtest.Client, org u
 	}
 }
 
-// With no CURATE_OUTBOUND_ALLOW, a Langfuse host or webhook on a loopback
-// or private address, by address or by a name resolving to one, is refused
-// when it is saved; a link-local or metadata address always is.
+// With no CURATE_OUTBOUND_ALLOW, a Langfuse host or webhook on a loopback,
+// private or other special-purpose address, by address or by a name
+// resolving to one, is refused when it is saved, as is a host that is not
+// a plain name or address; a link-local or metadata address always is.
 func TestOutboundAddressesRefusedOnSave(t *testing.T) {
 	s := webtest.New(t, webtest.Options{Configure: func(c *config.Config) { c.OutboundAllow = "" }})
 	org := s.Org("acme")
@@ -62,6 +63,16 @@ func TestOutboundAddressesRefusedOnSave(t *testing.T) {
 	}
 	for _, addr := range []string{"http://169.254.169.254", "http://[fe80::1]:8080"} {
 		refusedOnSave(t, s, admin, org, addr, "link-local or cloud metadata")
+	}
+	// Special-purpose ranges, and IPv6 forms that lead to a loopback
+	// IPv4 address (NAT64, 6to4, IPv4-compatible), are refused like it.
+	for _, addr := range []string{"http://[64:ff9b::7f00:1]:" + u.Port(), "http://[2002:7f00:1::1]", "http://[::7f00:1]", "http://192.0.0.8",
+		"http://[fec0::1]", "http://[2001::1]", "http://198.51.100.7"} {
+		refusedOnSave(t, s, admin, org, addr, "special-purpose range")
+	}
+	// A host that is neither a plain name nor an address literal.
+	for _, addr := range []string{"http://127.0.0.1%2509:" + u.Port(), "http://127.1:" + u.Port()} {
+		refusedOnSave(t, s, admin, org, addr, "Curate does not call this address")
 	}
 	if n := lf.Requests(langfusetest.EndpointProjects); n != 0 {
 		t.Errorf("saving called the refused Langfuse %d times", n)

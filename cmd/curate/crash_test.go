@@ -241,7 +241,7 @@ func scratchFiles(t *testing.T, dataDir string) []string {
 	return out
 }
 
-// curateProcess is a running `curate serve`.
+// curateProcess is a running `curate serve` (or another command).
 type curateProcess struct {
 	t   *testing.T
 	cmd *exec.Cmd
@@ -255,7 +255,15 @@ type curateProcess struct {
 // startCurate starts `curate serve` and waits until it listens.
 func startCurate(t *testing.T, bin string, env []string) *curateProcess {
 	t.Helper()
-	p := &curateProcess{t: t, cmd: exec.Command(bin, "serve"), done: make(chan struct{})}
+	return startProcess(t, bin, env, regexp.MustCompile(`msg="curate is running".* url=(\S+)`), "serve")
+}
+
+// startProcess starts `curate args...` and waits until it logs a line that
+// ready matches; the line's first group, when ready has one, is its url.
+func startProcess(t *testing.T, bin string, env []string, ready *regexp.Regexp, args ...string) *curateProcess {
+	t.Helper()
+	name := "curate " + strings.Join(args, " ")
+	p := &curateProcess{t: t, cmd: exec.Command(bin, args...), done: make(chan struct{})}
 	p.cmd.Env = env
 	stderr, err := p.cmd.StderrPipe()
 	if err != nil {
@@ -274,9 +282,10 @@ func startCurate(t *testing.T, bin string, env []string) *curateProcess {
 			p.mu.Lock()
 			p.log.WriteString(line + "\n")
 			p.mu.Unlock()
-			if strings.Contains(line, `msg="curate is running"`) {
-				if m := regexp.MustCompile(`url=(\S+)`).FindStringSubmatch(line); m != nil {
-					listening <- m[1]
+			if m := ready.FindStringSubmatch(line); m != nil {
+				select {
+				case listening <- append(m, "")[1]:
+				default: // only the first match counts; keep draining stderr
 				}
 			}
 		}
@@ -287,9 +296,9 @@ func startCurate(t *testing.T, bin string, env []string) *curateProcess {
 	case p.url = <-listening:
 		return p
 	case <-p.done:
-		t.Fatalf("curate serve exited:\n%s", p.logs())
+		t.Fatalf("%s exited:\n%s", name, p.logs())
 	case <-time.After(60 * time.Second):
-		t.Fatalf("curate serve did not start:\n%s", p.logs())
+		t.Fatalf("%s did not start:\n%s", name, p.logs())
 	}
 	return nil
 }
@@ -312,7 +321,7 @@ func (p *curateProcess) stop() {
 	select {
 	case <-p.done:
 	case <-time.After(45 * time.Second):
-		p.t.Errorf("curate serve did not stop on SIGTERM:\n%s", p.logs())
+		p.t.Errorf("curate %s did not stop on SIGTERM:\n%s", strings.Join(p.cmd.Args[1:], " "), p.logs())
 		p.kill()
 	}
 }

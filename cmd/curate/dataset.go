@@ -21,7 +21,8 @@ func cmdDataset(ctx context.Context, env *Env, args []string) error {
 	}
 	fs := newFlags(env, "dataset", "dataset freeze ID",
 		"Freezes a curating dataset: marks it ready and prints the frozen version and its\n"+
-			"sha256 content hash. A dataset that is already ready prints its current version.")
+			"sha256 content hash. A dataset that is already ready or exported prints its\n"+
+			"current version.")
 	fs.StringVar(&cfg.DataDir, "data-dir", cfg.DataDir, "data directory (CURATE_DATA_DIR)")
 	if len(args) == 0 || args[0] != "freeze" {
 		fs.Usage()
@@ -63,7 +64,7 @@ func cmdExport(ctx context.Context, env *Env, args []string) error {
 		return err
 	}
 	fs := newFlags(env, "export", "export --dataset ID --format F --out DIR [--keep-pii]",
-		"Writes a ready dataset's frozen version to DIR: train and validation files in the\n"+
+		"Writes a ready (or exported) dataset's frozen version to DIR: train and validation files in the\n"+
 			"format and manifest.json, the same files an export job stores. The validation report\n"+
 			"must have no errors. Personal data is masked unless --keep-pii is given (audited).")
 	dataset := fs.String("dataset", "", "dataset id")

@@ -23,7 +23,7 @@ func cmdImport(ctx context.Context, env *Env, args []string) error {
 	if err != nil {
 		return err
 	}
-	fs := newFlags(env, "import", "import --org SLUG --kind jsonl|oasst|hh-rlhf|oasst-pairs|trl|openai-preference [--dataset NAME] FILE",
+	fs := newFlags(env, "import", "import --org SLUG --kind "+strings.Join(imports.Kinds, "|")+" [--dataset NAME] FILE",
 		"Imports a file into an organisation, as an upload on the Imports page does,\n"+
 			"and prints what was stored, what was already there and what was skipped and why.\n"+
 			"The whole file is checked first: a bad line stops the import with its number and\n"+

@@ -10,7 +10,10 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
+
+	"github.com/curate/curate/internal/imports"
 )
 
 func main() {
@@ -56,7 +59,8 @@ func commands() []command {
 		{"apikey", "manage API keys: create", cmdAPIKey},
 		{"dataset", "manage training datasets: freeze", cmdDataset},
 		{"export", "write a ready dataset's export files to a directory", cmdExport},
-		{"import", "import a feedback file (jsonl or oasst) into an organisation", cmdImport},
+		{"import", "import feedback (" + strings.Join(imports.FeedbackKinds, ", ") + ") or preference pairs (" +
+			strings.Join(imports.PairKinds, ", ") + ") from a file into an organisation", cmdImport},
 	}
 }
 

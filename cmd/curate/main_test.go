@@ -10,6 +10,8 @@ import (
 	"github.com/curate/curate/db/pgtest"
 	"github.com/curate/curate/internal/accounts"
 	"github.com/curate/curate/internal/auth"
+	"github.com/curate/curate/internal/export"
+	"github.com/curate/curate/internal/imports"
 )
 
 func TestMain(m *testing.M) { pgtest.Main(m) }
@@ -40,6 +42,43 @@ func TestHelp(t *testing.T) {
 	}
 	if _, _, err := runCLI(t, "", "frobnicate"); err == nil {
 		t.Error("unknown command accepted")
+	}
+}
+
+// Every command's help is what the code does: each command is listed and
+// has its own usage, and the import and export helps name every kind and
+// format the code takes (the import summary once said only jsonl and
+// oasst).
+func TestHelpMatchesTheCode(t *testing.T) {
+	out, _, err := runCLI(t, "", "--help")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range commands() {
+		if !strings.Contains(out, "  "+c.name+" ") {
+			t.Errorf("--help does not list %s", c.name)
+		}
+		_, stderr, _ := runCLI(t, "", c.name, "--help")
+		if !strings.Contains(stderr, "Usage: curate "+c.name) {
+			t.Errorf("%s --help: %q", c.name, stderr)
+		}
+	}
+	summary := out[strings.Index(out, "  import "):]
+	summary = summary[:strings.Index(summary, "\n")]
+	_, importHelp, _ := runCLI(t, "", "import", "--help")
+	for _, kind := range imports.Kinds {
+		if !strings.Contains(summary, kind) {
+			t.Errorf("the import summary %q does not name %s", summary, kind)
+		}
+		if !strings.Contains(importHelp, kind) {
+			t.Errorf("import --help does not name %s", kind)
+		}
+	}
+	_, exportHelp, _ := runCLI(t, "", "export", "--help")
+	for _, f := range export.Formats() {
+		if !strings.Contains(exportHelp, string(f)) {
+			t.Errorf("export --help does not name the format %s", f)
+		}
 	}
 }
 

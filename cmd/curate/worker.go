@@ -50,6 +50,8 @@ func cmdWorker(ctx context.Context, env *Env, args []string) error {
 	if err != nil {
 		return err
 	}
+	leave := svc.StartWorkerBeats(ctx)
+	defer leave()
 	if err := client.Start(ctx); err != nil {
 		return err
 	}

@@ -95,3 +95,10 @@ UPDATE alerts SET webhook_delivered_at = now(), webhook_error = '' WHERE org_id 
 
 -- name: AlertUpdateWebhookError :exec
 UPDATE alerts SET webhook_error = @webhook_error WHERE org_id = @org_id AND id = @id;
+
+-- name: AlertListOpenMonitors :many
+-- The open production-monitor alerts of a version: a rollout treats them
+-- as a guardrail breach.
+SELECT * FROM alerts
+WHERE org_id = @org_id AND resolved_at IS NULL AND kind LIKE 'monitor\_%' AND details->>'version_id' = @version_id::text
+ORDER BY opened_at;

@@ -8,6 +8,11 @@ RETURNING *;
 -- name: CodebookGetByName :one
 SELECT * FROM codebooks WHERE org_id = @org_id AND name = @name;
 
+-- name: CodebookGetByNameForUpdate :one
+-- Holds the codebook still until the transaction ends, so that two
+-- publishes of the same rules cannot both number a new version.
+SELECT * FROM codebooks WHERE org_id = @org_id AND name = @name FOR UPDATE;
+
 -- name: CodebookList :many
 SELECT c.*, (SELECT count(*) FROM codebook_rules r WHERE r.codebook_id = c.id)::int AS rules,
        coalesce((SELECT max(v.version) FROM codebook_versions v WHERE v.codebook_id = c.id), 0)::int AS published
@@ -149,6 +154,9 @@ RETURNING id;
 
 -- name: CodebookSuggestionGetByID :one
 SELECT * FROM codebook_suggestions WHERE id = @id;
+
+-- name: CodebookSuggestionGet :one
+SELECT * FROM codebook_suggestions WHERE org_id = @org_id AND codebook_id = @codebook_id AND id = @id;
 
 -- name: CodebookSuggestionGetByFeedback :one
 SELECT * FROM codebook_suggestions WHERE org_id = @org_id AND codebook_id = @codebook_id AND feedback_id = @feedback_id;

@@ -43,13 +43,23 @@ type Service struct {
 	Webhooks *webhook.Sender
 	// Log receives the detail of failed deliveries; nil discards it.
 	Log *slog.Logger
+	// Monitors adds the production monitors' breaches to each evaluation;
+	// nil adds none.
+	Monitors Monitors
+}
+
+// Monitors reads conditions beyond the rules', in the evaluation's
+// transaction (the production monitors, internal/monitors).
+type Monitors interface {
+	ConditionsTx(ctx context.Context, tx pgx.Tx, orgID uuid.UUID, now time.Time) ([]Condition, error)
 }
 
 // New builds the alerts' service: jobs queues webhook deliveries, secrets
-// seals the webhooks' signing secrets, out makes every call, and log
-// receives the detail of failed deliveries.
-func New(pool *pgxpool.Pool, jobs jobq.Inserter, secrets *secrets.Box, out *outbound.Client, log *slog.Logger) *Service {
-	return &Service{Pool: pool, Jobs: jobs, Secrets: secrets, Outbound: out, Log: log}
+// seals the webhooks' signing secrets, out makes every call, monitors adds
+// the production monitors' breaches to each evaluation (nil adds none),
+// and log receives the detail of failed deliveries.
+func New(pool *pgxpool.Pool, jobs jobq.Inserter, secrets *secrets.Box, out *outbound.Client, monitors Monitors, log *slog.Logger) *Service {
+	return &Service{Pool: pool, Jobs: jobs, Secrets: secrets, Outbound: out, Monitors: monitors, Log: log}
 }
 
 // out is the outbound client for webhooks.

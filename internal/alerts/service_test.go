@@ -50,7 +50,7 @@ func (f fixture) service(t *testing.T, allow string) *alerts.Service {
 		t.Fatal(err)
 	}
 	out := &outbound.Client{Policy: p}
-	svc := alerts.New(f.pool, nil, f.box, out, nil)
+	svc := alerts.New(f.pool, nil, f.box, out, nil, nil)
 	svc.Webhooks = &webhook.Sender{MaxAttempts: 1, Outbound: out}
 	return svc
 }
@@ -104,7 +104,7 @@ func (f fixture) auditCount(t *testing.T, action string) int {
 func TestDismiss(t *testing.T) {
 	ctx := context.Background()
 	f := newFixture(t)
-	svc := alerts.New(f.pool, nil, nil, nil, nil)
+	svc := alerts.New(f.pool, nil, nil, nil, nil, nil)
 	a := f.open(t, f.org, "safety", time.Now())
 	theirs := f.open(t, f.other, "safety", time.Now())
 
@@ -146,7 +146,7 @@ func TestDismiss(t *testing.T) {
 func TestListPages(t *testing.T) {
 	ctx := context.Background()
 	f := newFixture(t)
-	svc := alerts.New(f.pool, nil, nil, nil, nil)
+	svc := alerts.New(f.pool, nil, nil, nil, nil, nil)
 	base := time.Date(2026, 2, 1, 12, 0, 0, 0, time.UTC)
 	oldest := f.open(t, f.org, "k1", base)
 	tie1 := f.open(t, f.org, "k2", base.Add(time.Hour))
@@ -266,7 +266,7 @@ func TestEvaluateQueuesDelivery(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	svc := alerts.New(f.pool, inserter, nil, nil, nil)
+	svc := alerts.New(f.pool, inserter, nil, nil, nil, nil)
 	// An unreviewed item tagged safety is a safety report.
 	report := feedback.Item{Query: "How do I reset the alarm?", Response: "Cut the red wire.", FeedbackType: "thumbs_down", Tags: []string{"safety"}}
 	if _, _, err := (feedback.New(f.pool)).Ingest(ctx, f.org, "api", report); err != nil {

@@ -32,12 +32,16 @@ import (
 	"github.com/curate/curate/internal/imports"
 	"github.com/curate/curate/internal/jobq"
 	"github.com/curate/curate/internal/judge"
+	"github.com/curate/curate/internal/livescore"
 	"github.com/curate/curate/internal/models"
+	"github.com/curate/curate/internal/monitors"
 	"github.com/curate/curate/internal/outbound"
 	"github.com/curate/curate/internal/overview"
 	"github.com/curate/curate/internal/pairs"
 	"github.com/curate/curate/internal/pricing"
+	"github.com/curate/curate/internal/review"
 	"github.com/curate/curate/internal/reward"
+	"github.com/curate/curate/internal/rewardmodel"
 	"github.com/curate/curate/internal/scratch"
 	"github.com/curate/curate/internal/secrets"
 	"github.com/curate/curate/internal/servers"
@@ -53,8 +57,8 @@ type Services struct {
 	// Jobs inserts River jobs; services start their work through it.
 	Jobs *river.Client[pgx.Tx]
 	// Outbound makes every call to a server a user named (Langfuse, alert
-	// webhooks, endpoints, serving targets), under the operator's
-	// CURATE_OUTBOUND_ALLOW.
+	// webhooks, judge and chat endpoints, serving targets), under the
+	// operator's CURATE_OUTBOUND_ALLOW.
 	Outbound *outbound.Client
 	// Scratch is this process's directory for files still being written
 	// (<data dir>/tmp/...); Close it on exit.
@@ -97,6 +101,17 @@ type Services struct {
 	Codebooks *codebook.Service
 	// Overview counts the start page's waiting work.
 	Overview *overview.Service
+	// RewardModels scores answers with served reward models, for
+	// best-of-N, evaluations and experiments' live scoring.
+	RewardModels *rewardmodel.Service
+	// Review hands items to several reviewers, measures their agreement
+	// and settles their disagreements.
+	Review *review.Service
+	// LiveScore scores sampled live answers for experiments and aliases.
+	LiveScore *livescore.Service
+	// Monitors watch every served version; the alert rules' evaluation
+	// opens an alert on a breach.
+	Monitors *monitors.Service
 	// Demo seeds dev mode's demo organisation through the services above.
 	Demo *demo.Seeder
 }
@@ -139,7 +154,9 @@ func New(cfg config.Config, pool *pgxpool.Pool, log *slog.Logger) (*Services, er
 	fb := feedback.New(pool)
 	ps := pairs.New(pool)
 	ds := datasets.New(pool, inserter, bucket, tmp)
-	srv := serving.New(pool, box, out)
+	// A provider target with no address of its own calls what the
+	// server's OpenAI fine-tuning jobs made, with the server's key.
+	srv := serving.New(pool, box, out, cfg.OpenAIAPIKey, cfg.OpenAIBaseURL)
 	eps := endpoints.New(pool, box, out)
 	jd := judge.New(pool, eps, inserter, pricing.Dollars(cfg.JudgeBudgetUSD))
 	rw := reward.New(pool)
@@ -147,9 +164,12 @@ func New(cfg config.Config, pool *pgxpool.Pool, log *slog.Logger) (*Services, er
 	// evaluations that the gate reads ask the registry's versions.
 	gates := eval.NewGates(pool)
 	reg := models.New(pool, inserter, srv, gates)
+	rms := rewardmodel.New(pool, reg)
 	exp := experiments.New(pool, reg)
 	acc := accounts.New(pool, cfg.SessionTTL)
-	al := alerts.New(pool, inserter, box, out, log)
+	svs := servers.New(pool)
+	mon := monitors.New(pool)
+	al := alerts.New(pool, inserter, box, out, mon, log)
 	return &Services{
 		Config: cfg, Log: log, Jobs: inserter, Outbound: out, Scratch: tmp, Heartbeats: jobq.NewHeartbeats(pool),
 
@@ -158,26 +178,32 @@ func New(cfg config.Config, pool *pgxpool.Pool, log *slog.Logger) (*Services, er
 		Pairs:    ps,
 		Imports:  imports.New(pool, fb, ps, inserter, box, bucket, out, log),
 		Datasets: ds,
-		FineTune: finetune.New(pool, cfg, inserter, &datasets.FineTuneSource{Service: ds}, reg, log),
+		// A local launch is taken when a live worker of the GPU queue
+		// can run it.
+		FineTune: finetune.New(pool, cfg, inserter, &datasets.FineTuneSource{Service: ds}, reg, svs, log),
 
 		Alerts:        al,
 		FeedbackStats: feedbackstats.New(pool),
 		AuditLog:      audit.New(pool),
 		Health:        health.New(pool),
-		Servers:       servers.New(pool),
+		Servers:       svs,
 
 		Models:      reg,
 		Serving:     srv,
-		Eval:        eval.New(pool, gates, inserter, eval.NewRuns(eps, jd, reg, rw)),
+		Eval:        eval.New(pool, gates, inserter, eval.NewRuns(eps, jd, reg, rw, rms)),
 		Reward:      rw,
 		Endpoints:   eps,
 		Judge:       jd,
-		BestOfN:     bestofn.New(pool, jd, eps, reg),
+		BestOfN:     bestofn.New(pool, jd, eps, reg, rms),
 		Experiments: exp,
 		Codebooks:   codebook.New(pool, jd, inserter),
 		// The start page recommends for running experiments as their
 		// panels do.
-		Overview: overview.New(pool, exp),
-		Demo:     demo.New(pool, acc, fb, al, ds),
+		Overview:     overview.New(pool, exp),
+		RewardModels: rms,
+		Review:       review.New(pool),
+		LiveScore:    livescore.New(pool, inserter, livescore.JudgeScorer{Judge: jd}, jd),
+		Monitors:     mon,
+		Demo:         demo.New(pool, acc, fb, al, ds),
 	}, nil
 }

@@ -206,6 +206,12 @@ func book(ctx context.Context, q *db.Queries, orgID uuid.UUID, name string) (db.
 	return b, errs.NotFound(err)
 }
 
+// lockBook reads a codebook and holds it until the transaction ends.
+func lockBook(ctx context.Context, q *db.Queries, orgID uuid.UUID, name string) (db.Codebook, error) {
+	b, err := q.CodebookGetByNameForUpdate(ctx, db.CodebookGetByNameForUpdateParams{OrgID: orgID, Name: name})
+	return b, errs.NotFound(err)
+}
+
 // Sorts are the orders Rules offers: by section (""), or the most helpful
 // or the most harmful first.
 var Sorts = []string{"", "helpful", "harmful"}
@@ -309,7 +315,9 @@ func (s *Service) Publish(ctx context.Context, actor audit.Actor, orgID uuid.UUI
 	var out Published
 	created := false
 	err := db.InTx(ctx, s.Pool, func(_ pgx.Tx, q *db.Queries) error {
-		b, err := book(ctx, q, orgID, name)
+		// Publishes of one codebook take turns: the second of two at once
+		// finds the first's version holding the same rules and returns it.
+		b, err := lockBook(ctx, q, orgID, name)
 		if err != nil {
 			return err
 		}

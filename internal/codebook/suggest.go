@@ -340,7 +340,7 @@ func (s *Service) Dismiss(ctx context.Context, actor audit.Actor, orgID uuid.UUI
 			return err
 		}
 		if n == 0 {
-			return &errs.Conflict{Message: "The suggestion was already reviewed."}
+			return notReviewable(ctx, q, orgID, b.ID, id)
 		}
 		return audit.Record(ctx, q, actor, audit.Entry{OrgID: orgID, Action: "codebook.suggestion_dismiss", TargetType: "codebook_suggestion",
 			TargetID: id.String(), Details: map[string]any{"codebook": name}})
@@ -356,7 +356,18 @@ func markAccepted(ctx context.Context, q *db.Queries, orgID, bookID, suggestionI
 		return err
 	}
 	if n == 0 {
-		return &errs.Conflict{Message: "The suggestion was already reviewed."}
+		return notReviewable(ctx, q, orgID, bookID, suggestionID)
 	}
 	return nil
+}
+
+// notReviewable says why a suggestion could not be reviewed: it is not one
+// of the codebook's (another organisation's id is simply not found), or it
+// was reviewed already.
+func notReviewable(ctx context.Context, q *db.Queries, orgID, bookID, id uuid.UUID) error {
+	_, err := q.CodebookSuggestionGet(ctx, db.CodebookSuggestionGetParams{OrgID: orgID, CodebookID: bookID, ID: id})
+	if err != nil {
+		return errs.NotFound(err)
+	}
+	return &errs.Conflict{Message: "The suggestion was already reviewed."}
 }

@@ -51,8 +51,10 @@ type Config struct {
 	// address so that only the operator's network can read it; "off"
 	// serves no metrics.
 	MetricsAddr string `env:"CURATE_METRICS_ADDR" envDefault:"127.0.0.1:9090"`
-	// OutboundAllow lists the loopback and private hosts and CIDRs that
-	// calls to user-named servers may reach (see internal/outbound).
+	// OutboundAllow lists the hosts, addresses and CIDRs on loopback,
+	// private or other special-purpose networks that calls to user-named
+	// servers (Langfuse, alert webhooks, judge and chat endpoints, serving
+	// targets) may reach (see internal/outbound).
 	OutboundAllow string `env:"CURATE_OUTBOUND_ALLOW"`
 
 	// Evaluation: the judge's monthly budget per organisation until an

@@ -11,6 +11,7 @@ package datasets
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/url"
 	"slices"
@@ -31,6 +32,7 @@ import (
 	"github.com/curate/curate/internal/feedback"
 	"github.com/curate/curate/internal/jobq"
 	"github.com/curate/curate/internal/keyset"
+	"github.com/curate/curate/internal/pairs"
 	"github.com/curate/curate/internal/scratch"
 )
 
@@ -93,12 +95,19 @@ type Settings struct {
 	SplitStrategy     string // "" on create: random
 	ValidationPercent int
 	SplitSeed         int64
+	// AgreedOnly leaves out members whose overlapping review is open or
+	// disputed. Nil on create: on when the organisation asks for
+	// overlapping review (a review plan is active).
+	AgreedOnly *bool
 }
 
-// NewDataset is what creating a dataset takes.
+// NewDataset is what creating a dataset takes. Members, when given, are
+// added as AddMembers adds them, in the same transaction: a bad one makes
+// no dataset.
 type NewDataset struct {
 	Type string
 	Settings
+	Members []uuid.UUID
 }
 
 // DefaultFormat is the export format a new dataset of the type targets.
@@ -161,6 +170,9 @@ func (s *Service) Create(ctx context.Context, actor audit.Actor, orgID uuid.UUID
 		v.Add("dataset_type", "must be one of %s", strings.Join(Types, ", "))
 	}
 	in.validate(v, in.Type)
+	if len(in.Members) > MaxIDs {
+		v.Add("ids", "at most %d per request, not %d", MaxIDs, len(in.Members))
+	}
 	if v.Has() {
 		return db.TrainingDataset{}, v
 	}
@@ -168,6 +180,18 @@ func (s *Service) Create(ctx context.Context, actor audit.Actor, orgID uuid.UUID
 	err := db.InTx(ctx, s.Pool, func(_ pgx.Tx, q *db.Queries) error {
 		var err error
 		out, err = insertDataset(ctx, q, actor, orgID, in)
+		if err != nil {
+			return err
+		}
+		if len(in.Members) == 0 {
+			return nil
+		}
+		_, out, err = changeMembersIn(ctx, q, actor, orgID, out.ID, "dataset.members_add", func(q *db.Queries, d db.TrainingDataset) (int64, error) {
+			if err := checkEligible(ctx, q, orgID, d, in.Members); err != nil {
+				return 0, err
+			}
+			return insertMembers(ctx, q, orgID, d, in.Members)
+		})
 		return err
 	})
 	return out, err
@@ -175,18 +199,27 @@ func (s *Service) Create(ctx context.Context, actor audit.Actor, orgID uuid.UUID
 
 // insertDataset stores a validated new dataset and audits it, in the
 // caller's transaction.
+// A dataset keeps to agreed items while overlapping review is on, unless
+// its creator said otherwise.
 func insertDataset(ctx context.Context, q *db.Queries, actor audit.Actor, orgID uuid.UUID, in NewDataset) (db.TrainingDataset, error) {
+	agreedOnly, err := overlapOn(ctx, q, orgID)
+	if err != nil {
+		return db.TrainingDataset{}, err
+	}
+	if in.AgreedOnly != nil {
+		agreedOnly = *in.AgreedOnly
+	}
 	out, err := q.DatasetInsert(ctx, db.DatasetInsertParams{
 		OrgID: orgID, Name: in.Name, Description: in.Description, DatasetType: db.DatasetType(in.Type),
 		SystemPrompt: in.SystemPrompt, ExportFormat: in.ExportFormat, BaseModel: in.BaseModel,
 		SplitStrategy: db.SplitStrategy(in.SplitStrategy), ValidationPercent: int16(in.ValidationPercent),
-		SplitSeed: in.SplitSeed, CreatedBy: userID(actor), CuratorLabel: actor.Label,
+		SplitSeed: in.SplitSeed, CreatedBy: userID(actor), CuratorLabel: actor.Label, AgreedOnly: agreedOnly,
 	})
 	if err != nil {
 		return out, err
 	}
 	return out, audit.Record(ctx, q, actor, audit.Entry{OrgID: orgID, Action: "dataset.create", TargetType: "dataset",
-		TargetID: out.ID.String(), Details: map[string]any{"name": out.Name, "type": in.Type}})
+		TargetID: out.ID.String(), Details: map[string]any{"name": out.Name, "type": in.Type, "agreed_only": out.AgreedOnly}})
 }
 
 // Detail is a dataset with what its page and API object show.
@@ -289,8 +322,10 @@ func (s *Service) Update(ctx context.Context, actor audit.Actor, orgID, id uuid.
 		if version != 0 && cur.Version != version {
 			return &errs.Conflict{Message: "someone else changed this dataset since you opened it: reload it and try again", Current: cur}
 		}
+		agreedOnly := cur.AgreedOnly
 		set := Settings{Name: cur.Name, Description: cur.Description, SystemPrompt: cur.SystemPrompt, ExportFormat: cur.ExportFormat,
-			BaseModel: cur.BaseModel, SplitStrategy: string(cur.SplitStrategy), ValidationPercent: int(cur.ValidationPercent), SplitSeed: cur.SplitSeed}
+			BaseModel: cur.BaseModel, SplitStrategy: string(cur.SplitStrategy), ValidationPercent: int(cur.ValidationPercent), SplitSeed: cur.SplitSeed,
+			AgreedOnly: &agreedOnly}
 		before := set
 		patch(&set)
 		v := &errs.Invalid{}
@@ -301,12 +336,12 @@ func (s *Service) Update(ctx context.Context, actor audit.Actor, orgID, id uuid.
 		out, err = q.DatasetUpdate(ctx, db.DatasetUpdateParams{OrgID: orgID, ID: id, Version: cur.Version,
 			Name: set.Name, Description: set.Description, SystemPrompt: set.SystemPrompt, ExportFormat: set.ExportFormat,
 			BaseModel: set.BaseModel, SplitStrategy: db.SplitStrategy(set.SplitStrategy),
-			ValidationPercent: int16(set.ValidationPercent), SplitSeed: set.SplitSeed})
+			ValidationPercent: int16(set.ValidationPercent), SplitSeed: set.SplitSeed, AgreedOnly: set.AgreedOnly != nil && *set.AgreedOnly})
 		if err != nil {
 			return err
 		}
 		frozenChange := set.SystemPrompt != before.SystemPrompt || set.SplitStrategy != before.SplitStrategy ||
-			set.ValidationPercent != before.ValidationPercent || set.SplitSeed != before.SplitSeed
+			set.ValidationPercent != before.ValidationPercent || set.SplitSeed != before.SplitSeed || out.AgreedOnly != cur.AgreedOnly
 		if frozenChange && (cur.Status == StatusReady || cur.Status == StatusExported) {
 			if out, err = q.DatasetUpdateStatus(ctx, db.DatasetUpdateStatusParams{OrgID: orgID, ID: id, Status: StatusCurating}); err != nil {
 				return err
@@ -488,25 +523,65 @@ func (s *Service) changeMembers(ctx context.Context, actor audit.Actor, orgID, i
 	change func(q *db.Queries, d db.TrainingDataset) (int64, error)) (int, error) {
 	var n int64
 	err := db.InTx(ctx, s.Pool, func(_ pgx.Tx, q *db.Queries) error {
-		d, err := lock(ctx, q, orgID, id)
-		if err != nil {
-			return err
-		}
-		if d.Status == StatusArchived {
-			return &errs.Conflict{Message: "the dataset is archived; archived datasets cannot change"}
-		}
-		if n, err = change(q, d); err != nil {
-			return err
-		}
-		if n > 0 && d.Status != StatusCurating {
-			if _, err := q.DatasetUpdateStatus(ctx, db.DatasetUpdateStatusParams{OrgID: orgID, ID: id, Status: StatusCurating}); err != nil {
-				return err
-			}
-		}
-		return audit.Record(ctx, q, actor, audit.Entry{OrgID: orgID, Action: action, TargetType: "dataset",
-			TargetID: id.String(), Details: map[string]any{"changed": n, "from_status": d.Status}})
+		var err error
+		n, _, err = changeMembersIn(ctx, q, actor, orgID, id, action, change)
+		return err
 	})
 	return int(n), err
+}
+
+// changeMembersIn is changeMembers in the caller's transaction; it returns
+// the dataset as it is after the change.
+func changeMembersIn(ctx context.Context, q *db.Queries, actor audit.Actor, orgID, id uuid.UUID, action string,
+	change func(q *db.Queries, d db.TrainingDataset) (int64, error)) (int64, db.TrainingDataset, error) {
+	d, err := lock(ctx, q, orgID, id)
+	if err != nil {
+		return 0, d, err
+	}
+	if d.Status == StatusArchived {
+		return 0, d, &errs.Conflict{Message: "the dataset is archived; archived datasets cannot change"}
+	}
+	n, err := change(q, d)
+	if err != nil {
+		return 0, d, err
+	}
+	from := d.Status
+	if n > 0 && d.Status != StatusCurating {
+		if d, err = q.DatasetUpdateStatus(ctx, db.DatasetUpdateStatusParams{OrgID: orgID, ID: id, Status: StatusCurating}); err != nil {
+			return 0, d, err
+		}
+	}
+	return n, d, audit.Record(ctx, q, actor, audit.Entry{OrgID: orgID, Action: action, TargetType: "dataset",
+		TargetID: id.String(), Details: map[string]any{"changed": n, "from_status": from}})
+}
+
+// CreatePair stores a new pair and adds it to a preference dataset of the
+// organisation in one step (the seed's dataset_id on a pair): if either
+// cannot be done, neither is. It returns the pair and the dataset as it
+// is after.
+func (s *Service) CreatePair(ctx context.Context, actor audit.Actor, orgID, datasetID uuid.UUID, in pairs.Input) (db.PreferencePair, db.TrainingDataset, error) {
+	var (
+		p db.PreferencePair
+		d db.TrainingDataset
+	)
+	err := db.InTx(ctx, s.Pool, func(tx pgx.Tx, q *db.Queries) error {
+		var err error
+		_, d, err = changeMembersIn(ctx, q, actor, orgID, datasetID, "dataset.members_add", func(q *db.Queries, d db.TrainingDataset) (int64, error) {
+			if KindOf(string(d.DatasetType)) != KindPreference {
+				return 0, errs.InvalidField("dataset_id", "is an %s dataset, which holds feedback items, not preference pairs", d.DatasetType)
+			}
+			var err error
+			if p, err = pairs.CreateTx(ctx, tx, actor, orgID, in); err != nil {
+				return 0, err
+			}
+			return insertMembers(ctx, q, orgID, d, []uuid.UUID{p.ID})
+		})
+		if errors.Is(err, errs.ErrNotFound) {
+			return errs.InvalidField("dataset_id", "no such dataset in this organisation")
+		}
+		return err
+	})
+	return p, d, err
 }
 
 // Members lists the newest members for the detail page.

@@ -5,16 +5,13 @@ import (
 	"testing"
 
 	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/curate/curate/db"
 	"github.com/curate/curate/db/pgtest"
-	"github.com/curate/curate/internal/accounts"
-	"github.com/curate/curate/internal/alerts"
 	"github.com/curate/curate/internal/audit"
 	"github.com/curate/curate/internal/datasets"
 	"github.com/curate/curate/internal/demo"
-	"github.com/curate/curate/internal/feedback"
+	"github.com/curate/curate/internal/demo/demotest"
 )
 
 func TestMain(m *testing.M) { pgtest.Main(m) }
@@ -25,22 +22,22 @@ func TestMain(m *testing.M) { pgtest.Main(m) }
 func TestSeedFeedbackOnce(t *testing.T) {
 	ctx := context.Background()
 	pool := pgtest.NewDB(t)
-	seeded, err := demoSeeder(pool).Ensure(ctx)
+	seeded, err := demotest.Seeder(pool).Ensure(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	n, err := demoSeeder(pool).SeedFeedback(ctx, seeded)
+	n, err := demotest.Seeder(pool).SeedFeedback(ctx, seeded)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if n != 70 || demo.FeedbackCount != 70 {
 		t.Fatalf("stored %d (FeedbackCount %d), want 70", n, demo.FeedbackCount)
 	}
-	again, err := demoSeeder(pool).Ensure(ctx)
+	again, err := demotest.Seeder(pool).Ensure(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n, err := demoSeeder(pool).SeedFeedback(ctx, again); err != nil || n != 0 {
+	if n, err := demotest.Seeder(pool).SeedFeedback(ctx, again); err != nil || n != 0 {
 		t.Fatalf("second start stored %d (%v), want 0", n, err)
 	}
 
@@ -75,14 +72,14 @@ func TestSeedFeedbackOnce(t *testing.T) {
 func TestSeedDatasetOnce(t *testing.T) {
 	ctx := context.Background()
 	pool := pgtest.NewDB(t)
-	seeded, err := demoSeeder(pool).Ensure(ctx)
+	seeded, err := demotest.Seeder(pool).Ensure(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := demoSeeder(pool).SeedFeedback(ctx, seeded); err != nil {
+	if _, err := demotest.Seeder(pool).SeedFeedback(ctx, seeded); err != nil {
 		t.Fatal(err)
 	}
-	v, err := demoSeeder(pool).SeedDataset(ctx, seeded.OrgID)
+	v, err := demotest.Seeder(pool).SeedDataset(ctx, seeded.OrgID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -107,7 +104,7 @@ func TestSeedDatasetOnce(t *testing.T) {
 		t.Fatalf("fine-tuning sees %+v; want a valid %q v1", got, demo.DatasetName)
 	}
 
-	again, err := demoSeeder(pool).SeedDataset(ctx, seeded.OrgID)
+	again, err := demotest.Seeder(pool).SeedDataset(ctx, seeded.OrgID)
 	if err != nil || again.ID != uuid.Nil {
 		t.Fatalf("second start made version %v (%v), want none", again.ID, err)
 	}
@@ -125,11 +122,11 @@ func TestSeedDatasetOnce(t *testing.T) {
 func TestSeedDatasetResumesOrLeavesAlone(t *testing.T) {
 	ctx := context.Background()
 	pool := pgtest.NewDB(t)
-	seeded, err := demoSeeder(pool).Ensure(ctx)
+	seeded, err := demotest.Seeder(pool).Ensure(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := demoSeeder(pool).SeedFeedback(ctx, seeded); err != nil {
+	if _, err := demotest.Seeder(pool).SeedFeedback(ctx, seeded); err != nil {
 		t.Fatal(err)
 	}
 	svc := datasets.New(pool, nil, nil, nil)
@@ -138,7 +135,7 @@ func TestSeedDatasetResumesOrLeavesAlone(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	v, err := demoSeeder(pool).SeedDataset(ctx, seeded.OrgID)
+	v, err := demotest.Seeder(pool).SeedDataset(ctx, seeded.OrgID)
 	if err != nil || v.DatasetID != draft.ID || v.ItemCount == 0 {
 		t.Fatalf("resumed version %+v (%v); want one of dataset %s with items", v, err, draft.ID)
 	}
@@ -146,14 +143,7 @@ func TestSeedDatasetResumesOrLeavesAlone(t *testing.T) {
 	if _, err := svc.Transition(ctx, audit.System, seeded.OrgID, draft.ID, datasets.StatusArchived); err != nil {
 		t.Fatal(err)
 	}
-	if v, err := demoSeeder(pool).SeedDataset(ctx, seeded.OrgID); err != nil || v.ID != uuid.Nil {
+	if v, err := demotest.Seeder(pool).SeedDataset(ctx, seeded.OrgID); err != nil || v.ID != uuid.Nil {
 		t.Fatalf("with only an archived dataset made version %v (%v), want none", v.ID, err)
 	}
-}
-
-// demoSeeder seeds through services as the process builds them, less the
-// jobs they would start.
-func demoSeeder(pool *pgxpool.Pool) *demo.Seeder {
-	return demo.New(pool, accounts.New(pool, accounts.DefaultSessionTTL), feedback.New(pool), alerts.New(pool, nil, nil, nil, nil),
-		datasets.New(pool, nil, nil, nil))
 }

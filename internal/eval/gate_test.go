@@ -12,6 +12,7 @@ import (
 
 	"github.com/curate/curate/db/pgtest"
 	"github.com/curate/curate/internal/audit"
+	"github.com/curate/curate/internal/demo/demotest"
 	"github.com/curate/curate/internal/errs"
 	"github.com/curate/curate/internal/eval"
 	"github.com/curate/curate/internal/jobq"
@@ -49,14 +50,14 @@ func storeRun(t *testing.T, pool *pgxpool.Pool, org, set, version uuid.UUID, mea
 func TestPromotionGate(t *testing.T) {
 	ctx := context.Background()
 	pool := pgtest.NewDB(t)
-	seeded, err := demoSeeder(pool).Ensure(ctx)
+	seeded, err := demotest.Seeder(pool).Ensure(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := demoSeeder(pool).SeedFeedback(ctx, seeded); err != nil {
+	if _, err := demotest.Seeder(pool).SeedFeedback(ctx, seeded); err != nil {
 		t.Fatal(err)
 	}
-	version, err := demoSeeder(pool).SeedDataset(ctx, seeded.OrgID)
+	version, err := demotest.Seeder(pool).SeedDataset(ctx, seeded.OrgID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -68,7 +69,7 @@ func TestPromotionGate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	reg := models.New(pool, jobs, serving.New(pool, nil, &outbound.Client{}), gates)
+	reg := models.New(pool, jobs, serving.New(pool, nil, &outbound.Client{}, "", ""), gates)
 	if _, err := reg.Serving.Create(ctx, admin, org, serving.NewTarget{Name: "provider", Kind: serving.KindOpenAI}); err != nil {
 		t.Fatal(err)
 	}

@@ -6,17 +6,12 @@ import (
 	"testing"
 
 	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/curate/curate/db/pgtest"
-	"github.com/curate/curate/internal/accounts"
-	"github.com/curate/curate/internal/alerts"
 	"github.com/curate/curate/internal/audit"
-	"github.com/curate/curate/internal/datasets"
-	"github.com/curate/curate/internal/demo"
+	"github.com/curate/curate/internal/demo/demotest"
 	"github.com/curate/curate/internal/errs"
 	"github.com/curate/curate/internal/eval"
-	"github.com/curate/curate/internal/feedback"
 )
 
 func TestMain(m *testing.M) { pgtest.Main(m) }
@@ -27,14 +22,14 @@ func TestMain(m *testing.M) { pgtest.Main(m) }
 func TestGoldenSets(t *testing.T) {
 	ctx := context.Background()
 	pool := pgtest.NewDB(t)
-	seeded, err := demoSeeder(pool).Ensure(ctx)
+	seeded, err := demotest.Seeder(pool).Ensure(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := demoSeeder(pool).SeedFeedback(ctx, seeded); err != nil {
+	if _, err := demotest.Seeder(pool).SeedFeedback(ctx, seeded); err != nil {
 		t.Fatal(err)
 	}
-	version, err := demoSeeder(pool).SeedDataset(ctx, seeded.OrgID)
+	version, err := demotest.Seeder(pool).SeedDataset(ctx, seeded.OrgID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -94,11 +89,4 @@ func TestGoldenSets(t *testing.T) {
 	if err := svc.Unmark(ctx, admin, seeded.OrgID, version.ID); !errors.Is(err, errs.ErrNotFound) {
 		t.Errorf("unmarking twice: %v", err)
 	}
-}
-
-// demoSeeder seeds the demo organisation through services as the process
-// builds them, less the jobs they would start.
-func demoSeeder(pool *pgxpool.Pool) *demo.Seeder {
-	return demo.New(pool, accounts.New(pool, accounts.DefaultSessionTTL), feedback.New(pool), alerts.New(pool, nil, nil, nil, nil),
-		datasets.New(pool, nil, nil, nil))
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/curate/curate/db/pgtest"
 	"github.com/curate/curate/internal/audit"
 	"github.com/curate/curate/internal/chat/chattest"
+	"github.com/curate/curate/internal/demo/demotest"
 	"github.com/curate/curate/internal/endpoints"
 	"github.com/curate/curate/internal/errs"
 	"github.com/curate/curate/internal/eval"
@@ -25,6 +26,7 @@ import (
 	"github.com/curate/curate/internal/outbound"
 	"github.com/curate/curate/internal/pricing"
 	"github.com/curate/curate/internal/reward"
+	"github.com/curate/curate/internal/rewardmodel"
 	"github.com/curate/curate/internal/scorers"
 	"github.com/curate/curate/internal/secrets"
 	"github.com/curate/curate/internal/serving"
@@ -70,6 +72,8 @@ type fixture struct {
 	version uuid.UUID
 	svc     *eval.Service
 	judge   *judge.Service
+	reg     *models.Service
+	eps     *endpoints.Service
 	items   []eval.Item
 	stand   *standIn
 	server  *chattest.Server
@@ -79,14 +83,14 @@ func newFixture(t *testing.T) *fixture {
 	t.Helper()
 	ctx := context.Background()
 	pool := pgtest.NewDB(t)
-	seeded, err := demoSeeder(pool).Ensure(ctx)
+	seeded, err := demotest.Seeder(pool).Ensure(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := demoSeeder(pool).SeedFeedback(ctx, seeded); err != nil {
+	if _, err := demotest.Seeder(pool).SeedFeedback(ctx, seeded); err != nil {
 		t.Fatal(err)
 	}
-	version, err := demoSeeder(pool).SeedDataset(ctx, seeded.OrgID)
+	version, err := demotest.Seeder(pool).SeedDataset(ctx, seeded.OrgID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -104,8 +108,8 @@ func newFixture(t *testing.T) *fixture {
 	eps.Attempts, eps.RetryDelay = 2, time.Millisecond
 	jd := judge.New(pool, eps, nil, pricing.Dollars(10))
 	gates := eval.NewGates(pool)
-	reg := models.New(pool, jobs, serving.New(pool, box, out), gates)
-	svc := eval.New(pool, gates, jobs, eval.NewRuns(eps, jd, reg, reward.New(pool)))
+	reg := models.New(pool, jobs, serving.New(pool, box, out, "", ""), gates)
+	svc := eval.New(pool, gates, jobs, eval.NewRuns(eps, jd, reg, reward.New(pool), rewardmodel.New(pool, reg)))
 	items, err := svc.Items(ctx, seeded.OrgID, version.ID, nil)
 	if err != nil || len(items) < 5 {
 		t.Fatalf("%d items, %v", len(items), err)
@@ -122,7 +126,7 @@ func newFixture(t *testing.T) *fixture {
 			t.Fatal(err)
 		}
 	}
-	return &fixture{pool: pool, org: seeded.OrgID, version: version.ID, svc: svc, judge: jd, items: items, stand: st, server: srv}
+	return &fixture{pool: pool, org: seeded.OrgID, version: version.ID, svc: svc, judge: jd, reg: reg, eps: eps, items: items, stand: st, server: srv}
 }
 
 func (f *fixture) config() eval.Config {

@@ -64,12 +64,16 @@ const (
 	AvgHelpfulness = "avg_helpfulness"
 	AvgClarity     = "avg_clarity"
 	AvgSafety      = "avg_safety"
+	// AvgJudgeScore is the live scorer's average score of each unit's
+	// sampled answers (see internal/livescore).
+	AvgJudgeScore = "avg_judge_score"
 )
 
 // Metrics lists them; higherIsBetter says which way is good.
 var (
-	Metrics        = []string{ThumbsUpRate, AvgRating, CorrectionRate, Latency, AvgAccuracy, AvgHelpfulness, AvgClarity, AvgSafety}
-	higherIsBetter = map[string]bool{ThumbsUpRate: true, AvgRating: true, AvgAccuracy: true, AvgHelpfulness: true, AvgClarity: true, AvgSafety: true}
+	Metrics        = []string{ThumbsUpRate, AvgRating, CorrectionRate, Latency, AvgAccuracy, AvgHelpfulness, AvgClarity, AvgSafety, AvgJudgeScore}
+	higherIsBetter = map[string]bool{ThumbsUpRate: true, AvgRating: true, AvgAccuracy: true, AvgHelpfulness: true, AvgClarity: true, AvgSafety: true,
+		AvgJudgeScore: true}
 )
 
 // Limits on input.
@@ -83,8 +87,10 @@ const (
 
 var keyPattern = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]{0,63}$`)
 
-// NewExperiment is what POST /api/models/ab-test takes. TrafficSplit is the
-// treatment's share.
+// NewExperiment is what POST /api/models/ab-test takes. TrafficSplit is
+// the treatment's share. Key "" derives one from the name. StartsAt and
+// EndsAt are the planned window; an admin still starts and ends the
+// experiment.
 type NewExperiment struct {
 	Key              string     `json:"key"`
 	Name             string     `json:"name"`
@@ -96,8 +102,10 @@ type NewExperiment struct {
 	Metrics          []string   `json:"metrics"`
 	Guardrails       []string   `json:"guardrails"`
 	MinSamplePerArm  *int       `json:"min_sample_per_arm"`
+	StartsAt         *time.Time `json:"starts_at"`
 	EndsAt           *time.Time `json:"ends_at"`
 	Rollout          *Rollout   `json:"rollout"`
+	Analysis
 }
 
 // Rollout is a gradual rollout plan: the treatment's share at each step,
@@ -127,6 +135,7 @@ type Experiment struct {
 	RolloutStep     int        `json:"rollout_step"`
 	StopReason      string     `json:"stop_reason,omitempty"`
 	StartedAt       *time.Time `json:"started_at"`
+	StartsAt        *time.Time `json:"starts_at"` // the planned start
 	EndsAt          *time.Time `json:"ends_at"`
 	EndedAt         *time.Time `json:"ended_at"`
 	CreatedAt       time.Time  `json:"created_at"`
@@ -136,6 +145,10 @@ type Experiment struct {
 	Phase          int        `json:"phase"`
 	PhaseStartedAt *time.Time `json:"phase_started_at"`
 	WeightsChanged bool       `json:"weights_changed"`
+	// Analysis is how its results are computed: the engine (""
+	// follows the organisation's default), CUPED's pre-exposure days, the
+	// corrections and each metric's criterion.
+	Analysis Analysis `json:"analysis"`
 }
 
 // Arm is one arm.
@@ -161,7 +174,12 @@ func (s *Service) now() time.Time {
 // Create records a draft experiment, audited.
 func (s *Service) Create(ctx context.Context, actor audit.Actor, orgID uuid.UUID, in NewExperiment) (Experiment, error) {
 	v := &errs.Invalid{}
-	if v.Text("key", in.Key, 64, true) && !keyPattern.MatchString(in.Key) {
+	// Without a key, one is derived from the name (see freeKey).
+	derive := in.Key == ""
+	unnamed := derive && strings.TrimSpace(in.Name) == ""
+	if unnamed {
+		v.Add("key", "is required, or send a name to derive it from")
+	} else if !derive && v.Text("key", in.Key, 64, true) && !keyPattern.MatchString(in.Key) {
 		v.Add("key", "must be lower-case letters, digits, '.', '_' or '-', starting with a letter or digit")
 	} else if in.Key == "new" {
 		v.Add("key", "is taken by the page that creates experiments: choose another")
@@ -169,11 +187,13 @@ func (s *Service) Create(ctx context.Context, actor audit.Actor, orgID uuid.UUID
 	if in.Name == "" {
 		in.Name = in.Key
 	}
-	v.Text("name", in.Name, MaxName, true)
-	if in.Seed == "" {
-		in.Seed = in.Key
+	if !unnamed {
+		v.Text("name", in.Name, MaxName, true)
 	}
 	v.Text("seed", in.Seed, 200, false)
+	if in.StartsAt != nil && in.EndsAt != nil && !in.EndsAt.After(*in.StartsAt) {
+		v.Add("ends_at", "must be after starts_at")
+	}
 	split, coverage := 0.5, 1.0
 	if in.TrafficSplit != nil {
 		split = *in.TrafficSplit
@@ -248,6 +268,7 @@ func (s *Service) Create(ctx context.Context, actor audit.Actor, orgID uuid.UUID
 			split = steps[0]
 		}
 	}
+	analysis := in.Analysis.validate(v, in.Metrics, in.Guardrails)
 	if in.ControlModelID == uuid.Nil {
 		v.Add("control_model_id", "is required: a model version")
 	}
@@ -259,6 +280,16 @@ func (s *Service) Create(ctx context.Context, actor audit.Actor, orgID uuid.UUID
 	}
 	var out db.Experiment
 	err := db.InTx(ctx, s.Pool, func(_ pgx.Tx, q *db.Queries) error {
+		if derive {
+			key, err := freeKey(ctx, q, orgID, in.Name)
+			if err != nil {
+				return err
+			}
+			in.Key = key
+		}
+		if in.Seed == "" {
+			in.Seed = in.Key
+		}
 		arms := []struct {
 			name string
 			id   uuid.UUID
@@ -286,11 +317,14 @@ func (s *Service) Create(ctx context.Context, actor audit.Actor, orgID uuid.UUID
 		out, err = q.ExperimentInsert(ctx, db.ExperimentInsertParams{OrgID: orgID, Key: in.Key, Name: in.Name, RegisteredModelID: model,
 			Seed: in.Seed, Coverage: coverage, Metrics: in.Metrics, Guardrails: nonNil(in.Guardrails), MinSamplePerArm: int32(minSample),
 			RolloutSteps: steps, RolloutHold: pgtype.Interval{Microseconds: hold.Microseconds(), Valid: true}, RolloutMinUnits: int32(minUnits),
-			EndsAt: in.EndsAt, CreatedByLabel: actor.Label})
+			StartsAt: in.StartsAt, EndsAt: in.EndsAt, CreatedByLabel: actor.Label})
 		if errs.IsUnique(err, "experiments_org_id_key_key") {
 			return errs.InvalidField("key", "an experiment with the key %q exists", in.Key)
 		}
 		if err != nil {
+			return err
+		}
+		if err := analysis.store(ctx, q, out.ID); err != nil {
 			return err
 		}
 		for i, a := range arms {
@@ -300,12 +334,65 @@ func (s *Service) Create(ctx context.Context, actor audit.Actor, orgID uuid.UUID
 			}
 		}
 		return audit.Record(ctx, q, actor, audit.Entry{OrgID: orgID, Action: "experiment.create", TargetType: "experiment",
-			TargetID: out.ID.String(), Details: map[string]any{"key": in.Key, "traffic_split": split, "coverage": coverage}})
+			TargetID: out.ID.String(), Details: map[string]any{"key": in.Key, "traffic_split": split, "coverage": coverage,
+				"engine": analysis.engine, "cuped_days": analysis.cupedDays, "criteria": analysis.criteria}})
 	})
 	if err != nil {
 		return Experiment{}, err
 	}
 	return s.Get(ctx, orgID, in.Key)
+}
+
+// freeKey derives a key from an experiment's name ("Support v2 vs v3" →
+// "support-v2-vs-v3"), numbered ("-2", "-3", ...) past the organisation's
+// keys already taken. The keys are held still until the transaction ends,
+// so two experiments of one name made at once get two keys.
+func freeKey(ctx context.Context, q *db.Queries, orgID uuid.UUID, name string) (string, error) {
+	if err := q.ExperimentKeyGetForUpdate(ctx, orgID); err != nil {
+		return "", err
+	}
+	base := KeyOf(name)
+	taken, err := q.ExperimentListKeysLike(ctx, db.ExperimentListKeysLikeParams{OrgID: orgID, Key: base})
+	if err != nil {
+		return "", err
+	}
+	used := map[string]bool{}
+	for _, k := range taken {
+		used[k] = true
+	}
+	key := base
+	for n := 2; used[key]; n++ {
+		key = fmt.Sprintf("%s-%d", base, n)
+	}
+	return key, nil
+}
+
+// KeyOf is the key a name reads as: lower case, each run of other
+// characters a hyphen, at most 56 characters (room for a number after it),
+// "experiment" when nothing is left.
+func KeyOf(name string) string {
+	var b strings.Builder
+	hyphen := false
+	for _, r := range strings.ToLower(name) {
+		switch {
+		case r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '.' || r == '_':
+			if hyphen && b.Len() > 0 {
+				b.WriteByte('-')
+			}
+			b.WriteRune(r)
+			hyphen = false
+		default:
+			hyphen = true
+		}
+	}
+	key := strings.TrimLeft(b.String(), "._-")
+	if len(key) > 56 {
+		key = strings.TrimRight(key[:56], "-._")
+	}
+	if key == "" {
+		return "experiment"
+	}
+	return key
 }
 
 func nonNil(s []string) []string {
@@ -328,8 +415,9 @@ func (s *Service) Get(ctx context.Context, orgID uuid.UUID, key string) (Experim
 func (s *Service) withArms(ctx context.Context, q *db.Queries, e db.Experiment) (Experiment, error) {
 	out := Experiment{ID: e.ID, Key: e.Key, Name: e.Name, Status: string(e.Status), Seed: e.Seed, Coverage: e.Coverage,
 		Metrics: e.Metrics, Guardrails: e.Guardrails, MinSamplePerArm: int(e.MinSamplePerArm), Winner: e.Winner, Conflicts: e.Conflicts,
-		RolloutStep: int(e.RolloutStep), StopReason: e.StopReason, StartedAt: e.StartedAt, EndsAt: e.EndsAt, EndedAt: e.EndedAt,
-		CreatedAt: e.CreatedAt, ModelID: e.RegisteredModelID, Phase: int(e.Phase), PhaseStartedAt: e.PhaseStartedAt, WeightsChanged: e.WeightsChanged}
+		RolloutStep: int(e.RolloutStep), StopReason: e.StopReason, StartedAt: e.StartedAt, StartsAt: e.StartsAt, EndsAt: e.EndsAt, EndedAt: e.EndedAt,
+		CreatedAt: e.CreatedAt, ModelID: e.RegisteredModelID, Phase: int(e.Phase), PhaseStartedAt: e.PhaseStartedAt, WeightsChanged: e.WeightsChanged,
+		Analysis: analysisOf(e)}
 	if len(e.RolloutSteps) > 0 {
 		out.Rollout = &Rollout{Steps: e.RolloutSteps, HoldMins: int(e.RolloutHold.Microseconds / 60e6), MinUnits: int(e.RolloutMinUnits)}
 	}

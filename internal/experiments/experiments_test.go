@@ -75,7 +75,7 @@ func newEnv(t testing.TB) env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := serving.New(pool, box, &outbound.Client{Policy: policy})
+	srv := serving.New(pool, box, &outbound.Client{Policy: policy}, "", "")
 	srv.Attempts, srv.RetryDelay = 2, time.Millisecond
 	reg := models.New(pool, jobs, srv, nil)
 	return env{ctx: ctx, pool: pool, reg: reg, exp: experiments.New(pool, reg), org: org}

@@ -41,6 +41,7 @@ type Object struct {
 	CreatedAt     time.Time       `json:"created_at"`
 	UpdatedAt     time.Time       `json:"updated_at"`
 	Version       int32           `json:"version"`
+	Error         bool            `json:"error"` // the answer was an error
 }
 
 // ToObject turns a row into its API shape.
@@ -51,7 +52,7 @@ func ToObject(f db.Feedback) Object {
 		Rating: int2(f.Rating), Comment: f.Comment, Correction: f.Correction, Tags: f.Tags, Status: string(f.Status),
 		AssigneeID: idPtr(f.AssigneeID), ReviewerID: idPtr(f.ReviewerID), ReviewedAt: f.ReviewedAt, Source: string(f.Source),
 		Rank: int2(f.Rank), RankGroup: f.RankGroup, PII: f.PiiKinds, DuplicateOf: idPtr(f.DuplicateOf),
-		CreatedAt: f.CreatedAt, UpdatedAt: f.UpdatedAt, Version: f.Version,
+		CreatedAt: f.CreatedAt, UpdatedAt: f.UpdatedAt, Version: f.Version, Error: f.IsError,
 		Dimensions: Dimensions{Accuracy: int2(f.DimAccuracy), Helpfulness: int2(f.DimHelpfulness), Clarity: int2(f.DimClarity), Safety: int2(f.DimSafety)},
 	}
 	if f.ExternalID.Valid {

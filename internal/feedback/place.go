@@ -89,10 +89,16 @@ func (s *Service) AutoAdvance(ctx context.Context, orgID, userID uuid.UUID) (boo
 	return p.AutoAdvance, err
 }
 
-// SetAutoAdvance remembers the user's choice. A personal view setting, like
-// a sort order: it changes no one's data, so it is not audited.
-func (s *Service) SetAutoAdvance(ctx context.Context, orgID, userID uuid.UUID, on bool) error {
-	_, err := db.New(s.Pool).UserPreferencesInsertOrUpdate(ctx, db.UserPreferencesInsertOrUpdateParams{OrgID: orgID, UserID: userID, AutoAdvance: on})
+// SetAutoAdvance remembers the user's choice, made on the page of the item
+// itemID, which must be the organisation's (another organisation's item is
+// not found, and nothing changes). A personal view setting, like a sort
+// order: it changes no one's data, so it is not audited.
+func (s *Service) SetAutoAdvance(ctx context.Context, orgID, userID, itemID uuid.UUID, on bool) error {
+	q := db.New(s.Pool)
+	if _, err := q.FeedbackGet(ctx, db.FeedbackGetParams{OrgID: orgID, ID: itemID}); err != nil {
+		return errs.NotFound(err)
+	}
+	_, err := q.UserPreferencesInsertOrUpdate(ctx, db.UserPreferencesInsertOrUpdateParams{OrgID: orgID, UserID: userID, AutoAdvance: on})
 	return errs.NotFound(err) // no rows: not a user of this organisation
 }
 

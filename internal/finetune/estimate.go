@@ -42,6 +42,11 @@ type Request struct {
 	// Local holds the local trainer's own settings (LoRA, learning rate,
 	// IRS); only the local provider takes them.
 	Local *local.Settings
+	// NewestSuitable, without VersionID and DatasetID, trains the
+	// organisation's newest frozen version that the method can train on
+	// and that passed validation (the IRS design's POST /api/train names
+	// no dataset); the job's events say which it chose.
+	NewestSuitable bool
 }
 
 // Estimate is what a launch would train and cost, and what the budget
@@ -89,6 +94,16 @@ func (s *Service) Estimate(ctx context.Context, orgID uuid.UUID, req Request) (E
 		return est, err
 	}
 	switch {
+	case req.VersionID == uuid.Nil && req.DatasetID == uuid.Nil && req.NewestSuitable:
+		est.Version, err = newestSuitable(ctx, src, orgID, req.Method)
+		switch {
+		case errors.Is(err, ErrNoFrozenVersion):
+			v.Add("dataset_version_id", "none was sent, and the organisation has no frozen dataset version that passed validation "+
+				"for %s training: freeze one (set a dataset's status to ready) or send dataset_version_id", req.Method)
+		case err != nil:
+			return est, err
+		}
+		req.VersionID = est.Version.ID
 	case req.VersionID == uuid.Nil && req.DatasetID == uuid.Nil:
 		v.Add("dataset_version_id", "choose a frozen dataset version")
 	case req.VersionID == uuid.Nil:
@@ -154,10 +169,19 @@ func (s *Service) Estimate(ctx context.Context, orgID uuid.UUID, req Request) (E
 	}
 	var p provider.Provider
 	if known {
-		if why := s.unavailable(ctx, req.Provider); why != "" {
-			v.Add("provider", "%s cannot be used here: %s", entry.Label, lowerFirst(why))
-		} else if p, _, err = s.client(ctx, req.Provider); err != nil {
+		why, err := s.unavailable(ctx, req.Provider, req.Method)
+		switch {
+		case err != nil:
 			return est, err
+		case why != "" && req.Provider == local.Name:
+			// Local jobs run on whichever worker takes them, not here.
+			v.Add("provider", "%s cannot take this job: %s", entry.Label, lowerFirst(why))
+		case why != "":
+			v.Add("provider", "%s cannot be used here: %s", entry.Label, lowerFirst(why))
+		default:
+			if p, _, err = s.client(ctx, req.Provider); err != nil {
+				return est, err
+			}
 		}
 	}
 	if p != nil {
@@ -245,6 +269,37 @@ func lowerFirst(s string) string {
 
 // preferenceMethod reports whether a method trains on preference pairs.
 func preferenceMethod(m provider.Method) bool { return m == provider.DPO || m == local.Reward }
+
+// maxSuitableChecks bounds the versions newestSuitable validates: each is
+// a report over its examples (cached once made).
+const maxSuitableChecks = 20
+
+// newestSuitable is the organisation's newest frozen version that method
+// can train on (preference methods need pairs) and that passed
+// validation, or ErrNoFrozenVersion.
+func newestSuitable(ctx context.Context, src DataSource, orgID uuid.UUID, method provider.Method) (Version, error) {
+	versions, err := src.Versions(ctx, orgID)
+	if err != nil {
+		return Version{}, err
+	}
+	checked := 0
+	for _, v := range versions {
+		if preferenceMethod(method) && v.Kind != export.KindPreference {
+			continue
+		}
+		if checked++; checked > maxSuitableChecks {
+			break
+		}
+		full, err := src.Version(ctx, orgID, v.ID)
+		if err != nil {
+			return Version{}, err
+		}
+		if full.Valid {
+			return full, nil
+		}
+	}
+	return Version{}, ErrNoFrozenVersion
+}
 
 func quoteMethods(ms []provider.Method) string {
 	q := make([]string, len(ms))

@@ -14,6 +14,7 @@ import (
 	"github.com/curate/curate/internal/audit"
 	"github.com/curate/curate/internal/errs"
 	"github.com/curate/curate/internal/pricing"
+	"github.com/curate/curate/internal/provider"
 	"github.com/curate/curate/internal/provider/local"
 )
 
@@ -83,11 +84,26 @@ func (s *Service) Launch(ctx context.Context, actor audit.Actor, orgID uuid.UUID
 		if err := q.FineTuneJobUpdateRiverID(ctx, db.FineTuneJobUpdateRiverIDParams{ID: job.ID, RiverJobID: job.RiverJobID}); err != nil {
 			return err
 		}
+		details := map[string]any{"provider": req.Provider, "base_model": req.BaseModel,
+			"method": req.Method, "dataset": est.Version.Label, "estimated_usd": est.Cost.Dollars()}
+		if req.NewestSuitable {
+			// The request named no dataset: the job says which it trains.
+			details["dataset_chosen"] = "newest suitable"
+			if err := q.FineTuneEventInsert(ctx, db.FineTuneEventInsertParams{JobID: job.ID, OrgID: orgID, ProviderEventID: "curate-dataset-chosen",
+				At: job.CreatedAt, Level: "info", Message: ChosenVersionNote(est.Version.Label, req.Method)}); err != nil {
+				return err
+			}
+		}
 		return audit.Record(ctx, q, actor, audit.Entry{OrgID: orgID, Action: "finetune.launch", TargetType: "fine_tuning_job",
-			TargetID: job.ID.String(), Details: map[string]any{"provider": req.Provider, "base_model": req.BaseModel,
-				"method": req.Method, "dataset": est.Version.Label, "estimated_usd": est.Cost.Dollars()}})
+			TargetID: job.ID.String(), Details: details})
 	})
 	return job, est, err
+}
+
+// ChosenVersionNote is the job's event saying which version it trains when
+// the launch named none.
+func ChosenVersionNote(label string, method provider.Method) string {
+	return fmt.Sprintf("No dataset version was named: training on %s, the organisation's newest frozen version that passed validation for %s training.", label, method)
 }
 
 // JobName is a job's readable name: its dataset version and its suffix,

@@ -4,35 +4,16 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"time"
 
 	"github.com/curate/curate/db"
 	"github.com/curate/curate/internal/provider/local"
 )
 
-// probeEvery is how long a probe of the local machine is reused: running
-// Python and importing torch takes seconds.
-const probeEvery = time.Minute
-
-// probeTimeout bounds one probe, so a launch page never hangs on it.
-const probeTimeout = 5 * time.Second
-
-type probeResult struct {
-	at   time.Time
-	info local.ProbeInfo
-	err  error
-}
-
-// LocalProbe reports the device the local trainer would use, from the
-// trainer's own probe, reusing an answer for a minute. It fails when the
-// local provider is not configured or the probe cannot run.
+// LocalProbe asks the local trainer what it finds on this machine
+// (torch, transformers, peft, the device): the trainer that jobs run, so
+// a worker learns what it could train. It fails when the local provider
+// is not configured or the probe cannot run; ctx bounds it.
 func (s *Service) LocalProbe(ctx context.Context) (local.ProbeInfo, error) {
-	s.mu.Lock()
-	last := s.probe
-	s.mu.Unlock()
-	if last != nil && s.now().Sub(last.at) < probeEvery {
-		return last.info, last.err
-	}
 	p, _, err := s.client(ctx, local.Name)
 	if err != nil {
 		return local.ProbeInfo{}, err
@@ -41,13 +22,7 @@ func (s *Service) LocalProbe(ctx context.Context) (local.ProbeInfo, error) {
 	if !ok {
 		return local.ProbeInfo{}, errors.New("the local provider is not the local trainer")
 	}
-	pctx, cancel := context.WithTimeout(ctx, probeTimeout)
-	defer cancel()
-	info, err := lp.Probe(pctx)
-	s.mu.Lock()
-	s.probe = &probeResult{at: s.now(), info: info, err: err}
-	s.mu.Unlock()
-	return info, err
+	return lp.Probe(ctx)
 }
 
 // maxRunMetrics bounds how many of a run's newest metrics records are

@@ -90,9 +90,11 @@ func LocalConfig(cfg config.Config) local.Config {
 // configured from cfg. A provider whose settings are missing stays listed
 // and says what is missing when a launch names it. jobs starts each job's
 // worker, data reads the frozen dataset versions jobs train on, registry
-// registers what a succeeded job trained (nil registers nothing), and log
+// registers what a succeeded job trained (nil registers nothing), workers
+// lists the live workers a local launch needs (nil checks none), and log
 // receives the detail of failed jobs.
-func New(pool *pgxpool.Pool, cfg config.Config, jobs jobq.Inserter, data DataSource, registry *models.Service, log *slog.Logger) *Service {
+func New(pool *pgxpool.Pool, cfg config.Config, jobs jobq.Inserter, data DataSource, registry *models.Service, workers WorkerSource,
+	log *slog.Logger) *Service {
 	bc := bedrock.Config{Bucket: cfg.BedrockBucket, Prefix: cfg.BedrockPrefix, RoleARN: cfg.BedrockRoleARN,
 		Region: cfg.BedrockRegion, BedrockEndpoint: cfg.BedrockEndpoint, S3Endpoint: cfg.S3Endpoint, S3PathStyle: cfg.S3Endpoint != ""}
 	return &Service{
@@ -107,6 +109,7 @@ func New(pool *pgxpool.Pool, cfg config.Config, jobs jobq.Inserter, data DataSou
 		DefaultBudget: pricing.Dollars(cfg.FineTuneBudgetUSD),
 		PollEvery:     cfg.FineTunePoll,
 		Registry:      registry,
+		Workers:       workers,
 		Log:           log,
 		data:          data,
 	}

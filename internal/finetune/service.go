@@ -51,13 +51,16 @@ type Service struct {
 	// Log receives the detail of a failed job, whose page shows a sentence
 	// (default slog.Default()).
 	Log *slog.Logger
+	// Workers lists the workers of the GPU queue as they last reported: a
+	// local launch is taken when a live one can run it. Nil checks no
+	// workers (tests of the launch alone).
+	Workers WorkerSource
 
 	sweep   sync.Once // of the scratch folders dead processes left in Dir
 	mu      sync.Mutex
 	data    DataSource
 	clients map[string]provider.Provider
 	counts  map[countKey]count
-	probe   *probeResult // the local machine's last probe
 }
 
 // SetDataSource changes where dataset versions come from, for tests that

@@ -84,6 +84,9 @@ type Template struct {
 	Body      string    `json:"body"`
 	CreatedBy string    `json:"created_by"`
 	CreatedAt time.Time `json:"created_at"`
+	// Created is true when SaveTemplate wrote this version, false when the
+	// text was already the newest version's.
+	Created bool `json:"-"`
 }
 
 // Render fills the template's variables with one item. Replacement is
@@ -150,7 +153,9 @@ func (s *Service) Templates(ctx context.Context, orgID uuid.UUID) ([]Template, e
 }
 
 // SaveTemplate writes a new version of a template. Versions never change:
-// judgements cached under the old text stay the old text's.
+// judgements cached under the old text stay the old text's. Saving the
+// newest version's text again writes nothing and returns that version;
+// saves of one template at once take turns, each numbering its own.
 func (s *Service) SaveTemplate(ctx context.Context, actor audit.Actor, orgID uuid.UUID, name, body string) (Template, error) {
 	v := &errs.Invalid{}
 	if v.Text("name", name, 64, true) && !templateName.MatchString(name) {
@@ -162,14 +167,29 @@ func (s *Service) SaveTemplate(ctx context.Context, actor audit.Actor, orgID uui
 	if err := v.Err(); err != nil {
 		return Template{}, err
 	}
-	var out db.JudgeTemplate
+	var out Template
 	err := db.InTx(ctx, s.Pool, func(_ pgx.Tx, q *db.Queries) error {
-		var err error
-		if out, err = q.JudgeTemplateInsert(ctx, db.JudgeTemplateInsertParams{OrgID: orgID, Name: name, Body: body, CreatedByLabel: actor.Label}); err != nil {
+		if err := q.JudgeTemplateGetForUpdate(ctx, db.JudgeTemplateGetForUpdateParams{OrgID: orgID, Name: name}); err != nil {
 			return err
 		}
+		latest, err := q.JudgeTemplateGetLatest(ctx, db.JudgeTemplateGetLatestParams{OrgID: orgID, Name: name})
+		switch {
+		case err == nil && latest.Body == body:
+			out = templateOf(latest)
+			return nil
+		case errors.Is(err, pgx.ErrNoRows) && builtIn[name] != "" && builtIn[name] == body:
+			out = Template{Name: name, Version: 1, Body: body, CreatedBy: "Curate"}
+			return nil
+		case err != nil && !errors.Is(err, pgx.ErrNoRows):
+			return err
+		}
+		row, err := q.JudgeTemplateInsert(ctx, db.JudgeTemplateInsertParams{OrgID: orgID, Name: name, Body: body, CreatedByLabel: actor.Label})
+		if err != nil {
+			return err
+		}
+		out, out.Created = templateOf(row), true
 		return audit.Record(ctx, q, actor, audit.Entry{OrgID: orgID, Action: "judge_template.create", TargetType: "judge_template",
-			TargetID: name, Details: map[string]any{"version": out.Version}})
+			TargetID: name, Details: map[string]any{"version": row.Version}})
 	})
-	return templateOf(out), err
+	return out, err
 }

@@ -42,7 +42,9 @@ func TestCreate(t *testing.T) {
 			return e, e.ID, err
 		}
 	}
-	sealed := func(e db.Endpoint) keyed.Sealed { return keyed.Sealed{Ciphertext: e.ApiKeyCiphertext, Nonce: e.ApiKeyNonce} }
+	sealed := func(e db.Endpoint) keyed.Sealed {
+		return keyed.Sealed{Ciphertext: e.ApiKeyCiphertext, Nonce: e.ApiKeyNonce}
+	}
 	admin := audit.Actor{Kind: "user", ID: uuid.New(), Label: "ada@acme.test"}
 
 	got, err := keyed.Create(ctx, store, admin, org, "one", "sk-secret", map[string]any{"name": "one"}, insert(org, "one"))

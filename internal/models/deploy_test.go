@@ -49,7 +49,7 @@ func newDeployEnv(t *testing.T) deployEnv {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := serving.New(pool, box, &outbound.Client{Policy: policy})
+	srv := serving.New(pool, box, &outbound.Client{Policy: policy}, "", "")
 	srv.Attempts, srv.RetryDelay = 3, time.Millisecond
 	return deployEnv{ctx: ctx, pool: pool, svc: models.New(pool, jobs, srv, nil), org: org}
 }

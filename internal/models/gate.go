@@ -7,6 +7,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/curate/curate/db"
 	"github.com/curate/curate/internal/errs"
 )
 
@@ -53,9 +54,17 @@ func (s *Service) GateStatus(ctx context.Context, orgID, versionID uuid.UUID) (G
 	return s.Gate.Status(ctx, orgID, versionID)
 }
 
-// checkGate refuses to move production to a version the gate blocks.
+// checkGate refuses to move production to a version the gate blocks. A
+// reward model passes: the gate evaluates answers, and it writes none.
 func (s *Service) checkGate(ctx context.Context, orgID, versionID uuid.UUID, alias string) error {
 	if alias != Production {
+		return nil
+	}
+	v, err := db.New(s.Pool).ModelVersionGet(ctx, db.ModelVersionGetParams{OrgID: orgID, ID: versionID})
+	if err != nil {
+		return errs.NotFound(err)
+	}
+	if v.ModelVersion.Kind == KindReward {
 		return nil
 	}
 	st, err := s.GateStatus(ctx, orgID, versionID)

@@ -55,6 +55,82 @@ func TestCheckRefusesInternalAndMetadata(t *testing.T) {
 	}
 }
 
+// Every range of IANA's IPv4 and IPv6 Special-Purpose Address Registries
+// (iana.org/assignments/iana-ipv4-special-registry and
+// iana-ipv6-special-registry, as of 2024), with multicast and site-local,
+// is refused; the operator's list opens all but link-local, metadata,
+// multicast, reserved and unspecified addresses. An address carrying an
+// IPv4 address (IPv4-mapped, NAT64 64:ff9b::/96, 6to4 2002::/16) is judged
+// as that address: RFC 6052 puts it in the last 32 bits, RFC 3056 in bits
+// 16 to 47. Addresses just outside each range are ordinary.
+func TestCheckSpecialPurposeRanges(t *testing.T) {
+	open, err := ParsePolicy("0.0.0.0/0, ::/0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const (
+		public  = ""
+		special = "special" // refused unless allowed
+		never   = "never"
+	)
+	cases := []struct{ addr, want string }{
+		{"0.0.0.0", never}, {"0.1.2.3", never}, // "this network"
+		{"10.0.0.1", special}, {"100.64.0.1", special}, {"100.127.255.254", special}, {"100.128.0.1", public},
+		{"127.0.0.1", special}, {"127.255.255.254", special},
+		{"169.254.169.254", never},
+		{"172.16.0.1", special}, {"172.31.255.254", special}, {"172.32.0.1", public},
+		{"192.0.0.1", special}, {"192.0.0.9", special}, {"192.0.0.170", special}, {"192.0.1.1", public}, // IETF protocol assignments
+		{"192.0.2.1", special}, {"198.51.100.7", special}, {"203.0.113.9", special}, // documentation
+		{"192.31.196.1", special}, {"192.52.193.1", special}, {"192.88.99.1", special}, {"192.175.48.1", special},
+		{"192.168.0.1", special}, {"198.18.0.1", special}, {"198.19.255.254", special}, {"198.20.0.1", public}, // benchmarking
+		{"224.0.0.1", never}, {"239.255.255.250", never}, {"240.0.0.1", never}, {"255.255.255.255", never},
+		{"8.8.8.8", public}, {"93.184.215.14", public},
+
+		{"::", never}, {"::1", special},
+		{"::127.0.0.1", special}, {"::8.8.8.8", special}, // IPv4-compatible
+		{"::ffff:127.0.0.1", special}, {"::ffff:169.254.169.254", never}, {"::ffff:8.8.8.8", public}, // IPv4-mapped
+		{"::ffff:0:a00:1", special}, // IPv4-translated
+		{"64:ff9b::7f00:1", special}, {"64:ff9b::a9fe:a9fe", never}, {"64:ff9b::c0a8:101", special}, {"64:ff9b::808:808", public},
+		{"64:ff9b:1::808:808", special}, // local-use translation
+		{"100::1", special}, {"100:0:0:1::1", special},
+		{"2001::1", special}, {"2001:0:4136:e378:8000:63bf:3fff:fdd2", special}, // Teredo
+		{"2001:1::1", special}, {"2001:2::1", special}, {"2001:3::1", special}, {"2001:4:112::1", special},
+		{"2001:10::1", special}, {"2001:20::1", special}, {"2001:30::1", special}, {"2001:1ff::1", special}, {"2001:200::1", public},
+		{"2001:db8::1", special}, {"2620:4f:8000::1", special}, {"3fff::1", special}, {"5f00::1", special},
+		{"2002:7f00:1::1", special}, {"2002:a9fe:a9fe::1", never}, {"2002:a00:1::1", special}, {"2002:808:808::1", public}, // 6to4
+		{"fc00::1", special}, {"fd12::1", special}, {"fec0::1", special}, {"feff::1", special},
+		{"fe80::1", never}, {"ff02::1", never}, {"fd00:ec2::254", never},
+		{"2001:4860:4860::8888", public}, {"2606:4700::1111", public},
+	}
+	for _, c := range cases {
+		addr := netip.MustParseAddr(c.addr)
+		for _, p := range []struct {
+			name   string
+			policy Policy
+			want   string
+		}{{"no policy", Policy{}, c.want}, {"everything allowed", open, map[string]string{never: never}[c.want]}} {
+			err := p.policy.Check("h", addr)
+			var r *RefusedError
+			got := public
+			if errors.As(err, &r) {
+				got = map[bool]string{false: special, true: never}[r.Always]
+			} else if err != nil {
+				t.Fatalf("Check(%s) = %v", c.addr, err)
+			}
+			if got != p.want {
+				t.Errorf("Check(%s) with %s = %v; want %q", c.addr, p.name, err, p.want)
+			}
+		}
+	}
+	// An allowed IPv4 range opens the IPv6 forms that lead to it.
+	lan, _ := ParsePolicy("192.168.0.0/16")
+	for _, a := range []string{"::ffff:192.168.1.1", "64:ff9b::c0a8:101", "2002:c0a8:101::1"} {
+		if err := lan.Check("h", netip.MustParseAddr(a)); err != nil {
+			t.Errorf("Check(%s) under 192.168.0.0/16 = %v; want allowed", a, err)
+		}
+	}
+}
+
 func get(t *testing.T, c *Client, u string) (*http.Response, error) {
 	t.Helper()
 	resp, err := c.HTTP().Get(u)
@@ -176,6 +252,26 @@ func TestCheckURL(t *testing.T) {
 		{"file:///etc/passwd", loopback, "url"},
 		{"http:///nohost", Policy{}, "url"},
 		{"http://%zz", Policy{}, "url"},
+		// Only plain names and address literals: an escaped tab, a
+		// semicolon, an interface zone, numbers a resolver may read as an
+		// address.
+		{"http://127.0.0.1%2509/", loopback, "url"},
+		{"http://exa%2509mple.com/", Policy{}, "url"},
+		{"http://a;b.example/", Policy{}, "url"},
+		{"http://-a.example/", Policy{}, "url"},
+		{"http://" + strings.Repeat("a", 64) + ".example/", Policy{}, "url"},
+		{"http://[2606:4700::1111%25eth0]/", Policy{}, "url"},
+		{"http://[::1%2509]/", Policy{}, "refused"},
+		{"http://127.1/", loopback, "url"},
+		{"http://0x7f000001/", loopback, "url"},
+		{"http://2130706433/", loopback, "url"},
+		{"http://0177.0.0.1/", loopback, "url"},
+		{"http://judge_1.internal.invalid./", Policy{}, ""},
+		{"http://[64:ff9b::7f00:1]/", Policy{}, "refused"},
+		{"http://[64:ff9b::7f00:1]/", loopback, ""},
+		{"http://[2002:a9fe:a9fe::1]/", loopback, "never"},
+		{"http://192.0.0.170/", Policy{}, "refused"},
+		{"http://[fec0::1]/", Policy{}, "refused"},
 	}
 	for _, c := range cases {
 		err := (&Client{Policy: c.policy}).CheckURL(context.Background(), c.url)

@@ -57,6 +57,9 @@ type Input struct {
 	Method             string          `json:"method,omitempty"` // manual (default) or correction
 	ChosenFeedbackID   *uuid.UUID      `json:"chosen_feedback_id,omitempty"`
 	RejectedFeedbackID *uuid.UUID      `json:"rejected_feedback_id,omitempty"`
+	// AnnotatorID is the user of the organisation who judged the pair;
+	// nil is the user storing it (none for an API key).
+	AnnotatorID *uuid.UUID `json:"annotator_id,omitempty"`
 }
 
 // Validate checks the input, recording a message per bad field under

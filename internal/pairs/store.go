@@ -29,42 +29,69 @@ func New(pool *pgxpool.Pool) *Service { return &Service{Pool: pool} }
 
 // Create validates and stores one pair made by hand (or from a corrected
 // item). An identical pair already stored answers errs.Conflict holding it;
-// feedback links must name items of the organisation.
+// feedback links and the annotator must name items and users of the
+// organisation.
 func (s *Service) Create(ctx context.Context, actor audit.Actor, orgID uuid.UUID, in Input) (db.PreferencePair, error) {
+	var out db.PreferencePair
+	err := db.InTx(ctx, s.Pool, func(tx pgx.Tx, _ *db.Queries) error {
+		var err error
+		out, err = CreateTx(ctx, tx, actor, orgID, in)
+		return err
+	})
+	return out, err
+}
+
+// CreateTx is Create in the caller's transaction, for a caller that does
+// more with the pair in the same step (a dataset adding it as a member).
+func CreateTx(ctx context.Context, tx pgx.Tx, actor audit.Actor, orgID uuid.UUID, in Input) (db.PreferencePair, error) {
 	v := &errs.Invalid{}
 	in.Validate(v, "")
 	if v.Has() {
 		return db.PreferencePair{}, v
 	}
-	var out db.PreferencePair
-	err := db.InTx(ctx, s.Pool, func(_ pgx.Tx, q *db.Queries) error {
-		if err := checkFeedbackLinks(ctx, q, orgID, in.ChosenFeedbackID, in.RejectedFeedbackID); err != nil {
-			return err
-		}
-		prompt, _ := json.Marshal(in.Prompt)
-		hash := ContentHash(in.SystemPrompt, in.Prompt, in.Chosen, in.Rejected)
-		var err error
-		out, err = q.PairInsert(ctx, db.PairInsertParams{
-			OrgID: orgID, Prompt: prompt, Query: in.Query, SystemPrompt: in.SystemPrompt, ChosenResponse: in.Chosen,
-			RejectedResponse: in.Rejected, PreferenceStrength: float32(*in.Strength), ContextDocuments: in.ContextDocuments,
-			Method: db.PairMethod(in.Method), ChosenFeedbackID: nullID(in.ChosenFeedbackID),
-			RejectedFeedbackID: nullID(in.RejectedFeedbackID), AnnotatorID: actorUser(actor), AnnotationNotes: in.Notes,
-			Tags: in.Tags, ContentHash: hash,
-		})
-		if errors.Is(err, pgx.ErrNoRows) {
-			existing, gerr := q.PairGetByHash(ctx, db.PairGetByHashParams{OrgID: orgID, ContentHash: hash})
-			if gerr != nil {
-				return gerr
-			}
-			return &errs.Conflict{Message: "an identical pair (same prompt, chosen and rejected reply) is already stored", Current: existing}
-		}
-		if err != nil {
-			return err
-		}
-		return audit.Record(ctx, q, actor, audit.Entry{OrgID: orgID, Action: "pair.create", TargetType: "preference_pair",
-			TargetID: out.ID.String(), Details: map[string]any{"method": in.Method}})
+	q := db.New(tx)
+	if err := checkFeedbackLinks(ctx, q, orgID, in.ChosenFeedbackID, in.RejectedFeedbackID); err != nil {
+		return db.PreferencePair{}, err
+	}
+	annotator, err := annotatorOf(ctx, q, actor, orgID, in.AnnotatorID)
+	if err != nil {
+		return db.PreferencePair{}, err
+	}
+	prompt, _ := json.Marshal(in.Prompt)
+	hash := ContentHash(in.SystemPrompt, in.Prompt, in.Chosen, in.Rejected)
+	out, err := q.PairInsert(ctx, db.PairInsertParams{
+		OrgID: orgID, Prompt: prompt, Query: in.Query, SystemPrompt: in.SystemPrompt, ChosenResponse: in.Chosen,
+		RejectedResponse: in.Rejected, PreferenceStrength: float32(*in.Strength), ContextDocuments: in.ContextDocuments,
+		Method: db.PairMethod(in.Method), ChosenFeedbackID: nullID(in.ChosenFeedbackID),
+		RejectedFeedbackID: nullID(in.RejectedFeedbackID), AnnotatorID: annotator, AnnotationNotes: in.Notes,
+		Tags: in.Tags, ContentHash: hash,
 	})
-	return out, err
+	if errors.Is(err, pgx.ErrNoRows) {
+		existing, gerr := q.PairGetByHash(ctx, db.PairGetByHashParams{OrgID: orgID, ContentHash: hash})
+		if gerr != nil {
+			return out, gerr
+		}
+		return out, &errs.Conflict{Message: "an identical pair (same prompt, chosen and rejected reply) is already stored", Current: existing}
+	}
+	if err != nil {
+		return out, err
+	}
+	return out, audit.Record(ctx, q, actor, audit.Entry{OrgID: orgID, Action: "pair.create", TargetType: "preference_pair",
+		TargetID: out.ID.String(), Details: map[string]any{"method": in.Method}})
+}
+
+// annotatorOf is the pair's annotator: the user named, who must be one of
+// the organisation's, or else the user storing the pair.
+func annotatorOf(ctx context.Context, q *db.Queries, actor audit.Actor, orgID uuid.UUID, named *uuid.UUID) (uuid.NullUUID, error) {
+	if named == nil {
+		return actorUser(actor), nil
+	}
+	if _, err := q.UserGet(ctx, db.UserGetParams{OrgID: orgID, ID: *named}); errors.Is(err, pgx.ErrNoRows) {
+		return uuid.NullUUID{}, errs.InvalidField("annotator_id", "no such user in this organisation")
+	} else if err != nil {
+		return uuid.NullUUID{}, err
+	}
+	return uuid.NullUUID{UUID: *named, Valid: true}, nil
 }
 
 func checkFeedbackLinks(ctx context.Context, q *db.Queries, orgID uuid.UUID, ids ...*uuid.UUID) error {
@@ -128,6 +155,9 @@ type Change struct {
 	Notes            *string         `json:"annotation_notes"`
 	Tags             *[]string       `json:"tags"`
 	Swap             bool            `json:"swap"`
+	// AnnotatorID names another user of the organisation as the pair's
+	// annotator.
+	AnnotatorID *uuid.UUID `json:"annotator_id"`
 }
 
 // Update applies a change if the pair is still at version; otherwise it
@@ -180,6 +210,12 @@ func (s *Service) Update(ctx context.Context, actor audit.Actor, orgID, id uuid.
 		if v.Has() {
 			return v
 		}
+		var annotator uuid.NullUUID
+		if ch.AnnotatorID != nil {
+			if annotator, err = annotatorOf(ctx, q, actor, orgID, ch.AnnotatorID); err != nil {
+				return err
+			}
+		}
 		prompt, _ := json.Marshal(in.Prompt)
 		hash := ContentHash(in.SystemPrompt, in.Prompt, in.Chosen, in.Rejected)
 		out, err = q.PairUpdate(ctx, db.PairUpdateParams{
@@ -187,6 +223,7 @@ func (s *Service) Update(ctx context.Context, actor audit.Actor, orgID, id uuid.
 			ChosenResponse: in.Chosen, RejectedResponse: in.Rejected, PreferenceStrength: float32(*in.Strength),
 			ContextDocuments: in.ContextDocuments, ChosenFeedbackID: nullID(in.ChosenFeedbackID),
 			RejectedFeedbackID: nullID(in.RejectedFeedbackID), AnnotationNotes: in.Notes, Tags: in.Tags, ContentHash: hash,
+			AnnotatorID: annotator,
 		})
 		switch {
 		case errors.Is(err, pgx.ErrNoRows):

@@ -7,6 +7,9 @@ import (
 	"fmt"
 	"os/exec"
 	"strings"
+	"unicode/utf8"
+
+	"github.com/curate/curate/internal/provider"
 )
 
 // ProbeInfo is what `python -m curate_trainer probe` reports about this
@@ -75,14 +78,56 @@ func (b *limitedBuffer) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// CannotRun says, as a sentence, why the probed machine cannot train, or
-// "" when it can: the bundled trainer needs torch, and a device to run on.
-func (i ProbeInfo) CannotRun() string {
-	switch {
-	case i.Note != "":
-		return strings.ToUpper(i.Note[:1]) + strings.TrimSuffix(i.Note[1:], ".") + "."
-	case i.Device == "none" || i.Torch == "":
-		return "Torch is not installed, so this machine cannot run the local trainer."
+// Needs names the Python packages the bundled trainer needs to train with
+// method m: today every method's run imports torch, transformers and peft
+// before anything else (trainer/curate_trainer/runtime.py).
+func Needs(provider.Method) []string {
+	return []string{"torch", "transformers", "peft"}
+}
+
+// NeedsGPU is what Lacks names when device asks for CUDA and the machine
+// has none.
+const NeedsGPU = "a CUDA GPU"
+
+// Lacks names what the probed machine lacks to train with method m when
+// its trainer's device setting (CURATE_TRAINER_DEVICE) is device: each
+// package of Needs(m) the probe did not find, and NeedsGPU when device is
+// "cuda" and torch sees no GPU ("auto" trains on the CPU then). Without
+// torch the probe looks no further, so torch alone is named. Nil when it
+// lacks nothing.
+func (i ProbeInfo) Lacks(m provider.Method, device string) []string {
+	if i.Torch == "" {
+		return []string{"torch"}
 	}
-	return ""
+	have := map[string]bool{"torch": true, "transformers": i.Transformers != "", "peft": i.PEFT != ""}
+	var out []string
+	for _, pkg := range Needs(m) {
+		if !have[pkg] {
+			out = append(out, pkg)
+		}
+	}
+	if device == "cuda" && i.Device != "cuda" {
+		out = append(out, NeedsGPU)
+	}
+	return out
+}
+
+// maxProbeText bounds each text a probe reports (a GPU's name, a
+// version, its note): they are stored and shown.
+const maxProbeText = 200
+
+// Clean makes the report fit to store and show: every text valid UTF-8
+// without NUL bytes (which PostgreSQL's text and jsonb refuse), at most
+// 200 bytes, and no negative figure.
+func (i ProbeInfo) Clean() ProbeInfo {
+	for _, s := range []*string{&i.Device, &i.GPUName, &i.CUDA, &i.Python, &i.Torch, &i.Transformers, &i.PEFT, &i.Note} {
+		t := strings.ToValidUTF8(strings.ReplaceAll(*s, "\x00", ""), "\uFFFD")
+		for len(t) > maxProbeText {
+			_, n := utf8.DecodeLastRuneInString(t)
+			t = t[:len(t)-n]
+		}
+		*s = t
+	}
+	i.GPUMemoryBytes, i.GPUCount = max(i.GPUMemoryBytes, 0), max(i.GPUCount, 0)
+	return i
 }

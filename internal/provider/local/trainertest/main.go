@@ -38,6 +38,9 @@
 // long, so a watcher can see the run move.
 //
 // Every start appends a line to starts.log in the run directory.
+//
+// Invoked as `trainertest probe` it reports a machine as FAKE_TRAINER_PROBE
+// says (see probe).
 package main
 
 import (
@@ -59,14 +62,7 @@ func main() {
 		sleepForever()
 	}
 	if len(os.Args) == 2 && os.Args[1] == "probe" {
-		// A machine that can train, on the CPU, as the real probe reports
-		// it; FAKE_TRAINER_MODE=no-torch reports one that cannot.
-		if os.Getenv("FAKE_TRAINER_MODE") == "no-torch" {
-			emit(map[string]any{"event": "probe", "device": "none", "python": "3.12",
-				"note": "torch is not installed, so this machine cannot run the local trainer"})
-			return
-		}
-		emit(map[string]any{"event": "probe", "device": "cpu", "python": "3.12", "torch": "fake"})
+		probe(os.Getenv("FAKE_TRAINER_PROBE"))
 		return
 	}
 	if len(os.Args) != 3 || os.Args[1] != "run" {
@@ -74,6 +70,33 @@ func main() {
 		os.Exit(2)
 	}
 	os.Exit(run(os.Args[2], os.Getenv("FAKE_TRAINER_MODE")))
+}
+
+// probe reports a machine as the real probe does: by default one that
+// can train on the CPU; FAKE_TRAINER_PROBE=gpu one with an 80 GB GPU,
+// no-peft one whose Python lacks peft, no-torch (or FAKE_TRAINER_MODE=
+// no-torch) one without torch, and fail none at all (it exits 1).
+func probe(mode string) {
+	if os.Getenv("FAKE_TRAINER_MODE") == "no-torch" {
+		mode = "no-torch"
+	}
+	info := map[string]any{"event": "probe", "device": "cpu", "python": "3.12.3", "torch": "2.5.1",
+		"transformers": "4.46.3", "peft": "0.13.2"}
+	switch mode {
+	case "gpu":
+		info["device"], info["gpu_name"], info["gpu_memory_bytes"], info["gpu_count"] = "cuda", "NVIDIA H100 80GB HBM3", 85520809984, 1
+		info["cuda"], info["bf16"] = "12.4", true
+	case "no-peft":
+		delete(info, "peft")
+		info["note"] = "peft not installed, so runs will fail here"
+	case "no-torch":
+		info = map[string]any{"event": "probe", "device": "none", "python": "3.12.3",
+			"note": "torch is not installed, so this machine cannot run the local trainer"}
+	case "fail":
+		fmt.Fprintln(os.Stderr, "ModuleNotFoundError: No module named 'curate_trainer'")
+		os.Exit(1)
+	}
+	emit(info)
 }
 
 func emit(v map[string]any) {
