@@ -178,7 +178,7 @@ func TestEvaluationSurvivesKill(t *testing.T) {
 	}
 	var rescued string
 	var retried time.Time
-	if err := pool.QueryRow(ctx, `SELECT errors[1]->>'error', attempted_at FROM river_job WHERE kind = 'evaluation' AND args->>'run_id' = $1`,
+	if err := pool.QueryRow(ctx, `SELECT errors[1]->>'error', attempted_at FROM river_job WHERE kind = 'evaluation_run' AND args->>'run_id' = $1`,
 		runID).Scan(&rescued, &retried); err != nil || !strings.Contains(rescued, "heartbeats") {
 		t.Errorf("the killed attempt's recorded error: %q (%v), want the heartbeat sweep's", rescued, err)
 	}

@@ -70,7 +70,7 @@ func TestAgreementResume(t *testing.T) {
 		if stalled, err = svc.AgreementStalled(ctx, got.JudgeAgreement); err != nil {
 			t.Fatal(err)
 		}
-		if err := pool.QueryRow(ctx, `SELECT count(*) FROM river_job WHERE kind = 'judge_agreement'`).Scan(&jobs); err != nil {
+		if err := pool.QueryRow(ctx, `SELECT count(*) FROM river_job WHERE kind = 'agreement_run'`).Scan(&jobs); err != nil {
 			t.Fatal(err)
 		}
 		return string(got.Status), got.RiverJobID.Int64, jobs, stalled
