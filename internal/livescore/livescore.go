@@ -182,7 +182,7 @@ func (s *Service) SetForExperiment(ctx context.Context, actor audit.Actor, orgID
 		if err != nil {
 			return errs.NotFound(err)
 		}
-		out, err = q.LiveScorerUpsertExperiment(ctx, db.LiveScorerUpsertExperimentParams{OrgID: orgID, ExperimentID: uuid.NullUUID{UUID: e.ID, Valid: true},
+		out, err = q.LiveScorerInsertForExperiment(ctx, db.LiveScorerInsertForExperimentParams{OrgID: orgID, ExperimentID: uuid.NullUUID{UUID: e.ID, Valid: true},
 			Endpoint: c.Endpoint, Template: c.Template, Rate: c.Rate, Enabled: c.Enabled == nil || *c.Enabled, CreatedByLabel: actor.Label})
 		if err != nil {
 			return err
@@ -211,7 +211,7 @@ func (s *Service) SetForAlias(ctx context.Context, actor audit.Actor, orgID uuid
 		if _, err := q.ModelAliasGet(ctx, db.ModelAliasGetParams{OrgID: orgID, RegisteredModelID: m.ID, Alias: alias}); err != nil {
 			return errs.NotFound(err)
 		}
-		out, err = q.LiveScorerUpsertAlias(ctx, db.LiveScorerUpsertAliasParams{OrgID: orgID, RegisteredModelID: uuid.NullUUID{UUID: m.ID, Valid: true},
+		out, err = q.LiveScorerInsertForAlias(ctx, db.LiveScorerInsertForAliasParams{OrgID: orgID, RegisteredModelID: uuid.NullUUID{UUID: m.ID, Valid: true},
 			Alias: alias, Endpoint: c.Endpoint, Template: c.Template, Rate: c.Rate, Enabled: c.Enabled == nil || *c.Enabled, CreatedByLabel: actor.Label})
 		if err != nil {
 			return err
@@ -447,7 +447,7 @@ func (s *Service) Score(ctx context.Context, scorerID uuid.UUID) error {
 			if err := ctx.Err(); err != nil {
 				return err
 			}
-			claimed, err := q.LiveScoreClaim(ctx, db.LiveScoreClaimParams{ScorerID: scorerID, FeedbackID: r.FeedbackID})
+			claimed, err := q.LiveScoreUpdateClaim(ctx, db.LiveScoreUpdateClaimParams{ScorerID: scorerID, FeedbackID: r.FeedbackID})
 			if err != nil {
 				return err
 			}
@@ -462,7 +462,7 @@ func (s *Service) Score(ctx context.Context, scorerID uuid.UUID) error {
 			}
 			if err != nil {
 				// Not reached: the answer is left for the retry.
-				return errors.Join(err, q.LiveScoreRelease(context.WithoutCancel(ctx), db.LiveScoreReleaseParams{ScorerID: scorerID,
+				return errors.Join(err, q.LiveScoreUpdateRelease(context.WithoutCancel(ctx), db.LiveScoreUpdateReleaseParams{ScorerID: scorerID,
 					FeedbackID: r.FeedbackID}))
 			}
 			u := db.LiveScoreUpdateParams{ScorerID: scorerID, FeedbackID: r.FeedbackID, Status: "scored", SafetyFlag: res.Safety,
