@@ -313,8 +313,11 @@ func (s *Service) AddAdjudicator(ctx context.Context, actor audit.Actor, orgID, 
 func (s *Service) RemoveAdjudicator(ctx context.Context, actor audit.Actor, orgID, userID uuid.UUID) error {
 	return db.InTx(ctx, s.Pool, func(_ pgx.Tx, q *db.Queries) error {
 		n, err := q.ReviewAdjudicatorDelete(ctx, db.ReviewAdjudicatorDeleteParams{OrgID: orgID, UserID: userID})
-		if err != nil || n == 0 {
+		if err != nil {
 			return err
+		}
+		if n == 0 {
+			return errs.ErrNotFound // not on this organisation's list
 		}
 		return audit.Record(ctx, q, actor, audit.Entry{OrgID: orgID, Action: "review.adjudicator_remove", TargetType: "user", TargetID: userID.String()})
 	})
