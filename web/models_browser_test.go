@@ -10,7 +10,6 @@ import (
 
 	"github.com/chromedp/chromedp"
 
-	"github.com/curate/curate/internal/demo"
 	"github.com/curate/curate/internal/serving/vllmtest"
 	"github.com/curate/curate/web/webtest"
 )
@@ -26,14 +25,14 @@ func TestBrowserRegistryFlow(t *testing.T) {
 	}})
 	writeModel(t, filepath.Join(s.App.Config.ModelsDir, "tiny-llama"))
 	ctx := context.Background()
-	seeded, err := demo.Ensure(ctx, s.App.Accounts)
+	seeded, err := s.App.Demo.Ensure(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := demo.SeedFeedback(ctx, s.Pool, seeded); err != nil {
+	if _, err := s.App.Demo.SeedFeedback(ctx, seeded); err != nil {
 		t.Fatal(err)
 	}
-	version, err := demo.SeedDataset(ctx, s.Pool, seeded.OrgID)
+	version, err := s.App.Demo.SeedDataset(ctx, seeded.OrgID)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -85,6 +85,13 @@ type Service struct {
 	Now func() time.Time
 }
 
+// New builds live scoring: jobs queues the scoring the sampling finds work
+// for, scorer scores each sampled answer, and judge checks a scorer's
+// template when it is set (nil checks none).
+func New(pool *pgxpool.Pool, jobs jobq.Inserter, scorer Scorer, judge *judge.Service) *Service {
+	return &Service{Pool: pool, Jobs: jobs, Scorer: scorer, Judge: judge}
+}
+
 func (s *Service) now() time.Time {
 	if s.Now != nil {
 		return s.Now()
@@ -172,11 +179,8 @@ func (s *Service) SetForExperiment(ctx context.Context, actor audit.Actor, orgID
 	var out db.LiveScorer
 	err := db.InTx(ctx, s.Pool, func(_ pgx.Tx, q *db.Queries) error {
 		e, err := q.ExperimentGetByKey(ctx, db.ExperimentGetByKeyParams{OrgID: orgID, Key: key})
-		if errors.Is(err, pgx.ErrNoRows) {
-			return errs.ErrNotFound
-		}
 		if err != nil {
-			return err
+			return errs.NotFound(err)
 		}
 		out, err = q.LiveScorerInsertForExperiment(ctx, db.LiveScorerInsertForExperimentParams{OrgID: orgID, ExperimentID: uuid.NullUUID{UUID: e.ID, Valid: true},
 			Endpoint: c.Endpoint, Template: c.Template, Rate: c.Rate, Enabled: c.Enabled == nil || *c.Enabled, CreatedByLabel: actor.Label})
@@ -201,16 +205,11 @@ func (s *Service) SetForAlias(ctx context.Context, actor audit.Actor, orgID uuid
 	var out db.LiveScorer
 	err := db.InTx(ctx, s.Pool, func(_ pgx.Tx, q *db.Queries) error {
 		m, err := q.RegisteredModelGetByName(ctx, db.RegisteredModelGetByNameParams{OrgID: orgID, Name: model})
-		if errors.Is(err, pgx.ErrNoRows) {
-			return errs.ErrNotFound
-		}
 		if err != nil {
-			return err
+			return errs.NotFound(err)
 		}
-		if _, err := q.ModelAliasGet(ctx, db.ModelAliasGetParams{OrgID: orgID, RegisteredModelID: m.ID, Alias: alias}); errors.Is(err, pgx.ErrNoRows) {
-			return errs.ErrNotFound
-		} else if err != nil {
-			return err
+		if _, err := q.ModelAliasGet(ctx, db.ModelAliasGetParams{OrgID: orgID, RegisteredModelID: m.ID, Alias: alias}); err != nil {
+			return errs.NotFound(err)
 		}
 		out, err = q.LiveScorerInsertForAlias(ctx, db.LiveScorerInsertForAliasParams{OrgID: orgID, RegisteredModelID: uuid.NullUUID{UUID: m.ID, Valid: true},
 			Alias: alias, Endpoint: c.Endpoint, Template: c.Template, Rate: c.Rate, Enabled: c.Enabled == nil || *c.Enabled, CreatedByLabel: actor.Label})
