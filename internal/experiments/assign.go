@@ -274,12 +274,9 @@ type ConfigArm struct {
 func (s *Service) Config(ctx context.Context, orgID uuid.UUID, key string) (Config, error) {
 	q := db.New(s.Pool)
 	v, err := q.ExperimentConfigGetVersion(ctx, db.ExperimentConfigGetVersionParams{OrgID: orgID, Key: key})
-	if errors.Is(err, pgx.ErrNoRows) {
-		s.configs.drop(orgID, key)
-		return Config{}, errs.ErrNotFound
-	}
 	if err != nil {
-		return Config{}, err
+		s.configs.drop(orgID, key)
+		return Config{}, errs.NotFound(err)
 	}
 	c := s.configs.get(orgID, key)
 	if c == nil || c.id != v.ID || c.version != v.ConfigVersion {

@@ -183,7 +183,7 @@ func TestAssignFollowsChangesMadeElsewhere(t *testing.T) {
 // it was recorded in, and no assignment fails.
 func TestAssignWhileConfigurationChanges(t *testing.T) {
 	e := newEnv(t)
-	e.running(t, experiments.New{Key: "moving"})
+	e.running(t, experiments.NewExperiment{Key: "moving"})
 	a, _ := e.server(t)
 	var wg sync.WaitGroup
 	stop := make(chan struct{})
@@ -250,7 +250,7 @@ func TestAssignWhileConfigurationChanges(t *testing.T) {
 // batch refused whole.
 func TestRecordExposures(t *testing.T) {
 	e := newEnv(t)
-	x := e.running(t, experiments.New{Key: "local"})
+	x := e.running(t, experiments.NewExperiment{Key: "local"})
 	clock := x.StartedAt.Add(time.Minute)
 	e.exp.Now = func() time.Time { return clock }
 	at := func(d time.Duration) *time.Time { t := clock.Add(d); return &t }
@@ -357,7 +357,7 @@ func TestRecordExposures(t *testing.T) {
 // and a count of changes that moves with every change and not otherwise.
 func TestConfig(t *testing.T) {
 	e := newEnv(t)
-	e.running(t, experiments.New{Key: "conf"})
+	e.running(t, experiments.NewExperiment{Key: "conf"})
 	c, err := e.exp.Config(e.ctx, e.org, "conf")
 	if err != nil {
 		t.Fatal(err)
