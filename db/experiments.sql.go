@@ -614,10 +614,19 @@ func (q *Queries) ExperimentList(ctx context.Context, orgID uuid.UUID) ([]Experi
 }
 
 const experimentListBuckets = `-- name: ExperimentListBuckets :many
-SELECT DISTINCT date_trunc($1::text, f.created_at, 'UTC')::timestamptz AS bucket
-FROM feedback f WHERE f.org_id = $2 AND f.experiment_id = $3
-  AND ($4::timestamptz IS NULL OR f.created_at >= $4)
-ORDER BY bucket LIMIT 120
+WITH RECURSIVE b AS (
+    SELECT date_trunc($1::text, (
+        SELECT f.created_at FROM feedback f WHERE f.org_id = $2 AND f.experiment_id = $3
+          AND ($4::timestamptz IS NULL OR f.created_at >= $4)
+        ORDER BY f.created_at LIMIT 1), 'UTC') AS bucket, 1 AS n
+    UNION ALL
+    SELECT date_trunc($1::text, (
+        SELECT f.created_at FROM feedback f WHERE f.org_id = $2 AND f.experiment_id = $3
+          AND f.created_at >= b.bucket + ('1 ' || $1::text)::interval
+        ORDER BY f.created_at LIMIT 1), 'UTC'), b.n + 1
+    FROM b WHERE b.bucket IS NOT NULL AND b.n < 120
+)
+SELECT bucket::timestamptz AS bucket FROM b WHERE bucket IS NOT NULL ORDER BY bucket
 `
 
 type ExperimentListBucketsParams struct {
@@ -628,7 +637,10 @@ type ExperimentListBucketsParams struct {
 }
 
 // The hours or days (unit, in UTC) the experiment's feedback arrived in,
-// for the cumulative chart.
+// for the cumulative chart: each found from the one before by the first
+// feedback after it, read from the organisation's (org_id, created_at)
+// index, so that an experiment's millions of answers are not all read to
+// name a few buckets.
 func (q *Queries) ExperimentListBuckets(ctx context.Context, arg ExperimentListBucketsParams) ([]time.Time, error) {
 	rows, err := q.db.Query(ctx, experimentListBuckets,
 		arg.Unit,
@@ -690,6 +702,11 @@ WITH x AS (
     SELECT e.arm, e.unit_id, e.first_seen FROM experiment_exposures e
     WHERE e.experiment_id = $1 AND e.phase = $2
 ),
+judged AS (
+    SELECT s.feedback_id, avg(s.score) AS score FROM live_scores s
+    WHERE s.org_id = $3 AND s.status = 'scored'
+    GROUP BY s.feedback_id
+),
 post AS (
     SELECT x.arm, x.unit_id,
            avg(CASE f.feedback_type WHEN 'thumbs_up' THEN 1.0 WHEN 'thumbs_down' THEN 0.0 END)::float8 AS thumbs,
@@ -698,8 +715,9 @@ post AS (
            avg(f.latency_ms)::float8 AS latency,
            avg(f.dim_accuracy)::float8 AS accuracy, avg(f.dim_helpfulness)::float8 AS helpfulness,
            avg(f.dim_clarity)::float8 AS clarity, avg(f.dim_safety)::float8 AS safety,
-           avg((SELECT avg(s.score) FROM live_scores s WHERE s.feedback_id = f.id AND s.status = 'scored'))::float8 AS judge
+           avg(j.score)::float8 AS judge
     FROM x JOIN feedback f ON f.org_id = $3 AND f.experiment_id = $1 AND f.end_user_id = x.unit_id
+    LEFT JOIN judged j ON j.feedback_id = f.id
     WHERE ($4::timestamptz IS NULL OR f.created_at >= $4)
       AND ($5::timestamptz IS NULL OR f.created_at < $5)
     GROUP BY x.arm, x.unit_id
@@ -712,9 +730,10 @@ pre AS (
            avg(f.latency_ms)::float8 AS latency,
            avg(f.dim_accuracy)::float8 AS accuracy, avg(f.dim_helpfulness)::float8 AS helpfulness,
            avg(f.dim_clarity)::float8 AS clarity, avg(f.dim_safety)::float8 AS safety,
-           avg((SELECT avg(s.score) FROM live_scores s WHERE s.feedback_id = f.id AND s.status = 'scored'))::float8 AS judge
+           avg(j.score)::float8 AS judge
     FROM x JOIN feedback f ON f.org_id = $3 AND f.end_user_id = x.unit_id
         AND f.created_at >= x.first_seen - make_interval(days => $6::int) AND f.created_at < x.first_seen
+    LEFT JOIN judged j ON j.feedback_id = f.id
     WHERE $6::int > 0
       -- The whole window of every unit, so that the organisation's feedback
       -- is read by its (org_id, created_at) index over that span only.
@@ -722,24 +741,37 @@ pre AS (
       AND f.created_at < (SELECT max(first_seen) FROM x)
     GROUP BY x.unit_id
 ),
+pp AS (
+    SELECT post.arm,
+           post.thumbs AS y_thumbs, pre.thumbs AS x_thumbs,
+           post.rating AS y_rating, pre.rating AS x_rating,
+           post.corrected AS y_corrected, pre.corrected AS x_corrected,
+           post.latency AS y_latency, pre.latency AS x_latency,
+           post.accuracy AS y_accuracy, pre.accuracy AS x_accuracy,
+           post.helpfulness AS y_helpfulness, pre.helpfulness AS x_helpfulness,
+           post.clarity AS y_clarity, pre.clarity AS x_clarity,
+           post.safety AS y_safety, pre.safety AS x_safety,
+           post.judge AS y_judge, pre.judge AS x_judge
+    FROM post LEFT JOIN pre ON pre.unit_id = post.unit_id
+),
 v AS (
-    SELECT post.arm, 'thumbs_up_rate'::text AS metric, post.thumbs AS y, pre.thumbs AS x FROM post LEFT JOIN pre ON pre.unit_id = post.unit_id WHERE post.thumbs IS NOT NULL
+    SELECT arm, 'thumbs_up_rate'::text AS metric, y_thumbs AS y, x_thumbs AS x FROM pp WHERE y_thumbs IS NOT NULL
     UNION ALL
-    SELECT post.arm, 'avg_rating'::text AS metric, post.rating AS y, pre.rating AS x FROM post LEFT JOIN pre ON pre.unit_id = post.unit_id WHERE post.rating IS NOT NULL
+    SELECT arm, 'avg_rating'::text AS metric, y_rating AS y, x_rating AS x FROM pp WHERE y_rating IS NOT NULL
     UNION ALL
-    SELECT post.arm, 'correction_rate'::text AS metric, post.corrected AS y, pre.corrected AS x FROM post LEFT JOIN pre ON pre.unit_id = post.unit_id WHERE post.corrected IS NOT NULL
+    SELECT arm, 'correction_rate'::text AS metric, y_corrected AS y, x_corrected AS x FROM pp WHERE y_corrected IS NOT NULL
     UNION ALL
-    SELECT post.arm, 'latency'::text AS metric, post.latency AS y, pre.latency AS x FROM post LEFT JOIN pre ON pre.unit_id = post.unit_id WHERE post.latency IS NOT NULL
+    SELECT arm, 'latency'::text AS metric, y_latency AS y, x_latency AS x FROM pp WHERE y_latency IS NOT NULL
     UNION ALL
-    SELECT post.arm, 'avg_accuracy'::text AS metric, post.accuracy AS y, pre.accuracy AS x FROM post LEFT JOIN pre ON pre.unit_id = post.unit_id WHERE post.accuracy IS NOT NULL
+    SELECT arm, 'avg_accuracy'::text AS metric, y_accuracy AS y, x_accuracy AS x FROM pp WHERE y_accuracy IS NOT NULL
     UNION ALL
-    SELECT post.arm, 'avg_helpfulness'::text AS metric, post.helpfulness AS y, pre.helpfulness AS x FROM post LEFT JOIN pre ON pre.unit_id = post.unit_id WHERE post.helpfulness IS NOT NULL
+    SELECT arm, 'avg_helpfulness'::text AS metric, y_helpfulness AS y, x_helpfulness AS x FROM pp WHERE y_helpfulness IS NOT NULL
     UNION ALL
-    SELECT post.arm, 'avg_clarity'::text AS metric, post.clarity AS y, pre.clarity AS x FROM post LEFT JOIN pre ON pre.unit_id = post.unit_id WHERE post.clarity IS NOT NULL
+    SELECT arm, 'avg_clarity'::text AS metric, y_clarity AS y, x_clarity AS x FROM pp WHERE y_clarity IS NOT NULL
     UNION ALL
-    SELECT post.arm, 'avg_safety'::text AS metric, post.safety AS y, pre.safety AS x FROM post LEFT JOIN pre ON pre.unit_id = post.unit_id WHERE post.safety IS NOT NULL
+    SELECT arm, 'avg_safety'::text AS metric, y_safety AS y, x_safety AS x FROM pp WHERE y_safety IS NOT NULL
     UNION ALL
-    SELECT post.arm, 'avg_judge_score'::text AS metric, post.judge AS y, pre.judge AS x FROM post LEFT JOIN pre ON pre.unit_id = post.unit_id WHERE post.judge IS NOT NULL
+    SELECT arm, 'avg_judge_score'::text AS metric, y_judge AS y, x_judge AS x FROM pp WHERE y_judge IS NOT NULL
 )
 SELECT arm, metric::text AS metric, count(*)::float8 AS n, sum(y)::float8 AS sum, sum(y * y)::float8 AS sum_squares,
        count(x)::float8 AS pre_n, coalesce(sum(x), 0)::float8 AS pre_sum, coalesce(sum(x * x), 0)::float8 AS pre_sum_squares,
@@ -777,6 +809,9 @@ type ExperimentListMetricMomentsRow struct {
 // live scorer's score); its pre-exposure value is the same mean over the
 // feedback it sent in the pre_days before its first exposure, in any
 // experiment or none (none when pre_days is 0).
+// Each unit's values are joined to its covariates once (pp) and only then
+// split into a row per metric; the live scores are averaged per answer
+// once, for both windows, and joined rather than looked up per answer.
 func (q *Queries) ExperimentListMetricMoments(ctx context.Context, arg ExperimentListMetricMomentsParams) ([]ExperimentListMetricMomentsRow, error) {
 	rows, err := q.db.Query(ctx, experimentListMetricMoments,
 		arg.ExperimentID,

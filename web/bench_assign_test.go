@@ -20,8 +20,9 @@ import (
 
 // benchExperiment starts a server with a running experiment "bench"
 // between two provider models (called by their ids, so no target is
-// needed) and answers it with a curator's key and the experiment's id.
-func benchExperiment(b *testing.B) (*webtest.Server, string, uuid.UUID) {
+// needed), measuring metrics when given, and answers it with a curator's
+// key and the experiment's id.
+func benchExperiment(b *testing.B, metrics ...string) (*webtest.Server, string, uuid.UUID) {
 	b.Helper()
 	s := webtest.New(b, webtest.Options{Configure: func(c *config.Config) { c.APIRate, c.APIBurst = 1e9, 1e9 }})
 	org := s.Org("bench")
@@ -38,8 +39,11 @@ func benchExperiment(b *testing.B) (*webtest.Server, string, uuid.UUID) {
 	var exp struct {
 		ID uuid.UUID `json:"id"`
 	}
-	s.API(admin, http.MethodPost, "/api/models/ab-test", map[string]any{"key": "bench", "seed": "bench", "control_model_id": ids[0],
-		"treatment_model_id": ids[1]}).Must(b, http.StatusCreated).JSON(b, &exp)
+	in := map[string]any{"key": "bench", "seed": "bench", "control_model_id": ids[0], "treatment_model_id": ids[1]}
+	if metrics != nil {
+		in["metrics"] = metrics
+	}
+	s.API(admin, http.MethodPost, "/api/models/ab-test", in).Must(b, http.StatusCreated).JSON(b, &exp)
 	s.API(admin, http.MethodPost, "/api/experiments/bench/start", nil).Must(b, http.StatusOK)
 	return s, s.APIKey(org, "assistant", "curator"), exp.ID
 }

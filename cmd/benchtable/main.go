@@ -89,6 +89,20 @@ func main() {
 			fmt.Sprintf("%.1f ms", m["bestofn_p95_ms"]), fmt.Sprintf("%.1f ms stand-in", m["standin_p95_ms"]),
 			fmt.Sprintf("+%.1f ms", m["overhead_p95_ms"]), "≤ +10 ms", "")
 	}
+	if m, ok := found["BenchmarkAssignAPI"]; ok {
+		for _, f := range []string{"new", "known"} {
+			row(fmt.Sprintf("assign, %s units, 32 clients (p99 %.0f ms, raw %.0f ms)", f, m[f+"_p99_ms"], m["raw_"+f+"_p99_ms"]),
+				rate(m[f+"_req/s"], "req/s"), rate(m["raw_"+f+"_req/s"], "INSERT … RETURNING/s"), pct(m[f+"_%_of_raw"]), "≥ 80%", "")
+		}
+	}
+	if m, ok := found["BenchmarkAssignBatch"]; ok {
+		row(fmt.Sprintf("assign-batch of 1,000 new units, median (p95 %.1f ms)", m["batch_p95_ms"]), fmt.Sprintf("%.1f ms", m["batch_ms"]),
+			fmt.Sprintf("%.1f ms one INSERT", m["raw_batch_ms"]), fmt.Sprintf("%.2f×", m["batch_ms"]/m["raw_batch_ms"]), "< 50 ms", "")
+	}
+	if m, ok := found["BenchmarkResults"]; ok {
+		row(fmt.Sprintf("results over %.0f feedback rows, %.0f units, median", m["rows"], m["units"]), fmt.Sprintf("%.0f ms", m["results_ms"]),
+			fmt.Sprintf("%.0f ms GROUP BY", m["groupby_ms"]), fmt.Sprintf("%.2f×", m["results/groupby"]), "≤ 1.5×", "")
+	}
 	w.Flush()
 }
 

@@ -235,7 +235,7 @@ func (s *Service) Results(ctx context.Context, orgID uuid.UUID, key string) (Res
 	}
 	if start := phaseStart(e); start != nil && len(e.Metrics) > 0 && len(arms) > 1 {
 		out.TimelineStart = start
-		if out.Timeline, out.TimelineUnit, err = s.timeline(ctx, q, orgID, e, *start, len(arms), e.Metrics[0]); err != nil {
+		if out.Timeline, out.TimelineUnit, err = s.timeline(ctx, q, orgID, e, *start, len(arms), e.Metrics[0], rows); err != nil {
 			return Results{}, err
 		}
 	}
@@ -426,8 +426,12 @@ const timelineHours = 48 * time.Hour
 
 // timeline is the primary metric's relative effect at the end of each hour
 // (each day, once the phase is older than timelineHours) that brought
-// feedback, with its confidence sequence.
-func (s *Service) timeline(ctx context.Context, q *db.Queries, orgID uuid.UUID, e db.Experiment, start time.Time, arms int, metric string) ([]Point, string, error) {
+// feedback, with its confidence sequence. upToNow are the phase's moments
+// over all its feedback: the last bucket's point reads them rather than
+// reading the feedback again, since no feedback comes after that bucket
+// (unless the buckets stopped at the query's limit of 120).
+func (s *Service) timeline(ctx context.Context, q *db.Queries, orgID uuid.UUID, e db.Experiment, start time.Time, arms int, metric string,
+	upToNow []db.ExperimentListMetricMomentsRow) ([]Point, string, error) {
 	now := s.now()
 	unit, step := "hour", time.Hour
 	if now.Sub(start) > timelineHours {
@@ -440,7 +444,7 @@ func (s *Service) timeline(ctx context.Context, q *db.Queries, orgID uuid.UUID, 
 	}
 	out := []Point{}
 	test := stats.Test{Metric: stats.MetricMean, Relative: true, Alpha: 0.05, Alternative: stats.TwoSided, Sequential: sequentialTuning}
-	for _, b := range buckets {
+	for i, b := range buckets {
 		// The query reads the whole bucket; the point is drawn at now while
 		// the bucket lasts.
 		end := b.Add(step)
@@ -448,10 +452,13 @@ func (s *Service) timeline(ctx context.Context, q *db.Queries, orgID uuid.UUID, 
 		if at.After(now) {
 			at = now
 		}
-		rows, err := q.ExperimentListMetricMoments(ctx, db.ExperimentListMetricMomentsParams{OrgID: orgID, ExperimentID: e.ID, Phase: e.Phase,
-			Since: e.PhaseStartedAt, Before: &end})
-		if err != nil {
-			return nil, "", err
+		rows := upToNow
+		if i < len(buckets)-1 || len(buckets) >= 120 {
+			var err error
+			if rows, err = q.ExperimentListMetricMoments(ctx, db.ExperimentListMetricMomentsParams{OrgID: orgID, ExperimentID: e.ID,
+				Phase: e.Phase, Since: e.PhaseStartedAt, Before: &end}); err != nil {
+				return nil, "", err
+			}
 		}
 		as := armStats(rows, arms, metric, false)
 		eff, err := stats.Compare(as[0], as[1], test)
