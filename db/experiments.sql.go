@@ -1179,41 +1179,16 @@ func (q *Queries) ExposureGetLatest(ctx context.Context, arg ExposureGetLatestPa
 }
 
 const exposureInsertAssigned = `-- name: ExposureInsertAssigned :one
-WITH cfg AS (
-    SELECT (e.config_version + (SELECT sum(a.config_version) FROM experiment_arms a WHERE a.experiment_id = e.id))::bigint AS config_version
-    FROM experiments e WHERE e.id = $1 AND e.org_id = $2
-),
-unit AS (
-    SELECT DISTINCT ON (u.unit_id) u.unit_id, u.arm
-    FROM (SELECT unnest($3::text[]) AS unit_id, unnest($4::int[]) AS arm) u
-),
-old AS (
-    SELECT unit.unit_id, x.arm FROM unit CROSS JOIN LATERAL (
-        SELECT x.arm FROM experiment_exposures x
-        WHERE x.experiment_id = $1 AND x.phase = $5 AND x.unit_id = unit.unit_id LIMIT 1
-    ) x
-),
-new AS (
-    INSERT INTO experiment_exposures (experiment_id, phase, unit_id, arm)
-    SELECT $1, $5, unit.unit_id, unit.arm FROM unit, cfg
-    WHERE cfg.config_version = $6::bigint AND unit.arm >= 0
-      AND NOT EXISTS (SELECT 1 FROM old WHERE old.unit_id = unit.unit_id)
-    ON CONFLICT (experiment_id, phase, unit_id) DO UPDATE SET arm = experiment_exposures.arm
-    RETURNING unit_id, arm
-)
-SELECT cfg.config_version, r.unit_ids::text[] AS unit_ids, r.arms::int[] AS arms
-FROM cfg, LATERAL (
-    SELECT coalesce(array_agg(b.unit_id), '{}') AS unit_ids, coalesce(array_agg(b.arm), '{}') AS arms
-    FROM (SELECT unit_id, arm FROM old UNION ALL SELECT unit_id, arm FROM new) b
-) r
+SELECT r.config_version::bigint AS config_version, r.unit_ids::text[] AS unit_ids, r.arms::int[] AS arms
+FROM experiment_assign($1::uuid, $2::uuid, $3::int, $4::text[], $5::int[], $6::bigint) r
 `
 
 type ExposureInsertAssignedParams struct {
 	ExperimentID  uuid.UUID `json:"experiment_id"`
 	OrgID         uuid.UUID `json:"org_id"`
+	Phase         int32     `json:"phase"`
 	UnitIds       []string  `json:"unit_ids"`
 	Arms          []int32   `json:"arms"`
-	Phase         int32     `json:"phase"`
 	ConfigVersion int64     `json:"config_version"`
 }
 
@@ -1231,16 +1206,16 @@ type ExposureInsertAssignedRow struct {
 // count it is at: a caller whose copy is out of date reads it again and
 // repeats. A unit whose first exposure another caller recorded after this
 // statement's snapshot was taken is found by the insert, which waits for
-// it and answers its arm by rewriting the row as it is.
-// Each unit looked up by the primary key, whatever the table's statistics
-// say (LIMIT keeps the lookup from being planned as a join).
+// it and answers its arm by rewriting the row as it is. The statement is
+// the function experiment_assign (migration 00062), planned once per
+// connection.
 func (q *Queries) ExposureInsertAssigned(ctx context.Context, arg ExposureInsertAssignedParams) (ExposureInsertAssignedRow, error) {
 	row := q.db.QueryRow(ctx, exposureInsertAssigned,
 		arg.ExperimentID,
 		arg.OrgID,
+		arg.Phase,
 		arg.UnitIds,
 		arg.Arms,
-		arg.Phase,
 		arg.ConfigVersion,
 	)
 	var i ExposureInsertAssignedRow

@@ -135,36 +135,11 @@ FROM experiments e WHERE e.org_id = @org_id AND e.key = @key;
 -- count it is at: a caller whose copy is out of date reads it again and
 -- repeats. A unit whose first exposure another caller recorded after this
 -- statement's snapshot was taken is found by the insert, which waits for
--- it and answers its arm by rewriting the row as it is.
-WITH cfg AS (
-    SELECT (e.config_version + (SELECT sum(a.config_version) FROM experiment_arms a WHERE a.experiment_id = e.id))::bigint AS config_version
-    FROM experiments e WHERE e.id = @experiment_id AND e.org_id = @org_id
-),
-unit AS (
-    SELECT DISTINCT ON (u.unit_id) u.unit_id, u.arm
-    FROM (SELECT unnest(@unit_ids::text[]) AS unit_id, unnest(@arms::int[]) AS arm) u
-),
--- Each unit looked up by the primary key, whatever the table's statistics
--- say (LIMIT keeps the lookup from being planned as a join).
-old AS (
-    SELECT unit.unit_id, x.arm FROM unit CROSS JOIN LATERAL (
-        SELECT x.arm FROM experiment_exposures x
-        WHERE x.experiment_id = @experiment_id AND x.phase = @phase AND x.unit_id = unit.unit_id LIMIT 1
-    ) x
-),
-new AS (
-    INSERT INTO experiment_exposures (experiment_id, phase, unit_id, arm)
-    SELECT @experiment_id, @phase, unit.unit_id, unit.arm FROM unit, cfg
-    WHERE cfg.config_version = @config_version::bigint AND unit.arm >= 0
-      AND NOT EXISTS (SELECT 1 FROM old WHERE old.unit_id = unit.unit_id)
-    ON CONFLICT (experiment_id, phase, unit_id) DO UPDATE SET arm = experiment_exposures.arm
-    RETURNING unit_id, arm
-)
-SELECT cfg.config_version, r.unit_ids::text[] AS unit_ids, r.arms::int[] AS arms
-FROM cfg, LATERAL (
-    SELECT coalesce(array_agg(b.unit_id), '{}') AS unit_ids, coalesce(array_agg(b.arm), '{}') AS arms
-    FROM (SELECT unit_id, arm FROM old UNION ALL SELECT unit_id, arm FROM new) b
-) r;
+-- it and answers its arm by rewriting the row as it is. The statement is
+-- the function experiment_assign (migration 00062), planned once per
+-- connection.
+SELECT r.config_version::bigint AS config_version, r.unit_ids::text[] AS unit_ids, r.arms::int[] AS arms
+FROM experiment_assign(@experiment_id::uuid, @org_id::uuid, @phase::int, @unit_ids::text[], @arms::int[], @config_version::bigint) r;
 
 -- name: ExposureInsertReported :one
 -- Exposures a client assigned itself and reports: each unit's earliest
