@@ -13,6 +13,25 @@ import (
 	"github.com/google/uuid"
 )
 
+const loopAliasVersionGet = `-- name: LoopAliasVersionGet :one
+SELECT a.version_id FROM model_aliases a JOIN registered_models m ON m.id = a.registered_model_id
+WHERE m.org_id = $1 AND m.name = $2 AND a.alias = $3
+`
+
+type LoopAliasVersionGetParams struct {
+	OrgID uuid.UUID `json:"org_id"`
+	Model string    `json:"model"`
+	Alias string    `json:"alias"`
+}
+
+// The version an alias of a registered model names.
+func (q *Queries) LoopAliasVersionGet(ctx context.Context, arg LoopAliasVersionGetParams) (uuid.UUID, error) {
+	row := q.db.QueryRow(ctx, loopAliasVersionGet, arg.OrgID, arg.Model, arg.Alias)
+	var version_id uuid.UUID
+	err := row.Scan(&version_id)
+	return version_id, err
+}
+
 const loopCountNew = `-- name: LoopCountNew :one
 SELECT count(*) AS matched,
        count(*) FILTER (WHERE f.is_training_data) AS eligible,
@@ -301,7 +320,8 @@ func (q *Queries) LoopInsert(ctx context.Context, arg LoopInsertParams) (LoopPol
 
 const loopList = `-- name: LoopList :many
 SELECT l.id, l.org_id, l.name, l.registered_model, l.status, l.spec, l.min_new_items, l.schedule, l.created_by_label, l.created_at, l.updated_at, l.version, coalesce(r.number, 0)::int AS last_number, coalesce(r.status, '')::text AS last_status,
-       r.id AS last_run_id, r.created_at AS last_run_at
+       coalesce(r.id, '00000000-0000-0000-0000-000000000000')::uuid AS last_run_id,
+       coalesce(r.created_at, 'epoch')::timestamptz AS last_run_at
 FROM loop_policies l
 LEFT JOIN LATERAL (SELECT id, org_id, loop_id, number, status, reason, started_by, started_by_label, spec, step, collected_at, content_hash, dataset_version_id, model_version_id, waiting_for, approved_by_label, approved_at, cost_micros, created_at, finished_at FROM loop_runs x WHERE x.loop_id = l.id ORDER BY x.number DESC LIMIT 1) r ON true
 WHERE l.org_id = $1
@@ -309,22 +329,11 @@ ORDER BY l.name
 `
 
 type LoopListRow struct {
-	ID              uuid.UUID       `json:"id"`
-	OrgID           uuid.UUID       `json:"org_id"`
-	Name            string          `json:"name"`
-	RegisteredModel string          `json:"registered_model"`
-	Status          string          `json:"status"`
-	Spec            json.RawMessage `json:"spec"`
-	MinNewItems     int32           `json:"min_new_items"`
-	Schedule        string          `json:"schedule"`
-	CreatedByLabel  string          `json:"created_by_label"`
-	CreatedAt       time.Time       `json:"created_at"`
-	UpdatedAt       time.Time       `json:"updated_at"`
-	Version         int32           `json:"version"`
-	LastNumber      int32           `json:"last_number"`
-	LastStatus      string          `json:"last_status"`
-	LastRunID       uuid.UUID       `json:"last_run_id"`
-	LastRunAt       time.Time       `json:"last_run_at"`
+	LoopPolicy LoopPolicy `json:"loop_policy"`
+	LastNumber int32      `json:"last_number"`
+	LastStatus string     `json:"last_status"`
+	LastRunID  uuid.UUID  `json:"last_run_id"`
+	LastRunAt  time.Time  `json:"last_run_at"`
 }
 
 // The organisation's loops by name, each with its newest run.
@@ -338,18 +347,18 @@ func (q *Queries) LoopList(ctx context.Context, orgID uuid.UUID) ([]LoopListRow,
 	for rows.Next() {
 		var i LoopListRow
 		if err := rows.Scan(
-			&i.ID,
-			&i.OrgID,
-			&i.Name,
-			&i.RegisteredModel,
-			&i.Status,
-			&i.Spec,
-			&i.MinNewItems,
-			&i.Schedule,
-			&i.CreatedByLabel,
-			&i.CreatedAt,
-			&i.UpdatedAt,
-			&i.Version,
+			&i.LoopPolicy.ID,
+			&i.LoopPolicy.OrgID,
+			&i.LoopPolicy.Name,
+			&i.LoopPolicy.RegisteredModel,
+			&i.LoopPolicy.Status,
+			&i.LoopPolicy.Spec,
+			&i.LoopPolicy.MinNewItems,
+			&i.LoopPolicy.Schedule,
+			&i.LoopPolicy.CreatedByLabel,
+			&i.LoopPolicy.CreatedAt,
+			&i.LoopPolicy.UpdatedAt,
+			&i.LoopPolicy.Version,
 			&i.LastNumber,
 			&i.LastStatus,
 			&i.LastRunID,
@@ -367,8 +376,9 @@ func (q *Queries) LoopList(ctx context.Context, orgID uuid.UUID) ([]LoopListRow,
 
 const loopListActive = `-- name: LoopListActive :many
 SELECT l.id, l.org_id, l.name, l.registered_model, l.status, l.spec, l.min_new_items, l.schedule, l.created_by_label, l.created_at, l.updated_at, l.version,
-       (SELECT max(r.collected_at) FROM loop_runs r WHERE r.loop_id = l.id)::timestamptz AS last_collected_at,
-       (SELECT max(r.created_at) FROM loop_runs r WHERE r.loop_id = l.id)::timestamptz AS last_run_at,
+       -- 'epoch' stands for never.
+       coalesce((SELECT max(r.collected_at) FROM loop_runs r WHERE r.loop_id = l.id), 'epoch')::timestamptz AS last_collected_at,
+       coalesce((SELECT max(r.created_at) FROM loop_runs r WHERE r.loop_id = l.id), 'epoch')::timestamptz AS last_run_at,
        EXISTS (SELECT 1 FROM loop_runs r WHERE r.loop_id = l.id AND r.status IN ('running', 'waiting_approval')) AS busy
 FROM loop_policies l
 WHERE l.status = 'active'
@@ -457,24 +467,24 @@ func (q *Queries) LoopListApprovers(ctx context.Context, orgID uuid.UUID) ([]str
 }
 
 const loopMemberListExcluded = `-- name: LoopMemberListExcluded :many
-SELECT m.feedback_id AS id FROM training_dataset_members m JOIN feedback f ON f.id = m.feedback_id
+SELECT m.feedback_id::uuid AS id FROM training_dataset_members m JOIN feedback f ON f.id = m.feedback_id
 WHERE m.dataset_id = $1 AND NOT f.is_training_data
 UNION ALL
-SELECT m.pair_id FROM training_dataset_members m JOIN preference_pairs p ON p.id = m.pair_id
+SELECT m.pair_id::uuid FROM training_dataset_members m JOIN preference_pairs p ON p.id = m.pair_id
 WHERE m.dataset_id = $1
   AND EXISTS (SELECT 1 FROM feedback f WHERE f.id IN (p.chosen_feedback_id, p.rejected_feedback_id) AND NOT f.is_training_data)
 `
 
 // The dataset's members that may no longer be training data.
-func (q *Queries) LoopMemberListExcluded(ctx context.Context, datasetID uuid.UUID) ([]uuid.NullUUID, error) {
+func (q *Queries) LoopMemberListExcluded(ctx context.Context, datasetID uuid.UUID) ([]uuid.UUID, error) {
 	rows, err := q.db.Query(ctx, loopMemberListExcluded, datasetID)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	items := []uuid.NullUUID{}
+	items := []uuid.UUID{}
 	for rows.Next() {
-		var id uuid.NullUUID
+		var id uuid.UUID
 		if err := rows.Scan(&id); err != nil {
 			return nil, err
 		}

@@ -27,13 +27,16 @@ import (
 	"github.com/curate/curate/internal/feedbackstats"
 	"github.com/curate/curate/internal/finetune"
 	"github.com/curate/curate/internal/health"
+	"github.com/curate/curate/internal/hygiene"
 	"github.com/curate/curate/internal/imports"
 	"github.com/curate/curate/internal/judge"
+	"github.com/curate/curate/internal/loops"
 	"github.com/curate/curate/internal/models"
 	"github.com/curate/curate/internal/overview"
 	"github.com/curate/curate/internal/pairs"
 	"github.com/curate/curate/internal/ratelimit"
 	"github.com/curate/curate/internal/reward"
+	"github.com/curate/curate/internal/routing"
 	"github.com/curate/curate/internal/serving"
 	"github.com/curate/curate/views"
 )
@@ -79,6 +82,11 @@ type Handlers struct {
 	Health *health.Service
 	// Overview counts the start page's waiting work.
 	Overview *overview.Service
+	// Loops run the loop by themselves; Routing hands new items to
+	// curators; Hygiene records whether an item may be training data.
+	Loops   *loops.Service
+	Routing *routing.Service
+	Hygiene *hygiene.Service
 	// CanOpen reports whether a role may GET a local link, by the routes
 	// table the server enforces; pages show only the links it allows.
 	CanOpen func(role auth.Role, href string) bool

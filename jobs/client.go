@@ -3,6 +3,7 @@
 package jobs
 
 import (
+	"cmp"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -13,6 +14,9 @@ import (
 	"github.com/curate/curate/internal/app"
 	"github.com/curate/curate/internal/experiments"
 	"github.com/curate/curate/internal/finetune"
+	"github.com/curate/curate/internal/hygiene"
+	"github.com/curate/curate/internal/loops"
+	"github.com/curate/curate/internal/routing"
 )
 
 // Deps are what workers need: the process's services (a nil service
@@ -68,6 +72,16 @@ func Register(d Deps) *river.Workers {
 	if d.Experiments != nil {
 		river.AddWorker(w, &RolloutWorker{Experiments: d.Experiments})
 	}
+	if d.Loops != nil {
+		river.AddWorker(w, &LoopStepWorker{Loops: d.Loops})
+		river.AddWorker(w, &LoopTriggerWorker{Loops: d.Loops})
+	}
+	if d.Routing != nil {
+		river.AddWorker(w, &RouteWorker{Routing: d.Routing})
+	}
+	if d.Hygiene != nil {
+		river.AddWorker(w, &HygieneWorker{Hygiene: d.Hygiene})
+	}
 	return w
 }
 
@@ -113,6 +127,18 @@ func NewClient(d Deps, opts Options) (*river.Client[pgx.Tx], error) {
 	if opts.Workers > 0 && d.Experiments != nil {
 		cfg.PeriodicJobs = append(cfg.PeriodicJobs, river.NewPeriodicJob(river.PeriodicInterval(experiments.RolloutEvery),
 			func() (river.JobArgs, *river.InsertOpts) { return experiments.RolloutArgs{}, nil }, nil))
+	}
+	if opts.Workers > 0 && d.Loops != nil {
+		cfg.PeriodicJobs = append(cfg.PeriodicJobs, river.NewPeriodicJob(river.PeriodicInterval(cmp.Or(d.Config.LoopCheckEvery, time.Minute)),
+			func() (river.JobArgs, *river.InsertOpts) { return loops.TriggerArgs{}, nil }, nil))
+	}
+	if opts.Workers > 0 && d.Routing != nil {
+		cfg.PeriodicJobs = append(cfg.PeriodicJobs, river.NewPeriodicJob(river.PeriodicInterval(routing.RouteEvery),
+			func() (river.JobArgs, *river.InsertOpts) { return RouteArgs{}, nil }, nil))
+	}
+	if opts.Workers > 0 && d.Hygiene != nil {
+		cfg.PeriodicJobs = append(cfg.PeriodicJobs, river.NewPeriodicJob(river.PeriodicInterval(hygiene.CheckEvery),
+			func() (river.JobArgs, *river.InsertOpts) { return HygieneArgs{}, nil }, nil))
 	}
 	return river.NewClient(riverpgxv5.New(d.Pool), cfg)
 }

@@ -25,8 +25,9 @@ RETURNING *;
 
 -- name: LoopList :many
 -- The organisation's loops by name, each with its newest run.
-SELECT l.*, coalesce(r.number, 0)::int AS last_number, coalesce(r.status, '')::text AS last_status,
-       r.id AS last_run_id, r.created_at AS last_run_at
+SELECT sqlc.embed(l), coalesce(r.number, 0)::int AS last_number, coalesce(r.status, '')::text AS last_status,
+       coalesce(r.id, '00000000-0000-0000-0000-000000000000')::uuid AS last_run_id,
+       coalesce(r.created_at, 'epoch')::timestamptz AS last_run_at
 FROM loop_policies l
 LEFT JOIN LATERAL (SELECT * FROM loop_runs x WHERE x.loop_id = l.id ORDER BY x.number DESC LIMIT 1) r ON true
 WHERE l.org_id = @org_id
@@ -36,8 +37,9 @@ ORDER BY l.name;
 -- Every active loop with what its trigger reads: when its last collect
 -- counted, when its last run started, and whether a run is under way.
 SELECT l.*,
-       (SELECT max(r.collected_at) FROM loop_runs r WHERE r.loop_id = l.id)::timestamptz AS last_collected_at,
-       (SELECT max(r.created_at) FROM loop_runs r WHERE r.loop_id = l.id)::timestamptz AS last_run_at,
+       -- 'epoch' stands for never.
+       coalesce((SELECT max(r.collected_at) FROM loop_runs r WHERE r.loop_id = l.id), 'epoch')::timestamptz AS last_collected_at,
+       coalesce((SELECT max(r.created_at) FROM loop_runs r WHERE r.loop_id = l.id), 'epoch')::timestamptz AS last_run_at,
        EXISTS (SELECT 1 FROM loop_runs r WHERE r.loop_id = l.id AND r.status IN ('running', 'waiting_approval')) AS busy
 FROM loop_policies l
 WHERE l.status = 'active'
@@ -178,10 +180,10 @@ LIMIT @row_limit;
 
 -- name: LoopMemberListExcluded :many
 -- The dataset's members that may no longer be training data.
-SELECT m.feedback_id AS id FROM training_dataset_members m JOIN feedback f ON f.id = m.feedback_id
+SELECT m.feedback_id::uuid AS id FROM training_dataset_members m JOIN feedback f ON f.id = m.feedback_id
 WHERE m.dataset_id = @dataset_id AND NOT f.is_training_data
 UNION ALL
-SELECT m.pair_id FROM training_dataset_members m JOIN preference_pairs p ON p.id = m.pair_id
+SELECT m.pair_id::uuid FROM training_dataset_members m JOIN preference_pairs p ON p.id = m.pair_id
 WHERE m.dataset_id = @dataset_id
   AND EXISTS (SELECT 1 FROM feedback f WHERE f.id IN (p.chosen_feedback_id, p.rejected_feedback_id) AND NOT f.is_training_data);
 
@@ -201,6 +203,11 @@ SELECT id FROM evaluation_runs
 WHERE org_id = @org_id AND candidate_version_id = @candidate_version_id AND golden_set_version_id = @golden_set_version_id
   AND kind = 'quality' AND status <> 'failed' AND created_at >= @since
 ORDER BY created_at DESC LIMIT 1;
+
+-- name: LoopAliasVersionGet :one
+-- The version an alias of a registered model names.
+SELECT a.version_id FROM model_aliases a JOIN registered_models m ON m.id = a.registered_model_id
+WHERE m.org_id = @org_id AND m.name = @model AND a.alias = @alias;
 
 -- name: LoopListApprovers :many
 -- Who may approve a waiting run: the organisation's active admins.

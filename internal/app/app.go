@@ -28,15 +28,18 @@ import (
 	"github.com/curate/curate/internal/feedbackstats"
 	"github.com/curate/curate/internal/finetune"
 	"github.com/curate/curate/internal/health"
+	"github.com/curate/curate/internal/hygiene"
 	"github.com/curate/curate/internal/imports"
 	"github.com/curate/curate/internal/jobq"
 	"github.com/curate/curate/internal/judge"
+	"github.com/curate/curate/internal/loops"
 	"github.com/curate/curate/internal/models"
 	"github.com/curate/curate/internal/outbound"
 	"github.com/curate/curate/internal/overview"
 	"github.com/curate/curate/internal/pairs"
 	"github.com/curate/curate/internal/pricing"
 	"github.com/curate/curate/internal/reward"
+	"github.com/curate/curate/internal/routing"
 	"github.com/curate/curate/internal/scratch"
 	"github.com/curate/curate/internal/servers"
 	"github.com/curate/curate/internal/serving"
@@ -91,6 +94,11 @@ type Services struct {
 	Codebooks *codebook.Service
 	// Overview counts the start page's waiting work.
 	Overview *overview.Service
+	// Hygiene keeps spam, bots and floods out of training data; Routing
+	// hands new items to curators; Loops run the loop by themselves.
+	Hygiene *hygiene.Service
+	Routing *routing.Service
+	Loops   *loops.Service
 }
 
 // New builds the services on an open, migrated database.
@@ -169,5 +177,9 @@ func New(cfg config.Config, pool *pgxpool.Pool, log *slog.Logger) (*Services, er
 	}
 	// The start page recommends for running experiments as their panels do.
 	svc.Overview.Experiments = svc.Experiments
+	svc.Hygiene = &hygiene.Service{Pool: pool}
+	svc.Routing = &routing.Service{Pool: pool}
+	svc.Loops = &loops.Service{Pool: pool, Jobs: inserter, Hygiene: svc.Hygiene, Alerts: svc.Alerts, Poll: cfg.LoopPoll, Log: log,
+		Services: loops.Services{Datasets: ds, Pairs: ps, FineTune: ft, Models: reg, Eval: ev, Experiments: svc.Experiments}}
 	return svc, nil
 }
