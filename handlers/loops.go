@@ -522,6 +522,9 @@ func loopFacts(sp loops.Spec) []views.Fact {
 // stepLinks are a step's artefacts as links to their pages.
 func stepLinks(links map[string]string) []views.Link {
 	var out []views.Link
+	if f, ok := links["feedback_filter"]; ok {
+		out = append(out, views.Link{Label: "Items", URL: feedbackQueueURL(mustQuery(f))})
+	}
 	for _, l := range []struct{ key, label, path string }{
 		{"dataset_id", "Dataset", "/datasets/"}, {"dataset_version_id", "", ""}, {"fine_tuning_job_id", "Training job", "/fine-tuning/jobs/"},
 		{"model_version_id", "Model version", "/models/versions/"}, {"deployment_id", "Deployment", ""},
@@ -541,8 +544,10 @@ func stepLinks(links map[string]string) []views.Link {
 	}
 	// A frozen version is shown on its dataset's page.
 	if _, ok := links["dataset_version_id"]; ok {
-		if ds, ok := links["dataset_id"]; ok && len(out) > 0 && out[0].Label == "Dataset" {
-			out[0] = views.Link{Label: "Frozen version", URL: "/datasets/" + ds + "#versions"}
+		for i, l := range out {
+			if l.Label == "Dataset" {
+				out[i] = views.Link{Label: "Frozen version", URL: "/datasets/" + links["dataset_id"] + "#versions"}
+			}
 		}
 	}
 	return out

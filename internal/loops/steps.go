@@ -299,6 +299,7 @@ func (s *Service) collect(ctx context.Context, st step) (result, error) {
 		return result{}, err
 	}
 	res := result{done: true, outcome: map[string]any{"counts": n, "flagged_now": flagged},
+		links: map[string]string{"feedback_filter": st.spec.Trigger.Filter.Values().Encode()},
 		commit: func(q *db.Queries) error {
 			return q.LoopRunUpdateCollected(ctx, db.LoopRunUpdateCollectedParams{ID: st.run.ID, CollectedAt: &collected})
 		}}
