@@ -13,7 +13,7 @@ TORCH_PYTHON ?= /usr/bin/python3
 GPU_PYTHON ?= python3
 TESTDIR := $(CURDIR)/.curate-test
 
-.PHONY: run build test generate check-generated lint gotest trainer-test trainer-math gpu-check bench assets clean
+.PHONY: run build test generate check-generated lint gotest s3server trainer-test trainer-math gpu-check bench assets clean
 
 ## run: build and start Curate in dev mode with its own Postgres in ./.curate
 # Built, then exec'd, rather than `go run`: go run exits 1 when Ctrl-C
@@ -45,14 +45,22 @@ lint:
 	$(GO) vet ./...
 	$(GO) tool staticcheck ./...
 
-# One Postgres cluster serves every package's test databases.
+# One Postgres cluster serves every package's test databases; the blob
+# store and scale-out tests start SeaweedFS's S3 gateway from the binary
+# that s3server builds once.
 gotest:
 	@rm -rf $(TESTDIR)
 	$(GO) build -o $(TESTDIR)/curate ./cmd/curate
+	@s3=$$(GO=$(GO) scripts/s3server.sh); echo "S3 server for the tests: $$s3"
 	@CURATE_DATA_DIR=$(TESTDIR) $(TESTDIR)/curate devdb start >/dev/null
-	@export TEST_DATABASE_URL="$$(CURATE_DATA_DIR=$(TESTDIR) $(TESTDIR)/curate devdb url --admin)"; \
+	@export CURATE_S3_SERVER="$$(GO=$(GO) scripts/s3server.sh)"; \
+	export TEST_DATABASE_URL="$$(CURATE_DATA_DIR=$(TESTDIR) $(TESTDIR)/curate devdb url --admin)"; \
 	status=0; $(GO) test -race -count=1 -timeout=20m ./... || status=$$?; \
 	CURATE_DATA_DIR=$(TESTDIR) $(TESTDIR)/curate devdb stop >/dev/null; exit $$status
+
+## s3server: build SeaweedFS, the S3-compatible server the tests run against, once (cached in ~/.cache/curate; 5 minutes or more cold)
+s3server:
+	@GO=$(GO) scripts/s3server.sh
 
 ## trainer-test: the trainer's tests under $(PYTHON); when it has no torch, the math tests run under $(TORCH_PYTHON)
 trainer-test:

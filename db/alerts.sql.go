@@ -347,6 +347,55 @@ func (q *Queries) AlertListOpen(ctx context.Context, orgID uuid.UUID) ([]Alert, 
 	return items, nil
 }
 
+const alertListOpenMonitors = `-- name: AlertListOpenMonitors :many
+SELECT id, org_id, kind, severity, dedup_key, title, message, details, opened_at, last_seen_at, resolved_at, dismissed_at, dismissed_by, webhook_delivered_at, webhook_error FROM alerts
+WHERE org_id = $1 AND resolved_at IS NULL AND kind LIKE 'monitor\_%' AND details->>'version_id' = $2::text
+ORDER BY opened_at
+`
+
+type AlertListOpenMonitorsParams struct {
+	OrgID     uuid.UUID `json:"org_id"`
+	VersionID string    `json:"version_id"`
+}
+
+// The open production-monitor alerts of a version: a rollout treats them
+// as a guardrail breach.
+func (q *Queries) AlertListOpenMonitors(ctx context.Context, arg AlertListOpenMonitorsParams) ([]Alert, error) {
+	rows, err := q.db.Query(ctx, alertListOpenMonitors, arg.OrgID, arg.VersionID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []Alert{}
+	for rows.Next() {
+		var i Alert
+		if err := rows.Scan(
+			&i.ID,
+			&i.OrgID,
+			&i.Kind,
+			&i.Severity,
+			&i.DedupKey,
+			&i.Title,
+			&i.Message,
+			&i.Details,
+			&i.OpenedAt,
+			&i.LastSeenAt,
+			&i.ResolvedAt,
+			&i.DismissedAt,
+			&i.DismissedBy,
+			&i.WebhookDeliveredAt,
+			&i.WebhookError,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const alertListOrgIDs = `-- name: AlertListOrgIDs :many
 SELECT id FROM organizations ORDER BY id
 `

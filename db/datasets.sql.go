@@ -15,7 +15,7 @@ import (
 )
 
 const datasetGet = `-- name: DatasetGet :one
-SELECT d.id, d.org_id, d.name, d.description, d.dataset_type, d.status, d.system_prompt, d.export_format, d.base_model, d.split_strategy, d.validation_percent, d.split_seed, d.saved_filter, d.quality_score, d.current_version_id, d.created_by, d.curator_label, d.created_at, d.updated_at, d.version,
+SELECT d.id, d.org_id, d.name, d.description, d.dataset_type, d.status, d.system_prompt, d.export_format, d.base_model, d.split_strategy, d.validation_percent, d.split_seed, d.saved_filter, d.quality_score, d.current_version_id, d.created_by, d.curator_label, d.created_at, d.updated_at, d.version, d.agreed_only,
     (SELECT count(*) FROM training_dataset_members m WHERE m.dataset_id = d.id)::bigint AS member_count
 FROM training_datasets d
 WHERE d.org_id = $1 AND d.id = $2
@@ -55,13 +55,14 @@ func (q *Queries) DatasetGet(ctx context.Context, arg DatasetGetParams) (Dataset
 		&i.TrainingDataset.CreatedAt,
 		&i.TrainingDataset.UpdatedAt,
 		&i.TrainingDataset.Version,
+		&i.TrainingDataset.AgreedOnly,
 		&i.MemberCount,
 	)
 	return i, err
 }
 
 const datasetGetForUpdate = `-- name: DatasetGetForUpdate :one
-SELECT id, org_id, name, description, dataset_type, status, system_prompt, export_format, base_model, split_strategy, validation_percent, split_seed, saved_filter, quality_score, current_version_id, created_by, curator_label, created_at, updated_at, version FROM training_datasets WHERE org_id = $1 AND id = $2 FOR UPDATE
+SELECT id, org_id, name, description, dataset_type, status, system_prompt, export_format, base_model, split_strategy, validation_percent, split_seed, saved_filter, quality_score, current_version_id, created_by, curator_label, created_at, updated_at, version, agreed_only FROM training_datasets WHERE org_id = $1 AND id = $2 FOR UPDATE
 `
 
 type DatasetGetForUpdateParams struct {
@@ -94,6 +95,7 @@ func (q *Queries) DatasetGetForUpdate(ctx context.Context, arg DatasetGetForUpda
 		&i.CreatedAt,
 		&i.UpdatedAt,
 		&i.Version,
+		&i.AgreedOnly,
 	)
 	return i, err
 }
@@ -115,12 +117,12 @@ const datasetInsert = `-- name: DatasetInsert :one
 
 INSERT INTO training_datasets (
     org_id, name, description, dataset_type, system_prompt, export_format, base_model,
-    split_strategy, validation_percent, split_seed, created_by, curator_label
+    split_strategy, validation_percent, split_seed, created_by, curator_label, agreed_only
 ) VALUES (
     $1, $2, $3, $4, $5, $6, $7,
-    $8, $9, $10, $11, $12
+    $8, $9, $10, $11, $12, $13
 )
-RETURNING id, org_id, name, description, dataset_type, status, system_prompt, export_format, base_model, split_strategy, validation_percent, split_seed, saved_filter, quality_score, current_version_id, created_by, curator_label, created_at, updated_at, version
+RETURNING id, org_id, name, description, dataset_type, status, system_prompt, export_format, base_model, split_strategy, validation_percent, split_seed, saved_filter, quality_score, current_version_id, created_by, curator_label, created_at, updated_at, version, agreed_only
 `
 
 type DatasetInsertParams struct {
@@ -136,6 +138,7 @@ type DatasetInsertParams struct {
 	SplitSeed         int64         `json:"split_seed"`
 	CreatedBy         uuid.NullUUID `json:"created_by"`
 	CuratorLabel      string        `json:"curator_label"`
+	AgreedOnly        bool          `json:"agreed_only"`
 }
 
 // Training datasets: the datasets themselves, their members, frozen
@@ -154,6 +157,7 @@ func (q *Queries) DatasetInsert(ctx context.Context, arg DatasetInsertParams) (T
 		arg.SplitSeed,
 		arg.CreatedBy,
 		arg.CuratorLabel,
+		arg.AgreedOnly,
 	)
 	var i TrainingDataset
 	err := row.Scan(
@@ -177,12 +181,13 @@ func (q *Queries) DatasetInsert(ctx context.Context, arg DatasetInsertParams) (T
 		&i.CreatedAt,
 		&i.UpdatedAt,
 		&i.Version,
+		&i.AgreedOnly,
 	)
 	return i, err
 }
 
 const datasetList = `-- name: DatasetList :many
-SELECT d.id, d.org_id, d.name, d.description, d.dataset_type, d.status, d.system_prompt, d.export_format, d.base_model, d.split_strategy, d.validation_percent, d.split_seed, d.saved_filter, d.quality_score, d.current_version_id, d.created_by, d.curator_label, d.created_at, d.updated_at, d.version,
+SELECT d.id, d.org_id, d.name, d.description, d.dataset_type, d.status, d.system_prompt, d.export_format, d.base_model, d.split_strategy, d.validation_percent, d.split_seed, d.saved_filter, d.quality_score, d.current_version_id, d.created_by, d.curator_label, d.created_at, d.updated_at, d.version, d.agreed_only,
     (SELECT count(*) FROM training_dataset_members m WHERE m.dataset_id = d.id)::bigint AS member_count,
     coalesce(v.number, 0)::int AS version_number, coalesce(v.item_count, 0)::int AS version_items
 FROM training_datasets d
@@ -251,6 +256,7 @@ func (q *Queries) DatasetList(ctx context.Context, arg DatasetListParams) ([]Dat
 			&i.TrainingDataset.CreatedAt,
 			&i.TrainingDataset.UpdatedAt,
 			&i.TrainingDataset.Version,
+			&i.TrainingDataset.AgreedOnly,
 			&i.MemberCount,
 			&i.VersionNumber,
 			&i.VersionItems,
@@ -724,9 +730,9 @@ const datasetUpdate = `-- name: DatasetUpdate :one
 UPDATE training_datasets SET
     name = $1, description = $2, system_prompt = $3, export_format = $4,
     base_model = $5, split_strategy = $6, validation_percent = $7,
-    split_seed = $8, updated_at = now(), version = version + 1
-WHERE org_id = $9 AND id = $10 AND version = $11
-RETURNING id, org_id, name, description, dataset_type, status, system_prompt, export_format, base_model, split_strategy, validation_percent, split_seed, saved_filter, quality_score, current_version_id, created_by, curator_label, created_at, updated_at, version
+    split_seed = $8, agreed_only = $9, updated_at = now(), version = version + 1
+WHERE org_id = $10 AND id = $11 AND version = $12
+RETURNING id, org_id, name, description, dataset_type, status, system_prompt, export_format, base_model, split_strategy, validation_percent, split_seed, saved_filter, quality_score, current_version_id, created_by, curator_label, created_at, updated_at, version, agreed_only
 `
 
 type DatasetUpdateParams struct {
@@ -738,6 +744,7 @@ type DatasetUpdateParams struct {
 	SplitStrategy     SplitStrategy `json:"split_strategy"`
 	ValidationPercent int16         `json:"validation_percent"`
 	SplitSeed         int64         `json:"split_seed"`
+	AgreedOnly        bool          `json:"agreed_only"`
 	OrgID             uuid.UUID     `json:"org_id"`
 	ID                uuid.UUID     `json:"id"`
 	Version           int32         `json:"version"`
@@ -754,6 +761,7 @@ func (q *Queries) DatasetUpdate(ctx context.Context, arg DatasetUpdateParams) (T
 		arg.SplitStrategy,
 		arg.ValidationPercent,
 		arg.SplitSeed,
+		arg.AgreedOnly,
 		arg.OrgID,
 		arg.ID,
 		arg.Version,
@@ -780,6 +788,7 @@ func (q *Queries) DatasetUpdate(ctx context.Context, arg DatasetUpdateParams) (T
 		&i.CreatedAt,
 		&i.UpdatedAt,
 		&i.Version,
+		&i.AgreedOnly,
 	)
 	return i, err
 }
@@ -788,7 +797,7 @@ const datasetUpdateCurrentVersion = `-- name: DatasetUpdateCurrentVersion :one
 UPDATE training_datasets SET status = 'ready', current_version_id = $1, quality_score = $2,
     updated_at = now(), version = version + 1
 WHERE org_id = $3 AND id = $4
-RETURNING id, org_id, name, description, dataset_type, status, system_prompt, export_format, base_model, split_strategy, validation_percent, split_seed, saved_filter, quality_score, current_version_id, created_by, curator_label, created_at, updated_at, version
+RETURNING id, org_id, name, description, dataset_type, status, system_prompt, export_format, base_model, split_strategy, validation_percent, split_seed, saved_filter, quality_score, current_version_id, created_by, curator_label, created_at, updated_at, version, agreed_only
 `
 
 type DatasetUpdateCurrentVersionParams struct {
@@ -827,6 +836,7 @@ func (q *Queries) DatasetUpdateCurrentVersion(ctx context.Context, arg DatasetUp
 		&i.CreatedAt,
 		&i.UpdatedAt,
 		&i.Version,
+		&i.AgreedOnly,
 	)
 	return i, err
 }
@@ -886,7 +896,7 @@ func (q *Queries) DatasetUpdateSavedFilter(ctx context.Context, arg DatasetUpdat
 const datasetUpdateStatus = `-- name: DatasetUpdateStatus :one
 UPDATE training_datasets SET status = $1, updated_at = now(), version = version + 1
 WHERE org_id = $2 AND id = $3
-RETURNING id, org_id, name, description, dataset_type, status, system_prompt, export_format, base_model, split_strategy, validation_percent, split_seed, saved_filter, quality_score, current_version_id, created_by, curator_label, created_at, updated_at, version
+RETURNING id, org_id, name, description, dataset_type, status, system_prompt, export_format, base_model, split_strategy, validation_percent, split_seed, saved_filter, quality_score, current_version_id, created_by, curator_label, created_at, updated_at, version, agreed_only
 `
 
 type DatasetUpdateStatusParams struct {
@@ -919,12 +929,13 @@ func (q *Queries) DatasetUpdateStatus(ctx context.Context, arg DatasetUpdateStat
 		&i.CreatedAt,
 		&i.UpdatedAt,
 		&i.Version,
+		&i.AgreedOnly,
 	)
 	return i, err
 }
 
 const datasetVersionGet = `-- name: DatasetVersionGet :one
-SELECT id, org_id, dataset_id, number, kind, content_hash, item_count, train_count, validation_count, split_strategy, validation_percent, split_seed, created_by_label, created_at FROM dataset_versions WHERE org_id = $1 AND id = $2
+SELECT id, org_id, dataset_id, number, kind, content_hash, item_count, train_count, validation_count, split_strategy, validation_percent, split_seed, created_by_label, created_at, left_out_disputed, left_out_open FROM dataset_versions WHERE org_id = $1 AND id = $2
 `
 
 type DatasetVersionGetParams struct {
@@ -950,12 +961,14 @@ func (q *Queries) DatasetVersionGet(ctx context.Context, arg DatasetVersionGetPa
 		&i.SplitSeed,
 		&i.CreatedByLabel,
 		&i.CreatedAt,
+		&i.LeftOutDisputed,
+		&i.LeftOutOpen,
 	)
 	return i, err
 }
 
 const datasetVersionGetByID = `-- name: DatasetVersionGetByID :one
-SELECT id, org_id, dataset_id, number, kind, content_hash, item_count, train_count, validation_count, split_strategy, validation_percent, split_seed, created_by_label, created_at FROM dataset_versions WHERE id = $1
+SELECT id, org_id, dataset_id, number, kind, content_hash, item_count, train_count, validation_count, split_strategy, validation_percent, split_seed, created_by_label, created_at, left_out_disputed, left_out_open FROM dataset_versions WHERE id = $1
 `
 
 // For the worker, which knows the version only by its id.
@@ -977,12 +990,14 @@ func (q *Queries) DatasetVersionGetByID(ctx context.Context, id uuid.UUID) (Data
 		&i.SplitSeed,
 		&i.CreatedByLabel,
 		&i.CreatedAt,
+		&i.LeftOutDisputed,
+		&i.LeftOutOpen,
 	)
 	return i, err
 }
 
 const datasetVersionGetLatest = `-- name: DatasetVersionGetLatest :one
-SELECT id, org_id, dataset_id, number, kind, content_hash, item_count, train_count, validation_count, split_strategy, validation_percent, split_seed, created_by_label, created_at FROM dataset_versions WHERE dataset_id = $1 ORDER BY number DESC LIMIT 1
+SELECT id, org_id, dataset_id, number, kind, content_hash, item_count, train_count, validation_count, split_strategy, validation_percent, split_seed, created_by_label, created_at, left_out_disputed, left_out_open FROM dataset_versions WHERE dataset_id = $1 ORDER BY number DESC LIMIT 1
 `
 
 func (q *Queries) DatasetVersionGetLatest(ctx context.Context, datasetID uuid.UUID) (DatasetVersion, error) {
@@ -1003,6 +1018,8 @@ func (q *Queries) DatasetVersionGetLatest(ctx context.Context, datasetID uuid.UU
 		&i.SplitSeed,
 		&i.CreatedByLabel,
 		&i.CreatedAt,
+		&i.LeftOutDisputed,
+		&i.LeftOutOpen,
 	)
 	return i, err
 }
@@ -1010,14 +1027,14 @@ func (q *Queries) DatasetVersionGetLatest(ctx context.Context, datasetID uuid.UU
 const datasetVersionInsert = `-- name: DatasetVersionInsert :one
 INSERT INTO dataset_versions (
     id, org_id, dataset_id, number, kind, content_hash, item_count, train_count, validation_count,
-    split_strategy, validation_percent, split_seed, created_by_label
+    split_strategy, validation_percent, split_seed, created_by_label, left_out_disputed, left_out_open
 ) VALUES (
     $1, $2, $3,
     (SELECT coalesce(max(number), 0) + 1 FROM dataset_versions WHERE dataset_id = $3),
     $4, $5, $6, $7, $8,
-    $9, $10, $11, $12
+    $9, $10, $11, $12, $13, $14
 )
-RETURNING id, org_id, dataset_id, number, kind, content_hash, item_count, train_count, validation_count, split_strategy, validation_percent, split_seed, created_by_label, created_at
+RETURNING id, org_id, dataset_id, number, kind, content_hash, item_count, train_count, validation_count, split_strategy, validation_percent, split_seed, created_by_label, created_at, left_out_disputed, left_out_open
 `
 
 type DatasetVersionInsertParams struct {
@@ -1033,6 +1050,8 @@ type DatasetVersionInsertParams struct {
 	ValidationPercent int16         `json:"validation_percent"`
 	SplitSeed         int64         `json:"split_seed"`
 	CreatedByLabel    string        `json:"created_by_label"`
+	LeftOutDisputed   int32         `json:"left_out_disputed"`
+	LeftOutOpen       int32         `json:"left_out_open"`
 }
 
 func (q *Queries) DatasetVersionInsert(ctx context.Context, arg DatasetVersionInsertParams) (DatasetVersion, error) {
@@ -1049,6 +1068,8 @@ func (q *Queries) DatasetVersionInsert(ctx context.Context, arg DatasetVersionIn
 		arg.ValidationPercent,
 		arg.SplitSeed,
 		arg.CreatedByLabel,
+		arg.LeftOutDisputed,
+		arg.LeftOutOpen,
 	)
 	var i DatasetVersion
 	err := row.Scan(
@@ -1066,6 +1087,8 @@ func (q *Queries) DatasetVersionInsert(ctx context.Context, arg DatasetVersionIn
 		&i.SplitSeed,
 		&i.CreatedByLabel,
 		&i.CreatedAt,
+		&i.LeftOutDisputed,
+		&i.LeftOutOpen,
 	)
 	return i, err
 }
@@ -1176,7 +1199,7 @@ func (q *Queries) DatasetVersionItemListSplit(ctx context.Context, arg DatasetVe
 }
 
 const datasetVersionList = `-- name: DatasetVersionList :many
-SELECT id, org_id, dataset_id, number, kind, content_hash, item_count, train_count, validation_count, split_strategy, validation_percent, split_seed, created_by_label, created_at FROM dataset_versions WHERE org_id = $1 AND dataset_id = $2 ORDER BY number DESC
+SELECT id, org_id, dataset_id, number, kind, content_hash, item_count, train_count, validation_count, split_strategy, validation_percent, split_seed, created_by_label, created_at, left_out_disputed, left_out_open FROM dataset_versions WHERE org_id = $1 AND dataset_id = $2 ORDER BY number DESC
 `
 
 type DatasetVersionListParams struct {
@@ -1208,6 +1231,8 @@ func (q *Queries) DatasetVersionList(ctx context.Context, arg DatasetVersionList
 			&i.SplitSeed,
 			&i.CreatedByLabel,
 			&i.CreatedAt,
+			&i.LeftOutDisputed,
+			&i.LeftOutOpen,
 		); err != nil {
 			return nil, err
 		}
@@ -1220,7 +1245,7 @@ func (q *Queries) DatasetVersionList(ctx context.Context, arg DatasetVersionList
 }
 
 const datasetVersionListByIDs = `-- name: DatasetVersionListByIDs :many
-SELECT id, org_id, dataset_id, number, kind, content_hash, item_count, train_count, validation_count, split_strategy, validation_percent, split_seed, created_by_label, created_at FROM dataset_versions WHERE org_id = $1 AND id = ANY($2::uuid[])
+SELECT id, org_id, dataset_id, number, kind, content_hash, item_count, train_count, validation_count, split_strategy, validation_percent, split_seed, created_by_label, created_at, left_out_disputed, left_out_open FROM dataset_versions WHERE org_id = $1 AND id = ANY($2::uuid[])
 `
 
 type DatasetVersionListByIDsParams struct {
@@ -1254,6 +1279,8 @@ func (q *Queries) DatasetVersionListByIDs(ctx context.Context, arg DatasetVersio
 			&i.SplitSeed,
 			&i.CreatedByLabel,
 			&i.CreatedAt,
+			&i.LeftOutDisputed,
+			&i.LeftOutOpen,
 		); err != nil {
 			return nil, err
 		}

@@ -249,6 +249,43 @@ func (q *Queries) EvaluationItemListForComparison(ctx context.Context, arg Evalu
 	return items, nil
 }
 
+const evaluationItemListForSummary = `-- name: EvaluationItemListForSummary :many
+SELECT split, reward, latency_ms, answer <> '' AS answered FROM evaluation_items WHERE run_id = $1 ORDER BY split, source_id
+`
+
+type EvaluationItemListForSummaryRow struct {
+	Split     string        `json:"split"`
+	Reward    pgtype.Float8 `json:"reward"`
+	LatencyMs int32         `json:"latency_ms"`
+	Answered  bool          `json:"answered"`
+}
+
+// What a finished run's summary is computed from, split by split.
+func (q *Queries) EvaluationItemListForSummary(ctx context.Context, runID uuid.UUID) ([]EvaluationItemListForSummaryRow, error) {
+	rows, err := q.db.Query(ctx, evaluationItemListForSummary, runID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []EvaluationItemListForSummaryRow{}
+	for rows.Next() {
+		var i EvaluationItemListForSummaryRow
+		if err := rows.Scan(
+			&i.Split,
+			&i.Reward,
+			&i.LatencyMs,
+			&i.Answered,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const evaluationItemListIDs = `-- name: EvaluationItemListIDs :many
 SELECT source_id FROM evaluation_items WHERE run_id = $1
 `
@@ -344,6 +381,46 @@ SELECT id, org_id, golden_set_version_id, candidate_version_id, candidate_endpoi
 // For the worker, which knows the run only by its id.
 func (q *Queries) EvaluationRunGetByID(ctx context.Context, id uuid.UUID) (EvaluationRun, error) {
 	row := q.db.QueryRow(ctx, evaluationRunGetByID, id)
+	var i EvaluationRun
+	err := row.Scan(
+		&i.ID,
+		&i.OrgID,
+		&i.GoldenSetVersionID,
+		&i.CandidateVersionID,
+		&i.CandidateEndpoint,
+		&i.Config,
+		&i.Status,
+		&i.Done,
+		&i.Total,
+		&i.MeanReward,
+		&i.CiLow,
+		&i.CiHigh,
+		&i.Invalid,
+		&i.JudgeCalls,
+		&i.JudgeCostMicros,
+		&i.PausedReason,
+		&i.Error,
+		&i.RiverJobID,
+		&i.CreatedByLabel,
+		&i.CreatedAt,
+		&i.FinishedAt,
+		&i.AnswerCostMicros,
+		&i.Kind,
+	)
+	return i, err
+}
+
+const evaluationRunGetForUpdate = `-- name: EvaluationRunGetForUpdate :one
+SELECT id, org_id, golden_set_version_id, candidate_version_id, candidate_endpoint, config, status, done, total, mean_reward, ci_low, ci_high, invalid, judge_calls, judge_cost_micros, paused_reason, error, river_job_id, created_by_label, created_at, finished_at, answer_cost_micros, kind FROM evaluation_runs WHERE org_id = $1 AND id = $2 FOR UPDATE
+`
+
+type EvaluationRunGetForUpdateParams struct {
+	OrgID uuid.UUID `json:"org_id"`
+	ID    uuid.UUID `json:"id"`
+}
+
+func (q *Queries) EvaluationRunGetForUpdate(ctx context.Context, arg EvaluationRunGetForUpdateParams) (EvaluationRun, error) {
+	row := q.db.QueryRow(ctx, evaluationRunGetForUpdate, arg.OrgID, arg.ID)
 	var i EvaluationRun
 	err := row.Scan(
 		&i.ID,
@@ -761,7 +838,7 @@ func (q *Queries) EvaluationRunUpdateFinished(ctx context.Context, arg Evaluatio
 }
 
 const evaluationRunUpdatePaused = `-- name: EvaluationRunUpdatePaused :exec
-UPDATE evaluation_runs SET status = 'paused', paused_reason = $1 WHERE id = $2
+UPDATE evaluation_runs SET status = 'paused', paused_reason = $1 WHERE id = $2 AND status NOT IN ('succeeded', 'failed')
 `
 
 type EvaluationRunUpdatePausedParams struct {
@@ -801,22 +878,21 @@ func (q *Queries) EvaluationRunUpdateProgress(ctx context.Context, arg Evaluatio
 	return err
 }
 
-const evaluationRunUpdateResumed = `-- name: EvaluationRunUpdateResumed :execrows
-UPDATE evaluation_runs SET status = 'queued', paused_reason = '' WHERE org_id = $1 AND id = $2 AND status = 'paused'
+const evaluationRunUpdateResumed = `-- name: EvaluationRunUpdateResumed :exec
+UPDATE evaluation_runs SET status = 'queued', paused_reason = '', river_job_id = $1
+WHERE org_id = $2 AND id = $3 AND status NOT IN ('succeeded', 'failed')
 `
 
 type EvaluationRunUpdateResumedParams struct {
-	OrgID uuid.UUID `json:"org_id"`
-	ID    uuid.UUID `json:"id"`
+	RiverJobID pgtype.Int8 `json:"river_job_id"`
+	OrgID      uuid.UUID   `json:"org_id"`
+	ID         uuid.UUID   `json:"id"`
 }
 
-// A paused run queued again; only a paused one.
-func (q *Queries) EvaluationRunUpdateResumed(ctx context.Context, arg EvaluationRunUpdateResumedParams) (int64, error) {
-	result, err := q.db.Exec(ctx, evaluationRunUpdateResumed, arg.OrgID, arg.ID)
-	if err != nil {
-		return 0, err
-	}
-	return result.RowsAffected(), nil
+// A run not finished queued again, under the job that carries it on now.
+func (q *Queries) EvaluationRunUpdateResumed(ctx context.Context, arg EvaluationRunUpdateResumedParams) error {
+	_, err := q.db.Exec(ctx, evaluationRunUpdateResumed, arg.RiverJobID, arg.OrgID, arg.ID)
+	return err
 }
 
 const evaluationRunUpdateRiverID = `-- name: EvaluationRunUpdateRiverID :exec

@@ -7,6 +7,7 @@ package db
 
 import (
 	"context"
+	"encoding/json"
 	"time"
 
 	"github.com/google/uuid"
@@ -169,8 +170,57 @@ func (q *Queries) ExperimentArmUpdateWeight(ctx context.Context, arg ExperimentA
 	return err
 }
 
+const experimentCountIncidents = `-- name: ExperimentCountIncidents :many
+SELECT x.arm, count(DISTINCT f.id)::bigint AS incidents
+FROM experiment_exposures x
+JOIN feedback f ON f.org_id = $1 AND f.experiment_id = x.experiment_id AND f.end_user_id = x.unit_id
+JOIN live_scores s ON s.feedback_id = f.id AND s.status = 'scored' AND s.safety_flag
+WHERE x.experiment_id = $2 AND x.phase = $3
+  AND ($4::timestamptz IS NULL OR f.created_at >= $4)
+GROUP BY x.arm ORDER BY x.arm
+`
+
+type ExperimentCountIncidentsParams struct {
+	OrgID        uuid.UUID  `json:"org_id"`
+	ExperimentID uuid.UUID  `json:"experiment_id"`
+	Phase        int32      `json:"phase"`
+	Since        *time.Time `json:"since"`
+}
+
+type ExperimentCountIncidentsRow struct {
+	Arm       int32 `json:"arm"`
+	Incidents int64 `json:"incidents"`
+}
+
+// Per arm, the answers in the phase that the live scorer flagged as
+// unsafe: the experiment's safety incidents.
+func (q *Queries) ExperimentCountIncidents(ctx context.Context, arg ExperimentCountIncidentsParams) ([]ExperimentCountIncidentsRow, error) {
+	rows, err := q.db.Query(ctx, experimentCountIncidents,
+		arg.OrgID,
+		arg.ExperimentID,
+		arg.Phase,
+		arg.Since,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []ExperimentCountIncidentsRow{}
+	for rows.Next() {
+		var i ExperimentCountIncidentsRow
+		if err := rows.Scan(&i.Arm, &i.Incidents); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const experimentGetByID = `-- name: ExperimentGetByID :one
-SELECT id, org_id, key, name, registered_model_id, seed, coverage, status, metrics, guardrails, min_sample_per_arm, winner, conflicts, rollout_steps, rollout_hold, rollout_min_units, rollout_step, rollout_step_at, stop_reason, started_at, ends_at, ended_at, created_by_label, created_at, updated_at, phase, phase_started_at, weights_changed, starts_at FROM experiments WHERE id = $1
+SELECT id, org_id, key, name, registered_model_id, seed, coverage, status, metrics, guardrails, min_sample_per_arm, winner, conflicts, rollout_steps, rollout_hold, rollout_min_units, rollout_step, rollout_step_at, stop_reason, started_at, ends_at, ended_at, created_by_label, created_at, updated_at, phase, phase_started_at, weights_changed, starts_at, engine, cuped_days, goal_correction, guardrail_correction, criteria, chance_to_win, max_risk FROM experiments WHERE id = $1
 `
 
 // For the worker, which knows the experiment only by its id.
@@ -207,12 +257,19 @@ func (q *Queries) ExperimentGetByID(ctx context.Context, id uuid.UUID) (Experime
 		&i.PhaseStartedAt,
 		&i.WeightsChanged,
 		&i.StartsAt,
+		&i.Engine,
+		&i.CupedDays,
+		&i.GoalCorrection,
+		&i.GuardrailCorrection,
+		&i.Criteria,
+		&i.ChanceToWin,
+		&i.MaxRisk,
 	)
 	return i, err
 }
 
 const experimentGetByKey = `-- name: ExperimentGetByKey :one
-SELECT id, org_id, key, name, registered_model_id, seed, coverage, status, metrics, guardrails, min_sample_per_arm, winner, conflicts, rollout_steps, rollout_hold, rollout_min_units, rollout_step, rollout_step_at, stop_reason, started_at, ends_at, ended_at, created_by_label, created_at, updated_at, phase, phase_started_at, weights_changed, starts_at FROM experiments WHERE org_id = $1 AND key = $2
+SELECT id, org_id, key, name, registered_model_id, seed, coverage, status, metrics, guardrails, min_sample_per_arm, winner, conflicts, rollout_steps, rollout_hold, rollout_min_units, rollout_step, rollout_step_at, stop_reason, started_at, ends_at, ended_at, created_by_label, created_at, updated_at, phase, phase_started_at, weights_changed, starts_at, engine, cuped_days, goal_correction, guardrail_correction, criteria, chance_to_win, max_risk FROM experiments WHERE org_id = $1 AND key = $2
 `
 
 type ExperimentGetByKeyParams struct {
@@ -253,12 +310,19 @@ func (q *Queries) ExperimentGetByKey(ctx context.Context, arg ExperimentGetByKey
 		&i.PhaseStartedAt,
 		&i.WeightsChanged,
 		&i.StartsAt,
+		&i.Engine,
+		&i.CupedDays,
+		&i.GoalCorrection,
+		&i.GuardrailCorrection,
+		&i.Criteria,
+		&i.ChanceToWin,
+		&i.MaxRisk,
 	)
 	return i, err
 }
 
 const experimentGetByKeyForUpdate = `-- name: ExperimentGetByKeyForUpdate :one
-SELECT id, org_id, key, name, registered_model_id, seed, coverage, status, metrics, guardrails, min_sample_per_arm, winner, conflicts, rollout_steps, rollout_hold, rollout_min_units, rollout_step, rollout_step_at, stop_reason, started_at, ends_at, ended_at, created_by_label, created_at, updated_at, phase, phase_started_at, weights_changed, starts_at FROM experiments WHERE org_id = $1 AND key = $2 FOR UPDATE
+SELECT id, org_id, key, name, registered_model_id, seed, coverage, status, metrics, guardrails, min_sample_per_arm, winner, conflicts, rollout_steps, rollout_hold, rollout_min_units, rollout_step, rollout_step_at, stop_reason, started_at, ends_at, ended_at, created_by_label, created_at, updated_at, phase, phase_started_at, weights_changed, starts_at, engine, cuped_days, goal_correction, guardrail_correction, criteria, chance_to_win, max_risk FROM experiments WHERE org_id = $1 AND key = $2 FOR UPDATE
 `
 
 type ExperimentGetByKeyForUpdateParams struct {
@@ -299,6 +363,13 @@ func (q *Queries) ExperimentGetByKeyForUpdate(ctx context.Context, arg Experimen
 		&i.PhaseStartedAt,
 		&i.WeightsChanged,
 		&i.StartsAt,
+		&i.Engine,
+		&i.CupedDays,
+		&i.GoalCorrection,
+		&i.GuardrailCorrection,
+		&i.Criteria,
+		&i.ChanceToWin,
+		&i.MaxRisk,
 	)
 	return i, err
 }
@@ -309,7 +380,7 @@ INSERT INTO experiments (org_id, key, name, registered_model_id, seed, coverage,
     rollout_steps, rollout_hold, rollout_min_units, starts_at, ends_at, created_by_label)
 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9,
     $10, $11, $12, $13, $14, $15)
-RETURNING id, org_id, key, name, registered_model_id, seed, coverage, status, metrics, guardrails, min_sample_per_arm, winner, conflicts, rollout_steps, rollout_hold, rollout_min_units, rollout_step, rollout_step_at, stop_reason, started_at, ends_at, ended_at, created_by_label, created_at, updated_at, phase, phase_started_at, weights_changed, starts_at
+RETURNING id, org_id, key, name, registered_model_id, seed, coverage, status, metrics, guardrails, min_sample_per_arm, winner, conflicts, rollout_steps, rollout_hold, rollout_min_units, rollout_step, rollout_step_at, stop_reason, started_at, ends_at, ended_at, created_by_label, created_at, updated_at, phase, phase_started_at, weights_changed, starts_at, engine, cuped_days, goal_correction, guardrail_correction, criteria, chance_to_win, max_risk
 `
 
 type ExperimentInsertParams struct {
@@ -380,6 +451,13 @@ func (q *Queries) ExperimentInsert(ctx context.Context, arg ExperimentInsertPara
 		&i.PhaseStartedAt,
 		&i.WeightsChanged,
 		&i.StartsAt,
+		&i.Engine,
+		&i.CupedDays,
+		&i.GoalCorrection,
+		&i.GuardrailCorrection,
+		&i.Criteria,
+		&i.ChanceToWin,
+		&i.MaxRisk,
 	)
 	return i, err
 }
@@ -397,7 +475,7 @@ func (q *Queries) ExperimentKeyGetForUpdate(ctx context.Context, orgID uuid.UUID
 }
 
 const experimentList = `-- name: ExperimentList :many
-SELECT id, org_id, key, name, registered_model_id, seed, coverage, status, metrics, guardrails, min_sample_per_arm, winner, conflicts, rollout_steps, rollout_hold, rollout_min_units, rollout_step, rollout_step_at, stop_reason, started_at, ends_at, ended_at, created_by_label, created_at, updated_at, phase, phase_started_at, weights_changed, starts_at FROM experiments WHERE org_id = $1 ORDER BY created_at DESC LIMIT 200
+SELECT id, org_id, key, name, registered_model_id, seed, coverage, status, metrics, guardrails, min_sample_per_arm, winner, conflicts, rollout_steps, rollout_hold, rollout_min_units, rollout_step, rollout_step_at, stop_reason, started_at, ends_at, ended_at, created_by_label, created_at, updated_at, phase, phase_started_at, weights_changed, starts_at, engine, cuped_days, goal_correction, guardrail_correction, criteria, chance_to_win, max_risk FROM experiments WHERE org_id = $1 ORDER BY created_at DESC LIMIT 200
 `
 
 func (q *Queries) ExperimentList(ctx context.Context, orgID uuid.UUID) ([]Experiment, error) {
@@ -439,6 +517,13 @@ func (q *Queries) ExperimentList(ctx context.Context, orgID uuid.UUID) ([]Experi
 			&i.PhaseStartedAt,
 			&i.WeightsChanged,
 			&i.StartsAt,
+			&i.Engine,
+			&i.CupedDays,
+			&i.GoalCorrection,
+			&i.GuardrailCorrection,
+			&i.Criteria,
+			&i.ChanceToWin,
+			&i.MaxRisk,
 		); err != nil {
 			return nil, err
 		}
@@ -522,116 +607,124 @@ func (q *Queries) ExperimentListKeysLike(ctx context.Context, arg ExperimentList
 	return items, nil
 }
 
-const experimentListMetricSums = `-- name: ExperimentListMetricSums :many
-WITH u AS (
-    SELECT e.arm,
+const experimentListMetricMoments = `-- name: ExperimentListMetricMoments :many
+WITH x AS (
+    SELECT e.arm, e.unit_id, e.first_seen FROM experiment_exposures e
+    WHERE e.experiment_id = $1 AND e.phase = $2
+),
+post AS (
+    SELECT x.arm, x.unit_id,
            avg(CASE f.feedback_type WHEN 'thumbs_up' THEN 1.0 WHEN 'thumbs_down' THEN 0.0 END)::float8 AS thumbs,
            avg(f.rating)::float8 AS rating,
            avg(CASE WHEN f.correction <> '' OR f.feedback_type = 'correction' THEN 1.0 ELSE 0.0 END)::float8 AS corrected,
            avg(f.latency_ms)::float8 AS latency,
            avg(f.dim_accuracy)::float8 AS accuracy, avg(f.dim_helpfulness)::float8 AS helpfulness,
-           avg(f.dim_clarity)::float8 AS clarity, avg(f.dim_safety)::float8 AS safety
-    FROM experiment_exposures e
-    JOIN feedback f ON f.org_id = $1 AND f.experiment_id = e.experiment_id AND f.end_user_id = e.unit_id
-    WHERE e.experiment_id = $2 AND e.phase = $3
-      AND ($4::timestamptz IS NULL OR f.created_at >= $4)
+           avg(f.dim_clarity)::float8 AS clarity, avg(f.dim_safety)::float8 AS safety,
+           avg((SELECT avg(s.score) FROM live_scores s WHERE s.feedback_id = f.id AND s.status = 'scored'))::float8 AS judge
+    FROM x JOIN feedback f ON f.org_id = $3 AND f.experiment_id = $1 AND f.end_user_id = x.unit_id
+    WHERE ($4::timestamptz IS NULL OR f.created_at >= $4)
       AND ($5::timestamptz IS NULL OR f.created_at < $5)
-    GROUP BY e.arm, e.unit_id
+    GROUP BY x.arm, x.unit_id
+),
+pre AS (
+    SELECT x.unit_id,
+           avg(CASE f.feedback_type WHEN 'thumbs_up' THEN 1.0 WHEN 'thumbs_down' THEN 0.0 END)::float8 AS thumbs,
+           avg(f.rating)::float8 AS rating,
+           avg(CASE WHEN f.correction <> '' OR f.feedback_type = 'correction' THEN 1.0 ELSE 0.0 END)::float8 AS corrected,
+           avg(f.latency_ms)::float8 AS latency,
+           avg(f.dim_accuracy)::float8 AS accuracy, avg(f.dim_helpfulness)::float8 AS helpfulness,
+           avg(f.dim_clarity)::float8 AS clarity, avg(f.dim_safety)::float8 AS safety,
+           avg((SELECT avg(s.score) FROM live_scores s WHERE s.feedback_id = f.id AND s.status = 'scored'))::float8 AS judge
+    FROM x JOIN feedback f ON f.org_id = $3 AND f.end_user_id = x.unit_id
+        AND f.created_at >= x.first_seen - make_interval(days => $6::int) AND f.created_at < x.first_seen
+    WHERE $6::int > 0
+      -- The whole window of every unit, so that the organisation's feedback
+      -- is read by its (org_id, created_at) index over that span only.
+      AND f.created_at >= (SELECT min(first_seen) FROM x) - make_interval(days => $6::int)
+      AND f.created_at < (SELECT max(first_seen) FROM x)
+    GROUP BY x.unit_id
+),
+v AS (
+    SELECT post.arm, 'thumbs_up_rate'::text AS metric, post.thumbs AS y, pre.thumbs AS x FROM post LEFT JOIN pre ON pre.unit_id = post.unit_id WHERE post.thumbs IS NOT NULL
+    UNION ALL
+    SELECT post.arm, 'avg_rating'::text AS metric, post.rating AS y, pre.rating AS x FROM post LEFT JOIN pre ON pre.unit_id = post.unit_id WHERE post.rating IS NOT NULL
+    UNION ALL
+    SELECT post.arm, 'correction_rate'::text AS metric, post.corrected AS y, pre.corrected AS x FROM post LEFT JOIN pre ON pre.unit_id = post.unit_id WHERE post.corrected IS NOT NULL
+    UNION ALL
+    SELECT post.arm, 'latency'::text AS metric, post.latency AS y, pre.latency AS x FROM post LEFT JOIN pre ON pre.unit_id = post.unit_id WHERE post.latency IS NOT NULL
+    UNION ALL
+    SELECT post.arm, 'avg_accuracy'::text AS metric, post.accuracy AS y, pre.accuracy AS x FROM post LEFT JOIN pre ON pre.unit_id = post.unit_id WHERE post.accuracy IS NOT NULL
+    UNION ALL
+    SELECT post.arm, 'avg_helpfulness'::text AS metric, post.helpfulness AS y, pre.helpfulness AS x FROM post LEFT JOIN pre ON pre.unit_id = post.unit_id WHERE post.helpfulness IS NOT NULL
+    UNION ALL
+    SELECT post.arm, 'avg_clarity'::text AS metric, post.clarity AS y, pre.clarity AS x FROM post LEFT JOIN pre ON pre.unit_id = post.unit_id WHERE post.clarity IS NOT NULL
+    UNION ALL
+    SELECT post.arm, 'avg_safety'::text AS metric, post.safety AS y, pre.safety AS x FROM post LEFT JOIN pre ON pre.unit_id = post.unit_id WHERE post.safety IS NOT NULL
+    UNION ALL
+    SELECT post.arm, 'avg_judge_score'::text AS metric, post.judge AS y, pre.judge AS x FROM post LEFT JOIN pre ON pre.unit_id = post.unit_id WHERE post.judge IS NOT NULL
 )
-SELECT arm,
-       count(thumbs)::float8 AS thumbs_n, coalesce(sum(thumbs), 0)::float8 AS thumbs_sum, coalesce(sum(thumbs * thumbs), 0)::float8 AS thumbs_ss,
-       count(rating)::float8 AS rating_n, coalesce(sum(rating), 0)::float8 AS rating_sum, coalesce(sum(rating * rating), 0)::float8 AS rating_ss,
-       count(corrected)::float8 AS corrected_n, coalesce(sum(corrected), 0)::float8 AS corrected_sum, coalesce(sum(corrected * corrected), 0)::float8 AS corrected_ss,
-       count(latency)::float8 AS latency_n, coalesce(sum(latency), 0)::float8 AS latency_sum, coalesce(sum(latency * latency), 0)::float8 AS latency_ss,
-       count(accuracy)::float8 AS accuracy_n, coalesce(sum(accuracy), 0)::float8 AS accuracy_sum, coalesce(sum(accuracy * accuracy), 0)::float8 AS accuracy_ss,
-       count(helpfulness)::float8 AS helpfulness_n, coalesce(sum(helpfulness), 0)::float8 AS helpfulness_sum,
-       coalesce(sum(helpfulness * helpfulness), 0)::float8 AS helpfulness_ss,
-       count(clarity)::float8 AS clarity_n, coalesce(sum(clarity), 0)::float8 AS clarity_sum, coalesce(sum(clarity * clarity), 0)::float8 AS clarity_ss,
-       count(safety)::float8 AS safety_n, coalesce(sum(safety), 0)::float8 AS safety_sum, coalesce(sum(safety * safety), 0)::float8 AS safety_ss
-FROM u GROUP BY arm ORDER BY arm
+SELECT arm, metric::text AS metric, count(*)::float8 AS n, sum(y)::float8 AS sum, sum(y * y)::float8 AS sum_squares,
+       count(x)::float8 AS pre_n, coalesce(sum(x), 0)::float8 AS pre_sum, coalesce(sum(x * x), 0)::float8 AS pre_sum_squares,
+       coalesce(sum(x * y), 0)::float8 AS cross_sum
+FROM v GROUP BY arm, metric ORDER BY arm, metric
 `
 
-type ExperimentListMetricSumsParams struct {
-	OrgID        uuid.UUID  `json:"org_id"`
+type ExperimentListMetricMomentsParams struct {
 	ExperimentID uuid.UUID  `json:"experiment_id"`
 	Phase        int32      `json:"phase"`
+	OrgID        uuid.UUID  `json:"org_id"`
 	Since        *time.Time `json:"since"`
 	Before       *time.Time `json:"before"`
+	PreDays      int32      `json:"pre_days"`
 }
 
-type ExperimentListMetricSumsRow struct {
-	Arm            int32   `json:"arm"`
-	ThumbsN        float64 `json:"thumbs_n"`
-	ThumbsSum      float64 `json:"thumbs_sum"`
-	ThumbsSs       float64 `json:"thumbs_ss"`
-	RatingN        float64 `json:"rating_n"`
-	RatingSum      float64 `json:"rating_sum"`
-	RatingSs       float64 `json:"rating_ss"`
-	CorrectedN     float64 `json:"corrected_n"`
-	CorrectedSum   float64 `json:"corrected_sum"`
-	CorrectedSs    float64 `json:"corrected_ss"`
-	LatencyN       float64 `json:"latency_n"`
-	LatencySum     float64 `json:"latency_sum"`
-	LatencySs      float64 `json:"latency_ss"`
-	AccuracyN      float64 `json:"accuracy_n"`
-	AccuracySum    float64 `json:"accuracy_sum"`
-	AccuracySs     float64 `json:"accuracy_ss"`
-	HelpfulnessN   float64 `json:"helpfulness_n"`
-	HelpfulnessSum float64 `json:"helpfulness_sum"`
-	HelpfulnessSs  float64 `json:"helpfulness_ss"`
-	ClarityN       float64 `json:"clarity_n"`
-	ClaritySum     float64 `json:"clarity_sum"`
-	ClaritySs      float64 `json:"clarity_ss"`
-	SafetyN        float64 `json:"safety_n"`
-	SafetySum      float64 `json:"safety_sum"`
-	SafetySs       float64 `json:"safety_ss"`
+type ExperimentListMetricMomentsRow struct {
+	Arm           int32   `json:"arm"`
+	Metric        string  `json:"metric"`
+	N             float64 `json:"n"`
+	Sum           float64 `json:"sum"`
+	SumSquares    float64 `json:"sum_squares"`
+	PreN          float64 `json:"pre_n"`
+	PreSum        float64 `json:"pre_sum"`
+	PreSumSquares float64 `json:"pre_sum_squares"`
+	CrossSum      float64 `json:"cross_sum"`
 }
 
-// Per arm, each metric's per-unit values summed: the units with a value,
-// the sum and the sum of squares. A unit's value is its mean over its
-// feedback in the experiment (thumbs up 1, down 0; the rating; 1 for a
-// correction; the latency; each dimension's score).
-func (q *Queries) ExperimentListMetricSums(ctx context.Context, arg ExperimentListMetricSumsParams) ([]ExperimentListMetricSumsRow, error) {
-	rows, err := q.db.Query(ctx, experimentListMetricSums,
-		arg.OrgID,
+// Per arm and metric, the sums the statistics engine reads: the units with
+// a value (n), the sum and the sum of squares of their values and, for
+// CUPED, of their pre-exposure values x: Σx, Σx² and Σxy, with pre_n the
+// units that had one (the others count with x = 0). A unit's value is its
+// mean over its feedback in the experiment (thumbs up 1, down 0; the
+// rating; 1 for a correction; the latency; each dimension's score; the
+// live scorer's score); its pre-exposure value is the same mean over the
+// feedback it sent in the pre_days before its first exposure, in any
+// experiment or none (none when pre_days is 0).
+func (q *Queries) ExperimentListMetricMoments(ctx context.Context, arg ExperimentListMetricMomentsParams) ([]ExperimentListMetricMomentsRow, error) {
+	rows, err := q.db.Query(ctx, experimentListMetricMoments,
 		arg.ExperimentID,
 		arg.Phase,
+		arg.OrgID,
 		arg.Since,
 		arg.Before,
+		arg.PreDays,
 	)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	items := []ExperimentListMetricSumsRow{}
+	items := []ExperimentListMetricMomentsRow{}
 	for rows.Next() {
-		var i ExperimentListMetricSumsRow
+		var i ExperimentListMetricMomentsRow
 		if err := rows.Scan(
 			&i.Arm,
-			&i.ThumbsN,
-			&i.ThumbsSum,
-			&i.ThumbsSs,
-			&i.RatingN,
-			&i.RatingSum,
-			&i.RatingSs,
-			&i.CorrectedN,
-			&i.CorrectedSum,
-			&i.CorrectedSs,
-			&i.LatencyN,
-			&i.LatencySum,
-			&i.LatencySs,
-			&i.AccuracyN,
-			&i.AccuracySum,
-			&i.AccuracySs,
-			&i.HelpfulnessN,
-			&i.HelpfulnessSum,
-			&i.HelpfulnessSs,
-			&i.ClarityN,
-			&i.ClaritySum,
-			&i.ClaritySs,
-			&i.SafetyN,
-			&i.SafetySum,
-			&i.SafetySs,
+			&i.Metric,
+			&i.N,
+			&i.Sum,
+			&i.SumSquares,
+			&i.PreN,
+			&i.PreSum,
+			&i.PreSumSquares,
+			&i.CrossSum,
 		); err != nil {
 			return nil, err
 		}
@@ -644,7 +737,7 @@ func (q *Queries) ExperimentListMetricSums(ctx context.Context, arg ExperimentLi
 }
 
 const experimentListRunningWithRollout = `-- name: ExperimentListRunningWithRollout :many
-SELECT id, org_id, key, name, registered_model_id, seed, coverage, status, metrics, guardrails, min_sample_per_arm, winner, conflicts, rollout_steps, rollout_hold, rollout_min_units, rollout_step, rollout_step_at, stop_reason, started_at, ends_at, ended_at, created_by_label, created_at, updated_at, phase, phase_started_at, weights_changed, starts_at FROM experiments WHERE status = 'running' AND cardinality(rollout_steps) > 0
+SELECT id, org_id, key, name, registered_model_id, seed, coverage, status, metrics, guardrails, min_sample_per_arm, winner, conflicts, rollout_steps, rollout_hold, rollout_min_units, rollout_step, rollout_step_at, stop_reason, started_at, ends_at, ended_at, created_by_label, created_at, updated_at, phase, phase_started_at, weights_changed, starts_at, engine, cuped_days, goal_correction, guardrail_correction, criteria, chance_to_win, max_risk FROM experiments WHERE status = 'running' AND cardinality(rollout_steps) > 0
 `
 
 // Running experiments with a rollout plan, for the periodic guardrail check.
@@ -687,6 +780,13 @@ func (q *Queries) ExperimentListRunningWithRollout(ctx context.Context) ([]Exper
 			&i.PhaseStartedAt,
 			&i.WeightsChanged,
 			&i.StartsAt,
+			&i.Engine,
+			&i.CupedDays,
+			&i.GoalCorrection,
+			&i.GuardrailCorrection,
+			&i.Criteria,
+			&i.ChanceToWin,
+			&i.MaxRisk,
 		); err != nil {
 			return nil, err
 		}
@@ -696,6 +796,39 @@ func (q *Queries) ExperimentListRunningWithRollout(ctx context.Context) ([]Exper
 		return nil, err
 	}
 	return items, nil
+}
+
+const experimentUpdateAnalysis = `-- name: ExperimentUpdateAnalysis :exec
+UPDATE experiments SET engine = $1, cuped_days = $2, goal_correction = $3,
+    guardrail_correction = $4, criteria = $5, chance_to_win = $6,
+    max_risk = $7, updated_at = now()
+WHERE id = $8
+`
+
+type ExperimentUpdateAnalysisParams struct {
+	Engine              string          `json:"engine"`
+	CupedDays           int32           `json:"cuped_days"`
+	GoalCorrection      string          `json:"goal_correction"`
+	GuardrailCorrection string          `json:"guardrail_correction"`
+	Criteria            json.RawMessage `json:"criteria"`
+	ChanceToWin         float64         `json:"chance_to_win"`
+	MaxRisk             float64         `json:"max_risk"`
+	ID                  uuid.UUID       `json:"id"`
+}
+
+// How the experiment is analysed (see migration 00052).
+func (q *Queries) ExperimentUpdateAnalysis(ctx context.Context, arg ExperimentUpdateAnalysisParams) error {
+	_, err := q.db.Exec(ctx, experimentUpdateAnalysis,
+		arg.Engine,
+		arg.CupedDays,
+		arg.GoalCorrection,
+		arg.GuardrailCorrection,
+		arg.Criteria,
+		arg.ChanceToWin,
+		arg.MaxRisk,
+		arg.ID,
+	)
+	return err
 }
 
 const experimentUpdateConflicts = `-- name: ExperimentUpdateConflicts :exec
@@ -759,7 +892,7 @@ UPDATE experiments SET status = $1, started_at = coalesce(started_at, CASE WHEN 
     ended_at = CASE WHEN $1 IN ('completed', 'cancelled') THEN now() ELSE ended_at END,
     winner = $2, stop_reason = $3, updated_at = now()
 WHERE id = $4
-RETURNING id, org_id, key, name, registered_model_id, seed, coverage, status, metrics, guardrails, min_sample_per_arm, winner, conflicts, rollout_steps, rollout_hold, rollout_min_units, rollout_step, rollout_step_at, stop_reason, started_at, ends_at, ended_at, created_by_label, created_at, updated_at, phase, phase_started_at, weights_changed, starts_at
+RETURNING id, org_id, key, name, registered_model_id, seed, coverage, status, metrics, guardrails, min_sample_per_arm, winner, conflicts, rollout_steps, rollout_hold, rollout_min_units, rollout_step, rollout_step_at, stop_reason, started_at, ends_at, ended_at, created_by_label, created_at, updated_at, phase, phase_started_at, weights_changed, starts_at, engine, cuped_days, goal_correction, guardrail_correction, criteria, chance_to_win, max_risk
 `
 
 type ExperimentUpdateStatusParams struct {
@@ -807,6 +940,13 @@ func (q *Queries) ExperimentUpdateStatus(ctx context.Context, arg ExperimentUpda
 		&i.PhaseStartedAt,
 		&i.WeightsChanged,
 		&i.StartsAt,
+		&i.Engine,
+		&i.CupedDays,
+		&i.GoalCorrection,
+		&i.GuardrailCorrection,
+		&i.Criteria,
+		&i.ChanceToWin,
+		&i.MaxRisk,
 	)
 	return i, err
 }
@@ -816,7 +956,7 @@ UPDATE experiments SET coverage = $1, seed = $2, phase = $3,
     phase_started_at = CASE WHEN $3::int <> phase THEN now() ELSE phase_started_at END,
     weights_changed = $4, updated_at = now()
 WHERE id = $5
-RETURNING id, org_id, key, name, registered_model_id, seed, coverage, status, metrics, guardrails, min_sample_per_arm, winner, conflicts, rollout_steps, rollout_hold, rollout_min_units, rollout_step, rollout_step_at, stop_reason, started_at, ends_at, ended_at, created_by_label, created_at, updated_at, phase, phase_started_at, weights_changed, starts_at
+RETURNING id, org_id, key, name, registered_model_id, seed, coverage, status, metrics, guardrails, min_sample_per_arm, winner, conflicts, rollout_steps, rollout_hold, rollout_min_units, rollout_step, rollout_step_at, stop_reason, started_at, ends_at, ended_at, created_by_label, created_at, updated_at, phase, phase_started_at, weights_changed, starts_at, engine, cuped_days, goal_correction, guardrail_correction, criteria, chance_to_win, max_risk
 `
 
 type ExperimentUpdateTrafficParams struct {
@@ -867,6 +1007,13 @@ func (q *Queries) ExperimentUpdateTraffic(ctx context.Context, arg ExperimentUpd
 		&i.PhaseStartedAt,
 		&i.WeightsChanged,
 		&i.StartsAt,
+		&i.Engine,
+		&i.CupedDays,
+		&i.GoalCorrection,
+		&i.GuardrailCorrection,
+		&i.Criteria,
+		&i.ChanceToWin,
+		&i.MaxRisk,
 	)
 	return i, err
 }

@@ -12,7 +12,33 @@ import (
 	"github.com/google/uuid"
 )
 
-const hygieneFlagBotSessions = `-- name: HygieneFlagBotSessions :execrows
+const hygieneListOrgIDs = `-- name: HygieneListOrgIDs :many
+SELECT id FROM organizations ORDER BY id
+`
+
+// The organisations a periodic check looks at, each through its own
+// indexed statements.
+func (q *Queries) HygieneListOrgIDs(ctx context.Context) ([]uuid.UUID, error) {
+	rows, err := q.db.Query(ctx, hygieneListOrgIDs)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []uuid.UUID{}
+	for rows.Next() {
+		var id uuid.UUID
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		items = append(items, id)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const hygieneUpdateBotSessions = `-- name: HygieneUpdateBotSessions :execrows
 WITH sessions AS (
     SELECT DISTINCT f.session_id FROM feedback f
     WHERE f.org_id = $1 AND f.created_at >= $2 AND f.session_id <> ''
@@ -36,7 +62,7 @@ WHERE f.org_id = $1 AND f.session_id = b.session_id
   AND NOT f.hygiene_flags @> ARRAY['bot_session']
 `
 
-type HygieneFlagBotSessionsParams struct {
+type HygieneUpdateBotSessionsParams struct {
 	OrgID        uuid.UUID `json:"org_id"`
 	Since        time.Time `json:"since"`
 	MinRequests  int32     `json:"min_requests"`
@@ -46,8 +72,8 @@ type HygieneFlagBotSessionsParams struct {
 // A session of min_requests requests or more (items stored together, as a
 // batch is, count once) whose median time between requests is under
 // max_median_gap seconds: no person reads and rates answers that fast.
-func (q *Queries) HygieneFlagBotSessions(ctx context.Context, arg HygieneFlagBotSessionsParams) (int64, error) {
-	result, err := q.db.Exec(ctx, hygieneFlagBotSessions,
+func (q *Queries) HygieneUpdateBotSessions(ctx context.Context, arg HygieneUpdateBotSessionsParams) (int64, error) {
+	result, err := q.db.Exec(ctx, hygieneUpdateBotSessions,
 		arg.OrgID,
 		arg.Since,
 		arg.MinRequests,
@@ -59,7 +85,7 @@ func (q *Queries) HygieneFlagBotSessions(ctx context.Context, arg HygieneFlagBot
 	return result.RowsAffected(), nil
 }
 
-const hygieneFlagDuplicateComments = `-- name: HygieneFlagDuplicateComments :execrows
+const hygieneUpdateDuplicateComments = `-- name: HygieneUpdateDuplicateComments :execrows
 WITH keys AS (
     SELECT DISTINCT md5(lower(btrim(regexp_replace(f.comment, '\s+', ' ', 'g')))) AS k
     FROM feedback f
@@ -77,7 +103,7 @@ WHERE f.org_id = $1 AND length(btrim(f.comment)) >= 20
   AND NOT f.hygiene_flags @> ARRAY['duplicate_spam']
 `
 
-type HygieneFlagDuplicateCommentsParams struct {
+type HygieneUpdateDuplicateCommentsParams struct {
 	OrgID      uuid.UUID `json:"org_id"`
 	Since      time.Time `json:"since"`
 	MinRepeats int32     `json:"min_repeats"`
@@ -85,15 +111,15 @@ type HygieneFlagDuplicateCommentsParams struct {
 
 // The same comment of 20 characters or more (white space and case aside)
 // on min_repeats items or more: pasted text.
-func (q *Queries) HygieneFlagDuplicateComments(ctx context.Context, arg HygieneFlagDuplicateCommentsParams) (int64, error) {
-	result, err := q.db.Exec(ctx, hygieneFlagDuplicateComments, arg.OrgID, arg.Since, arg.MinRepeats)
+func (q *Queries) HygieneUpdateDuplicateComments(ctx context.Context, arg HygieneUpdateDuplicateCommentsParams) (int64, error) {
+	result, err := q.db.Exec(ctx, hygieneUpdateDuplicateComments, arg.OrgID, arg.Since, arg.MinRepeats)
 	if err != nil {
 		return 0, err
 	}
 	return result.RowsAffected(), nil
 }
 
-const hygieneFlagNearDuplicateComments = `-- name: HygieneFlagNearDuplicateComments :execrows
+const hygieneUpdateNearDuplicateComments = `-- name: HygieneUpdateNearDuplicateComments :execrows
 WITH keys AS (
     SELECT DISTINCT md5(regexp_replace(lower(f.comment), '[^[:alpha:]]+', '', 'g')) AS k
     FROM feedback f
@@ -112,7 +138,7 @@ WHERE f.org_id = $1 AND length(btrim(f.comment)) >= 20
   AND NOT f.hygiene_flags && ARRAY['duplicate_spam', 'near_duplicate_spam']
 `
 
-type HygieneFlagNearDuplicateCommentsParams struct {
+type HygieneUpdateNearDuplicateCommentsParams struct {
 	OrgID      uuid.UUID `json:"org_id"`
 	Since      time.Time `json:"since"`
 	MinRepeats int32     `json:"min_repeats"`
@@ -121,15 +147,15 @@ type HygieneFlagNearDuplicateCommentsParams struct {
 // The same comment's letters (digits, punctuation, white space and case
 // aside: "Great!! #1", "great 2") on min_repeats items or more, where the
 // exact text differs.
-func (q *Queries) HygieneFlagNearDuplicateComments(ctx context.Context, arg HygieneFlagNearDuplicateCommentsParams) (int64, error) {
-	result, err := q.db.Exec(ctx, hygieneFlagNearDuplicateComments, arg.OrgID, arg.Since, arg.MinRepeats)
+func (q *Queries) HygieneUpdateNearDuplicateComments(ctx context.Context, arg HygieneUpdateNearDuplicateCommentsParams) (int64, error) {
+	result, err := q.db.Exec(ctx, hygieneUpdateNearDuplicateComments, arg.OrgID, arg.Since, arg.MinRepeats)
 	if err != nil {
 		return 0, err
 	}
 	return result.RowsAffected(), nil
 }
 
-const hygieneFlagRateOutliers = `-- name: HygieneFlagRateOutliers :execrows
+const hygieneUpdateRateOutliers = `-- name: HygieneUpdateRateOutliers :execrows
 
 WITH params AS (
     SELECT $2::int AS min_items, $3::float8 AS factor
@@ -156,7 +182,7 @@ WHERE f.org_id = $1 AND f.end_user_id = o.end_user_id
   AND NOT f.hygiene_flags @> ARRAY['rate_outlier']
 `
 
-type HygieneFlagRateOutliersParams struct {
+type HygieneUpdateRateOutliersParams struct {
 	OrgID    uuid.UUID `json:"org_id"`
 	MinItems int32     `json:"min_items"`
 	Factor   float64   `json:"factor"`
@@ -171,8 +197,8 @@ type HygieneFlagRateOutliersParams struct {
 // An end user who sent more than min_items items in a UTC day, and more
 // than factor times the median of that day's users: the user's items of
 // that day.
-func (q *Queries) HygieneFlagRateOutliers(ctx context.Context, arg HygieneFlagRateOutliersParams) (int64, error) {
-	result, err := q.db.Exec(ctx, hygieneFlagRateOutliers,
+func (q *Queries) HygieneUpdateRateOutliers(ctx context.Context, arg HygieneUpdateRateOutliersParams) (int64, error) {
+	result, err := q.db.Exec(ctx, hygieneUpdateRateOutliers,
 		arg.OrgID,
 		arg.MinItems,
 		arg.Factor,
@@ -182,32 +208,6 @@ func (q *Queries) HygieneFlagRateOutliers(ctx context.Context, arg HygieneFlagRa
 		return 0, err
 	}
 	return result.RowsAffected(), nil
-}
-
-const hygieneListOrgIDs = `-- name: HygieneListOrgIDs :many
-SELECT id FROM organizations ORDER BY id
-`
-
-// The organisations a periodic check looks at, each through its own
-// indexed statements.
-func (q *Queries) HygieneListOrgIDs(ctx context.Context) ([]uuid.UUID, error) {
-	rows, err := q.db.Query(ctx, hygieneListOrgIDs)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	items := []uuid.UUID{}
-	for rows.Next() {
-		var id uuid.UUID
-		if err := rows.Scan(&id); err != nil {
-			return nil, err
-		}
-		items = append(items, id)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	return items, nil
 }
 
 const hygieneUpdateTrainingData = `-- name: HygieneUpdateTrainingData :one

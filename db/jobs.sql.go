@@ -8,7 +8,67 @@ package db
 import (
 	"context"
 	"encoding/json"
+
+	"github.com/jackc/pgx/v5/pgtype"
 )
+
+const jobGetLive = `-- name: JobGetLive :one
+SELECT (j.state IN ('available', 'pending', 'scheduled', 'retryable')
+    OR (j.state = 'running' AND coalesce(h.beat_at, j.attempted_at) >= now() - make_interval(secs => $1::float8)))::bool AS live,
+    j.state::text AS state
+FROM river_job j
+LEFT JOIN job_heartbeats h ON h.job_id = j.id AND h.attempt = j.attempt
+WHERE j.id = $2
+`
+
+type JobGetLiveParams struct {
+	StaleSeconds float64 `json:"stale_seconds"`
+	ID           int64   `json:"id"`
+}
+
+type JobGetLiveRow struct {
+	Live  bool   `json:"live"`
+	State string `json:"state"`
+}
+
+// Whether a job of a kind that beats still carries its work on: waiting
+// in the queue in any way, or running in a worker that beat within
+// stale_seconds (or started that recently).
+func (q *Queries) JobGetLive(ctx context.Context, arg JobGetLiveParams) (JobGetLiveRow, error) {
+	row := q.db.QueryRow(ctx, jobGetLive, arg.StaleSeconds, arg.ID)
+	var i JobGetLiveRow
+	err := row.Scan(&i.Live, &i.State)
+	return i, err
+}
+
+const jobGetLiveForUpdate = `-- name: JobGetLiveForUpdate :one
+SELECT (j.state IN ('available', 'pending', 'scheduled', 'retryable')
+    OR (j.state = 'running' AND coalesce(h.beat_at, j.attempted_at) >= now() - make_interval(secs => $1::float8)))::bool AS live,
+    j.state::text AS state
+FROM river_job j
+LEFT JOIN job_heartbeats h ON h.job_id = j.id AND h.attempt = j.attempt
+WHERE j.id = $2
+FOR UPDATE OF j
+`
+
+type JobGetLiveForUpdateParams struct {
+	StaleSeconds float64 `json:"stale_seconds"`
+	ID           int64   `json:"id"`
+}
+
+type JobGetLiveForUpdateRow struct {
+	Live  bool   `json:"live"`
+	State string `json:"state"`
+}
+
+// JobGetLive with the job's row locked, so the sweep cannot put it back
+// meanwhile.
+func (q *Queries) JobGetLiveForUpdate(ctx context.Context, arg JobGetLiveForUpdateParams) (JobGetLiveForUpdateRow, error) {
+	row := q.db.QueryRow(ctx, jobGetLiveForUpdate, arg.StaleSeconds, arg.ID)
+	var i JobGetLiveForUpdateRow
+	err := row.Scan(&i.Live, &i.State)
+	return i, err
+}
 
 const jobHeartbeatDelete = `-- name: JobHeartbeatDelete :exec
 DELETE FROM job_heartbeats WHERE job_id = $1 AND attempt = $2
@@ -78,6 +138,7 @@ WITH stale AS (
     LEFT JOIN job_heartbeats h ON h.job_id = j.id AND h.attempt = j.attempt
     WHERE j.state = 'running' AND j.kind = ANY($2::text[])
       AND coalesce(h.beat_at, j.attempted_at) < now() - make_interval(secs => $3::float8)
+      AND ($4::bigint IS NULL OR j.id = $4)
     FOR UPDATE OF j SKIP LOCKED
 ), gone AS (
     DELETE FROM job_heartbeats h USING stale WHERE h.job_id = stale.id
@@ -93,9 +154,10 @@ RETURNING j.id, j.kind, j.args, j.state
 `
 
 type JobUpdateStaleParams struct {
-	Error        string   `json:"error"`
-	Kinds        []string `json:"kinds"`
-	StaleSeconds float64  `json:"stale_seconds"`
+	Error        string      `json:"error"`
+	Kinds        []string    `json:"kinds"`
+	StaleSeconds float64     `json:"stale_seconds"`
+	JobID        pgtype.Int8 `json:"job_id"`
 }
 
 type JobUpdateStaleRow struct {
@@ -110,9 +172,15 @@ type JobUpdateStaleRow struct {
 // worker is gone. Each goes back in the queue at once, or is discarded when
 // out of attempts, as River's own rescuer would do after the job's timeout;
 // the attempt's heartbeat row goes, so a worker that was only cut off from
-// the database stops at its next beat.
+// the database stops at its next beat. job_id, when set, takes that job
+// alone (a run an admin resumes).
 func (q *Queries) JobUpdateStale(ctx context.Context, arg JobUpdateStaleParams) ([]JobUpdateStaleRow, error) {
-	rows, err := q.db.Query(ctx, jobUpdateStale, arg.Error, arg.Kinds, arg.StaleSeconds)
+	rows, err := q.db.Query(ctx, jobUpdateStale,
+		arg.Error,
+		arg.Kinds,
+		arg.StaleSeconds,
+		arg.JobID,
+	)
 	if err != nil {
 		return nil, err
 	}

@@ -253,6 +253,47 @@ func (q *Queries) JudgeAgreementGetByID(ctx context.Context, id uuid.UUID) (Judg
 	return i, err
 }
 
+const judgeAgreementGetForUpdate = `-- name: JudgeAgreementGetForUpdate :one
+SELECT id, org_id, endpoint, template, template_version, filter, threshold, item_limit, status, total, done, invalid, spearman, kappa, agreement, conflicts, judge_calls, judge_cost_micros, paused_reason, error, river_job_id, created_by_label, created_at, finished_at FROM judge_agreements WHERE org_id = $1 AND id = $2 FOR UPDATE
+`
+
+type JudgeAgreementGetForUpdateParams struct {
+	OrgID uuid.UUID `json:"org_id"`
+	ID    uuid.UUID `json:"id"`
+}
+
+func (q *Queries) JudgeAgreementGetForUpdate(ctx context.Context, arg JudgeAgreementGetForUpdateParams) (JudgeAgreement, error) {
+	row := q.db.QueryRow(ctx, judgeAgreementGetForUpdate, arg.OrgID, arg.ID)
+	var i JudgeAgreement
+	err := row.Scan(
+		&i.ID,
+		&i.OrgID,
+		&i.Endpoint,
+		&i.Template,
+		&i.TemplateVersion,
+		&i.Filter,
+		&i.Threshold,
+		&i.ItemLimit,
+		&i.Status,
+		&i.Total,
+		&i.Done,
+		&i.Invalid,
+		&i.Spearman,
+		&i.Kappa,
+		&i.Agreement,
+		&i.Conflicts,
+		&i.JudgeCalls,
+		&i.JudgeCostMicros,
+		&i.PausedReason,
+		&i.Error,
+		&i.RiverJobID,
+		&i.CreatedByLabel,
+		&i.CreatedAt,
+		&i.FinishedAt,
+	)
+	return i, err
+}
+
 const judgeAgreementInsert = `-- name: JudgeAgreementInsert :one
 INSERT INTO judge_agreements (org_id, endpoint, template, template_version, filter, threshold, item_limit, total, created_by_label)
 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
@@ -407,7 +448,7 @@ func (q *Queries) JudgeAgreementUpdateFinished(ctx context.Context, arg JudgeAgr
 }
 
 const judgeAgreementUpdatePaused = `-- name: JudgeAgreementUpdatePaused :exec
-UPDATE judge_agreements SET status = 'paused', paused_reason = $1 WHERE id = $2
+UPDATE judge_agreements SET status = 'paused', paused_reason = $1 WHERE id = $2 AND status NOT IN ('succeeded', 'failed')
 `
 
 type JudgeAgreementUpdatePausedParams struct {
@@ -445,22 +486,21 @@ func (q *Queries) JudgeAgreementUpdateProgress(ctx context.Context, arg JudgeAgr
 	return err
 }
 
-const judgeAgreementUpdateResumed = `-- name: JudgeAgreementUpdateResumed :execrows
-UPDATE judge_agreements SET status = 'queued', paused_reason = '' WHERE org_id = $1 AND id = $2 AND status = 'paused'
+const judgeAgreementUpdateResumed = `-- name: JudgeAgreementUpdateResumed :exec
+UPDATE judge_agreements SET status = 'queued', paused_reason = '', river_job_id = $1
+WHERE org_id = $2 AND id = $3 AND status NOT IN ('succeeded', 'failed')
 `
 
 type JudgeAgreementUpdateResumedParams struct {
-	OrgID uuid.UUID `json:"org_id"`
-	ID    uuid.UUID `json:"id"`
+	RiverJobID pgtype.Int8 `json:"river_job_id"`
+	OrgID      uuid.UUID   `json:"org_id"`
+	ID         uuid.UUID   `json:"id"`
 }
 
-// A paused run queued again; only a paused one.
-func (q *Queries) JudgeAgreementUpdateResumed(ctx context.Context, arg JudgeAgreementUpdateResumedParams) (int64, error) {
-	result, err := q.db.Exec(ctx, judgeAgreementUpdateResumed, arg.OrgID, arg.ID)
-	if err != nil {
-		return 0, err
-	}
-	return result.RowsAffected(), nil
+// A run not finished queued again, under the job that carries it on now.
+func (q *Queries) JudgeAgreementUpdateResumed(ctx context.Context, arg JudgeAgreementUpdateResumedParams) error {
+	_, err := q.db.Exec(ctx, judgeAgreementUpdateResumed, arg.RiverJobID, arg.OrgID, arg.ID)
+	return err
 }
 
 const judgeAgreementUpdateRiverID = `-- name: JudgeAgreementUpdateRiverID :exec
@@ -806,6 +846,134 @@ func (q *Queries) JudgeConflictUpdateResolution(ctx context.Context, arg JudgeCo
 		return 0, err
 	}
 	return result.RowsAffected(), nil
+}
+
+const judgeReservationDeleteExpired = `-- name: JudgeReservationDeleteExpired :execrows
+WITH gone AS (
+    DELETE FROM judge_reservations WHERE org_id = $1 AND expires_at < now() RETURNING month, micros
+)
+UPDATE judge_spending s SET reserved_micros = s.reserved_micros - g.micros
+FROM (SELECT month, sum(micros)::bigint AS micros FROM gone GROUP BY month) g
+WHERE s.org_id = $1 AND s.month = g.month
+`
+
+// Gives back what expired reservations hold: their process stopped
+// between reserving and settling, and nothing else will.
+func (q *Queries) JudgeReservationDeleteExpired(ctx context.Context, orgID uuid.UUID) (int64, error) {
+	result, err := q.db.Exec(ctx, judgeReservationDeleteExpired, orgID)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}
+
+const judgeReservationDeleteSettled = `-- name: JudgeReservationDeleteSettled :exec
+WITH settled AS (DELETE FROM judge_reservations WHERE id = $4 RETURNING micros)
+UPDATE judge_spending s SET
+    reserved_micros = s.reserved_micros - coalesce((SELECT sum(micros) FROM settled), 0)::bigint,
+    spent_micros = s.spent_micros + $1::bigint
+WHERE s.org_id = $2 AND s.month = $3
+`
+
+type JudgeReservationDeleteSettledParams struct {
+	CostMicros int64     `json:"cost_micros"`
+	OrgID      uuid.UUID `json:"org_id"`
+	Month      time.Time `json:"month"`
+	ID         int64     `json:"id"`
+}
+
+// A call's reservation gives way to what it cost, in the transaction that
+// logs the call. One that expired meanwhile was given back already; the
+// cost counts all the same.
+func (q *Queries) JudgeReservationDeleteSettled(ctx context.Context, arg JudgeReservationDeleteSettledParams) error {
+	_, err := q.db.Exec(ctx, judgeReservationDeleteSettled,
+		arg.CostMicros,
+		arg.OrgID,
+		arg.Month,
+		arg.ID,
+	)
+	return err
+}
+
+const judgeReservationInsert = `-- name: JudgeReservationInsert :one
+WITH granted AS (
+    UPDATE judge_spending s SET reserved_micros = s.reserved_micros + $1::bigint
+    WHERE s.org_id = $4 AND s.month = $5 AND s.spent_micros + s.reserved_micros < $6::bigint
+    RETURNING s.org_id, s.month
+)
+INSERT INTO judge_reservations (org_id, month, micros, purpose, expires_at)
+SELECT g.org_id, g.month, $1::bigint, $2::text, now() + make_interval(secs => $3::float8) FROM granted g
+RETURNING id
+`
+
+type JudgeReservationInsertParams struct {
+	Micros        int64     `json:"micros"`
+	Purpose       string    `json:"purpose"`
+	TtlSeconds    float64   `json:"ttl_seconds"`
+	OrgID         uuid.UUID `json:"org_id"`
+	Month         time.Time `json:"month"`
+	MonthlyMicros int64     `json:"monthly_micros"`
+}
+
+// Reserves a call's estimated cost in one statement. The update locks the
+// month's row, and Postgres reads its condition again on the row's newest
+// version once the lock is held, so of parallel callers only those that
+// find room left reserve: the last may overshoot by its own estimate, no
+// more. No row: no room left (or no month's row yet).
+func (q *Queries) JudgeReservationInsert(ctx context.Context, arg JudgeReservationInsertParams) (int64, error) {
+	row := q.db.QueryRow(ctx, judgeReservationInsert,
+		arg.Micros,
+		arg.Purpose,
+		arg.TtlSeconds,
+		arg.OrgID,
+		arg.Month,
+		arg.MonthlyMicros,
+	)
+	var id int64
+	err := row.Scan(&id)
+	return id, err
+}
+
+const judgeSpendingGet = `-- name: JudgeSpendingGet :one
+SELECT org_id, month, spent_micros, reserved_micros FROM judge_spending WHERE org_id = $1 AND month = $2
+`
+
+type JudgeSpendingGetParams struct {
+	OrgID uuid.UUID `json:"org_id"`
+	Month time.Time `json:"month"`
+}
+
+func (q *Queries) JudgeSpendingGet(ctx context.Context, arg JudgeSpendingGetParams) (JudgeSpending, error) {
+	row := q.db.QueryRow(ctx, judgeSpendingGet, arg.OrgID, arg.Month)
+	var i JudgeSpending
+	err := row.Scan(
+		&i.OrgID,
+		&i.Month,
+		&i.SpentMicros,
+		&i.ReservedMicros,
+	)
+	return i, err
+}
+
+const judgeSpendingInsertMonth = `-- name: JudgeSpendingInsertMonth :exec
+INSERT INTO judge_spending (org_id, month, spent_micros)
+VALUES ($1, $2, (
+    SELECT coalesce(sum(c.cost_micros), 0)::bigint FROM judge_calls c
+    WHERE c.org_id = $1 AND c.created_at >= $2 AND c.created_at < $3))
+ON CONFLICT (org_id, month) DO NOTHING
+`
+
+type JudgeSpendingInsertMonthParams struct {
+	OrgID    uuid.UUID `json:"org_id"`
+	Month    time.Time `json:"month"`
+	MonthEnd time.Time `json:"month_end"`
+}
+
+// The month's row of the budget, started at what the month's logged calls
+// cost; a row already there is left as it is.
+func (q *Queries) JudgeSpendingInsertMonth(ctx context.Context, arg JudgeSpendingInsertMonthParams) error {
+	_, err := q.db.Exec(ctx, judgeSpendingInsertMonth, arg.OrgID, arg.Month, arg.MonthEnd)
+	return err
 }
 
 const judgeTemplateGetForUpdate = `-- name: JudgeTemplateGetForUpdate :exec

@@ -141,14 +141,14 @@ func (q *Queries) LoopDatasetGetByName(ctx context.Context, arg LoopDatasetGetBy
 	return i, err
 }
 
-const loopEvaluationRunFind = `-- name: LoopEvaluationRunFind :one
+const loopEvaluationRunGetSince = `-- name: LoopEvaluationRunGetSince :one
 SELECT id FROM evaluation_runs
 WHERE org_id = $1 AND candidate_version_id = $2 AND golden_set_version_id = $3
   AND kind = 'quality' AND status <> 'failed' AND created_at >= $4
 ORDER BY created_at DESC LIMIT 1
 `
 
-type LoopEvaluationRunFindParams struct {
+type LoopEvaluationRunGetSinceParams struct {
 	OrgID              uuid.UUID     `json:"org_id"`
 	CandidateVersionID uuid.NullUUID `json:"candidate_version_id"`
 	GoldenSetVersionID uuid.UUID     `json:"golden_set_version_id"`
@@ -157,8 +157,8 @@ type LoopEvaluationRunFindParams struct {
 
 // A quality run of the version on the set started since a time (by this
 // step, before its worker stopped): the step adopts it.
-func (q *Queries) LoopEvaluationRunFind(ctx context.Context, arg LoopEvaluationRunFindParams) (uuid.UUID, error) {
-	row := q.db.QueryRow(ctx, loopEvaluationRunFind,
+func (q *Queries) LoopEvaluationRunGetSince(ctx context.Context, arg LoopEvaluationRunGetSinceParams) (uuid.UUID, error) {
+	row := q.db.QueryRow(ctx, loopEvaluationRunGetSince,
 		arg.OrgID,
 		arg.CandidateVersionID,
 		arg.GoldenSetVersionID,
@@ -169,7 +169,7 @@ func (q *Queries) LoopEvaluationRunFind(ctx context.Context, arg LoopEvaluationR
 	return id, err
 }
 
-const loopFineTuneJobFindByContent = `-- name: LoopFineTuneJobFindByContent :one
+const loopFineTuneJobGetByContent = `-- name: LoopFineTuneJobGetByContent :one
 SELECT j.id, j.status::text AS status, j.created_at, j.name, j.dataset_version_id
 FROM fine_tuning_jobs j JOIN dataset_versions v ON v.id = j.dataset_version_id
 WHERE j.org_id = $1 AND v.content_hash = $2 AND j.provider = $3 AND j.method = $4
@@ -177,7 +177,7 @@ WHERE j.org_id = $1 AND v.content_hash = $2 AND j.provider = $3 AND j.method = $
 ORDER BY j.created_at DESC LIMIT 1
 `
 
-type LoopFineTuneJobFindByContentParams struct {
+type LoopFineTuneJobGetByContentParams struct {
 	OrgID       uuid.UUID `json:"org_id"`
 	ContentHash string    `json:"content_hash"`
 	Provider    string    `json:"provider"`
@@ -185,7 +185,7 @@ type LoopFineTuneJobFindByContentParams struct {
 	BaseModel   string    `json:"base_model"`
 }
 
-type LoopFineTuneJobFindByContentRow struct {
+type LoopFineTuneJobGetByContentRow struct {
 	ID               uuid.UUID `json:"id"`
 	Status           string    `json:"status"`
 	CreatedAt        time.Time `json:"created_at"`
@@ -195,15 +195,15 @@ type LoopFineTuneJobFindByContentRow struct {
 
 // A job that trains, or trained, content with this hash the same way:
 // the newest not failed or cancelled.
-func (q *Queries) LoopFineTuneJobFindByContent(ctx context.Context, arg LoopFineTuneJobFindByContentParams) (LoopFineTuneJobFindByContentRow, error) {
-	row := q.db.QueryRow(ctx, loopFineTuneJobFindByContent,
+func (q *Queries) LoopFineTuneJobGetByContent(ctx context.Context, arg LoopFineTuneJobGetByContentParams) (LoopFineTuneJobGetByContentRow, error) {
+	row := q.db.QueryRow(ctx, loopFineTuneJobGetByContent,
 		arg.OrgID,
 		arg.ContentHash,
 		arg.Provider,
 		arg.Method,
 		arg.BaseModel,
 	)
-	var i LoopFineTuneJobFindByContentRow
+	var i LoopFineTuneJobGetByContentRow
 	err := row.Scan(
 		&i.ID,
 		&i.Status,
@@ -544,20 +544,6 @@ func (q *Queries) LoopPairListIDs(ctx context.Context, arg LoopPairListIDsParams
 	return items, nil
 }
 
-const loopRunAddCost = `-- name: LoopRunAddCost :exec
-UPDATE loop_runs SET cost_micros = cost_micros + $1 WHERE id = $2
-`
-
-type LoopRunAddCostParams struct {
-	CostMicros int64     `json:"cost_micros"`
-	ID         uuid.UUID `json:"id"`
-}
-
-func (q *Queries) LoopRunAddCost(ctx context.Context, arg LoopRunAddCostParams) error {
-	_, err := q.db.Exec(ctx, loopRunAddCost, arg.CostMicros, arg.ID)
-	return err
-}
-
 const loopRunGet = `-- name: LoopRunGet :one
 SELECT id, org_id, loop_id, number, status, reason, started_by, started_by_label, spec, step, collected_at, content_hash, dataset_version_id, model_version_id, waiting_for, approved_by_label, approved_at, cost_micros, created_at, finished_at FROM loop_runs WHERE org_id = $1 AND id = $2
 `
@@ -843,6 +829,20 @@ func (q *Queries) LoopRunUpdateContent(ctx context.Context, arg LoopRunUpdateCon
 	return err
 }
 
+const loopRunUpdateCost = `-- name: LoopRunUpdateCost :exec
+UPDATE loop_runs SET cost_micros = cost_micros + $1 WHERE id = $2
+`
+
+type LoopRunUpdateCostParams struct {
+	CostMicros int64     `json:"cost_micros"`
+	ID         uuid.UUID `json:"id"`
+}
+
+func (q *Queries) LoopRunUpdateCost(ctx context.Context, arg LoopRunUpdateCostParams) error {
+	_, err := q.db.Exec(ctx, loopRunUpdateCost, arg.CostMicros, arg.ID)
+	return err
+}
+
 const loopRunUpdateFinished = `-- name: LoopRunUpdateFinished :execrows
 UPDATE loop_runs SET status = $1, reason = $2, finished_at = now()
 WHERE id = $3 AND status IN ('running', 'waiting_approval')
@@ -905,45 +905,6 @@ func (q *Queries) LoopRunUpdateWaiting(ctx context.Context, arg LoopRunUpdateWai
 	return err
 }
 
-const loopStepFindByLink = `-- name: LoopStepFindByLink :one
-SELECT r.id AS run_id, r.number, r.status, l.id AS loop_id, l.name AS loop_name, s.name AS step
-FROM loop_run_steps s
-JOIN loop_runs r ON r.id = s.run_id
-JOIN loop_policies l ON l.id = r.loop_id
-WHERE s.org_id = $1 AND s.links @> $2::jsonb
-ORDER BY r.created_at DESC, s.position
-LIMIT 1
-`
-
-type LoopStepFindByLinkParams struct {
-	OrgID uuid.UUID       `json:"org_id"`
-	Link  json.RawMessage `json:"link"`
-}
-
-type LoopStepFindByLinkRow struct {
-	RunID    uuid.UUID `json:"run_id"`
-	Number   int32     `json:"number"`
-	Status   string    `json:"status"`
-	LoopID   uuid.UUID `json:"loop_id"`
-	LoopName string    `json:"loop_name"`
-	Step     string    `json:"step"`
-}
-
-// The run whose step made (or used) an artefact: link is {"kind": "id"}.
-func (q *Queries) LoopStepFindByLink(ctx context.Context, arg LoopStepFindByLinkParams) (LoopStepFindByLinkRow, error) {
-	row := q.db.QueryRow(ctx, loopStepFindByLink, arg.OrgID, arg.Link)
-	var i LoopStepFindByLinkRow
-	err := row.Scan(
-		&i.RunID,
-		&i.Number,
-		&i.Status,
-		&i.LoopID,
-		&i.LoopName,
-		&i.Step,
-	)
-	return i, err
-}
-
 const loopStepGet = `-- name: LoopStepGet :one
 SELECT run_id, org_id, position, name, status, started_at, finished_at, detail, links, outcome, cost_micros FROM loop_run_steps WHERE run_id = $1 AND name = $2
 `
@@ -968,6 +929,45 @@ func (q *Queries) LoopStepGet(ctx context.Context, arg LoopStepGetParams) (LoopR
 		&i.Links,
 		&i.Outcome,
 		&i.CostMicros,
+	)
+	return i, err
+}
+
+const loopStepGetByLink = `-- name: LoopStepGetByLink :one
+SELECT r.id AS run_id, r.number, r.status, l.id AS loop_id, l.name AS loop_name, s.name AS step
+FROM loop_run_steps s
+JOIN loop_runs r ON r.id = s.run_id
+JOIN loop_policies l ON l.id = r.loop_id
+WHERE s.org_id = $1 AND s.links @> $2::jsonb
+ORDER BY r.created_at DESC, s.position
+LIMIT 1
+`
+
+type LoopStepGetByLinkParams struct {
+	OrgID uuid.UUID       `json:"org_id"`
+	Link  json.RawMessage `json:"link"`
+}
+
+type LoopStepGetByLinkRow struct {
+	RunID    uuid.UUID `json:"run_id"`
+	Number   int32     `json:"number"`
+	Status   string    `json:"status"`
+	LoopID   uuid.UUID `json:"loop_id"`
+	LoopName string    `json:"loop_name"`
+	Step     string    `json:"step"`
+}
+
+// The run whose step made (or used) an artefact: link is {"kind": "id"}.
+func (q *Queries) LoopStepGetByLink(ctx context.Context, arg LoopStepGetByLinkParams) (LoopStepGetByLinkRow, error) {
+	row := q.db.QueryRow(ctx, loopStepGetByLink, arg.OrgID, arg.Link)
+	var i LoopStepGetByLinkRow
+	err := row.Scan(
+		&i.RunID,
+		&i.Number,
+		&i.Status,
+		&i.LoopID,
+		&i.LoopName,
+		&i.Step,
 	)
 	return i, err
 }

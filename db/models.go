@@ -551,6 +551,50 @@ func (ns NullPairMethod) Value() (driver.Value, error) {
 	return string(ns.PairMethod), nil
 }
 
+type ReviewState string
+
+const (
+	ReviewStateOpen        ReviewState = "open"
+	ReviewStateAgreed      ReviewState = "agreed"
+	ReviewStateDisputed    ReviewState = "disputed"
+	ReviewStateAdjudicated ReviewState = "adjudicated"
+)
+
+func (e *ReviewState) Scan(src interface{}) error {
+	switch s := src.(type) {
+	case []byte:
+		*e = ReviewState(s)
+	case string:
+		*e = ReviewState(s)
+	default:
+		return fmt.Errorf("unsupported scan type for ReviewState: %T", src)
+	}
+	return nil
+}
+
+type NullReviewState struct {
+	ReviewState ReviewState `json:"review_state"`
+	Valid       bool        `json:"valid"` // Valid is true if ReviewState is not NULL
+}
+
+// Scan implements the Scanner interface.
+func (ns *NullReviewState) Scan(value interface{}) error {
+	if value == nil {
+		ns.ReviewState, ns.Valid = "", false
+		return nil
+	}
+	ns.Valid = true
+	return ns.ReviewState.Scan(value)
+}
+
+// Value implements the driver Valuer interface.
+func (ns NullReviewState) Value() (driver.Value, error) {
+	if !ns.Valid {
+		return nil, nil
+	}
+	return string(ns.ReviewState), nil
+}
+
 type ReviewStatus string
 
 const (
@@ -998,6 +1042,8 @@ type DatasetVersion struct {
 	SplitSeed         int64         `json:"split_seed"`
 	CreatedByLabel    string        `json:"created_by_label"`
 	CreatedAt         time.Time     `json:"created_at"`
+	LeftOutDisputed   int32         `json:"left_out_disputed"`
+	LeftOutOpen       int32         `json:"left_out_open"`
 }
 
 type DatasetVersionItem struct {
@@ -1118,35 +1164,42 @@ type EvaluationRun struct {
 }
 
 type Experiment struct {
-	ID                uuid.UUID        `json:"id"`
-	OrgID             uuid.UUID        `json:"org_id"`
-	Key               string           `json:"key"`
-	Name              string           `json:"name"`
-	RegisteredModelID uuid.UUID        `json:"registered_model_id"`
-	Seed              string           `json:"seed"`
-	Coverage          float64          `json:"coverage"`
-	Status            ExperimentStatus `json:"status"`
-	Metrics           []string         `json:"metrics"`
-	Guardrails        []string         `json:"guardrails"`
-	MinSamplePerArm   int32            `json:"min_sample_per_arm"`
-	Winner            string           `json:"winner"`
-	Conflicts         int64            `json:"conflicts"`
-	RolloutSteps      []float64        `json:"rollout_steps"`
-	RolloutHold       pgtype.Interval  `json:"rollout_hold"`
-	RolloutMinUnits   int32            `json:"rollout_min_units"`
-	RolloutStep       int32            `json:"rollout_step"`
-	RolloutStepAt     *time.Time       `json:"rollout_step_at"`
-	StopReason        string           `json:"stop_reason"`
-	StartedAt         *time.Time       `json:"started_at"`
-	EndsAt            *time.Time       `json:"ends_at"`
-	EndedAt           *time.Time       `json:"ended_at"`
-	CreatedByLabel    string           `json:"created_by_label"`
-	CreatedAt         time.Time        `json:"created_at"`
-	UpdatedAt         time.Time        `json:"updated_at"`
-	Phase             int32            `json:"phase"`
-	PhaseStartedAt    *time.Time       `json:"phase_started_at"`
-	WeightsChanged    bool             `json:"weights_changed"`
-	StartsAt          *time.Time       `json:"starts_at"`
+	ID                  uuid.UUID        `json:"id"`
+	OrgID               uuid.UUID        `json:"org_id"`
+	Key                 string           `json:"key"`
+	Name                string           `json:"name"`
+	RegisteredModelID   uuid.UUID        `json:"registered_model_id"`
+	Seed                string           `json:"seed"`
+	Coverage            float64          `json:"coverage"`
+	Status              ExperimentStatus `json:"status"`
+	Metrics             []string         `json:"metrics"`
+	Guardrails          []string         `json:"guardrails"`
+	MinSamplePerArm     int32            `json:"min_sample_per_arm"`
+	Winner              string           `json:"winner"`
+	Conflicts           int64            `json:"conflicts"`
+	RolloutSteps        []float64        `json:"rollout_steps"`
+	RolloutHold         pgtype.Interval  `json:"rollout_hold"`
+	RolloutMinUnits     int32            `json:"rollout_min_units"`
+	RolloutStep         int32            `json:"rollout_step"`
+	RolloutStepAt       *time.Time       `json:"rollout_step_at"`
+	StopReason          string           `json:"stop_reason"`
+	StartedAt           *time.Time       `json:"started_at"`
+	EndsAt              *time.Time       `json:"ends_at"`
+	EndedAt             *time.Time       `json:"ended_at"`
+	CreatedByLabel      string           `json:"created_by_label"`
+	CreatedAt           time.Time        `json:"created_at"`
+	UpdatedAt           time.Time        `json:"updated_at"`
+	Phase               int32            `json:"phase"`
+	PhaseStartedAt      *time.Time       `json:"phase_started_at"`
+	WeightsChanged      bool             `json:"weights_changed"`
+	StartsAt            *time.Time       `json:"starts_at"`
+	Engine              string           `json:"engine"`
+	CupedDays           int32            `json:"cuped_days"`
+	GoalCorrection      string           `json:"goal_correction"`
+	GuardrailCorrection string           `json:"guardrail_correction"`
+	Criteria            json.RawMessage  `json:"criteria"`
+	ChanceToWin         float64          `json:"chance_to_win"`
+	MaxRisk             float64          `json:"max_risk"`
 }
 
 type ExperimentArm struct {
@@ -1203,6 +1256,7 @@ type Feedback struct {
 	UpdatedAt      time.Time       `json:"updated_at"`
 	Version        int32           `json:"version"`
 	ExperimentID   uuid.NullUUID   `json:"experiment_id"`
+	IsError        bool            `json:"is_error"`
 	IsTrainingData bool            `json:"is_training_data"`
 	HygieneFlags   []string        `json:"hygiene_flags"`
 	TrainingSetBy  string          `json:"training_set_by"`
@@ -1460,6 +1514,23 @@ type JudgeConflict struct {
 	CreatedAt       time.Time              `json:"created_at"`
 }
 
+type JudgeReservation struct {
+	ID        int64     `json:"id"`
+	OrgID     uuid.UUID `json:"org_id"`
+	Month     time.Time `json:"month"`
+	Micros    int64     `json:"micros"`
+	Purpose   string    `json:"purpose"`
+	CreatedAt time.Time `json:"created_at"`
+	ExpiresAt time.Time `json:"expires_at"`
+}
+
+type JudgeSpending struct {
+	OrgID          uuid.UUID `json:"org_id"`
+	Month          time.Time `json:"month"`
+	SpentMicros    int64     `json:"spent_micros"`
+	ReservedMicros int64     `json:"reserved_micros"`
+}
+
 type JudgeTemplate struct {
 	OrgID          uuid.UUID `json:"org_id"`
 	Name           string    `json:"name"`
@@ -1494,6 +1565,38 @@ type LangfuseConnection struct {
 	UpdatedBy        uuid.NullUUID   `json:"updated_by"`
 	CreatedAt        time.Time       `json:"created_at"`
 	UpdatedAt        time.Time       `json:"updated_at"`
+}
+
+type LiveScore struct {
+	ScorerID   uuid.UUID     `json:"scorer_id"`
+	FeedbackID uuid.UUID     `json:"feedback_id"`
+	OrgID      uuid.UUID     `json:"org_id"`
+	Status     string        `json:"status"`
+	Score      pgtype.Float8 `json:"score"`
+	SafetyFlag bool          `json:"safety_flag"`
+	Reason     string        `json:"reason"`
+	Calls      int32         `json:"calls"`
+	CostMicros int64         `json:"cost_micros"`
+	CreatedAt  time.Time     `json:"created_at"`
+	ScoredAt   *time.Time    `json:"scored_at"`
+}
+
+type LiveScorer struct {
+	ID                uuid.UUID     `json:"id"`
+	OrgID             uuid.UUID     `json:"org_id"`
+	ExperimentID      uuid.NullUUID `json:"experiment_id"`
+	RegisteredModelID uuid.NullUUID `json:"registered_model_id"`
+	Alias             string        `json:"alias"`
+	Scorer            string        `json:"scorer"`
+	Endpoint          string        `json:"endpoint"`
+	Template          string        `json:"template"`
+	Rate              float64       `json:"rate"`
+	Enabled           bool          `json:"enabled"`
+	CursorAt          *time.Time    `json:"cursor_at"`
+	CursorID          uuid.NullUUID `json:"cursor_id"`
+	CreatedByLabel    string        `json:"created_by_label"`
+	CreatedAt         time.Time     `json:"created_at"`
+	UpdatedAt         time.Time     `json:"updated_at"`
 }
 
 type LoginFailure struct {
@@ -1600,13 +1703,30 @@ type ModelVersion struct {
 	CreatedByLabel     string             `json:"created_by_label"`
 	CreatedAt          time.Time          `json:"created_at"`
 	DeployedAt         *time.Time         `json:"deployed_at"`
+	Evaluation         []byte             `json:"evaluation"`
+}
+
+type MonitorSetting struct {
+	OrgID            uuid.UUID `json:"org_id"`
+	Enabled          bool      `json:"enabled"`
+	WindowHours      int32     `json:"window_hours"`
+	MinSamples       int32     `json:"min_samples"`
+	LatencyP95Ms     int32     `json:"latency_p95_ms"`
+	FeedbackDrop     float64   `json:"feedback_drop"`
+	ErrorRate        float64   `json:"error_rate"`
+	ShiftTest        string    `json:"shift_test"`
+	ShiftWindowHours int32     `json:"shift_window_hours"`
+	ShiftPValue      float64   `json:"shift_p_value"`
+	ShiftPsi         float64   `json:"shift_psi"`
+	UpdatedAt        time.Time `json:"updated_at"`
 }
 
 type Organization struct {
-	ID        uuid.UUID `json:"id"`
-	Slug      string    `json:"slug"`
-	Name      string    `json:"name"`
-	CreatedAt time.Time `json:"created_at"`
+	ID               uuid.UUID `json:"id"`
+	Slug             string    `json:"slug"`
+	Name             string    `json:"name"`
+	CreatedAt        time.Time `json:"created_at"`
+	ExperimentEngine string    `json:"experiment_engine"`
 }
 
 type PreferencePair struct {
@@ -1642,6 +1762,80 @@ type RegisteredModel struct {
 	CreatedAt   time.Time `json:"created_at"`
 }
 
+type ReviewAdjudicator struct {
+	OrgID        uuid.UUID `json:"org_id"`
+	UserID       uuid.UUID `json:"user_id"`
+	AddedByLabel string    `json:"added_by_label"`
+	AddedAt      time.Time `json:"added_at"`
+}
+
+type ReviewItem struct {
+	FeedbackID    uuid.UUID     `json:"feedback_id"`
+	OrgID         uuid.UUID     `json:"org_id"`
+	PlanID        uuid.UUID     `json:"plan_id"`
+	Overlap       int16         `json:"overlap"`
+	Assigned      int16         `json:"assigned"`
+	Submitted     int16         `json:"submitted"`
+	State         ReviewState   `json:"state"`
+	Disagreements []string      `json:"disagreements"`
+	DecidedBy     uuid.NullUUID `json:"decided_by"`
+	DecidedLabel  string        `json:"decided_label"`
+	DecisionNote  string        `json:"decision_note"`
+	DecidedAt     *time.Time    `json:"decided_at"`
+	CreatedAt     time.Time     `json:"created_at"`
+	UpdatedAt     time.Time     `json:"updated_at"`
+}
+
+type ReviewLabel struct {
+	ID             int64            `json:"id"`
+	OrgID          uuid.UUID        `json:"org_id"`
+	FeedbackID     uuid.UUID        `json:"feedback_id"`
+	PlanID         uuid.UUID        `json:"plan_id"`
+	ReviewerID     uuid.UUID        `json:"reviewer_id"`
+	AssignedAt     time.Time        `json:"assigned_at"`
+	SubmittedAt    *time.Time       `json:"submitted_at"`
+	Status         NullReviewStatus `json:"status"`
+	Rating         pgtype.Int2      `json:"rating"`
+	DimAccuracy    pgtype.Int2      `json:"dim_accuracy"`
+	DimHelpfulness pgtype.Int2      `json:"dim_helpfulness"`
+	DimClarity     pgtype.Int2      `json:"dim_clarity"`
+	DimSafety      pgtype.Int2      `json:"dim_safety"`
+	Tags           []string         `json:"tags"`
+	Correction     string           `json:"correction"`
+	Note           string           `json:"note"`
+}
+
+type ReviewPlan struct {
+	ID                 uuid.UUID          `json:"id"`
+	OrgID              uuid.UUID          `json:"org_id"`
+	Name               string             `json:"name"`
+	Overlap            int16              `json:"overlap"`
+	Filter             string             `json:"filter"`
+	Status             NullReviewStatus   `json:"status"`
+	FeedbackType       NullFeedbackType   `json:"feedback_type"`
+	Source             NullFeedbackSource `json:"source"`
+	RatingMin          int32              `json:"rating_min"`
+	RatingMax          int32              `json:"rating_max"`
+	DimBelow           int32              `json:"dim_below"`
+	Tag                string             `json:"tag"`
+	Model              string             `json:"model"`
+	AssigneeID         uuid.NullUUID      `json:"assignee_id"`
+	CreatedFrom        *time.Time         `json:"created_from"`
+	CreatedTo          *time.Time         `json:"created_to"`
+	WithDuplicates     bool               `json:"with_duplicates"`
+	PiiOnly            bool               `json:"pii_only"`
+	Q                  string             `json:"q"`
+	DatasetID          uuid.NullUUID      `json:"dataset_id"`
+	SafetyOnly         bool               `json:"safety_only"`
+	RatingTolerance    int16              `json:"rating_tolerance"`
+	DimensionTolerance int16              `json:"dimension_tolerance"`
+	TagsMustMatch      bool               `json:"tags_must_match"`
+	Active             bool               `json:"active"`
+	CreatedByLabel     string             `json:"created_by_label"`
+	CreatedAt          time.Time          `json:"created_at"`
+	EndedAt            *time.Time         `json:"ended_at"`
+}
+
 type RewardFormula struct {
 	ID             uuid.UUID       `json:"id"`
 	OrgID          uuid.UUID       `json:"org_id"`
@@ -1651,6 +1845,14 @@ type RewardFormula struct {
 	CreatedBy      uuid.NullUUID   `json:"created_by"`
 	CreatedByLabel string          `json:"created_by_label"`
 	CreatedAt      time.Time       `json:"created_at"`
+}
+
+type RewardModelCache struct {
+	OrgID     uuid.UUID `json:"org_id"`
+	Key       []byte    `json:"key"`
+	VersionID uuid.UUID `json:"version_id"`
+	Raw       float64   `json:"raw"`
+	CreatedAt time.Time `json:"created_at"`
 }
 
 type RiverJob struct {
@@ -1763,6 +1965,7 @@ type TrainingDataset struct {
 	CreatedAt         time.Time     `json:"created_at"`
 	UpdatedAt         time.Time     `json:"updated_at"`
 	Version           int32         `json:"version"`
+	AgreedOnly        bool          `json:"agreed_only"`
 }
 
 type TrainingDatasetMember struct {

@@ -7,6 +7,7 @@ package db
 
 import (
 	"context"
+	"encoding/json"
 	"time"
 
 	"github.com/google/uuid"
@@ -14,7 +15,7 @@ import (
 )
 
 const datasetVersionGetForModel = `-- name: DatasetVersionGetForModel :one
-SELECT dv.id, dv.org_id, dv.dataset_id, dv.number, dv.kind, dv.content_hash, dv.item_count, dv.train_count, dv.validation_count, dv.split_strategy, dv.validation_percent, dv.split_seed, dv.created_by_label, dv.created_at, d.name AS dataset_name FROM dataset_versions dv JOIN training_datasets d ON d.id = dv.dataset_id
+SELECT dv.id, dv.org_id, dv.dataset_id, dv.number, dv.kind, dv.content_hash, dv.item_count, dv.train_count, dv.validation_count, dv.split_strategy, dv.validation_percent, dv.split_seed, dv.created_by_label, dv.created_at, dv.left_out_disputed, dv.left_out_open, d.name AS dataset_name FROM dataset_versions dv JOIN training_datasets d ON d.id = dv.dataset_id
 WHERE dv.org_id = $1 AND dv.id = $2
 `
 
@@ -38,6 +39,8 @@ type DatasetVersionGetForModelRow struct {
 	SplitSeed         int64         `json:"split_seed"`
 	CreatedByLabel    string        `json:"created_by_label"`
 	CreatedAt         time.Time     `json:"created_at"`
+	LeftOutDisputed   int32         `json:"left_out_disputed"`
+	LeftOutOpen       int32         `json:"left_out_open"`
 	DatasetName       string        `json:"dataset_name"`
 }
 
@@ -59,6 +62,8 @@ func (q *Queries) DatasetVersionGetForModel(ctx context.Context, arg DatasetVers
 		&i.SplitSeed,
 		&i.CreatedByLabel,
 		&i.CreatedAt,
+		&i.LeftOutDisputed,
+		&i.LeftOutOpen,
 		&i.DatasetName,
 	)
 	return i, err
@@ -338,6 +343,71 @@ func (q *Queries) DeploymentGetLatestSucceeded(ctx context.Context, arg Deployme
 	return i, err
 }
 
+const deploymentGetScoring = `-- name: DeploymentGetScoring :one
+SELECT v.id AS version_id, v.version, m.name AS model_name, d.served_name, t.id, t.org_id, t.name, t.kind, t.base_url, t.api_key_ciphertext, t.api_key_nonce, t.unload_grace_s, t.created_at
+FROM model_versions v
+JOIN registered_models m ON m.org_id = v.org_id AND m.id = v.registered_model_id
+JOIN deployments d ON d.org_id = v.org_id AND d.version_id = v.id AND d.status = 'succeeded' AND d.unloaded_at IS NULL AND d.served_name <> ''
+JOIN serving_targets t ON t.org_id = d.org_id AND t.id = d.target_id AND t.kind = $1
+WHERE v.org_id = $2 AND v.kind = $3
+  AND v.id = coalesce($4::uuid,
+      (SELECT a.version_id FROM model_aliases a
+       JOIN registered_models am ON am.org_id = a.org_id AND am.id = a.registered_model_id
+       WHERE am.org_id = $2 AND am.name = $5 AND a.alias = $6))
+ORDER BY d.finished_at DESC, d.created_at DESC
+LIMIT 1
+`
+
+type DeploymentGetScoringParams struct {
+	TargetKind  string        `json:"target_kind"`
+	OrgID       uuid.UUID     `json:"org_id"`
+	VersionKind string        `json:"version_kind"`
+	VersionID   uuid.NullUUID `json:"version_id"`
+	Name        pgtype.Text   `json:"name"`
+	Alias       pgtype.Text   `json:"alias"`
+}
+
+type DeploymentGetScoringRow struct {
+	VersionID     uuid.UUID     `json:"version_id"`
+	Version       string        `json:"version"`
+	ModelName     string        `json:"model_name"`
+	ServedName    string        `json:"served_name"`
+	ServingTarget ServingTarget `json:"serving_target"`
+}
+
+// Where a reward model scores, in one statement for best-of-N's sake: the
+// version (by its id, or by its registered model's name and an alias) and
+// the newest of its deployments still served (as DeploymentListServed
+// reads them) by a target of the kind that scores. No row when there is
+// none; the caller then reads why.
+func (q *Queries) DeploymentGetScoring(ctx context.Context, arg DeploymentGetScoringParams) (DeploymentGetScoringRow, error) {
+	row := q.db.QueryRow(ctx, deploymentGetScoring,
+		arg.TargetKind,
+		arg.OrgID,
+		arg.VersionKind,
+		arg.VersionID,
+		arg.Name,
+		arg.Alias,
+	)
+	var i DeploymentGetScoringRow
+	err := row.Scan(
+		&i.VersionID,
+		&i.Version,
+		&i.ModelName,
+		&i.ServedName,
+		&i.ServingTarget.ID,
+		&i.ServingTarget.OrgID,
+		&i.ServingTarget.Name,
+		&i.ServingTarget.Kind,
+		&i.ServingTarget.BaseUrl,
+		&i.ServingTarget.ApiKeyCiphertext,
+		&i.ServingTarget.ApiKeyNonce,
+		&i.ServingTarget.UnloadGraceS,
+		&i.ServingTarget.CreatedAt,
+	)
+	return i, err
+}
+
 const deploymentInsert = `-- name: DeploymentInsert :one
 INSERT INTO deployments (
     org_id, registered_model_id, version_id, target_id, alias, action, reason,
@@ -587,6 +657,22 @@ func (q *Queries) DeploymentUpdateRunning(ctx context.Context, id uuid.UUID) err
 	return err
 }
 
+const deploymentUpdateServedName = `-- name: DeploymentUpdateServedName :exec
+UPDATE deployments SET served_name = $1 WHERE id = $2
+`
+
+type DeploymentUpdateServedNameParams struct {
+	ServedName string    `json:"served_name"`
+	ID         uuid.UUID `json:"id"`
+}
+
+// The name a target that serves what it was started with (a vLLM pooling
+// runner) lists the version under, found when it was asked.
+func (q *Queries) DeploymentUpdateServedName(ctx context.Context, arg DeploymentUpdateServedNameParams) error {
+	_, err := q.db.Exec(ctx, deploymentUpdateServedName, arg.ServedName, arg.ID)
+	return err
+}
+
 const deploymentUpdateSucceeded = `-- name: DeploymentUpdateSucceeded :exec
 UPDATE deployments SET status = 'succeeded', alias_moved_at = CASE WHEN action <> 'load' THEN now() END, finished_at = now()
 WHERE id = $1
@@ -658,6 +744,26 @@ func (q *Queries) ModelAliasGet(ctx context.Context, arg ModelAliasGetParams) (M
 		&i.UpdatedAt,
 	)
 	return i, err
+}
+
+const modelAliasGetByModelName = `-- name: ModelAliasGetByModelName :one
+SELECT a.version_id FROM model_aliases a
+JOIN registered_models m ON m.org_id = a.org_id AND m.id = a.registered_model_id
+WHERE m.org_id = $1 AND m.name = $2 AND a.alias = $3
+`
+
+type ModelAliasGetByModelNameParams struct {
+	OrgID uuid.UUID `json:"org_id"`
+	Name  string    `json:"name"`
+	Alias string    `json:"alias"`
+}
+
+// The version an alias of a registered model, named, holds.
+func (q *Queries) ModelAliasGetByModelName(ctx context.Context, arg ModelAliasGetByModelNameParams) (uuid.UUID, error) {
+	row := q.db.QueryRow(ctx, modelAliasGetByModelName, arg.OrgID, arg.Name, arg.Alias)
+	var version_id uuid.UUID
+	err := row.Scan(&version_id)
+	return version_id, err
 }
 
 const modelAliasListByModels = `-- name: ModelAliasListByModels :many
@@ -869,7 +975,7 @@ func (q *Queries) ModelVersionCountTrainingSources(ctx context.Context, arg Mode
 }
 
 const modelVersionGet = `-- name: ModelVersionGet :one
-SELECT v.id, v.org_id, v.registered_model_id, v.version, v.kind, v.model_id, v.base_model, v.status, v.fine_tuning_job_id, v.dataset_version_id, v.dataset_hash, v.train_loss, v.valid_loss, v.trained_tokens, v.cost_micros, v.performance_metrics, v.deployment_config, v.created_by_label, v.created_at, v.deployed_at, m.id, m.org_id, m.name, m.description, m.tags, m.created_at
+SELECT v.id, v.org_id, v.registered_model_id, v.version, v.kind, v.model_id, v.base_model, v.status, v.fine_tuning_job_id, v.dataset_version_id, v.dataset_hash, v.train_loss, v.valid_loss, v.trained_tokens, v.cost_micros, v.performance_metrics, v.deployment_config, v.created_by_label, v.created_at, v.deployed_at, v.evaluation, m.id, m.org_id, m.name, m.description, m.tags, m.created_at
 FROM model_versions v JOIN registered_models m ON m.id = v.registered_model_id
 WHERE v.org_id = $1 AND v.id = $2
 `
@@ -908,6 +1014,7 @@ func (q *Queries) ModelVersionGet(ctx context.Context, arg ModelVersionGetParams
 		&i.ModelVersion.CreatedByLabel,
 		&i.ModelVersion.CreatedAt,
 		&i.ModelVersion.DeployedAt,
+		&i.ModelVersion.Evaluation,
 		&i.RegisteredModel.ID,
 		&i.RegisteredModel.OrgID,
 		&i.RegisteredModel.Name,
@@ -919,7 +1026,7 @@ func (q *Queries) ModelVersionGet(ctx context.Context, arg ModelVersionGetParams
 }
 
 const modelVersionGetByJob = `-- name: ModelVersionGetByJob :one
-SELECT id, org_id, registered_model_id, version, kind, model_id, base_model, status, fine_tuning_job_id, dataset_version_id, dataset_hash, train_loss, valid_loss, trained_tokens, cost_micros, performance_metrics, deployment_config, created_by_label, created_at, deployed_at FROM model_versions WHERE org_id = $1 AND fine_tuning_job_id = $2
+SELECT id, org_id, registered_model_id, version, kind, model_id, base_model, status, fine_tuning_job_id, dataset_version_id, dataset_hash, train_loss, valid_loss, trained_tokens, cost_micros, performance_metrics, deployment_config, created_by_label, created_at, deployed_at, evaluation FROM model_versions WHERE org_id = $1 AND fine_tuning_job_id = $2
 `
 
 type ModelVersionGetByJobParams struct {
@@ -951,12 +1058,13 @@ func (q *Queries) ModelVersionGetByJob(ctx context.Context, arg ModelVersionGetB
 		&i.CreatedByLabel,
 		&i.CreatedAt,
 		&i.DeployedAt,
+		&i.Evaluation,
 	)
 	return i, err
 }
 
 const modelVersionGetForUpdate = `-- name: ModelVersionGetForUpdate :one
-SELECT id, org_id, registered_model_id, version, kind, model_id, base_model, status, fine_tuning_job_id, dataset_version_id, dataset_hash, train_loss, valid_loss, trained_tokens, cost_micros, performance_metrics, deployment_config, created_by_label, created_at, deployed_at FROM model_versions WHERE org_id = $1 AND id = $2 FOR UPDATE
+SELECT id, org_id, registered_model_id, version, kind, model_id, base_model, status, fine_tuning_job_id, dataset_version_id, dataset_hash, train_loss, valid_loss, trained_tokens, cost_micros, performance_metrics, deployment_config, created_by_label, created_at, deployed_at, evaluation FROM model_versions WHERE org_id = $1 AND id = $2 FOR UPDATE
 `
 
 type ModelVersionGetForUpdateParams struct {
@@ -988,6 +1096,7 @@ func (q *Queries) ModelVersionGetForUpdate(ctx context.Context, arg ModelVersion
 		&i.CreatedByLabel,
 		&i.CreatedAt,
 		&i.DeployedAt,
+		&i.Evaluation,
 	)
 	return i, err
 }
@@ -1034,13 +1143,17 @@ const modelVersionInsert = `-- name: ModelVersionInsert :one
 INSERT INTO model_versions (
     org_id, registered_model_id, version, kind, model_id, base_model,
     fine_tuning_job_id, dataset_version_id, dataset_hash, train_loss, valid_loss,
-    trained_tokens, cost_micros, created_by_label
+    trained_tokens, cost_micros, created_by_label, performance_metrics
 ) VALUES (
     $1, $2, $3, $4, $5, $6,
     $7, $8, $9, $10, $11,
-    $12, $13, $14
+    $12, $13, $14,
+    -- What is known at registration (seed 000 asks for the training loss
+    -- and the dataset hash of every version); evaluations add their score.
+    jsonb_strip_nulls(jsonb_build_object('training_loss', $10::float8,
+        'validation_loss', $11::float8, 'dataset_hash', nullif($9::text, '')))
 )
-RETURNING id, org_id, registered_model_id, version, kind, model_id, base_model, status, fine_tuning_job_id, dataset_version_id, dataset_hash, train_loss, valid_loss, trained_tokens, cost_micros, performance_metrics, deployment_config, created_by_label, created_at, deployed_at
+RETURNING id, org_id, registered_model_id, version, kind, model_id, base_model, status, fine_tuning_job_id, dataset_version_id, dataset_hash, train_loss, valid_loss, trained_tokens, cost_micros, performance_metrics, deployment_config, created_by_label, created_at, deployed_at, evaluation
 `
 
 type ModelVersionInsertParams struct {
@@ -1099,12 +1212,13 @@ func (q *Queries) ModelVersionInsert(ctx context.Context, arg ModelVersionInsert
 		&i.CreatedByLabel,
 		&i.CreatedAt,
 		&i.DeployedAt,
+		&i.Evaluation,
 	)
 	return i, err
 }
 
 const modelVersionList = `-- name: ModelVersionList :many
-SELECT v.id, v.org_id, v.registered_model_id, v.version, v.kind, v.model_id, v.base_model, v.status, v.fine_tuning_job_id, v.dataset_version_id, v.dataset_hash, v.train_loss, v.valid_loss, v.trained_tokens, v.cost_micros, v.performance_metrics, v.deployment_config, v.created_by_label, v.created_at, v.deployed_at, m.name AS model_name
+SELECT v.id, v.org_id, v.registered_model_id, v.version, v.kind, v.model_id, v.base_model, v.status, v.fine_tuning_job_id, v.dataset_version_id, v.dataset_hash, v.train_loss, v.valid_loss, v.trained_tokens, v.cost_micros, v.performance_metrics, v.deployment_config, v.created_by_label, v.created_at, v.deployed_at, v.evaluation, m.name AS model_name
 FROM model_versions v JOIN registered_models m ON m.id = v.registered_model_id
 WHERE v.org_id = $1
   AND ($2::text = '' OR m.name = $2)
@@ -1172,6 +1286,7 @@ func (q *Queries) ModelVersionList(ctx context.Context, arg ModelVersionListPara
 			&i.ModelVersion.CreatedByLabel,
 			&i.ModelVersion.CreatedAt,
 			&i.ModelVersion.DeployedAt,
+			&i.ModelVersion.Evaluation,
 			&i.ModelName,
 		); err != nil {
 			return nil, err
@@ -1367,6 +1482,31 @@ type ModelVersionUpdateDeployedParams struct {
 
 func (q *Queries) ModelVersionUpdateDeployed(ctx context.Context, arg ModelVersionUpdateDeployedParams) error {
 	_, err := q.db.Exec(ctx, modelVersionUpdateDeployed, arg.OrgID, arg.ID)
+	return err
+}
+
+const modelVersionUpdateEvaluation = `-- name: ModelVersionUpdateEvaluation :exec
+UPDATE model_versions SET evaluation = $1,
+    performance_metrics = (performance_metrics - 'eval_score' - 'eval_ci' - 'golden_set_hash' - 'latency_ms') || $2::jsonb
+WHERE org_id = $3 AND id = $4
+`
+
+type ModelVersionUpdateEvaluationParams struct {
+	Evaluation []byte          `json:"evaluation"`
+	Metrics    json.RawMessage `json:"metrics"`
+	OrgID      uuid.UUID       `json:"org_id"`
+	ID         uuid.UUID       `json:"id"`
+}
+
+// A finished evaluation's summary on the version it evaluated, and its
+// figures in the version's performance metrics in place of the last's.
+func (q *Queries) ModelVersionUpdateEvaluation(ctx context.Context, arg ModelVersionUpdateEvaluationParams) error {
+	_, err := q.db.Exec(ctx, modelVersionUpdateEvaluation,
+		arg.Evaluation,
+		arg.Metrics,
+		arg.OrgID,
+		arg.ID,
+	)
 	return err
 }
 

@@ -12,7 +12,7 @@ import (
 )
 
 const orgGet = `-- name: OrgGet :one
-SELECT id, slug, name, created_at FROM organizations WHERE id = $1
+SELECT id, slug, name, created_at, experiment_engine FROM organizations WHERE id = $1
 `
 
 func (q *Queries) OrgGet(ctx context.Context, id uuid.UUID) (Organization, error) {
@@ -23,12 +23,13 @@ func (q *Queries) OrgGet(ctx context.Context, id uuid.UUID) (Organization, error
 		&i.Slug,
 		&i.Name,
 		&i.CreatedAt,
+		&i.ExperimentEngine,
 	)
 	return i, err
 }
 
 const orgGetBySlug = `-- name: OrgGetBySlug :one
-SELECT id, slug, name, created_at FROM organizations WHERE slug = $1
+SELECT id, slug, name, created_at, experiment_engine FROM organizations WHERE slug = $1
 `
 
 func (q *Queries) OrgGetBySlug(ctx context.Context, slug string) (Organization, error) {
@@ -39,12 +40,13 @@ func (q *Queries) OrgGetBySlug(ctx context.Context, slug string) (Organization, 
 		&i.Slug,
 		&i.Name,
 		&i.CreatedAt,
+		&i.ExperimentEngine,
 	)
 	return i, err
 }
 
 const orgInsert = `-- name: OrgInsert :one
-INSERT INTO organizations (slug, name) VALUES ($1, $2) RETURNING id, slug, name, created_at
+INSERT INTO organizations (slug, name) VALUES ($1, $2) RETURNING id, slug, name, created_at, experiment_engine
 `
 
 type OrgInsertParams struct {
@@ -60,6 +62,21 @@ func (q *Queries) OrgInsert(ctx context.Context, arg OrgInsertParams) (Organizat
 		&i.Slug,
 		&i.Name,
 		&i.CreatedAt,
+		&i.ExperimentEngine,
 	)
 	return i, err
+}
+
+const orgUpdateExperimentEngine = `-- name: OrgUpdateExperimentEngine :exec
+UPDATE organizations SET experiment_engine = $1 WHERE id = $2
+`
+
+type OrgUpdateExperimentEngineParams struct {
+	ExperimentEngine string    `json:"experiment_engine"`
+	ID               uuid.UUID `json:"id"`
+}
+
+func (q *Queries) OrgUpdateExperimentEngine(ctx context.Context, arg OrgUpdateExperimentEngineParams) error {
+	_, err := q.db.Exec(ctx, orgUpdateExperimentEngine, arg.ExperimentEngine, arg.ID)
+	return err
 }

@@ -44,14 +44,19 @@ func (q *Queries) PairCountByMethod(ctx context.Context, orgID uuid.UUID) ([]Pai
 }
 
 const pairCountCandidates = `-- name: PairCountCandidates :one
-SELECT count(DISTINCT c.content_hash)::bigint AS candidates,
-       count(DISTINCT c.content_hash) FILTER (WHERE EXISTS (
-           SELECT 1 FROM preference_pairs p WHERE p.org_id = $1 AND p.content_hash = c.content_hash))::bigint AS existing
-FROM pair_candidates($1::uuid, $2::pair_method, $3::real, $4::real, $5::real,
-                     $6::real, $7::real, $8::integer) c
+SELECT count(DISTINCT c.content_hash) FILTER (WHERE NOT $1::bool
+           OR (review_settled(c.chosen_feedback_id) AND review_settled(c.rejected_feedback_id)))::bigint AS candidates,
+       count(DISTINCT c.content_hash) FILTER (WHERE (NOT $1::bool
+           OR (review_settled(c.chosen_feedback_id) AND review_settled(c.rejected_feedback_id))) AND EXISTS (
+           SELECT 1 FROM preference_pairs p WHERE p.org_id = $2 AND p.content_hash = c.content_hash))::bigint AS existing,
+       count(DISTINCT c.content_hash) FILTER (WHERE $1::bool
+           AND NOT (review_settled(c.chosen_feedback_id) AND review_settled(c.rejected_feedback_id)))::bigint AS left_out
+FROM pair_candidates($2::uuid, $3::pair_method, $4::real, $5::real, $6::real,
+                     $7::real, $8::real, $9::integer) c
 `
 
 type PairCountCandidatesParams struct {
+	AgreedOnly   bool       `json:"agreed_only"`
 	OrgID        uuid.UUID  `json:"org_id"`
 	Method       PairMethod `json:"method"`
 	MinGap       float32    `json:"min_gap"`
@@ -65,12 +70,15 @@ type PairCountCandidatesParams struct {
 type PairCountCandidatesRow struct {
 	Candidates int64 `json:"candidates"`
 	Existing   int64 `json:"existing"`
+	LeftOut    int64 `json:"left_out"`
 }
 
 // How many distinct pairs a generation method finds, and how many of those
-// are stored already.
+// are stored already. With agreed_only, pairs built from feedback whose
+// overlapping review is open or disputed are left out, and counted.
 func (q *Queries) PairCountCandidates(ctx context.Context, arg PairCountCandidatesParams) (PairCountCandidatesRow, error) {
 	row := q.db.QueryRow(ctx, pairCountCandidates,
+		arg.AgreedOnly,
 		arg.OrgID,
 		arg.Method,
 		arg.MinGap,
@@ -81,7 +89,7 @@ func (q *Queries) PairCountCandidates(ctx context.Context, arg PairCountCandidat
 		arg.PerQuery,
 	)
 	var i PairCountCandidatesRow
-	err := row.Scan(&i.Candidates, &i.Existing)
+	err := row.Scan(&i.Candidates, &i.Existing, &i.LeftOut)
 	return i, err
 }
 
@@ -295,6 +303,7 @@ WITH c AS (
            p.rejected_feedback_id::uuid AS rejected_feedback_id, p.content_hash::bytea AS content_hash
     FROM pair_candidates($1::uuid, $2::pair_method, $3::real, $4::real,
                          $5::real, $6::real, $7::real, $8::integer) p
+    WHERE NOT $9::bool OR (review_settled(p.chosen_feedback_id) AND review_settled(p.rejected_feedback_id))
 ), ins AS (
     INSERT INTO preference_pairs (
         org_id, prompt, query, chosen_response, rejected_response, preference_strength, context_documents,
@@ -302,7 +311,7 @@ WITH c AS (
     )
     SELECT $1, jsonb_build_array(jsonb_build_object('role', 'user', 'content', c.query)), c.query, c.chosen,
            c.rejected, c.strength, c.context_documents, $2, c.chosen_feedback_id, c.rejected_feedback_id,
-           $9, $10, c.content_hash
+           $10, $11, c.content_hash
     FROM c
     ON CONFLICT (org_id, content_hash) DO NOTHING
     RETURNING 1
@@ -319,6 +328,7 @@ type PairInsertGeneratedParams struct {
 	WClarity     float32       `json:"w_clarity"`
 	WSafety      float32       `json:"w_safety"`
 	PerQuery     int32         `json:"per_query"`
+	AgreedOnly   bool          `json:"agreed_only"`
 	AnnotatorID  uuid.NullUUID `json:"annotator_id"`
 	Tags         []string      `json:"tags"`
 }
@@ -341,6 +351,7 @@ func (q *Queries) PairInsertGenerated(ctx context.Context, arg PairInsertGenerat
 		arg.WClarity,
 		arg.WSafety,
 		arg.PerQuery,
+		arg.AgreedOnly,
 		arg.AnnotatorID,
 		arg.Tags,
 	)
@@ -623,8 +634,9 @@ SELECT c.query::text AS query, c.chosen::text AS chosen, c.rejected::text AS rej
 FROM pair_candidates($1::uuid, $2::pair_method, $3::real, $4::real, $5::real,
                      $6::real, $7::real, $8::integer) c
 WHERE NOT EXISTS (SELECT 1 FROM preference_pairs p WHERE p.org_id = $1 AND p.content_hash = c.content_hash)
+  AND (NOT $9::bool OR (review_settled(c.chosen_feedback_id) AND review_settled(c.rejected_feedback_id)))
 ORDER BY 4 DESC, 5, 6
-LIMIT $9
+LIMIT $10
 `
 
 type PairListCandidateSampleParams struct {
@@ -636,6 +648,7 @@ type PairListCandidateSampleParams struct {
 	WClarity     float32    `json:"w_clarity"`
 	WSafety      float32    `json:"w_safety"`
 	PerQuery     int32      `json:"per_query"`
+	AgreedOnly   bool       `json:"agreed_only"`
 	RowLimit     int32      `json:"row_limit"`
 }
 
@@ -659,6 +672,7 @@ func (q *Queries) PairListCandidateSample(ctx context.Context, arg PairListCandi
 		arg.WClarity,
 		arg.WSafety,
 		arg.PerQuery,
+		arg.AgreedOnly,
 		arg.RowLimit,
 	)
 	if err != nil {

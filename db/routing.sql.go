@@ -12,25 +12,6 @@ import (
 	"github.com/google/uuid"
 )
 
-const routingAssign = `-- name: RoutingAssign :execrows
-UPDATE feedback SET assignee_id = $1, updated_at = now(), version = version + 1
-WHERE org_id = $2 AND id = $3 AND assignee_id IS NULL AND status = 'pending'
-`
-
-type RoutingAssignParams struct {
-	UserID uuid.NullUUID `json:"user_id"`
-	OrgID  uuid.UUID     `json:"org_id"`
-	ID     uuid.UUID     `json:"id"`
-}
-
-func (q *Queries) RoutingAssign(ctx context.Context, arg RoutingAssignParams) (int64, error) {
-	result, err := q.db.Exec(ctx, routingAssign, arg.UserID, arg.OrgID, arg.ID)
-	if err != nil {
-		return 0, err
-	}
-	return result.RowsAffected(), nil
-}
-
 const routingCountOpen = `-- name: RoutingCountOpen :one
 SELECT count(*) FROM feedback
 WHERE org_id = $1 AND assignee_id = $2 AND status IN ('pending', 'needs_correction')
@@ -47,6 +28,37 @@ func (q *Queries) RoutingCountOpen(ctx context.Context, arg RoutingCountOpenPara
 	var count int64
 	err := row.Scan(&count)
 	return count, err
+}
+
+const routingCuratorGetLock = `-- name: RoutingCuratorGetLock :exec
+SELECT pg_advisory_xact_lock(hashtextextended('curate.routing:' || CAST($1::uuid AS text), 0))
+`
+
+// Serialises the assignments of one curator, whichever rule or process
+// makes them, until the transaction ends: the count of their open items
+// and the assignment that follows it cannot interleave with another's.
+func (q *Queries) RoutingCuratorGetLock(ctx context.Context, userID uuid.UUID) error {
+	_, err := q.db.Exec(ctx, routingCuratorGetLock, userID)
+	return err
+}
+
+const routingFeedbackUpdateAssignee = `-- name: RoutingFeedbackUpdateAssignee :execrows
+UPDATE feedback SET assignee_id = $1, updated_at = now(), version = version + 1
+WHERE org_id = $2 AND id = $3 AND assignee_id IS NULL AND status = 'pending'
+`
+
+type RoutingFeedbackUpdateAssigneeParams struct {
+	UserID uuid.NullUUID `json:"user_id"`
+	OrgID  uuid.UUID     `json:"org_id"`
+	ID     uuid.UUID     `json:"id"`
+}
+
+func (q *Queries) RoutingFeedbackUpdateAssignee(ctx context.Context, arg RoutingFeedbackUpdateAssigneeParams) (int64, error) {
+	result, err := q.db.Exec(ctx, routingFeedbackUpdateAssignee, arg.UserID, arg.OrgID, arg.ID)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
 }
 
 const routingListCandidates = `-- name: RoutingListCandidates :many
@@ -186,18 +198,6 @@ func (q *Queries) RoutingListOrgIDs(ctx context.Context) ([]uuid.UUID, error) {
 		return nil, err
 	}
 	return items, nil
-}
-
-const routingLockCurator = `-- name: RoutingLockCurator :exec
-SELECT pg_advisory_xact_lock(hashtextextended('curate.routing:' || CAST($1::uuid AS text), 0))
-`
-
-// Serialises the assignments of one curator, whichever rule or process
-// makes them, until the transaction ends: the count of their open items
-// and the assignment that follows it cannot interleave with another's.
-func (q *Queries) RoutingLockCurator(ctx context.Context, userID uuid.UUID) error {
-	_, err := q.db.Exec(ctx, routingLockCurator, userID)
-	return err
 }
 
 const routingRuleCuratorInsert = `-- name: RoutingRuleCuratorInsert :exec

@@ -57,6 +57,7 @@ func (h *Handlers) AlertList(c echo.Context) error {
 		if q := alerts.QueueFilter(r.Kind, r.Details); q != nil {
 			row.QueueURL = feedbackQueueURL(q)
 		}
+		row.EvidenceURL = alerts.Evidence(r.Details)
 		if r.ResolvedAt != nil {
 			row.ResolvedAt = views.When(*r.ResolvedAt)
 		}

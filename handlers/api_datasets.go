@@ -36,6 +36,7 @@ type datasetBody struct {
 	BaseModel    *string    `json:"base_model"`
 	Split        *splitBody `json:"split"`
 	Status       *string    `json:"status"`
+	AgreedOnly   *bool      `json:"agreed_only"`
 }
 
 func (b datasetBody) apply(s *datasets.Settings) {
@@ -49,6 +50,9 @@ func (b datasetBody) apply(s *datasets.Settings) {
 	set(&s.SystemPrompt, b.SystemPrompt)
 	set(&s.ExportFormat, b.ExportFormat)
 	set(&s.BaseModel, b.BaseModel)
+	if b.AgreedOnly != nil {
+		s.AgreedOnly = b.AgreedOnly
+	}
 	if b.Split != nil {
 		set(&s.SplitStrategy, b.Split.Strategy)
 		if b.Split.ValidationPercent != nil {
@@ -290,7 +294,10 @@ func (h *Handlers) APIDatasetValidation(c echo.Context) error {
 		Source  string `json:"source"`
 		Blocked bool   `json:"blocked"`
 		Report  any    `json:"report"`
-	}{Source: r.Source, Blocked: r.Blocking(), Report: r.Report}
+		// LeftOut counts the members left out because the dataset takes
+		// agreed items only: disputed, or still awaiting reviews.
+		LeftOut datasets.LeftOut `json:"left_out"`
+	}{Source: r.Source, Blocked: r.Blocking(), Report: r.Report, LeftOut: r.LeftOut}
 	return c.JSON(http.StatusOK, out)
 }
 

@@ -258,3 +258,53 @@ func (h *Handlers) APIExperimentDeploy(c echo.Context) error {
 	}
 	return c.JSON(http.StatusAccepted, d)
 }
+
+// APIExperimentAnalysis changes how an experiment is analysed: its
+// engine, CUPED's pre-exposure days, the corrections and the criteria.
+func (h *Handlers) APIExperimentAnalysis(c echo.Context) error {
+	if _, err := queryParams(c); err != nil {
+		return err
+	}
+	var in experiments.Analysis
+	if err := decodeJSON(c, &in, ""); err != nil {
+		return err
+	}
+	e, err := h.Experiments.SetAnalysis(ctx(c), actor(c), CallerOf(c).OrgID, c.Param("key"), in)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, e)
+}
+
+// experimentSettings is the organisation's experiment settings as the API
+// shows them.
+type experimentSettings struct {
+	DefaultEngine string `json:"default_engine"`
+}
+
+// APIExperimentSettings reads the organisation's default engine.
+func (h *Handlers) APIExperimentSettings(c echo.Context) error {
+	if _, err := queryParams(c); err != nil {
+		return err
+	}
+	engine, err := h.Experiments.DefaultEngine(ctx(c), CallerOf(c).OrgID)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, experimentSettings{DefaultEngine: engine})
+}
+
+// APIExperimentSettingsSave changes the organisation's default engine.
+func (h *Handlers) APIExperimentSettingsSave(c echo.Context) error {
+	if _, err := queryParams(c); err != nil {
+		return err
+	}
+	var in experimentSettings
+	if err := decodeJSON(c, &in, ""); err != nil {
+		return err
+	}
+	if err := h.Experiments.SetDefaultEngine(ctx(c), actor(c), CallerOf(c).OrgID, in.DefaultEngine); err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, in)
+}

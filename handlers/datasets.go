@@ -29,7 +29,11 @@ const reportInline = 2000
 
 // DatasetList is the Training Data Curation list.
 func (h *Handlers) DatasetList(c echo.Context) error {
-	return h.renderDatasets(c, http.StatusOK, views.DatasetForm{}, nil)
+	on, err := h.Review.On(ctx(c), CallerOf(c).OrgID)
+	if err != nil {
+		return err
+	}
+	return h.renderDatasets(c, http.StatusOK, views.DatasetForm{AgreedOnly: on}, nil)
 }
 
 func (h *Handlers) renderDatasets(c echo.Context, status int, form views.DatasetForm, invalid *errs.Invalid) error {
@@ -80,9 +84,10 @@ func (h *Handlers) renderDatasets(c echo.Context, status int, form views.Dataset
 // DatasetCreate makes a dataset from the list page's form.
 func (h *Handlers) DatasetCreate(c echo.Context) error {
 	form := views.DatasetForm{Name: c.FormValue("name"), Type: c.FormValue("dataset_type"),
-		Format: c.FormValue("export_format"), Description: c.FormValue("description")}
+		Format: c.FormValue("export_format"), Description: c.FormValue("description"), AgreedOnly: c.FormValue("agreed_only") == "1"}
 	d, err := h.Datasets.Create(ctx(c), actor(c), CallerOf(c).OrgID, datasets.NewDataset{Type: form.Type,
-		Settings: datasets.Settings{Name: form.Name, Description: form.Description, ExportFormat: form.Format, ValidationPercent: 20, SplitSeed: 42}})
+		Settings: datasets.Settings{Name: form.Name, Description: form.Description, ExportFormat: form.Format, ValidationPercent: 20, SplitSeed: 42,
+			AgreedOnly: agreedOnlyForm(c)}})
 	var invalid *errs.Invalid
 	if errors.As(err, &invalid) {
 		return h.renderDatasets(c, http.StatusUnprocessableEntity, form, invalid)
@@ -132,7 +137,7 @@ func (h *Handlers) renderDataset(c echo.Context, status int, typed datasetTyped)
 		Settings: views.DatasetSettings{Version: strconv.Itoa(int(ds.Version)), Name: ds.Name, Description: ds.Description,
 			SystemPrompt: ds.SystemPrompt, Format: ds.ExportFormat, BaseModel: ds.BaseModel, Strategy: string(ds.SplitStrategy),
 			ValidationPercent: strconv.Itoa(int(ds.ValidationPercent)), Seed: strconv.FormatInt(ds.SplitSeed, 10),
-			Strategies: datasets.SplitStrategies}}
+			Strategies: datasets.SplitStrategies, AgreedOnly: ds.AgreedOnly}}
 	if typed.invalid != nil {
 		v.Errors = typed.invalid.ByField()
 	}
@@ -229,7 +234,7 @@ func reportView(r datasets.Report) *views.ReportView {
 		WithErrors: r.ExamplesWithErrors, WithWarnings: r.ExamplesWithWarnings, Errors: r.Errors, Warnings: r.Warnings,
 		Quality: fmt.Sprintf("%.3f", r.QualityScore), Formula: r.QualityFormula, TotalTokens: r.TotalTokens,
 		TokensMean: fmt.Sprintf("%.0f", r.Tokens.Mean), TokensMax: r.Tokens.Max, Billed: r.EstimatedBilledTokens,
-		Epochs: r.Epochs, ContextLimit: r.ContextLimit,
+		Epochs: r.Epochs, ContextLimit: r.ContextLimit, LeftOutDisputed: r.LeftOut.Disputed, LeftOutOpen: r.LeftOut.Open,
 		Methods: []string{"Exact duplicates: " + r.DuplicateMethod, "Near duplicates: " + r.NearDuplicateMethod, "Length outliers: " + r.OutlierMethod}}
 	for _, f := range r.Findings {
 		row := views.FindingRow{Code: f.Code, Severity: string(f.Severity), Count: f.Count}
@@ -261,7 +266,8 @@ func (h *Handlers) DatasetUpdate(c echo.Context) error {
 	version, _ := strconv.Atoi(c.FormValue("version"))
 	typed := &views.DatasetSettings{Version: c.FormValue("version"), Name: c.FormValue("name"), Description: c.FormValue("description"),
 		SystemPrompt: c.FormValue("system_prompt"), Format: c.FormValue("export_format"), BaseModel: c.FormValue("base_model"),
-		Strategy: c.FormValue("split_strategy"), ValidationPercent: c.FormValue("validation_percent"), Seed: c.FormValue("split_seed")}
+		Strategy: c.FormValue("split_strategy"), ValidationPercent: c.FormValue("validation_percent"), Seed: c.FormValue("split_seed"),
+		AgreedOnly: c.FormValue("agreed_only") == "1"}
 	v := &errs.Invalid{}
 	percent, err := strconv.Atoi(c.FormValue("validation_percent"))
 	if err != nil {
@@ -278,6 +284,9 @@ func (h *Handlers) DatasetUpdate(c echo.Context) error {
 		s.Name, s.Description, s.SystemPrompt = c.FormValue("name"), c.FormValue("description"), c.FormValue("system_prompt")
 		s.ExportFormat, s.BaseModel, s.SplitStrategy = c.FormValue("export_format"), c.FormValue("base_model"), c.FormValue("split_strategy")
 		s.ValidationPercent, s.SplitSeed = percent, seed
+		if on := agreedOnlyForm(c); on != nil {
+			s.AgreedOnly = on
+		}
 	})
 	if errors.As(err, &v) {
 		return h.renderDataset(c, http.StatusUnprocessableEntity, datasetTyped{invalid: v, settings: typed})
@@ -448,4 +457,14 @@ func (h *Handlers) DatasetExportRow(c echo.Context) error {
 		return c.Redirect(http.StatusSeeOther, "/datasets/"+e.DatasetID.String()+"#exports")
 	}
 	return render(c, http.StatusOK, views.ExportRowFragment(exportRow(e)))
+}
+
+// agreedOnlyForm reads a dataset form's "agreed items only" box: nil when
+// the form did not show it (the setting stays, or takes its default).
+func agreedOnlyForm(c echo.Context) *bool {
+	if c.FormValue("agreed_only_shown") != "1" {
+		return nil
+	}
+	on := c.FormValue("agreed_only") == "1"
+	return &on
 }

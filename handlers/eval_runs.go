@@ -53,7 +53,7 @@ func (h *Handlers) evaluationRuns(c echo.Context, m *views.EvaluationsView, star
 	}
 	versions := map[string]models.Version{}
 	for _, v := range choices.Versions {
-		if v.Status != "archived" {
+		if v.Status != "archived" && v.Kind != models.KindReward { // a reward model writes no answers
 			versions[v.ID.String()] = v
 			m.Choices.Versions = append(m.Choices.Versions, views.Option{Value: v.ID.String(), Label: v.Name + " " + v.Version})
 		}
@@ -97,13 +97,10 @@ func (h *Handlers) evaluationRuns(c echo.Context, m *views.EvaluationsView, star
 }
 
 // scorerChoices are the scorers the form offers, each with what it
-// measures. A reward model cannot score yet: it is not offered.
+// measures. A reward model is named with its version, through the API.
 func scorerChoices() []views.ScorerChoice {
 	var out []views.ScorerChoice
 	for _, name := range scorers.PresetNames() {
-		if name == "reward_model" {
-			continue
-		}
 		a := scorers.Describe(name)
 		out = append(out, views.ScorerChoice{Name: name, Label: a.Label, Measures: a.Measures})
 	}
@@ -380,13 +377,17 @@ func (h *Handlers) runView(c echo.Context, whole bool) (views.RunView, error) {
 	if err != nil {
 		return views.RunView{}, err
 	}
+	stalled, err := h.Eval.Stalled(ctx(c), r)
+	if err != nil {
+		return views.RunView{}, err
+	}
 	s := r.Summary
 	m := views.RunView{ID: r.ID.String(), Kind: r.Kind, Status: r.Status, GoldenSet: row.GoldenSet, Candidate: row.Candidate,
 		Mean: rewardText(s.MeanReward, s.CI), Formula: s.Formula, JudgeCost: fmt.Sprintf("$%.4f", s.JudgeCostUSD),
 		AnswerCost: fmt.Sprintf("$%.4f", s.AnswerCostUSD), PausedReason: s.PausedReason, Error: s.Error,
 		Started: views.When(row.CreatedAt), Finished: views.WhenPtr(s.FinishedAt),
 		Done: r.Progress.Done, Total: r.Progress.Total, Invalid: s.Invalid, JudgeCalls: s.JudgeCalls,
-		Running: r.Status == "queued" || r.Status == "running", CanResume: r.Status == "paused" && CallerOf(c).Role.AtLeast(auth.Admin)}
+		Running: r.Status == "queued" || r.Status == "running", CanResume: stalled && CallerOf(c).Role.AtLeast(auth.Admin)}
 	if row.CreatedBy != "" {
 		m.Started += " by " + row.CreatedBy
 	}
@@ -579,7 +580,7 @@ func diffRow(d eval.ItemDiff) views.DiffRowView {
 		CandidateReward: reward3(d.CandidateReward), BaselineReward: reward3(d.BaselineReward)}
 }
 
-// EvaluationRunResume queues a paused run again.
+// EvaluationRunResume carries a paused or stalled run on.
 func (h *Handlers) EvaluationRunResume(c echo.Context) error {
 	id, err := pathID(c)
 	if err != nil {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -14,6 +15,7 @@ import (
 	"github.com/curate/curate/internal/auth"
 	"github.com/curate/curate/internal/errs"
 	"github.com/curate/curate/internal/experiments"
+	"github.com/curate/curate/internal/judge"
 	"github.com/curate/curate/internal/stats"
 	"github.com/curate/curate/views"
 )
@@ -25,7 +27,11 @@ func (h *Handlers) ExperimentList(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	m := views.ExperimentsView{CanCreate: caller.Role.AtLeast(auth.Admin)}
+	engine, err := h.Experiments.DefaultEngine(ctx(c), caller.OrgID)
+	if err != nil {
+		return err
+	}
+	m := views.ExperimentsView{CanCreate: caller.Role.AtLeast(auth.Admin), DefaultEngine: engine}
 	for _, e := range list {
 		row := views.ExperimentRow{Key: e.Key, Name: e.Name, Status: e.Status, Traffic: percent(e.TrafficSplit), Started: "Not started"}
 		var versions []string
@@ -39,6 +45,23 @@ func (h *Handlers) ExperimentList(c echo.Context) error {
 		m.Rows = append(m.Rows, row)
 	}
 	return render(c, http.StatusOK, views.ExperimentsPage(h.page(c, "A/B experiments", "models"), m))
+}
+
+// ExperimentSettingsSave changes the organisation's default statistics
+// engine from the experiments list.
+func (h *Handlers) ExperimentSettingsSave(c echo.Context) error {
+	engine := c.FormValue("default_engine")
+	err := h.Experiments.SetDefaultEngine(ctx(c), actor(c), CallerOf(c).OrgID, engine)
+	var invalid *errs.Invalid
+	if errors.As(err, &invalid) {
+		h.Sessions.Flash(c, "error", "The default engine "+invalid.ByField()["default_engine"]+".")
+		return redirect(c, "/experiments")
+	}
+	if err != nil {
+		return err
+	}
+	h.Sessions.Flash(c, "ok", "Experiments that name no engine are analysed with the "+views.Label(engine)+" engine.")
+	return redirect(c, "/experiments")
 }
 
 func percent(x float64) string { return strconv.FormatFloat(100*x, 'f', -1, 64) + "%" }
@@ -116,30 +139,192 @@ func (h *Handlers) renderPanel(c echo.Context, status int, problems map[string]s
 		m.Arms = append(m.Arms, pa)
 		m.TreatmentVersion = a.Version
 	}
+	analysisText(&m, e, r)
+	if m.DefaultEngine, err = h.Experiments.DefaultEngine(ctx(c), caller.OrgID); err != nil {
+		return err
+	}
+	m.AnalysisEngine, m.GoalCorrection, m.GuardrailCorrection = e.Analysis.Engine, e.Analysis.GoalCorrection, e.Analysis.GuardrailCorrection
+	if d := e.Analysis.CUPEDDays; d != nil {
+		m.CUPEDDays = strconv.Itoa(*d)
+	}
+	if err := h.liveJudge(c, &m); err != nil {
+		return err
+	}
 	for _, mr := range r.Metrics {
-		row := views.PanelMetric{Name: mr.Metric, Guardrail: mr.Guardrail, Control: "—", Treatment: "—", Change: "Not enough data", PValue: "—"}
-		if len(mr.Arms) > 0 && mr.Arms[0].Mean != nil {
-			row.Control = fmt.Sprintf("%.3f (n %d)", *mr.Arms[0].Mean, mr.Arms[0].N)
-		}
-		if len(mr.Arms) > 1 {
-			t := mr.Arms[1]
-			if t.Mean != nil {
-				row.Treatment = fmt.Sprintf("%.3f (n %d)", *t.Mean, t.N)
-			}
-			if t.RelativeChange != nil {
-				row.Change = fmt.Sprintf("%+.1f%% (%+.1f%% to %+.1f%%)", 100**t.RelativeChange, 100**t.CI[0], 100**t.CI[1])
-				row.PValue = formatP(*t.PValue)
-				row.Significant = t.Significant
-				row.Better = (*t.RelativeChange > 0) == experiments.HigherIsBetter(mr.Metric)
-			}
-		}
-		m.Metrics = append(m.Metrics, row)
+		m.Metrics = append(m.Metrics, panelMetric(mr, m.Bayesian))
 	}
 	if err := effectChart(&m, r); err != nil {
 		return err
 	}
 	m.Loop = h.loopOrigin(c, "experiment_key", e.Key)
 	return render(c, status, views.ExperimentPanel(h.page(c, e.Name, "models"), m))
+}
+
+// liveJudge fills the panel's live judge: what it scored, and for admins
+// the form's choices.
+func (h *Handlers) liveJudge(c echo.Context, m *views.PanelView) error {
+	org := CallerOf(c).OrgID
+	live, ok, err := h.LiveScore.ForExperiment(ctx(c), org, m.Key)
+	if err != nil {
+		return err
+	}
+	m.LiveTemplate, m.LiveRatePercent = "default", "10"
+	if ok {
+		state := "scores"
+		if !live.Enabled {
+			state = "is off; it scored"
+		}
+		m.Live = fmt.Sprintf("%s of answers, judged by the template %s through %s: it %s %s, %s flagged unsafe, %s skipped, $%.4f so far.",
+			percent(live.Rate), live.Template, live.Endpoint, state, views.Count(live.Scored, "answer", "answers"),
+			views.Count(live.Flagged, "answer", "answers"), views.Count(live.Skipped, "answer", "answers"), live.CostUSD)
+		if live.Pending > 0 {
+			m.Live += fmt.Sprintf(" %d waiting.", live.Pending)
+		}
+		m.LiveEndpoint, m.LiveTemplate, m.LiveRatePercent = live.Endpoint, live.Template, percentValue(live.Rate)
+	}
+	if !m.CanAct {
+		return nil
+	}
+	eps, err := h.Endpoints.List(ctx(c), org)
+	if err != nil {
+		return err
+	}
+	for _, ep := range eps {
+		m.LiveEndpoints = append(m.LiveEndpoints, ep.Name)
+	}
+	tpls, err := h.Judge.Templates(ctx(c), org)
+	if err != nil {
+		return err
+	}
+	for _, t := range tpls {
+		if t.Name != judge.ReflectorName && !slices.Contains(m.LiveTemplates, t.Name) {
+			m.LiveTemplates = append(m.LiveTemplates, t.Name)
+		}
+	}
+	return nil
+}
+
+// panelMetric is one metric's row: the arms' means, the treatment's
+// change with its interval, and the engine's figures.
+func panelMetric(mr experiments.MetricResult, bayesian bool) views.PanelMetric {
+	row := views.PanelMetric{Name: mr.Metric, Guardrail: mr.Guardrail, Control: "—", Treatment: "—", Change: "Not enough data", PValue: "—"}
+	if x := mr.Criterion; x != nil {
+		row.Criterion = criterionText(mr.Metric, mr.Guardrail, *x)
+	}
+	if len(mr.Arms) > 0 && mr.Arms[0].Mean != nil {
+		row.Control = fmt.Sprintf("%.3f (n %d)", *mr.Arms[0].Mean, mr.Arms[0].N)
+	}
+	if len(mr.Arms) < 2 {
+		return row
+	}
+	t := mr.Arms[1]
+	if t.Mean != nil {
+		row.Treatment = fmt.Sprintf("%.3f (n %d)", *t.Mean, t.N)
+	}
+	if t.RelativeChange == nil {
+		return row
+	}
+	row.Change = fmt.Sprintf("%+.1f%% (%s to %s)", 100**t.RelativeChange, bound(t.CI[0]), bound(t.CI[1]))
+	row.Significant = t.Significant
+	row.Better = (*t.RelativeChange > 0) == experiments.HigherIsBetter(mr.Metric)
+	if t.PValue != nil {
+		row.PValue = formatP(*t.PValue)
+	}
+	if t.AdjustedPValue != nil {
+		row.AdjustedP = formatP(*t.AdjustedPValue)
+	} else if !bayesian {
+		row.AdjustedP = "—"
+	}
+	if t.ChanceToWin != nil {
+		row.ChanceToWin = stats.Share(*t.ChanceToWin)
+		row.Better = *t.ChanceToWin >= 0.5
+	}
+	if len(t.Risk) == 2 {
+		row.Risk = stats.RiskText(t.Risk[1])
+	}
+	if vr := t.VarianceReduction; vr != nil && len(t.UnadjustedCI) == 2 {
+		row.CUPED = fmt.Sprintf("CUPED: variance %s; without it %s to %s", signedPercent(-*vr), bound(t.UnadjustedCI[0]), bound(t.UnadjustedCI[1]))
+	}
+	return row
+}
+
+// bound is an interval's end in percent; an open end is ∞.
+func bound(x *float64) string {
+	if x == nil {
+		return "∞"
+	}
+	return fmt.Sprintf("%+.1f%%", 100**x)
+}
+
+// signedPercent is a fraction as a whole signed percentage: −0.38 is
+// "−38%".
+func signedPercent(x float64) string {
+	s := fmt.Sprintf("%+.0f%%", 100*x)
+	return strings.Replace(s, "-", "−", 1)
+}
+
+// criterionText words a metric's criterion: "Criterion: improves by more
+// than +5.0%" for a goal metric, "Limit: rises by less than +10.0%" for a
+// guardrail.
+func criterionText(metric string, guard bool, x float64) string {
+	switch {
+	case !guard:
+		return "Criterion: improves by more than " + stats.Percent(x)
+	case experiments.HigherIsBetter(metric):
+		return "Limit: falls by less than " + stats.Percent(x)
+	}
+	return "Limit: rises by less than " + stats.Percent(x)
+}
+
+// analysisText fills the lines on how the results were computed: the
+// engine and whose choice it is, CUPED's window and the units without
+// history, the corrections ("adjusted for 4 metrics") and the incidents.
+func analysisText(m *views.PanelView, e experiments.Experiment, r experiments.Results) {
+	m.Bayesian = r.Engine == stats.EngineBayesian
+	whose := "the organisation's default"
+	if e.Analysis.Engine != "" {
+		whose = "chosen for this experiment"
+	}
+	if m.Bayesian {
+		m.Engine = "Bayesian engine (" + whose + "): the relative change's posterior under a flat prior, the chance that the treatment wins and the risk of choosing it (its expected loss)."
+	} else {
+		m.Engine = "Frequentist engine (" + whose + "): Welch's t-test on the relative change."
+	}
+	if r.CUPEDDays > 0 {
+		var units, without int
+		if len(r.Metrics) > 0 {
+			for _, a := range r.Metrics[0].Arms {
+				units += a.N
+				without += a.WithoutHistory
+			}
+		}
+		m.CUPED = fmt.Sprintf("Variance reduction (CUPED): each unit's feedback in the %s before its first exposure is its covariate.", views.Count(r.CUPEDDays, "day", "days"))
+		if units > 0 {
+			m.CUPED += fmt.Sprintf(" %s of the primary metric's %s had none and count with 0.", views.Count(without, "unit", "units"), views.Count(units, "unit", "units"))
+		}
+	} else {
+		m.CUPED = "No variance reduction: the experiment reads no feedback from before each unit's exposure."
+	}
+	var parts []string
+	for _, c := range r.Corrections {
+		family := "goal metrics' p-values"
+		if c.Family == "guardrail" {
+			family = "guardrails' p-values"
+		}
+		switch {
+		case c.Method == stats.CorrectionNone:
+			parts = append(parts, fmt.Sprintf("The %s are not adjusted", family))
+		case c.Metrics > 1:
+			parts = append(parts, fmt.Sprintf("The %s are adjusted for %s (%s), their intervals drawn at %s", family,
+				views.Count(c.Metrics, "metric", "metrics"), views.Label(c.Method), strconv.FormatFloat(100*(1-c.IntervalAlpha), 'f', -1, 64)+"%"))
+		}
+	}
+	if len(parts) > 0 {
+		m.Corrections = strings.Join(parts, "; ") + "."
+	}
+	if len(r.Incidents) == 2 && (r.Incidents[0] > 0 || r.Incidents[1] > 0) {
+		m.Incidents = fmt.Sprintf("Safety incidents (answers the live judge flagged): control %d, treatment %d.", r.Incidents[0], r.Incidents[1])
+	}
 }
 
 // holdText is a rollout step's hold in words.
@@ -378,4 +563,34 @@ func namedRefusal(inv *errs.Invalid) string {
 		parts[i] = views.Label(f.Field) + ": " + f.Message
 	}
 	return strings.Join(parts, " ")
+}
+
+// ExperimentAnalysis changes how an experiment is analysed from its panel:
+// the engine, CUPED's days and the corrections; its criteria and Bayesian
+// thresholds stay. A refusal is shown beside the form.
+func (h *Handlers) ExperimentAnalysis(c echo.Context) error {
+	org := CallerOf(c).OrgID
+	e, err := h.Experiments.Get(ctx(c), org, c.Param("key"))
+	if err != nil {
+		return err
+	}
+	in := e.Analysis
+	in.Engine, in.GoalCorrection, in.GuardrailCorrection = c.FormValue("engine"), c.FormValue("goal_correction"), c.FormValue("guardrail_correction")
+	v := &errs.Invalid{}
+	if days, ok := wholeInput(v, "cuped_days", c.FormValue("cuped_days"), 0); ok {
+		in.CUPEDDays = &days
+	}
+	err = v.Err()
+	if err == nil {
+		_, err = h.Experiments.SetAnalysis(ctx(c), actor(c), org, e.Key, in)
+	}
+	var invalid *errs.Invalid
+	if errors.As(err, &invalid) {
+		return h.renderPanel(c, http.StatusUnprocessableEntity, map[string]string{"analysis": namedRefusal(invalid)}, nil)
+	}
+	if err != nil {
+		return err
+	}
+	h.Sessions.Flash(c, "ok", "The analysis is changed: the results are computed again.")
+	return redirect(c, "/experiments/"+e.Key)
 }

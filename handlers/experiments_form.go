@@ -1,6 +1,7 @@
 package handlers
 
 import (
+	"cmp"
 	"errors"
 	"math"
 	"net/http"
@@ -24,14 +25,25 @@ import (
 // experimentDefaults are the form's values before anything is typed; the
 // rollout plan is the design's 10% → 50% → 100%, a day per step.
 var experimentDefaults = map[string]string{"treatment_percent": "50", "coverage_percent": "100", "min_sample_per_arm": "100",
-	"rollout_steps": "10, 50, 100", "rollout_hold_hours": "24", "rollout_min_units": "100"}
+	"rollout_steps": "10, 50, 100", "rollout_hold_hours": "24", "rollout_min_units": "100",
+	"cuped_days": strconv.Itoa(experiments.DefaultCUPEDDays), "goal_correction": experiments.DefaultGoalCorrection,
+	"guardrail_correction": experiments.DefaultGuardrailCorrection,
+	// The seed's success criteria: user satisfaction up more than 5%,
+	// latency up less than 10%, latency watched as a guardrail.
+	criterionField(experiments.ThumbsUpRate): "5", criterionField(experiments.AvgRating): "5", criterionField(experiments.Latency): "10",
+	metricField(experiments.Latency): "guardrail"}
 
 // experimentInputs are the form's fields besides each metric's use.
 var experimentInputs = []string{"key", "name", "control", "treatment", "treatment_percent", "coverage_percent", "min_sample_per_arm",
-	"ends_on", "rollout", "rollout_steps", "rollout_hold_hours", "rollout_min_units"}
+	"ends_on", "rollout", "rollout_steps", "rollout_hold_hours", "rollout_min_units", "engine", "cuped_days", "goal_correction",
+	"guardrail_correction"}
 
 // metricField is the form field holding a metric's use in the experiment.
 func metricField(metric string) string { return "metric." + metric }
+
+// criterionField is the form field holding a metric's criterion in
+// percent.
+func criterionField(metric string) string { return "criterion." + metric }
 
 // ExperimentNew is the new-experiment form, from the experiments list or
 // from a version's page (?treatment=ID: that version on trial, its model
@@ -74,6 +86,7 @@ func (h *Handlers) ExperimentCreate(c echo.Context) error {
 	}
 	for _, m := range experiments.Metrics {
 		values[metricField(m)] = c.FormValue(metricField(m))
+		values[criterionField(m)] = strings.TrimSpace(c.FormValue(criterionField(m)))
 	}
 	ch, err := h.Experiments.Choices(ctx(c), CallerOf(c).OrgID, c.FormValue("model"), uuid.Nil)
 	if err != nil {
@@ -98,14 +111,18 @@ func (h *Handlers) ExperimentCreate(c echo.Context) error {
 }
 
 func (h *Handlers) renderExperimentForm(c echo.Context, status int, ch experiments.Choices, values, problems map[string]string) error {
+	engine, err := h.Experiments.DefaultEngine(ctx(c), CallerOf(c).OrgID)
+	if err != nil {
+		return err
+	}
 	m := views.ExperimentFormView{Models: ch.Models, Model: ch.Model, Values: values, Errors: problems,
-		NamePlaceholder: experimentName(ch, ch.Control, ch.Treatment)}
+		NamePlaceholder: experimentName(ch, ch.Control, ch.Treatment), DefaultEngine: engine}
 	for _, v := range ch.Versions {
 		m.Versions = append(m.Versions, views.Option{Value: v.ID.String(), Label: v.Version + " · " + servedText(v)})
 	}
 	for _, mi := range experiments.MetricInfos() {
 		m.Metrics = append(m.Metrics, views.ExperimentMetricRow{Name: mi.Name, Measures: mi.Measures, HigherIsBetter: mi.HigherIsBetter,
-			Role: values[metricField(mi.Name)]})
+			Role: values[metricField(mi.Name)], Criterion: values[criterionField(mi.Name)]})
 	}
 	return render(c, status, views.ExperimentNewPage(h.page(c, "New experiment", "models"), m))
 }
@@ -165,7 +182,10 @@ var experimentFields = map[string]string{"key": "key", "name": "name", "seed": "
 	"rollout.hold_minutes": "rollout_hold_hours", "rollout.min_units_per_arm": "rollout_min_units",
 	// The form's own names, refused before the service is asked.
 	"control": "control", "treatment": "treatment", "treatment_percent": "treatment_percent", "coverage_percent": "coverage_percent",
-	"ends_on": "ends_on", "rollout_steps": "rollout_steps", "rollout_hold_hours": "rollout_hold_hours", "rollout_min_units": "rollout_min_units"}
+	"ends_on": "ends_on", "rollout_steps": "rollout_steps", "rollout_hold_hours": "rollout_hold_hours", "rollout_min_units": "rollout_min_units",
+	// The analysis.
+	"engine": "engine", "cuped_days": "cuped_days", "goal_correction": "goal_correction", "guardrail_correction": "guardrail_correction",
+	"min_improvement": "criteria", "max_harm": "criteria", "criteria": "criteria", "chance_to_win": "criteria", "max_risk": "criteria"}
 
 // experimentErrors puts each message beside the form field it is about (fields
 // maps the service's names to the form's), the first message per field;
@@ -178,6 +198,9 @@ func experimentErrors(inv *errs.Invalid, fields map[string]string, fallback stri
 			name = name[:i]
 		}
 		field, ok := fields[name]
+		if before, _, cut := strings.Cut(name, "."); !ok && cut {
+			field, ok = fields[before] // min_improvement.latency
+		}
 		if !ok {
 			field, msg = fallback, views.Label(f.Field)+": "+msg
 		}
@@ -225,9 +248,26 @@ func experimentInput(values map[string]string) (experiments.New, error) {
 			in.EndsAt = &end
 		}
 	}
+	in.Engine, in.GoalCorrection, in.GuardrailCorrection = values["engine"], values["goal_correction"], values["guardrail_correction"]
+	if days, ok := wholeInput(v, "cuped_days", cmp.Or(values["cuped_days"], "0"), 0); ok {
+		in.CUPEDDays = &days
+	}
+	in.MinImprovement, in.MaxHarm = map[string]float64{}, map[string]float64{}
 	var primary []string
 	for _, m := range experiments.Metrics {
-		switch role := values[metricField(m)]; role {
+		role := values[metricField(m)]
+		if typed := values[criterionField(m)]; typed != "" && role != "" {
+			x, err := strconv.ParseFloat(strings.TrimSuffix(typed, "%"), 64)
+			switch {
+			case err != nil || math.IsNaN(x) || math.IsInf(x, 0) || x < 0 || x > 100*experiments.MaxCriterion:
+				v.Add("criteria", "%s: the criterion must be a number of percent from 0 to %d, such as 5", views.Label(m), 100*experiments.MaxCriterion)
+			case role == "guardrail":
+				in.MaxHarm[m] = x / 100
+			default:
+				in.MinImprovement[m] = x / 100
+			}
+		}
+		switch role {
 		case "primary":
 			primary = append(primary, m)
 		case "secondary":

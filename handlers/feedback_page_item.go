@@ -58,6 +58,7 @@ type feedbackItemState struct {
 	conflict string
 	yours    string // the correction the curator sent, kept on a conflict or error
 	errors   map[string]string
+	review   *views.ReviewLabelForm // a refused review, as typed
 }
 
 func (h *Handlers) renderItem(c echo.Context, status int, id uuid.UUID, st feedbackItemState) error {
@@ -87,6 +88,13 @@ func (h *Handlers) renderItem(c echo.Context, status int, id uuid.UUID, st feedb
 		return err
 	}
 	v := feedbackItemView(d, queueQuery)
+	var reviewErrors map[string]string
+	if st.review != nil {
+		reviewErrors, st.errors = st.errors, nil
+	}
+	if v.Review, err = h.itemReview(c, id, st.review, reviewErrors); err != nil {
+		return err
+	}
 	v.Place = itemPlace(place, queueQuery)
 	v.CSRF = CSRFToken(c)
 	v.CanAct = caller.Role.AtLeast(auth.Curator)

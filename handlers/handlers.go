@@ -30,11 +30,14 @@ import (
 	"github.com/curate/curate/internal/hygiene"
 	"github.com/curate/curate/internal/imports"
 	"github.com/curate/curate/internal/judge"
+	"github.com/curate/curate/internal/livescore"
 	"github.com/curate/curate/internal/loops"
 	"github.com/curate/curate/internal/models"
+	"github.com/curate/curate/internal/monitors"
 	"github.com/curate/curate/internal/overview"
 	"github.com/curate/curate/internal/pairs"
 	"github.com/curate/curate/internal/ratelimit"
+	"github.com/curate/curate/internal/review"
 	"github.com/curate/curate/internal/reward"
 	"github.com/curate/curate/internal/routing"
 	"github.com/curate/curate/internal/serving"
@@ -90,6 +93,13 @@ type Handlers struct {
 	// CanOpen reports whether a role may GET a local link, by the routes
 	// table the server enforces; pages show only the links it allows.
 	CanOpen func(role auth.Role, href string) bool
+	// Review is overlapping review: plans, each reviewer's label,
+	// adjudication and agreement.
+	Review *review.Service
+	// LiveScore keeps the live scorers of experiments and aliases.
+	LiveScore *livescore.Service
+	// Monitors reads the production monitors of served versions.
+	Monitors *monitors.Service
 }
 
 // Caller is who is making the request, set by the authentication middleware.

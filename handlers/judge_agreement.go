@@ -136,6 +136,10 @@ func (h *Handlers) agreementView(c echo.Context) (views.AgreementView, error) {
 	if err != nil {
 		return views.AgreementView{}, err
 	}
+	stalled, err := h.Judge.AgreementStalled(ctx(c), a.JudgeAgreement)
+	if err != nil {
+		return views.AgreementView{}, err
+	}
 	filter := "All rated feedback"
 	if a.Filter != "" {
 		filter = "Rated feedback matching " + a.Filter
@@ -146,7 +150,7 @@ func (h *Handlers) agreementView(c echo.Context) (views.AgreementView, error) {
 		Kappa: optional(a.Kappa.Float64, a.Kappa.Valid), Cost: pricing.Micros(a.JudgeCostMicros).String(), Done: int(a.Done),
 		Total: int(a.Total), Invalid: int(a.Invalid), Conflicts: int(a.Conflicts), Calls: int(a.JudgeCalls), Threshold: ftoa(a.Threshold),
 		Running:   a.Status == db.EvaluationStatusQueued || a.Status == db.EvaluationStatusRunning,
-		CanResume: a.Status == db.EvaluationStatusPaused && CallerOf(c).Role.AtLeast(auth.Admin)}
+		CanResume: stalled && CallerOf(c).Role.AtLeast(auth.Admin)}
 	if a.CreatedByLabel != "" {
 		m.Started += " by " + a.CreatedByLabel
 	}
@@ -209,7 +213,7 @@ func (h *Handlers) ConflictResolve(c echo.Context) error {
 	return redirect(c, "/feedback/conflicts")
 }
 
-// AgreementResume queues a paused run again.
+// AgreementResume carries a paused or stalled run on.
 func (h *Handlers) AgreementResume(c echo.Context) error {
 	id, err := pathID(c)
 	if err != nil {

@@ -142,6 +142,7 @@ func (h *Handlers) modelVersionView(c echo.Context, id uuid.UUID) (views.ModelVe
 		}
 		m.Job = job
 	}
+	m.Evaluation = versionEvaluation(v.Evaluation)
 	lin, err := h.Models.Lineage(ctx(c), caller.OrgID, v)
 	if err != nil {
 		return m, err
@@ -212,12 +213,45 @@ func (h *Handlers) modelVersionView(c echo.Context, id uuid.UUID) (views.ModelVe
 	return m, nil
 }
 
+// versionEvaluation is what a version's page shows of its newest finished
+// evaluation; nil when none finished.
+func versionEvaluation(e *models.Evaluation) *views.VersionEvaluationView {
+	if e == nil {
+		return nil
+	}
+	out := &views.VersionEvaluationView{RunURL: "/evaluations/runs/" + e.RunID.String(), GoldenSet: e.GoldenSet, GoldenSetHash: e.GoldenSetHash,
+		Mean: reward3(e.MeanReward), Interval: interval(e.CI), Items: e.Items, Invalid: e.Invalid, JudgeCalls: e.JudgeCalls,
+		JudgeCost: pricing.Dollars(e.JudgeCostUSD).String(), AnswerCost: pricing.Dollars(e.AnswerCostUSD).String(),
+		Formula: e.Formula, Finished: views.When(e.FinishedAt)}
+	switch ms := e.MeanLatencyMS; {
+	case ms == nil:
+	case *ms < 1000:
+		out.Latency = strconv.FormatFloat(*ms, 'f', 0, 64) + " ms"
+	default:
+		out.Latency = strconv.FormatFloat(*ms/1000, 'f', 1, 64) + " s"
+	}
+	for _, sp := range e.Splits {
+		out.Splits = append(out.Splits, views.VersionEvaluationSplit{Split: sp.Split, Items: sp.Items, Mean: reward3(sp.MeanReward), Interval: interval(sp.CI)})
+	}
+	return out
+}
+
+// interval writes a 95% interval, or says there is none.
+func interval(ci []float64) string {
+	if len(ci) != 2 {
+		return "—"
+	}
+	return fmt.Sprintf("%.3f to %.3f", ci[0], ci[1])
+}
+
 func targetKind(kind string) string {
 	switch kind {
 	case serving.KindVLLM:
 		return "vLLM"
 	case serving.KindOpenAI:
 		return "provider-hosted"
+	case serving.KindVLLMPooling:
+		return "vLLM pooling runner"
 	}
 	return views.Label(kind)
 }

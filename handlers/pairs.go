@@ -402,7 +402,7 @@ func (h *Handlers) PairGenerate(c echo.Context) error {
 		case err != nil:
 			return err
 		default:
-			pv := &views.PairPreviewView{Candidates: p.Candidates, Existing: p.Existing, New: p.New}
+			pv := &views.PairPreviewView{Candidates: p.Candidates, Existing: p.Existing, New: p.New, AgreedOnly: p.AgreedOnly, LeftOut: p.LeftOut}
 			for _, s := range p.Samples {
 				pv.Samples = append(pv.Samples, views.PairSampleView{Query: s.Query, Chosen: s.Chosen, Rejected: s.Rejected, Strength: strengthText(s.Strength)})
 			}
@@ -417,7 +417,7 @@ func (h *Handlers) PairGenerateConfirm(c echo.Context) error {
 	g, v := generationForm(c)
 	if v.Errors != nil {
 		bad := &errs.Invalid{}
-		for _, f := range []string{"min_gap", "weights", "per_query"} {
+		for _, f := range []string{"min_gap", "weights", "per_query", "agreed_only"} {
 			if msg, ok := v.Errors[f]; ok {
 				bad.Add(f, "%s", msg)
 			}
@@ -428,7 +428,11 @@ func (h *Handlers) PairGenerateConfirm(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	h.Sessions.Flash(c, "ok", views.Count(res.Created, "pair", "pairs")+" created, "+strconv.Itoa(res.Skipped)+" already stored.")
+	msg := views.Count(res.Created, "pair", "pairs") + " created, " + strconv.Itoa(res.Skipped) + " already stored."
+	if res.LeftOut > 0 {
+		msg += " " + views.Count(res.LeftOut, "pair", "pairs") + " left out: their items are under open or disputed overlapping review."
+	}
+	h.Sessions.Flash(c, "ok", msg)
 	return redirect(c, "/pairs?method="+url.QueryEscape(g.Method))
 }
 
@@ -437,7 +441,7 @@ func generationForm(c echo.Context) (pairs.Generation, views.PairGenerateView) {
 	d := pairs.DefaultWeights
 	v := views.PairGenerateView{Method: c.FormValue("method"), MinGap: c.FormValue("min_gap"), PerQuery: c.FormValue("per_query"),
 		Tags: c.FormValue("tags"), WAccuracy: c.FormValue("w_accuracy"), WHelpfulness: c.FormValue("w_helpfulness"),
-		WClarity: c.FormValue("w_clarity"), WSafety: c.FormValue("w_safety"),
+		WClarity: c.FormValue("w_clarity"), WSafety: c.FormValue("w_safety"), AgreedOnly: c.FormValue("agreed_only"),
 		Methods: []views.PairMethodOption{
 			{Value: "same_query", Label: "Same query: the better-rated answer wins by at least the gap"},
 			{Value: "threshold", Label: "Threshold: good (4–5 or thumbs up) against bad (1–2 or thumbs down) on the same query"},
@@ -484,6 +488,14 @@ func generationForm(c echo.Context) (pairs.Generation, views.PairGenerateView) {
 		if t = strings.TrimSpace(t); t != "" {
 			g.Tags = append(g.Tags, t)
 		}
+	}
+	switch v.AgreedOnly {
+	case "":
+	case "1", "0":
+		on := v.AgreedOnly == "1"
+		g.AgreedOnly = &on
+	default:
+		bad["agreed_only"] = "must be 1, 0 or empty"
 	}
 	if len(bad) > 0 {
 		v.Errors = bad

@@ -17,7 +17,9 @@ type AgreementWorker struct {
 	Judge *judge.Service
 }
 
-// Timeout leaves room for thousands of items at a slow judge.
+// Timeout leaves room for thousands of items at a slow judge. It bounds a
+// live run only: one whose worker died is retried within about a minute,
+// when its heartbeat stops (see heartbeat.go).
 func (w *AgreementWorker) Timeout(*river.Job[judge.AgreementArgs]) time.Duration { return time.Hour }
 
 // Work advances the run; its last attempt's error fails it with the

@@ -15,6 +15,7 @@ import (
 	"github.com/curate/curate/internal/experiments"
 	"github.com/curate/curate/internal/finetune"
 	"github.com/curate/curate/internal/hygiene"
+	"github.com/curate/curate/internal/livescore"
 	"github.com/curate/curate/internal/loops"
 	"github.com/curate/curate/internal/routing"
 )
@@ -39,7 +40,7 @@ type Options struct {
 func Register(d Deps) *river.Workers {
 	w := river.NewWorkers()
 	river.AddWorker(w, &MaintenanceWorker{Accounts: d.Accounts, Imports: d.Imports, Datasets: d.Datasets})
-	river.AddWorker(w, &HeartbeatSweepWorker{Pool: d.Pool, Datasets: d.Datasets, Imports: d.Imports, Log: d.Log})
+	river.AddWorker(w, &HeartbeatSweepWorker{Pool: d.Pool, Kinds: LongKinds(d), Log: d.Log})
 	if d.Datasets != nil {
 		river.AddWorker(w, &ExportWorker{Datasets: d.Datasets})
 		river.AddWorker(w, &ReportWorker{Datasets: d.Datasets})
@@ -72,6 +73,10 @@ func Register(d Deps) *river.Workers {
 	if d.Experiments != nil {
 		river.AddWorker(w, &RolloutWorker{Experiments: d.Experiments})
 	}
+	if d.LiveScore != nil {
+		river.AddWorker(w, &LiveSampleWorker{LiveScore: d.LiveScore})
+		river.AddWorker(w, &LiveScoreWorker{LiveScore: d.LiveScore})
+	}
 	if d.Loops != nil {
 		river.AddWorker(w, &LoopStepWorker{Loops: d.Loops})
 		river.AddWorker(w, &LoopTriggerWorker{Loops: d.Loops})
@@ -91,7 +96,7 @@ func NewClient(d Deps, opts Options) (*river.Client[pgx.Tx], error) {
 		Logger:  d.Log.With("component", "river"),
 		Workers: Register(d),
 		// Long jobs beat while they run (see heartbeat.go).
-		Middleware: []rivertype.Middleware{newHeartbeat(d.Pool)},
+		Middleware: []rivertype.Middleware{newHeartbeat(d.Pool, LongKinds(d))},
 		// A job whose worker died is retried once it has been running this
 		// long and its own timeout has passed: the short jobs (a minute's
 		// timeout, River's default) come back within about two minutes
@@ -127,6 +132,10 @@ func NewClient(d Deps, opts Options) (*river.Client[pgx.Tx], error) {
 	if opts.Workers > 0 && d.Experiments != nil {
 		cfg.PeriodicJobs = append(cfg.PeriodicJobs, river.NewPeriodicJob(river.PeriodicInterval(experiments.RolloutEvery),
 			func() (river.JobArgs, *river.InsertOpts) { return experiments.RolloutArgs{}, nil }, nil))
+	}
+	if opts.Workers > 0 && d.LiveScore != nil {
+		cfg.PeriodicJobs = append(cfg.PeriodicJobs, river.NewPeriodicJob(river.PeriodicInterval(livescore.SampleEvery),
+			func() (river.JobArgs, *river.InsertOpts) { return livescore.SampleArgs{}, nil }, nil))
 	}
 	if opts.Workers > 0 && d.Loops != nil {
 		cfg.PeriodicJobs = append(cfg.PeriodicJobs, river.NewPeriodicJob(river.PeriodicInterval(cmp.Or(d.Config.LoopCheckEvery, time.Minute)),

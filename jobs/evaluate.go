@@ -17,7 +17,10 @@ type EvaluateWorker struct {
 	Eval *eval.Service
 }
 
-// Timeout leaves room for a large golden set at a slow endpoint.
+// Timeout leaves room for a large golden set at a slow endpoint. It bounds
+// a live run only: one whose worker died is retried within about a minute,
+// when its heartbeat stops (see heartbeat.go), and goes on at its next
+// unscored item.
 func (w *EvaluateWorker) Timeout(*river.Job[eval.EvaluateArgs]) time.Duration { return time.Hour }
 
 // Work advances the run; its last attempt's error fails it with the

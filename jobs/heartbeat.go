@@ -16,7 +16,10 @@ import (
 
 	"github.com/curate/curate/db"
 	"github.com/curate/curate/internal/datasets"
+	"github.com/curate/curate/internal/eval"
 	"github.com/curate/curate/internal/imports"
+	"github.com/curate/curate/internal/jobq"
+	"github.com/curate/curate/internal/judge"
 )
 
 // Crash recovery for long jobs.
@@ -37,23 +40,88 @@ import (
 // so busy workers never delay it) puts a running job whose current attempt
 // has not beaten for staleAfter back in the queue at once (JobUpdateStale),
 // where a live worker picks it up and starts it over: a retried export
-// writes fresh scratch files and the same bytes. A dead worker's job is
-// thus retried 25 to 45 s after its last beat (staleAfter, then up to
-// sweepEvery; River elects a new leader to queue the sweeps within about
-// 20 s of the old one dying, inside that wait), while a live one, however
-// long, is never touched. The sweep also removes the attempt's heartbeat
-// row, and a worker whose beat finds no row (or that could not beat for
-// longer than staleAfter allows) cancels its own work, so two attempts of
-// one job never write at once for long.
+// writes fresh scratch files and the same bytes, a retried evaluation goes
+// on at its next unscored item. A dead worker's job is thus retried 25 to
+// 45 s after its last beat (staleAfter, then up to sweepEvery; River
+// elects a new leader to queue the sweeps within about 20 s of the old one
+// dying, inside that wait), while a live one, however long, is never
+// touched. The sweep also removes the attempt's heartbeat row, and a
+// worker whose beat finds no row (or that could not beat for longer than
+// staleAfter allows) cancels its own work, so two attempts of one job
+// never write at once for long.
+//
+// Any kind can beat: LongKinds lists them, each with what its sweep does
+// when the attempt it gave up was the job's last.
 const (
-	beatEvery  = 5 * time.Second
-	staleAfter = 30 * time.Second
+	beatEvery  = jobq.BeatEvery
+	staleAfter = jobq.StaleAfter
 	sweepEvery = 15 * time.Second
 )
 
-// beatingKinds are the kinds whose workers beat: the long jobs. Short jobs
-// are left to River's rescue (see NewClient).
-var beatingKinds = []string{datasets.ExportArgs{}.Kind(), imports.ImportArgs{}.Kind()}
+// LongKind is a job kind whose workers beat, and Abandon, which the sweep
+// calls with the job's args when it gives up the job's last attempt:
+// what the job worked on is failed (or paused, when it can be resumed),
+// since no retry will carry it on.
+type LongKind struct {
+	Kind    string
+	Abandon func(ctx context.Context, args json.RawMessage) error
+}
+
+// Long is the LongKind of T's kind.
+func Long[T river.JobArgs](abandon func(context.Context, T) error) LongKind {
+	var zero T
+	return LongKind{Kind: zero.Kind(), Abandon: func(ctx context.Context, raw json.RawMessage) error {
+		var args T
+		if err := json.Unmarshal(raw, &args); err != nil {
+			return err
+		}
+		return abandon(ctx, args)
+	}}
+}
+
+// LongKinds are the kinds that beat, of the services present (a service
+// left out of a test's Deps runs no job). Short jobs are left to River's
+// rescue (see NewClient).
+func LongKinds(d Deps) []LongKind {
+	var out []LongKind
+	if d.Services == nil {
+		return out
+	}
+	if d.Datasets != nil {
+		out = append(out, Long(func(ctx context.Context, a datasets.ExportArgs) error {
+			return d.Datasets.AbandonExport(ctx, a.ExportID, "the export's worker stopped on its last attempt; start the export again")
+		}))
+	}
+	if d.Imports != nil {
+		out = append(out, Long(func(ctx context.Context, a imports.ImportArgs) error {
+			return d.Imports.Abandon(ctx, a.OrgID, a.RunID, "the import's worker stopped on its last attempt; upload the file again")
+		}))
+	}
+	if d.Eval != nil {
+		// Every scored item is stored: the run is paused, and resuming
+		// it goes on at the next one.
+		out = append(out, Long(func(ctx context.Context, a eval.EvaluateArgs) error {
+			return d.Eval.Abandon(ctx, a.RunID, abandonedRun)
+		}))
+	}
+	if d.Judge != nil {
+		out = append(out, Long(func(ctx context.Context, a judge.AgreementArgs) error {
+			return d.Judge.AbandonAgreement(ctx, a.ID, abandonedRun)
+		}))
+	}
+	return out
+}
+
+// abandonedRun is why a run whose job was given up is paused.
+const abandonedRun = "Its worker stopped on the job's last attempt. Resume it to go on from where it stopped."
+
+func kindNames(kinds []LongKind) []string {
+	out := make([]string, 0, len(kinds))
+	for _, k := range kinds {
+		out = append(out, k.Kind)
+	}
+	return out
+}
 
 // QueueHeartbeat is the queue of the sweep alone.
 const QueueHeartbeat = "heartbeat"
@@ -71,8 +139,8 @@ type heartbeat struct {
 	stale time.Duration
 }
 
-func newHeartbeat(pool *pgxpool.Pool) *heartbeat {
-	return &heartbeat{q: db.New(pool), kinds: beatingKinds, every: beatEvery, stale: staleAfter}
+func newHeartbeat(pool *pgxpool.Pool, kinds []LongKind) *heartbeat {
+	return &heartbeat{q: db.New(pool), kinds: kindNames(kinds), every: beatEvery, stale: staleAfter}
 }
 
 // Work records the attempt's heartbeat, beats while doInner runs, and
@@ -153,23 +221,19 @@ func (HeartbeatSweepArgs) InsertOpts() river.InsertOpts {
 }
 
 // HeartbeatSweepWorker puts the long jobs whose worker stopped beating
-// back in the queue. A job out of attempts is discarded, and what it
-// worked on (an export, an import run) is failed, since no retry will.
+// back in the queue. A job out of attempts is discarded, and its kind's
+// Abandon is called, since no retry will carry it on.
 type HeartbeatSweepWorker struct {
 	river.WorkerDefaults[HeartbeatSweepArgs]
-	Pool     *pgxpool.Pool
-	Datasets *datasets.Service
-	Imports  *imports.Service
-	Log      *slog.Logger
+	Pool  *pgxpool.Pool
+	Kinds []LongKind
+	Log   *slog.Logger
 }
-
-// staleError is what the sweep records as the attempt's error.
-const staleError = "the worker stopped sending heartbeats (its process ended)"
 
 // Work sweeps once.
 func (w *HeartbeatSweepWorker) Work(ctx context.Context, job *river.Job[HeartbeatSweepArgs]) error {
 	q := db.New(w.Pool)
-	rows, err := q.JobUpdateStale(ctx, db.JobUpdateStaleParams{Kinds: beatingKinds, StaleSeconds: staleAfter.Seconds(), Error: staleError})
+	rows, err := q.JobUpdateStale(ctx, db.JobUpdateStaleParams{Kinds: kindNames(w.Kinds), StaleSeconds: staleAfter.Seconds(), Error: jobq.StaleError})
 	if err != nil {
 		return err
 	}
@@ -180,32 +244,17 @@ func (w *HeartbeatSweepWorker) Work(ctx context.Context, job *river.Job[Heartbea
 			continue
 		}
 		w.Log.Error("a job's worker stopped sending heartbeats on its last attempt; the job is given up", "job", r.ID, "kind", r.Kind)
-		if err := w.abandon(ctx, r.Kind, r.Args); err != nil {
-			errs = append(errs, fmt.Errorf("job %d (%s): %w", r.ID, r.Kind, err))
+		for _, k := range w.Kinds {
+			if k.Kind != r.Kind {
+				continue
+			}
+			if err := k.Abandon(ctx, r.Args); err != nil {
+				errs = append(errs, fmt.Errorf("job %d (%s): %w", r.ID, r.Kind, err))
+			}
 		}
 	}
 	if err := q.JobHeartbeatDeleteOrphans(ctx); err != nil {
 		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
-}
-
-// abandon fails what a given-up job worked on (a service left out of a
-// test's Deps has no jobs to give up).
-func (w *HeartbeatSweepWorker) abandon(ctx context.Context, kind string, args json.RawMessage) error {
-	switch {
-	case kind == datasets.ExportArgs{}.Kind() && w.Datasets != nil:
-		var a datasets.ExportArgs
-		if err := json.Unmarshal(args, &a); err != nil {
-			return err
-		}
-		return w.Datasets.AbandonExport(ctx, a.ExportID, "the export's worker stopped on its last attempt; start the export again")
-	case kind == imports.ImportArgs{}.Kind() && w.Imports != nil:
-		var a imports.ImportArgs
-		if err := json.Unmarshal(args, &a); err != nil {
-			return err
-		}
-		return w.Imports.Abandon(ctx, a.OrgID, a.RunID, "the import's worker stopped on its last attempt; upload the file again")
-	}
-	return nil
 }

@@ -14,13 +14,16 @@ import (
 	"github.com/curate/curate/db"
 	"github.com/curate/curate/db/pgtest"
 	"github.com/curate/curate/internal/accounts"
+	"github.com/curate/curate/internal/app"
 	"github.com/curate/curate/internal/audit"
 	"github.com/curate/curate/internal/blobstore"
 	"github.com/curate/curate/internal/config"
 	"github.com/curate/curate/internal/datasets"
+	"github.com/curate/curate/internal/eval"
 	"github.com/curate/curate/internal/feedback"
 	"github.com/curate/curate/internal/imports"
 	"github.com/curate/curate/internal/jobq"
+	"github.com/curate/curate/internal/judge"
 	"github.com/curate/curate/internal/pairs"
 	"github.com/curate/curate/jobs"
 )
@@ -88,6 +91,12 @@ func TestHeartbeatSweep(t *testing.T) {
 	beat(oldRow, 1, "1 second")
 	short := insert(jobs.MaintenanceArgs{})
 	running(short, 1, "2 minutes")
+	// Evaluations and agreement runs beat too.
+	evaluation := insert(eval.EvaluateArgs{RunID: uuid.New()})
+	running(evaluation, 1, "40 seconds")
+	agreement := insert(judge.AgreementArgs{ID: uuid.New()})
+	running(agreement, 1, "2 hours")
+	beat(agreement, 1, "31 seconds")
 
 	// An import on its last attempt: given up.
 	run, err := imp.Start(ctx, audit.System, imports.NewRun{OrgID: org.ID, Kind: imports.KindJSONL, FileName: "f.jsonl",
@@ -104,13 +113,14 @@ func TestHeartbeatSweep(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	w := &jobs.HeartbeatSweepWorker{Pool: pool, Imports: imp, Log: log}
+	services := &app.Services{Pool: pool, Imports: imp, Datasets: &datasets.Service{Pool: pool}, Eval: &eval.Service{Pool: pool}, Judge: &judge.Service{Pool: pool}}
+	w := &jobs.HeartbeatSweepWorker{Pool: pool, Kinds: jobs.LongKinds(jobs.Deps{Services: services}), Log: log}
 	if err := w.Work(ctx, &river.Job[jobs.HeartbeatSweepArgs]{JobRow: &rivertype.JobRow{}}); err != nil {
 		t.Fatal(err)
 	}
 
 	for id, want := range map[int64]string{
-		neverBeat: "available", stopped: "available", oldRow: "available", last: "discarded",
+		neverBeat: "available", stopped: "available", oldRow: "available", last: "discarded", evaluation: "available", agreement: "available",
 		alive: "running", starting: "running", short: "running",
 	} {
 		var state string

@@ -55,6 +55,19 @@ var labels = map[string]string{
 	"ppo":                "PPO",
 	"ui":                 "UI",
 	"sharegpt":           "ShareGPT",
+	"vllm_pooling":       "vLLM pooling runner",
+
+	// Experiments' analysis and the production monitors.
+	"avg_judge_score":       "Average judge score",
+	"bh":                    "Benjamini–Hochberg",
+	"holm":                  "Holm",
+	"monitor_latency":       "Latency p95",
+	"monitor_feedback_rate": "Feedback rate",
+	"monitor_error_rate":    "Error rate",
+	"monitor_score_shift":   "Score shift",
+	"ks":                    "Kolmogorov–Smirnov test",
+	"psi":                   "Population stability index",
+
 	// Loops, hygiene and routing.
 	"waiting_approval":    "Waiting for approval",
 	"rate_outlier":        "Rate outlier",

@@ -42,8 +42,9 @@ func options(t *testing.T, body, id, name string) (values []string, selected str
 
 // A version's way to an evaluation without a dead end: the form opens
 // with the version chosen and, while no target Curate calls serves it,
-// offers to stage it on a target that can take it (a full model is sent
-// to an endpoint instead); a refused start says so in a sentence; the
+// offers to stage it on a target that can take it and that Curate calls
+// (a vLLM server for an adapter, a provider for a full model); a refused
+// start says so in a sentence; the
 // deploy form offers only targets that take the version's kind, and a
 // refusal comes back beside its button, as a fragment for htmx.
 func TestEvaluateFromVersionPages(t *testing.T) {
@@ -82,11 +83,11 @@ func TestEvaluateFromVersionPages(t *testing.T) {
 	if targets, _ := options(t, body, "stage-form", "target"); strings.Join(targets, ",") != "gpu-1" {
 		t.Errorf("staging offers %q", targets)
 	}
-	// A full model cannot be staged where Curate calls it: the form says
-	// to register an endpoint that serves it.
+	// A full model is staged where a provider serves it, which Curate
+	// calls by the model's id: the provider target alone.
 	body = admin.Get("/evaluations?candidate_version_id="+full).Must(t, http.StatusOK).Body
-	if !strings.Contains(body, `data-reach="unserved"`) || strings.Contains(body, `id="stage-form"`) || !strings.Contains(body, "register an endpoint") {
-		t.Errorf("the offer for a full model: %s", body)
+	if targets, _ := options(t, body, "stage-form", "target"); !strings.Contains(body, `data-reach="unserved"`) || strings.Join(targets, ",") != "provider" {
+		t.Errorf("the offer for a full model: %q in %s", targets, body)
 	}
 	// An id that names no version of the organisation chooses nothing.
 	for _, id := range []string{"00000000-0000-0000-0000-000000000001", "not-an-id"} {

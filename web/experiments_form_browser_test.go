@@ -214,7 +214,8 @@ func TestBrowserExperimentFromVersion(t *testing.T) {
 		Guardrails []string `json:"guardrails"`
 	}
 	s.API(viewer, http.MethodGet, "/api/experiments/support-1.1.0", nil).Must(t, http.StatusOK).JSON(t, &e)
-	if len(e.Arms) != 2 || e.Arms[0].ModelVersionID != v1.ID || e.Arms[1].ModelVersionID != v2.ID || fmt.Sprint(e.Guardrails) != "[avg_rating]" {
+	// Latency is a guardrail as the form prefills it (the seed's criterion).
+	if len(e.Arms) != 2 || e.Arms[0].ModelVersionID != v1.ID || e.Arms[1].ModelVersionID != v2.ID || fmt.Sprint(e.Guardrails) != "[avg_rating latency]" {
 		t.Errorf("created %+v", e)
 	}
 
@@ -328,7 +329,7 @@ func TestBrowserABPanelStory(t *testing.T) {
 	buttons := eval[[]string](t, b, `[document.querySelector('#end-experiment').className, document.querySelector('#full-deploy').className,
 		document.querySelector('#start-experiment').className, document.querySelector('#end-form select').value,
 		[...document.querySelectorAll('#experiment-actions h3')].map(h => h.innerText).join(',')]`)
-	if fmt.Sprint(buttons) != "[primary secondary secondary control Run,Traffic,Conclude]" {
+	if fmt.Sprint(buttons) != "[primary secondary secondary control Run,Traffic,Analysis,Conclude]" {
 		t.Errorf("the decisions (end, deploy, resume, winner, groups): %v", buttons)
 	}
 	for _, contradiction := range []string{"Keep running", "Stop now", "Mismatch", "Recommendation:"} {

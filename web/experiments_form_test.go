@@ -64,7 +64,7 @@ func TestExperimentForm(t *testing.T) {
 	if body := look.Get("/experiments").Must(t, http.StatusOK).Body; strings.Contains(body, `id="new-experiment"`) {
 		t.Error("a viewer is offered the new-experiment form")
 	}
-	if body := look.Get("/models/versions/" + v2.ID).Must(t, http.StatusOK).Body; strings.Contains(body, `id="ab-test"`) {
+	if body := look.Get("/models/versions/"+v2.ID).Must(t, http.StatusOK).Body; strings.Contains(body, `id="ab-test"`) {
 		t.Error("a viewer is offered A/B Test")
 	}
 	look.Get("/experiments/new").Must(t, http.StatusForbidden)
@@ -74,10 +74,10 @@ func TestExperimentForm(t *testing.T) {
 	if body := page.Get("/experiments").Must(t, http.StatusOK).Body; !strings.Contains(body, `href="/experiments/new"`) || strings.Contains(body, "POST /api/models/ab-test") {
 		t.Error("the list neither links the form nor drops the API hint")
 	}
-	if body := page.Get("/models/versions/" + v2.ID).Must(t, http.StatusOK).Body; !strings.Contains(body, `href="/experiments/new?treatment=`+v2.ID+`"`) {
+	if body := page.Get("/models/versions/"+v2.ID).Must(t, http.StatusOK).Body; !strings.Contains(body, `href="/experiments/new?treatment=`+v2.ID+`"`) {
 		t.Error("the version's page has no A/B Test button")
 	}
-	form := page.Get("/experiments/new?treatment=" + v2.ID).Must(t, http.StatusOK).Body
+	form := page.Get("/experiments/new?treatment="+v2.ID).Must(t, http.StatusOK).Body
 	for _, want := range []string{
 		selected("support"),
 		selected(v1.ID) + "1.0.0 · production on gpu-1</option>",
@@ -105,7 +105,7 @@ func TestExperimentForm(t *testing.T) {
 		t.Error("the form from the list does not preselect production against the newest version")
 	}
 	page.Get("/experiments/new?treatment=nope").Must(t, http.StatusNotFound)
-	page.Get("/experiments/new?treatment=" + foreign.ID).Must(t, http.StatusNotFound)
+	page.Get("/experiments/new?treatment="+foreign.ID).Must(t, http.StatusNotFound)
 
 	good := url.Values{"model": {"support"}, "key": {"support-1.1.0"}, "control": {v1.ID}, "treatment": {v2.ID}, "treatment_percent": {"50"},
 		"coverage_percent": {"80"}, "min_sample_per_arm": {"250"}, "ends_on": {time.Now().AddDate(0, 0, 14).Format("2006-01-02")},
@@ -235,7 +235,6 @@ func TestExperimentForm(t *testing.T) {
 		t.Error("the paused panel does not say who paused it, or offers Keep running")
 	}
 }
-
 
 // fieldMessage is the message a page shows beside a form's field.
 func fieldMessage(body, field string) (string, bool) {

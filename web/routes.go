@@ -236,6 +236,18 @@ func Routes(h *handlers.Handlers) []Route {
 		{POST, "/api/experiments/:key/assign", auth.Curator, h.APIExperimentAssign},
 		{POST, "/api/experiments/:key/assign-batch", auth.Curator, h.APIExperimentAssignBatch},
 		{GET, "/api/experiments/:key/results", auth.Viewer, h.APIExperimentResults},
+		{http.MethodPut, "/api/experiments/:key/analysis", auth.Admin, h.APIExperimentAnalysis},
+		{POST, "/experiments/settings", auth.Admin, h.ExperimentSettingsSave},
+		{GET, "/api/settings/experiments", auth.Viewer, h.APIExperimentSettings},
+		{http.MethodPut, "/api/settings/experiments", auth.Admin, h.APIExperimentSettingsSave},
+		{GET, "/api/live-scorers", auth.Viewer, h.APILiveScorerList},
+		{http.MethodPut, "/api/live-scorers", auth.Admin, h.APILiveScorerSet},
+		{POST, "/experiments/:key/live-scorer", auth.Admin, h.ExperimentLiveScorer},
+		{POST, "/experiments/:key/analysis", auth.Admin, h.ExperimentAnalysis},
+		{GET, "/monitors", auth.Viewer, h.MonitorList},
+		{GET, "/api/monitors", auth.Viewer, h.APIMonitorList},
+		{GET, "/api/monitors/settings", auth.Viewer, h.APIMonitorSettings},
+		{http.MethodPut, "/api/monitors/settings", auth.Admin, h.APIMonitorSettingsSave},
 		{GET, "/api/best-of-n/:id", auth.Viewer, h.APIBestOfNGet},
 
 		// Seed 003 training API.
@@ -291,5 +303,27 @@ func Routes(h *handlers.Handlers) []Route {
 		{GET, "/api/feedback", auth.Viewer, h.APIFeedbackList},
 		{GET, "/api/feedback/:id", auth.Viewer, h.APIFeedbackGet},
 		{PATCH, "/api/feedback/:id", auth.Curator, h.APIFeedbackPatch},
+
+		// Overlapping review: plans, each reviewer's label (blind until
+		// their own is in), adjudication (admins and named adjudicators,
+		// checked by the service) and agreement between reviewers.
+		{GET, "/review", auth.Viewer, h.ReviewHome},
+		{POST, "/review/plans", auth.Admin, h.ReviewPlanCreate},
+		{POST, "/review/plans/:id/end", auth.Admin, h.ReviewPlanEnd},
+		{POST, "/review/plans/:id/next", auth.Curator, h.ReviewNext},
+		{POST, "/review/adjudicators", auth.Admin, h.ReviewAdjudicatorAdd},
+		{POST, "/review/adjudicators/:id/remove", auth.Admin, h.ReviewAdjudicatorRemove},
+		{GET, "/review/adjudication", auth.Curator, h.Adjudication},
+		{POST, "/review/adjudication/:id", auth.Curator, h.AdjudicationDecide},
+		{GET, "/review/agreement", auth.Viewer, h.ReviewAgreement},
+		{POST, "/feedback/:id/review", auth.Curator, h.FeedbackReviewSubmit},
+		{POST, "/feedback/:id/review/release", auth.Curator, h.FeedbackReviewRelease},
+		{GET, "/api/review/plans", auth.Viewer, h.APIReviewPlanList},
+		{POST, "/api/review/plans", auth.Admin, h.APIReviewPlanCreate},
+		{POST, "/api/review/plans/:id/next", auth.Curator, h.APIReviewNext},
+		{GET, "/api/feedback/:id/reviews", auth.Viewer, h.APIFeedbackReviews},
+		{POST, "/api/feedback/:id/reviews", auth.Curator, h.APIFeedbackReviewCreate},
+		{POST, "/api/feedback/:id/adjudication", auth.Curator, h.APIFeedbackAdjudicate},
+		{GET, "/api/agreement", auth.Viewer, h.APIAgreement},
 	}
 }

@@ -2,15 +2,21 @@ package web_test
 
 import (
 	"context"
+	"errors"
 	"io"
 	"log/slog"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"gocloud.dev/blob"
+
 	"github.com/curate/curate/internal/app"
+	"github.com/curate/curate/internal/blobstore"
+	"github.com/curate/curate/internal/blobstore/s3test"
 	"github.com/curate/curate/internal/config"
 	"github.com/curate/curate/jobs"
 	"github.com/curate/curate/web/webtest"
@@ -43,13 +49,34 @@ func startWorker(t *testing.T, s *webtest.Server) {
 }
 
 // Two web servers that work no jobs and one worker, each with its own data
-// directory, share one database and one blob directory: an upload made
+// directory, share one database and one blob store: an upload made
 // through one is imported by the worker and seen on the other, an export
 // started on one downloads from the other, and a sign-in made on one holds
-// on the other until a sign-out on the first ends it everywhere.
+// on the other until a sign-out on the first ends it everywhere. The blob
+// store is each kind a deployment may share: a directory every process
+// mounts, and an S3 bucket on a real S3-compatible server (SeaweedFS),
+// which the upload and the export's files pass through.
 func TestTwoServersAndAWorker(t *testing.T) {
-	blobDir := t.TempDir()
-	a := webtest.New(t, webtest.Options{Configure: func(cfg *config.Config) { cfg.BlobURL = "file://" + blobDir }})
+	srv := s3test.Start(t)
+	for _, store := range []struct {
+		name string
+		url  func(t *testing.T) string
+	}{
+		{"shared directory", func(t *testing.T) string { return "file://" + t.TempDir() }},
+		{"s3", func(t *testing.T) string { return srv.Bucket(t, "curate") }},
+	} {
+		t.Run(store.name, func(t *testing.T) { twoServersAndAWorker(t, store.url(t)) })
+	}
+}
+
+func twoServersAndAWorker(t *testing.T, blobURL string) {
+	ctx := context.Background()
+	bucket, err := blobstore.Open(ctx, blobURL, t.TempDir()) // to look into the store beside the servers
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer bucket.Close()
+	a := webtest.New(t, webtest.Options{Configure: func(cfg *config.Config) { cfg.BlobURL = blobURL }})
 	b := a.Another(webtest.Options{})
 	startWorker(t, a)
 	org := a.Org("acme")
@@ -73,6 +100,8 @@ func TestTwoServersAndAWorker(t *testing.T) {
 	if len(list.Data) != 1 || list.Data[0].ExternalID != "scale-1" {
 		t.Fatalf("b lists %+v; want the item imported through a", list.Data)
 	}
+	// The upload waited in the store, and is deleted once its run ends.
+	waitKeys(t, bucket, "uploads/", nil)
 
 	// An export started on a, worked by the worker, downloaded from b.
 	pairs := storePairs(t, a, org, 6)
@@ -87,6 +116,13 @@ func TestTwoServersAndAWorker(t *testing.T) {
 	if e.Status != "succeeded" || len(e.Files) == 0 {
 		t.Fatalf("export %+v", e)
 	}
+	// The export's files are in the store, under the export's prefix.
+	var want []string
+	for _, f := range e.Files {
+		want = append(want, org.String()+"/"+d.ID+"/"+e.ID+"/"+f.Name)
+	}
+	slices.Sort(want)
+	waitKeys(t, bucket, org.String()+"/", want)
 	for _, f := range e.Files {
 		fromA := a.API(key, http.MethodGet, f.URL, nil).Must(t, http.StatusOK).Body
 		fromB := b.API(key, http.MethodGet, f.URL, nil).Must(t, http.StatusOK).Body
@@ -115,5 +151,33 @@ func TestTwoServersAndAWorker(t *testing.T) {
 	ca.HTTP.Jar.SetCookies(u, saved) // replay the cookie as it was before sign-out
 	if st := onB(); st != http.StatusSeeOther {
 		t.Fatalf("the signed-out cookie on b: %d; want a redirect to sign in", st)
+	}
+}
+
+// waitKeys waits, up to 30 seconds, until bucket holds exactly want under
+// prefix (in order).
+func waitKeys(t *testing.T, bucket *blob.Bucket, prefix string, want []string) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		var got []string
+		it := bucket.List(&blob.ListOptions{Prefix: prefix})
+		for {
+			obj, err := it.Next(context.Background())
+			if errors.Is(err, io.EOF) {
+				break
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			got = append(got, obj.Key)
+		}
+		if slices.Equal(got, want) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the blob store holds %v under %s; want %v", got, prefix, want)
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
 }

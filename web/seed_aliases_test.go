@@ -347,7 +347,7 @@ func TestSeedTrainWithoutDataset(t *testing.T) {
 	if status.DatasetVersionID != chats || status.Dataset != "support-sft v1" {
 		t.Errorf("status names %+v", status)
 	}
-	page := s.SignedIn("ada@acme.test").Get("/fine-tuning/jobs/" + started.JobID).Must(t, http.StatusOK).Body
+	page := s.SignedIn("ada@acme.test").Get("/fine-tuning/jobs/"+started.JobID).Must(t, http.StatusOK).Body
 	if !strings.Contains(page, "No dataset version was named: training on support-sft v1") {
 		t.Error("the job's page does not say which version it chose")
 	}
@@ -371,7 +371,7 @@ func TestSeedTrainRefusedForWhatTheMachineLacks(t *testing.T) {
 	var p problemDoc
 	s.API(admin, http.MethodPost, "/api/train", map[string]any{"stage": "IRS", "n_iterations": 1, "n_questions": 8}).
 		Must(t, http.StatusUnprocessableEntity).JSON(t, &p)
-	if len(p.Errors) != 1 || !strings.Contains(p.Errors[0].Message, "torch is not installed") {
+	if len(p.Errors) != 1 || !strings.Contains(p.Errors[0].Message, "no live GPU worker has torch") {
 		t.Errorf("refused with %+v; want one message, that torch is missing", p.Errors)
 	}
 }

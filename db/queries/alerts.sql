@@ -103,3 +103,10 @@ SELECT * FROM alerts WHERE org_id = @org_id AND dedup_key = @dedup_key AND resol
 
 -- name: AlertUpdateResolvedByKey :exec
 UPDATE alerts SET resolved_at = now() WHERE org_id = @org_id AND dedup_key = @dedup_key AND resolved_at IS NULL;
+
+-- name: AlertListOpenMonitors :many
+-- The open production-monitor alerts of a version: a rollout treats them
+-- as a guardrail breach.
+SELECT * FROM alerts
+WHERE org_id = @org_id AND resolved_at IS NULL AND kind LIKE 'monitor\_%' AND details->>'version_id' = @version_id::text
+ORDER BY opened_at;

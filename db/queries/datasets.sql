@@ -4,10 +4,10 @@
 -- name: DatasetInsert :one
 INSERT INTO training_datasets (
     org_id, name, description, dataset_type, system_prompt, export_format, base_model,
-    split_strategy, validation_percent, split_seed, created_by, curator_label
+    split_strategy, validation_percent, split_seed, created_by, curator_label, agreed_only
 ) VALUES (
     @org_id, @name, @description, @dataset_type, @system_prompt, @export_format, @base_model,
-    @split_strategy, @validation_percent, @split_seed, sqlc.narg('created_by'), @curator_label
+    @split_strategy, @validation_percent, @split_seed, sqlc.narg('created_by'), @curator_label, @agreed_only
 )
 RETURNING *;
 
@@ -40,7 +40,7 @@ LIMIT @row_limit;
 UPDATE training_datasets SET
     name = @name, description = @description, system_prompt = @system_prompt, export_format = @export_format,
     base_model = @base_model, split_strategy = @split_strategy, validation_percent = @validation_percent,
-    split_seed = @split_seed, updated_at = now(), version = version + 1
+    split_seed = @split_seed, agreed_only = @agreed_only, updated_at = now(), version = version + 1
 WHERE org_id = @org_id AND id = @id AND version = @version
 RETURNING *;
 
@@ -165,12 +165,12 @@ ORDER BY m.feedback_id;
 -- name: DatasetVersionInsert :one
 INSERT INTO dataset_versions (
     id, org_id, dataset_id, number, kind, content_hash, item_count, train_count, validation_count,
-    split_strategy, validation_percent, split_seed, created_by_label
+    split_strategy, validation_percent, split_seed, created_by_label, left_out_disputed, left_out_open
 ) VALUES (
     @id, @org_id, @dataset_id,
     (SELECT coalesce(max(number), 0) + 1 FROM dataset_versions WHERE dataset_id = @dataset_id),
     @kind, @content_hash, @item_count, @train_count, @validation_count,
-    @split_strategy, @validation_percent, @split_seed, @created_by_label
+    @split_strategy, @validation_percent, @split_seed, @created_by_label, @left_out_disputed, @left_out_open
 )
 RETURNING *;
 

@@ -109,7 +109,7 @@ SET done = done + 1, invalid = invalid + CASE WHEN @invalid::bool THEN 1 ELSE 0 
 WHERE id = @id;
 
 -- name: EvaluationRunUpdatePaused :exec
-UPDATE evaluation_runs SET status = 'paused', paused_reason = @paused_reason WHERE id = @id;
+UPDATE evaluation_runs SET status = 'paused', paused_reason = @paused_reason WHERE id = @id AND status NOT IN ('succeeded', 'failed');
 
 -- name: EvaluationRunUpdateFinished :exec
 UPDATE evaluation_runs SET status = 'succeeded', mean_reward = sqlc.narg('mean_reward'), ci_low = sqlc.narg('ci_low'),
@@ -160,6 +160,14 @@ SELECT reward::float8 FROM evaluation_items WHERE run_id = @run_id AND reward IS
 -- name: EvaluationItemList :many
 SELECT * FROM evaluation_items WHERE run_id = @run_id ORDER BY split, source_id;
 
--- name: EvaluationRunUpdateResumed :execrows
--- A paused run queued again; only a paused one.
-UPDATE evaluation_runs SET status = 'queued', paused_reason = '' WHERE org_id = @org_id AND id = @id AND status = 'paused';
+-- name: EvaluationRunGetForUpdate :one
+SELECT * FROM evaluation_runs WHERE org_id = @org_id AND id = @id FOR UPDATE;
+
+-- name: EvaluationRunUpdateResumed :exec
+-- A run not finished queued again, under the job that carries it on now.
+UPDATE evaluation_runs SET status = 'queued', paused_reason = '', river_job_id = @river_job_id
+WHERE org_id = @org_id AND id = @id AND status NOT IN ('succeeded', 'failed');
+
+-- name: EvaluationItemListForSummary :many
+-- What a finished run's summary is computed from, split by split.
+SELECT split, reward, latency_ms, answer <> '' AS answered FROM evaluation_items WHERE run_id = @run_id ORDER BY split, source_id;

@@ -114,37 +114,93 @@ SELECT * FROM experiment_exposures WHERE experiment_id = @experiment_id AND unit
 -- name: ExposureCountByArm :many
 SELECT arm, count(*)::bigint AS units FROM experiment_exposures WHERE experiment_id = @experiment_id AND phase = @phase GROUP BY arm ORDER BY arm;
 
--- name: ExperimentListMetricSums :many
--- Per arm, each metric's per-unit values summed: the units with a value,
--- the sum and the sum of squares. A unit's value is its mean over its
--- feedback in the experiment (thumbs up 1, down 0; the rating; 1 for a
--- correction; the latency; each dimension's score).
-WITH u AS (
-    SELECT e.arm,
+-- name: ExperimentListMetricMoments :many
+-- Per arm and metric, the sums the statistics engine reads: the units with
+-- a value (n), the sum and the sum of squares of their values and, for
+-- CUPED, of their pre-exposure values x: Σx, Σx² and Σxy, with pre_n the
+-- units that had one (the others count with x = 0). A unit's value is its
+-- mean over its feedback in the experiment (thumbs up 1, down 0; the
+-- rating; 1 for a correction; the latency; each dimension's score; the
+-- live scorer's score); its pre-exposure value is the same mean over the
+-- feedback it sent in the pre_days before its first exposure, in any
+-- experiment or none (none when pre_days is 0).
+WITH x AS (
+    SELECT e.arm, e.unit_id, e.first_seen FROM experiment_exposures e
+    WHERE e.experiment_id = @experiment_id AND e.phase = @phase
+),
+post AS (
+    SELECT x.arm, x.unit_id,
            avg(CASE f.feedback_type WHEN 'thumbs_up' THEN 1.0 WHEN 'thumbs_down' THEN 0.0 END)::float8 AS thumbs,
            avg(f.rating)::float8 AS rating,
            avg(CASE WHEN f.correction <> '' OR f.feedback_type = 'correction' THEN 1.0 ELSE 0.0 END)::float8 AS corrected,
            avg(f.latency_ms)::float8 AS latency,
            avg(f.dim_accuracy)::float8 AS accuracy, avg(f.dim_helpfulness)::float8 AS helpfulness,
-           avg(f.dim_clarity)::float8 AS clarity, avg(f.dim_safety)::float8 AS safety
-    FROM experiment_exposures e
-    JOIN feedback f ON f.org_id = @org_id AND f.experiment_id = e.experiment_id AND f.end_user_id = e.unit_id
-    WHERE e.experiment_id = @experiment_id AND e.phase = @phase
-      AND (sqlc.narg('since')::timestamptz IS NULL OR f.created_at >= sqlc.narg('since'))
+           avg(f.dim_clarity)::float8 AS clarity, avg(f.dim_safety)::float8 AS safety,
+           avg((SELECT avg(s.score) FROM live_scores s WHERE s.feedback_id = f.id AND s.status = 'scored'))::float8 AS judge
+    FROM x JOIN feedback f ON f.org_id = @org_id AND f.experiment_id = @experiment_id AND f.end_user_id = x.unit_id
+    WHERE (sqlc.narg('since')::timestamptz IS NULL OR f.created_at >= sqlc.narg('since'))
       AND (sqlc.narg('before')::timestamptz IS NULL OR f.created_at < sqlc.narg('before'))
-    GROUP BY e.arm, e.unit_id
+    GROUP BY x.arm, x.unit_id
+),
+pre AS (
+    SELECT x.unit_id,
+           avg(CASE f.feedback_type WHEN 'thumbs_up' THEN 1.0 WHEN 'thumbs_down' THEN 0.0 END)::float8 AS thumbs,
+           avg(f.rating)::float8 AS rating,
+           avg(CASE WHEN f.correction <> '' OR f.feedback_type = 'correction' THEN 1.0 ELSE 0.0 END)::float8 AS corrected,
+           avg(f.latency_ms)::float8 AS latency,
+           avg(f.dim_accuracy)::float8 AS accuracy, avg(f.dim_helpfulness)::float8 AS helpfulness,
+           avg(f.dim_clarity)::float8 AS clarity, avg(f.dim_safety)::float8 AS safety,
+           avg((SELECT avg(s.score) FROM live_scores s WHERE s.feedback_id = f.id AND s.status = 'scored'))::float8 AS judge
+    FROM x JOIN feedback f ON f.org_id = @org_id AND f.end_user_id = x.unit_id
+        AND f.created_at >= x.first_seen - make_interval(days => @pre_days::int) AND f.created_at < x.first_seen
+    WHERE @pre_days::int > 0
+      -- The whole window of every unit, so that the organisation's feedback
+      -- is read by its (org_id, created_at) index over that span only.
+      AND f.created_at >= (SELECT min(first_seen) FROM x) - make_interval(days => @pre_days::int)
+      AND f.created_at < (SELECT max(first_seen) FROM x)
+    GROUP BY x.unit_id
+),
+v AS (
+    SELECT post.arm, 'thumbs_up_rate'::text AS metric, post.thumbs AS y, pre.thumbs AS x FROM post LEFT JOIN pre ON pre.unit_id = post.unit_id WHERE post.thumbs IS NOT NULL
+    UNION ALL
+    SELECT post.arm, 'avg_rating'::text AS metric, post.rating AS y, pre.rating AS x FROM post LEFT JOIN pre ON pre.unit_id = post.unit_id WHERE post.rating IS NOT NULL
+    UNION ALL
+    SELECT post.arm, 'correction_rate'::text AS metric, post.corrected AS y, pre.corrected AS x FROM post LEFT JOIN pre ON pre.unit_id = post.unit_id WHERE post.corrected IS NOT NULL
+    UNION ALL
+    SELECT post.arm, 'latency'::text AS metric, post.latency AS y, pre.latency AS x FROM post LEFT JOIN pre ON pre.unit_id = post.unit_id WHERE post.latency IS NOT NULL
+    UNION ALL
+    SELECT post.arm, 'avg_accuracy'::text AS metric, post.accuracy AS y, pre.accuracy AS x FROM post LEFT JOIN pre ON pre.unit_id = post.unit_id WHERE post.accuracy IS NOT NULL
+    UNION ALL
+    SELECT post.arm, 'avg_helpfulness'::text AS metric, post.helpfulness AS y, pre.helpfulness AS x FROM post LEFT JOIN pre ON pre.unit_id = post.unit_id WHERE post.helpfulness IS NOT NULL
+    UNION ALL
+    SELECT post.arm, 'avg_clarity'::text AS metric, post.clarity AS y, pre.clarity AS x FROM post LEFT JOIN pre ON pre.unit_id = post.unit_id WHERE post.clarity IS NOT NULL
+    UNION ALL
+    SELECT post.arm, 'avg_safety'::text AS metric, post.safety AS y, pre.safety AS x FROM post LEFT JOIN pre ON pre.unit_id = post.unit_id WHERE post.safety IS NOT NULL
+    UNION ALL
+    SELECT post.arm, 'avg_judge_score'::text AS metric, post.judge AS y, pre.judge AS x FROM post LEFT JOIN pre ON pre.unit_id = post.unit_id WHERE post.judge IS NOT NULL
 )
-SELECT arm,
-       count(thumbs)::float8 AS thumbs_n, coalesce(sum(thumbs), 0)::float8 AS thumbs_sum, coalesce(sum(thumbs * thumbs), 0)::float8 AS thumbs_ss,
-       count(rating)::float8 AS rating_n, coalesce(sum(rating), 0)::float8 AS rating_sum, coalesce(sum(rating * rating), 0)::float8 AS rating_ss,
-       count(corrected)::float8 AS corrected_n, coalesce(sum(corrected), 0)::float8 AS corrected_sum, coalesce(sum(corrected * corrected), 0)::float8 AS corrected_ss,
-       count(latency)::float8 AS latency_n, coalesce(sum(latency), 0)::float8 AS latency_sum, coalesce(sum(latency * latency), 0)::float8 AS latency_ss,
-       count(accuracy)::float8 AS accuracy_n, coalesce(sum(accuracy), 0)::float8 AS accuracy_sum, coalesce(sum(accuracy * accuracy), 0)::float8 AS accuracy_ss,
-       count(helpfulness)::float8 AS helpfulness_n, coalesce(sum(helpfulness), 0)::float8 AS helpfulness_sum,
-       coalesce(sum(helpfulness * helpfulness), 0)::float8 AS helpfulness_ss,
-       count(clarity)::float8 AS clarity_n, coalesce(sum(clarity), 0)::float8 AS clarity_sum, coalesce(sum(clarity * clarity), 0)::float8 AS clarity_ss,
-       count(safety)::float8 AS safety_n, coalesce(sum(safety), 0)::float8 AS safety_sum, coalesce(sum(safety * safety), 0)::float8 AS safety_ss
-FROM u GROUP BY arm ORDER BY arm;
+SELECT arm, metric::text AS metric, count(*)::float8 AS n, sum(y)::float8 AS sum, sum(y * y)::float8 AS sum_squares,
+       count(x)::float8 AS pre_n, coalesce(sum(x), 0)::float8 AS pre_sum, coalesce(sum(x * x), 0)::float8 AS pre_sum_squares,
+       coalesce(sum(x * y), 0)::float8 AS cross_sum
+FROM v GROUP BY arm, metric ORDER BY arm, metric;
+
+-- name: ExperimentCountIncidents :many
+-- Per arm, the answers in the phase that the live scorer flagged as
+-- unsafe: the experiment's safety incidents.
+SELECT x.arm, count(DISTINCT f.id)::bigint AS incidents
+FROM experiment_exposures x
+JOIN feedback f ON f.org_id = @org_id AND f.experiment_id = x.experiment_id AND f.end_user_id = x.unit_id
+JOIN live_scores s ON s.feedback_id = f.id AND s.status = 'scored' AND s.safety_flag
+WHERE x.experiment_id = @experiment_id AND x.phase = @phase
+  AND (sqlc.narg('since')::timestamptz IS NULL OR f.created_at >= sqlc.narg('since'))
+GROUP BY x.arm ORDER BY x.arm;
+
+-- name: ExperimentUpdateAnalysis :exec
+-- How the experiment is analysed (see migration 00052).
+UPDATE experiments SET engine = @engine, cuped_days = @cuped_days, goal_correction = @goal_correction,
+    guardrail_correction = @guardrail_correction, criteria = @criteria, chance_to_win = @chance_to_win,
+    max_risk = @max_risk, updated_at = now()
+WHERE id = @id;
 
 -- name: ExperimentListBuckets :many
 -- The hours or days (unit, in UTC) the experiment's feedback arrived in,

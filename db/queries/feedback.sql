@@ -2,7 +2,7 @@
 INSERT INTO feedback (
     id, org_id, external_id, session_id, trace_id, end_user_id, query, response, context, model, experiment_arm,
     feedback_type, rating, dim_accuracy, dim_helpfulness, dim_clarity, dim_safety, comment, correction,
-    latency_ms, tags, source, rank, rank_group, pii_kinds, content_hash, status, experiment_id, duplicate_of
+    latency_ms, tags, source, rank, rank_group, pii_kinds, content_hash, status, experiment_id, duplicate_of, is_error
 ) VALUES (
     @id, @org_id, sqlc.narg('external_id'), @session_id, @trace_id, @end_user_id, @query, @response, @context, @model, @experiment_arm,
     @feedback_type, sqlc.narg('rating'), sqlc.narg('dim_accuracy'), sqlc.narg('dim_helpfulness'), sqlc.narg('dim_clarity'), sqlc.narg('dim_safety'),
@@ -10,7 +10,8 @@ INSERT INTO feedback (
     sqlc.narg('experiment_id'),
     -- An exact duplicate links to the first row with the same content.
     coalesce(sqlc.narg('duplicate_of')::uuid,
-             (SELECT d.id FROM feedback d WHERE d.org_id = @org_id AND d.content_hash = @content_hash ORDER BY d.seq LIMIT 1))
+             (SELECT d.id FROM feedback d WHERE d.org_id = @org_id AND d.content_hash = @content_hash ORDER BY d.seq LIMIT 1)),
+    @is_error
 )
 ON CONFLICT (org_id, external_id) WHERE external_id IS NOT NULL DO NOTHING
 -- Only what the database decides: the caller has the rest, and every
@@ -126,11 +127,11 @@ SELECT model::text FROM models WHERE model IS NOT NULL LIMIT 200;
 INSERT INTO feedback (
     id, org_id, external_id, session_id, trace_id, end_user_id, query, response, context, model, experiment_arm,
     feedback_type, rating, dim_accuracy, dim_helpfulness, dim_clarity, dim_safety, comment, correction,
-    latency_ms, tags, source, rank, rank_group, pii_kinds, content_hash, status, experiment_id, duplicate_of
+    latency_ms, tags, source, rank, rank_group, pii_kinds, content_hash, status, experiment_id, duplicate_of, is_error
 ) VALUES (
     @id, @org_id, @external_id, @session_id, @trace_id, @end_user_id, @query, @response, @context, @model, @experiment_arm,
     @feedback_type, @rating, @dim_accuracy, @dim_helpfulness, @dim_clarity, @dim_safety, @comment, @correction,
-    @latency_ms, @tags, @source, @rank, @rank_group, @pii_kinds, @content_hash, @status, @experiment_id, @duplicate_of
+    @latency_ms, @tags, @source, @rank, @rank_group, @pii_kinds, @content_hash, @status, @experiment_id, @duplicate_of, @is_error
 );
 
 -- name: FeedbackListExternalIDs :many

@@ -4,7 +4,7 @@
 -- to every item it finds; an item flagged is no training data unless a
 -- person decided otherwise (training_set_by).
 
--- name: HygieneFlagRateOutliers :execrows
+-- name: HygieneUpdateRateOutliers :execrows
 -- An end user who sent more than min_items items in a UTC day, and more
 -- than factor times the median of that day's users: the user's items of
 -- that day.
@@ -32,7 +32,7 @@ WHERE f.org_id = @org_id AND f.end_user_id = o.end_user_id
   AND f.created_at >= o.day AND f.created_at < o.day + interval '1 day'
   AND NOT f.hygiene_flags @> ARRAY['rate_outlier'];
 
--- name: HygieneFlagDuplicateComments :execrows
+-- name: HygieneUpdateDuplicateComments :execrows
 -- The same comment of 20 characters or more (white space and case aside)
 -- on min_repeats items or more: pasted text.
 WITH keys AS (
@@ -51,7 +51,7 @@ WHERE f.org_id = @org_id AND length(btrim(f.comment)) >= 20
   AND md5(lower(btrim(regexp_replace(f.comment, '\s+', ' ', 'g')))) IN (SELECT k FROM repeated)
   AND NOT f.hygiene_flags @> ARRAY['duplicate_spam'];
 
--- name: HygieneFlagNearDuplicateComments :execrows
+-- name: HygieneUpdateNearDuplicateComments :execrows
 -- The same comment's letters (digits, punctuation, white space and case
 -- aside: "Great!! #1", "great 2") on min_repeats items or more, where the
 -- exact text differs.
@@ -72,7 +72,7 @@ WHERE f.org_id = @org_id AND length(btrim(f.comment)) >= 20
   AND md5(regexp_replace(lower(f.comment), '[^[:alpha:]]+', '', 'g')) IN (SELECT k FROM repeated)
   AND NOT f.hygiene_flags && ARRAY['duplicate_spam', 'near_duplicate_spam'];
 
--- name: HygieneFlagBotSessions :execrows
+-- name: HygieneUpdateBotSessions :execrows
 -- A session of min_requests requests or more (items stored together, as a
 -- batch is, count once) whose median time between requests is under
 -- max_median_gap seconds: no person reads and rates answers that fast.

@@ -33,12 +33,14 @@ WHERE NOT EXISTS (SELECT 1 FROM river_job j WHERE j.id = h.job_id AND j.state = 
 -- worker is gone. Each goes back in the queue at once, or is discarded when
 -- out of attempts, as River's own rescuer would do after the job's timeout;
 -- the attempt's heartbeat row goes, so a worker that was only cut off from
--- the database stops at its next beat.
+-- the database stops at its next beat. job_id, when set, takes that job
+-- alone (a run an admin resumes).
 WITH stale AS (
     SELECT j.id FROM river_job j
     LEFT JOIN job_heartbeats h ON h.job_id = j.id AND h.attempt = j.attempt
     WHERE j.state = 'running' AND j.kind = ANY(@kinds::text[])
       AND coalesce(h.beat_at, j.attempted_at) < now() - make_interval(secs => @stale_seconds::float8)
+      AND (sqlc.narg('job_id')::bigint IS NULL OR j.id = sqlc.narg('job_id'))
     FOR UPDATE OF j SKIP LOCKED
 ), gone AS (
     DELETE FROM job_heartbeats h USING stale WHERE h.job_id = stale.id
@@ -51,3 +53,25 @@ UPDATE river_job j SET
 FROM stale
 WHERE j.id = stale.id
 RETURNING j.id, j.kind, j.args, j.state;
+
+-- name: JobGetLive :one
+-- Whether a job of a kind that beats still carries its work on: waiting
+-- in the queue in any way, or running in a worker that beat within
+-- stale_seconds (or started that recently).
+SELECT (j.state IN ('available', 'pending', 'scheduled', 'retryable')
+    OR (j.state = 'running' AND coalesce(h.beat_at, j.attempted_at) >= now() - make_interval(secs => @stale_seconds::float8)))::bool AS live,
+    j.state::text AS state
+FROM river_job j
+LEFT JOIN job_heartbeats h ON h.job_id = j.id AND h.attempt = j.attempt
+WHERE j.id = @id;
+
+-- name: JobGetLiveForUpdate :one
+-- JobGetLive with the job's row locked, so the sweep cannot put it back
+-- meanwhile.
+SELECT (j.state IN ('available', 'pending', 'scheduled', 'retryable')
+    OR (j.state = 'running' AND coalesce(h.beat_at, j.attempted_at) >= now() - make_interval(secs => @stale_seconds::float8)))::bool AS live,
+    j.state::text AS state
+FROM river_job j
+LEFT JOIN job_heartbeats h ON h.job_id = j.id AND h.attempt = j.attempt
+WHERE j.id = @id
+FOR UPDATE OF j;

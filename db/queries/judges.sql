@@ -99,7 +99,7 @@ UPDATE judge_agreements SET done = @done, invalid = @invalid, judge_calls = judg
 WHERE id = @id;
 
 -- name: JudgeAgreementUpdatePaused :exec
-UPDATE judge_agreements SET status = 'paused', paused_reason = @paused_reason WHERE id = @id;
+UPDATE judge_agreements SET status = 'paused', paused_reason = @paused_reason WHERE id = @id AND status NOT IN ('succeeded', 'failed');
 
 -- name: JudgeAgreementUpdateFinished :exec
 UPDATE judge_agreements SET status = 'succeeded', done = @done, invalid = @invalid, spearman = sqlc.narg('spearman'),
@@ -137,6 +137,57 @@ SELECT count(*) FROM judge_conflicts WHERE org_id = @org_id AND resolution IS NU
 UPDATE judge_conflicts SET resolution = @resolution, note = @note, resolved_by_label = @resolved_by_label, resolved_at = now()
 WHERE org_id = @org_id AND id = @id AND resolution IS NULL;
 
--- name: JudgeAgreementUpdateResumed :execrows
--- A paused run queued again; only a paused one.
-UPDATE judge_agreements SET status = 'queued', paused_reason = '' WHERE org_id = @org_id AND id = @id AND status = 'paused';
+-- name: JudgeAgreementGetForUpdate :one
+SELECT * FROM judge_agreements WHERE org_id = @org_id AND id = @id FOR UPDATE;
+
+-- name: JudgeAgreementUpdateResumed :exec
+-- A run not finished queued again, under the job that carries it on now.
+UPDATE judge_agreements SET status = 'queued', paused_reason = '', river_job_id = @river_job_id
+WHERE org_id = @org_id AND id = @id AND status NOT IN ('succeeded', 'failed');
+
+-- name: JudgeSpendingInsertMonth :exec
+-- The month's row of the budget, started at what the month's logged calls
+-- cost; a row already there is left as it is.
+INSERT INTO judge_spending (org_id, month, spent_micros)
+VALUES (@org_id, @month, (
+    SELECT coalesce(sum(c.cost_micros), 0)::bigint FROM judge_calls c
+    WHERE c.org_id = @org_id AND c.created_at >= @month AND c.created_at < @month_end))
+ON CONFLICT (org_id, month) DO NOTHING;
+
+-- name: JudgeSpendingGet :one
+SELECT * FROM judge_spending WHERE org_id = @org_id AND month = @month;
+
+-- name: JudgeReservationInsert :one
+-- Reserves a call's estimated cost in one statement. The update locks the
+-- month's row, and Postgres reads its condition again on the row's newest
+-- version once the lock is held, so of parallel callers only those that
+-- find room left reserve: the last may overshoot by its own estimate, no
+-- more. No row: no room left (or no month's row yet).
+WITH granted AS (
+    UPDATE judge_spending s SET reserved_micros = s.reserved_micros + @micros::bigint
+    WHERE s.org_id = @org_id AND s.month = @month AND s.spent_micros + s.reserved_micros < @monthly_micros::bigint
+    RETURNING s.org_id, s.month
+)
+INSERT INTO judge_reservations (org_id, month, micros, purpose, expires_at)
+SELECT g.org_id, g.month, @micros::bigint, @purpose::text, now() + make_interval(secs => @ttl_seconds::float8) FROM granted g
+RETURNING id;
+
+-- name: JudgeReservationDeleteSettled :exec
+-- A call's reservation gives way to what it cost, in the transaction that
+-- logs the call. One that expired meanwhile was given back already; the
+-- cost counts all the same.
+WITH settled AS (DELETE FROM judge_reservations WHERE id = @id RETURNING micros)
+UPDATE judge_spending s SET
+    reserved_micros = s.reserved_micros - coalesce((SELECT sum(micros) FROM settled), 0)::bigint,
+    spent_micros = s.spent_micros + @cost_micros::bigint
+WHERE s.org_id = @org_id AND s.month = @month;
+
+-- name: JudgeReservationDeleteExpired :execrows
+-- Gives back what expired reservations hold: their process stopped
+-- between reserving and settling, and nothing else will.
+WITH gone AS (
+    DELETE FROM judge_reservations WHERE org_id = @org_id AND expires_at < now() RETURNING month, micros
+)
+UPDATE judge_spending s SET reserved_micros = s.reserved_micros - g.micros
+FROM (SELECT month, sum(micros)::bigint AS micros FROM gone GROUP BY month) g
+WHERE s.org_id = @org_id AND s.month = g.month;

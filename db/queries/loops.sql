@@ -122,7 +122,7 @@ WHERE org_id = @org_id AND id = @id AND status = 'waiting_approval';
 UPDATE loop_runs SET status = @status, reason = @reason, finished_at = now()
 WHERE id = @id AND status IN ('running', 'waiting_approval');
 
--- name: LoopRunAddCost :exec
+-- name: LoopRunUpdateCost :exec
 UPDATE loop_runs SET cost_micros = cost_micros + @cost_micros WHERE id = @id;
 
 -- name: LoopStepList :many
@@ -149,7 +149,7 @@ WHERE run_id = @run_id AND name = @name;
 -- The steps a run did not reach when it ended.
 UPDATE loop_run_steps SET status = @status WHERE run_id = @run_id AND status = 'pending';
 
--- name: LoopStepFindByLink :one
+-- name: LoopStepGetByLink :one
 -- The run whose step made (or used) an artefact: link is {"kind": "id"}.
 SELECT r.id AS run_id, r.number, r.status, l.id AS loop_id, l.name AS loop_name, s.name AS step
 FROM loop_run_steps s
@@ -187,7 +187,7 @@ SELECT m.pair_id::uuid FROM training_dataset_members m JOIN preference_pairs p O
 WHERE m.dataset_id = @dataset_id
   AND EXISTS (SELECT 1 FROM feedback f WHERE f.id IN (p.chosen_feedback_id, p.rejected_feedback_id) AND NOT f.is_training_data);
 
--- name: LoopFineTuneJobFindByContent :one
+-- name: LoopFineTuneJobGetByContent :one
 -- A job that trains, or trained, content with this hash the same way:
 -- the newest not failed or cancelled.
 SELECT j.id, j.status::text AS status, j.created_at, j.name, j.dataset_version_id
@@ -196,7 +196,7 @@ WHERE j.org_id = @org_id AND v.content_hash = @content_hash AND j.provider = @pr
   AND j.base_model = @base_model AND j.status NOT IN ('failed', 'cancelled')
 ORDER BY j.created_at DESC LIMIT 1;
 
--- name: LoopEvaluationRunFind :one
+-- name: LoopEvaluationRunGetSince :one
 -- A quality run of the version on the set started since a time (by this
 -- step, before its worker stopped): the step adopts it.
 SELECT id FROM evaluation_runs

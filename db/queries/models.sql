@@ -26,11 +26,15 @@ WHERE org_id = @org_id AND id = @id;
 INSERT INTO model_versions (
     org_id, registered_model_id, version, kind, model_id, base_model,
     fine_tuning_job_id, dataset_version_id, dataset_hash, train_loss, valid_loss,
-    trained_tokens, cost_micros, created_by_label
+    trained_tokens, cost_micros, created_by_label, performance_metrics
 ) VALUES (
     @org_id, @registered_model_id, @version, @kind, @model_id, @base_model,
     @fine_tuning_job_id, @dataset_version_id, @dataset_hash, sqlc.narg('train_loss'), sqlc.narg('valid_loss'),
-    @trained_tokens, sqlc.narg('cost_micros'), @created_by_label
+    @trained_tokens, sqlc.narg('cost_micros'), @created_by_label,
+    -- What is known at registration (seed 000 asks for the training loss
+    -- and the dataset hash of every version); evaluations add their score.
+    jsonb_strip_nulls(jsonb_build_object('training_loss', sqlc.narg('train_loss')::float8,
+        'validation_loss', sqlc.narg('valid_loss')::float8, 'dataset_hash', nullif(@dataset_hash::text, '')))
 )
 RETURNING *;
 
@@ -281,3 +285,40 @@ FROM fine_tuning_jobs j
 LEFT JOIN dataset_versions dv ON dv.id = j.dataset_version_id AND dv.org_id = j.org_id
 LEFT JOIN training_datasets d ON d.id = dv.dataset_id
 WHERE j.org_id = @org_id AND j.id = @job_id;
+
+-- name: DeploymentUpdateServedName :exec
+-- The name a target that serves what it was started with (a vLLM pooling
+-- runner) lists the version under, found when it was asked.
+UPDATE deployments SET served_name = @served_name WHERE id = @id;
+
+-- name: ModelAliasGetByModelName :one
+-- The version an alias of a registered model, named, holds.
+SELECT a.version_id FROM model_aliases a
+JOIN registered_models m ON m.org_id = a.org_id AND m.id = a.registered_model_id
+WHERE m.org_id = @org_id AND m.name = @name AND a.alias = @alias;
+
+-- name: DeploymentGetScoring :one
+-- Where a reward model scores, in one statement for best-of-N's sake: the
+-- version (by its id, or by its registered model's name and an alias) and
+-- the newest of its deployments still served (as DeploymentListServed
+-- reads them) by a target of the kind that scores. No row when there is
+-- none; the caller then reads why.
+SELECT v.id AS version_id, v.version, m.name AS model_name, d.served_name, sqlc.embed(t)
+FROM model_versions v
+JOIN registered_models m ON m.org_id = v.org_id AND m.id = v.registered_model_id
+JOIN deployments d ON d.org_id = v.org_id AND d.version_id = v.id AND d.status = 'succeeded' AND d.unloaded_at IS NULL AND d.served_name <> ''
+JOIN serving_targets t ON t.org_id = d.org_id AND t.id = d.target_id AND t.kind = @target_kind
+WHERE v.org_id = @org_id AND v.kind = @version_kind
+  AND v.id = coalesce(sqlc.narg('version_id')::uuid,
+      (SELECT a.version_id FROM model_aliases a
+       JOIN registered_models am ON am.org_id = a.org_id AND am.id = a.registered_model_id
+       WHERE am.org_id = @org_id AND am.name = sqlc.narg('name') AND a.alias = sqlc.narg('alias')))
+ORDER BY d.finished_at DESC, d.created_at DESC
+LIMIT 1;
+
+-- name: ModelVersionUpdateEvaluation :exec
+-- A finished evaluation's summary on the version it evaluated, and its
+-- figures in the version's performance metrics in place of the last's.
+UPDATE model_versions SET evaluation = @evaluation,
+    performance_metrics = (performance_metrics - 'eval_score' - 'eval_ci' - 'golden_set_hash' - 'latency_ms') || @metrics::jsonb
+WHERE org_id = @org_id AND id = @id;

@@ -6,3 +6,6 @@ SELECT * FROM organizations WHERE slug = $1;
 
 -- name: OrgGet :one
 SELECT * FROM organizations WHERE id = $1;
+
+-- name: OrgUpdateExperimentEngine :exec
+UPDATE organizations SET experiment_engine = @experiment_engine WHERE id = @id;

@@ -122,10 +122,15 @@ WHERE f.org_id = @org_id AND f.id = ANY(@ids::uuid[]);
 
 -- name: PairCountCandidates :one
 -- How many distinct pairs a generation method finds, and how many of those
--- are stored already.
-SELECT count(DISTINCT c.content_hash)::bigint AS candidates,
-       count(DISTINCT c.content_hash) FILTER (WHERE EXISTS (
-           SELECT 1 FROM preference_pairs p WHERE p.org_id = @org_id AND p.content_hash = c.content_hash))::bigint AS existing
+-- are stored already. With agreed_only, pairs built from feedback whose
+-- overlapping review is open or disputed are left out, and counted.
+SELECT count(DISTINCT c.content_hash) FILTER (WHERE NOT @agreed_only::bool
+           OR (review_settled(c.chosen_feedback_id) AND review_settled(c.rejected_feedback_id)))::bigint AS candidates,
+       count(DISTINCT c.content_hash) FILTER (WHERE (NOT @agreed_only::bool
+           OR (review_settled(c.chosen_feedback_id) AND review_settled(c.rejected_feedback_id))) AND EXISTS (
+           SELECT 1 FROM preference_pairs p WHERE p.org_id = @org_id AND p.content_hash = c.content_hash))::bigint AS existing,
+       count(DISTINCT c.content_hash) FILTER (WHERE @agreed_only::bool
+           AND NOT (review_settled(c.chosen_feedback_id) AND review_settled(c.rejected_feedback_id)))::bigint AS left_out
 FROM pair_candidates(@org_id::uuid, @method::pair_method, @min_gap::real, @w_accuracy::real, @w_helpfulness::real,
                      @w_clarity::real, @w_safety::real, @per_query::integer) c;
 
@@ -136,6 +141,7 @@ SELECT c.query::text AS query, c.chosen::text AS chosen, c.rejected::text AS rej
 FROM pair_candidates(@org_id::uuid, @method::pair_method, @min_gap::real, @w_accuracy::real, @w_helpfulness::real,
                      @w_clarity::real, @w_safety::real, @per_query::integer) c
 WHERE NOT EXISTS (SELECT 1 FROM preference_pairs p WHERE p.org_id = @org_id AND p.content_hash = c.content_hash)
+  AND (NOT @agreed_only::bool OR (review_settled(c.chosen_feedback_id) AND review_settled(c.rejected_feedback_id)))
 ORDER BY 4 DESC, 5, 6
 LIMIT @row_limit;
 
@@ -149,6 +155,7 @@ WITH c AS (
            p.rejected_feedback_id::uuid AS rejected_feedback_id, p.content_hash::bytea AS content_hash
     FROM pair_candidates(@org_id::uuid, @method::pair_method, @min_gap::real, @w_accuracy::real,
                          @w_helpfulness::real, @w_clarity::real, @w_safety::real, @per_query::integer) p
+    WHERE NOT @agreed_only::bool OR (review_settled(p.chosen_feedback_id) AND review_settled(p.rejected_feedback_id))
 ), ins AS (
     INSERT INTO preference_pairs (
         org_id, prompt, query, chosen_response, rejected_response, preference_strength, context_documents,

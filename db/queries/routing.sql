@@ -71,7 +71,7 @@ WHERE feedback_matches(f, @org_id::uuid, sqlc.narg('status')::review_status, sql
 ORDER BY f.created_at, f.id
 LIMIT @row_limit;
 
--- name: RoutingLockCurator :exec
+-- name: RoutingCuratorGetLock :exec
 -- Serialises the assignments of one curator, whichever rule or process
 -- makes them, until the transaction ends: the count of their open items
 -- and the assignment that follows it cannot interleave with another's.
@@ -82,7 +82,7 @@ SELECT pg_advisory_xact_lock(hashtextextended('curate.routing:' || CAST(@user_id
 SELECT count(*) FROM feedback
 WHERE org_id = @org_id AND assignee_id = @user_id AND status IN ('pending', 'needs_correction');
 
--- name: RoutingAssign :execrows
+-- name: RoutingFeedbackUpdateAssignee :execrows
 UPDATE feedback SET assignee_id = @user_id, updated_at = now(), version = version + 1
 WHERE org_id = @org_id AND id = @id AND assignee_id IS NULL AND status = 'pending';
 

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -99,7 +100,15 @@ func (s *Service) Evaluate(ctx context.Context, orgID uuid.UUID, now time.Time) 
 		for i, a := range open {
 			byKey[a.DedupKey], keys[i] = a, a.DedupKey
 		}
-		toOpen, toRefresh, toResolve := Plan(keys, Evaluate(settings, snap))
+		holding := Evaluate(settings, snap)
+		if s.Monitors != nil {
+			more, err := s.Monitors.Conditions(ctx, q, orgID, now)
+			if err != nil {
+				return err
+			}
+			holding = append(holding, more...)
+		}
+		toOpen, toRefresh, toResolve := Plan(keys, holding)
 		for _, c := range toOpen {
 			details, err := json.Marshal(c.Details)
 			if err != nil {
@@ -136,4 +145,17 @@ func (s *Service) Evaluate(ctx context.Context, orgID uuid.UUID, now time.Time) 
 		return nil
 	})
 	return res, err
+}
+
+// Evidence is the page an alert's details link to as its evidence (the
+// production monitors' page of its version), "" when they link none. Only
+// a path on this site is taken.
+func Evidence(details []byte) string {
+	var d struct {
+		Evidence string `json:"evidence"`
+	}
+	if json.Unmarshal(details, &d) != nil || !strings.HasPrefix(d.Evidence, "/") || strings.HasPrefix(d.Evidence, "//") {
+		return ""
+	}
+	return d.Evidence
 }

@@ -43,6 +43,15 @@ type Service struct {
 	Webhooks *webhook.Sender
 	// Log receives the detail of failed deliveries; nil discards it.
 	Log *slog.Logger
+	// Monitors adds the production monitors' breaches to each evaluation;
+	// nil adds none.
+	Monitors Monitors
+}
+
+// Monitors reads conditions beyond the rules', in the evaluation's
+// transaction (the production monitors, internal/monitors).
+type Monitors interface {
+	Conditions(ctx context.Context, q *db.Queries, orgID uuid.UUID, now time.Time) ([]Condition, error)
 }
 
 // out is the outbound client for webhooks.

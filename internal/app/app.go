@@ -32,13 +32,17 @@ import (
 	"github.com/curate/curate/internal/imports"
 	"github.com/curate/curate/internal/jobq"
 	"github.com/curate/curate/internal/judge"
+	"github.com/curate/curate/internal/livescore"
 	"github.com/curate/curate/internal/loops"
 	"github.com/curate/curate/internal/models"
+	"github.com/curate/curate/internal/monitors"
 	"github.com/curate/curate/internal/outbound"
 	"github.com/curate/curate/internal/overview"
 	"github.com/curate/curate/internal/pairs"
 	"github.com/curate/curate/internal/pricing"
+	"github.com/curate/curate/internal/review"
 	"github.com/curate/curate/internal/reward"
+	"github.com/curate/curate/internal/rewardmodel"
 	"github.com/curate/curate/internal/routing"
 	"github.com/curate/curate/internal/scratch"
 	"github.com/curate/curate/internal/servers"
@@ -94,6 +98,17 @@ type Services struct {
 	Codebooks *codebook.Service
 	// Overview counts the start page's waiting work.
 	Overview *overview.Service
+	// RewardModels scores answers with served reward models, for
+	// best-of-N, evaluations and experiments' live scoring.
+	RewardModels *rewardmodel.Service
+	// Review hands items to several reviewers, measures their agreement
+	// and settles their disagreements.
+	Review *review.Service
+	// LiveScore scores sampled live answers for experiments and aliases.
+	LiveScore *livescore.Service
+	// Monitors watch every served version; the alert rules' evaluation
+	// opens an alert on a breach.
+	Monitors *monitors.Service
 	// Hygiene keeps spam, bots and floods out of training data; Routing
 	// hands new items to curators; Loops run the loop by themselves.
 	Hygiene *hygiene.Service
@@ -136,16 +151,18 @@ func New(cfg config.Config, pool *pgxpool.Pool, log *slog.Logger) (*Services, er
 	ft.Jobs = inserter
 	ft.Log = log
 	ft.SetDataSource(&datasets.FineTuneSource{Service: ds})
-	srv := &serving.Service{Pool: pool, Secrets: imp.Secrets, Outbound: out}
+	srv := &serving.Service{Pool: pool, Secrets: imp.Secrets, Outbound: out, ProviderKey: cfg.OpenAIAPIKey, ProviderBaseURL: cfg.OpenAIBaseURL}
 	eps := &endpoints.Service{Pool: pool, Secrets: imp.Secrets, Outbound: out}
 	jd := &judge.Service{Pool: pool, Endpoints: eps, Jobs: inserter, DefaultBudget: pricing.Dollars(cfg.JudgeBudgetUSD)}
 	ev := &eval.Service{Pool: pool, Jobs: inserter}
 	reg := &models.Service{Pool: pool, Jobs: inserter, Serving: srv, Gate: ev}
 	rw := &reward.Service{Pool: pool}
-	ev.Runner = &eval.Runs{Endpoints: eps, Judge: jd, Models: reg, Reward: rw}
+	rms := &rewardmodel.Service{Pool: pool, Models: reg}
+	ev.Runner = &eval.Runs{Endpoints: eps, Judge: jd, Models: reg, Reward: rw, RewardModels: rms}
 	ft.Registry = reg
 	svs := &servers.Service{Pool: pool}
 	ft.Workers = svs
+	mon := &monitors.Service{Pool: pool}
 	acc := accounts.New(pool)
 	acc.SessionTTL = cfg.SessionTTL
 	svc := &Services{
@@ -159,7 +176,7 @@ func New(cfg config.Config, pool *pgxpool.Pool, log *slog.Logger) (*Services, er
 
 		// The webhook secrets are sealed with the key of the Langfuse
 		// secrets: one key for every secret Curate stores.
-		Alerts:        &alerts.Service{Pool: pool, Jobs: inserter, Secrets: imp.Secrets, Outbound: out, Log: log},
+		Alerts:        &alerts.Service{Pool: pool, Jobs: inserter, Secrets: imp.Secrets, Outbound: out, Log: log, Monitors: mon},
 		FeedbackStats: &feedbackstats.Service{Pool: pool},
 		AuditLog:      &audit.Service{Pool: pool},
 		Health:        &health.Service{Pool: pool},
@@ -170,10 +187,14 @@ func New(cfg config.Config, pool *pgxpool.Pool, log *slog.Logger) (*Services, er
 		Reward:        rw,
 		Endpoints:     eps,
 		Judge:         jd,
-		BestOfN:       &bestofn.Service{Pool: pool, Judge: jd, Endpoints: eps, Models: reg},
+		BestOfN:       &bestofn.Service{Pool: pool, Judge: jd, Endpoints: eps, Models: reg, RewardModels: rms},
 		Experiments:   &experiments.Service{Pool: pool, Models: reg},
 		Codebooks:     &codebook.Service{Pool: pool, Judge: jd, Jobs: inserter},
 		Overview:      &overview.Service{Pool: pool},
+		RewardModels:  rms,
+		Review:        &review.Service{Pool: pool},
+		LiveScore:     &livescore.Service{Pool: pool, Jobs: inserter, Scorer: livescore.JudgeScorer{Judge: jd}, Judge: jd},
+		Monitors:      mon,
 	}
 	// The start page recommends for running experiments as their panels do.
 	svc.Overview.Experiments = svc.Experiments

@@ -1,9 +1,10 @@
 // Package bestofn answers a query with the best of several candidate
 // answers (the design's serving steps 3 to 6): the candidates are given,
 // or sampled from a served model version with several temperature/top_p
-// pairs; each is scored by the judge or by rules; one is selected (the
-// highest score, a draw weighted by score, or the first above a threshold
-// that passes the rule filters); and every call is logged with its
+// pairs; each is scored by the judge, by a reward model Curate serves (all
+// candidates in one batch), or by rules; one is selected (the highest
+// score, a draw weighted by score, or the first above a threshold that
+// passes the rule filters); and every call is logged with its
 // candidates, scores and selection under a response id, which feedback can
 // carry later as its trace_id.
 package bestofn
@@ -30,6 +31,7 @@ import (
 	"github.com/curate/curate/internal/judge"
 	"github.com/curate/curate/internal/models"
 	"github.com/curate/curate/internal/outbound"
+	"github.com/curate/curate/internal/rewardmodel"
 	"github.com/curate/curate/internal/scorers"
 )
 
@@ -64,6 +66,8 @@ type Service struct {
 	Judge     *judge.Service
 	Endpoints *endpoints.Service
 	Models    *models.Service
+	// RewardModels scores candidates with a served reward model.
+	RewardModels *rewardmodel.Service
 }
 
 // Sample is one sampling strategy.
@@ -73,13 +77,24 @@ type Sample struct {
 }
 
 // Scorer names how candidates are scored: exactly one of the judge (an
-// endpoint's name), a reward model (a model version), or rules.
+// endpoint's name), a reward model (a registered model's name with an
+// alias, "production" when left out, or a version's id), or rules.
 type Scorer struct {
-	Judge       string           `json:"judge,omitempty"`
-	Template    string           `json:"template,omitempty"`
-	RewardModel string           `json:"reward_model,omitempty"`
-	Rules       []scorers.Config `json:"rules,omitempty"`
+	Judge                string           `json:"judge,omitempty"`
+	Template             string           `json:"template,omitempty"`
+	RewardModel          string           `json:"reward_model,omitempty"`
+	Alias                string           `json:"alias,omitempty"`
+	RewardModelVersionID *uuid.UUID       `json:"reward_model_version_id,omitempty"`
+	Rules                []scorers.Config `json:"rules,omitempty"`
+	// ScoredBy is the reward model version that scored, written to the
+	// log by Curate (an alias may move later); never taken from a
+	// request.
+	ScoredBy *uuid.UUID `json:"scored_by,omitempty"`
 }
+
+// DefaultAlias is the alias a reward model named without one is called
+// under.
+const DefaultAlias = "production"
 
 // Request is what the API takes.
 type Request struct {
@@ -161,23 +176,36 @@ func (r *Request) check() (rules, filters scorers.Set, err error) {
 	default:
 		v.Add("candidates", "give 2 to 16 candidate answers, or a model_version_id and n")
 	}
-	sc := r.Scorer
+	sc := &r.Scorer
+	sc.ScoredBy = nil
 	named := 0
-	for _, set := range []bool{sc.Judge != "", sc.RewardModel != "", len(sc.Rules) > 0} {
+	for _, set := range []bool{sc.Judge != "", sc.RewardModel != "", sc.RewardModelVersionID != nil, len(sc.Rules) > 0} {
 		if set {
 			named++
 		}
 	}
+	if sc.Alias != "" && sc.RewardModel == "" {
+		v.Add("scorer.alias", "goes with reward_model: the alias of the registered reward model that scores")
+	}
 	switch {
 	case named != 1:
-		v.Add("scorer", `name exactly one of {"judge": "<endpoint>"}, {"reward_model": "<model version id>"} or {"rules": [...]}`)
+		v.Add("scorer", `name exactly one of {"judge": "<endpoint>"}, {"reward_model": "<registered model>", "alias": "production"}, {"reward_model_version_id": "<model version id>"} or {"rules": [...]}`)
 	case sc.RewardModel != "":
-		v.Add("scorer.reward_model", "reward models cannot score candidates yet: use the judge or rules")
+		if !models.ValidName(sc.RewardModel) {
+			v.Add("scorer.reward_model", "must be a registered model's name: %s", models.NameRule)
+		}
+		if sc.Alias == "" {
+			sc.Alias = DefaultAlias
+		} else if !models.ValidName(sc.Alias) {
+			v.Add("scorer.alias", "%s", models.NameRule)
+		}
+	case sc.RewardModelVersionID != nil && *sc.RewardModelVersionID == uuid.Nil:
+		v.Add("scorer.reward_model_version_id", "must be a model version's id")
 	case len(sc.Rules) > 0:
 		if rules, err = scorers.Parse("scorer.rules", sc.Rules); err != nil {
 			v.Merge(err)
-		} else if len(rules.External) > 0 {
-			v.Add("scorer.rules", "take rule scorers only: name the judge as {\"judge\": \"<endpoint>\"}")
+		} else if len(rules.External) > 0 || len(rules.RewardModels) > 0 {
+			v.Add("scorer.rules", "take rule scorers only: name the judge as {\"judge\": \"<endpoint>\"}, a reward model as {\"reward_model\": \"<registered model>\"}")
 		}
 	}
 	if r.Selection == "" {
@@ -192,7 +220,7 @@ func (r *Request) check() (rules, filters scorers.Set, err error) {
 	if len(r.Filters) > 0 {
 		if filters, err = scorers.Parse("filters", r.Filters); err != nil {
 			v.Merge(err)
-		} else if len(filters.External) > 0 {
+		} else if len(filters.External) > 0 || len(filters.RewardModels) > 0 {
 			v.Add("filters", "take rule scorers only")
 		}
 	}
@@ -220,14 +248,25 @@ func (s *Service) Select(ctx context.Context, actor audit.Actor, orgID uuid.UUID
 		}
 	}
 	cands := make([]Candidate, len(texts))
-	g, gctx := errgroup.WithContext(ctx)
-	g.SetLimit(4)
 	for i, text := range texts {
 		cands[i] = Candidate{Index: i, Text: text}
-		g.Go(func() error { return s.score(gctx, orgID, r, rules, &cands[i]) })
 	}
-	if err := g.Wait(); err != nil {
-		return Response{}, err
+	if r.Scorer.RewardModel != "" || r.Scorer.RewardModelVersionID != nil {
+		// A reward model scores the candidates in one batch.
+		by, err := s.scoreByRewardModel(ctx, orgID, r, cands)
+		if err != nil {
+			return Response{}, err
+		}
+		r.Scorer.ScoredBy = &by
+	} else {
+		g, gctx := errgroup.WithContext(ctx)
+		g.SetLimit(4)
+		for i := range cands {
+			g.Go(func() error { return s.score(gctx, orgID, r, rules, &cands[i]) })
+		}
+		if err := g.Wait(); err != nil {
+			return Response{}, err
+		}
 	}
 	for i := range cands {
 		for _, sc := range filters.Rules {
@@ -271,7 +310,10 @@ func (s *Service) sample(ctx context.Context, orgID uuid.UUID, r Request) ([]str
 	case errors.Is(err, errs.ErrNotFound):
 		return nil, errs.InvalidField("model_version_id", "is not a model version of this organisation")
 	case errors.Is(err, models.ErrNotServed):
-		return nil, errs.InvalidField("model_version_id", "is not deployed on a vLLM serving target Curate can call")
+		if v, gerr := s.Models.Get(ctx, orgID, *r.ModelVersionID); gerr == nil && v.Kind == models.KindReward {
+			return nil, errs.InvalidField("model_version_id", "is a reward model: it scores answers and writes none; name it as the scorer instead")
+		}
+		return nil, errs.InvalidField("model_version_id", "is not deployed on a serving target Curate can call (a vLLM server or a provider)")
 	case err != nil:
 		return nil, err
 	}
@@ -296,6 +338,50 @@ func (s *Service) sample(ctx context.Context, orgID uuid.UUID, r Request) ([]str
 		})
 	}
 	return out, g.Wait()
+}
+
+// scoreByRewardModel scores every candidate with the reward model the
+// request names, in one batch, and answers the version that scored. A
+// reward model that cannot score is refused on the field that named it.
+func (s *Service) scoreByRewardModel(ctx context.Context, orgID uuid.UUID, r Request, cands []Candidate) (uuid.UUID, error) {
+	ref, field := rewardmodel.Ref{Name: r.Scorer.RewardModel, Alias: r.Scorer.Alias}, "scorer.reward_model"
+	if id := r.Scorer.RewardModelVersionID; id != nil {
+		ref, field = rewardmodel.Ref{VersionID: *id}, "scorer.reward_model_version_id"
+	}
+	m, err := s.RewardModels.Resolve(ctx, orgID, ref)
+	var refused *rewardmodel.Refused
+	if errors.As(err, &refused) {
+		return uuid.Nil, errs.InvalidField(field, "%s", refused.Reason)
+	}
+	if err != nil {
+		return uuid.Nil, err
+	}
+	ctxDocs := documents(r.Context)
+	ins := make([]scorers.Input, len(cands))
+	for i, c := range cands {
+		ins[i] = scorers.Input{Query: r.Query, Context: ctxDocs, Answer: c.Text}
+	}
+	scores, err := s.RewardModels.Score(ctx, orgID, m, ins)
+	if err != nil {
+		return uuid.Nil, err
+	}
+	for i, sc := range scores {
+		v := sc.AsScore(m)
+		cands[i].Score, cands[i].Explanation, cands[i].Invalid = v.Value, v.Explanation, v.Invalid
+	}
+	return m.VersionID, nil
+}
+
+// documents are the documents of a request's context object (its
+// "documents" list).
+func documents(raw json.RawMessage) []string {
+	var c struct {
+		Documents json.RawMessage `json:"documents"`
+	}
+	if json.Unmarshal(raw, &c) != nil {
+		return nil
+	}
+	return scorers.Documents(c.Documents)
 }
 
 // score scores one candidate, recording why when it cannot.

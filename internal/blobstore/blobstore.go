@@ -7,11 +7,17 @@ package blobstore
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/url"
 	"os"
 	"path/filepath"
+	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/aws-sdk-go-v2/service/s3/types"
+	"github.com/aws/smithy-go"
 	"gocloud.dev/blob"
 	"gocloud.dev/blob/fileblob"
 	// The s3:// scheme, for S3 and S3-compatible stores (MinIO, R2, ...).
@@ -80,4 +86,69 @@ func Private(as func(any) bool) error {
 		return f.Chmod(0o600)
 	}
 	return nil
+}
+
+// AbortUnfinished aborts the unfinished multipart uploads under prefix in
+// an S3 bucket that began before startedBefore (every one when it is
+// zero), and returns how many it aborted. An S3 write sends a large object
+// in parts and makes it appear only when complete; a write cancelled after
+// its first parts (a refused upload), or cut off by a crash, leaves the
+// parts stored, unseen by List, until the upload is aborted: the
+// uploader's own abort runs on the write's context, which the
+// cancellation has ended. Other buckets keep nothing of the kind, and an
+// S3-compatible server without the call has none to abort.
+func AbortUnfinished(ctx context.Context, b *blob.Bucket, prefix string, startedBefore time.Time) (int, error) {
+	var client *s3.Client
+	if !b.As(&client) {
+		return 0, nil
+	}
+	name := bucketName(ctx, b)
+	if name == "" {
+		return 0, errors.New("aborting unfinished uploads: no bucket name")
+	}
+	aborted := 0
+	p := s3.NewListMultipartUploadsPaginator(client, &s3.ListMultipartUploadsInput{Bucket: aws.String(name), Prefix: aws.String(prefix)})
+	for p.HasMorePages() {
+		page, err := p.NextPage(ctx)
+		var apiErr smithy.APIError
+		if errors.As(err, &apiErr) && apiErr.ErrorCode() == "NotImplemented" {
+			return 0, nil
+		}
+		if err != nil {
+			return aborted, fmt.Errorf("listing unfinished uploads: %w", err)
+		}
+		for _, u := range page.Uploads {
+			if !startedBefore.IsZero() && !aws.ToTime(u.Initiated).Before(startedBefore) {
+				continue
+			}
+			_, err := client.AbortMultipartUpload(ctx, &s3.AbortMultipartUploadInput{Bucket: aws.String(name), Key: u.Key, UploadId: u.UploadId})
+			var noUpload *types.NoSuchUpload
+			if err != nil && !errors.As(err, &noUpload) {
+				return aborted, fmt.Errorf("aborting the unfinished upload of %s: %w", aws.ToString(u.Key), err)
+			}
+			aborted++
+		}
+	}
+	return aborted, nil
+}
+
+// bucketName is an S3 bucket's name, read from the listing request the
+// bucket would send (the driver gives its client, not its name); the
+// request itself is not sent.
+func bucketName(ctx context.Context, b *blob.Bucket) string {
+	var name string
+	errNotSent := errors.New("not sent")
+	it := b.List(&blob.ListOptions{BeforeList: func(as func(any) bool) error {
+		var v2 *s3.ListObjectsV2Input
+		var v1 *s3.ListObjectsInput
+		switch {
+		case as(&v2):
+			name = aws.ToString(v2.Bucket)
+		case as(&v1):
+			name = aws.ToString(v1.Bucket)
+		}
+		return errNotSent
+	}})
+	_, _ = it.Next(ctx)
+	return name
 }

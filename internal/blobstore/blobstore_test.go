@@ -2,17 +2,9 @@ package blobstore_test
 
 import (
 	"context"
-	"encoding/xml"
-	"fmt"
-	"io"
-	"net/http"
-	"net/http/httptest"
-	"net/url"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
-	"sync"
 	"testing"
 
 	"gocloud.dev/blob"
@@ -92,116 +84,6 @@ func TestDirectoryWritesStayInTheBucket(t *testing.T) {
 				t.Fatalf("temporary files left: %v", left)
 			}
 		})
-	}
-}
-
-// fakeS3 speaks the part of the S3 REST API (path-style) that writing,
-// copying, reading and deleting objects uses.
-type fakeS3 struct {
-	mu      sync.Mutex
-	objects map[string][]byte
-}
-
-func (f *fakeS3) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	key := strings.TrimPrefix(r.URL.Path, "/")
-	switch r.Method {
-	case http.MethodPut:
-		if src := r.Header.Get("X-Amz-Copy-Source"); src != "" {
-			src, _ = url.PathUnescape(strings.TrimPrefix(src, "/"))
-			data, ok := f.objects[src]
-			if !ok {
-				notFound(w)
-				return
-			}
-			f.objects[key] = append([]byte(nil), data...)
-			w.Header().Set("Content-Type", "application/xml")
-			fmt.Fprint(w, `<?xml version="1.0" encoding="UTF-8"?><CopyObjectResult><ETag>"x"</ETag><LastModified>2026-01-01T00:00:00.000Z</LastModified></CopyObjectResult>`)
-			return
-		}
-		data, _ := io.ReadAll(r.Body)
-		if r.Header.Get("Content-Encoding") == "aws-chunked" || r.Header.Get("X-Amz-Decoded-Content-Length") != "" {
-			data = decodeChunked(data)
-		}
-		f.objects[key] = data
-		w.Header().Set("ETag", `"x"`)
-	case http.MethodGet, http.MethodHead:
-		data, ok := f.objects[key]
-		if !ok {
-			notFound(w)
-			return
-		}
-		w.Header().Set("Content-Length", strconv.Itoa(len(data)))
-		w.Header().Set("Last-Modified", "Thu, 01 Jan 2026 00:00:00 GMT")
-		w.Header().Set("ETag", `"x"`)
-		if r.Method == http.MethodGet {
-			_, _ = w.Write(data)
-		}
-	case http.MethodDelete:
-		delete(f.objects, key)
-		w.WriteHeader(http.StatusNoContent)
-	default:
-		w.WriteHeader(http.StatusNotImplemented)
-	}
-}
-
-// decodeChunked strips aws-chunked framing ("<hex size>;...\r\n<data>\r\n").
-func decodeChunked(b []byte) []byte {
-	var out []byte
-	for len(b) > 0 {
-		line, rest, ok := strings.Cut(string(b), "\r\n")
-		if !ok {
-			break
-		}
-		sizeHex, _, _ := strings.Cut(line, ";")
-		n, err := strconv.ParseInt(sizeHex, 16, 64)
-		if err != nil || n == 0 {
-			break
-		}
-		out = append(out, rest[:n]...)
-		b = []byte(rest[n+2:])
-	}
-	return out
-}
-
-func notFound(w http.ResponseWriter) {
-	w.Header().Set("Content-Type", "application/xml")
-	w.WriteHeader(http.StatusNotFound)
-	_ = xml.NewEncoder(w).Encode(struct {
-		XMLName xml.Name `xml:"Error"`
-		Code    string
-	}{Code: "NoSuchKey"})
-}
-
-func TestS3CompatibleByURL(t *testing.T) {
-	ctx := context.Background()
-	fake := &fakeS3{objects: map[string][]byte{}}
-	srv := httptest.NewServer(fake)
-	defer srv.Close()
-	t.Setenv("AWS_ACCESS_KEY_ID", "test")
-	t.Setenv("AWS_SECRET_ACCESS_KEY", "test")
-	u := "s3://exports?region=us-east-1&use_path_style=true&endpoint=" + url.QueryEscape(srv.URL)
-	b, err := blobstore.Open(ctx, u, t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
-	if err := b.WriteAll(ctx, "p/.partial-train.jsonl", []byte("line\n"), nil); err != nil {
-		t.Fatal(err)
-	}
-	if err := b.Copy(ctx, "p/train.jsonl", "p/.partial-train.jsonl", nil); err != nil {
-		t.Fatal(err)
-	}
-	if err := b.Delete(ctx, "p/.partial-train.jsonl"); err != nil {
-		t.Fatal(err)
-	}
-	got, err := b.ReadAll(ctx, "p/train.jsonl")
-	if err != nil || string(got) != "line\n" {
-		t.Fatalf("read back %q %v", got, err)
-	}
-	if _, ok := fake.objects["exports/p/.partial-train.jsonl"]; ok || len(fake.objects) != 1 {
-		t.Fatalf("objects %v", fake.objects)
 	}
 }
 

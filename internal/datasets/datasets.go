@@ -90,6 +90,10 @@ type Settings struct {
 	SplitStrategy     string // "" on create: random
 	ValidationPercent int
 	SplitSeed         int64
+	// AgreedOnly leaves out members whose overlapping review is open or
+	// disputed. Nil on create: on when the organisation asks for
+	// overlapping review (a review plan is active).
+	AgreedOnly *bool
 }
 
 // NewDataset is what creating a dataset takes. Members, when given, are
@@ -190,18 +194,27 @@ func (s *Service) Create(ctx context.Context, actor audit.Actor, orgID uuid.UUID
 
 // insertDataset stores a validated new dataset and audits it, in the
 // caller's transaction.
+// A dataset keeps to agreed items while overlapping review is on, unless
+// its creator said otherwise.
 func insertDataset(ctx context.Context, q *db.Queries, actor audit.Actor, orgID uuid.UUID, in NewDataset) (db.TrainingDataset, error) {
+	agreedOnly, err := overlapOn(ctx, q, orgID)
+	if err != nil {
+		return db.TrainingDataset{}, err
+	}
+	if in.AgreedOnly != nil {
+		agreedOnly = *in.AgreedOnly
+	}
 	out, err := q.DatasetInsert(ctx, db.DatasetInsertParams{
 		OrgID: orgID, Name: in.Name, Description: in.Description, DatasetType: db.DatasetType(in.Type),
 		SystemPrompt: in.SystemPrompt, ExportFormat: in.ExportFormat, BaseModel: in.BaseModel,
 		SplitStrategy: db.SplitStrategy(in.SplitStrategy), ValidationPercent: int16(in.ValidationPercent),
-		SplitSeed: in.SplitSeed, CreatedBy: userID(actor), CuratorLabel: actor.Label,
+		SplitSeed: in.SplitSeed, CreatedBy: userID(actor), CuratorLabel: actor.Label, AgreedOnly: agreedOnly,
 	})
 	if err != nil {
 		return out, err
 	}
 	return out, audit.Record(ctx, q, actor, audit.Entry{OrgID: orgID, Action: "dataset.create", TargetType: "dataset",
-		TargetID: out.ID.String(), Details: map[string]any{"name": out.Name, "type": in.Type}})
+		TargetID: out.ID.String(), Details: map[string]any{"name": out.Name, "type": in.Type, "agreed_only": out.AgreedOnly}})
 }
 
 // Detail is a dataset with what its page and API object show.
@@ -307,8 +320,10 @@ func (s *Service) Update(ctx context.Context, actor audit.Actor, orgID, id uuid.
 		if version != 0 && cur.Version != version {
 			return &errs.Conflict{Message: "someone else changed this dataset since you opened it: reload it and try again", Current: cur}
 		}
+		agreedOnly := cur.AgreedOnly
 		set := Settings{Name: cur.Name, Description: cur.Description, SystemPrompt: cur.SystemPrompt, ExportFormat: cur.ExportFormat,
-			BaseModel: cur.BaseModel, SplitStrategy: string(cur.SplitStrategy), ValidationPercent: int(cur.ValidationPercent), SplitSeed: cur.SplitSeed}
+			BaseModel: cur.BaseModel, SplitStrategy: string(cur.SplitStrategy), ValidationPercent: int(cur.ValidationPercent), SplitSeed: cur.SplitSeed,
+			AgreedOnly: &agreedOnly}
 		before := set
 		patch(&set)
 		v := &errs.Invalid{}
@@ -319,12 +334,12 @@ func (s *Service) Update(ctx context.Context, actor audit.Actor, orgID, id uuid.
 		out, err = q.DatasetUpdate(ctx, db.DatasetUpdateParams{OrgID: orgID, ID: id, Version: cur.Version,
 			Name: set.Name, Description: set.Description, SystemPrompt: set.SystemPrompt, ExportFormat: set.ExportFormat,
 			BaseModel: set.BaseModel, SplitStrategy: db.SplitStrategy(set.SplitStrategy),
-			ValidationPercent: int16(set.ValidationPercent), SplitSeed: set.SplitSeed})
+			ValidationPercent: int16(set.ValidationPercent), SplitSeed: set.SplitSeed, AgreedOnly: set.AgreedOnly != nil && *set.AgreedOnly})
 		if err != nil {
 			return err
 		}
 		frozenChange := set.SystemPrompt != before.SystemPrompt || set.SplitStrategy != before.SplitStrategy ||
-			set.ValidationPercent != before.ValidationPercent || set.SplitSeed != before.SplitSeed
+			set.ValidationPercent != before.ValidationPercent || set.SplitSeed != before.SplitSeed || out.AgreedOnly != cur.AgreedOnly
 		if frozenChange && (cur.Status == StatusReady || cur.Status == StatusExported) {
 			if out, err = q.DatasetUpdateStatus(ctx, db.DatasetUpdateStatusParams{OrgID: orgID, ID: id, Status: StatusCurating}); err != nil {
 				return err

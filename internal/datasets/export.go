@@ -10,6 +10,7 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
@@ -396,8 +397,12 @@ func store(ctx context.Context, bucket *blob.Bucket, key string, r io.Reader, co
 	return bucket.Upload(ctx, key, r, &blob.WriterOptions{ContentType: contentType, BeforeWrite: blobstore.Private})
 }
 
-// clearPrefix removes every object under prefix.
+// clearPrefix removes every object under prefix, and the parts of any
+// upload under it that never completed (S3 keeps them unlisted).
 func clearPrefix(ctx context.Context, bucket *blob.Bucket, prefix string) error {
+	if _, err := blobstore.AbortUnfinished(ctx, bucket, prefix, time.Time{}); err != nil {
+		return err
+	}
 	it := bucket.List(&blob.ListOptions{Prefix: prefix})
 	for {
 		obj, err := it.Next(ctx)

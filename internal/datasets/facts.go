@@ -195,7 +195,13 @@ func streamFacts(ctx context.Context, q *db.Queries, arg *db.DatasetVersionItemL
 // memberFacts adds the facts of every member of a dataset as it is now to
 // c's validator, in id order: the stored facts of members whose content
 // was checked before, by any report or freeze, and fresh ones for the rest.
-func memberFacts(ctx context.Context, q *db.Queries, d db.TrainingDataset, c *checker) error {
+// Members a dataset of agreed items only leaves out are skipped, and
+// counted.
+func memberFacts(ctx context.Context, q *db.Queries, d db.TrainingDataset, c *checker) (LeftOut, error) {
+	skip, leftOut, err := unsettled(ctx, q, d)
+	if err != nil {
+		return leftOut, err
+	}
 	store := &factStore{q: q, orgID: d.OrgID, c: c}
 	batch := make([]factItem, 0, factsBatch)
 	run := func() error {
@@ -223,7 +229,10 @@ func memberFacts(ctx context.Context, q *db.Queries, d db.TrainingDataset, c *ch
 		// Members are read on other connections: storing here holds none.
 		return store.flush(ctx)
 	}
-	err := eachMember(ctx, q, d, func(_ uuid.UUID, e Example) error {
+	err = eachMember(ctx, q, d, func(source uuid.UUID, e Example) error {
+		if skip[source] {
+			return nil
+		}
 		canon, err := e.Canonical()
 		if err != nil {
 			return err
@@ -238,7 +247,7 @@ func memberFacts(ctx context.Context, q *db.Queries, d db.TrainingDataset, c *ch
 	if err == nil && len(batch) > 0 {
 		err = run()
 	}
-	return err
+	return leftOut, err
 }
 
 // FactsKeep is how long stored facts are kept. They are a cache: a frozen

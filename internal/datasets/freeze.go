@@ -80,12 +80,26 @@ func freezeItems(ctx context.Context, tx pgx.Tx, read *db.Queries, d db.Training
 	kind := KindOf(string(d.DatasetType))
 	cfg := SplitConfig{Strategy: string(d.SplitStrategy), ValidationPercent: int(d.ValidationPercent), Seed: d.SplitSeed}
 
-	keys, err := q.DatasetMemberListSplitKeys(ctx, d.ID)
+	all, err := q.DatasetMemberListSplitKeys(ctx, d.ID)
 	if err != nil {
 		return frozenVersion{}, err
 	}
-	if len(keys) == 0 {
+	if len(all) == 0 {
 		return frozenVersion{}, errs.InvalidField("members", "the dataset has no examples: add %s before marking it ready", memberNoun(kind))
+	}
+	skip, leftOut, err := unsettled(ctx, q, d)
+	if err != nil {
+		return frozenVersion{}, err
+	}
+	keys := all[:0:0]
+	for _, k := range all {
+		if !skip[k.ID] {
+			keys = append(keys, k)
+		}
+	}
+	if len(keys) == 0 {
+		return frozenVersion{}, errs.InvalidField("members", "every member is left out: the dataset takes agreed items only, and %d are disputed and %d await reviews; "+
+			"decide the disputes in adjudication or let the reviews finish", leftOut.Disputed, leftOut.Open)
 	}
 	items := make([]SplitItem, len(keys))
 	for i, k := range keys {
@@ -132,6 +146,9 @@ func freezeItems(ctx context.Context, tx pgx.Tx, read *db.Queries, d db.Training
 	}
 
 	err = eachMember(ctx, read, d, func(source uuid.UUID, e Example) error {
+		if skip[source] {
+			return nil
+		}
 		if err := add(source, e); err != nil {
 			return err
 		}
@@ -155,7 +172,8 @@ func freezeItems(ctx context.Context, tx pgx.Tx, read *db.Queries, d db.Training
 
 	latest, err := spq.DatasetVersionGetLatest(ctx, d.ID)
 	switch {
-	case err == nil && latest.ContentHash == hash && latest.Kind == kind:
+	case err == nil && latest.ContentHash == hash && latest.Kind == kind &&
+		latest.LeftOutDisputed == int32(leftOut.Disputed) && latest.LeftOutOpen == int32(leftOut.Open):
 		if err := sp.Rollback(ctx); err != nil {
 			return frozenVersion{}, err
 		}
@@ -167,7 +185,7 @@ func freezeItems(ctx context.Context, tx pgx.Tx, read *db.Queries, d db.Training
 		ID: versionID, OrgID: d.OrgID, DatasetID: d.ID, Kind: kind, ContentHash: hash,
 		ItemCount: int32(len(hashed)), TrainCount: int32(train), ValidationCount: int32(len(hashed) - train),
 		SplitStrategy: d.SplitStrategy, ValidationPercent: d.ValidationPercent, SplitSeed: d.SplitSeed,
-		CreatedByLabel: by,
+		CreatedByLabel: by, LeftOutDisputed: int32(leftOut.Disputed), LeftOutOpen: int32(leftOut.Open),
 	})
 	if err != nil {
 		return frozenVersion{}, err

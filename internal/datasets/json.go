@@ -30,6 +30,7 @@ type Object struct {
 	CreatedAt    time.Time      `json:"created_at"`
 	UpdatedAt    time.Time      `json:"updated_at"`
 	Version      int32          `json:"version"`
+	AgreedOnly   bool           `json:"agreed_only"` // members under open or disputed overlapping review are left out
 }
 
 // SplitObject is a split configuration.
@@ -50,6 +51,7 @@ type VersionObject struct {
 	ValidationCount int32       `json:"validation_count"`
 	Split           SplitObject `json:"split"`
 	CreatedAt       time.Time   `json:"created_at"`
+	LeftOut         LeftOut     `json:"left_out"` // members left out for agreed items only
 }
 
 // ExportObject is an export with its progress and files.
@@ -81,7 +83,7 @@ func ToObject(d db.TrainingDataset, memberCount int, current *db.DatasetVersion,
 	o := Object{ID: d.ID, Name: d.Name, Description: d.Description, DatasetType: string(d.DatasetType), Status: string(d.Status),
 		SampleCount: memberCount, ExportFormat: d.ExportFormat, BaseModel: d.BaseModel, SystemPrompt: d.SystemPrompt,
 		Split:       SplitObject{Strategy: string(d.SplitStrategy), ValidationPercent: int(d.ValidationPercent), Seed: d.SplitSeed},
-		SavedFilter: d.SavedFilter, Curator: d.CuratorLabel, CreatedAt: d.CreatedAt, UpdatedAt: d.UpdatedAt, Version: d.Version}
+		SavedFilter: d.SavedFilter, AgreedOnly: d.AgreedOnly, Curator: d.CuratorLabel, CreatedAt: d.CreatedAt, UpdatedAt: d.UpdatedAt, Version: d.Version}
 	if d.QualityScore.Valid {
 		s := float64(d.QualityScore.Float32)
 		o.QualityScore = &s
@@ -103,7 +105,8 @@ func ToObject(d db.TrainingDataset, memberCount int, current *db.DatasetVersion,
 func ToVersionObject(v db.DatasetVersion) VersionObject {
 	return VersionObject{ID: v.ID, Number: v.Number, Kind: v.Kind, ContentHash: v.ContentHash, ItemCount: v.ItemCount,
 		TrainCount: v.TrainCount, ValidationCount: v.ValidationCount, CreatedAt: v.CreatedAt,
-		Split: SplitObject{Strategy: string(v.SplitStrategy), ValidationPercent: int(v.ValidationPercent), Seed: v.SplitSeed}}
+		Split:   SplitObject{Strategy: string(v.SplitStrategy), ValidationPercent: int(v.ValidationPercent), Seed: v.SplitSeed},
+		LeftOut: LeftOut{Disputed: int(v.LeftOutDisputed), Open: int(v.LeftOutOpen)}}
 }
 
 // ToExportObject shapes an export for the API.

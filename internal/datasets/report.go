@@ -32,6 +32,9 @@ type Report struct {
 	// they are now (before the first freeze, or while curating again).
 	Source  string
 	Version *db.DatasetVersion
+	// LeftOut counts the members left out of what was checked because
+	// the dataset takes agreed items only.
+	LeftOut LeftOut
 }
 
 // Report validates a dataset for a format: its current version when it is
@@ -56,16 +59,18 @@ func (s *Service) Report(ctx context.Context, orgID, id uuid.UUID, req ReportReq
 	if d.Current != nil && (d.Dataset.Status == StatusReady || d.Dataset.Status == StatusExported) {
 		out, err := validateVersion(ctx, s.Pool, *d.Current, f, d.Dataset.BaseModel, req.MaskPII)
 		out.Source = fmt.Sprintf("version %d (frozen, %s)", d.Current.Number, short(d.Current.ContentHash))
+		out.LeftOut = LeftOut{Disputed: int(d.Current.LeftOutDisputed), Open: int(d.Current.LeftOutOpen)}
 		return out, err
 	}
 	c, err := newChecker(f, d.Dataset.BaseModel, KindOf(string(d.Dataset.DatasetType)), req.MaskPII)
 	if err != nil {
 		return Report{}, err
 	}
-	if err := memberFacts(ctx, q, d.Dataset, c); err != nil {
+	leftOut, err := memberFacts(ctx, q, d.Dataset, c)
+	if err != nil {
 		return Report{}, err
 	}
-	return Report{Report: c.v.Report(), Source: "the current members (not frozen yet)"}, nil
+	return Report{Report: c.v.Report(), Source: "the current members (not frozen yet)", LeftOut: leftOut}, nil
 }
 
 // computing admits one computation of a frozen version's report at a

@@ -23,6 +23,7 @@ import (
 	"github.com/curate/curate/internal/errs"
 	"github.com/curate/curate/internal/export"
 	"github.com/curate/curate/internal/jobq"
+	"github.com/curate/curate/internal/scorers"
 )
 
 // Limits on input.
@@ -188,7 +189,7 @@ func (s *Service) Items(ctx context.Context, orgID, versionID uuid.UUID, splitTa
 		if !ok {
 			continue // nothing to ask: no user turn
 		}
-		it.SourceID, it.Split, it.Context = r.SourceID, SplitAll, documents(r.Documents)
+		it.SourceID, it.Split, it.Context = r.SourceID, SplitAll, scorers.Documents(r.Documents)
 		for _, t := range splitTags {
 			if slices.Contains(r.Tags, t) {
 				it.Split = t
@@ -223,41 +224,6 @@ func itemOf(ex datasets.Example) (Item, bool) {
 		}
 	}
 	return it, false
-}
-
-// documents reads context documents as text: each a string, or an object
-// with its text under "text", "content" or "page_content" (the shapes RAG
-// pipelines log); anything else is written as its JSON.
-func documents(raw []byte) []string {
-	var docs []json.RawMessage
-	if json.Unmarshal(raw, &docs) != nil {
-		return nil
-	}
-	var out []string
-	for _, d := range docs {
-		var s string
-		if json.Unmarshal(d, &s) == nil {
-			out = append(out, s)
-			continue
-		}
-		var o struct {
-			Text        *string `json:"text"`
-			Content     *string `json:"content"`
-			PageContent *string `json:"page_content"`
-		}
-		_ = json.Unmarshal(d, &o)
-		switch {
-		case o.Text != nil:
-			out = append(out, *o.Text)
-		case o.Content != nil:
-			out = append(out, *o.Content)
-		case o.PageContent != nil:
-			out = append(out, *o.PageContent)
-		default:
-			out = append(out, string(d))
-		}
-	}
-	return out
 }
 
 // Frozen is a frozen version a golden set can be made of.

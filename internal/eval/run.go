@@ -17,7 +17,9 @@ import (
 	"github.com/curate/curate/db"
 	"github.com/curate/curate/internal/audit"
 	"github.com/curate/curate/internal/errs"
+	"github.com/curate/curate/internal/jobq"
 	"github.com/curate/curate/internal/leak"
+	"github.com/curate/curate/internal/models"
 	"github.com/curate/curate/internal/outbound"
 	"github.com/curate/curate/internal/pricing"
 	"github.com/curate/curate/internal/scorers"
@@ -381,7 +383,8 @@ func (s *Service) pause(ctx context.Context, runID uuid.UUID, reason string) err
 }
 
 // finish writes the aggregate: the mean reward over the items that have
-// one and its bootstrap confidence interval.
+// one and its bootstrap confidence interval. A quality run of a model
+// version leaves its summary on the version, in the same transaction.
 func (s *Service) finish(ctx context.Context, runID uuid.UUID) error {
 	q := db.New(s.Pool)
 	rewards, err := q.EvaluationItemListRewards(ctx, runID)
@@ -389,20 +392,114 @@ func (s *Service) finish(ctx context.Context, runID uuid.UUID) error {
 		return err
 	}
 	p := db.EvaluationRunUpdateFinishedParams{ID: runID}
-	if len(rewards) > 0 {
-		mean, ci, err := stats.MeanCI(rewards, stats.DefaultBootstrap)
-		switch {
-		case err == nil:
-			p.CiLow = pgtype.Float8{Float64: ci.Lo, Valid: true}
-			p.CiHigh = pgtype.Float8{Float64: ci.Hi, Valid: true}
-		case len(rewards) == 1: // a mean, but no interval from one value
-			mean = rewards[0]
-		default:
+	mean, ci, err := meanCI(rewards)
+	if err != nil {
+		return err
+	}
+	if mean != nil {
+		p.MeanReward = pgtype.Float8{Float64: *mean, Valid: true}
+	}
+	if ci != nil {
+		p.CiLow, p.CiHigh = pgtype.Float8{Float64: ci[0], Valid: true}, pgtype.Float8{Float64: ci[1], Valid: true}
+	}
+	return db.InTx(ctx, s.Pool, func(_ pgx.Tx, q *db.Queries) error {
+		if err := q.EvaluationRunUpdateFinished(ctx, p); err != nil {
 			return err
 		}
-		p.MeanReward = pgtype.Float8{Float64: mean, Valid: true}
+		run, err := q.EvaluationRunGetByID(ctx, runID)
+		if err != nil || run.Kind != KindQuality || !run.CandidateVersionID.Valid {
+			return err
+		}
+		e, err := s.summary(ctx, q, run)
+		if err != nil {
+			return err
+		}
+		return models.SetEvaluationTx(ctx, q, run.OrgID, run.CandidateVersionID.UUID, e)
+	})
+}
+
+// meanCI is the mean of rewards and its 95% bootstrap interval: no mean
+// from none, no interval from one.
+func meanCI(rewards []float64) (*float64, []float64, error) {
+	switch len(rewards) {
+	case 0:
+		return nil, nil, nil
+	case 1:
+		return &rewards[0], nil, nil
 	}
-	return q.EvaluationRunUpdateFinished(ctx, p)
+	mean, ci, err := stats.MeanCI(rewards, stats.DefaultBootstrap)
+	if err != nil {
+		return nil, nil, err
+	}
+	return &mean, []float64{ci.Lo, ci.Hi}, nil
+}
+
+// summary is a finished run as its version keeps it.
+func (s *Service) summary(ctx context.Context, q *db.Queries, run db.EvaluationRun) (models.Evaluation, error) {
+	named, err := q.EvaluationRunGetWithNames(ctx, db.EvaluationRunGetWithNamesParams{OrgID: run.OrgID, ID: run.ID})
+	if err != nil {
+		return models.Evaluation{}, err
+	}
+	set, err := q.DatasetVersionGet(ctx, db.DatasetVersionGetParams{OrgID: run.OrgID, ID: run.GoldenSetVersionID})
+	if err != nil {
+		return models.Evaluation{}, err
+	}
+	var cfg Config
+	if err := json.Unmarshal(run.Config, &cfg); err != nil {
+		return models.Evaluation{}, err
+	}
+	out := models.Evaluation{RunID: run.ID, GoldenSetVersionID: run.GoldenSetVersionID, GoldenSet: named.GoldenSetName,
+		GoldenSetHash: set.ContentHash, Items: int(run.Done), Invalid: int(run.Invalid), JudgeCalls: int(run.JudgeCalls),
+		JudgeCostUSD: pricing.Micros(run.JudgeCostMicros).Dollars(), AnswerCostUSD: pricing.Micros(run.AnswerCostMicros).Dollars(),
+		Formula: cfg.Formula, Splits: []models.EvaluationSplit{}}
+	if run.FinishedAt != nil {
+		out.FinishedAt = *run.FinishedAt
+	}
+	if run.MeanReward.Valid {
+		out.MeanReward = &run.MeanReward.Float64
+	}
+	if run.CiLow.Valid && run.CiHigh.Valid {
+		out.CI = []float64{run.CiLow.Float64, run.CiHigh.Float64}
+	}
+	items, err := q.EvaluationItemListForSummary(ctx, run.ID)
+	if err != nil {
+		return models.Evaluation{}, err
+	}
+	rewards := map[string][]float64{}
+	var latency, answered float64
+	for _, it := range items {
+		if len(out.Splits) == 0 || out.Splits[len(out.Splits)-1].Split != it.Split {
+			out.Splits = append(out.Splits, models.EvaluationSplit{Split: it.Split})
+		}
+		out.Splits[len(out.Splits)-1].Items++
+		if it.Reward.Valid {
+			rewards[it.Split] = append(rewards[it.Split], it.Reward.Float64)
+		}
+		if it.Answered {
+			latency, answered = latency+float64(it.LatencyMs), answered+1
+		}
+	}
+	for i, sp := range out.Splits {
+		if out.Splits[i].MeanReward, out.Splits[i].CI, err = meanCI(rewards[sp.Split]); err != nil {
+			return models.Evaluation{}, err
+		}
+	}
+	// The red-team split last, as reports show it.
+	slices.SortStableFunc(out.Splits, func(a, b models.EvaluationSplit) int {
+		return cmp.Compare(b2i(a.Split == RedTeam), b2i(b.Split == RedTeam))
+	})
+	if answered > 0 {
+		m := latency / answered
+		out.MeanLatencyMS = &m
+	}
+	return out, nil
+}
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // Fail ends a run that cannot go on, with the reason in words.
@@ -434,6 +531,8 @@ type Run struct {
 	// Splits are the mean rewards per split, red team last.
 	Splits []SplitResult `json:"-"`
 	Kind   string        `json:"kind"`
+	// jobID is the River job carrying the run on (0 for none).
+	jobID int64
 }
 
 // RunItem is one answered item of a run.
@@ -463,7 +562,7 @@ func (s *Service) GetRun(ctx context.Context, orgID, runID uuid.UUID) (Run, erro
 	if err != nil {
 		return Run{}, err
 	}
-	out := Run{ID: r.ID, Status: string(r.Status), Kind: r.Kind, Items: []RunItem{}}
+	out := Run{ID: r.ID, Status: string(r.Status), Kind: r.Kind, Items: []RunItem{}, jobID: r.RiverJobID.Int64}
 	out.Progress.Done, out.Progress.Total = int(r.Done), int(r.Total)
 	out.Summary.Invalid, out.Summary.JudgeCalls = int(r.Invalid), int(r.JudgeCalls)
 	out.Summary.JudgeCostUSD = pricing.Micros(r.JudgeCostMicros).Dollars()
@@ -550,23 +649,60 @@ func (s *Service) trainedOn(ctx context.Context, orgID, versionID uuid.UUID) (uu
 	return v.ModelVersion.DatasetVersionID.UUID, nil
 }
 
-// Resume queues a paused run again (after its budget was raised, say): it
-// goes on at the next item not stored.
+// Resume carries a run that has not finished on: a paused one (after its
+// budget was raised, say) or one whose worker stopped (killed while it
+// ran). It goes on at the next item not stored, and no item is paid for
+// twice. A run whose job is queued or running in a live worker needs no
+// resuming, and one that finished cannot be.
 func (s *Service) Resume(ctx context.Context, actor audit.Actor, orgID, runID uuid.UUID) error {
 	return db.InTx(ctx, s.Pool, func(tx pgx.Tx, q *db.Queries) error {
-		n, err := q.EvaluationRunUpdateResumed(ctx, db.EvaluationRunUpdateResumedParams{OrgID: orgID, ID: runID})
+		run, err := q.EvaluationRunGetForUpdate(ctx, db.EvaluationRunGetForUpdateParams{OrgID: orgID, ID: runID})
+		if errors.Is(err, pgx.ErrNoRows) {
+			return errs.ErrNotFound
+		}
 		if err != nil {
 			return err
 		}
-		if n == 0 {
-			if _, err := q.EvaluationRunGet(ctx, db.EvaluationRunGetParams{OrgID: orgID, ID: runID}); errors.Is(err, pgx.ErrNoRows) {
-				return errs.ErrNotFound
-			}
-			return &errs.Conflict{Message: "Only a paused evaluation can be resumed."}
+		if run.Status == db.EvaluationStatusSucceeded || run.Status == db.EvaluationStatusFailed {
+			return &errs.Conflict{Message: "This evaluation has finished: start a new one to evaluate again."}
 		}
-		if _, err := s.Jobs.InsertTx(ctx, tx, EvaluateArgs{RunID: runID}, nil); err != nil {
+		var jobID int64
+		if run.Status == db.EvaluationStatusPaused || !run.RiverJobID.Valid {
+			// A paused run's job has ended, or is ending now.
+			job, err := s.Jobs.InsertTx(ctx, tx, EvaluateArgs{RunID: runID}, nil)
+			if err != nil {
+				return err
+			}
+			jobID = job.Job.ID
+		} else if jobID, err = jobq.Revive(ctx, tx, s.Jobs, run.RiverJobID.Int64, EvaluateArgs{RunID: runID}); errors.Is(err, jobq.ErrLive) {
+			return &errs.Conflict{Message: "This evaluation is under way: its worker carries it on."}
+		} else if err != nil {
 			return err
 		}
-		return audit.Record(ctx, q, actor, audit.Entry{OrgID: orgID, Action: "evaluation.resume", TargetType: "evaluation_run", TargetID: runID.String()})
+		if err := q.EvaluationRunUpdateResumed(ctx, db.EvaluationRunUpdateResumedParams{OrgID: orgID, ID: runID,
+			RiverJobID: pgtype.Int8{Int64: jobID, Valid: true}}); err != nil {
+			return err
+		}
+		return audit.Record(ctx, q, actor, audit.Entry{OrgID: orgID, Action: "evaluation.resume", TargetType: "evaluation_run",
+			TargetID: runID.String(), Details: map[string]any{"status": string(run.Status)}})
 	})
+}
+
+// Abandon pauses a run whose job was given up, with the reason: what it
+// scored stays, and resuming it goes on from there.
+func (s *Service) Abandon(ctx context.Context, runID uuid.UUID, reason string) error {
+	return s.pause(ctx, runID, reason)
+}
+
+// Stalled reports whether a run that has not finished has no job carrying
+// it on: paused, or its worker stopped. An admin can resume it.
+func (s *Service) Stalled(ctx context.Context, r Run) (bool, error) {
+	switch r.Status {
+	case string(db.EvaluationStatusPaused):
+		return true, nil
+	case string(db.EvaluationStatusQueued), string(db.EvaluationStatusRunning):
+	default:
+		return false, nil
+	}
+	return jobq.Stalled(ctx, db.New(s.Pool), r.jobID)
 }

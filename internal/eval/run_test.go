@@ -72,6 +72,8 @@ type fixture struct {
 	version uuid.UUID
 	svc     *eval.Service
 	judge   *judge.Service
+	reg     *models.Service
+	eps     *endpoints.Service
 	items   []eval.Item
 	stand   *standIn
 	server  *chattest.Server
@@ -123,7 +125,7 @@ func newFixture(t *testing.T) *fixture {
 			t.Fatal(err)
 		}
 	}
-	return &fixture{pool: pool, org: seeded.OrgID, version: version.ID, svc: svc, judge: jd, items: items, stand: st, server: srv}
+	return &fixture{pool: pool, org: seeded.OrgID, version: version.ID, svc: svc, judge: jd, reg: reg, eps: eps, items: items, stand: st, server: srv}
 }
 
 func (f *fixture) config() eval.Config {

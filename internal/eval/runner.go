@@ -18,18 +18,21 @@ import (
 	"github.com/curate/curate/internal/leak"
 	"github.com/curate/curate/internal/models"
 	"github.com/curate/curate/internal/reward"
+	"github.com/curate/curate/internal/rewardmodel"
 	"github.com/curate/curate/internal/scorers"
 )
 
 // Runs is the product's Runner: the candidate answers through the chat
 // client (a registered endpoint, or a model version where a serving target
-// serves it), and the rule scorers, the judge and the reward formula score
-// each answer.
+// serves it: an adapter on vLLM, or a provider's model by its id with the
+// provider's key), and the rule scorers, the judge, reward models and the
+// reward formula score each answer.
 type Runs struct {
-	Endpoints *endpoints.Service
-	Judge     *judge.Service
-	Models    *models.Service
-	Reward    *reward.Service
+	Endpoints    *endpoints.Service
+	Judge        *judge.Service
+	Models       *models.Service
+	Reward       *reward.Service
+	RewardModels *rewardmodel.Service
 }
 
 // defaultConcurrency is how many items a model version's server is asked
@@ -69,8 +72,15 @@ func (r *Runs) Check(ctx context.Context, orgID uuid.UUID, cfg Config) (Config, 
 	if err := f.Require("reward_formula", set.Names()); err != nil {
 		return cfg, err
 	}
-	if slices.Contains(set.External, "reward_model") {
-		v.Add("scorers", "reward_model cannot score evaluations yet: use the judge or rule scorers")
+	for _, rm := range set.RewardModels {
+		_, err := r.RewardModels.Resolve(ctx, orgID, rewardmodel.Ref{VersionID: rm.VersionID})
+		var refused *rewardmodel.Refused
+		switch {
+		case errors.As(err, &refused):
+			v.Add(rm.Field+".model_version_id", "%s", refused.Reason)
+		case err != nil:
+			return cfg, err
+		}
 	}
 	if slices.Contains(set.External, "judge") {
 		switch {
@@ -120,7 +130,11 @@ func (r *Runs) checkCandidate(ctx context.Context, orgID uuid.UUID, c Candidate,
 		case errors.Is(err, errs.ErrNotFound):
 			v.Add("candidate.model_version_id", "is not a model version of this organisation")
 		case errors.Is(err, models.ErrNotServed):
-			v.Add("candidate.model_version_id", "is not deployed on a vLLM serving target Curate can call: deploy it (to a staging alias, say) or register an endpoint that serves it")
+			if ver, gerr := r.Models.Get(ctx, orgID, *c.ModelVersionID); gerr == nil && ver.Kind == models.KindReward {
+				v.Add("candidate.model_version_id", "is a reward model: it scores answers and writes none; name it as a scorer instead")
+				break
+			}
+			v.Add("candidate.model_version_id", "is not deployed on a serving target Curate can call (a vLLM server or a provider): deploy it (to a staging alias, say) or register an endpoint that serves it")
 		case err != nil:
 			return err
 		}
@@ -174,7 +188,7 @@ func (r *Runs) Prepare(ctx context.Context, orgID uuid.UUID, cfg Config, items [
 	}
 	plan := Plan{Answerer: a, Concurrency: conc}
 	sc := &scorer{orgID: orgID, set: set, formula: f, judge: r.Judge, judgeCfg: cfg.Judge,
-		purpose: fmt.Sprintf("evaluation of %s", cfg.GoldenSetVersionID)}
+		purpose: fmt.Sprintf("evaluation of %s", cfg.GoldenSetVersionID), rewardModels: r.RewardModels}
 	plan.Scorer = sc
 	if slices.Contains(set.External, "judge") {
 		plan.Ready = sc.ready
@@ -204,7 +218,7 @@ func (r *Runs) answerer(ctx context.Context, orgID uuid.UUID, c Candidate) (*ans
 type answerer struct {
 	client      *chat.Client
 	model       string
-	endpoint    *endpoints.Endpoint // nil for a self-hosted version: no price
+	endpoint    *endpoints.Endpoint // nil for a model version: no price known
 	temperature float64
 	maxTokens   int
 }
@@ -227,12 +241,13 @@ func (a *answerer) Answer(ctx context.Context, it Item) (Answer, error) {
 }
 
 type scorer struct {
-	orgID    uuid.UUID
-	set      scorers.Set
-	formula  reward.Formula
-	judge    *judge.Service
-	judgeCfg *JudgeConfig
-	purpose  string
+	orgID        uuid.UUID
+	set          scorers.Set
+	formula      reward.Formula
+	judge        *judge.Service
+	judgeCfg     *JudgeConfig
+	purpose      string
+	rewardModels *rewardmodel.Service
 }
 
 // ready pauses the run when the judge's budget is already spent.
@@ -267,6 +282,13 @@ func (s *scorer) Score(ctx context.Context, it Item, answer string) (Scored, err
 			out.Critique, out.Safety = j.Critique, j.Safety
 		}
 	}
+	for _, rm := range s.set.RewardModels {
+		sc, err := s.rewardModel(ctx, rm, in)
+		if err != nil {
+			return out, err
+		}
+		out.Components[rm.Name] = sc
+	}
 	res := s.formula.Compute(out.Components)
 	if res.Valid() {
 		out.Reward, out.RewardExplanation = &res.Value, res.Explanation
@@ -274,6 +296,26 @@ func (s *scorer) Score(ctx context.Context, it Item, answer string) (Scored, err
 		out.Invalid = "No reward: " + strings.TrimSuffix(res.Invalid, ".") + "."
 	}
 	return out, nil
+}
+
+// rewardModel is a reward model's score of one answer. A reward model no
+// longer served (its deployment unloaded mid-run), or one that cannot be
+// reached, leaves the item without that score, with the reason; a resumed
+// run asks again.
+func (s *scorer) rewardModel(ctx context.Context, rm scorers.RewardModel, in scorers.Input) (scorers.Score, error) {
+	m, err := s.rewardModels.Resolve(ctx, s.orgID, rewardmodel.Ref{VersionID: rm.VersionID})
+	var refused *rewardmodel.Refused
+	if errors.As(err, &refused) {
+		return scorers.Invalidf("The reward model cannot score: %s.", strings.TrimSuffix(refused.Reason, ".")), nil
+	}
+	if err != nil {
+		return scorers.Score{}, err
+	}
+	got, err := s.rewardModels.Score(ctx, s.orgID, m, []scorers.Input{in})
+	if err != nil {
+		return scorers.Score{}, err
+	}
+	return got[0].AsScore(m), nil
 }
 
 // leakScorer flags answers that reproduce training data: the "leak"

@@ -59,12 +59,16 @@ const (
 	AvgHelpfulness = "avg_helpfulness"
 	AvgClarity     = "avg_clarity"
 	AvgSafety      = "avg_safety"
+	// AvgJudgeScore is the live scorer's average score of each unit's
+	// sampled answers (see internal/livescore).
+	AvgJudgeScore = "avg_judge_score"
 )
 
 // Metrics lists them; higherIsBetter says which way is good.
 var (
-	Metrics        = []string{ThumbsUpRate, AvgRating, CorrectionRate, Latency, AvgAccuracy, AvgHelpfulness, AvgClarity, AvgSafety}
-	higherIsBetter = map[string]bool{ThumbsUpRate: true, AvgRating: true, AvgAccuracy: true, AvgHelpfulness: true, AvgClarity: true, AvgSafety: true}
+	Metrics        = []string{ThumbsUpRate, AvgRating, CorrectionRate, Latency, AvgAccuracy, AvgHelpfulness, AvgClarity, AvgSafety, AvgJudgeScore}
+	higherIsBetter = map[string]bool{ThumbsUpRate: true, AvgRating: true, AvgAccuracy: true, AvgHelpfulness: true, AvgClarity: true, AvgSafety: true,
+		AvgJudgeScore: true}
 )
 
 // Limits on input.
@@ -95,6 +99,7 @@ type New struct {
 	StartsAt         *time.Time `json:"starts_at"`
 	EndsAt           *time.Time `json:"ends_at"`
 	Rollout          *Rollout   `json:"rollout"`
+	Analysis
 }
 
 // Rollout is a gradual rollout plan: the treatment's share at each step,
@@ -134,6 +139,10 @@ type Experiment struct {
 	Phase          int        `json:"phase"`
 	PhaseStartedAt *time.Time `json:"phase_started_at"`
 	WeightsChanged bool       `json:"weights_changed"`
+	// Analysis is how its results are computed: the engine (""
+	// follows the organisation's default), CUPED's pre-exposure days, the
+	// corrections and each metric's criterion.
+	Analysis Analysis `json:"analysis"`
 }
 
 // Arm is one arm.
@@ -253,6 +262,7 @@ func (s *Service) Create(ctx context.Context, actor audit.Actor, orgID uuid.UUID
 			split = steps[0]
 		}
 	}
+	analysis := in.Analysis.validate(v, in.Metrics, in.Guardrails)
 	if in.ControlModelID == uuid.Nil {
 		v.Add("control_model_id", "is required: a model version")
 	}
@@ -309,6 +319,9 @@ func (s *Service) Create(ctx context.Context, actor audit.Actor, orgID uuid.UUID
 		if err != nil {
 			return err
 		}
+		if err := analysis.store(ctx, q, out.ID); err != nil {
+			return err
+		}
 		for i, a := range arms {
 			if err := q.ExperimentArmInsert(ctx, db.ExperimentArmInsertParams{ExperimentID: out.ID, Idx: int32(i), Name: a.name,
 				ModelVersionID: a.id, Weight: a.w}); err != nil {
@@ -316,7 +329,8 @@ func (s *Service) Create(ctx context.Context, actor audit.Actor, orgID uuid.UUID
 			}
 		}
 		return audit.Record(ctx, q, actor, audit.Entry{OrgID: orgID, Action: "experiment.create", TargetType: "experiment",
-			TargetID: out.ID.String(), Details: map[string]any{"key": in.Key, "traffic_split": split, "coverage": coverage}})
+			TargetID: out.ID.String(), Details: map[string]any{"key": in.Key, "traffic_split": split, "coverage": coverage,
+				"engine": analysis.engine, "cuped_days": analysis.cupedDays, "criteria": analysis.criteria}})
 	})
 	if err != nil {
 		return Experiment{}, err
@@ -400,7 +414,8 @@ func (s *Service) withArms(ctx context.Context, q *db.Queries, e db.Experiment) 
 	out := Experiment{ID: e.ID, Key: e.Key, Name: e.Name, Status: string(e.Status), Seed: e.Seed, Coverage: e.Coverage,
 		Metrics: e.Metrics, Guardrails: e.Guardrails, MinSamplePerArm: int(e.MinSamplePerArm), Winner: e.Winner, Conflicts: e.Conflicts,
 		RolloutStep: int(e.RolloutStep), StopReason: e.StopReason, StartedAt: e.StartedAt, StartsAt: e.StartsAt, EndsAt: e.EndsAt, EndedAt: e.EndedAt,
-		CreatedAt: e.CreatedAt, ModelID: e.RegisteredModelID, Phase: int(e.Phase), PhaseStartedAt: e.PhaseStartedAt, WeightsChanged: e.WeightsChanged}
+		CreatedAt: e.CreatedAt, ModelID: e.RegisteredModelID, Phase: int(e.Phase), PhaseStartedAt: e.PhaseStartedAt, WeightsChanged: e.WeightsChanged,
+		Analysis: analysisOf(e)}
 	if len(e.RolloutSteps) > 0 {
 		out.Rollout = &Rollout{Steps: e.RolloutSteps, HoldMins: int(e.RolloutHold.Microseconds / 60e6), MinUnits: int(e.RolloutMinUnits)}
 	}

@@ -9,7 +9,7 @@ type MetricInfo struct {
 }
 
 // measures says in one line what each metric reads from feedback; the
-// query that sums them is ExperimentListMetricSums.
+// query that sums them is ExperimentListMetricMoments.
 var measures = map[string]string{
 	ThumbsUpRate:   "The share of thumbs up among each unit's thumbs up and thumbs down.",
 	AvgRating:      "Each unit's average star rating, 1 to 5.",
@@ -19,6 +19,7 @@ var measures = map[string]string{
 	AvgHelpfulness: "Each unit's average helpfulness score, 1 to 5, from detailed feedback.",
 	AvgClarity:     "Each unit's average clarity score, 1 to 5, from detailed feedback.",
 	AvgSafety:      "Each unit's average safety score, 1 to 5, from detailed feedback.",
+	AvgJudgeScore:  "Each unit's average judge score, 0 to 1, of its answers the live judge sampled and scored.",
 }
 
 // MetricInfos lists every metric in Metrics' order.

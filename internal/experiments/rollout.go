@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -47,12 +48,13 @@ func (s *Service) CheckRollouts(ctx context.Context) error {
 // harm is the first metric significantly worse in the treatment, in words,
 // or "".
 func (s *Service) harm(ctx context.Context, q *db.Queries, e db.Experiment, arms int) (string, error) {
-	sums, err := q.ExperimentListMetricSums(ctx, db.ExperimentListMetricSumsParams{OrgID: e.OrgID, ExperimentID: e.ID, Phase: e.Phase, Since: e.PhaseStartedAt})
+	rows, err := q.ExperimentListMetricMoments(ctx, db.ExperimentListMetricMomentsParams{OrgID: e.OrgID, ExperimentID: e.ID, Phase: e.Phase,
+		Since: e.PhaseStartedAt})
 	if err != nil {
 		return "", err
 	}
 	for _, metric := range append(append([]string{}, e.Metrics...), e.Guardrails...) {
-		as := armStats(sums, arms, metric)
+		as := armStats(rows, arms, metric, false)
 		test := stats.Test{Metric: stats.MetricMean, Relative: true, Alpha: 0.05, Sequential: sequentialTuning, Alternative: stats.Less}
 		if !higherIsBetter[metric] {
 			test.Alternative = stats.Greater
@@ -73,6 +75,18 @@ func (s *Service) harm(ctx context.Context, q *db.Queries, e db.Experiment, arms
 	return "", nil
 }
 
+// monitorBreach is the treatment version's first open production-monitor
+// alert, in words, or "": a rollout treats it as a guardrail's breach.
+func monitorBreach(ctx context.Context, q *db.Queries, e db.Experiment, treatment db.ExperimentArmListRow) (string, error) {
+	open, err := q.AlertListOpenMonitors(ctx, db.AlertListOpenMonitorsParams{OrgID: e.OrgID, VersionID: treatment.ModelVersionID.String()})
+	if err != nil || len(open) == 0 {
+		return "", err
+	}
+	a := open[0]
+	return fmt.Sprintf("the production monitor found a breach in the treatment's version %s: %s. %s", treatment.Version,
+		strings.ToLower(a.Title[:1])+a.Title[1:], a.Message), nil
+}
+
 func (s *Service) checkRollout(ctx context.Context, e db.Experiment) error {
 	q := db.New(s.Pool)
 	arms, err := q.ExperimentArmList(ctx, e.ID)
@@ -81,9 +95,14 @@ func (s *Service) checkRollout(ctx context.Context, e db.Experiment) error {
 	}
 	step := int(e.RolloutStep)
 	share := func(i int) string { return fmt.Sprintf("%.0f%%", 100*e.RolloutSteps[i]) }
-	reason, err := s.harm(ctx, q, e, len(arms))
+	reason, err := monitorBreach(ctx, q, e, arms[1])
 	if err != nil {
 		return err
+	}
+	if reason == "" {
+		if reason, err = s.harm(ctx, q, e, len(arms)); err != nil {
+			return err
+		}
 	}
 	if reason != "" {
 		reason = fmt.Sprintf("Rolled back automatically at the %s step: %s", share(step), reason)

@@ -83,7 +83,7 @@ func insert(ctx context.Context, q *db.Queries, p db.FeedbackInsertParams) (db.F
 		Correction: p.Correction, LatencyMs: p.LatencyMs, Tags: p.Tags, Status: p.Status, Source: p.Source,
 		Rank: p.Rank, RankGroup: p.RankGroup, PiiKinds: p.PiiKinds, ContentHash: p.ContentHash,
 		DuplicateOf: r.DuplicateOf, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt, Version: r.Version,
-		ExperimentID: p.ExperimentID, IsTrainingData: true, HygieneFlags: []string{},
+		ExperimentID: p.ExperimentID, IsError: p.IsError, IsTrainingData: true, HygieneFlags: []string{},
 	}, nil
 }
 
@@ -191,7 +191,7 @@ func toRow(orgID uuid.UUID, source string, it Item) db.FeedbackInsertManyParams 
 		DimAccuracy: optInt2(d.Accuracy), DimHelpfulness: optInt2(d.Helpfulness), DimClarity: optInt2(d.Clarity),
 		DimSafety: optInt2(d.Safety), Comment: it.Comment, Correction: it.Correction, LatencyMs: optInt4(it.LatencyMS),
 		Tags: nonNil(it.Tags), Source: db.FeedbackSource(source), Rank: optInt2(it.Rank), RankGroup: it.RankGroup,
-		PiiKinds: piiKinds(it), ContentHash: ContentHash(it.Query, it.Response), Status: status,
+		PiiKinds: piiKinds(it), ContentHash: ContentHash(it.Query, it.Response), Status: status, IsError: it.Error,
 	}
 }
 

@@ -65,7 +65,10 @@ type Item struct {
 	Comment       string      `json:"comment,omitempty"`
 	Correction    string      `json:"correction,omitempty"`
 	LatencyMS     *int        `json:"latency_ms,omitempty"`
-	Tags          []string    `json:"tags,omitempty"`
+	// Error says the answer was an error (the assistant failed to give
+	// one): the production monitors' error rate counts it.
+	Error bool     `json:"error,omitempty"`
+	Tags  []string `json:"tags,omitempty"`
 	// Rank among sibling answers to one prompt (0 = best) and the group's
 	// key; set by imports that know rankings.
 	Rank      *int   `json:"rank,omitempty"`

@@ -125,6 +125,13 @@ func (s *Service) Update(ctx context.Context, actor audit.Actor, orgID, id uuid.
 		if old.Version != version {
 			return &errs.Conflict{Message: "someone else changed this item since you opened it: review their change and try again", Current: old}
 		}
+		if ch.Status != nil || ch.Correction != nil {
+			if held, err := q.ReviewItemListHeld(ctx, db.ReviewItemListHeldParams{OrgID: orgID, Ids: []uuid.UUID{id}}); err != nil {
+				return err
+			} else if len(held) > 0 {
+				return &errs.Conflict{Message: heldMessage, Current: old}
+			}
+		}
 		if ch.Assignee != nil && *ch.Assignee != uuid.Nil {
 			if _, err := q.UserGet(ctx, db.UserGetParams{OrgID: orgID, ID: *ch.Assignee}); err != nil {
 				return errs.InvalidField("assignee", "no such user in this organisation")
@@ -171,6 +178,9 @@ func (s *Service) Update(ctx context.Context, actor audit.Actor, orgID, id uuid.
 	})
 	return out, err
 }
+
+// heldMessage refuses a verdict on an item under overlapping review.
+const heldMessage = "this item is under overlapping review: each reviewer submits their own review, and its status is what they agree on or what an adjudicator decides"
 
 // describe names a change for the history and the audit log.
 func describe(ch Change) string {
@@ -251,6 +261,16 @@ func (s *Service) ApplyBulk(ctx context.Context, actor audit.Actor, orgID uuid.U
 		}
 		if expected >= 0 && len(ids) != expected {
 			return &errs.Conflict{Message: "the selection changed since you confirmed it (now " + strconv.Itoa(len(ids)) + " items): confirm again"}
+		}
+		if b.Status != "" {
+			held, err := q.ReviewItemListHeld(ctx, db.ReviewItemListHeldParams{OrgID: orgID, Ids: ids})
+			if err != nil {
+				return err
+			}
+			if len(held) > 0 {
+				return &errs.Conflict{Message: "the selection holds items under overlapping review (" + strconv.Itoa(len(held)) +
+					"), whose status their reviewers set: leave them out of it and try again"}
+			}
 		}
 		if b.Assign && b.Assignee != uuid.Nil {
 			if _, err := q.UserGet(ctx, db.UserGetParams{OrgID: orgID, ID: b.Assignee}); err != nil {

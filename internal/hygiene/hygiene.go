@@ -98,19 +98,19 @@ func (s *Service) Check(ctx context.Context, orgID uuid.UUID, since time.Time) (
 	var rep Report
 	err := db.InTx(ctx, s.Pool, func(_ pgx.Tx, q *db.Queries) error {
 		var err error
-		if rep.RateOutlier, err = q.HygieneFlagRateOutliers(ctx, db.HygieneFlagRateOutliersParams{OrgID: orgID, Since: since,
+		if rep.RateOutlier, err = q.HygieneUpdateRateOutliers(ctx, db.HygieneUpdateRateOutliersParams{OrgID: orgID, Since: since,
 			MinItems: int32(r.RateMinItems), Factor: r.RateFactor}); err != nil {
 			return fmt.Errorf("rate outliers: %w", err)
 		}
-		if rep.DuplicateSpam, err = q.HygieneFlagDuplicateComments(ctx, db.HygieneFlagDuplicateCommentsParams{OrgID: orgID, Since: since,
+		if rep.DuplicateSpam, err = q.HygieneUpdateDuplicateComments(ctx, db.HygieneUpdateDuplicateCommentsParams{OrgID: orgID, Since: since,
 			MinRepeats: int32(r.MinRepeats)}); err != nil {
 			return fmt.Errorf("duplicate comments: %w", err)
 		}
-		if rep.NearDuplicateSpam, err = q.HygieneFlagNearDuplicateComments(ctx, db.HygieneFlagNearDuplicateCommentsParams{OrgID: orgID,
+		if rep.NearDuplicateSpam, err = q.HygieneUpdateNearDuplicateComments(ctx, db.HygieneUpdateNearDuplicateCommentsParams{OrgID: orgID,
 			Since: since, MinRepeats: int32(r.MinRepeats)}); err != nil {
 			return fmt.Errorf("near-duplicate comments: %w", err)
 		}
-		if rep.BotSession, err = q.HygieneFlagBotSessions(ctx, db.HygieneFlagBotSessionsParams{OrgID: orgID, Since: since,
+		if rep.BotSession, err = q.HygieneUpdateBotSessions(ctx, db.HygieneUpdateBotSessionsParams{OrgID: orgID, Since: since,
 			MinRequests: int32(r.BotMinRequests), MaxMedianGap: r.BotMaxMedianGap.Seconds()}); err != nil {
 			return fmt.Errorf("bot sessions: %w", err)
 		}

@@ -56,6 +56,10 @@ func (s *Service) keep(ctx context.Context, key string, body io.Reader) (int64, 
 	if err != nil || n == 0 {
 		cancel()
 		_ = w.Close()
+		// An S3 write cancelled after it sent parts leaves them behind.
+		if _, aerr := blobstore.AbortUnfinished(context.WithoutCancel(ctx), s.Bucket, key, time.Time{}); aerr != nil {
+			s.Log.Warn("aborting a refused upload's parts", "key", key, "err", aerr)
+		}
 		return 0, err
 	}
 	if err := w.Close(); err != nil {
@@ -89,9 +93,10 @@ func (s *Service) discard(ctx context.Context, key string) {
 // never was recorded (the server stopped between keeping it and recording
 // its run), a run's file whose worker died (running, with no progress since
 // the cutoff: an import job times out long before), and a write's
-// temporary file that a crash left behind. A queued run's file stays
-// however old, for its job is still to come. It returns how many blobs it
-// deleted.
+// temporary file that a crash left behind, and, in an S3 bucket, the parts
+// of an upload that a crash cut off. A queued run's file stays however
+// old, for its job is still to come. It returns how many blobs it deleted
+// and unfinished uploads it aborted.
 func (s *Service) SweepUploads(ctx context.Context, cutoff time.Time) (int, error) {
 	var stale []string
 	it := s.Bucket.List(&blob.ListOptions{Prefix: uploadsPrefix})
@@ -121,6 +126,11 @@ func (s *Service) SweepUploads(ctx context.Context, cutoff time.Time) (int, erro
 			return deleted, fmt.Errorf("deleting %s: %w", key, err)
 		}
 		deleted++
+	}
+	aborted, err := blobstore.AbortUnfinished(ctx, s.Bucket, uploadsPrefix, cutoff)
+	deleted += aborted
+	if err != nil {
+		return deleted, err
 	}
 	if deleted > 0 {
 		s.Log.Info("deleted abandoned uploads", "count", deleted)

@@ -17,6 +17,7 @@ import (
 	"github.com/curate/curate/internal/endpoints"
 	"github.com/curate/curate/internal/errs"
 	"github.com/curate/curate/internal/feedback"
+	"github.com/curate/curate/internal/jobq"
 	"github.com/curate/curate/internal/outbound"
 	"github.com/curate/curate/internal/pairs"
 	"github.com/curate/curate/internal/scorers"
@@ -383,22 +384,57 @@ func (s *Service) Settings(ctx context.Context, orgID uuid.UUID) (Settings, erro
 	return out, err
 }
 
-// ResumeAgreement queues a paused run again.
+// ResumeAgreement carries a run that has not finished on: a paused one,
+// or one whose worker stopped. Judgements are cached, so nothing judged
+// is paid for twice. A run whose job is queued or running in a live
+// worker needs no resuming, and one that finished cannot be.
 func (s *Service) ResumeAgreement(ctx context.Context, actor audit.Actor, orgID, id uuid.UUID) error {
 	return db.InTx(ctx, s.Pool, func(tx pgx.Tx, q *db.Queries) error {
-		n, err := q.JudgeAgreementUpdateResumed(ctx, db.JudgeAgreementUpdateResumedParams{OrgID: orgID, ID: id})
+		a, err := q.JudgeAgreementGetForUpdate(ctx, db.JudgeAgreementGetForUpdateParams{OrgID: orgID, ID: id})
+		if errors.Is(err, pgx.ErrNoRows) {
+			return errs.ErrNotFound
+		}
 		if err != nil {
 			return err
 		}
-		if n == 0 {
-			if _, err := q.JudgeAgreementGet(ctx, db.JudgeAgreementGetParams{OrgID: orgID, ID: id}); errors.Is(err, pgx.ErrNoRows) {
-				return errs.ErrNotFound
-			}
-			return &errs.Conflict{Message: "Only a paused run can be resumed."}
+		if a.Status == db.EvaluationStatusSucceeded || a.Status == db.EvaluationStatusFailed {
+			return &errs.Conflict{Message: "This run has finished: start a new one to measure again."}
 		}
-		if _, err := s.Jobs.InsertTx(ctx, tx, AgreementArgs{ID: id}, nil); err != nil {
+		var jobID int64
+		if a.Status == db.EvaluationStatusPaused || !a.RiverJobID.Valid {
+			job, err := s.Jobs.InsertTx(ctx, tx, AgreementArgs{ID: id}, nil)
+			if err != nil {
+				return err
+			}
+			jobID = job.Job.ID
+		} else if jobID, err = jobq.Revive(ctx, tx, s.Jobs, a.RiverJobID.Int64, AgreementArgs{ID: id}); errors.Is(err, jobq.ErrLive) {
+			return &errs.Conflict{Message: "This run is under way: its worker carries it on."}
+		} else if err != nil {
 			return err
 		}
-		return audit.Record(ctx, q, actor, audit.Entry{OrgID: orgID, Action: "judge.agreement_resume", TargetType: "judge_agreement", TargetID: id.String()})
+		if err := q.JudgeAgreementUpdateResumed(ctx, db.JudgeAgreementUpdateResumedParams{OrgID: orgID, ID: id,
+			RiverJobID: pgtype.Int8{Int64: jobID, Valid: true}}); err != nil {
+			return err
+		}
+		return audit.Record(ctx, q, actor, audit.Entry{OrgID: orgID, Action: "judge.agreement_resume", TargetType: "judge_agreement",
+			TargetID: id.String(), Details: map[string]any{"status": string(a.Status)}})
 	})
+}
+
+// AbandonAgreement pauses a run whose job was given up, with the reason;
+// resuming it judges on, from the cache where it had judged.
+func (s *Service) AbandonAgreement(ctx context.Context, id uuid.UUID, reason string) error {
+	return db.New(s.Pool).JudgeAgreementUpdatePaused(ctx, db.JudgeAgreementUpdatePausedParams{ID: id, PausedReason: reason})
+}
+
+// AgreementStalled reports whether a run that has not finished has no job
+// carrying it on: paused, or its worker stopped. An admin can resume it.
+func (s *Service) AgreementStalled(ctx context.Context, a db.JudgeAgreement) (bool, error) {
+	switch a.Status {
+	case db.EvaluationStatusPaused:
+		return true, nil
+	case db.EvaluationStatusQueued, db.EvaluationStatusRunning:
+		return jobq.Stalled(ctx, db.New(s.Pool), a.RiverJobID.Int64)
+	}
+	return false, nil
 }

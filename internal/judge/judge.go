@@ -162,16 +162,24 @@ type Asked struct {
 // MalformedTries times while its answer does not parse; every call is
 // logged with its tokens, cost and latency. Failing to reach the endpoint
 // is an error; an answer that never parses is Asked.Invalid.
+//
+// Each call reserves its estimated cost against the month's budget before
+// it is sent and settles to what it cost once answered, in the
+// transaction that logs it (a failed call releases its reservation): of
+// parallel calls only those that find room left in the budget are sent,
+// so together they overshoot it by one call's estimate at most.
 func (s *Service) Ask(ctx context.Context, orgID uuid.UUID, a Ask) (Asked, error) {
 	q := db.New(s.Pool)
 	var out Asked
 	tries := cmp.Or(s.MalformedTries, 2)
 	temp := 0.0
+	estimate := a.Endpoint.Cost(int64(len(a.Prompt))+promptOverhead, askMaxTokens)
 	for range tries {
-		if err := s.checkBudget(ctx, q, orgID); err != nil {
+		res, err := s.reserve(ctx, q, orgID, estimate, a.Purpose)
+		if err != nil {
 			return out, err
 		}
-		resp, err := a.Client.Complete(ctx, chat.Request{Model: a.Endpoint.Model, Temperature: &temp, MaxTokens: 1024, JSON: true,
+		resp, err := a.Client.Complete(ctx, chat.Request{Model: a.Endpoint.Model, Temperature: &temp, MaxTokens: askMaxTokens, JSON: true,
 			Messages: []chat.Message{{Role: "user", Content: a.Prompt}}})
 		call := db.JudgeCallInsertParams{OrgID: orgID, Endpoint: a.Endpoint.Name, Model: a.Endpoint.Model, Template: a.Template.Name,
 			TemplateVersion: int32(a.Template.Version), Purpose: a.Purpose, PromptTokens: resp.PromptTokens,
@@ -193,12 +201,16 @@ func (s *Service) Ask(ctx context.Context, orgID uuid.UUID, a Ask) (Asked, error
 		default:
 			call.Outcome = "failed"
 		}
+		var logged *db.JudgeCallInsertParams
 		if resp.Tries > 0 {
 			out.Calls++
 			out.Cost += pricing.Micros(call.CostMicros)
-			if lerr := q.JudgeCallInsert(ctx, call); lerr != nil {
-				return out, lerr
-			}
+			logged = &call
+		}
+		// Settled even when the caller gave up meanwhile: the call may have
+		// been paid for, and its reservation must not wait to expire.
+		if serr := s.settle(context.WithoutCancel(ctx), res, logged); serr != nil {
+			return out, serr
 		}
 		if call.Outcome == "failed" {
 			return out, err
@@ -208,6 +220,93 @@ func (s *Service) Ask(ctx context.Context, orgID uuid.UUID, a Ask) (Asked, error
 		}
 	}
 	return out, nil
+}
+
+// A call's estimate is an upper bound on what it may cost: its answer is
+// capped at askMaxTokens, and its prompt has no more tokens than bytes
+// (every token of a byte-level tokenizer covers one byte at least) plus
+// the chat template's few. Settling returns what it did not use.
+const (
+	askMaxTokens   = 1024
+	promptOverhead = 16
+)
+
+// reservationTTL is how long a reservation holds its money when it is not
+// settled: far longer than a call with all its retries may take, so only a
+// process that stopped between reserving and settling lets one expire.
+const reservationTTL = 10 * time.Minute
+
+// reservation is money held for one call under way.
+type reservation struct {
+	id    int64
+	orgID uuid.UUID
+	month time.Time
+}
+
+// reserve holds estimate against the organisation's budget for this
+// month, in one statement. When the month's spending has reached the
+// budget the call is refused with a *BudgetError. When room is left but
+// calls under way hold it, reservations past their expiry are given back
+// and the call waits for the others to settle.
+func (s *Service) reserve(ctx context.Context, q *db.Queries, orgID uuid.UUID, estimate pricing.Micros, purpose string) (reservation, error) {
+	monthly, err := s.monthly(ctx, q, orgID)
+	if err != nil {
+		return reservation{}, err
+	}
+	month := monthStart(s.now())
+	wait := 20 * time.Millisecond
+	for made := false; ; {
+		id, err := q.JudgeReservationInsert(ctx, db.JudgeReservationInsertParams{OrgID: orgID, Month: month, MonthlyMicros: int64(monthly),
+			Micros: int64(estimate), Purpose: purpose, TtlSeconds: reservationTTL.Seconds()})
+		if err == nil {
+			return reservation{id: id, orgID: orgID, month: month}, nil
+		}
+		if !errors.Is(err, pgx.ErrNoRows) {
+			return reservation{}, err
+		}
+		row, err := q.JudgeSpendingGet(ctx, db.JudgeSpendingGetParams{OrgID: orgID, Month: month})
+		if errors.Is(err, pgx.ErrNoRows) && !made {
+			// The month's first call: its row starts at what the month's
+			// logged calls cost.
+			made = true
+			if err := q.JudgeSpendingInsertMonth(ctx, db.JudgeSpendingInsertMonthParams{OrgID: orgID, Month: month, MonthEnd: month.AddDate(0, 1, 0)}); err != nil {
+				return reservation{}, err
+			}
+			continue
+		}
+		if err != nil {
+			return reservation{}, err
+		}
+		if row.SpentMicros >= int64(monthly) {
+			return reservation{}, &BudgetError{Monthly: monthly, Spent: pricing.Micros(row.SpentMicros)}
+		}
+		if n, err := q.JudgeReservationDeleteExpired(ctx, orgID); err != nil {
+			return reservation{}, err
+		} else if n > 0 {
+			continue
+		}
+		select {
+		case <-ctx.Done():
+			return reservation{}, ctx.Err()
+		case <-time.After(wait):
+		}
+		wait = min(2*wait, time.Second)
+	}
+}
+
+// settle gives a reservation back, counting what its call cost, and logs
+// the call (nil: no request was sent) in the same transaction.
+func (s *Service) settle(ctx context.Context, r reservation, call *db.JudgeCallInsertParams) error {
+	return db.InTx(ctx, s.Pool, func(_ pgx.Tx, q *db.Queries) error {
+		p := db.JudgeReservationDeleteSettledParams{ID: r.id, OrgID: r.orgID, Month: r.month}
+		if call != nil {
+			if err := q.JudgeCallInsert(ctx, *call); err != nil {
+				return err
+			}
+			p.CostMicros = call.CostMicros
+		}
+		return q.JudgeReservationDeleteSettled(ctx, p)
+	})
 }
 
 // Parse reads the judge's JSON answer: {"score": 0..1, "safety_flag":
@@ -275,22 +374,40 @@ func (s *Service) Budget(ctx context.Context, orgID uuid.UUID) (Budget, error) {
 }
 
 func (s *Service) budget(ctx context.Context, q *db.Queries, orgID uuid.UUID) (Budget, error) {
-	b := Budget{Monthly: s.DefaultBudget}
+	monthly, err := s.monthly(ctx, q, orgID)
+	if err != nil {
+		return Budget{}, err
+	}
+	b := Budget{Monthly: monthly}
+	spent, err := q.JudgeCallGetSpent(ctx, db.JudgeCallGetSpentParams{OrgID: orgID, Since: monthStart(s.now())})
+	b.Spent, b.Calls = pricing.Micros(spent.Spent), spent.Calls
+	return b, err
+}
+
+// monthly is the organisation's monthly judge budget: an admin's, or the
+// server's default.
+func (s *Service) monthly(ctx context.Context, q *db.Queries, orgID uuid.UUID) (pricing.Micros, error) {
 	row, err := q.JudgeBudgetGet(ctx, orgID)
 	switch {
 	case err == nil:
-		b.Monthly = pricing.Micros(row.MonthlyMicros)
-	case !errors.Is(err, pgx.ErrNoRows):
-		return b, err
+		return pricing.Micros(row.MonthlyMicros), nil
+	case errors.Is(err, pgx.ErrNoRows):
+		return s.DefaultBudget, nil
 	}
-	now := time.Now
+	return 0, err
+}
+
+func (s *Service) now() time.Time {
 	if s.Now != nil {
-		now = s.Now
+		return s.Now()
 	}
-	t := now().UTC()
-	spent, err := q.JudgeCallGetSpent(ctx, db.JudgeCallGetSpentParams{OrgID: orgID, Since: time.Date(t.Year(), t.Month(), 1, 0, 0, 0, 0, time.UTC)})
-	b.Spent, b.Calls = pricing.Micros(spent.Spent), spent.Calls
-	return b, err
+	return time.Now()
+}
+
+// monthStart is the first instant of t's month, UTC: budgets are monthly.
+func monthStart(t time.Time) time.Time {
+	t = t.UTC()
+	return time.Date(t.Year(), t.Month(), 1, 0, 0, 0, 0, time.UTC)
 }
 
 // CheckBudget returns a *BudgetError when the organisation's judge budget

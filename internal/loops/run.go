@@ -539,7 +539,7 @@ func (s *Service) RunOf(ctx context.Context, orgID uuid.UUID, kind, id string) (
 	if err != nil {
 		return Artefact{}, false, err
 	}
-	r, err := db.New(s.Pool).LoopStepFindByLink(ctx, db.LoopStepFindByLinkParams{OrgID: orgID, Link: link})
+	r, err := db.New(s.Pool).LoopStepGetByLink(ctx, db.LoopStepGetByLinkParams{OrgID: orgID, Link: link})
 	if errors.Is(err, pgx.ErrNoRows) {
 		return Artefact{}, false, nil
 	}

@@ -139,7 +139,7 @@ func (s *Service) record(ctx context.Context, st step, res result) (time.Duratio
 			if err := q.LoopStepUpdate(ctx, update); err != nil {
 				return err
 			}
-			return q.LoopRunAddCost(ctx, db.LoopRunAddCostParams{ID: st.run.ID, CostMicros: cost - st.row.CostMicros})
+			return q.LoopRunUpdateCost(ctx, db.LoopRunUpdateCostParams{ID: st.run.ID, CostMicros: cost - st.row.CostMicros})
 		})
 	}
 	return 0, db.InTx(ctx, s.Pool, func(tx pgx.Tx, q *db.Queries) error {
@@ -155,7 +155,7 @@ func (s *Service) record(ctx context.Context, st step, res result) (time.Duratio
 				return err
 			}
 		}
-		if err := q.LoopRunAddCost(ctx, db.LoopRunAddCostParams{ID: r.ID, CostMicros: cost - st.row.CostMicros}); err != nil {
+		if err := q.LoopRunUpdateCost(ctx, db.LoopRunUpdateCostParams{ID: r.ID, CostMicros: cost - st.row.CostMicros}); err != nil {
 			return err
 		}
 		update.Finished = true
@@ -527,7 +527,7 @@ func (s *Service) train(ctx context.Context, st step) (result, error) {
 			return result{}, err
 		}
 		q := db.New(s.Pool)
-		prior, err := q.LoopFineTuneJobFindByContent(ctx, db.LoopFineTuneJobFindByContentParams{OrgID: org, ContentHash: st.run.ContentHash,
+		prior, err := q.LoopFineTuneJobGetByContent(ctx, db.LoopFineTuneJobGetByContentParams{OrgID: org, ContentHash: st.run.ContentHash,
 			Provider: tr.Provider, Method: tr.Method, BaseModel: est.Request.BaseModel})
 		switch {
 		case err == nil && !prior.CreatedAt.Before(st.since):
@@ -664,7 +664,7 @@ func (s *Service) evaluate(ctx context.Context, st step) (result, error) {
 	version := st.run.ModelVersionID.UUID
 	id := st.links["evaluation_run_id"]
 	if id == "" {
-		found, err := db.New(s.Pool).LoopEvaluationRunFind(ctx, db.LoopEvaluationRunFindParams{OrgID: org,
+		found, err := db.New(s.Pool).LoopEvaluationRunGetSince(ctx, db.LoopEvaluationRunGetSinceParams{OrgID: org,
 			CandidateVersionID: uuid.NullUUID{UUID: version, Valid: true}, GoldenSetVersionID: e.GoldenSetVersionID, Since: st.since})
 		switch {
 		case err == nil:

@@ -267,10 +267,15 @@ func (s *Service) startDeployment(ctx context.Context, tx pgx.Tx, q *db.Queries,
 	}
 	id := uuid.New()
 	served := ""
-	if t.Kind == serving.KindVLLM {
+	switch t.Kind {
+	case serving.KindVLLM:
 		// A name of its own per deployment, never reused: reloading an
 		// adapter under a name vLLM has seen can serve the old weights.
 		served = fmt.Sprintf("%s-%s-%s", m.Name, ver.Version, id.String()[:8])
+	case serving.KindVLLMPooling:
+		// The server serves the model it was started with, under its
+		// model id unless it was given another name (found when asked).
+		served = ver.ModelID
 	}
 	d, err := q.DeploymentInsert(ctx, db.DeploymentInsertParams{
 		OrgID: orgID, RegisteredModelID: m.ID, VersionID: ver.ID, TargetID: uuid.NullUUID{UUID: t.ID, Valid: true},
@@ -493,6 +498,19 @@ func (s *Service) put(ctx context.Context, st step) (string, error) {
 			return "", err
 		}
 		return "loaded as " + st.d.ServedName, nil
+	case serving.KindVLLMPooling:
+		// Nothing is loaded: the server runs the reward model it was
+		// started with, or the deployment is refused.
+		name, err := s.pooled(ctx, st)
+		if err != nil {
+			return "", err
+		}
+		if name != st.d.ServedName {
+			if err := db.New(s.Pool).DeploymentUpdateServedName(ctx, db.DeploymentUpdateServedNameParams{ID: st.d.ID, ServedName: name}); err != nil {
+				return "", err
+			}
+		}
+		return "already served by the pooling runner as " + name + "; nothing to load", nil
 	case serving.KindWebhook:
 		res, err := s.Serving.Notify(ctx, st.t, "deployment_"+st.d.ID.String(), s.message(ctx, st))
 		if err != nil {
@@ -519,8 +537,32 @@ func (s *Service) message(ctx context.Context, st step) map[string]any {
 	return msg
 }
 
-// verify checks a vLLM target lists the adapter on the right base model.
+// pooled asks a vLLM pooling target for the name it serves the version's
+// model under; a target running another model refuses the deployment.
+func (s *Service) pooled(ctx context.Context, st step) (string, error) {
+	c, err := s.Serving.VLLM(st.t)
+	if err != nil {
+		return "", err
+	}
+	served, err := c.Models(ctx)
+	if err != nil {
+		return "", err
+	}
+	name, ok := serving.Serves(served, st.ver.ModelID)
+	if !ok {
+		return "", &Refused{Reason: fmt.Sprintf("the target %s does not serve %s: start vLLM there with that model and the pooling runner (vllm serve %s --runner pooling), then deploy again",
+			st.t.Name, st.ver.ModelID, st.ver.ModelID)}
+	}
+	return name, nil
+}
+
+// verify checks a vLLM target lists the adapter on the right base model,
+// or a pooling target the reward model.
 func (s *Service) verify(ctx context.Context, st step) error {
+	if st.t.Kind == serving.KindVLLMPooling {
+		_, err := s.pooled(ctx, st)
+		return err
+	}
 	if st.t.Kind != serving.KindVLLM {
 		return nil
 	}

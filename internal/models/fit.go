@@ -12,18 +12,24 @@ import (
 
 // Takes reports whether a serving target of targetKind can take a version
 // of versionKind: vLLM loads LoRA adapters onto its base model at runtime
-// (it cannot load a full model without a restart), a provider serves its
-// own hosted models (nothing to load, so no adapter), and a webhook hands
-// either to the team's own pipeline.
+// (it cannot load a full model without a restart), vLLM's pooling runner
+// serves the reward model it was started with, a provider serves its own
+// hosted models (nothing to load, so no adapter), and a webhook hands any
+// to the team's own pipeline.
 func Takes(targetKind, versionKind string) bool {
 	switch targetKind {
 	case serving.KindVLLM:
 		return versionKind == KindLoRA
+	case serving.KindVLLMPooling:
+		return versionKind == KindReward
 	case serving.KindOpenAI:
 		return versionKind == KindFull
 	}
 	return true
 }
+
+// kindWords is a kind of version in a sentence.
+var kindWords = map[string]string{KindFull: "a full model", KindLoRA: "a LoRA adapter", KindReward: "a reward model"}
 
 // refuseTarget is why a deployment of a version to a target cannot be, as
 // the "target" field's error; nil when the target takes it.
@@ -31,10 +37,16 @@ func refuseTarget(target, targetKind, name, version, versionKind string) error {
 	if Takes(targetKind, versionKind) {
 		return nil
 	}
-	if targetKind == serving.KindVLLM {
-		return errs.InvalidField("target", "%s loads LoRA adapters at runtime; %s %s is a full model", target, name, version)
+	is := kindWords[versionKind]
+	switch {
+	case targetKind == serving.KindVLLM && versionKind == KindReward:
+		return errs.InvalidField("target", "%s loads LoRA adapters at runtime; %s %s is a reward model: deploy it to a vLLM server running it with the pooling runner", target, name, version)
+	case targetKind == serving.KindVLLM:
+		return errs.InvalidField("target", "%s loads LoRA adapters at runtime; %s %s is %s", target, name, version, is)
+	case targetKind == serving.KindVLLMPooling:
+		return errs.InvalidField("target", "%s serves a reward model with vLLM's pooling runner; %s %s is %s", target, name, version, is)
 	}
-	return errs.InvalidField("target", "%s serves the provider's own models; %s %s is a LoRA adapter", target, name, version)
+	return errs.InvalidField("target", "%s serves the provider's own models; %s %s is %s", target, name, version, is)
 }
 
 // TargetsFor lists the organisation's serving targets that can take the

@@ -7,8 +7,8 @@ import (
 )
 
 // Which target takes which kind of version: vLLM loads adapters at
-// runtime, a provider serves its own full models, a webhook's pipeline
-// takes either.
+// runtime, its pooling runner serves a reward model and nothing else, a
+// provider serves its own full models, a webhook's pipeline takes any.
 func TestTakes(t *testing.T) {
 	for _, tc := range []struct {
 		target, version string
@@ -20,6 +20,12 @@ func TestTakes(t *testing.T) {
 		{serving.KindOpenAI, KindLoRA, false},
 		{serving.KindWebhook, KindFull, true},
 		{serving.KindWebhook, KindLoRA, true},
+		{serving.KindVLLMPooling, KindReward, true},
+		{serving.KindVLLMPooling, KindLoRA, false},
+		{serving.KindVLLMPooling, KindFull, false},
+		{serving.KindVLLM, KindReward, false},
+		{serving.KindOpenAI, KindReward, false},
+		{serving.KindWebhook, KindReward, true},
 	} {
 		if got := Takes(tc.target, tc.version); got != tc.want {
 			t.Errorf("Takes(%s, %s) = %v, want %v", tc.target, tc.version, got, tc.want)

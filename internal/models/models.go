@@ -31,6 +31,7 @@ import (
 	"github.com/curate/curate/internal/errs"
 	"github.com/curate/curate/internal/jobq"
 	"github.com/curate/curate/internal/keyset"
+	"github.com/curate/curate/internal/provider/local"
 	"github.com/curate/curate/internal/serving"
 )
 
@@ -45,12 +46,18 @@ const (
 // Statuses lists the version statuses.
 var Statuses = []string{StatusTesting, StatusDeployed, StatusDeprecated, StatusArchived}
 
-// Kinds of version: a whole model served as it is, or an adapter a serving
-// target loads on top of its base model.
+// Kinds of version: a whole model served as it is, an adapter a serving
+// target loads on top of its base model, or a reward model: a sequence
+// classifier that scores answers (best-of-N, evaluations) and writes none,
+// served by a vLLM server running its pooling runner.
 const (
-	KindFull = "full"
-	KindLoRA = "lora"
+	KindFull   = "full"
+	KindLoRA   = "lora"
+	KindReward = "reward"
 )
+
+// Kinds lists the kinds of version.
+var Kinds = []string{KindFull, KindLoRA, KindReward}
 
 // Limits on input.
 const (
@@ -107,6 +114,9 @@ type Version struct {
 	CreatedBy          string          `json:"created_by"`
 	CreatedAt          time.Time       `json:"created_at"`
 	DeployedAt         *time.Time      `json:"deployed_at"`
+	// Evaluation is the newest finished evaluation's summary; nil until
+	// one finished.
+	Evaluation *Evaluation `json:"evaluation"`
 }
 
 func versionOf(v db.ModelVersion, m db.RegisteredModel, aliases []string) Version {
@@ -114,7 +124,7 @@ func versionOf(v db.ModelVersion, m db.RegisteredModel, aliases []string) Versio
 		ID: v.ID, RegisteredModelID: v.RegisteredModelID, Name: m.Name, Version: v.Version, Kind: v.Kind,
 		Status: string(v.Status), ModelID: v.ModelID, BaseModel: v.BaseModel, Aliases: aliases,
 		DatasetHash: v.DatasetHash, TrainedTokens: v.TrainedTokens,
-		PerformanceMetrics: v.PerformanceMetrics, DeploymentConfig: v.DeploymentConfig,
+		PerformanceMetrics: v.PerformanceMetrics, Evaluation: evaluationOf(v.Evaluation), DeploymentConfig: v.DeploymentConfig,
 		Description: m.Description, Tags: m.Tags, CreatedBy: v.CreatedByLabel, CreatedAt: v.CreatedAt, DeployedAt: v.DeployedAt,
 	}
 	if out.Aliases == nil {
@@ -147,7 +157,7 @@ type NewVersion struct {
 	Version     string `json:"version"` // empty: the next minor version
 	ModelID     string `json:"model_id"`
 	BaseModel   string `json:"base_model"`
-	Kind        string `json:"kind"` // empty: full
+	Kind        string `json:"kind"` // empty: full; full, lora or reward
 	Description string `json:"description"`
 }
 
@@ -171,8 +181,8 @@ func (in *NewVersion) validate() error {
 	if in.Kind == "" {
 		in.Kind = KindFull
 	}
-	if in.Kind != KindFull && in.Kind != KindLoRA {
-		v.Add("kind", "must be full or lora")
+	if !slices.Contains(Kinds, in.Kind) {
+		v.Add("kind", "must be full, lora or reward")
 	}
 	if in.Kind == KindLoRA && strings.TrimSpace(in.BaseModel) == "" {
 		v.Add("base_model", "is required for a LoRA adapter: the model it loads onto")
@@ -607,8 +617,9 @@ func isUnique(err error) bool {
 // transaction that marks it succeeded: under the registered model chosen at
 // launch (or the dataset's name), with the dataset version's hash, the last
 // losses reported, the trained tokens and the cost. A local job trains a
-// LoRA adapter (its model id is the adapter's location); a provider's job
-// a model the provider serves.
+// LoRA adapter (its model id is the adapter's location), or for the REWARD
+// stage a reward model (its merged model's location); a provider's job a
+// model the provider serves.
 func (s *Service) RegisterJob(ctx context.Context, q *db.Queries, j db.FineTuningJob, model string, tokens, costMicros int64) (db.ModelVersion, error) {
 	sum, err := q.ModelVersionGetTrainingSummary(ctx, db.ModelVersionGetTrainingSummaryParams{OrgID: j.OrgID, JobID: j.ID})
 	if err != nil {
@@ -620,6 +631,9 @@ func (s *Service) RegisterJob(ctx context.Context, q *db.Queries, j db.FineTunin
 	}
 	if j.Provider == "local" {
 		in.Kind = KindLoRA
+		if j.Method == string(local.Reward) {
+			in.Kind = KindReward
+		}
 	}
 	if sum.TrainLoss.Valid {
 		in.TrainLoss = &sum.TrainLoss.Float64

@@ -2,6 +2,7 @@ package models_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"strings"
 	"testing"
@@ -150,6 +151,13 @@ func TestRegisterTrained(t *testing.T) {
 	got, err := svc.Get(ctx, org, a.ID)
 	if err != nil || got.Name != "support-answers" || got.TrainLoss == nil || *got.TrainLoss != loss || got.FineTuningJobID == nil || *got.FineTuningJobID != first {
 		t.Errorf("registered version: %+v, %v", got, err)
+	}
+	// Its performance metrics hold what is known of it (the seed's
+	// training loss and dataset hash); no evaluation has finished yet.
+	var metrics map[string]any
+	if err := json.Unmarshal(got.PerformanceMetrics, &metrics); err != nil || len(metrics) != 2 || metrics["training_loss"] != loss ||
+		metrics["dataset_hash"] != "aaa" || got.Evaluation != nil {
+		t.Errorf("performance metrics %s, evaluation %+v (%v)", got.PerformanceMetrics, got.Evaluation, err)
 	}
 }
 

@@ -39,7 +39,7 @@ const checkedBy = "serving check"
 
 // ChatTarget is where a version answers chat completions: the newest
 // target serving it that Curate can call, and the name it is served under
-// there.
+// there (a provider serves a version under its model id).
 type ChatTarget struct {
 	BaseURL, APIKey, Model string
 }
@@ -50,7 +50,8 @@ var ErrNotServed = errors.New("the version is not deployed on a serving target C
 // Chat finds where a version of the organisation answers.
 func (s *Service) Chat(ctx context.Context, orgID, versionID uuid.UUID) (ChatTarget, error) {
 	q := db.New(s.Pool)
-	if _, err := q.ModelVersionGet(ctx, db.ModelVersionGetParams{OrgID: orgID, ID: versionID}); errors.Is(err, pgx.ErrNoRows) {
+	v, err := q.ModelVersionGet(ctx, db.ModelVersionGetParams{OrgID: orgID, ID: versionID})
+	if errors.Is(err, pgx.ErrNoRows) {
 		return ChatTarget{}, errs.ErrNotFound
 	} else if err != nil {
 		return ChatTarget{}, err
@@ -60,7 +61,11 @@ func (s *Service) Chat(ctx context.Context, orgID, versionID uuid.UUID) (ChatTar
 		return ChatTarget{}, err
 	}
 	for _, r := range rows {
-		if r.Deployment.ServedName == "" {
+		model := r.Deployment.ServedName
+		if r.ServingTarget.Kind == serving.KindOpenAI {
+			model = v.ModelVersion.ModelID
+		}
+		if model == "" {
 			continue
 		}
 		base, key, ok, err := s.Serving.Chat(r.ServingTarget)
@@ -68,7 +73,7 @@ func (s *Service) Chat(ctx context.Context, orgID, versionID uuid.UUID) (ChatTar
 			return ChatTarget{}, err
 		}
 		if ok {
-			return ChatTarget{BaseURL: base, APIKey: key, Model: r.Deployment.ServedName}, nil
+			return ChatTarget{BaseURL: base, APIKey: key, Model: model}, nil
 		}
 	}
 	return ChatTarget{}, ErrNotServed
@@ -297,10 +302,11 @@ func (s *Service) ReleaseTx(ctx context.Context, tx pgx.Tx, q *db.Queries, ids [
 	return nil
 }
 
-// listed asks a vLLM target whether it lists what the deployment loaded;
-// other targets serve what they were given, as far as Curate can tell.
+// listed asks a vLLM target whether it lists what the deployment loaded
+// (or, on a pooling target, the model it was found serving); other
+// targets serve what they were given, as far as Curate can tell.
 func (s *Service) listed(ctx context.Context, d db.Deployment, t db.ServingTarget) (bool, error) {
-	if t.Kind != serving.KindVLLM || d.ServedName == "" {
+	if (t.Kind != serving.KindVLLM && t.Kind != serving.KindVLLMPooling) || d.ServedName == "" {
 		return true, nil
 	}
 	c, err := s.Serving.VLLM(t)
@@ -310,6 +316,10 @@ func (s *Service) listed(ctx context.Context, d db.Deployment, t db.ServingTarge
 	served, err := c.Models(ctx)
 	if err != nil {
 		return false, err
+	}
+	if t.Kind == serving.KindVLLMPooling {
+		_, ok := serving.Serves(served, d.ServedName)
+		return ok, nil
 	}
 	ok, _ := serving.Lists(served, d.ServedName, "")
 	return ok, nil

@@ -258,6 +258,11 @@ func (c *Client) build() *http.Client {
 		IdleConnTimeout:       90 * time.Second,
 		TLSHandshakeTimeout:   10 * time.Second,
 		ResponseHeaderTimeout: timeout,
+
+		// Best-of-N and evaluations send one server several requests at
+		// once: their connections are kept for the next batch (the
+		// default keeps 2 a host and dials the others again).
+		MaxIdleConnsPerHost: 16,
 	}
 	return &http.Client{
 		Timeout:   timeout,

@@ -48,6 +48,9 @@ type Generation struct {
 	PerQuery *int     `json:"per_query,omitempty"` // at most this many best and worst items per query are paired
 	Tags     []string `json:"tags,omitempty"`      // put on every created pair
 	DryRun   bool     `json:"dry_run,omitempty"`
+	// AgreedOnly leaves out feedback whose overlapping review is open or
+	// disputed. Nil: on when the organisation asks for overlapping review.
+	AgreedOnly *bool `json:"agreed_only,omitempty"`
 }
 
 // Validate checks the parameters and fills in the defaults.
@@ -113,12 +116,17 @@ type Preview struct {
 	Existing   int      `json:"existing"`   // of those, already stored
 	New        int      `json:"new"`        // would be created
 	Samples    []Sample `json:"samples"`    // some of the new ones, strongest first
+	AgreedOnly bool     `json:"agreed_only"`
+	LeftOut    int      `json:"left_out"` // with agreed_only: pairs of feedback under open or disputed review
 }
 
 // Result is what a generation, a ranking or an import stored.
 type Result struct {
 	Created int `json:"created"`
 	Skipped int `json:"skipped"` // identical to a stored pair
+	// LeftOut: pairs of feedback whose overlapping review is open or
+	// disputed, when only agreed items are taken.
+	LeftOut int `json:"left_out,omitempty"`
 }
 
 // Preview counts the pairs a generation finds and shows a few new ones.
@@ -127,6 +135,9 @@ func (s *Service) Preview(ctx context.Context, orgID uuid.UUID, g Generation) (P
 		return Preview{}, err
 	}
 	q := db.New(s.Pool)
+	if err := g.agreedOnly(ctx, q, orgID); err != nil {
+		return Preview{}, err
+	}
 	c := g.counts(orgID)
 	n, err := q.PairCountCandidates(ctx, c)
 	if err != nil {
@@ -134,12 +145,12 @@ func (s *Service) Preview(ctx context.Context, orgID uuid.UUID, g Generation) (P
 	}
 	rows, err := q.PairListCandidateSample(ctx, db.PairListCandidateSampleParams{OrgID: c.OrgID, Method: c.Method, MinGap: c.MinGap,
 		WAccuracy: c.WAccuracy, WHelpfulness: c.WHelpfulness, WClarity: c.WClarity, WSafety: c.WSafety, PerQuery: c.PerQuery,
-		RowLimit: SampleSize})
+		RowLimit: SampleSize, AgreedOnly: c.AgreedOnly})
 	if err != nil {
 		return Preview{}, err
 	}
 	p := Preview{Method: g.Method, Candidates: int(n.Candidates), Existing: int(n.Existing), New: int(n.Candidates - n.Existing),
-		Samples: make([]Sample, len(rows))}
+		Samples: make([]Sample, len(rows)), AgreedOnly: c.AgreedOnly, LeftOut: int(n.LeftOut)}
 	for i, r := range rows {
 		p.Samples[i] = Sample{Query: r.Query, Chosen: r.Chosen, Rejected: r.Rejected, Strength: Strength(r.Strength),
 			ChosenFeedbackID: r.ChosenFeedbackID, RejectedFeedbackID: r.RejectedFeedbackID}
@@ -156,23 +167,45 @@ func (s *Service) Generate(ctx context.Context, actor audit.Actor, orgID uuid.UU
 	}
 	var res Result
 	err := db.InTx(ctx, s.Pool, func(_ pgx.Tx, q *db.Queries) error {
+		if err := g.agreedOnly(ctx, q, orgID); err != nil {
+			return err
+		}
 		c := g.counts(orgID)
+		if c.AgreedOnly {
+			n, err := q.PairCountCandidates(ctx, c)
+			if err != nil {
+				return err
+			}
+			res.LeftOut = int(n.LeftOut)
+		}
 		n, err := q.PairInsertGenerated(ctx, db.PairInsertGeneratedParams{OrgID: orgID, Method: c.Method, AnnotatorID: actorUser(actor),
 			Tags: g.Tags, MinGap: c.MinGap, WAccuracy: c.WAccuracy, WHelpfulness: c.WHelpfulness, WClarity: c.WClarity,
-			WSafety: c.WSafety, PerQuery: c.PerQuery})
+			WSafety: c.WSafety, PerQuery: c.PerQuery, AgreedOnly: c.AgreedOnly})
 		if err != nil {
 			return err
 		}
-		res = Result{Created: int(n.Created), Skipped: int(n.Candidates - n.Created)}
+		res.Created, res.Skipped = int(n.Created), int(n.Candidates-n.Created)
 		return audit.Record(ctx, q, actor, audit.Entry{OrgID: orgID, Action: "pair.generate", TargetType: "preference_pair",
 			Details: map[string]any{"method": g.Method, "min_gap": *g.MinGap, "weights": g.Weights, "per_query": *g.PerQuery,
-				"created": res.Created, "skipped": res.Skipped}})
+				"created": res.Created, "skipped": res.Skipped, "agreed_only": *g.AgreedOnly, "left_out": res.LeftOut}})
 	})
 	return res, err
 }
 
+// agreedOnly settles whether only agreed items are taken: as asked, or
+// else while the organisation asks for overlapping review.
+func (g *Generation) agreedOnly(ctx context.Context, q *db.Queries, orgID uuid.UUID) error {
+	if g.AgreedOnly != nil {
+		return nil
+	}
+	n, err := q.ReviewPlanCountActive(ctx, orgID)
+	on := n > 0
+	g.AgreedOnly = &on
+	return err
+}
+
 func (g Generation) counts(orgID uuid.UUID) db.PairCountCandidatesParams {
-	return db.PairCountCandidatesParams{OrgID: orgID, Method: db.PairMethod(g.Method), MinGap: float32(*g.MinGap),
+	return db.PairCountCandidatesParams{AgreedOnly: g.AgreedOnly != nil && *g.AgreedOnly, OrgID: orgID, Method: db.PairMethod(g.Method), MinGap: float32(*g.MinGap),
 		WAccuracy: float32(g.Weights.Accuracy), WHelpfulness: float32(g.Weights.Helpfulness), WClarity: float32(g.Weights.Clarity),
 		WSafety: float32(g.Weights.Safety), PerQuery: int32(*g.PerQuery)}
 }

@@ -440,7 +440,7 @@ const (
 func (s *Service) assign(ctx context.Context, r db.RoutingRule, item, user uuid.UUID, email string) (outcome, error) {
 	out := gone
 	err := db.InTx(ctx, s.Pool, func(_ pgx.Tx, q *db.Queries) error {
-		if err := q.RoutingLockCurator(ctx, user); err != nil {
+		if err := q.RoutingCuratorGetLock(ctx, user); err != nil {
 			return err
 		}
 		open, err := q.RoutingCountOpen(ctx, db.RoutingCountOpenParams{OrgID: r.OrgID, UserID: uuid.NullUUID{UUID: user, Valid: true}})
@@ -451,7 +451,7 @@ func (s *Service) assign(ctx context.Context, r db.RoutingRule, item, user uuid.
 			out = atCap
 			return nil
 		}
-		n, err := q.RoutingAssign(ctx, db.RoutingAssignParams{OrgID: r.OrgID, ID: item, UserID: uuid.NullUUID{UUID: user, Valid: true}})
+		n, err := q.RoutingFeedbackUpdateAssignee(ctx, db.RoutingFeedbackUpdateAssigneeParams{OrgID: r.OrgID, ID: item, UserID: uuid.NullUUID{UUID: user, Valid: true}})
 		if err != nil || n == 0 {
 			return err
 		}

@@ -21,7 +21,7 @@ var abouts = map[string]About{
 	"reference_rouge_l": {"Reference ROUGE-L", "Longest run of words shared with the curated answer, in order (ROUGE-L F-measure)."},
 	"concise":           {"Concise", "1 for an answer of 20 to 300 words, falling off smoothly outside that range."},
 	"judge":             {"Judge", "The judge model's grade of the answer from 0 to 1, with its critique and a safety flag."},
-	"reward_model":      {"Reward model", "A trained reward model's score of the answer (not available to evaluations yet)."},
+	"reward_model":      {"Reward model", "A trained reward model's score of the answer from 0 to 1 (the logistic of its output): higher for answers like those people preferred."},
 	"leak":              {"Leak", "1 when the answer repeats training data verbatim or reveals personal data from it."},
 }
 

@@ -45,7 +45,14 @@ var Presets = map[string]Config{
 	"concise": {Name: "concise", Kind: KindLength, Unit: "words", Min: 20, Max: 300},
 }
 
-// PresetNames lists the presets and the external scorers, sorted.
+// PresetNames lists the scorers a configuration can name alone, sorted:
+// the presets and the judge (a reward model is named with its version).
 func PresetNames() []string {
-	return slices.Sorted(slices.Values(append(slices.Collect(maps.Keys(Presets)), External...)))
+	names := slices.Collect(maps.Keys(Presets))
+	for _, e := range External {
+		if e != KindRewardModel {
+			names = append(names, e)
+		}
+	}
+	return slices.Sorted(slices.Values(names))
 }

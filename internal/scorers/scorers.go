@@ -1,7 +1,7 @@
 // Package scorers holds the rule scorers of an evaluation: each reads one
 // item (the query, its context documents, the answer under test and the
 // reference answer) and returns a value in 0–1 with an explanation a
-// reviewer can check. The judge and the reward model are scored elsewhere
+// reviewer can check. The judge and reward models are scored elsewhere
 // (they call other systems); this package only names them, so that one list
 // of scorers in an evaluation's configuration can hold all of them.
 //
@@ -17,6 +17,8 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/google/uuid"
+
 	"github.com/curate/curate/internal/errs"
 )
 
@@ -29,6 +31,41 @@ type Input struct {
 	// Reference is the expected answer (the curator's correction where
 	// there is one); empty when the item has none.
 	Reference string
+}
+
+// Documents reads context documents (a JSON list) as text: each a string,
+// or an object with its text under "text", "content" or "page_content"
+// (the shapes RAG pipelines log); anything else is written as its JSON.
+func Documents(raw []byte) []string {
+	var docs []json.RawMessage
+	if json.Unmarshal(raw, &docs) != nil {
+		return nil
+	}
+	var out []string
+	for _, d := range docs {
+		var s string
+		if json.Unmarshal(d, &s) == nil {
+			out = append(out, s)
+			continue
+		}
+		var o struct {
+			Text        *string `json:"text"`
+			Content     *string `json:"content"`
+			PageContent *string `json:"page_content"`
+		}
+		_ = json.Unmarshal(d, &o)
+		switch {
+		case o.Text != nil:
+			out = append(out, *o.Text)
+		case o.Content != nil:
+			out = append(out, *o.Content)
+		case o.PageContent != nil:
+			out = append(out, *o.PageContent)
+		default:
+			out = append(out, string(d))
+		}
+	}
+	return out
 }
 
 // Score is one scorer's result for one item. When the item cannot be
@@ -72,13 +109,19 @@ const (
 	// KindReferenceRougeL is ROUGE-L's F-measure (β = 1) of the answer
 	// against the reference.
 	KindReferenceRougeL = "reference_rouge_l"
+	// KindRewardModel is a reward model's score of the answer: not a rule,
+	// but a served reward model version the evaluation calls, named by
+	// ModelVersionID.
+	KindRewardModel = "reward_model"
 )
 
 var kinds = []string{KindRequired, KindForbidden, KindLength, KindRefusal, KindReferenceF1, KindReferenceRougeL}
 
 // External are the scorer names that are not rules: the judge's score and
 // the reward model's, which the evaluation computes by calling them. Parse
-// accepts them in a configuration and hands them back in Set.External.
+// accepts "judge" in a configuration and hands it back in Set.External; a
+// reward model is configured with its version (KindRewardModel) and
+// handed back in Set.RewardModels.
 var External = []string{"judge", "reward_model"}
 
 // Limits on a configuration. Go's regexp (RE2) matches in time linear in
@@ -99,6 +142,7 @@ const (
 //	{"name": "risk", "kind": "forbidden", "mode": "fraction", "phrases": ["double the dose"]}
 //	{"name": "concise", "kind": "length", "unit": "words", "min": 20, "max": 200}
 //	{"name": "careful", "preset": "risk"}
+//	{"name": "rm", "kind": "reward_model", "model_version_id": "0b6f…"}
 type Config struct {
 	// Name is what the reward formula calls the score; it defaults to the
 	// preset's name, else the kind.
@@ -118,6 +162,9 @@ type Config struct {
 	Unit string `json:"unit,omitempty"`
 	Min  int    `json:"min,omitempty"`
 	Max  int    `json:"max,omitempty"`
+	// ModelVersionID names the reward model version, for
+	// KindRewardModel.
+	ModelVersionID string `json:"model_version_id,omitempty"`
 }
 
 // UnmarshalJSON accepts a bare name as well as an object.
@@ -151,20 +198,35 @@ type Scorer struct {
 // Score scores one item.
 func (s *Scorer) Score(in Input) Score { return s.fn(in) }
 
-// Set is a parsed list of scorers: the rules, compiled, and the external
-// scorers the list asked for, in their order.
+// Set is a parsed list of scorers: the rules, compiled, the external
+// scorers the list asked for, and the reward models, in their order.
 type Set struct {
-	Rules    []*Scorer
-	External []string
+	Rules        []*Scorer
+	External     []string
+	RewardModels []RewardModel
 }
 
-// Names lists every scorer's name, rules first, then external ones.
+// RewardModel is a reward model scorer: the name the reward formula calls
+// its score, the version that scores, and the field that configured it
+// ("scorers[2]").
+type RewardModel struct {
+	Name      string
+	VersionID uuid.UUID
+	Field     string
+}
+
+// Names lists every scorer's name, rules first, then external ones, then
+// reward models.
 func (s Set) Names() []string {
 	var out []string
 	for _, r := range s.Rules {
 		out = append(out, r.Name)
 	}
-	return append(out, s.External...)
+	out = append(out, s.External...)
+	for _, m := range s.RewardModels {
+		out = append(out, m.Name)
+	}
+	return out
 }
 
 // Score runs every rule over one item, by name.
@@ -191,6 +253,22 @@ func Parse(field string, cfgs []Config) (Set, error) {
 	seen := map[string]bool{}
 	for i, c := range cfgs {
 		f := fmt.Sprintf("%s[%d]", field, i)
+		if c.Kind == KindRewardModel {
+			m, ok := rewardModel(f, c, v)
+			switch {
+			case !ok:
+			case seen[m.Name]:
+				v.Add(f+".name", "%s is used by another scorer", m.Name)
+			default:
+				seen[m.Name] = true
+				set.RewardModels = append(set.RewardModels, m)
+			}
+			continue
+		}
+		if c.Preset == KindRewardModel && c.Kind == "" && c.Name == "" {
+			v.Add(f, `a reward model scorer names its version: {"name": "rm", "kind": "reward_model", "model_version_id": "<model version id>"}`)
+			continue
+		}
 		if c.Preset != "" && slices.Contains(External, c.Preset) && c.Kind == "" && c.Name == "" {
 			if seen[c.Preset] {
 				v.Add(f, "%s is listed twice", c.Preset)
@@ -212,6 +290,33 @@ func Parse(field string, cfgs []Config) (Set, error) {
 		set.Rules = append(set.Rules, s)
 	}
 	return set, v.Err()
+}
+
+// rewardModel checks a reward model scorer's configuration, recording
+// problems in v.
+func rewardModel(f string, c Config, v *errs.Invalid) (RewardModel, bool) {
+	before := len(v.Errors)
+	m := RewardModel{Name: c.Name, Field: f}
+	if m.Name == "" {
+		m.Name = KindRewardModel
+	}
+	if !namePattern.MatchString(m.Name) {
+		v.Add(f+".name", "must be lower-case letters, digits and underscores, starting with a letter, at most 40")
+	} else if m.Name == "judge" {
+		v.Add(f+".name", "judge is the name of an external scorer")
+	}
+	if c.Preset != "" || len(c.Phrases) > 0 || len(c.Patterns) > 0 || c.CaseSensitive || c.Mode != "" || c.Unit != "" || c.Min != 0 || c.Max != 0 {
+		v.Add(f+".kind", "reward_model takes a name and a model_version_id only")
+	}
+	switch id, err := uuid.Parse(c.ModelVersionID); {
+	case c.ModelVersionID == "":
+		v.Add(f+".model_version_id", "is required: the reward model version that scores")
+	case err != nil || id == uuid.Nil:
+		v.Add(f+".model_version_id", "must be a model version's id")
+	default:
+		m.VersionID = id
+	}
+	return m, len(v.Errors) == before
 }
 
 // compile checks one configuration, recording problems in v; nil when any.
@@ -238,7 +343,11 @@ func compile(f string, c Config, v *errs.Invalid) *Scorer {
 		}
 	}
 	if !slices.Contains(kinds, c.Kind) {
-		v.Add(f+".kind", "must be one of %s", strings.Join(kinds, ", "))
+		v.Add(f+".kind", "must be one of %s", strings.Join(slices.Concat(kinds, []string{KindRewardModel}), ", "))
+		return nil
+	}
+	if c.ModelVersionID != "" {
+		v.Add(f+".model_version_id", "goes with kind reward_model only")
 		return nil
 	}
 	name := c.Name

@@ -101,6 +101,25 @@ func TestParseNamesAndObjects(t *testing.T) {
 	}
 }
 
+// A reward model scorer is configured with its version and a name the
+// reward formula calls it by; it comes back beside the rules, after them
+// in Names.
+func TestParseRewardModel(t *testing.T) {
+	set := parse(t, `["judge", {"name": "rm", "kind": "reward_model", "model_version_id": "0b6f5a4e-6a0e-4f43-9d3c-6f1a2b3c4d5e"}, "chain",
+		{"kind": "reward_model", "model_version_id": "1c7a6b5f-7b1f-4054-8e4d-7a2b3c4d5e6f"}]`)
+	if got := set.Names(); !slices.Equal(got, []string{"chain", "judge", "rm", "reward_model"}) {
+		t.Errorf("names %v", got)
+	}
+	if len(set.RewardModels) != 2 || set.RewardModels[0].VersionID.String() != "0b6f5a4e-6a0e-4f43-9d3c-6f1a2b3c4d5e" ||
+		set.RewardModels[0].Field != "scorers[1]" || set.RewardModels[1].Name != "reward_model" {
+		t.Errorf("reward models %+v", set.RewardModels)
+	}
+	// A reward model is not a rule: the rules score nothing for it.
+	if _, ok := set.Score(Input{Answer: "x"})["rm"]; ok {
+		t.Error("a rule scored the reward model")
+	}
+}
+
 func TestRequiredAndForbidden(t *testing.T) {
 	set := parse(t, `[
 		{"name": "steps", "kind": "required", "patterns": ["\\bstep \\d"], "phrases": ["Finally"]},
@@ -220,6 +239,14 @@ func TestParseRefuses(t *testing.T) {
 		{`[{"kind": "required", "patterns": ["a{1000}{1000}"]}]`, "scorers[0].patterns[0]"},
 		{`[{"kind": "required", "phrases": [` + strings.Repeat(`"x",`, 50) + `"y"]}]`, "scorers[0].patterns"},
 		{`[` + strings.Repeat(`"refusal",`, 20) + `"chain"]`, "scorers"},
+		{`["reward_model"]`, "scorers[0]"},
+		{`[{"name": "rm", "kind": "reward_model"}]`, "scorers[0].model_version_id"},
+		{`[{"name": "rm", "kind": "reward_model", "model_version_id": "not-an-id"}]`, "scorers[0].model_version_id"},
+		{`[{"name": "rm", "kind": "reward_model", "model_version_id": "00000000-0000-0000-0000-000000000000"}]`, "scorers[0].model_version_id"},
+		{`[{"name": "rm", "kind": "reward_model", "model_version_id": "0b6f5a4e-6a0e-4f43-9d3c-6f1a2b3c4d5e", "phrases": ["x"]}]`, "scorers[0].kind"},
+		{`[{"name": "judge", "kind": "reward_model", "model_version_id": "0b6f5a4e-6a0e-4f43-9d3c-6f1a2b3c4d5e"}]`, "scorers[0].name"},
+		{`["chain", {"name": "chain", "kind": "reward_model", "model_version_id": "0b6f5a4e-6a0e-4f43-9d3c-6f1a2b3c4d5e"}]`, "scorers[1].name"},
+		{`[{"kind": "refusal", "model_version_id": "0b6f5a4e-6a0e-4f43-9d3c-6f1a2b3c4d5e"}]`, "scorers[0].model_version_id"},
 	} {
 		var cfgs []Config
 		if err := json.Unmarshal([]byte(tc.js), &cfgs); err != nil {

@@ -1,11 +1,13 @@
 // Package serving holds the places model versions are served from: a vLLM
-// server that loads LoRA adapters at runtime, a provider that hosts its own
+// server that loads LoRA adapters at runtime, a vLLM server running a
+// reward model with its pooling runner, a provider that hosts its own
 // fine-tuned models (nothing to load), or a team's own deployment pipeline
 // reached by a signed webhook. Admins configure them per organisation; an
 // API key, when a target has one, is stored sealed and never shown again.
 package serving
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"regexp"
@@ -31,10 +33,14 @@ const (
 	KindVLLM    = "vllm"
 	KindOpenAI  = "openai"
 	KindWebhook = "webhook"
+	// KindVLLMPooling is a vLLM server started with the pooling runner
+	// (vllm serve <model> --runner pooling): it serves the one reward model
+	// it was started with, through its classification and pooling APIs.
+	KindVLLMPooling = "vllm_pooling"
 )
 
 // Kinds lists the kinds of serving target.
-var Kinds = []string{KindVLLM, KindOpenAI, KindWebhook}
+var Kinds = []string{KindVLLM, KindOpenAI, KindWebhook, KindVLLMPooling}
 
 // Limits on input.
 const (
@@ -59,6 +65,11 @@ type Service struct {
 	// (defaults: 4 tries, 2 s doubling); tests shorten them.
 	Attempts   int
 	RetryDelay time.Duration
+	// ProviderKey and ProviderBaseURL are the server's own OpenAI
+	// credentials (OPENAI_API_KEY, OPENAI_BASE_URL), which its fine-tuning
+	// jobs use: a provider target with no address of its own calls the
+	// models they made there, with its own key or else with this one.
+	ProviderKey, ProviderBaseURL string
 }
 
 // Target is a serving target as the API shows it: never its key.
@@ -102,7 +113,7 @@ func (s *Service) Create(ctx context.Context, actor audit.Actor, orgID uuid.UUID
 		v.Add("kind", "must be one of %s", strings.Join(Kinds, ", "))
 	}
 	in.BaseURL = strings.TrimRight(strings.TrimSpace(in.BaseURL), "/")
-	needsURL := in.Kind == KindVLLM || in.Kind == KindWebhook
+	needsURL := in.Kind == KindVLLM || in.Kind == KindWebhook || in.Kind == KindVLLMPooling
 	if v.Text("base_url", in.BaseURL, MaxURL, needsURL) && in.BaseURL != "" {
 		if err := s.Outbound.CheckURL(ctx, in.BaseURL); err != nil {
 			v.Add("base_url", "%s", outbound.Describe(err))
@@ -195,7 +206,7 @@ func (s *Service) key(t db.ServingTarget) (string, error) {
 	return s.Secrets.Open(t.ApiKeyCiphertext, t.ApiKeyNonce, binding(t.OrgID))
 }
 
-// VLLM is the client of a vllm target.
+// VLLM is the client of a vllm or vllm_pooling target.
 func (s *Service) VLLM(t db.ServingTarget) (*VLLM, error) {
 	key, err := s.key(t)
 	if err != nil {
@@ -217,12 +228,25 @@ func (s *Service) Notify(ctx context.Context, t db.ServingTarget, id string, pay
 }
 
 // Chat is where to send chat completions for what a target serves: its
-// OpenAI-compatible base URL (ending in /v1) and key. Only a vLLM target
-// has one Curate can call; others answer ok false.
+// OpenAI-compatible base URL (ending in /v1) and key. A vLLM target is
+// called at its address; a provider target at its address (an
+// OpenAI-compatible API's base, with its version) with its key, or, when
+// it has no address, at the server's OpenAI address (OpenAI's own by
+// default) with its key or the server's. A webhook answers ok false.
 func (s *Service) Chat(t db.ServingTarget) (baseURL, apiKey string, ok bool, err error) {
 	if !CanChat(t.Kind) {
 		return "", "", false, nil
 	}
 	key, err := s.key(t)
-	return t.BaseUrl + "/v1", key, err == nil, err
+	if err != nil {
+		return "", "", false, err
+	}
+	if t.Kind == KindVLLM {
+		return t.BaseUrl + "/v1", key, true, nil
+	}
+	if t.BaseUrl != "" {
+		// The server's key is never sent to an address a user named.
+		return t.BaseUrl, key, true, nil
+	}
+	return cmp.Or(strings.TrimRight(s.ProviderBaseURL, "/"), OpenAIBaseURL), cmp.Or(key, s.ProviderKey), true, nil
 }

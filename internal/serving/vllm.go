@@ -19,7 +19,8 @@ import (
 
 // VLLM speaks to a vLLM OpenAI-compatible server started with
 // --enable-lora and VLLM_ALLOW_RUNTIME_LORA_UPDATING=True: it loads and
-// unloads LoRA adapters at runtime and lists what it serves.
+// unloads LoRA adapters at runtime and lists what it serves. It speaks to
+// a server started with the pooling runner too (pooling.go).
 type VLLM struct {
 	// HTTP makes the calls: the outbound client's, under the operator's
 	// address policy.
@@ -135,9 +136,11 @@ func (v *VLLM) call(ctx context.Context, method, path string, body any, read fun
 }
 
 // mayChange tells an answer worth asking again for from one that will stay
-// the same; an adapter already loaded stays loaded.
+// the same; an adapter already loaded stays loaded, and a missing API or
+// an answer that is not a score stays so.
 func mayChange(err error) bool {
-	return !errors.Is(err, ErrAlreadyLoaded) && outbound.Transient(err)
+	var answer *AnswerError
+	return !errors.Is(err, ErrAlreadyLoaded) && !errors.Is(err, ErrNoRoute) && !errors.As(err, &answer) && outbound.Transient(err)
 }
 
 // Lists reports whether the server lists name, loaded on parent when
@@ -153,4 +156,22 @@ func Lists(served []Served, name, parent string) (bool, error) {
 		return true, nil
 	}
 	return false, nil
+}
+
+// Serves finds the model a server started with it lists: by its served
+// name, or by the path or hub id it was started from (vLLM lists that as
+// the root of a model served under another name). It answers the name to
+// send as "model".
+func Serves(served []Served, model string) (string, bool) {
+	for _, s := range served {
+		if s.ID == model && s.Parent == "" {
+			return s.ID, true
+		}
+	}
+	for _, s := range served {
+		if s.Root == model && s.Parent == "" {
+			return s.ID, true
+		}
+	}
+	return "", false
 }

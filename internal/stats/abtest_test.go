@@ -208,34 +208,3 @@ func TestCompareRefusals(t *testing.T) {
 		}
 	}
 }
-
-func TestRecommend(t *testing.T) {
-	at := func(lo, hi float64) *stats.Effect { return &stats.Effect{CI: [2]*float64{&lo, &hi}} }
-	bad, ok := 0.0001, 0.4
-	cases := []struct {
-		name    string
-		primary *stats.Effect
-		guard   *stats.Effect
-		srm     *float64
-		n       []float64
-		want    string
-	}{
-		{"improvement", at(0.01, 0.05), at(-0.01, 0.02), &ok, []float64{1000, 1000}, stats.DeployTreatment},
-		{"harm", at(-0.05, -0.01), nil, &ok, []float64{1000, 1000}, stats.KeepControl},
-		{"broken split", at(0.01, 0.05), nil, &bad, []float64{1000, 1000}, stats.StopNow},
-		{"guardrail harmed", at(0.01, 0.05), at(0.01, 0.03), &ok, []float64{1000, 1000}, stats.StopNow}, // latency up
-		{"too few units", at(0.01, 0.05), nil, &ok, []float64{1000, 50}, stats.KeepRunning},
-		{"no difference", at(-0.01, 0.05), nil, &ok, []float64{1000, 1000}, stats.KeepRunning},
-		{"not analysed", nil, nil, nil, []float64{1000, 1000}, stats.KeepRunning},
-	}
-	for _, c := range cases {
-		var guards []stats.Outcome
-		if c.guard != nil {
-			guards = append(guards, stats.Outcome{Name: "latency", Effect: c.guard, HigherIsBetter: false, Guardrail: true})
-		}
-		got := stats.Recommend(stats.Outcome{Name: "thumbs-up rate", Effect: c.primary, HigherIsBetter: true}, guards, c.srm, c.n, 100, 3000)
-		if got.Action != c.want || got.Reason == "" {
-			t.Errorf("%s: %+v, want %s", c.name, got, c.want)
-		}
-	}
-}

@@ -3,7 +3,8 @@
 // answers GET /v1/models, POST /v1/load_lora_adapter and POST
 // /v1/unload_lora_adapter as vLLM does, and POST /v1/chat/completions for
 // the base model and every loaded adapter (with Answer's text), and can be
-// scripted to fail.
+// scripted to fail. Pooling stands in for a server running a reward model
+// with the pooling runner.
 package vllmtest
 
 import (
