@@ -34,21 +34,23 @@ func (q *Queries) LoopAliasVersionGet(ctx context.Context, arg LoopAliasVersionG
 
 const loopCountNew = `-- name: LoopCountNew :one
 SELECT count(*) AS matched,
-       count(*) FILTER (WHERE f.is_training_data) AS eligible,
+       count(*) FILTER (WHERE f.is_training_data AND (NOT $1::bool OR review_settled(f.id))) AS eligible,
+       count(*) FILTER (WHERE f.is_training_data AND $1::bool AND NOT review_settled(f.id)) AS unsettled,
        count(*) FILTER (WHERE NOT f.is_training_data AND f.hygiene_flags @> ARRAY['rate_outlier']) AS rate_outlier,
        count(*) FILTER (WHERE NOT f.is_training_data AND f.hygiene_flags @> ARRAY['duplicate_spam']) AS duplicate_spam,
        count(*) FILTER (WHERE NOT f.is_training_data AND f.hygiene_flags @> ARRAY['near_duplicate_spam']) AS near_duplicate_spam,
        count(*) FILTER (WHERE NOT f.is_training_data AND f.hygiene_flags @> ARRAY['bot_session']) AS bot_session,
        count(*) FILTER (WHERE NOT f.is_training_data AND f.training_set_by <> '') AS by_person
 FROM feedback f
-WHERE feedback_matches(f, $1::uuid, $2::review_status, $3::feedback_type, $4::feedback_source,
-    $5::int, $6::int, $7::int, $8::text, $9::text, $10::uuid,
-    $11::timestamptz, $12::timestamptz, $13::bool, $14::bool, $15::text, $16::uuid,
-    $17::bool)
-  AND ($18::timestamptz IS NULL OR f.created_at > $18 OR f.reviewed_at > $18)
+WHERE feedback_matches(f, $2::uuid, $3::review_status, $4::feedback_type, $5::feedback_source,
+    $6::int, $7::int, $8::int, $9::text, $10::text, $11::uuid,
+    $12::timestamptz, $13::timestamptz, $14::bool, $15::bool, $16::text, $17::uuid,
+    $18::bool)
+  AND ($19::timestamptz IS NULL OR f.created_at > $19 OR f.reviewed_at > $19)
 `
 
 type LoopCountNewParams struct {
+	AgreedOnly     bool               `json:"agreed_only"`
 	OrgID          uuid.UUID          `json:"org_id"`
 	Status         NullReviewStatus   `json:"status"`
 	FeedbackType   NullFeedbackType   `json:"feedback_type"`
@@ -72,6 +74,7 @@ type LoopCountNewParams struct {
 type LoopCountNewRow struct {
 	Matched           int64 `json:"matched"`
 	Eligible          int64 `json:"eligible"`
+	Unsettled         int64 `json:"unsettled"`
 	RateOutlier       int64 `json:"rate_outlier"`
 	DuplicateSpam     int64 `json:"duplicate_spam"`
 	NearDuplicateSpam int64 `json:"near_duplicate_spam"`
@@ -82,9 +85,11 @@ type LoopCountNewRow struct {
 // The items a loop's filter matches that were created or reviewed since
 // its last collect (all of them before a first one), with how many may be
 // training data, and why the others may not (an item may have several
-// reasons).
+// reasons). With agreed_only, items whose overlapping review is open or
+// disputed are not yet eligible either.
 func (q *Queries) LoopCountNew(ctx context.Context, arg LoopCountNewParams) (LoopCountNewRow, error) {
 	row := q.db.QueryRow(ctx, loopCountNew,
+		arg.AgreedOnly,
 		arg.OrgID,
 		arg.Status,
 		arg.FeedbackType,
@@ -108,6 +113,7 @@ func (q *Queries) LoopCountNew(ctx context.Context, arg LoopCountNewParams) (Loo
 	err := row.Scan(
 		&i.Matched,
 		&i.Eligible,
+		&i.Unsettled,
 		&i.RateOutlier,
 		&i.DuplicateSpam,
 		&i.NearDuplicateSpam,
@@ -503,27 +509,67 @@ WHERE p.org_id = $1 AND p.method::text = ANY($2::text[])
   AND ($4::text = '' OR p.tags @> ARRAY[$4::text])
   AND NOT EXISTS (SELECT 1 FROM feedback f WHERE f.id IN (p.chosen_feedback_id, p.rejected_feedback_id)
                   AND (NOT f.is_training_data OR f.status = 'rejected'))
+  AND (NOT $5::bool OR (p.chosen_feedback_id IS NOT NULL AND NOT EXISTS (
+      SELECT 1 FROM feedback f WHERE f.id IN (p.chosen_feedback_id, p.rejected_feedback_id)
+        AND NOT feedback_matches(f, $1::uuid, $6::review_status, $7::feedback_type,
+            $8::feedback_source, $9::int, $10::int, $11::int, $12::text, $13::text,
+            $14::uuid, $15::timestamptz, $16::timestamptz,
+            true, $17::bool, $18::text, $19::uuid, $20::bool))))
 ORDER BY p.created_at, p.id
-LIMIT $5
+LIMIT $21
 `
 
 type LoopPairListIDsParams struct {
-	OrgID       uuid.UUID `json:"org_id"`
-	Methods     []string  `json:"methods"`
-	MinStrength float32   `json:"min_strength"`
-	Tag         string    `json:"tag"`
-	RowLimit    int32     `json:"row_limit"`
+	OrgID        uuid.UUID          `json:"org_id"`
+	Methods      []string           `json:"methods"`
+	MinStrength  float32            `json:"min_strength"`
+	PairTag      string             `json:"pair_tag"`
+	Filtered     bool               `json:"filtered"`
+	Status       NullReviewStatus   `json:"status"`
+	FeedbackType NullFeedbackType   `json:"feedback_type"`
+	Source       NullFeedbackSource `json:"source"`
+	RatingMin    int32              `json:"rating_min"`
+	RatingMax    int32              `json:"rating_max"`
+	DimBelow     int32              `json:"dim_below"`
+	Tag          string             `json:"tag"`
+	Model        string             `json:"model"`
+	AssigneeID   uuid.NullUUID      `json:"assignee_id"`
+	CreatedFrom  *time.Time         `json:"created_from"`
+	CreatedTo    *time.Time         `json:"created_to"`
+	PiiOnly      bool               `json:"pii_only"`
+	Q            string             `json:"q"`
+	DatasetID    uuid.NullUUID      `json:"dataset_id"`
+	SafetyOnly   bool               `json:"safety_only"`
+	RowLimit     int32              `json:"row_limit"`
 }
 
 // The pairs a loop's dataset takes: made by one of its methods, at least
-// as strong as it asks, with its tag when it names one, and built only
-// from feedback that may be training data.
+// as strong as it asks, with its tag when it names one, built only from
+// feedback that may be training data and, when filtered, from feedback
+// the recipe's queue filter matches (both items of a pair; a pair made by
+// hand, from no feedback, is then left out).
 func (q *Queries) LoopPairListIDs(ctx context.Context, arg LoopPairListIDsParams) ([]uuid.UUID, error) {
 	rows, err := q.db.Query(ctx, loopPairListIDs,
 		arg.OrgID,
 		arg.Methods,
 		arg.MinStrength,
+		arg.PairTag,
+		arg.Filtered,
+		arg.Status,
+		arg.FeedbackType,
+		arg.Source,
+		arg.RatingMin,
+		arg.RatingMax,
+		arg.DimBelow,
 		arg.Tag,
+		arg.Model,
+		arg.AssigneeID,
+		arg.CreatedFrom,
+		arg.CreatedTo,
+		arg.PiiOnly,
+		arg.Q,
+		arg.DatasetID,
+		arg.SafetyOnly,
 		arg.RowLimit,
 	)
 	if err != nil {

@@ -49,9 +49,11 @@ ORDER BY l.created_at;
 -- The items a loop's filter matches that were created or reviewed since
 -- its last collect (all of them before a first one), with how many may be
 -- training data, and why the others may not (an item may have several
--- reasons).
+-- reasons). With agreed_only, items whose overlapping review is open or
+-- disputed are not yet eligible either.
 SELECT count(*) AS matched,
-       count(*) FILTER (WHERE f.is_training_data) AS eligible,
+       count(*) FILTER (WHERE f.is_training_data AND (NOT @agreed_only::bool OR review_settled(f.id))) AS eligible,
+       count(*) FILTER (WHERE f.is_training_data AND @agreed_only::bool AND NOT review_settled(f.id)) AS unsettled,
        count(*) FILTER (WHERE NOT f.is_training_data AND f.hygiene_flags @> ARRAY['rate_outlier']) AS rate_outlier,
        count(*) FILTER (WHERE NOT f.is_training_data AND f.hygiene_flags @> ARRAY['duplicate_spam']) AS duplicate_spam,
        count(*) FILTER (WHERE NOT f.is_training_data AND f.hygiene_flags @> ARRAY['near_duplicate_spam']) AS near_duplicate_spam,
@@ -167,14 +169,22 @@ ORDER BY created_at DESC LIMIT 1;
 
 -- name: LoopPairListIDs :many
 -- The pairs a loop's dataset takes: made by one of its methods, at least
--- as strong as it asks, with its tag when it names one, and built only
--- from feedback that may be training data.
+-- as strong as it asks, with its tag when it names one, built only from
+-- feedback that may be training data and, when filtered, from feedback
+-- the recipe's queue filter matches (both items of a pair; a pair made by
+-- hand, from no feedback, is then left out).
 SELECT p.id FROM preference_pairs p
 WHERE p.org_id = @org_id AND p.method::text = ANY(@methods::text[])
   AND p.preference_strength >= @min_strength::real
-  AND (@tag::text = '' OR p.tags @> ARRAY[@tag::text])
+  AND (@pair_tag::text = '' OR p.tags @> ARRAY[@pair_tag::text])
   AND NOT EXISTS (SELECT 1 FROM feedback f WHERE f.id IN (p.chosen_feedback_id, p.rejected_feedback_id)
                   AND (NOT f.is_training_data OR f.status = 'rejected'))
+  AND (NOT @filtered::bool OR (p.chosen_feedback_id IS NOT NULL AND NOT EXISTS (
+      SELECT 1 FROM feedback f WHERE f.id IN (p.chosen_feedback_id, p.rejected_feedback_id)
+        AND NOT feedback_matches(f, @org_id::uuid, sqlc.narg('status')::review_status, sqlc.narg('feedback_type')::feedback_type,
+            sqlc.narg('source')::feedback_source, @rating_min::int, @rating_max::int, @dim_below::int, @tag::text, @model::text,
+            sqlc.narg('assignee_id')::uuid, sqlc.narg('created_from')::timestamptz, sqlc.narg('created_to')::timestamptz,
+            true, @pii_only::bool, @q::text, sqlc.narg('dataset_id')::uuid, @safety_only::bool))))
 ORDER BY p.created_at, p.id
 LIMIT @row_limit;
 

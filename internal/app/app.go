@@ -201,6 +201,6 @@ func New(cfg config.Config, pool *pgxpool.Pool, log *slog.Logger) (*Services, er
 	svc.Hygiene = &hygiene.Service{Pool: pool}
 	svc.Routing = &routing.Service{Pool: pool}
 	svc.Loops = &loops.Service{Pool: pool, Jobs: inserter, Hygiene: svc.Hygiene, Alerts: svc.Alerts, Poll: cfg.LoopPoll, Log: log,
-		Services: loops.Services{Datasets: ds, Pairs: ps, FineTune: ft, Models: reg, Eval: ev, Experiments: svc.Experiments}}
+		Services: loops.Services{Datasets: ds, Pairs: ps, FineTune: ft, Models: reg, Eval: ev, Experiments: svc.Experiments, Review: svc.Review}}
 	return svc, nil
 }

@@ -43,6 +43,7 @@ import (
 	"github.com/curate/curate/internal/models"
 	"github.com/curate/curate/internal/pairs"
 	"github.com/curate/curate/internal/provider"
+	"github.com/curate/curate/internal/review"
 	"github.com/curate/curate/internal/scorers"
 )
 
@@ -164,13 +165,16 @@ type DatasetSpec struct {
 
 // Recipe says what a run puts in its dataset. A preference dataset (for
 // DPO and other preference methods) takes the pairs its methods generate
-// from feedback that may be training data, at least MinStrength strong
-// and tagged Tag when one is named; an instruction dataset (supervised
-// training) takes the approved and corrected items the trigger's filter
-// matches. The split settings are the dataset's, used by every freeze.
+// from feedback that may be training data and that Filter matches (by
+// default the trigger's filter without its status: pairs compare answers
+// whatever their review), at least MinStrength strong and tagged Tag when
+// one is named; an instruction dataset (supervised training) takes the
+// approved and corrected items the trigger's filter matches. The split
+// settings are the dataset's, used by every freeze.
 type Recipe struct {
 	Methods           []pairs.Generation `json:"methods"`
 	Type              string             `json:"type,omitempty"`
+	Filter            *Filter            `json:"filter,omitempty"`
 	MinStrength       float64            `json:"min_strength,omitempty"`
 	Tag               string             `json:"tag,omitempty"`
 	SplitStrategy     string             `json:"split_strategy,omitempty"`
@@ -273,6 +277,9 @@ type Services struct {
 	Models      *models.Service
 	Eval        *eval.Service
 	Experiments *experiments.Service
+	// Review says whether the organisation reviews with overlap, when
+	// datasets take agreed items only; nil counts every item as agreed.
+	Review *review.Service
 }
 
 // check validates a policy and fills in its defaults. Each part is
@@ -402,6 +409,35 @@ func (s *Service) check(ctx context.Context, orgID uuid.UUID, sp *Spec) error {
 		}
 		seen[g.Method] = true
 		g.DryRun = false
+	}
+	if r.Filter == nil {
+		f := Filter{}
+		for k, v := range sp.Trigger.Filter {
+			if k != "status" {
+				f[k] = v
+			}
+		}
+		r.Filter = &f
+	}
+	if pf, err := feedback.ParseFilter(r.Filter.Values()); err != nil {
+		var bad *errs.Invalid
+		if !errors.As(err, &bad) {
+			return err
+		}
+		for _, e := range bad.Errors {
+			v.Add("dataset.generate.filter."+e.Field, "%s", e.Message)
+		}
+	} else {
+		canonical := Filter{}
+		for k, vals := range pf.Values() {
+			canonical[k] = vals[0]
+		}
+		*r.Filter = canonical
+	}
+	for k := range *r.Filter {
+		if !slices.Contains(feedback.FilterParams, k) {
+			v.Add("dataset.generate.filter."+k, "is not a filter of the queue (%s)", strings.Join(feedback.FilterParams, ", "))
+		}
 	}
 	if math.IsNaN(r.MinStrength) || r.MinStrength < 0 || r.MinStrength > 1 {
 		v.Add("dataset.generate.min_strength", "must be from 0 to 1")

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"slices"
 	"strings"
 	"time"
 
@@ -613,5 +612,21 @@ func (s *Service) Fail(ctx context.Context, runID uuid.UUID, cause error) error 
 	})
 }
 
-// statusIn reports whether status is one of set.
-func statusIn(status string, set ...string) bool { return slices.Contains(set, status) }
+// Abandon fails a run whose step's job was given up with its worker gone
+// on the last attempt, unless the run has moved past that step.
+func (s *Service) Abandon(ctx context.Context, runID uuid.UUID, step, reason string) error {
+	return db.InTx(ctx, s.Pool, func(tx pgx.Tx, q *db.Queries) error {
+		r, err := q.LoopRunGetForUpdate(ctx, runID)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return nil
+		}
+		if err != nil || r.Step != step {
+			return err
+		}
+		var sp Spec
+		if err := json.Unmarshal(r.Spec, &sp); err != nil {
+			return err
+		}
+		return s.finish(ctx, tx, q, r, sp, RunFailed, StepFailed, fmt.Sprintf("The %s step failed: %s", step, reason))
+	})
+}

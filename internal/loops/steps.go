@@ -249,6 +249,10 @@ type counts struct {
 	Eligible int64            `json:"eligible"`
 	Excluded map[string]int64 `json:"excluded"`
 	ByPerson int64            `json:"excluded_by_person"`
+	// Unsettled are items left out until their overlapping review agrees
+	// (or an adjudicator decides), when the organisation reviews with
+	// overlap.
+	Unsettled int64 `json:"awaiting_agreement"`
 }
 
 // countNew counts the items a loop's trigger filter matches that were
@@ -259,15 +263,23 @@ func (s *Service) countNew(ctx context.Context, q *db.Queries, orgID uuid.UUID, 
 	if err != nil {
 		return counts{}, err
 	}
+	// Overlapping review anywhere makes datasets and pair generation take
+	// agreed items only by default: the loop counts as they will take.
+	agreed := false
+	if s.Review != nil {
+		if agreed, err = s.Review.On(ctx, orgID); err != nil {
+			return counts{}, err
+		}
+	}
 	m := f.MatchingParams(orgID, 0)
-	n, err := q.LoopCountNew(ctx, db.LoopCountNewParams{OrgID: m.OrgID, Status: m.Status, FeedbackType: m.FeedbackType, Source: m.Source,
-		RatingMin: m.RatingMin, RatingMax: m.RatingMax, DimBelow: m.DimBelow, Tag: m.Tag, Model: m.Model, AssigneeID: m.AssigneeID,
-		CreatedFrom: m.CreatedFrom, CreatedTo: m.CreatedTo, WithDuplicates: m.WithDuplicates, PiiOnly: m.PiiOnly, Q: m.Q,
-		DatasetID: m.DatasetID, SafetyOnly: m.SafetyOnly, Since: since})
+	n, err := q.LoopCountNew(ctx, db.LoopCountNewParams{AgreedOnly: agreed, OrgID: m.OrgID, Status: m.Status, FeedbackType: m.FeedbackType,
+		Source: m.Source, RatingMin: m.RatingMin, RatingMax: m.RatingMax, DimBelow: m.DimBelow, Tag: m.Tag, Model: m.Model,
+		AssigneeID: m.AssigneeID, CreatedFrom: m.CreatedFrom, CreatedTo: m.CreatedTo, WithDuplicates: m.WithDuplicates,
+		PiiOnly: m.PiiOnly, Q: m.Q, DatasetID: m.DatasetID, SafetyOnly: m.SafetyOnly, Since: since})
 	if err != nil {
 		return counts{}, err
 	}
-	return counts{Matched: n.Matched, Eligible: n.Eligible, ByPerson: n.ByPerson, Excluded: map[string]int64{
+	return counts{Matched: n.Matched, Eligible: n.Eligible, ByPerson: n.ByPerson, Unsettled: n.Unsettled, Excluded: map[string]int64{
 		hygiene.RateOutlier: n.RateOutlier, hygiene.DuplicateSpam: n.DuplicateSpam,
 		hygiene.NearDuplicateSpam: n.NearDuplicateSpam, hygiene.BotSession: n.BotSession}}, nil
 }
@@ -314,6 +326,9 @@ func (s *Service) collect(ctx context.Context, st step) (result, error) {
 		}
 		if n.ByPerson > 0 {
 			why = append(why, fmt.Sprintf("%d excluded by a person", n.ByPerson))
+		}
+		if n.Unsettled > 0 {
+			why = append(why, fmt.Sprintf("%d until their reviewers agree", n.Unsettled))
 		}
 		res.detail += fmt.Sprintf(" Left out %d: %s.", left, strings.Join(why, ", "))
 	}
@@ -382,8 +397,19 @@ func (s *Service) dataset(ctx context.Context, st step) (result, error) {
 			made[g.Method], methods[i] = res.Created, g.Method
 		}
 		out["pairs_created"] = made
-		ids, err := q.LoopPairListIDs(ctx, db.LoopPairListIDsParams{OrgID: org, Methods: methods, MinStrength: float32(r.MinStrength), Tag: r.Tag,
-			RowLimit: datasets.MaxFilterAdd + 1})
+		p := db.LoopPairListIDsParams{OrgID: org, Methods: methods, MinStrength: float32(r.MinStrength), PairTag: r.Tag,
+			RowLimit: datasets.MaxFilterAdd + 1}
+		if r.Filter != nil && len(*r.Filter) > 0 {
+			f, err := feedback.ParseFilter(r.Filter.Values())
+			if err != nil {
+				return result{}, err
+			}
+			m := f.MatchingParams(org, 0)
+			p.Filtered, p.Status, p.FeedbackType, p.Source, p.RatingMin, p.RatingMax = true, m.Status, m.FeedbackType, m.Source, m.RatingMin, m.RatingMax
+			p.DimBelow, p.Tag, p.Model, p.AssigneeID, p.CreatedFrom, p.CreatedTo = m.DimBelow, m.Tag, m.Model, m.AssigneeID, m.CreatedFrom, m.CreatedTo
+			p.PiiOnly, p.Q, p.DatasetID, p.SafetyOnly = m.PiiOnly, m.Q, m.DatasetID, m.SafetyOnly
+		}
+		ids, err := q.LoopPairListIDs(ctx, p)
 		if err != nil {
 			return result{}, err
 		}
