@@ -521,14 +521,15 @@ func (s *Service) check(ctx context.Context, orgID uuid.UUID, sp *Spec) error {
 	if sp.Deploy.Alias == sp.PromoteAlias {
 		v.Add("deploy.alias", "must differ from promote_alias: the new version is staged and evaluated before it is promoted")
 	}
+	targets := map[string]string{"deploy.target": sp.Deploy.Target}
 	if sp.Deploy.PromoteTarget == "" {
 		sp.Deploy.PromoteTarget = sp.Deploy.Target
+	} else if sp.Deploy.PromoteTarget != sp.Deploy.Target {
+		targets["deploy.promote_target"] = sp.Deploy.PromoteTarget
 	}
-	for field, name := range map[string]string{"deploy.target": sp.Deploy.Target, "deploy.promote_target": sp.Deploy.PromoteTarget} {
+	for field, name := range targets {
 		if name == "" {
-			if field == "deploy.target" {
-				v.Add(field, "is required: the serving target the new version is staged on")
-			}
+			v.Add(field, "is required: the serving target the new version is staged on")
 			continue
 		}
 		if ok, err := s.targetExists(ctx, orgID, name); err != nil {
