@@ -1,6 +1,7 @@
 package handlers
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -57,7 +58,7 @@ func triggerText(sp loops.Spec) string {
 		var parts []string
 		for _, k := range feedback.FilterParams {
 			if v, ok := sp.Trigger.Filter[k]; ok {
-				parts = append(parts, views.Label(k)+" "+views.Label(v))
+				parts = append(parts, views.Label(k)+" "+filterValue(k, v))
 			}
 		}
 		filter = "new items (" + strings.Join(parts, ", ") + ")"
@@ -463,7 +464,11 @@ func (h *Handlers) Loop(c echo.Context) error {
 		return err
 	}
 	admin := caller.Role.AtLeast(auth.Admin)
-	v := views.LoopView{ID: id.String(), Name: l.Name, Model: l.RegisteredModel, Status: l.Status, CanEdit: admin, Facts: loopFacts(l.Spec)}
+	goldenSet := "its golden set"
+	if g, err := h.Eval.Get(ctx(c), caller.OrgID, l.Evaluation.GoldenSetVersionID); err == nil {
+		goldenSet = g.Name
+	}
+	v := views.LoopView{ID: id.String(), Name: l.Name, Model: l.RegisteredModel, Status: l.Status, CanEdit: admin, Facts: loopFacts(l.Spec, goldenSet)}
 	for _, r := range runs {
 		v.Runs = append(v.Runs, runView(r, admin))
 		if r.Status == loops.RunRunning || r.Status == loops.RunWaitingApproval {
@@ -476,8 +481,8 @@ func (h *Handlers) Loop(c echo.Context) error {
 	return render(c, http.StatusOK, views.LoopPage(h.page(c, l.Name, "models"), v))
 }
 
-// loopFacts is a policy in words.
-func loopFacts(sp loops.Spec) []views.Fact {
+// loopFacts is a policy in words; goldenSet names its golden set.
+func loopFacts(sp loops.Spec, goldenSet string) []views.Fact {
 	training := fmt.Sprintf("%s at %s", views.Label(sp.Training.Method), views.Label(sp.Training.Provider))
 	if sp.Training.BaseModel != "" {
 		training += " on " + sp.Training.BaseModel
@@ -491,12 +496,15 @@ func loopFacts(sp loops.Spec) []views.Fact {
 		}
 		recipe += ": pairs by " + strings.Join(ms, ", ")
 	}
-	evaluation := "golden set " + sp.Evaluation.GoldenSetVersionID.String()
+	evaluation := "on " + goldenSet
 	if j := sp.Evaluation.Judge; j != nil {
-		evaluation += fmt.Sprintf(", judged by %s with the %s template", j.Endpoint, j.Template)
+		evaluation += fmt.Sprintf(", judged by %s with the %s template", j.Endpoint, cmp.Or(j.Template, "default"))
 	}
+	evaluation += "; the organisation's gate applies"
+	formula := ""
 	if len(sp.Evaluation.RewardFormula) > 0 {
-		evaluation += ", reward " + string(sp.Evaluation.RewardFormula)
+		evaluation += "; reward weights"
+		formula = string(sp.Evaluation.RewardFormula)
 	}
 	toProd := "promoted to " + sp.PromoteAlias + " on " + sp.Deploy.PromoteTarget + " once the gate lets it through"
 	if ro := sp.Rollout; ro != nil {
@@ -512,7 +520,7 @@ func loopFacts(sp loops.Spec) []views.Fact {
 		{Term: "Starts", Desc: triggerText(sp)},
 		{Term: "Dataset", Desc: sp.Dataset.Name + " (" + recipe + ")"},
 		{Term: "Training", Desc: training},
-		{Term: "Evaluation", Desc: evaluation + "; the organisation's gate applies"},
+		{Term: "Evaluation", Desc: evaluation, Code: formula},
 		{Term: "Staged", Desc: "under " + sp.Deploy.Alias + " on " + sp.Deploy.Target},
 		{Term: "Production", Desc: toProd},
 		{Term: "Approval", Desc: approvalText(sp.Approval)},

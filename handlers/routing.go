@@ -87,7 +87,7 @@ func filterText(raw string) string {
 	var parts []string
 	for _, k := range feedback.FilterParams {
 		if v := q.Get(k); v != "" {
-			parts = append(parts, views.Label(k)+" "+views.Label(v))
+			parts = append(parts, views.Label(k)+" "+filterValue(k, v))
 		}
 	}
 	if len(parts) == 0 {
@@ -275,4 +275,14 @@ func (h *Handlers) FeedbackTrainingData(c echo.Context) error {
 		h.Sessions.Flash(c, "ok", "The item is left out of training data.")
 	}
 	return redirect(c, "/feedback/"+id.String())
+}
+
+// filterValue is a filter's value as a page shows it: the words of an
+// enum (a status, a type, a source), anything else as it was typed.
+func filterValue(key, value string) string {
+	switch key {
+	case "status", "type", "source":
+		return views.Label(value)
+	}
+	return value
 }

@@ -214,10 +214,10 @@ func (w *loopWorld) post(t *testing.T, n int, tag string) []string {
 	for _, d := range list.Data {
 		ids = append(ids, d.ID)
 	}
-	if len(ids) != n {
+	if len(ids) < n {
 		t.Fatalf("%d items tagged %s, want %d", len(ids), tag, n)
 	}
-	return ids
+	return ids[:n] // newest first: the ones just sent
 }
 
 // approve approves items through the API, as a curator would.

@@ -585,7 +585,7 @@ func (s *Service) finish(ctx context.Context, tx pgx.Tx, q *db.Queries, r db.Loo
 	case RunFailed:
 		return s.Alerts.Raise(ctx, tx, q, r.OrgID, alerts.Condition{Kind: alerts.KindLoopRun, Severity: alerts.SeverityBad, Key: key,
 			Title: fmt.Sprintf("Loop %s: run #%d failed at %s.", sp.Name, r.Number, r.Step), Message: reason,
-			Details: map[string]any{"loop_id": r.LoopID, "run_id": r.ID, "step": r.Step}})
+			Details: map[string]any{"loop_id": r.LoopID, "run_id": r.ID, "step": r.Step, "evidence": "/loops/runs/" + r.ID.String()}})
 	case RunSucceeded:
 		return s.Alerts.Settle(ctx, q, r.OrgID, key)
 	}

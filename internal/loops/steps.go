@@ -449,7 +449,7 @@ func (s *Service) dataset(ctx context.Context, st step) (result, error) {
 		var parts []string
 		total := 0
 		for _, g := range r.Methods {
-			parts = append(parts, fmt.Sprintf("%s %d", g.Method, made[g.Method]))
+			parts = append(parts, fmt.Sprintf("%s %d", strings.ReplaceAll(g.Method, "_", " "), made[g.Method]))
 			total += made[g.Method]
 		}
 		detail = fmt.Sprintf("Generated %d new pairs (%s). ", total, strings.Join(parts, ", ")) + detail
@@ -600,9 +600,10 @@ func (s *Service) train(ctx context.Context, st step) (result, error) {
 		res.fail = fmt.Sprintf("The training job %s %s: %s", j.Name, j.Status, strings.TrimSpace(j.ErrorMessage))
 	default:
 		res.wait = true
-		res.detail = launched + fmt.Sprintf("%s is %s.", j.Name, j.Status)
+		state := strings.ReplaceAll(string(j.Status), "_", " ")
+		res.detail = launched + fmt.Sprintf("%s is %s.", j.Name, state)
 		if j.TotalSteps > 0 {
-			res.detail = launched + fmt.Sprintf("%s is %s: step %d of %d.", j.Name, j.Status, j.Step, j.TotalSteps)
+			res.detail = launched + fmt.Sprintf("%s is %s: step %d of %d.", j.Name, state, j.Step, j.TotalSteps)
 		}
 	}
 	return res, nil

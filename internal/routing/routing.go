@@ -277,8 +277,12 @@ func (s *Service) CreateRule(ctx context.Context, actor audit.Actor, orgID uuid.
 		}
 		out = Rule{ID: r.ID, Name: r.Name, Filter: r.Filter, Mode: r.Mode, Team: team, Curators: in.Curators, Cap: int(r.Cap),
 			Active: r.Active, CreatedBy: r.CreatedByLabel, CreatedAt: r.CreatedAt}
+		filter := map[string]string{}
+		for k, vs := range f.Values() {
+			filter[k] = vs[0]
+		}
 		return audit.Record(ctx, q, actor, audit.Entry{OrgID: orgID, Action: "routing.rule_create", TargetType: "routing_rule",
-			TargetID: r.ID.String(), Details: map[string]any{"name": r.Name, "filter": r.Filter, "mode": r.Mode, "cap": r.Cap, "team": team,
+			TargetID: r.ID.String(), Details: map[string]any{"name": r.Name, "filter": filter, "mode": r.Mode, "cap": r.Cap, "team": team,
 				"curators": len(in.Curators)}})
 	})
 	return out, err
