@@ -178,6 +178,10 @@ func (h *Handlers) LoopUpdate(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	// Another organisation's loop answers 404 whatever the form holds.
+	if _, err := h.Loops.Get(ctx(c), CallerOf(c).OrgID, id); err != nil {
+		return err
+	}
 	values, checked := loopFormValues(c)
 	version := c.FormValue("version")
 	sp, bad := loopSpec(values, c.Request().Form)

@@ -57,7 +57,7 @@ func (w *LoopTriggerWorker) Work(ctx context.Context, _ *river.Job[loops.Trigger
 type RouteArgs struct{}
 
 // Kind names the job in River's table.
-func (RouteArgs) Kind() string { return "routing" }
+func (RouteArgs) Kind() string { return "routing_rule_run" }
 
 // InsertOpts: a failed pass is not retried, the next one comes soon.
 func (RouteArgs) InsertOpts() river.InsertOpts { return river.InsertOpts{MaxAttempts: 1} }
@@ -78,7 +78,7 @@ func (w *RouteWorker) Work(ctx context.Context, _ *river.Job[RouteArgs]) error {
 type HygieneArgs struct{}
 
 // Kind names the job in River's table.
-func (HygieneArgs) Kind() string { return "hygiene" }
+func (HygieneArgs) Kind() string { return "feedback_hygiene_check" }
 
 // InsertOpts: a failed check is not retried, the next one comes soon.
 func (HygieneArgs) InsertOpts() river.InsertOpts { return river.InsertOpts{MaxAttempts: 1} }

@@ -10,7 +10,7 @@ import (
 	"github.com/curate/curate/internal/audit"
 	"github.com/curate/curate/internal/datasets"
 	"github.com/curate/curate/internal/feedback"
-	"github.com/curate/curate/internal/provider/openaifake"
+	"github.com/curate/curate/internal/provider/openaitest"
 	"github.com/curate/curate/web/webtest"
 )
 
@@ -20,7 +20,7 @@ import (
 // stays at its first step until stopped.
 func TestLoopsAPI(t *testing.T) {
 	t.Parallel()
-	fake := openaifake.New(t)
+	fake := openaitest.New(t)
 	s := webtest.New(t, webtest.Options{Configure: func(c *cfgT) { c.OpenAIAPIKey, c.OpenAIBaseURL = "sk-test", fake.URL() }})
 	ctx := context.Background()
 	org := s.Org("acme")

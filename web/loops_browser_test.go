@@ -73,12 +73,21 @@ func TestBrowserLoops(t *testing.T) {
 	// Three runs: to production, skipped, stopped at the gate.
 	w.approve(t, w.post(t, 20, "weekly")...)
 	var runs []loopRunDoc
-	w.waitFor(t, "the first run", func() bool { runs = w.runs(t, loop); return len(runs) == 1 && w.settle(t, runs[0].ID).Status == "succeeded" })
+	w.waitFor(t, "the first run", func() bool {
+		runs = w.runs(t, loop)
+		return len(runs) == 1 && w.settle(t, runs[0].ID).Status == "succeeded"
+	})
 	w.s.API(w.admin, http.MethodPost, "/api/loops/"+loop+"/run", nil).Must(t, http.StatusAccepted)
-	w.waitFor(t, "the skipped run", func() bool { runs = w.runs(t, loop); return len(runs) == 2 && w.settle(t, runs[0].ID).Status == "skipped" })
+	w.waitFor(t, "the skipped run", func() bool {
+		runs = w.runs(t, loop)
+		return len(runs) == 2 && w.settle(t, runs[0].ID).Status == "skipped"
+	})
 	w.worse.Store(true)
 	w.approve(t, w.post(t, 20, "weekly")...)
-	w.waitFor(t, "the failed run", func() bool { runs = w.runs(t, loop); return len(runs) == 3 && w.settle(t, runs[0].ID).Status == "failed" })
+	w.waitFor(t, "the failed run", func() bool {
+		runs = w.runs(t, loop)
+		return len(runs) == 3 && w.settle(t, runs[0].ID).Status == "failed"
+	})
 	w.worse.Store(false)
 
 	err = chromedp.Do(b, chromedp.Navigate(w.s.URL+"/loops/"+loop), chromedp.WaitVisible(`#run-3`))

@@ -16,7 +16,7 @@ import (
 	"github.com/curate/curate/internal/datasets"
 	evalpkg "github.com/curate/curate/internal/eval"
 	"github.com/curate/curate/internal/feedback"
-	"github.com/curate/curate/internal/provider/openaifake"
+	"github.com/curate/curate/internal/provider/openaitest"
 	"github.com/curate/curate/internal/serving/vllmtest"
 	"github.com/curate/curate/web/webtest"
 )
@@ -53,7 +53,7 @@ func (r loopRunDoc) step(name string) (string, string, map[string]string) {
 // and a vLLM server serving production's adapter.
 type loopWorld struct {
 	s        *webtest.Server
-	openai   *openaifake.Server
+	openai   *openaitest.Server
 	judge    *chattest.Server
 	vllm     *vllmtest.Server
 	org      uuid.UUID
@@ -70,7 +70,7 @@ const loopBase = "gpt-4o-mini-2024-07-18"
 
 func newLoopWorld(t *testing.T) *loopWorld {
 	t.Helper()
-	w := &loopWorld{openai: openaifake.New(t)}
+	w := &loopWorld{openai: openaitest.New(t)}
 	// Answers of fine-tuned models are good, unless the test makes them
 	// worse; production's adapter on vLLM gives middling ones.
 	w.openai.SetChat(func(model, prompt string) string {
@@ -323,7 +323,7 @@ func TestLoopRunsItself(t *testing.T) {
 	if _, detail, _ := r.step("collect"); !strings.HasPrefix(detail, "20 new items match the filter; 20 items may be training data.") {
 		t.Errorf("collect said %q", detail)
 	}
-	if _, detail, links := r.step("dataset"); !strings.Contains(detail, "Generated 10 new pairs (same_query 10). Added 10 pairs to support-weekly-training") ||
+	if _, detail, links := r.step("dataset"); !strings.Contains(detail, "Generated 10 new pairs (same query 10). Added 10 pairs to support-weekly-training") ||
 		links["dataset_id"] == "" {
 		t.Errorf("dataset said %q, links %v", detail, links)
 	}

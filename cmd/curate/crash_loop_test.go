@@ -23,7 +23,7 @@ import (
 	"github.com/curate/curate/internal/datasets"
 	"github.com/curate/curate/internal/eval"
 	"github.com/curate/curate/internal/feedback"
-	"github.com/curate/curate/internal/provider/openaifake"
+	"github.com/curate/curate/internal/provider/openaitest"
 )
 
 // The real binary is killed with SIGKILL while a loop's run is in its
@@ -41,7 +41,7 @@ func TestLoopSurvivesKillDuringEvaluate(t *testing.T) {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
 	pool, dbURL := pgtest.NewDBURL(t)
-	openai := openaifake.New(t)
+	openai := openaitest.New(t)
 	openai.SetChat(func(model, prompt string) string { return "The tuned answer to: " + prompt })
 	env := []string{
 		"PATH=" + os.Getenv("PATH"), "TMPDIR=" + t.TempDir(),
@@ -53,7 +53,7 @@ func TestLoopSurvivesKillDuringEvaluate(t *testing.T) {
 
 	// The organisation and its golden set of twelve questions, made here
 	// on the shared database.
-	org, err := accounts.New(pool).EnsureOrg(ctx, "acme", "Acme")
+	org, err := accounts.New(pool, accounts.DefaultSessionTTL).EnsureOrg(ctx, "acme", "Acme")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -62,14 +62,14 @@ func TestLoopSurvivesKillDuringEvaluate(t *testing.T) {
 		golden = append(golden, feedback.Item{Query: fmt.Sprintf("Golden question number %d?", i), Response: "Old.", FeedbackType: "correction",
 			Correction: fmt.Sprintf("Curated answer %d.", i)})
 	}
-	res, err := (&feedback.Service{Pool: pool}).IngestBatch(ctx, org.ID, "api", golden)
+	res, err := feedback.New(pool).IngestBatch(ctx, org.ID, "api", golden)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if _, err := pool.Exec(ctx, "UPDATE feedback SET status = 'corrected' WHERE id = ANY($1)", res.IDs); err != nil {
 		t.Fatal(err)
 	}
-	ds := &datasets.Service{Pool: pool}
+	ds := datasets.New(pool, nil, nil, nil)
 	d, err := ds.Create(ctx, audit.System, org.ID, datasets.NewDataset{Type: datasets.TypeInstructionTuning, Settings: datasets.Settings{Name: "gold"},
 		Members: res.IDs})
 	if err != nil {
@@ -79,7 +79,7 @@ func TestLoopSurvivesKillDuringEvaluate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := (&eval.Service{Pool: pool}).Mark(ctx, audit.System, org.ID, set.ID, "gold", []string{}); err != nil {
+	if _, err := eval.New(pool, eval.NewGates(pool), nil, nil).Mark(ctx, audit.System, org.ID, set.ID, "gold", []string{}); err != nil {
 		t.Fatal(err)
 	}
 	cmd := exec.Command(bin, "apikey", "create", "--org", "acme", "--name", "crash test", "--role", "admin")

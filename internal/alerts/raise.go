@@ -15,11 +15,12 @@ import (
 // KindLoopRun is the alert a loop's failed run opens.
 const KindLoopRun = "loop_run"
 
-// Raise opens an alert for an event, in the caller's transaction, with
+// RaiseTx opens an alert for an event, in the caller's transaction, with
 // its webhook delivery: an open alert of the same key is brought up to
 // date instead. The rules never resolve it; Settle does, when what
 // follows the event clears it.
-func (s *Service) Raise(ctx context.Context, tx pgx.Tx, q *db.Queries, orgID uuid.UUID, c Condition) error {
+func (s *Service) RaiseTx(ctx context.Context, tx pgx.Tx, orgID uuid.UUID, c Condition) error {
+	q := db.New(tx)
 	details, err := json.Marshal(c.Details)
 	if err != nil {
 		return err
@@ -45,7 +46,8 @@ func (s *Service) Raise(ctx context.Context, tx pgx.Tx, q *db.Queries, orgID uui
 	return err
 }
 
-// Settle resolves the open alert of an event's key, if there is one.
-func (s *Service) Settle(ctx context.Context, q *db.Queries, orgID uuid.UUID, key string) error {
-	return q.AlertUpdateResolvedByKey(ctx, db.AlertUpdateResolvedByKeyParams{OrgID: orgID, DedupKey: key})
+// SettleTx resolves the open alert of an event's key, if there is one, in
+// the caller's transaction.
+func (s *Service) SettleTx(ctx context.Context, tx pgx.Tx, orgID uuid.UUID, key string) error {
+	return db.New(tx).AlertUpdateResolvedByKey(ctx, db.AlertUpdateResolvedByKeyParams{OrgID: orgID, DedupKey: key})
 }

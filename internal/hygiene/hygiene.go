@@ -13,7 +13,6 @@ package hygiene
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -70,6 +69,9 @@ type Service struct {
 	// Rules are the thresholds; zero uses DefaultRules.
 	Rules Rules
 }
+
+// New builds data hygiene on pool's database, with the default rules.
+func New(pool *pgxpool.Pool) *Service { return &Service{Pool: pool} }
 
 func (s *Service) rules() Rules {
 	if s.Rules == (Rules{}) {
@@ -208,8 +210,5 @@ func Why(flags []string, decidedBy string) string {
 }
 
 func notFound(err error) error {
-	if errors.Is(err, pgx.ErrNoRows) {
-		return errs.ErrNotFound
-	}
-	return err
+	return errs.NotFound(err)
 }

@@ -36,11 +36,11 @@ type fixture struct {
 func newFixture(t *testing.T) fixture {
 	t.Helper()
 	pool := pgtest.NewDB(t)
-	org, err := accounts.New(pool).EnsureOrg(context.Background(), "acme", "Acme")
+	org, err := accounts.New(pool, accounts.DefaultSessionTTL).EnsureOrg(context.Background(), "acme", "Acme")
 	if err != nil {
 		t.Fatal(err)
 	}
-	return fixture{pool: pool, org: org.ID, svc: &hygiene.Service{Pool: pool}, fb: &feedback.Service{Pool: pool}}
+	return fixture{pool: pool, org: org.ID, svc: hygiene.New(pool), fb: feedback.New(pool)}
 }
 
 // add stores one item at a given time (each its own request).
@@ -209,7 +209,7 @@ func TestExcludedFromDatasets(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	ds := &datasets.Service{Pool: f.pool}
+	ds := datasets.New(f.pool, nil, nil, nil)
 	d, err := ds.Create(ctx, person, f.org, datasets.NewDataset{Type: datasets.TypeInstructionTuning, Settings: datasets.Settings{Name: "sft"}})
 	if err != nil {
 		t.Fatal(err)
@@ -226,7 +226,7 @@ func TestExcludedFromDatasets(t *testing.T) {
 
 	// Pairs: the clean answer beats none of the flagged ones until a
 	// person lets one back in.
-	ps := &pairs.Service{Pool: f.pool}
+	ps := pairs.New(f.pool)
 	gen := pairs.Generation{Method: "same_query"}
 	if p, err := ps.Preview(ctx, f.org, gen); err != nil || p.Candidates != 0 {
 		t.Errorf("preview with flagged items %+v %v", p, err)
@@ -253,7 +253,7 @@ func TestExcludedFromDatasets(t *testing.T) {
 	if err != nil || st.IsTrainingData || st.DecidedBy != "" {
 		t.Errorf("withdrawn %+v %v", st, err)
 	}
-	other, err := accounts.New(f.pool).EnsureOrg(ctx, "globex", "Globex")
+	other, err := accounts.New(f.pool, accounts.DefaultSessionTTL).EnsureOrg(ctx, "globex", "Globex")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -25,7 +25,7 @@ import (
 	"github.com/curate/curate/internal/loops"
 	"github.com/curate/curate/internal/pairs"
 	"github.com/curate/curate/internal/provider"
-	"github.com/curate/curate/internal/provider/openaifake"
+	"github.com/curate/curate/internal/provider/openaitest"
 	"github.com/curate/curate/internal/serving"
 )
 
@@ -46,7 +46,7 @@ func newEnv(t *testing.T) env {
 	t.Helper()
 	ctx := context.Background()
 	pool := pgtest.NewDB(t)
-	fake := openaifake.New(t)
+	fake := openaitest.New(t)
 	cfg := config.Defaults()
 	cfg.DataDir, cfg.SecretKey, cfg.OutboundAllow = t.TempDir(), "loops-test-secret-key-0123456789abcdef", "127.0.0.0/8"
 	cfg.OpenAIAPIKey, cfg.OpenAIBaseURL = "sk-test", fake.URL()
@@ -60,7 +60,7 @@ func newEnv(t *testing.T) env {
 		t.Fatal(err)
 	}
 	e := env{pool: pool, svc: svc, org: org.ID}
-	if _, err := svc.Endpoints.Create(ctx, admin, org.ID, endpoints.New{Name: "judge", BaseURL: "http://127.0.0.1:9/v1", Model: "judge"}); err != nil {
+	if _, err := svc.Endpoints.Create(ctx, admin, org.ID, endpoints.NewEndpoint{Name: "judge", BaseURL: "http://127.0.0.1:9/v1", Model: "judge"}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := svc.Serving.Create(ctx, admin, org.ID, serving.NewTarget{Name: "openai-prod", Kind: serving.KindOpenAI}); err != nil {
@@ -270,7 +270,7 @@ func TestCollectDatasetAndTrain(t *testing.T) {
 	}
 	r = advance(t, e, r.ID)
 	d := step(r, loops.StepDataset)
-	if d.Status != loops.StepSucceeded || !strings.HasPrefix(d.Detail, "Generated 3 new pairs (same_query 3). Added 3 pairs to support-weekly-data, which holds 3.") {
+	if d.Status != loops.StepSucceeded || !strings.HasPrefix(d.Detail, "Generated 3 new pairs (same query 3). Added 3 pairs to support-weekly-data, which holds 3.") {
 		t.Errorf("dataset %s: %q", d.Status, d.Detail)
 	}
 	r = advance(t, e, r.ID)

@@ -30,7 +30,6 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/curate/curate/db"
 	"github.com/curate/curate/internal/audit"
@@ -233,21 +232,21 @@ func parseMethods(raw []json.RawMessage) ([]pairs.Generation, error) {
 // Training is how a run trains: the launch's provider, method, base model
 // and hyperparameters, and the most its estimate may cost.
 type Training struct {
-	Provider        string                   `json:"provider"`
-	Method          string                   `json:"method"`
-	BaseModel       string                   `json:"base_model,omitempty"`
+	Provider        string                     `json:"provider"`
+	Method          string                     `json:"method"`
+	BaseModel       string                     `json:"base_model,omitempty"`
 	Hyperparameters map[string]json.RawMessage `json:"hyperparameters,omitempty"`
-	MaxCostUSD      float64                  `json:"max_cost_usd"`
-	Suffix          string                   `json:"suffix,omitempty"`
+	MaxCostUSD      float64                    `json:"max_cost_usd"`
+	Suffix          string                     `json:"suffix,omitempty"`
 }
 
 // Evaluation is how a new version is evaluated: a golden set (the
 // organisation's gate's when none is named), the judge and the reward.
 type Evaluation struct {
-	GoldenSetVersionID uuid.UUID        `json:"golden_set_version_id"`
+	GoldenSetVersionID uuid.UUID         `json:"golden_set_version_id"`
 	Judge              *eval.JudgeConfig `json:"judge,omitempty"`
-	Scorers            []scorers.Config `json:"scorers,omitempty"`
-	RewardFormula      json.RawMessage  `json:"reward_formula,omitempty"`
+	Scorers            []scorers.Config  `json:"scorers,omitempty"`
+	RewardFormula      json.RawMessage   `json:"reward_formula,omitempty"`
 }
 
 // Deploy is where a new version is staged to be evaluated: the target and
@@ -541,7 +540,7 @@ func (s *Service) check(ctx context.Context, orgID uuid.UUID, sp *Spec) error {
 
 	// Rollout, checked as POST /api/models/ab-test would check it.
 	if ro := sp.Rollout; ro != nil && s.Experiments != nil {
-		_, err := s.Experiments.Create(ctx, audit.System, orgID, experiments.New{Name: "policy check", Metrics: ro.Metrics,
+		_, err := s.Experiments.Create(ctx, audit.System, orgID, experiments.NewExperiment{Name: "policy check", Metrics: ro.Metrics,
 			Guardrails: ro.Guardrails, Rollout: &ro.Rollout})
 		var bad *errs.Invalid
 		if !errors.As(err, &bad) {
@@ -638,7 +637,7 @@ func (s *Service) Create(ctx context.Context, actor audit.Actor, orgID uuid.UUID
 	err = db.InTx(ctx, s.Pool, func(_ pgx.Tx, q *db.Queries) error {
 		p, err := q.LoopInsert(ctx, db.LoopInsertParams{OrgID: orgID, Name: sp.Name, RegisteredModel: sp.RegisteredModel, Spec: raw,
 			MinNewItems: int32(*sp.Trigger.MinNewItems), Schedule: sp.Trigger.Schedule, CreatedByLabel: actor.Label})
-		if isUnique(err) {
+		if errs.IsUnique(err, "loop_policies_org_id_name_key") {
 			return errs.InvalidField("name", "a loop is already called %q", sp.Name)
 		}
 		if err != nil {
@@ -666,18 +665,15 @@ func (s *Service) Update(ctx context.Context, actor audit.Actor, orgID, id uuid.
 	var out Loop
 	err = db.InTx(ctx, s.Pool, func(_ pgx.Tx, q *db.Queries) error {
 		cur, err := q.LoopGetForUpdate(ctx, db.LoopGetForUpdateParams{OrgID: orgID, ID: id})
-		if errors.Is(err, pgx.ErrNoRows) {
-			return errs.ErrNotFound
-		}
 		if err != nil {
-			return err
+			return errs.NotFound(err)
 		}
 		if version != 0 && cur.Version != version {
 			return &errs.Conflict{Message: "someone else changed this loop since you opened it: reload it and try again"}
 		}
 		p, err := q.LoopUpdate(ctx, db.LoopUpdateParams{OrgID: orgID, ID: id, Version: cur.Version, Name: sp.Name,
 			RegisteredModel: sp.RegisteredModel, Spec: raw, MinNewItems: int32(*sp.Trigger.MinNewItems), Schedule: sp.Trigger.Schedule})
-		if isUnique(err) {
+		if errs.IsUnique(err, "loop_policies_org_id_name_key") {
 			return errs.InvalidField("name", "a loop is already called %q", sp.Name)
 		}
 		if err != nil {
@@ -701,11 +697,8 @@ func (s *Service) SetStatus(ctx context.Context, actor audit.Actor, orgID, id uu
 	var out Loop
 	err := db.InTx(ctx, s.Pool, func(_ pgx.Tx, q *db.Queries) error {
 		p, err := q.LoopUpdateStatus(ctx, db.LoopUpdateStatusParams{OrgID: orgID, ID: id, Status: status})
-		if errors.Is(err, pgx.ErrNoRows) {
-			return errs.ErrNotFound
-		}
 		if err != nil {
-			return err
+			return errs.NotFound(err)
 		}
 		if out, err = loopOf(p); err != nil {
 			return err
@@ -719,11 +712,8 @@ func (s *Service) SetStatus(ctx context.Context, actor audit.Actor, orgID, id uu
 // Get returns a loop of the organisation.
 func (s *Service) Get(ctx context.Context, orgID, id uuid.UUID) (Loop, error) {
 	p, err := db.New(s.Pool).LoopGet(ctx, db.LoopGetParams{OrgID: orgID, ID: id})
-	if errors.Is(err, pgx.ErrNoRows) {
-		return Loop{}, errs.ErrNotFound
-	}
 	if err != nil {
-		return Loop{}, err
+		return Loop{}, errs.NotFound(err)
 	}
 	return loopOf(p)
 }
@@ -747,9 +737,4 @@ func (s *Service) List(ctx context.Context, orgID uuid.UUID) ([]Loop, error) {
 		out = append(out, l)
 	}
 	return out, nil
-}
-
-func isUnique(err error) bool {
-	var pg *pgconn.PgError
-	return errors.As(err, &pg) && pg.Code == "23505"
 }

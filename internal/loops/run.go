@@ -45,6 +45,15 @@ type Service struct {
 	Now func() time.Time
 }
 
+// New builds the loops' service: jobs queues each step, svc are the
+// services the steps call, hygiene flags what a run collects, alerts opens
+// an alert when a run fails (nil opens none), poll is how long a waiting
+// step waits between two looks (a default when 0), and log receives the
+// detail of what went wrong.
+func New(pool *pgxpool.Pool, jobs jobq.Inserter, svc Services, hygiene *hygiene.Service, alerts *alerts.Service, poll time.Duration, log *slog.Logger) *Service {
+	return &Service{Pool: pool, Jobs: jobs, Services: svc, Hygiene: hygiene, Alerts: alerts, Poll: poll, Log: log}
+}
+
 func (s *Service) now() time.Time {
 	if s.Now != nil {
 		return s.Now()
@@ -129,7 +138,7 @@ type StepArgs struct {
 }
 
 // Kind names the job in River's table.
-func (StepArgs) Kind() string { return "loop_step" }
+func (StepArgs) Kind() string { return "loop_run_advance" }
 
 // InsertOpts: a step's errors are retried a few times with River's
 // backoff; its waits are snoozes, which use up no attempt.
@@ -139,7 +148,7 @@ func (StepArgs) InsertOpts() river.InsertOpts { return river.InsertOpts{MaxAttem
 type TriggerArgs struct{}
 
 // Kind names the job in River's table.
-func (TriggerArgs) Kind() string { return "loop_triggers" }
+func (TriggerArgs) Kind() string { return "loop_trigger_check" }
 
 // InsertOpts: a failed look is not retried, the next one comes soon.
 func (TriggerArgs) InsertOpts() river.InsertOpts { return river.InsertOpts{MaxAttempts: 1} }
@@ -173,11 +182,8 @@ func (s *Service) start(ctx context.Context, orgID, loopID uuid.UUID, by string,
 	var run db.LoopRun
 	err := db.InTx(ctx, s.Pool, func(tx pgx.Tx, q *db.Queries) error {
 		p, err := q.LoopGetForUpdate(ctx, db.LoopGetForUpdateParams{OrgID: orgID, ID: loopID})
-		if errors.Is(err, pgx.ErrNoRows) {
-			return errs.ErrNotFound
-		}
 		if err != nil {
-			return err
+			return errs.NotFound(err)
 		}
 		l, err := loopOf(p)
 		if err != nil {
@@ -186,7 +192,7 @@ func (s *Service) start(ctx context.Context, orgID, loopID uuid.UUID, by string,
 		steps := Steps(l.Spec)
 		run, err = q.LoopRunInsert(ctx, db.LoopRunInsertParams{OrgID: orgID, LoopID: loopID, StartedBy: by, StartedByLabel: actor.Label,
 			Spec: p.Spec, Step: steps[0]})
-		if isUnique(err) {
+		if errs.IsUnique(err, "loop_runs_one_open") {
 			return &errs.Conflict{Message: fmt.Sprintf("A run of %s is under way: wait for it to end, or stop it, before starting another.", l.Name)}
 		}
 		if err != nil {
@@ -294,10 +300,10 @@ type Run struct {
 	StartedByLabel   string     `json:"started_by_label"`
 	// WaitingFor is where the run waits for a person (before_deploy,
 	// before_rollout), and Approvers who may approve.
-	WaitingFor string   `json:"waiting_for,omitempty"`
-	Approvers  []string `json:"approvers,omitempty"`
-	ApprovedBy string   `json:"approved_by,omitempty"`
-	CostUSD    float64  `json:"cost_usd"`
+	WaitingFor string     `json:"waiting_for,omitempty"`
+	Approvers  []string   `json:"approvers,omitempty"`
+	ApprovedBy string     `json:"approved_by,omitempty"`
+	CostUSD    float64    `json:"cost_usd"`
 	CreatedAt  time.Time  `json:"created_at"`
 	FinishedAt *time.Time `json:"finished_at"`
 }
@@ -338,11 +344,8 @@ func runOf(r db.LoopRun, loopName string, steps []db.LoopRunStep) Run {
 func (s *Service) GetRun(ctx context.Context, orgID, id uuid.UUID) (Run, error) {
 	q := db.New(s.Pool)
 	r, err := q.LoopRunGet(ctx, db.LoopRunGetParams{OrgID: orgID, ID: id})
-	if errors.Is(err, pgx.ErrNoRows) {
-		return Run{}, errs.ErrNotFound
-	}
 	if err != nil {
-		return Run{}, err
+		return Run{}, errs.NotFound(err)
 	}
 	steps, err := q.LoopStepList(ctx, r.ID)
 	if err != nil {
@@ -369,11 +372,8 @@ const RunListName = "loop-runs"
 func (s *Service) Runs(ctx context.Context, orgID, loopID uuid.UUID, c *keyset.Cursor, limit int) ([]Run, *keyset.Cursor, error) {
 	q := db.New(s.Pool)
 	p, err := q.LoopGet(ctx, db.LoopGetParams{OrgID: orgID, ID: loopID})
-	if errors.Is(err, pgx.ErrNoRows) {
-		return nil, nil, errs.ErrNotFound
-	}
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, errs.NotFound(err)
 	}
 	at, id := c.Bounds()
 	rows, err := q.LoopRunList(ctx, db.LoopRunListParams{OrgID: orgID, LoopID: loopID, CursorTime: at, CursorID: id, RowLimit: int32(limit + 1)})
@@ -416,11 +416,8 @@ func (s *Service) Runs(ctx context.Context, orgID, loopID uuid.UUID, c *keyset.C
 func (s *Service) Approve(ctx context.Context, actor audit.Actor, orgID, id uuid.UUID) (Run, error) {
 	err := db.InTx(ctx, s.Pool, func(tx pgx.Tx, q *db.Queries) error {
 		r, err := q.LoopRunGet(ctx, db.LoopRunGetParams{OrgID: orgID, ID: id})
-		if errors.Is(err, pgx.ErrNoRows) {
-			return errs.ErrNotFound
-		}
 		if err != nil {
-			return err
+			return errs.NotFound(err)
 		}
 		n, err := q.LoopRunUpdateApproved(ctx, db.LoopRunUpdateApprovedParams{OrgID: orgID, ID: id, ApprovedByLabel: actor.Label})
 		if err != nil {
@@ -452,11 +449,8 @@ func (s *Service) Stop(ctx context.Context, actor audit.Actor, orgID, id uuid.UU
 	err := db.InTx(ctx, s.Pool, func(_ pgx.Tx, q *db.Queries) error {
 		var err error
 		r, err = q.LoopRunGet(ctx, db.LoopRunGetParams{OrgID: orgID, ID: id})
-		if errors.Is(err, pgx.ErrNoRows) {
-			return errs.ErrNotFound
-		}
 		if err != nil {
-			return err
+			return errs.NotFound(err)
 		}
 		reason := "Stopped by " + actor.Label + "."
 		n, err := q.LoopRunUpdateFinished(ctx, db.LoopRunUpdateFinishedParams{ID: id, Status: RunStopped, Reason: reason})
@@ -583,11 +577,11 @@ func (s *Service) finish(ctx context.Context, tx pgx.Tx, q *db.Queries, r db.Loo
 	key := alerts.KindLoopRun + ":" + r.LoopID.String()
 	switch status {
 	case RunFailed:
-		return s.Alerts.Raise(ctx, tx, q, r.OrgID, alerts.Condition{Kind: alerts.KindLoopRun, Severity: alerts.SeverityBad, Key: key,
+		return s.Alerts.RaiseTx(ctx, tx, r.OrgID, alerts.Condition{Kind: alerts.KindLoopRun, Severity: alerts.SeverityBad, Key: key,
 			Title: fmt.Sprintf("Loop %s: run #%d failed at %s.", sp.Name, r.Number, r.Step), Message: reason,
 			Details: map[string]any{"loop_id": r.LoopID, "run_id": r.ID, "step": r.Step, "evidence": "/loops/runs/" + r.ID.String()}})
 	case RunSucceeded:
-		return s.Alerts.Settle(ctx, q, r.OrgID, key)
+		return s.Alerts.SettleTx(ctx, tx, r.OrgID, key)
 	}
 	return nil
 }

@@ -361,7 +361,7 @@ func (s *Service) dataset(ctx context.Context, st step) (result, error) {
 		}
 	case errors.Is(err, pgx.ErrNoRows):
 		d, err := s.Datasets.Create(ctx, st.actor, org, datasets.NewDataset{Type: r.Type, Settings: datasets.Settings{Name: st.spec.Dataset.Name,
-			Description: fmt.Sprintf("Made by the loop %s: each of its runs appends to it and freezes a version.", st.spec.Name),
+			Description:  fmt.Sprintf("Made by the loop %s: each of its runs appends to it and freezes a version.", st.spec.Name),
 			SystemPrompt: r.SystemPrompt, BaseModel: st.spec.Training.BaseModel, SplitStrategy: r.SplitStrategy,
 			ValidationPercent: *r.ValidationPercent, SplitSeed: 42}})
 		if msg, ok := refusal(err); ok {
@@ -811,7 +811,7 @@ func (s *Service) rollout(ctx context.Context, st step) (result, error) {
 		key = experimentKey(sp.Name, st.run.Number)
 		e, err := s.Experiments.Get(ctx, org, key)
 		if errors.Is(err, errs.ErrNotFound) {
-			e, err = s.Experiments.Create(ctx, st.actor, org, experiments.New{Key: key, Name: fmt.Sprintf("Rollout of %s run #%d", sp.Name, st.run.Number),
+			e, err = s.Experiments.Create(ctx, st.actor, org, experiments.NewExperiment{Key: key, Name: fmt.Sprintf("Rollout of %s run #%d", sp.Name, st.run.Number),
 				ControlModelID: prod, TreatmentModelID: version, Metrics: sp.Rollout.Metrics, Guardrails: sp.Rollout.Guardrails,
 				Rollout: &sp.Rollout.Rollout})
 		}

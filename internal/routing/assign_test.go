@@ -33,7 +33,7 @@ func TestAssignCapRace(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(pool.Close)
-	acc := accounts.New(pool)
+	acc := accounts.New(pool, accounts.DefaultSessionTTL)
 	org, err := acc.EnsureOrg(ctx, "acme", "Acme")
 	if err != nil {
 		t.Fatal(err)
@@ -51,7 +51,7 @@ func TestAssignCapRace(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	fb := &feedback.Service{Pool: pool}
+	fb := feedback.New(pool)
 	var items []uuid.UUID
 	for range 40 {
 		row, _, err := fb.Ingest(ctx, org.ID, "api", feedback.Item{Query: "q " + uuid.NewString(), Response: "r", FeedbackType: "thumbs_down"})

@@ -20,7 +20,6 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/curate/curate/db"
@@ -55,6 +54,9 @@ const RouteEvery = 30 * time.Second
 type Service struct {
 	Pool *pgxpool.Pool
 }
+
+// New builds the routing rules' service on pool's database.
+func New(pool *pgxpool.Pool) *Service { return &Service{Pool: pool} }
 
 // Curator is a curator a rule or a team names, with the tags they take
 // under a rule that routes by tag.
@@ -160,7 +162,7 @@ func (s *Service) CreateTeam(ctx context.Context, actor audit.Actor, orgID uuid.
 	var out Team
 	err = db.InTx(ctx, s.Pool, func(_ pgx.Tx, q *db.Queries) error {
 		t, err := q.TeamInsert(ctx, db.TeamInsertParams{OrgID: orgID, Name: name})
-		if isUnique(err) {
+		if errs.IsUnique(err, "teams_org_id_name_key") {
 			return errs.InvalidField("name", "a team is already called %q", name)
 		}
 		if err != nil {
@@ -263,7 +265,7 @@ func (s *Service) CreateRule(ctx context.Context, actor audit.Actor, orgID uuid.
 			p.TeamID, team = uuid.NullUUID{UUID: t.ID, Valid: true}, t.Name
 		}
 		r, err := q.RoutingRuleInsert(ctx, p)
-		if isUnique(err) {
+		if errs.IsUnique(err, "routing_rules_org_id_name_key") {
 			return errs.InvalidField("name", "a rule is already called %q", in.Name)
 		}
 		if err != nil {
@@ -314,11 +316,8 @@ func (s *Service) Rules(ctx context.Context, orgID uuid.UUID) ([]Rule, error) {
 func (s *Service) SetActive(ctx context.Context, actor audit.Actor, orgID, id uuid.UUID, active bool) error {
 	return db.InTx(ctx, s.Pool, func(_ pgx.Tx, q *db.Queries) error {
 		r, err := q.RoutingRuleUpdateActive(ctx, db.RoutingRuleUpdateActiveParams{OrgID: orgID, ID: id, Active: active})
-		if errors.Is(err, pgx.ErrNoRows) {
-			return errs.ErrNotFound
-		}
 		if err != nil {
-			return err
+			return errs.NotFound(err)
 		}
 		return audit.Record(ctx, q, actor, audit.Entry{OrgID: orgID, Action: "routing.rule_active", TargetType: "routing_rule",
 			TargetID: r.ID.String(), Details: map[string]any{"name": r.Name, "active": active}})
@@ -484,9 +483,4 @@ func nonNil(s []string) []string {
 		return []string{}
 	}
 	return s
-}
-
-func isUnique(err error) bool {
-	var pg *pgconn.PgError
-	return errors.As(err, &pg) && pg.Code == "23505"
 }

@@ -4,8 +4,8 @@ import (
 	"context"
 	"errors"
 	"net/url"
-	"sync"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/google/uuid"
@@ -36,12 +36,12 @@ func newFixture(t *testing.T, curators ...string) fixture {
 	t.Helper()
 	ctx := context.Background()
 	pool := pgtest.NewDB(t)
-	acc := accounts.New(pool)
+	acc := accounts.New(pool, accounts.DefaultSessionTTL)
 	org, err := acc.EnsureOrg(ctx, "acme", "Acme")
 	if err != nil {
 		t.Fatal(err)
 	}
-	f := fixture{pool: pool, org: org.ID, svc: &routing.Service{Pool: pool}, fb: &feedback.Service{Pool: pool}, users: map[string]uuid.UUID{}}
+	f := fixture{pool: pool, org: org.ID, svc: routing.New(pool), fb: feedback.New(pool), users: map[string]uuid.UUID{}}
 	for _, name := range curators {
 		u, err := acc.CreateUser(ctx, audit.System, org.ID, accounts.NewUser{Email: name + "@acme.test", Role: "curator", Password: "test-password-123"})
 		if err != nil {
@@ -136,7 +136,7 @@ func TestRoundRobinWithCap(t *testing.T) {
 	if got := f.assignee(t, down[6]); got != "bob" {
 		t.Errorf("the freed slot went to %q", got)
 	}
-	ov := &overview.Service{Pool: f.pool}
+	ov := overview.New(f.pool, nil)
 	sum, err := ov.Summarize(ctx, f.org, f.users["bob"])
 	if err != nil {
 		t.Fatal(err)
