@@ -2,15 +2,9 @@ package db_test
 
 import (
 	"context"
-	"io/fs"
 	"testing"
 
 	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5/stdlib"
-	"github.com/pressly/goose/v3"
-
-	"github.com/curate/curate/db"
-	"github.com/curate/curate/db/pgtest"
 )
 
 // Migrations 57 to 59 rolled back and applied again: the loop, routing and
@@ -19,17 +13,7 @@ import (
 // a loop's alert is storable only with migration 59.
 func TestLoopsMigrations(t *testing.T) {
 	ctx := context.Background()
-	pool := pgtest.NewDB(t)
-	sub, err := fs.Sub(db.EmbeddedMigrations, "migrations")
-	if err != nil {
-		t.Fatal(err)
-	}
-	sqlDB := stdlib.OpenDBFromPool(pool)
-	defer sqlDB.Close()
-	provider, err := goose.NewProvider(goose.DialectPostgres, sqlDB, sub)
-	if err != nil {
-		t.Fatal(err)
-	}
+	pool, provider := migrationsAt(t, 59)
 	org := uuid.New()
 	if _, err := pool.Exec(ctx, `INSERT INTO organizations (id, slug, name) VALUES ($1, 'acme', 'Acme')`, org); err != nil {
 		t.Fatal(err)
