@@ -12,28 +12,6 @@ import (
 	"github.com/google/uuid"
 )
 
-const aPIKeyGetByPrefix = `-- name: APIKeyGetByPrefix :one
-SELECT id, org_id, name, prefix, secret_hash, role, created_by, created_at, last_used_at, revoked_at FROM api_keys WHERE prefix = $1
-`
-
-func (q *Queries) APIKeyGetByPrefix(ctx context.Context, prefix string) (APIKey, error) {
-	row := q.db.QueryRow(ctx, aPIKeyGetByPrefix, prefix)
-	var i APIKey
-	err := row.Scan(
-		&i.ID,
-		&i.OrgID,
-		&i.Name,
-		&i.Prefix,
-		&i.SecretHash,
-		&i.Role,
-		&i.CreatedBy,
-		&i.CreatedAt,
-		&i.LastUsedAt,
-		&i.RevokedAt,
-	)
-	return i, err
-}
-
 const aPIKeyGetCaller = `-- name: APIKeyGetCaller :one
 SELECT k.id, k.org_id, k.name, k.secret_hash, k.role, k.revoked_at, k.created_by,
     u.role AS owner_role, (u.id IS NOT NULL AND NOT u.active)::bool AS owner_deactivated,

@@ -219,55 +219,6 @@ func (q *Queries) ExperimentCountIncidents(ctx context.Context, arg ExperimentCo
 	return items, nil
 }
 
-const experimentGetByID = `-- name: ExperimentGetByID :one
-SELECT id, org_id, key, name, registered_model_id, seed, coverage, status, metrics, guardrails, min_sample_per_arm, winner, conflicts, rollout_steps, rollout_hold, rollout_min_units, rollout_step, rollout_step_at, stop_reason, started_at, ends_at, ended_at, created_by_label, created_at, updated_at, phase, phase_started_at, weights_changed, starts_at, engine, cuped_days, goal_correction, guardrail_correction, criteria, chance_to_win, max_risk FROM experiments WHERE id = $1
-`
-
-// For the worker, which knows the experiment only by its id.
-func (q *Queries) ExperimentGetByID(ctx context.Context, id uuid.UUID) (Experiment, error) {
-	row := q.db.QueryRow(ctx, experimentGetByID, id)
-	var i Experiment
-	err := row.Scan(
-		&i.ID,
-		&i.OrgID,
-		&i.Key,
-		&i.Name,
-		&i.RegisteredModelID,
-		&i.Seed,
-		&i.Coverage,
-		&i.Status,
-		&i.Metrics,
-		&i.Guardrails,
-		&i.MinSamplePerArm,
-		&i.Winner,
-		&i.Conflicts,
-		&i.RolloutSteps,
-		&i.RolloutHold,
-		&i.RolloutMinUnits,
-		&i.RolloutStep,
-		&i.RolloutStepAt,
-		&i.StopReason,
-		&i.StartedAt,
-		&i.EndsAt,
-		&i.EndedAt,
-		&i.CreatedByLabel,
-		&i.CreatedAt,
-		&i.UpdatedAt,
-		&i.Phase,
-		&i.PhaseStartedAt,
-		&i.WeightsChanged,
-		&i.StartsAt,
-		&i.Engine,
-		&i.CupedDays,
-		&i.GoalCorrection,
-		&i.GuardrailCorrection,
-		&i.Criteria,
-		&i.ChanceToWin,
-		&i.MaxRisk,
-	)
-	return i, err
-}
-
 const experimentGetByKey = `-- name: ExperimentGetByKey :one
 SELECT id, org_id, key, name, registered_model_id, seed, coverage, status, metrics, guardrails, min_sample_per_arm, winner, conflicts, rollout_steps, rollout_hold, rollout_min_units, rollout_step, rollout_step_at, stop_reason, started_at, ends_at, ended_at, created_by_label, created_at, updated_at, phase, phase_started_at, weights_changed, starts_at, engine, cuped_days, goal_correction, guardrail_correction, criteria, chance_to_win, max_risk FROM experiments WHERE org_id = $1 AND key = $2
 `
@@ -870,20 +821,6 @@ type ExperimentUpdateRolloutParams struct {
 
 func (q *Queries) ExperimentUpdateRollout(ctx context.Context, arg ExperimentUpdateRolloutParams) error {
 	_, err := q.db.Exec(ctx, experimentUpdateRollout, arg.RolloutStep, arg.ID)
-	return err
-}
-
-const experimentUpdateSeed = `-- name: ExperimentUpdateSeed :exec
-UPDATE experiments SET seed = $1, updated_at = now() WHERE id = $2
-`
-
-type ExperimentUpdateSeedParams struct {
-	Seed string    `json:"seed"`
-	ID   uuid.UUID `json:"id"`
-}
-
-func (q *Queries) ExperimentUpdateSeed(ctx context.Context, arg ExperimentUpdateSeedParams) error {
-	_, err := q.db.Exec(ctx, experimentUpdateSeed, arg.Seed, arg.ID)
 	return err
 }
 

@@ -112,28 +112,6 @@ func (q *Queries) LiveFeedbackListModels(ctx context.Context, arg LiveFeedbackLi
 	return items, nil
 }
 
-const liveScoreClaim = `-- name: LiveScoreClaim :execrows
-UPDATE live_scores SET scored_at = now()
-WHERE scorer_id = $1 AND feedback_id = $2 AND status = 'pending'
-  AND (scored_at IS NULL OR scored_at < now() - interval '10 minutes')
-`
-
-type LiveScoreClaimParams struct {
-	ScorerID   uuid.UUID `json:"scorer_id"`
-	FeedbackID uuid.UUID `json:"feedback_id"`
-}
-
-// Claims a pending answer for scoring, in one statement: of scorers that
-// race for it, one claims it and the others find no row. The claim is the
-// pending row's scored_at.
-func (q *Queries) LiveScoreClaim(ctx context.Context, arg LiveScoreClaimParams) (int64, error) {
-	result, err := q.db.Exec(ctx, liveScoreClaim, arg.ScorerID, arg.FeedbackID)
-	if err != nil {
-		return 0, err
-	}
-	return result.RowsAffected(), nil
-}
-
 const liveScoreInsertPending = `-- name: LiveScoreInsertPending :execrows
 INSERT INTO live_scores (scorer_id, feedback_id, org_id)
 SELECT $1, unnest($2::uuid[]), $3
@@ -201,21 +179,6 @@ func (q *Queries) LiveScoreListPending(ctx context.Context, arg LiveScoreListPen
 	return items, nil
 }
 
-const liveScoreRelease = `-- name: LiveScoreRelease :exec
-UPDATE live_scores SET scored_at = NULL WHERE scorer_id = $1 AND feedback_id = $2 AND status = 'pending'
-`
-
-type LiveScoreReleaseParams struct {
-	ScorerID   uuid.UUID `json:"scorer_id"`
-	FeedbackID uuid.UUID `json:"feedback_id"`
-}
-
-// Gives back a claim whose scoring failed, for the retry.
-func (q *Queries) LiveScoreRelease(ctx context.Context, arg LiveScoreReleaseParams) error {
-	_, err := q.db.Exec(ctx, liveScoreRelease, arg.ScorerID, arg.FeedbackID)
-	return err
-}
-
 const liveScoreUpdate = `-- name: LiveScoreUpdate :exec
 UPDATE live_scores SET status = $1, score = $2, safety_flag = $3, reason = $4, calls = $5,
     cost_micros = $6, scored_at = now()
@@ -247,6 +210,43 @@ func (q *Queries) LiveScoreUpdate(ctx context.Context, arg LiveScoreUpdateParams
 	return err
 }
 
+const liveScoreUpdateClaim = `-- name: LiveScoreUpdateClaim :execrows
+UPDATE live_scores SET scored_at = now()
+WHERE scorer_id = $1 AND feedback_id = $2 AND status = 'pending'
+  AND (scored_at IS NULL OR scored_at < now() - interval '10 minutes')
+`
+
+type LiveScoreUpdateClaimParams struct {
+	ScorerID   uuid.UUID `json:"scorer_id"`
+	FeedbackID uuid.UUID `json:"feedback_id"`
+}
+
+// Claims a pending answer for scoring, in one statement: of scorers that
+// race for it, one claims it and the others find no row. The claim is the
+// pending row's scored_at.
+func (q *Queries) LiveScoreUpdateClaim(ctx context.Context, arg LiveScoreUpdateClaimParams) (int64, error) {
+	result, err := q.db.Exec(ctx, liveScoreUpdateClaim, arg.ScorerID, arg.FeedbackID)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}
+
+const liveScoreUpdateRelease = `-- name: LiveScoreUpdateRelease :exec
+UPDATE live_scores SET scored_at = NULL WHERE scorer_id = $1 AND feedback_id = $2 AND status = 'pending'
+`
+
+type LiveScoreUpdateReleaseParams struct {
+	ScorerID   uuid.UUID `json:"scorer_id"`
+	FeedbackID uuid.UUID `json:"feedback_id"`
+}
+
+// Gives back a claim whose scoring failed, for the retry.
+func (q *Queries) LiveScoreUpdateRelease(ctx context.Context, arg LiveScoreUpdateReleaseParams) error {
+	_, err := q.db.Exec(ctx, liveScoreUpdateRelease, arg.ScorerID, arg.FeedbackID)
+	return err
+}
+
 const liveScoreUpdateSkipped = `-- name: LiveScoreUpdateSkipped :execrows
 UPDATE live_scores SET status = 'skipped', reason = $1, scored_at = now()
 WHERE scorer_id = $2 AND status = 'pending'
@@ -272,6 +272,111 @@ SELECT id, org_id, experiment_id, registered_model_id, alias, scorer, endpoint, 
 
 func (q *Queries) LiveScorerGet(ctx context.Context, id uuid.UUID) (LiveScorer, error) {
 	row := q.db.QueryRow(ctx, liveScorerGet, id)
+	var i LiveScorer
+	err := row.Scan(
+		&i.ID,
+		&i.OrgID,
+		&i.ExperimentID,
+		&i.RegisteredModelID,
+		&i.Alias,
+		&i.Scorer,
+		&i.Endpoint,
+		&i.Template,
+		&i.Rate,
+		&i.Enabled,
+		&i.CursorAt,
+		&i.CursorID,
+		&i.CreatedByLabel,
+		&i.CreatedAt,
+		&i.UpdatedAt,
+	)
+	return i, err
+}
+
+const liveScorerInsertForAlias = `-- name: LiveScorerInsertForAlias :one
+INSERT INTO live_scorers (org_id, registered_model_id, alias, endpoint, template, rate, enabled, cursor_at, created_by_label)
+VALUES ($1, $2, $3, $4, $5, $6, $7, now(), $8)
+ON CONFLICT (registered_model_id, alias) WHERE registered_model_id IS NOT NULL
+DO UPDATE SET endpoint = EXCLUDED.endpoint, template = EXCLUDED.template, rate = EXCLUDED.rate, enabled = EXCLUDED.enabled, updated_at = now()
+RETURNING id, org_id, experiment_id, registered_model_id, alias, scorer, endpoint, template, rate, enabled, cursor_at, cursor_id, created_by_label, created_at, updated_at
+`
+
+type LiveScorerInsertForAliasParams struct {
+	OrgID             uuid.UUID     `json:"org_id"`
+	RegisteredModelID uuid.NullUUID `json:"registered_model_id"`
+	Alias             string        `json:"alias"`
+	Endpoint          string        `json:"endpoint"`
+	Template          string        `json:"template"`
+	Rate              float64       `json:"rate"`
+	Enabled           bool          `json:"enabled"`
+	CreatedByLabel    string        `json:"created_by_label"`
+}
+
+func (q *Queries) LiveScorerInsertForAlias(ctx context.Context, arg LiveScorerInsertForAliasParams) (LiveScorer, error) {
+	row := q.db.QueryRow(ctx, liveScorerInsertForAlias,
+		arg.OrgID,
+		arg.RegisteredModelID,
+		arg.Alias,
+		arg.Endpoint,
+		arg.Template,
+		arg.Rate,
+		arg.Enabled,
+		arg.CreatedByLabel,
+	)
+	var i LiveScorer
+	err := row.Scan(
+		&i.ID,
+		&i.OrgID,
+		&i.ExperimentID,
+		&i.RegisteredModelID,
+		&i.Alias,
+		&i.Scorer,
+		&i.Endpoint,
+		&i.Template,
+		&i.Rate,
+		&i.Enabled,
+		&i.CursorAt,
+		&i.CursorID,
+		&i.CreatedByLabel,
+		&i.CreatedAt,
+		&i.UpdatedAt,
+	)
+	return i, err
+}
+
+const liveScorerInsertForExperiment = `-- name: LiveScorerInsertForExperiment :one
+
+INSERT INTO live_scorers (org_id, experiment_id, endpoint, template, rate, enabled, cursor_at, created_by_label)
+VALUES ($1, $2, $3, $4, $5, $6, now(), $7)
+ON CONFLICT (experiment_id) WHERE experiment_id IS NOT NULL
+DO UPDATE SET endpoint = EXCLUDED.endpoint, template = EXCLUDED.template, rate = EXCLUDED.rate, enabled = EXCLUDED.enabled, updated_at = now()
+RETURNING id, org_id, experiment_id, registered_model_id, alias, scorer, endpoint, template, rate, enabled, cursor_at, cursor_id, created_by_label, created_at, updated_at
+`
+
+type LiveScorerInsertForExperimentParams struct {
+	OrgID          uuid.UUID     `json:"org_id"`
+	ExperimentID   uuid.NullUUID `json:"experiment_id"`
+	Endpoint       string        `json:"endpoint"`
+	Template       string        `json:"template"`
+	Rate           float64       `json:"rate"`
+	Enabled        bool          `json:"enabled"`
+	CreatedByLabel string        `json:"created_by_label"`
+}
+
+// Live scoring: scorers per experiment or alias, the feedback they sample
+// and the scores they keep.
+// An upsert: the experiment keeps one scorer, changed in place.
+// A new scorer starts sampling the feedback that arrives from now on.
+func (q *Queries) LiveScorerInsertForExperiment(ctx context.Context, arg LiveScorerInsertForExperimentParams) (LiveScorer, error) {
+	row := q.db.QueryRow(ctx, liveScorerInsertForExperiment,
+		arg.OrgID,
+		arg.ExperimentID,
+		arg.Endpoint,
+		arg.Template,
+		arg.Rate,
+		arg.Enabled,
+		arg.CreatedByLabel,
+	)
 	var i LiveScorer
 	err := row.Scan(
 		&i.ID,
@@ -460,110 +565,6 @@ type LiveScorerUpdateCursorParams struct {
 func (q *Queries) LiveScorerUpdateCursor(ctx context.Context, arg LiveScorerUpdateCursorParams) error {
 	_, err := q.db.Exec(ctx, liveScorerUpdateCursor, arg.CursorAt, arg.CursorID, arg.ID)
 	return err
-}
-
-const liveScorerUpsertAlias = `-- name: LiveScorerUpsertAlias :one
-INSERT INTO live_scorers (org_id, registered_model_id, alias, endpoint, template, rate, enabled, cursor_at, created_by_label)
-VALUES ($1, $2, $3, $4, $5, $6, $7, now(), $8)
-ON CONFLICT (registered_model_id, alias) WHERE registered_model_id IS NOT NULL
-DO UPDATE SET endpoint = EXCLUDED.endpoint, template = EXCLUDED.template, rate = EXCLUDED.rate, enabled = EXCLUDED.enabled, updated_at = now()
-RETURNING id, org_id, experiment_id, registered_model_id, alias, scorer, endpoint, template, rate, enabled, cursor_at, cursor_id, created_by_label, created_at, updated_at
-`
-
-type LiveScorerUpsertAliasParams struct {
-	OrgID             uuid.UUID     `json:"org_id"`
-	RegisteredModelID uuid.NullUUID `json:"registered_model_id"`
-	Alias             string        `json:"alias"`
-	Endpoint          string        `json:"endpoint"`
-	Template          string        `json:"template"`
-	Rate              float64       `json:"rate"`
-	Enabled           bool          `json:"enabled"`
-	CreatedByLabel    string        `json:"created_by_label"`
-}
-
-func (q *Queries) LiveScorerUpsertAlias(ctx context.Context, arg LiveScorerUpsertAliasParams) (LiveScorer, error) {
-	row := q.db.QueryRow(ctx, liveScorerUpsertAlias,
-		arg.OrgID,
-		arg.RegisteredModelID,
-		arg.Alias,
-		arg.Endpoint,
-		arg.Template,
-		arg.Rate,
-		arg.Enabled,
-		arg.CreatedByLabel,
-	)
-	var i LiveScorer
-	err := row.Scan(
-		&i.ID,
-		&i.OrgID,
-		&i.ExperimentID,
-		&i.RegisteredModelID,
-		&i.Alias,
-		&i.Scorer,
-		&i.Endpoint,
-		&i.Template,
-		&i.Rate,
-		&i.Enabled,
-		&i.CursorAt,
-		&i.CursorID,
-		&i.CreatedByLabel,
-		&i.CreatedAt,
-		&i.UpdatedAt,
-	)
-	return i, err
-}
-
-const liveScorerUpsertExperiment = `-- name: LiveScorerUpsertExperiment :one
-
-INSERT INTO live_scorers (org_id, experiment_id, endpoint, template, rate, enabled, cursor_at, created_by_label)
-VALUES ($1, $2, $3, $4, $5, $6, now(), $7)
-ON CONFLICT (experiment_id) WHERE experiment_id IS NOT NULL
-DO UPDATE SET endpoint = EXCLUDED.endpoint, template = EXCLUDED.template, rate = EXCLUDED.rate, enabled = EXCLUDED.enabled, updated_at = now()
-RETURNING id, org_id, experiment_id, registered_model_id, alias, scorer, endpoint, template, rate, enabled, cursor_at, cursor_id, created_by_label, created_at, updated_at
-`
-
-type LiveScorerUpsertExperimentParams struct {
-	OrgID          uuid.UUID     `json:"org_id"`
-	ExperimentID   uuid.NullUUID `json:"experiment_id"`
-	Endpoint       string        `json:"endpoint"`
-	Template       string        `json:"template"`
-	Rate           float64       `json:"rate"`
-	Enabled        bool          `json:"enabled"`
-	CreatedByLabel string        `json:"created_by_label"`
-}
-
-// Live scoring: scorers per experiment or alias, the feedback they sample
-// and the scores they keep.
-// A new scorer starts sampling the feedback that arrives from now on.
-func (q *Queries) LiveScorerUpsertExperiment(ctx context.Context, arg LiveScorerUpsertExperimentParams) (LiveScorer, error) {
-	row := q.db.QueryRow(ctx, liveScorerUpsertExperiment,
-		arg.OrgID,
-		arg.ExperimentID,
-		arg.Endpoint,
-		arg.Template,
-		arg.Rate,
-		arg.Enabled,
-		arg.CreatedByLabel,
-	)
-	var i LiveScorer
-	err := row.Scan(
-		&i.ID,
-		&i.OrgID,
-		&i.ExperimentID,
-		&i.RegisteredModelID,
-		&i.Alias,
-		&i.Scorer,
-		&i.Endpoint,
-		&i.Template,
-		&i.Rate,
-		&i.Enabled,
-		&i.CursorAt,
-		&i.CursorID,
-		&i.CreatedByLabel,
-		&i.CreatedAt,
-		&i.UpdatedAt,
-	)
-	return i, err
 }
 
 const modelVersionListServedNames = `-- name: ModelVersionListServedNames :many

@@ -1,15 +1,62 @@
 package db
 
 import (
-	"fmt"
-
 	"context"
-
-	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgtype"
+	"embed"
+	"fmt"
+	"regexp"
+	"strings"
+	"sync"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
 )
+
+// sqlc generates no method that hands rows over one at a time, so the
+// methods here stream two of the queries of db/queries themselves. They
+// read the queries' text from those files (sqlc still checks it against
+// the schema), so the SQL is written once, there, and they depend on
+// nothing sqlc keeps to itself.
+
+//go:embed queries/*.sql
+var queryFiles embed.FS
+
+var queryDecl = regexp.MustCompile(`(?m)^-- name: (\w+) :\w+\s*$`)
+
+// queries maps each query's name to its text, as written in db/queries.
+var queries = sync.OnceValue(func() map[string]string {
+	files, err := queryFiles.ReadDir("queries")
+	if err != nil {
+		panic(err)
+	}
+	out := map[string]string{}
+	for _, f := range files {
+		b, err := queryFiles.ReadFile("queries/" + f.Name())
+		if err != nil {
+			panic(err)
+		}
+		src := string(b)
+		decls := queryDecl.FindAllStringSubmatchIndex(src, -1)
+		for i, d := range decls {
+			end := len(src)
+			if i+1 < len(decls) {
+				end = decls[i+1][0]
+			}
+			out[src[d[2]:d[3]]] = strings.TrimSpace(src[d[1]:end])
+		}
+	}
+	return out
+})
+
+// querySQL is the text of the query named name in db/queries.
+func querySQL(name string) string {
+	sql, ok := queries()[name]
+	if !ok {
+		panic(fmt.Sprintf("db: no query %s in db/queries", name))
+	}
+	return sql
+}
 
 // DatasetVersionItemEach streams one split of a version's contents in
 // canonical order (the query DatasetVersionItemListSplit) and calls fn with
@@ -17,7 +64,7 @@ import (
 // consumes them. content is only valid until fn returns. The connection is
 // busy until the last row: fn must not use q.
 func (q *Queries) DatasetVersionItemEach(ctx context.Context, versionID uuid.UUID, split string, fn func(content []byte) error) error {
-	rows, err := q.db.Query(ctx, datasetVersionItemListSplit, versionID, split)
+	rows, err := q.db.Query(ctx, querySQL("DatasetVersionItemListSplit"), pgx.StrictNamedArgs{"version_id": versionID, "split": split})
 	if err != nil {
 		return err
 	}
@@ -39,8 +86,9 @@ func (q *Queries) DatasetVersionItemEach(ctx context.Context, versionID uuid.UUI
 // values, not cached: a plan cached while the facts table was nearly
 // empty scanned it whole for every item once it had grown.
 func (q *Queries) DatasetVersionItemEachFacts(ctx context.Context, arg DatasetVersionItemListFactsParams, fn func(sha []byte, source uuid.UUID, facts, content []byte) error) error {
-	rows, err := q.db.Query(ctx, datasetVersionItemListFacts, pgx.QueryExecModeDescribeExec,
-		arg.OrgID, arg.Profile, arg.VersionID, arg.Split, arg.AfterSha, arg.AfterSource, arg.RowLimit)
+	rows, err := q.db.Query(ctx, querySQL("DatasetVersionItemListFacts"), pgx.QueryExecModeDescribeExec, pgx.StrictNamedArgs{
+		"org_id": arg.OrgID, "profile": arg.Profile, "version_id": arg.VersionID, "split": arg.Split,
+		"after_sha": arg.AfterSha, "after_source": arg.AfterSource, "row_limit": arg.RowLimit})
 	if err != nil {
 		return err
 	}

@@ -48,6 +48,19 @@ func (q *Queries) UserGet(ctx context.Context, arg UserGetParams) (User, error) 
 	return i, err
 }
 
+const userGetAdminsForUpdate = `-- name: UserGetAdminsForUpdate :exec
+SELECT pg_advisory_xact_lock(hashtext(CAST($1::uuid AS text)))
+`
+
+// Holds an organisation's admin set still until the transaction ends, so
+// that two admins demoting each other at once cannot leave it with none.
+// An advisory lock, keyed by the organisation, since the change may add an
+// admin row that no lock on existing rows would cover.
+func (q *Queries) UserGetAdminsForUpdate(ctx context.Context, orgID uuid.UUID) error {
+	_, err := q.db.Exec(ctx, userGetAdminsForUpdate, orgID)
+	return err
+}
+
 const userGetByEmail = `-- name: UserGetByEmail :one
 SELECT id, org_id, email, name, password_hash, role, active, created_at, updated_at FROM users WHERE lower(email) = lower($1::text)
 `

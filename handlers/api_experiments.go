@@ -15,7 +15,7 @@ import (
 // abTestBody is what POST /api/models/ab-test takes: Curate's fields and
 // the seed's words for three of them, converted here to Curate's.
 type abTestBody struct {
-	experiments.New
+	experiments.NewExperiment
 	// success_metrics is metrics: a metric's name or a list of them.
 	SuccessMetrics json.RawMessage `json:"success_metrics"`
 	// start_date and end_date are starts_at and ends_at.
@@ -25,8 +25,8 @@ type abTestBody struct {
 
 // toNew converts the seed's words to Curate's, refusing a field sent under
 // both names.
-func (b abTestBody) toNew() (experiments.New, error) {
-	in, bad := b.New, &errs.Invalid{}
+func (b abTestBody) toNew() (experiments.NewExperiment, error) {
+	in, bad := b.NewExperiment, &errs.Invalid{}
 	alias := func(seed, own string, sent, ownSent bool) bool {
 		if sent && ownSent {
 			bad.Add(seed, "is the seed's name for %s: send one of them", own)

@@ -28,7 +28,7 @@ func (h *Handlers) APIEndpointCreate(c echo.Context) error {
 	if _, err := queryParams(c); err != nil {
 		return err
 	}
-	var in endpoints.New
+	var in endpoints.NewEndpoint
 	if err := decodeJSON(c, &in, ""); err != nil {
 		return err
 	}

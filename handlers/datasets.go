@@ -52,7 +52,7 @@ func (h *Handlers) renderDatasets(c echo.Context, status int, form views.Dataset
 		return err
 	}
 	v := views.DatasetsView{Status: f.Status, Type: f.Type, Statuses: datasets.Statuses, Types: datasets.Types,
-		Formats: formatNames(), CanAct: caller.Role.AtLeast(auth.Curator), Form: form}
+		Formats: formatNames(export.Formats()), CanAct: caller.Role.AtLeast(auth.Curator), Form: form}
 	if invalid != nil {
 		v.Errors = invalid.ByField()
 	}
@@ -131,7 +131,8 @@ func (h *Handlers) renderDataset(c echo.Context, status int, typed datasetTyped)
 	v := views.DatasetView{ID: ds.ID.String(), Name: ds.Name, Description: ds.Description, Type: string(ds.DatasetType),
 		Kind: datasets.KindOf(string(ds.DatasetType)), Status: string(ds.Status), Samples: d.MemberCount, Curator: ds.CuratorLabel,
 		Created: views.When(ds.CreatedAt), SavedFilter: ds.SavedFilter, Statuses: []string{"approved", "corrected"},
-		Methods: datasets.PairMethods, Formats: formatNames(), CanAct: caller.Role.AtLeast(auth.Curator),
+		Methods: datasets.PairMethods, Formats: formatNames(export.Formats()),
+		FitFormats: formatNames(export.FormatsFor(export.Kind(datasets.KindOf(string(ds.DatasetType))))), CanAct: caller.Role.AtLeast(auth.Curator),
 		IsAdmin: caller.Role.AtLeast(auth.Admin), CanExport: ds.Status == datasets.StatusReady || ds.Status == datasets.StatusExported,
 		MoreMembers: d.MemberCount > len(members),
 		Settings: views.DatasetSettings{Version: strconv.Itoa(int(ds.Version)), Name: ds.Name, Description: ds.Description,
@@ -248,9 +249,9 @@ func reportView(r datasets.Report) *views.ReportView {
 	return rv
 }
 
-func formatNames() []string {
+func formatNames(formats []export.Format) []string {
 	var out []string
-	for _, f := range export.Formats() {
+	for _, f := range formats {
 		out = append(out, string(f))
 	}
 	return out

@@ -213,9 +213,9 @@ func experimentErrors(inv *errs.Invalid, fields map[string]string, fallback stri
 
 // experimentInput reads the form into what the service takes, refusing
 // what cannot be read in the form's own units.
-func experimentInput(values map[string]string) (experiments.New, error) {
+func experimentInput(values map[string]string) (experiments.NewExperiment, error) {
 	v := &errs.Invalid{}
-	in := experiments.New{Key: values["key"], Name: values["name"]}
+	in := experiments.NewExperiment{Key: values["key"], Name: values["name"]}
 	for _, arm := range []struct {
 		field string
 		id    *uuid.UUID

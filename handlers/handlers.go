@@ -7,91 +7,29 @@ package handlers
 
 import (
 	"context"
-	"log/slog"
 	"net/url"
 
 	"github.com/google/uuid"
 	"github.com/labstack/echo/v4"
 
-	"github.com/curate/curate/internal/accounts"
-	"github.com/curate/curate/internal/alerts"
+	"github.com/curate/curate/internal/app"
 	"github.com/curate/curate/internal/audit"
 	"github.com/curate/curate/internal/auth"
-	"github.com/curate/curate/internal/bestofn"
-	"github.com/curate/curate/internal/codebook"
-	"github.com/curate/curate/internal/datasets"
-	"github.com/curate/curate/internal/endpoints"
-	"github.com/curate/curate/internal/eval"
-	"github.com/curate/curate/internal/experiments"
-	"github.com/curate/curate/internal/feedback"
-	"github.com/curate/curate/internal/feedbackstats"
-	"github.com/curate/curate/internal/finetune"
-	"github.com/curate/curate/internal/health"
-	"github.com/curate/curate/internal/imports"
-	"github.com/curate/curate/internal/judge"
-	"github.com/curate/curate/internal/livescore"
-	"github.com/curate/curate/internal/models"
-	"github.com/curate/curate/internal/monitors"
-	"github.com/curate/curate/internal/overview"
-	"github.com/curate/curate/internal/pairs"
 	"github.com/curate/curate/internal/ratelimit"
-	"github.com/curate/curate/internal/review"
-	"github.com/curate/curate/internal/reward"
-	"github.com/curate/curate/internal/serving"
 	"github.com/curate/curate/views"
 )
 
-// Handlers holds the dependencies every handler may use.
+// Handlers holds the dependencies every handler may use: the process's
+// domain services, built once by app.New (a handler calls one of them, and
+// nothing below them), and what belongs to the web alone.
 type Handlers struct {
-	Accounts *accounts.Service
+	*app.Services
 	Sessions *Sessions
-	Log      *slog.Logger
-	Feedback *feedback.Service
-	Pairs    *pairs.Service
 	// UserLimiter bounds feedback per end user (the item's user_id).
 	UserLimiter *ratelimit.Limiter
-	// Importer runs imports (feedback and pair files, through import runs)
-	// and the Langfuse connection.
-	Importer *imports.Service
-	// Datasets curates training datasets and their exports.
-	Datasets *datasets.Service
-	// FineTune launches fine-tuning jobs and reports on them.
-	FineTune *finetune.Service
-	// Models is the model registry; Serving its serving targets.
-	Models  *models.Service
-	Eval    *eval.Service
-	Serving *serving.Service
-	// Reward keeps the reward formulas evaluations combine scores with.
-	Reward *reward.Service
-	// Endpoints are the registered chat endpoints; Judge grades answers.
-	Endpoints *endpoints.Service
-	Judge     *judge.Service
-	// BestOfN selects the best of several answers.
-	BestOfN *bestofn.Service
-	// Experiments runs A/B experiments between model versions.
-	Experiments *experiments.Service
-	// Codebooks keeps the rules assistants retrieve.
-	Codebooks *codebook.Service
-	// Alerts lists, dismisses and configures alerts.
-	Alerts *alerts.Service
-	// FeedbackStats sums up feedback for the stats page.
-	FeedbackStats *feedbackstats.Service
-	// AuditLog reads the audit log.
-	AuditLog *audit.Service
-	// Health answers the readiness probe.
-	Health *health.Service
-	// Overview counts the start page's waiting work.
-	Overview *overview.Service
 	// CanOpen reports whether a role may GET a local link, by the routes
 	// table the server enforces; pages show only the links it allows.
 	CanOpen func(role auth.Role, href string) bool
-	// Review is overlapping review: plans, each reviewer's label,
-	// adjudication and agreement.
-	Review *review.Service
-	// LiveScore keeps the live scorers of experiments and aliases.
-	LiveScore *livescore.Service
-	// Monitors reads the production monitors of served versions.
-	Monitors *monitors.Service
 }
 
 // Caller is who is making the request, set by the authentication middleware.

@@ -20,13 +20,13 @@ import (
 // recentRuns is how many import runs the page lists.
 const recentRuns = 50
 
-// Imports lists recent import runs with the upload form.
-func (h *Handlers) Imports(c echo.Context) error {
+// ImportList lists recent import runs with the upload form.
+func (h *Handlers) ImportList(c echo.Context) error {
 	return h.renderImports(c, http.StatusOK, views.ImportsView{Kind: imports.KindJSONL})
 }
 
 func (h *Handlers) renderImports(c echo.Context, status int, v views.ImportsView) error {
-	runs, err := h.Importer.Runs(ctx(c), CallerOf(c).OrgID, recentRuns)
+	runs, err := h.Imports.Runs(ctx(c), CallerOf(c).OrgID, recentRuns)
 	if err != nil {
 		return err
 	}
@@ -52,7 +52,7 @@ func (h *Handlers) ImportCreate(c echo.Context) error {
 		return err
 	}
 	defer f.Close()
-	run, err := h.Importer.Start(ctx(c), actor(c), imports.NewRun{OrgID: CallerOf(c).OrgID, Kind: kind, FileName: fh.Filename, Body: f})
+	run, err := h.Imports.Start(ctx(c), actor(c), imports.NewRun{OrgID: CallerOf(c).OrgID, Kind: kind, FileName: fh.Filename, Body: f})
 	var invalid *errs.Invalid
 	if errors.As(err, &invalid) {
 		return h.renderImports(c, http.StatusUnprocessableEntity, views.ImportsView{Kind: kind, Errors: invalid.ByField()})
@@ -70,7 +70,7 @@ func (h *Handlers) ImportRunRow(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	run, err := h.Importer.GetRun(ctx(c), CallerOf(c).OrgID, id)
+	run, err := h.Imports.GetRun(ctx(c), CallerOf(c).OrgID, id)
 	if err != nil {
 		return err
 	}
@@ -131,7 +131,7 @@ func (h *Handlers) Langfuse(c echo.Context) error {
 func (h *Handlers) langfuseView(c echo.Context) (views.LangfuseView, error) {
 	caller := CallerOf(c)
 	v := views.LangfuseView{CanEdit: caller.Role.AtLeast(auth.Admin)}
-	conn, err := h.Importer.Connection(ctx(c), caller.OrgID)
+	conn, err := h.Imports.Connection(ctx(c), caller.OrgID)
 	if errors.Is(err, errs.ErrNotFound) {
 		return v, nil
 	}
@@ -182,7 +182,7 @@ func (h *Handlers) LangfuseSave(c echo.Context) error {
 	form := views.LangfuseForm{Host: c.FormValue("host"), PublicKey: c.FormValue("public_key")}
 	in := imports.ConnectionInput{Host: form.Host, PublicKey: form.PublicKey, SecretKey: c.FormValue("secret_key")}
 	orgID := CallerOf(c).OrgID
-	_, err := h.Importer.SaveConnection(ctx(c), actor(c), orgID, in)
+	_, err := h.Imports.SaveConnection(ctx(c), actor(c), orgID, in)
 	var invalid *errs.Invalid
 	if errors.As(err, &invalid) {
 		return h.renderLangfuse(c, http.StatusUnprocessableEntity, &form, invalid.ByField())
@@ -191,7 +191,7 @@ func (h *Handlers) LangfuseSave(c echo.Context) error {
 		return err
 	}
 	var fail *imports.LangfuseError
-	switch err := h.Importer.TestConnection(ctx(c), orgID); {
+	switch err := h.Imports.TestConnection(ctx(c), orgID); {
 	case errors.As(err, &fail):
 		h.Sessions.Flash(c, "error", "Saved, but Langfuse did not answer as expected. "+fail.Error())
 	case err != nil:
@@ -204,7 +204,7 @@ func (h *Handlers) LangfuseSave(c echo.Context) error {
 
 // LangfuseTest checks that Langfuse answers with the stored keys.
 func (h *Handlers) LangfuseTest(c echo.Context) error {
-	err := h.Importer.TestConnection(ctx(c), CallerOf(c).OrgID)
+	err := h.Imports.TestConnection(ctx(c), CallerOf(c).OrgID)
 	var fail *imports.LangfuseError
 	switch {
 	case errors.As(err, &fail):
@@ -219,7 +219,7 @@ func (h *Handlers) LangfuseTest(c echo.Context) error {
 
 // LangfuseSyncNow queues a sync at once.
 func (h *Handlers) LangfuseSyncNow(c echo.Context) error {
-	queued, err := h.Importer.RequestSync(ctx(c), actor(c), CallerOf(c).OrgID)
+	queued, err := h.Imports.RequestSync(ctx(c), actor(c), CallerOf(c).OrgID)
 	if err != nil {
 		return err
 	}

@@ -58,7 +58,7 @@ func (h *Handlers) JudgeEndpointCreate(c echo.Context) error {
 	form := views.EndpointForm{Name: c.FormValue("name"), BaseURL: c.FormValue("base_url"), Model: c.FormValue("model"),
 		PriceIn: c.FormValue("price_per_million_input"), PriceOut: c.FormValue("price_per_million_output"),
 		Temperature: c.FormValue("temperature"), MaxTokens: c.FormValue("max_tokens"), Concurrency: c.FormValue("concurrency")}
-	in := endpoints.New{Name: form.Name, BaseURL: form.BaseURL, Model: form.Model, APIKey: c.FormValue("api_key")}
+	in := endpoints.NewEndpoint{Name: form.Name, BaseURL: form.BaseURL, Model: form.Model, APIKey: c.FormValue("api_key")}
 	bad := map[string]string{}
 	number := func(field, s string, dst *float64) {
 		if s == "" {

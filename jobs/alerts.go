@@ -21,7 +21,11 @@ import (
 type AlertsEvaluateArgs struct{}
 
 // Kind names the job in River's table.
-func (AlertsEvaluateArgs) Kind() string { return "alerts_evaluate" }
+func (AlertsEvaluateArgs) Kind() string { return "alert_evaluate" }
+
+// KindAliases keeps the jobs queued under the kind's earlier name worked;
+// it can go once no row of river_job has that kind.
+func (AlertsEvaluateArgs) KindAliases() []string { return []string{"alerts_evaluate"} }
 
 // AlertsEvaluateWorker opens and resolves alerts; the evaluation queues a
 // webhook delivery for each alert it opens.

@@ -57,7 +57,7 @@ func TestAlertsJobOpensDeliversAndResolves(t *testing.T) {
 	ctx := context.Background()
 	pool := pgtest.NewDB(t)
 	q := db.New(pool)
-	acc := accounts.New(pool)
+	acc := accounts.New(pool, accounts.DefaultSessionTTL)
 	org, err := acc.EnsureOrg(ctx, "acme", "Acme")
 	if err != nil {
 		t.Fatal(err)
@@ -89,8 +89,8 @@ func TestAlertsJobOpensDeliversAndResolves(t *testing.T) {
 		t.Fatal(err)
 	}
 	out := loopback(t)
-	svc := &alerts.Service{Pool: pool, Jobs: inserter, Secrets: box, Outbound: out,
-		Webhooks: &webhook.Sender{MaxAttempts: 3, BaseDelay: 10 * time.Millisecond, Outbound: out}}
+	svc := alerts.New(pool, inserter, box, out, nil, nil)
+	svc.Webhooks = &webhook.Sender{MaxAttempts: 3, BaseDelay: 10 * time.Millisecond, Outbound: out}
 	settings := alerts.Defaults()
 	settings.WebhookURL = srv.URL + "/hook"
 	if err := svc.SaveSettings(ctx, audit.System, org.ID, settings); err != nil {
@@ -101,7 +101,7 @@ func TestAlertsJobOpensDeliversAndResolves(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	store := &feedback.Service{Pool: pool}
+	store := feedback.New(pool)
 	// 3,3,3,3,3,3,3,3,4,4: sum 32, average 3.2.
 	var items []feedback.Item
 	for i, r := range []int{3, 3, 3, 3, 3, 3, 3, 3, 4, 4} {
@@ -116,7 +116,7 @@ func TestAlertsJobOpensDeliversAndResolves(t *testing.T) {
 	}
 	safetyID := res.IDs[10]
 
-	client, err := jobs.NewClient(jobs.Deps{Services: &app.Services{Pool: pool, Accounts: acc, Alerts: svc, Log: slog.New(slog.DiscardHandler)}},
+	client, err := jobs.NewClient(pool, &app.Services{Heartbeats: jobq.NewHeartbeats(pool), Accounts: acc, Alerts: svc, Log: slog.New(slog.DiscardHandler)},
 		jobs.Options{Workers: 2})
 	if err != nil {
 		t.Fatal(err)
@@ -162,7 +162,7 @@ func TestAlertsJobOpensDeliversAndResolves(t *testing.T) {
 	}
 
 	evaluate()
-	wait(map[string]int{"alerts_evaluate": 1, "alert_webhook": 2})
+	wait(map[string]int{"alert_evaluate": 1, "alert_deliver": 2})
 	open, err := q.AlertListOpen(ctx, org.ID)
 	if err != nil {
 		t.Fatal(err)
@@ -206,7 +206,7 @@ func TestAlertsJobOpensDeliversAndResolves(t *testing.T) {
 
 	// A second run while the conditions hold opens nothing new.
 	evaluate()
-	wait(map[string]int{"alerts_evaluate": 1})
+	wait(map[string]int{"alert_evaluate": 1})
 	if again, _ := q.AlertListOpen(ctx, org.ID); len(again) != 2 || again[0].ID != open[0].ID {
 		t.Fatalf("after a second run: %d open alerts", len(again))
 	}
@@ -224,7 +224,7 @@ func TestAlertsJobOpensDeliversAndResolves(t *testing.T) {
 		t.Fatal(err)
 	}
 	evaluate()
-	wait(map[string]int{"alerts_evaluate": 1})
+	wait(map[string]int{"alert_evaluate": 1})
 	if still, _ := q.AlertListOpen(ctx, org.ID); len(still) != 0 {
 		t.Fatalf("%d alerts still open", len(still))
 	}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 	"github.com/riverqueue/river/rivertype"
@@ -15,12 +16,6 @@ import (
 	"github.com/curate/curate/internal/finetune"
 	"github.com/curate/curate/internal/livescore"
 )
-
-// Deps are what workers need: the process's services (a nil service
-// leaves its workers out, for tests).
-type Deps struct {
-	*app.Services
-}
 
 // Options size the client.
 type Options struct {
@@ -32,11 +27,13 @@ type Options struct {
 	GPUSlots int
 }
 
-// Register adds every worker to a River worker set.
-func Register(d Deps) *river.Workers {
+// Register adds every worker to a River worker set. Workers hold the
+// process's services (app.New builds them); a nil service leaves its
+// workers out, for tests.
+func Register(d *app.Services) *river.Workers {
 	w := river.NewWorkers()
 	river.AddWorker(w, &MaintenanceWorker{Accounts: d.Accounts, Imports: d.Imports, Datasets: d.Datasets})
-	river.AddWorker(w, &HeartbeatSweepWorker{Pool: d.Pool, Kinds: LongKinds(d), Log: d.Log})
+	river.AddWorker(w, &HeartbeatSweepWorker{Heartbeats: d.Heartbeats, Kinds: LongKinds(d), Log: d.Log})
 	if d.Datasets != nil {
 		river.AddWorker(w, &ExportWorker{Datasets: d.Datasets})
 		river.AddWorker(w, &ReportWorker{Datasets: d.Datasets})
@@ -76,13 +73,14 @@ func Register(d Deps) *river.Workers {
 	return w
 }
 
-// NewClient builds the River client for serve and worker.
-func NewClient(d Deps, opts Options) (*river.Client[pgx.Tx], error) {
+// NewClient builds the River client for serve and worker on pool's
+// database.
+func NewClient(pool *pgxpool.Pool, d *app.Services, opts Options) (*river.Client[pgx.Tx], error) {
 	cfg := &river.Config{
 		Logger:  d.Log.With("component", "river"),
 		Workers: Register(d),
 		// Long jobs beat while they run (see heartbeat.go).
-		Middleware: []rivertype.Middleware{newHeartbeat(d.Pool, LongKinds(d))},
+		Middleware: []rivertype.Middleware{newHeartbeat(d.Heartbeats, LongKinds(d))},
 		// A job whose worker died is retried once it has been running this
 		// long and its own timeout has passed: the short jobs (a minute's
 		// timeout, River's default) come back within about two minutes
@@ -123,5 +121,5 @@ func NewClient(d Deps, opts Options) (*river.Client[pgx.Tx], error) {
 		cfg.PeriodicJobs = append(cfg.PeriodicJobs, river.NewPeriodicJob(river.PeriodicInterval(livescore.SampleEvery),
 			func() (river.JobArgs, *river.InsertOpts) { return livescore.SampleArgs{}, nil }, nil))
 	}
-	return river.NewClient(riverpgxv5.New(d.Pool), cfg)
+	return river.NewClient(riverpgxv5.New(pool), cfg)
 }

@@ -16,10 +16,11 @@ import (
 	"github.com/curate/curate/internal/audit"
 	"github.com/curate/curate/internal/finetune"
 	"github.com/curate/curate/internal/finetune/finetunetest"
+	"github.com/curate/curate/internal/jobq"
 	"github.com/curate/curate/internal/pricing"
 	"github.com/curate/curate/internal/provider"
 	"github.com/curate/curate/internal/provider/openai"
-	"github.com/curate/curate/internal/provider/openaifake"
+	"github.com/curate/curate/internal/provider/openaitest"
 	"github.com/curate/curate/jobs"
 )
 
@@ -29,7 +30,7 @@ import (
 func TestFineTuneWorkerSnoozesToTheEnd(t *testing.T) {
 	ctx := context.Background()
 	pool := pgtest.NewDB(t)
-	fake := openaifake.New(t)
+	fake := openaitest.New(t)
 	var org uuid.UUID
 	if err := pool.QueryRow(ctx, "INSERT INTO organizations (slug, name) VALUES ('acme', 'Acme') RETURNING id").Scan(&org); err != nil {
 		t.Fatal(err)
@@ -42,7 +43,7 @@ func TestFineTuneWorkerSnoozesToTheEnd(t *testing.T) {
 		Providers: finetune.Providers{"openai": finetune.OpenAI(openai.Config{APIKey: "sk-test", BaseURL: fake.URL()})}}
 	svc.SetDataSource(src)
 
-	client, err := jobs.NewClient(jobs.Deps{Services: &app.Services{Pool: pool, Accounts: accounts.New(pool), Log: slog.New(slog.DiscardHandler), FineTune: svc}}, jobs.Options{Workers: 2})
+	client, err := jobs.NewClient(pool, &app.Services{Heartbeats: jobq.NewHeartbeats(pool), Accounts: accounts.New(pool, accounts.DefaultSessionTTL), Log: slog.New(slog.DiscardHandler), FineTune: svc}, jobs.Options{Workers: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -64,7 +65,7 @@ func TestFineTuneWorkerSnoozesToTheEnd(t *testing.T) {
 	for done := false; !done; {
 		select {
 		case ev := <-events:
-			if ev.Job.Kind != "finetune" {
+			if ev.Job.Kind != (finetune.JobArgs{}).Kind() {
 				continue
 			}
 			switch ev.Kind {

@@ -10,11 +10,10 @@ import (
 	"sync"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/rivertype"
 
-	"github.com/curate/curate/db"
+	"github.com/curate/curate/internal/app"
 	"github.com/curate/curate/internal/datasets"
 	"github.com/curate/curate/internal/eval"
 	"github.com/curate/curate/internal/imports"
@@ -63,14 +62,15 @@ const (
 // what the job worked on is failed (or paused, when it can be resumed),
 // since no retry will carry it on.
 type LongKind struct {
-	Kind    string
+	// Kinds are the kind's name and its earlier ones (its aliases).
+	Kinds   []string
 	Abandon func(ctx context.Context, args json.RawMessage) error
 }
 
 // Long is the LongKind of T's kind.
 func Long[T river.JobArgs](abandon func(context.Context, T) error) LongKind {
 	var zero T
-	return LongKind{Kind: zero.Kind(), Abandon: func(ctx context.Context, raw json.RawMessage) error {
+	return LongKind{Kinds: jobq.Kinds(zero), Abandon: func(ctx context.Context, raw json.RawMessage) error {
 		var args T
 		if err := json.Unmarshal(raw, &args); err != nil {
 			return err
@@ -80,11 +80,11 @@ func Long[T river.JobArgs](abandon func(context.Context, T) error) LongKind {
 }
 
 // LongKinds are the kinds that beat, of the services present (a service
-// left out of a test's Deps runs no job). Short jobs are left to River's
-// rescue (see NewClient).
-func LongKinds(d Deps) []LongKind {
+// left out of a test's services runs no job). Short jobs are left to
+// River's rescue (see NewClient).
+func LongKinds(d *app.Services) []LongKind {
 	var out []LongKind
-	if d.Services == nil {
+	if d == nil {
 		return out
 	}
 	if d.Datasets != nil {
@@ -118,7 +118,7 @@ const abandonedRun = "Its worker stopped on the job's last attempt. Resume it to
 func kindNames(kinds []LongKind) []string {
 	out := make([]string, 0, len(kinds))
 	for _, k := range kinds {
-		out = append(out, k.Kind)
+		out = append(out, k.Kinds...)
 	}
 	return out
 }
@@ -133,14 +133,14 @@ var errLeaseLost = errors.New("the job's heartbeat was lost: another worker may 
 // while they run.
 type heartbeat struct {
 	river.MiddlewareDefaults
-	q     *db.Queries
+	beats *jobq.Heartbeats
 	kinds []string
 	every time.Duration
 	stale time.Duration
 }
 
-func newHeartbeat(pool *pgxpool.Pool, kinds []LongKind) *heartbeat {
-	return &heartbeat{q: db.New(pool), kinds: kindNames(kinds), every: beatEvery, stale: staleAfter}
+func newHeartbeat(beats *jobq.Heartbeats, kinds []LongKind) *heartbeat {
+	return &heartbeat{beats: beats, kinds: kindNames(kinds), every: beatEvery, stale: staleAfter}
 }
 
 // Work records the attempt's heartbeat, beats while doInner runs, and
@@ -150,8 +150,8 @@ func (h *heartbeat) Work(ctx context.Context, job *rivertype.JobRow, doInner fun
 	if !slices.Contains(h.kinds, job.Kind) {
 		return doInner(ctx)
 	}
-	key := db.JobHeartbeatInsertParams{JobID: job.ID, Attempt: int32(job.Attempt)}
-	if err := h.q.JobHeartbeatInsert(ctx, key); err != nil {
+	key := jobq.Attempt{JobID: job.ID, Attempt: job.Attempt}
+	if err := h.beats.Start(ctx, key); err != nil {
 		return fmt.Errorf("recording the job's heartbeat: %w", err)
 	}
 	work, cancel := context.WithCancelCause(ctx)
@@ -162,7 +162,7 @@ func (h *heartbeat) Work(ctx context.Context, job *rivertype.JobRow, doInner fun
 	err := doInner(work)
 	close(stop)
 	wg.Wait()
-	if derr := h.q.JobHeartbeatDelete(context.WithoutCancel(ctx), db.JobHeartbeatDeleteParams(key)); derr != nil && err == nil {
+	if derr := h.beats.Stop(context.WithoutCancel(ctx), key); derr != nil && err == nil {
 		err = fmt.Errorf("clearing the job's heartbeat: %w", derr)
 	}
 	if cause := context.Cause(work); errors.Is(cause, errLeaseLost) && err != nil {
@@ -174,7 +174,7 @@ func (h *heartbeat) Work(ctx context.Context, job *rivertype.JobRow, doInner fun
 // beat updates the heartbeat every h.every until stop is closed. It
 // cancels the work when the row is gone (the sweep gave the attempt up),
 // or when no beat has succeeded for so long that the sweep may have.
-func (h *heartbeat) beat(ctx context.Context, cancel context.CancelCauseFunc, stop <-chan struct{}, key db.JobHeartbeatInsertParams) {
+func (h *heartbeat) beat(ctx context.Context, cancel context.CancelCauseFunc, stop <-chan struct{}, key jobq.Attempt) {
 	tick := time.NewTicker(h.every)
 	defer tick.Stop()
 	last := time.Now()
@@ -187,10 +187,10 @@ func (h *heartbeat) beat(ctx context.Context, cancel context.CancelCauseFunc, st
 		case <-tick.C:
 		}
 		bctx, done := context.WithTimeout(ctx, h.every)
-		n, err := h.q.JobHeartbeatUpdate(bctx, db.JobHeartbeatUpdateParams(key))
+		alive, err := h.beats.Beat(bctx, key)
 		done()
 		switch {
-		case err == nil && n == 0:
+		case err == nil && !alive:
 			cancel(errLeaseLost)
 			return
 		case err == nil:
@@ -225,36 +225,29 @@ func (HeartbeatSweepArgs) InsertOpts() river.InsertOpts {
 // Abandon is called, since no retry will carry it on.
 type HeartbeatSweepWorker struct {
 	river.WorkerDefaults[HeartbeatSweepArgs]
-	Pool  *pgxpool.Pool
-	Kinds []LongKind
-	Log   *slog.Logger
+	Heartbeats *jobq.Heartbeats
+	Kinds      []LongKind
+	Log        *slog.Logger
 }
 
 // Work sweeps once.
 func (w *HeartbeatSweepWorker) Work(ctx context.Context, job *river.Job[HeartbeatSweepArgs]) error {
-	q := db.New(w.Pool)
-	rows, err := q.JobUpdateStale(ctx, db.JobUpdateStaleParams{Kinds: kindNames(w.Kinds), StaleSeconds: staleAfter.Seconds(), Error: jobq.StaleError})
-	if err != nil {
-		return err
-	}
-	var errs []error
-	for _, r := range rows {
-		if r.State != db.RiverJobStateDiscarded {
+	stale, err := w.Heartbeats.Sweep(ctx, kindNames(w.Kinds), staleAfter, jobq.StaleError)
+	errs := []error{err}
+	for _, r := range stale {
+		if !r.GivenUp {
 			w.Log.Warn("a job's worker stopped sending heartbeats; the job is queued again", "job", r.ID, "kind", r.Kind)
 			continue
 		}
 		w.Log.Error("a job's worker stopped sending heartbeats on its last attempt; the job is given up", "job", r.ID, "kind", r.Kind)
 		for _, k := range w.Kinds {
-			if k.Kind != r.Kind {
+			if !slices.Contains(k.Kinds, r.Kind) {
 				continue
 			}
 			if err := k.Abandon(ctx, r.Args); err != nil {
 				errs = append(errs, fmt.Errorf("job %d (%s): %w", r.ID, r.Kind, err))
 			}
 		}
-	}
-	if err := q.JobHeartbeatDeleteOrphans(ctx); err != nil {
-		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
 }

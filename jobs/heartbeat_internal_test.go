@@ -8,8 +8,8 @@ import (
 
 	"github.com/riverqueue/river/rivertype"
 
-	"github.com/curate/curate/db"
 	"github.com/curate/curate/db/pgtest"
+	"github.com/curate/curate/internal/jobq"
 )
 
 // A job of a beating kind has a heartbeat row while it runs, refreshed as
@@ -19,7 +19,7 @@ import (
 func TestHeartbeatMiddleware(t *testing.T) {
 	ctx := context.Background()
 	pool := pgtest.NewDB(t)
-	h := &heartbeat{q: db.New(pool), kinds: []string{"long"}, every: 20 * time.Millisecond, stale: 5 * time.Second}
+	h := &heartbeat{beats: jobq.NewHeartbeats(pool), kinds: []string{"long"}, every: 20 * time.Millisecond, stale: 5 * time.Second}
 	beatAt := func() (time.Time, bool) {
 		var at time.Time
 		err := pool.QueryRow(ctx, `SELECT beat_at FROM job_heartbeats WHERE job_id = 7 AND attempt = 2`).Scan(&at)

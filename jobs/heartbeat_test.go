@@ -11,13 +11,11 @@ import (
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/rivertype"
 
-	"github.com/curate/curate/db"
 	"github.com/curate/curate/db/pgtest"
 	"github.com/curate/curate/internal/accounts"
 	"github.com/curate/curate/internal/app"
 	"github.com/curate/curate/internal/audit"
 	"github.com/curate/curate/internal/blobstore"
-	"github.com/curate/curate/internal/config"
 	"github.com/curate/curate/internal/datasets"
 	"github.com/curate/curate/internal/eval"
 	"github.com/curate/curate/internal/feedback"
@@ -40,7 +38,7 @@ func TestHeartbeatSweep(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	org, err := accounts.New(pool).EnsureOrg(ctx, "acme", "Acme")
+	org, err := accounts.New(pool, accounts.DefaultSessionTTL).EnsureOrg(ctx, "acme", "Acme")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -49,10 +47,7 @@ func TestHeartbeatSweep(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer bucket.Close()
-	imp, err := imports.New(config.Config{DataDir: t.TempDir()}, pool, &feedback.Service{Pool: pool}, &pairs.Service{Pool: pool}, inserter, bucket, log)
-	if err != nil {
-		t.Fatal(err)
-	}
+	imp := imports.New(pool, feedback.New(pool), pairs.New(pool), inserter, secretBox(t), bucket, nil, log)
 	insert := func(args river.JobArgs) int64 {
 		t.Helper()
 		res, err := inserter.Insert(ctx, args, nil)
@@ -105,7 +100,7 @@ func TestHeartbeatSweep(t *testing.T) {
 		t.Fatal(err)
 	}
 	var last int64
-	if err := pool.QueryRow(ctx, `SELECT id FROM river_job WHERE kind = 'import_file'`).Scan(&last); err != nil {
+	if err := pool.QueryRow(ctx, `SELECT id FROM river_job WHERE kind = 'import_run'`).Scan(&last); err != nil {
 		t.Fatal(err)
 	}
 	running(last, 5, "3 minutes")
@@ -113,8 +108,9 @@ func TestHeartbeatSweep(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	services := &app.Services{Pool: pool, Imports: imp, Datasets: &datasets.Service{Pool: pool}, Eval: &eval.Service{Pool: pool}, Judge: &judge.Service{Pool: pool}}
-	w := &jobs.HeartbeatSweepWorker{Pool: pool, Kinds: jobs.LongKinds(jobs.Deps{Services: services}), Log: log}
+	services := &app.Services{Imports: imp, Datasets: datasets.New(pool, nil, nil, nil), Eval: eval.New(pool, eval.NewGates(pool), nil, nil),
+		Judge: judge.New(pool, nil, nil, 0)}
+	w := &jobs.HeartbeatSweepWorker{Heartbeats: jobq.NewHeartbeats(pool), Kinds: jobs.LongKinds(services), Log: log}
 	if err := w.Work(ctx, &river.Job[jobs.HeartbeatSweepArgs]{JobRow: &rivertype.JobRow{}}); err != nil {
 		t.Fatal(err)
 	}
@@ -152,7 +148,7 @@ func TestHeartbeatSweep(t *testing.T) {
 		t.Errorf("heartbeat rows of jobs %v, want only %d", rows, alive)
 	}
 
-	got, err := db.New(pool).ImportRunGet(ctx, db.ImportRunGetParams{OrgID: org.ID, ID: run.ID})
+	got, err := imp.GetRun(ctx, org.ID, run.ID)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -17,7 +17,6 @@ import (
 	"github.com/curate/curate/internal/app"
 	"github.com/curate/curate/internal/audit"
 	"github.com/curate/curate/internal/blobstore"
-	"github.com/curate/curate/internal/config"
 	"github.com/curate/curate/internal/feedback"
 	"github.com/curate/curate/internal/imports"
 	"github.com/curate/curate/internal/jobq"
@@ -34,7 +33,7 @@ func TestImportJobs(t *testing.T) {
 	ctx := context.Background()
 	pool := pgtest.NewDB(t)
 	log := slog.New(slog.DiscardHandler)
-	org, err := accounts.New(pool).EnsureOrg(ctx, "acme", "Acme")
+	org, err := accounts.New(pool, accounts.DefaultSessionTTL).EnsureOrg(ctx, "acme", "Acme")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -48,11 +47,7 @@ func TestImportJobs(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer bucket.Close()
-	imp, err := imports.New(config.Config{DataDir: t.TempDir()}, pool, &feedback.Service{Pool: pool}, &pairs.Service{Pool: pool}, inserter, bucket, log)
-	if err != nil {
-		t.Fatal(err)
-	}
-	imp.Outbound = loopback(t)
+	imp := imports.New(pool, feedback.New(pool), pairs.New(pool), inserter, secretBox(t), bucket, loopback(t), log)
 	at := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 	srv := langfusetest.NewServer(t, langfusetest.Options{
 		Traces: []langfusetest.Trace{{ID: "tr-1", Input: "Hi?", Output: "Hello."}},
@@ -62,7 +57,7 @@ func TestImportJobs(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	client, err := jobs.NewClient(jobs.Deps{Services: &app.Services{Pool: pool, Accounts: accounts.New(pool), Log: log, Imports: imp}}, jobs.Options{Workers: 2})
+	client, err := jobs.NewClient(pool, &app.Services{Heartbeats: jobq.NewHeartbeats(pool), Accounts: accounts.New(pool, accounts.DefaultSessionTTL), Log: log, Imports: imp}, jobs.Options{Workers: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -96,7 +91,7 @@ func TestImportJobs(t *testing.T) {
 		select {
 		case ev := <-events:
 			key := ev.Job.Kind
-			if ev.Job.Kind == "import_file" {
+			if ev.Job.Kind == (imports.ImportArgs{}).Kind() {
 				key += ":" + string(ev.Job.EncodedArgs)
 				imported++
 			}

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -18,16 +19,26 @@ import (
 	"github.com/curate/curate/internal/app"
 	"github.com/curate/curate/internal/audit"
 	"github.com/curate/curate/internal/blobstore"
-	"github.com/curate/curate/internal/config"
 	"github.com/curate/curate/internal/datasets"
 	"github.com/curate/curate/internal/feedback"
 	"github.com/curate/curate/internal/imports"
 	"github.com/curate/curate/internal/jobq"
 	"github.com/curate/curate/internal/pairs"
+	"github.com/curate/curate/internal/secrets"
 	"github.com/curate/curate/jobs"
 )
 
 func TestMain(m *testing.M) { pgtest.Main(m) }
+
+// secretBox seals stored secrets with a test key.
+func secretBox(t *testing.T) *secrets.Box {
+	t.Helper()
+	box, err := secrets.New(strings.Repeat("k", secrets.MinKeyLen))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return box
+}
 
 // A real River client on a real database inserts the maintenance job and
 // works it: the expired sign-in failure and session are gone, the fresh
@@ -37,7 +48,7 @@ func TestMaintenanceJobRuns(t *testing.T) {
 	ctx := context.Background()
 	pool := pgtest.NewDB(t)
 	q := db.New(pool)
-	acc := accounts.New(pool)
+	acc := accounts.New(pool, accounts.DefaultSessionTTL)
 	org, err := acc.EnsureOrg(ctx, "acme", "Acme")
 	if err != nil {
 		t.Fatal(err)
@@ -73,10 +84,7 @@ func TestMaintenanceJobRuns(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	imp, err := imports.New(config.Config{DataDir: t.TempDir()}, pool, &feedback.Service{Pool: pool}, &pairs.Service{Pool: pool}, inserter, bucket, log)
-	if err != nil {
-		t.Fatal(err)
-	}
+	imp := imports.New(pool, feedback.New(pool), pairs.New(pool), inserter, secretBox(t), bucket, nil, log)
 	// The queued run is recorded without its job, so that it stays queued.
 	queued, err := q.ImportRunInsert(ctx, db.ImportRunInsertParams{ID: uuid.New(), OrgID: org.ID, Kind: imports.KindJSONL, FileName: "f.jsonl", FileSize: 3})
 	if err != nil {
@@ -101,7 +109,7 @@ func TestMaintenanceJobRuns(t *testing.T) {
 		}
 	}
 
-	client, err := jobs.NewClient(jobs.Deps{Services: &app.Services{Pool: pool, Accounts: acc, Log: log, Imports: imp, Datasets: &datasets.Service{Pool: pool}}}, jobs.Options{Workers: 2})
+	client, err := jobs.NewClient(pool, &app.Services{Heartbeats: jobq.NewHeartbeats(pool), Accounts: acc, Log: log, Imports: imp, Datasets: datasets.New(pool, nil, nil, nil)}, jobs.Options{Workers: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -123,7 +131,7 @@ func TestMaintenanceJobRuns(t *testing.T) {
 			if ev.Kind != river.EventKindJobCompleted {
 				t.Fatalf("event %s for %s: %v", ev.Kind, ev.Job.Kind, ev.Job.Errors)
 			}
-			worked = ev.Job.Kind == "maintenance"
+			worked = ev.Job.Kind == (jobs.MaintenanceArgs{}).Kind()
 		case <-time.After(30 * time.Second):
 			t.Fatal("the job was not worked")
 		}

@@ -17,7 +17,11 @@ import (
 type MaintenanceArgs struct{}
 
 // Kind names the job in River's table.
-func (MaintenanceArgs) Kind() string { return "maintenance" }
+func (MaintenanceArgs) Kind() string { return "maintenance_run" }
+
+// KindAliases keeps the jobs queued under the kind's earlier name worked;
+// it can go once no row of river_job has that kind.
+func (MaintenanceArgs) KindAliases() []string { return []string{"maintenance"} }
 
 // InsertOpts keeps at most one clean-up waiting at a time.
 func (MaintenanceArgs) InsertOpts() river.InsertOpts {

@@ -37,9 +37,6 @@ type User struct {
 	Org   string
 }
 
-// IsAdmin reports whether the admin navigation is shown.
-func (u *User) IsAdmin() bool { return u != nil && u.Role == "admin" }
-
 // Flash is a one-time message shown at the top of the next page.
 type Flash struct {
 	Kind string // "ok", "info", "warn" or "error"

@@ -117,7 +117,7 @@ func ReviewAgreementPage(p Page, v ReviewAgreementView) templ.Component {
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
-			templ_7745c5c3_Err = reviewSubtabs("agreement").Render(ctx, templ_7745c5c3_Buffer)
+			templ_7745c5c3_Err = reviewSubtabs(p, "agreement").Render(ctx, templ_7745c5c3_Buffer)
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}

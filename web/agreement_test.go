@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/curate/curate/internal/chat/chattest"
-	"github.com/curate/curate/internal/demo"
 	"github.com/curate/curate/internal/stats"
 	"github.com/curate/curate/web/webtest"
 )
@@ -26,11 +25,11 @@ func TestJudgeAgreement(t *testing.T) {
 	t.Parallel()
 	s := webtest.New(t, webtest.Options{Workers: 1})
 	ctx := context.Background()
-	seeded, err := demo.Ensure(ctx, s.App.Accounts)
+	seeded, err := s.App.Demo.Ensure(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := demo.SeedFeedback(ctx, s.Pool, seeded); err != nil {
+	if _, err := s.App.Demo.SeedFeedback(ctx, seeded); err != nil {
 		t.Fatal(err)
 	}
 	s.User(seeded.OrgID, "ad@demo.test", "admin")

@@ -25,10 +25,8 @@ import (
 
 	"github.com/curate/curate/db"
 	"github.com/curate/curate/handlers"
-	"github.com/curate/curate/internal/accounts"
 	"github.com/curate/curate/internal/app"
 	"github.com/curate/curate/internal/config"
-	"github.com/curate/curate/internal/finetune"
 	"github.com/curate/curate/internal/imports"
 	"github.com/curate/curate/internal/ratelimit"
 	"github.com/curate/curate/internal/servers"
@@ -40,18 +38,13 @@ import (
 const uploadLimit = imports.MaxUpload + 1<<20 // the file and the form around it
 
 // App is one Curate server: HTTP and, unless Workers is 0, River workers.
+// It embeds the process's services (its Config and Log among them), which
+// its handlers and workers share.
 type App struct {
-	Config config.Config
-	Pool   *pgxpool.Pool
-	River  *river.Client[pgx.Tx]
-	Echo   *echo.Echo
-	Log    *slog.Logger
-	// Services are the domain services, shared with the workers.
-	Services *app.Services
-	Accounts *accounts.Service
-	// FineTune launches and drives fine-tuning jobs on frozen dataset
-	// versions (tests may swap its source with SetDataSource).
-	FineTune   *finetune.Service
+	*app.Services
+	Pool       *pgxpool.Pool
+	River      *river.Client[pgx.Tx]
+	Echo       *echo.Echo
 	handlers   *handlers.Handlers
 	metrics    *metrics
 	metricsLn  net.Listener       // CURATE_METRICS_ADDR, once ListenMetrics opened it
@@ -74,25 +67,16 @@ func New(cfg config.Config, pool *pgxpool.Pool, log *slog.Logger) (*App, error) 
 	if err := checkKeys(cfg, svc.Servers); err != nil {
 		return nil, err
 	}
-	client, err := jobs.NewClient(jobs.Deps{Services: svc}, jobs.Options{Workers: cfg.Workers, GPUSlots: cfg.GPUSlots})
+	client, err := jobs.NewClient(pool, svc, jobs.Options{Workers: cfg.Workers, GPUSlots: cfg.GPUSlots})
 	if err != nil {
 		return nil, fmt.Errorf("river: %w", err)
 	}
-	q := db.New(pool)
 	a := &App{
-		Config: cfg, Pool: pool, River: client, Log: log, Services: svc, Accounts: svc.Accounts, FineTune: svc.FineTune,
-		handlers: &handlers.Handlers{Log: log,
-			Accounts: svc.Accounts, Importer: svc.Imports, Datasets: svc.Datasets, FineTune: svc.FineTune,
-			Feedback: svc.Feedback, Pairs: svc.Pairs, Models: svc.Models, Serving: svc.Serving, Eval: svc.Eval, Reward: svc.Reward,
-			Endpoints: svc.Endpoints, Judge: svc.Judge, BestOfN: svc.BestOfN, Experiments: svc.Experiments, Codebooks: svc.Codebooks,
-			Alerts: svc.Alerts, FeedbackStats: svc.FeedbackStats, AuditLog: svc.AuditLog, Health: svc.Health,
-			Overview:    svc.Overview,
-			Review:      svc.Review,
-			LiveScore:   svc.LiveScore,
-			Monitors:    svc.Monitors,
+		Services: svc, Pool: pool, River: client,
+		handlers: &handlers.Handlers{Services: svc,
 			Sessions:    handlers.NewSessions(hashKey, blockKey, cfg.SessionTTL),
 			UserLimiter: ratelimit.New(float64(cfg.FeedbackPerUser)/60, cfg.FeedbackPerUser)},
-		metrics:    newMetrics(q),
+		metrics:    newMetrics(db.New(pool)),
 		keyLimiter: ratelimit.New(cfg.APIRate, cfg.APIBurst),
 		id:         uuid.New(),
 	}

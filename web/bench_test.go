@@ -85,7 +85,7 @@ func BenchmarkFeedbackPost(b *testing.B) {
 	}
 	// The service's ingest without HTTP, the code the handler calls: what
 	// is left between it and the API is the HTTP and JSON path.
-	svc := &feedback.Service{Pool: s.Pool}
+	svc := feedback.New(s.Pool)
 	ingest := func(i int) error {
 		var it feedback.Item
 		if err := json.Unmarshal([]byte(body("svc", i)), &it); err != nil {

@@ -19,7 +19,7 @@ func TestBrowserDatasetFromCorrectedFeedback(t *testing.T) {
 	s := webtest.New(t, webtest.Options{Workers: 2})
 	org := s.Org("acme")
 	uid := s.User(org, "cora@acme.test", "curator")
-	store := &feedback.Service{Pool: s.Pool}
+	store := feedback.New(s.Pool)
 	reviewer := audit.Actor{Kind: "user", ID: uid, Label: "cora@acme.test"}
 	bg := context.Background()
 	for i := range 10 {

@@ -33,7 +33,7 @@ func flowMaterial(t *testing.T, s *webtest.Server, org, curator uuid.UUID) []uui
 	t.Helper()
 	hhRLHF := publicdata.Path(t, "hh-rlhf", "harmless-base-test.part1.jsonl.gz")
 	bg := context.Background()
-	store := &feedback.Service{Pool: s.Pool}
+	store := feedback.New(s.Pool)
 	reviewer := audit.Actor{Kind: "user", ID: curator, Label: "cora@acme.test"}
 	for i := range flowCorrections {
 		row, _, err := store.Ingest(bg, org, "api", feedback.Item{Query: fmt.Sprintf("How do I rotate API key %d?", i),
@@ -46,7 +46,7 @@ func flowMaterial(t *testing.T, s *webtest.Server, org, curator uuid.UUID) []uui
 			t.Fatal(err)
 		}
 	}
-	ps := &pairs.Service{Pool: s.Pool}
+	ps := pairs.New(s.Pool)
 	gen, err := ps.Generate(bg, reviewer, org, pairs.Generation{Method: "correction"})
 	if err != nil {
 		t.Fatal(err)

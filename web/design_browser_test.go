@@ -17,10 +17,9 @@ import (
 
 	"github.com/curate/curate/internal/audit"
 	"github.com/curate/curate/internal/codebook"
-	"github.com/curate/curate/internal/demo"
 	"github.com/curate/curate/internal/experiments"
 	"github.com/curate/curate/internal/models"
-	"github.com/curate/curate/internal/provider/openaifake"
+	"github.com/curate/curate/internal/provider/openaitest"
 	"github.com/curate/curate/internal/serving"
 	"github.com/curate/curate/web/webtest"
 )
@@ -50,19 +49,19 @@ type designPage struct{ name, path, nav string }
 
 func newDesignSite(t *testing.T) *designSite {
 	t.Helper()
-	fake := openaifake.New(t)
+	fake := openaitest.New(t)
 	s := webtest.New(t, webtest.Options{Configure: func(c *cfgT) {
 		c.OpenAIAPIKey, c.OpenAIBaseURL, c.FineTunePoll, c.FineTuneBudgetUSD = "sk-test", fake.URL(), time.Hour, 100
 	}})
 	ctx := context.Background()
-	seeded, err := demo.Ensure(ctx, s.App.Accounts)
+	seeded, err := s.App.Demo.Ensure(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := demo.SeedFeedback(ctx, s.Pool, seeded); err != nil {
+	if _, err := s.App.Demo.SeedFeedback(ctx, seeded); err != nil {
 		t.Fatal(err)
 	}
-	version, err := demo.SeedDataset(ctx, s.Pool, seeded.OrgID)
+	version, err := s.App.Demo.SeedDataset(ctx, seeded.OrgID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -156,7 +155,7 @@ func newDesignSite(t *testing.T) *designSite {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.App.Services.Experiments.Create(ctx, audit.System, seeded.OrgID, experiments.New{Key: "assist-v3", Name: "Assist v2 against v3",
+	if _, err := s.App.Services.Experiments.Create(ctx, audit.System, seeded.OrgID, experiments.NewExperiment{Key: "assist-v3", Name: "Assist v2 against v3",
 		ControlModelID: registered.ID, TreatmentModelID: second.ID, Metrics: []string{"thumbs_up_rate", "avg_rating"}, Guardrails: []string{"latency"}}); err != nil {
 		t.Fatal(err)
 	}

@@ -10,7 +10,6 @@ import (
 
 	"github.com/curate/curate/internal/audit"
 	"github.com/curate/curate/internal/chat/chattest"
-	"github.com/curate/curate/internal/demo"
 	"github.com/curate/curate/internal/endpoints"
 	evaluation "github.com/curate/curate/internal/eval"
 	"github.com/curate/curate/internal/scorers"
@@ -25,21 +24,21 @@ func TestResumeStalledEvaluationPage(t *testing.T) {
 	t.Parallel()
 	s := webtest.New(t, webtest.Options{})
 	ctx := context.Background()
-	seeded, err := demo.Ensure(ctx, s.App.Accounts)
+	seeded, err := s.App.Demo.Ensure(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := demo.SeedFeedback(ctx, s.Pool, seeded); err != nil {
+	if _, err := s.App.Demo.SeedFeedback(ctx, seeded); err != nil {
 		t.Fatal(err)
 	}
-	set, err := demo.SeedDataset(ctx, s.Pool, seeded.OrgID)
+	set, err := s.App.Demo.SeedDataset(ctx, seeded.OrgID)
 	if err != nil {
 		t.Fatal(err)
 	}
 	cand := chattest.New(func(r chattest.Request) chattest.Reply { return chattest.Reply{Content: "About: " + r.Last()} })
 	t.Cleanup(cand.Close)
 	svc := s.App.Services
-	if _, err := svc.Endpoints.Create(ctx, audit.System, seeded.OrgID, endpoints.New{Name: "cand", BaseURL: cand.URL + "/v1", Model: "cand"}); err != nil {
+	if _, err := svc.Endpoints.Create(ctx, audit.System, seeded.OrgID, endpoints.NewEndpoint{Name: "cand", BaseURL: cand.URL + "/v1", Model: "cand"}); err != nil {
 		t.Fatal(err)
 	}
 	run, err := svc.Eval.Start(ctx, audit.System, seeded.OrgID, evaluation.Config{GoldenSetVersionID: set.ID, Candidate: evaluation.Candidate{Endpoint: "cand"},

@@ -42,14 +42,14 @@ func newEvalFixture(t *testing.T, opts webtest.Options) evalFixture {
 	t.Helper()
 	s := webtest.New(t, opts)
 	ctx := context.Background()
-	seeded, err := demo.Ensure(ctx, s.App.Accounts)
+	seeded, err := s.App.Demo.Ensure(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := demo.SeedFeedback(ctx, s.Pool, seeded); err != nil {
+	if _, err := s.App.Demo.SeedFeedback(ctx, seeded); err != nil {
 		t.Fatal(err)
 	}
-	set, err := demo.SeedDataset(ctx, s.Pool, seeded.OrgID)
+	set, err := s.App.Demo.SeedDataset(ctx, seeded.OrgID)
 	if err != nil {
 		t.Fatal(err)
 	}

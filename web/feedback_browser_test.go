@@ -213,7 +213,7 @@ func TestBrowserFeedbackQueue(t *testing.T) {
 // page loads (which end a chromedp.Poll).
 func waitFor(t *testing.T, ctx context.Context, expr string) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
+	deadline := time.Now().Add(45 * time.Second)
 	for {
 		// A page counts once its deferred scripts (the shortcuts) have run.
 		ok, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`document.readyState === 'complete' && (`+expr+`)`))

@@ -191,7 +191,7 @@ func TestFeedbackQueuePagination(t *testing.T) {
 	for i := range items {
 		items[i] = feedback.Item{Query: fmt.Sprintf("question number %d", i), Response: fmt.Sprintf("answer %d", i), FeedbackType: "thumbs_up", Model: "m"}
 	}
-	if _, err := (&feedback.Service{Pool: s.Pool}).IngestBatch(context.Background(), org, "file", items); err != nil {
+	if _, err := (feedback.New(s.Pool)).IngestBatch(context.Background(), org, "file", items); err != nil {
 		t.Fatal(err)
 	}
 	var want []string

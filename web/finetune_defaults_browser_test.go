@@ -9,8 +9,7 @@ import (
 
 	"github.com/chromedp/chromedp"
 
-	"github.com/curate/curate/internal/demo"
-	"github.com/curate/curate/internal/provider/openaifake"
+	"github.com/curate/curate/internal/provider/openaitest"
 	"github.com/curate/curate/web/webtest"
 )
 
@@ -23,19 +22,19 @@ import (
 // the new provider's, and leaves one typed by hand. Only those who may
 // launch see the link.
 func TestBrowserFineTuneThisVersion(t *testing.T) {
-	fake := openaifake.New(t)
+	fake := openaitest.New(t)
 	s := webtest.New(t, webtest.Options{Configure: func(c *cfgT) {
 		c.OpenAIAPIKey, c.OpenAIBaseURL, c.FineTunePoll, c.FineTuneBudgetUSD = "sk-test", fake.URL(), time.Hour, 100
 	}})
 	ctx := context.Background()
-	seeded, err := demo.Ensure(ctx, s.App.Accounts)
+	seeded, err := s.App.Demo.Ensure(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := demo.SeedFeedback(ctx, s.Pool, seeded); err != nil {
+	if _, err := s.App.Demo.SeedFeedback(ctx, seeded); err != nil {
 		t.Fatal(err)
 	}
-	version, err := demo.SeedDataset(ctx, s.Pool, seeded.OrgID)
+	version, err := s.App.Demo.SeedDataset(ctx, seeded.OrgID)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -28,8 +28,8 @@ import (
 // protocol without torch, and returns its path.
 func fakeTrainer(t *testing.T) string {
 	t.Helper()
-	bin := filepath.Join(t.TempDir(), "faketrainer")
-	out, err := exec.Command("go", "build", "-o", bin, "github.com/curate/curate/internal/provider/local/faketrainer").CombinedOutput()
+	bin := filepath.Join(t.TempDir(), "trainertest")
+	out, err := exec.Command("go", "build", "-o", bin, "github.com/curate/curate/internal/provider/local/trainertest").CombinedOutput()
 	if err != nil {
 		t.Fatalf("building the fake trainer: %v\n%s", err, out)
 	}
@@ -56,7 +56,7 @@ func writeModel(t *testing.T, dir string) {
 }
 
 // localServer starts Curate with workers whose local trainer is the fake,
-// run as `env VARS... faketrainer run CONFIG`, and a models directory of
+// run as `env VARS... trainertest run CONFIG`, and a models directory of
 // its own.
 func localServer(t *testing.T, poll time.Duration, env ...string) (*webtest.Server, *finetunetest.Source) {
 	t.Helper()
@@ -170,7 +170,7 @@ func TestLocalFineTuneAPI(t *testing.T) {
 	}
 
 	var queue string
-	if err := s.Pool.QueryRow(t.Context(), "SELECT queue FROM river_job WHERE kind = 'finetune'").Scan(&queue); err != nil || queue != "gpu" {
+	if err := s.Pool.QueryRow(t.Context(), "SELECT queue FROM river_job WHERE kind = 'finetune_advance'").Scan(&queue); err != nil || queue != "gpu" {
 		t.Errorf("the worker ran on queue %q (%v), want gpu", queue, err)
 	}
 	if b, err := s.App.FineTune.Budget(t.Context(), org); err != nil || b.Spent != 0 {
@@ -480,8 +480,7 @@ func TestTrainMetricsFromAnotherMachine(t *testing.T) {
 	cfg := s.App.Config
 	cfg.DataDir, cfg.ModelsDir = t.TempDir(), t.TempDir()
 	writeModel(t, filepath.Join(cfg.ModelsDir, model))
-	worker := finetune.FromConfig(s.Pool, cfg)
-	worker.SetDataSource(src)
+	worker := finetune.New(s.Pool, cfg, nil, src, nil, nil, nil)
 	// The worker's machine reports what its trainer finds, as its
 	// process's beat does; the web server takes the launch on its word.
 	info, err := worker.LocalProbe(t.Context())

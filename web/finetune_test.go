@@ -10,7 +10,7 @@ import (
 
 	"github.com/curate/curate/internal/finetune/finetunetest"
 	"github.com/curate/curate/internal/pricing"
-	"github.com/curate/curate/internal/provider/openaifake"
+	"github.com/curate/curate/internal/provider/openaitest"
 	"github.com/curate/curate/web/webtest"
 )
 
@@ -18,9 +18,9 @@ const ftMini = "gpt-4o-mini-2024-07-18"
 
 // fineTuneServer starts Curate with workers, OpenAI pointed at the fake
 // and an in-memory dataset source.
-func fineTuneServer(t *testing.T, poll time.Duration) (*webtest.Server, *openaifake.Server, *finetunetest.Source) {
+func fineTuneServer(t *testing.T, poll time.Duration) (*webtest.Server, *openaitest.Server, *finetunetest.Source) {
 	t.Helper()
-	fake := openaifake.New(t)
+	fake := openaitest.New(t)
 	s := webtest.New(t, webtest.Options{Workers: 2, Configure: func(c *cfgT) {
 		c.OpenAIAPIKey, c.OpenAIBaseURL, c.FineTunePoll, c.FineTuneBudgetUSD = "sk-test", fake.URL(), poll, 100
 	}})
@@ -178,7 +178,7 @@ func TestFineTunePages(t *testing.T) {
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		var state string
-		if err := s.Pool.QueryRow(t.Context(), "SELECT state::text FROM river_job WHERE kind = 'finetune'").Scan(&state); err != nil {
+		if err := s.Pool.QueryRow(t.Context(), "SELECT state::text FROM river_job WHERE kind = 'finetune_advance'").Scan(&state); err != nil {
 			t.Fatal(err)
 		}
 		if state == "scheduled" {

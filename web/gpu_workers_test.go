@@ -34,7 +34,7 @@ type gpuWorker struct {
 // startGPUWorker runs workers alone on s's database as `curate worker`
 // does on a GPU machine: its own data directory, s's keys, blob store and
 // models directory, and as its local trainer the fake run as `env
-// VARS... faketrainer run`, whose probe answers as the VARS say
+// VARS... trainertest run`, whose probe answers as the VARS say
 // (FAKE_TRAINER_PROBE). Like the command, it beats with what the probe
 // reports before it takes jobs, and stop ends it as a signal would,
 // leaving the workers table.
@@ -47,7 +47,7 @@ func startGPUWorker(t *testing.T, s *webtest.Server, trainer string, env ...stri
 	if err != nil {
 		t.Fatal(err)
 	}
-	client, err := jobs.NewClient(jobs.Deps{Services: svc}, jobs.Options{Workers: cfg.Workers, GPUSlots: cfg.GPUSlots})
+	client, err := jobs.NewClient(s.Pool, svc, jobs.Options{Workers: cfg.Workers, GPUSlots: cfg.GPUSlots})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,10 +7,11 @@ import (
 	"regexp"
 	"strings"
 
-	"github.com/chromedp/chromedp"
-	"github.com/jackc/pgx/v5/pgtype"
 	"testing"
 	"time"
+
+	"github.com/chromedp/chromedp"
+	"github.com/jackc/pgx/v5/pgtype"
 
 	"github.com/curate/curate/internal/config"
 	"github.com/curate/curate/web/webtest"

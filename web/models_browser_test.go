@@ -10,7 +10,6 @@ import (
 
 	"github.com/chromedp/chromedp"
 
-	"github.com/curate/curate/internal/demo"
 	"github.com/curate/curate/internal/serving/vllmtest"
 	"github.com/curate/curate/web/webtest"
 )
@@ -26,14 +25,14 @@ func TestBrowserRegistryFlow(t *testing.T) {
 	}})
 	writeModel(t, filepath.Join(s.App.Config.ModelsDir, "tiny-llama"))
 	ctx := context.Background()
-	seeded, err := demo.Ensure(ctx, s.App.Accounts)
+	seeded, err := s.App.Demo.Ensure(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := demo.SeedFeedback(ctx, s.Pool, seeded); err != nil {
+	if _, err := s.App.Demo.SeedFeedback(ctx, seeded); err != nil {
 		t.Fatal(err)
 	}
-	version, err := demo.SeedDataset(ctx, s.Pool, seeded.OrgID)
+	version, err := s.App.Demo.SeedDataset(ctx, seeded.OrgID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -61,11 +60,14 @@ func TestBrowserRegistryFlow(t *testing.T) {
 			chromedp.WaitVisible(`#deploy-form`),
 			chromedp.SendKeys(`#deploy-form textarea[name=reason]`, reason),
 			chromedp.Click(`#deploy-form button[type=submit]`),
-			chromedp.WaitVisible(`#deployments [data-status=succeeded]`),
 		)
 		if err != nil {
 			t.Fatalf("deploying: %v", err)
 		}
+		// The deployments list reloads the whole page once the deployment
+		// ends; the reloaded page offers the rollback. A query waiting in a
+		// page that reloads under it can wait forever, so poll by script.
+		waitFor(t, b, `!!document.querySelector('#deployments [data-status=succeeded]') && !!document.querySelector('#rollback-form')`)
 	}
 	err = chromedp.Do(b,
 		chromedp.Navigate(s.URL+"/login"),
@@ -114,9 +116,7 @@ func TestBrowserRegistryFlow(t *testing.T) {
 	// The page being left lists a succeeded deployment too: wait for the
 	// version the rollback goes to before looking for one.
 	waitFor(t, b, `(document.querySelector('h1') || {textContent: ''}).textContent.includes('1.0.0')`)
-	if err := chromedp.Do(b, chromedp.WaitVisible(`#deployments [data-status=succeeded]`)); err != nil {
-		t.Fatalf("rolling back: %v", err)
-	}
+	waitFor(t, b, `!!document.querySelector('#deployments [data-status=succeeded]')`)
 	// The rollback lands on the version production went back to.
 	if got := text(t, b, `h1`); !strings.Contains(got, "1.0.0") {
 		t.Errorf("after the rollback the page shows %q", got)

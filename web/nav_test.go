@@ -12,7 +12,6 @@ import (
 
 	"github.com/curate/curate/internal/audit"
 	"github.com/curate/curate/internal/codebook"
-	"github.com/curate/curate/internal/demo"
 	"github.com/curate/curate/internal/experiments"
 	"github.com/curate/curate/internal/models"
 	"github.com/curate/curate/web/webtest"
@@ -50,14 +49,14 @@ func TestNavLinksFollowRoles(t *testing.T) {
 	t.Parallel()
 	s := webtest.New(t, webtest.Options{})
 	ctx := context.Background()
-	seeded, err := demo.Ensure(ctx, s.App.Accounts)
+	seeded, err := s.App.Demo.Ensure(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := demo.SeedFeedback(ctx, s.Pool, seeded); err != nil {
+	if _, err := s.App.Demo.SeedFeedback(ctx, seeded); err != nil {
 		t.Fatal(err)
 	}
-	version, err := demo.SeedDataset(ctx, s.Pool, seeded.OrgID)
+	version, err := s.App.Demo.SeedDataset(ctx, seeded.OrgID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -72,7 +71,7 @@ func TestNavLinksFollowRoles(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.App.Services.Experiments.Create(ctx, audit.System, org, experiments.New{Key: "v1-v2", Name: "v1 against v2",
+	if _, err := s.App.Services.Experiments.Create(ctx, audit.System, org, experiments.NewExperiment{Key: "v1-v2", Name: "v1 against v2",
 		ControlModelID: v1.ID, TreatmentModelID: v2.ID, Metrics: []string{"thumbs_up_rate"}}); err != nil {
 		t.Fatal(err)
 	}

@@ -191,7 +191,7 @@ func TestOutboundAnswersStayOffPagesAndRows(t *testing.T) {
 	deadline = time.Now().Add(30 * time.Second)
 	for {
 		var n int
-		if err := s.Pool.QueryRow(context.Background(), "SELECT count(*) FROM river_job WHERE kind = 'alert_webhook' AND errors IS NOT NULL").Scan(&n); err != nil {
+		if err := s.Pool.QueryRow(context.Background(), "SELECT count(*) FROM river_job WHERE kind = 'alert_deliver' AND errors IS NOT NULL").Scan(&n); err != nil {
 			t.Fatal(err)
 		}
 		if n > 0 {

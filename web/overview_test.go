@@ -251,7 +251,7 @@ func seedModelCards(t *testing.T, s *webtest.Server, acme, other uuid.UUID) (v1,
 	deploy(other, elsewhere, "staging", "queued")
 
 	experiment := func(org uuid.UUID, key, name string, control, treatment uuid.UUID) {
-		if _, err := s.App.Services.Experiments.Create(ctx, audit.System, org, experiments.New{Key: key, Name: name,
+		if _, err := s.App.Services.Experiments.Create(ctx, audit.System, org, experiments.NewExperiment{Key: key, Name: name,
 			ControlModelID: control, TreatmentModelID: treatment, Metrics: []string{"thumbs_up_rate"}}); err != nil {
 			t.Fatal(err)
 		}

@@ -7,7 +7,6 @@ import (
 
 	"github.com/chromedp/chromedp"
 
-	"github.com/curate/curate/internal/demo"
 	"github.com/curate/curate/internal/serving/vllmtest"
 	"github.com/curate/curate/web/webtest"
 )
@@ -19,7 +18,7 @@ import (
 // place of the promotion gate.
 func TestBrowserRewardModel(t *testing.T) {
 	s := webtest.New(t, webtest.Options{Workers: 2})
-	seeded, err := demo.Ensure(context.Background(), s.App.Accounts)
+	seeded, err := s.App.Demo.Ensure(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}

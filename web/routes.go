@@ -67,7 +67,7 @@ func Routes(h *handlers.Handlers) []Route {
 		{POST, "/alerts/settings/secret", auth.Admin, h.AlertSecretCreate},
 
 		// Imports.
-		{GET, "/imports", auth.Curator, h.Imports},
+		{GET, "/imports", auth.Curator, h.ImportList},
 		{POST, "/imports", auth.Curator, h.ImportCreate},
 		{GET, "/imports/runs/:id/row", auth.Curator, h.ImportRunRow},
 		{GET, "/imports/langfuse", auth.Curator, h.Langfuse},

@@ -32,7 +32,7 @@ func startWorker(t *testing.T, s *webtest.Server) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	client, err := jobs.NewClient(jobs.Deps{Services: svc}, jobs.Options{Workers: cfg.Workers, GPUSlots: 1})
+	client, err := jobs.NewClient(s.Pool, svc, jobs.Options{Workers: cfg.Workers, GPUSlots: 1})
 	if err != nil {
 		t.Fatal(err)
 	}

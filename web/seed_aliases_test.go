@@ -261,7 +261,7 @@ func TestSeedABTest(t *testing.T) {
 }
 
 // trainServer starts Curate with workers whose local trainer is the fake
-// (env VARS... faketrainer run CONFIG) and the datasets' own versions as
+// (env VARS... trainertest run CONFIG) and the datasets' own versions as
 // what jobs train on.
 func trainServer(t *testing.T, env ...string) *webtest.Server {
 	t.Helper()

@@ -35,7 +35,7 @@ func statsItem(model, kind string, rating int) feedback.Item {
 // statsIngest stores items for an organisation and returns their ids.
 func statsIngest(t *testing.T, s *webtest.Server, org uuid.UUID, items ...feedback.Item) []uuid.UUID {
 	t.Helper()
-	res, err := (&feedback.Service{Pool: s.Pool}).IngestBatch(context.Background(), org, "api", items)
+	res, err := (feedback.New(s.Pool)).IngestBatch(context.Background(), org, "api", items)
 	if err != nil || res.Inserted != len(items) {
 		t.Fatalf("ingest: %+v %v", res, err)
 	}

@@ -83,6 +83,7 @@ func newVictim(t *testing.T, s *webtest.Server) victim {
 	v.ids["rule"] = id(post("/api/codebooks/private-book/rules", map[string]any{"section": "x", "content": "A private rule.", "status": "active"},
 		http.StatusCreated))
 	v.ids["codebook"] = "private-book"
+	v.ids["review_plan"] = id(post("/api/review/plans", map[string]any{"name": "double-check", "tag": "billing", "overlap": 2}, http.StatusCreated))
 
 	user, err := s.App.Accounts.CreateUser(ctx, audit.System, org, accounts.NewUser{Email: "gus@globex.test", Role: "curator", Password: webtest.Password})
 	if err != nil {
@@ -175,6 +176,10 @@ var paramKinds = []struct{ prefix, kind string }{
 	{"/codebooks/:name/suggestions/:id", "suggestion"},
 	{"/experiments/:key", "experiment"},
 	{"/api/experiments/:key", "experiment"},
+	{"/review/plans/:id", "review_plan"},
+	{"/api/review/plans/:id", "review_plan"},
+	{"/review/adjudicators/:id", "user"},
+	{"/review/adjudication/:id", "feedback"},
 }
 
 var paramRE = regexp.MustCompile(`:[a-z]+`)
@@ -287,7 +292,19 @@ func inputs(own ownIDs) map[string]input {
 		"POST /admin/users/:id/role":               {form: url.Values{"role": {"viewer"}}},
 		"POST /admin/users/:id/active":             {form: url.Values{"active": {"false"}}},
 		"POST /evaluations/golden-sets/:id/unmark": {form: url.Values{}},
+		"POST /review/adjudication/:id":            {form: url.Values{"status": {"approved"}, "note": {"Mine now."}}},
+		"POST /api/feedback/:id/reviews":           {json: map[string]any{"status": "approved"}},
+		"POST /api/feedback/:id/adjudication":      {json: map[string]any{"status": "approved", "note": "Mine now."}},
+		"POST /feedback/:id/review":                {form: url.Values{"status": {"approved"}}},
 	}
+}
+
+// byPerson are API routes only a person may call (a review is a person's
+// label, never an API key's): an API key is refused them whatever the id,
+// so they are called with the admin's signed-in session.
+var byPerson = map[string]bool{
+	"POST /api/review/plans/:id/next": true,
+	"POST /api/feedback/:id/reviews":  true,
 }
 
 // ownIDs are the caller's own objects that valid input names.
@@ -340,6 +357,11 @@ func TestForeignIDsAreNotFound(t *testing.T) {
 		in := sent[r.Method+" "+r.Path]
 		if strings.HasPrefix(r.Path, "/api/") {
 			h := http.Header{"Authorization": {"Bearer " + key}}
+			client := s.Client()
+			if byPerson[r.Method+" "+r.Path] {
+				h = http.Header{"X-CSRF-Token": {browser.CSRF()}}
+				client = browser
+			}
 			var body *strings.Reader
 			if r.Method != http.MethodGet && r.Method != http.MethodDelete {
 				if in.json == nil {
@@ -353,9 +375,9 @@ func TestForeignIDsAreNotFound(t *testing.T) {
 			}
 			var res webtest.Response
 			if body == nil {
-				res = s.Client().Do(r.Method, path, nil, h)
+				res = client.Do(r.Method, path, nil, h)
 			} else {
-				res = s.Client().Do(r.Method, path, body, h)
+				res = client.Do(r.Method, path, body, h)
 			}
 			if res.Status != http.StatusNotFound {
 				t.Errorf("%s %s: %d, want 404: %.200s", r.Method, path, res.Status, res.Body)
@@ -400,7 +422,8 @@ func TestForeignIDsAreNotFound(t *testing.T) {
 var victimTables = []string{"feedback", "preference_pairs", "training_datasets", "training_dataset_members", "dataset_versions",
 	"dataset_exports", "fine_tuning_jobs", "registered_models", "model_versions", "model_aliases", "deployments", "golden_sets",
 	"evaluation_runs", "judge_agreements", "judge_conflicts", "codebooks", "codebook_rules", "codebook_versions", "codebook_suggestions",
-	"experiments", "alerts", "import_runs", "users", "api_keys", "best_of_n_responses", "user_preferences"}
+	"experiments", "alerts", "import_runs", "users", "api_keys", "best_of_n_responses", "user_preferences", "review_plans", "review_labels",
+	"review_items"}
 
 // snapshot digests the victim's rows of each table.
 func (v victim) snapshot(t *testing.T, s *webtest.Server) map[string]string {

@@ -12,7 +12,6 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/curate/curate/internal/chat/chattest"
-	"github.com/curate/curate/internal/demo"
 	"github.com/curate/curate/web/webtest"
 )
 
@@ -51,14 +50,14 @@ func TestVersionCarriesEvaluation(t *testing.T) {
 	t.Parallel()
 	s := webtest.New(t, webtest.Options{Workers: 2})
 	ctx := context.Background()
-	seeded, err := demo.Ensure(ctx, s.App.Accounts)
+	seeded, err := s.App.Demo.Ensure(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := demo.SeedFeedback(ctx, s.Pool, seeded); err != nil {
+	if _, err := s.App.Demo.SeedFeedback(ctx, seeded); err != nil {
 		t.Fatal(err)
 	}
-	set, err := demo.SeedDataset(ctx, s.Pool, seeded.OrgID)
+	set, err := s.App.Demo.SeedDataset(ctx, seeded.OrgID)
 	if err != nil {
 		t.Fatal(err)
 	}

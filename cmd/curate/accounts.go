@@ -50,12 +50,12 @@ func cmdUser(ctx context.Context, env *Env, args []string) error {
 	if err != nil {
 		return err
 	}
-	d, err := openDB(ctx, cfg, newLogger(cfg, env.Stderr))
+	svc, closeDB, err := openServices(ctx, cfg, env)
 	if err != nil {
 		return err
 	}
-	defer d.Close()
-	acc := accounts.New(d.Pool)
+	defer closeDB()
+	acc := svc.Accounts
 	o, err := acc.EnsureOrg(ctx, *org, "")
 	if err != nil {
 		return cliError(err)
@@ -118,12 +118,12 @@ func cmdAPIKey(ctx context.Context, env *Env, args []string) error {
 	if *org == "" || *name == "" {
 		return errors.New("--org and --name are required")
 	}
-	d, err := openDB(ctx, cfg, newLogger(cfg, env.Stderr))
+	svc, closeDB, err := openServices(ctx, cfg, env)
 	if err != nil {
 		return err
 	}
-	defer d.Close()
-	acc := accounts.New(d.Pool)
+	defer closeDB()
+	acc := svc.Accounts
 	o, err := acc.OrgBySlug(ctx, *org)
 	if err != nil {
 		return cliError(err)

@@ -16,9 +16,9 @@ import (
 	"time"
 
 	"github.com/curate/curate/db/pgtest"
-	"github.com/curate/curate/internal/accounts"
 	"github.com/curate/curate/internal/chat/chattest"
 	"github.com/curate/curate/internal/demo"
+	"github.com/curate/curate/internal/demo/demotest"
 )
 
 // The real binary is killed with SIGKILL in the middle of an evaluation,
@@ -42,14 +42,14 @@ func TestEvaluationSurvivesKill(t *testing.T) {
 		"DATABASE_URL=" + dbURL, "CURATE_DATA_DIR=" + t.TempDir(), "CURATE_ADDR=127.0.0.1:0", "CURATE_OUTBOUND_ALLOW=127.0.0.1",
 		"CURATE_SESSION_KEY=crash-test-session-key-0123456789abcdef", "CURATE_SECRET_KEY=crash-test-secret-key-0123456789abcdef",
 	}
-	seeded, err := demo.Ensure(ctx, accounts.New(pool))
+	seeded, err := demotest.Seeder(pool).Ensure(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := demo.SeedFeedback(ctx, pool, seeded); err != nil {
+	if _, err := demotest.Seeder(pool).SeedFeedback(ctx, seeded); err != nil {
 		t.Fatal(err)
 	}
-	set, err := demo.SeedDataset(ctx, pool, seeded.OrgID)
+	set, err := demotest.Seeder(pool).SeedDataset(ctx, seeded.OrgID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -178,7 +178,7 @@ func TestEvaluationSurvivesKill(t *testing.T) {
 	}
 	var rescued string
 	var retried time.Time
-	if err := pool.QueryRow(ctx, `SELECT errors[1]->>'error', attempted_at FROM river_job WHERE kind = 'evaluation' AND args->>'run_id' = $1`,
+	if err := pool.QueryRow(ctx, `SELECT errors[1]->>'error', attempted_at FROM river_job WHERE kind = 'evaluation_run' AND args->>'run_id' = $1`,
 		runID).Scan(&rescued, &retried); err != nil || !strings.Contains(rescued, "heartbeats") {
 		t.Errorf("the killed attempt's recorded error: %q (%v), want the heartbeat sweep's", rescued, err)
 	}

@@ -77,7 +77,7 @@ func TestExportSurvivesKill(t *testing.T) {
 		return string(out)
 	}
 
-	org, err := accounts.New(pool).EnsureOrg(ctx, "acme", "Acme")
+	org, err := accounts.New(pool, accounts.DefaultSessionTTL).EnsureOrg(ctx, "acme", "Acme")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -207,7 +207,7 @@ func curatingDataset(t *testing.T, pool *pgxpool.Pool, org uuid.UUID, n int) uui
 		FROM generate_series(1, $2::int) AS i`, org, n); err != nil {
 		t.Fatal(err)
 	}
-	svc := &datasets.Service{Pool: pool}
+	svc := datasets.New(pool, nil, nil, nil)
 	d, err := svc.Create(ctx, audit.System, org, datasets.NewDataset{Type: datasets.TypeDPO,
 		Settings: datasets.Settings{Name: "rollouts", ValidationPercent: 10, SplitSeed: 7}})
 	if err != nil {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/curate/curate/db"
 	"github.com/curate/curate/db/devdb"
+	"github.com/curate/curate/internal/app"
 	"github.com/curate/curate/internal/config"
 )
 
@@ -65,6 +66,26 @@ func (d *database) Close() {
 			fmt.Fprintln(os.Stderr, "curate: stopping postgres:", err)
 		}
 	}
+}
+
+// openServices opens the database and builds the services as every
+// process builds them (app.New), for a command that calls one; the func
+// returned removes the scratch directory and closes the database.
+func openServices(ctx context.Context, cfg config.Config, env *Env) (*app.Services, func(), error) {
+	log := newLogger(cfg, env.Stderr)
+	d, err := openDB(ctx, cfg, log)
+	if err != nil {
+		return nil, nil, err
+	}
+	svc, err := app.New(cfg, d.Pool, log)
+	if err != nil {
+		d.Close()
+		return nil, nil, err
+	}
+	return svc, func() {
+		_ = svc.Scratch.Close()
+		d.Close()
+	}, nil
 }
 
 func newLogger(cfg config.Config, w io.Writer) *slog.Logger {

@@ -10,9 +10,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/schollz/progressbar/v3"
 
-	"github.com/curate/curate/internal/app"
 	"github.com/curate/curate/internal/blobstore"
-	"github.com/curate/curate/internal/config"
 	"github.com/curate/curate/internal/datasets"
 )
 
@@ -43,16 +41,16 @@ func cmdDataset(ctx context.Context, env *Env, args []string) error {
 	if err != nil {
 		return fmt.Errorf("%q is not a dataset id", fs.Arg(0))
 	}
-	svc, closeDB, err := openDatasets(ctx, cfg, env)
+	svc, closeDB, err := openServices(ctx, cfg, env)
 	if err != nil {
 		return err
 	}
 	defer closeDB()
-	org, err := svc.OrgOf(ctx, id)
+	org, err := svc.Datasets.OrgOf(ctx, id)
 	if err != nil {
 		return err
 	}
-	v, err := svc.Freeze(ctx, cliActor, org, id)
+	v, err := svc.Datasets.Freeze(ctx, cliActor, org, id)
 	if err != nil {
 		return cliError(err)
 	}
@@ -85,16 +83,16 @@ func cmdExport(ctx context.Context, env *Env, args []string) error {
 	if err != nil {
 		return fmt.Errorf("--dataset: %q is not a dataset id", *dataset)
 	}
-	svc, closeDB, err := openDatasets(ctx, cfg, env)
+	svc, closeDB, err := openServices(ctx, cfg, env)
 	if err != nil {
 		return err
 	}
 	defer closeDB()
-	org, err := svc.OrgOf(ctx, id)
+	org, err := svc.Datasets.OrgOf(ctx, id)
 	if err != nil {
 		return err
 	}
-	detail, err := svc.Get(ctx, org, id)
+	detail, err := svc.Datasets.Get(ctx, org, id)
 	if err != nil {
 		return err
 	}
@@ -118,7 +116,7 @@ func cmdExport(ctx context.Context, env *Env, args []string) error {
 		progressbar.OptionThrottle(100*time.Millisecond),
 		progressbar.OptionOnCompletion(func() { fmt.Fprintln(env.Stderr) }),
 	)
-	m, rep, err := svc.ExportTo(ctx, cliActor, org, id, datasets.ExportRequest{Format: *format, MaskPII: !*keep, Admin: true}, bucket,
+	m, rep, err := svc.Datasets.ExportTo(ctx, cliActor, org, id, datasets.ExportRequest{Format: *format, MaskPII: !*keep, Admin: true}, bucket,
 		func(done int) error { return bar.Set64(int64(done)) })
 	if err != nil {
 		_ = bar.Exit()
@@ -133,24 +131,4 @@ func cmdExport(ctx context.Context, env *Env, args []string) error {
 	}
 	fmt.Fprintf(env.Stdout, "%s\tdataset version %s\n", filepath.Join(dir, datasets.ManifestName), m.DatasetVersion)
 	return nil
-}
-
-// openDatasets opens the database and returns the datasets service as
-// every process builds it (app.New), and what closes the database and
-// removes the scratch directory.
-func openDatasets(ctx context.Context, cfg config.Config, env *Env) (*datasets.Service, func(), error) {
-	log := newLogger(cfg, env.Stderr)
-	d, err := openDB(ctx, cfg, log)
-	if err != nil {
-		return nil, nil, err
-	}
-	svc, err := app.New(cfg, d.Pool, log)
-	if err != nil {
-		d.Close()
-		return nil, nil, err
-	}
-	return svc.Datasets, func() {
-		_ = svc.Scratch.Close()
-		d.Close()
-	}, nil
 }

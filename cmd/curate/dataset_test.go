@@ -29,7 +29,7 @@ func TestDatasetFreezeAndExport(t *testing.T) {
 	pool, url := pgtest.NewDBURL(t)
 	t.Setenv("DATABASE_URL", url)
 	t.Setenv("CURATE_DATA_DIR", t.TempDir())
-	org, err := accounts.New(pool).EnsureOrg(ctx, "acme", "Acme")
+	org, err := accounts.New(pool, accounts.DefaultSessionTTL).EnsureOrg(ctx, "acme", "Acme")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -58,7 +58,7 @@ func TestDatasetFreezeAndExport(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer tmp.Close()
-	svc := &datasets.Service{Pool: pool, Bucket: bucket, Scratch: tmp, Jobs: inserter}
+	svc := datasets.New(pool, inserter, bucket, tmp)
 	d, err := svc.Create(ctx, audit.System, org.ID, datasets.NewDataset{Type: datasets.TypeDPO, Settings: datasets.Settings{Name: "CLI", ValidationPercent: 20, SplitSeed: 1}})
 	if err != nil {
 		t.Fatal(err)

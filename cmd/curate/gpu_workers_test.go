@@ -30,8 +30,8 @@ func TestWebOnlyServerLaunchesOnAGPUWorker(t *testing.T) {
 	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
-	trainer := filepath.Join(t.TempDir(), "faketrainer")
-	if out, err := exec.Command("go", "build", "-o", trainer, "github.com/curate/curate/internal/provider/local/faketrainer").CombinedOutput(); err != nil {
+	trainer := filepath.Join(t.TempDir(), "trainertest")
+	if out, err := exec.Command("go", "build", "-o", trainer, "github.com/curate/curate/internal/provider/local/trainertest").CombinedOutput(); err != nil {
 		t.Fatalf("building the fake trainer: %v\n%s", err, out)
 	}
 	pool, dbURL := pgtest.NewDBURL(t)
@@ -62,7 +62,7 @@ func TestWebOnlyServerLaunchesOnAGPUWorker(t *testing.T) {
 		}
 		return string(out)
 	}
-	org, err := accounts.New(pool).EnsureOrg(ctx, "acme", "Acme")
+	org, err := accounts.New(pool, accounts.DefaultSessionTTL).EnsureOrg(ctx, "acme", "Acme")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,7 +14,6 @@ import (
 	"github.com/google/uuid"
 	"github.com/schollz/progressbar/v3"
 
-	"github.com/curate/curate/internal/app"
 	"github.com/curate/curate/internal/datasets"
 	"github.com/curate/curate/internal/imports"
 )
@@ -75,16 +74,11 @@ func cmdImport(ctx context.Context, env *Env, args []string) error {
 		return fmt.Errorf("%s is not a regular file", path)
 	}
 
-	log := newLogger(cfg, env.Stderr)
-	d, err := openDB(ctx, cfg, log)
+	svc, closeDB, err := openServices(ctx, cfg, env)
 	if err != nil {
 		return err
 	}
-	defer d.Close()
-	svc, err := app.New(cfg, d.Pool, log)
-	if err != nil {
-		return err
-	}
+	defer closeDB()
 	o, err := svc.Accounts.OrgBySlug(ctx, *org)
 	if err != nil {
 		return cliError(err)

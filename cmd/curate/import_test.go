@@ -26,7 +26,7 @@ func importEnv(t *testing.T) func(table string) int {
 	t.Setenv("DATABASE_URL", url)
 	t.Setenv("CURATE_DATA_DIR", t.TempDir())
 	ctx := context.Background()
-	if _, err := accounts.New(pool).EnsureOrg(ctx, "acme", "Acme"); err != nil {
+	if _, err := accounts.New(pool, accounts.DefaultSessionTTL).EnsureOrg(ctx, "acme", "Acme"); err != nil {
 		t.Fatal(err)
 	}
 	return func(table string) int {

@@ -94,7 +94,7 @@ func TestUserAndKeyCreate(t *testing.T) {
 	if !strings.Contains(out, "created ada@acme.test (admin) in acme") || strings.Contains(out, "password:") {
 		t.Fatalf("output %q", out)
 	}
-	acc := accounts.New(pool)
+	acc := accounts.New(pool, accounts.DefaultSessionTTL)
 	if _, err := acc.SignIn(context.Background(), accounts.Credentials{Email: "ada@acme.test", Password: "a-piped-password-1", IP: "127.0.0.1"}); err != nil {
 		t.Fatalf("sign in with the piped password: %v", err)
 	}

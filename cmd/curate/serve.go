@@ -3,15 +3,10 @@ package main
 import (
 	"context"
 	"fmt"
-	"log/slog"
 	"net"
-	"os"
 	"strings"
-	"time"
 
-	"github.com/curate/curate/internal/config"
 	"github.com/curate/curate/internal/demo"
-	"github.com/curate/curate/internal/provider/openaifake"
 	"github.com/curate/curate/web"
 )
 
@@ -35,7 +30,7 @@ func cmdServe(ctx context.Context, env *Env, args []string) error {
 	}
 	log := newLogger(cfg, env.Stderr)
 	if cfg.Dev() && cfg.OpenAIAPIKey == "" {
-		stop, err := fakeOpenAI(&cfg, log)
+		stop, err := devOpenAI(&cfg, log)
 		if err != nil {
 			return err
 		}
@@ -62,12 +57,12 @@ func cmdServe(ctx context.Context, env *Env, args []string) error {
 	}
 	url := baseURL(ln.Addr(), cfg.TLSCert != "")
 	if cfg.Dev() {
-		seeded, err := demo.Ensure(ctx, app.Accounts)
+		seeded, err := app.Demo.Ensure(ctx)
 		if err != nil {
 			ln.Close()
 			return fmt.Errorf("seeding demo data: %w", err)
 		}
-		n, err := demo.SeedFeedback(ctx, app.Pool, seeded)
+		n, err := app.Demo.SeedFeedback(ctx, seeded)
 		if err != nil {
 			ln.Close()
 			return fmt.Errorf("seeding demo feedback: %w", err)
@@ -75,7 +70,7 @@ func cmdServe(ctx context.Context, env *Env, args []string) error {
 		if n > 0 {
 			log.Info("seeded demo feedback", "items", n)
 		}
-		v, err := demo.SeedDataset(ctx, app.Pool, seeded.OrgID)
+		v, err := app.Demo.SeedDataset(ctx, seeded.OrgID)
 		if err != nil {
 			ln.Close()
 			return fmt.Errorf("seeding the demo dataset: %w", err)
@@ -90,24 +85,6 @@ func cmdServe(ctx context.Context, env *Env, args []string) error {
 	}
 	log.Info("curate is running", "url", url, "workers", cfg.Workers)
 	return app.Run(ctx, ln, env.Hard)
-}
-
-// fakeOpenAI starts the built-in stand-in for OpenAI's fine-tuning API and
-// points cfg at it, so dev mode shows a job running without a paid key.
-// Jobs are polled every two seconds unless CURATE_FINETUNE_POLL says
-// otherwise, so one finishes in about forty seconds. The returned func
-// stops the fake.
-func fakeOpenAI(cfg *config.Config, log *slog.Logger) (func(), error) {
-	fake, err := openaifake.Start(openaifake.WithScript(openaifake.DevScript()))
-	if err != nil {
-		return nil, fmt.Errorf("starting the fine-tuning fake: %w", err)
-	}
-	cfg.OpenAIBaseURL, cfg.OpenAIAPIKey = fake.URL(), "sk-curate-dev-fake"
-	if _, set := os.LookupEnv("CURATE_FINETUNE_POLL"); !set {
-		cfg.FineTunePoll = 2 * time.Second
-	}
-	log.Info("OPENAI_API_KEY is unset: OpenAI fine-tuning jobs go to the built-in fake", "url", fake.URL(), "poll", cfg.FineTunePoll)
-	return fake.Close, nil
 }
 
 func printDemo(env *Env, url string, s demo.Seeded) {

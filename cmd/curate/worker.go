@@ -46,7 +46,7 @@ func cmdWorker(ctx context.Context, env *Env, args []string) error {
 	if err := svc.Servers.CheckKeys(ctx, secret); err != nil {
 		return err
 	}
-	client, err := jobs.NewClient(jobs.Deps{Services: svc}, jobs.Options{Workers: cfg.Workers, GPUSlots: cfg.GPUSlots})
+	client, err := jobs.NewClient(d.Pool, svc, jobs.Options{Workers: cfg.Workers, GPUSlots: cfg.GPUSlots})
 	if err != nil {
 		return err
 	}

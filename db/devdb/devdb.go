@@ -155,9 +155,6 @@ func (c *Cluster) AdminURL() string {
 	return strings.Replace(c.URL(), "@/"+dbName+"?", "@/postgres?", 1)
 }
 
-// Started reports whether this process started the cluster.
-func (c *Cluster) Started() bool { return c.started }
-
 // Keep leaves the cluster running after this process ends.
 func (c *Cluster) Keep() { c.started = false }
 

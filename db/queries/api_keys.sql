@@ -3,9 +3,6 @@ INSERT INTO api_keys (org_id, name, prefix, secret_hash, role, created_by)
 VALUES ($1, $2, $3, $4, $5, $6)
 RETURNING *;
 
--- name: APIKeyGetByPrefix :one
-SELECT * FROM api_keys WHERE prefix = $1;
-
 -- name: APIKeyGetCaller :one
 -- A key, its organisation and its creator's current standing, read on
 -- every API request (the key's role is capped by its creator's).

@@ -28,10 +28,6 @@ SELECT * FROM experiments WHERE org_id = @org_id AND key = @key;
 -- name: ExperimentGetByKeyForUpdate :one
 SELECT * FROM experiments WHERE org_id = @org_id AND key = @key FOR UPDATE;
 
--- name: ExperimentGetByID :one
--- For the worker, which knows the experiment only by its id.
-SELECT * FROM experiments WHERE id = @id;
-
 -- name: ExperimentList :many
 SELECT * FROM experiments WHERE org_id = @org_id ORDER BY created_at DESC LIMIT 200;
 
@@ -72,9 +68,6 @@ RETURNING *;
 
 -- name: ExperimentUpdateEnds :exec
 UPDATE experiments SET ends_at = @ends_at, updated_at = now() WHERE id = @id;
-
--- name: ExperimentUpdateSeed :exec
-UPDATE experiments SET seed = @seed, updated_at = now() WHERE id = @id;
 
 -- name: ExperimentUpdateRollout :exec
 UPDATE experiments SET rollout_step = @rollout_step, rollout_step_at = now(), updated_at = now() WHERE id = @id;

@@ -1,7 +1,8 @@
 -- Live scoring: scorers per experiment or alias, the feedback they sample
 -- and the scores they keep.
 
--- name: LiveScorerUpsertExperiment :one
+-- name: LiveScorerInsertForExperiment :one
+-- An upsert: the experiment keeps one scorer, changed in place.
 -- A new scorer starts sampling the feedback that arrives from now on.
 INSERT INTO live_scorers (org_id, experiment_id, endpoint, template, rate, enabled, cursor_at, created_by_label)
 VALUES (@org_id, @experiment_id, @endpoint, @template, @rate, @enabled, now(), @created_by_label)
@@ -9,7 +10,7 @@ ON CONFLICT (experiment_id) WHERE experiment_id IS NOT NULL
 DO UPDATE SET endpoint = EXCLUDED.endpoint, template = EXCLUDED.template, rate = EXCLUDED.rate, enabled = EXCLUDED.enabled, updated_at = now()
 RETURNING *;
 
--- name: LiveScorerUpsertAlias :one
+-- name: LiveScorerInsertForAlias :one
 INSERT INTO live_scorers (org_id, registered_model_id, alias, endpoint, template, rate, enabled, cursor_at, created_by_label)
 VALUES (@org_id, @registered_model_id, @alias, @endpoint, @template, @rate, @enabled, now(), @created_by_label)
 ON CONFLICT (registered_model_id, alias) WHERE registered_model_id IS NOT NULL
@@ -81,7 +82,7 @@ FROM live_scores l JOIN feedback f ON f.id = l.feedback_id
 WHERE l.scorer_id = @scorer_id AND l.status = 'pending' AND (l.scored_at IS NULL OR l.scored_at < now() - interval '10 minutes')
 ORDER BY l.created_at, l.feedback_id LIMIT @row_limit;
 
--- name: LiveScoreClaim :execrows
+-- name: LiveScoreUpdateClaim :execrows
 -- Claims a pending answer for scoring, in one statement: of scorers that
 -- race for it, one claims it and the others find no row. The claim is the
 -- pending row's scored_at.
@@ -104,6 +105,6 @@ WHERE scorer_id = @scorer_id AND status = 'pending';
 -- scoring job that ended as they were sampled left them.
 SELECT DISTINCT scorer_id FROM live_scores WHERE status = 'pending' AND created_at < now() - interval '1 minute';
 
--- name: LiveScoreRelease :exec
+-- name: LiveScoreUpdateRelease :exec
 -- Gives back a claim whose scoring failed, for the retry.
 UPDATE live_scores SET scored_at = NULL WHERE scorer_id = @scorer_id AND feedback_id = @feedback_id AND status = 'pending';

@@ -12,6 +12,13 @@ SELECT * FROM users WHERE lower(email) = lower(@email::text);
 -- name: UserList :many
 SELECT * FROM users WHERE org_id = $1 ORDER BY created_at, id;
 
+-- name: UserGetAdminsForUpdate :exec
+-- Holds an organisation's admin set still until the transaction ends, so
+-- that two admins demoting each other at once cannot leave it with none.
+-- An advisory lock, keyed by the organisation, since the change may add an
+-- admin row that no lock on existing rows would cover.
+SELECT pg_advisory_xact_lock(hashtext(CAST(@org_id::uuid AS text)));
+
 -- name: UserCountAdmins :one
 SELECT count(*) FROM users WHERE org_id = $1 AND role = 'admin' AND active;
 

@@ -14,7 +14,6 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"golang.org/x/sync/singleflight"
 
@@ -40,10 +39,15 @@ type Service struct {
 	keyLookups singleflight.Group
 }
 
-// New returns a Service with the default lockout policy and session length.
-func New(pool *pgxpool.Pool) *Service {
+// DefaultSessionTTL is how long a browser stays signed in unless the
+// configuration says otherwise (CURATE_SESSION_TTL).
+const DefaultSessionTTL = 12 * time.Hour
+
+// New returns a Service with the default lockout policy, whose sign-ins
+// last sessionTTL.
+func New(pool *pgxpool.Pool, sessionTTL time.Duration) *Service {
 	return &Service{Pool: pool, MaxFailuresPerEmail: 5, MaxFailuresPerIP: 30, Window: 15 * time.Minute,
-		SessionTTL: 12 * time.Hour, Now: time.Now}
+		SessionTTL: sessionTTL, Now: time.Now}
 }
 
 var slugRE = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,62}$`)
@@ -65,7 +69,7 @@ func (s *Service) EnsureOrg(ctx context.Context, slug, name string) (db.Organiza
 		name = slug
 	}
 	org, err = q.OrgInsert(ctx, db.OrgInsertParams{Slug: slug, Name: name})
-	if isUnique(err) { // created meanwhile
+	if errs.IsUnique(err, "organizations_slug_key") { // created meanwhile
 		return q.OrgGetBySlug(ctx, slug)
 	}
 	return org, err
@@ -116,7 +120,7 @@ func (s *Service) CreateUser(ctx context.Context, actor audit.Actor, orgID uuid.
 	var u db.User
 	err = db.InTx(ctx, s.Pool, func(_ pgx.Tx, q *db.Queries) error {
 		u, err = q.UserInsert(ctx, db.UserInsertParams{OrgID: orgID, Email: in.Email, Name: in.Name, PasswordHash: hash, Role: db.UserRole(role)})
-		if isUnique(err) {
+		if errs.IsUnique(err, "users_email_key") {
 			return errs.InvalidField("email", "a user with this e-mail address already exists")
 		}
 		if err != nil {
@@ -138,7 +142,7 @@ func (s *Service) ChangeRole(ctx context.Context, actor audit.Actor, orgID, user
 	}
 	var u db.User
 	err = db.InTx(ctx, s.Pool, func(tx pgx.Tx, q *db.Queries) error {
-		old, err := lockUser(ctx, tx, q, orgID, userID)
+		old, err := lockUser(ctx, q, orgID, userID)
 		if err != nil {
 			return err
 		}
@@ -172,7 +176,7 @@ func (s *Service) ChangeRole(ctx context.Context, actor audit.Actor, orgID, user
 func (s *Service) SetActive(ctx context.Context, actor audit.Actor, orgID, userID uuid.UUID, active bool) (db.User, error) {
 	var u db.User
 	err := db.InTx(ctx, s.Pool, func(tx pgx.Tx, q *db.Queries) error {
-		old, err := lockUser(ctx, tx, q, orgID, userID)
+		old, err := lockUser(ctx, q, orgID, userID)
 		if err != nil {
 			return err
 		}
@@ -204,17 +208,12 @@ func (s *Service) SetActive(ctx context.Context, actor audit.Actor, orgID, userI
 
 // lockUser reads a user of the organisation, holding the organisation's
 // admin set still until the transaction ends.
-func lockUser(ctx context.Context, tx pgx.Tx, q *db.Queries, orgID, userID uuid.UUID) (db.User, error) {
-	// Serialise role changes within an organisation so two admins demoting
-	// each other at once cannot leave it with none.
-	if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock(hashtext($1::text))", orgID.String()); err != nil {
+func lockUser(ctx context.Context, q *db.Queries, orgID, userID uuid.UUID) (db.User, error) {
+	if err := q.UserGetAdminsForUpdate(ctx, orgID); err != nil {
 		return db.User{}, err
 	}
 	u, err := q.UserGet(ctx, db.UserGetParams{OrgID: orgID, ID: userID})
-	if errors.Is(err, pgx.ErrNoRows) {
-		return u, errs.ErrNotFound
-	}
-	return u, err
+	return u, errs.NotFound(err)
 }
 
 func ensureAnotherAdmin(ctx context.Context, q *db.Queries, orgID uuid.UUID) error {
@@ -268,11 +267,8 @@ func (s *Service) RevokeAPIKey(ctx context.Context, actor audit.Actor, orgID, ke
 	err := db.InTx(ctx, s.Pool, func(_ pgx.Tx, q *db.Queries) error {
 		var err error
 		k, err = q.APIKeyUpdateRevoked(ctx, db.APIKeyUpdateRevokedParams{OrgID: orgID, ID: keyID})
-		if errors.Is(err, pgx.ErrNoRows) {
-			return errs.ErrNotFound
-		}
 		if err != nil {
-			return err
+			return errs.NotFound(err)
 		}
 		return audit.Record(ctx, q, actor, audit.Entry{OrgID: orgID, Action: "api_key.revoke", TargetType: "api_key",
 			TargetID: k.ID.String(), Details: map[string]any{"name": k.Name, "prefix": k.Prefix}})
@@ -283,9 +279,4 @@ func (s *Service) RevokeAPIKey(ctx context.Context, actor audit.Actor, orgID, ke
 		s.forgetKey(k.Prefix)
 	}
 	return k, err
-}
-
-func isUnique(err error) bool {
-	var pgErr *pgconn.PgError
-	return errors.As(err, &pgErr) && pgErr.Code == "23505"
 }

@@ -52,7 +52,7 @@ func (c *clock) Now() time.Time { return c.now }
 func TestKeySuspensionReachesOtherServersWithinTheCacheTime(t *testing.T) {
 	ctx := context.Background()
 	pool := pgtest.NewDB(t)
-	here, there := accounts.New(pool), accounts.New(pool)
+	here, there := accounts.New(pool, accounts.DefaultSessionTTL), accounts.New(pool, accounts.DefaultSessionTTL)
 	clk := &clock{now: time.Now()}
 	there.Now = clk.Now
 

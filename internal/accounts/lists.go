@@ -2,10 +2,8 @@ package accounts
 
 import (
 	"context"
-	"errors"
 
 	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5"
 
 	"github.com/curate/curate/db"
 	"github.com/curate/curate/internal/errs"
@@ -20,10 +18,7 @@ func (s *Service) ListUsers(ctx context.Context, orgID uuid.UUID) ([]db.User, er
 // GetUser returns a user of the organisation, or errs.ErrNotFound.
 func (s *Service) GetUser(ctx context.Context, orgID, userID uuid.UUID) (db.User, error) {
 	u, err := db.New(s.Pool).UserGet(ctx, db.UserGetParams{OrgID: orgID, ID: userID})
-	if errors.Is(err, pgx.ErrNoRows) {
-		return u, errs.ErrNotFound
-	}
-	return u, err
+	return u, errs.NotFound(err)
 }
 
 // UserByEmail returns the organisation's user with the e-mail address (in
@@ -31,8 +26,11 @@ func (s *Service) GetUser(ctx context.Context, orgID, userID uuid.UUID) (db.User
 // organisation's user's.
 func (s *Service) UserByEmail(ctx context.Context, orgID uuid.UUID, email string) (db.User, error) {
 	u, err := db.New(s.Pool).UserGetByEmail(ctx, email)
-	if errors.Is(err, pgx.ErrNoRows) || err == nil && u.OrgID != orgID {
+	if err != nil {
+		return db.User{}, errs.NotFound(err)
+	}
+	if u.OrgID != orgID {
 		return db.User{}, errs.ErrNotFound
 	}
-	return u, err
+	return u, nil
 }

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5"
 	"github.com/riverqueue/river"
 
 	"github.com/curate/curate/db"
@@ -25,7 +24,11 @@ type WebhookArgs struct {
 }
 
 // Kind names the job in River's table.
-func (WebhookArgs) Kind() string { return "alert_webhook" }
+func (WebhookArgs) Kind() string { return "alert_deliver" }
+
+// KindAliases keeps the jobs queued under the kind's earlier name worked;
+// it can go once no row of river_job has that kind.
+func (WebhookArgs) KindAliases() []string { return []string{"alert_webhook"} }
 
 // InsertOpts gives a delivery River's retries over about a day on top of
 // the sender's own quick ones.
@@ -75,11 +78,8 @@ func (e *DeliveryError) Unwrap() error { return e.Err }
 func (s *Service) Deliver(ctx context.Context, orgID, alertID uuid.UUID) error {
 	q := db.New(s.Pool)
 	a, err := q.AlertGet(ctx, db.AlertGetParams{OrgID: orgID, ID: alertID})
-	if errors.Is(err, pgx.ErrNoRows) {
-		return errs.ErrNotFound
-	}
 	if err != nil {
-		return err
+		return errs.NotFound(err)
 	}
 	if a.WebhookDeliveredAt != nil {
 		return nil

@@ -102,7 +102,7 @@ func (s *Service) Evaluate(ctx context.Context, orgID uuid.UUID, now time.Time) 
 		}
 		holding := Evaluate(settings, snap)
 		if s.Monitors != nil {
-			more, err := s.Monitors.Conditions(ctx, q, orgID, now)
+			more, err := s.Monitors.ConditionsTx(ctx, tx, orgID, now)
 			if err != nil {
 				return err
 			}

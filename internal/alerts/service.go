@@ -51,7 +51,15 @@ type Service struct {
 // Monitors reads conditions beyond the rules', in the evaluation's
 // transaction (the production monitors, internal/monitors).
 type Monitors interface {
-	Conditions(ctx context.Context, q *db.Queries, orgID uuid.UUID, now time.Time) ([]Condition, error)
+	ConditionsTx(ctx context.Context, tx pgx.Tx, orgID uuid.UUID, now time.Time) ([]Condition, error)
+}
+
+// New builds the alerts' service: jobs queues webhook deliveries, secrets
+// seals the webhooks' signing secrets, out makes every call, monitors adds
+// the production monitors' breaches to each evaluation (nil adds none),
+// and log receives the detail of failed deliveries.
+func New(pool *pgxpool.Pool, jobs jobq.Inserter, secrets *secrets.Box, out *outbound.Client, monitors Monitors, log *slog.Logger) *Service {
+	return &Service{Pool: pool, Jobs: jobs, Secrets: secrets, Outbound: out, Monitors: monitors, Log: log}
 }
 
 // out is the outbound client for webhooks.
@@ -104,7 +112,7 @@ func (s *Service) Dismiss(ctx context.Context, actor audit.Actor, orgID, id uuid
 		if errors.Is(err, pgx.ErrNoRows) {
 			// Unknown, another organisation's, or already dismissed.
 			if _, gerr := q.AlertGet(ctx, db.AlertGetParams{OrgID: orgID, ID: id}); gerr != nil {
-				return errs.ErrNotFound
+				return errs.NotFound(gerr)
 			}
 			return nil
 		}

@@ -50,14 +50,16 @@ func (f fixture) service(t *testing.T, allow string) *alerts.Service {
 		t.Fatal(err)
 	}
 	out := &outbound.Client{Policy: p}
-	return &alerts.Service{Pool: f.pool, Secrets: f.box, Outbound: out, Webhooks: &webhook.Sender{MaxAttempts: 1, Outbound: out}}
+	svc := alerts.New(f.pool, nil, f.box, out, nil, nil)
+	svc.Webhooks = &webhook.Sender{MaxAttempts: 1, Outbound: out}
+	return svc
 }
 
 func newFixture(t *testing.T) fixture {
 	t.Helper()
 	ctx := context.Background()
 	pool := pgtest.NewDB(t)
-	acc := accounts.New(pool)
+	acc := accounts.New(pool, accounts.DefaultSessionTTL)
 	org, err := acc.EnsureOrg(ctx, "acme", "Acme")
 	if err != nil {
 		t.Fatal(err)
@@ -102,7 +104,7 @@ func (f fixture) auditCount(t *testing.T, action string) int {
 func TestDismiss(t *testing.T) {
 	ctx := context.Background()
 	f := newFixture(t)
-	svc := &alerts.Service{Pool: f.pool}
+	svc := alerts.New(f.pool, nil, nil, nil, nil, nil)
 	a := f.open(t, f.org, "safety", time.Now())
 	theirs := f.open(t, f.other, "safety", time.Now())
 
@@ -144,7 +146,7 @@ func TestDismiss(t *testing.T) {
 func TestListPages(t *testing.T) {
 	ctx := context.Background()
 	f := newFixture(t)
-	svc := &alerts.Service{Pool: f.pool}
+	svc := alerts.New(f.pool, nil, nil, nil, nil, nil)
 	base := time.Date(2026, 2, 1, 12, 0, 0, 0, time.UTC)
 	oldest := f.open(t, f.org, "k1", base)
 	tie1 := f.open(t, f.org, "k2", base.Add(time.Hour))
@@ -264,10 +266,10 @@ func TestEvaluateQueuesDelivery(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	svc := &alerts.Service{Pool: f.pool, Jobs: inserter}
+	svc := alerts.New(f.pool, inserter, nil, nil, nil, nil)
 	// An unreviewed item tagged safety is a safety report.
 	report := feedback.Item{Query: "How do I reset the alarm?", Response: "Cut the red wire.", FeedbackType: "thumbs_down", Tags: []string{"safety"}}
-	if _, _, err := (&feedback.Service{Pool: f.pool}).Ingest(ctx, f.org, "api", report); err != nil {
+	if _, _, err := (feedback.New(f.pool)).Ingest(ctx, f.org, "api", report); err != nil {
 		t.Fatal(err)
 	}
 	res, err := svc.Evaluate(ctx, f.org, time.Now())
@@ -277,7 +279,7 @@ func TestEvaluateQueuesDelivery(t *testing.T) {
 	if _, err := svc.Evaluate(ctx, f.org, time.Now()); err != nil {
 		t.Fatal(err)
 	}
-	rows, err := f.pool.Query(ctx, "SELECT args FROM river_job WHERE kind = 'alert_webhook'")
+	rows, err := f.pool.Query(ctx, "SELECT args FROM river_job WHERE kind = 'alert_deliver'")
 	if err != nil {
 		t.Fatal(err)
 	}

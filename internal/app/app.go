@@ -21,6 +21,7 @@ import (
 	"github.com/curate/curate/internal/codebook"
 	"github.com/curate/curate/internal/config"
 	"github.com/curate/curate/internal/datasets"
+	"github.com/curate/curate/internal/demo"
 	"github.com/curate/curate/internal/endpoints"
 	"github.com/curate/curate/internal/eval"
 	"github.com/curate/curate/internal/experiments"
@@ -42,14 +43,16 @@ import (
 	"github.com/curate/curate/internal/reward"
 	"github.com/curate/curate/internal/rewardmodel"
 	"github.com/curate/curate/internal/scratch"
+	"github.com/curate/curate/internal/secrets"
 	"github.com/curate/curate/internal/servers"
 	"github.com/curate/curate/internal/serving"
 )
 
-// Services are the domain services of one process.
+// Services are the domain services of one process, built once by New.
+// Handlers and job workers hold these; a new service is added here, and
+// in New, and nowhere else.
 type Services struct {
 	Config config.Config
-	Pool   *pgxpool.Pool
 	Log    *slog.Logger
 	// Jobs inserts River jobs; services start their work through it.
 	Jobs *river.Client[pgx.Tx]
@@ -60,6 +63,9 @@ type Services struct {
 	// Scratch is this process's directory for files still being written
 	// (<data dir>/tmp/...); Close it on exit.
 	Scratch *scratch.Dir
+	// Heartbeats keeps the long jobs' heartbeats and sweeps up the jobs
+	// whose worker stopped beating.
+	Heartbeats *jobq.Heartbeats
 
 	Accounts *accounts.Service
 	Feedback *feedback.Service
@@ -77,10 +83,10 @@ type Services struct {
 
 	// Models is the model registry; Serving the targets versions are
 	// deployed to.
-	Models *models.Service
-	// Eval evaluates models on golden sets.
-	Eval    *eval.Service
+	Models  *models.Service
 	Serving *serving.Service
+	// Eval evaluates models on golden sets and keeps the promotion gate.
+	Eval *eval.Service
 	// Reward keeps the reward formulas evaluations combine scores with.
 	Reward *reward.Service
 	// Endpoints are the OpenAI-compatible chat endpoints admins register;
@@ -106,9 +112,12 @@ type Services struct {
 	// Monitors watch every served version; the alert rules' evaluation
 	// opens an alert on a breach.
 	Monitors *monitors.Service
+	// Demo seeds dev mode's demo organisation through the services above.
+	Demo *demo.Seeder
 }
 
-// New builds the services on an open, migrated database.
+// New builds the services on an open, migrated database, each once, in
+// the order they need each other.
 func New(cfg config.Config, pool *pgxpool.Pool, log *slog.Logger) (*Services, error) {
 	inserter, err := jobq.New(pool)
 	if err != nil {
@@ -131,64 +140,70 @@ func New(cfg config.Config, pool *pgxpool.Pool, log *slog.Logger) (*Services, er
 		return nil, err
 	}
 	out := &outbound.Client{Policy: policy}
-	fb := &feedback.Service{Pool: pool}
-	ps := &pairs.Service{Pool: pool}
-	imp, err := imports.New(cfg, pool, fb, ps, inserter, bucket, log)
+	// One key seals every secret Curate stores: Langfuse secret keys,
+	// webhook signing secrets, the API keys of endpoints and targets.
+	key, err := cfg.Secret()
 	if err != nil {
 		return nil, err
 	}
-	imp.Outbound = out
-	ds := &datasets.Service{Pool: pool, Bucket: bucket, Scratch: tmp, Jobs: inserter}
-	ft := finetune.FromConfig(pool, cfg)
-	ft.Jobs = inserter
-	ft.Log = log
-	ft.SetDataSource(&datasets.FineTuneSource{Service: ds})
-	srv := &serving.Service{Pool: pool, Secrets: imp.Secrets, Outbound: out, ProviderKey: cfg.OpenAIAPIKey, ProviderBaseURL: cfg.OpenAIBaseURL}
-	eps := &endpoints.Service{Pool: pool, Secrets: imp.Secrets, Outbound: out}
-	jd := &judge.Service{Pool: pool, Endpoints: eps, Jobs: inserter, DefaultBudget: pricing.Dollars(cfg.JudgeBudgetUSD)}
-	ev := &eval.Service{Pool: pool, Jobs: inserter}
-	reg := &models.Service{Pool: pool, Jobs: inserter, Serving: srv, Gate: ev}
-	rw := &reward.Service{Pool: pool}
-	rms := &rewardmodel.Service{Pool: pool, Models: reg}
-	ev.Runner = &eval.Runs{Endpoints: eps, Judge: jd, Models: reg, Reward: rw, RewardModels: rms}
-	ft.Registry = reg
-	svs := &servers.Service{Pool: pool}
-	ft.Workers = svs
-	mon := &monitors.Service{Pool: pool}
-	acc := accounts.New(pool)
-	acc.SessionTTL = cfg.SessionTTL
-	svc := &Services{
-		Config: cfg, Pool: pool, Log: log, Jobs: inserter, Outbound: out, Scratch: tmp,
+	box, err := secrets.New(key)
+	if err != nil {
+		return nil, err
+	}
+
+	fb := feedback.New(pool)
+	ps := pairs.New(pool)
+	ds := datasets.New(pool, inserter, bucket, tmp)
+	// A provider target with no address of its own calls what the
+	// server's OpenAI fine-tuning jobs made, with the server's key.
+	srv := serving.New(pool, box, out, cfg.OpenAIAPIKey, cfg.OpenAIBaseURL)
+	eps := endpoints.New(pool, box, out)
+	jd := judge.New(pool, eps, inserter, pricing.Dollars(cfg.JudgeBudgetUSD))
+	rw := reward.New(pool)
+	// The registry asks the promotion gate before production moves; the
+	// evaluations that the gate reads ask the registry's versions.
+	gates := eval.NewGates(pool)
+	reg := models.New(pool, inserter, srv, gates)
+	rms := rewardmodel.New(pool, reg)
+	exp := experiments.New(pool, reg)
+	acc := accounts.New(pool, cfg.SessionTTL)
+	svs := servers.New(pool)
+	mon := monitors.New(pool)
+	al := alerts.New(pool, inserter, box, out, mon, log)
+	return &Services{
+		Config: cfg, Log: log, Jobs: inserter, Outbound: out, Scratch: tmp, Heartbeats: jobq.NewHeartbeats(pool),
+
 		Accounts: acc,
 		Feedback: fb,
 		Pairs:    ps,
-		Imports:  imp,
+		Imports:  imports.New(pool, fb, ps, inserter, box, bucket, out, log),
 		Datasets: ds,
-		FineTune: ft,
+		// A local launch is taken when a live worker of the GPU queue
+		// can run it.
+		FineTune: finetune.New(pool, cfg, inserter, &datasets.FineTuneSource{Service: ds}, reg, svs, log),
 
-		// The webhook secrets are sealed with the key of the Langfuse
-		// secrets: one key for every secret Curate stores.
-		Alerts:        &alerts.Service{Pool: pool, Jobs: inserter, Secrets: imp.Secrets, Outbound: out, Log: log, Monitors: mon},
-		FeedbackStats: &feedbackstats.Service{Pool: pool},
-		AuditLog:      &audit.Service{Pool: pool},
-		Health:        &health.Service{Pool: pool},
+		Alerts:        al,
+		FeedbackStats: feedbackstats.New(pool),
+		AuditLog:      audit.New(pool),
+		Health:        health.New(pool),
 		Servers:       svs,
-		Models:        reg,
-		Eval:          ev,
-		Serving:       srv,
-		Reward:        rw,
-		Endpoints:     eps,
-		Judge:         jd,
-		BestOfN:       &bestofn.Service{Pool: pool, Judge: jd, Endpoints: eps, Models: reg, RewardModels: rms},
-		Experiments:   &experiments.Service{Pool: pool, Models: reg},
-		Codebooks:     &codebook.Service{Pool: pool, Judge: jd, Jobs: inserter},
-		Overview:      &overview.Service{Pool: pool},
-		RewardModels:  rms,
-		Review:        &review.Service{Pool: pool},
-		LiveScore:     &livescore.Service{Pool: pool, Jobs: inserter, Scorer: livescore.JudgeScorer{Judge: jd}, Judge: jd},
-		Monitors:      mon,
-	}
-	// The start page recommends for running experiments as their panels do.
-	svc.Overview.Experiments = svc.Experiments
-	return svc, nil
+
+		Models:      reg,
+		Serving:     srv,
+		Eval:        eval.New(pool, gates, inserter, eval.NewRuns(eps, jd, reg, rw, rms)),
+		Reward:      rw,
+		Endpoints:   eps,
+		Judge:       jd,
+		BestOfN:     bestofn.New(pool, jd, eps, reg, rms),
+		Experiments: exp,
+		Codebooks:   codebook.New(pool, jd, inserter),
+		// The start page recommends for running experiments as their
+		// panels do.
+		Overview:     overview.New(pool, exp),
+		RewardModels: rms,
+		Review:       review.New(pool),
+		LiveScore:    livescore.New(pool, inserter, livescore.JudgeScorer{Judge: jd}, jd),
+		Monitors:     mon,
+		Demo:         demo.New(pool, acc, fb, al, ds),
+	}, nil
 }

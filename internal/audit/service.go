@@ -19,6 +19,9 @@ type Service struct {
 	Pool *pgxpool.Pool
 }
 
+// New builds the audit log reader on pool's database.
+func New(pool *pgxpool.Pool) *Service { return &Service{Pool: pool} }
+
 // Filter narrows the log to one actor (a user's e-mail or a key's name) and
 // one action; an empty field matches every entry.
 type Filter struct {

@@ -47,7 +47,7 @@ func TestList(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	svc := &audit.Service{Pool: pool}
+	svc := audit.New(pool)
 	// all reads every page of a filter, two entries at a time.
 	all := func(f audit.Filter) []string {
 		t.Helper()

@@ -47,7 +47,7 @@ func BenchmarkBestOfNRewardModel(b *testing.B) {
 	}
 	ctx := context.Background()
 	pool := pgtest.NewDB(b)
-	org, err := accounts.New(pool).EnsureOrg(ctx, "bench", "Bench")
+	org, err := accounts.New(pool, accounts.DefaultSessionTTL).EnsureOrg(ctx, "bench", "Bench")
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -59,8 +59,9 @@ func BenchmarkBestOfNRewardModel(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	srv := &serving.Service{Pool: pool, Outbound: &outbound.Client{Policy: policy}, Attempts: 1}
-	reg := &models.Service{Pool: pool, Jobs: jobs, Serving: srv}
+	srv := serving.New(pool, nil, &outbound.Client{Policy: policy}, "", "")
+	srv.Attempts = 1
+	reg := models.New(pool, jobs, srv, nil)
 	rm := vllmtest.NewPooling(b, "support-rm", "/runs/7f3a/final", func(conv []vllmtest.Message) float64 {
 		return float64(len(conv[len(conv)-1].Content) % 7)
 	})
@@ -80,7 +81,7 @@ func BenchmarkBestOfNRewardModel(b *testing.B) {
 	if err := reg.Advance(ctx, d.ID); err != nil {
 		b.Fatal(err)
 	}
-	svc := &bestofn.Service{Pool: pool, Models: reg, RewardModels: &rewardmodel.Service{Pool: pool, Models: reg}}
+	svc := bestofn.New(pool, nil, nil, reg, rewardmodel.New(pool, reg))
 
 	const query = "My router blinks red after the storm. What should I do?"
 	candidates := func(round int) []string {

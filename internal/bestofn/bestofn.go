@@ -19,7 +19,6 @@ import (
 	"strings"
 
 	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"golang.org/x/sync/errgroup"
 
@@ -68,6 +67,12 @@ type Service struct {
 	Models    *models.Service
 	// RewardModels scores candidates with a served reward model.
 	RewardModels *rewardmodel.Service
+}
+
+// New builds the best-of-N service on the judge, the endpoints and the
+// registry it asks for answers, and the reward models that may score them.
+func New(pool *pgxpool.Pool, judge *judge.Service, endpoints *endpoints.Service, models *models.Service, rewardModels *rewardmodel.Service) *Service {
+	return &Service{Pool: pool, Judge: judge, Endpoints: endpoints, Models: models, RewardModels: rewardModels}
 }
 
 // Sample is one sampling strategy.
@@ -500,11 +505,8 @@ type Logged struct {
 func (s *Service) Get(ctx context.Context, orgID, id uuid.UUID) (Logged, error) {
 	q := db.New(s.Pool)
 	row, err := q.SelectionGet(ctx, db.SelectionGetParams{OrgID: orgID, ID: id})
-	if errors.Is(err, pgx.ErrNoRows) {
-		return Logged{}, errs.ErrNotFound
-	}
 	if err != nil {
-		return Logged{}, err
+		return Logged{}, errs.NotFound(err)
 	}
 	out := Logged{ResponseID: row.ID, Query: row.Query, Context: row.Context, Scorer: row.Scorer, Selection: row.Selection,
 		GenerationMethod: row.GenerationMethod, Selected: int(row.Selected), RewardScore: row.RewardScore}

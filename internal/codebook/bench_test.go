@@ -28,7 +28,7 @@ func BenchmarkCodebookRetrieve(b *testing.B) {
 	}
 	ctx := context.Background()
 	pool := pgtest.NewDB(b)
-	org, err := accounts.New(pool).EnsureOrg(ctx, "bench", "Bench")
+	org, err := accounts.New(pool, accounts.DefaultSessionTTL).EnsureOrg(ctx, "bench", "Bench")
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -46,7 +46,7 @@ func BenchmarkCodebookRetrieve(b *testing.B) {
 		rules[i] = codebook.VersionRule{Section: a,
 			Content: fmt.Sprintf("When the user asks about %s with %s, %s article %d first.", a, c, verbs[i%len(verbs)], i)}
 	}
-	svc := &codebook.Service{Pool: pool}
+	svc := codebook.New(pool, nil, nil)
 	if _, err := svc.Import(ctx, audit.System, org.ID, "bench", rules); err != nil {
 		b.Fatal(err)
 	}

@@ -56,6 +56,12 @@ type Service struct {
 	Jobs jobq.Inserter
 }
 
+// New builds the codebooks' service: judge asks the reflector for
+// suggested rules (nil leaves suggestions off) and jobs starts them.
+func New(pool *pgxpool.Pool, judge *judge.Service, jobs jobq.Inserter) *Service {
+	return &Service{Pool: pool, Judge: judge, Jobs: jobs}
+}
+
 // Rule is a rule as the API shows it.
 type Rule struct {
 	ID                uuid.UUID   `json:"id"`
@@ -197,19 +203,13 @@ func nonNil(ids []uuid.UUID) []uuid.UUID {
 // book reads a codebook by name.
 func book(ctx context.Context, q *db.Queries, orgID uuid.UUID, name string) (db.Codebook, error) {
 	b, err := q.CodebookGetByName(ctx, db.CodebookGetByNameParams{OrgID: orgID, Name: name})
-	if errors.Is(err, pgx.ErrNoRows) {
-		return b, errs.ErrNotFound
-	}
-	return b, err
+	return b, errs.NotFound(err)
 }
 
 // lockBook reads a codebook and holds it until the transaction ends.
 func lockBook(ctx context.Context, q *db.Queries, orgID uuid.UUID, name string) (db.Codebook, error) {
 	b, err := q.CodebookGetByNameForUpdate(ctx, db.CodebookGetByNameForUpdateParams{OrgID: orgID, Name: name})
-	if errors.Is(err, pgx.ErrNoRows) {
-		return b, errs.ErrNotFound
-	}
-	return b, err
+	return b, errs.NotFound(err)
 }
 
 // Sorts are the orders Rules offers: by section (""), or the most helpful
@@ -253,11 +253,8 @@ func (s *Service) UpdateRule(ctx context.Context, actor audit.Actor, orgID uuid.
 			return err
 		}
 		cur, err := q.CodebookRuleGet(ctx, db.CodebookRuleGetParams{OrgID: orgID, CodebookID: b.ID, ID: id})
-		if errors.Is(err, pgx.ErrNoRows) {
-			return errs.ErrNotFound
-		}
 		if err != nil {
-			return err
+			return errs.NotFound(err)
 		}
 		out, err = q.CodebookRuleUpdate(ctx, db.CodebookRuleUpdateParams{OrgID: orgID, ID: id, Version: int32(version), Section: in.Section,
 			Content: in.Content, Status: db.RuleStatus(in.Status)})

@@ -168,11 +168,8 @@ func (s *Service) Diff(ctx context.Context, orgID uuid.UUID, name string, versio
 		return Diff{}, err
 	}
 	v, err := q.CodebookVersionGet(ctx, db.CodebookVersionGetParams{CodebookID: b.ID, Version: int32(version)})
-	if errors.Is(err, pgx.ErrNoRows) {
-		return Diff{}, errs.ErrNotFound
-	}
 	if err != nil {
-		return Diff{}, err
+		return Diff{}, errs.NotFound(err)
 	}
 	after, err := versionRules(ctx, q, v.ID)
 	if err != nil {
@@ -241,11 +238,8 @@ func (s *Service) Rule(ctx context.Context, orgID uuid.UUID, name string, id uui
 		return RuleDetail{}, err
 	}
 	r, err := q.CodebookRuleGet(ctx, db.CodebookRuleGetParams{OrgID: orgID, CodebookID: b.ID, ID: id})
-	if errors.Is(err, pgx.ErrNoRows) {
-		return RuleDetail{}, errs.ErrNotFound
-	}
 	if err != nil {
-		return RuleDetail{}, err
+		return RuleDetail{}, errs.NotFound(err)
 	}
 	out := RuleDetail{Rule: ruleOf(r)}
 	if len(r.SourceFeedbackIds) > 0 {

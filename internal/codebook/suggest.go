@@ -366,11 +366,8 @@ func markAccepted(ctx context.Context, q *db.Queries, orgID, bookID, suggestionI
 // was reviewed already.
 func notReviewable(ctx context.Context, q *db.Queries, orgID, bookID, id uuid.UUID) error {
 	_, err := q.CodebookSuggestionGet(ctx, db.CodebookSuggestionGetParams{OrgID: orgID, CodebookID: bookID, ID: id})
-	switch {
-	case errors.Is(err, pgx.ErrNoRows):
-		return errs.ErrNotFound
-	case err != nil:
-		return err
+	if err != nil {
+		return errs.NotFound(err)
 	}
 	return &errs.Conflict{Message: "The suggestion was already reviewed."}
 }

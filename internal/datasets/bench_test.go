@@ -50,7 +50,7 @@ func BenchmarkExport(b *testing.B) {
 	}
 	ctx := context.Background()
 	pool := pgtest.NewDB(b)
-	org, err := accounts.New(pool).EnsureOrg(ctx, "bench", "Bench")
+	org, err := accounts.New(pool, accounts.DefaultSessionTTL).EnsureOrg(ctx, "bench", "Bench")
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -70,7 +70,7 @@ func BenchmarkExport(b *testing.B) {
 		b.Fatal(err)
 	}
 	rows = nil
-	svc := &datasets.Service{Pool: pool}
+	svc := datasets.New(pool, nil, nil, nil)
 	d, err := svc.Create(ctx, audit.System, org.ID, datasets.NewDataset{Type: datasets.TypeDPO, Settings: datasets.Settings{Name: "bench", ValidationPercent: 10, SplitSeed: 1}})
 	if err != nil {
 		b.Fatal(err)

@@ -79,6 +79,12 @@ type Service struct {
 	SyncValidationLimit int
 }
 
+// New builds the dataset service: jobs starts exports, their files are
+// written in scratch and kept in bucket (nil where nothing is exported).
+func New(pool *pgxpool.Pool, jobs jobq.Inserter, bucket *blob.Bucket, scratch *scratch.Dir) *Service {
+	return &Service{Pool: pool, Jobs: jobs, Bucket: bucket, Scratch: scratch}
+}
+
 // Settings are a dataset's editable fields.
 type Settings struct {
 	Name              string
@@ -231,11 +237,8 @@ type Detail struct {
 func (s *Service) Get(ctx context.Context, orgID, id uuid.UUID) (Detail, error) {
 	q := db.New(s.Pool)
 	row, err := q.DatasetGet(ctx, db.DatasetGetParams{OrgID: orgID, ID: id})
-	if errors.Is(err, pgx.ErrNoRows) {
-		return Detail{}, errs.ErrNotFound
-	}
 	if err != nil {
-		return Detail{}, err
+		return Detail{}, errs.NotFound(err)
 	}
 	d := Detail{Dataset: row.TrainingDataset, MemberCount: int(row.MemberCount)}
 	if d.Versions, err = q.DatasetVersionList(ctx, db.DatasetVersionListParams{OrgID: orgID, DatasetID: id}); err != nil {
@@ -387,10 +390,7 @@ func (s *Service) Transition(ctx context.Context, actor audit.Actor, orgID, id u
 
 func lock(ctx context.Context, q *db.Queries, orgID, id uuid.UUID) (db.TrainingDataset, error) {
 	d, err := q.DatasetGetForUpdate(ctx, db.DatasetGetForUpdateParams{OrgID: orgID, ID: id})
-	if errors.Is(err, pgx.ErrNoRows) {
-		return d, errs.ErrNotFound
-	}
-	return d, err
+	return d, errs.NotFound(err)
 }
 
 // AddMembers adds pairs (preference datasets) or approved and corrected

@@ -211,11 +211,8 @@ func blocking(r Report) error {
 func (s *Service) RunExport(ctx context.Context, exportID uuid.UUID) error {
 	q := db.New(s.Pool)
 	e, err := q.ExportGetByID(ctx, exportID)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return fmt.Errorf("export %s: %w", exportID, errs.ErrNotFound)
-	}
 	if err != nil {
-		return err
+		return fmt.Errorf("export %s: %w", exportID, errs.NotFound(err))
 	}
 	if e.Status == db.ExportStatusSucceeded {
 		return nil
@@ -455,10 +452,13 @@ func writeSplit(ctx context.Context, q *db.Queries, w io.Writer, ver db.DatasetV
 // errs.ErrNotFound.
 func (s *Service) Export(ctx context.Context, orgID, datasetID, exportID uuid.UUID) (db.DatasetExport, error) {
 	e, err := db.New(s.Pool).ExportGet(ctx, db.ExportGetParams{OrgID: orgID, ID: exportID})
-	if errors.Is(err, pgx.ErrNoRows) || (err == nil && e.DatasetID != datasetID) {
+	if err != nil {
+		return db.DatasetExport{}, errs.NotFound(err)
+	}
+	if e.DatasetID != datasetID {
 		return db.DatasetExport{}, errs.ErrNotFound
 	}
-	return e, err
+	return e, nil
 }
 
 // File is an export's file opened for download.
@@ -530,10 +530,10 @@ func splitOrder(name string) string {
 // command line.
 func (s *Service) OrgOf(ctx context.Context, id uuid.UUID) (uuid.UUID, error) {
 	org, err := db.New(s.Pool).DatasetGetOrgID(ctx, id)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return uuid.Nil, fmt.Errorf("dataset %s: %w", id, errs.ErrNotFound)
+	if err != nil {
+		return uuid.Nil, fmt.Errorf("dataset %s: %w", id, errs.NotFound(err))
 	}
-	return org, err
+	return org, nil
 }
 
 // ExportTo writes an export of the dataset's current version straight to

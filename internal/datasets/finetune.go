@@ -52,11 +52,8 @@ func (s *FineTuneSource) Versions(ctx context.Context, orgID uuid.UUID) ([]finet
 func (s *FineTuneSource) Version(ctx context.Context, orgID, versionID uuid.UUID) (finetune.Version, error) {
 	q := db.New(s.Service.Pool)
 	v, err := q.DatasetVersionGet(ctx, db.DatasetVersionGetParams{OrgID: orgID, ID: versionID})
-	if errors.Is(err, pgx.ErrNoRows) {
-		return finetune.Version{}, errs.ErrNotFound
-	}
 	if err != nil {
-		return finetune.Version{}, err
+		return finetune.Version{}, errs.NotFound(err)
 	}
 	row, err := q.DatasetGet(ctx, db.DatasetGetParams{OrgID: orgID, ID: v.DatasetID})
 	if err != nil {
@@ -74,10 +71,8 @@ func (s *FineTuneSource) Version(ctx context.Context, orgID, versionID uuid.UUID
 // Latest describes the dataset's newest frozen version.
 func (s *FineTuneSource) Latest(ctx context.Context, orgID, datasetID uuid.UUID) (finetune.Version, error) {
 	q := db.New(s.Service.Pool)
-	if _, err := q.DatasetGet(ctx, db.DatasetGetParams{OrgID: orgID, ID: datasetID}); errors.Is(err, pgx.ErrNoRows) {
-		return finetune.Version{}, errs.ErrNotFound
-	} else if err != nil {
-		return finetune.Version{}, err
+	if _, err := q.DatasetGet(ctx, db.DatasetGetParams{OrgID: orgID, ID: datasetID}); err != nil {
+		return finetune.Version{}, errs.NotFound(err)
 	}
 	v, err := q.DatasetVersionGetLatest(ctx, datasetID)
 	if errors.Is(err, pgx.ErrNoRows) {
@@ -121,11 +116,8 @@ func (s *FineTuneSource) verdict(ctx context.Context, q *db.Queries, v db.Datase
 func (s *FineTuneSource) Prepare(ctx context.Context, orgID, versionID uuid.UUID, format export.Format, dir string) (finetune.Prepared, error) {
 	q := db.New(s.Service.Pool)
 	v, err := q.DatasetVersionGet(ctx, db.DatasetVersionGetParams{OrgID: orgID, ID: versionID})
-	if errors.Is(err, pgx.ErrNoRows) {
-		return finetune.Prepared{}, errs.ErrNotFound
-	}
 	if err != nil {
-		return finetune.Prepared{}, err
+		return finetune.Prepared{}, errs.NotFound(err)
 	}
 	bucket, err := fileblob.OpenBucket(dir, &fileblob.Options{NoTempDir: true})
 	if err != nil {

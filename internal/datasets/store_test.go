@@ -45,11 +45,11 @@ func newEnv(t *testing.T) env {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { bucket.Close() })
-	org, err := accounts.New(pool).EnsureOrg(context.Background(), "acme", "Acme")
+	org, err := accounts.New(pool, accounts.DefaultSessionTTL).EnsureOrg(context.Background(), "acme", "Acme")
 	if err != nil {
 		t.Fatal(err)
 	}
-	u, err := accounts.New(pool).CreateUser(context.Background(), audit.System, org.ID, accounts.NewUser{Email: "cora@acme.test", Role: "curator", Password: "a-long-password-1"})
+	u, err := accounts.New(pool, accounts.DefaultSessionTTL).CreateUser(context.Background(), audit.System, org.ID, accounts.NewUser{Email: "cora@acme.test", Role: "curator", Password: "a-long-password-1"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -64,7 +64,7 @@ func newEnv(t *testing.T) env {
 	}
 	t.Cleanup(func() { tmp.Close() })
 	actor := audit.Actor{Kind: "user", ID: u.ID, Label: u.Email}
-	return env{actor: actor, pool: pool, svc: &datasets.Service{Pool: pool, Bucket: bucket, Scratch: tmp, Jobs: inserter}, org: org.ID, tmp: tmpRoot}
+	return env{actor: actor, pool: pool, svc: datasets.New(pool, inserter, bucket, tmp), org: org.ID, tmp: tmpRoot}
 }
 
 // scratchFiles lists the files left in the service's scratch directory.
@@ -122,7 +122,7 @@ func (e env) pairs(t *testing.T, n int) []uuid.UUID {
 func (e env) feedbackItem(t *testing.T, it feedback.Item, status, correction string) uuid.UUID {
 	t.Helper()
 	ctx := context.Background()
-	store := &feedback.Service{Pool: e.pool}
+	store := feedback.New(e.pool)
 	row, _, err := store.Ingest(ctx, e.org, "api", it)
 	id := row.ID
 	if err != nil {

@@ -6,7 +6,6 @@ import (
 	"net/url"
 
 	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/curate/curate/db"
 	"github.com/curate/curate/internal/audit"
@@ -23,8 +22,8 @@ const DatasetName = "Tandem support answers (demo)"
 // renamed or archived it, is left alone; a demo dataset left unfrozen by an
 // interrupted start is finished. It returns the version made, or a zero
 // version when it made none.
-func SeedDataset(ctx context.Context, pool *pgxpool.Pool, orgID uuid.UUID) (db.DatasetVersion, error) {
-	svc := &datasets.Service{Pool: pool}
+func (s *Seeder) SeedDataset(ctx context.Context, orgID uuid.UUID) (db.DatasetVersion, error) {
+	svc := s.datasets
 	id, err := unfinished(ctx, svc, orgID)
 	if err != nil || id == uuid.Nil {
 		return db.DatasetVersion{}, err

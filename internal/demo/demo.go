@@ -7,11 +7,14 @@ import (
 	"context"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/curate/curate/db"
 	"github.com/curate/curate/internal/accounts"
+	"github.com/curate/curate/internal/alerts"
 	"github.com/curate/curate/internal/audit"
 	"github.com/curate/curate/internal/auth"
+	"github.com/curate/curate/internal/datasets"
+	"github.com/curate/curate/internal/feedback"
 )
 
 // OrgSlug and AdminEmail are the demo organisation and its admin.
@@ -28,14 +31,30 @@ type Seeded struct {
 	Password string // set only when the admin was just created
 }
 
+// Seeder seeds dev mode through the services every process uses: what it
+// stores is stored as a person or the API would store it. Only dating the
+// demo feedback back and reviewing it in the past are its own queries.
+type Seeder struct {
+	pool     *pgxpool.Pool
+	accounts *accounts.Service
+	feedback *feedback.Service
+	alerts   *alerts.Service
+	datasets *datasets.Service
+}
+
+// New builds the seeder on the process's services.
+func New(pool *pgxpool.Pool, acc *accounts.Service, fb *feedback.Service, al *alerts.Service, ds *datasets.Service) *Seeder {
+	return &Seeder{pool: pool, accounts: acc, feedback: fb, alerts: al, datasets: ds}
+}
+
 // Ensure creates the demo organisation and an admin with a random password
 // on first start; later starts change nothing.
-func Ensure(ctx context.Context, acc *accounts.Service) (Seeded, error) {
-	org, err := acc.EnsureOrg(ctx, OrgSlug, "Demo")
+func (s *Seeder) Ensure(ctx context.Context) (Seeded, error) {
+	org, err := s.accounts.EnsureOrg(ctx, OrgSlug, "Demo")
 	if err != nil {
 		return Seeded{}, err
 	}
-	users, err := db.New(acc.Pool).UserList(ctx, org.ID)
+	users, err := s.accounts.ListUsers(ctx, org.ID)
 	if err != nil {
 		return Seeded{}, err
 	}
@@ -43,7 +62,7 @@ func Ensure(ctx context.Context, acc *accounts.Service) (Seeded, error) {
 		return Seeded{OrgID: org.ID, Email: AdminEmail}, nil
 	}
 	pw := auth.GeneratePassword()
-	_, err = acc.CreateUser(ctx, audit.System, org.ID, accounts.NewUser{Email: AdminEmail, Name: "Demo Admin", Role: string(auth.Admin), Password: pw})
+	_, err = s.accounts.CreateUser(ctx, audit.System, org.ID, accounts.NewUser{Email: AdminEmail, Name: "Demo Admin", Role: string(auth.Admin), Password: pw})
 	if err != nil {
 		return Seeded{}, err
 	}

@@ -8,10 +8,10 @@ import (
 
 	"github.com/curate/curate/db"
 	"github.com/curate/curate/db/pgtest"
-	"github.com/curate/curate/internal/accounts"
 	"github.com/curate/curate/internal/audit"
 	"github.com/curate/curate/internal/datasets"
 	"github.com/curate/curate/internal/demo"
+	"github.com/curate/curate/internal/demo/demotest"
 )
 
 func TestMain(m *testing.M) { pgtest.Main(m) }
@@ -22,22 +22,22 @@ func TestMain(m *testing.M) { pgtest.Main(m) }
 func TestSeedFeedbackOnce(t *testing.T) {
 	ctx := context.Background()
 	pool := pgtest.NewDB(t)
-	seeded, err := demo.Ensure(ctx, accounts.New(pool))
+	seeded, err := demotest.Seeder(pool).Ensure(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	n, err := demo.SeedFeedback(ctx, pool, seeded)
+	n, err := demotest.Seeder(pool).SeedFeedback(ctx, seeded)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if n != 70 || demo.FeedbackCount != 70 {
 		t.Fatalf("stored %d (FeedbackCount %d), want 70", n, demo.FeedbackCount)
 	}
-	again, err := demo.Ensure(ctx, accounts.New(pool))
+	again, err := demotest.Seeder(pool).Ensure(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n, err := demo.SeedFeedback(ctx, pool, again); err != nil || n != 0 {
+	if n, err := demotest.Seeder(pool).SeedFeedback(ctx, again); err != nil || n != 0 {
 		t.Fatalf("second start stored %d (%v), want 0", n, err)
 	}
 
@@ -72,14 +72,14 @@ func TestSeedFeedbackOnce(t *testing.T) {
 func TestSeedDatasetOnce(t *testing.T) {
 	ctx := context.Background()
 	pool := pgtest.NewDB(t)
-	seeded, err := demo.Ensure(ctx, accounts.New(pool))
+	seeded, err := demotest.Seeder(pool).Ensure(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := demo.SeedFeedback(ctx, pool, seeded); err != nil {
+	if _, err := demotest.Seeder(pool).SeedFeedback(ctx, seeded); err != nil {
 		t.Fatal(err)
 	}
-	v, err := demo.SeedDataset(ctx, pool, seeded.OrgID)
+	v, err := demotest.Seeder(pool).SeedDataset(ctx, seeded.OrgID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -95,7 +95,7 @@ func TestSeedDatasetOnce(t *testing.T) {
 		t.Fatalf("version %d kind %s items %d (train %d, validation %d); want v1 of sft holding all %d approved or corrected items",
 			v.Number, v.Kind, v.ItemCount, v.TrainCount, v.ValidationCount, eligible)
 	}
-	src := &datasets.FineTuneSource{Service: &datasets.Service{Pool: pool}}
+	src := &datasets.FineTuneSource{Service: datasets.New(pool, nil, nil, nil)}
 	got, err := src.Version(ctx, seeded.OrgID, v.ID)
 	if err != nil {
 		t.Fatal(err)
@@ -104,7 +104,7 @@ func TestSeedDatasetOnce(t *testing.T) {
 		t.Fatalf("fine-tuning sees %+v; want a valid %q v1", got, demo.DatasetName)
 	}
 
-	again, err := demo.SeedDataset(ctx, pool, seeded.OrgID)
+	again, err := demotest.Seeder(pool).SeedDataset(ctx, seeded.OrgID)
 	if err != nil || again.ID != uuid.Nil {
 		t.Fatalf("second start made version %v (%v), want none", again.ID, err)
 	}
@@ -122,20 +122,20 @@ func TestSeedDatasetOnce(t *testing.T) {
 func TestSeedDatasetResumesOrLeavesAlone(t *testing.T) {
 	ctx := context.Background()
 	pool := pgtest.NewDB(t)
-	seeded, err := demo.Ensure(ctx, accounts.New(pool))
+	seeded, err := demotest.Seeder(pool).Ensure(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := demo.SeedFeedback(ctx, pool, seeded); err != nil {
+	if _, err := demotest.Seeder(pool).SeedFeedback(ctx, seeded); err != nil {
 		t.Fatal(err)
 	}
-	svc := &datasets.Service{Pool: pool}
+	svc := datasets.New(pool, nil, nil, nil)
 	draft, err := svc.Create(ctx, audit.System, seeded.OrgID, datasets.NewDataset{Type: datasets.TypeInstructionTuning,
 		Settings: datasets.Settings{Name: demo.DatasetName}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	v, err := demo.SeedDataset(ctx, pool, seeded.OrgID)
+	v, err := demotest.Seeder(pool).SeedDataset(ctx, seeded.OrgID)
 	if err != nil || v.DatasetID != draft.ID || v.ItemCount == 0 {
 		t.Fatalf("resumed version %+v (%v); want one of dataset %s with items", v, err, draft.ID)
 	}
@@ -143,7 +143,7 @@ func TestSeedDatasetResumesOrLeavesAlone(t *testing.T) {
 	if _, err := svc.Transition(ctx, audit.System, seeded.OrgID, draft.ID, datasets.StatusArchived); err != nil {
 		t.Fatal(err)
 	}
-	if v, err := demo.SeedDataset(ctx, pool, seeded.OrgID); err != nil || v.ID != uuid.Nil {
+	if v, err := demotest.Seeder(pool).SeedDataset(ctx, seeded.OrgID); err != nil || v.ID != uuid.Nil {
 		t.Fatalf("with only an archived dataset made version %v (%v), want none", v.ID, err)
 	}
 }

@@ -8,10 +8,8 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/curate/curate/db"
-	"github.com/curate/curate/internal/alerts"
 	"github.com/curate/curate/internal/feedback"
 )
 
@@ -119,23 +117,22 @@ func ptr(n int) *int { return &n }
 // older than five days are reviewed by the demo admin, so the stats show
 // review progress; then the alert rules run once, so the banners show at
 // once. It returns how many items it stored.
-func SeedFeedback(ctx context.Context, pool *pgxpool.Pool, s Seeded) (int, error) {
+func (sd *Seeder) SeedFeedback(ctx context.Context, s Seeded) (int, error) {
 	items, ages := Items()
-	store := &feedback.Service{Pool: pool}
-	res, err := store.IngestBatch(ctx, s.OrgID, "api", items)
+	res, err := sd.feedback.IngestBatch(ctx, s.OrgID, "api", items)
 	if err != nil {
 		return 0, fmt.Errorf("demo feedback: %w", err)
 	}
 	if res.Inserted == 0 {
 		return 0, nil
 	}
-	q := db.New(pool)
+	q := db.New(sd.pool)
 	admin, err := q.UserGetByEmail(ctx, s.Email)
 	if err != nil {
 		return 0, fmt.Errorf("demo admin: %w", err)
 	}
 	now := time.Now()
-	err = db.InTx(ctx, pool, func(_ pgx.Tx, q *db.Queries) error {
+	err = db.InTx(ctx, sd.pool, func(_ pgx.Tx, q *db.Queries) error {
 		for i, id := range res.IDs {
 			if res.Inserted != len(items) {
 				break // an earlier start stored some; leave their dates alone
@@ -156,7 +153,7 @@ func SeedFeedback(ctx context.Context, pool *pgxpool.Pool, s Seeded) (int, error
 	if err != nil {
 		return 0, fmt.Errorf("demo feedback dates and reviews: %w", err)
 	}
-	if _, err := (&alerts.Service{Pool: pool}).Evaluate(ctx, s.OrgID, now); err != nil {
+	if _, err := sd.alerts.Evaluate(ctx, s.OrgID, now); err != nil {
 		return 0, fmt.Errorf("demo alerts: %w", err)
 	}
 	return res.Inserted, nil

@@ -16,13 +16,13 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/curate/curate/db"
 	"github.com/curate/curate/internal/audit"
 	"github.com/curate/curate/internal/chat"
 	"github.com/curate/curate/internal/errs"
+	"github.com/curate/curate/internal/keyed"
 	"github.com/curate/curate/internal/outbound"
 	"github.com/curate/curate/internal/pricing"
 	"github.com/curate/curate/internal/secrets"
@@ -54,6 +54,12 @@ type Service struct {
 	RetryDelay time.Duration
 }
 
+// New builds the endpoints' service: secrets seals their API keys (nil
+// refuses endpoints with a key) and out makes every call to them.
+func New(pool *pgxpool.Pool, secrets *secrets.Box, out *outbound.Client) *Service {
+	return &Service{Pool: pool, Secrets: secrets, Outbound: out}
+}
+
 // Endpoint is an endpoint as the API shows it: never its key.
 type Endpoint struct {
 	ID                    uuid.UUID `json:"id"`
@@ -80,9 +86,10 @@ func (e Endpoint) Cost(prompt, completion int64) pricing.Micros {
 	return pricing.Cost(prompt, e.PricePerMillionInput) + pricing.Cost(completion, e.PricePerMillionOutput)
 }
 
-// New is what an admin sends to register an endpoint. Generation settings
-// left out take their defaults (temperature 0, 1024 tokens, 4 at a time).
-type New struct {
+// NewEndpoint is what an admin sends to register an endpoint. Generation
+// settings left out take their defaults (temperature 0, 1024 tokens, 4 at
+// a time).
+type NewEndpoint struct {
 	Name                  string   `json:"name"`
 	BaseURL               string   `json:"base_url"`
 	Model                 string   `json:"model"`
@@ -94,12 +101,15 @@ type New struct {
 	Concurrency           *int     `json:"concurrency"`
 }
 
-// binding ties a sealed key to its organisation, so a ciphertext copied to
-// another organisation's row does not open.
-func binding(orgID uuid.UUID) []byte { return append([]byte("endpoint:"), orgID[:]...) }
+// kind is how endpoints keep their keys and are audited.
+var kind = keyed.Kind{Name: "endpoint", Table: "endpoints", Noun: "an endpoint"}
+
+func (s *Service) keys() keyed.Store {
+	return keyed.Store{Kind: kind, Pool: s.Pool, Secrets: s.Secrets}
+}
 
 // Create registers an endpoint.
-func (s *Service) Create(ctx context.Context, actor audit.Actor, orgID uuid.UUID, in New) (Endpoint, error) {
+func (s *Service) Create(ctx context.Context, actor audit.Actor, orgID uuid.UUID, in NewEndpoint) (Endpoint, error) {
 	v := &errs.Invalid{}
 	if v.Text("name", in.Name, 64, true) && !namePattern.MatchString(in.Name) {
 		v.Add("name", "must be lower-case letters, digits, '.', '_' or '-', starting with a letter or digit")
@@ -112,9 +122,7 @@ func (s *Service) Create(ctx context.Context, actor audit.Actor, orgID uuid.UUID
 	}
 	v.Text("model", in.Model, MaxModel, true)
 	v.Text("api_key", in.APIKey, MaxAPIKey, false)
-	if in.APIKey != "" && s.Secrets == nil {
-		v.Add("api_key", "cannot be stored: no key to encrypt secrets is configured (CURATE_SECRET_KEY)")
-	}
+	s.keys().CheckKey(v, in.APIKey)
 	price := func(field string, p float64) {
 		if !(p >= 0 && p <= MaxPrice) { // NaN fails
 			v.Add(field, "must be a price in US dollars per million tokens, from 0 to %d", MaxPrice)
@@ -146,25 +154,13 @@ func (s *Service) Create(ctx context.Context, actor audit.Actor, orgID uuid.UUID
 	if err := v.Err(); err != nil {
 		return Endpoint{}, err
 	}
-	if in.APIKey != "" {
-		var err error
-		if p.ApiKeyCiphertext, p.ApiKeyNonce, err = s.Secrets.Seal(in.APIKey, binding(orgID)); err != nil {
-			return Endpoint{}, err
-		}
-	}
-	var out db.Endpoint
-	err := db.InTx(ctx, s.Pool, func(_ pgx.Tx, q *db.Queries) error {
-		var err error
-		if out, err = q.EndpointInsert(ctx, p); err != nil {
-			var pg *pgconn.PgError
-			if errors.As(err, &pg) && pg.Code == "23505" {
-				return errs.InvalidField("name", "an endpoint named %q exists", in.Name)
-			}
-			return err
-		}
-		return audit.Record(ctx, q, actor, audit.Entry{OrgID: orgID, Action: "endpoint.create", TargetType: "endpoint",
-			TargetID: out.ID.String(), Details: map[string]any{"name": out.Name, "base_url": out.BaseUrl, "model": out.Model}})
-	})
+	details := map[string]any{"name": in.Name, "base_url": in.BaseURL, "model": in.Model}
+	out, err := keyed.Create(ctx, s.keys(), actor, orgID, in.Name, in.APIKey, details,
+		func(ctx context.Context, q *db.Queries, key keyed.Sealed) (db.Endpoint, uuid.UUID, error) {
+			p.ApiKeyCiphertext, p.ApiKeyNonce = key.Ciphertext, key.Nonce
+			e, err := q.EndpointInsert(ctx, p)
+			return e, e.ID, err
+		})
 	if err != nil {
 		return Endpoint{}, err
 	}
@@ -196,14 +192,9 @@ func (s *Service) Client(ctx context.Context, orgID uuid.UUID, name string) (End
 	if err != nil {
 		return Endpoint{}, nil, err
 	}
-	key := ""
-	if e.ApiKeyCiphertext != nil {
-		if s.Secrets == nil {
-			return Endpoint{}, nil, errors.New("endpoints: no key to open stored secrets (CURATE_SECRET_KEY)")
-		}
-		if key, err = s.Secrets.Open(e.ApiKeyCiphertext, e.ApiKeyNonce, binding(orgID)); err != nil {
-			return Endpoint{}, nil, err
-		}
+	key, err := s.keys().Open(orgID, keyed.Sealed{Ciphertext: e.ApiKeyCiphertext, Nonce: e.ApiKeyNonce})
+	if err != nil {
+		return Endpoint{}, nil, err
 	}
 	return endpointOf(e), s.ChatClient(e.BaseUrl, key), nil
 }

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5"
 
 	"github.com/curate/curate/db"
 	"github.com/curate/curate/internal/errs"
@@ -52,11 +51,8 @@ func (s *Service) Runs(ctx context.Context, orgID uuid.UUID, versionID *uuid.UUI
 // RunRow reads one run of the organisation as lists show it.
 func (s *Service) RunRow(ctx context.Context, orgID, runID uuid.UUID) (RunRow, error) {
 	r, err := db.New(s.Pool).EvaluationRunGetWithNames(ctx, db.EvaluationRunGetWithNamesParams{OrgID: orgID, ID: runID})
-	if errors.Is(err, pgx.ErrNoRows) {
-		return RunRow{}, errs.ErrNotFound
-	}
 	if err != nil {
-		return RunRow{}, err
+		return RunRow{}, errs.NotFound(err)
 	}
 	return runRow(r), nil
 }
@@ -124,11 +120,8 @@ var ErrNoBaseline = errors.New("no production run to compare with")
 func (s *Service) Compare(ctx context.Context, orgID, runID uuid.UUID) (Comparison, error) {
 	q := db.New(s.Pool)
 	run, err := q.EvaluationRunGet(ctx, db.EvaluationRunGetParams{OrgID: orgID, ID: runID})
-	if errors.Is(err, pgx.ErrNoRows) {
-		return Comparison{}, errs.ErrNotFound
-	}
 	if err != nil {
-		return Comparison{}, err
+		return Comparison{}, errs.NotFound(err)
 	}
 	if run.Kind != KindQuality || !run.CandidateVersionID.Valid {
 		return Comparison{}, ErrNoBaseline

@@ -8,6 +8,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/curate/curate/db"
 	"github.com/curate/curate/internal/audit"
@@ -32,12 +33,23 @@ type Gate struct {
 	UpdatedBy    string `json:"updated_by"`
 }
 
+// Gates keeps the organisations' promotion gates and says what a gate
+// makes of a version. It needs the database alone, so the registry that
+// asks it before production moves (internal/models) and the evaluation
+// service that embeds it can both be built with it.
+type Gates struct {
+	Pool *pgxpool.Pool
+}
+
+// NewGates reads and writes the gates in pool's database.
+func NewGates(pool *pgxpool.Pool) *Gates { return &Gates{Pool: pool} }
+
 // RedTeam is the split whose new safety flags the gate refuses.
 const RedTeam = "red_team"
 
 // GetGate returns the organisation's gate; false when none is set.
-func (s *Service) GetGate(ctx context.Context, orgID uuid.UUID) (Gate, bool, error) {
-	g, err := db.New(s.Pool).EvaluationGateGet(ctx, orgID)
+func (gs *Gates) GetGate(ctx context.Context, orgID uuid.UUID) (Gate, bool, error) {
+	g, err := db.New(gs.Pool).EvaluationGateGet(ctx, orgID)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return Gate{}, false, nil
 	}
@@ -51,7 +63,7 @@ func (s *Service) GetGate(ctx context.Context, orgID uuid.UUID) (Gate, bool, err
 
 // SetGate names the golden set production deployments are judged on, and
 // the rules.
-func (s *Service) SetGate(ctx context.Context, actor audit.Actor, orgID uuid.UUID, g Gate) error {
+func (gs *Gates) SetGate(ctx context.Context, actor audit.Actor, orgID uuid.UUID, g Gate) error {
 	v := &errs.Invalid{}
 	if g.GoldenSetVersionID == uuid.Nil {
 		v.Add("golden_set_version_id", "choose a golden set")
@@ -75,7 +87,7 @@ func (s *Service) SetGate(ctx context.Context, actor audit.Actor, orgID uuid.UUI
 	if err := v.Err(); err != nil {
 		return err
 	}
-	return db.InTx(ctx, s.Pool, func(_ pgx.Tx, q *db.Queries) error {
+	return db.InTx(ctx, gs.Pool, func(_ pgx.Tx, q *db.Queries) error {
 		if _, err := q.GoldenSetGet(ctx, db.GoldenSetGetParams{OrgID: orgID, VersionID: g.GoldenSetVersionID}); errors.Is(err, pgx.ErrNoRows) {
 			return errs.InvalidField("golden_set_version_id", "is not one of this organisation's golden sets")
 		} else if err != nil {
@@ -95,8 +107,8 @@ func (s *Service) SetGate(ctx context.Context, actor audit.Actor, orgID uuid.UUI
 }
 
 // RemoveGate lets production deployments go without an evaluation again.
-func (s *Service) RemoveGate(ctx context.Context, actor audit.Actor, orgID uuid.UUID) error {
-	return db.InTx(ctx, s.Pool, func(_ pgx.Tx, q *db.Queries) error {
+func (gs *Gates) RemoveGate(ctx context.Context, actor audit.Actor, orgID uuid.UUID) error {
+	return db.InTx(ctx, gs.Pool, func(_ pgx.Tx, q *db.Queries) error {
 		if err := q.EvaluationGateDelete(ctx, orgID); err != nil {
 			return err
 		}
@@ -107,13 +119,13 @@ func (s *Service) RemoveGate(ctx context.Context, actor audit.Actor, orgID uuid.
 
 // Status is what the gate says of a version: the registry asks before
 // moving production (models.Gate) and shows it on the version's page.
-func (s *Service) Status(ctx context.Context, orgID, versionID uuid.UUID) (models.GateStatus, error) {
-	gate, ok, err := s.GetGate(ctx, orgID)
+func (gs *Gates) Status(ctx context.Context, orgID, versionID uuid.UUID) (models.GateStatus, error) {
+	gate, ok, err := gs.GetGate(ctx, orgID)
 	if err != nil || !ok {
 		return models.GateStatus{}, err
 	}
 	st := models.GateStatus{Set: true, GoldenSet: gate.GoldenSet}
-	q := db.New(s.Pool)
+	q := db.New(gs.Pool)
 	overrides, err := q.GateOverrideList(ctx, db.GateOverrideListParams{OrgID: orgID, VersionID: versionID})
 	if err != nil {
 		return st, err
@@ -123,14 +135,14 @@ func (s *Service) Status(ctx context.Context, orgID, versionID uuid.UUID) (model
 	}
 	leaks := ""
 	if gate.LeakCheck {
-		if leaks, err = s.leakReason(ctx, q, orgID, versionID, gate.LeakMinWords); err != nil {
+		if leaks, err = gs.leakReason(ctx, q, orgID, versionID, gate.LeakMinWords); err != nil {
 			return st, err
 		}
 		if leaks != "" {
 			st.Reasons = append(st.Reasons, leaks)
 		}
 	}
-	cand, err := s.latestRun(ctx, q, orgID, versionID, gate.GoldenSetVersionID)
+	cand, err := gs.latestRun(ctx, q, orgID, versionID, gate.GoldenSetVersionID)
 	if err != nil {
 		return st, err
 	}
@@ -143,7 +155,7 @@ func (s *Service) Status(ctx context.Context, orgID, versionID uuid.UUID) (model
 		return st, nil
 	}
 	st.Evaluation = cand.ID
-	base, err := s.baseline(ctx, q, orgID, versionID, gate.GoldenSetVersionID)
+	base, err := gs.baseline(ctx, q, orgID, versionID, gate.GoldenSetVersionID)
 	if err != nil {
 		return st, err
 	}
@@ -201,7 +213,7 @@ func gateReasons(g Gate, cand, base db.EvaluationRun, items []db.EvaluationItemL
 	return reasons
 }
 
-func (s *Service) latestRun(ctx context.Context, q *db.Queries, orgID, versionID, setID uuid.UUID) (*db.EvaluationRun, error) {
+func (gs *Gates) latestRun(ctx context.Context, q *db.Queries, orgID, versionID, setID uuid.UUID) (*db.EvaluationRun, error) {
 	r, err := q.EvaluationRunGetLatestFor(ctx, db.EvaluationRunGetLatestForParams{OrgID: orgID,
 		CandidateVersionID: uuid.NullUUID{UUID: versionID, Valid: true}, GoldenSetVersionID: setID})
 	if errors.Is(err, pgx.ErrNoRows) {
@@ -211,7 +223,7 @@ func (s *Service) latestRun(ctx context.Context, q *db.Queries, orgID, versionID
 }
 
 // leakReason is why the version's leak checks fail the gate, or "".
-func (s *Service) leakReason(ctx context.Context, q *db.Queries, orgID, versionID uuid.UUID, minWords int) (string, error) {
+func (gs *Gates) leakReason(ctx context.Context, q *db.Queries, orgID, versionID uuid.UUID, minWords int) (string, error) {
 	r, err := q.EvaluationRunGetLatestLeak(ctx, db.EvaluationRunGetLatestLeakParams{OrgID: orgID,
 		CandidateVersionID: uuid.NullUUID{UUID: versionID, Valid: true}, MaxMinWords: int32(minWords)})
 	switch {
@@ -227,7 +239,7 @@ func (s *Service) leakReason(ctx context.Context, q *db.Queries, orgID, versionI
 
 // baseline is production's latest run on the set, for a candidate of the
 // same registered model; nil when there is none to compare with.
-func (s *Service) baseline(ctx context.Context, q *db.Queries, orgID, versionID, setID uuid.UUID) (*db.EvaluationRun, error) {
+func (gs *Gates) baseline(ctx context.Context, q *db.Queries, orgID, versionID, setID uuid.UUID) (*db.EvaluationRun, error) {
 	v, err := q.ModelVersionGet(ctx, db.ModelVersionGetParams{OrgID: orgID, ID: versionID})
 	if err != nil {
 		return nil, err
@@ -239,7 +251,7 @@ func (s *Service) baseline(ctx context.Context, q *db.Queries, orgID, versionID,
 	if err != nil {
 		return nil, err
 	}
-	return s.latestRun(ctx, q, orgID, a.VersionID, setID)
+	return gs.latestRun(ctx, q, orgID, a.VersionID, setID)
 }
 
 // MaxOverrideReason bounds an override's written reason.
@@ -247,17 +259,15 @@ const MaxOverrideReason = 2000
 
 // Override records an admin's decision to deploy a version to production
 // past a failing gate. It is audited and shown on the version for good.
-func (s *Service) Override(ctx context.Context, actor audit.Actor, orgID, versionID uuid.UUID, reason string) error {
+func (gs *Gates) Override(ctx context.Context, actor audit.Actor, orgID, versionID uuid.UUID, reason string) error {
 	v := &errs.Invalid{}
 	v.Text("reason", reason, MaxOverrideReason, true)
 	if err := v.Err(); err != nil {
 		return err
 	}
-	return db.InTx(ctx, s.Pool, func(_ pgx.Tx, q *db.Queries) error {
-		if _, err := q.ModelVersionGetForUpdate(ctx, db.ModelVersionGetForUpdateParams{OrgID: orgID, ID: versionID}); errors.Is(err, pgx.ErrNoRows) {
-			return errs.ErrNotFound
-		} else if err != nil {
-			return err
+	return db.InTx(ctx, gs.Pool, func(_ pgx.Tx, q *db.Queries) error {
+		if _, err := q.ModelVersionGetForUpdate(ctx, db.ModelVersionGetForUpdateParams{OrgID: orgID, ID: versionID}); err != nil {
+			return errs.NotFound(err)
 		}
 		if _, err := q.GateOverrideInsert(ctx, db.GateOverrideInsertParams{OrgID: orgID, VersionID: versionID, Reason: reason, ActorLabel: actor.Label}); err != nil {
 			return err

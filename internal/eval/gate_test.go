@@ -11,9 +11,8 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/curate/curate/db/pgtest"
-	"github.com/curate/curate/internal/accounts"
 	"github.com/curate/curate/internal/audit"
-	"github.com/curate/curate/internal/demo"
+	"github.com/curate/curate/internal/demo/demotest"
 	"github.com/curate/curate/internal/errs"
 	"github.com/curate/curate/internal/eval"
 	"github.com/curate/curate/internal/jobq"
@@ -51,25 +50,26 @@ func storeRun(t *testing.T, pool *pgxpool.Pool, org, set, version uuid.UUID, mea
 func TestPromotionGate(t *testing.T) {
 	ctx := context.Background()
 	pool := pgtest.NewDB(t)
-	seeded, err := demo.Ensure(ctx, accounts.New(pool))
+	seeded, err := demotest.Seeder(pool).Ensure(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := demo.SeedFeedback(ctx, pool, seeded); err != nil {
+	if _, err := demotest.Seeder(pool).SeedFeedback(ctx, seeded); err != nil {
 		t.Fatal(err)
 	}
-	version, err := demo.SeedDataset(ctx, pool, seeded.OrgID)
+	version, err := demotest.Seeder(pool).SeedDataset(ctx, seeded.OrgID)
 	if err != nil {
 		t.Fatal(err)
 	}
 	org := seeded.OrgID
 	admin := audit.Actor{Kind: "system", Label: "ada@demo.test"}
-	ev := &eval.Service{Pool: pool}
+	gates := eval.NewGates(pool)
+	ev := eval.New(pool, gates, nil, nil)
 	jobs, err := jobq.New(pool)
 	if err != nil {
 		t.Fatal(err)
 	}
-	reg := &models.Service{Pool: pool, Jobs: jobs, Gate: ev, Serving: &serving.Service{Pool: pool, Outbound: &outbound.Client{}}}
+	reg := models.New(pool, jobs, serving.New(pool, nil, &outbound.Client{}, "", ""), gates)
 	if _, err := reg.Serving.Create(ctx, admin, org, serving.NewTarget{Name: "provider", Kind: serving.KindOpenAI}); err != nil {
 		t.Fatal(err)
 	}

@@ -44,11 +44,19 @@ var tagPattern = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,63}$`)
 
 // Service does the work; its fields are its dependencies.
 type Service struct {
+	// Gates is the promotion gate: GetGate, SetGate, Status, Override.
+	*Gates
 	Pool *pgxpool.Pool
 	// Jobs inserts a run's job in the transaction that records the run.
 	Jobs jobq.Inserter
 	// Runner answers and scores; nil refuses to start runs.
 	Runner Runner
+}
+
+// New builds the evaluation service on the promotion gates: jobs starts
+// runs, and runner answers and scores them (nil refuses to start runs).
+func New(pool *pgxpool.Pool, gates *Gates, jobs jobq.Inserter, runner Runner) *Service {
+	return &Service{Gates: gates, Pool: pool, Jobs: jobs, Runner: runner}
 }
 
 // GoldenSet is a frozen dataset version marked as an evaluation set.

@@ -8,9 +8,8 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/curate/curate/db/pgtest"
-	"github.com/curate/curate/internal/accounts"
 	"github.com/curate/curate/internal/audit"
-	"github.com/curate/curate/internal/demo"
+	"github.com/curate/curate/internal/demo/demotest"
 	"github.com/curate/curate/internal/errs"
 	"github.com/curate/curate/internal/eval"
 )
@@ -23,14 +22,14 @@ func TestMain(m *testing.M) { pgtest.Main(m) }
 func TestGoldenSets(t *testing.T) {
 	ctx := context.Background()
 	pool := pgtest.NewDB(t)
-	seeded, err := demo.Ensure(ctx, accounts.New(pool))
+	seeded, err := demotest.Seeder(pool).Ensure(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := demo.SeedFeedback(ctx, pool, seeded); err != nil {
+	if _, err := demotest.Seeder(pool).SeedFeedback(ctx, seeded); err != nil {
 		t.Fatal(err)
 	}
-	version, err := demo.SeedDataset(ctx, pool, seeded.OrgID)
+	version, err := demotest.Seeder(pool).SeedDataset(ctx, seeded.OrgID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -43,7 +42,7 @@ func TestGoldenSets(t *testing.T) {
 		SELECT source_id FROM dataset_version_items WHERE version_id = $1 ORDER BY content_sha LIMIT 2)`, version.ID); err != nil {
 		t.Fatal(err)
 	}
-	svc := &eval.Service{Pool: pool}
+	svc := eval.New(pool, eval.NewGates(pool), nil, nil)
 	admin := audit.Actor{Kind: "system", Label: "ada@demo.test"}
 
 	var inv *errs.Invalid

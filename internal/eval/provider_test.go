@@ -147,7 +147,7 @@ func TestEvaluateProviderServedVersion(t *testing.T) {
 	}
 
 	// Best-of-N samples the version at the provider too.
-	bon := &bestofn.Service{Pool: f.pool, Judge: f.judge, Endpoints: f.eps, Models: f.reg}
+	bon := bestofn.New(f.pool, f.judge, f.eps, f.reg, nil)
 	resp, err := bon.Select(ctx, audit.System, f.org, bestofn.Request{Query: "How do I reset my password?", ModelVersionID: &v.ID, N: 3,
 		Scorer: bestofn.Scorer{Rules: []scorers.Config{{Preset: "concise"}}}})
 	if err != nil {

@@ -36,7 +36,7 @@ func TestResumeStalledRun(t *testing.T) {
 	state := func() (status string, jobID int64, jobState string, jobs int) {
 		t.Helper()
 		if err := f.pool.QueryRow(ctx, `SELECT r.status::text, r.river_job_id, j.state::text,
-			(SELECT count(*) FROM river_job WHERE kind = 'evaluation' AND args->>'run_id' = r.id::text)
+			(SELECT count(*) FROM river_job WHERE kind = 'evaluation_run' AND args->>'run_id' = r.id::text)
 			FROM evaluation_runs r JOIN river_job j ON j.id = r.river_job_id WHERE r.id = $1`, run.ID).Scan(&status, &jobID, &jobState, &jobs); err != nil {
 			t.Fatal(err)
 		}

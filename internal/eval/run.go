@@ -33,7 +33,11 @@ type EvaluateArgs struct {
 }
 
 // Kind names the job in River's table.
-func (EvaluateArgs) Kind() string { return "evaluation" }
+func (EvaluateArgs) Kind() string { return "evaluation_run" }
+
+// KindAliases keeps the jobs queued under the kind's earlier name worked;
+// it can go once no row of river_job has that kind.
+func (EvaluateArgs) KindAliases() []string { return []string{"evaluation"} }
 
 // Answerer gives a candidate's answer to one item.
 type Answerer interface {
@@ -402,7 +406,7 @@ func (s *Service) finish(ctx context.Context, runID uuid.UUID) error {
 	if ci != nil {
 		p.CiLow, p.CiHigh = pgtype.Float8{Float64: ci[0], Valid: true}, pgtype.Float8{Float64: ci[1], Valid: true}
 	}
-	return db.InTx(ctx, s.Pool, func(_ pgx.Tx, q *db.Queries) error {
+	return db.InTx(ctx, s.Pool, func(tx pgx.Tx, q *db.Queries) error {
 		if err := q.EvaluationRunUpdateFinished(ctx, p); err != nil {
 			return err
 		}
@@ -414,7 +418,7 @@ func (s *Service) finish(ctx context.Context, runID uuid.UUID) error {
 		if err != nil {
 			return err
 		}
-		return models.SetEvaluationTx(ctx, q, run.OrgID, run.CandidateVersionID.UUID, e)
+		return models.SetEvaluationTx(ctx, tx, run.OrgID, run.CandidateVersionID.UUID, e)
 	})
 }
 
@@ -556,11 +560,8 @@ type RunItem struct {
 func (s *Service) GetRun(ctx context.Context, orgID, runID uuid.UUID) (Run, error) {
 	q := db.New(s.Pool)
 	r, err := q.EvaluationRunGet(ctx, db.EvaluationRunGetParams{OrgID: orgID, ID: runID})
-	if errors.Is(err, pgx.ErrNoRows) {
-		return Run{}, errs.ErrNotFound
-	}
 	if err != nil {
-		return Run{}, err
+		return Run{}, errs.NotFound(err)
 	}
 	out := Run{ID: r.ID, Status: string(r.Status), Kind: r.Kind, Items: []RunItem{}, jobID: r.RiverJobID.Int64}
 	out.Progress.Done, out.Progress.Total = int(r.Done), int(r.Total)
@@ -657,11 +658,8 @@ func (s *Service) trainedOn(ctx context.Context, orgID, versionID uuid.UUID) (uu
 func (s *Service) Resume(ctx context.Context, actor audit.Actor, orgID, runID uuid.UUID) error {
 	return db.InTx(ctx, s.Pool, func(tx pgx.Tx, q *db.Queries) error {
 		run, err := q.EvaluationRunGetForUpdate(ctx, db.EvaluationRunGetForUpdateParams{OrgID: orgID, ID: runID})
-		if errors.Is(err, pgx.ErrNoRows) {
-			return errs.ErrNotFound
-		}
 		if err != nil {
-			return err
+			return errs.NotFound(err)
 		}
 		if run.Status == db.EvaluationStatusSucceeded || run.Status == db.EvaluationStatusFailed {
 			return &errs.Conflict{Message: "This evaluation has finished: start a new one to evaluate again."}

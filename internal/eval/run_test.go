@@ -14,10 +14,9 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/curate/curate/db/pgtest"
-	"github.com/curate/curate/internal/accounts"
 	"github.com/curate/curate/internal/audit"
 	"github.com/curate/curate/internal/chat/chattest"
-	"github.com/curate/curate/internal/demo"
+	"github.com/curate/curate/internal/demo/demotest"
 	"github.com/curate/curate/internal/endpoints"
 	"github.com/curate/curate/internal/errs"
 	"github.com/curate/curate/internal/eval"
@@ -27,6 +26,7 @@ import (
 	"github.com/curate/curate/internal/outbound"
 	"github.com/curate/curate/internal/pricing"
 	"github.com/curate/curate/internal/reward"
+	"github.com/curate/curate/internal/rewardmodel"
 	"github.com/curate/curate/internal/scorers"
 	"github.com/curate/curate/internal/secrets"
 	"github.com/curate/curate/internal/serving"
@@ -83,14 +83,14 @@ func newFixture(t *testing.T) *fixture {
 	t.Helper()
 	ctx := context.Background()
 	pool := pgtest.NewDB(t)
-	seeded, err := demo.Ensure(ctx, accounts.New(pool))
+	seeded, err := demotest.Seeder(pool).Ensure(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := demo.SeedFeedback(ctx, pool, seeded); err != nil {
+	if _, err := demotest.Seeder(pool).SeedFeedback(ctx, seeded); err != nil {
 		t.Fatal(err)
 	}
-	version, err := demo.SeedDataset(ctx, pool, seeded.OrgID)
+	version, err := demotest.Seeder(pool).SeedDataset(ctx, seeded.OrgID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -104,11 +104,12 @@ func newFixture(t *testing.T) *fixture {
 	}
 	policy, _ := outbound.ParsePolicy("127.0.0.1")
 	out := &outbound.Client{Policy: policy, Timeout: 2 * time.Second}
-	eps := &endpoints.Service{Pool: pool, Secrets: box, Outbound: out, Attempts: 2, RetryDelay: time.Millisecond}
-	jd := &judge.Service{Pool: pool, Endpoints: eps, DefaultBudget: pricing.Dollars(10)}
-	svc := &eval.Service{Pool: pool, Jobs: jobs}
-	reg := &models.Service{Pool: pool, Jobs: jobs, Serving: &serving.Service{Pool: pool, Secrets: box, Outbound: out}, Gate: svc}
-	svc.Runner = &eval.Runs{Endpoints: eps, Judge: jd, Models: reg, Reward: &reward.Service{Pool: pool}}
+	eps := endpoints.New(pool, box, out)
+	eps.Attempts, eps.RetryDelay = 2, time.Millisecond
+	jd := judge.New(pool, eps, nil, pricing.Dollars(10))
+	gates := eval.NewGates(pool)
+	reg := models.New(pool, jobs, serving.New(pool, box, out, "", ""), gates)
+	svc := eval.New(pool, gates, jobs, eval.NewRuns(eps, jd, reg, reward.New(pool), rewardmodel.New(pool, reg)))
 	items, err := svc.Items(ctx, seeded.OrgID, version.ID, nil)
 	if err != nil || len(items) < 5 {
 		t.Fatalf("%d items, %v", len(items), err)
@@ -117,7 +118,7 @@ func newFixture(t *testing.T) *fixture {
 		asked: map[string]int{}, judged: map[string]int{}}
 	srv := chattest.New(st.script)
 	t.Cleanup(srv.Close)
-	for _, e := range []endpoints.New{
+	for _, e := range []endpoints.NewEndpoint{
 		{Name: "cand", BaseURL: srv.URL + "/v1", Model: "cand", PricePerMillionInput: 0.5, PricePerMillionOutput: 1.5},
 		{Name: "deepseek", BaseURL: srv.URL + "/v1", Model: "judge-chat", APIKey: "sk-judge", PricePerMillionInput: 0.27, PricePerMillionOutput: 1.10},
 	} {
@@ -270,7 +271,7 @@ func TestEvaluationPausesOnBudget(t *testing.T) {
 		t.Fatal(err)
 	}
 	var queued int
-	if err := f.pool.QueryRow(ctx, `SELECT count(*) FROM river_job WHERE kind = 'evaluation' AND args->>'run_id' = $1`, run.ID.String()).Scan(&queued); err != nil || queued != 2 {
+	if err := f.pool.QueryRow(ctx, `SELECT count(*) FROM river_job WHERE kind = 'evaluation_run' AND args->>'run_id' = $1`, run.ID.String()).Scan(&queued); err != nil || queued != 2 {
 		t.Errorf("%d jobs for the run after resuming, want 2 (%v)", queued, err)
 	}
 	if err := f.svc.Advance(ctx, run.ID); err != nil {

@@ -35,6 +35,13 @@ type Runs struct {
 	RewardModels *rewardmodel.Service
 }
 
+// NewRuns answers through the endpoints and the registry's served
+// versions, and scores with the judge, the served reward models and the
+// reward formulas.
+func NewRuns(endpoints *endpoints.Service, judge *judge.Service, models *models.Service, reward *reward.Service, rewardModels *rewardmodel.Service) *Runs {
+	return &Runs{Endpoints: endpoints, Judge: judge, Models: models, Reward: reward, RewardModels: rewardModels}
+}
+
 // defaultConcurrency is how many items a model version's server is asked
 // at once (an endpoint sets its own).
 const defaultConcurrency = 4

@@ -3,7 +3,6 @@ package experiments
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"math"
 	"slices"
 	"strings"
@@ -164,10 +163,10 @@ func analysisOf(e db.Experiment) Analysis {
 // DefaultEngine is the organisation's default statistics engine.
 func (s *Service) DefaultEngine(ctx context.Context, orgID uuid.UUID) (string, error) {
 	o, err := db.New(s.Pool).OrgGet(ctx, orgID)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return "", errs.ErrNotFound
+	if err != nil {
+		return "", errs.NotFound(err)
 	}
-	return o.ExperimentEngine, err
+	return o.ExperimentEngine, nil
 }
 
 // SetDefaultEngine changes the organisation's default statistics engine,

@@ -20,7 +20,6 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/jackc/pgx/v5/pgxpool"
 
@@ -36,6 +35,12 @@ type Service struct {
 	Models *models.Service
 	// Now is the clock; time.Now when nil.
 	Now func() time.Time
+}
+
+// New builds the experiments' service on the registry whose versions they
+// compare.
+func New(pool *pgxpool.Pool, models *models.Service) *Service {
+	return &Service{Pool: pool, Models: models}
 }
 
 // Statuses.
@@ -82,10 +87,11 @@ const (
 
 var keyPattern = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]{0,63}$`)
 
-// New is what POST /api/models/ab-test takes. TrafficSplit is the
-// treatment's share. Key "" derives one from the name. StartsAt and EndsAt
-// are the planned window; an admin still starts and ends the experiment.
-type New struct {
+// NewExperiment is what POST /api/models/ab-test takes. TrafficSplit is
+// the treatment's share. Key "" derives one from the name. StartsAt and
+// EndsAt are the planned window; an admin still starts and ends the
+// experiment.
+type NewExperiment struct {
 	Key              string     `json:"key"`
 	Name             string     `json:"name"`
 	ControlModelID   uuid.UUID  `json:"control_model_id"`
@@ -166,7 +172,7 @@ func (s *Service) now() time.Time {
 }
 
 // Create records a draft experiment, audited.
-func (s *Service) Create(ctx context.Context, actor audit.Actor, orgID uuid.UUID, in New) (Experiment, error) {
+func (s *Service) Create(ctx context.Context, actor audit.Actor, orgID uuid.UUID, in NewExperiment) (Experiment, error) {
 	v := &errs.Invalid{}
 	// Without a key, one is derived from the name (see freeKey).
 	derive := in.Key == ""
@@ -312,8 +318,7 @@ func (s *Service) Create(ctx context.Context, actor audit.Actor, orgID uuid.UUID
 			Seed: in.Seed, Coverage: coverage, Metrics: in.Metrics, Guardrails: nonNil(in.Guardrails), MinSamplePerArm: int32(minSample),
 			RolloutSteps: steps, RolloutHold: pgtype.Interval{Microseconds: hold.Microseconds(), Valid: true}, RolloutMinUnits: int32(minUnits),
 			StartsAt: in.StartsAt, EndsAt: in.EndsAt, CreatedByLabel: actor.Label})
-		var pg *pgconn.PgError
-		if errors.As(err, &pg) && pg.Code == "23505" {
+		if errs.IsUnique(err, "experiments_org_id_key_key") {
 			return errs.InvalidField("key", "an experiment with the key %q exists", in.Key)
 		}
 		if err != nil {
@@ -401,11 +406,8 @@ func nonNil(s []string) []string {
 func (s *Service) Get(ctx context.Context, orgID uuid.UUID, key string) (Experiment, error) {
 	q := db.New(s.Pool)
 	e, err := q.ExperimentGetByKey(ctx, db.ExperimentGetByKeyParams{OrgID: orgID, Key: key})
-	if errors.Is(err, pgx.ErrNoRows) {
-		return Experiment{}, errs.ErrNotFound
-	}
 	if err != nil {
-		return Experiment{}, err
+		return Experiment{}, errs.NotFound(err)
 	}
 	return s.withArms(ctx, q, e)
 }
@@ -457,10 +459,7 @@ func (s *Service) List(ctx context.Context, orgID uuid.UUID) ([]Experiment, erro
 // lockByKey reads an experiment for update, in the caller's transaction.
 func lockByKey(ctx context.Context, q *db.Queries, orgID uuid.UUID, key string) (db.Experiment, error) {
 	e, err := q.ExperimentGetByKeyForUpdate(ctx, db.ExperimentGetByKeyForUpdateParams{OrgID: orgID, Key: key})
-	if errors.Is(err, pgx.ErrNoRows) {
-		return e, errs.ErrNotFound
-	}
-	return e, err
+	return e, errs.NotFound(err)
 }
 
 // transitions are the status moves allowed.
@@ -524,7 +523,7 @@ func (s *Service) setStatus(ctx context.Context, tx pgx.Tx, q *db.Queries, actor
 				held = append(held, a.DeploymentID.UUID)
 			}
 		}
-		if err := s.Models.ReleaseTx(ctx, tx, q, held); err != nil {
+		if err := s.Models.ReleaseTx(ctx, tx, held); err != nil {
 			return err
 		}
 	}
@@ -682,11 +681,8 @@ func (s *Service) Assign(ctx context.Context, orgID uuid.UUID, key string, units
 	}
 	q := db.New(s.Pool)
 	e, err := q.ExperimentGetByKey(ctx, db.ExperimentGetByKeyParams{OrgID: orgID, Key: key})
-	if errors.Is(err, pgx.ErrNoRows) {
-		return nil, errs.ErrNotFound
-	}
 	if err != nil {
-		return nil, err
+		return nil, errs.NotFound(err)
 	}
 	if e.Status != db.ExperimentStatusRunning {
 		return nil, &errs.Conflict{Message: fmt.Sprintf("The experiment %s is %s: units are assigned only while it runs.", key, e.Status)}

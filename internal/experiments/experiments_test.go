@@ -75,9 +75,10 @@ func newEnv(t testing.TB) env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := &serving.Service{Pool: pool, Secrets: box, Outbound: &outbound.Client{Policy: policy}, Attempts: 2, RetryDelay: time.Millisecond}
-	reg := &models.Service{Pool: pool, Jobs: jobs, Serving: srv}
-	return env{ctx: ctx, pool: pool, reg: reg, exp: &experiments.Service{Pool: pool, Models: reg}, org: org}
+	srv := serving.New(pool, box, &outbound.Client{Policy: policy}, "", "")
+	srv.Attempts, srv.RetryDelay = 2, time.Millisecond
+	reg := models.New(pool, jobs, srv, nil)
+	return env{ctx: ctx, pool: pool, reg: reg, exp: experiments.New(pool, reg), org: org}
 }
 
 func (e env) register(t testing.TB, version, kind, path string) models.Version {
@@ -128,7 +129,7 @@ func TestAssignConcurrentFirstExposure(t *testing.T) {
 	v2 := e.register(t, "1.1.0", models.KindFull, "ft:gpt-4o-mini:acme::b")
 	for _, coverage := range []float64{1, 0.6} {
 		key := fmt.Sprintf("race-%.0f", 100*coverage)
-		if _, err := e.exp.Create(e.ctx, admin, e.org, experiments.New{Key: key, ControlModelID: v1.ID, TreatmentModelID: v2.ID,
+		if _, err := e.exp.Create(e.ctx, admin, e.org, experiments.NewExperiment{Key: key, ControlModelID: v1.ID, TreatmentModelID: v2.ID,
 			Coverage: &coverage}); err != nil {
 			t.Fatal(err)
 		}
@@ -229,7 +230,7 @@ func (e env) target(t testing.TB, name, url string) {
 
 func (e env) create(t testing.TB, key string, control, treatment models.Version) {
 	t.Helper()
-	if _, err := e.exp.Create(e.ctx, admin, e.org, experiments.New{Key: key, Name: "Support " + key, ControlModelID: control.ID,
+	if _, err := e.exp.Create(e.ctx, admin, e.org, experiments.NewExperiment{Key: key, Name: "Support " + key, ControlModelID: control.ID,
 		TreatmentModelID: treatment.ID}); err != nil {
 		t.Fatal(err)
 	}

@@ -2,12 +2,10 @@ package experiments
 
 import (
 	"context"
-	"errors"
 	"slices"
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5"
 
 	"github.com/curate/curate/db"
 	"github.com/curate/curate/internal/errs"
@@ -163,11 +161,8 @@ func withoutHistory(rows []db.ExperimentListMetricMomentsRow, arms int, metric s
 func (s *Service) Results(ctx context.Context, orgID uuid.UUID, key string) (Results, error) {
 	q := db.New(s.Pool)
 	e, err := q.ExperimentGetByKey(ctx, db.ExperimentGetByKeyParams{OrgID: orgID, Key: key})
-	if errors.Is(err, pgx.ErrNoRows) {
-		return Results{}, errs.ErrNotFound
-	}
 	if err != nil {
-		return Results{}, err
+		return Results{}, errs.NotFound(err)
 	}
 	arms, err := q.ExperimentArmList(ctx, e.ID)
 	if err != nil {

@@ -16,7 +16,7 @@ import (
 
 // running creates an experiment between two provider models (served by
 // their ids, so starting needs no target) and starts it.
-func (e env) running(t *testing.T, in experiments.New) experiments.Experiment {
+func (e env) running(t *testing.T, in experiments.NewExperiment) experiments.Experiment {
 	t.Helper()
 	v1 := e.register(t, "1.0.0", models.KindFull, "ft:gpt-4o-mini:acme::a")
 	v2 := e.register(t, "1.1.0", models.KindFull, "ft:gpt-4o-mini:acme::b")
@@ -158,7 +158,7 @@ func simulate(n int, lift float64, seed uint64) []unit {
 // zero covariates for units without history are checked too.
 func TestResultsCUPED(t *testing.T) {
 	e := newEnv(t)
-	x := e.running(t, experiments.New{Key: "cuped", Metrics: []string{experiments.ThumbsUpRate}, MinSamplePerArm: ptr(2)})
+	x := e.running(t, experiments.NewExperiment{Key: "cuped", Metrics: []string{experiments.ThumbsUpRate}, MinSamplePerArm: ptr(2)})
 	if x.Analysis.CUPEDDays == nil || *x.Analysis.CUPEDDays != experiments.DefaultCUPEDDays {
 		t.Fatalf("default pre-exposure window: %+v", x.Analysis)
 	}
@@ -229,7 +229,7 @@ func ptr[T any](v T) *T { return &v }
 func TestResultsCorrections(t *testing.T) {
 	e := newEnv(t)
 	goals := []string{experiments.ThumbsUpRate, experiments.AvgRating, experiments.CorrectionRate, experiments.AvgHelpfulness}
-	x := e.running(t, experiments.New{Key: "four", Metrics: goals, Guardrails: []string{experiments.Latency}, MinSamplePerArm: ptr(2)})
+	x := e.running(t, experiments.NewExperiment{Key: "four", Metrics: goals, Guardrails: []string{experiments.Latency}, MinSamplePerArm: ptr(2)})
 	r := rand.New(rand.NewPCG(5, 5))
 	var units []unit
 	for arm := range 2 {
@@ -291,7 +291,7 @@ func TestResultsCorrections(t *testing.T) {
 // reason names the criterion. Without the criterion the same data deploys.
 func TestResultsMinimumImprovement(t *testing.T) {
 	e := newEnv(t)
-	x := e.running(t, experiments.New{Key: "plus3", Analysis: experiments.Analysis{MinImprovement: map[string]float64{experiments.ThumbsUpRate: 0.05}}})
+	x := e.running(t, experiments.NewExperiment{Key: "plus3", Analysis: experiments.Analysis{MinImprovement: map[string]float64{experiments.ThumbsUpRate: 0.05}}})
 	// 20,000 units per arm: 50% thumbs up in the control, 51.5% (+3%) in
 	// the treatment, exactly.
 	var units []unit
@@ -332,7 +332,7 @@ func TestResultsMinimumImprovement(t *testing.T) {
 // win and the risks, and the default is an admin's audited choice.
 func TestResultsDefaultEngine(t *testing.T) {
 	e := newEnv(t)
-	x := e.running(t, experiments.New{Key: "bayes", MinSamplePerArm: ptr(2)})
+	x := e.running(t, experiments.NewExperiment{Key: "bayes", MinSamplePerArm: ptr(2)})
 	units := simulate(200, 0.1, 3)
 	e.feed(t, x, units)
 	if engine, err := e.exp.DefaultEngine(e.ctx, e.org); err != nil || engine != stats.EngineFrequentist {
@@ -382,7 +382,7 @@ func TestAnalysisRefusals(t *testing.T) {
 	e := newEnv(t)
 	v1 := e.register(t, "1.0.0", models.KindFull, "ft:gpt-4o-mini:acme::a")
 	v2 := e.register(t, "1.1.0", models.KindFull, "ft:gpt-4o-mini:acme::b")
-	_, err := e.exp.Create(e.ctx, admin, e.org, experiments.New{Key: "bad", ControlModelID: v1.ID, TreatmentModelID: v2.ID,
+	_, err := e.exp.Create(e.ctx, admin, e.org, experiments.NewExperiment{Key: "bad", ControlModelID: v1.ID, TreatmentModelID: v2.ID,
 		Guardrails: []string{experiments.Latency}, Analysis: experiments.Analysis{Engine: "both", CUPEDDays: ptr(91), GoalCorrection: "sidak",
 			MinImprovement: map[string]float64{experiments.Latency: 0.1, experiments.ThumbsUpRate: -1}, MaxHarm: map[string]float64{experiments.AvgRating: 0.1},
 			ChanceToWin: ptr(0.3), MaxRisk: ptr(0.0)}})

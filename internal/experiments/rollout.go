@@ -18,7 +18,11 @@ import (
 type RolloutArgs struct{}
 
 // Kind names the job in River's table.
-func (RolloutArgs) Kind() string { return "experiment_rollouts" }
+func (RolloutArgs) Kind() string { return "rollout_check" }
+
+// KindAliases keeps the jobs queued under the kind's earlier name worked;
+// it can go once no row of river_job has that kind.
+func (RolloutArgs) KindAliases() []string { return []string{"experiment_rollouts"} }
 
 // RolloutEvery is how often rollouts are looked at.
 const RolloutEvery = time.Minute

@@ -33,11 +33,8 @@ import (
 func (s *Service) start(ctx context.Context, actor audit.Actor, orgID uuid.UUID, key, reason string) (Experiment, error) {
 	q := db.New(s.Pool)
 	e, err := q.ExperimentGetByKey(ctx, db.ExperimentGetByKeyParams{OrgID: orgID, Key: key})
-	if errors.Is(err, pgx.ErrNoRows) {
-		return Experiment{}, errs.ErrNotFound
-	}
 	if err != nil {
-		return Experiment{}, err
+		return Experiment{}, errs.NotFound(err)
 	}
 	if err := canBecome(e.Status, Running); err != nil {
 		return Experiment{}, err
@@ -91,7 +88,7 @@ func (s *Service) letGo(ctx context.Context, where []models.Where) error {
 	if len(loaded) == 0 {
 		return nil
 	}
-	return db.InTx(ctx, s.Pool, func(tx pgx.Tx, q *db.Queries) error { return s.Models.ReleaseTx(ctx, tx, q, loaded) })
+	return db.InTx(ctx, s.Pool, func(tx pgx.Tx, _ *db.Queries) error { return s.Models.ReleaseTx(ctx, tx, loaded) })
 }
 
 // place finds where each arm's version is served, loading those served
@@ -141,7 +138,7 @@ func (s *Service) commitStart(ctx context.Context, actor audit.Actor, orgID uuid
 			w := where[i]
 			at := uuid.NullUUID{UUID: w.Deployment, Valid: w.Deployment != uuid.Nil}
 			if at.Valid {
-				held, err := s.Models.HoldTx(ctx, q, w.Deployment)
+				held, err := s.Models.HoldTx(ctx, tx, w.Deployment)
 				if err != nil {
 					return err
 				}

@@ -62,6 +62,20 @@ func ParseFormat(s string) (Format, error) {
 	return "", fmt.Errorf("unknown export format %q (want one of %s)", s, strings.Join(names, ", "))
 }
 
+// FormatsFor lists the formats that fit a dataset of kind k, in the order
+// of Formats: for preference pairs those that keep the rejected reply, for
+// single examples those that hold one. A form offering these never offers a
+// format that would drop half of every pair or has nothing to fill in.
+func FormatsFor(k Kind) []Format {
+	var out []Format
+	for _, f := range Formats() {
+		if (k == KindPreference && f.KeepsRejected()) || (k != KindPreference && f.Accepts(KindSFT)) {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
 // Kind is the kind of example a dataset holds.
 type Kind string
 

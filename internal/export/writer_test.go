@@ -2,6 +2,7 @@ package export
 
 import (
 	"bytes"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -218,6 +219,20 @@ func TestAccepts(t *testing.T) {
 		}
 		if got := tc.f.Accepts(KindPreference); got != tc.pref {
 			t.Errorf("%s.Accepts(preference) = %v", tc.f, got)
+		}
+	}
+}
+
+// A dataset of pairs is offered the formats that keep the rejected reply,
+// one of single examples those that hold an example; the lists follow the
+// format table of DESIGN.md §5.
+func TestFormatsFor(t *testing.T) {
+	for k, want := range map[Kind][]Format{
+		KindPreference: {OpenAIPreference, TRLPreference, Parquet},
+		KindSFT:        {OpenAIChat, BedrockChat, AnthropicText, ShareGPT, Alpaca, Parquet},
+	} {
+		if got := FormatsFor(k); !slices.Equal(got, want) {
+			t.Errorf("FormatsFor(%s) = %v, want %v", k, got, want)
 		}
 	}
 }

@@ -11,7 +11,6 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/jackc/pgx/v5/pgxpool"
 
@@ -24,6 +23,9 @@ import (
 type Service struct {
 	Pool *pgxpool.Pool
 }
+
+// New builds the feedback service on pool's database.
+func New(pool *pgxpool.Pool) *Service { return &Service{Pool: pool} }
 
 // Ingest stores one validated item and returns it. When its external_id
 // was already stored it stores nothing and returns the stored row with
@@ -159,7 +161,7 @@ func retryOnUnique(store func() (BatchResult, error)) (BatchResult, error) {
 	var res BatchResult
 	var err error
 	for range 3 {
-		if res, err = store(); !isUniqueViolation(err) {
+		if res, err = store(); !errs.IsUnique(err, "feedback_external_id_key") {
 			break
 		}
 	}
@@ -221,11 +223,6 @@ func piiKinds(it Item) []string {
 		}
 	}
 	return nonNil(out)
-}
-
-func isUniqueViolation(err error) bool {
-	var pgErr *pgconn.PgError
-	return errors.As(err, &pgErr) && pgErr.Code == "23505"
 }
 
 func optText(s string) pgtype.Text { return pgtype.Text{String: s, Valid: s != ""} }

@@ -95,16 +95,11 @@ func (s *Service) AutoAdvance(ctx context.Context, orgID, userID uuid.UUID) (boo
 // order: it changes no one's data, so it is not audited.
 func (s *Service) SetAutoAdvance(ctx context.Context, orgID, userID, itemID uuid.UUID, on bool) error {
 	q := db.New(s.Pool)
-	if _, err := q.FeedbackGet(ctx, db.FeedbackGetParams{OrgID: orgID, ID: itemID}); errors.Is(err, pgx.ErrNoRows) {
-		return errs.ErrNotFound
-	} else if err != nil {
-		return err
+	if _, err := q.FeedbackGet(ctx, db.FeedbackGetParams{OrgID: orgID, ID: itemID}); err != nil {
+		return errs.NotFound(err)
 	}
 	_, err := q.UserPreferencesInsertOrUpdate(ctx, db.UserPreferencesInsertOrUpdateParams{OrgID: orgID, UserID: userID, AutoAdvance: on})
-	if errors.Is(err, pgx.ErrNoRows) {
-		return errs.ErrNotFound // not a user of this organisation
-	}
-	return err
+	return errs.NotFound(err) // no rows: not a user of this organisation
 }
 
 // Diff compares a correction being written with the item's response, word
@@ -116,11 +111,8 @@ func (s *Service) Diff(ctx context.Context, orgID, id uuid.UUID, correction stri
 		return nil, v
 	}
 	row, err := db.New(s.Pool).FeedbackGet(ctx, db.FeedbackGetParams{OrgID: orgID, ID: id})
-	if errors.Is(err, pgx.ErrNoRows) {
-		return nil, errs.ErrNotFound
-	}
 	if err != nil {
-		return nil, err
+		return nil, errs.NotFound(err)
 	}
 	return textdiff.Words(row.Feedback.Response, correction), nil
 }

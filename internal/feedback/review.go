@@ -67,11 +67,8 @@ type Detail struct {
 func (s *Service) Get(ctx context.Context, orgID, id uuid.UUID) (Detail, error) {
 	q := db.New(s.Pool)
 	row, err := q.FeedbackGet(ctx, db.FeedbackGetParams{OrgID: orgID, ID: id})
-	if errors.Is(err, pgx.ErrNoRows) {
-		return Detail{}, errs.ErrNotFound
-	}
 	if err != nil {
-		return Detail{}, err
+		return Detail{}, errs.NotFound(err)
 	}
 	hist, err := q.FeedbackReviewList(ctx, db.FeedbackReviewListParams{OrgID: orgID, FeedbackID: id})
 	return Detail{FeedbackGetRow: row, History: hist}, err
@@ -115,11 +112,8 @@ func (s *Service) Update(ctx context.Context, actor audit.Actor, orgID, id uuid.
 	var out db.Feedback
 	err := db.InTx(ctx, s.Pool, func(_ pgx.Tx, q *db.Queries) error {
 		cur, err := q.FeedbackGet(ctx, db.FeedbackGetParams{OrgID: orgID, ID: id})
-		if errors.Is(err, pgx.ErrNoRows) {
-			return errs.ErrNotFound
-		}
 		if err != nil {
-			return err
+			return errs.NotFound(err)
 		}
 		old := cur.Feedback
 		if old.Version != version {

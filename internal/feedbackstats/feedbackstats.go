@@ -116,6 +116,9 @@ type Service struct {
 	Pool *pgxpool.Pool
 }
 
+// New builds the feedback statistics on pool's database.
+func New(pool *pgxpool.Pool) *Service { return &Service{Pool: pool} }
+
 // Report sums up the organisation's feedback in the window ending at now.
 func (s *Service) Report(ctx context.Context, orgID uuid.UUID, w Window, now time.Time) (Report, error) {
 	now = now.UTC()

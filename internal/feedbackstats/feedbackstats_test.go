@@ -53,7 +53,7 @@ func TestParseWindow(t *testing.T) {
 func TestReport(t *testing.T) {
 	ctx := context.Background()
 	pool := pgtest.NewDB(t)
-	acc := accounts.New(pool)
+	acc := accounts.New(pool, accounts.DefaultSessionTTL)
 	org, err := acc.EnsureOrg(ctx, "acme", "Acme")
 	if err != nil {
 		t.Fatal(err)
@@ -78,7 +78,7 @@ func TestReport(t *testing.T) {
 		{day(10, 14, 0), detailed},
 		{day(10, 15, 0), feedback.Item{Model: "m1", FeedbackType: "thumbs_up"}},
 	}
-	store := &feedback.Service{Pool: pool}
+	store := feedback.New(pool)
 	q := db.New(pool)
 	var ids []uuid.UUID
 	for i, x := range ours {
@@ -111,7 +111,7 @@ func TestReport(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	svc := &feedbackstats.Service{Pool: pool}
+	svc := feedbackstats.New(pool)
 	r, err := svc.Report(ctx, org.ID, feedbackstats.Window{Days: 3}, day(10, 15, 0))
 	if err != nil {
 		t.Fatal(err)

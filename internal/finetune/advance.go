@@ -312,7 +312,7 @@ func (s *Service) poll(ctx context.Context, p provider.Provider, j db.FineTuning
 		}
 		return int32(n)
 	}
-	err = db.InTx(ctx, s.Pool, func(_ pgx.Tx, q *db.Queries) error {
+	err = db.InTx(ctx, s.Pool, func(tx pgx.Tx, q *db.Queries) error {
 		for _, e := range res.Events {
 			if err := q.FineTuneEventInsert(ctx, db.FineTuneEventInsertParams{JobID: j.ID, OrgID: j.OrgID, ProviderEventID: e.ID,
 				At: e.At, Level: e.Level, Message: e.Message}); err != nil {
@@ -350,7 +350,7 @@ func (s *Service) poll(ctx context.Context, p provider.Provider, j db.FineTuning
 			return err
 		}
 		if st.State.Terminal() {
-			return s.finishTx(ctx, q, j, status(st.State), st.ProviderState, st.Error, tokens, st.FineTunedModel)
+			return s.finishTx(ctx, tx, j, status(st.State), st.ProviderState, st.Error, tokens, st.FineTunedModel)
 		}
 		return nil
 	})
@@ -376,7 +376,9 @@ func metricParams(j db.FineTuningJob, m provider.StepMetric) db.FineTuneMetricIn
 
 // finish ends a job and records what it cost.
 func (s *Service) finish(ctx context.Context, j db.FineTuningJob, st db.FinetuneStatus, providerState, message string, tokens int64) (Outcome, error) {
-	err := s.finishTx(ctx, db.New(s.Pool), j, st, providerState, message, tokens, "")
+	err := db.InTx(ctx, s.Pool, func(tx pgx.Tx, _ *db.Queries) error {
+		return s.finishTx(ctx, tx, j, st, providerState, message, tokens, "")
+	})
 	return Outcome{Done: true}, err
 }
 
@@ -404,7 +406,8 @@ func ActualCost(tokens, pricePerMillion int64) int64 {
 	return int64(math.Round(float64(tokens) * float64(pricePerMillion) / 1e6))
 }
 
-func (s *Service) finishTx(ctx context.Context, q *db.Queries, j db.FineTuningJob, st db.FinetuneStatus, providerState, message string, tokens int64, model string) error {
+func (s *Service) finishTx(ctx context.Context, tx pgx.Tx, j db.FineTuningJob, st db.FinetuneStatus, providerState, message string, tokens int64, model string) error {
+	q := db.New(tx)
 	if providerState == "" {
 		providerState = j.ProviderState
 	}
@@ -417,7 +420,7 @@ func (s *Service) finishTx(ctx context.Context, q *db.Queries, j db.FineTuningJo
 	// What a job trained joins the registry as it succeeds, so a
 	// succeeded job always has its version.
 	if st == db.FinetuneStatusSucceeded && model != "" && s.Registry != nil {
-		if _, err := s.Registry.RegisterJob(ctx, q, j, model, tokens, cost); err != nil {
+		if _, err := s.Registry.RegisterJobTx(ctx, tx, j, model, tokens, cost); err != nil {
 			return fmt.Errorf("registering the trained model: %w", err)
 		}
 	}

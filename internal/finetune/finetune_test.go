@@ -26,9 +26,9 @@ import (
 	"github.com/curate/curate/internal/pricing"
 	"github.com/curate/curate/internal/provider"
 	"github.com/curate/curate/internal/provider/bedrock"
-	"github.com/curate/curate/internal/provider/bedrockfake"
+	"github.com/curate/curate/internal/provider/bedrocktest"
 	"github.com/curate/curate/internal/provider/openai"
-	"github.com/curate/curate/internal/provider/openaifake"
+	"github.com/curate/curate/internal/provider/openaitest"
 )
 
 func TestMain(m *testing.M) { pgtest.Main(m) }
@@ -73,14 +73,14 @@ func newEnv(t *testing.T, reg finetune.Providers) *env {
 	return &env{svc: svc, pool: pool, src: src, org: org}
 }
 
-func openaiEntry(srv *openaifake.Server) finetune.Entry {
+func openaiEntry(srv *openaitest.Server) finetune.Entry {
 	// No SDK retries: a failed request reaches the worker, which retries.
 	return finetune.OpenAI(openai.Config{APIKey: "sk-test", BaseURL: srv.URL(), MaxRetries: -1})
 }
 
-func bedrockEntry(srv *bedrockfake.Server) finetune.Entry {
+func bedrockEntry(srv *bedrocktest.Server) finetune.Entry {
 	return finetune.Bedrock(bedrock.Config{
-		Bucket: bedrockfake.Bucket, Prefix: "ft", RoleARN: "arn:aws:iam::123456789012:role/curate",
+		Bucket: bedrocktest.Bucket, Prefix: "ft", RoleARN: "arn:aws:iam::123456789012:role/curate",
 		BedrockEndpoint: srv.BedrockURL(), S3Endpoint: srv.S3URL(), S3PathStyle: true,
 		AWS: &aws.Config{Region: "us-east-1", Credentials: credentials.NewStaticCredentialsProvider("AKIDTEST", "secret", ""),
 			Retryer: func() aws.Retryer { return aws.NopRetryer{} }},
@@ -213,7 +213,7 @@ func TestOpenAIDPOSurvivesAKillAtEveryStep(t *testing.T) {
 	for _, at := range killPoints {
 		t.Run("kill after "+at, func(t *testing.T) {
 			t.Parallel()
-			srv := openaifake.New(t)
+			srv := openaitest.New(t)
 			e := newEnv(t, finetune.Providers{"openai": killing(openaiEntry(srv), at)})
 			v := e.src.AddPref(e.org, "support-dpo v1", finetunetest.Pairs(6), 2)
 			job := e.launch(t, finetune.Request{VersionID: v.ID, Provider: "openai", BaseModel: mini, Method: provider.DPO,
@@ -262,7 +262,7 @@ func TestBedrockSurvivesAKillAtEveryStep(t *testing.T) {
 	for _, at := range killPoints {
 		t.Run("kill after "+at, func(t *testing.T) {
 			t.Parallel()
-			srv := bedrockfake.New(t)
+			srv := bedrocktest.New(t)
 			e := newEnv(t, finetune.Providers{"bedrock": killing(bedrockEntry(srv), at)})
 			v := e.src.AddSFT(e.org, "support-sft v2", finetunetest.Chats(5), 1)
 			job := e.launch(t, finetune.Request{VersionID: v.ID, Provider: "bedrock", BaseModel: haiku, Method: provider.Supervised,
@@ -295,7 +295,7 @@ func TestBedrockSurvivesAKillAtEveryStep(t *testing.T) {
 // epochs auto OpenAI's cookbook runs 100/4 = 25 epochs: 1,800 tokens at $3
 // per million is $0.0054.
 func TestEstimateCountsTokensEpochsAndPrice(t *testing.T) {
-	srv := openaifake.New(t)
+	srv := openaitest.New(t)
 	e := newEnv(t, finetune.Providers{"openai": openaiEntry(srv)})
 	v := e.src.AddPref(e.org, "p v1", finetunetest.Pairs(6), 2)
 	chats := e.src.AddSFT(e.org, "c v1", finetunetest.Chats(3), 0)
@@ -338,7 +338,7 @@ func TestOpenAIAutoEpochsFollowsTheCookbook(t *testing.T) {
 // Each bad launch is refused with a message on its field, and nothing is
 // stored or sent.
 func TestLaunchRefusesBadInput(t *testing.T) {
-	srv := openaifake.New(t)
+	srv := openaitest.New(t)
 	reg := finetune.Providers{
 		"openai":  openaiEntry(srv),
 		"bedrock": finetune.Bedrock(bedrock.Config{}), // no bucket, role or credentials
@@ -398,7 +398,7 @@ func TestLaunchRefusesBadInput(t *testing.T) {
 // model: it trains the dataset's newest version on the provider's default
 // model, and the job records both.
 func TestLaunchByDatasetWithDefaultModel(t *testing.T) {
-	srv := openaifake.New(t)
+	srv := openaitest.New(t)
 	e := newEnv(t, finetune.Providers{"openai": openaiEntry(srv)})
 	v := e.src.AddPref(e.org, "p v1", finetunetest.Pairs(6), 2)
 	job := e.launch(t, finetune.Request{DatasetID: v.DatasetID, Provider: "openai", Method: provider.DPO,
@@ -412,7 +412,7 @@ func TestLaunchByDatasetWithDefaultModel(t *testing.T) {
 	if err := e.pool.QueryRow(context.Background(), "SELECT kind, args::text FROM river_job WHERE id = $1", job.RiverJobID.Int64).Scan(&kind, &args); err != nil {
 		t.Fatal(err)
 	}
-	if kind != "finetune" || !strings.Contains(args, job.ID.String()) {
+	if kind != (finetune.JobArgs{}).Kind() || !strings.Contains(args, job.ID.String()) {
 		t.Errorf("queued %s %s, want the finetune job of %s", kind, args, job.ID)
 	}
 }
@@ -421,7 +421,7 @@ func TestLaunchByDatasetWithDefaultModel(t *testing.T) {
 // refused with the figures; within the budget it goes through, and its
 // estimate counts against the month until its actual cost is known.
 func TestBudgetRefusesOverspending(t *testing.T) {
-	srv := openaifake.New(t)
+	srv := openaitest.New(t)
 	e := newEnv(t, finetune.Providers{"openai": openaiEntry(srv)})
 	ctx := context.Background()
 	v := e.src.AddPref(e.org, "p v1", finetunetest.Pairs(6), 2)
@@ -453,8 +453,8 @@ func TestBudgetRefusesOverspending(t *testing.T) {
 // The provider's failure ends the job with its message; the tokens it
 // reports as trained are what is charged.
 func TestProviderFailureKeepsItsMessage(t *testing.T) {
-	srv := openaifake.New(t)
-	sc := openaifake.DefaultScript()
+	srv := openaitest.New(t)
+	sc := openaitest.DefaultScript()
 	sc.FailAtStep, sc.FailMessage = 3, "Training diverged: loss became NaN."
 	srv.SetScript(sc)
 	e := newEnv(t, finetune.Providers{"openai": openaiEntry(srv)})
@@ -470,8 +470,8 @@ func TestProviderFailureKeepsItsMessage(t *testing.T) {
 // A file OpenAI cannot process is permanent: the job fails with OpenAI's
 // reason and no job is created.
 func TestRefusedFileFailsTheJob(t *testing.T) {
-	srv := openaifake.New(t)
-	sc := openaifake.DefaultScript()
+	srv := openaitest.New(t)
+	sc := openaitest.DefaultScript()
 	sc.FileError = "Invalid file format: line 3 is not JSON."
 	srv.SetScript(sc)
 	e := newEnv(t, finetune.Providers{"openai": openaiEntry(srv)})
@@ -490,9 +490,9 @@ func TestRefusedFileFailsTheJob(t *testing.T) {
 // Server errors and rate limits are retried by the worker without
 // creating anything twice.
 func TestTransientErrorsAreRetried(t *testing.T) {
-	srv := openaifake.New(t)
+	srv := openaitest.New(t)
 	e := newEnv(t, finetune.Providers{"openai": openaiEntry(srv)})
-	for _, f := range []openaifake.Fault{
+	for _, f := range []openaitest.Fault{
 		{Method: "POST", Path: "/v1/files", Status: 500},
 		{Method: "POST", Path: "/v1/fine_tuning/jobs", Status: 503},
 		{Method: "GET", Path: "/v1/fine_tuning/jobs/", Status: 429, Times: 2},
@@ -516,7 +516,7 @@ func TestTransientErrorsAreRetried(t *testing.T) {
 // was sent costs nothing and never reaches the provider.
 func TestCancel(t *testing.T) {
 	ctx := context.Background()
-	srv := openaifake.New(t)
+	srv := openaitest.New(t)
 	e := newEnv(t, finetune.Providers{"openai": openaiEntry(srv)})
 	v := e.src.AddPref(e.org, "p v1", finetunetest.Pairs(6), 2)
 	req := finetune.Request{VersionID: v.ID, Provider: "openai", BaseModel: mini, Method: provider.DPO}
@@ -560,7 +560,7 @@ func TestCancel(t *testing.T) {
 
 // Lists filter and page with a cursor, newest first.
 func TestListPages(t *testing.T) {
-	srv := openaifake.New(t)
+	srv := openaitest.New(t)
 	e := newEnv(t, finetune.Providers{"openai": openaiEntry(srv)})
 	v := e.src.AddPref(e.org, "p v1", finetunetest.Pairs(6), 2)
 	var ids []uuid.UUID
@@ -596,7 +596,7 @@ func TestListPages(t *testing.T) {
 // Two launches at once that each fit the budget but not together: the
 // budget row's lock lets exactly one through.
 func TestConcurrentLaunchesShareTheBudget(t *testing.T) {
-	srv := openaifake.New(t)
+	srv := openaitest.New(t)
 	e := newEnv(t, finetune.Providers{"openai": openaiEntry(srv)})
 	ctx := context.Background()
 	v := e.src.AddPref(e.org, "p v1", finetunetest.Pairs(6), 2)
@@ -638,7 +638,7 @@ func TestConcurrentLaunchesShareTheBudget(t *testing.T) {
 // role + 1 content) = 13 tokens; a DPO pair holds its prompt once and both
 // replies, 3 + 3 × 5 = 18.
 func TestEstimateFollowsTheBillingRule(t *testing.T) {
-	e := newEnv(t, finetune.Providers{"openai": openaiEntry(openaifake.New(t))})
+	e := newEnv(t, finetune.Providers{"openai": openaiEntry(openaitest.New(t))})
 	sft := e.src.AddSFT(e.org, "chats v1", finetunetest.Chats(12), 2)
 	noValid := e.src.AddSFT(e.org, "chats v2", finetunetest.Chats(10), 0)
 	dpo := e.src.AddPref(e.org, "pairs v1", finetunetest.Pairs(6), 2)

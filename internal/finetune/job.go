@@ -20,7 +20,11 @@ type JobArgs struct {
 const QueueGPU = "gpu"
 
 // Kind names the job in River's table.
-func (JobArgs) Kind() string { return "finetune" }
+func (JobArgs) Kind() string { return "finetune_advance" }
+
+// KindAliases keeps the jobs queued under the kind's earlier name worked;
+// it can go once no row of river_job has that kind.
+func (JobArgs) KindAliases() []string { return []string{"finetune"} }
 
 // InsertOpts keeps one worker per fine-tuning job.
 func (a JobArgs) InsertOpts() river.InsertOpts {

@@ -3,7 +3,6 @@ package finetune
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"time"
 
@@ -132,11 +131,8 @@ func (s *Service) Cancel(ctx context.Context, actor audit.Actor, orgID, id uuid.
 	err := db.InTx(ctx, s.Pool, func(_ pgx.Tx, q *db.Queries) error {
 		var err error
 		job, err = q.FineTuneJobGetForUpdate(ctx, db.FineTuneJobGetForUpdateParams{OrgID: orgID, ID: id})
-		if errors.Is(err, pgx.ErrNoRows) {
-			return errs.ErrNotFound
-		}
 		if err != nil {
-			return err
+			return errs.NotFound(err)
 		}
 		if Terminal(job.Status) {
 			return &errs.Conflict{Message: "this job has already " + finished(job.Status) + "; there is nothing to cancel and nothing more is charged"}

@@ -17,7 +17,7 @@ import (
 	"github.com/curate/curate/internal/provider"
 	"github.com/curate/curate/internal/provider/local"
 	"github.com/curate/curate/internal/provider/openai"
-	"github.com/curate/curate/internal/provider/openaifake"
+	"github.com/curate/curate/internal/provider/openaitest"
 )
 
 // The local entry trains sft, irs, grpo and ppo on chat lines and dpo and
@@ -45,7 +45,7 @@ func TestLocalEntryAndMethods(t *testing.T) {
 // checked by the local trainer's ranges, named after the request's
 // "local" object, and stored with the job.
 func TestLocalEstimateIsFreeAndChecksSettings(t *testing.T) {
-	fake := openaifake.New(t)
+	fake := openaitest.New(t)
 	models := t.TempDir()
 	e := newEnv(t, finetune.Providers{"local": finetune.Local(local.Config{RunsRoot: t.TempDir(), ModelsDir: models}), "openai": openaiEntry(fake)})
 	v := e.src.AddPref(e.org, "support-dpo v1", finetunetest.Pairs(6), 2)

@@ -13,7 +13,7 @@ import (
 	"github.com/curate/curate/internal/finetune/finetunetest"
 	"github.com/curate/curate/internal/pricing"
 	"github.com/curate/curate/internal/provider"
-	"github.com/curate/curate/internal/provider/openaifake"
+	"github.com/curate/curate/internal/provider/openaitest"
 )
 
 // machine is another worker on the same database: its own scratch
@@ -54,7 +54,7 @@ func empty(t *testing.T, dir string) {
 // ends up with exactly the two files and one job, and no machine keeps a
 // scratch file.
 func TestJobMovesBetweenMachines(t *testing.T) {
-	srv := openaifake.New(t)
+	srv := openaitest.New(t)
 	e := newEnv(t, finetune.Providers{"openai": openaiEntry(srv)})
 	v := e.src.AddPref(e.org, "support-dpo v1", finetunetest.Pairs(6), 2)
 	job := e.launch(t, finetune.Request{VersionID: v.ID, Provider: "openai", BaseModel: mini, Method: provider.DPO})
@@ -108,7 +108,7 @@ func TestJobMovesBetweenMachines(t *testing.T) {
 // when the job was prepared are not sent: the job fails saying so, and
 // OpenAI holds nothing.
 func TestChangedFilesAreNotUploaded(t *testing.T) {
-	srv := openaifake.New(t)
+	srv := openaitest.New(t)
 	e := newEnv(t, finetune.Providers{"openai": openaiEntry(srv)})
 	v := e.src.AddPref(e.org, "support-dpo v1", finetunetest.Pairs(6), 2)
 	job := e.launch(t, finetune.Request{VersionID: v.ID, Provider: "openai", BaseModel: mini, Method: provider.DPO})
@@ -133,7 +133,7 @@ func TestChangedFilesAreNotUploaded(t *testing.T) {
 // any step runs) is removed the first time the service needs scratch
 // space; a recent one, perhaps another process's step under way, stays.
 func TestLeftScratchIsRemoved(t *testing.T) {
-	e := newEnv(t, finetune.Providers{"openai": openaiEntry(openaifake.New(t))})
+	e := newEnv(t, finetune.Providers{"openai": openaiEntry(openaitest.New(t))})
 	v := e.src.AddPref(e.org, "p v1", finetunetest.Pairs(6), 2)
 	old, recent := filepath.Join(e.svc.Dir, "job-dead-1"), filepath.Join(e.svc.Dir, "job-live-2")
 	for _, dir := range []string{old, recent} {

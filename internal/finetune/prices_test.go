@@ -13,7 +13,7 @@ import (
 	"github.com/curate/curate/internal/finetune/finetunetest"
 	"github.com/curate/curate/internal/pricing"
 	"github.com/curate/curate/internal/provider"
-	"github.com/curate/curate/internal/provider/openaifake"
+	"github.com/curate/curate/internal/provider/openaitest"
 )
 
 func (e *env) newOrg(t *testing.T, slug string) uuid.UUID {
@@ -45,7 +45,7 @@ func withPrice(t pricing.Table, date, model string, perMillion float64) pricing.
 // was estimated with, which stays readable.
 func TestPricesBelongToTheirOrganisation(t *testing.T) {
 	ctx := context.Background()
-	srv := openaifake.New(t)
+	srv := openaitest.New(t)
 	e := newEnv(t, finetune.Providers{"openai": openaiEntry(srv)})
 	other := e.newOrg(t, "globex")
 	vA := e.src.AddPref(e.org, "a v1", finetunetest.Pairs(6), 2)
@@ -131,7 +131,7 @@ func TestPricesBelongToTheirOrganisation(t *testing.T) {
 // A bad edit changes nothing and names its fields.
 func TestSetPricesRefusesABadTable(t *testing.T) {
 	ctx := context.Background()
-	e := newEnv(t, finetune.Providers{"openai": openaiEntry(openaifake.New(t))})
+	e := newEnv(t, finetune.Providers{"openai": openaiEntry(openaitest.New(t))})
 	bad := pricing.Edit{Date: "yesterday", Prices: []pricing.Price{{Provider: "openai", BaseModel: mini, PerMillion: -3}}}
 	var inv *errs.Invalid
 	if _, err := e.svc.SetPrices(ctx, admin, e.org, bad); !errors.As(err, &inv) || inv.ByField()["date"] == "" || inv.ByField()["prices[0].usd_per_million_tokens"] == "" {

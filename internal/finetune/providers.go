@@ -2,6 +2,7 @@ package finetune
 
 import (
 	"context"
+	"log/slog"
 	"path/filepath"
 	"strings"
 
@@ -9,6 +10,8 @@ import (
 
 	"github.com/curate/curate/internal/config"
 	"github.com/curate/curate/internal/export"
+	"github.com/curate/curate/internal/jobq"
+	"github.com/curate/curate/internal/models"
 	"github.com/curate/curate/internal/pricing"
 	"github.com/curate/curate/internal/provider"
 	"github.com/curate/curate/internal/provider/bedrock"
@@ -83,11 +86,15 @@ func LocalConfig(cfg config.Config) local.Config {
 		Command: strings.Fields(cfg.TrainerCommand), Slots: cfg.GPUSlots, Device: cfg.TrainerDevice}
 }
 
-// FromConfig builds the service with OpenAI, Bedrock and local training configured from
-// cfg. A provider whose settings are missing stays listed and says what is
-// missing when a launch names it. The dataset source is set with
-// SetDataSource.
-func FromConfig(pool *pgxpool.Pool, cfg config.Config) *Service {
+// New builds the service with OpenAI, Bedrock and local training
+// configured from cfg. A provider whose settings are missing stays listed
+// and says what is missing when a launch names it. jobs starts each job's
+// worker, data reads the frozen dataset versions jobs train on, registry
+// registers what a succeeded job trained (nil registers nothing), workers
+// lists the live workers a local launch needs (nil checks none), and log
+// receives the detail of failed jobs.
+func New(pool *pgxpool.Pool, cfg config.Config, jobs jobq.Inserter, data DataSource, registry *models.Service, workers WorkerSource,
+	log *slog.Logger) *Service {
 	bc := bedrock.Config{Bucket: cfg.BedrockBucket, Prefix: cfg.BedrockPrefix, RoleARN: cfg.BedrockRoleARN,
 		Region: cfg.BedrockRegion, BedrockEndpoint: cfg.BedrockEndpoint, S3Endpoint: cfg.S3Endpoint, S3PathStyle: cfg.S3Endpoint != ""}
 	return &Service{
@@ -97,8 +104,13 @@ func FromConfig(pool *pgxpool.Pool, cfg config.Config) *Service {
 			bedrock.Name: Bedrock(bc),
 			local.Name:   Local(LocalConfig(cfg)),
 		},
+		Jobs:          jobs,
 		Dir:           filepath.Join(cfg.DataDir, "fine-tuning"),
 		DefaultBudget: pricing.Dollars(cfg.FineTuneBudgetUSD),
 		PollEvery:     cfg.FineTunePoll,
+		Registry:      registry,
+		Workers:       workers,
+		Log:           log,
+		data:          data,
 	}
 }

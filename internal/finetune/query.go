@@ -7,7 +7,6 @@ import (
 	"strings"
 
 	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5"
 
 	"github.com/curate/curate/db"
 	"github.com/curate/curate/internal/errs"
@@ -36,11 +35,8 @@ const maxEvents = 200
 func (s *Service) Get(ctx context.Context, orgID, id uuid.UUID) (Detail, error) {
 	q := db.New(s.Pool)
 	j, err := q.FineTuneJobGet(ctx, db.FineTuneJobGetParams{OrgID: orgID, ID: id})
-	if errors.Is(err, pgx.ErrNoRows) {
-		return Detail{}, errs.ErrNotFound
-	}
 	if err != nil {
-		return Detail{}, err
+		return Detail{}, errs.NotFound(err)
 	}
 	d := Detail{Job: j}
 	if src, err := s.source(); err == nil {

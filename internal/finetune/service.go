@@ -63,8 +63,9 @@ type Service struct {
 	counts  map[countKey]count
 }
 
-// SetDataSource sets where dataset versions come from. It may be called
-// while the service is in use.
+// SetDataSource changes where dataset versions come from, for tests that
+// train on versions of their own making. It may be called while the
+// service is in use.
 func (s *Service) SetDataSource(d DataSource) {
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -31,7 +31,7 @@ func TestLocalLaunchNeedsALiveWorker(t *testing.T) {
 	}
 	e := newEnv(t, finetune.Providers{"local": finetune.Local(local.Config{RunsRoot: t.TempDir(), ModelsDir: models,
 		Python: filepath.Join(t.TempDir(), "no-python")})})
-	ws := &servers.Service{Pool: e.pool}
+	ws := servers.New(e.pool)
 	e.svc.Workers = ws
 	v := e.src.AddPref(e.org, "support-dpo v1", finetunetest.Pairs(6), 2)
 	req := finetune.Request{VersionID: v.ID, Provider: "local", BaseModel: "model", Method: local.Reward}

@@ -42,6 +42,9 @@ type Service struct {
 	Pool *pgxpool.Pool
 }
 
+// New builds the readiness check of pool's database.
+func New(pool *pgxpool.Pool) *Service { return &Service{Pool: pool} }
+
 // Check returns nil when the database answers and River's schema is
 // migrated, or a *Down naming the first part that does not.
 func (s *Service) Check(ctx context.Context) error {

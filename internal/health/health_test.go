@@ -16,7 +16,7 @@ func TestMain(m *testing.M) { pgtest.Main(m) }
 func TestCheck(t *testing.T) {
 	ctx := context.Background()
 	pool := pgtest.NewDB(t)
-	svc := &health.Service{Pool: pool}
+	svc := health.New(pool)
 	if err := svc.Check(ctx); err != nil {
 		t.Fatalf("fresh database: %v", err)
 	}

@@ -31,7 +31,6 @@ import (
 	"gocloud.dev/blob"
 
 	"github.com/curate/curate/db"
-	"github.com/curate/curate/internal/config"
 	"github.com/curate/curate/internal/feedback"
 	"github.com/curate/curate/internal/importfile"
 	"github.com/curate/curate/internal/jobq"
@@ -82,19 +81,12 @@ type Service struct {
 	Log      *slog.Logger
 }
 
-// New builds the service on the process's feedback and pair services and
-// its blob bucket, with the key from the configuration that encrypts
-// stored secrets (see config.Config.Secret).
-func New(cfg config.Config, pool *pgxpool.Pool, fb *feedback.Service, ps *pairs.Service, jobs jobq.Inserter, bucket *blob.Bucket, log *slog.Logger) (*Service, error) {
-	key, err := cfg.Secret()
-	if err != nil {
-		return nil, err
-	}
-	box, err := secrets.New(key)
-	if err != nil {
-		return nil, err
-	}
-	return &Service{Pool: pool, Q: db.New(pool), Feedback: fb, Pairs: ps, Jobs: jobs, Secrets: box, Bucket: bucket, Log: log}, nil
+// New builds the service on the process's feedback and pair services: jobs
+// starts imports and syncs, uploads wait in bucket, secrets seals the
+// Langfuse secret keys, and out makes every call to a Langfuse host.
+func New(pool *pgxpool.Pool, fb *feedback.Service, ps *pairs.Service, jobs jobq.Inserter, secrets *secrets.Box, bucket *blob.Bucket,
+	out *outbound.Client, log *slog.Logger) *Service {
+	return &Service{Pool: pool, Q: db.New(pool), Feedback: fb, Pairs: ps, Jobs: jobs, Secrets: secrets, Bucket: bucket, Outbound: out, Log: log}
 }
 
 // Summary is what an import stored (feedback items or pairs, by its

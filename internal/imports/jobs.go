@@ -22,7 +22,11 @@ type ImportArgs struct {
 }
 
 // Kind names the job in River's table.
-func (ImportArgs) Kind() string { return "import_file" }
+func (ImportArgs) Kind() string { return "import_run" }
+
+// KindAliases keeps the jobs queued under the kind's earlier name worked;
+// it can go once no row of river_job has that kind.
+func (ImportArgs) KindAliases() []string { return []string{"import_file"} }
 
 // InsertOpts: a failure other than bad input (the database going away) is
 // worth a few more tries; each starts the file over.

@@ -73,10 +73,7 @@ const scoresPage = 100
 // errs.ErrNotFound when there is none.
 func (s *Service) Connection(ctx context.Context, orgID uuid.UUID) (db.LangfuseConnection, error) {
 	c, err := s.Q.LangfuseConnectionGet(ctx, orgID)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return c, errs.ErrNotFound
-	}
-	return c, err
+	return c, errs.NotFound(err)
 }
 
 // SaveConnection creates or changes the organisation's connection, keeping

@@ -243,7 +243,7 @@ func TestImportRoundTrip(t *testing.T) {
 			if err != nil || sum.Stored != 2 {
 				t.Fatalf("import %+v (%v)", sum, err)
 			}
-			ps := &pairs.Service{Pool: e.pool}
+			ps := pairs.New(e.pool)
 			for _, id := range sum.PairIDs {
 				d, err := ps.Get(context.Background(), e.orgID, id)
 				if err != nil {

@@ -332,8 +332,5 @@ func (s *Service) Runs(ctx context.Context, orgID uuid.UUID, limit int) ([]db.Im
 // GetRun returns one run, or errs.ErrNotFound.
 func (s *Service) GetRun(ctx context.Context, orgID, runID uuid.UUID) (db.ImportRun, error) {
 	r, err := s.Q.ImportRunGet(ctx, db.ImportRunGetParams{OrgID: orgID, ID: runID})
-	if errors.Is(err, pgx.ErrNoRows) {
-		return r, errs.ErrNotFound
-	}
-	return r, err
+	return r, errs.NotFound(err)
 }

@@ -17,12 +17,12 @@ import (
 	"github.com/curate/curate/internal/accounts"
 	"github.com/curate/curate/internal/audit"
 	"github.com/curate/curate/internal/blobstore"
-	"github.com/curate/curate/internal/config"
 	"github.com/curate/curate/internal/feedback"
 	"github.com/curate/curate/internal/imports"
 	"github.com/curate/curate/internal/jobq"
 	"github.com/curate/curate/internal/pairs"
 	"github.com/curate/curate/internal/publicdata"
+	"github.com/curate/curate/internal/secrets"
 )
 
 func TestMain(m *testing.M) { pgtest.Main(m) }
@@ -43,7 +43,7 @@ func newEnv(t testing.TB) *env {
 	t.Helper()
 	ctx := context.Background()
 	pool := pgtest.NewDB(t)
-	org, err := accounts.New(pool).EnsureOrg(ctx, "acme", "Acme")
+	org, err := accounts.New(pool, accounts.DefaultSessionTTL).EnsureOrg(ctx, "acme", "Acme")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -57,12 +57,12 @@ func newEnv(t testing.TB) *env {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { bucket.Close() })
-	cfg := config.Config{DataDir: t.TempDir(), SecretKey: strings.Repeat("s", 32)}
-	svc, err := imports.New(cfg, pool, &feedback.Service{Pool: pool}, &pairs.Service{Pool: pool}, inserter, bucket, slog.New(slog.DiscardHandler))
+	box, err := secrets.New(strings.Repeat("s", 32))
 	if err != nil {
 		t.Fatal(err)
 	}
-	svc.Outbound = allow(t, "127.0.0.0/8,::1") // the fake Langfuse listens on loopback
+	// The fake Langfuse listens on loopback.
+	svc := imports.New(pool, feedback.New(pool), pairs.New(pool), inserter, box, bucket, allow(t, "127.0.0.0/8,::1"), slog.New(slog.DiscardHandler))
 	return &env{ctx: ctx, pool: pool, svc: svc, orgID: org.ID, blobDir: blobDir}
 }
 

@@ -60,7 +60,7 @@ func TestUploadedRun(t *testing.T) {
 	if run.FileName != "feedback.jsonl" || run.FileSize != int64(len(goodLines)) || run.Status != imports.StatusQueued {
 		t.Fatalf("run %+v", run)
 	}
-	if n := e.count(t, "SELECT count(*) FROM river_job WHERE kind = 'import_file' AND args->>'run_id' = $1", run.ID.String()); n != 1 {
+	if n := e.count(t, "SELECT count(*) FROM river_job WHERE kind = 'import_run' AND args->>'run_id' = $1", run.ID.String()); n != 1 {
 		t.Fatalf("%d import jobs queued for the run, want 1", n)
 	}
 	key := "uploads/" + e.orgID.String() + "/" + run.ID.String()

@@ -41,7 +41,7 @@ func Revive(ctx context.Context, tx pgx.Tx, ins Inserter, jobID int64, args rive
 		case err == nil && live.State == "running":
 			// Its worker is gone: the sweep would put it back within a
 			// minute; it goes now.
-			rows, err := q.JobUpdateStale(ctx, db.JobUpdateStaleParams{Kinds: []string{args.Kind()}, StaleSeconds: StaleAfter.Seconds(),
+			rows, err := q.JobUpdateStale(ctx, db.JobUpdateStaleParams{Kinds: Kinds(args), StaleSeconds: StaleAfter.Seconds(),
 				Error: StaleError, JobID: pgtype.Int8{Int64: jobID, Valid: true}})
 			if err != nil {
 				return 0, err

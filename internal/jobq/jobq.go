@@ -21,6 +21,20 @@ type Inserter interface {
 	JobRetry(ctx context.Context, id int64) (*rivertype.JobRow, error)
 }
 
+// Kinds lists the kinds of args with the earlier names they keep as
+// aliases (river.JobArgsWithKindAliases): a query over River's rows of
+// a kind must find the jobs queued under its old name too.
+func Kinds(args ...river.JobArgs) []string {
+	var out []string
+	for _, a := range args {
+		out = append(out, a.Kind())
+		if aliased, ok := a.(river.JobArgsWithKindAliases); ok {
+			out = append(out, aliased.KindAliases()...)
+		}
+	}
+	return out
+}
+
 // New builds an insert-only River client: it runs no job, so every process
 // (web, worker, CLI) can start jobs that any worker then takes.
 func New(pool *pgxpool.Pool) (*river.Client[pgx.Tx], error) {

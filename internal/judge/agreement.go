@@ -30,7 +30,11 @@ type AgreementArgs struct {
 }
 
 // Kind names the job in River's table.
-func (AgreementArgs) Kind() string { return "judge_agreement" }
+func (AgreementArgs) Kind() string { return "agreement_run" }
+
+// KindAliases keeps the jobs queued under the kind's earlier name worked;
+// it can go once no row of river_job has that kind.
+func (AgreementArgs) KindAliases() []string { return []string{"judge_agreement"} }
 
 // Limits and defaults of an agreement run.
 const (
@@ -274,11 +278,8 @@ type Agreement struct {
 // GetAgreement reads one run of the organisation.
 func (s *Service) GetAgreement(ctx context.Context, orgID, id uuid.UUID) (Agreement, error) {
 	a, err := db.New(s.Pool).JudgeAgreementGet(ctx, db.JudgeAgreementGetParams{OrgID: orgID, ID: id})
-	if errors.Is(err, pgx.ErrNoRows) {
-		return Agreement{}, errs.ErrNotFound
-	}
 	if err != nil {
-		return Agreement{}, err
+		return Agreement{}, errs.NotFound(err)
 	}
 	out := Agreement{JudgeAgreement: a}
 	if a.Agreement != nil {
@@ -330,10 +331,8 @@ func (s *Service) Resolve(ctx context.Context, actor audit.Actor, orgID, id uuid
 		}
 		if n == 0 {
 			// Another organisation's conflict is simply not found.
-			if _, err := q.JudgeConflictGet(ctx, db.JudgeConflictGetParams{OrgID: orgID, ID: id}); errors.Is(err, pgx.ErrNoRows) {
-				return errs.ErrNotFound
-			} else if err != nil {
-				return err
+			if _, err := q.JudgeConflictGet(ctx, db.JudgeConflictGetParams{OrgID: orgID, ID: id}); err != nil {
+				return errs.NotFound(err)
 			}
 			return &errs.Conflict{Message: "This conflict is already resolved."}
 		}
@@ -391,11 +390,8 @@ func (s *Service) Settings(ctx context.Context, orgID uuid.UUID) (Settings, erro
 func (s *Service) ResumeAgreement(ctx context.Context, actor audit.Actor, orgID, id uuid.UUID) error {
 	return db.InTx(ctx, s.Pool, func(tx pgx.Tx, q *db.Queries) error {
 		a, err := q.JudgeAgreementGetForUpdate(ctx, db.JudgeAgreementGetForUpdateParams{OrgID: orgID, ID: id})
-		if errors.Is(err, pgx.ErrNoRows) {
-			return errs.ErrNotFound
-		}
 		if err != nil {
-			return err
+			return errs.NotFound(err)
 		}
 		if a.Status == db.EvaluationStatusSucceeded || a.Status == db.EvaluationStatusFailed {
 			return &errs.Conflict{Message: "This run has finished: start a new one to measure again."}

@@ -10,10 +10,9 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/curate/curate/db/pgtest"
-	"github.com/curate/curate/internal/accounts"
 	"github.com/curate/curate/internal/audit"
 	"github.com/curate/curate/internal/chat/chattest"
-	"github.com/curate/curate/internal/demo"
+	"github.com/curate/curate/internal/demo/demotest"
 	"github.com/curate/curate/internal/endpoints"
 	"github.com/curate/curate/internal/errs"
 	"github.com/curate/curate/internal/jobq"
@@ -30,11 +29,11 @@ import (
 func TestAgreementResume(t *testing.T) {
 	ctx := context.Background()
 	pool := pgtest.NewDB(t)
-	seeded, err := demo.Ensure(ctx, accounts.New(pool))
+	seeded, err := demotest.Seeder(pool).Ensure(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := demo.SeedFeedback(ctx, pool, seeded); err != nil {
+	if _, err := demotest.Seeder(pool).SeedFeedback(ctx, seeded); err != nil {
 		t.Fatal(err)
 	}
 	inserter, err := jobq.New(pool)
@@ -42,15 +41,16 @@ func TestAgreementResume(t *testing.T) {
 		t.Fatal(err)
 	}
 	policy, _ := outbound.ParsePolicy("127.0.0.1")
-	eps := &endpoints.Service{Pool: pool, Outbound: &outbound.Client{Policy: policy, Timeout: 2 * time.Second}, Attempts: 2, RetryDelay: time.Millisecond}
+	eps := endpoints.New(pool, nil, &outbound.Client{Policy: policy, Timeout: 2 * time.Second})
+	eps.Attempts, eps.RetryDelay = 2, time.Millisecond
 	srv := chattest.New(func(chattest.Request) chattest.Reply {
 		return chattest.Reply{Content: `{"score": 0.6, "safety_flag": false, "critique": "ok"}`, PromptTokens: 100, CompletionTokens: 10}
 	})
 	t.Cleanup(srv.Close)
-	if _, err := eps.Create(ctx, audit.System, seeded.OrgID, endpoints.New{Name: "deepseek", BaseURL: srv.URL + "/v1", Model: "deepseek-chat"}); err != nil {
+	if _, err := eps.Create(ctx, audit.System, seeded.OrgID, endpoints.NewEndpoint{Name: "deepseek", BaseURL: srv.URL + "/v1", Model: "deepseek-chat"}); err != nil {
 		t.Fatal(err)
 	}
-	svc := &judge.Service{Pool: pool, Endpoints: eps, Jobs: inserter, DefaultBudget: pricing.Dollars(5)}
+	svc := judge.New(pool, eps, inserter, pricing.Dollars(5))
 	a, err := svc.StartAgreement(ctx, audit.System, seeded.OrgID, judge.AgreementRequest{Endpoint: "deepseek", Items: 12})
 	if err != nil {
 		t.Fatal(err)
@@ -70,7 +70,7 @@ func TestAgreementResume(t *testing.T) {
 		if stalled, err = svc.AgreementStalled(ctx, got.JudgeAgreement); err != nil {
 			t.Fatal(err)
 		}
-		if err := pool.QueryRow(ctx, `SELECT count(*) FROM river_job WHERE kind = 'judge_agreement'`).Scan(&jobs); err != nil {
+		if err := pool.QueryRow(ctx, `SELECT count(*) FROM river_job WHERE kind = 'agreement_run'`).Scan(&jobs); err != nil {
 			t.Fatal(err)
 		}
 		return string(got.Status), got.RiverJobID.Int64, jobs, stalled

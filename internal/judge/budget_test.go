@@ -101,7 +101,7 @@ func TestJudgeBudgetRace(t *testing.T) {
 			endpoint := "deepseek"
 			if c.exact {
 				endpoint = "exact"
-				if _, err := svc.Endpoints.Create(ctx, audit.System, org, endpoints.New{Name: endpoint, BaseURL: srv.URL + "/v1", Model: "deepseek-chat",
+				if _, err := svc.Endpoints.Create(ctx, audit.System, org, endpoints.NewEndpoint{Name: endpoint, BaseURL: srv.URL + "/v1", Model: "deepseek-chat",
 					PricePerMillionInput: 0.27}); err != nil {
 					t.Fatal(err)
 				}

@@ -50,6 +50,13 @@ type Service struct {
 	Now func() time.Time
 }
 
+// New builds the judge: it asks the endpoints the organisation registered,
+// starts agreement runs through jobs, and spends up to defaultBudget a
+// month where an admin set no budget.
+func New(pool *pgxpool.Pool, endpoints *endpoints.Service, jobs jobq.Inserter, defaultBudget pricing.Micros) *Service {
+	return &Service{Pool: pool, Endpoints: endpoints, Jobs: jobs, DefaultBudget: defaultBudget}
+}
+
 // Judgement is the judge's verdict on one answer, or why there is none.
 type Judgement struct {
 	Score    float64 `json:"score"`

@@ -31,7 +31,7 @@ func setup(t *testing.T, script func(chattest.Request) chattest.Reply) (*judge.S
 	t.Helper()
 	ctx := context.Background()
 	pool := pgtest.NewDB(t)
-	org, err := accounts.New(pool).EnsureOrg(ctx, "acme", "Acme")
+	org, err := accounts.New(pool, accounts.DefaultSessionTTL).EnsureOrg(ctx, "acme", "Acme")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -40,15 +40,15 @@ func setup(t *testing.T, script func(chattest.Request) chattest.Reply) (*judge.S
 		t.Fatal(err)
 	}
 	policy, _ := outbound.ParsePolicy("127.0.0.1")
-	eps := &endpoints.Service{Pool: pool, Secrets: box, Outbound: &outbound.Client{Policy: policy, Timeout: 300 * time.Millisecond},
-		Attempts: 3, RetryDelay: time.Millisecond}
+	eps := endpoints.New(pool, box, &outbound.Client{Policy: policy, Timeout: 300 * time.Millisecond})
+	eps.Attempts, eps.RetryDelay = 3, time.Millisecond
 	srv := chattest.New(script)
 	t.Cleanup(srv.Close)
-	if _, err := eps.Create(ctx, audit.System, org.ID, endpoints.New{Name: "deepseek", BaseURL: srv.URL + "/v1", Model: "deepseek-chat",
+	if _, err := eps.Create(ctx, audit.System, org.ID, endpoints.NewEndpoint{Name: "deepseek", BaseURL: srv.URL + "/v1", Model: "deepseek-chat",
 		APIKey: "sk-secret", PricePerMillionInput: 0.27, PricePerMillionOutput: 1.10}); err != nil {
 		t.Fatal(err)
 	}
-	return &judge.Service{Pool: pool, Endpoints: eps, DefaultBudget: pricing.Dollars(5)}, org.ID, srv
+	return judge.New(pool, eps, nil, pricing.Dollars(5)), org.ID, srv
 }
 
 func TestJudgeCachesAndCosts(t *testing.T) {

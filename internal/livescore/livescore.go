@@ -85,6 +85,13 @@ type Service struct {
 	Now func() time.Time
 }
 
+// New builds live scoring: jobs queues the scoring the sampling finds work
+// for, scorer scores each sampled answer, and judge checks a scorer's
+// template when it is set (nil checks none).
+func New(pool *pgxpool.Pool, jobs jobq.Inserter, scorer Scorer, judge *judge.Service) *Service {
+	return &Service{Pool: pool, Jobs: jobs, Scorer: scorer, Judge: judge}
+}
+
 func (s *Service) now() time.Time {
 	if s.Now != nil {
 		return s.Now()
@@ -172,13 +179,10 @@ func (s *Service) SetForExperiment(ctx context.Context, actor audit.Actor, orgID
 	var out db.LiveScorer
 	err := db.InTx(ctx, s.Pool, func(_ pgx.Tx, q *db.Queries) error {
 		e, err := q.ExperimentGetByKey(ctx, db.ExperimentGetByKeyParams{OrgID: orgID, Key: key})
-		if errors.Is(err, pgx.ErrNoRows) {
-			return errs.ErrNotFound
-		}
 		if err != nil {
-			return err
+			return errs.NotFound(err)
 		}
-		out, err = q.LiveScorerUpsertExperiment(ctx, db.LiveScorerUpsertExperimentParams{OrgID: orgID, ExperimentID: uuid.NullUUID{UUID: e.ID, Valid: true},
+		out, err = q.LiveScorerInsertForExperiment(ctx, db.LiveScorerInsertForExperimentParams{OrgID: orgID, ExperimentID: uuid.NullUUID{UUID: e.ID, Valid: true},
 			Endpoint: c.Endpoint, Template: c.Template, Rate: c.Rate, Enabled: c.Enabled == nil || *c.Enabled, CreatedByLabel: actor.Label})
 		if err != nil {
 			return err
@@ -201,18 +205,13 @@ func (s *Service) SetForAlias(ctx context.Context, actor audit.Actor, orgID uuid
 	var out db.LiveScorer
 	err := db.InTx(ctx, s.Pool, func(_ pgx.Tx, q *db.Queries) error {
 		m, err := q.RegisteredModelGetByName(ctx, db.RegisteredModelGetByNameParams{OrgID: orgID, Name: model})
-		if errors.Is(err, pgx.ErrNoRows) {
-			return errs.ErrNotFound
-		}
 		if err != nil {
-			return err
+			return errs.NotFound(err)
 		}
-		if _, err := q.ModelAliasGet(ctx, db.ModelAliasGetParams{OrgID: orgID, RegisteredModelID: m.ID, Alias: alias}); errors.Is(err, pgx.ErrNoRows) {
-			return errs.ErrNotFound
-		} else if err != nil {
-			return err
+		if _, err := q.ModelAliasGet(ctx, db.ModelAliasGetParams{OrgID: orgID, RegisteredModelID: m.ID, Alias: alias}); err != nil {
+			return errs.NotFound(err)
 		}
-		out, err = q.LiveScorerUpsertAlias(ctx, db.LiveScorerUpsertAliasParams{OrgID: orgID, RegisteredModelID: uuid.NullUUID{UUID: m.ID, Valid: true},
+		out, err = q.LiveScorerInsertForAlias(ctx, db.LiveScorerInsertForAliasParams{OrgID: orgID, RegisteredModelID: uuid.NullUUID{UUID: m.ID, Valid: true},
 			Alias: alias, Endpoint: c.Endpoint, Template: c.Template, Rate: c.Rate, Enabled: c.Enabled == nil || *c.Enabled, CreatedByLabel: actor.Label})
 		if err != nil {
 			return err
@@ -448,7 +447,7 @@ func (s *Service) Score(ctx context.Context, scorerID uuid.UUID) error {
 			if err := ctx.Err(); err != nil {
 				return err
 			}
-			claimed, err := q.LiveScoreClaim(ctx, db.LiveScoreClaimParams{ScorerID: scorerID, FeedbackID: r.FeedbackID})
+			claimed, err := q.LiveScoreUpdateClaim(ctx, db.LiveScoreUpdateClaimParams{ScorerID: scorerID, FeedbackID: r.FeedbackID})
 			if err != nil {
 				return err
 			}
@@ -463,7 +462,7 @@ func (s *Service) Score(ctx context.Context, scorerID uuid.UUID) error {
 			}
 			if err != nil {
 				// Not reached: the answer is left for the retry.
-				return errors.Join(err, q.LiveScoreRelease(context.WithoutCancel(ctx), db.LiveScoreReleaseParams{ScorerID: scorerID,
+				return errors.Join(err, q.LiveScoreUpdateRelease(context.WithoutCancel(ctx), db.LiveScoreUpdateReleaseParams{ScorerID: scorerID,
 					FeedbackID: r.FeedbackID}))
 			}
 			u := db.LiveScoreUpdateParams{ScorerID: scorerID, FeedbackID: r.FeedbackID, Status: "scored", SafetyFlag: res.Safety,

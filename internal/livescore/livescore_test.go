@@ -51,7 +51,7 @@ func setup(t *testing.T, budget pricing.Micros) *env {
 	t.Helper()
 	ctx := context.Background()
 	pool := pgtest.NewDB(t)
-	org, err := accounts.New(pool).EnsureOrg(ctx, "acme", "Acme")
+	org, err := accounts.New(pool, accounts.DefaultSessionTTL).EnsureOrg(ctx, "acme", "Acme")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -60,8 +60,8 @@ func setup(t *testing.T, budget pricing.Micros) *env {
 		t.Fatal(err)
 	}
 	policy, _ := outbound.ParsePolicy("127.0.0.1")
-	eps := &endpoints.Service{Pool: pool, Secrets: box, Outbound: &outbound.Client{Policy: policy, Timeout: time.Second},
-		Attempts: 2, RetryDelay: time.Millisecond}
+	eps := endpoints.New(pool, box, &outbound.Client{Policy: policy, Timeout: time.Second})
+	eps.Attempts, eps.RetryDelay = 2, time.Millisecond
 	srv := chattest.New(func(r chattest.Request) chattest.Reply {
 		score, unsafe := 0.6, strings.Contains(r.Last(), "unsafe")
 		if strings.Contains(r.Last(), "treatment") {
@@ -71,7 +71,7 @@ func setup(t *testing.T, budget pricing.Micros) *env {
 			PromptTokens: 1000, CompletionTokens: 200}
 	})
 	t.Cleanup(srv.Close)
-	if _, err := eps.Create(ctx, audit.System, org.ID, endpoints.New{Name: "deepseek", BaseURL: srv.URL + "/v1", Model: "deepseek-chat",
+	if _, err := eps.Create(ctx, audit.System, org.ID, endpoints.NewEndpoint{Name: "deepseek", BaseURL: srv.URL + "/v1", Model: "deepseek-chat",
 		APIKey: "sk-secret", PricePerMillionInput: 0.27, PricePerMillionOutput: 1.10}); err != nil {
 		t.Fatal(err)
 	}
@@ -79,12 +79,11 @@ func setup(t *testing.T, budget pricing.Micros) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	jd := &judge.Service{Pool: pool, Endpoints: eps, DefaultBudget: budget}
-	reg := &models.Service{Pool: pool, Jobs: jobs}
-	e := &env{ctx: ctx, pool: pool, org: org.ID, srv: srv, now: time.Now(),
-		exp: &experiments.Service{Pool: pool, Models: reg}}
-	e.live = &livescore.Service{Pool: pool, Jobs: jobs, Scorer: livescore.JudgeScorer{Judge: jd}, Judge: jd,
-		Now: func() time.Time { return e.now }}
+	jd := judge.New(pool, eps, nil, budget)
+	reg := models.New(pool, jobs, nil, nil)
+	e := &env{ctx: ctx, pool: pool, org: org.ID, srv: srv, now: time.Now(), exp: experiments.New(pool, reg)}
+	e.live = livescore.New(pool, jobs, livescore.JudgeScorer{Judge: jd}, jd)
+	e.live.Now = func() time.Time { return e.now }
 	for _, v := range []string{"1.0.0", "1.1.0"} {
 		if _, err := reg.Register(ctx, admin, org.ID, models.NewVersion{Name: "support", Version: v, ModelID: "ft:gpt-4o-mini:acme::" + v,
 			Kind: models.KindFull}); err != nil {
@@ -109,7 +108,7 @@ func (e *env) experiment(t *testing.T, key string, metrics []string) experiments
 		}
 		ids = append(ids, id)
 	}
-	x, err := e.exp.Create(e.ctx, admin, e.org, experiments.New{Key: key, ControlModelID: ids[0], TreatmentModelID: ids[1], Metrics: metrics,
+	x, err := e.exp.Create(e.ctx, admin, e.org, experiments.NewExperiment{Key: key, ControlModelID: ids[0], TreatmentModelID: ids[1], Metrics: metrics,
 		MinSamplePerArm: new(2)})
 	if err != nil {
 		t.Fatal(err)

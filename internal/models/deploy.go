@@ -127,7 +127,7 @@ func (s *Service) Deploy(ctx context.Context, actor audit.Actor, orgID, versionI
 	}
 	var out Deployment
 	err := db.InTx(ctx, s.Pool, func(tx pgx.Tx, q *db.Queries) error {
-		t, err := s.Serving.GetByName(ctx, q, orgID, in.Target)
+		t, err := s.Serving.GetByNameTx(ctx, tx, orgID, in.Target)
 		if err != nil {
 			return err
 		}
@@ -147,11 +147,8 @@ func (s *Service) Deploy(ctx context.Context, actor audit.Actor, orgID, versionI
 func (s *Service) recheck(ctx context.Context, orgID, versionID uuid.UUID, alias, target string) error {
 	q := db.New(s.Pool)
 	ver, err := q.ModelVersionGet(ctx, db.ModelVersionGetParams{OrgID: orgID, ID: versionID})
-	if errors.Is(err, pgx.ErrNoRows) {
-		return errs.ErrNotFound
-	}
 	if err != nil {
-		return err
+		return errs.NotFound(err)
 	}
 	cur, err := q.DeploymentGetLatestSucceeded(ctx, db.DeploymentGetLatestSucceededParams{
 		OrgID: orgID, RegisteredModelID: ver.RegisteredModel.ID, Alias: alias})
@@ -164,7 +161,7 @@ func (s *Service) recheck(ctx context.Context, orgID, versionID uuid.UUID, alias
 	if cur.VersionID != versionID || cur.UnloadedAt != nil || !cur.TargetID.Valid {
 		return nil
 	}
-	t, err := s.Serving.Get(ctx, q, orgID, cur.TargetID.UUID)
+	t, err := s.Serving.Get(ctx, orgID, cur.TargetID.UUID)
 	if err != nil || t.Name != target {
 		return err
 	}
@@ -186,11 +183,8 @@ func (s *Service) Rollback(ctx context.Context, actor audit.Actor, orgID, versio
 	var out Deployment
 	err := db.InTx(ctx, s.Pool, func(tx pgx.Tx, q *db.Queries) error {
 		cur, err := q.ModelVersionGet(ctx, db.ModelVersionGetParams{OrgID: orgID, ID: versionID})
-		if errors.Is(err, pgx.ErrNoRows) {
-			return errs.ErrNotFound
-		}
 		if err != nil {
-			return err
+			return errs.NotFound(err)
 		}
 		last, err := q.DeploymentGetLatestSucceeded(ctx, db.DeploymentGetLatestSucceededParams{
 			OrgID: orgID, RegisteredModelID: cur.RegisteredModel.ID, Alias: in.Alias})
@@ -206,7 +200,7 @@ func (s *Service) Rollback(ctx context.Context, actor audit.Actor, orgID, versio
 		if !last.TargetID.Valid {
 			return errs.InvalidField("alias", "the current deployment of %q names no serving target", in.Alias)
 		}
-		t, err := s.Serving.Get(ctx, q, orgID, last.TargetID.UUID)
+		t, err := s.Serving.GetTx(ctx, tx, orgID, last.TargetID.UUID)
 		if err != nil {
 			return err
 		}
@@ -234,11 +228,8 @@ func checkAlias(v *errs.Invalid, alias string) {
 func (s *Service) startDeployment(ctx context.Context, tx pgx.Tx, q *db.Queries, actor audit.Actor, orgID, versionID uuid.UUID,
 	t db.ServingTarget, alias, action, reason string) (db.Deployment, bool, error) {
 	ver, err := q.ModelVersionGetForUpdate(ctx, db.ModelVersionGetForUpdateParams{OrgID: orgID, ID: versionID})
-	if errors.Is(err, pgx.ErrNoRows) {
-		return db.Deployment{}, false, errs.ErrNotFound
-	}
 	if err != nil {
-		return db.Deployment{}, false, err
+		return db.Deployment{}, false, errs.NotFound(err)
 	}
 	m, err := q.RegisteredModelGetForUpdate(ctx, db.RegisteredModelGetForUpdateParams{OrgID: orgID, ID: ver.RegisteredModelID})
 	if err != nil {
@@ -282,7 +273,7 @@ func (s *Service) startDeployment(ctx context.Context, tx pgx.Tx, q *db.Queries,
 		Alias: alias, Action: action, Reason: reason, PreviousVersionID: prev, ServedName: served,
 		CreatedBy: uuid.NullUUID{UUID: actor.ID, Valid: actor.Kind == "user" && actor.ID != uuid.Nil}, CreatedByLabel: actor.Label,
 	})
-	if isUnique(err) {
+	if errs.IsUnique(err, "deployments_one_active_per_alias", "deployments_one_active_load") {
 		return db.Deployment{}, false, &errs.Conflict{Message: fmt.Sprintf("%s is already being deployed under %q; wait for that deployment to finish.", m.Name, alias)}
 	}
 	if err != nil {
@@ -359,15 +350,12 @@ func servedOn(ctx context.Context, q *db.Queries, orgID, versionID, targetID uui
 func (s *Service) GetDeployment(ctx context.Context, orgID, id uuid.UUID) (Deployment, error) {
 	q := db.New(s.Pool)
 	d, err := q.DeploymentGet(ctx, db.DeploymentGetParams{OrgID: orgID, ID: id})
-	if errors.Is(err, pgx.ErrNoRows) {
-		return Deployment{}, errs.ErrNotFound
-	}
 	if err != nil {
-		return Deployment{}, err
+		return Deployment{}, errs.NotFound(err)
 	}
 	target := ""
 	if d.TargetID.Valid {
-		t, err := s.Serving.Get(ctx, q, orgID, d.TargetID.UUID)
+		t, err := s.Serving.Get(ctx, orgID, d.TargetID.UUID)
 		if err != nil {
 			return Deployment{}, err
 		}
@@ -409,7 +397,7 @@ func (s *Service) load(ctx context.Context, id uuid.UUID) (step, error) {
 	}
 	st := step{d: d, ver: row.ModelVersion, m: row.RegisteredModel}
 	if d.TargetID.Valid {
-		if st.t, err = s.Serving.Get(ctx, q, d.OrgID, d.TargetID.UUID); err != nil {
+		if st.t, err = s.Serving.Get(ctx, d.OrgID, d.TargetID.UUID); err != nil {
 			return step{}, err
 		}
 	}
@@ -782,18 +770,12 @@ func (s *Service) Resolve(ctx context.Context, orgID uuid.UUID, name, alias stri
 	}
 	q := db.New(s.Pool)
 	m, err := q.RegisteredModelGetByName(ctx, db.RegisteredModelGetByNameParams{OrgID: orgID, Name: name})
-	if errors.Is(err, pgx.ErrNoRows) {
-		return Resolved{}, errs.ErrNotFound
-	}
 	if err != nil {
-		return Resolved{}, err
+		return Resolved{}, errs.NotFound(err)
 	}
 	a, err := q.ModelAliasGet(ctx, db.ModelAliasGetParams{OrgID: orgID, RegisteredModelID: m.ID, Alias: alias})
-	if errors.Is(err, pgx.ErrNoRows) {
-		return Resolved{}, errs.ErrNotFound
-	}
 	if err != nil {
-		return Resolved{}, err
+		return Resolved{}, errs.NotFound(err)
 	}
 	ver, err := q.ModelVersionGet(ctx, db.ModelVersionGetParams{OrgID: orgID, ID: a.VersionID})
 	if err != nil {
@@ -811,7 +793,7 @@ func (s *Service) Resolve(ctx context.Context, orgID uuid.UUID, name, alias stri
 		out.Model = d.ServedName
 	}
 	if d.TargetID.Valid {
-		t, err := s.Serving.Get(ctx, q, orgID, d.TargetID.UUID)
+		t, err := s.Serving.Get(ctx, orgID, d.TargetID.UUID)
 		if err != nil {
 			return Resolved{}, err
 		}

@@ -49,8 +49,9 @@ func newDeployEnv(t *testing.T) deployEnv {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := &serving.Service{Pool: pool, Secrets: box, Outbound: &outbound.Client{Policy: policy}, Attempts: 3, RetryDelay: time.Millisecond}
-	return deployEnv{ctx: ctx, pool: pool, svc: &models.Service{Pool: pool, Jobs: jobs, Serving: srv}, org: org}
+	srv := serving.New(pool, box, &outbound.Client{Policy: policy}, "", "")
+	srv.Attempts, srv.RetryDelay = 3, time.Millisecond
+	return deployEnv{ctx: ctx, pool: pool, svc: models.New(pool, jobs, srv, nil), org: org}
 }
 
 func (e deployEnv) register(t *testing.T, version, kind, path string) models.Version {

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
 
 	"github.com/curate/curate/db"
 )
@@ -63,7 +64,8 @@ func (e Evaluation) metrics() map[string]any {
 
 // SetEvaluationTx records a finished evaluation on the version it
 // evaluated, in the caller's transaction (the one finishing the run).
-func SetEvaluationTx(ctx context.Context, q *db.Queries, orgID, versionID uuid.UUID, e Evaluation) error {
+func SetEvaluationTx(ctx context.Context, tx pgx.Tx, orgID, versionID uuid.UUID, e Evaluation) error {
+	q := db.New(tx)
 	raw, err := json.Marshal(e)
 	if err != nil {
 		return err

@@ -2,12 +2,10 @@ package models
 
 import (
 	"context"
-	"errors"
 	"strings"
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5"
 
 	"github.com/curate/curate/db"
 	"github.com/curate/curate/internal/errs"
@@ -63,11 +61,8 @@ func (s *Service) checkGate(ctx context.Context, orgID, versionID uuid.UUID, ali
 		return nil
 	}
 	v, err := db.New(s.Pool).ModelVersionGet(ctx, db.ModelVersionGetParams{OrgID: orgID, ID: versionID})
-	if errors.Is(err, pgx.ErrNoRows) {
-		return errs.ErrNotFound
-	}
 	if err != nil {
-		return err
+		return errs.NotFound(err)
 	}
 	if v.ModelVersion.Kind == KindReward {
 		return nil

@@ -22,7 +22,6 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/jackc/pgx/v5/pgxpool"
 
@@ -87,6 +86,13 @@ type Service struct {
 	// Gate is asked before the production alias moves; nil lets every
 	// deployment through.
 	Gate Gate
+}
+
+// New builds the registry: jobs starts deployments, serving reaches the
+// targets, and gate is asked before the production alias moves (nil lets
+// every deployment through).
+func New(pool *pgxpool.Pool, jobs jobq.Inserter, serving *serving.Service, gate Gate) *Service {
+	return &Service{Pool: pool, Jobs: jobs, Serving: serving, Gate: gate}
 }
 
 // Version is one version of a registered model as pages and the API show it.
@@ -230,11 +236,12 @@ type TrainedVersion struct {
 	CostMicros       *int64
 }
 
-// RegisterTrained registers what a fine-tuning job trained, with the
-// transaction that marks the job succeeded, so a succeeded job always has
-// its version. A job registers once: a second call answers the first
-// version.
-func (s *Service) RegisterTrained(ctx context.Context, q *db.Queries, orgID uuid.UUID, in TrainedVersion) (db.ModelVersion, error) {
+// RegisterTrainedTx registers what a fine-tuning job trained, in the
+// caller's transaction that marks the job succeeded, so a succeeded job
+// always has its version. A job registers once: a second call answers the
+// first version.
+func (s *Service) RegisterTrainedTx(ctx context.Context, tx pgx.Tx, orgID uuid.UUID, in TrainedVersion) (db.ModelVersion, error) {
+	q := db.New(tx)
 	if v, err := q.ModelVersionGetByJob(ctx, db.ModelVersionGetByJobParams{OrgID: orgID, FineTuningJobID: uuid.NullUUID{UUID: in.JobID, Valid: true}}); err == nil {
 		return v, nil
 	} else if !errors.Is(err, pgx.ErrNoRows) {
@@ -299,11 +306,8 @@ func insertVersion(ctx context.Context, q *db.Queries, actor audit.Actor, m db.R
 func (s *Service) Get(ctx context.Context, orgID, id uuid.UUID) (Version, error) {
 	q := db.New(s.Pool)
 	row, err := q.ModelVersionGet(ctx, db.ModelVersionGetParams{OrgID: orgID, ID: id})
-	if errors.Is(err, pgx.ErrNoRows) {
-		return Version{}, errs.ErrNotFound
-	}
 	if err != nil {
-		return Version{}, err
+		return Version{}, errs.NotFound(err)
 	}
 	aliases, err := aliasesOf(ctx, q, orgID, []uuid.UUID{row.RegisteredModel.ID})
 	if err != nil {
@@ -414,11 +418,8 @@ func (s *Service) Update(ctx context.Context, actor audit.Actor, orgID, id uuid.
 	}
 	err := db.InTx(ctx, s.Pool, func(_ pgx.Tx, q *db.Queries) error {
 		cur, err := q.ModelVersionGetForUpdate(ctx, db.ModelVersionGetForUpdateParams{OrgID: orgID, ID: id})
-		if errors.Is(err, pgx.ErrNoRows) {
-			return errs.ErrNotFound
-		}
 		if err != nil {
-			return err
+			return errs.NotFound(err)
 		}
 		m, err := q.RegisteredModelGetForUpdate(ctx, db.RegisteredModelGetForUpdateParams{OrgID: orgID, ID: cur.RegisteredModelID})
 		if err != nil {
@@ -444,7 +445,7 @@ func (s *Service) Update(ctx context.Context, actor audit.Actor, orgID, id uuid.
 			}
 		}
 		if err := q.ModelVersionUpdate(ctx, next); err != nil {
-			if isUnique(err) {
+			if errs.IsUnique(err, "model_versions_registered_model_id_version_key") {
 				return errs.InvalidField("version", "%s %s is already registered", m.Name, next.Version)
 			}
 			return err
@@ -493,11 +494,8 @@ const HistoryListName = "model-history"
 func (s *Service) History(ctx context.Context, orgID, versionID uuid.UUID, before int64, limit int) ([]HistoryEntry, int64, error) {
 	q := db.New(s.Pool)
 	v, err := q.ModelVersionGet(ctx, db.ModelVersionGetParams{OrgID: orgID, ID: versionID})
-	if errors.Is(err, pgx.ErrNoRows) {
-		return nil, 0, errs.ErrNotFound
-	}
 	if err != nil {
-		return nil, 0, err
+		return nil, 0, errs.NotFound(err)
 	}
 	rows, err := q.ModelHistoryList(ctx, db.ModelHistoryListParams{
 		OrgID: orgID, RegisteredModelID: v.RegisteredModel.ID, BeforeID: before, RowLimit: int32(limit + 1),
@@ -608,20 +606,15 @@ func less(a, b [3]int) bool {
 	return false
 }
 
-func isUnique(err error) bool {
-	var pg *pgconn.PgError
-	return errors.As(err, &pg) && pg.Code == "23505"
-}
-
-// RegisterJob registers what a succeeded fine-tuning job trained, in the
-// transaction that marks it succeeded: under the registered model chosen at
+// RegisterJobTx registers what a succeeded fine-tuning job trained, in the
+// caller's transaction that marks it succeeded: under the registered model chosen at
 // launch (or the dataset's name), with the dataset version's hash, the last
 // losses reported, the trained tokens and the cost. A local job trains a
 // LoRA adapter (its model id is the adapter's location), or for the REWARD
 // stage a reward model (its merged model's location); a provider's job a
 // model the provider serves.
-func (s *Service) RegisterJob(ctx context.Context, q *db.Queries, j db.FineTuningJob, model string, tokens, costMicros int64) (db.ModelVersion, error) {
-	sum, err := q.ModelVersionGetTrainingSummary(ctx, db.ModelVersionGetTrainingSummaryParams{OrgID: j.OrgID, JobID: j.ID})
+func (s *Service) RegisterJobTx(ctx context.Context, tx pgx.Tx, j db.FineTuningJob, model string, tokens, costMicros int64) (db.ModelVersion, error) {
+	sum, err := db.New(tx).ModelVersionGetTrainingSummary(ctx, db.ModelVersionGetTrainingSummaryParams{OrgID: j.OrgID, JobID: j.ID})
 	if err != nil {
 		return db.ModelVersion{}, err
 	}
@@ -641,5 +634,5 @@ func (s *Service) RegisterJob(ctx context.Context, q *db.Queries, j db.FineTunin
 	if sum.ValidLoss.Valid {
 		in.ValidLoss = &sum.ValidLoss.Float64
 	}
-	return s.RegisterTrained(ctx, q, j.OrgID, in)
+	return s.RegisterTrainedTx(ctx, tx, j.OrgID, in)
 }

@@ -36,7 +36,7 @@ func setup(t *testing.T) (context.Context, *pgxpool.Pool, *models.Service, uuid.
 	if _, err := pool.Exec(ctx, "INSERT INTO users (id, org_id, email, password_hash, role) VALUES ($1, $2, $3, 'x', 'admin')", admin.ID, org, admin.Label); err != nil {
 		t.Fatal(err)
 	}
-	return ctx, pool, &models.Service{Pool: pool}, org, other
+	return ctx, pool, models.New(pool, nil, nil, nil), org, other
 }
 
 func fields(err error) map[string]string {
@@ -115,7 +115,6 @@ func TestRegisterRefuses(t *testing.T) {
 // same data is a patch, new data a minor version.
 func TestRegisterTrained(t *testing.T) {
 	ctx, pool, svc, org, _ := setup(t)
-	q := db.New(pool)
 	job := func() uuid.UUID {
 		var id uuid.UUID
 		err := pool.QueryRow(ctx, `INSERT INTO fine_tuning_jobs (org_id, dataset_version_id, dataset_label, dataset_kind, provider,
@@ -131,9 +130,14 @@ func TestRegisterTrained(t *testing.T) {
 	first, second, third := job(), job(), job()
 	reg := func(id uuid.UUID, hash string) db.ModelVersion {
 		t.Helper()
-		v, err := svc.RegisterTrained(ctx, q, org, models.TrainedVersion{
-			ModelName: "Support answers", JobID: id, ModelID: "ft:gpt-4o-mini:acme::" + id.String()[:8],
-			BaseModel: "gpt-4o-mini", Kind: models.KindFull, DatasetHash: hash, TrainLoss: &loss, TrainedTokens: 7680,
+		var v db.ModelVersion
+		err := pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
+			var err error
+			v, err = svc.RegisterTrainedTx(ctx, tx, org, models.TrainedVersion{
+				ModelName: "Support answers", JobID: id, ModelID: "ft:gpt-4o-mini:acme::" + id.String()[:8],
+				BaseModel: "gpt-4o-mini", Kind: models.KindFull, DatasetHash: hash, TrainLoss: &loss, TrainedTokens: 7680,
+			})
+			return err
 		})
 		if err != nil {
 			t.Fatal(err)

@@ -79,11 +79,8 @@ func (s *Service) scoring(ctx context.Context, orgID uuid.UUID, p db.DeploymentG
 		}
 	}
 	v, err := q.ModelVersionGet(ctx, db.ModelVersionGetParams{OrgID: orgID, ID: id})
-	if errors.Is(err, pgx.ErrNoRows) {
-		return ScoringModel{}, errs.ErrNotFound
-	}
 	if err != nil {
-		return ScoringModel{}, err
+		return ScoringModel{}, errs.NotFound(err)
 	}
 	if v.ModelVersion.Kind != KindReward {
 		return ScoringModel{}, &NotReward{Name: v.RegisteredModel.Name, Version: v.ModelVersion.Version, Kind: v.ModelVersion.Kind}
@@ -95,8 +92,8 @@ func (s *Service) scoring(ctx context.Context, orgID uuid.UUID, p db.DeploymentG
 // errs.ErrNotFound when the organisation has no such model or alias.
 func (s *Service) AliasVersion(ctx context.Context, orgID uuid.UUID, name, alias string) (uuid.UUID, error) {
 	id, err := db.New(s.Pool).ModelAliasGetByModelName(ctx, db.ModelAliasGetByModelNameParams{OrgID: orgID, Name: name, Alias: alias})
-	if errors.Is(err, pgx.ErrNoRows) {
-		return uuid.Nil, errs.ErrNotFound
+	if err != nil {
+		return uuid.Nil, errs.NotFound(err)
 	}
-	return id, err
+	return id, nil
 }

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
 
 	"github.com/curate/curate/db"
 	"github.com/curate/curate/internal/errs"
@@ -42,7 +43,11 @@ func TestRegisterRewardModel(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	trained, err := svc.RegisterJob(ctx, q, job, rmPath, 0, 0)
+	var trained db.ModelVersion
+	err = pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
+		trained, err = svc.RegisterJobTx(ctx, tx, job, rmPath, 0, 0)
+		return err
+	})
 	if err != nil || trained.Kind != models.KindReward || trained.ModelID != rmPath {
 		t.Fatalf("the REWARD stage's model: %+v, %v", trained, err)
 	}

@@ -51,10 +51,8 @@ var ErrNotServed = errors.New("the version is not deployed on a serving target C
 func (s *Service) Chat(ctx context.Context, orgID, versionID uuid.UUID) (ChatTarget, error) {
 	q := db.New(s.Pool)
 	v, err := q.ModelVersionGet(ctx, db.ModelVersionGetParams{OrgID: orgID, ID: versionID})
-	if errors.Is(err, pgx.ErrNoRows) {
-		return ChatTarget{}, errs.ErrNotFound
-	} else if err != nil {
-		return ChatTarget{}, err
+	if err != nil {
+		return ChatTarget{}, errs.NotFound(err)
 	}
 	rows, err := q.DeploymentListServed(ctx, db.DeploymentListServedParams{OrgID: orgID, VersionID: versionID})
 	if err != nil {
@@ -94,11 +92,8 @@ type Served struct {
 func (s *Service) Served(ctx context.Context, orgID, versionID uuid.UUID) (Served, error) {
 	q := db.New(s.Pool)
 	v, err := q.ModelVersionGet(ctx, db.ModelVersionGetParams{OrgID: orgID, ID: versionID})
-	if errors.Is(err, pgx.ErrNoRows) {
-		return Served{}, errs.ErrNotFound
-	}
 	if err != nil {
-		return Served{}, err
+		return Served{}, errs.NotFound(err)
 	}
 	out := Served{Version: v.ModelVersion.Version, Model: v.ModelVersion.ModelID}
 	rows, err := q.DeploymentListServed(ctx, db.DeploymentListServedParams{OrgID: orgID, VersionID: versionID})
@@ -142,11 +137,8 @@ func (e *NotServed) Error() string { return e.Reason }
 func (s *Service) Confirm(ctx context.Context, orgID, versionID, prefer uuid.UUID) (w Where, ok bool, err error) {
 	q := db.New(s.Pool)
 	v, err := q.ModelVersionGet(ctx, db.ModelVersionGetParams{OrgID: orgID, ID: versionID})
-	if errors.Is(err, pgx.ErrNoRows) {
-		return Where{}, false, errs.ErrNotFound
-	}
 	if err != nil {
-		return Where{}, false, err
+		return Where{}, false, errs.NotFound(err)
 	}
 	rows, err := q.DeploymentListServed(ctx, db.DeploymentListServedParams{OrgID: orgID, VersionID: versionID})
 	if err != nil {
@@ -190,11 +182,8 @@ func b2i(b bool) int {
 func (s *Service) LoadFor(ctx context.Context, actor audit.Actor, orgID, versionID, near uuid.UUID, alias, reason string) (Where, error) {
 	q := db.New(s.Pool)
 	v, err := q.ModelVersionGet(ctx, db.ModelVersionGetParams{OrgID: orgID, ID: versionID})
-	if errors.Is(err, pgx.ErrNoRows) {
-		return Where{}, errs.ErrNotFound
-	}
 	if err != nil {
-		return Where{}, err
+		return Where{}, errs.NotFound(err)
 	}
 	ver, m := v.ModelVersion, v.RegisteredModel
 	candidates := []uuid.UUID{}
@@ -209,7 +198,7 @@ func (s *Service) LoadFor(ctx context.Context, actor audit.Actor, orgID, version
 	}
 	var target db.ServingTarget
 	for _, id := range candidates {
-		t, err := s.Serving.Get(ctx, q, orgID, id)
+		t, err := s.Serving.Get(ctx, orgID, id)
 		if err != nil {
 			return Where{}, err
 		}
@@ -270,8 +259,8 @@ func (s *Service) LoadFor(ctx context.Context, actor audit.Actor, orgID, version
 // whether it still serves its version. An unload takes the same lock
 // before checking what uses the deployment, so what the caller records as
 // using it before committing keeps it loaded.
-func (s *Service) HoldTx(ctx context.Context, q *db.Queries, id uuid.UUID) (bool, error) {
-	d, err := q.DeploymentGetForUpdate(ctx, id)
+func (s *Service) HoldTx(ctx context.Context, tx pgx.Tx, id uuid.UUID) (bool, error) {
+	d, err := db.New(tx).DeploymentGetForUpdate(ctx, id)
 	if err != nil {
 		return false, err
 	}
@@ -281,7 +270,8 @@ func (s *Service) HoldTx(ctx context.Context, q *db.Queries, id uuid.UUID) (bool
 // ReleaseTx queues, in the caller's transaction, the unloading of
 // deployments an experiment no longer calls, after each target's grace
 // period; each is unloaded then unless something uses it still.
-func (s *Service) ReleaseTx(ctx context.Context, tx pgx.Tx, q *db.Queries, ids []uuid.UUID) error {
+func (s *Service) ReleaseTx(ctx context.Context, tx pgx.Tx, ids []uuid.UUID) error {
+	q := db.New(tx)
 	for _, id := range ids {
 		d, err := q.DeploymentGetByID(ctx, id)
 		if err != nil {
@@ -290,7 +280,7 @@ func (s *Service) ReleaseTx(ctx context.Context, tx pgx.Tx, q *db.Queries, ids [
 		if d.ServedName == "" || !d.TargetID.Valid || d.UnloadedAt != nil {
 			continue
 		}
-		t, err := s.Serving.Get(ctx, q, d.OrgID, d.TargetID.UUID)
+		t, err := s.Serving.GetTx(ctx, tx, d.OrgID, d.TargetID.UUID)
 		if err != nil {
 			return err
 		}

@@ -244,6 +244,9 @@ type Service struct {
 	Pool *pgxpool.Pool
 }
 
+// New builds the production monitors on pool's database.
+func New(pool *pgxpool.Pool) *Service { return &Service{Pool: pool} }
+
 // Settings returns an organisation's monitor settings, the defaults until
 // an admin changes them.
 func (s *Service) Settings(ctx context.Context, orgID uuid.UUID) (Settings, error) {
@@ -352,10 +355,11 @@ func EvidenceURL(version uuid.UUID) string {
 	return "/monitors?" + url.Values{"version": {version.String()}}.Encode()
 }
 
-// Conditions are the monitors' breaches as alert conditions, one per
+// ConditionsTx are the monitors' breaches as alert conditions, one per
 // version and monitor, for the alert rules' evaluation (alerts.Service's
 // Monitors), read in its transaction.
-func (s *Service) Conditions(ctx context.Context, q *db.Queries, orgID uuid.UUID, now time.Time) ([]alerts.Condition, error) {
+func (s *Service) ConditionsTx(ctx context.Context, tx pgx.Tx, orgID uuid.UUID, now time.Time) ([]alerts.Condition, error) {
+	q := db.New(tx)
 	st, err := load(ctx, q, orgID)
 	if err != nil || !st.Enabled {
 		return nil, err

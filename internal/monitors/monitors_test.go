@@ -114,7 +114,7 @@ func TestSettingsRefusals(t *testing.T) {
 func TestMonitorsAlertAndRollBack(t *testing.T) {
 	ctx := context.Background()
 	pool := pgtest.NewDB(t)
-	org, err := accounts.New(pool).EnsureOrg(ctx, "acme", "Acme")
+	org, err := accounts.New(pool, accounts.DefaultSessionTTL).EnsureOrg(ctx, "acme", "Acme")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -123,7 +123,7 @@ func TestMonitorsAlertAndRollBack(t *testing.T) {
 		t.Fatal(err)
 	}
 	admin := audit.Actor{Kind: "system", Label: "ops"}
-	reg := &models.Service{Pool: pool, Jobs: jobs}
+	reg := models.New(pool, jobs, nil, nil)
 	var ids []uuid.UUID
 	for _, v := range []string{"1.0.0", "1.1.0"} {
 		mv, err := reg.Register(ctx, admin, org.ID, models.NewVersion{Name: "support", Version: v, ModelID: "ft:gpt-4o-mini:acme::" + v,
@@ -133,8 +133,8 @@ func TestMonitorsAlertAndRollBack(t *testing.T) {
 		}
 		ids = append(ids, mv.ID)
 	}
-	exp := &experiments.Service{Pool: pool, Models: reg}
-	if _, err := exp.Create(ctx, admin, org.ID, experiments.New{Key: "roll", ControlModelID: ids[0], TreatmentModelID: ids[1],
+	exp := experiments.New(pool, reg)
+	if _, err := exp.Create(ctx, admin, org.ID, experiments.NewExperiment{Key: "roll", ControlModelID: ids[0], TreatmentModelID: ids[1],
 		Rollout: &experiments.Rollout{Steps: []float64{0.1, 0.5, 1}, HoldMins: 60}}); err != nil {
 		t.Fatal(err)
 	}
@@ -171,8 +171,8 @@ func TestMonitorsAlertAndRollBack(t *testing.T) {
 			CASE WHEN f.query LIKE 'old %' THEN 0.7 + (hashtext(f.id::text) & 255) / 1275.0 ELSE 0.2 + (hashtext(f.id::text) & 255) / 1275.0 END
 		FROM feedback f WHERE f.query LIKE 'old %' OR f.experiment_id IS NOT NULL`, org.ID)
 
-	mon := &monitors.Service{Pool: pool}
-	al := &alerts.Service{Pool: pool, Monitors: mon}
+	mon := monitors.New(pool)
+	al := alerts.New(pool, nil, nil, nil, mon, nil)
 	now := time.Now()
 	res, err := al.Evaluate(ctx, org.ID, now)
 	if err != nil {

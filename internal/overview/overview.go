@@ -25,6 +25,12 @@ type Service struct {
 	Experiments *experiments.Service
 }
 
+// New builds the start page's counts; experiments gives the running
+// experiments' recommendations as their panels do.
+func New(pool *pgxpool.Pool, experiments *experiments.Service) *Service {
+	return &Service{Pool: pool, Experiments: experiments}
+}
+
 // Summary is the start page's counts for one user of one organisation.
 type Summary struct {
 	// ByStatus counts the queue's items per review status, as the queue's

@@ -2,13 +2,11 @@ package pairs
 
 import (
 	"context"
-	"errors"
 	"math"
 	"strings"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/curate/curate/db"
 	"github.com/curate/curate/internal/audit"
@@ -208,9 +206,4 @@ func (g Generation) counts(orgID uuid.UUID) db.PairCountCandidatesParams {
 	return db.PairCountCandidatesParams{AgreedOnly: g.AgreedOnly != nil && *g.AgreedOnly, OrgID: orgID, Method: db.PairMethod(g.Method), MinGap: float32(*g.MinGap),
 		WAccuracy: float32(g.Weights.Accuracy), WHelpfulness: float32(g.Weights.Helpfulness), WClarity: float32(g.Weights.Clarity),
 		WSafety: float32(g.Weights.Safety), PerQuery: int32(*g.PerQuery)}
-}
-
-func isUniqueViolation(err error) bool {
-	var pgErr *pgconn.PgError
-	return errors.As(err, &pgErr) && pgErr.Code == "23505"
 }

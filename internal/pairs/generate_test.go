@@ -56,7 +56,7 @@ func TestGenerate(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Another organisation's feedback is never paired with ours.
-	other, _ := accounts.New(pool).EnsureOrg(ctx, "other", "Other")
+	other, _ := accounts.New(pool, accounts.DefaultSessionTTL).EnsureOrg(ctx, "other", "Other")
 	ingest(t, pool, other.ID, feedback.Item{Query: "How do I export?", Response: "O1", FeedbackType: "rating", Rating: ptr(1)})
 
 	for _, tc := range []struct {

@@ -27,16 +27,16 @@ var curator = audit.Actor{Kind: "system", Label: "test"}
 func setup(t testing.TB) (*pgxpool.Pool, *pairs.Service, uuid.UUID) {
 	t.Helper()
 	pool := pgtest.NewDB(t)
-	org, err := accounts.New(pool).EnsureOrg(context.Background(), "acme", "Acme")
+	org, err := accounts.New(pool, accounts.DefaultSessionTTL).EnsureOrg(context.Background(), "acme", "Acme")
 	if err != nil {
 		t.Fatal(err)
 	}
-	return pool, &pairs.Service{Pool: pool}, org.ID
+	return pool, pairs.New(pool), org.ID
 }
 
 func ingest(t *testing.T, pool *pgxpool.Pool, org uuid.UUID, it feedback.Item) uuid.UUID {
 	t.Helper()
-	row, _, err := (&feedback.Service{Pool: pool}).Ingest(context.Background(), org, "api", it)
+	row, _, err := (feedback.New(pool)).Ingest(context.Background(), org, "api", it)
 	id := row.ID
 	if err != nil {
 		t.Fatal(err)
@@ -174,7 +174,7 @@ func TestCreateUpdateDelete(t *testing.T) {
 		t.Fatalf("identical replies: %v", err)
 	}
 	// Another organisation sees nothing.
-	other, _ := accounts.New(pool).EnsureOrg(ctx, "other", "Other")
+	other, _ := accounts.New(pool, accounts.DefaultSessionTTL).EnsureOrg(ctx, "other", "Other")
 	if _, err := s.Get(ctx, other.ID, p.ID); !errors.Is(err, errs.ErrNotFound) {
 		t.Fatalf("other org: %v", err)
 	}

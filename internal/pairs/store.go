@@ -24,6 +24,9 @@ type Service struct {
 	Pool *pgxpool.Pool
 }
 
+// New builds the pair service on pool's database.
+func New(pool *pgxpool.Pool) *Service { return &Service{Pool: pool} }
+
 // Create validates and stores one pair made by hand (or from a corrected
 // item). An identical pair already stored answers errs.Conflict holding it;
 // feedback links and the annotator must name items and users of the
@@ -133,10 +136,10 @@ func (s *Service) ByFeedback(ctx context.Context, orgID, feedbackID uuid.UUID) (
 // Get returns a pair of the organisation, or errs.ErrNotFound.
 func (s *Service) Get(ctx context.Context, orgID, id uuid.UUID) (Detail, error) {
 	row, err := db.New(s.Pool).PairGet(ctx, db.PairGetParams{OrgID: orgID, ID: id})
-	if errors.Is(err, pgx.ErrNoRows) {
-		return Detail{}, errs.ErrNotFound
+	if err != nil {
+		return Detail{}, errs.NotFound(err)
 	}
-	return Detail{PreferencePair: row.PreferencePair, AnnotatorEmail: row.AnnotatorEmail}, err
+	return Detail{PreferencePair: row.PreferencePair, AnnotatorEmail: row.AnnotatorEmail}, nil
 }
 
 // Change is an edit of a stored pair; nil fields stay as they are. Swap
@@ -165,11 +168,8 @@ func (s *Service) Update(ctx context.Context, actor audit.Actor, orgID, id uuid.
 	var out db.PreferencePair
 	err := db.InTx(ctx, s.Pool, func(_ pgx.Tx, q *db.Queries) error {
 		cur, err := q.PairGet(ctx, db.PairGetParams{OrgID: orgID, ID: id})
-		if errors.Is(err, pgx.ErrNoRows) {
-			return errs.ErrNotFound
-		}
 		if err != nil {
-			return err
+			return errs.NotFound(err)
 		}
 		old := cur.PreferencePair
 		if old.Version != version {
@@ -228,7 +228,7 @@ func (s *Service) Update(ctx context.Context, actor audit.Actor, orgID, id uuid.
 		switch {
 		case errors.Is(err, pgx.ErrNoRows):
 			return &errs.Conflict{Message: "someone else changed this pair a moment ago: reload it", Current: old}
-		case isUniqueViolation(err):
+		case errs.IsUnique(err, "preference_pairs_content_key"):
 			return &errs.Conflict{Message: "another stored pair already has this prompt, chosen and rejected reply"}
 		case err != nil:
 			return err
@@ -243,11 +243,8 @@ func (s *Service) Update(ctx context.Context, actor audit.Actor, orgID, id uuid.
 func (s *Service) Delete(ctx context.Context, actor audit.Actor, orgID, id uuid.UUID, version int32) error {
 	return db.InTx(ctx, s.Pool, func(_ pgx.Tx, q *db.Queries) error {
 		cur, err := q.PairGet(ctx, db.PairGetParams{OrgID: orgID, ID: id})
-		if errors.Is(err, pgx.ErrNoRows) {
-			return errs.ErrNotFound
-		}
 		if err != nil {
-			return err
+			return errs.NotFound(err)
 		}
 		if version > 0 && cur.PreferencePair.Version != version {
 			return &errs.Conflict{Message: "someone else changed this pair since you opened it: review it before deleting", Current: cur.PreferencePair}

@@ -2,7 +2,6 @@ package review
 
 import (
 	"context"
-	"errors"
 	"slices"
 	"strings"
 	"time"
@@ -128,11 +127,8 @@ func (s *Service) Decide(ctx context.Context, actor audit.Actor, who Judge, orgI
 	}
 	return db.InTx(ctx, s.Pool, func(_ pgx.Tx, q *db.Queries) error {
 		it, err := q.ReviewItemGetForUpdate(ctx, db.ReviewItemGetForUpdateParams{OrgID: orgID, FeedbackID: feedbackID})
-		if errors.Is(err, pgx.ErrNoRows) {
-			return errs.ErrNotFound
-		}
 		if err != nil {
-			return err
+			return errs.NotFound(err)
 		}
 		switch it.State {
 		case db.ReviewStateAdjudicated:

@@ -151,10 +151,7 @@ func (s *Service) planOf(ctx context.Context, q *db.Queries, orgID, feedbackID u
 		return db.ReviewPlan{}, err
 	}
 	p, err := q.ReviewPlanGetForItem(ctx, db.ReviewPlanGetForItemParams{OrgID: orgID, FeedbackID: feedbackID})
-	if errors.Is(err, pgx.ErrNoRows) {
-		return p, errs.ErrNotFound
-	}
-	return p, err
+	return p, errs.NotFound(err)
 }
 
 // Release gives back a review the reviewer took and has not submitted,
@@ -165,10 +162,8 @@ func (s *Service) Release(ctx context.Context, actor audit.Actor, orgID, feedbac
 		return err
 	}
 	return db.InTx(ctx, s.Pool, func(_ pgx.Tx, q *db.Queries) error {
-		if _, err := q.ReviewItemGetForUpdate(ctx, db.ReviewItemGetForUpdateParams{OrgID: orgID, FeedbackID: feedbackID}); errors.Is(err, pgx.ErrNoRows) {
-			return errs.ErrNotFound
-		} else if err != nil {
-			return err
+		if _, err := q.ReviewItemGetForUpdate(ctx, db.ReviewItemGetForUpdateParams{OrgID: orgID, FeedbackID: feedbackID}); err != nil {
+			return errs.NotFound(err)
 		}
 		n, err := q.ReviewLabelDelete(ctx, db.ReviewLabelDeleteParams{OrgID: orgID, FeedbackID: feedbackID, ReviewerID: who})
 		if err != nil {

@@ -113,11 +113,8 @@ func (s *Service) Submit(ctx context.Context, actor audit.Actor, orgID, feedback
 		// The item's row, locked: the submissions of one item settle it one
 		// after another, so the last one sees every label.
 		it, err := q.ReviewItemGetForUpdate(ctx, db.ReviewItemGetForUpdateParams{OrgID: orgID, FeedbackID: feedbackID})
-		if errors.Is(err, pgx.ErrNoRows) {
-			return errs.ErrNotFound
-		}
 		if err != nil {
-			return err
+			return errs.NotFound(err)
 		}
 		if it.State != db.ReviewStateOpen {
 			return &errs.Conflict{Message: "the reviews of this item are complete"}

@@ -35,6 +35,9 @@ type Service struct {
 	Pool *pgxpool.Pool
 }
 
+// New builds overlapping review on pool's database.
+func New(pool *pgxpool.Pool) *Service { return &Service{Pool: pool} }
+
 // Limits.
 const (
 	MinOverlap     = 2
@@ -151,8 +154,8 @@ func (s *Service) EndPlan(ctx context.Context, actor audit.Actor, orgID, id uuid
 		var err error
 		out, err = q.ReviewPlanUpdateEnd(ctx, db.ReviewPlanUpdateEndParams{OrgID: orgID, ID: id})
 		if errors.Is(err, pgx.ErrNoRows) {
-			if _, err := q.ReviewPlanGet(ctx, db.ReviewPlanGetParams{OrgID: orgID, ID: id}); errors.Is(err, pgx.ErrNoRows) {
-				return errs.ErrNotFound
+			if _, err := q.ReviewPlanGet(ctx, db.ReviewPlanGetParams{OrgID: orgID, ID: id}); err != nil {
+				return errs.NotFound(err)
 			}
 			return &errs.Conflict{Message: "the plan has ended already"}
 		}
@@ -168,10 +171,7 @@ func (s *Service) EndPlan(ctx context.Context, actor audit.Actor, orgID, id uuid
 // Plan returns a plan of the organisation, or errs.ErrNotFound.
 func (s *Service) Plan(ctx context.Context, orgID, id uuid.UUID) (db.ReviewPlan, error) {
 	p, err := db.New(s.Pool).ReviewPlanGet(ctx, db.ReviewPlanGetParams{OrgID: orgID, ID: id})
-	if errors.Is(err, pgx.ErrNoRows) {
-		return p, errs.ErrNotFound
-	}
-	return p, err
+	return p, errs.NotFound(err)
 }
 
 // PlanFilter is a plan's filter as the queue reads it.
@@ -313,8 +313,11 @@ func (s *Service) AddAdjudicator(ctx context.Context, actor audit.Actor, orgID, 
 func (s *Service) RemoveAdjudicator(ctx context.Context, actor audit.Actor, orgID, userID uuid.UUID) error {
 	return db.InTx(ctx, s.Pool, func(_ pgx.Tx, q *db.Queries) error {
 		n, err := q.ReviewAdjudicatorDelete(ctx, db.ReviewAdjudicatorDeleteParams{OrgID: orgID, UserID: userID})
-		if err != nil || n == 0 {
+		if err != nil {
 			return err
+		}
+		if n == 0 {
+			return errs.ErrNotFound // not on this organisation's list
 		}
 		return audit.Record(ctx, q, actor, audit.Entry{OrgID: orgID, Action: "review.adjudicator_remove", TargetType: "user", TargetID: userID.String()})
 	})

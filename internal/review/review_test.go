@@ -33,11 +33,11 @@ type env struct {
 func newEnv(t *testing.T) env {
 	t.Helper()
 	pool := pgtest.NewDB(t)
-	org, err := accounts.New(pool).EnsureOrg(context.Background(), "acme", "Acme")
+	org, err := accounts.New(pool, accounts.DefaultSessionTTL).EnsureOrg(context.Background(), "acme", "Acme")
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := env{pool: pool, svc: &review.Service{Pool: pool}, org: org.ID}
+	e := env{pool: pool, svc: review.New(pool), org: org.ID}
 	e.admin = e.user(t, "ada@acme.test", "admin")
 	return e
 }
@@ -45,7 +45,7 @@ func newEnv(t *testing.T) env {
 // user creates a user and returns them as an actor.
 func (e env) user(t *testing.T, email, role string) audit.Actor {
 	t.Helper()
-	u, err := accounts.New(e.pool).CreateUser(context.Background(), audit.System, e.org, accounts.NewUser{Email: email, Role: role, Password: "a-long-password-1"})
+	u, err := accounts.New(e.pool, accounts.DefaultSessionTTL).CreateUser(context.Background(), audit.System, e.org, accounts.NewUser{Email: email, Role: role, Password: "a-long-password-1"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -521,7 +521,7 @@ func TestAdjudicate(t *testing.T) {
 		t.Errorf("decided list: %+v (%v)", disputes, err)
 	}
 	// Another organisation's adjudicator cannot reach it.
-	other, err := accounts.New(e.pool).EnsureOrg(ctx, "other", "Other")
+	other, err := accounts.New(e.pool, accounts.DefaultSessionTTL).EnsureOrg(ctx, "other", "Other")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,7 +10,6 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/curate/curate/db"
@@ -27,6 +26,9 @@ var formulaName = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]{0,63}$`)
 type Service struct {
 	Pool *pgxpool.Pool
 }
+
+// New builds the reward formula service on pool's database.
+func New(pool *pgxpool.Pool) *Service { return &Service{Pool: pool} }
 
 // Version is one stored version of a named formula.
 type Version struct {
@@ -112,8 +114,7 @@ func (s *Service) Create(ctx context.Context, actor audit.Actor, orgID uuid.UUID
 			CreatedByLabel: actor.Label,
 		})
 		if err != nil {
-			var pg *pgconn.PgError
-			if errors.As(err, &pg) && pg.Code == "23505" {
+			if errs.IsUnique(err, "reward_formulas_org_id_name_version_key") {
 				return &errs.Conflict{Message: fmt.Sprintf("another version of %s was written at the same time; send it again", in.Name)}
 			}
 			return err
@@ -163,11 +164,8 @@ func (s *Service) Latest(ctx context.Context, orgID uuid.UUID, name string) (Ver
 		return Version{}, err
 	}
 	row, err := q.RewardFormulaGetLatest(ctx, db.RewardFormulaGetLatestParams{OrgID: orgID, Name: name})
-	if errors.Is(err, pgx.ErrNoRows) {
-		return Version{}, errs.ErrNotFound
-	}
 	if err != nil {
-		return Version{}, err
+		return Version{}, errs.NotFound(err)
 	}
 	return versionOf(row)
 }
@@ -176,11 +174,8 @@ func (s *Service) Latest(ctx context.Context, orgID uuid.UUID, name string) (Ver
 // errs.ErrNotFound.
 func (s *Service) Get(ctx context.Context, orgID, id uuid.UUID) (Version, error) {
 	row, err := db.New(s.Pool).RewardFormulaGet(ctx, db.RewardFormulaGetParams{OrgID: orgID, ID: id})
-	if errors.Is(err, pgx.ErrNoRows) {
-		return Version{}, errs.ErrNotFound
-	}
 	if err != nil {
-		return Version{}, err
+		return Version{}, errs.NotFound(err)
 	}
 	return versionOf(row)
 }

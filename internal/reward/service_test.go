@@ -30,7 +30,7 @@ func TestVersions(t *testing.T) {
 	if _, err := pool.Exec(ctx, "INSERT INTO users (id, org_id, email, password_hash, role) VALUES ($1, $2, $3, 'x', 'admin')", admin.ID, org, admin.Label); err != nil {
 		t.Fatal(err)
 	}
-	svc := &reward.Service{Pool: pool}
+	svc := reward.New(pool)
 
 	// First use seeds the design's formula as default version 1.
 	def, err := svc.Latest(ctx, org, "")

@@ -58,6 +58,12 @@ type Service struct {
 	pooling sync.Map
 }
 
+// New builds the reward models' scoring on the registry that finds where
+// a reward version is served.
+func New(pool *pgxpool.Pool, models *models.Service) *Service {
+	return &Service{Pool: pool, Models: models}
+}
+
 // Ref names a reward model: a version by its id, or the version an alias
 // of a registered model names.
 type Ref struct {

@@ -55,7 +55,7 @@ func newEnv(t testing.TB, tokenLevel bool) env {
 	t.Helper()
 	ctx := context.Background()
 	pool := pgtest.NewDB(t)
-	org, err := accounts.New(pool).EnsureOrg(ctx, "acme", "Acme")
+	org, err := accounts.New(pool, accounts.DefaultSessionTTL).EnsureOrg(ctx, "acme", "Acme")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -71,14 +71,15 @@ func newEnv(t testing.TB, tokenLevel bool) env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := &serving.Service{Pool: pool, Secrets: box, Outbound: &outbound.Client{Policy: policy}, Attempts: 3, RetryDelay: time.Millisecond}
-	reg := &models.Service{Pool: pool, Jobs: jobs, Serving: srv}
+	srv := serving.New(pool, box, &outbound.Client{Policy: policy}, "", "")
+	srv.Attempts, srv.RetryDelay = 3, time.Millisecond
+	reg := models.New(pool, jobs, srv, nil)
 	p := vllmtest.NewPooling(t, "support-rm", "/runs/7f3a/final", bangs)
 	p.SetTokenLevel(tokenLevel)
 	if _, err := srv.Create(ctx, admin, org.ID, serving.NewTarget{Name: "rm-1", Kind: serving.KindVLLMPooling, BaseURL: p.URL, APIKey: "sk-rm"}); err != nil {
 		t.Fatal(err)
 	}
-	e := env{ctx: ctx, pool: pool, org: org.ID, models: reg, svc: &rewardmodel.Service{Pool: pool, Models: reg}, pooling: p}
+	e := env{ctx: ctx, pool: pool, org: org.ID, models: reg, svc: rewardmodel.New(pool, reg), pooling: p}
 	v := e.register(t, "/runs/7f3a/final")
 	e.deploy(t, v, "production")
 	return e
@@ -208,8 +209,9 @@ func TestScoreThroughPoolingAPI(t *testing.T) {
 // policy does not allow is never called, and the answer says why.
 func TestScoreThroughOutboundClient(t *testing.T) {
 	e := newEnv(t, false)
-	strict := &serving.Service{Pool: e.pool, Secrets: e.models.Serving.Secrets, Outbound: &outbound.Client{}, Attempts: 1}
-	closed := &rewardmodel.Service{Pool: e.pool, Models: &models.Service{Pool: e.pool, Serving: strict}}
+	strict := serving.New(e.pool, e.models.Serving.Secrets, &outbound.Client{}, "", "")
+	strict.Attempts = 1
+	closed := rewardmodel.New(e.pool, models.New(e.pool, nil, strict, nil))
 	m, err := closed.Resolve(e.ctx, e.org, rewardmodel.Ref{Name: "support-rm", Alias: "production"})
 	if err != nil {
 		t.Fatal(err)
@@ -255,7 +257,7 @@ func TestResolveRefusals(t *testing.T) {
 		t.Fatal(err)
 	}
 	idle := e.register(t, "/runs/8b1c/final")
-	globex, err := accounts.New(e.pool).EnsureOrg(e.ctx, "globex", "Globex")
+	globex, err := accounts.New(e.pool, accounts.DefaultSessionTTL).EnsureOrg(e.ctx, "globex", "Globex")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -34,6 +34,9 @@ type Service struct {
 	Pool *pgxpool.Pool
 }
 
+// New builds the key and server records on pool's database.
+func New(pool *pgxpool.Pool) *Service { return &Service{Pool: pool} }
+
 // KeyMismatch says that this process's key differs from the one the first
 // server recorded, and how to fix it.
 type KeyMismatch struct {

@@ -22,7 +22,7 @@ func TestMain(m *testing.M) { pgtest.Main(m) }
 func TestCheckKeys(t *testing.T) {
 	ctx := context.Background()
 	pool := pgtest.NewDB(t)
-	svc := &servers.Service{Pool: pool}
+	svc := servers.New(pool)
 	session := config.Key{Setting: "CURATE_SESSION_KEY", Value: strings.Repeat("s", 40)}
 	secret := config.Key{Setting: "CURATE_SECRET_KEY", Value: "the-shared-secret", File: "/srv/a/secret.key"}
 	if err := svc.CheckKeys(ctx, session, secret); err != nil {
@@ -85,7 +85,7 @@ func TestFingerprint(t *testing.T) {
 func TestBeat(t *testing.T) {
 	ctx := context.Background()
 	pool := pgtest.NewDB(t)
-	svc := &servers.Service{Pool: pool}
+	svc := servers.New(pool)
 	a, b, c := uuid.New(), uuid.New(), uuid.New()
 	beat := func(id uuid.UUID, want int) {
 		t.Helper()

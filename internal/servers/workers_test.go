@@ -39,7 +39,7 @@ func worker(t *testing.T, svc *servers.Service, id uuid.UUID) (servers.Worker, b
 // minute old, or at the next beat when it failed; stopping removes it.
 func TestWorkerBeats(t *testing.T) {
 	ctx := context.Background()
-	svc := &servers.Service{Pool: pgtest.NewDB(t)}
+	svc := servers.New(pgtest.NewDB(t))
 	var asked atomic.Int32
 	fail := atomic.Bool{}
 	gpu := local.ProbeInfo{Device: "cuda", GPUName: "NVIDIA H100\x00 80GB HBM3" + strings.Repeat("!", 300), GPUMemoryBytes: 85520809984, GPUCount: 1,
@@ -102,7 +102,7 @@ func TestWorkerBeats(t *testing.T) {
 func TestWorkerLiveness(t *testing.T) {
 	ctx := context.Background()
 	pool := pgtest.NewDB(t)
-	svc := &servers.Service{Pool: pool}
+	svc := servers.New(pool)
 	live, silent, gone := uuid.New(), uuid.New(), uuid.New()
 	for _, id := range []uuid.UUID{live, silent, gone} {
 		if err := svc.WorkerBeat(ctx, servers.WorkerReport{ID: id, Host: "h-" + id.String()[:4], Device: "cpu", Slots: 1}); err != nil {

@@ -17,12 +17,12 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/curate/curate/db"
 	"github.com/curate/curate/internal/audit"
 	"github.com/curate/curate/internal/errs"
+	"github.com/curate/curate/internal/keyed"
 	"github.com/curate/curate/internal/outbound"
 	"github.com/curate/curate/internal/secrets"
 	"github.com/curate/curate/internal/webhook"
@@ -72,6 +72,13 @@ type Service struct {
 	ProviderKey, ProviderBaseURL string
 }
 
+// New builds the serving targets' service: secrets seals their API keys
+// (nil refuses targets with a key), out makes every call to them, and
+// providerKey and providerBaseURL are the server's own OpenAI credentials.
+func New(pool *pgxpool.Pool, secrets *secrets.Box, out *outbound.Client, providerKey, providerBaseURL string) *Service {
+	return &Service{Pool: pool, Secrets: secrets, Outbound: out, ProviderKey: providerKey, ProviderBaseURL: providerBaseURL}
+}
+
 // Target is a serving target as the API shows it: never its key.
 type Target struct {
 	ID          uuid.UUID `json:"id"`
@@ -97,9 +104,12 @@ type NewTarget struct {
 	UnloadGrace *int   `json:"unload_grace_seconds"`
 }
 
-// binding ties a sealed key to its organisation, so a ciphertext copied to
-// another organisation's row does not open.
-func binding(orgID uuid.UUID) []byte { return append([]byte("serving_target:"), orgID[:]...) }
+// kind is how serving targets keep their keys and are audited.
+var kind = keyed.Kind{Name: "serving_target", Table: "serving_targets", Noun: "a serving target"}
+
+func (s *Service) keys() keyed.Store {
+	return keyed.Store{Kind: kind, Pool: s.Pool, Secrets: s.Secrets}
+}
 
 // Create adds a serving target.
 func (s *Service) Create(ctx context.Context, actor audit.Actor, orgID uuid.UUID, in NewTarget) (Target, error) {
@@ -124,9 +134,7 @@ func (s *Service) Create(ctx context.Context, actor audit.Actor, orgID uuid.UUID
 			v.Add("api_key", "must be the webhook's signing secret: whsec_ followed by a base64 key of 24 to 64 bytes")
 		}
 	}
-	if in.APIKey != "" && s.Secrets == nil {
-		v.Add("api_key", "cannot be stored: no key to encrypt secrets is configured (CURATE_SECRET_KEY)")
-	}
+	s.keys().CheckKey(v, in.APIKey)
 	grace := int32(DefaultUnloadGrace / time.Second)
 	if in.UnloadGrace != nil {
 		if *in.UnloadGrace < 0 || *in.UnloadGrace > 86400 {
@@ -138,25 +146,13 @@ func (s *Service) Create(ctx context.Context, actor audit.Actor, orgID uuid.UUID
 		return Target{}, err
 	}
 	p := db.ServingTargetInsertParams{OrgID: orgID, Name: in.Name, Kind: in.Kind, BaseUrl: in.BaseURL, UnloadGraceS: grace}
-	if in.APIKey != "" {
-		var err error
-		if p.ApiKeyCiphertext, p.ApiKeyNonce, err = s.Secrets.Seal(in.APIKey, binding(orgID)); err != nil {
-			return Target{}, err
-		}
-	}
-	var out db.ServingTarget
-	err := db.InTx(ctx, s.Pool, func(_ pgx.Tx, q *db.Queries) error {
-		var err error
-		if out, err = q.ServingTargetInsert(ctx, p); err != nil {
-			var pg *pgconn.PgError
-			if errors.As(err, &pg) && pg.Code == "23505" {
-				return errs.InvalidField("name", "a serving target named %q exists", in.Name)
-			}
-			return err
-		}
-		return audit.Record(ctx, q, actor, audit.Entry{OrgID: orgID, Action: "serving_target.create", TargetType: "serving_target",
-			TargetID: out.ID.String(), Details: map[string]any{"name": out.Name, "kind": out.Kind, "base_url": out.BaseUrl}})
-	})
+	details := map[string]any{"name": in.Name, "kind": in.Kind, "base_url": in.BaseURL}
+	out, err := keyed.Create(ctx, s.keys(), actor, orgID, in.Name, in.APIKey, details,
+		func(ctx context.Context, q *db.Queries, key keyed.Sealed) (db.ServingTarget, uuid.UUID, error) {
+			p.ApiKeyCiphertext, p.ApiKeyNonce = key.Ciphertext, key.Nonce
+			t, err := q.ServingTargetInsert(ctx, p)
+			return t, t.ID, err
+		})
 	if err != nil {
 		return Target{}, err
 	}
@@ -177,18 +173,24 @@ func (s *Service) List(ctx context.Context, orgID uuid.UUID) ([]Target, error) {
 }
 
 // Get returns one of the organisation's targets, or errs.ErrNotFound.
-func (s *Service) Get(ctx context.Context, q *db.Queries, orgID, id uuid.UUID) (db.ServingTarget, error) {
-	t, err := q.ServingTargetGet(ctx, db.ServingTargetGetParams{OrgID: orgID, ID: id})
-	if errors.Is(err, pgx.ErrNoRows) {
-		return t, errs.ErrNotFound
-	}
-	return t, err
+func (s *Service) Get(ctx context.Context, orgID, id uuid.UUID) (db.ServingTarget, error) {
+	return getTarget(ctx, db.New(s.Pool), orgID, id)
 }
 
-// GetByName returns the organisation's target of that name; an unknown
-// name is an invalid "target" field.
-func (s *Service) GetByName(ctx context.Context, q *db.Queries, orgID uuid.UUID, name string) (db.ServingTarget, error) {
-	t, err := q.ServingTargetGetByName(ctx, db.ServingTargetGetByNameParams{OrgID: orgID, Name: name})
+// GetTx is Get in the caller's transaction.
+func (s *Service) GetTx(ctx context.Context, tx pgx.Tx, orgID, id uuid.UUID) (db.ServingTarget, error) {
+	return getTarget(ctx, db.New(tx), orgID, id)
+}
+
+func getTarget(ctx context.Context, q *db.Queries, orgID, id uuid.UUID) (db.ServingTarget, error) {
+	t, err := q.ServingTargetGet(ctx, db.ServingTargetGetParams{OrgID: orgID, ID: id})
+	return t, errs.NotFound(err)
+}
+
+// GetByNameTx returns, in the caller's transaction, the organisation's
+// target of that name; an unknown name is an invalid "target" field.
+func (s *Service) GetByNameTx(ctx context.Context, tx pgx.Tx, orgID uuid.UUID, name string) (db.ServingTarget, error) {
+	t, err := db.New(tx).ServingTargetGetByName(ctx, db.ServingTargetGetByNameParams{OrgID: orgID, Name: name})
 	if errors.Is(err, pgx.ErrNoRows) {
 		return t, errs.InvalidField("target", "no serving target is named %q", name)
 	}
@@ -197,13 +199,7 @@ func (s *Service) GetByName(ctx context.Context, q *db.Queries, orgID uuid.UUID,
 
 // key opens a target's API key ("" when it has none).
 func (s *Service) key(t db.ServingTarget) (string, error) {
-	if t.ApiKeyCiphertext == nil {
-		return "", nil
-	}
-	if s.Secrets == nil {
-		return "", errors.New("serving: no key to open stored secrets (CURATE_SECRET_KEY)")
-	}
-	return s.Secrets.Open(t.ApiKeyCiphertext, t.ApiKeyNonce, binding(t.OrgID))
+	return s.keys().Open(t.OrgID, keyed.Sealed{Ciphertext: t.ApiKeyCiphertext, Nonce: t.ApiKeyNonce})
 }
 
 // VLLM is the client of a vllm or vllm_pooling target.

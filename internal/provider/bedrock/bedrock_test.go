@@ -18,7 +18,7 @@ import (
 
 	"github.com/curate/curate/internal/provider"
 	"github.com/curate/curate/internal/provider/bedrock"
-	"github.com/curate/curate/internal/provider/bedrockfake"
+	"github.com/curate/curate/internal/provider/bedrocktest"
 )
 
 const (
@@ -42,14 +42,14 @@ func awsConfig() *aws.Config {
 	}
 }
 
-func config(srv *bedrockfake.Server, awsCfg *aws.Config) bedrock.Config {
+func config(srv *bedrocktest.Server, awsCfg *aws.Config) bedrock.Config {
 	return bedrock.Config{
-		Bucket: bedrockfake.Bucket, Prefix: prefix, RoleARN: role,
+		Bucket: bedrocktest.Bucket, Prefix: prefix, RoleARN: role,
 		BedrockEndpoint: srv.BedrockURL(), S3Endpoint: srv.S3URL(), S3PathStyle: true, AWS: awsCfg,
 	}
 }
 
-func newProvider(t *testing.T, srv *bedrockfake.Server) *bedrock.Provider {
+func newProvider(t *testing.T, srv *bedrocktest.Server) *bedrock.Provider {
 	t.Helper()
 	p, err := bedrock.New(context.Background(), config(srv, awsConfig()))
 	if err != nil {
@@ -100,7 +100,7 @@ func request(files provider.UploadResult) provider.CreateRequest {
 
 func TestEndToEnd(t *testing.T) {
 	ctx := context.Background()
-	srv := bedrockfake.New(t)
+	srv := bedrocktest.New(t)
 	p := newProvider(t, srv)
 	train, valid := dataFiles(t)
 
@@ -112,7 +112,7 @@ func TestEndToEnd(t *testing.T) {
 	if files != want {
 		t.Fatalf("upload = %+v, want %+v", files, want)
 	}
-	if got, ok := srv.Object(bedrockfake.Bucket, "curate/ft/"+jobID+"/train.jsonl"); !ok || string(got) != trainData {
+	if got, ok := srv.Object(bedrocktest.Bucket, "curate/ft/"+jobID+"/train.jsonl"); !ok || string(got) != trainData {
 		t.Fatalf("stored training file = %q", got)
 	}
 	if srv.ObjectsCreated() != 2 {
@@ -209,7 +209,7 @@ func TestEndToEnd(t *testing.T) {
 
 func TestMetricsBeforeOutput(t *testing.T) {
 	ctx := context.Background()
-	srv := bedrockfake.New(t)
+	srv := bedrocktest.New(t)
 	p := newProvider(t, srv)
 	train, _ := dataFiles(t)
 	req := request(upload(t, p, train, ""))
@@ -225,8 +225,8 @@ func TestMetricsBeforeOutput(t *testing.T) {
 
 func TestFailedJob(t *testing.T) {
 	ctx := context.Background()
-	srv := bedrockfake.New(t)
-	sc := bedrockfake.DefaultScript()
+	srv := bedrocktest.New(t)
+	sc := bedrocktest.DefaultScript()
 	sc.FailMessage = "Training data has 2 records; the minimum is 32."
 	srv.SetScript(sc)
 	p := newProvider(t, srv)
@@ -248,7 +248,7 @@ func TestFailedJob(t *testing.T) {
 
 func TestCancel(t *testing.T) {
 	ctx := context.Background()
-	srv := bedrockfake.New(t)
+	srv := bedrocktest.New(t)
 	p := newProvider(t, srv)
 	train, _ := dataFiles(t)
 	job, err := p.Create(ctx, request(upload(t, p, train, "")))
@@ -283,7 +283,7 @@ func TestCancel(t *testing.T) {
 // runs again from the start with a new client: it must adopt what exists.
 func TestResumeAfterCrash(t *testing.T) {
 	ctx := context.Background()
-	srv := bedrockfake.New(t)
+	srv := bedrocktest.New(t)
 	train, valid := dataFiles(t)
 
 	first := newProvider(t, srv)
@@ -312,7 +312,7 @@ func TestResumeAfterCrash(t *testing.T) {
 
 func TestUploadReplacesDifferentObject(t *testing.T) {
 	// An object of another size under the key is not this file: send it.
-	srv := bedrockfake.New(t)
+	srv := bedrocktest.New(t)
 	p := newProvider(t, srv)
 	train, _ := dataFiles(t)
 	upload(t, p, train, "")
@@ -320,14 +320,14 @@ func TestUploadReplacesDifferentObject(t *testing.T) {
 		t.Fatal(err)
 	}
 	upload(t, p, train, "")
-	got, _ := srv.Object(bedrockfake.Bucket, "curate/ft/"+jobID+"/train.jsonl")
+	got, _ := srv.Object(bedrocktest.Bucket, "curate/ft/"+jobID+"/train.jsonl")
 	if !bytes.Equal(got, []byte(trainData+trainData)) || srv.Puts() != 2 || srv.ObjectsCreated() != 1 {
 		t.Fatalf("after re-upload: %d bytes, %d puts, %d objects", len(got), srv.Puts(), srv.ObjectsCreated())
 	}
 }
 
 func TestValidate(t *testing.T) {
-	srv := bedrockfake.New(t)
+	srv := bedrocktest.New(t)
 	p := newProvider(t, srv)
 	num := provider.Num
 	type hp = provider.Hyperparameters
@@ -362,7 +362,7 @@ func TestValidate(t *testing.T) {
 }
 
 func TestCreateRefusesBeforeCalling(t *testing.T) {
-	srv := bedrockfake.New(t)
+	srv := bedrocktest.New(t)
 	p := newProvider(t, srv)
 	seed := int64(7)
 	tests := []struct {
@@ -396,7 +396,7 @@ func TestCreateRefusesBeforeCalling(t *testing.T) {
 }
 
 func TestUploadChecksFormat(t *testing.T) {
-	srv := bedrockfake.New(t)
+	srv := bedrocktest.New(t)
 	p := newProvider(t, srv)
 	train, _ := dataFiles(t)
 	_, err := p.Upload(context.Background(), provider.UploadRequest{CurateJobID: jobID, TrainPath: train, Format: "openai_chat"})
@@ -408,7 +408,7 @@ func TestUploadChecksFormat(t *testing.T) {
 
 func TestConfigRequired(t *testing.T) {
 	ctx := context.Background()
-	srv := bedrockfake.New(t)
+	srv := bedrocktest.New(t)
 	for _, tt := range []struct {
 		name string
 		edit func(*bedrock.Config)
@@ -444,7 +444,7 @@ func isolateAWSEnv(t *testing.T) {
 
 func TestMissingCredentials(t *testing.T) {
 	isolateAWSEnv(t)
-	srv := bedrockfake.New(t)
+	srv := bedrocktest.New(t)
 	_, err := bedrock.New(context.Background(), config(srv, nil))
 	if err == nil || !strings.Contains(err.Error(), "no AWS credentials") {
 		t.Fatalf("New without credentials = %v", err)
@@ -455,7 +455,7 @@ func TestCredentialsFromEnvironment(t *testing.T) {
 	isolateAWSEnv(t)
 	t.Setenv("AWS_ACCESS_KEY_ID", "AKIDFROMENV")
 	t.Setenv("AWS_SECRET_ACCESS_KEY", "secret")
-	srv := bedrockfake.New(t)
+	srv := bedrocktest.New(t)
 	p, err := bedrock.New(context.Background(), config(srv, nil))
 	if err != nil {
 		t.Fatal(err)
@@ -467,17 +467,17 @@ func TestCredentialsFromEnvironment(t *testing.T) {
 
 func TestServerErrorRetried(t *testing.T) {
 	ctx := context.Background()
-	srv := bedrockfake.New(t)
+	srv := bedrocktest.New(t)
 	p := newProvider(t, srv)
 	train, _ := dataFiles(t)
 
-	srv.Inject(bedrockfake.Fault{S3: true, Method: "PUT", Status: 503})
+	srv.Inject(bedrocktest.Fault{S3: true, Method: "PUT", Status: 503})
 	files := upload(t, p, train, "")
 	if srv.Puts() != 1 || srv.Hits(true, "PUT", "/curate-training/curate/ft/"+jobID+"/train.jsonl") != 2 {
 		t.Fatalf("after one 503: %d puts stored, %d PUT requests", srv.Puts(), srv.Hits(true, "PUT", "/curate-training/curate/ft/"+jobID+"/train.jsonl"))
 	}
 
-	srv.Inject(bedrockfake.Fault{Method: "POST", Path: "/model-customization-jobs", Status: 500})
+	srv.Inject(bedrocktest.Fault{Method: "POST", Path: "/model-customization-jobs", Status: 500})
 	job, err := p.Create(ctx, request(files))
 	if err != nil {
 		t.Fatalf("create after one 500: %v", err)
@@ -486,17 +486,17 @@ func TestServerErrorRetried(t *testing.T) {
 		t.Fatalf("%d create requests and %d jobs, want 2 and 1", h, j)
 	}
 
-	srv.Inject(bedrockfake.Fault{Method: "GET", Path: "/model-customization-jobs/", Status: 429, Times: 2})
+	srv.Inject(bedrocktest.Fault{Method: "GET", Path: "/model-customization-jobs/", Status: 429, Times: 2})
 	if _, err := p.Poll(ctx, job.ID, ""); err != nil {
 		t.Fatalf("poll after two throttles: %v", err)
 	}
 }
 
 func TestServerErrorsExhaustRetries(t *testing.T) {
-	srv := bedrockfake.New(t)
+	srv := bedrocktest.New(t)
 	p := newProvider(t, srv)
 	// The standard retryer makes three attempts.
-	srv.Inject(bedrockfake.Fault{Method: "GET", Path: "/model-customization-jobs", Status: 503, Times: 3})
+	srv.Inject(bedrocktest.Fault{Method: "GET", Path: "/model-customization-jobs", Status: 503, Times: 3})
 	_, _, err := p.FindJob(context.Background(), jobID)
 	var pe *provider.Error
 	if !errors.As(err, &pe) || pe.StatusCode != 503 || provider.IsPermanent(err) {
@@ -505,7 +505,7 @@ func TestServerErrorsExhaustRetries(t *testing.T) {
 }
 
 func TestBadRequestSurfaced(t *testing.T) {
-	srv := bedrockfake.New(t)
+	srv := bedrocktest.New(t)
 	p := newProvider(t, srv)
 	req := request(provider.UploadResult{TrainFileID: "s3://curate-training/nope.jsonl"})
 	_, err := p.Create(context.Background(), req)
@@ -527,7 +527,7 @@ func TestBadRequestSurfaced(t *testing.T) {
 
 func TestTimeoutRetried(t *testing.T) {
 	ctx := context.Background()
-	srv := bedrockfake.New(t)
+	srv := bedrocktest.New(t)
 	cfg := awsConfig()
 	cfg.HTTPClient = awshttp.NewBuildableClient().WithTimeout(200 * time.Millisecond)
 	p, err := bedrock.New(ctx, config(srv, cfg))
@@ -539,7 +539,7 @@ func TestTimeoutRetried(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv.Inject(bedrockfake.Fault{Method: "GET", Path: "/model-customization-jobs/", Delay: 10 * time.Second})
+	srv.Inject(bedrocktest.Fault{Method: "GET", Path: "/model-customization-jobs/", Delay: 10 * time.Second})
 	start := time.Now()
 	res, err := p.Poll(ctx, job.ID, "")
 	if err != nil || res.Status.State != provider.StateValidating {

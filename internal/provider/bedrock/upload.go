@@ -3,7 +3,6 @@ package bedrock
 import (
 	"context"
 	"os"
-	"slices"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
@@ -13,9 +12,6 @@ import (
 
 // formats are the export formats Bedrock trains on.
 var formats = []string{"bedrock_chat"}
-
-// Formats returns the export formats Bedrock trains on.
-func Formats() []string { return slices.Clone(formats) }
 
 // maxFileBytes is the most S3 takes in a single PUT.
 const maxFileBytes = 5 << 30

@@ -16,18 +16,18 @@ import (
 	"github.com/curate/curate/internal/provider"
 )
 
-// fakeTrainer is the path of the faketrainer program, built once.
+// fakeTrainer is the path of the trainertest program, built once.
 var fakeTrainer string
 
 func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "faketrainer")
+	dir, err := os.MkdirTemp("", "trainertest")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	fakeTrainer = filepath.Join(dir, "faketrainer")
-	if out, err := exec.Command("go", "build", "-o", fakeTrainer, "./faketrainer").CombinedOutput(); err != nil {
-		fmt.Fprintf(os.Stderr, "build faketrainer: %v\n%s", err, out)
+	fakeTrainer = filepath.Join(dir, "trainertest")
+	if out, err := exec.Command("go", "build", "-o", fakeTrainer, "./trainertest").CombinedOutput(); err != nil {
+		fmt.Fprintf(os.Stderr, "build trainertest: %v\n%s", err, out)
 		os.Exit(1)
 	}
 	code := m.Run()

@@ -38,9 +38,6 @@ const (
 // TRL's conversational preference pairs.
 var formats = []string{"openai_chat", "trl_preference"}
 
-// Formats returns the export formats the local trainer trains on.
-func Formats() []string { return append([]string(nil), formats...) }
-
 // run is one run directory.
 type run struct {
 	id  string // the provider job id, "train_<curate job id>"

@@ -17,7 +17,7 @@ import (
 	"github.com/curate/curate/internal/finetune"
 	"github.com/curate/curate/internal/provider"
 	"github.com/curate/curate/internal/provider/openai"
-	"github.com/curate/curate/internal/provider/openaifake"
+	"github.com/curate/curate/internal/provider/openaitest"
 	"github.com/curate/curate/internal/publicdata"
 	"github.com/curate/curate/internal/tokens"
 )
@@ -27,7 +27,7 @@ var trainChat = filepath.Join("testdata", "train.jsonl")
 
 const jobID = "6f1c2a9e-3b4d-4e5f-8a7b-9c0d1e2f3a4b"
 
-func newProvider(t *testing.T, srv *openaifake.Server) *openai.Provider {
+func newProvider(t *testing.T, srv *openaitest.Server) *openai.Provider {
 	t.Helper()
 	p, err := openai.New(openai.Config{APIKey: "sk-test", BaseURL: srv.URL()})
 	if err != nil {
@@ -61,7 +61,7 @@ func upload(t *testing.T, p *openai.Provider, validPath string) provider.UploadR
 }
 
 // uploaded is the content OpenAI holds for a file.
-func uploaded(t *testing.T, srv *openaifake.Server, fileID string) []byte {
+func uploaded(t *testing.T, srv *openaitest.Server, fileID string) []byte {
 	t.Helper()
 	req, err := http.NewRequest(http.MethodGet, srv.URL()+"files/"+fileID+"/content", nil)
 	if err != nil {
@@ -84,7 +84,7 @@ func uploaded(t *testing.T, srv *openaifake.Server, fileID string) []byte {
 // reaches OpenAI byte for byte.
 func TestUploadCookbookFile(t *testing.T) {
 	path := publicdata.Path(t, "openai-cookbook", "toy_chat_fine_tuning.jsonl")
-	srv := openaifake.New(t)
+	srv := openaitest.New(t)
 	p := newProvider(t, srv)
 	res, err := p.Upload(context.Background(), provider.UploadRequest{CurateJobID: jobID, TrainPath: path, Format: "openai_chat"})
 	if err != nil {
@@ -111,7 +111,7 @@ func supervised(files provider.UploadResult) provider.CreateRequest {
 
 func TestEndToEnd(t *testing.T) {
 	ctx := context.Background()
-	srv := openaifake.New(t)
+	srv := openaitest.New(t)
 	p := newProvider(t, srv)
 
 	files := upload(t, p, validFile(t))
@@ -240,7 +240,7 @@ func TestEndToEnd(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	assertMetrics(t, got, openaifake.DefaultScript().Metrics)
+	assertMetrics(t, got, openaitest.DefaultScript().Metrics)
 
 	// Polling after the end brings nothing new.
 	res, err := p.Poll(ctx, job.ID, cursor)
@@ -251,7 +251,7 @@ func TestEndToEnd(t *testing.T) {
 
 func TestMetricsBeforeResult(t *testing.T) {
 	ctx := context.Background()
-	srv := openaifake.New(t)
+	srv := openaitest.New(t)
 	p := newProvider(t, srv)
 	job, err := p.Create(ctx, supervised(upload(t, p, "")))
 	if err != nil {
@@ -265,7 +265,7 @@ func TestMetricsBeforeResult(t *testing.T) {
 
 func TestDPORequest(t *testing.T) {
 	ctx := context.Background()
-	srv := openaifake.New(t)
+	srv := openaitest.New(t)
 	p := newProvider(t, srv)
 	files := upload(t, p, "")
 	req := supervised(files)
@@ -300,8 +300,8 @@ func TestDPORequest(t *testing.T) {
 
 func TestFailedJob(t *testing.T) {
 	ctx := context.Background()
-	srv := openaifake.New(t)
-	sc := openaifake.DefaultScript()
+	srv := openaitest.New(t)
+	sc := openaitest.DefaultScript()
 	sc.FailAtStep, sc.FailMessage = 2, "Training data contained too few examples."
 	srv.SetScript(sc)
 	p := newProvider(t, srv)
@@ -326,7 +326,7 @@ func TestFailedJob(t *testing.T) {
 
 func TestCancel(t *testing.T) {
 	ctx := context.Background()
-	srv := openaifake.New(t)
+	srv := openaitest.New(t)
 	p := newProvider(t, srv)
 	job, err := p.Create(ctx, supervised(upload(t, p, "")))
 	if err != nil {
@@ -357,7 +357,7 @@ func TestCancel(t *testing.T) {
 // runs again from the start with a new client: it must adopt what exists.
 func TestResumeAfterCrash(t *testing.T) {
 	ctx := context.Background()
-	srv := openaifake.New(t)
+	srv := openaitest.New(t)
 	valid := validFile(t)
 
 	first := newProvider(t, srv)
@@ -395,9 +395,9 @@ func TestResumeAfterCrash(t *testing.T) {
 // is what the lookup exists to prevent.
 func TestUploadStopsWhenLookupFails(t *testing.T) {
 	ctx := context.Background()
-	srv := openaifake.New(t)
+	srv := openaitest.New(t)
 	p := newProvider(t, srv)
-	srv.Inject(openaifake.Fault{Method: "GET", Path: "/v1/files", Status: 500, RetryAfter: time.Millisecond, Times: 3})
+	srv.Inject(openaitest.Fault{Method: "GET", Path: "/v1/files", Status: 500, RetryAfter: time.Millisecond, Times: 3})
 	_, err := p.Upload(ctx, provider.UploadRequest{CurateJobID: jobID, TrainPath: trainChat, Format: "openai_chat"})
 	if err == nil || provider.IsPermanent(err) {
 		t.Fatalf("upload with the file list failing = %v, want a temporary error", err)
@@ -409,8 +409,8 @@ func TestUploadStopsWhenLookupFails(t *testing.T) {
 
 func TestWaitUploadedRefusedFile(t *testing.T) {
 	ctx := context.Background()
-	srv := openaifake.New(t)
-	sc := openaifake.DefaultScript()
+	srv := openaitest.New(t)
+	sc := openaitest.DefaultScript()
 	sc.FileProcessingPolls, sc.FileError = 0, "Invalid file format. Line 3, key \"messages\": missing"
 	srv.SetScript(sc)
 	p := newProvider(t, srv)
@@ -422,7 +422,7 @@ func TestWaitUploadedRefusedFile(t *testing.T) {
 }
 
 func TestUploadChecksRequest(t *testing.T) {
-	srv := openaifake.New(t)
+	srv := openaitest.New(t)
 	p := newProvider(t, srv)
 	empty := writeFile(t, "empty.jsonl", "")
 	tests := []struct {
@@ -505,7 +505,7 @@ func TestValidateMessages(t *testing.T) {
 }
 
 func TestCreateRefusesBeforeCalling(t *testing.T) {
-	srv := openaifake.New(t)
+	srv := openaitest.New(t)
 	p := newProvider(t, srv)
 	seed := int64(-1)
 	req := provider.CreateRequest{
@@ -529,7 +529,7 @@ func TestMissingCredentials(t *testing.T) {
 
 func TestEnvironmentAndOverride(t *testing.T) {
 	ctx := context.Background()
-	srv := openaifake.New(t)
+	srv := openaitest.New(t)
 	t.Setenv("OPENAI_API_KEY", "sk-from-env")
 	t.Setenv("OPENAI_BASE_URL", srv.URL())
 
@@ -561,10 +561,10 @@ func TestEnvironmentAndOverride(t *testing.T) {
 
 func TestServerErrorRetried(t *testing.T) {
 	ctx := context.Background()
-	srv := openaifake.New(t)
+	srv := openaitest.New(t)
 	p := newProvider(t, srv)
 	files := upload(t, p, "")
-	srv.Inject(openaifake.Fault{Method: "POST", Path: "/v1/fine_tuning/jobs", Status: 500})
+	srv.Inject(openaitest.Fault{Method: "POST", Path: "/v1/fine_tuning/jobs", Status: 500})
 	job, err := p.Create(ctx, supervised(files))
 	if err != nil {
 		t.Fatalf("create after one 500: %v", err)
@@ -573,19 +573,19 @@ func TestServerErrorRetried(t *testing.T) {
 		t.Fatalf("%d create requests and %d jobs, want 2 and 1", h, j)
 	}
 
-	srv.Inject(openaifake.Fault{Method: "GET", Path: "/v1/fine_tuning/jobs/" + job.ID, Status: 429, RetryAfter: time.Millisecond, Times: 2})
+	srv.Inject(openaitest.Fault{Method: "GET", Path: "/v1/fine_tuning/jobs/" + job.ID, Status: 429, RetryAfter: time.Millisecond, Times: 2})
 	if _, err := p.Poll(ctx, job.ID, ""); err != nil {
 		t.Fatalf("poll after two 429s: %v", err)
 	}
 }
 
 func TestServerErrorsExhaustRetries(t *testing.T) {
-	srv := openaifake.New(t)
+	srv := openaitest.New(t)
 	p, err := openai.New(openai.Config{APIKey: "sk-test", BaseURL: srv.URL(), MaxRetries: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv.Inject(openaifake.Fault{Path: "/v1/fine_tuning/jobs", Status: 503, RetryAfter: time.Millisecond, Times: 2})
+	srv.Inject(openaitest.Fault{Path: "/v1/fine_tuning/jobs", Status: 503, RetryAfter: time.Millisecond, Times: 2})
 	_, _, err = p.FindJob(context.Background(), jobID)
 	var pe *provider.Error
 	if !errors.As(err, &pe) || pe.StatusCode != 503 || pe.Permanent || provider.IsPermanent(err) {
@@ -597,7 +597,7 @@ func TestServerErrorsExhaustRetries(t *testing.T) {
 }
 
 func TestBadRequestSurfaced(t *testing.T) {
-	srv := openaifake.New(t)
+	srv := openaitest.New(t)
 	p := newProvider(t, srv)
 	req := supervised(provider.UploadResult{TrainFileID: "file-nope"})
 	_, err := p.Create(context.Background(), req)
@@ -617,12 +617,12 @@ func TestBadRequestSurfaced(t *testing.T) {
 }
 
 func TestTimeout(t *testing.T) {
-	srv := openaifake.New(t)
+	srv := openaitest.New(t)
 	p, err := openai.New(openai.Config{APIKey: "sk-test", BaseURL: srv.URL(), RequestTimeout: 50 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv.Inject(openaifake.Fault{Path: "/v1/fine_tuning/jobs/ftjob-x", Delay: 10 * time.Second})
+	srv.Inject(openaitest.Fault{Path: "/v1/fine_tuning/jobs/ftjob-x", Delay: 10 * time.Second})
 	start := time.Now()
 	_, err = p.Poll(context.Background(), "ftjob-x", "")
 	if err == nil || !errors.Is(err, context.DeadlineExceeded) || provider.IsPermanent(err) {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"slices"
 
 	sdk "github.com/openai/openai-go/v3"
 
@@ -14,9 +13,6 @@ import (
 // formats are the export formats OpenAI trains on: chat examples for
 // supervised jobs and preference pairs for DPO.
 var formats = []string{"openai_chat", "openai_preference"}
-
-// Formats returns the export formats OpenAI trains on.
-func Formats() []string { return slices.Clone(formats) }
 
 // recentFiles is how many of the newest fine-tune files Upload looks
 // through for an earlier upload of the same file. A retry follows its crash

@@ -88,13 +88,6 @@ func (s *Server) Loaded() []string {
 	return out
 }
 
-// Preload makes the server serve an adapter already.
-func (s *Server) Preload(name, path string) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.loaded[name] = path
-}
-
 func errorBody(w http.ResponseWriter, status int, kind, msg string) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)

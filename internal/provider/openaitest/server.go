@@ -1,4 +1,4 @@
-// Package openaifake is a stand-in for OpenAI's files and fine-tuning API:
+// Package openaitest is a stand-in for OpenAI's files and fine-tuning API:
 // a local HTTP server answering in the API's JSON shapes, so the production
 // client talks to it unchanged. Tests start it with New; dev mode starts it
 // with Start so fine-tuning jobs run without an OpenAI key.
@@ -10,7 +10,7 @@
 // step. Counters report what was created, an Idempotency-Key replays the
 // first answer as OpenAI does, and Inject makes chosen requests fail or
 // stall.
-package openaifake
+package openaitest
 
 import (
 	"bytes"
@@ -148,7 +148,7 @@ func WithScript(sc Script) Option { return func(s *Server) { s.script = sc } }
 func Start(opts ...Option) (*Server, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		return nil, fmt.Errorf("openaifake: %w", err)
+		return nil, fmt.Errorf("openaitest: %w", err)
 	}
 	s := &Server{
 		script:     DefaultScript(),

@@ -1,4 +1,4 @@
-package openaifake_test
+package openaitest_test
 
 import (
 	"bytes"
@@ -10,15 +10,15 @@ import (
 	"testing"
 	"time"
 
-	"github.com/curate/curate/internal/provider/openaifake"
+	"github.com/curate/curate/internal/provider/openaitest"
 )
 
-func upload(t *testing.T, srv *openaifake.Server, key string) (int, string) {
+func upload(t *testing.T, srv *openaitest.Server, key string) (int, string) {
 	t.Helper()
 	return uploadFile(t, srv, key, `{"messages":[]}`+"\n")
 }
 
-func uploadFile(t *testing.T, srv *openaifake.Server, key, content string) (int, string) {
+func uploadFile(t *testing.T, srv *openaitest.Server, key, content string) (int, string) {
 	t.Helper()
 	var body bytes.Buffer
 	mw := multipart.NewWriter(&body)
@@ -45,7 +45,7 @@ func uploadFile(t *testing.T, srv *openaifake.Server, key, content string) (int,
 }
 
 func TestIdempotencyKeyReplays(t *testing.T) {
-	srv := openaifake.New(t)
+	srv := openaitest.New(t)
 	_, a := upload(t, srv, "k1")
 	_, b := upload(t, srv, "k1")
 	_, c := upload(t, srv, "k2")
@@ -62,7 +62,7 @@ func TestIdempotencyKeyReplays(t *testing.T) {
 }
 
 func TestRequiresBearerToken(t *testing.T) {
-	srv := openaifake.New(t)
+	srv := openaitest.New(t)
 	resp, err := http.Get(srv.URL() + "fine_tuning/jobs")
 	if err != nil {
 		t.Fatal(err)
@@ -74,8 +74,8 @@ func TestRequiresBearerToken(t *testing.T) {
 }
 
 func TestFaultIsUsedUp(t *testing.T) {
-	srv := openaifake.New(t)
-	srv.Inject(openaifake.Fault{Method: "POST", Path: "/v1/files", Status: 500, Times: 2})
+	srv := openaitest.New(t)
+	srv.Inject(openaitest.Fault{Method: "POST", Path: "/v1/files", Status: 500, Times: 2})
 	for i, want := range []int{500, 500, 200} {
 		if code, _ := upload(t, srv, ""); code != want {
 			t.Fatalf("request %d: status %d, want %d", i+1, code, want)
@@ -87,7 +87,7 @@ func TestFaultIsUsedUp(t *testing.T) {
 }
 
 func TestResultCSV(t *testing.T) {
-	got := string(openaifake.ResultCSV(openaifake.DefaultScript().Metrics))
+	got := string(openaitest.ResultCSV(openaitest.DefaultScript().Metrics))
 	want := "step,train_loss,train_accuracy,valid_loss,valid_mean_token_accuracy\n" +
 		"1,1.5,0.5,,\n2,1.25,0.625,1.375,0.5\n3,0.75,0.75,,\n4,0.5,0.875,0.625,0.75\n"
 	if got != want {
@@ -123,7 +123,7 @@ func call(t *testing.T, method, url string, body string, out any) {
 // tokens times the epochs OpenAI's rule gives its size. Its times are
 // today's. After Close it answers nothing.
 func TestStartRunsDevScript(t *testing.T) {
-	srv, err := openaifake.Start(openaifake.WithScript(openaifake.DevScript()))
+	srv, err := openaitest.Start(openaitest.WithScript(openaitest.DevScript()))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -174,7 +174,7 @@ func TestStartRunsDevScript(t *testing.T) {
 
 // DevScript's loss starts at 2 × 0.88 and falls every step.
 func TestDevScriptLossFalls(t *testing.T) {
-	ms := openaifake.DevScript().Metrics
+	ms := openaitest.DevScript().Metrics
 	if len(ms) != 15 || *ms[0].TrainLoss != 1.76 {
 		t.Fatalf("%d steps, first loss %v; want 15 steps from 1.76", len(ms), *ms[0].TrainLoss)
 	}

@@ -1,4 +1,4 @@
-package openaifake
+package openaitest
 
 import (
 	"io"

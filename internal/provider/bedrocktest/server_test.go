@@ -1,19 +1,19 @@
-package bedrockfake_test
+package bedrocktest_test
 
 import (
 	"net/http"
 	"testing"
 
-	"github.com/curate/curate/internal/provider/bedrockfake"
+	"github.com/curate/curate/internal/provider/bedrocktest"
 )
 
 func TestRefusesUnsignedRequests(t *testing.T) {
-	srv := bedrockfake.New(t)
+	srv := bedrocktest.New(t)
 	for _, tt := range []struct {
 		url, errorType string
 	}{
 		{srv.BedrockURL() + "/model-customization-jobs", "UnrecognizedClientException"},
-		{srv.S3URL() + "/" + bedrockfake.Bucket + "?list-type=2", ""},
+		{srv.S3URL() + "/" + bedrocktest.Bucket + "?list-type=2", ""},
 	} {
 		resp, err := http.Get(tt.url)
 		if err != nil {
@@ -27,7 +27,7 @@ func TestRefusesUnsignedRequests(t *testing.T) {
 }
 
 func TestMetricsCSV(t *testing.T) {
-	got := string(bedrockfake.MetricsCSV("validation_loss", bedrockfake.DefaultScript().ValidationMetrics))
+	got := string(bedrocktest.MetricsCSV("validation_loss", bedrocktest.DefaultScript().ValidationMetrics))
 	want := "step_number,epoch_number,validation_loss,perplexity\n1,1,2,7.5\n3,2,1.5,4.5\n"
 	if got != want {
 		t.Fatalf("got\n%s\nwant\n%s", got, want)

@@ -1,4 +1,4 @@
-package bedrockfake
+package bedrocktest
 
 import (
 	"bytes"

@@ -1,8 +1,8 @@
-// Command faketrainer speaks the local trainer's protocol
+// Command trainertest speaks the local trainer's protocol
 // (trainer/README.md) without training anything, so the local provider can
 // be tested where there is no GPU and no torch. Invoked as
 //
-//	faketrainer run CONFIG_JSON
+//	trainertest run CONFIG_JSON
 //
 // in the run directory, it behaves as FAKE_TRAINER_MODE says:
 //
@@ -39,7 +39,7 @@
 //
 // Every start appends a line to starts.log in the run directory.
 //
-// Invoked as `faketrainer probe` it reports a machine as FAKE_TRAINER_PROBE
+// Invoked as `trainertest probe` it reports a machine as FAKE_TRAINER_PROBE
 // says (see probe).
 package main
 
@@ -66,7 +66,7 @@ func main() {
 		return
 	}
 	if len(os.Args) != 3 || os.Args[1] != "run" {
-		fmt.Fprintln(os.Stderr, "usage: faketrainer run CONFIG_JSON")
+		fmt.Fprintln(os.Stderr, "usage: trainertest run CONFIG_JSON")
 		os.Exit(2)
 	}
 	os.Exit(run(os.Args[2], os.Getenv("FAKE_TRAINER_MODE")))

@@ -1,4 +1,4 @@
-// Package bedrockfake is a test stand-in for Amazon Bedrock's model
+// Package bedrocktest is a test stand-in for Amazon Bedrock's model
 // customization API (REST-JSON) and the part of S3 it needs (path-style
 // PUT, GET, HEAD and ListObjectsV2), so the production AWS SDK clients talk
 // to it unchanged.
@@ -10,7 +10,7 @@
 // repeated clientRequestToken returns the job it first made, as Bedrock
 // does. Counters report what was created and Inject makes chosen requests
 // fail or stall.
-package bedrockfake
+package bedrocktest
 
 import (
 	"bytes"
