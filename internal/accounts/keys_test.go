@@ -144,7 +144,7 @@ func TestKeyLookupOncePerExpiry(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer pool.Close()
-	svc := accounts.New(pool)
+	svc := accounts.New(pool, accounts.DefaultSessionTTL)
 	clk := &clock{now: time.Now()}
 	svc.Now = clk.Now
 	org, err := svc.EnsureOrg(ctx, "acme", "")
