@@ -2,6 +2,8 @@ package ratelimit
 
 import (
 	"strconv"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -132,5 +134,42 @@ func TestShare(t *testing.T) {
 	}
 	if ok, _ := l.Allow("other"); ok {
 		t.Error("two requests at once from a 50th share of a burst of 10")
+	}
+}
+
+// Check-then-act under load: 64 requests of one key racing at the moment
+// its generation is retired get exactly the tokens its bucket has left,
+// not a fresh bucket each for those that find it in the previous
+// generation at once.
+func TestConcurrentAllowAcrossRotation(t *testing.T) {
+	now := time.Now()
+	l := New(1e-6, 10)
+	l.now = func() time.Time { return now }
+	for range 3 {
+		if ok, _ := l.Allow("k"); !ok {
+			t.Fatal("refused within the burst")
+		}
+	}
+	now = now.Add(11 * time.Minute) // the next request retires the generation
+	var allowed atomic.Int64
+	var ready, done sync.WaitGroup
+	start := make(chan struct{})
+	for range 64 {
+		ready.Add(1)
+		done.Add(1)
+		go func() {
+			defer done.Done()
+			ready.Done()
+			<-start
+			if ok, _ := l.Allow("k"); ok {
+				allowed.Add(1)
+			}
+		}()
+	}
+	ready.Wait()
+	close(start)
+	done.Wait()
+	if got := allowed.Load(); got != 7 {
+		t.Fatalf("%d of 64 racing requests allowed, want the 7 left of a burst of 10", got)
 	}
 }
