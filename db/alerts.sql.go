@@ -106,6 +106,38 @@ func (q *Queries) AlertGet(ctx context.Context, arg AlertGetParams) (Alert, erro
 	return i, err
 }
 
+const alertGetOpenByKey = `-- name: AlertGetOpenByKey :one
+SELECT id, org_id, kind, severity, dedup_key, title, message, details, opened_at, last_seen_at, resolved_at, dismissed_at, dismissed_by, webhook_delivered_at, webhook_error FROM alerts WHERE org_id = $1 AND dedup_key = $2 AND resolved_at IS NULL
+`
+
+type AlertGetOpenByKeyParams struct {
+	OrgID    uuid.UUID `json:"org_id"`
+	DedupKey string    `json:"dedup_key"`
+}
+
+func (q *Queries) AlertGetOpenByKey(ctx context.Context, arg AlertGetOpenByKeyParams) (Alert, error) {
+	row := q.db.QueryRow(ctx, alertGetOpenByKey, arg.OrgID, arg.DedupKey)
+	var i Alert
+	err := row.Scan(
+		&i.ID,
+		&i.OrgID,
+		&i.Kind,
+		&i.Severity,
+		&i.DedupKey,
+		&i.Title,
+		&i.Message,
+		&i.Details,
+		&i.OpenedAt,
+		&i.LastSeenAt,
+		&i.ResolvedAt,
+		&i.DismissedAt,
+		&i.DismissedBy,
+		&i.WebhookDeliveredAt,
+		&i.WebhookError,
+	)
+	return i, err
+}
+
 const alertInsert = `-- name: AlertInsert :one
 INSERT INTO alerts (org_id, kind, severity, dedup_key, title, message, details, opened_at, last_seen_at)
 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $8)
@@ -274,9 +306,11 @@ func (q *Queries) AlertListBanners(ctx context.Context, orgID uuid.UUID) ([]Aler
 }
 
 const alertListOpen = `-- name: AlertListOpen :many
-SELECT id, org_id, kind, severity, dedup_key, title, message, details, opened_at, last_seen_at, resolved_at, dismissed_at, dismissed_by, webhook_delivered_at, webhook_error FROM alerts WHERE org_id = $1 AND resolved_at IS NULL ORDER BY opened_at
+SELECT id, org_id, kind, severity, dedup_key, title, message, details, opened_at, last_seen_at, resolved_at, dismissed_at, dismissed_by, webhook_delivered_at, webhook_error FROM alerts WHERE org_id = $1 AND resolved_at IS NULL AND kind <> 'loop_run' ORDER BY opened_at
 `
 
+// The open alerts the rules decide about: an alert an event opened (a
+// loop's failed run) is resolved by what follows the event, not by them.
 func (q *Queries) AlertListOpen(ctx context.Context, orgID uuid.UUID) ([]Alert, error) {
 	rows, err := q.db.Query(ctx, alertListOpen, orgID)
 	if err != nil {
@@ -611,6 +645,20 @@ type AlertUpdateResolvedParams struct {
 
 func (q *Queries) AlertUpdateResolved(ctx context.Context, arg AlertUpdateResolvedParams) error {
 	_, err := q.db.Exec(ctx, alertUpdateResolved, arg.Now, arg.OrgID, arg.ID)
+	return err
+}
+
+const alertUpdateResolvedByKey = `-- name: AlertUpdateResolvedByKey :exec
+UPDATE alerts SET resolved_at = now() WHERE org_id = $1 AND dedup_key = $2 AND resolved_at IS NULL
+`
+
+type AlertUpdateResolvedByKeyParams struct {
+	OrgID    uuid.UUID `json:"org_id"`
+	DedupKey string    `json:"dedup_key"`
+}
+
+func (q *Queries) AlertUpdateResolvedByKey(ctx context.Context, arg AlertUpdateResolvedByKeyParams) error {
+	_, err := q.db.Exec(ctx, alertUpdateResolvedByKey, arg.OrgID, arg.DedupKey)
 	return err
 }
 

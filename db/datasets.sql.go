@@ -272,10 +272,11 @@ func (q *Queries) DatasetList(ctx context.Context, arg DatasetListParams) ([]Dat
 }
 
 const datasetListIneligibleFeedback = `-- name: DatasetListIneligibleFeedback :many
-SELECT x.id::uuid AS id, coalesce(f.status::text, '')::text AS status
+SELECT x.id::uuid AS id, coalesce(f.status::text, '')::text AS status,
+       coalesce(f.hygiene_flags, '{}')::text[] AS hygiene_flags, coalesce(f.training_set_by, '')::text AS training_set_by
 FROM unnest($1::uuid[]) AS x(id)
 LEFT JOIN feedback f ON f.org_id = $2 AND f.id = x.id
-WHERE f.id IS NULL OR f.status NOT IN ('approved', 'corrected')
+WHERE f.id IS NULL OR f.status NOT IN ('approved', 'corrected') OR NOT f.is_training_data
 `
 
 type DatasetListIneligibleFeedbackParams struct {
@@ -284,12 +285,15 @@ type DatasetListIneligibleFeedbackParams struct {
 }
 
 type DatasetListIneligibleFeedbackRow struct {
-	ID     uuid.UUID `json:"id"`
-	Status string    `json:"status"`
+	ID            uuid.UUID `json:"id"`
+	Status        string    `json:"status"`
+	HygieneFlags  []string  `json:"hygiene_flags"`
+	TrainingSetBy string    `json:"training_set_by"`
 }
 
-// The ids that name no approved or corrected feedback of the organisation,
-// with the status they have (” when there is no such item).
+// The ids that name no approved or corrected feedback of the organisation
+// that may be training data, with the status they have (” when there is
+// no such item) and the hygiene flags or person that keep the others out.
 func (q *Queries) DatasetListIneligibleFeedback(ctx context.Context, arg DatasetListIneligibleFeedbackParams) ([]DatasetListIneligibleFeedbackRow, error) {
 	rows, err := q.db.Query(ctx, datasetListIneligibleFeedback, arg.Ids, arg.OrgID)
 	if err != nil {
@@ -299,7 +303,12 @@ func (q *Queries) DatasetListIneligibleFeedback(ctx context.Context, arg Dataset
 	items := []DatasetListIneligibleFeedbackRow{}
 	for rows.Next() {
 		var i DatasetListIneligibleFeedbackRow
-		if err := rows.Scan(&i.ID, &i.Status); err != nil {
+		if err := rows.Scan(
+			&i.ID,
+			&i.Status,
+			&i.HygieneFlags,
+			&i.TrainingSetBy,
+		); err != nil {
 			return nil, err
 		}
 		items = append(items, i)
@@ -463,7 +472,7 @@ func (q *Queries) DatasetMemberDelete(ctx context.Context, arg DatasetMemberDele
 const datasetMemberInsertFeedback = `-- name: DatasetMemberInsertFeedback :execrows
 INSERT INTO training_dataset_members (dataset_id, org_id, feedback_id)
 SELECT $1, $2, f.id FROM feedback f
-WHERE f.org_id = $2 AND f.id = ANY($3::uuid[]) AND f.status IN ('approved', 'corrected')
+WHERE f.org_id = $2 AND f.id = ANY($3::uuid[]) AND f.status IN ('approved', 'corrected') AND f.is_training_data
 ON CONFLICT DO NOTHING
 `
 
@@ -473,7 +482,8 @@ type DatasetMemberInsertFeedbackParams struct {
 	Ids       []uuid.UUID `json:"ids"`
 }
 
-// Only approved and corrected feedback is training material.
+// Only approved and corrected feedback that may be training data (see
+// internal/hygiene) is training material.
 func (q *Queries) DatasetMemberInsertFeedback(ctx context.Context, arg DatasetMemberInsertFeedbackParams) (int64, error) {
 	result, err := q.db.Exec(ctx, datasetMemberInsertFeedback, arg.DatasetID, arg.OrgID, arg.Ids)
 	if err != nil {

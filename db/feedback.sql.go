@@ -86,7 +86,7 @@ func (q *Queries) FeedbackCountByStatus(ctx context.Context, arg FeedbackCountBy
 }
 
 const feedbackGet = `-- name: FeedbackGet :one
-SELECT f.id, f.seq, f.org_id, f.external_id, f.session_id, f.trace_id, f.end_user_id, f.query, f.response, f.context, f.model, f.experiment_arm, f.feedback_type, f.rating, f.dim_accuracy, f.dim_helpfulness, f.dim_clarity, f.dim_safety, f.comment, f.correction, f.latency_ms, f.tags, f.status, f.assignee_id, f.reviewer_id, f.reviewed_at, f.source, f.rank, f.rank_group, f.pii_kinds, f.content_hash, f.duplicate_of, f.created_at, f.updated_at, f.version, f.experiment_id, f.is_error, coalesce(a.email, '')::text AS assignee_email, coalesce(r.email, '')::text AS reviewer_email
+SELECT f.id, f.seq, f.org_id, f.external_id, f.session_id, f.trace_id, f.end_user_id, f.query, f.response, f.context, f.model, f.experiment_arm, f.feedback_type, f.rating, f.dim_accuracy, f.dim_helpfulness, f.dim_clarity, f.dim_safety, f.comment, f.correction, f.latency_ms, f.tags, f.status, f.assignee_id, f.reviewer_id, f.reviewed_at, f.source, f.rank, f.rank_group, f.pii_kinds, f.content_hash, f.duplicate_of, f.created_at, f.updated_at, f.version, f.experiment_id, f.is_error, f.is_training_data, f.hygiene_flags, f.training_set_by, coalesce(a.email, '')::text AS assignee_email, coalesce(r.email, '')::text AS reviewer_email
 FROM feedback f
 LEFT JOIN users a ON a.id = f.assignee_id
 LEFT JOIN users r ON r.id = f.reviewer_id
@@ -145,6 +145,9 @@ func (q *Queries) FeedbackGet(ctx context.Context, arg FeedbackGetParams) (Feedb
 		&i.Feedback.Version,
 		&i.Feedback.ExperimentID,
 		&i.Feedback.IsError,
+		&i.Feedback.IsTrainingData,
+		&i.Feedback.HygieneFlags,
+		&i.Feedback.TrainingSetBy,
 		&i.AssigneeEmail,
 		&i.ReviewerEmail,
 	)
@@ -152,7 +155,7 @@ func (q *Queries) FeedbackGet(ctx context.Context, arg FeedbackGetParams) (Feedb
 }
 
 const feedbackGetByExternalID = `-- name: FeedbackGetByExternalID :one
-SELECT id, seq, org_id, external_id, session_id, trace_id, end_user_id, query, response, context, model, experiment_arm, feedback_type, rating, dim_accuracy, dim_helpfulness, dim_clarity, dim_safety, comment, correction, latency_ms, tags, status, assignee_id, reviewer_id, reviewed_at, source, rank, rank_group, pii_kinds, content_hash, duplicate_of, created_at, updated_at, version, experiment_id, is_error FROM feedback WHERE org_id = $1 AND external_id = $2
+SELECT id, seq, org_id, external_id, session_id, trace_id, end_user_id, query, response, context, model, experiment_arm, feedback_type, rating, dim_accuracy, dim_helpfulness, dim_clarity, dim_safety, comment, correction, latency_ms, tags, status, assignee_id, reviewer_id, reviewed_at, source, rank, rank_group, pii_kinds, content_hash, duplicate_of, created_at, updated_at, version, experiment_id, is_error, is_training_data, hygiene_flags, training_set_by FROM feedback WHERE org_id = $1 AND external_id = $2
 `
 
 type FeedbackGetByExternalIDParams struct {
@@ -201,6 +204,9 @@ func (q *Queries) FeedbackGetByExternalID(ctx context.Context, arg FeedbackGetBy
 		&i.Version,
 		&i.ExperimentID,
 		&i.IsError,
+		&i.IsTrainingData,
+		&i.HygieneFlags,
+		&i.TrainingSetBy,
 	)
 	return i, err
 }
@@ -477,7 +483,7 @@ func (q *Queries) FeedbackList(ctx context.Context, arg FeedbackListParams) ([]F
 }
 
 const feedbackListByIDs = `-- name: FeedbackListByIDs :many
-SELECT id, seq, org_id, external_id, session_id, trace_id, end_user_id, query, response, context, model, experiment_arm, feedback_type, rating, dim_accuracy, dim_helpfulness, dim_clarity, dim_safety, comment, correction, latency_ms, tags, status, assignee_id, reviewer_id, reviewed_at, source, rank, rank_group, pii_kinds, content_hash, duplicate_of, created_at, updated_at, version, experiment_id, is_error FROM feedback WHERE org_id = $1 AND id = ANY($2::uuid[])
+SELECT id, seq, org_id, external_id, session_id, trace_id, end_user_id, query, response, context, model, experiment_arm, feedback_type, rating, dim_accuracy, dim_helpfulness, dim_clarity, dim_safety, comment, correction, latency_ms, tags, status, assignee_id, reviewer_id, reviewed_at, source, rank, rank_group, pii_kinds, content_hash, duplicate_of, created_at, updated_at, version, experiment_id, is_error, is_training_data, hygiene_flags, training_set_by FROM feedback WHERE org_id = $1 AND id = ANY($2::uuid[])
 `
 
 type FeedbackListByIDsParams struct {
@@ -534,6 +540,9 @@ func (q *Queries) FeedbackListByIDs(ctx context.Context, arg FeedbackListByIDsPa
 			&i.Version,
 			&i.ExperimentID,
 			&i.IsError,
+			&i.IsTrainingData,
+			&i.HygieneFlags,
+			&i.TrainingSetBy,
 		); err != nil {
 			return nil, err
 		}
@@ -806,7 +815,7 @@ UPDATE feedback SET
     reviewer_id = $5, reviewed_at = $6,
     updated_at = now(), version = version + 1
 WHERE org_id = $7 AND id = $8 AND version = $9
-RETURNING id, seq, org_id, external_id, session_id, trace_id, end_user_id, query, response, context, model, experiment_arm, feedback_type, rating, dim_accuracy, dim_helpfulness, dim_clarity, dim_safety, comment, correction, latency_ms, tags, status, assignee_id, reviewer_id, reviewed_at, source, rank, rank_group, pii_kinds, content_hash, duplicate_of, created_at, updated_at, version, experiment_id, is_error
+RETURNING id, seq, org_id, external_id, session_id, trace_id, end_user_id, query, response, context, model, experiment_arm, feedback_type, rating, dim_accuracy, dim_helpfulness, dim_clarity, dim_safety, comment, correction, latency_ms, tags, status, assignee_id, reviewer_id, reviewed_at, source, rank, rank_group, pii_kinds, content_hash, duplicate_of, created_at, updated_at, version, experiment_id, is_error, is_training_data, hygiene_flags, training_set_by
 `
 
 type FeedbackUpdateParams struct {
@@ -873,6 +882,9 @@ func (q *Queries) FeedbackUpdate(ctx context.Context, arg FeedbackUpdateParams) 
 		&i.Version,
 		&i.ExperimentID,
 		&i.IsError,
+		&i.IsTrainingData,
+		&i.HygieneFlags,
+		&i.TrainingSetBy,
 	)
 	return i, err
 }

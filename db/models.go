@@ -1257,6 +1257,9 @@ type Feedback struct {
 	Version        int32           `json:"version"`
 	ExperimentID   uuid.NullUUID   `json:"experiment_id"`
 	IsError        bool            `json:"is_error"`
+	IsTrainingData bool            `json:"is_training_data"`
+	HygieneFlags   []string        `json:"hygiene_flags"`
+	TrainingSetBy  string          `json:"training_set_by"`
 }
 
 type FeedbackReview struct {
@@ -1603,6 +1606,58 @@ type LoginFailure struct {
 	CreatedAt time.Time `json:"created_at"`
 }
 
+type LoopPolicy struct {
+	ID              uuid.UUID       `json:"id"`
+	OrgID           uuid.UUID       `json:"org_id"`
+	Name            string          `json:"name"`
+	RegisteredModel string          `json:"registered_model"`
+	Status          string          `json:"status"`
+	Spec            json.RawMessage `json:"spec"`
+	MinNewItems     int32           `json:"min_new_items"`
+	Schedule        string          `json:"schedule"`
+	CreatedByLabel  string          `json:"created_by_label"`
+	CreatedAt       time.Time       `json:"created_at"`
+	UpdatedAt       time.Time       `json:"updated_at"`
+	Version         int32           `json:"version"`
+}
+
+type LoopRun struct {
+	ID               uuid.UUID       `json:"id"`
+	OrgID            uuid.UUID       `json:"org_id"`
+	LoopID           uuid.UUID       `json:"loop_id"`
+	Number           int32           `json:"number"`
+	Status           string          `json:"status"`
+	Reason           string          `json:"reason"`
+	StartedBy        string          `json:"started_by"`
+	StartedByLabel   string          `json:"started_by_label"`
+	Spec             json.RawMessage `json:"spec"`
+	Step             string          `json:"step"`
+	CollectedAt      *time.Time      `json:"collected_at"`
+	ContentHash      string          `json:"content_hash"`
+	DatasetVersionID uuid.NullUUID   `json:"dataset_version_id"`
+	ModelVersionID   uuid.NullUUID   `json:"model_version_id"`
+	WaitingFor       string          `json:"waiting_for"`
+	ApprovedByLabel  string          `json:"approved_by_label"`
+	ApprovedAt       *time.Time      `json:"approved_at"`
+	CostMicros       int64           `json:"cost_micros"`
+	CreatedAt        time.Time       `json:"created_at"`
+	FinishedAt       *time.Time      `json:"finished_at"`
+}
+
+type LoopRunStep struct {
+	RunID      uuid.UUID       `json:"run_id"`
+	OrgID      uuid.UUID       `json:"org_id"`
+	Position   int16           `json:"position"`
+	Name       string          `json:"name"`
+	Status     string          `json:"status"`
+	StartedAt  *time.Time      `json:"started_at"`
+	FinishedAt *time.Time      `json:"finished_at"`
+	Detail     string          `json:"detail"`
+	Links      json.RawMessage `json:"links"`
+	Outcome    json.RawMessage `json:"outcome"`
+	CostMicros int64           `json:"cost_micros"`
+}
+
 type ModelAlias struct {
 	OrgID             uuid.UUID `json:"org_id"`
 	RegisteredModelID uuid.UUID `json:"registered_model_id"`
@@ -1822,6 +1877,30 @@ type RiverMigration struct {
 	CreatedAt time.Time `json:"created_at"`
 }
 
+type RoutingRule struct {
+	ID             uuid.UUID     `json:"id"`
+	OrgID          uuid.UUID     `json:"org_id"`
+	Name           string        `json:"name"`
+	Filter         string        `json:"filter"`
+	Mode           string        `json:"mode"`
+	TeamID         uuid.NullUUID `json:"team_id"`
+	Cap            int32         `json:"cap"`
+	Position       int32         `json:"position"`
+	Active         bool          `json:"active"`
+	LastUserID     uuid.NullUUID `json:"last_user_id"`
+	Routed         int64         `json:"routed"`
+	CreatedByLabel string        `json:"created_by_label"`
+	CreatedAt      time.Time     `json:"created_at"`
+}
+
+type RoutingRuleCurator struct {
+	RuleID   uuid.UUID `json:"rule_id"`
+	OrgID    uuid.UUID `json:"org_id"`
+	UserID   uuid.UUID `json:"user_id"`
+	Tags     []string  `json:"tags"`
+	Position int32     `json:"position"`
+}
+
 type Server struct {
 	ID         uuid.UUID `json:"id"`
 	StartedAt  time.Time `json:"started_at"`
@@ -1849,6 +1928,20 @@ type Session struct {
 	ExpiresAt  time.Time `json:"expires_at"`
 	UserAgent  string    `json:"user_agent"`
 	Ip         string    `json:"ip"`
+}
+
+type Team struct {
+	ID        uuid.UUID `json:"id"`
+	OrgID     uuid.UUID `json:"org_id"`
+	Name      string    `json:"name"`
+	CreatedAt time.Time `json:"created_at"`
+}
+
+type TeamMember struct {
+	TeamID uuid.UUID `json:"team_id"`
+	OrgID  uuid.UUID `json:"org_id"`
+	UserID uuid.UUID `json:"user_id"`
+	Tags   []string  `json:"tags"`
 }
 
 type TrainingDataset struct {

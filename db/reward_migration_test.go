@@ -2,15 +2,9 @@ package db_test
 
 import (
 	"context"
-	"io/fs"
 	"testing"
 
 	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5/stdlib"
-	"github.com/pressly/goose/v3"
-
-	"github.com/curate/curate/db"
-	"github.com/curate/curate/db/pgtest"
 )
 
 // Migration 45 rolled back over reward models in use: the reward versions,
@@ -19,27 +13,12 @@ import (
 // again, a reward model can be stored.
 func TestRewardModelMigration(t *testing.T) {
 	ctx := context.Background()
-	pool := pgtest.NewDB(t)
-	sub, err := fs.Sub(db.EmbeddedMigrations, "migrations")
-	if err != nil {
-		t.Fatal(err)
-	}
-	sqlDB := stdlib.OpenDBFromPool(pool)
-	defer sqlDB.Close()
-	provider, err := goose.NewProvider(goose.DialectPostgres, sqlDB, sub)
-	if err != nil {
-		t.Fatal(err)
-	}
+	pool, provider := migrationsAt(t, 45)
 	exec := func(sql string, args ...any) error {
 		_, err := pool.Exec(ctx, sql, args...)
 		return err
 	}
-	must := func(sql string, args ...any) {
-		t.Helper()
-		if err := exec(sql, args...); err != nil {
-			t.Fatalf("%s: %v", sql, err)
-		}
-	}
+	must := execer(t, pool)
 	org, model, lora, rm, target := uuid.New(), uuid.New(), uuid.New(), uuid.New(), uuid.New()
 	must(`INSERT INTO organizations (id, slug, name) VALUES ($1, 'acme', 'Acme')`, org)
 	must(`INSERT INTO registered_models (id, org_id, name) VALUES ($1, $2, 'support')`, model, org)

@@ -2,15 +2,9 @@ package db_test
 
 import (
 	"context"
-	"io/fs"
 	"testing"
 
 	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5/stdlib"
-	"github.com/pressly/goose/v3"
-
-	"github.com/curate/curate/db"
-	"github.com/curate/curate/db/pgtest"
 )
 
 // Migration 33 on a database in use: deployments whose adapters were
@@ -20,27 +14,8 @@ import (
 // the old rows again.
 func TestServingTruthMigration(t *testing.T) {
 	ctx := context.Background()
-	pool := pgtest.NewDB(t)
-	sub, err := fs.Sub(db.EmbeddedMigrations, "migrations")
-	if err != nil {
-		t.Fatal(err)
-	}
-	sqlDB := stdlib.OpenDBFromPool(pool)
-	defer sqlDB.Close()
-	provider, err := goose.NewProvider(goose.DialectPostgres, sqlDB, sub)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := provider.DownTo(ctx, 32); err != nil {
-		t.Fatal(err)
-	}
-
-	exec := func(sql string, args ...any) {
-		t.Helper()
-		if _, err := pool.Exec(ctx, sql, args...); err != nil {
-			t.Fatalf("%s: %v", sql, err)
-		}
-	}
+	pool, provider := migrationsAt(t, 32)
+	exec := execer(t, pool)
 	org, model, target := uuid.New(), uuid.New(), uuid.New()
 	v1, v2 := uuid.New(), uuid.New()
 	old, cur, staged := uuid.New(), uuid.New(), uuid.New()

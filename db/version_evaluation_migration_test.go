@@ -3,16 +3,10 @@ package db_test
 import (
 	"context"
 	"encoding/json"
-	"io/fs"
 	"math"
 	"testing"
 
 	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5/stdlib"
-	"github.com/pressly/goose/v3"
-
-	"github.com/curate/curate/db"
-	"github.com/curate/curate/db/pgtest"
 )
 
 // Migration 50 on a database in use: a version evaluated before carries
@@ -24,26 +18,8 @@ import (
 // the same.
 func TestVersionEvaluationMigration(t *testing.T) {
 	ctx := context.Background()
-	pool := pgtest.NewDB(t)
-	sub, err := fs.Sub(db.EmbeddedMigrations, "migrations")
-	if err != nil {
-		t.Fatal(err)
-	}
-	sqlDB := stdlib.OpenDBFromPool(pool)
-	defer sqlDB.Close()
-	provider, err := goose.NewProvider(goose.DialectPostgres, sqlDB, sub)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := provider.DownTo(ctx, 49); err != nil {
-		t.Fatal(err)
-	}
-	exec := func(sql string, args ...any) {
-		t.Helper()
-		if _, err := pool.Exec(ctx, sql, args...); err != nil {
-			t.Fatalf("%s: %v", sql, err)
-		}
-	}
+	pool, provider := migrationsAt(t, 49)
+	exec := execer(t, pool)
 	org, model, dataset, set := uuid.New(), uuid.New(), uuid.New(), uuid.New()
 	evaluated, trained, bare := uuid.New(), uuid.New(), uuid.New()
 	older, newest, leak, running := uuid.New(), uuid.New(), uuid.New(), uuid.New()

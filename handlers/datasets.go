@@ -187,6 +187,7 @@ func (h *Handlers) renderDataset(c echo.Context, status int, typed datasetTyped)
 		}
 		v.Report = reportView(r)
 	}
+	v.Loop = h.loopOrigin(c, "dataset_id", ds.ID.String())
 	return render(c, status, views.DatasetPage(h.page(c, ds.Name, "datasets"), v))
 }
 

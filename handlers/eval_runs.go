@@ -391,6 +391,9 @@ func (h *Handlers) runView(c echo.Context, whole bool) (views.RunView, error) {
 	if row.CreatedBy != "" {
 		m.Started += " by " + row.CreatedBy
 	}
+	if whole {
+		m.Loop = h.loopOrigin(c, "evaluation_run_id", m.ID)
+	}
 	if row.CandidateVersionID != nil {
 		m.CandidateURL = "/models/versions/" + row.CandidateVersionID.String()
 	}

@@ -156,6 +156,7 @@ func (h *Handlers) renderPanel(c echo.Context, status int, problems map[string]s
 	if err := effectChart(&m, r); err != nil {
 		return err
 	}
+	m.Loop = h.loopOrigin(c, "experiment_key", e.Key)
 	return render(c, status, views.ExperimentPanel(h.page(c, e.Name, "models"), m))
 }
 

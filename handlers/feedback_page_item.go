@@ -15,6 +15,7 @@ import (
 	"github.com/curate/curate/internal/auth"
 	"github.com/curate/curate/internal/errs"
 	"github.com/curate/curate/internal/feedback"
+	"github.com/curate/curate/internal/hygiene"
 	"github.com/curate/curate/internal/keyset"
 	"github.com/curate/curate/internal/textdiff"
 	"github.com/curate/curate/views"
@@ -162,6 +163,10 @@ func feedbackItemView(d feedback.Detail, queueQuery string) views.ItemView {
 		SessionID: f.SessionID, TraceID: f.TraceID, ExternalID: f.ExternalID.String, EndUser: f.EndUserID,
 		Tags: f.Tags, TagsText: strings.Join(f.Tags, ", "), PII: f.PiiKinds, Assignee: d.AssigneeEmail,
 		Reviewer: d.ReviewerEmail, ReviewedAt: views.WhenPtr(f.ReviewedAt),
+		Training: views.TrainingDataView{IsTrainingData: f.IsTrainingData, Flags: f.HygieneFlags, DecidedBy: f.TrainingSetBy},
+	}
+	if !f.IsTrainingData {
+		v.Training.Why = hygiene.Why(f.HygieneFlags, f.TrainingSetBy)
 	}
 	if v.Draft == "" {
 		v.Draft = f.Response // the editor starts from the answer given

@@ -412,6 +412,7 @@ func (h *Handlers) FineTuneJob(c echo.Context) error {
 		}
 		m.Hyperparameters = append(m.Hyperparameters, views.Option{Label: strings.TrimPrefix(nv.Field, "hyperparameters."), Value: nv.Value.String()})
 	}
+	m.Loop = h.loopOrigin(c, "fine_tuning_job_id", j.ID.String())
 	return render(c, http.StatusOK, views.FineTuneJobPage(h.page(c, jobName(j), "finetune"), m))
 }
 

@@ -119,6 +119,7 @@ func (h *Handlers) ModelVersionDeployments(c echo.Context) error {
 }
 
 func (h *Handlers) renderModelVersion(c echo.Context, status int, m views.ModelVersionView) error {
+	m.Loop = h.loopOrigin(c, "model_version_id", m.ID)
 	return render(c, status, views.ModelVersionPage(h.page(c, m.Name+" "+m.Version, "models"), m))
 }
 

@@ -3,6 +3,7 @@
 package jobs
 
 import (
+	"cmp"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -14,7 +15,10 @@ import (
 	"github.com/curate/curate/internal/app"
 	"github.com/curate/curate/internal/experiments"
 	"github.com/curate/curate/internal/finetune"
+	"github.com/curate/curate/internal/hygiene"
 	"github.com/curate/curate/internal/livescore"
+	"github.com/curate/curate/internal/loops"
+	"github.com/curate/curate/internal/routing"
 )
 
 // Options size the client.
@@ -70,6 +74,16 @@ func Register(d *app.Services) *river.Workers {
 		river.AddWorker(w, &LiveSampleWorker{LiveScore: d.LiveScore})
 		river.AddWorker(w, &LiveScoreWorker{LiveScore: d.LiveScore})
 	}
+	if d.Loops != nil {
+		river.AddWorker(w, &LoopStepWorker{Loops: d.Loops})
+		river.AddWorker(w, &LoopTriggerWorker{Loops: d.Loops})
+	}
+	if d.Routing != nil {
+		river.AddWorker(w, &RouteWorker{Routing: d.Routing})
+	}
+	if d.Hygiene != nil {
+		river.AddWorker(w, &HygieneWorker{Hygiene: d.Hygiene})
+	}
 	return w
 }
 
@@ -120,6 +134,18 @@ func NewClient(pool *pgxpool.Pool, d *app.Services, opts Options) (*river.Client
 	if opts.Workers > 0 && d.LiveScore != nil {
 		cfg.PeriodicJobs = append(cfg.PeriodicJobs, river.NewPeriodicJob(river.PeriodicInterval(livescore.SampleEvery),
 			func() (river.JobArgs, *river.InsertOpts) { return livescore.SampleArgs{}, nil }, nil))
+	}
+	if opts.Workers > 0 && d.Loops != nil {
+		cfg.PeriodicJobs = append(cfg.PeriodicJobs, river.NewPeriodicJob(river.PeriodicInterval(cmp.Or(d.Config.LoopCheckEvery, time.Minute)),
+			func() (river.JobArgs, *river.InsertOpts) { return loops.TriggerArgs{}, nil }, nil))
+	}
+	if opts.Workers > 0 && d.Routing != nil {
+		cfg.PeriodicJobs = append(cfg.PeriodicJobs, river.NewPeriodicJob(river.PeriodicInterval(routing.RouteEvery),
+			func() (river.JobArgs, *river.InsertOpts) { return RouteArgs{}, nil }, nil))
+	}
+	if opts.Workers > 0 && d.Hygiene != nil {
+		cfg.PeriodicJobs = append(cfg.PeriodicJobs, river.NewPeriodicJob(river.PeriodicInterval(hygiene.CheckEvery),
+			func() (river.JobArgs, *river.InsertOpts) { return HygieneArgs{}, nil }, nil))
 	}
 	return river.NewClient(riverpgxv5.New(pool), cfg)
 }

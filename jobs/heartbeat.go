@@ -19,6 +19,7 @@ import (
 	"github.com/curate/curate/internal/imports"
 	"github.com/curate/curate/internal/jobq"
 	"github.com/curate/curate/internal/judge"
+	"github.com/curate/curate/internal/loops"
 )
 
 // Crash recovery for long jobs.
@@ -107,6 +108,13 @@ func LongKinds(d *app.Services) []LongKind {
 	if d.Judge != nil {
 		out = append(out, Long(func(ctx context.Context, a judge.AgreementArgs) error {
 			return d.Judge.AbandonAgreement(ctx, a.ID, abandonedRun)
+		}))
+	}
+	if d.Loops != nil {
+		// What a step made is recorded as it goes, and a retry finds it:
+		// only a step's last attempt given up fails its run.
+		out = append(out, Long(func(ctx context.Context, a loops.StepArgs) error {
+			return d.Loops.Abandon(ctx, a.RunID, a.Step, "Its worker stopped on the step's last attempt; start the loop again.")
 		}))
 	}
 	return out

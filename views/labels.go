@@ -67,6 +67,17 @@ var labels = map[string]string{
 	"monitor_score_shift":   "Score shift",
 	"ks":                    "Kolmogorov–Smirnov test",
 	"psi":                   "Population stability index",
+
+	// Loops, hygiene and routing.
+	"waiting_approval":    "Waiting for approval",
+	"rate_outlier":        "Rate outlier",
+	"duplicate_spam":      "Duplicate spam",
+	"near_duplicate_spam": "Near-duplicate spam",
+	"bot_session":         "Bot-like session",
+	"round_robin":         "In turn",
+	"by_tag":              "By tag",
+	"before_deploy":       "Before the new version is deployed",
+	"before_rollout":      "Before the new version reaches production",
 }
 
 // Label is how an enum value, a check or a setting's key reads on screen:

@@ -33,8 +33,10 @@ var Navigation = []NavEntry{
 		{"Registry", "/models"},
 		{"Evaluation", "/evaluations"},
 		{"Experiments", "/experiments"},
+		{"Loops", "/loops"},
 		{"Judges", "/evaluations/judges"},
 		{"Serving targets", "/models/targets"},
+		{"Monitors", "/monitors"},
 	}},
 	{NavLink: NavLink{"Stats", "/stats"}},
 	{NavLink: NavLink{"Alerts", "/alerts"}},
@@ -103,7 +105,20 @@ func activeHref(path string) string {
 			consider(l.Href)
 		}
 	}
+	if best == "" {
+		for under, href := range belongsTo {
+			if path == under || strings.HasPrefix(path, under+"/") {
+				return href
+			}
+		}
+	}
 	return best
+}
+
+// belongsTo places pages that have no link of their own under the link of
+// the work they are part of: overlapping review is reviewing feedback.
+var belongsTo = map[string]string{
+	"/review": "/feedback",
 }
 
 // menuActive reports whether one of a menu's links is the active one.

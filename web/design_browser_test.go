@@ -18,8 +18,11 @@ import (
 	"github.com/curate/curate/internal/audit"
 	"github.com/curate/curate/internal/codebook"
 	"github.com/curate/curate/internal/experiments"
+	"github.com/curate/curate/internal/loops"
 	"github.com/curate/curate/internal/models"
+	"github.com/curate/curate/internal/pairs"
 	"github.com/curate/curate/internal/provider/openaitest"
+	"github.com/curate/curate/internal/routing"
 	"github.com/curate/curate/internal/serving"
 	"github.com/curate/curate/web/webtest"
 )
@@ -186,6 +189,44 @@ func newDesignSite(t *testing.T) *designSite {
 		t.Fatal(err)
 	}
 
+	// A loop on the demo's golden set, with a stopped run and one at its
+	// first step; a routing rule and a team.
+	if _, err := s.App.Services.Eval.Mark(ctx, audit.System, seeded.OrgID, version.ID, "Demo gold", []string{}); err != nil {
+		t.Fatal(err)
+	}
+	loop, err := s.App.Services.Loops.Create(ctx, audit.System, seeded.OrgID, loops.Spec{Name: "assist-weekly", RegisteredModel: "tandem-assist",
+		Trigger:    loops.Trigger{Filter: loops.Filter{"status": "approved"}},
+		Dataset:    loops.DatasetSpec{Name: "Assist training", Generate: loops.Recipe{Methods: []pairs.Generation{{Method: "same_query"}, {Method: "correction"}}}},
+		Training:   loops.Training{Provider: "openai", Method: "dpo", BaseModel: "gpt-4o-mini-2024-07-18", MaxCostUSD: 20},
+		Evaluation: loops.Evaluation{GoldenSetVersionID: version.ID, RewardFormula: []byte(`{"reference_f1": 1}`)},
+		Deploy:     loops.Deploy{Target: "provider"}, Approval: loops.ApproveBeforeRollout})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stopped, err := s.App.Services.Loops.StartNow(ctx, audit.System, seeded.OrgID, loop.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.App.Services.Loops.Stop(ctx, audit.System, seeded.OrgID, stopped.ID); err != nil {
+		t.Fatal(err)
+	}
+	loopRun, err := s.App.Services.Loops.StartNow(ctx, audit.System, seeded.OrgID, loop.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	curator, err := s.App.Accounts.UserByEmail(ctx, seeded.OrgID, "cu@demo.test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	team, err := s.App.Services.Routing.CreateTeam(ctx, audit.System, seeded.OrgID, "Billing desk", []routing.Curator{{UserID: curator.ID, Tags: []string{"billing"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.App.Services.Routing.CreateRule(ctx, audit.System, seeded.OrgID, routing.NewRule{Name: "Thumbs down to billing",
+		Filter: url.Values{"type": {"thumbs_down"}}, Mode: routing.ByTag, TeamID: team.ID, Cap: 20}); err != nil {
+		t.Fatal(err)
+	}
+
 	d.pages = []designPage{
 		{"home", "/", "/"},
 		{"queue", "/feedback", "/feedback"},
@@ -216,6 +257,11 @@ func newDesignSite(t *testing.T) *designSite {
 		{"evaluation-run", "/evaluations/runs/" + runID, "/evaluations"},
 		{"experiments", "/experiments", "/experiments"},
 		{"experiment", "/experiments/assist-v3", "/experiments"},
+		{"experiment-new", "/experiments/new", "/experiments"},
+		{"monitors", "/monitors", "/monitors"},
+		{"review", "/review", "/feedback"},
+		{"review-adjudication", "/review/adjudication", "/feedback"},
+		{"review-agreement", "/review/agreement", "/feedback"},
 		{"codebooks", "/codebooks", "/codebooks"},
 		{"codebook", "/codebooks/assistant", "/codebooks"},
 		{"codebook-from-item", "/codebooks/assistant?from=" + itemID, "/codebooks"},
@@ -229,6 +275,12 @@ func newDesignSite(t *testing.T) *designSite {
 		{"users", "/admin/users", "/admin/users"},
 		{"keys", "/admin/api-keys", "/admin/api-keys"},
 		{"audit", "/admin/audit", "/admin/audit"},
+		{"loops", "/loops", "/loops"},
+		{"loop-new", "/loops/new", "/loops"},
+		{"loop", "/loops/" + loop.ID.String(), "/loops"},
+		{"loop-edit", "/loops/" + loop.ID.String() + "/edit", "/loops"},
+		{"loop-run", "/loops/runs/" + loopRun.ID.String(), "/loops"},
+		{"routing", "/feedback/routing", "/feedback"},
 		{"account", "/account", ""},
 		{"not-found", "/datasets/00000000-0000-0000-0000-000000000000", "/datasets"},
 		{"no-route", "/no-such-page", ""},

@@ -17,6 +17,7 @@ import (
 	"github.com/curate/curate/handlers"
 	"github.com/curate/curate/internal/accounts"
 	"github.com/curate/curate/internal/audit"
+	"github.com/curate/curate/internal/routing"
 	"github.com/curate/curate/internal/serving/vllmtest"
 	"github.com/curate/curate/web"
 	"github.com/curate/curate/web/webtest"
@@ -142,6 +143,18 @@ func newVictim(t *testing.T, s *webtest.Server) victim {
 		Selection: "best", GenerationMethod: "sampling", Candidates: json.RawMessage(`[]`)})
 	must(err)
 	v.ids["selection"] = selection.ID.String()
+	loop, err := q.LoopInsert(ctx, db.LoopInsertParams{OrgID: org, Name: "globex-weekly", RegisteredModel: "support", Spec: json.RawMessage(`{}`),
+		MinNewItems: 1000, CreatedByLabel: "globex-ops"})
+	must(err)
+	v.ids["loop"] = loop.ID.String()
+	loopRun, err := q.LoopRunInsert(ctx, db.LoopRunInsertParams{OrgID: org, LoopID: loop.ID, StartedBy: "person", StartedByLabel: "globex-ops",
+		Spec: json.RawMessage(`{}`), Step: "collect"})
+	must(err)
+	v.ids["loop_run"] = loopRun.ID.String()
+	routed, err := s.App.Routing.CreateRule(ctx, audit.System, org, routing.NewRule{Name: "thumbs down", Filter: url.Values{"type": {"thumbs_down"}},
+		Mode: routing.RoundRobin, Curators: []routing.Curator{{UserID: user.ID}}, Cap: 10})
+	must(err)
+	v.ids["routing_rule"] = routed.ID.String()
 	return v
 }
 
@@ -180,6 +193,11 @@ var paramKinds = []struct{ prefix, kind string }{
 	{"/api/review/plans/:id", "review_plan"},
 	{"/review/adjudicators/:id", "user"},
 	{"/review/adjudication/:id", "feedback"},
+	{"/loops/runs/:id", "loop_run"},
+	{"/loops/:id", "loop"},
+	{"/api/loops/:id", "loop"},
+	{"/api/loop-runs/:id", "loop_run"},
+	{"/feedback/routing/rules/:id", "routing_rule"},
 }
 
 var paramRE = regexp.MustCompile(`:[a-z]+`)
@@ -296,6 +314,11 @@ func inputs(own ownIDs) map[string]input {
 		"POST /api/feedback/:id/reviews":           {json: map[string]any{"status": "approved"}},
 		"POST /api/feedback/:id/adjudication":      {json: map[string]any{"status": "approved", "note": "Mine now."}},
 		"POST /feedback/:id/review":                {form: url.Values{"status": {"approved"}}},
+		"POST /feedback/:id/training-data":         {form: url.Values{"is_training_data": {"false"}}},
+		"POST /api/feedback/:id/training-data":     {json: map[string]any{"is_training_data": false}},
+		"POST /loops/:id/status":                   {form: url.Values{"status": {"paused"}}},
+		"PATCH /api/loops/:id":                     {json: map[string]any{"status": "paused"}},
+		"POST /feedback/routing/rules/:id/active":  {form: url.Values{"active": {"0"}}},
 	}
 }
 
@@ -423,7 +446,7 @@ var victimTables = []string{"feedback", "preference_pairs", "training_datasets",
 	"dataset_exports", "fine_tuning_jobs", "registered_models", "model_versions", "model_aliases", "deployments", "golden_sets",
 	"evaluation_runs", "judge_agreements", "judge_conflicts", "codebooks", "codebook_rules", "codebook_versions", "codebook_suggestions",
 	"experiments", "alerts", "import_runs", "users", "api_keys", "best_of_n_responses", "user_preferences", "review_plans", "review_labels",
-	"review_items"}
+	"review_items", "loop_policies", "loop_runs", "routing_rules"}
 
 // snapshot digests the victim's rows of each table.
 func (v victim) snapshot(t *testing.T, s *webtest.Server) map[string]string {

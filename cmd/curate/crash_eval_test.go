@@ -39,7 +39,7 @@ func TestEvaluationSurvivesKill(t *testing.T) {
 	pool, dbURL := pgtest.NewDBURL(t)
 	env := []string{
 		"PATH=" + os.Getenv("PATH"), "TMPDIR=" + t.TempDir(),
-		"DATABASE_URL=" + dbURL, "CURATE_DATA_DIR=" + t.TempDir(), "CURATE_ADDR=127.0.0.1:0", "CURATE_OUTBOUND_ALLOW=127.0.0.1",
+		"DATABASE_URL=" + dbURL, "CURATE_DATA_DIR=" + t.TempDir(), "CURATE_ADDR=127.0.0.1:0", "CURATE_METRICS_ADDR=off", "CURATE_OUTBOUND_ALLOW=127.0.0.1",
 		"CURATE_SESSION_KEY=crash-test-session-key-0123456789abcdef", "CURATE_SECRET_KEY=crash-test-secret-key-0123456789abcdef",
 	}
 	seeded, err := demotest.Seeder(pool).Ensure(ctx)

@@ -63,7 +63,7 @@ func TestExportSurvivesKill(t *testing.T) {
 	dataDir, procTmp := t.TempDir(), t.TempDir()
 	env := []string{
 		"PATH=" + os.Getenv("PATH"), "TMPDIR=" + procTmp,
-		"DATABASE_URL=" + dbURL, "CURATE_DATA_DIR=" + dataDir, "CURATE_ADDR=127.0.0.1:0",
+		"DATABASE_URL=" + dbURL, "CURATE_DATA_DIR=" + dataDir, "CURATE_ADDR=127.0.0.1:0", "CURATE_METRICS_ADDR=off",
 		"CURATE_SESSION_KEY=crash-test-session-key-0123456789abcdef", "CURATE_SECRET_KEY=crash-test-secret-key-0123456789abcdef",
 	}
 	curate := func(args ...string) string {

@@ -53,7 +53,9 @@ WHERE org_id = @org_id AND created_at >= @since AND created_at < @until AND stat
   AND (dim_safety <= 2 OR tags @> ARRAY['safety']);
 
 -- name: AlertListOpen :many
-SELECT * FROM alerts WHERE org_id = @org_id AND resolved_at IS NULL ORDER BY opened_at;
+-- The open alerts the rules decide about: an alert an event opened (a
+-- loop's failed run) is resolved by what follows the event, not by them.
+SELECT * FROM alerts WHERE org_id = @org_id AND resolved_at IS NULL AND kind <> 'loop_run' ORDER BY opened_at;
 
 -- name: AlertInsert :one
 INSERT INTO alerts (org_id, kind, severity, dedup_key, title, message, details, opened_at, last_seen_at)
@@ -95,6 +97,12 @@ UPDATE alerts SET webhook_delivered_at = now(), webhook_error = '' WHERE org_id 
 
 -- name: AlertUpdateWebhookError :exec
 UPDATE alerts SET webhook_error = @webhook_error WHERE org_id = @org_id AND id = @id;
+
+-- name: AlertGetOpenByKey :one
+SELECT * FROM alerts WHERE org_id = @org_id AND dedup_key = @dedup_key AND resolved_at IS NULL;
+
+-- name: AlertUpdateResolvedByKey :exec
+UPDATE alerts SET resolved_at = now() WHERE org_id = @org_id AND dedup_key = @dedup_key AND resolved_at IS NULL;
 
 -- name: AlertListOpenMonitors :many
 -- The open production-monitor alerts of a version: a rollout treats them

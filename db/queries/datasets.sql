@@ -70,10 +70,11 @@ WHERE p.org_id = @org_id AND p.id = ANY(@ids::uuid[])
 ON CONFLICT DO NOTHING;
 
 -- name: DatasetMemberInsertFeedback :execrows
--- Only approved and corrected feedback is training material.
+-- Only approved and corrected feedback that may be training data (see
+-- internal/hygiene) is training material.
 INSERT INTO training_dataset_members (dataset_id, org_id, feedback_id)
 SELECT @dataset_id, @org_id, f.id FROM feedback f
-WHERE f.org_id = @org_id AND f.id = ANY(@ids::uuid[]) AND f.status IN ('approved', 'corrected')
+WHERE f.org_id = @org_id AND f.id = ANY(@ids::uuid[]) AND f.status IN ('approved', 'corrected') AND f.is_training_data
 ON CONFLICT DO NOTHING;
 
 -- name: DatasetMemberDelete :execrows
@@ -86,12 +87,14 @@ SELECT x.id::uuid AS id FROM unnest(@ids::uuid[]) AS x(id)
 WHERE NOT EXISTS (SELECT 1 FROM preference_pairs p WHERE p.org_id = @org_id AND p.id = x.id);
 
 -- name: DatasetListIneligibleFeedback :many
--- The ids that name no approved or corrected feedback of the organisation,
--- with the status they have ('' when there is no such item).
-SELECT x.id::uuid AS id, coalesce(f.status::text, '')::text AS status
+-- The ids that name no approved or corrected feedback of the organisation
+-- that may be training data, with the status they have ('' when there is
+-- no such item) and the hygiene flags or person that keep the others out.
+SELECT x.id::uuid AS id, coalesce(f.status::text, '')::text AS status,
+       coalesce(f.hygiene_flags, '{}')::text[] AS hygiene_flags, coalesce(f.training_set_by, '')::text AS training_set_by
 FROM unnest(@ids::uuid[]) AS x(id)
 LEFT JOIN feedback f ON f.org_id = @org_id AND f.id = x.id
-WHERE f.id IS NULL OR f.status NOT IN ('approved', 'corrected');
+WHERE f.id IS NULL OR f.status NOT IN ('approved', 'corrected') OR NOT f.is_training_data;
 
 -- name: DatasetListPairIDsByFilter :many
 SELECT p.id FROM preference_pairs p

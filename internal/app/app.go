@@ -29,10 +29,12 @@ import (
 	"github.com/curate/curate/internal/feedbackstats"
 	"github.com/curate/curate/internal/finetune"
 	"github.com/curate/curate/internal/health"
+	"github.com/curate/curate/internal/hygiene"
 	"github.com/curate/curate/internal/imports"
 	"github.com/curate/curate/internal/jobq"
 	"github.com/curate/curate/internal/judge"
 	"github.com/curate/curate/internal/livescore"
+	"github.com/curate/curate/internal/loops"
 	"github.com/curate/curate/internal/models"
 	"github.com/curate/curate/internal/monitors"
 	"github.com/curate/curate/internal/outbound"
@@ -42,6 +44,7 @@ import (
 	"github.com/curate/curate/internal/review"
 	"github.com/curate/curate/internal/reward"
 	"github.com/curate/curate/internal/rewardmodel"
+	"github.com/curate/curate/internal/routing"
 	"github.com/curate/curate/internal/scratch"
 	"github.com/curate/curate/internal/secrets"
 	"github.com/curate/curate/internal/servers"
@@ -112,6 +115,11 @@ type Services struct {
 	// Monitors watch every served version; the alert rules' evaluation
 	// opens an alert on a breach.
 	Monitors *monitors.Service
+	// Hygiene keeps spam, bots and floods out of training data; Routing
+	// hands new items to curators; Loops run the loop by themselves.
+	Hygiene *hygiene.Service
+	Routing *routing.Service
+	Loops   *loops.Service
 	// Demo seeds dev mode's demo organisation through the services above.
 	Demo *demo.Seeder
 }
@@ -170,6 +178,15 @@ func New(cfg config.Config, pool *pgxpool.Pool, log *slog.Logger) (*Services, er
 	svs := servers.New(pool)
 	mon := monitors.New(pool)
 	al := alerts.New(pool, inserter, box, out, mon, log)
+	// A local launch is taken when a live worker of the GPU queue can run
+	// it.
+	ft := finetune.New(pool, cfg, inserter, &datasets.FineTuneSource{Service: ds}, reg, svs, log)
+	ev := eval.New(pool, gates, inserter, eval.NewRuns(eps, jd, reg, rw, rms))
+	rv := review.New(pool)
+	hy := hygiene.New(pool)
+	// A loop's steps call the services that own each piece of work.
+	lp := loops.New(pool, inserter, loops.Services{Datasets: ds, Pairs: ps, FineTune: ft, Models: reg, Eval: ev, Experiments: exp, Review: rv},
+		hy, al, cfg.LoopPoll, log)
 	return &Services{
 		Config: cfg, Log: log, Jobs: inserter, Outbound: out, Scratch: tmp, Heartbeats: jobq.NewHeartbeats(pool),
 
@@ -178,9 +195,7 @@ func New(cfg config.Config, pool *pgxpool.Pool, log *slog.Logger) (*Services, er
 		Pairs:    ps,
 		Imports:  imports.New(pool, fb, ps, inserter, box, bucket, out, log),
 		Datasets: ds,
-		// A local launch is taken when a live worker of the GPU queue
-		// can run it.
-		FineTune: finetune.New(pool, cfg, inserter, &datasets.FineTuneSource{Service: ds}, reg, svs, log),
+		FineTune: ft,
 
 		Alerts:        al,
 		FeedbackStats: feedbackstats.New(pool),
@@ -190,7 +205,7 @@ func New(cfg config.Config, pool *pgxpool.Pool, log *slog.Logger) (*Services, er
 
 		Models:      reg,
 		Serving:     srv,
-		Eval:        eval.New(pool, gates, inserter, eval.NewRuns(eps, jd, reg, rw, rms)),
+		Eval:        ev,
 		Reward:      rw,
 		Endpoints:   eps,
 		Judge:       jd,
@@ -201,9 +216,12 @@ func New(cfg config.Config, pool *pgxpool.Pool, log *slog.Logger) (*Services, er
 		// panels do.
 		Overview:     overview.New(pool, exp),
 		RewardModels: rms,
-		Review:       review.New(pool),
+		Review:       rv,
 		LiveScore:    livescore.New(pool, inserter, livescore.JudgeScorer{Judge: jd}, jd),
 		Monitors:     mon,
+		Hygiene:      hy,
+		Routing:      routing.New(pool),
+		Loops:        lp,
 		Demo:         demo.New(pool, acc, fb, al, ds),
 	}, nil
 }

@@ -61,6 +61,12 @@ type Config struct {
 	// admin sets one.
 	JudgeBudgetUSD float64 `env:"CURATE_JUDGE_BUDGET_USD" envDefault:"20"`
 
+	// Loops: how often every active loop's trigger is looked at, and how
+	// often a run's step looks at what it waits for (a training job, a
+	// deployment, an evaluation, a rollout).
+	LoopCheckEvery time.Duration `env:"CURATE_LOOP_CHECK_EVERY" envDefault:"1m"`
+	LoopPoll       time.Duration `env:"CURATE_LOOP_POLL" envDefault:"15s"`
+
 	// Fine-tuning. Credentials come from the environment only and are
 	// never logged, rendered or stored in rows.
 	FineTuneBudgetUSD float64       `env:"CURATE_FINETUNE_BUDGET_USD" envDefault:"100"` // an organisation's monthly budget until an admin sets one

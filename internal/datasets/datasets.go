@@ -30,6 +30,7 @@ import (
 	"github.com/curate/curate/internal/errs"
 	"github.com/curate/curate/internal/export"
 	"github.com/curate/curate/internal/feedback"
+	"github.com/curate/curate/internal/hygiene"
 	"github.com/curate/curate/internal/jobq"
 	"github.com/curate/curate/internal/keyset"
 	"github.com/curate/curate/internal/pairs"
@@ -446,10 +447,13 @@ func checkEligible(ctx context.Context, q *db.Queries, orgID uuid.UUID, d db.Tra
 			return err
 		}
 		for _, b := range bad {
-			if b.Status == "" {
+			switch {
+			case b.Status == "":
 				v.Add(fmt.Sprintf("ids[%d]", pos[b.ID]), "no feedback %s in this organisation (an instruction dataset holds approved or corrected feedback)", b.ID)
-			} else {
+			case b.Status != "approved" && b.Status != "corrected":
 				v.Add(fmt.Sprintf("ids[%d]", pos[b.ID]), "feedback %s is %s; only approved or corrected feedback is training material", b.ID, b.Status)
+			default:
+				v.Add(fmt.Sprintf("ids[%d]", pos[b.ID]), "feedback %s is not training data: %s", b.ID, hygiene.Why(b.HygieneFlags, b.TrainingSetBy))
 			}
 		}
 	}

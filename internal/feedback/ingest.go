@@ -85,7 +85,7 @@ func insert(ctx context.Context, q *db.Queries, p db.FeedbackInsertParams) (db.F
 		Correction: p.Correction, LatencyMs: p.LatencyMs, Tags: p.Tags, Status: p.Status, Source: p.Source,
 		Rank: p.Rank, RankGroup: p.RankGroup, PiiKinds: p.PiiKinds, ContentHash: p.ContentHash,
 		DuplicateOf: r.DuplicateOf, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt, Version: r.Version,
-		ExperimentID: p.ExperimentID, IsError: p.IsError,
+		ExperimentID: p.ExperimentID, IsError: p.IsError, IsTrainingData: true, HygieneFlags: []string{},
 	}, nil
 }
 

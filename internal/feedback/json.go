@@ -42,6 +42,10 @@ type Object struct {
 	UpdatedAt     time.Time       `json:"updated_at"`
 	Version       int32           `json:"version"`
 	Error         bool            `json:"error"` // the answer was an error
+	// IsTrainingData says whether the item may become training data:
+	// hygiene's flags decide (see internal/hygiene) unless a person did.
+	IsTrainingData bool     `json:"is_training_data"`
+	HygieneFlags   []string `json:"hygiene_flags"`
 }
 
 // ToObject turns a row into its API shape.
@@ -53,6 +57,7 @@ func ToObject(f db.Feedback) Object {
 		AssigneeID: idPtr(f.AssigneeID), ReviewerID: idPtr(f.ReviewerID), ReviewedAt: f.ReviewedAt, Source: string(f.Source),
 		Rank: int2(f.Rank), RankGroup: f.RankGroup, PII: f.PiiKinds, DuplicateOf: idPtr(f.DuplicateOf),
 		CreatedAt: f.CreatedAt, UpdatedAt: f.UpdatedAt, Version: f.Version, Error: f.IsError,
+		IsTrainingData: f.IsTrainingData, HygieneFlags: f.HygieneFlags,
 		Dimensions: Dimensions{Accuracy: int2(f.DimAccuracy), Helpfulness: int2(f.DimHelpfulness), Clarity: int2(f.DimClarity), Safety: int2(f.DimSafety)},
 	}
 	if f.ExternalID.Valid {

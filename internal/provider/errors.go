@@ -150,3 +150,22 @@ func CheckCurateJobID(id string) *FieldError {
 	}
 	return nil
 }
+
+// FieldErrors gathers the refusals of one check, field by field.
+type FieldErrors []FieldError
+
+// Add keeps fe when there is one: a Range's Check answers nil for a value
+// inside it.
+func (e *FieldErrors) Add(fe *FieldError) {
+	if fe != nil {
+		*e = append(*e, *fe)
+	}
+}
+
+// Whole checks a whole-number setting against lo to hi when it is given
+// (not 0, which leaves the default).
+func (e *FieldErrors) Whole(field string, v, lo, hi int) {
+	if v != 0 {
+		e.Add(Range{Min: float64(lo), Max: float64(hi), Integer: true}.Check(field, Num(float64(v))))
+	}
+}

@@ -122,17 +122,9 @@ var (
 // check validates the settings against the trainer's ranges
 // (trainer/curate_trainer/config.py).
 func (s Settings) check() []provider.FieldError {
-	var errs []provider.FieldError
-	add := func(fe *provider.FieldError) {
-		if fe != nil {
-			errs = append(errs, *fe)
-		}
-	}
-	whole := func(field string, v, lo, hi int) {
-		if v != 0 {
-			add(provider.Range{Min: float64(lo), Max: float64(hi), Integer: true}.Check(field, provider.Num(float64(v))))
-		}
-	}
+	var errs provider.FieldErrors
+	add := errs.Add
+	whole := errs.Whole
 	h := "hyperparameters."
 	whole(h+"lora_r", s.LoRAR, 1, 256)
 	whole(h+"lora_alpha", s.LoRAAlpha, 1, 1024)
@@ -157,17 +149,9 @@ func (s Settings) check() []provider.FieldError {
 }
 
 func (s PolicySettings) check() []provider.FieldError {
-	var errs []provider.FieldError
-	add := func(fe *provider.FieldError) {
-		if fe != nil {
-			errs = append(errs, *fe)
-		}
-	}
-	whole := func(field string, v, lo, hi int) {
-		if v != 0 {
-			add(provider.Range{Min: float64(lo), Max: float64(hi), Integer: true}.Check(field, provider.Num(float64(v))))
-		}
-	}
+	var errs provider.FieldErrors
+	add := errs.Add
+	whole := errs.Whole
 	p := "policy."
 	whole(p+"group_size", s.GroupSize, 1, 64)
 	whole(p+"max_new_tokens", s.MaxNewTokens, 1, 8192)
@@ -202,17 +186,9 @@ func (s PolicySettings) check() []provider.FieldError {
 }
 
 func (s IRSSettings) check() []provider.FieldError {
-	var errs []provider.FieldError
-	add := func(fe *provider.FieldError) {
-		if fe != nil {
-			errs = append(errs, *fe)
-		}
-	}
-	whole := func(field string, v, lo, hi int) {
-		if v != 0 {
-			add(provider.Range{Min: float64(lo), Max: float64(hi), Integer: true}.Check(field, provider.Num(float64(v))))
-		}
-	}
+	var errs provider.FieldErrors
+	add := errs.Add
+	whole := errs.Whole
 	whole("irs.n_iterations", s.NIterations, 1, 50)
 	whole("irs.n_candidates", s.NCandidates, 2, 16)
 	whole("irs.batch_size", s.BatchSize, 1, 1024)

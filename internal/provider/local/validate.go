@@ -34,12 +34,8 @@ func (p *Provider) ValidateWith(method provider.Method, baseModel string, h prov
 }
 
 func (p *Provider) validate(method provider.Method, baseModel string, h provider.Hyperparameters, s Settings) []provider.FieldError {
-	var errs []provider.FieldError
-	add := func(fe *provider.FieldError) {
-		if fe != nil {
-			errs = append(errs, *fe)
-		}
-	}
+	var errs provider.FieldErrors
+	add := errs.Add
 	name, known := trainerMethod[method]
 	if !known {
 		add(&provider.FieldError{Field: "method", Message: `must be "supervised", "dpo", "reward", "irs", "grpo" or "ppo"`})

@@ -66,12 +66,8 @@ func (p *Provider) Validate(method provider.Method, baseModel string, h provider
 }
 
 func validate(method provider.Method, baseModel string, h provider.Hyperparameters) []provider.FieldError {
-	var errs []provider.FieldError
-	add := func(fe *provider.FieldError) {
-		if fe != nil {
-			errs = append(errs, *fe)
-		}
-	}
+	var errs provider.FieldErrors
+	add := errs.Add
 	if method != provider.Supervised && method != provider.DPO {
 		add(&provider.FieldError{Field: "method", Message: `must be "supervised" or "dpo"`})
 	}

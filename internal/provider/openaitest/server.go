@@ -1,6 +1,7 @@
-// Package openaitest is a stand-in for OpenAI's files and fine-tuning API:
-// a local HTTP server answering in the API's JSON shapes, so the production
-// client talks to it unchanged. Tests start it with New; dev mode starts it
+// Package openaitest is a stand-in for OpenAI's files and fine-tuning API
+// and, with SetChat, its chat completions: a local HTTP server answering
+// in the API's JSON shapes, so the production client talks to it
+// unchanged. Tests start it with New; dev mode starts it
 // with Start so fine-tuning jobs run without an OpenAI key.
 //
 // Jobs follow a Script driven by how many times the job has been fetched
@@ -129,6 +130,8 @@ type Server struct {
 	hits         map[string]int
 	filesCreated int
 	jobsCreated  int
+	chat         ChatFunc
+	chatCalls    map[string]int
 }
 
 type stored struct {
@@ -171,6 +174,7 @@ func Start(opts ...Option) (*Server, error) {
 	mux.HandleFunc("GET /v1/fine_tuning/jobs/{id}/events", s.listEvents)
 	mux.HandleFunc("GET /v1/fine_tuning/jobs/{id}/checkpoints", s.listCheckpoints)
 	mux.HandleFunc("POST /v1/fine_tuning/jobs/{id}/cancel", s.cancelJob)
+	mux.HandleFunc("POST /v1/chat/completions", s.chatCompletion)
 	// An httptest server given its own listener, so a failure to listen is
 	// an error rather than the panic httptest.NewServer raises.
 	s.srv = &httptest.Server{Listener: ln, Config: &http.Server{Handler: s.middleware(mux)}}
