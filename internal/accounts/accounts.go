@@ -15,6 +15,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"golang.org/x/sync/singleflight"
 
 	"github.com/curate/curate/db"
 	"github.com/curate/curate/internal/audit"
@@ -35,6 +36,7 @@ type Service struct {
 	Now        func() time.Time
 	touched    sync.Map // API key id → when its last use was recorded
 	keys       sync.Map // API key prefix → cachedKey
+	keyLookups singleflight.Group
 }
 
 // DefaultSessionTTL is how long a browser stays signed in unless the
@@ -274,7 +276,7 @@ func (s *Service) RevokeAPIKey(ctx context.Context, actor audit.Actor, orgID, ke
 	if err == nil {
 		// After the commit: a request between forgetting and committing
 		// would cache the key again, still unrevoked.
-		s.keys.Delete(k.Prefix)
+		s.forgetKey(k.Prefix)
 	}
 	return k, err
 }

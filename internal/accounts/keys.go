@@ -56,7 +56,10 @@ type cachedKey struct {
 
 // KeyCaller checks a bearer API key and returns it with its organisation
 // and the role it acts with, in one query, trusted for keyCacheTTL
-// afterwards. Its last use is recorded at most once a minute per key and
+// afterwards. When the trust runs out under load, every request then in
+// flight with the key finds it out at once: they wait for one query, not
+// one each, which queued behind each other for the pool's few
+// connections. Its last use is recorded at most once a minute per key and
 // process, so a busy key does not write on every request.
 func (s *Service) KeyCaller(ctx context.Context, bearer string) (Key, error) {
 	prefix, hash, err := auth.ParseAPIKey(bearer)
@@ -69,29 +72,47 @@ func (s *Service) KeyCaller(ctx context.Context, bearer string) (Key, error) {
 			return keyOf(c.row)
 		}
 	}
-	q := db.New(s.Pool)
-	k, err := q.APIKeyGetCaller(ctx, prefix)
+	// The query outlives a caller that gives up, for the others waiting
+	// on it. Its answer is cached before they are woken, so one arriving
+	// later finds it; each caller checks its own secret against it.
+	found, err, _ := s.keyLookups.Do(prefix, func() (any, error) {
+		k, err := db.New(s.Pool).APIKeyGetCaller(context.WithoutCancel(ctx), prefix)
+		if err == nil && k.RevokedAt == nil {
+			s.keys.Store(prefix, cachedKey{row: k, expires: now.Add(keyCacheTTL)})
+		}
+		return k, err
+	})
 	if errors.Is(err, pgx.ErrNoRows) {
 		return Key{}, ErrBadKey
 	}
 	if err != nil {
 		return Key{}, err
 	}
+	k := found.(db.APIKeyGetCallerRow)
 	if !auth.HashMatches(k.SecretHash, hash) || k.RevokedAt != nil {
 		return Key{}, ErrBadKey
 	}
-	s.keys.Store(prefix, cachedKey{row: k, expires: now.Add(keyCacheTTL)})
 	key, err := keyOf(k)
 	if err != nil {
 		return Key{}, err
 	}
-	if last, ok := s.touched.Load(k.ID); !ok || now.Sub(last.(time.Time)) > time.Minute {
-		s.touched.Store(k.ID, now)
-		if err := q.APIKeyUpdateLastUsed(ctx, k.ID); err != nil {
+	if s.claimTouch(k.ID, now) {
+		if err := db.New(s.Pool).APIKeyUpdateLastUsed(ctx, k.ID); err != nil {
 			return Key{}, err
 		}
 	}
 	return key, nil
+}
+
+// claimTouch says whether this request records key's last use: the first
+// request a minute after the last recorded one, and only it, however many
+// find the minute over at once.
+func (s *Service) claimTouch(key uuid.UUID, now time.Time) bool {
+	last, seen := s.touched.LoadOrStore(key, now)
+	if !seen {
+		return true
+	}
+	return now.Sub(last.(time.Time)) > time.Minute && s.touched.CompareAndSwap(key, last, now)
 }
 
 func keyOf(k db.APIKeyGetCallerRow) (Key, error) {
@@ -107,10 +128,17 @@ func keyOf(k db.APIKeyGetCallerRow) (Key, error) {
 func (s *Service) forgetKeysOf(userID uuid.UUID) {
 	s.keys.Range(func(prefix, c any) bool {
 		if row := c.(cachedKey).row; row.CreatedBy.Valid && row.CreatedBy.UUID == userID {
-			s.keys.Delete(prefix)
+			s.forgetKey(prefix.(string))
 		}
 		return true
 	})
+}
+
+// forgetKey drops a key's cached check, and lets the next request ask the
+// database anew rather than wait for a lookup begun before the change.
+func (s *Service) forgetKey(prefix string) {
+	s.keys.Delete(prefix)
+	s.keyLookups.Forget(prefix)
 }
 
 // KeyListing is an API key as the keys page lists it.

@@ -1,6 +1,9 @@
 package ratelimit
 
 import (
+	"strconv"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -33,15 +36,53 @@ func TestBucket(t *testing.T) {
 	}
 }
 
+// A key unused for two idle periods is forgotten; one used in the period
+// before keeps its bucket, with what it spent.
 func TestIdleKeysForgotten(t *testing.T) {
 	now := time.Now()
-	l := New(1, 1)
+	l := New(1.0/60, 2)
 	l.now = func() time.Time { return now }
-	l.Allow("a")
+	l.Allow("idle")
+	l.Allow("busy")
+	l.Allow("busy")
 	now = now.Add(11 * time.Minute)
-	l.Allow("b")
-	if _, ok := l.buckets["a"]; ok {
-		t.Fatal("idle key kept")
+	l.Allow("other") // a period has passed: both move to the previous generation
+	now = now.Add(time.Second)
+	if _, wait := l.Allow("busy"); wait != 0 {
+		t.Fatalf("busy was refused (wait %v) after 11 minutes at 1 a minute", wait)
+	}
+	now = now.Add(11 * time.Minute)
+	l.Allow("other")
+	if _, ok := l.prev["idle"]; ok {
+		t.Fatal("a key idle for two periods is kept")
+	}
+	if _, ok := l.cur["idle"]; ok {
+		t.Fatal("a key idle for two periods is kept")
+	}
+	if _, ok := l.prev["busy"]; !ok {
+		t.Fatal("a key used in the last period is forgotten")
+	}
+}
+
+// Forgetting costs a request nothing per key: a million end users' buckets
+// are dropped with their generation, not walked under the lock every
+// request takes (which held each feedback request for a second).
+func TestForgettingWalksNoBuckets(t *testing.T) {
+	now := time.Now()
+	l := New(10.0/60, 10)
+	l.now = func() time.Time { return now }
+	for i := range 1000 {
+		l.Allow("u" + strconv.Itoa(i))
+	}
+	now = now.Add(11 * time.Minute)
+	l.Allow("u0")
+	if len(l.cur) != 1 || len(l.prev) != 999 {
+		t.Fatalf("after a period: %d current, %d previous, want 1 and 999 (moved as a whole)", len(l.cur), len(l.prev))
+	}
+	now = now.Add(11 * time.Minute)
+	l.Allow("u1")
+	if len(l.cur) != 1 || len(l.prev) != 1 {
+		t.Fatalf("after two periods: %d current, %d previous, want 1 and 1", len(l.cur), len(l.prev))
 	}
 }
 
@@ -93,5 +134,42 @@ func TestShare(t *testing.T) {
 	}
 	if ok, _ := l.Allow("other"); ok {
 		t.Error("two requests at once from a 50th share of a burst of 10")
+	}
+}
+
+// Check-then-act under load: 64 requests of one key racing at the moment
+// its generation is retired get exactly the tokens its bucket has left,
+// not a fresh bucket each for those that find it in the previous
+// generation at once.
+func TestConcurrentAllowAcrossRotation(t *testing.T) {
+	now := time.Now()
+	l := New(1e-6, 10)
+	l.now = func() time.Time { return now }
+	for range 3 {
+		if ok, _ := l.Allow("k"); !ok {
+			t.Fatal("refused within the burst")
+		}
+	}
+	now = now.Add(11 * time.Minute) // the next request retires the generation
+	var allowed atomic.Int64
+	var ready, done sync.WaitGroup
+	start := make(chan struct{})
+	for range 64 {
+		ready.Add(1)
+		done.Add(1)
+		go func() {
+			defer done.Done()
+			ready.Done()
+			<-start
+			if ok, _ := l.Allow("k"); ok {
+				allowed.Add(1)
+			}
+		}()
+	}
+	ready.Wait()
+	close(start)
+	done.Wait()
+	if got := allowed.Load(); got != 7 {
+		t.Fatalf("%d of 64 racing requests allowed, want the 7 left of a burst of 10", got)
 	}
 }
