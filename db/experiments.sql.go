@@ -622,7 +622,8 @@ WITH RECURSIVE b AS (
     UNION ALL
     SELECT date_trunc($1::text, (
         SELECT f.created_at FROM feedback f WHERE f.org_id = $2 AND f.experiment_id = $3
-          AND f.created_at >= b.bucket + ('1 ' || $1::text)::interval
+          -- In hours, so that a session's time zone cannot make a UTC day 23 hours.
+          AND f.created_at >= b.bucket + CASE $1::text WHEN 'day' THEN interval '24 hours' ELSE interval '1 hour' END
         ORDER BY f.created_at LIMIT 1), 'UTC'), b.n + 1
     FROM b WHERE b.bucket IS NOT NULL AND b.n < 120
 )

@@ -313,7 +313,8 @@ WITH RECURSIVE b AS (
     UNION ALL
     SELECT date_trunc(@unit::text, (
         SELECT f.created_at FROM feedback f WHERE f.org_id = @org_id AND f.experiment_id = @experiment_id
-          AND f.created_at >= b.bucket + ('1 ' || @unit::text)::interval
+          -- In hours, so that a session's time zone cannot make a UTC day 23 hours.
+          AND f.created_at >= b.bucket + CASE @unit::text WHEN 'day' THEN interval '24 hours' ELSE interval '1 hour' END
         ORDER BY f.created_at LIMIT 1), 'UTC'), b.n + 1
     FROM b WHERE b.bucket IS NOT NULL AND b.n < 120
 )
