@@ -116,6 +116,10 @@ func TestBrowserExperimentFromVersion(t *testing.T) {
 	if err := chromedp.Do(b, chromedp.Click(`#ab-test`), chromedp.WaitVisible(`#experiment-form`)); err != nil {
 		t.Fatal(err)
 	}
+	// A click before htmx has taken the form over submits it natively,
+	// which answers the same refusal at /experiments: wait for the page's
+	// scripts, as a person's click comes after them.
+	waitFor(t, b, `typeof htmx !== 'undefined'`)
 	webtest.Screenshot(t, b, "after-experiment-new")
 	for sel, want := range map[string]string{
 		`select[name=control]`:   "1.0.0 · production on gpu-1",
