@@ -56,18 +56,47 @@ func TestBrowserRegistryFlow(t *testing.T) {
 	dialogs := webtest.AcceptDialogs(t, b)
 	deploy := func(reason string) {
 		t.Helper()
-		err := chromedp.Do(b,
-			chromedp.WaitVisible(`#deploy-form`),
+		err := chromedp.Do(b, chromedp.WaitVisible(`#deploy-form`))
+		if err != nil {
+			t.Fatalf("deploying: %v", err)
+		}
+		here, err := chromedp.Run(b, chromedp.Location())
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = chromedp.Do(b,
 			chromedp.SendKeys(`#deploy-form textarea[name=reason]`, reason),
 			chromedp.Click(`#deploy-form button[type=submit]`),
 		)
 		if err != nil {
 			t.Fatalf("deploying: %v", err)
 		}
-		// The deployments list reloads the whole page once the deployment
-		// ends; the reloaded page offers the rollback. A query waiting in a
-		// page that reloads under it can wait forever, so poll by script.
-		waitFor(t, b, `!!document.querySelector('#deployments [data-status=succeeded]') && !!document.querySelector('#rollback-form')`)
+		// The page reloads itself once the deployment ends, but a loaded
+		// machine can take longer than a query's patience: load the
+		// version's page until it shows the deployment done and offers the
+		// rollback, and say what it showed last if it never does.
+		var seen string
+		for deadline := time.Now().Add(90 * time.Second); ; time.Sleep(500 * time.Millisecond) {
+			state, err := chromedp.Run(b, chromedp.Evaluate[string](`JSON.stringify({
+				href: location.href, ready: document.readyState,
+				deployments: [...document.querySelectorAll('#deployments [data-status]')].map(e => e.dataset.status),
+				rollback: !!document.querySelector('#rollback-form'),
+				errors: [...document.querySelectorAll('.flash-error, .field-error')].map(e => e.textContent.trim())})`))
+			if err == nil {
+				seen = state
+				if strings.Contains(state, `"href":"`+here+`"`) && strings.Contains(state, `"succeeded"`) && strings.Contains(state, `"rollback":true`) && strings.Contains(state, `"ready":"complete"`) {
+					return
+				}
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("deploying %q: %s never showed the deployment done; last seen %s (%v)", reason, here, seen, err)
+			}
+			// Once the deployment is listed the form has done its work, and
+			// loading the page again cannot cut its request short.
+			if strings.Contains(seen, `"deployments":["`) {
+				_ = chromedp.Do(b, chromedp.Navigate(here))
+			}
+		}
 	}
 	err = chromedp.Do(b,
 		chromedp.Navigate(s.URL+"/login"),
