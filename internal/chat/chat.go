@@ -116,13 +116,21 @@ func (c *Client) Complete(ctx context.Context, r Request) (Response, error) {
 	if err != nil {
 		return Response{}, err
 	}
-	url := strings.TrimSuffix(c.BaseURL, "/") + "/chat/completions"
+	var out Response
+	out.Tries, out.Latency, err = c.post(ctx, "/chat/completions", payload, func(resp *http.Response) error { return read(resp, &out) })
+	return out, err
+}
+
+// post sends payload to path under the base URL, retrying answers that may
+// change, and hands each answer to read; it returns the number of calls
+// made and the latency of the last.
+func (c *Client) post(ctx context.Context, path string, payload []byte, read func(*http.Response) error) (tries int, latency time.Duration, err error) {
+	url := strings.TrimSuffix(c.BaseURL, "/") + path
 	b := retry.NewExponential(cmp.Or(c.BaseDelay, time.Second))
 	b = retry.WithJitterPercent(20, b)
 	b = retry.WithMaxRetries(uint64(max(cmp.Or(c.Attempts, 4)-1, 0)), b)
-	var out Response
 	err = retry.Do(ctx, b, func(ctx context.Context) error {
-		out.Tries++
+		tries++
 		req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(payload))
 		if err != nil {
 			return err
@@ -134,8 +142,8 @@ func (c *Client) Complete(ctx context.Context, r Request) (Response, error) {
 		start := time.Now()
 		resp, err := c.HTTP.Do(req)
 		if err == nil {
-			err = read(resp, &out)
-			out.Latency = time.Since(start)
+			err = read(resp)
+			latency = time.Since(start)
 		}
 		var answer *AnswerError
 		if err != nil && ctx.Err() == nil && !errors.As(err, &answer) && outbound.Transient(err) {
@@ -143,7 +151,7 @@ func (c *Client) Complete(ctx context.Context, r Request) (Response, error) {
 		}
 		return err
 	})
-	return out, err
+	return tries, latency, err
 }
 
 func read(resp *http.Response, out *Response) error {

@@ -79,3 +79,26 @@ func TestCompleteRetries(t *testing.T) {
 		t.Fatal("ErrEmpty is not an AnswerError")
 	}
 }
+
+func TestEmbed(t *testing.T) {
+	s := chattest.New(nil)
+	s.Embed = func(model string, input []string) [][]float64 {
+		out := make([][]float64, len(input))
+		for i := range input {
+			out[i] = []float64{float64(i), 1}
+		}
+		return out
+	}
+	defer s.Close()
+	got, err := client(s).Embed(context.Background(), "emb", []string{"one two", "three"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got.Vectors) != 2 || got.Vectors[1][0] != 1 || got.PromptTokens != 3 || got.Tries != 1 {
+		t.Fatalf("got %+v", got)
+	}
+	s.Embed = func(string, []string) [][]float64 { return [][]float64{{1}} }
+	if _, err := client(s).Embed(context.Background(), "emb", []string{"a", "b"}); !errors.Is(err, chat.ErrNotEmbeddings) {
+		t.Fatalf("one vector for two texts: err %v, want ErrNotEmbeddings", err)
+	}
+}

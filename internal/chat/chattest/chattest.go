@@ -1,7 +1,8 @@
 // Package chattest is a stand-in for an OpenAI-compatible chat-completions
 // server, for tests: it speaks the published request and answer shapes of
-// POST /v1/chat/completions and answers what a test scripts, including the
-// failures a real endpoint has (429, 500, hangs, malformed bodies).
+// POST /v1/chat/completions (and, when a test sets Embed, of POST
+// /v1/embeddings) and answers what a test scripts, including the failures
+// a real endpoint has (429, 500, hangs, malformed bodies).
 package chattest
 
 import (
@@ -57,6 +58,9 @@ type Server struct {
 	*httptest.Server
 	// Script answers each request; set it before the first call.
 	Script func(Request) Reply
+	// Embed, when set, answers POST /v1/embeddings with a vector for each
+	// input text; it is asked once per request with all of them.
+	Embed func(model string, input []string) [][]float64
 
 	calls atomic.Int64
 	mu    sync.Mutex
@@ -82,6 +86,10 @@ func (s *Server) Requests() []Request {
 }
 
 func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
+	if r.Method == http.MethodPost && r.URL.Path == "/v1/embeddings" && s.Embed != nil {
+		s.embed(w, r)
+		return
+	}
 	if r.Method != http.MethodPost || r.URL.Path != "/v1/chat/completions" {
 		http.NotFound(w, r)
 		return
@@ -125,4 +133,29 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		"usage": map[string]any{"prompt_tokens": rep.PromptTokens, "completion_tokens": rep.CompletionTokens,
 			"total_tokens": rep.PromptTokens + rep.CompletionTokens},
 	})
+}
+
+// embed answers an embeddings request in OpenAI's shape, counting a token
+// a word of input.
+func (s *Server) embed(w http.ResponseWriter, r *http.Request) {
+	var req struct {
+		Model string   `json:"model"`
+		Input []string `json:"input"`
+	}
+	if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
+		http.Error(w, `{"error":{"message":"invalid JSON","type":"invalid_request_error"}}`, http.StatusBadRequest)
+		return
+	}
+	vecs := s.Embed(req.Model, req.Input)
+	data := make([]map[string]any, len(vecs))
+	tokens := 0
+	for i, v := range vecs {
+		data[i] = map[string]any{"object": "embedding", "index": i, "embedding": v}
+	}
+	for _, in := range req.Input {
+		tokens += len(strings.Fields(in))
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(map[string]any{"object": "list", "model": req.Model, "data": data,
+		"usage": map[string]any{"prompt_tokens": tokens, "total_tokens": tokens}})
 }
