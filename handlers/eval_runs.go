@@ -174,7 +174,7 @@ func (h *Handlers) EvaluationRunStart(c echo.Context) error {
 	}
 	form := views.StartForm{GoldenSetVersionID: params.Get("golden_set_version_id"), CandidateVersionID: params.Get("candidate_version_id"),
 		CandidateEndpoint: params.Get("candidate_endpoint"), JudgeEndpoint: params.Get("judge_endpoint"),
-		JudgeTemplate: params.Get("judge_template"), Scorers: params["scorers"]}
+		JudgeTemplate: params.Get("judge_template"), EmbeddingsEndpoint: params.Get("judge_embeddings_endpoint"), Scorers: params["scorers"]}
 	bad := map[string]string{}
 	rows, terms, blanks, problem := formulaRows(params["formula_scorer"], params["formula_weight"])
 	form.Formula, form.FormulaText = rows, reward.Formula{Terms: terms}.String()
@@ -212,8 +212,8 @@ func (h *Handlers) EvaluationRunStart(c echo.Context) error {
 			cfg.Scorers = append(cfg.Scorers, scorers.Config{Preset: t.Scorer})
 		}
 	}
-	if form.JudgeEndpoint != "" {
-		cfg.Judge = &eval.JudgeConfig{Endpoint: form.JudgeEndpoint, Template: form.JudgeTemplate}
+	if form.JudgeEndpoint != "" || form.EmbeddingsEndpoint != "" {
+		cfg.Judge = &eval.JudgeConfig{Endpoint: form.JudgeEndpoint, Template: form.JudgeTemplate, Embeddings: form.EmbeddingsEndpoint}
 	}
 	if len(terms) > 0 {
 		if cfg.RewardFormula, err = json.Marshal(reward.Formula{Terms: terms}); err != nil {
@@ -314,6 +314,7 @@ var fieldSubjects = map[string]string{
 	"candidate":                  "The candidate",
 	"judge.endpoint":             "The judge's endpoint",
 	"judge.template":             "The judge template",
+	"judge.embeddings_endpoint":  "The embeddings endpoint",
 	"reward_formula":             "The formula",
 }
 

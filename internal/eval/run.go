@@ -156,6 +156,9 @@ func (c Config) limit(items []Item) []Item {
 type JudgeConfig struct {
 	Endpoint string `json:"endpoint"`
 	Template string `json:"template,omitempty"`
+	// Embeddings names the endpoint that embeds text, for the
+	// answer_relevancy metric.
+	Embeddings string `json:"embeddings_endpoint,omitempty"`
 }
 
 // Candidate is what answers: a registered model version, or an endpoint

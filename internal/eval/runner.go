@@ -89,10 +89,10 @@ func (r *Runs) Check(ctx context.Context, orgID uuid.UUID, cfg Config) (Config, 
 			return cfg, err
 		}
 	}
-	if slices.Contains(set.External, "judge") {
+	if asksJudge(set) {
 		switch {
 		case cfg.Judge == nil || cfg.Judge.Endpoint == "":
-			v.Add("judge.endpoint", "is required when the judge scores: the name of a registered endpoint")
+			v.Add("judge.endpoint", "is required when the judge scores (the judge, or a RAG metric): the name of a registered endpoint")
 		default:
 			if _, _, err := r.Endpoints.Client(ctx, orgID, cfg.Judge.Endpoint); errors.Is(err, endpoints.ErrUnknown) {
 				v.Add("judge.endpoint", "no endpoint is named %q", cfg.Judge.Endpoint)
@@ -105,6 +105,18 @@ func (r *Runs) Check(ctx context.Context, orgID uuid.UUID, cfg Config) (Config, 
 					return cfg, err
 				}
 				v.Add("judge.template", "no judge template is named %q", cfg.Judge.Template)
+			}
+		}
+	}
+	if slices.Contains(set.External, scorers.RAGAnswerRelevancy) {
+		switch {
+		case cfg.Judge == nil || cfg.Judge.Embeddings == "":
+			v.Add("judge.embeddings_endpoint", "is required when answer relevancy scores: the name of a registered endpoint whose model embeds text")
+		default:
+			if _, _, err := r.Endpoints.Client(ctx, orgID, cfg.Judge.Embeddings); errors.Is(err, endpoints.ErrUnknown) {
+				v.Add("judge.embeddings_endpoint", "no endpoint is named %q", cfg.Judge.Embeddings)
+			} else if err != nil {
+				return cfg, err
 			}
 		}
 	}
@@ -197,10 +209,18 @@ func (r *Runs) Prepare(ctx context.Context, orgID uuid.UUID, cfg Config, items [
 	sc := &scorer{orgID: orgID, set: set, formula: f, judge: r.Judge, judgeCfg: cfg.Judge,
 		purpose: fmt.Sprintf("evaluation of %s", cfg.GoldenSetVersionID), rewardModels: r.RewardModels}
 	plan.Scorer = sc
-	if slices.Contains(set.External, "judge") {
+	if asksJudge(set) {
 		plan.Ready = sc.ready
 	}
 	return plan, nil
+}
+
+// asksJudge reports whether any of the scorers asks the judge model: the
+// judge's own grade, or a RAG metric's verdicts.
+func asksJudge(set scorers.Set) bool {
+	return slices.ContainsFunc(set.External, func(name string) bool {
+		return name == "judge" || slices.Contains(scorers.RAG, name)
+	})
 }
 
 // answerer is what asks the candidate, and how many at once.
@@ -287,6 +307,25 @@ func (s *scorer) Score(ctx context.Context, it Item, answer string) (Scored, err
 		default:
 			out.Components["judge"] = j.AsScore()
 			out.Critique, out.Safety = j.Critique, j.Safety
+		}
+	}
+	for _, metric := range s.set.External {
+		if !slices.Contains(scorers.RAG, metric) {
+			continue
+		}
+		j, err := s.judge.RAG(ctx, s.orgID, judge.RAGRequest{Metric: metric, Endpoint: s.judgeCfg.Endpoint, Embeddings: s.judgeCfg.Embeddings,
+			Input: in, Purpose: s.purpose})
+		out.JudgeCalls, out.JudgeCost = out.JudgeCalls+j.Calls, out.JudgeCost+j.Cost
+		var budget *judge.BudgetError
+		switch {
+		case errors.As(err, &budget):
+			return out, &Pause{Reason: budget.Describe()}
+		case ctx.Err() != nil:
+			return out, ctx.Err()
+		case err != nil:
+			out.Components[metric] = scorers.Invalidf("%s", judge.Describe(err))
+		default:
+			out.Components[metric] = j.AsScore()
 		}
 	}
 	for _, rm := range s.set.RewardModels {

@@ -37,14 +37,11 @@ import (
 //   - context_recall: the share of the reference answer's statements that
 //     the context documents support.
 const (
-	RAGFaithfulness     = "faithfulness"
-	RAGAnswerRelevancy  = "answer_relevancy"
-	RAGContextPrecision = "context_precision"
-	RAGContextRecall    = "context_recall"
+	RAGFaithfulness     = scorers.RAGFaithfulness
+	RAGAnswerRelevancy  = scorers.RAGAnswerRelevancy
+	RAGContextPrecision = scorers.RAGContextPrecision
+	RAGContextRecall    = scorers.RAGContextRecall
 )
-
-// RAGMetrics lists them in the order they read.
-var RAGMetrics = []string{RAGFaithfulness, RAGAnswerRelevancy, RAGContextPrecision, RAGContextRecall}
 
 // ragPromptVersion is part of every RAG judgement's cache key: a change to
 // the prompts below must raise it, so no old verdict answers a new prompt.

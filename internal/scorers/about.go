@@ -23,6 +23,10 @@ var abouts = map[string]About{
 	"judge":             {"Judge", "The judge model's grade of the answer from 0 to 1, with its critique and a safety flag."},
 	"reward_model":      {"Reward model", "A trained reward model's score of the answer from 0 to 1 (the logistic of its output): higher for answers like those people preferred."},
 	"leak":              {"Leak", "1 when the answer repeats training data verbatim or reveals personal data from it."},
+	RAGFaithfulness:     {"Faithfulness", "Share of the answer's claims that the item's context documents support, by the judge's verdict on each claim."},
+	RAGAnswerRelevancy:  {"Answer relevancy", "How closely questions written from the answer alone match the question asked (mean cosine similarity of their embeddings); 0 for an evasive answer."},
+	RAGContextPrecision: {"Context precision", "Whether the context documents that help reach the reference answer are ranked first (average precision of the judge's verdicts)."},
+	RAGContextRecall:    {"Context recall", "Share of the reference answer's statements that the context documents support."},
 }
 
 // Describe says how a scorer reads on screen. A scorer an organisation

@@ -122,7 +122,22 @@ var kinds = []string{KindRequired, KindForbidden, KindLength, KindRefusal, KindR
 // accepts "judge" in a configuration and hands it back in Set.External; a
 // reward model is configured with its version (KindRewardModel) and
 // handed back in Set.RewardModels.
-var External = []string{"judge", "reward_model"}
+var External = append([]string{"judge", "reward_model"}, RAG...)
+
+// The retrieval-augmented generation metrics (RAGAS's definitions): the
+// judge gives verdicts on an item's claims and context documents, and the
+// metric is computed from them. They are external scorers, listed by name
+// like "judge", and need the item's context documents (and, for context
+// precision and recall, its reference answer).
+const (
+	RAGFaithfulness     = "faithfulness"
+	RAGAnswerRelevancy  = "answer_relevancy"
+	RAGContextPrecision = "context_precision"
+	RAGContextRecall    = "context_recall"
+)
+
+// RAG lists the RAG metrics in the order they read.
+var RAG = []string{RAGFaithfulness, RAGAnswerRelevancy, RAGContextPrecision, RAGContextRecall}
 
 // Limits on a configuration. Go's regexp (RE2) matches in time linear in
 // the text, so no pattern can backtrack catastrophically; these caps bound
