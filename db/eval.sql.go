@@ -310,6 +310,80 @@ func (q *Queries) EvaluationItemListIDs(ctx context.Context, runID uuid.UUID) ([
 	return items, nil
 }
 
+const evaluationItemListPaired = `-- name: EvaluationItemListPaired :many
+SELECT a.source_id, a.split, a.query, a.reference,
+       a.answer AS a_answer, a.reward AS a_reward, a.scores AS a_scores, a.critique AS a_critique,
+       a.safety_flag AS a_flag, a.invalid_reason AS a_invalid,
+       b.answer AS b_answer, b.reward AS b_reward, b.scores AS b_scores, b.critique AS b_critique,
+       b.safety_flag AS b_flag, b.invalid_reason AS b_invalid
+FROM evaluation_items a JOIN evaluation_items b ON b.source_id = a.source_id AND b.run_id = $1
+WHERE a.run_id = $2
+ORDER BY a.source_id
+`
+
+type EvaluationItemListPairedParams struct {
+	BRunID uuid.UUID `json:"b_run_id"`
+	ARunID uuid.UUID `json:"a_run_id"`
+}
+
+type EvaluationItemListPairedRow struct {
+	SourceID  uuid.UUID       `json:"source_id"`
+	Split     string          `json:"split"`
+	Query     string          `json:"query"`
+	Reference string          `json:"reference"`
+	AAnswer   string          `json:"a_answer"`
+	AReward   pgtype.Float8   `json:"a_reward"`
+	AScores   json.RawMessage `json:"a_scores"`
+	ACritique string          `json:"a_critique"`
+	AFlag     bool            `json:"a_flag"`
+	AInvalid  string          `json:"a_invalid"`
+	BAnswer   string          `json:"b_answer"`
+	BReward   pgtype.Float8   `json:"b_reward"`
+	BScores   json.RawMessage `json:"b_scores"`
+	BCritique string          `json:"b_critique"`
+	BFlag     bool            `json:"b_flag"`
+	BInvalid  string          `json:"b_invalid"`
+}
+
+// Two runs' items side by side, with their scores and critiques, on the
+// items both runs hold.
+func (q *Queries) EvaluationItemListPaired(ctx context.Context, arg EvaluationItemListPairedParams) ([]EvaluationItemListPairedRow, error) {
+	rows, err := q.db.Query(ctx, evaluationItemListPaired, arg.BRunID, arg.ARunID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []EvaluationItemListPairedRow{}
+	for rows.Next() {
+		var i EvaluationItemListPairedRow
+		if err := rows.Scan(
+			&i.SourceID,
+			&i.Split,
+			&i.Query,
+			&i.Reference,
+			&i.AAnswer,
+			&i.AReward,
+			&i.AScores,
+			&i.ACritique,
+			&i.AFlag,
+			&i.AInvalid,
+			&i.BAnswer,
+			&i.BReward,
+			&i.BScores,
+			&i.BCritique,
+			&i.BFlag,
+			&i.BInvalid,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const evaluationItemListRewards = `-- name: EvaluationItemListRewards :many
 SELECT reward::float8 FROM evaluation_items WHERE run_id = $1 AND reward IS NOT NULL ORDER BY source_id
 `

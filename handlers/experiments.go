@@ -139,6 +139,9 @@ func (h *Handlers) renderPanel(c echo.Context, status int, problems map[string]s
 		m.Arms = append(m.Arms, pa)
 		m.TreatmentVersion = a.Version
 	}
+	if len(e.Arms) == 2 {
+		m.CompareURL = "/models/compare?a=" + e.Arms[0].ModelVersionID.String() + "&b=" + e.Arms[1].ModelVersionID.String()
+	}
 	analysisText(&m, e, r)
 	if m.DefaultEngine, err = h.Experiments.DefaultEngine(ctx(c), caller.OrgID); err != nil {
 		return err

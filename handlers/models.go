@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"strconv"
 
 	"github.com/google/uuid"
@@ -50,6 +51,7 @@ func (h *Handlers) renderModels(c echo.Context, status int, form views.RegisterM
 			}
 			mv.Versions = append(mv.Versions, row)
 		}
+		mv.CompareURL = registryCompareURL(versions)
 		m.Models = append(m.Models, mv)
 	}
 	if m.IsAdmin {
@@ -143,6 +145,13 @@ func (h *Handlers) modelVersionView(c echo.Context, id uuid.UUID) (views.ModelVe
 		m.Job = job
 	}
 	m.Evaluation = versionEvaluation(v.Evaluation)
+	m.CompareURL = "/models/compare?b=" + v.ID.String()
+	switch prod, err := h.Models.AliasVersion(ctx(c), caller.OrgID, v.Name, models.Production); {
+	case err == nil && prod != v.ID:
+		m.CompareURL = "/models/compare?a=" + prod.String() + "&b=" + v.ID.String()
+	case err != nil && !errors.Is(err, errs.ErrNotFound):
+		return m, err
+	}
 	lin, err := h.Models.Lineage(ctx(c), caller.OrgID, v)
 	if err != nil {
 		return m, err
@@ -234,6 +243,22 @@ func versionEvaluation(e *models.Evaluation) *views.VersionEvaluationView {
 		out.Splits = append(out.Splits, views.VersionEvaluationSplit{Split: sp.Split, Items: sp.Items, Mean: reward3(sp.MeanReward), Interval: interval(sp.CI)})
 	}
 	return out
+}
+
+// registryCompareURL compares a model's newest version (versions come
+// newest first) with the one in production, or with the one before it;
+// "" when the model has one version.
+func registryCompareURL(versions []models.Version) string {
+	if len(versions) < 2 {
+		return ""
+	}
+	newest, base := versions[0], versions[1]
+	for _, v := range versions {
+		if slices.Contains(v.Aliases, models.Production) && v.ID != newest.ID {
+			base = v
+		}
+	}
+	return "/models/compare?a=" + base.ID.String() + "&b=" + newest.ID.String()
 }
 
 // interval writes a 95% interval, or says there is none.

@@ -76,6 +76,18 @@ FROM evaluation_items c JOIN evaluation_items b ON b.source_id = c.source_id AND
 WHERE c.run_id = @candidate_run_id
 ORDER BY c.source_id;
 
+-- name: EvaluationItemListPaired :many
+-- Two runs' items side by side, with their scores and critiques, on the
+-- items both runs hold.
+SELECT a.source_id, a.split, a.query, a.reference,
+       a.answer AS a_answer, a.reward AS a_reward, a.scores AS a_scores, a.critique AS a_critique,
+       a.safety_flag AS a_flag, a.invalid_reason AS a_invalid,
+       b.answer AS b_answer, b.reward AS b_reward, b.scores AS b_scores, b.critique AS b_critique,
+       b.safety_flag AS b_flag, b.invalid_reason AS b_invalid
+FROM evaluation_items a JOIN evaluation_items b ON b.source_id = a.source_id AND b.run_id = @b_run_id
+WHERE a.run_id = @a_run_id
+ORDER BY a.source_id;
+
 -- name: GateOverrideInsert :one
 INSERT INTO gate_overrides (org_id, version_id, reason, actor_label) VALUES (@org_id, @version_id, @reason, @actor_label)
 RETURNING *;

@@ -19,6 +19,7 @@ import (
 	"github.com/curate/curate/internal/bestofn"
 	"github.com/curate/curate/internal/blobstore"
 	"github.com/curate/curate/internal/codebook"
+	"github.com/curate/curate/internal/compare"
 	"github.com/curate/curate/internal/config"
 	"github.com/curate/curate/internal/datasets"
 	"github.com/curate/curate/internal/demo"
@@ -90,6 +91,8 @@ type Services struct {
 	Serving *serving.Service
 	// Eval evaluates models on golden sets and keeps the promotion gate.
 	Eval *eval.Service
+	// Compare sets two versions side by side.
+	Compare *compare.Service
 	// Reward keeps the reward formulas evaluations combine scores with.
 	Reward *reward.Service
 	// Endpoints are the OpenAI-compatible chat endpoints admins register;
@@ -206,6 +209,7 @@ func New(cfg config.Config, pool *pgxpool.Pool, log *slog.Logger) (*Services, er
 		Models:      reg,
 		Serving:     srv,
 		Eval:        ev,
+		Compare:     compare.New(ev, reg, ft),
 		Reward:      rw,
 		Endpoints:   eps,
 		Judge:       jd,

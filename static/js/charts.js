@@ -58,6 +58,29 @@
     });
   }
 
+  // Two versions' losses by step on one chart, from the compare page's
+  // data-curves attribute: A's lines solid, B's in another colour.
+  function compareLoss() {
+    var target = el("compare-loss");
+    if (!target || !window.uPlot) return;
+    var d;
+    try {
+      d = JSON.parse(target.getAttribute("data-curves"));
+    } catch (e) {
+      return;
+    }
+    var fixed = function (u, v) { return v == null ? "—" : v.toFixed(4); };
+    draw(target, [
+      line("A " + d.a + ": training", 0, { value: fixed }),
+      line("A " + d.a + ": validation", 0, { value: fixed, dash: [6, 3] }),
+      line("B " + d.b + ": training", 1, { value: fixed }),
+      line("B " + d.b + ": validation", 1, { value: fixed, dash: [6, 3] })
+    ], [d.step || [], d.a_train || [], d.a_valid || [], d.b_train || [], d.b_valid || []], { label: "Loss" }, null, {
+      series: { label: "Step" },
+      axis: { label: "Step" }
+    });
+  }
+
   // An experiment's cumulative relative effect with its confidence
   // sequence, from the container's data-effect attribute: x is the time
   // since the phase's start in hours or days (d.unit), and the legend names
@@ -152,6 +175,7 @@
 
   function start() {
     loss();
+    compareLoss();
     effect();
     calibration();
     policy();
