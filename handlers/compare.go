@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/labstack/echo/v4"
 
@@ -70,9 +71,28 @@ func (h *Handlers) ModelCompare(c echo.Context) error {
 	}
 	m.Curves, m.HasCurves = compareCurves(cmp, m.ALabel, m.BLabel)
 	for _, row := range cmp.Lineage {
-		m.Lineage = append(m.Lineage, views.CompareRow{Label: row.Label, A: row.A, B: row.B, Differs: row.Differs})
+		r := views.CompareRow{Label: row.Label, A: row.A, B: row.B, Differs: row.Differs}
+		switch {
+		case row.Field == "kind":
+			r.A, r.B = kindLabels[row.A], kindLabels[row.B]
+		case row.Field == "provider" || row.Field == "method":
+			r.A, r.B = labelOrEmpty(row.A), labelOrEmpty(row.B)
+		case strings.HasPrefix(row.Field, "hyperparameters."):
+			r.Label = "Hyperparameter: " + views.Label(strings.TrimPrefix(row.Field, "hyperparameters."))
+		}
+		m.Lineage = append(m.Lineage, r)
 	}
 	return render(c, http.StatusOK, views.ComparePage(page, m))
+}
+
+// kindLabels are the version kinds in words.
+var kindLabels = map[string]string{models.KindFull: "Full model", models.KindLoRA: "LoRA adapter", models.KindReward: "Reward model"}
+
+func labelOrEmpty(s string) string {
+	if s == "" {
+		return ""
+	}
+	return views.Label(s)
 }
 
 // compareSubjects name the page's fields in the sentences that refuse them.

@@ -252,6 +252,7 @@ func newDesignSite(t *testing.T) *designSite {
 		{"finetune-settings", "/fine-tuning/settings", "/fine-tuning"},
 		{"models", "/models", "/models"},
 		{"model-version", "/models/versions/" + registered.ID.String(), "/models"},
+		{"models-compare", "/models/compare?b=" + registered.ID.String(), "/models"},
 		{"serving-targets", "/models/targets", "/models/targets"},
 		{"evaluations", "/evaluations", "/evaluations"},
 		{"evaluation-run", "/evaluations/runs/" + runID, "/evaluations"},
