@@ -913,6 +913,113 @@ func (q *Queries) ExperimentListRunningWithRollout(ctx context.Context) ([]Exper
 	return items, nil
 }
 
+const experimentListUnitSegments = `-- name: ExperimentListUnitSegments :many
+WITH x AS (
+    SELECT e.arm, e.unit_id FROM experiment_exposures e
+    WHERE e.experiment_id = $1 AND e.phase = $2
+),
+f AS (
+    SELECT f.id, f.end_user_id, f.created_at, f.feedback_type, f.rating, f.correction, f.latency_ms,
+           f.dim_accuracy, f.dim_helpfulness, f.dim_clarity, f.dim_safety,
+           CASE $3::text
+               WHEN 'model' THEN f.model
+               WHEN 'source' THEN f.source::text
+               WHEN 'tag' THEN CASE WHEN $4::text = ANY (f.tags) THEN 'yes' ELSE 'no' END
+               ELSE coalesce(f.context ->> $4::text, '')
+           END AS segment
+    FROM feedback f
+    WHERE f.org_id = $5 AND f.experiment_id = $1
+      AND ($6::timestamptz IS NULL OR f.created_at >= $6)
+),
+judged AS (
+    SELECT s.feedback_id, avg(s.score) AS score FROM live_scores s
+    WHERE s.org_id = $5 AND s.status = 'scored'
+    GROUP BY s.feedback_id
+)
+SELECT x.arm,
+       (array_agg(f.segment ORDER BY f.created_at, f.id))[1]::text AS segment,
+       -- NaN stands for a metric the unit has no value of (an average of
+       -- finite values never is NaN).
+       coalesce(avg(CASE f.feedback_type WHEN 'thumbs_up' THEN 1.0 WHEN 'thumbs_down' THEN 0.0 END), 'NaN')::float8 AS thumbs,
+       coalesce(avg(f.rating), 'NaN')::float8 AS rating,
+       coalesce(avg(CASE WHEN f.correction <> '' OR f.feedback_type = 'correction' THEN 1.0 ELSE 0.0 END), 'NaN')::float8 AS corrected,
+       coalesce(avg(f.latency_ms), 'NaN')::float8 AS latency,
+       coalesce(avg(f.dim_accuracy), 'NaN')::float8 AS accuracy, coalesce(avg(f.dim_helpfulness), 'NaN')::float8 AS helpfulness,
+       coalesce(avg(f.dim_clarity), 'NaN')::float8 AS clarity, coalesce(avg(f.dim_safety), 'NaN')::float8 AS safety,
+       coalesce(avg(j.score), 'NaN')::float8 AS judge
+FROM x JOIN f ON f.end_user_id = x.unit_id
+LEFT JOIN judged j ON j.feedback_id = f.id
+GROUP BY x.arm, x.unit_id
+`
+
+type ExperimentListUnitSegmentsParams struct {
+	ExperimentID uuid.UUID  `json:"experiment_id"`
+	Phase        int32      `json:"phase"`
+	Dimension    string     `json:"dimension"`
+	Value        string     `json:"value"`
+	OrgID        uuid.UUID  `json:"org_id"`
+	Since        *time.Time `json:"since"`
+}
+
+type ExperimentListUnitSegmentsRow struct {
+	Arm         int32   `json:"arm"`
+	Segment     string  `json:"segment"`
+	Thumbs      float64 `json:"thumbs"`
+	Rating      float64 `json:"rating"`
+	Corrected   float64 `json:"corrected"`
+	Latency     float64 `json:"latency"`
+	Accuracy    float64 `json:"accuracy"`
+	Helpfulness float64 `json:"helpfulness"`
+	Clarity     float64 `json:"clarity"`
+	Safety      float64 `json:"safety"`
+	Judge       float64 `json:"judge"`
+}
+
+// Per unit of the phase, its arm, its segment and its value of each
+// metric (as ExperimentListMetricMoments computes them, without CUPED's
+// pre-exposure window), for results broken down by a dimension. A unit's
+// segment is read off its first feedback of the phase: the model it came
+// through, its source, whether it carries the tag @value ('yes' or 'no'),
+// or the value of the key @value of its context (” when it has none).
+func (q *Queries) ExperimentListUnitSegments(ctx context.Context, arg ExperimentListUnitSegmentsParams) ([]ExperimentListUnitSegmentsRow, error) {
+	rows, err := q.db.Query(ctx, experimentListUnitSegments,
+		arg.ExperimentID,
+		arg.Phase,
+		arg.Dimension,
+		arg.Value,
+		arg.OrgID,
+		arg.Since,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []ExperimentListUnitSegmentsRow{}
+	for rows.Next() {
+		var i ExperimentListUnitSegmentsRow
+		if err := rows.Scan(
+			&i.Arm,
+			&i.Segment,
+			&i.Thumbs,
+			&i.Rating,
+			&i.Corrected,
+			&i.Latency,
+			&i.Accuracy,
+			&i.Helpfulness,
+			&i.Clarity,
+			&i.Safety,
+			&i.Judge,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const experimentUpdateAnalysis = `-- name: ExperimentUpdateAnalysis :exec
 UPDATE experiments SET engine = $1, cuped_days = $2, goal_correction = $3,
     guardrail_correction = $4, criteria = $5, chance_to_win = $6,

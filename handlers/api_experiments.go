@@ -270,12 +270,20 @@ func (h *Handlers) APIExperimentExposures(c echo.Context) error {
 
 // APIExperimentResults analyses an experiment.
 func (h *Handlers) APIExperimentResults(c echo.Context) error {
-	if _, err := queryParams(c); err != nil {
+	q, err := queryParams(c, "segment")
+	if err != nil {
 		return err
 	}
 	r, err := h.Experiments.Results(ctx(c), CallerOf(c).OrgID, c.Param("key"))
 	if err != nil {
 		return err
+	}
+	if d := q.Get("segment"); d != "" {
+		seg, err := h.Experiments.ResultsBySegment(ctx(c), CallerOf(c).OrgID, c.Param("key"), d, r)
+		if err != nil {
+			return err
+		}
+		r.Segments = &seg
 	}
 	return c.JSON(http.StatusOK, r)
 }

@@ -139,6 +139,9 @@ func (h *Handlers) renderPanel(c echo.Context, status int, problems map[string]s
 		m.Arms = append(m.Arms, pa)
 		m.TreatmentVersion = a.Version
 	}
+	if err := h.panelSegments(c, &m, r); err != nil {
+		return err
+	}
 	if len(e.Arms) == 2 {
 		m.CompareURL = "/models/compare?a=" + e.Arms[0].ModelVersionID.String() + "&b=" + e.Arms[1].ModelVersionID.String()
 	}
@@ -203,6 +206,51 @@ func (h *Handlers) liveJudge(c echo.Context, m *views.PanelView) error {
 		if t.Name != judge.ReflectorName && !slices.Contains(m.LiveTemplates, t.Name) {
 			m.LiveTemplates = append(m.LiveTemplates, t.Name)
 		}
+	}
+	return nil
+}
+
+// panelSegments fills the panel's breakdown by the dimension the query
+// asks for (?segment=, or ?segment_key= for a tag or a context key): the
+// primary metric's effect in each segment, corrected for their number.
+func (h *Handlers) panelSegments(c echo.Context, m *views.PanelView, r experiments.Results) error {
+	m.Segment, m.SegmentKey = c.QueryParam("segment"), strings.TrimSpace(c.QueryParam("segment_key"))
+	d := m.Segment
+	if m.SegmentKey != "" {
+		d = m.SegmentKey
+	}
+	if d == "" || len(r.Metrics) == 0 {
+		return nil
+	}
+	seg, err := h.Experiments.ResultsBySegment(ctx(c), CallerOf(c).OrgID, m.Key, d, r)
+	var inv *errs.Invalid
+	if errors.As(err, &inv) {
+		if m.Errors == nil {
+			m.Errors = map[string]string{}
+		}
+		m.Errors["segment"] = "The breakdown " + inv.ByField()["segment"] + "."
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	m.SegmentNote = fmt.Sprintf("%s by %s, each unit in the segment of its first feedback; p-values corrected for the %d segments; "+
+		"a segment with fewer than %d units in an arm is too small to act on.", views.Label(r.Metrics[0].Metric), d, len(seg.Segments), seg.MinUnits)
+	for _, sg := range seg.Segments {
+		row := views.PanelSegment{Value: sg.Value, TooSmall: sg.TooSmall, Change: "Not enough data", AdjustedP: "—"}
+		if len(sg.Units) >= 2 {
+			row.Units = fmt.Sprintf("%d / %d", sg.Units[0], sg.Units[1])
+		}
+		if len(sg.Metrics) > 0 {
+			pm := panelMetric(sg.Metrics[0], r.Engine == stats.EngineBayesian)
+			row.Change, row.AdjustedP = pm.Change, pm.AdjustedP
+			if row.AdjustedP == "" {
+				row.AdjustedP = pm.ChanceToWin
+			}
+			row.Opposite = slices.Contains(sg.Opposite, sg.Metrics[0].Metric)
+			row.Harmful = slices.Contains(sg.Harmful, sg.Metrics[0].Metric)
+		}
+		m.Segments = append(m.Segments, row)
 	}
 	return nil
 }

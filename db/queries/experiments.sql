@@ -281,6 +281,50 @@ SELECT arm, metric::text AS metric, count(*)::float8 AS n, sum(y)::float8 AS sum
        coalesce(sum(x * y), 0)::float8 AS cross_sum
 FROM v GROUP BY arm, metric ORDER BY arm, metric;
 
+-- name: ExperimentListUnitSegments :many
+-- Per unit of the phase, its arm, its segment and its value of each
+-- metric (as ExperimentListMetricMoments computes them, without CUPED's
+-- pre-exposure window), for results broken down by a dimension. A unit's
+-- segment is read off its first feedback of the phase: the model it came
+-- through, its source, whether it carries the tag @value ('yes' or 'no'),
+-- or the value of the key @value of its context ('' when it has none).
+WITH x AS (
+    SELECT e.arm, e.unit_id FROM experiment_exposures e
+    WHERE e.experiment_id = @experiment_id AND e.phase = @phase
+),
+f AS (
+    SELECT f.id, f.end_user_id, f.created_at, f.feedback_type, f.rating, f.correction, f.latency_ms,
+           f.dim_accuracy, f.dim_helpfulness, f.dim_clarity, f.dim_safety,
+           CASE @dimension::text
+               WHEN 'model' THEN f.model
+               WHEN 'source' THEN f.source::text
+               WHEN 'tag' THEN CASE WHEN @value::text = ANY (f.tags) THEN 'yes' ELSE 'no' END
+               ELSE coalesce(f.context ->> @value::text, '')
+           END AS segment
+    FROM feedback f
+    WHERE f.org_id = @org_id AND f.experiment_id = @experiment_id
+      AND (sqlc.narg('since')::timestamptz IS NULL OR f.created_at >= sqlc.narg('since'))
+),
+judged AS (
+    SELECT s.feedback_id, avg(s.score) AS score FROM live_scores s
+    WHERE s.org_id = @org_id AND s.status = 'scored'
+    GROUP BY s.feedback_id
+)
+SELECT x.arm,
+       (array_agg(f.segment ORDER BY f.created_at, f.id))[1]::text AS segment,
+       -- NaN stands for a metric the unit has no value of (an average of
+       -- finite values never is NaN).
+       coalesce(avg(CASE f.feedback_type WHEN 'thumbs_up' THEN 1.0 WHEN 'thumbs_down' THEN 0.0 END), 'NaN')::float8 AS thumbs,
+       coalesce(avg(f.rating), 'NaN')::float8 AS rating,
+       coalesce(avg(CASE WHEN f.correction <> '' OR f.feedback_type = 'correction' THEN 1.0 ELSE 0.0 END), 'NaN')::float8 AS corrected,
+       coalesce(avg(f.latency_ms), 'NaN')::float8 AS latency,
+       coalesce(avg(f.dim_accuracy), 'NaN')::float8 AS accuracy, coalesce(avg(f.dim_helpfulness), 'NaN')::float8 AS helpfulness,
+       coalesce(avg(f.dim_clarity), 'NaN')::float8 AS clarity, coalesce(avg(f.dim_safety), 'NaN')::float8 AS safety,
+       coalesce(avg(j.score), 'NaN')::float8 AS judge
+FROM x JOIN f ON f.end_user_id = x.unit_id
+LEFT JOIN judged j ON j.feedback_id = f.id
+GROUP BY x.arm, x.unit_id;
+
 -- name: ExperimentCountIncidents :many
 -- Per arm, the answers in the phase that the live scorer flagged as
 -- unsafe: the experiment's safety incidents.

@@ -46,6 +46,9 @@ type Results struct {
 	// Incidents are the answers in each arm the live scorer flagged as
 	// unsafe.
 	Incidents []int64 `json:"incidents"`
+	// Segments are the results broken down by a dimension, when asked
+	// for (ResultsBySegment).
+	Segments *Segments `json:"segments,omitempty"`
 }
 
 // Correction is one family of metrics' adjustment: "goal" or "guardrail",
