@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -107,6 +108,19 @@ type SplitResult struct {
 	CandidateMean, BaselineMean *float64
 }
 
+// splitOrder sorts splits by name with the red team last, apart.
+func splitOrder(a, b string) int {
+	switch {
+	case a == b:
+		return 0
+	case a == RedTeam:
+		return 1
+	case b == RedTeam:
+		return -1
+	}
+	return strings.Compare(a, b)
+}
+
 // tieMargin is the reward difference within which two answers tie.
 const tieMargin = 0.01
 
@@ -197,19 +211,7 @@ func (s *Service) Compare(ctx context.Context, orgID, runID uuid.UUID) (Comparis
 		}
 		out.Splits = append(out.Splits, r)
 	}
-	slices.SortFunc(out.Splits, func(a, b SplitResult) int {
-		switch {
-		case a.Split == b.Split:
-			return 0
-		case a.Split == RedTeam:
-			return 1 // red team last, apart
-		case b.Split == RedTeam:
-			return -1
-		case a.Split < b.Split:
-			return -1
-		}
-		return 1
-	})
+	slices.SortFunc(out.Splits, func(a, b SplitResult) int { return splitOrder(a.Split, b.Split) })
 	slices.SortFunc(out.Regressions, func(a, b ItemDiff) int {
 		da, dbb := *a.BaselineReward-*a.CandidateReward, *b.BaselineReward-*b.CandidateReward
 		switch {

@@ -94,9 +94,7 @@ func (r *Runs) Check(ctx context.Context, orgID uuid.UUID, cfg Config) (Config, 
 		case cfg.Judge == nil || cfg.Judge.Endpoint == "":
 			v.Add("judge.endpoint", "is required when the judge scores (the judge, or a RAG metric): the name of a registered endpoint")
 		default:
-			if _, _, err := r.Endpoints.Client(ctx, orgID, cfg.Judge.Endpoint); errors.Is(err, endpoints.ErrUnknown) {
-				v.Add("judge.endpoint", "no endpoint is named %q", cfg.Judge.Endpoint)
-			} else if err != nil {
+			if err := r.checkEndpoint(ctx, orgID, "judge.endpoint", cfg.Judge.Endpoint, v); err != nil {
 				return cfg, err
 			}
 			if _, err := r.Judge.Template(ctx, orgID, cfg.Judge.Template); err != nil {
@@ -113,9 +111,7 @@ func (r *Runs) Check(ctx context.Context, orgID uuid.UUID, cfg Config) (Config, 
 		case cfg.Judge == nil || cfg.Judge.Embeddings == "":
 			v.Add("judge.embeddings_endpoint", "is required when answer relevancy scores: the name of a registered endpoint whose model embeds text")
 		default:
-			if _, _, err := r.Endpoints.Client(ctx, orgID, cfg.Judge.Embeddings); errors.Is(err, endpoints.ErrUnknown) {
-				v.Add("judge.embeddings_endpoint", "no endpoint is named %q", cfg.Judge.Embeddings)
-			} else if err != nil {
+			if err := r.checkEndpoint(ctx, orgID, "judge.embeddings_endpoint", cfg.Judge.Embeddings, v); err != nil {
 				return cfg, err
 			}
 		}
@@ -132,6 +128,17 @@ func (r *Runs) Check(ctx context.Context, orgID uuid.UUID, cfg Config) (Config, 
 	}
 	cfg.RewardFormula, cfg.Formula = raw, f.String()
 	return cfg, nil
+}
+
+// checkEndpoint records in v, under field, that no endpoint has the name;
+// it returns only failures to look.
+func (r *Runs) checkEndpoint(ctx context.Context, orgID uuid.UUID, field, name string, v *errs.Invalid) error {
+	_, _, err := r.Endpoints.Client(ctx, orgID, name)
+	if errors.Is(err, endpoints.ErrUnknown) {
+		v.Add(field, "no endpoint is named %q", name)
+		return nil
+	}
+	return err
 }
 
 // checkCandidate records what is wrong with the candidate in v; it

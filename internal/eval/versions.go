@@ -229,17 +229,7 @@ func (s *Service) PairVersions(ctx context.Context, orgID, a, b uuid.UUID, setID
 		}
 		out.Splits = append(out.Splits, sp)
 	}
-	slices.SortFunc(out.Splits, func(x, y PairSplit) int {
-		switch {
-		case x.Split == y.Split:
-			return 0
-		case x.Split == RedTeam:
-			return 1 // red team last, apart
-		case y.Split == RedTeam:
-			return -1
-		}
-		return cmp.Compare(x.Split, y.Split)
-	})
+	slices.SortFunc(out.Splits, func(x, y PairSplit) int { return splitOrder(x.Split, y.Split) })
 	// Regressed first: the most negative difference leads; items without a
 	// difference go last.
 	slices.SortStableFunc(out.Items, func(x, y PairItem) int {
