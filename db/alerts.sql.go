@@ -267,7 +267,7 @@ func (q *Queries) AlertList(ctx context.Context, arg AlertListParams) ([]AlertLi
 const alertListBanners = `-- name: AlertListBanners :many
 SELECT id, kind, severity, title, message FROM alerts
 WHERE org_id = $1 AND resolved_at IS NULL AND dismissed_at IS NULL
-ORDER BY opened_at DESC LIMIT 5
+ORDER BY opened_at DESC LIMIT 20
 `
 
 type AlertListBannersRow struct {
@@ -278,7 +278,8 @@ type AlertListBannersRow struct {
 	Message  string    `json:"message"`
 }
 
-// The banners on every page; served by alerts_banner_idx.
+// The banners on every page (a line each, or one line for them all past
+// two); served by alerts_banner_idx.
 func (q *Queries) AlertListBanners(ctx context.Context, orgID uuid.UUID) ([]AlertListBannersRow, error) {
 	rows, err := q.db.Query(ctx, alertListBanners, orgID)
 	if err != nil {

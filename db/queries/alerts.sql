@@ -91,10 +91,11 @@ WHERE org_id = @org_id AND id = @id;
 UPDATE alerts SET resolved_at = @now::timestamptz WHERE org_id = @org_id AND id = @id AND resolved_at IS NULL;
 
 -- name: AlertListBanners :many
--- The banners on every page; served by alerts_banner_idx.
+-- The banners on every page (a line each, or one line for them all past
+-- two); served by alerts_banner_idx.
 SELECT id, kind, severity, title, message FROM alerts
 WHERE org_id = @org_id AND resolved_at IS NULL AND dismissed_at IS NULL
-ORDER BY opened_at DESC LIMIT 5;
+ORDER BY opened_at DESC LIMIT 20;
 
 -- name: AlertList :many
 SELECT a.*, coalesce(u.email, '')::text AS dismissed_by_email
