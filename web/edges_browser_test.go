@@ -196,6 +196,7 @@ func TestBrowserRoughEdges(t *testing.T) {
 			return {N: bs.length, Height: h, Text: bs.map(b => b.innerText).join(' | ')};
 		})()`)
 		shot(t, b, "edge-2")
+		t.Logf("%d alerts: %d banners, %.0f px", 5, got.N, got.Height)
 		if got.N != 1 || got.Height > 48 {
 			t.Errorf("five alerts take %d banners and %.0f px, want one summary of at most 48 px: %s", got.N, got.Height, got.Text)
 		}
