@@ -392,9 +392,10 @@ func checkPage(t *testing.T, ctx context.Context, url string) pageFacts {
 			for (const m of n.textContent.matchAll(re)) raw.push(m[0] + ' in <' + el.tagName.toLowerCase() + '>');
 		}
 		// Template source that reached the page as text, shown or hidden:
-		// a templ component call or a Go expression in braces.
+		// a templ component call ("@StatusBadge(") or a Go expression in
+		// templ's braces ("{ v.Name }", "{ label }").
 		const source = [];
-		const src = /@[A-Z][A-Za-z0-9]*\(|\{ *[a-zA-Z_][a-zA-Z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)+(\(\))? *\}/g;
+		const src = /@[A-Z][A-Za-z0-9]*\(|\{ +[A-Za-z_][A-Za-z0-9_.]*(\([^)]*\))? +\}/g;
 		const all = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT);
 		for (let n = all.nextNode(); n; n = all.nextNode()) {
 			const el = n.parentElement;
