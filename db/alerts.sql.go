@@ -267,7 +267,7 @@ func (q *Queries) AlertList(ctx context.Context, arg AlertListParams) ([]AlertLi
 const alertListBanners = `-- name: AlertListBanners :many
 SELECT id, kind, severity, title, message FROM alerts
 WHERE org_id = $1 AND resolved_at IS NULL AND dismissed_at IS NULL
-ORDER BY opened_at DESC LIMIT 5
+ORDER BY opened_at DESC LIMIT 20
 `
 
 type AlertListBannersRow struct {
@@ -278,7 +278,8 @@ type AlertListBannersRow struct {
 	Message  string    `json:"message"`
 }
 
-// The banners on every page; served by alerts_banner_idx.
+// The banners on every page (a line each, or one line for them all past
+// two); served by alerts_banner_idx.
 func (q *Queries) AlertListBanners(ctx context.Context, orgID uuid.UUID) ([]AlertListBannersRow, error) {
 	rows, err := q.db.Query(ctx, alertListBanners, orgID)
 	if err != nil {
@@ -420,36 +421,64 @@ func (q *Queries) AlertListOrgIDs(ctx context.Context) ([]uuid.UUID, error) {
 	return items, nil
 }
 
-const alertListRatingsByModel = `-- name: AlertListRatingsByModel :many
-SELECT model, count(*) AS ratings, coalesce(sum(rating), 0)::bigint AS rating_sum
-FROM feedback
-WHERE org_id = $1 AND created_at >= $2 AND created_at < $3 AND rating IS NOT NULL
-GROUP BY model ORDER BY model
+const alertListRatingsByVersion = `-- name: AlertListRatingsByVersion :many
+WITH names AS (
+    SELECT mv.id AS version_id, m.name || ' ' || mv.version AS label, mv.model_id AS name
+    FROM model_versions mv JOIN registered_models m ON m.id = mv.registered_model_id
+    WHERE mv.org_id = $1
+    UNION
+    SELECT mv.id, m.name || ' ' || mv.version, d.served_name
+    FROM deployments d JOIN model_versions mv ON mv.id = d.version_id JOIN registered_models m ON m.id = mv.registered_model_id
+    WHERE d.org_id = $1 AND d.served_name <> ''
+),
+rated AS (
+    SELECT f.model, f.rating, n.version_id, n.label
+    FROM feedback f
+    LEFT JOIN LATERAL (SELECT x.version_id, x.label FROM names x WHERE x.name = f.model ORDER BY x.version_id LIMIT 1) n ON true
+    WHERE f.org_id = $1 AND f.created_at >= $2 AND f.created_at < $3 AND f.rating IS NOT NULL
+)
+SELECT coalesce(version_id, '00000000-0000-0000-0000-000000000000')::uuid AS version_id, coalesce(label, model)::text AS label, array_agg(DISTINCT model ORDER BY model)::text[] AS models,
+       count(*) AS ratings, coalesce(sum(rating), 0)::bigint AS rating_sum
+FROM rated
+GROUP BY version_id, coalesce(label, model)
+ORDER BY 2
 `
 
-type AlertListRatingsByModelParams struct {
+type AlertListRatingsByVersionParams struct {
 	OrgID uuid.UUID `json:"org_id"`
 	Since time.Time `json:"since"`
 	Until time.Time `json:"until"`
 }
 
-type AlertListRatingsByModelRow struct {
-	Model     string `json:"model"`
-	Ratings   int64  `json:"ratings"`
-	RatingSum int64  `json:"rating_sum"`
+type AlertListRatingsByVersionRow struct {
+	VersionID uuid.UUID `json:"version_id"`
+	Label     string    `json:"label"`
+	Models    []string  `json:"models"`
+	Ratings   int64     `json:"ratings"`
+	RatingSum int64     `json:"rating_sum"`
 }
 
-// Ratings per model in the evaluation window.
-func (q *Queries) AlertListRatingsByModel(ctx context.Context, arg AlertListRatingsByModelParams) ([]AlertListRatingsByModelRow, error) {
-	rows, err := q.db.Query(ctx, alertListRatingsByModel, arg.OrgID, arg.Since, arg.Until)
+// Ratings in the evaluation window per registered version, where the model
+// the feedback names is one (its model id, or a name a deployment served
+// it under), else per model as named. A version is named as registered
+// ("support 1.1.0"); models lists the names its feedback gave. Feedback
+// naming no version has the nil version id.
+func (q *Queries) AlertListRatingsByVersion(ctx context.Context, arg AlertListRatingsByVersionParams) ([]AlertListRatingsByVersionRow, error) {
+	rows, err := q.db.Query(ctx, alertListRatingsByVersion, arg.OrgID, arg.Since, arg.Until)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	items := []AlertListRatingsByModelRow{}
+	items := []AlertListRatingsByVersionRow{}
 	for rows.Next() {
-		var i AlertListRatingsByModelRow
-		if err := rows.Scan(&i.Model, &i.Ratings, &i.RatingSum); err != nil {
+		var i AlertListRatingsByVersionRow
+		if err := rows.Scan(
+			&i.VersionID,
+			&i.Label,
+			&i.Models,
+			&i.Ratings,
+			&i.RatingSum,
+		); err != nil {
 			return nil, err
 		}
 		items = append(items, i)

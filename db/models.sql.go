@@ -69,6 +69,22 @@ func (q *Queries) DatasetVersionGetForModel(ctx context.Context, arg DatasetVers
 	return i, err
 }
 
+const deploymentCountSharingName = `-- name: DeploymentCountSharingName :one
+SELECT count(*) FROM deployments x JOIN deployments d ON d.id = $1
+WHERE x.org_id = d.org_id AND x.id <> d.id AND x.target_id = d.target_id AND x.served_name = d.served_name
+  AND x.unloaded_at IS NULL AND x.status <> 'failed'
+`
+
+// The other deployments on a deployment's target that still hold its served
+// name (a production deployment that took over an experiment's loaded
+// adapter, say): while one does, the adapter stays loaded.
+func (q *Queries) DeploymentCountSharingName(ctx context.Context, id uuid.UUID) (int64, error) {
+	row := q.db.QueryRow(ctx, deploymentCountSharingName, id)
+	var count int64
+	err := row.Scan(&count)
+	return count, err
+}
+
 const deploymentGet = `-- name: DeploymentGet :one
 SELECT id, org_id, registered_model_id, version_id, target_id, alias, action, status, reason, previous_version_id, served_name, loaded_at, verified_at, alias_moved_at, error, river_job_id, created_by, created_by_label, created_at, finished_at, unloaded_at FROM deployments WHERE org_id = $1 AND id = $2
 `

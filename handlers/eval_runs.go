@@ -19,6 +19,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/curate/curate/internal/auth"
+	"github.com/curate/curate/internal/endpoints"
 	"github.com/curate/curate/internal/errs"
 	"github.com/curate/curate/internal/eval"
 	"github.com/curate/curate/internal/models"
@@ -84,6 +85,12 @@ func (h *Handlers) evaluationRuns(c echo.Context, m *views.EvaluationsView, star
 		if id := c.QueryParam("candidate_version_id"); versions[id].ID != uuid.Nil {
 			m.Start.CandidateVersionID = id
 		}
+		gate, gated, err := h.Eval.GetGate(ctx(c), caller.OrgID)
+		if err != nil {
+			return err
+		}
+		m.Start.GoldenSetVersionID = defaultGoldenSet(c.QueryParam("golden_set_version_id"), gate, gated, m.Choices.Frozen)
+		m.Start.JudgeEndpoint = defaultJudge(runs, m.Start.GoldenSetVersionID, choices.Endpoints)
 	}
 	if len(m.Start.Formula) < maxFormulaRows {
 		m.Start.Formula = append(m.Start.Formula, make([]views.FormulaRow, min(blankFormulaRows, maxFormulaRows-len(m.Start.Formula)))...)
@@ -94,6 +101,39 @@ func (h *Handlers) evaluationRuns(c echo.Context, m *views.EvaluationsView, star
 		}
 	}
 	return nil
+}
+
+// defaultGoldenSet is the golden set the start form opens on: the one the
+// address names (a version's page names the gate's), else the gate's, so
+// that accepting the defaults gives an evaluation the gate can read; ""
+// leaves the list's first.
+func defaultGoldenSet(asked string, gate eval.Gate, gated bool, frozen []views.Option) string {
+	if asked != "" && slices.ContainsFunc(frozen, func(o views.Option) bool { return o.Value == asked }) {
+		return asked
+	}
+	if gated {
+		return gate.GoldenSetVersionID.String()
+	}
+	return ""
+}
+
+// defaultJudge is the judge the start form opens with, for its ticked
+// Judge scorer: the one the newest run on the golden set used, where that
+// endpoint is still there, else the organisation's only endpoint; ""
+// where neither names one.
+func defaultJudge(runs []eval.RunRow, goldenSet string, registered []endpoints.Endpoint) string {
+	exists := func(name string) bool {
+		return slices.ContainsFunc(registered, func(e endpoints.Endpoint) bool { return e.Name == name })
+	}
+	for _, r := range runs { // newest first
+		if r.Judge != "" && (goldenSet == "" || r.GoldenSetVersionID.String() == goldenSet) && exists(r.Judge) {
+			return r.Judge
+		}
+	}
+	if len(registered) == 1 {
+		return registered[0].Name
+	}
+	return ""
 }
 
 // scorerChoices are the scorers the form offers, each with what it
@@ -340,6 +380,12 @@ func sentence(subject, msg string) string {
 		msg += "."
 	}
 	return msg
+}
+
+// EvaluationRunsOpen answers the address the start form once posted to,
+// opened or reloaded: the evaluation page's start form.
+func (h *Handlers) EvaluationRunsOpen(c echo.Context) error {
+	return c.Redirect(http.StatusSeeOther, "/evaluations#start-evaluation")
 }
 
 // EvaluationRun is one run's page.

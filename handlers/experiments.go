@@ -602,7 +602,12 @@ func (h *Handlers) ExperimentDeploy(c echo.Context) error {
 	case err != nil:
 		return err
 	}
-	h.Sessions.Flash(c, "ok", "The treatment is being deployed to production.")
+	where := ""
+	if d.Target != "" {
+		where = " on " + d.Target
+	}
+	h.Sessions.Flash(c, "ok", fmt.Sprintf("Full deploy of %s: the treatment is going to production%s, and the experiment has ended with it as the winner.",
+		c.Param("key"), where))
 	return redirect(c, "/models/versions/"+d.VersionID.String())
 }
 

@@ -71,7 +71,10 @@ func (h *Handlers) ExperimentNew(c echo.Context) error {
 	}
 	if ch.Treatment != uuid.Nil {
 		values["treatment"] = ch.Treatment.String()
-		values["key"] = keySuggestion(ch.Model + "-" + versionOf(ch, ch.Treatment))
+		// Prefilled with a key no other experiment has.
+		if values["key"], err = h.Experiments.FreeKey(ctx(c), CallerOf(c).OrgID, keySuggestion(ch.Model+"-"+versionOf(ch, ch.Treatment))); err != nil {
+			return err
+		}
 	}
 	return h.renderExperimentForm(c, http.StatusOK, ch, values, nil)
 }

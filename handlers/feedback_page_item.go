@@ -12,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/labstack/echo/v4"
 
+	"github.com/curate/curate/db"
 	"github.com/curate/curate/internal/auth"
 	"github.com/curate/curate/internal/errs"
 	"github.com/curate/curate/internal/feedback"
@@ -106,7 +107,8 @@ func (h *Handlers) renderItem(c echo.Context, status int, id uuid.UUID, st feedb
 	v.Message = st.message
 	v.Errors = st.errors
 	for _, u := range users {
-		if u.Active {
+		// A viewer reviews nothing, so is nobody's assignee.
+		if u.Active && u.Role != db.UserRoleViewer {
 			v.Users = append(v.Users, views.QueueOption{Value: u.ID.String(), Label: u.Email})
 		}
 	}

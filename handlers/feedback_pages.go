@@ -91,7 +91,8 @@ func (h *Handlers) FeedbackQueue(c echo.Context) error {
 	}
 	v.NewDataset = views.NewDatasetChoice{Types: datasets.TypesFor(datasets.KindSFT)}
 	for _, u := range users {
-		if u.Active {
+		// A viewer reviews nothing, so is nobody's assignee.
+		if u.Active && u.Role != db.UserRoleViewer {
 			v.Users = append(v.Users, views.QueueOption{Value: u.ID.String(), Label: u.Email})
 		}
 	}

@@ -353,6 +353,12 @@ func (h *Handlers) FineTuneEstimate(c echo.Context) error {
 	return render(c, http.StatusOK, views.FineTuneEstimate(est, true))
 }
 
+// FineTuneJobsOpen answers the address the launch form once posted to,
+// opened or reloaded: the list of jobs.
+func (h *Handlers) FineTuneJobsOpen(c echo.Context) error {
+	return c.Redirect(http.StatusSeeOther, "/fine-tuning")
+}
+
 // FineTuneLaunch launches from the form; on refusal the form comes back
 // as typed, with the messages beside the fields and the estimate of what
 // was typed (or what is missing), never an empty one.

@@ -26,6 +26,7 @@ import (
 	"github.com/curate/curate/internal/keyset"
 	"github.com/curate/curate/internal/loops"
 	"github.com/curate/curate/internal/pairs"
+	"github.com/curate/curate/internal/provider"
 	"github.com/curate/curate/views"
 )
 
@@ -262,8 +263,12 @@ func loopSpec(v map[string]string, form url.Values) (loops.Spec, *errs.Invalid) 
 	sp.Dataset.Name = v["dataset_name"]
 	r := &sp.Dataset.Generate
 	r.Type, r.SplitStrategy = v["dataset_type"], v["split_strategy"]
-	for _, m := range form["methods"] {
-		r.Methods = append(r.Methods, pairs.Generation{Method: m})
+	// Pair methods are for preference training: supervised training of an
+	// instruction dataset takes the items themselves, whatever is ticked.
+	if !pairsIgnored(v) {
+		for _, m := range form["methods"] {
+			r.Methods = append(r.Methods, pairs.Generation{Method: m})
+		}
 	}
 	num("min_strength", &r.MinStrength)
 	r.ValidationPercent = whole("validation_percent")
@@ -322,6 +327,12 @@ func loopSpec(v map[string]string, form url.Values) (loops.Spec, *errs.Invalid) 
 		sp.Rollout = ro
 	}
 	return sp, bad
+}
+
+// pairsIgnored says the form's pair methods do not apply: supervised
+// training on the instruction dataset it follows.
+func pairsIgnored(v map[string]string) bool {
+	return v["method"] == string(provider.Supervised) && (v["dataset_type"] == "" || v["dataset_type"] == datasets.TypeInstructionTuning)
 }
 
 // loopSpecField is the policy's name of a form field, for messages the
@@ -406,13 +417,16 @@ func (h *Handlers) renderLoopForm(c echo.Context, status int, id, version string
 		return err
 	}
 	v := views.LoopFormView{ID: id, Version: version, Values: values, Errors: problems, Checked: checked, Gate: ch.Gate,
-		PairMethods: options(ch.PairMethods...), TrainMethods: options(ch.Methods...),
+		PairMethods: options(ch.PairMethods...),
 		Schedules:    append([]views.Option{{Value: "", Label: "none: when enough items are new"}}, options(loops.Schedules...)...),
 		Statuses:     append([]views.Option{{Value: "", Label: "any"}}, options(feedback.Statuses...)...),
 		Types:        append([]views.Option{{Value: "", Label: "any"}}, options(feedback.Types...)...),
 		DatasetTypes: append([]views.Option{{Value: "", Label: "follow the method"}}, options(datasets.Types...)...),
 		Splits:       options(datasets.SplitStrategies...), Approvals: options(loops.Approvals...),
 		Metrics: append([]views.Option{{Value: "", Label: "none"}}, options(experiments.Metrics...)...),
+	}
+	for _, m := range ch.Methods {
+		v.TrainMethods = append(v.TrainMethods, views.Option{Value: m, Label: views.MethodLabel(m)})
 	}
 	v.Approvals[0].Label = approvalText(loops.ApproveNone)
 	for _, p := range ch.Providers {

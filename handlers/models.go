@@ -114,10 +114,30 @@ func (h *Handlers) ModelVersionDeployments(c echo.Context) error {
 	}
 	if !m.Active {
 		// The deployment ended: reload the whole page, whose status,
-		// aliases and history changed with it.
+		// aliases and history changed with it, saying how it ended.
+		if len(m.Deployments) > 0 {
+			h.flashDeployment(c, m.Name+" "+m.Version, m.Deployments[0])
+		}
 		c.Response().Header().Set("HX-Refresh", "true")
 	}
 	return render(c, http.StatusOK, views.ModelDeployments(m))
+}
+
+// flashDeployment says on the reloaded page how the newest deployment of
+// a version ended.
+func (h *Handlers) flashDeployment(c echo.Context, version string, d views.DeploymentRow) {
+	where := ""
+	if d.Target != "" {
+		where = " on " + d.Target
+	}
+	switch {
+	case d.Status == "succeeded" && d.Alias != "":
+		h.Sessions.Flash(c, "ok", fmt.Sprintf("Deployed: %s now serves %q%s.", version, d.Alias, where))
+	case d.Status == "succeeded":
+		h.Sessions.Flash(c, "ok", fmt.Sprintf("Done: %s is served%s.", version, where))
+	case d.Status == "failed":
+		h.Sessions.Flash(c, "error", fmt.Sprintf("The deployment of %s%s failed: %s", version, where, d.Error))
+	}
 }
 
 func (h *Handlers) renderModelVersion(c echo.Context, status int, m views.ModelVersionView) error {

@@ -386,7 +386,7 @@ func startEvaluation(p Page, f StartForm, c StartChoices, reach *ReachView, errs
 					return templ_7745c5c3_Err
 				}
 			}
-			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 21, " <form method=\"post\" action=\"/evaluations/runs\" class=\"stack wide\" id=\"evaluation-form\" data-formula-form>")
+			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 21, " <form method=\"post\" action=\"/evaluations\" class=\"stack wide\" id=\"evaluation-form\" data-formula-form>")
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}

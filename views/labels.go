@@ -52,6 +52,7 @@ var labels = map[string]string{
 	"both_wrong":         "Both are wrong",
 	"thumbs_":            "Middling",
 	"grpo":               "GRPO",
+	"irs":                "IRS",
 	"ppo":                "PPO",
 	"ui":                 "UI",
 	"sharegpt":           "ShareGPT",
@@ -106,4 +107,24 @@ func Plural[N ~int | ~int32 | ~int64](n N, one, many string) string {
 		return one
 	}
 	return many
+}
+
+// MethodLabel is a training method as the forms offer it: its name and
+// what it trains on.
+func MethodLabel(method string) string {
+	switch method {
+	case "supervised":
+		return "Supervised (example answers)"
+	case "dpo":
+		return "DPO (preference pairs)"
+	case "reward":
+		return "Reward model (preference pairs)"
+	case "irs":
+		return "IRS (iterative rejection sampling)"
+	case "grpo":
+		return "GRPO (policy optimisation against a reward)"
+	case "ppo":
+		return "PPO (policy optimisation with a value head)"
+	}
+	return Label(method)
 }

@@ -2639,7 +2639,7 @@ func gateCard(p Page, m ModelVersionView) templ.Component {
 			return templ_7745c5c3_Err
 		}
 		if !m.Gate.Set {
-			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 247, "<p id=\"gate-status\" data-gate=\"unset\">No evaluation gate is set: production deployments are allowed without an evaluation. <a href=\"/evaluations\">Set one</a>.</p>")
+			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 247, "<p id=\"gate-status\" data-gate=\"unset\">No evaluation gate is set: production deployments are allowed without an evaluation. <a href=\"/evaluations#golden-sets\" id=\"gate-set-one\">Set one</a>.</p>")
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}

@@ -214,6 +214,12 @@ func newDesignSite(t *testing.T) *designSite {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The draft experiment stands for what the stopped run's last step
+	// made: its page says so, with the run's status.
+	if _, err := s.Pool.Exec(ctx, `UPDATE loop_run_steps SET links = '{"experiment_key": "assist-v3"}'
+		WHERE run_id = $1 AND position = (SELECT max(position) FROM loop_run_steps WHERE run_id = $1)`, stopped.ID); err != nil {
+		t.Fatal(err)
+	}
 	curator, err := s.App.Accounts.UserByEmail(ctx, seeded.OrgID, "cu@demo.test")
 	if err != nil {
 		t.Fatal(err)
@@ -314,7 +320,8 @@ var designSizes = []struct {
 // width: nothing spills sideways out of the page or out of its card, no
 // table hides columns off-screen, every table wears the design system's
 // class, no raw enum or code shows (in the text or in a select's
-// options), the navigation highlights the page's own link (behind a Menu
+// options), no template source shows (a component call written as text,
+// "@StatusBadge(o.Status)", or an expression, "{ v.Name }"), the navigation highlights the page's own link (behind a Menu
 // button on the phone), and the browser logs no error (a style or script
 // refused by the CSP is one).
 func TestBrowserEveryPageStyled(t *testing.T) {
@@ -351,6 +358,7 @@ func TestBrowserEveryPageStyled(t *testing.T) {
 type pageFacts struct {
 	ScrollWidth, InnerWidth int
 	Bare, Raw, RawOptions   []string
+	Source                  []string // template source shown as text
 	Title                   string
 	Overlap                 []string // how the top bar does not fit
 	OutOfCard               []string // elements sticking out of their card
@@ -383,6 +391,23 @@ func checkPage(t *testing.T, ctx context.Context, url string) pageFacts {
 			if (!el || el.closest('code, kbd, pre, script, style, template, textarea, select, .raw, [hidden]')) continue;
 			if (!el.checkVisibility || !el.checkVisibility()) continue;
 			for (const m of n.textContent.matchAll(re)) raw.push(m[0] + ' in <' + el.tagName.toLowerCase() + '>');
+		}
+		// Template source that reached the page as text, shown or hidden:
+		// a templ component call ("@StatusBadge(") or a Go expression in
+		// templ's braces ("{ v.Name }", "{ label }").
+		const source = [];
+		const src = /@[A-Z][A-Za-z0-9]*\(|\{ +[A-Za-z_][A-Za-z0-9_.]*(\([^)]*\))? +\}/g;
+		const all = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT);
+		for (let n = all.nextNode(); n; n = all.nextNode()) {
+			const el = n.parentElement;
+			if (!el || el.closest('script, style, textarea')) continue;
+			for (const m of n.textContent.matchAll(src)) source.push(m[0] + ' in <' + el.tagName.toLowerCase() + '>: ' + n.textContent.trim().slice(0, 80));
+		}
+		for (const a of document.querySelectorAll('[title], [placeholder], [aria-label], [value]')) {
+			for (const attr of ['title', 'placeholder', 'aria-label', 'value']) {
+				const v = a.getAttribute(attr);
+				if (v) for (const m of v.matchAll(src)) source.push(m[0] + ' in ' + attr + ' of ' + name(a));
+			}
 		}
 		// Every choice of every select, shown or not: a closed list shows
 		// its options the moment it opens.
@@ -432,7 +457,7 @@ func checkPage(t *testing.T, ctx context.Context, url string) pageFacts {
 		const unstyled = [...document.querySelectorAll('.flash, .banner')]
 			.filter(f => f.checkVisibility() && getComputedStyle(f).backgroundColor === 'rgba(0, 0, 0, 0)').map(name);
 		const current = document.querySelector('nav.tabs a[aria-current=page]');
-		return {ScrollWidth: document.documentElement.scrollWidth, InnerWidth: window.innerWidth, Bare: bare, Raw: raw, RawOptions: rawOptions,
+		return {ScrollWidth: document.documentElement.scrollWidth, InnerWidth: window.innerWidth, Bare: bare, Raw: raw, RawOptions: rawOptions, Source: source,
 			Title: document.title, Overlap: overlap, OutOfCard: outOfCard, HiddenColumns: hidden, Unstyled: unstyled,
 			Active: current ? current.getAttribute('href') : '', Folded: folded};
 	})()`, rawWord)
@@ -454,6 +479,9 @@ func checkPage(t *testing.T, ctx context.Context, url string) pageFacts {
 	}
 	if len(r.RawOptions) > 0 {
 		t.Errorf("raw words in choices: %q", r.RawOptions)
+	}
+	if len(r.Source) > 0 {
+		t.Errorf("template source on the page: %q", r.Source)
 	}
 	if len(r.OutOfCard) > 0 {
 		t.Errorf("out of its card: %q", r.OutOfCard)

@@ -234,7 +234,7 @@ func TestLaunchFormGRPO(t *testing.T) {
 
 	page := c.Get("/fine-tuning/new?provider=local&method=grpo").Must(t, http.StatusOK)
 	for _, want := range []string{`<option value="grpo" selected>GRPO: policy optimisation against a reward (local only)</option>`,
-		`id="ft-method-grpo">GRPO samples several answers to each prompt`, `<fieldset id="ft-local-policy">`,
+		`id="ft-method-grpo" data-methods="grpo ppo">GRPO samples several answers to each prompt`, `<fieldset id="ft-local-policy" data-methods="grpo ppo">`,
 		`name="local.policy.group_size" value="" placeholder="4"`, `name="local.policy.kl_max" value="" placeholder="0.5"`} {
 		if !strings.Contains(page.Body, want) {
 			t.Errorf("launch form lacks %s", want)

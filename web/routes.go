@@ -122,7 +122,11 @@ func Routes(h *handlers.Handlers) []Route {
 		{GET, "/fine-tuning", auth.Viewer, h.FineTuneJobs},
 		{GET, "/fine-tuning/new", auth.Admin, h.FineTuneNew},
 		{POST, "/fine-tuning/estimate", auth.Admin, h.FineTuneEstimate},
+		// The form posts to its own address, where a refusal can be
+		// reloaded; the older address opens the list.
+		{POST, "/fine-tuning/new", auth.Admin, h.FineTuneLaunch},
 		{POST, "/fine-tuning/jobs", auth.Admin, h.FineTuneLaunch},
+		{GET, "/fine-tuning/jobs", auth.Viewer, h.FineTuneJobsOpen},
 		{GET, "/fine-tuning/jobs/:id", auth.Viewer, h.FineTuneJob},
 		{GET, "/fine-tuning/jobs/:id/live", auth.Viewer, h.FineTuneJobLive},
 		{POST, "/fine-tuning/jobs/:id/cancel", auth.Admin, h.FineTuneCancel},
@@ -166,7 +170,11 @@ func Routes(h *handlers.Handlers) []Route {
 		{POST, "/evaluations/golden-sets/:id/unmark", auth.Admin, h.GoldenSetUnmark},
 		{POST, "/evaluations/gate", auth.Admin, h.EvaluationGateSave},
 		{POST, "/evaluations/gate/remove", auth.Admin, h.EvaluationGateRemove},
+		// The start form posts to the page's address, where a refusal can
+		// be reloaded; the older address opens the form.
+		{POST, "/evaluations", auth.Admin, h.EvaluationRunStart},
 		{POST, "/evaluations/runs", auth.Admin, h.EvaluationRunStart},
+		{GET, "/evaluations/runs", auth.Viewer, h.EvaluationRunsOpen},
 		{GET, "/evaluations/runs/:id", auth.Viewer, h.EvaluationRun},
 		{GET, "/evaluations/runs/:id/live", auth.Viewer, h.EvaluationRunLive},
 		{POST, "/evaluations/runs/:id/resume", auth.Admin, h.EvaluationRunResume},

@@ -29,12 +29,32 @@ UPDATE alert_settings
 SET webhook_secret_ciphertext = @ciphertext, webhook_secret_nonce = @nonce, webhook_secret = ''
 WHERE org_id = @org_id AND webhook_secret = @plaintext::text AND webhook_secret <> '';
 
--- name: AlertListRatingsByModel :many
--- Ratings per model in the evaluation window.
-SELECT model, count(*) AS ratings, coalesce(sum(rating), 0)::bigint AS rating_sum
-FROM feedback
-WHERE org_id = @org_id AND created_at >= @since AND created_at < @until AND rating IS NOT NULL
-GROUP BY model ORDER BY model;
+-- name: AlertListRatingsByVersion :many
+-- Ratings in the evaluation window per registered version, where the model
+-- the feedback names is one (its model id, or a name a deployment served
+-- it under), else per model as named. A version is named as registered
+-- ("support 1.1.0"); models lists the names its feedback gave. Feedback
+-- naming no version has the nil version id.
+WITH names AS (
+    SELECT mv.id AS version_id, m.name || ' ' || mv.version AS label, mv.model_id AS name
+    FROM model_versions mv JOIN registered_models m ON m.id = mv.registered_model_id
+    WHERE mv.org_id = @org_id
+    UNION
+    SELECT mv.id, m.name || ' ' || mv.version, d.served_name
+    FROM deployments d JOIN model_versions mv ON mv.id = d.version_id JOIN registered_models m ON m.id = mv.registered_model_id
+    WHERE d.org_id = @org_id AND d.served_name <> ''
+),
+rated AS (
+    SELECT f.model, f.rating, n.version_id, n.label
+    FROM feedback f
+    LEFT JOIN LATERAL (SELECT x.version_id, x.label FROM names x WHERE x.name = f.model ORDER BY x.version_id LIMIT 1) n ON true
+    WHERE f.org_id = @org_id AND f.created_at >= @since AND f.created_at < @until AND f.rating IS NOT NULL
+)
+SELECT coalesce(version_id, '00000000-0000-0000-0000-000000000000')::uuid AS version_id, coalesce(label, model)::text AS label, array_agg(DISTINCT model ORDER BY model)::text[] AS models,
+       count(*) AS ratings, coalesce(sum(rating), 0)::bigint AS rating_sum
+FROM rated
+GROUP BY version_id, coalesce(label, model)
+ORDER BY 2;
 
 -- name: AlertCountThumbsDown :one
 -- Thumbs-down in the window and in the trailing baseline before it, and
@@ -71,10 +91,11 @@ WHERE org_id = @org_id AND id = @id;
 UPDATE alerts SET resolved_at = @now::timestamptz WHERE org_id = @org_id AND id = @id AND resolved_at IS NULL;
 
 -- name: AlertListBanners :many
--- The banners on every page; served by alerts_banner_idx.
+-- The banners on every page (a line each, or one line for them all past
+-- two); served by alerts_banner_idx.
 SELECT id, kind, severity, title, message FROM alerts
 WHERE org_id = @org_id AND resolved_at IS NULL AND dismissed_at IS NULL
-ORDER BY opened_at DESC LIMIT 5;
+ORDER BY opened_at DESC LIMIT 20;
 
 -- name: AlertList :many
 SELECT a.*, coalesce(u.email, '')::text AS dismissed_by_email

@@ -217,6 +217,14 @@ SELECT ((d.action <> 'load' AND d.id = (
             WHERE a.deployment_id = d.id AND e.status IN ('running', 'paused')))::bool AS in_use
 FROM deployments d WHERE d.id = @id;
 
+-- name: DeploymentCountSharingName :one
+-- The other deployments on a deployment's target that still hold its served
+-- name (a production deployment that took over an experiment's loaded
+-- adapter, say): while one does, the adapter stays loaded.
+SELECT count(*) FROM deployments x JOIN deployments d ON d.id = @id
+WHERE x.org_id = d.org_id AND x.id <> d.id AND x.target_id = d.target_id AND x.served_name = d.served_name
+  AND x.unloaded_at IS NULL AND x.status <> 'failed';
+
 -- name: DeploymentUpdateUnloaded :execrows
 -- The deployment's version is no longer served: set before its adapter
 -- is unloaded, or when the target no longer lists it.

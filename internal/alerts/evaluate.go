@@ -24,12 +24,16 @@ func fromRow(r db.AlertSetting) Settings {
 func read(ctx context.Context, q *db.Queries, orgID uuid.UUID, s Settings, now time.Time) (Snapshot, error) {
 	since := now.Add(-s.Window)
 	snap := Snapshot{Since: since, Until: now}
-	ratings, err := q.AlertListRatingsByModel(ctx, db.AlertListRatingsByModelParams{OrgID: orgID, Since: since, Until: now})
+	ratings, err := q.AlertListRatingsByVersion(ctx, db.AlertListRatingsByVersionParams{OrgID: orgID, Since: since, Until: now})
 	if err != nil {
 		return snap, err
 	}
 	for _, r := range ratings {
-		snap.Ratings = append(snap.Ratings, ModelRatings{Model: r.Model, Count: int(r.Ratings), Sum: int(r.RatingSum)})
+		m := ModelRatings{Model: r.Label, Models: r.Models, Count: int(r.Ratings), Sum: int(r.RatingSum)}
+		if r.VersionID != uuid.Nil {
+			m.VersionID = r.VersionID.String()
+		}
+		snap.Ratings = append(snap.Ratings, m)
 	}
 	td, err := q.AlertCountThumbsDown(ctx, db.AlertCountThumbsDownParams{OrgID: orgID, WindowStart: since,
 		BaselineStart: since.Add(-time.Duration(s.BaselineDays) * 24 * time.Hour), Until: now})

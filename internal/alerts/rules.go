@@ -103,11 +103,28 @@ func checkURL(raw string) string {
 	return ""
 }
 
-// ModelRatings are one model's ratings in the window.
+// ModelRatings are one model's ratings in the window: a registered
+// version's, whatever names its feedback gave it (the adapter's served
+// names, its model id), or else a model's as its feedback named it.
 type ModelRatings struct {
+	// Model is the version as registered ("support 1.1.0"), or the name
+	// feedback gave a model Curate does not know.
 	Model string
-	Count int
-	Sum   int
+	// VersionID is the registered version's id, "" for a model Curate does
+	// not know; Models are the names its feedback gave it.
+	VersionID string
+	Models    []string
+	Count     int
+	Sum       int
+}
+
+// key is what keeps one alert per model: its registered version where
+// there is one, so that one version served under two names is one alert.
+func (m ModelRatings) key() string {
+	if m.VersionID != "" {
+		return KindLowRating + ":version:" + m.VersionID
+	}
+	return KindLowRating + ":" + m.Model
 }
 
 // Snapshot is what the rules look at for one organisation.
@@ -156,11 +173,19 @@ func Evaluate(s Settings, snap Snapshot) []Condition {
 		if avg < s.RatingThreshold-1 {
 			sev = SeverityBad
 		}
+		details := map[string]any{"model": m.Model, "average": round2(avg), "ratings": m.Count, "threshold": s.RatingThreshold}
+		if m.VersionID != "" {
+			// The queue filters on one name: the first its feedback gave.
+			details["version_id"], details["models"] = m.VersionID, m.Models
+			if len(m.Models) > 0 {
+				details["model"] = m.Models[0]
+			}
+		}
 		out = append(out, Condition{
-			Kind: KindLowRating, Severity: sev, Key: KindLowRating + ":" + m.Model,
+			Kind: KindLowRating, Severity: sev, Key: m.key(),
 			Title:   "Low ratings for " + modelName(m.Model),
 			Message: fmt.Sprintf("average %.2f over %d ratings in the last %s, below %.2f.", avg, m.Count, window, s.RatingThreshold),
-			Details: map[string]any{"model": m.Model, "average": round2(avg), "ratings": m.Count, "threshold": s.RatingThreshold},
+			Details: details,
 		})
 	}
 	if spike, expected := Spike(s, snap); spike {

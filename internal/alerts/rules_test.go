@@ -24,11 +24,11 @@ func TestEvaluate(t *testing.T) {
 		want     []string // "key severity"
 		message  string   // of the first condition, when set
 	}{
-		{"10 ratings averaging 3.2 alert", def, Snapshot{Ratings: []ModelRatings{{"m1", 10, 32}}},
+		{"10 ratings averaging 3.2 alert", def, Snapshot{Ratings: []ModelRatings{{Model: "m1", Count: 10, Sum: 32}}},
 			[]string{"low_rating:m1 warn"}, "average 3.20 over 10 ratings in the last 24 hours, below 3.50."},
-		{"an average of exactly 3.5 is not below", def, Snapshot{Ratings: []ModelRatings{{"m1", 10, 35}}}, nil, ""},
-		{"9 ratings are too few to judge", def, Snapshot{Ratings: []ModelRatings{{"m1", 9, 18}}}, nil, ""},
-		{"more than a point below is bad", def, Snapshot{Ratings: []ModelRatings{{"m1", 12, 24}, {"m2", 20, 90}}},
+		{"an average of exactly 3.5 is not below", def, Snapshot{Ratings: []ModelRatings{{Model: "m1", Count: 10, Sum: 35}}}, nil, ""},
+		{"9 ratings are too few to judge", def, Snapshot{Ratings: []ModelRatings{{Model: "m1", Count: 9, Sum: 18}}}, nil, ""},
+		{"more than a point below is bad", def, Snapshot{Ratings: []ModelRatings{{Model: "m1", Count: 12, Sum: 24}, {Model: "m2", Count: 20, Sum: 90}}},
 			[]string{"low_rating:m1 bad"}, "average 2.00 over 12 ratings in the last 24 hours, below 3.50."},
 		// Baseline: 14 thumbs-down in 7 days = 2 a day, so 2 expected in 24 h;
 		// factor 2 asks for 4, the minimum count for 5.
@@ -40,9 +40,12 @@ func TestEvaluate(t *testing.T) {
 		{"no baseline, no spike", def, Snapshot{ThumbsDown: 50}, nil, ""},
 		{"a quiet baseline makes any 5 a spike", def, week(Snapshot{ThumbsDown: 5}), []string{"thumbs_down_spike warn"}, ""},
 		{"one safety report", def, Snapshot{SafetyReports: 1}, []string{"safety bad"}, "1 safety report in the last 24 hours awaits review."},
-		{"everything at once, in order", def, week(Snapshot{Ratings: []ModelRatings{{"", 10, 10}}, ThumbsDown: 9, BaselineThumbsDown: 7, SafetyReports: 3}),
+		{"everything at once, in order", def, week(Snapshot{Ratings: []ModelRatings{{Model: "", Count: 10, Sum: 10}}, ThumbsDown: 9, BaselineThumbsDown: 7, SafetyReports: 3}),
 			[]string{"low_rating: bad", "thumbs_down_spike warn", "safety bad"}, ""},
-		{"disabled", off, Snapshot{SafetyReports: 3, Ratings: []ModelRatings{{"m1", 10, 10}}}, nil, ""},
+		{"a version served under two names is one alert, keyed on the version", def, Snapshot{Ratings: []ModelRatings{{Model: "assist 1.0.0",
+			VersionID: "0b6c", Models: []string{"assist-1.0.0-545e043d", "assist-1.0.0-779206ae"}, Count: 10, Sum: 20}}},
+			[]string{"low_rating:version:0b6c bad"}, ""},
+		{"disabled", off, Snapshot{SafetyReports: 3, Ratings: []ModelRatings{{Model: "m1", Count: 10, Sum: 10}}}, nil, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -4,10 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -602,3 +604,55 @@ func TestPlaintextSecretIsSealedOnFirstRead(t *testing.T) {
 		t.Errorf("delivering with a secret copied from another organisation: %v, want it not to open", err)
 	}
 }
+
+// Low ratings are one alert per registered version, named as registered:
+// feedback naming the two adapters one version was served under, and its
+// model id, is one alert for "assist 1.0.0"; a model Curate does not know
+// keeps its own name.
+func TestLowRatingsByVersion(t *testing.T) {
+	ctx := context.Background()
+	f := newFixture(t)
+	var version uuid.UUID
+	if err := f.pool.QueryRow(ctx, `WITH m AS (INSERT INTO registered_models (org_id, name) VALUES ($1, 'assist') RETURNING id)
+		INSERT INTO model_versions (org_id, registered_model_id, version, kind, model_id)
+		SELECT $1, m.id, '1.0.0', 'lora', '/adapters/assist-1.0.0' FROM m RETURNING id`, f.org).Scan(&version); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.pool.Exec(ctx, `INSERT INTO deployments (org_id, registered_model_id, version_id, alias, action, status, served_name)
+		SELECT $1, registered_model_id, id, alias, 'deploy', 'succeeded', name FROM model_versions,
+		(VALUES ('candidate', 'assist-1.0.0-545e043d'), ('production', 'assist-1.0.0-779206ae')) AS d (alias, name) WHERE id = $2`, f.org, version); err != nil {
+		t.Fatal(err)
+	}
+	var items []feedback.Item
+	for i, model := range []string{"assist-1.0.0-545e043d", "assist-1.0.0-779206ae", "/adapters/assist-1.0.0", "legacy-bot"} {
+		for j := range 10 {
+			items = append(items, feedback.Item{Query: fmt.Sprintf("Question %d.%d?", i, j), Response: "No.", FeedbackType: "rating",
+				Rating: ptrInt(2), Model: model})
+		}
+	}
+	if _, err := feedback.New(f.pool).IngestBatch(ctx, f.org, "api", items); err != nil {
+		t.Fatal(err)
+	}
+	res, err := alerts.New(f.pool, nil, nil, nil, nil, nil).Evaluate(ctx, f.org, time.Now().Add(time.Minute))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var titles []string
+	for _, a := range res.Opened {
+		if a.Kind == alerts.KindLowRating {
+			titles = append(titles, a.Title+" ("+a.DedupKey+")")
+		}
+	}
+	slices.Sort(titles)
+	want := []string{"Low ratings for assist 1.0.0 (low_rating:version:" + version.String() + ")", "Low ratings for legacy-bot (low_rating:legacy-bot)"}
+	if !slices.Equal(titles, want) {
+		t.Errorf("low-rating alerts %q, want %q", titles, want)
+	}
+	for _, a := range res.Opened {
+		if a.DedupKey == "low_rating:version:"+version.String() && !strings.Contains(a.Message, "over 30 ratings") {
+			t.Errorf("the version's alert counts %q, want its three names' 30 ratings", a.Message)
+		}
+	}
+}
+
+func ptrInt(n int) *int { return &n }

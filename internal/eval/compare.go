@@ -2,6 +2,7 @@ package eval
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"slices"
 	"strings"
@@ -23,6 +24,7 @@ type RunRow struct {
 	GoldenSet          string
 	CandidateVersionID *uuid.UUID
 	Candidate          string // "support 1.1.0", or the endpoint's name
+	Judge              string // the judge's endpoint, "" when the run had none
 	Done, Total        int
 	Invalid            int
 	MeanReward         *float64
@@ -62,6 +64,10 @@ func runRow(r db.EvaluationRunGetWithNamesRow) RunRow {
 	row := RunRow{ID: r.ID, Kind: r.Kind, Status: string(r.Status), GoldenSetVersionID: r.GoldenSetVersionID, GoldenSet: r.GoldenSetName,
 		Candidate: r.CandidateVersionLabel, Done: int(r.Done), Total: int(r.Total), Invalid: int(r.Invalid),
 		CreatedBy: r.CreatedByLabel, CreatedAt: r.CreatedAt}
+	var cfg Config
+	if json.Unmarshal(r.Config, &cfg) == nil && cfg.Judge != nil {
+		row.Judge = cfg.Judge.Endpoint
+	}
 	if r.CandidateVersionID.Valid {
 		row.CandidateVersionID = &r.CandidateVersionID.UUID
 	} else {

@@ -13,6 +13,7 @@ import (
 	"math"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -411,6 +412,29 @@ func (s *Service) Get(ctx context.Context, orgID uuid.UUID, key string) (Experim
 		return Experiment{}, errs.NotFound(err)
 	}
 	return s.withArms(ctx, q, e)
+}
+
+// FreeKey is base as a key no experiment of the organisation has: base
+// itself, or base with the first free suffix ("-2", "-3", …), kept within
+// a key's 64 characters. A form prefills it; creating still refuses a key
+// taken in between.
+func (s *Service) FreeKey(ctx context.Context, orgID uuid.UUID, base string) (string, error) {
+	q := db.New(s.Pool)
+	for n := 1; n <= 1000; n++ {
+		key := base
+		if n > 1 {
+			suffix := "-" + strconv.Itoa(n)
+			key = strings.TrimRight(base[:min(len(base), 64-len(suffix))], "-._") + suffix
+		}
+		_, err := q.ExperimentGetByKey(ctx, db.ExperimentGetByKeyParams{OrgID: orgID, Key: key})
+		if err = errs.NotFound(err); errors.Is(err, errs.ErrNotFound) {
+			return key, nil
+		}
+		if err != nil {
+			return "", err
+		}
+	}
+	return "", nil
 }
 
 func (s *Service) withArms(ctx context.Context, q *db.Queries, e db.Experiment) (Experiment, error) {

@@ -811,9 +811,7 @@ func (s *Service) rollout(ctx context.Context, st step) (result, error) {
 		key = experimentKey(sp.Name, st.run.Number)
 		e, err := s.Experiments.Get(ctx, org, key)
 		if errors.Is(err, errs.ErrNotFound) {
-			e, err = s.Experiments.Create(ctx, st.actor, org, experiments.NewExperiment{Key: key, Name: fmt.Sprintf("Rollout of %s run #%d", sp.Name, st.run.Number),
-				ControlModelID: prod, TreatmentModelID: version, Metrics: sp.Rollout.Metrics, Guardrails: sp.Rollout.Guardrails,
-				Rollout: &sp.Rollout.Rollout})
+			e, err = s.Experiments.Create(ctx, st.actor, org, rolloutExperiment(sp, key, st.run.Number, prod, version))
 		}
 		if msg, ok := refusal(err); ok {
 			return result{fail: "The rollout could not be set up: " + msg}, nil
@@ -867,4 +865,20 @@ func plural(n int64, one, many string) string {
 		return "1 " + one
 	}
 	return fmt.Sprintf("%d %s", n, many)
+}
+
+// rolloutExperiment is the experiment a run's rollout step sets up between
+// production's version and the run's: the policy's metrics and rollout
+// plan, and as the least sample per arm its plan's units per arm, so the
+// panel waits for what the steps wait for (2 units per arm, not the
+// default 100).
+func rolloutExperiment(sp Spec, key string, run int32, prod, version uuid.UUID) experiments.NewExperiment {
+	in := experiments.NewExperiment{Key: key, Name: fmt.Sprintf("Rollout of %s run #%d", sp.Name, run),
+		ControlModelID: prod, TreatmentModelID: version, Metrics: sp.Rollout.Metrics, Guardrails: sp.Rollout.Guardrails,
+		Rollout: &sp.Rollout.Rollout}
+	if sp.Rollout.MinUnits > 0 {
+		n := max(sp.Rollout.MinUnits, 2) // the least an experiment takes
+		in.MinSamplePerArm = &n
+	}
+	return in
 }

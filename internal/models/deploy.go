@@ -260,9 +260,21 @@ func (s *Service) startDeployment(ctx context.Context, tx pgx.Tx, q *db.Queries,
 	served := ""
 	switch t.Kind {
 	case serving.KindVLLM:
-		// A name of its own per deployment, never reused: reloading an
-		// adapter under a name vLLM has seen can serve the old weights.
+		// A name of its own per load, never reused for another load:
+		// reloading an adapter under a name vLLM has seen can serve the
+		// old weights. A version the target serves already (an
+		// experiment's arm going to production) keeps the adapter loaded
+		// and its name: one version, one copy.
 		served = fmt.Sprintf("%s-%s-%s", m.Name, ver.Version, id.String()[:8])
+		if action != actionLoad {
+			live, ok, err := liveOn(ctx, q, orgID, ver.ID, t.ID)
+			if err != nil {
+				return db.Deployment{}, false, err
+			}
+			if ok {
+				served = live.ServedName
+			}
+		}
 	case serving.KindVLLMPooling:
 		// The server serves the model it was started with, under its
 		// model id unless it was given another name (found when asked).
@@ -340,6 +352,21 @@ func servedOn(ctx context.Context, q *db.Queries, orgID, versionID, targetID uui
 	}
 	for _, r := range rows {
 		if r.Deployment.TargetID.UUID == targetID {
+			return r.Deployment, true, nil
+		}
+	}
+	return db.Deployment{}, false, nil
+}
+
+// liveOn finds the deployment that serves the version on the target now
+// under a name of its own (succeeded, not unloaded since), if any.
+func liveOn(ctx context.Context, q *db.Queries, orgID, versionID, targetID uuid.UUID) (db.Deployment, bool, error) {
+	rows, err := q.DeploymentListServed(ctx, db.DeploymentListServedParams{OrgID: orgID, VersionID: versionID})
+	if err != nil {
+		return db.Deployment{}, false, err
+	}
+	for _, r := range rows {
+		if r.Deployment.TargetID.UUID == targetID && r.Deployment.ServedName != "" {
 			return r.Deployment, true, nil
 		}
 	}
@@ -723,7 +750,7 @@ func (s *Service) Unload(ctx context.Context, id uuid.UUID) error {
 		return nil
 	}
 	if st.d.UnloadedAt == nil {
-		inUse := false
+		inUse, shared := false, int64(0)
 		err := db.InTx(ctx, s.Pool, func(_ pgx.Tx, q *db.Queries) error {
 			if _, err := q.DeploymentGetForUpdate(ctx, id); err != nil {
 				return err
@@ -731,14 +758,25 @@ func (s *Service) Unload(ctx context.Context, id uuid.UUID) error {
 			if inUse, err = q.DeploymentGetInUse(ctx, id); err != nil || inUse {
 				return err
 			}
+			if shared, err = q.DeploymentCountSharingName(ctx, id); err != nil {
+				return err
+			}
 			if n, err := q.DeploymentUpdateUnloaded(ctx, id); err != nil || n == 0 {
 				return err
 			}
+			if shared > 0 {
+				// Another deployment took the adapter over: this one lets go
+				// of it, and the adapter stays loaded for that one.
+				return s.history(ctx, q, st, "unloaded", st.ver.Version, st.d.ServedName+" kept loaded for the deployment that took it over")
+			}
 			return s.history(ctx, q, st, "unloaded", st.ver.Version, st.d.ServedName+" unloaded")
 		})
-		if err != nil || inUse {
+		if err != nil || inUse || shared > 0 {
 			return err
 		}
+	} else if shared, err := db.New(s.Pool).DeploymentCountSharingName(ctx, id); err != nil || shared > 0 {
+		// Let go of before, and held by another deployment since.
+		return err
 	}
 	c, err := s.Serving.VLLM(st.t)
 	if err != nil {

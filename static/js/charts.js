@@ -29,6 +29,7 @@
     if (yRange) opts.scales.y = { range: yRange };
     target.textContent = "";
     var plot = new window.uPlot(opts, data, target);
+    target.uplot = plot; // for the page's tests: what the chart drew
     var resize = function () {
       if (!target.isConnected) {
         window.removeEventListener("resize", resize);
@@ -38,6 +39,16 @@
     };
     window.addEventListener("resize", resize);
   }
+
+  // A training step is a whole number: its axis ticks at whole steps only.
+  var steps = {
+    series: { label: "Step" },
+    axis: {
+      label: "Step",
+      incrs: [1, 2, 5, 10, 20, 25, 50, 100, 200, 250, 500, 1000, 2000, 2500, 5000, 10000, 20000, 25000, 50000, 100000, 1000000],
+      values: function (u, ticks) { return ticks.map(function (t) { return String(Math.round(t)); }); }
+    }
+  };
 
   function loss() {
     var target = el("ft-loss");
@@ -52,10 +63,7 @@
     draw(target, [
       line("Training loss", 0, { value: fixed }),
       line("Validation loss", 1, { value: fixed, dash: [6, 3] })
-    ], [d.step || [], d.train || [], d.valid || []], { label: "Loss" }, null, {
-      series: { label: "Step" },
-      axis: { label: "Step" }
-    });
+    ], [d.step || [], d.train || [], d.valid || []], { label: "Loss" }, null, steps);
   }
 
   // Two versions' losses by step on one chart, from the compare page's
@@ -148,7 +156,6 @@
   // held-out score, and the KL from the reference with the clip fraction.
   function policy() {
     var fixed = function (u, v) { return v == null ? "—" : v.toFixed(4); };
-    var steps = { series: { label: "Step" }, axis: { label: "Step" } };
     var target = el("ft-policy-reward");
     var d = dataOf(target, "data-policy");
     if (d) {

@@ -1,7 +1,7 @@
 // Curate's own script: progressive enhancement only. Every action works
-// without it; it adds confirmation before destructive form posts, picks
-// the choice a field belongs to, and labels table cells so a phone can
-// show each row as a block.
+// without it; it adds confirmation before destructive form posts, brings a
+// refused form's first message into view, picks the choice a field belongs
+// to, and labels table cells so a phone can show each row as a block.
 (function () {
   "use strict";
   // Forms whose button carries hx-confirm ask first even when htmx is not
@@ -23,6 +23,49 @@
       ev.detail.isError = false;
     }
   });
+  // A refused form comes back with its messages beside its fields; the
+  // first of them may be far from the button pressed. Bring it into the
+  // window and put the cursor in its field, on a page shown after a plain
+  // post and on a form htmx swapped in after a refusal alike.
+  function showRefusal(root) {
+    var scope = root && root.querySelectorAll ? root : document;
+    var errors = scope.querySelectorAll("form .form-error, form .field-error");
+    var first = null;
+    for (var i = 0; i < errors.length; i++) {
+      if (errors[i].textContent.trim() !== "" && errors[i].offsetParent !== null) { first = errors[i]; break; }
+    }
+    if (!first) return;
+    first.scrollIntoView({ block: "center" });
+    var field = fieldOf(first);
+    if (field) field.focus({ preventScroll: true });
+  }
+  // fieldOf is the field a message is about: the one it describes, else
+  // the last field before it in the form, else the first one after.
+  function fieldOf(msg) {
+    var controls = "input:not([type=hidden]):not([disabled]), select:not([disabled]), textarea:not([disabled])";
+    if (msg.id) {
+      var described = document.querySelector('[aria-describedby~="' + msg.id.replace(/(["\\])/g, "\\$1") + '"]');
+      if (described) return described;
+    }
+    var form = msg.closest("form");
+    if (!form) return null;
+    var all = form.querySelectorAll(controls), before = null, after = null;
+    for (var i = 0; i < all.length; i++) {
+      if (all[i].compareDocumentPosition(msg) & Node.DOCUMENT_POSITION_FOLLOWING) before = all[i];
+      else if (!after) after = all[i];
+    }
+    return before || after;
+  }
+  if (document.readyState === "loading") {
+    document.addEventListener("DOMContentLoaded", function () { showRefusal(document); });
+  } else {
+    showRefusal(document);
+  }
+  document.addEventListener("htmx:afterSettle", function (ev) {
+    var status = ev.detail && ev.detail.xhr && ev.detail.xhr.status;
+    if (status === 409 || status === 422) showRefusal(ev.target);
+  });
+
   // A field with data-picks="ID" checks the radio ID when it is used: the
   // name of a new dataset picks "A new dataset".
   function pick(ev) {

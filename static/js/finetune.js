@@ -1,4 +1,5 @@
-// The launch form's base model follows its defaults: while the field
+// The launch form shows the help and settings of the chosen method only,
+// and its base model follows its defaults: while the field
 // holds the default of the version and provider chosen before (or is
 // empty), choosing another version or provider puts in the new one's —
 // the dataset's base model, or else the provider's default — so the
@@ -17,6 +18,16 @@
       return (v && v.getAttribute("data-base-model")) || (p && p.getAttribute("data-default-model")) || "";
     }
     var last = fallback();
+    // What applies to some methods only (GRPO's help, IRS's settings) is
+    // shown while one of them is chosen.
+    var method = form.elements.method;
+    function byMethod() {
+      if (!method) return;
+      Array.prototype.forEach.call(form.querySelectorAll("[data-methods]"), function (el) {
+        el.hidden = el.getAttribute("data-methods").split(" ").indexOf(method.value) < 0;
+      });
+    }
+    if (method) method.addEventListener("change", byMethod);
     // Capturing, so the field changes before htmx sends the form for its
     // estimate.
     form.addEventListener("change", function (ev) {
