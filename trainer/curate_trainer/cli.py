@@ -13,7 +13,7 @@ import platform
 import sys
 from pathlib import Path
 
-from . import config, data, paths
+from . import config, data, launch, paths
 from .errors import Cancelled, TrainerError
 from .protocol import Emitter
 from .stop import CANCELLED_EXIT_CODE, StopFlag
@@ -88,6 +88,14 @@ def run(cfg_path, emitter, stop):
         from . import runtime  # the first import of torch; TrainerError when it is missing
 
         device = runtime.choose_device(cfg.device, cfg.require_gpu)
+        gpus = launch.gpus_to_use(cfg.method, device, runtime.cuda_count())
+        if gpus > 1 and not launch.launched():
+            log.info("%d GPUs: running %s across them with accelerate", gpus, cfg.method)
+            return launch.relaunch(cfg_path, gpus, cfg.method, emitter.stream, stop)
+        if launch.launched():
+            device = runtime.join_processes(device)
+            if launch.world()[0] != 0:
+                emitter.mute()
         dtype = runtime.choose_dtype(cfg.hyperparameters.dtype, device)
         runtime.seed_everything(cfg.seed)
         runtime.route_library_logs()
