@@ -155,11 +155,13 @@ class PPOTest(unittest.TestCase):
             self.assertAlmostEqual(g, w, places=6)
 
     def test_whiten(self):
-        # 1, 2, 3 (and a masked 100): mean 2, population variance 2/3, std 0.816497, so
-        # -1 / 0.816497 = -1.224745, 0, 1.224745.
+        # 1, 2, 3 (and a masked 100): mean 2, sample variance (1 + 0 + 1) / 2 = 1, so
+        # -1, 0, 1.
         got = losses.whiten(t([[1.0, 2.0, 3.0, 100.0]]), t([[1, 1, 1, 0]])).flatten().tolist()
-        for g, w in zip(got, [-1.224745, 0.0, 1.224745, 0.0]):
+        for g, w in zip(got, [-1.0, 0.0, 1.0, 0.0]):
             self.assertAlmostEqual(g, w, places=5)
+        # One masked position: its deviation is 0 whatever the variance.
+        self.assertEqual(losses.whiten(t([[5.0, 1.0]]), t([[1, 0]])).flatten().tolist(), [0.0, 0.0])
 
     def test_clipped_value_loss(self):
         # clip 0.2, old values 0.5 each:
