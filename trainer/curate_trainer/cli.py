@@ -63,8 +63,9 @@ def prepare(cfg_path, emitter):
         raise TrainerError(f"output_dir: cannot create {out}: {e.strerror}") from None
     log_to(logging.FileHandler(out / "train.log", encoding="utf-8"))
     metrics = out / "metrics.jsonl"
-    metrics.write_text("", encoding="utf-8")
-    emitter.metrics_path = metrics
+    if launch.world()[0] == 0:  # the other processes of a run across GPUs record nothing
+        metrics.write_text("", encoding="utf-8")
+        emitter.metrics_path = metrics
     log.info("method %s, base model %s, output %s", cfg.method, cfg.base_model, out)
     paths.check_model_dir(cfg.base_model, "base_model")
     if cfg.method == "irs" and cfg.irs.reward_model:
