@@ -1,10 +1,10 @@
 """Curate's hand-written losses equal TRL's on the same batch, to 1e-5.
 
-The trainer keeps its own DPO, reward-model, GRPO and PPO code (the loops
+The trainer keeps its own SFT, DPO, reward-model, GRPO and PPO code (the loops
 that carry Curate's protocol: events, stop, save-best, early stopping, the
 guards); each test here builds the tiny model gpu_check.py builds, puts one
 batch through Curate's code and through TRL's own loss computation
-(DPOTrainer.compute_loss, RewardTrainer.compute_loss, GRPOTrainer's loss,
+(SFTTrainer.compute_loss, DPOTrainer.compute_loss, RewardTrainer.compute_loss, GRPOTrainer's loss,
 on real TRL trainers over the same model), and compares. TRL 1.x no longer
 ships PPO; trl_ppo.py restates the loss of its last published PPOTrainer
 (trl.experimental.ppo), and the PPO test compares with that.
@@ -100,6 +100,26 @@ class Agreement(unittest.TestCase):
     def encoded_pairs(self):
         """Curate's (ids, labels) of each pair's chosen and rejected conversation."""
         return [(self.fmt.encode_pair(p, c, 128), self.fmt.encode_pair(p, r, 128)) for p, c, r in self.pairs]
+
+
+class SFTTest(Agreement):
+    def test_reply_token_loss_equals_trl(self):
+        from curate_trainer import losses, sft
+
+        rows = [{"messages": [{"role": m.role, "content": m.content} for m in p + c]} for p, c, _ in self.pairs]
+        trainer = trl.SFTTrainer(model=self.base("CAUSAL_LM"), peft_config=self.lora_config("CAUSAL_LM"),
+                                 args=self.args(trl.SFTConfig), train_dataset=datasets.Dataset.from_list(rows),
+                                 processing_class=self.tokenizer)
+        model = trainer.model.eval()
+        batch = [c for c, _ in self.encoded_pairs()]  # the chosen conversations; labels on the replies only
+        pad = self.tokenizer.pad_token_id
+        with torch.no_grad():
+            ours, tokens = sft.token_loss(model, batch, SimpleNamespace(device="cpu"), pad)
+            input_ids, attention_mask, labels = losses.collate(batch, pad, "cpu")
+            theirs = trainer.compute_loss(model, {"input_ids": input_ids, "attention_mask": attention_mask,
+                                                  "labels": labels})
+        self.assertGreater(tokens, 10)
+        self.assertAlmostEqual(ours.item(), theirs.item(), delta=TOLERANCE)
 
 
 class DPOTest(Agreement):
