@@ -56,6 +56,7 @@ gotest:
 	@rm -rf $(TESTDIR)
 	$(GO) build -o $(TESTDIR)/curate ./cmd/curate
 	@s3=$$(GO=$(GO) scripts/s3server.sh); echo "S3 server for the tests: $$s3"
+	@[ -n "$${CURATE_TEST_TRAINER_PYTHON:-}" ] || { py=$$(scripts/trainer-env.sh); echo "trainer for the tests: $$py"; }
 	@CURATE_DATA_DIR=$(TESTDIR) $(TESTDIR)/curate devdb start >/dev/null
 	@export CURATE_S3_SERVER="$$(GO=$(GO) scripts/s3server.sh)"; \
 	trainer="$${CURATE_TEST_TRAINER_PYTHON:-}"; [ -n "$$trainer" ] || trainer=$$(scripts/trainer-env.sh); \

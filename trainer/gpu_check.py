@@ -6,11 +6,12 @@ It builds a tiny Llama from a config with transformers (random weights,
 nothing downloaded) and a byte-level BPE tokenizer trained here on a toy
 question-and-answer set, then runs every method (sft, dpo, reward, grpo,
 ppo, irs) for a few steps through the real entry point, the command the
-local worker runs (across every GPU through accelerate's launcher where the
-machine has several, for the methods that run data-parallel), reading its
-stdout protocol. For each it checks that every stdout line is a protocol
-event and the run ends with done, that the loss moved (and fell, for sft,
-dpo and reward), and that the saved model loads back: an adapter with peft
+local worker runs (which starts itself across every GPU through
+accelerate's launcher where the machine has several, for the methods that
+run data-parallel), reading its stdout protocol. For each it checks that
+every stdout line is a protocol event and the run ends with done, that
+the loss moved (and fell, for sft, dpo and reward), and that the saved
+model loads back: an adapter with peft
 onto the base, in the file layout vLLM's LoRA loader reads
 (adapter_config.json naming its target modules, adapter_model.safetensors),
 and generates; the reward model and its tokenizer with
@@ -121,15 +122,16 @@ def build_model(path):
     return path
 
 
-def run_trainer(run_dir, cfg, gpus=0, timeout=600):
-    """Run the trainer on config.json as the local worker does (across every
-    GPU when there are several); (exit code, events, problems with the
+def run_trainer(run_dir, cfg, timeout=600):
+    """Run the trainer on config.json with the command the local worker runs
+    (which, on a machine with several GPUs, starts itself across them for
+    the data-parallel methods); (exit code, events, problems with the
     stream, seconds)."""
     (run_dir / "config.json").write_text(json.dumps(cfg), encoding="utf-8")
     started = time.monotonic()
     env = dict(os.environ, PYTHONPATH=str(TRAINER_DIR) + os.pathsep + os.environ.get("PYTHONPATH", ""))
     with open(run_dir / "stderr.txt", "w", encoding="utf-8") as stderr:
-        proc = subprocess.run(launch.command(sys.executable, run_dir / "config.json", gpus, cfg["method"]),
+        proc = subprocess.run(launch.command(sys.executable, run_dir / "config.json", 1),
                               cwd=TRAINER_DIR, env=env, stdout=subprocess.PIPE, stderr=stderr, text=True,
                               timeout=timeout)
     events, problems = [], []
@@ -340,7 +342,7 @@ def main(argv):
     device = args.device if args.device != "auto" else ("cuda" if torch.cuda.is_available() else "cpu")
     gpus = torch.cuda.device_count() if device == "cuda" else 0
     where = torch.cuda.get_device_name(0) if device == "cuda" else "CPU"
-    print(f"gpu-check on {device} ({where}, {gpus} GPUs used): torch {torch.__version__}, "
+    print(f"gpu-check on {device} ({where}, {gpus} GPUs): torch {torch.__version__}, "
           f"transformers {transformers.__version__}, peft {peft.__version__}, Python {sys.version.split()[0]} "
           f"({os.path.abspath(sys.executable)})", flush=True)
     out = Path(args.out).resolve() if args.out else default_out()
@@ -358,7 +360,7 @@ def main(argv):
         if evaluation:
             write_jsonl(run_dir / "eval.jsonl", evaluation)
         used = launch.gpus_to_use(method, device, gpus)
-        code, events, problems, seconds = run_trainer(run_dir, cfg, used)
+        code, events, problems, seconds = run_trainer(run_dir, cfg)
         row = check_run(method, model, run_dir, code, events, problems, seconds)
         row["gpus"] = used
         if row["problems"]:
