@@ -17,6 +17,11 @@ def _group():
     return torch.distributed.is_available() and torch.distributed.is_initialized()
 
 
+def distributed():
+    """True in one of several processes of a run."""
+    return _group()
+
+
 def world():
     """(rank, number of processes) of this process."""
     if not _group():

@@ -154,7 +154,8 @@ class Loop:
                     break
                 parallel.check_stop(self.run.stop)
                 for batch in group:
-                    self.run.stop.check()
+                    if not parallel.distributed():  # across processes the stop is agreed once a step
+                        self.run.stop.check()
                     # Across several GPUs each process takes its share of the batch.
                     part = parallel.share(batch)
                     if not part:
