@@ -5,15 +5,14 @@ SHELL := /bin/bash
 GO      ?= go
 HTMX    := 2.0.11
 UPLOT   := 1.6.32
-PYTHON  ?= python3
-# The trainer's tensor math tests need torch: CI installs Debian's
-# python3-torch, which only the system Python sees.
-TORCH_PYTHON ?= /usr/bin/python3
-# make gpu-check needs torch, transformers and peft, which CI does not have.
-GPU_PYTHON ?= python3
+# The trainer's tests and make gpu-check run under the Python of the
+# trainer's environment (trainer/requirements.lock, installed once by
+# scripts/trainer-env.sh) unless these name another interpreter.
+TORCH_PYTHON ?=
+GPU_PYTHON ?=
 TESTDIR := $(CURDIR)/.curate-test
 
-.PHONY: run build test generate check-generated lint gotest s3server trainer-test trainer-math gpu-check bench assets clean
+.PHONY: run build test generate check-generated lint gotest s3server trainer-env trainer-test trainer-math gpu-check bench assets clean
 
 ## run: build and start Curate in dev mode with its own Postgres in ./.curate
 # Built, then exec'd, rather than `go run`: go run exits 1 when Ctrl-C
@@ -33,8 +32,8 @@ generate:
 	$(GO) tool templ generate
 	$(GO) tool sqlc generate
 
-## test: generated code up to date, vet, staticcheck, race tests, trainer unit and math tests
-test: check-generated lint gotest trainer-test
+## test: generated code up to date, vet, staticcheck, race tests, the trainer's tests and gpu-check
+test: check-generated lint gotest trainer-test gpu-check
 
 check-generated:
 	@$(GO) tool templ generate >/dev/null 2>&1
@@ -51,13 +50,17 @@ lint:
 
 # One Postgres cluster serves every package's test databases; the blob
 # store and scale-out tests start SeaweedFS's S3 gateway from the binary
-# that s3server builds once.
+# that s3server builds once; the tests that run the real trainer use the
+# trainer's environment (CURATE_TEST_TRAINER_PYTHON).
 gotest:
 	@rm -rf $(TESTDIR)
 	$(GO) build -o $(TESTDIR)/curate ./cmd/curate
 	@s3=$$(GO=$(GO) scripts/s3server.sh); echo "S3 server for the tests: $$s3"
+	@[ -n "$${CURATE_TEST_TRAINER_PYTHON:-}" ] || { py=$$(scripts/trainer-env.sh); echo "trainer for the tests: $$py"; }
 	@CURATE_DATA_DIR=$(TESTDIR) $(TESTDIR)/curate devdb start >/dev/null
 	@export CURATE_S3_SERVER="$$(GO=$(GO) scripts/s3server.sh)"; \
+	trainer="$${CURATE_TEST_TRAINER_PYTHON:-}"; [ -n "$$trainer" ] || trainer=$$(scripts/trainer-env.sh); \
+	export CURATE_TEST_TRAINER_PYTHON="$$trainer"; \
 	export TEST_DATABASE_URL="$$(CURATE_DATA_DIR=$(TESTDIR) $(TESTDIR)/curate devdb url --admin)"; \
 	status=0; $(GO) test -race -count=1 -timeout=20m ./... || status=$$?; \
 	CURATE_DATA_DIR=$(TESTDIR) $(TESTDIR)/curate devdb stop >/dev/null; exit $$status
@@ -66,25 +69,29 @@ gotest:
 s3server:
 	@GO=$(GO) scripts/s3server.sh
 
-## trainer-test: the trainer's tests under $(PYTHON); when it has no torch, the math tests run under $(TORCH_PYTHON)
+## trainer-env: install trainer/requirements.lock into a venv once (cached in ~/.cache/curate, about 3 GB cold) and print its Python
+trainer-env:
+	@scripts/trainer-env.sh
+
+# The Python a trainer target runs: $(1) when set, else the trainer's
+# environment, installed on first use. A failed install fails the target.
+trainer_python = $(if $(1),$(1),$$(scripts/trainer-env.sh))
+
+## trainer-test: every trainer test (unit, math, methods on a tiny model) under $(TORCH_PYTHON) (default: the trainer's environment)
 trainer-test:
-	cd trainer && $(PYTHON) -m unittest discover -s tests -v
-	@$(PYTHON) -c 'import torch' 2>/dev/null || $(MAKE) --no-print-directory trainer-math
+	@py="$(call trainer_python,$(TORCH_PYTHON))"; echo "trainer tests under $$py"; \
+	cd trainer && HF_HUB_OFFLINE=1 $$py -m unittest discover -s tests -v
 
-## trainer-math: the trainer's tests that need torch alone (tests/test_losses.py, test_policy_losses.py, test_policy_method.py) under $(TORCH_PYTHON); without torch they fail under CI=true
+## trainer-math: the trainer's tests that need torch alone (tests/test_losses.py, test_policy_losses.py, test_policy_method.py) under $(TORCH_PYTHON) (default: the trainer's environment)
 trainer-math:
-	@if $(TORCH_PYTHON) -c 'import torch' 2>/dev/null; then \
-		cd trainer && $(TORCH_PYTHON) -m unittest discover -s tests -p 'test_*losses.py' -v && \
-		$(TORCH_PYTHON) -m unittest discover -s tests -p test_policy_method.py -v; \
-	elif [ "$${CI:-}" = true ]; then \
-		echo "trainer-math: $(TORCH_PYTHON) cannot import torch; CI needs Debian's python3-torch (.ci/run installs it)"; exit 1; \
-	else \
-		echo "trainer-math: NOT RUN: $(TORCH_PYTHON) cannot import torch (install python3-torch, or set TORCH_PYTHON to a Python that has torch)"; \
-	fi
+	@py="$(call trainer_python,$(TORCH_PYTHON))"; \
+	cd trainer && $$py -m unittest discover -s tests -p 'test_*losses.py' -v; \
+	$$py -m unittest discover -s tests -p test_policy_method.py -v
 
-## gpu-check: every training method a few steps on a tiny model built here, through the real trainer; one table (needs torch, transformers and peft under $(GPU_PYTHON); a GPU when there is one)
+## gpu-check: every training method a few steps on a tiny model built here, through the real trainer; one table and $$CURATE_GPU_CHECK_OUT (default .curate/gpu-check.json); a GPU when there is one
 gpu-check:
-	cd trainer && PYTHONUNBUFFERED=1 $(GPU_PYTHON) gpu_check.py
+	@py="$(call trainer_python,$(GPU_PYTHON))"; \
+	cd trainer && HF_HUB_OFFLINE=1 PYTHONUNBUFFERED=1 $$py gpu_check.py
 
 ## bench: benchmarks beside raw PostgreSQL in one run, then one table (CURATE_BENCH_ROWS sizes the database ones)
 bench:

@@ -1,26 +1,34 @@
 """One command that shows the local trainer works on this machine:
-``make gpu-check`` (or ``python3 gpu_check.py [--device cuda|cpu] [--keep DIR]``
-from trainer/).
+``make gpu-check`` (or ``python gpu_check.py [--device cuda|cpu] [--out FILE]
+[--keep DIR]`` from trainer/, with the trainer environment's Python).
 
 It builds a tiny Llama from a config with transformers (random weights,
 nothing downloaded) and a byte-level BPE tokenizer trained here on a toy
-question-and-answer set, then runs every method (sft, dpo, reward, irs,
-grpo, ppo) for a few steps through the real command line, reading its
-stdout protocol. For each it checks that every stdout line is a protocol
-event and the run ends with done, that the loss moved, and that the saved
-model loads back: an adapter with peft, in the file layout vLLM's LoRA
-loader reads (adapter_config.json and adapter_model.safetensors), the
-reward model with AutoModelForSequenceClassification, where it must score
-the preferred answer above the rejected one on pairs it never saw. It
-prints one table and exits 0 when every row passed, 1 otherwise, and 2
-when torch, transformers or peft is missing.
+question-and-answer set, then runs every method (sft, dpo, reward, grpo,
+ppo, irs) for a few steps through the real entry point, the command the
+local worker runs (which starts itself across every GPU through
+accelerate's launcher where the machine has several, for the methods that
+run data-parallel), reading its stdout protocol. For each it checks that
+every stdout line is a protocol event and the run ends with done, that
+the loss moved (and fell, for sft, dpo and reward), and that the saved
+model loads back: an adapter with peft
+onto the base, in the file layout vLLM's LoRA loader reads
+(adapter_config.json naming its target modules, adapter_model.safetensors),
+and generates; the reward model and its tokenizer with
+AutoModelForSequenceClassification and AutoTokenizer, where it must score
+the preferred answer above the rejected one on pairs it never saw.
 
-On one GPU it takes about a minute; it also runs on a CPU, slower.
+It writes the report $CURATE_GPU_CHECK_OUT (default .curate/gpu-check.json
+at the repository root; a relative path is taken from there), keeps the
+model and the runs in gpu-check/ beside it, prints one table and exits 0
+when every row passed, 1 otherwise, and 2 when torch, transformers or peft
+is missing.
 """
 
 import argparse
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -28,6 +36,9 @@ import time
 from pathlib import Path
 
 TRAINER_DIR = Path(__file__).resolve().parent
+REPO_ROOT = TRAINER_DIR.parent
+sys.path.insert(0, str(TRAINER_DIR))
+from curate_trainer import launch  # noqa: E402  (the standard library alone)
 REQUIRED = ("torch", "transformers", "peft", "tokenizers", "safetensors")
 
 CHATML = ("{% for m in messages %}<|im_start|>{{ m['role'] }}\n{{ m['content'] }}<|im_end|>\n{% endfor %}"
@@ -112,12 +123,15 @@ def build_model(path):
 
 
 def run_trainer(run_dir, cfg, timeout=600):
-    """Run the trainer on config.json; (exit code, events, problems with the stream, seconds)."""
+    """Run the trainer on config.json with the command the local worker runs
+    (which, on a machine with several GPUs, starts itself across them for
+    the data-parallel methods); (exit code, events, problems with the
+    stream, seconds)."""
     (run_dir / "config.json").write_text(json.dumps(cfg), encoding="utf-8")
     started = time.monotonic()
     env = dict(os.environ, PYTHONPATH=str(TRAINER_DIR) + os.pathsep + os.environ.get("PYTHONPATH", ""))
     with open(run_dir / "stderr.txt", "w", encoding="utf-8") as stderr:
-        proc = subprocess.run([sys.executable, "-m", "curate_trainer", "run", str(run_dir / "config.json")],
+        proc = subprocess.run(launch.command(sys.executable, run_dir / "config.json", 1),
                               cwd=TRAINER_DIR, env=env, stdout=subprocess.PIPE, stderr=stderr, text=True,
                               timeout=timeout)
     events, problems = [], []
@@ -162,7 +176,8 @@ def summarise(method, code, events, problems, seconds):
 
 
 def check_adapter(base_model, path):
-    """Problems with a saved adapter: vLLM's file layout, and loading it with peft."""
+    """Problems with a saved adapter: vLLM's file layout (target modules
+    named), loading it with peft onto the base, and generating with it."""
     import peft
     import torch
     import transformers
@@ -173,18 +188,23 @@ def check_adapter(base_model, path):
         return problems
     config = json.loads((path / "adapter_config.json").read_text(encoding="utf-8"))
     for key in ("r", "lora_alpha", "target_modules", "peft_type"):
-        if key not in config:
+        if not config.get(key):
             problems.append(f"adapter_config.json has no {key}")
+    tokenizer = transformers.AutoTokenizer.from_pretrained(str(base_model))
     base = transformers.AutoModelForCausalLM.from_pretrained(str(base_model))
-    ids = torch.tensor([[1, 2, 3, 4]])
+    ids = tokenizer(question(FACTS[0][0]), return_tensors="pt")["input_ids"]
     with torch.no_grad():
         before = base(input_ids=ids).logits
-        tuned = peft.PeftModel.from_pretrained(base, str(path))
+        tuned = peft.PeftModel.from_pretrained(base, str(path)).eval()
         after = tuned(input_ids=ids).logits
+        generated = tuned.generate(input_ids=ids, attention_mask=torch.ones_like(ids), max_new_tokens=8,
+                                   do_sample=False, pad_token_id=tokenizer.pad_token_id)
     if not torch.isfinite(after).all():
         problems.append("the adapter gives non-finite logits")
     elif (after - before).abs().max().item() < 1e-6:
         problems.append("the loaded adapter changes nothing")
+    if generated.shape[1] <= ids.shape[1]:
+        problems.append("the adapter generates no token")
     return problems
 
 
@@ -221,7 +241,9 @@ def plan(root, model, device):
           "learning_rate": 1e-2, "batch_size": 4, "lr_scheduler": "constant"}
     prompts = [prompt_line(s, f) for s, f in TRAIN]
     held_out_prompts = [prompt_line(s, f) for s, f in HELD_OUT]
-    policy = {"group_size": 4, "max_new_tokens": 16, "kl_max": 100.0, "holdout_every": 5, "holdout_patience": 100,
+    # A few steps each: a sampled batch, its scores and two updates per step.
+    policy = {"group_size": 4, "max_new_tokens": 12, "kl_max": 100.0, "holdout_every": 2, "holdout_patience": 100,
+              "holdout_prompts": 2,
               "reward_model": str(root / "reward" / "final"), "weights": {"rm": 1.0, "rel": 0.5}}
     return [
         ("sft", {**common, "method": "sft", "hyperparameters": {**hp, "epochs": 3}},
@@ -233,16 +255,16 @@ def plan(root, model, device):
         ("reward", {**common, "method": "reward", "hyperparameters": {**hp, "epochs": 8, "lr_scheduler": "cosine",
                                                                        "learning_rate": 5e-3}},
          [preference_line(s, f) for s, f in TRAIN], [preference_line(s, f) for s, f in HELD_OUT]),
-        ("irs", {**common, "method": "irs", "hyperparameters": {"max_length": 128},
-                 "irs": {"n_iterations": 2, "n_candidates": 3, "batch_size": 4, "learning_rate": 1e-3,
-                         "max_new_tokens": 16, "n_questions": 8, "reward_model": str(root / "reward" / "final")}},
-         prompts, []),
-        ("grpo", {**common, "method": "grpo", "hyperparameters": {**hp, "epochs": 1, "batch_size": 2,
+        ("grpo", {**common, "method": "grpo", "hyperparameters": {**hp, "epochs": 1, "batch_size": 2, "max_steps": 4,
                                                                    "learning_rate": 5e-3}, "policy": policy},
          prompts, held_out_prompts),
-        ("ppo", {**common, "method": "ppo", "hyperparameters": {**hp, "epochs": 1, "batch_size": 2,
+        ("ppo", {**common, "method": "ppo", "hyperparameters": {**hp, "epochs": 1, "batch_size": 2, "max_steps": 4,
                                                                  "learning_rate": 5e-3}, "policy": policy},
          prompts, held_out_prompts),
+        ("irs", {**common, "method": "irs", "hyperparameters": {"max_length": 128},
+                 "irs": {"n_iterations": 2, "n_candidates": 3, "batch_size": 4, "learning_rate": 1e-3,
+                         "max_new_tokens": 12, "n_questions": 8, "reward_model": str(root / "reward" / "final")}},
+         prompts, []),
     ]
 
 
@@ -252,9 +274,9 @@ def fmt_num(x):
 
 def table(rows):
     """The summary as fixed-width text: one row per method."""
-    header = ("method", "steps", "first loss", "last loss", "saved model", "seconds", "result")
-    body = [(r["method"], str(r["steps"]), fmt_num(r["first"]), fmt_num(r["last"]), r.get("model", "—"),
-             f"{r['seconds']:.1f}", "ok" if not r["problems"] else "FAIL: " + "; ".join(r["problems"]))
+    header = ("method", "gpus", "steps", "first loss", "last loss", "saved model", "seconds", "result")
+    body = [(r["method"], str(r.get("gpus", 0)), str(r["steps"]), fmt_num(r["first"]), fmt_num(r["last"]),
+             r.get("model", "—"), f"{r['seconds']:.1f}", "ok" if not r["problems"] else "FAIL: " + "; ".join(r["problems"]))
             for r in rows]
     widths = [max(len(h), *(len(row[i]) for row in body)) if body else len(h) for i, h in enumerate(header)]
     widths[-1] = len(header[-1])  # the last column runs on
@@ -262,15 +284,55 @@ def table(rows):
     return "\n".join([line(header), line(tuple("-" * w for w in widths))] + [line(r) for r in body])
 
 
+def default_out():
+    """$CURATE_GPU_CHECK_OUT, relative to the repository root, or .curate/gpu-check.json there."""
+    out = Path(os.environ.get("CURATE_GPU_CHECK_OUT") or ".curate/gpu-check.json")
+    return out if out.is_absolute() else REPO_ROOT / out
+
+
+def report(device, gpus, rows):
+    """The Contract's JSON: the device, the interpreter, and one entry per method."""
+    methods = []
+    for r in rows:
+        methods.append({"method": r["method"], "status": "ok" if not r["problems"] else "failed",
+                        "steps": r["steps"], "loss_first": r["first"], "loss_last": r["last"],
+                        "base_model": r.get("base_model"), "artefact": r.get("artefact"),
+                        "seconds": round(r["seconds"], 3), "error": "; ".join(r["problems"]),
+                        "gpus": r.get("gpus", 0)})
+    return {"device": device, "gpus": gpus, "python": os.path.abspath(sys.executable), "methods": methods}
+
+
+def check_run(method, model, run_dir, code, events, problems, seconds):
+    """The table row of one method's run, with every problem found."""
+    row, problems = summarise(method, code, events, problems, seconds)
+    final = run_dir / "final"
+    row["base_model"] = str(model)
+    row["artefact"] = str(final) if final.is_dir() else None
+    try:
+        if not final.is_dir():
+            more, row["model"] = ["no final/"], "—"
+        elif method == "reward":
+            more, row["model"] = check_reward_model(final)
+        else:
+            more = check_adapter(model, final)
+            row["model"] = "adapter, loads with peft, generates" if not more else "adapter"
+    except Exception as e:  # noqa: BLE001 - a row says what failed, the table still prints
+        more = [f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"]
+    row["problems"] = problems + more
+    return row
+
+
 def main(argv):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--device", choices=("auto", "cuda", "cpu"), default="auto")
-    parser.add_argument("--keep", help="run in this directory and keep it (default: a temporary one, removed)")
+    parser.add_argument("--out", help="the JSON report (default $CURATE_GPU_CHECK_OUT or .curate/gpu-check.json)")
+    parser.add_argument("--keep", help="the directory of the model and the runs (default gpu-check/ beside the "
+                                       "report, emptied first)")
     args = parser.parse_args(argv)
     missing = missing_packages()
     if missing:
         print(f"gpu-check: NOT RUN: {sys.executable} cannot import {', '.join(missing)}; the trainer needs torch, "
-              "transformers and peft (with tokenizers and safetensors). Install them for this Python, or run "
+              "transformers and peft (with tokenizers and safetensors). `make trainer-env` installs them, or run "
               "`make gpu-check GPU_PYTHON=/path/to/python`.", file=sys.stderr)
         return 2
     import torch
@@ -278,42 +340,41 @@ def main(argv):
     import peft
 
     device = args.device if args.device != "auto" else ("cuda" if torch.cuda.is_available() else "cpu")
+    gpus = torch.cuda.device_count() if device == "cuda" else 0
     where = torch.cuda.get_device_name(0) if device == "cuda" else "CPU"
-    print(f"gpu-check on {device} ({where}): torch {torch.__version__}, transformers {transformers.__version__}, "
-          f"peft {peft.__version__}, Python {sys.version.split()[0]}", flush=True)
+    print(f"gpu-check on {device} ({where}, {gpus} GPUs): torch {torch.__version__}, "
+          f"transformers {transformers.__version__}, peft {peft.__version__}, Python {sys.version.split()[0]} "
+          f"({os.path.abspath(sys.executable)})", flush=True)
+    out = Path(args.out).resolve() if args.out else default_out()
+    root = Path(args.keep).resolve() if args.keep else out.parent / "gpu-check"
+    if not args.keep and root.exists():
+        shutil.rmtree(root)
+    root.mkdir(parents=True, exist_ok=True)
     started = time.monotonic()
-    with tempfile.TemporaryDirectory() as tmp:
-        root = Path(args.keep).resolve() if args.keep else Path(tmp)
-        root.mkdir(parents=True, exist_ok=True)
-        model = build_model(root / "tiny-llama")
-        rows = []
-        for method, cfg, train, evaluation in plan(root, model, device):
-            run_dir = root / method
-            run_dir.mkdir(exist_ok=True)
-            write_jsonl(run_dir / "train.jsonl", train)
-            if evaluation:
-                write_jsonl(run_dir / "eval.jsonl", evaluation)
-            code, events, problems, seconds = run_trainer(run_dir, cfg)
-            row, problems = summarise(method, code, events, problems, seconds)
-            final = run_dir / "final"
-            try:
-                if method == "reward":
-                    more, row["model"] = check_reward_model(final) if final.is_dir() else (["no final/"], "—")
-                else:
-                    more = check_adapter(model, final) if final.is_dir() else ["no final/"]
-                    row["model"] = "adapter, loads with peft" if not more else "adapter"
-            except Exception as e:  # noqa: BLE001 - a row says what failed, the table still prints
-                more = [f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"]
-            row["problems"] = problems + more
-            if row["problems"]:
-                tail = (run_dir / "stderr.txt").read_text(encoding="utf-8", errors="replace")[-2000:]
-                print(f"--- {method} failed; the end of its stderr:\n{tail}", file=sys.stderr)
-            rows.append(row)
-            print(f"{method}: {'ok' if not row['problems'] else 'FAIL'} in {seconds:.1f} s", flush=True)
+    model = build_model(root / "tiny-llama")
+    rows = []
+    for method, cfg, train, evaluation in plan(root, model, device):
+        run_dir = root / method
+        run_dir.mkdir(exist_ok=True)
+        write_jsonl(run_dir / "train.jsonl", train)
+        if evaluation:
+            write_jsonl(run_dir / "eval.jsonl", evaluation)
+        used = launch.gpus_to_use(method, device, gpus)
+        code, events, problems, seconds = run_trainer(run_dir, cfg)
+        row = check_run(method, model, run_dir, code, events, problems, seconds)
+        row["gpus"] = used
+        if row["problems"]:
+            tail = (run_dir / "stderr.txt").read_text(encoding="utf-8", errors="replace")[-2000:]
+            print(f"--- {method} failed; the end of its stderr:\n{tail}", file=sys.stderr)
+        rows.append(row)
+        print(f"{method}: {'ok' if not row['problems'] else 'FAIL'} in {seconds:.1f} s", flush=True)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(report(device, gpus, rows), indent=2) + "\n", encoding="utf-8")
     print()
     print(table(rows))
     failed = [r["method"] for r in rows if r["problems"]]
-    print(f"\n{len(rows) - len(failed)} passed, {len(failed)} failed in {time.monotonic() - started:.0f} s on {device}")
+    print(f"\n{len(rows) - len(failed)} passed, {len(failed)} failed in {time.monotonic() - started:.0f} s on "
+          f"{device} ({gpus} GPUs); report in {out}")
     return 1 if failed else 0
 
 

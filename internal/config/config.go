@@ -81,7 +81,7 @@ type Config struct {
 	S3Endpoint        string        `env:"CURATE_S3_ENDPOINT"`      // unset: AWS's (set: path-style addressing)
 
 	// Local training (runs in <DataDir>/runs).
-	TrainerPython  string `env:"CURATE_TRAINER_PYTHON" envDefault:"python3"`
+	TrainerPython  string `env:"CURATE_TRAINER_PYTHON"`                   // unset: the trainer's environment when installed (scripts/trainer-env.sh), else python3
 	TrainerDir     string `env:"CURATE_TRAINER_DIR"`                      // unset: ./trainer made absolute when it exists, else unset (the installed package)
 	TrainerCommand string `env:"CURATE_TRAINER_COMMAND"`                  // unset: the bundled trainer; split at spaces, the config path is appended
 	GPUSlots       int    `env:"CURATE_GPU_SLOTS" envDefault:"1"`         // local trainers at once (and workers of the "gpu" queue)
@@ -123,7 +123,19 @@ func load(opts env.Options) (Config, error) {
 	if c.TrainerDir == "" {
 		c.TrainerDir = defaultTrainerDir()
 	}
+	if c.TrainerPython == "" {
+		c.TrainerPython = defaultTrainerPython(lookup(opts, "CURATE_TOOLS"))
+	}
 	return c, nil
+}
+
+// lookup reads one variable from the environment that opts give (the
+// process's when opts.Environment is nil).
+func lookup(opts env.Options, name string) string {
+	if opts.Environment != nil {
+		return opts.Environment[name]
+	}
+	return os.Getenv(name)
 }
 
 // named rewrites the parser's errors, which name Go fields, to name the
@@ -235,6 +247,29 @@ func defaultTrainerDir() string {
 		return ""
 	}
 	return dir
+}
+
+// DefaultTrainerPython is the local trainer's Python when nothing else is
+// installed.
+const DefaultTrainerPython = "python3"
+
+// defaultTrainerPython is the Python of the trainer's pinned environment,
+// which scripts/trainer-env.sh (make trainer-env) installs and starts
+// through the executable trainer-python in tools (default ~/.cache/curate),
+// when that file is there; else python3 from PATH.
+func defaultTrainerPython(tools string) string {
+	if tools == "" {
+		cache, err := os.UserCacheDir()
+		if err != nil {
+			return DefaultTrainerPython
+		}
+		tools = filepath.Join(cache, "curate")
+	}
+	link := filepath.Join(tools, "trainer-python")
+	if info, err := os.Stat(link); err != nil || info.IsDir() || info.Mode()&0o111 == 0 {
+		return DefaultTrainerPython
+	}
+	return link
 }
 
 // Dev reports whether dev mode (demo data, printed credentials) is on.

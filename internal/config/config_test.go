@@ -37,6 +37,9 @@ func clearEnv(t *testing.T) {
 // environment holds; an empty environment reads as the same.
 func TestDefaults(t *testing.T) {
 	t.Chdir(t.TempDir()) // no ./trainer here
+	// and no trainer environment installed
+	t.Setenv("XDG_CACHE_HOME", t.TempDir())
+	t.Setenv("CURATE_TOOLS", "")
 	want := Config{
 		Addr: ":8080", DataDir: "./.curate", SessionTTL: 12 * time.Hour, Workers: 10, LogLevel: "info", LogFormat: "text",
 		BodyLimit: 2 << 20, ShutdownTimeout: 30 * time.Second, BatchBodyLimit: 64 << 20, APIRate: 200, APIBurst: 400, FeedbackPerUser: 10,
@@ -204,5 +207,52 @@ func TestMetricsAddr(t *testing.T) {
 		if addr, on := c.Metrics(); on {
 			t.Errorf("CURATE_METRICS_ADDR=%s serves metrics on %q", off, addr)
 		}
+	}
+}
+
+// CURATE_TRAINER_PYTHON defaults to the trainer's environment that
+// scripts/trainer-env.sh starts through trainer-python in CURATE_TOOLS
+// (default ~/.cache/curate) when that is an executable, else python3.
+func TestTrainerPythonDefaultsToTheEnvironment(t *testing.T) {
+	clearEnv(t)
+	cache := t.TempDir()
+	t.Setenv("XDG_CACHE_HOME", cache)
+	tools := filepath.Join(cache, "curate")
+	if err := os.MkdirAll(filepath.Join(tools, "trainer-env-0123", "bin"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	python := filepath.Join(tools, "trainer-env-0123", "bin", "python")
+	if err := os.WriteFile(python, []byte("#!/bin/sh\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(tools, "trainer-python")
+	if err := os.Symlink(python, link); err != nil {
+		t.Fatal(err)
+	}
+	if c, err := FromEnv(); err != nil || c.TrainerPython != DefaultTrainerPython {
+		t.Errorf("a link to a file that is not executable: TrainerPython %q, %v; want %q", c.TrainerPython, err, DefaultTrainerPython)
+	}
+	if err := os.Chmod(python, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if c, err := FromEnv(); err != nil || c.TrainerPython != link {
+		t.Errorf("with the environment installed: TrainerPython %q, %v; want %q", c.TrainerPython, err, link)
+	}
+	if d := Defaults(); d.TrainerPython != link {
+		t.Errorf("Defaults().TrainerPython = %q, want %q", d.TrainerPython, link)
+	}
+
+	// CURATE_TOOLS moves the cache; the link is looked for there.
+	t.Setenv("CURATE_TOOLS", t.TempDir())
+	if c, err := FromEnv(); err != nil || c.TrainerPython != DefaultTrainerPython {
+		t.Errorf("CURATE_TOOLS without the link: TrainerPython %q, %v; want %q", c.TrainerPython, err, DefaultTrainerPython)
+	}
+	t.Setenv("CURATE_TOOLS", tools)
+	if c, err := FromEnv(); err != nil || c.TrainerPython != link {
+		t.Errorf("CURATE_TOOLS with the link: TrainerPython %q, %v; want %q", c.TrainerPython, err, link)
+	}
+	t.Setenv("CURATE_TRAINER_PYTHON", "/opt/venv/bin/python")
+	if c, err := FromEnv(); err != nil || c.TrainerPython != "/opt/venv/bin/python" {
+		t.Errorf("CURATE_TRAINER_PYTHON set: TrainerPython %q, %v", c.TrainerPython, err)
 	}
 }

@@ -13,7 +13,7 @@ import platform
 import sys
 from pathlib import Path
 
-from . import config, data, paths
+from . import config, data, launch, paths
 from .errors import Cancelled, TrainerError
 from .protocol import Emitter
 from .stop import CANCELLED_EXIT_CODE, StopFlag
@@ -63,8 +63,9 @@ def prepare(cfg_path, emitter):
         raise TrainerError(f"output_dir: cannot create {out}: {e.strerror}") from None
     log_to(logging.FileHandler(out / "train.log", encoding="utf-8"))
     metrics = out / "metrics.jsonl"
-    metrics.write_text("", encoding="utf-8")
-    emitter.metrics_path = metrics
+    if launch.world()[0] == 0:  # the other processes of a run across GPUs record nothing
+        metrics.write_text("", encoding="utf-8")
+        emitter.metrics_path = metrics
     log.info("method %s, base model %s, output %s", cfg.method, cfg.base_model, out)
     paths.check_model_dir(cfg.base_model, "base_model")
     if cfg.method == "irs" and cfg.irs.reward_model:
@@ -88,6 +89,14 @@ def run(cfg_path, emitter, stop):
         from . import runtime  # the first import of torch; TrainerError when it is missing
 
         device = runtime.choose_device(cfg.device, cfg.require_gpu)
+        gpus = launch.gpus_to_use(cfg.method, device, runtime.cuda_count())
+        if gpus > 1 and not launch.launched():
+            log.info("%d GPUs: running %s across them with accelerate", gpus, cfg.method)
+            return launch.relaunch(cfg_path, gpus, cfg.method, emitter.stream, stop)
+        if launch.launched():
+            device = runtime.join_processes(device)
+            if launch.world()[0] != 0:
+                emitter.mute()
         dtype = runtime.choose_dtype(cfg.hyperparameters.dtype, device)
         runtime.seed_everything(cfg.seed)
         runtime.route_library_logs()

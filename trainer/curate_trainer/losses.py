@@ -214,10 +214,14 @@ def gae(rewards, values, mask, gamma=1.0, lam=0.95):
 
 
 def whiten(values, mask, eps=1e-8):
-    """Values over the masked positions shifted to mean 0 and scaled to
-    standard deviation 1 (the population one); 0 off the mask."""
+    """Values over the masked positions shifted to mean 0 and scaled by the
+    sample standard deviation (n - 1, as TRL's PPO whitens its advantages;
+    the population one when only one position is masked); 0 off the mask."""
     mean = masked_mean(values, mask)
     var = masked_mean((values - mean) ** 2, mask)
+    n = mask.sum()
+    if n > 1:
+        var = var * n / (n - 1)
     return (values - mean) * torch.rsqrt(var + eps) * mask
 
 

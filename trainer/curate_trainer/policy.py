@@ -237,7 +237,8 @@ def train(run, train_examples, eval_examples):
                 run.emitter.metric({
                     "step": step, "epoch": epoch, "loss": figures["loss"], "lr": lr,
                     "reward": mean, "reward_std": _std(flat), "kl": rollout.kl,
-                    "clip_fraction": figures["clip_fraction"], "value_loss": figures.get("value_loss"),
+                    "clip_fraction": figures["clip_fraction"], "grad_norm": figures["grad_norm"],
+                    "value_loss": figures.get("value_loss"),
                     "response_length": sum(lengths) / len(lengths), "reward_breakdown": breakdown,
                 })
                 if hp.save_steps and step % hp.save_steps == 0:

@@ -9,6 +9,7 @@ the curves survive the process.
 import datetime
 import json
 import math
+import os
 from pathlib import Path
 
 PHASES = ("loading", "training", "evaluating", "generating", "scoring", "saving")
@@ -57,6 +58,16 @@ class Emitter:
         self._stream = stream
         self.metrics_path = Path(metrics_path) if metrics_path else None
         self._clock = clock
+
+    @property
+    def stream(self):
+        return self._stream
+
+    def mute(self):
+        """Send nothing more: the processes other than the first of a run
+        across several GPUs stay silent."""
+        self._stream = open(os.devnull, "w", encoding="utf-8")
+        self.metrics_path = None
 
     def _emit(self, event):
         self._stream.write(encode_event(event) + "\n")

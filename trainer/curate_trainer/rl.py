@@ -28,6 +28,7 @@ import torch
 from . import losses
 from .errors import TrainerError
 from .schedule import lr_factor
+from .training import grad_norm
 
 ALGORITHMS = ("grpo", "ppo")
 
@@ -171,11 +172,12 @@ class PolicyOptimizer:
 
     def update(self, r):
         """updates_per_batch optimizer steps on the rollout; returns the
-        step's figures (loss, clip fraction, and for PPO the value loss),
+        step's figures (loss, clip fraction, the gradient norm before
+        clipping, and for PPO the value loss),
         each averaged over the passes."""
         s = self.s
         total_tokens = r.mask.sum().clamp(min=1)
-        sums = {"loss": 0.0, "clip_fraction": 0.0}
+        sums = {"loss": 0.0, "clip_fraction": 0.0, "grad_norm": 0.0}
         if self.ppo:
             sums["value_loss"] = 0.0
         self.model.train()
@@ -202,8 +204,7 @@ class PolicyOptimizer:
                 (loss * weight).backward()
                 sums["loss"] += loss.item() * weight.item()
                 sums["clip_fraction"] += clipped.item() * tokens.item()
-            if s.max_grad_norm > 0:
-                torch.nn.utils.clip_grad_norm_(self.params, s.max_grad_norm)
+            sums["grad_norm"] += grad_norm(self.params, s.max_grad_norm)
             self.optimizer.step()
             self.schedule.step()
             self.optimizer.zero_grad(set_to_none=True)

@@ -69,10 +69,34 @@ def choose_device(requested, require_gpu):
 
 def choose_dtype(name, device):
     if name == "auto":
-        if device == "cuda" and torch.cuda.is_bf16_supported():
+        if device.startswith("cuda") and torch.cuda.is_bf16_supported():
             return torch.bfloat16
         return torch.float32
     return {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}[name]
+
+
+def cuda_count():
+    return torch.cuda.device_count() if torch.cuda.is_available() else 0
+
+
+def join_processes(device):
+    """In a run across several GPUs (launch.py), join the others and return
+    this process's device: its own GPU (LOCAL_RANK), or the CPU."""
+    backend = "nccl" if device.startswith("cuda") else "gloo"
+    if device.startswith("cuda"):
+        local = int(os.environ.get("LOCAL_RANK", "0"))
+        torch.cuda.set_device(local)
+        device = f"cuda:{local}"
+    if not torch.distributed.is_initialized():
+        torch.distributed.init_process_group(backend)
+    log.info("process %d of %d on %s", torch.distributed.get_rank(), torch.distributed.get_world_size(), device)
+    return device
+
+
+def is_main():
+    """True in the process that reports and saves: the only one, or the first of several."""
+    return not (torch.distributed.is_available() and torch.distributed.is_initialized()) \
+        or torch.distributed.get_rank() == 0
 
 
 def seed_everything(seed):
@@ -179,9 +203,12 @@ def trainable_summary(model):
 
 def save_model(run, model, tokenizer, relative, kind):
     """save_pretrained the model (an adapter for a PEFT model) and the
-    tokenizer under output_dir/relative, and report it as an artifact."""
-    run.emitter.progress("saving")
+    tokenizer under output_dir/relative, and report it as an artifact. In a
+    run across several GPUs only the first process saves."""
     path = Path(run.cfg.output_dir) / relative
+    if not is_main():
+        return path
+    run.emitter.progress("saving")
     path.mkdir(parents=True, exist_ok=True)
     model.save_pretrained(str(path))
     tokenizer.save_pretrained(str(path))

@@ -12,12 +12,20 @@ from typing import Optional
 
 import torch
 
+from . import parallel
 from .config import REWARD_WARMUP_SHARE, REWARD_WARMUP_STEPS
 from .errors import TrainerError
 from .guards import EarlyStopping
 from .schedule import lr_factor
 
 log = logging.getLogger("curate_trainer")
+
+
+def grad_norm(params, max_norm):
+    """The gradients' total L2 norm before clipping, as a float; clips
+    them to max_norm when it is above 0."""
+    norm = torch.nn.utils.clip_grad_norm_(params, max_norm if max_norm > 0 else float("inf"))
+    return float(norm)
 
 
 def snapshot(model):
@@ -144,19 +152,27 @@ class Loop:
             for group in self._groups():
                 if self.step >= self.total:
                     break
+                parallel.check_stop(self.run.stop)
                 for batch in group:
-                    self.run.stop.check()
-                    loss, extra = self.compute(batch)
+                    if not parallel.distributed():  # across processes the stop is agreed once a step
+                        self.run.stop.check()
+                    # Across several GPUs each process takes its share of the batch.
+                    part = parallel.share(batch)
+                    if not part:
+                        continue
+                    loss, extra = self.compute(part)
                     if not torch.isfinite(loss):
                         raise TrainerError(
                             f"the loss became {loss.item()} at step {self.global_step + 1}; "
                             "try a lower learning_rate")
-                    (loss / len(group)).backward()
+                    (loss * (len(part) / len(batch)) / len(group)).backward()
                     for name, value in {"loss": loss.item(), **extra}.items():
                         sums[name] = sums.get(name, 0.0) + value
                         counts[name] = counts.get(name, 0) + 1
-                if s.max_grad_norm > 0:
-                    torch.nn.utils.clip_grad_norm_(params, s.max_grad_norm)
+                parallel.sum_gradients(params)
+                norm = grad_norm(params, s.max_grad_norm)
+                sums["grad_norm"] = sums.get("grad_norm", 0.0) + norm
+                counts["grad_norm"] = counts.get("grad_norm", 0) + 1
                 lr = schedule.get_last_lr()[0]
                 optimizer.step()
                 schedule.step()

@@ -3,10 +3,12 @@ run's events, its table, and its refusal, naming what is missing, on a
 machine without transformers and peft."""
 
 import importlib.util
+import os
 import subprocess
 import sys
 import unittest
 from pathlib import Path
+from unittest import mock
 
 TRAINER_DIR = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(TRAINER_DIR))
@@ -41,16 +43,38 @@ class SummariseTest(unittest.TestCase):
         rows = [{"method": "sft", "steps": 15, "first": 5.91234, "last": 4.5, "seconds": 6.04, "model": "adapter, loads with peft",
                  "problems": []},
                 {"method": "reward", "steps": 0, "first": None, "last": None, "seconds": 1.0, "problems": ["no final/"]}]
+        rows[0]["gpus"] = 2
         self.assertEqual(gpu_check.table(rows).splitlines(), [
-            "method  steps  first loss  last loss  saved model               seconds  result",
-            "------  -----  ----------  ---------  ------------------------  -------  ------",
-            "sft     15     5.9123      4.5000     adapter, loads with peft  6.0      ok",
-            "reward  0      —           —          —                         1.0      FAIL: no final/",
+            "method  gpus  steps  first loss  last loss  saved model               seconds  result",
+            "------  ----  -----  ----------  ---------  ------------------------  -------  ------",
+            "sft     2     15     5.9123      4.5000     adapter, loads with peft  6.0      ok",
+            "reward  0     0      —           —          —                         1.0      FAIL: no final/",
         ])
+
+    def test_report(self):
+        rows = [{"method": "sft", "steps": 15, "first": 5.9, "last": 4.5, "seconds": 6.04321, "problems": [],
+                 "base_model": "/w/tiny-llama", "artefact": "/w/sft/final", "gpus": 1},
+                {"method": "reward", "steps": 0, "first": None, "last": None, "seconds": 1.0,
+                 "problems": ["exit code 1", "no final/"], "base_model": "/w/tiny-llama", "artefact": None}]
+        got = gpu_check.report("cuda", 1, rows)
+        self.assertEqual(got, {"device": "cuda", "gpus": 1, "python": os.path.abspath(sys.executable), "methods": [
+            {"method": "sft", "status": "ok", "steps": 15, "loss_first": 5.9, "loss_last": 4.5,
+             "base_model": "/w/tiny-llama", "artefact": "/w/sft/final", "seconds": 6.043, "error": "", "gpus": 1},
+            {"method": "reward", "status": "failed", "steps": 0, "loss_first": None, "loss_last": None,
+             "base_model": "/w/tiny-llama", "artefact": None, "seconds": 1.0, "error": "exit code 1; no final/",
+             "gpus": 0}]})
+
+    def test_the_report_path(self):
+        with mock.patch.dict(os.environ, {"CURATE_GPU_CHECK_OUT": ""}):
+            self.assertEqual(gpu_check.default_out(), gpu_check.REPO_ROOT / ".curate" / "gpu-check.json")
+        with mock.patch.dict(os.environ, {"CURATE_GPU_CHECK_OUT": "out/check.json"}):
+            self.assertEqual(gpu_check.default_out(), gpu_check.REPO_ROOT / "out" / "check.json")
+        with mock.patch.dict(os.environ, {"CURATE_GPU_CHECK_OUT": "/tmp/check.json"}):
+            self.assertEqual(gpu_check.default_out(), Path("/tmp/check.json"))
 
     def test_the_plan_covers_every_method(self):
         methods = [m for m, *_ in gpu_check.plan(Path("/tmp/x"), Path("/tmp/x/model"), "cpu")]
-        self.assertEqual(methods, ["sft", "dpo", "reward", "irs", "grpo", "ppo"])
+        self.assertEqual(methods, ["sft", "dpo", "reward", "grpo", "ppo", "irs"])
 
 
 class MissingPackagesTest(unittest.TestCase):

@@ -119,6 +119,18 @@ def choose_device(requested, require_gpu):
     return "cpu"
 
 
+def cuda_count():
+    return 0
+
+
+def join_processes(device):
+    return device
+
+
+def is_main():
+    return True
+
+
 def choose_dtype(name, device):
     return torch.float32
 
