@@ -57,6 +57,7 @@ func Register(d *app.Services) *river.Workers {
 	if d.Models != nil {
 		river.AddWorker(w, &DeployWorker{Models: d.Models})
 		river.AddWorker(w, &UnloadWorker{Models: d.Models})
+		river.AddWorker(w, &ServingCheckWorker{Models: d.Models})
 	}
 	if d.Eval != nil {
 		river.AddWorker(w, &EvaluateWorker{Eval: d.Eval})
@@ -121,6 +122,14 @@ func NewClient(pool *pgxpool.Pool, d *app.Services, opts Options) (*river.Client
 	if opts.Workers > 0 && d.Alerts != nil {
 		cfg.PeriodicJobs = append(cfg.PeriodicJobs, river.NewPeriodicJob(river.PeriodicInterval(5*time.Minute),
 			func() (river.JobArgs, *river.InsertOpts) { return AlertsEvaluateArgs{}, nil }, nil))
+	}
+	if opts.Workers > 0 && d.Models != nil {
+		// Every target is asked what it serves twice per interval, so that
+		// its last check is never older than the interval.
+		poll := d.Config.ServingPoll
+		cfg.PeriodicJobs = append(cfg.PeriodicJobs, river.NewPeriodicJob(river.PeriodicInterval(checkEvery(poll)),
+			func() (river.JobArgs, *river.InsertOpts) { return ServingCheckArgs{Every: poll}, nil },
+			&river.PeriodicJobOpts{RunOnStart: true}))
 	}
 	if opts.Workers > 0 && d.Imports != nil {
 		cfg.PeriodicJobs = append(cfg.PeriodicJobs, river.NewPeriodicJob(river.PeriodicInterval(LangfuseSyncEvery),

@@ -216,7 +216,7 @@ func (s *Service) LoadFor(ctx context.Context, actor audit.Actor, orgID, version
 	var d db.Deployment
 	err = db.InTx(ctx, s.Pool, func(tx pgx.Tx, q *db.Queries) error {
 		var err error
-		d, _, err = s.startDeployment(ctx, tx, q, actor, orgID, ver.ID, target, alias, actionLoad, reason)
+		d, _, err = s.startDeployment(ctx, tx, q, actor, orgID, ver.ID, target, alias, actionLoad, reason, uuid.NullUUID{})
 		return err
 	})
 	var (
@@ -299,11 +299,7 @@ func (s *Service) listed(ctx context.Context, d db.Deployment, t db.ServingTarge
 	if (t.Kind != serving.KindVLLM && t.Kind != serving.KindVLLMPooling) || d.ServedName == "" {
 		return true, nil
 	}
-	c, err := s.Serving.VLLM(t)
-	if err != nil {
-		return false, err
-	}
-	served, err := c.Models(ctx)
+	served, err := s.Serving.Models(ctx, t)
 	if err != nil {
 		return false, err
 	}
