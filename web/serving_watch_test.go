@@ -191,6 +191,17 @@ func TestServingTruthWatched(t *testing.T) {
 		}
 	}
 
+	// The version and experiment pages show the target's health and its
+	// last check.
+	s.User(org, "ada@acme.test", "viewer")
+	browser := s.SignedIn("ada@acme.test")
+	for _, page := range []string{"/models/versions/" + v1.ID, "/experiments/watched"} {
+		body := browser.Get(page).Must(t, http.StatusOK).Body
+		if !strings.Contains(body, `data-target="gpu-1" data-health="healthy"`) || !strings.Contains(body, "models listed") {
+			t.Errorf("%s does not show gpu-1's health: %s", page, body)
+		}
+	}
+
 	// One load per missing adapter: staging's twice (dropped, then lost
 	// in the restart), production's once.
 	if got := vllm.Loads() - loadsBefore; got != 3 {

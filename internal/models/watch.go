@@ -295,3 +295,54 @@ func (s *Service) fallback(ctx context.Context, q *db.Queries, orgID, modelID uu
 	}
 	return Resolved{}, false, nil
 }
+
+// TargetHealth is a serving target as its last check found it.
+type TargetHealth struct {
+	Target string
+	// Polled: the target is asked what it serves; targets of other kinds
+	// serve what they were given, as far as Curate can tell.
+	Polled bool
+	// Checked is when it was last asked; nil: never.
+	Checked *time.Time
+	Healthy bool
+	Error   string
+	Models  []string
+	// Stale: the last check is older than the poll interval.
+	Stale bool
+}
+
+// Health reports the named targets of the organisation, in the order
+// given, each once; names that are no target are left out.
+func (s *Service) Health(ctx context.Context, orgID uuid.UUID, names []string) ([]TargetHealth, error) {
+	if len(names) == 0 {
+		return nil, nil
+	}
+	targets, err := db.New(s.Pool).ServingTargetList(ctx, orgID)
+	if err != nil {
+		return nil, err
+	}
+	checks, err := s.Serving.Checks(ctx, orgID)
+	if err != nil {
+		return nil, err
+	}
+	byName := map[string]db.ServingTarget{}
+	for _, t := range targets {
+		byName[t.Name] = t
+	}
+	var out []TargetHealth
+	seen := map[string]bool{}
+	for _, n := range names {
+		t, ok := byName[n]
+		if !ok || seen[n] {
+			continue
+		}
+		seen[n] = true
+		h := TargetHealth{Target: t.Name, Polled: serving.Polled(t.Kind)}
+		if c, ok := checks[t.ID]; ok && h.Polled {
+			at := c.CheckedAt
+			h.Checked, h.Healthy, h.Error, h.Models, h.Stale = &at, c.Healthy, c.Error, c.Models, time.Since(at) > s.poll()
+		}
+		out = append(out, h)
+	}
+	return out, nil
+}
