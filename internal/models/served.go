@@ -29,8 +29,9 @@ const (
 	// loadWait bounds a load carried out while an experiment starts.
 	loadWait = time.Minute
 	// loadFallback is when a load's job runs, should the process that
-	// started the experiment stop before the load finished.
-	loadFallback = 2 * time.Minute
+	// started the experiment stop before the load finished: after the
+	// load's own wait, and within 90 s of that process's death.
+	loadFallback = loadWait + 15*time.Second
 )
 
 // checkedBy signs the history entry of a deployment found no longer
