@@ -34,7 +34,9 @@ func (a ServingCheckArgs) InsertOpts() river.InsertOpts {
 }
 
 // checkEvery is how often the check is queued for a poll interval.
-func checkEvery(poll time.Duration) time.Duration { return max(cmp.Or(poll, serving.DefaultPoll)/2, 500*time.Millisecond) }
+func checkEvery(poll time.Duration) time.Duration {
+	return max(cmp.Or(poll, serving.DefaultPoll)/2, 500*time.Millisecond)
+}
 
 // ServingCheckWorker runs the check. It is short (each target is asked
 // once, within a few seconds) and idempotent: a check killed midway is

@@ -86,7 +86,7 @@ type Deployment struct {
 	UnloadedAt *time.Time `json:"unloaded_at"`
 	// ReloadOf is the deployment this one put back after its target
 	// stopped listing it.
-	ReloadOf *uuid.UUID `json:"reload_of,omitempty"`
+	ReloadOf   *uuid.UUID `json:"reload_of,omitempty"`
 	CreatedBy  string     `json:"created_by"`
 	CreatedAt  time.Time  `json:"created_at"`
 	FinishedAt *time.Time `json:"finished_at"`

@@ -55,7 +55,9 @@ func (s *Service) poll() time.Duration { return cmp.Or(s.ServingPoll, serving.De
 
 // servingAlertKey keys a version's serving alert: on the registered
 // version, since a reload serves it under another name.
-func servingAlertKey(versionID uuid.UUID) string { return KindServingMissing + ":" + versionID.String() }
+func servingAlertKey(versionID uuid.UUID) string {
+	return KindServingMissing + ":" + versionID.String()
+}
 
 // CheckServing asks every polled target of every organisation what it
 // serves, keeps each answer, and reloads what something calls that its
