@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/google/uuid"
@@ -68,20 +69,36 @@ func (s *Service) CheckServing(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	var errsOut []error
+	// A few targets at a time: one slow to answer holds up no other.
+	var (
+		wg      sync.WaitGroup
+		mu      sync.Mutex
+		errsOut []error
+		slots   = make(chan struct{}, checkParallel)
+	)
 	for _, t := range targets {
-		served, err := s.Serving.Poll(ctx, t)
-		if err != nil {
-			// Recorded as the target's last check: resolving its aliases
-			// answers 503 until it answers again.
-			continue
-		}
-		if err := s.reconcile(ctx, t, served); err != nil {
-			errsOut = append(errsOut, fmt.Errorf("target %s: %w", t.Name, err))
-		}
+		wg.Go(func() {
+			slots <- struct{}{}
+			defer func() { <-slots }()
+			served, err := s.Serving.Poll(ctx, t)
+			if err != nil {
+				// Recorded as the target's last check: resolving its
+				// aliases answers 503 until it answers again.
+				return
+			}
+			if err := s.reconcile(ctx, t, served); err != nil {
+				mu.Lock()
+				errsOut = append(errsOut, fmt.Errorf("target %s: %w", t.Name, err))
+				mu.Unlock()
+			}
+		})
 	}
+	wg.Wait()
 	return errors.Join(errsOut...)
 }
+
+// checkParallel is how many targets the serving check asks at once.
+const checkParallel = 8
 
 // reconcile compares what the target listed with the deployments on it
 // that something calls.
@@ -277,7 +294,7 @@ func (s *Service) fallback(ctx context.Context, q *db.Queries, orgID, modelID uu
 		return Resolved{}, false, err
 	}
 	for _, r := range rows {
-		if r.Deployment.ID == current || r.Deployment.VersionID == uuid.Nil {
+		if r.Deployment.ID == current {
 			continue
 		}
 		why, err := s.servedNow(ctx, r.Deployment, r.ServingTarget)
