@@ -1,6 +1,7 @@
 package web_test
 
 import (
+	"fmt"
 	"net/http"
 	"slices"
 	"strings"
@@ -8,6 +9,7 @@ import (
 	"time"
 
 	"github.com/curate/curate/internal/config"
+	"github.com/curate/curate/internal/serving/vllmtest"
 	"github.com/curate/curate/web/webtest"
 )
 
@@ -216,5 +218,66 @@ func TestServingTruthWatched(t *testing.T) {
 	}
 	if reloads < 3 || alertsOpened < 2 {
 		t.Errorf("%d reloads recorded, %d serving alerts", reloads, alertsOpened)
+	}
+}
+
+// An arm the experiment's start loaded for itself (a "load" under the
+// experiment's key, no alias) is reloaded the same way when its target
+// drops it: as a load that names what it reloads, and the arm is called
+// at it once the target lists it.
+func TestServingCheckReloadsAnArmsOwnLoad(t *testing.T) {
+	t.Parallel()
+	s := webtest.New(t, webtest.Options{Workers: 2, Configure: func(c *config.Config) { c.ServingPoll = time.Second }})
+	org := s.Org("acme")
+	admin := s.APIKey(org, "ops", "admin")
+	assistant := s.APIKey(org, "assistant", "curator")
+	viewer := s.APIKey(org, "dash", "viewer")
+	vllm := vllmtest.New(t, "meta-llama/Llama-3.1-8B-Instruct")
+	s.API(admin, http.MethodPost, "/api/serving-targets", map[string]any{"name": "gpu-1", "kind": "vllm", "base_url": vllm.URL}).Must(t, http.StatusCreated)
+	var v1, v2 modelDoc
+	for i, v := range []*modelDoc{&v1, &v2} {
+		s.API(admin, http.MethodPost, "/api/models", map[string]any{"name": "support", "model_id": fmt.Sprintf("/adapters/support-%d", i+1),
+			"base_model": "meta-llama/Llama-3.1-8B-Instruct", "kind": "lora"}).Must(t, http.StatusCreated).JSON(t, v)
+	}
+	deployAndWait(t, s, admin, viewer, "/api/models/"+v1.ID+"/deploy", map[string]any{"alias": "production", "target": "gpu-1", "reason": "now"})
+	s.API(admin, http.MethodPost, "/api/models/ab-test", map[string]any{"key": "own-load", "control_model_id": v1.ID,
+		"treatment_model_id": v2.ID}).Must(t, http.StatusCreated)
+	var exp struct {
+		Arms []struct {
+			DeploymentID string `json:"deployment_id"`
+		} `json:"arms"`
+	}
+	s.API(admin, http.MethodPost, "/api/experiments/own-load/start", nil).Must(t, http.StatusOK).JSON(t, &exp)
+	var loaded map[string]any
+	s.API(viewer, http.MethodGet, "/api/deployments/"+exp.Arms[1].DeploymentID, nil).Must(t, http.StatusOK).JSON(t, &loaded)
+	if loaded["action"] != "load" {
+		t.Fatalf("the treatment's deployment: %v", loaded)
+	}
+
+	vllm.Drop(loaded["served_name"].(string))
+	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the treatment's load was not put back; the server lists %v", vllm.Loaded())
+		}
+		s.API(viewer, http.MethodGet, "/api/experiments/own-load", nil).Must(t, http.StatusOK).JSON(t, &exp)
+		if exp.Arms[1].DeploymentID != loaded["id"] {
+			break
+		}
+	}
+	var reload map[string]any
+	s.API(viewer, http.MethodGet, "/api/deployments/"+exp.Arms[1].DeploymentID, nil).Must(t, http.StatusOK).JSON(t, &reload)
+	if reload["action"] != "load" || reload["reload_of"] != loaded["id"] || reload["status"] != "succeeded" || reload["alias"] != "own-load" ||
+		!slices.Contains(vllm.Loaded(), reload["served_name"].(string)) {
+		t.Errorf("the reload: %v; the server lists %v", reload, vllm.Loaded())
+	}
+	var a struct {
+		assignmentDoc
+		Fallback bool `json:"fallback"`
+	}
+	for i := range 20 {
+		s.API(assistant, http.MethodPost, "/api/experiments/own-load/assign", map[string]any{"unit_id": fmt.Sprintf("u-%d", i)}).Must(t, http.StatusOK).JSON(t, &a)
+		if a.Fallback || !slices.Contains(vllm.Loaded(), a.Model) {
+			t.Errorf("after the reload: %+v; the server lists %v", a, vllm.Loaded())
+		}
 	}
 }
