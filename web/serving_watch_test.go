@@ -227,7 +227,7 @@ func TestServingTruthWatched(t *testing.T) {
 // at it once the target lists it.
 func TestServingCheckReloadsAnArmsOwnLoad(t *testing.T) {
 	t.Parallel()
-	s := webtest.New(t, webtest.Options{Workers: 2, Configure: func(c *config.Config) { c.ServingPoll = time.Second }})
+	s := webtest.New(t, webtest.Options{Workers: 2, Configure: func(c *config.Config) { c.ServingPoll = 2 * time.Second }})
 	org := s.Org("acme")
 	admin := s.APIKey(org, "ops", "admin")
 	assistant := s.APIKey(org, "assistant", "curator")

@@ -212,8 +212,8 @@ func (c Config) Validate() error {
 	if c.BodyLimit < 1024 {
 		return fmt.Errorf("CURATE_BODY_LIMIT must be at least 1024 bytes")
 	}
-	if c.ServingPoll != 0 && (c.ServingPoll < time.Second || c.ServingPoll > time.Hour) {
-		return fmt.Errorf("CURATE_SERVING_POLL must be 1s to 1h, not %s", c.ServingPoll)
+	if c.ServingPoll != 0 && (c.ServingPoll < 2*time.Second || c.ServingPoll > time.Hour) {
+		return fmt.Errorf("CURATE_SERVING_POLL must be 2s to 1h, not %s", c.ServingPoll)
 	}
 	if c.GPUSlots < 0 || c.GPUSlots > 64 {
 		return fmt.Errorf("CURATE_GPU_SLOTS must be 1 to 64, not %d", c.GPUSlots)

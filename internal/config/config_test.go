@@ -90,6 +90,7 @@ func TestFromEnvRefusals(t *testing.T) {
 		{"CURATE_WORKERS", "ten", "CURATE_WORKERS"},
 		{"CURATE_WORKERS", "1001", "workers must be 0 to 1000, not 1001"},
 		{"CURATE_BODY_LIMIT", "1023", "CURATE_BODY_LIMIT must be at least 1024 bytes"},
+		{"CURATE_SERVING_POLL", "500ms", "CURATE_SERVING_POLL must be 2s to 1h"},
 		{"CURATE_BATCH_BODY_LIMIT", "64MiB", "CURATE_BATCH_BODY_LIMIT"},
 		{"CURATE_API_RATE", "fast", "CURATE_API_RATE"},
 		{"CURATE_API_BURST", "0", "CURATE_API_RATE, CURATE_API_BURST and CURATE_FEEDBACK_PER_USER must be positive"},
