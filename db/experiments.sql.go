@@ -157,6 +157,26 @@ func (q *Queries) ExperimentArmUpdateDeployment(ctx context.Context, arg Experim
 	return err
 }
 
+const experimentArmUpdateReloaded = `-- name: ExperimentArmUpdateReloaded :exec
+UPDATE experiment_arms a SET deployment_id = $1
+FROM experiments e
+WHERE e.id = a.experiment_id AND e.org_id = $2 AND e.status IN ('running', 'paused') AND a.deployment_id = $3
+`
+
+type ExperimentArmUpdateReloadedParams struct {
+	ReloadID     uuid.NullUUID `json:"reload_id"`
+	OrgID        uuid.UUID     `json:"org_id"`
+	DeploymentID uuid.NullUUID `json:"deployment_id"`
+}
+
+// Calls the arms of running or paused experiments that were called at a
+// deployment its target stopped listing at the deployment that reloaded
+// it.
+func (q *Queries) ExperimentArmUpdateReloaded(ctx context.Context, arg ExperimentArmUpdateReloadedParams) error {
+	_, err := q.db.Exec(ctx, experimentArmUpdateReloaded, arg.ReloadID, arg.OrgID, arg.DeploymentID)
+	return err
+}
+
 const experimentArmUpdateWeight = `-- name: ExperimentArmUpdateWeight :exec
 UPDATE experiment_arms SET weight = $1 WHERE experiment_id = $2 AND idx = $3
 `

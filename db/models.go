@@ -1086,6 +1086,7 @@ type Deployment struct {
 	CreatedAt         time.Time        `json:"created_at"`
 	FinishedAt        *time.Time       `json:"finished_at"`
 	UnloadedAt        *time.Time       `json:"unloaded_at"`
+	ReloadOf          uuid.NullUUID    `json:"reload_of"`
 }
 
 type Endpoint struct {
@@ -1667,6 +1668,7 @@ type ModelAlias struct {
 	Alias             string    `json:"alias"`
 	VersionID         uuid.UUID `json:"version_id"`
 	UpdatedAt         time.Time `json:"updated_at"`
+	Fallback          string    `json:"fallback"`
 }
 
 type ModelHistory struct {
@@ -1908,6 +1910,15 @@ type Server struct {
 	ID         uuid.UUID `json:"id"`
 	StartedAt  time.Time `json:"started_at"`
 	LastSeenAt time.Time `json:"last_seen_at"`
+}
+
+type ServingCheck struct {
+	TargetID  uuid.UUID `json:"target_id"`
+	OrgID     uuid.UUID `json:"org_id"`
+	CheckedAt time.Time `json:"checked_at"`
+	Healthy   bool      `json:"healthy"`
+	Error     string    `json:"error"`
+	Models    []string  `json:"models"`
 }
 
 type ServingTarget struct {

@@ -86,7 +86,7 @@ func (q *Queries) DeploymentCountSharingName(ctx context.Context, id uuid.UUID) 
 }
 
 const deploymentGet = `-- name: DeploymentGet :one
-SELECT id, org_id, registered_model_id, version_id, target_id, alias, action, status, reason, previous_version_id, served_name, loaded_at, verified_at, alias_moved_at, error, river_job_id, created_by, created_by_label, created_at, finished_at, unloaded_at FROM deployments WHERE org_id = $1 AND id = $2
+SELECT id, org_id, registered_model_id, version_id, target_id, alias, action, status, reason, previous_version_id, served_name, loaded_at, verified_at, alias_moved_at, error, river_job_id, created_by, created_by_label, created_at, finished_at, unloaded_at, reload_of FROM deployments WHERE org_id = $1 AND id = $2
 `
 
 type DeploymentGetParams struct {
@@ -119,12 +119,13 @@ func (q *Queries) DeploymentGet(ctx context.Context, arg DeploymentGetParams) (D
 		&i.CreatedAt,
 		&i.FinishedAt,
 		&i.UnloadedAt,
+		&i.ReloadOf,
 	)
 	return i, err
 }
 
 const deploymentGetActiveForAlias = `-- name: DeploymentGetActiveForAlias :one
-SELECT id, org_id, registered_model_id, version_id, target_id, alias, action, status, reason, previous_version_id, served_name, loaded_at, verified_at, alias_moved_at, error, river_job_id, created_by, created_by_label, created_at, finished_at, unloaded_at FROM deployments
+SELECT id, org_id, registered_model_id, version_id, target_id, alias, action, status, reason, previous_version_id, served_name, loaded_at, verified_at, alias_moved_at, error, river_job_id, created_by, created_by_label, created_at, finished_at, unloaded_at, reload_of FROM deployments
 WHERE registered_model_id = $1 AND alias = $2 AND status IN ('queued', 'running') AND action <> 'load'
 `
 
@@ -159,12 +160,13 @@ func (q *Queries) DeploymentGetActiveForAlias(ctx context.Context, arg Deploymen
 		&i.CreatedAt,
 		&i.FinishedAt,
 		&i.UnloadedAt,
+		&i.ReloadOf,
 	)
 	return i, err
 }
 
 const deploymentGetActiveLoad = `-- name: DeploymentGetActiveLoad :one
-SELECT id, org_id, registered_model_id, version_id, target_id, alias, action, status, reason, previous_version_id, served_name, loaded_at, verified_at, alias_moved_at, error, river_job_id, created_by, created_by_label, created_at, finished_at, unloaded_at FROM deployments
+SELECT id, org_id, registered_model_id, version_id, target_id, alias, action, status, reason, previous_version_id, served_name, loaded_at, verified_at, alias_moved_at, error, river_job_id, created_by, created_by_label, created_at, finished_at, unloaded_at, reload_of FROM deployments
 WHERE version_id = $1 AND target_id = $2 AND status IN ('queued', 'running') AND action = 'load'
 `
 
@@ -199,12 +201,13 @@ func (q *Queries) DeploymentGetActiveLoad(ctx context.Context, arg DeploymentGet
 		&i.CreatedAt,
 		&i.FinishedAt,
 		&i.UnloadedAt,
+		&i.ReloadOf,
 	)
 	return i, err
 }
 
 const deploymentGetByID = `-- name: DeploymentGetByID :one
-SELECT id, org_id, registered_model_id, version_id, target_id, alias, action, status, reason, previous_version_id, served_name, loaded_at, verified_at, alias_moved_at, error, river_job_id, created_by, created_by_label, created_at, finished_at, unloaded_at FROM deployments WHERE id = $1
+SELECT id, org_id, registered_model_id, version_id, target_id, alias, action, status, reason, previous_version_id, served_name, loaded_at, verified_at, alias_moved_at, error, river_job_id, created_by, created_by_label, created_at, finished_at, unloaded_at, reload_of FROM deployments WHERE id = $1
 `
 
 // For the worker, which knows the deployment only by its id.
@@ -233,12 +236,13 @@ func (q *Queries) DeploymentGetByID(ctx context.Context, id uuid.UUID) (Deployme
 		&i.CreatedAt,
 		&i.FinishedAt,
 		&i.UnloadedAt,
+		&i.ReloadOf,
 	)
 	return i, err
 }
 
 const deploymentGetForUpdate = `-- name: DeploymentGetForUpdate :one
-SELECT id, org_id, registered_model_id, version_id, target_id, alias, action, status, reason, previous_version_id, served_name, loaded_at, verified_at, alias_moved_at, error, river_job_id, created_by, created_by_label, created_at, finished_at, unloaded_at FROM deployments WHERE id = $1 FOR UPDATE
+SELECT id, org_id, registered_model_id, version_id, target_id, alias, action, status, reason, previous_version_id, served_name, loaded_at, verified_at, alias_moved_at, error, river_job_id, created_by, created_by_label, created_at, finished_at, unloaded_at, reload_of FROM deployments WHERE id = $1 FOR UPDATE
 `
 
 func (q *Queries) DeploymentGetForUpdate(ctx context.Context, id uuid.UUID) (Deployment, error) {
@@ -266,6 +270,7 @@ func (q *Queries) DeploymentGetForUpdate(ctx context.Context, id uuid.UUID) (Dep
 		&i.CreatedAt,
 		&i.FinishedAt,
 		&i.UnloadedAt,
+		&i.ReloadOf,
 	)
 	return i, err
 }
@@ -316,7 +321,7 @@ func (q *Queries) DeploymentGetInUse(ctx context.Context, id uuid.UUID) (bool, e
 }
 
 const deploymentGetLatestSucceeded = `-- name: DeploymentGetLatestSucceeded :one
-SELECT id, org_id, registered_model_id, version_id, target_id, alias, action, status, reason, previous_version_id, served_name, loaded_at, verified_at, alias_moved_at, error, river_job_id, created_by, created_by_label, created_at, finished_at, unloaded_at FROM deployments
+SELECT id, org_id, registered_model_id, version_id, target_id, alias, action, status, reason, previous_version_id, served_name, loaded_at, verified_at, alias_moved_at, error, river_job_id, created_by, created_by_label, created_at, finished_at, unloaded_at, reload_of FROM deployments
 WHERE org_id = $1 AND registered_model_id = $2 AND alias = $3 AND status = 'succeeded'
   AND action <> 'load'
 ORDER BY alias_moved_at DESC, created_at DESC
@@ -355,6 +360,7 @@ func (q *Queries) DeploymentGetLatestSucceeded(ctx context.Context, arg Deployme
 		&i.CreatedAt,
 		&i.FinishedAt,
 		&i.UnloadedAt,
+		&i.ReloadOf,
 	)
 	return i, err
 }
@@ -427,12 +433,12 @@ func (q *Queries) DeploymentGetScoring(ctx context.Context, arg DeploymentGetSco
 const deploymentInsert = `-- name: DeploymentInsert :one
 INSERT INTO deployments (
     org_id, registered_model_id, version_id, target_id, alias, action, reason,
-    previous_version_id, served_name, created_by, created_by_label
+    previous_version_id, served_name, created_by, created_by_label, reload_of
 ) VALUES (
     $1, $2, $3, $4, $5, $6, $7,
-    $8, $9, $10, $11
+    $8, $9, $10, $11, $12
 )
-RETURNING id, org_id, registered_model_id, version_id, target_id, alias, action, status, reason, previous_version_id, served_name, loaded_at, verified_at, alias_moved_at, error, river_job_id, created_by, created_by_label, created_at, finished_at, unloaded_at
+RETURNING id, org_id, registered_model_id, version_id, target_id, alias, action, status, reason, previous_version_id, served_name, loaded_at, verified_at, alias_moved_at, error, river_job_id, created_by, created_by_label, created_at, finished_at, unloaded_at, reload_of
 `
 
 type DeploymentInsertParams struct {
@@ -447,6 +453,7 @@ type DeploymentInsertParams struct {
 	ServedName        string        `json:"served_name"`
 	CreatedBy         uuid.NullUUID `json:"created_by"`
 	CreatedByLabel    string        `json:"created_by_label"`
+	ReloadOf          uuid.NullUUID `json:"reload_of"`
 }
 
 func (q *Queries) DeploymentInsert(ctx context.Context, arg DeploymentInsertParams) (Deployment, error) {
@@ -462,6 +469,7 @@ func (q *Queries) DeploymentInsert(ctx context.Context, arg DeploymentInsertPara
 		arg.ServedName,
 		arg.CreatedBy,
 		arg.CreatedByLabel,
+		arg.ReloadOf,
 	)
 	var i Deployment
 	err := row.Scan(
@@ -486,12 +494,13 @@ func (q *Queries) DeploymentInsert(ctx context.Context, arg DeploymentInsertPara
 		&i.CreatedAt,
 		&i.FinishedAt,
 		&i.UnloadedAt,
+		&i.ReloadOf,
 	)
 	return i, err
 }
 
 const deploymentListByVersion = `-- name: DeploymentListByVersion :many
-SELECT d.id, d.org_id, d.registered_model_id, d.version_id, d.target_id, d.alias, d.action, d.status, d.reason, d.previous_version_id, d.served_name, d.loaded_at, d.verified_at, d.alias_moved_at, d.error, d.river_job_id, d.created_by, d.created_by_label, d.created_at, d.finished_at, d.unloaded_at, coalesce(t.name, '') AS target_name FROM deployments d
+SELECT d.id, d.org_id, d.registered_model_id, d.version_id, d.target_id, d.alias, d.action, d.status, d.reason, d.previous_version_id, d.served_name, d.loaded_at, d.verified_at, d.alias_moved_at, d.error, d.river_job_id, d.created_by, d.created_by_label, d.created_at, d.finished_at, d.unloaded_at, d.reload_of, coalesce(t.name, '') AS target_name FROM deployments d
 LEFT JOIN serving_targets t ON t.id = d.target_id
 WHERE d.org_id = $1 AND d.version_id = $2
 ORDER BY d.created_at DESC
@@ -539,6 +548,7 @@ func (q *Queries) DeploymentListByVersion(ctx context.Context, arg DeploymentLis
 			&i.Deployment.CreatedAt,
 			&i.Deployment.FinishedAt,
 			&i.Deployment.UnloadedAt,
+			&i.Deployment.ReloadOf,
 			&i.TargetName,
 		); err != nil {
 			return nil, err
@@ -551,8 +561,101 @@ func (q *Queries) DeploymentListByVersion(ctx context.Context, arg DeploymentLis
 	return items, nil
 }
 
+const deploymentListInUseOnTarget = `-- name: DeploymentListInUseOnTarget :many
+WITH current AS (
+    SELECT DISTINCT ON (registered_model_id, alias) id
+    FROM deployments
+    WHERE org_id = $1 AND status = 'succeeded' AND action <> 'load'
+    ORDER BY registered_model_id, alias, alias_moved_at DESC, created_at DESC
+), arms AS (
+    SELECT a.deployment_id AS id, min(e.key) AS key
+    FROM experiment_arms a JOIN experiments e ON e.id = a.experiment_id
+    WHERE e.org_id = $1 AND e.status = 'running' AND a.deployment_id IS NOT NULL
+    GROUP BY a.deployment_id
+)
+SELECT d.id, d.org_id, d.registered_model_id, d.version_id, d.target_id, d.alias, d.action, d.status, d.reason, d.previous_version_id, d.served_name, d.loaded_at, d.verified_at, d.alias_moved_at, d.error, d.river_job_id, d.created_by, d.created_by_label, d.created_at, d.finished_at, d.unloaded_at, d.reload_of, mv.version, m.name AS model_name,
+       (c.id IS NOT NULL)::bool AS alias_current, coalesce(ar.key, '')::text AS experiment_key,
+       EXISTS (SELECT 1 FROM deployments r WHERE r.reload_of = d.id
+               AND (r.status IN ('queued', 'running') OR (r.status = 'failed' AND r.finished_at > now() - interval '10 minutes')))::bool AS reloading
+FROM deployments d
+JOIN model_versions mv ON mv.org_id = d.org_id AND mv.id = d.version_id
+JOIN registered_models m ON m.org_id = d.org_id AND m.id = d.registered_model_id
+LEFT JOIN current c ON c.id = d.id
+LEFT JOIN arms ar ON ar.id = d.id
+WHERE d.org_id = $1 AND d.target_id = $2 AND d.status = 'succeeded' AND d.served_name <> ''
+  AND (c.id IS NOT NULL OR ar.id IS NOT NULL)
+ORDER BY d.created_at
+`
+
+type DeploymentListInUseOnTargetParams struct {
+	OrgID    uuid.UUID     `json:"org_id"`
+	TargetID uuid.NullUUID `json:"target_id"`
+}
+
+type DeploymentListInUseOnTargetRow struct {
+	Deployment    Deployment `json:"deployment"`
+	Version       string     `json:"version"`
+	ModelName     string     `json:"model_name"`
+	AliasCurrent  bool       `json:"alias_current"`
+	ExperimentKey string     `json:"experiment_key"`
+	Reloading     bool       `json:"reloading"`
+}
+
+// The deployments on a target that something calls: the current
+// deployment of an alias, or the deployment an arm of a running
+// experiment is called at (the first such experiment's key), with the
+// version's number and the model's name, and whether a reload of it is
+// under way or failed in the last ten minutes.
+func (q *Queries) DeploymentListInUseOnTarget(ctx context.Context, arg DeploymentListInUseOnTargetParams) ([]DeploymentListInUseOnTargetRow, error) {
+	rows, err := q.db.Query(ctx, deploymentListInUseOnTarget, arg.OrgID, arg.TargetID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []DeploymentListInUseOnTargetRow{}
+	for rows.Next() {
+		var i DeploymentListInUseOnTargetRow
+		if err := rows.Scan(
+			&i.Deployment.ID,
+			&i.Deployment.OrgID,
+			&i.Deployment.RegisteredModelID,
+			&i.Deployment.VersionID,
+			&i.Deployment.TargetID,
+			&i.Deployment.Alias,
+			&i.Deployment.Action,
+			&i.Deployment.Status,
+			&i.Deployment.Reason,
+			&i.Deployment.PreviousVersionID,
+			&i.Deployment.ServedName,
+			&i.Deployment.LoadedAt,
+			&i.Deployment.VerifiedAt,
+			&i.Deployment.AliasMovedAt,
+			&i.Deployment.Error,
+			&i.Deployment.RiverJobID,
+			&i.Deployment.CreatedBy,
+			&i.Deployment.CreatedByLabel,
+			&i.Deployment.CreatedAt,
+			&i.Deployment.FinishedAt,
+			&i.Deployment.UnloadedAt,
+			&i.Deployment.ReloadOf,
+			&i.Version,
+			&i.ModelName,
+			&i.AliasCurrent,
+			&i.ExperimentKey,
+			&i.Reloading,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const deploymentListServed = `-- name: DeploymentListServed :many
-SELECT d.id, d.org_id, d.registered_model_id, d.version_id, d.target_id, d.alias, d.action, d.status, d.reason, d.previous_version_id, d.served_name, d.loaded_at, d.verified_at, d.alias_moved_at, d.error, d.river_job_id, d.created_by, d.created_by_label, d.created_at, d.finished_at, d.unloaded_at, t.id, t.org_id, t.name, t.kind, t.base_url, t.api_key_ciphertext, t.api_key_nonce, t.unload_grace_s, t.created_at FROM deployments d
+SELECT d.id, d.org_id, d.registered_model_id, d.version_id, d.target_id, d.alias, d.action, d.status, d.reason, d.previous_version_id, d.served_name, d.loaded_at, d.verified_at, d.alias_moved_at, d.error, d.river_job_id, d.created_by, d.created_by_label, d.created_at, d.finished_at, d.unloaded_at, d.reload_of, t.id, t.org_id, t.name, t.kind, t.base_url, t.api_key_ciphertext, t.api_key_nonce, t.unload_grace_s, t.created_at FROM deployments d
 JOIN serving_targets t ON t.org_id = d.org_id AND t.id = d.target_id
 WHERE d.org_id = $1 AND d.version_id = $2 AND d.status = 'succeeded' AND d.unloaded_at IS NULL
 ORDER BY d.finished_at DESC, d.created_at DESC
@@ -603,6 +706,7 @@ func (q *Queries) DeploymentListServed(ctx context.Context, arg DeploymentListSe
 			&i.Deployment.CreatedAt,
 			&i.Deployment.FinishedAt,
 			&i.Deployment.UnloadedAt,
+			&i.Deployment.ReloadOf,
 			&i.ServingTarget.ID,
 			&i.ServingTarget.OrgID,
 			&i.ServingTarget.Name,
@@ -612,6 +716,83 @@ func (q *Queries) DeploymentListServed(ctx context.Context, arg DeploymentListSe
 			&i.ServingTarget.ApiKeyNonce,
 			&i.ServingTarget.UnloadGraceS,
 			&i.ServingTarget.CreatedAt,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const deploymentListSucceededForAlias = `-- name: DeploymentListSucceededForAlias :many
+SELECT d.id, d.org_id, d.registered_model_id, d.version_id, d.target_id, d.alias, d.action, d.status, d.reason, d.previous_version_id, d.served_name, d.loaded_at, d.verified_at, d.alias_moved_at, d.error, d.river_job_id, d.created_by, d.created_by_label, d.created_at, d.finished_at, d.unloaded_at, d.reload_of, t.id, t.org_id, t.name, t.kind, t.base_url, t.api_key_ciphertext, t.api_key_nonce, t.unload_grace_s, t.created_at, mv.version FROM deployments d
+JOIN serving_targets t ON t.org_id = d.org_id AND t.id = d.target_id
+JOIN model_versions mv ON mv.org_id = d.org_id AND mv.id = d.version_id
+WHERE d.org_id = $1 AND d.registered_model_id = $2 AND d.alias = $3
+  AND d.status = 'succeeded' AND d.action <> 'load' AND d.unloaded_at IS NULL
+ORDER BY d.alias_moved_at DESC, d.created_at DESC
+LIMIT 20
+`
+
+type DeploymentListSucceededForAliasParams struct {
+	OrgID             uuid.UUID `json:"org_id"`
+	RegisteredModelID uuid.UUID `json:"registered_model_id"`
+	Alias             string    `json:"alias"`
+}
+
+type DeploymentListSucceededForAliasRow struct {
+	Deployment    Deployment    `json:"deployment"`
+	ServingTarget ServingTarget `json:"serving_target"`
+	Version       string        `json:"version"`
+}
+
+// The deployments that put a version under an alias and are still
+// served, newest first, each with its target: where a fallback is found.
+func (q *Queries) DeploymentListSucceededForAlias(ctx context.Context, arg DeploymentListSucceededForAliasParams) ([]DeploymentListSucceededForAliasRow, error) {
+	rows, err := q.db.Query(ctx, deploymentListSucceededForAlias, arg.OrgID, arg.RegisteredModelID, arg.Alias)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []DeploymentListSucceededForAliasRow{}
+	for rows.Next() {
+		var i DeploymentListSucceededForAliasRow
+		if err := rows.Scan(
+			&i.Deployment.ID,
+			&i.Deployment.OrgID,
+			&i.Deployment.RegisteredModelID,
+			&i.Deployment.VersionID,
+			&i.Deployment.TargetID,
+			&i.Deployment.Alias,
+			&i.Deployment.Action,
+			&i.Deployment.Status,
+			&i.Deployment.Reason,
+			&i.Deployment.PreviousVersionID,
+			&i.Deployment.ServedName,
+			&i.Deployment.LoadedAt,
+			&i.Deployment.VerifiedAt,
+			&i.Deployment.AliasMovedAt,
+			&i.Deployment.Error,
+			&i.Deployment.RiverJobID,
+			&i.Deployment.CreatedBy,
+			&i.Deployment.CreatedByLabel,
+			&i.Deployment.CreatedAt,
+			&i.Deployment.FinishedAt,
+			&i.Deployment.UnloadedAt,
+			&i.Deployment.ReloadOf,
+			&i.ServingTarget.ID,
+			&i.ServingTarget.OrgID,
+			&i.ServingTarget.Name,
+			&i.ServingTarget.Kind,
+			&i.ServingTarget.BaseUrl,
+			&i.ServingTarget.ApiKeyCiphertext,
+			&i.ServingTarget.ApiKeyNonce,
+			&i.ServingTarget.UnloadGraceS,
+			&i.ServingTarget.CreatedAt,
+			&i.Version,
 		); err != nil {
 			return nil, err
 		}
@@ -740,7 +921,7 @@ func (q *Queries) ModelAliasCountByVersion(ctx context.Context, arg ModelAliasCo
 }
 
 const modelAliasGet = `-- name: ModelAliasGet :one
-SELECT org_id, registered_model_id, alias, version_id, updated_at FROM model_aliases WHERE org_id = $1 AND registered_model_id = $2 AND alias = $3
+SELECT org_id, registered_model_id, alias, version_id, updated_at, fallback FROM model_aliases WHERE org_id = $1 AND registered_model_id = $2 AND alias = $3
 `
 
 type ModelAliasGetParams struct {
@@ -758,6 +939,7 @@ func (q *Queries) ModelAliasGet(ctx context.Context, arg ModelAliasGetParams) (M
 		&i.Alias,
 		&i.VersionID,
 		&i.UpdatedAt,
+		&i.Fallback,
 	)
 	return i, err
 }
@@ -783,7 +965,7 @@ func (q *Queries) ModelAliasGetByModelName(ctx context.Context, arg ModelAliasGe
 }
 
 const modelAliasListByModels = `-- name: ModelAliasListByModels :many
-SELECT a.org_id, a.registered_model_id, a.alias, a.version_id, a.updated_at FROM model_aliases a
+SELECT a.org_id, a.registered_model_id, a.alias, a.version_id, a.updated_at, a.fallback FROM model_aliases a
 WHERE a.org_id = $1 AND a.registered_model_id = ANY($2::uuid[])
 ORDER BY a.alias
 `
@@ -808,6 +990,7 @@ func (q *Queries) ModelAliasListByModels(ctx context.Context, arg ModelAliasList
 			&i.Alias,
 			&i.VersionID,
 			&i.UpdatedAt,
+			&i.Fallback,
 		); err != nil {
 			return nil, err
 		}
@@ -817,6 +1000,31 @@ func (q *Queries) ModelAliasListByModels(ctx context.Context, arg ModelAliasList
 		return nil, err
 	}
 	return items, nil
+}
+
+const modelAliasUpdateFallback = `-- name: ModelAliasUpdateFallback :execrows
+UPDATE model_aliases SET fallback = $1
+WHERE org_id = $2 AND registered_model_id = $3 AND alias = $4
+`
+
+type ModelAliasUpdateFallbackParams struct {
+	Fallback          string    `json:"fallback"`
+	OrgID             uuid.UUID `json:"org_id"`
+	RegisteredModelID uuid.UUID `json:"registered_model_id"`
+	Alias             string    `json:"alias"`
+}
+
+func (q *Queries) ModelAliasUpdateFallback(ctx context.Context, arg ModelAliasUpdateFallbackParams) (int64, error) {
+	result, err := q.db.Exec(ctx, modelAliasUpdateFallback,
+		arg.Fallback,
+		arg.OrgID,
+		arg.RegisteredModelID,
+		arg.Alias,
+	)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
 }
 
 const modelAliasUpdateVersion = `-- name: ModelAliasUpdateVersion :exec
@@ -1672,6 +1880,88 @@ func (q *Queries) RegisteredModelUpdate(ctx context.Context, arg RegisteredModel
 	return err
 }
 
+const servingCheckGet = `-- name: ServingCheckGet :one
+SELECT target_id, org_id, checked_at, healthy, error, models FROM serving_checks WHERE org_id = $1 AND target_id = $2
+`
+
+type ServingCheckGetParams struct {
+	OrgID    uuid.UUID `json:"org_id"`
+	TargetID uuid.UUID `json:"target_id"`
+}
+
+func (q *Queries) ServingCheckGet(ctx context.Context, arg ServingCheckGetParams) (ServingCheck, error) {
+	row := q.db.QueryRow(ctx, servingCheckGet, arg.OrgID, arg.TargetID)
+	var i ServingCheck
+	err := row.Scan(
+		&i.TargetID,
+		&i.OrgID,
+		&i.CheckedAt,
+		&i.Healthy,
+		&i.Error,
+		&i.Models,
+	)
+	return i, err
+}
+
+const servingCheckList = `-- name: ServingCheckList :many
+SELECT target_id, org_id, checked_at, healthy, error, models FROM serving_checks WHERE org_id = $1
+`
+
+// The organisation's targets' last checks.
+func (q *Queries) ServingCheckList(ctx context.Context, orgID uuid.UUID) ([]ServingCheck, error) {
+	rows, err := q.db.Query(ctx, servingCheckList, orgID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []ServingCheck{}
+	for rows.Next() {
+		var i ServingCheck
+		if err := rows.Scan(
+			&i.TargetID,
+			&i.OrgID,
+			&i.CheckedAt,
+			&i.Healthy,
+			&i.Error,
+			&i.Models,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const servingCheckUpsert = `-- name: ServingCheckUpsert :exec
+INSERT INTO serving_checks (target_id, org_id, checked_at, healthy, error, models)
+VALUES ($1, $2, now(), $3, $4, $5::text[])
+ON CONFLICT (target_id) DO UPDATE
+SET checked_at = now(), healthy = EXCLUDED.healthy, error = EXCLUDED.error, models = EXCLUDED.models
+`
+
+type ServingCheckUpsertParams struct {
+	TargetID uuid.UUID `json:"target_id"`
+	OrgID    uuid.UUID `json:"org_id"`
+	Healthy  bool      `json:"healthy"`
+	Error    string    `json:"error"`
+	Models   []string  `json:"models"`
+}
+
+// Records what a target answered when asked what it serves.
+func (q *Queries) ServingCheckUpsert(ctx context.Context, arg ServingCheckUpsertParams) error {
+	_, err := q.db.Exec(ctx, servingCheckUpsert,
+		arg.TargetID,
+		arg.OrgID,
+		arg.Healthy,
+		arg.Error,
+		arg.Models,
+	)
+	return err
+}
+
 const servingTargetGet = `-- name: ServingTargetGet :one
 SELECT id, org_id, name, kind, base_url, api_key_ciphertext, api_key_nonce, unload_grace_s, created_at FROM serving_targets WHERE org_id = $1 AND id = $2
 `
@@ -1771,6 +2061,43 @@ SELECT id, org_id, name, kind, base_url, api_key_ciphertext, api_key_nonce, unlo
 
 func (q *Queries) ServingTargetList(ctx context.Context, orgID uuid.UUID) ([]ServingTarget, error) {
 	rows, err := q.db.Query(ctx, servingTargetList, orgID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []ServingTarget{}
+	for rows.Next() {
+		var i ServingTarget
+		if err := rows.Scan(
+			&i.ID,
+			&i.OrgID,
+			&i.Name,
+			&i.Kind,
+			&i.BaseUrl,
+			&i.ApiKeyCiphertext,
+			&i.ApiKeyNonce,
+			&i.UnloadGraceS,
+			&i.CreatedAt,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const servingTargetListPolled = `-- name: ServingTargetListPolled :many
+SELECT id, org_id, name, kind, base_url, api_key_ciphertext, api_key_nonce, unload_grace_s, created_at FROM serving_targets WHERE kind IN ('vllm', 'vllm_pooling') ORDER BY org_id, name
+`
+
+// The targets of every organisation that list what they serve, for the
+// periodic serving check: it asks each, and writes what it finds on that
+// target's organisation's rows.
+func (q *Queries) ServingTargetListPolled(ctx context.Context) ([]ServingTarget, error) {
+	rows, err := q.db.Query(ctx, servingTargetListPolled)
 	if err != nil {
 		return nil, err
 	}

@@ -169,6 +169,29 @@ func (h *Handlers) APIModelDeploy(c echo.Context) error {
 	return c.JSON(http.StatusAccepted, d)
 }
 
+// AliasFallback is what an admin sends to choose an alias's fallback.
+type AliasFallback struct {
+	Name     string `json:"name"`
+	Alias    string `json:"alias"`
+	Fallback string `json:"fallback"`
+}
+
+// APIModelAliasFallback sets what resolving an alias answers while its
+// target does not list its version: "none" (503) or "last_healthy".
+func (h *Handlers) APIModelAliasFallback(c echo.Context) error {
+	if _, err := queryParams(c); err != nil {
+		return err
+	}
+	var in AliasFallback
+	if err := decodeJSON(c, &in, ""); err != nil {
+		return err
+	}
+	if err := h.Models.SetFallback(ctx(c), actor(c), CallerOf(c).OrgID, in.Name, in.Alias, in.Fallback); err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, in)
+}
+
 // APIModelRollback puts back the version that held an alias before the
 // current one: 202 with the deployment that does it.
 func (h *Handlers) APIModelRollback(c echo.Context) error {

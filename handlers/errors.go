@@ -82,6 +82,7 @@ func (h *Handlers) problemFor(err error, c echo.Context) Problem {
 		invalid  *errs.Invalid
 		conflict *errs.Conflict
 		tooMany  *errs.TooMany
+		unavail  *errs.Unavailable
 		httpErr  *echo.HTTPError
 	)
 	switch {
@@ -106,6 +107,8 @@ func (h *Handlers) problemFor(err error, c echo.Context) Problem {
 		return p
 	case errors.As(err, &tooMany):
 		return problem(http.StatusTooManyRequests, "Too many requests", tooMany.Message)
+	case errors.As(err, &unavail):
+		return problem(http.StatusServiceUnavailable, "Not served now", unavail.Message)
 	case errors.As(err, &httpErr):
 		return problem(httpErr.Code, statusTitle(httpErr.Code), httpMessage(httpErr))
 	case databaseDown(err):

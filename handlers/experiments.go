@@ -131,6 +131,7 @@ func (h *Handlers) renderPanel(c echo.Context, status int, problems map[string]s
 	if m.SRMChecked {
 		m.SRMOK = *r.SRMPValue >= stats.SRMThreshold
 	}
+	var targets []string
 	for i, a := range e.Arms {
 		pa := views.PanelArm{Name: a.Name, Version: a.Version, VersionURL: "/models/versions/" + a.ModelVersionID.String(), Weight: percent(a.Weight)}
 		if i < len(r.Units) {
@@ -138,6 +139,16 @@ func (h *Handlers) renderPanel(c echo.Context, status int, problems map[string]s
 		}
 		m.Arms = append(m.Arms, pa)
 		m.TreatmentVersion = a.Version
+		if a.DeploymentID != nil {
+			d, err := h.Models.GetDeployment(ctx(c), caller.OrgID, *a.DeploymentID)
+			if err != nil {
+				return err
+			}
+			targets = append(targets, d.Target)
+		}
+	}
+	if m.Health, err = h.targetHealth(c, targets); err != nil {
+		return err
 	}
 	if err := h.panelSegments(c, &m, r); err != nil {
 		return err

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/google/uuid"
 	"github.com/labstack/echo/v4"
@@ -199,10 +200,19 @@ func (h *Handlers) modelVersionView(c echo.Context, id uuid.UUID) (views.ModelVe
 	if err != nil {
 		return m, err
 	}
+	var targets []string
 	for _, d := range deployments {
-		m.Deployments = append(m.Deployments, views.DeploymentRow{ID: d.ID.String(), Status: d.Status, Action: d.Action, Alias: d.Alias,
+		action := d.Action
+		if d.ReloadOf != nil {
+			action = "reload"
+		}
+		m.Deployments = append(m.Deployments, views.DeploymentRow{ID: d.ID.String(), Status: d.Status, Action: action, Alias: d.Alias,
 			Target: d.Target, Reason: d.Reason, Error: d.Error, By: d.CreatedBy, CreatedAt: views.When(d.CreatedAt), FinishedAt: views.WhenPtr(d.FinishedAt)})
 		m.Active = m.Active || d.Status == "queued" || d.Status == "running"
+		targets = append(targets, d.Target)
+	}
+	if m.Health, err = h.targetHealth(c, targets); err != nil {
+		return m, err
 	}
 	gate, err := h.Models.GateStatus(ctx(c), caller.OrgID, id)
 	if err != nil {
@@ -492,4 +502,34 @@ func (h *Handlers) TargetCreate(c echo.Context) error {
 	}
 	h.Sessions.Flash(c, "ok", "Added the serving target "+t.Name+".")
 	return redirect(c, "/models/targets")
+}
+
+// targetHealth is the named serving targets' health, as their last checks
+// found it, for a page.
+func (h *Handlers) targetHealth(c echo.Context, names []string) ([]views.TargetHealthRow, error) {
+	health, err := h.Models.Health(ctx(c), CallerOf(c).OrgID, names)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]views.TargetHealthRow, 0, len(health))
+	for _, t := range health {
+		r := views.TargetHealthRow{Target: t.Target, Checked: "—"}
+		if t.Checked != nil {
+			r.Checked = views.When(*t.Checked)
+		}
+		switch {
+		case !t.Polled:
+			r.State, r.Detail = "not_polled", "Targets of this kind serve what they were given; Curate does not ask them."
+		case t.Checked == nil:
+			r.State, r.Detail = "never_checked", "The serving check has not asked it yet."
+		case !t.Healthy:
+			r.State, r.Detail = "unreachable", t.Error
+		case t.Stale:
+			r.State, r.Detail = "stale", "Its last answer is older than the check's interval: aliases on it answer 503 until it is asked again."
+		default:
+			r.State, r.Detail = "healthy", views.Count(len(t.Models), "model listed", "models listed")+": "+strings.Join(t.Models, ", ")
+		}
+		out = append(out, r)
+	}
+	return out, nil
 }

@@ -21,6 +21,10 @@ import (
 	"github.com/curate/curate/internal/routing"
 )
 
+// ShortJobLimit is the longest timeout of a job kind that does not beat:
+// River's rescue takes such a job back this long after its attempt began.
+const ShortJobLimit = time.Minute
+
 // Options size the client.
 type Options struct {
 	// Workers is how many jobs run at once on the default queue; 0 makes an
@@ -31,58 +35,83 @@ type Options struct {
 	GPUSlots int
 }
 
+// Registered is a job kind Register adds, with its worker's timeout for
+// a job of that kind (0: River's default, a minute).
+type Registered struct {
+	Kind    string
+	Timeout time.Duration
+}
+
+// registry adds workers to a River worker set and lists their kinds.
+type registry struct {
+	workers *river.Workers
+	kinds   []Registered
+}
+
+func add[T river.JobArgs](r *registry, w river.Worker[T]) {
+	river.AddWorker(r.workers, w)
+	var zero T
+	r.kinds = append(r.kinds, Registered{Kind: zero.Kind(), Timeout: w.Timeout(&river.Job[T]{JobRow: &rivertype.JobRow{}})})
+}
+
 // Register adds every worker to a River worker set. Workers hold the
 // process's services (app.New builds them); a nil service leaves its
 // workers out, for tests.
-func Register(d *app.Services) *river.Workers {
-	w := river.NewWorkers()
-	river.AddWorker(w, &MaintenanceWorker{Accounts: d.Accounts, Imports: d.Imports, Datasets: d.Datasets})
-	river.AddWorker(w, &HeartbeatSweepWorker{Heartbeats: d.Heartbeats, Kinds: LongKinds(d), Log: d.Log})
+func Register(d *app.Services) *river.Workers { return register(d).workers }
+
+// Kinds lists the job kinds Register adds for d's services.
+func Kinds(d *app.Services) []Registered { return register(d).kinds }
+
+func register(d *app.Services) *registry {
+	w := &registry{workers: river.NewWorkers()}
+	add(w, &MaintenanceWorker{Accounts: d.Accounts, Imports: d.Imports, Datasets: d.Datasets})
+	add(w, &HeartbeatSweepWorker{Heartbeats: d.Heartbeats, Kinds: LongKinds(d), Log: d.Log})
 	if d.Datasets != nil {
-		river.AddWorker(w, &ExportWorker{Datasets: d.Datasets})
-		river.AddWorker(w, &ReportWorker{Datasets: d.Datasets})
+		add(w, &ExportWorker{Datasets: d.Datasets})
+		add(w, &ReportWorker{Datasets: d.Datasets})
 	}
 	if d.Imports != nil {
-		river.AddWorker(w, &ImportWorker{Imports: d.Imports})
-		river.AddWorker(w, &LangfuseSyncWorker{Imports: d.Imports})
-		river.AddWorker(w, &LangfuseSyncAllWorker{Imports: d.Imports})
+		add(w, &ImportWorker{Imports: d.Imports})
+		add(w, &LangfuseSyncWorker{Imports: d.Imports})
+		add(w, &LangfuseSyncAllWorker{Imports: d.Imports})
 	}
 	if d.Alerts != nil {
-		river.AddWorker(w, &AlertsEvaluateWorker{Alerts: d.Alerts, Log: d.Log})
-		river.AddWorker(w, &AlertWebhookWorker{Alerts: d.Alerts})
+		add(w, &AlertsEvaluateWorker{Alerts: d.Alerts, Log: d.Log})
+		add(w, &AlertWebhookWorker{Alerts: d.Alerts})
 	}
 	if d.FineTune != nil {
-		river.AddWorker(w, &FineTuneWorker{FineTune: d.FineTune})
+		add(w, &FineTuneWorker{FineTune: d.FineTune})
 	}
 	if d.Models != nil {
-		river.AddWorker(w, &DeployWorker{Models: d.Models})
-		river.AddWorker(w, &UnloadWorker{Models: d.Models})
+		add(w, &DeployWorker{Models: d.Models})
+		add(w, &UnloadWorker{Models: d.Models})
+		add(w, &ServingCheckWorker{Models: d.Models})
 	}
 	if d.Eval != nil {
-		river.AddWorker(w, &EvaluateWorker{Eval: d.Eval})
+		add(w, &EvaluateWorker{Eval: d.Eval})
 	}
 	if d.Judge != nil {
-		river.AddWorker(w, &AgreementWorker{Judge: d.Judge})
+		add(w, &AgreementWorker{Judge: d.Judge})
 	}
 	if d.Codebooks != nil && d.Codebooks.Judge != nil {
-		river.AddWorker(w, &SuggestWorker{Codebooks: d.Codebooks})
+		add(w, &SuggestWorker{Codebooks: d.Codebooks})
 	}
 	if d.Experiments != nil {
-		river.AddWorker(w, &RolloutWorker{Experiments: d.Experiments})
+		add(w, &RolloutWorker{Experiments: d.Experiments})
 	}
 	if d.LiveScore != nil {
-		river.AddWorker(w, &LiveSampleWorker{LiveScore: d.LiveScore})
-		river.AddWorker(w, &LiveScoreWorker{LiveScore: d.LiveScore})
+		add(w, &LiveSampleWorker{LiveScore: d.LiveScore})
+		add(w, &LiveScoreWorker{LiveScore: d.LiveScore})
 	}
 	if d.Loops != nil {
-		river.AddWorker(w, &LoopStepWorker{Loops: d.Loops})
-		river.AddWorker(w, &LoopTriggerWorker{Loops: d.Loops})
+		add(w, &LoopStepWorker{Loops: d.Loops})
+		add(w, &LoopTriggerWorker{Loops: d.Loops})
 	}
 	if d.Routing != nil {
-		river.AddWorker(w, &RouteWorker{Routing: d.Routing})
+		add(w, &RouteWorker{Routing: d.Routing})
 	}
 	if d.Hygiene != nil {
-		river.AddWorker(w, &HygieneWorker{Hygiene: d.Hygiene})
+		add(w, &HygieneWorker{Hygiene: d.Hygiene})
 	}
 	return w
 }
@@ -96,12 +125,14 @@ func NewClient(pool *pgxpool.Pool, d *app.Services, opts Options) (*river.Client
 		// Long jobs beat while they run (see heartbeat.go).
 		Middleware: []rivertype.Middleware{newHeartbeat(d.Heartbeats, LongKinds(d))},
 		// A job whose worker died is retried once it has been running this
-		// long and its own timeout has passed: the short jobs (a minute's
-		// timeout, River's default) come back within about two minutes
-		// instead of River's default hour. Kinds with a long timeout are
-		// left alone by this rescue until that timeout: the long ones beat
-		// and are rescued by the heartbeat sweep instead.
-		RescueStuckJobsAfter: 90 * time.Second,
+		// long and its own timeout has passed: the short jobs (at most a
+		// minute's timeout, River's default) come back within 90 s of the
+		// death (this, plus up to River's 30 s between rescues) instead of
+		// River's default hour. Kinds with a long timeout are left alone
+		// by this rescue until that timeout: they all beat and are
+		// rescued by the heartbeat sweep instead (kinds_test.go holds
+		// every kind to one or the other).
+		RescueStuckJobsAfter: ShortJobLimit,
 	}
 	if opts.Workers > 0 {
 		cfg.Queues = map[string]river.QueueConfig{
@@ -121,6 +152,14 @@ func NewClient(pool *pgxpool.Pool, d *app.Services, opts Options) (*river.Client
 	if opts.Workers > 0 && d.Alerts != nil {
 		cfg.PeriodicJobs = append(cfg.PeriodicJobs, river.NewPeriodicJob(river.PeriodicInterval(5*time.Minute),
 			func() (river.JobArgs, *river.InsertOpts) { return AlertsEvaluateArgs{}, nil }, nil))
+	}
+	if opts.Workers > 0 && d.Models != nil {
+		// Every target is asked what it serves twice per interval, so that
+		// its last check is never older than the interval.
+		poll := d.Config.ServingPoll
+		cfg.PeriodicJobs = append(cfg.PeriodicJobs, river.NewPeriodicJob(river.PeriodicInterval(checkEvery(poll)),
+			func() (river.JobArgs, *river.InsertOpts) { return ServingCheckArgs{Every: poll}, nil },
+			&river.PeriodicJobOpts{RunOnStart: true}))
 	}
 	if opts.Workers > 0 && d.Imports != nil {
 		cfg.PeriodicJobs = append(cfg.PeriodicJobs, river.NewPeriodicJob(river.PeriodicInterval(LangfuseSyncEvery),

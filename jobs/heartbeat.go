@@ -14,12 +14,16 @@ import (
 	"github.com/riverqueue/river/rivertype"
 
 	"github.com/curate/curate/internal/app"
+	"github.com/curate/curate/internal/codebook"
 	"github.com/curate/curate/internal/datasets"
 	"github.com/curate/curate/internal/eval"
+	"github.com/curate/curate/internal/finetune"
 	"github.com/curate/curate/internal/imports"
 	"github.com/curate/curate/internal/jobq"
 	"github.com/curate/curate/internal/judge"
+	"github.com/curate/curate/internal/livescore"
 	"github.com/curate/curate/internal/loops"
+	"github.com/curate/curate/internal/models"
 )
 
 // Crash recovery for long jobs.
@@ -109,6 +113,44 @@ func LongKinds(d *app.Services) []LongKind {
 		out = append(out, Long(func(ctx context.Context, a judge.AgreementArgs) error {
 			return d.Judge.AbandonAgreement(ctx, a.ID, abandonedRun)
 		}))
+	}
+	if d.FineTune != nil {
+		// Each step at the provider (upload, job creation) is stored
+		// before the next, so a retry polls the job it created rather
+		// than creating another; the last attempt given up fails the job.
+		out = append(out, Long(func(ctx context.Context, a finetune.JobArgs) error {
+			return d.FineTune.Fail(ctx, a.JobID, errors.New("its worker stopped on the job's last attempt; launch it again"))
+		}))
+	}
+	if d.Models != nil {
+		// A deployment loads only what its target does not list yet and
+		// stores each step, so a retry resumes; the last attempt given
+		// up fails it, the alias where it was, and frees the alias.
+		out = append(out, Long(func(ctx context.Context, a models.DeployArgs) error {
+			return d.Models.Fail(ctx, a.DeploymentID, errors.New("its worker stopped on the deployment's last attempt; deploy again"))
+		}))
+	}
+	if d.Datasets != nil {
+		// A report already stored is left as it is, and a retry computes
+		// it whole. One given up on its last attempt (River's 25) stays
+		// missing.
+		out = append(out, Long(func(context.Context, datasets.ReportArgs) error { return nil }))
+	}
+	if d.Imports != nil {
+		// A sync stores everything in one transaction with its new
+		// position, so a retry covers the same scores; one given up is
+		// followed by the next periodic sync.
+		out = append(out, Long(func(context.Context, imports.LangfuseSyncArgs) error { return nil }))
+	}
+	if d.Codebooks != nil && d.Codebooks.Judge != nil {
+		// Answered suggestions are stored one by one; a retry answers
+		// the pending ones, and one given up leaves them pending.
+		out = append(out, Long(func(context.Context, codebook.SuggestArgs) error { return nil }))
+	}
+	if d.LiveScore != nil {
+		// Each scored answer is stored; the next sample's job scores
+		// what is still pending.
+		out = append(out, Long(func(context.Context, livescore.ScoreArgs) error { return nil }))
 	}
 	if d.Loops != nil {
 		// What a step made is recorded as it goes, and a retry finds it:

@@ -19,9 +19,11 @@ import (
 	"github.com/curate/curate/internal/datasets"
 	"github.com/curate/curate/internal/eval"
 	"github.com/curate/curate/internal/feedback"
+	"github.com/curate/curate/internal/finetune"
 	"github.com/curate/curate/internal/imports"
 	"github.com/curate/curate/internal/jobq"
 	"github.com/curate/curate/internal/judge"
+	"github.com/curate/curate/internal/models"
 	"github.com/curate/curate/internal/pairs"
 	"github.com/curate/curate/jobs"
 )
@@ -92,6 +94,15 @@ func TestHeartbeatSweep(t *testing.T) {
 	agreement := insert(judge.AgreementArgs{ID: uuid.New()})
 	running(agreement, 1, "2 hours")
 	beat(agreement, 1, "31 seconds")
+	// So do fine-tuning jobs (their status poll) and deployments (their
+	// adapter load): before, they waited for River's rescue after their
+	// 30- and 5-minute timeouts.
+	fineTune := insert(finetune.JobArgs{JobID: uuid.New()})
+	running(fineTune, 1, "3 minutes")
+	beat(fineTune, 1, "40 seconds")
+	deployment := insert(models.DeployArgs{DeploymentID: uuid.New()})
+	running(deployment, 1, "1 minute")
+	beat(deployment, 1, "35 seconds")
 
 	// An import on its last attempt: given up.
 	run, err := imp.Start(ctx, audit.System, imports.NewRun{OrgID: org.ID, Kind: imports.KindJSONL, FileName: "f.jsonl",
@@ -109,7 +120,7 @@ func TestHeartbeatSweep(t *testing.T) {
 	}
 
 	services := &app.Services{Imports: imp, Datasets: datasets.New(pool, nil, nil, nil), Eval: eval.New(pool, eval.NewGates(pool), nil, nil),
-		Judge: judge.New(pool, nil, nil, 0)}
+		Judge: judge.New(pool, nil, nil, 0), FineTune: &finetune.Service{Pool: pool}, Models: models.New(pool, nil, nil, nil)}
 	w := &jobs.HeartbeatSweepWorker{Heartbeats: jobq.NewHeartbeats(pool), Kinds: jobs.LongKinds(services), Log: log}
 	if err := w.Work(ctx, &river.Job[jobs.HeartbeatSweepArgs]{JobRow: &rivertype.JobRow{}}); err != nil {
 		t.Fatal(err)
@@ -117,6 +128,7 @@ func TestHeartbeatSweep(t *testing.T) {
 
 	for id, want := range map[int64]string{
 		neverBeat: "available", stopped: "available", oldRow: "available", last: "discarded", evaluation: "available", agreement: "available",
+		fineTune: "available", deployment: "available",
 		alive: "running", starting: "running", short: "running",
 	} {
 		var state string

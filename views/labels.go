@@ -10,6 +10,7 @@ import (
 // labels are the words for enum values whose plain spelling reads wrong.
 var labels = map[string]string{
 	"thumbs_up":          "Thumbs up",
+	"serving_missing":    "Version not served",
 	"thumbs_down":        "Thumbs down",
 	"needs_correction":   "Needs correction",
 	"instruction_tuning": "Instruction tuning",

@@ -158,6 +158,7 @@ func Routes(h *handlers.Handlers) []Route {
 		{GET, "/api/models/:id/history", auth.Viewer, h.APIModelHistory},
 		{GET, "/api/models/resolve", auth.Viewer, h.APIModelResolve},
 		{GET, "/api/models/compare", auth.Viewer, h.APIModelCompare},
+		{POST, "/api/models/aliases/fallback", auth.Admin, h.APIModelAliasFallback},
 		{POST, "/api/models/:id/deploy", auth.Admin, h.APIModelDeploy},
 		{POST, "/api/models/:id/rollback", auth.Admin, h.APIModelRollback},
 		{GET, "/api/deployments/:id", auth.Viewer, h.APIDeploymentGet},

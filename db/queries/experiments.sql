@@ -371,3 +371,11 @@ UPDATE experiments SET coverage = @coverage, seed = @seed, phase = @phase,
     weights_changed = @weights_changed, updated_at = now()
 WHERE id = @id
 RETURNING *;
+
+-- name: ExperimentArmUpdateReloaded :exec
+-- Calls the arms of running or paused experiments that were called at a
+-- deployment its target stopped listing at the deployment that reloaded
+-- it.
+UPDATE experiment_arms a SET deployment_id = @reload_id
+FROM experiments e
+WHERE e.id = a.experiment_id AND e.org_id = @org_id AND e.status IN ('running', 'paused') AND a.deployment_id = @deployment_id;

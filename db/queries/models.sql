@@ -128,10 +128,10 @@ UPDATE model_versions SET status = @status WHERE org_id = @org_id AND id = @id;
 -- name: DeploymentInsert :one
 INSERT INTO deployments (
     org_id, registered_model_id, version_id, target_id, alias, action, reason,
-    previous_version_id, served_name, created_by, created_by_label
+    previous_version_id, served_name, created_by, created_by_label, reload_of
 ) VALUES (
     @org_id, @registered_model_id, @version_id, @target_id, @alias, @action, @reason,
-    @previous_version_id, @served_name, @created_by, @created_by_label
+    @previous_version_id, @served_name, @created_by, @created_by_label, @reload_of
 )
 RETURNING *;
 
@@ -330,3 +330,68 @@ LIMIT 1;
 UPDATE model_versions SET evaluation = @evaluation,
     performance_metrics = (performance_metrics - 'eval_score' - 'eval_ci' - 'golden_set_hash' - 'latency_ms') || @metrics::jsonb
 WHERE org_id = @org_id AND id = @id;
+
+-- name: ServingCheckUpsert :exec
+-- Records what a target answered when asked what it serves.
+INSERT INTO serving_checks (target_id, org_id, checked_at, healthy, error, models)
+VALUES (@target_id, @org_id, now(), @healthy, @error, @models::text[])
+ON CONFLICT (target_id) DO UPDATE
+SET checked_at = now(), healthy = EXCLUDED.healthy, error = EXCLUDED.error, models = EXCLUDED.models;
+
+-- name: ServingCheckGet :one
+SELECT * FROM serving_checks WHERE org_id = @org_id AND target_id = @target_id;
+
+-- name: ServingCheckList :many
+-- The organisation's targets' last checks.
+SELECT * FROM serving_checks WHERE org_id = @org_id;
+
+-- name: ServingTargetListPolled :many
+-- The targets of every organisation that list what they serve, for the
+-- periodic serving check: it asks each, and writes what it finds on that
+-- target's organisation's rows.
+SELECT * FROM serving_targets WHERE kind IN ('vllm', 'vllm_pooling') ORDER BY org_id, name;
+
+-- name: DeploymentListInUseOnTarget :many
+-- The deployments on a target that something calls: the current
+-- deployment of an alias, or the deployment an arm of a running
+-- experiment is called at (the first such experiment's key), with the
+-- version's number and the model's name, and whether a reload of it is
+-- under way or failed in the last ten minutes.
+WITH current AS (
+    SELECT DISTINCT ON (registered_model_id, alias) id
+    FROM deployments
+    WHERE org_id = @org_id AND status = 'succeeded' AND action <> 'load'
+    ORDER BY registered_model_id, alias, alias_moved_at DESC, created_at DESC
+), arms AS (
+    SELECT a.deployment_id AS id, min(e.key) AS key
+    FROM experiment_arms a JOIN experiments e ON e.id = a.experiment_id
+    WHERE e.org_id = @org_id AND e.status = 'running' AND a.deployment_id IS NOT NULL
+    GROUP BY a.deployment_id
+)
+SELECT sqlc.embed(d), mv.version, m.name AS model_name,
+       (c.id IS NOT NULL)::bool AS alias_current, coalesce(ar.key, '')::text AS experiment_key,
+       EXISTS (SELECT 1 FROM deployments r WHERE r.reload_of = d.id
+               AND (r.status IN ('queued', 'running') OR (r.status = 'failed' AND r.finished_at > now() - interval '10 minutes')))::bool AS reloading
+FROM deployments d
+JOIN model_versions mv ON mv.org_id = d.org_id AND mv.id = d.version_id
+JOIN registered_models m ON m.org_id = d.org_id AND m.id = d.registered_model_id
+LEFT JOIN current c ON c.id = d.id
+LEFT JOIN arms ar ON ar.id = d.id
+WHERE d.org_id = @org_id AND d.target_id = @target_id AND d.status = 'succeeded' AND d.served_name <> ''
+  AND (c.id IS NOT NULL OR ar.id IS NOT NULL)
+ORDER BY d.created_at;
+
+-- name: DeploymentListSucceededForAlias :many
+-- The deployments that put a version under an alias and are still
+-- served, newest first, each with its target: where a fallback is found.
+SELECT sqlc.embed(d), sqlc.embed(t), mv.version FROM deployments d
+JOIN serving_targets t ON t.org_id = d.org_id AND t.id = d.target_id
+JOIN model_versions mv ON mv.org_id = d.org_id AND mv.id = d.version_id
+WHERE d.org_id = @org_id AND d.registered_model_id = @registered_model_id AND d.alias = @alias
+  AND d.status = 'succeeded' AND d.action <> 'load' AND d.unloaded_at IS NULL
+ORDER BY d.alias_moved_at DESC, d.created_at DESC
+LIMIT 20;
+
+-- name: ModelAliasUpdateFallback :execrows
+UPDATE model_aliases SET fallback = @fallback
+WHERE org_id = @org_id AND registered_model_id = @registered_model_id AND alias = @alias;

@@ -181,6 +181,9 @@ func New(cfg config.Config, pool *pgxpool.Pool, log *slog.Logger) (*Services, er
 	svs := servers.New(pool)
 	mon := monitors.New(pool)
 	al := alerts.New(pool, inserter, box, out, mon, log)
+	// The serving check opens an alert for a version missing from its
+	// target, and resolving trusts only a check younger than its interval.
+	reg.Alerts, reg.ServingPoll = al, cfg.ServingPoll
 	// A local launch is taken when a live worker of the GPU queue can run
 	// it.
 	ft := finetune.New(pool, cfg, inserter, &datasets.FineTuneSource{Service: ds}, reg, svs, log)

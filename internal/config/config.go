@@ -67,6 +67,10 @@ type Config struct {
 	LoopCheckEvery time.Duration `env:"CURATE_LOOP_CHECK_EVERY" envDefault:"1m"`
 	LoopPoll       time.Duration `env:"CURATE_LOOP_POLL" envDefault:"15s"`
 
+	// Serving: how often every vLLM target is asked what it serves; an
+	// alias resolves only to a model listed at a check no older than this.
+	ServingPoll time.Duration `env:"CURATE_SERVING_POLL" envDefault:"30s"`
+
 	// Fine-tuning. Credentials come from the environment only and are
 	// never logged, rendered or stored in rows.
 	FineTuneBudgetUSD float64       `env:"CURATE_FINETUNE_BUDGET_USD" envDefault:"100"` // an organisation's monthly budget until an admin sets one
@@ -219,6 +223,9 @@ func (c Config) Validate() error {
 	}
 	if c.BodyLimit < 1024 {
 		return fmt.Errorf("CURATE_BODY_LIMIT must be at least 1024 bytes")
+	}
+	if c.ServingPoll != 0 && (c.ServingPoll < 2*time.Second || c.ServingPoll > time.Hour) {
+		return fmt.Errorf("CURATE_SERVING_POLL must be 2s to 1h, not %s", c.ServingPoll)
 	}
 	if c.GPUSlots < 0 || c.GPUSlots > 64 {
 		return fmt.Errorf("CURATE_GPU_SLOTS must be 1 to 64, not %d", c.GPUSlots)

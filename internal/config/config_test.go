@@ -44,7 +44,7 @@ func TestDefaults(t *testing.T) {
 		Addr: ":8080", DataDir: "./.curate", SessionTTL: 12 * time.Hour, Workers: 10, LogLevel: "info", LogFormat: "text",
 		BodyLimit: 2 << 20, ShutdownTimeout: 30 * time.Second, BatchBodyLimit: 64 << 20, APIRate: 200, APIBurst: 400, FeedbackPerUser: 10,
 		JudgeBudgetUSD: 20, FineTuneBudgetUSD: 100, FineTunePoll: 30 * time.Second, BedrockPrefix: "curate/fine-tuning",
-		LoopCheckEvery: time.Minute, LoopPoll: 15 * time.Second,
+		LoopCheckEvery: time.Minute, LoopPoll: 15 * time.Second, ServingPoll: 30 * time.Second,
 		TrainerPython: "python3", GPUSlots: 1, TrainerDevice: "auto", MetricsAddr: "127.0.0.1:9090",
 	}
 	t.Setenv("CURATE_ADDR", ":9999")
@@ -93,6 +93,7 @@ func TestFromEnvRefusals(t *testing.T) {
 		{"CURATE_WORKERS", "ten", "CURATE_WORKERS"},
 		{"CURATE_WORKERS", "1001", "workers must be 0 to 1000, not 1001"},
 		{"CURATE_BODY_LIMIT", "1023", "CURATE_BODY_LIMIT must be at least 1024 bytes"},
+		{"CURATE_SERVING_POLL", "500ms", "CURATE_SERVING_POLL must be 2s to 1h"},
 		{"CURATE_BATCH_BODY_LIMIT", "64MiB", "CURATE_BATCH_BODY_LIMIT"},
 		{"CURATE_API_RATE", "fast", "CURATE_API_RATE"},
 		{"CURATE_API_BURST", "0", "CURATE_API_RATE, CURATE_API_BURST and CURATE_FEEDBACK_PER_USER must be positive"},

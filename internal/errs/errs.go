@@ -102,6 +102,14 @@ type Conflict struct {
 
 func (e *Conflict) Error() string { return e.Message }
 
+// Unavailable is a request that cannot be answered now, for a reason in
+// words that names what is missing (503): it may be answered later.
+type Unavailable struct {
+	Message string
+}
+
+func (e *Unavailable) Error() string { return e.Message }
+
 // TooMany is a request refused by a rate limit.
 type TooMany struct {
 	Message    string

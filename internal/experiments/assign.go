@@ -26,6 +26,11 @@ type Assignment struct {
 	Version      string `json:"version"`
 	Model        string `json:"model"`
 	BaseURL      string `json:"base_url"`
+	// Fallback: the unit's arm is not served now, and it is sent to the
+	// control's model instead (Version, Model and BaseURL are the
+	// control's); NotServed says why.
+	Fallback  bool   `json:"fallback"`
+	NotServed string `json:"not_served,omitempty"`
 }
 
 // config is an experiment's configuration as assignment reads it: its
@@ -212,8 +217,9 @@ func checkUnit(v *errs.Invalid, field, u string) {
 
 // answer says what each unit calls, from the arms recorded for them; a
 // unit with none is outside the coverage and calls the control's model.
-// An arm whose version is no longer served where it is called is refused
-// by name rather than answered.
+// A unit of an arm whose version is no longer served where it is called
+// calls the control's model, flagged as a fallback; with the control not
+// served either, the call is refused by name.
 func (c *config) answer(units, recordedUnits []string, recordedArms []int32) ([]Assignment, error) {
 	recorded := make(map[string]int, len(recordedUnits))
 	for i, u := range recordedUnits {
@@ -229,11 +235,20 @@ func (c *config) answer(units, recordedUnits []string, recordedArms []int32) ([]
 			return nil, fmt.Errorf("experiments: %s recorded in arm %d of %s, which has %d", u, a.ArmIndex, c.key, len(c.arms))
 		}
 		arm := c.arms[a.ArmIndex]
+		a.Arm = arm.Name
 		if !arm.Served {
-			return nil, &errs.Conflict{Message: fmt.Sprintf("The %s arm's version %s is no longer served where the experiment calls it: "+
-				"pause the experiment and start it again to load it.", arm.Name, arm.Version)}
+			// The serving check found the arm's version missing and is
+			// loading it again: until then its units call the control.
+			control := c.arms[0]
+			if !control.Served {
+				return nil, &errs.Conflict{Message: fmt.Sprintf("The %s arm's version %s is no longer served where the experiment calls it, "+
+					"nor is the control's %s: Curate is loading them again.", arm.Name, arm.Version, control.Version)}
+			}
+			a.Fallback = true
+			a.NotServed = notServed(arm)
+			arm = control
 		}
-		a.Arm, a.Version, a.BaseURL = arm.Name, arm.Version, arm.BaseUrl
+		a.Version, a.BaseURL = arm.Version, arm.BaseUrl
 		a.Model = cmp.Or(arm.ServedName, arm.ModelID)
 		out[i] = a
 	}
@@ -255,18 +270,32 @@ type Config struct {
 	Coverage       float64     `json:"coverage"`
 	Weights        []float64   `json:"weights"`
 	Arms           []ConfigArm `json:"arms"`
-	ConfigVersion  int64       `json:"config_version"`
+	// NotServed names the arms not served now, whose units call the
+	// control's model.
+	NotServed     []string `json:"not_served"`
+	ConfigVersion int64    `json:"config_version"`
 }
 
 // ConfigArm is an arm and what to call for it. An arm not Served cannot
-// take traffic: assign refuses it until the experiment is started again.
+// take traffic: its units call the control's model until the serving
+// check has its version loaded again, and NotServed says why.
 type ConfigArm struct {
-	Index   int    `json:"index"`
-	Name    string `json:"name"`
-	Version string `json:"version"`
-	Model   string `json:"model"`
-	BaseURL string `json:"base_url"`
-	Served  bool   `json:"served"`
+	Index     int    `json:"index"`
+	Name      string `json:"name"`
+	Version   string `json:"version"`
+	Model     string `json:"model"`
+	BaseURL   string `json:"base_url"`
+	Served    bool   `json:"served"`
+	NotServed string `json:"not_served,omitempty"`
+}
+
+// notServed says why an arm is not served.
+func notServed(a db.ExperimentConfigGetRow) string {
+	if a.ServedName == "" {
+		return fmt.Sprintf("the %s arm's version %s is not served where the experiment calls it", a.Name, a.Version)
+	}
+	return fmt.Sprintf("the %s arm's version %s is no longer listed as %s by its serving target; it is being loaded again, and its units call the control's model until then",
+		a.Name, a.Version, a.ServedName)
 }
 
 // Config reads an experiment's configuration: this process's copy when
@@ -286,9 +315,15 @@ func (s *Service) Config(ctx context.Context, orgID uuid.UUID, key string) (Conf
 	}
 	out := Config{Key: c.key, Status: c.status, Seed: c.seed, Phase: int(c.phase), PhaseStartedAt: c.phaseStart, Coverage: c.coverage,
 		Weights: c.weights, ConfigVersion: c.version}
+	out.NotServed = []string{}
 	for _, a := range c.arms {
-		out.Arms = append(out.Arms, ConfigArm{Index: int(a.Idx), Name: a.Name, Version: a.Version, Model: cmp.Or(a.ServedName, a.ModelID),
-			BaseURL: a.BaseUrl, Served: a.Served})
+		arm := ConfigArm{Index: int(a.Idx), Name: a.Name, Version: a.Version, Model: cmp.Or(a.ServedName, a.ModelID),
+			BaseURL: a.BaseUrl, Served: a.Served}
+		if !a.Served {
+			arm.NotServed = notServed(a)
+			out.NotServed = append(out.NotServed, a.Name)
+		}
+		out.Arms = append(out.Arms, arm)
 	}
 	return out, nil
 }

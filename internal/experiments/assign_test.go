@@ -167,14 +167,34 @@ func TestAssignFollowsChangesMadeElsewhere(t *testing.T) {
 	if got, _ := assignOne(t, e, a, counter, "cached", "first"); got.Model != "renamed" {
 		t.Errorf("after the deployment was renamed: %+v", got)
 	}
-	// The treatment's deployment recorded unloaded: refused by name.
+	// The treatment's deployment recorded unloaded (as the serving check
+	// records an adapter its target dropped): its units call the
+	// control's model, flagged, and the config says so.
 	if _, err := e.pool.Exec(e.ctx, `UPDATE deployments d SET unloaded_at = now() FROM experiment_arms a
 		JOIN experiments x ON x.id = a.experiment_id WHERE x.key = 'cached' AND a.idx = 1 AND a.deployment_id = d.id`); err != nil {
 		t.Fatal(err)
 	}
+	cfg, err := a.Config(e.ctx, e.org, "cached")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cfg.NotServed) != 1 || cfg.NotServed[0] != "treatment" || cfg.Arms[1].Served || !strings.Contains(cfg.Arms[1].NotServed, "1.1.0") {
+		t.Errorf("the config with the treatment unloaded: %+v", cfg)
+	}
+	got, err := a.Assign(e.ctx, e.org, "cached", []string{"first"})
+	if err != nil || len(got) != 1 || !got[0].Fallback || got[0].Arm != "treatment" || got[0].Model != cfg.Arms[0].Model ||
+		got[0].Version != cfg.Arms[0].Version || !strings.Contains(got[0].NotServed, "treatment arm's version 1.1.0") {
+		t.Errorf("assigning to an unloaded treatment: %+v, %v", got, err)
+	}
+	// With the control unloaded too, there is nothing to send: refused
+	// by name.
+	if _, err := e.pool.Exec(e.ctx, `UPDATE deployments d SET unloaded_at = now() FROM experiment_arms a
+		JOIN experiments x ON x.id = a.experiment_id WHERE x.key = 'cached' AND a.idx = 0 AND a.deployment_id = d.id`); err != nil {
+		t.Fatal(err)
+	}
 	_, err = a.Assign(e.ctx, e.org, "cached", []string{"first"})
 	if !errors.As(err, &conflict) || !strings.Contains(conflict.Message, "treatment arm's version 1.1.0") {
-		t.Errorf("assigning to an unloaded treatment: %v", err)
+		t.Errorf("assigning with both arms unloaded: %v", err)
 	}
 }
 

@@ -84,6 +84,9 @@ type Deployment struct {
 	// UnloadedAt is when the target stopped serving what this deployment
 	// put there.
 	UnloadedAt *time.Time `json:"unloaded_at"`
+	// ReloadOf is the deployment this one put back after its target
+	// stopped listing it.
+	ReloadOf   *uuid.UUID `json:"reload_of,omitempty"`
 	CreatedBy  string     `json:"created_by"`
 	CreatedAt  time.Time  `json:"created_at"`
 	FinishedAt *time.Time `json:"finished_at"`
@@ -100,6 +103,9 @@ func deploymentOf(d db.Deployment, target string) Deployment {
 	}
 	if d.PreviousVersionID.Valid {
 		out.PreviousVersion = &d.PreviousVersionID.UUID
+	}
+	if d.ReloadOf.Valid {
+		out.ReloadOf = &d.ReloadOf.UUID
 	}
 	return out
 }
@@ -131,7 +137,7 @@ func (s *Service) Deploy(ctx context.Context, actor audit.Actor, orgID, versionI
 		if err != nil {
 			return err
 		}
-		d, unchanged, err := s.startDeployment(ctx, tx, q, actor, orgID, versionID, t, in.Alias, actionDeploy, in.Reason)
+		d, unchanged, err := s.startDeployment(ctx, tx, q, actor, orgID, versionID, t, in.Alias, actionDeploy, in.Reason, uuid.NullUUID{})
 		out = deploymentOf(d, t.Name)
 		out.Unchanged = unchanged
 		return err
@@ -204,7 +210,7 @@ func (s *Service) Rollback(ctx context.Context, actor audit.Actor, orgID, versio
 		if err != nil {
 			return err
 		}
-		d, unchanged, err := s.startDeployment(ctx, tx, q, actor, orgID, last.PreviousVersionID.UUID, t, in.Alias, actionRollback, in.Reason)
+		d, unchanged, err := s.startDeployment(ctx, tx, q, actor, orgID, last.PreviousVersionID.UUID, t, in.Alias, actionRollback, in.Reason, uuid.NullUUID{})
 		out = deploymentOf(d, t.Name)
 		out.Unchanged = unchanged
 		return err
@@ -221,12 +227,13 @@ func checkAlias(v *errs.Invalid, alias string) {
 }
 
 // startDeployment checks the version can go to the target, stores the
-// deployment and inserts its job, in the caller's transaction. The version
+// deployment and inserts its job, in the caller's transaction; reloadOf
+// names the deployment a reload puts back. The version
 // and its registered model are locked first, so deployments of one model
 // are decided one at a time: one asking for what is already done or under
 // way answers that deployment (unchanged true) and starts nothing.
 func (s *Service) startDeployment(ctx context.Context, tx pgx.Tx, q *db.Queries, actor audit.Actor, orgID, versionID uuid.UUID,
-	t db.ServingTarget, alias, action, reason string) (db.Deployment, bool, error) {
+	t db.ServingTarget, alias, action, reason string, reloadOf uuid.NullUUID) (db.Deployment, bool, error) {
 	ver, err := q.ModelVersionGetForUpdate(ctx, db.ModelVersionGetForUpdateParams{OrgID: orgID, ID: versionID})
 	if err != nil {
 		return db.Deployment{}, false, errs.NotFound(err)
@@ -284,6 +291,7 @@ func (s *Service) startDeployment(ctx context.Context, tx pgx.Tx, q *db.Queries,
 		OrgID: orgID, RegisteredModelID: m.ID, VersionID: ver.ID, TargetID: uuid.NullUUID{UUID: t.ID, Valid: true},
 		Alias: alias, Action: action, Reason: reason, PreviousVersionID: prev, ServedName: served,
 		CreatedBy: uuid.NullUUID{UUID: actor.ID, Valid: actor.Kind == "user" && actor.ID != uuid.Nil}, CreatedByLabel: actor.Label,
+		ReloadOf: reloadOf,
 	})
 	if errs.IsUnique(err, "deployments_one_active_per_alias", "deployments_one_active_load") {
 		return db.Deployment{}, false, &errs.Conflict{Message: fmt.Sprintf("%s is already being deployed under %q; wait for that deployment to finish.", m.Name, alias)}
@@ -294,9 +302,9 @@ func (s *Service) startDeployment(ctx context.Context, tx pgx.Tx, q *db.Queries,
 	// A few attempts: each already retries the target with backoff, and a
 	// deployment waited on by a person should fail visibly, not linger.
 	opts := &river.InsertOpts{MaxAttempts: deployAttempts}
-	if action == actionLoad {
+	if action == actionLoad && !reloadOf.Valid {
 		// The experiment starting carries a load out itself; the job is
-		// there should its process stop first.
+		// there should its process stop first. A reload is the job's.
 		opts.ScheduledAt = time.Now().Add(loadFallback)
 	}
 	job, err := s.Jobs.InsertTx(ctx, tx, DeployArgs{DeploymentID: d.ID}, opts)
@@ -486,7 +494,10 @@ func (s *Service) finishLoad(ctx context.Context, id uuid.UUID) error {
 		if err != nil || d.Status != db.DeploymentStatusRunning {
 			return err
 		}
-		return q.DeploymentUpdateSucceeded(ctx, id)
+		if err := q.DeploymentUpdateSucceeded(ctx, id); err != nil {
+			return err
+		}
+		return reloaded(ctx, q, d)
 	})
 }
 
@@ -498,7 +509,7 @@ func (s *Service) put(ctx context.Context, st step) (string, error) {
 		if err != nil {
 			return "", err
 		}
-		served, err := c.Models(ctx)
+		served, err := s.Serving.Models(ctx, st.t)
 		if err != nil {
 			return "", err
 		}
@@ -555,11 +566,7 @@ func (s *Service) message(ctx context.Context, st step) map[string]any {
 // pooled asks a vLLM pooling target for the name it serves the version's
 // model under; a target running another model refuses the deployment.
 func (s *Service) pooled(ctx context.Context, st step) (string, error) {
-	c, err := s.Serving.VLLM(st.t)
-	if err != nil {
-		return "", err
-	}
-	served, err := c.Models(ctx)
+	served, err := s.Serving.Models(ctx, st.t)
 	if err != nil {
 		return "", err
 	}
@@ -581,11 +588,7 @@ func (s *Service) verify(ctx context.Context, st step) error {
 	if st.t.Kind != serving.KindVLLM {
 		return nil
 	}
-	c, err := s.Serving.VLLM(st.t)
-	if err != nil {
-		return err
-	}
-	served, err := c.Models(ctx)
+	served, err := s.Serving.Models(ctx, st.t)
 	if err != nil {
 		return err
 	}
@@ -654,6 +657,9 @@ func (s *Service) moveAlias(ctx context.Context, id uuid.UUID) error {
 		if err := q.DeploymentUpdateSucceeded(ctx, id); err != nil {
 			return err
 		}
+		if err := reloaded(ctx, q, d); err != nil {
+			return err
+		}
 		h := db.ModelHistoryInsertParams{
 			OrgID: d.OrgID, RegisteredModelID: d.RegisteredModelID, ActorLabel: d.CreatedByLabel, Action: "alias_moved",
 			Alias: d.Alias, FromVersion: from, ToVersion: st.ver.Version, Target: st.t.Name, Reason: d.Reason,
@@ -664,7 +670,7 @@ func (s *Service) moveAlias(ctx context.Context, id uuid.UUID) error {
 		}
 		// What the alias served before stays loaded for the target's grace
 		// period, so requests already sent to it finish, then goes.
-		if before.ID != uuid.Nil && before.ServedName != "" && before.ServedName != d.ServedName {
+		if before.ID != uuid.Nil && before.ServedName != "" && before.ServedName != d.ServedName && before.UnloadedAt == nil {
 			grace := time.Duration(st.t.UnloadGraceS) * time.Second
 			if _, err := s.Jobs.InsertTx(ctx, tx, UnloadArgs{DeploymentID: before.ID}, &river.InsertOpts{ScheduledAt: time.Now().Add(grace)}); err != nil {
 				return err
@@ -795,10 +801,16 @@ type Resolved struct {
 	Model   string `json:"model"`
 	BaseURL string `json:"base_url"`
 	Target  string `json:"target"`
+	// Fallback: the alias's version is not served now, and this is the
+	// alias's last version that is, as its admin chose.
+	Fallback bool `json:"fallback"`
 }
 
 // Resolve answers which version an alias of a registered model names, and
-// where and under which name it is served.
+// where and under which name it is served. On a target that is asked what
+// it serves, that is answered only while its last check, no older than
+// the poll interval, listed it: otherwise an Unavailable error names the
+// target and the adapter, or the alias's fallback answers.
 func (s *Service) Resolve(ctx context.Context, orgID uuid.UUID, name, alias string) (Resolved, error) {
 	v := &errs.Invalid{}
 	v.Text("name", name, 64, true)
@@ -836,6 +848,22 @@ func (s *Service) Resolve(ctx context.Context, orgID uuid.UUID, name, alias stri
 			return Resolved{}, err
 		}
 		out.Target, out.BaseURL = t.Name, t.BaseUrl
+		// Only what the target listed at its last check, no older than
+		// the poll interval, is answered.
+		why, err := s.servedNow(ctx, d, t)
+		if err != nil {
+			return Resolved{}, err
+		}
+		if why != "" {
+			if a.Fallback == FallbackLastHealthy {
+				fb, ok, err := s.fallback(ctx, q, orgID, m.ID, alias, d.ID)
+				if err != nil || ok {
+					return fb, err
+				}
+				why += ", and no earlier version of the alias is listed to fall back to"
+			}
+			return Resolved{}, &errs.Unavailable{Message: fmt.Sprintf("%s %s under %q is not served now: %s.", m.Name, out.Version, alias, why)}
+		}
 	}
 	return out, nil
 }

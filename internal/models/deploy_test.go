@@ -121,7 +121,9 @@ func TestDeployToVLLM(t *testing.T) {
 	// The next attempt dies while checking the server lists the adapter
 	// (the server does not answer until the worker is gone).
 	vllm.Script("/v1/models", 200, 0)
-	verifying, stop := context.WithTimeout(e.ctx, 300*time.Millisecond)
+	// Room for the steps before it on a loaded machine: the first listing
+	// and the load are each stored.
+	verifying, stop := context.WithTimeout(e.ctx, 2*time.Second)
 	err = e.svc.Advance(verifying, d1.ID)
 	stop()
 	if d := e.deployment(t, d1.ID); err == nil || d.LoadedAt == nil || d.VerifiedAt != nil {

@@ -26,6 +26,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/curate/curate/db"
+	"github.com/curate/curate/internal/alerts"
 	"github.com/curate/curate/internal/audit"
 	"github.com/curate/curate/internal/errs"
 	"github.com/curate/curate/internal/jobq"
@@ -86,6 +87,13 @@ type Service struct {
 	// Gate is asked before the production alias moves; nil lets every
 	// deployment through.
 	Gate Gate
+	// Alerts opens an alert when a version something calls is missing
+	// from its target; nil opens none.
+	Alerts *alerts.Service
+	// ServingPoll is how often the serving check asks the targets what
+	// they serve (serving.DefaultPoll when 0): resolving answers only a
+	// model listed at a check no older than that.
+	ServingPoll time.Duration
 }
 
 // New builds the registry: jobs starts deployments, serving reaches the

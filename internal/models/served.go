@@ -29,8 +29,9 @@ const (
 	// loadWait bounds a load carried out while an experiment starts.
 	loadWait = time.Minute
 	// loadFallback is when a load's job runs, should the process that
-	// started the experiment stop before the load finished.
-	loadFallback = 2 * time.Minute
+	// started the experiment stop before the load finished: after the
+	// load's own wait, and within 90 s of that process's death.
+	loadFallback = loadWait + 15*time.Second
 )
 
 // checkedBy signs the history entry of a deployment found no longer
@@ -216,7 +217,7 @@ func (s *Service) LoadFor(ctx context.Context, actor audit.Actor, orgID, version
 	var d db.Deployment
 	err = db.InTx(ctx, s.Pool, func(tx pgx.Tx, q *db.Queries) error {
 		var err error
-		d, _, err = s.startDeployment(ctx, tx, q, actor, orgID, ver.ID, target, alias, actionLoad, reason)
+		d, _, err = s.startDeployment(ctx, tx, q, actor, orgID, ver.ID, target, alias, actionLoad, reason, uuid.NullUUID{})
 		return err
 	})
 	var (
@@ -299,11 +300,7 @@ func (s *Service) listed(ctx context.Context, d db.Deployment, t db.ServingTarge
 	if (t.Kind != serving.KindVLLM && t.Kind != serving.KindVLLMPooling) || d.ServedName == "" {
 		return true, nil
 	}
-	c, err := s.Serving.VLLM(t)
-	if err != nil {
-		return false, err
-	}
-	served, err := c.Models(ctx)
+	served, err := s.Serving.Models(ctx, t)
 	if err != nil {
 		return false, err
 	}

@@ -76,6 +76,21 @@ func (s *Server) Unloads() int {
 	return s.unloads
 }
 
+// Restart empties the server, as vLLM restarted without its runtime
+// adapters is: it lists the base model alone.
+func (s *Server) Restart() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.loaded = map[string]string{}
+}
+
+// Drop forgets one adapter, as if it were unloaded behind Curate's back.
+func (s *Server) Drop(name string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.loaded, name)
+}
+
 // Loaded lists the adapters served now, by name.
 func (s *Server) Loaded() []string {
 	s.mu.Lock()
