@@ -235,6 +235,15 @@ func decodeJSON(c echo.Context, v any, prefix string) error {
 	return nil
 }
 
+// decodeOptionalJSON is decodeJSON for a body the request may leave out:
+// an empty body reads as {}.
+func decodeOptionalJSON(c echo.Context, v any) error {
+	if c.Request().ContentLength == 0 {
+		return nil
+	}
+	return decodeJSON(c, v, "")
+}
+
 // bodyField is the field of v a decoding error is about, as the request
 // names it ("" for the body as a whole).
 func bodyField(err error, v any) string {

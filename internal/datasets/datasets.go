@@ -145,7 +145,7 @@ func (s *Settings) validate(v *errs.Invalid, datasetType string) {
 	if s.ExportFormat == "" {
 		s.ExportFormat = string(DefaultFormat(datasetType))
 	}
-	if f, err := export.ParseFormat(s.ExportFormat); err != nil {
+	if f, err := export.ParseFormatFor(s.ExportFormat, export.Kind(KindOf(datasetType))); err != nil {
 		v.Add("export_format", "%s", strings.TrimPrefix(err.Error(), "unknown export format "))
 	} else {
 		s.ExportFormat = string(f)
