@@ -181,7 +181,7 @@ func (h *Handlers) APIDatasetPatch(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	version, err := ifMatch(c, false)
+	version, err := ifMatch(c)
 	if err != nil {
 		return err
 	}

@@ -349,7 +349,7 @@ func (s *Service) Update(ctx context.Context, actor audit.Actor, orgID, id uuid.
 			}
 		}
 		return audit.Record(ctx, q, actor, audit.Entry{OrgID: orgID, Action: "dataset.update", TargetType: "dataset",
-			TargetID: id.String(), Details: map[string]any{"version": out.Version, "status": out.Status}})
+			TargetID: id.String(), Details: audit.Unconditional(map[string]any{"version": out.Version, "status": out.Status}, version)})
 	})
 	return out, err
 }
