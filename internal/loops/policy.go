@@ -479,10 +479,12 @@ func (s *Service) check(ctx context.Context, orgID uuid.UUID, sp *Spec) error {
 		v.Add("evaluation.golden_set_version_id", "the organisation's gate judges production on %s: leave this out or name that golden set", gate.GoldenSet)
 	}
 	if s.Eval != nil && e.GoldenSetVersionID != uuid.Nil {
-		if _, err := s.Eval.Get(ctx, orgID, e.GoldenSetVersionID); errors.Is(err, errs.ErrNotFound) {
-			v.Add("evaluation.golden_set_version_id", "is not one of this organisation's golden sets")
-		} else if err != nil {
+		// Any frozen version, as POST /api/evaluations takes: marking one
+		// a golden set names it on the pages, and is not needed here.
+		if frozen, err := s.Eval.IsFrozen(ctx, orgID, e.GoldenSetVersionID); err != nil {
 			return err
+		} else if !frozen {
+			v.Add("evaluation.golden_set_version_id", "is not a frozen dataset version of this organisation")
 		}
 	}
 	if s.Eval != nil && s.Eval.Runner != nil {
