@@ -377,3 +377,49 @@ func TestSeedGoldenSetsAndLoopThroughAPI(t *testing.T) {
 	}
 	assertAudit(t, s, "golden_set.mark", "golden_set.unmark", "loop.create")
 }
+
+type seedRuntimeDoc struct {
+	State  string `json:"state"`
+	Detail struct {
+		Runtime map[string]any `json:"runtime"`
+	} `json:"detail"`
+}
+
+// Seed 003's train status carries runtime {device, unsloth_available,
+// gpu_mem_used} from the worker that runs the job: on a worker whose probe
+// reports CUDA and Unsloth, the device, true and the memory the trainer
+// last reported; on a CPU worker "cpu", false and 0.
+func TestSeedTrainStatusRuntime(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		probe   string
+		device  string
+		unsloth bool
+		mem     float64
+	}{
+		// The fake trainer reports 6,800,000,000 + 1,000 × step bytes on
+		// CUDA; its last step is 3.
+		{"gpu", "cuda", true, 6800003000},
+		{"cpu", "cpu", false, 0},
+	} {
+		t.Run(tc.probe, func(t *testing.T) {
+			t.Parallel()
+			s, src := localServer(t, 20*time.Millisecond, "FAKE_TRAINER_PROBE="+tc.probe)
+			org := s.Org("acme")
+			admin := s.APIKey(org, "ops", "admin")
+			pairs := src.AddPref(org, "support-dpo v1", finetunetest.Pairs(6), 2)
+			var started struct {
+				JobID string `json:"job_id"`
+			}
+			s.API(admin, http.MethodPost, "/api/train", map[string]any{"stage": "DPO", "model_id": localModel(t, s),
+				"dataset_version_id": pairs.ID.String()}).Must(t, http.StatusCreated).JSON(t, &started)
+			waitTrain(t, s, admin, started.JobID)
+			var st seedRuntimeDoc
+			s.API(admin, http.MethodGet, "/api/train/status/"+started.JobID, nil).Must(t, http.StatusOK).JSON(t, &st)
+			want := map[string]any{"device": tc.device, "unsloth_available": tc.unsloth, "gpu_mem_used": tc.mem}
+			if fmt.Sprint(st.Detail.Runtime) != fmt.Sprint(want) {
+				t.Errorf("runtime %v, want %v", st.Detail.Runtime, want)
+			}
+		})
+	}
+}
