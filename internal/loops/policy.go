@@ -568,9 +568,10 @@ func (s *Service) check(ctx context.Context, orgID uuid.UUID, sp *Spec) error {
 }
 
 // hyperparameters reads the training's settings, sent under Curate's
-// names or the provider's own (n_epochs at OpenAI).
+// names or the provider's own (n_epochs at OpenAI; epochCount at Bedrock,
+// also when the policy names it anthropic).
 func (s *Service) hyperparameters(t Training) (provider.Hyperparameters, map[string]string, []provider.FieldError) {
-	return provider.ParseHyperparameters(t.Hyperparameters, s.FineTune.Providers[t.Provider].Spelling)
+	return provider.ParseHyperparameters(t.Hyperparameters, s.FineTune.Providers[s.FineTune.Providers.Resolve(t.Provider)].Spelling)
 }
 
 // gate is the organisation's evaluation gate, if it set one.
