@@ -224,7 +224,7 @@ func (q *Queries) FineTuneJobCountByVersion(ctx context.Context, arg FineTuneJob
 }
 
 const fineTuneJobGet = `-- name: FineTuneJobGet :one
-SELECT id, org_id, dataset_version_id, dataset_label, dataset_kind, provider, base_model, method, export_format, hyperparameters, suffix, seed, status, provider_state, train_file_id, valid_file_id, files_ready, provider_job_id, event_cursor, cancel_requested_at, cancel_sent_at, step, total_steps, epoch, total_epochs, train_examples, estimated_tokens, estimated_epochs, price_per_million, price_date, estimated_cost, trained_tokens, actual_cost, fine_tuned_model, error_message, river_job_id, created_by, created_by_label, created_at, started_at, completed_at, updated_at, local_settings, price_id, train_sha256, valid_sha256, name, registered_model FROM fine_tuning_jobs WHERE org_id = $1 AND id = $2
+SELECT id, org_id, dataset_version_id, dataset_label, dataset_kind, provider, base_model, method, export_format, hyperparameters, suffix, seed, status, provider_state, train_file_id, valid_file_id, files_ready, provider_job_id, event_cursor, cancel_requested_at, cancel_sent_at, step, total_steps, epoch, total_epochs, train_examples, estimated_tokens, estimated_epochs, price_per_million, price_date, estimated_cost, trained_tokens, actual_cost, fine_tuned_model, error_message, river_job_id, created_by, created_by_label, created_at, started_at, completed_at, updated_at, local_settings, price_id, train_sha256, valid_sha256, name, registered_model, worker_id, worker_runtime FROM fine_tuning_jobs WHERE org_id = $1 AND id = $2
 `
 
 type FineTuneJobGetParams struct {
@@ -284,12 +284,14 @@ func (q *Queries) FineTuneJobGet(ctx context.Context, arg FineTuneJobGetParams) 
 		&i.ValidSha256,
 		&i.Name,
 		&i.RegisteredModel,
+		&i.WorkerID,
+		&i.WorkerRuntime,
 	)
 	return i, err
 }
 
 const fineTuneJobGetByID = `-- name: FineTuneJobGetByID :one
-SELECT id, org_id, dataset_version_id, dataset_label, dataset_kind, provider, base_model, method, export_format, hyperparameters, suffix, seed, status, provider_state, train_file_id, valid_file_id, files_ready, provider_job_id, event_cursor, cancel_requested_at, cancel_sent_at, step, total_steps, epoch, total_epochs, train_examples, estimated_tokens, estimated_epochs, price_per_million, price_date, estimated_cost, trained_tokens, actual_cost, fine_tuned_model, error_message, river_job_id, created_by, created_by_label, created_at, started_at, completed_at, updated_at, local_settings, price_id, train_sha256, valid_sha256, name, registered_model FROM fine_tuning_jobs WHERE id = $1
+SELECT id, org_id, dataset_version_id, dataset_label, dataset_kind, provider, base_model, method, export_format, hyperparameters, suffix, seed, status, provider_state, train_file_id, valid_file_id, files_ready, provider_job_id, event_cursor, cancel_requested_at, cancel_sent_at, step, total_steps, epoch, total_epochs, train_examples, estimated_tokens, estimated_epochs, price_per_million, price_date, estimated_cost, trained_tokens, actual_cost, fine_tuned_model, error_message, river_job_id, created_by, created_by_label, created_at, started_at, completed_at, updated_at, local_settings, price_id, train_sha256, valid_sha256, name, registered_model, worker_id, worker_runtime FROM fine_tuning_jobs WHERE id = $1
 `
 
 func (q *Queries) FineTuneJobGetByID(ctx context.Context, id uuid.UUID) (FineTuningJob, error) {
@@ -344,12 +346,14 @@ func (q *Queries) FineTuneJobGetByID(ctx context.Context, id uuid.UUID) (FineTun
 		&i.ValidSha256,
 		&i.Name,
 		&i.RegisteredModel,
+		&i.WorkerID,
+		&i.WorkerRuntime,
 	)
 	return i, err
 }
 
 const fineTuneJobGetForUpdate = `-- name: FineTuneJobGetForUpdate :one
-SELECT id, org_id, dataset_version_id, dataset_label, dataset_kind, provider, base_model, method, export_format, hyperparameters, suffix, seed, status, provider_state, train_file_id, valid_file_id, files_ready, provider_job_id, event_cursor, cancel_requested_at, cancel_sent_at, step, total_steps, epoch, total_epochs, train_examples, estimated_tokens, estimated_epochs, price_per_million, price_date, estimated_cost, trained_tokens, actual_cost, fine_tuned_model, error_message, river_job_id, created_by, created_by_label, created_at, started_at, completed_at, updated_at, local_settings, price_id, train_sha256, valid_sha256, name, registered_model FROM fine_tuning_jobs WHERE org_id = $1 AND id = $2 FOR UPDATE
+SELECT id, org_id, dataset_version_id, dataset_label, dataset_kind, provider, base_model, method, export_format, hyperparameters, suffix, seed, status, provider_state, train_file_id, valid_file_id, files_ready, provider_job_id, event_cursor, cancel_requested_at, cancel_sent_at, step, total_steps, epoch, total_epochs, train_examples, estimated_tokens, estimated_epochs, price_per_million, price_date, estimated_cost, trained_tokens, actual_cost, fine_tuned_model, error_message, river_job_id, created_by, created_by_label, created_at, started_at, completed_at, updated_at, local_settings, price_id, train_sha256, valid_sha256, name, registered_model, worker_id, worker_runtime FROM fine_tuning_jobs WHERE org_id = $1 AND id = $2 FOR UPDATE
 `
 
 type FineTuneJobGetForUpdateParams struct {
@@ -409,6 +413,8 @@ func (q *Queries) FineTuneJobGetForUpdate(ctx context.Context, arg FineTuneJobGe
 		&i.ValidSha256,
 		&i.Name,
 		&i.RegisteredModel,
+		&i.WorkerID,
+		&i.WorkerRuntime,
 	)
 	return i, err
 }
@@ -443,7 +449,7 @@ INSERT INTO fine_tuning_jobs (
     $9, $10, $11, $12, $13, $14, $15, $16,
     $17, $18, $19, $20, $21, $22, $23
 )
-RETURNING id, org_id, dataset_version_id, dataset_label, dataset_kind, provider, base_model, method, export_format, hyperparameters, suffix, seed, status, provider_state, train_file_id, valid_file_id, files_ready, provider_job_id, event_cursor, cancel_requested_at, cancel_sent_at, step, total_steps, epoch, total_epochs, train_examples, estimated_tokens, estimated_epochs, price_per_million, price_date, estimated_cost, trained_tokens, actual_cost, fine_tuned_model, error_message, river_job_id, created_by, created_by_label, created_at, started_at, completed_at, updated_at, local_settings, price_id, train_sha256, valid_sha256, name, registered_model
+RETURNING id, org_id, dataset_version_id, dataset_label, dataset_kind, provider, base_model, method, export_format, hyperparameters, suffix, seed, status, provider_state, train_file_id, valid_file_id, files_ready, provider_job_id, event_cursor, cancel_requested_at, cancel_sent_at, step, total_steps, epoch, total_epochs, train_examples, estimated_tokens, estimated_epochs, price_per_million, price_date, estimated_cost, trained_tokens, actual_cost, fine_tuned_model, error_message, river_job_id, created_by, created_by_label, created_at, started_at, completed_at, updated_at, local_settings, price_id, train_sha256, valid_sha256, name, registered_model, worker_id, worker_runtime
 `
 
 type FineTuneJobInsertParams struct {
@@ -548,12 +554,14 @@ func (q *Queries) FineTuneJobInsert(ctx context.Context, arg FineTuneJobInsertPa
 		&i.ValidSha256,
 		&i.Name,
 		&i.RegisteredModel,
+		&i.WorkerID,
+		&i.WorkerRuntime,
 	)
 	return i, err
 }
 
 const fineTuneJobList = `-- name: FineTuneJobList :many
-SELECT j.id, j.org_id, j.dataset_version_id, j.dataset_label, j.dataset_kind, j.provider, j.base_model, j.method, j.export_format, j.hyperparameters, j.suffix, j.seed, j.status, j.provider_state, j.train_file_id, j.valid_file_id, j.files_ready, j.provider_job_id, j.event_cursor, j.cancel_requested_at, j.cancel_sent_at, j.step, j.total_steps, j.epoch, j.total_epochs, j.train_examples, j.estimated_tokens, j.estimated_epochs, j.price_per_million, j.price_date, j.estimated_cost, j.trained_tokens, j.actual_cost, j.fine_tuned_model, j.error_message, j.river_job_id, j.created_by, j.created_by_label, j.created_at, j.started_at, j.completed_at, j.updated_at, j.local_settings, j.price_id, j.train_sha256, j.valid_sha256, j.name, j.registered_model FROM fine_tuning_jobs j
+SELECT j.id, j.org_id, j.dataset_version_id, j.dataset_label, j.dataset_kind, j.provider, j.base_model, j.method, j.export_format, j.hyperparameters, j.suffix, j.seed, j.status, j.provider_state, j.train_file_id, j.valid_file_id, j.files_ready, j.provider_job_id, j.event_cursor, j.cancel_requested_at, j.cancel_sent_at, j.step, j.total_steps, j.epoch, j.total_epochs, j.train_examples, j.estimated_tokens, j.estimated_epochs, j.price_per_million, j.price_date, j.estimated_cost, j.trained_tokens, j.actual_cost, j.fine_tuned_model, j.error_message, j.river_job_id, j.created_by, j.created_by_label, j.created_at, j.started_at, j.completed_at, j.updated_at, j.local_settings, j.price_id, j.train_sha256, j.valid_sha256, j.name, j.registered_model, j.worker_id, j.worker_runtime FROM fine_tuning_jobs j
 WHERE j.org_id = $1
   AND ($2::text = '' OR j.status::text = $2)
   AND ($3::text = '' OR j.provider = $3)
@@ -644,6 +652,8 @@ func (q *Queries) FineTuneJobList(ctx context.Context, arg FineTuneJobListParams
 			&i.ValidSha256,
 			&i.Name,
 			&i.RegisteredModel,
+			&i.WorkerID,
+			&i.WorkerRuntime,
 		); err != nil {
 			return nil, err
 		}
@@ -825,6 +835,24 @@ type FineTuneJobUpdateRiverIDParams struct {
 
 func (q *Queries) FineTuneJobUpdateRiverID(ctx context.Context, arg FineTuneJobUpdateRiverIDParams) error {
 	_, err := q.db.Exec(ctx, fineTuneJobUpdateRiverID, arg.RiverJobID, arg.ID)
+	return err
+}
+
+const fineTuneJobUpdateWorker = `-- name: FineTuneJobUpdateWorker :exec
+UPDATE fine_tuning_jobs
+SET worker_id = $1, worker_runtime = $2, updated_at = now()
+WHERE id = $3
+`
+
+type FineTuneJobUpdateWorkerParams struct {
+	WorkerID      uuid.NullUUID   `json:"worker_id"`
+	WorkerRuntime json.RawMessage `json:"worker_runtime"`
+	ID            uuid.UUID       `json:"id"`
+}
+
+// The worker starting a local job, with its runtime as its probe reported it.
+func (q *Queries) FineTuneJobUpdateWorker(ctx context.Context, arg FineTuneJobUpdateWorkerParams) error {
+	_, err := q.db.Exec(ctx, fineTuneJobUpdateWorker, arg.WorkerID, arg.WorkerRuntime, arg.ID)
 	return err
 }
 

@@ -1355,6 +1355,8 @@ type FineTuningJob struct {
 	ValidSha256       string          `json:"valid_sha256"`
 	Name              string          `json:"name"`
 	RegisteredModel   string          `json:"registered_model"`
+	WorkerID          uuid.NullUUID   `json:"worker_id"`
+	WorkerRuntime     json.RawMessage `json:"worker_runtime"`
 }
 
 type FineTuningMetric struct {

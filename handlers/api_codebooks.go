@@ -55,7 +55,7 @@ func (h *Handlers) APICodebookRulePatch(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	version, err := ifMatch(c, true)
+	version, err := ifMatch(c)
 	if err != nil {
 		return err
 	}

@@ -84,7 +84,8 @@ func detailObject(d datasets.Detail) datasetDetailObject {
 	return out
 }
 
-// APIDatasetCreate makes a draft dataset: 201 with it. The seed's
+// APIDatasetCreate makes a draft dataset: 201 with it ("status" may be
+// sent only as "draft"). The seed's
 // feedback_ids, on an instruction_tuning dataset (the type that holds
 // feedback items), adds those items as its first members in the same step:
 // the dataset answers curating with them counted in sample_count, or,
@@ -100,7 +101,7 @@ func (h *Handlers) APIDatasetCreate(c echo.Context) error {
 	if err := decodeJSON(c, &body, ""); err != nil {
 		return err
 	}
-	if body.Status != nil {
+	if body.Status != nil && *body.Status != string(db.DatasetStatusDraft) {
 		return errs.InvalidField("status", "a new dataset starts as draft; change its status afterwards")
 	}
 	in := datasets.NewDataset{Settings: datasets.Settings{ValidationPercent: 20, SplitSeed: 42}, Members: body.FeedbackIDs}
@@ -180,7 +181,7 @@ func (h *Handlers) APIDatasetPatch(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	version, err := ifMatch(c, false)
+	version, err := ifMatch(c)
 	if err != nil {
 		return err
 	}
@@ -301,8 +302,11 @@ func (h *Handlers) APIDatasetValidation(c echo.Context) error {
 	return c.JSON(http.StatusOK, out)
 }
 
-// APIDatasetExport starts an export job: 202 with the export. Errors in
-// the validation report answer 422, one entry per error code.
+// APIDatasetExport starts an export job: 202 with the export. No body,
+// {} or no format exports in the dataset's own export_format; the seed's
+// names jsonl, openai and anthropic stand for their formats
+// (export.Aliases). Errors in the validation report answer 422, one entry
+// per error code.
 func (h *Handlers) APIDatasetExport(c echo.Context) error {
 	if _, err := queryParams(c); err != nil {
 		return err
@@ -315,7 +319,7 @@ func (h *Handlers) APIDatasetExport(c echo.Context) error {
 		Format  string `json:"format"`
 		MaskPII *bool  `json:"mask_pii"`
 	}
-	if err := decodeJSON(c, &body, ""); err != nil {
+	if err := decodeOptionalJSON(c, &body); err != nil {
 		return err
 	}
 	e, err := h.startExport(c, id, body.Format, body.MaskPII == nil || *body.MaskPII)

@@ -144,7 +144,7 @@ func (h *Handlers) APIFeedbackPatch(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	version, err := ifMatch(c, true)
+	version, err := ifMatch(c)
 	if err != nil {
 		return err
 	}

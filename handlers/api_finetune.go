@@ -51,7 +51,8 @@ func (h *Handlers) APIFineTuneLaunch(c echo.Context) error {
 		Suffix: body.Suffix, RegisteredModel: body.RegisteredModel, Seed: body.Seed, Local: body.Local}
 	req.VersionID = optionalID(bad, "dataset_version_id", body.DatasetVersionID, "must be a dataset version id")
 	req.DatasetID = optionalID(bad, "dataset_id", body.DatasetID, "must be a dataset id")
-	hyper, sentAs, hyperErrs := provider.ParseHyperparameters(body.Hyperparameters, h.FineTune.Providers[body.Provider].Spelling)
+	spelling := h.FineTune.Providers[h.FineTune.Providers.Resolve(body.Provider)].Spelling
+	hyper, sentAs, hyperErrs := provider.ParseHyperparameters(body.Hyperparameters, spelling)
 	for _, fe := range hyperErrs {
 		bad.Add(fe.Field, "%s", fe.Message)
 	}
@@ -59,7 +60,7 @@ func (h *Handlers) APIFineTuneLaunch(c echo.Context) error {
 		return bad
 	}
 	req.Hyper = hyper
-	job, _, err := h.FineTune.Launch(ctx(c), actor(c), CallerOf(c).OrgID, req)
+	job, est, err := h.FineTune.Launch(ctx(c), actor(c), CallerOf(c).OrgID, req)
 	if err != nil {
 		// Name each hyperparameter as the request spelt it.
 		return renameFields(err, func(field string) string {
@@ -69,7 +70,9 @@ func (h *Handlers) APIFineTuneLaunch(c echo.Context) error {
 			return field
 		})
 	}
-	return c.JSON(http.StatusCreated, h.fineTuneObject(job))
+	o := h.fineTuneObject(job)
+	o.RequestedBaseModel = est.Request.RequestedModel
+	return c.JSON(http.StatusCreated, o)
 }
 
 // optionalID parses an id field that may be left out; a malformed one is

@@ -146,7 +146,9 @@ func (h *Handlers) APIServingTargetList(c echo.Context) error {
 // APIModelDeploy asks for a version to be deployed under an alias on a
 // target: 202 with the deployment, which a worker carries out, or 200 with
 // the existing one when the alias already holds the version there or its
-// deployment is under way.
+// deployment is under way. {} (or no body) deploys to production on the
+// one target that can take the version, recorded with the reason
+// "via API".
 func (h *Handlers) APIModelDeploy(c echo.Context) error {
 	if _, err := queryParams(c); err != nil {
 		return err
@@ -156,9 +158,10 @@ func (h *Handlers) APIModelDeploy(c echo.Context) error {
 		return err
 	}
 	var in models.DeployRequest
-	if err := decodeJSON(c, &in, ""); err != nil {
+	if err := decodeOptionalJSON(c, &in); err != nil {
 		return err
 	}
+	in.Alias, in.Reason = apiDeployDefaults(in.Alias, in.Reason)
 	d, err := h.Models.Deploy(ctx(c), actor(c), CallerOf(c).OrgID, id, in)
 	if err != nil {
 		return err
@@ -193,7 +196,8 @@ func (h *Handlers) APIModelAliasFallback(c echo.Context) error {
 }
 
 // APIModelRollback puts back the version that held an alias before the
-// current one: 202 with the deployment that does it.
+// current one: 202 with the deployment that does it. {} (or no body) rolls
+// production back, with the reason "via API".
 func (h *Handlers) APIModelRollback(c echo.Context) error {
 	if _, err := queryParams(c); err != nil {
 		return err
@@ -203,14 +207,31 @@ func (h *Handlers) APIModelRollback(c echo.Context) error {
 		return err
 	}
 	var in models.RollbackRequest
-	if err := decodeJSON(c, &in, ""); err != nil {
+	if err := decodeOptionalJSON(c, &in); err != nil {
 		return err
 	}
+	in.Alias, in.Reason = apiDeployDefaults(in.Alias, in.Reason)
 	d, err := h.Models.Rollback(ctx(c), actor(c), CallerOf(c).OrgID, id, in)
 	if err != nil {
 		return err
 	}
 	return c.JSON(http.StatusAccepted, d)
+}
+
+// APIReason is the reason recorded for a deployment or rollback the API
+// asked for without one; the browser's forms ask a person for theirs.
+const APIReason = "via API"
+
+// apiDeployDefaults fills what a deploy or rollback through the API may
+// leave out: the production alias, and the reason "via API".
+func apiDeployDefaults(alias, reason string) (string, string) {
+	if alias == "" {
+		alias = "production"
+	}
+	if reason == "" {
+		reason = APIReason
+	}
+	return alias, reason
 }
 
 // APIDeploymentGet reads a deployment.

@@ -167,7 +167,7 @@ func (h *Handlers) APIPairPatch(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	version, err := ifMatch(c, true)
+	version, err := ifMatch(c)
 	if err != nil {
 		return err
 	}
@@ -198,7 +198,7 @@ func (h *Handlers) APIPairDelete(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	version, err := ifMatch(c, false)
+	version, err := ifMatch(c)
 	if err != nil {
 		return err
 	}

@@ -153,15 +153,15 @@ type trainStatus struct {
 
 type trainDetail struct {
 	// IRS: the iteration; other stages: the epoch.
-	CurrentIteration int          `json:"current_iteration"`
-	TotalIterations  int          `json:"total_iterations"`
-	CurrentPhase     string       `json:"current_phase"`
-	PhaseProgress    float64      `json:"phase_progress"` // percent
-	Metrics          trainMetrics `json:"metrics"`
-	Runtime          trainRuntime `json:"runtime"`
-	Model            string       `json:"model,omitempty"` // the adapter (or reward model) directory, once saved
-	Error            string       `json:"error,omitempty"`
-	StoppedEarly     string       `json:"stopped_early,omitempty"` // why the run ended before its last step, when it did
+	CurrentIteration int              `json:"current_iteration"`
+	TotalIterations  int              `json:"total_iterations"`
+	CurrentPhase     string           `json:"current_phase"`
+	PhaseProgress    float64          `json:"phase_progress"` // percent
+	Metrics          trainMetrics     `json:"metrics"`
+	Runtime          finetune.Runtime `json:"runtime"`
+	Model            string           `json:"model,omitempty"` // the adapter (or reward model) directory, once saved
+	Error            string           `json:"error,omitempty"`
+	StoppedEarly     string           `json:"stopped_early,omitempty"` // why the run ended before its last step, when it did
 }
 
 type trainMetrics struct {
@@ -174,10 +174,6 @@ type trainMetrics struct {
 	KL              *float64           `json:"kl,omitempty"`
 	ClipFraction    *float64           `json:"clip_fraction,omitempty"`
 	HeldOutScore    *float64           `json:"heldout_score,omitempty"` // the last held-out check
-}
-
-type trainRuntime struct {
-	Device string `json:"device"` // cuda, cpu, none (no torch) or unknown, as the live GPU workers report it
 }
 
 // APITrainStatus answers GET /api/train/status/:id.
@@ -199,7 +195,7 @@ func (h *Handlers) APITrainStatus(c echo.Context) error {
 		DatasetVersionID: j.DatasetVersionID.String(), Dataset: j.DatasetLabel,
 		Detail: trainDetail{CurrentPhase: strings.ToUpper(phase.Phase), Model: j.FineTunedModel, Error: j.ErrorMessage,
 			Metrics: trainMetrics{RewardBreakdown: map[string]float64{}, CurrentWeights: map[string]float64{}},
-			Runtime: trainRuntime{Device: "unknown"}}}
+		}}
 	if j.Method == string(local.IRS) {
 		out.Detail.TotalIterations = totalIterations(j)
 		out.Detail.CurrentIteration = phase.Iter
@@ -245,11 +241,9 @@ func (h *Handlers) APITrainStatus(c echo.Context) error {
 			out.Detail.Metrics.Loss = &m.TrainLoss.Float64
 		}
 	}
-	device, err := h.FineTune.WorkerDevice(ctx(c))
-	if err != nil {
+	if out.Detail.Runtime, err = h.FineTune.JobRuntime(ctx(c), j, lines); err != nil {
 		return err
 	}
-	out.Detail.Runtime.Device = device
 	return c.JSON(http.StatusOK, out)
 }
 

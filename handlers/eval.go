@@ -200,3 +200,59 @@ func (h *Handlers) APIEvaluationGet(c echo.Context) error {
 	}
 	return c.JSON(http.StatusOK, out)
 }
+
+// APIGoldenSetCreate marks a frozen version a golden set, as the
+// evaluations page's form does ({version_id, name, split_tags}): 201 with
+// it. Marking a version that is one already renames it and changes its
+// split tags.
+func (h *Handlers) APIGoldenSetCreate(c echo.Context) error {
+	if _, err := queryParams(c); err != nil {
+		return err
+	}
+	var body struct {
+		VersionID string   `json:"version_id"`
+		Name      string   `json:"name"`
+		SplitTags []string `json:"split_tags"`
+	}
+	if err := decodeJSON(c, &body, ""); err != nil {
+		return err
+	}
+	id, err := uuid.Parse(body.VersionID)
+	if err != nil {
+		return errs.InvalidField("version_id", "must be the id of a frozen dataset version")
+	}
+	g, err := h.Eval.Mark(ctx(c), actor(c), CallerOf(c).OrgID, id, body.Name, body.SplitTags)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusCreated, g)
+}
+
+// APIGoldenSetList lists the organisation's golden sets, newest first, in
+// one page: an organisation keeps a handful.
+func (h *Handlers) APIGoldenSetList(c echo.Context) error {
+	if _, err := queryParams(c); err != nil {
+		return err
+	}
+	sets, err := h.Eval.GoldenSets(ctx(c), CallerOf(c).OrgID)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, listBody[eval.GoldenSet]{Data: sets})
+}
+
+// APIGoldenSetDelete stops using a version as a golden set (the version
+// itself stays): 204, or 404 when it is not one.
+func (h *Handlers) APIGoldenSetDelete(c echo.Context) error {
+	if _, err := queryParams(c); err != nil {
+		return err
+	}
+	id, err := pathID(c)
+	if err != nil {
+		return err
+	}
+	if err := h.Eval.Unmark(ctx(c), actor(c), CallerOf(c).OrgID, id); err != nil {
+		return err
+	}
+	return c.NoContent(http.StatusNoContent)
+}

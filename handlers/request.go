@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"maps"
-	"net/http"
 	"net/url"
 	"reflect"
 	"slices"
@@ -113,14 +112,11 @@ func listLimit(s string) (int, error) {
 
 // ifMatch reads the version a write is conditional on from If-Match
 // ("3", W/"3" or "\"3\""): the ETag the caller read. 0 when the header is
-// absent and not required; absent and required is 428, so a client that
-// forgot it never overwrites someone else's change unseen.
-func ifMatch(c echo.Context, required bool) (int32, error) {
+// absent: the write applies over whatever is stored (last write wins),
+// and the service's audit record says so.
+func ifMatch(c echo.Context) (int32, error) {
 	s := strings.Trim(strings.TrimPrefix(c.Request().Header.Get("If-Match"), "W/"), `"`)
 	if s == "" {
-		if required {
-			return 0, echo.NewHTTPError(http.StatusPreconditionRequired, "Send If-Match with the version you read (its ETag), so a concurrent change is never overwritten.")
-		}
 		return 0, nil
 	}
 	v, err := strconv.ParseInt(s, 10, 32)
@@ -233,6 +229,15 @@ func decodeJSON(c echo.Context, v any, prefix string) error {
 		return errs.InvalidField(prefix+bodyField(err, v), "%s", jsonErrMessage(err))
 	}
 	return nil
+}
+
+// decodeOptionalJSON is decodeJSON for a body the request may leave out:
+// an empty body reads as {}.
+func decodeOptionalJSON(c echo.Context, v any) error {
+	if c.Request().ContentLength == 0 {
+		return nil
+	}
+	return decodeJSON(c, v, "")
 }
 
 // bodyField is the field of v a decoding error is about, as the request

@@ -178,6 +178,7 @@ var paramKinds = []struct{ prefix, kind string }{
 	{"/api/models/:id", "model_version"},
 	{"/api/deployments/:id", "deployment"},
 	{"/evaluations/golden-sets/:id", "golden_set"},
+	{"/api/golden-sets/:id", "golden_set"},
 	{"/evaluations/runs/:id", "evaluation"},
 	{"/api/evaluations/:id", "evaluation"},
 	{"/evaluations/agreement/:id", "agreement"},

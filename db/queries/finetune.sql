@@ -57,6 +57,12 @@ UPDATE fine_tuning_jobs
 SET provider_job_id = @provider_job_id, status = @status, provider_state = @provider_state, updated_at = now()
 WHERE id = @id;
 
+-- name: FineTuneJobUpdateWorker :exec
+-- The worker starting a local job, with its runtime as its probe reported it.
+UPDATE fine_tuning_jobs
+SET worker_id = @worker_id, worker_runtime = @worker_runtime, updated_at = now()
+WHERE id = @id;
+
 -- name: FineTuneJobUpdateProgress :exec
 UPDATE fine_tuning_jobs
 SET status = @status, provider_state = @provider_state, event_cursor = @event_cursor,

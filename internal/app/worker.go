@@ -22,5 +22,7 @@ func (s *Services) StartWorkerBeats(ctx context.Context) (stop func()) {
 	}
 	b := &servers.WorkerBeats{Servers: s.Servers, ProbeTrainer: s.FineTune.LocalProbe, Log: s.Log,
 		Report: servers.WorkerReport{ID: uuid.New(), Host: host, Device: cmp.Or(s.Config.TrainerDevice, "auto"), Slots: max(s.Config.GPUSlots, 1)}}
+	// The local jobs this process starts record it, and its runtime.
+	s.FineTune.WorkerID = b.Report.ID
 	return b.Start(ctx)
 }

@@ -21,6 +21,20 @@ type Actor struct {
 // System is the actor for work nobody asked for directly (seeding, periodic jobs).
 var System = Actor{Kind: "system", Label: "system"}
 
+// LastWriteWins is the details key, set to true, of a change made without
+// the version its author read (an API PATCH without If-Match): it applied
+// over whatever was stored then.
+const LastWriteWins = "last_write_wins"
+
+// Unconditional marks details as those of a change made without a
+// version when version is 0, and returns them.
+func Unconditional(details map[string]any, version int32) map[string]any {
+	if version == 0 {
+		details[LastWriteWins] = true
+	}
+	return details
+}
+
 // Entry is one audited action.
 type Entry struct {
 	OrgID      uuid.UUID

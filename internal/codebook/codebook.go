@@ -239,7 +239,8 @@ func (s *Service) Rules(ctx context.Context, orgID uuid.UUID, name, status, q, s
 }
 
 // UpdateRule edits a rule if it is still at version; otherwise it answers
-// 409 with the rule as it is now.
+// 409 with the rule as it is now. Version 0 edits it as it is (last write
+// wins), and the audit record says so.
 func (s *Service) UpdateRule(ctx context.Context, actor audit.Actor, orgID uuid.UUID, name string, id uuid.UUID, version int, in NewRule) (Rule, error) {
 	v := &errs.Invalid{}
 	in.check(v, "")
@@ -256,6 +257,10 @@ func (s *Service) UpdateRule(ctx context.Context, actor audit.Actor, orgID uuid.
 		if err != nil {
 			return errs.NotFound(err)
 		}
+		asked := int32(version)
+		if version == 0 {
+			version = int(cur.Version) // no If-Match: the last write wins
+		}
 		out, err = q.CodebookRuleUpdate(ctx, db.CodebookRuleUpdateParams{OrgID: orgID, ID: id, Version: int32(version), Section: in.Section,
 			Content: in.Content, Status: db.RuleStatus(in.Status)})
 		if errors.Is(err, pgx.ErrNoRows) {
@@ -265,7 +270,7 @@ func (s *Service) UpdateRule(ctx context.Context, actor audit.Actor, orgID uuid.
 			return err
 		}
 		return audit.Record(ctx, q, actor, audit.Entry{OrgID: orgID, Action: "codebook.rule_update", TargetType: "codebook_rule",
-			TargetID: id.String(), Details: map[string]any{"codebook": name, "status": in.Status}})
+			TargetID: id.String(), Details: audit.Unconditional(map[string]any{"codebook": name, "status": in.Status}, asked)})
 	})
 	return ruleOf(out), err
 }

@@ -145,7 +145,7 @@ func (s *Settings) validate(v *errs.Invalid, datasetType string) {
 	if s.ExportFormat == "" {
 		s.ExportFormat = string(DefaultFormat(datasetType))
 	}
-	if f, err := export.ParseFormat(s.ExportFormat); err != nil {
+	if f, err := export.ParseFormatFor(s.ExportFormat, export.Kind(KindOf(datasetType))); err != nil {
 		v.Add("export_format", "%s", strings.TrimPrefix(err.Error(), "unknown export format "))
 	} else {
 		s.ExportFormat = string(f)
@@ -349,7 +349,7 @@ func (s *Service) Update(ctx context.Context, actor audit.Actor, orgID, id uuid.
 			}
 		}
 		return audit.Record(ctx, q, actor, audit.Entry{OrgID: orgID, Action: "dataset.update", TargetType: "dataset",
-			TargetID: id.String(), Details: map[string]any{"version": out.Version, "status": out.Status}})
+			TargetID: id.String(), Details: audit.Unconditional(map[string]any{"version": out.Version, "status": out.Status}, version)})
 	})
 	return out, err
 }

@@ -55,6 +55,8 @@ func (ExportArgs) InsertOpts() river.InsertOpts {
 
 // ExportRequest asks for an export of a dataset's current version.
 type ExportRequest struct {
+	// Format names the format, or one of its aliases (export.Aliases);
+	// "" is the dataset's own export_format.
 	Format string
 	// MaskPII replaces personal data with its kind ("[EMAIL]"). Turning it
 	// off is for admins only, and is recorded in the audit log.
@@ -93,16 +95,20 @@ func (p exportPlan) details() map[string]any {
 // unless the caller is an admin, and a dataset that is ready or exported,
 // so that it has a frozen version to write.
 func (s *Service) planExport(ctx context.Context, orgID, id uuid.UUID, req ExportRequest) (exportPlan, error) {
-	f, err := export.ParseFormat(req.Format)
-	if err != nil {
-		return exportPlan{}, errs.InvalidField("format", "%v", err)
-	}
 	if !req.MaskPII && !req.Admin {
 		return exportPlan{}, fmt.Errorf("exporting without PII masking: %w", errs.ErrForbidden)
 	}
 	d, err := s.Get(ctx, orgID, id)
 	if err != nil {
 		return exportPlan{}, err
+	}
+	name := req.Format
+	if strings.TrimSpace(name) == "" {
+		name = d.Dataset.ExportFormat
+	}
+	f, err := export.ParseFormatFor(name, export.Kind(KindOf(string(d.Dataset.DatasetType))))
+	if err != nil {
+		return exportPlan{}, errs.InvalidField("format", "%v", err)
 	}
 	if err := exportable(string(d.Dataset.Status)); err != nil {
 		return exportPlan{}, err

@@ -128,6 +128,17 @@ func (s *Service) Unmark(ctx context.Context, actor audit.Actor, orgID, versionI
 	})
 }
 
+// IsFrozen reports whether id is a frozen dataset version of the
+// organisation: any of them may be an evaluation's golden set, marked as
+// one or not.
+func (s *Service) IsFrozen(ctx context.Context, orgID, id uuid.UUID) (bool, error) {
+	_, err := db.New(s.Pool).DatasetVersionGet(ctx, db.DatasetVersionGetParams{OrgID: orgID, ID: id})
+	if errors.Is(err, pgx.ErrNoRows) {
+		return false, nil
+	}
+	return err == nil, err
+}
+
 // GoldenSets lists the organisation's golden sets, newest first.
 func (s *Service) GoldenSets(ctx context.Context, orgID uuid.UUID) ([]GoldenSet, error) {
 	return s.goldenSets(ctx, orgID, uuid.NullUUID{})

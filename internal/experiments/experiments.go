@@ -78,6 +78,33 @@ var (
 		AvgJudgeScore: true}
 )
 
+// MetricAliases are the seed's names for metrics (ab_test_experiments'
+// success_metrics: the A/B panel's helpfulness and accuracy, the rating
+// dimensions' averages), taken for Curate's own.
+var MetricAliases = map[string]string{
+	"helpfulness": AvgHelpfulness,
+	"accuracy":    AvgAccuracy,
+	"clarity":     AvgClarity,
+	"safety":      AvgSafety,
+	"rating":      AvgRating,
+}
+
+// canonicalMetrics returns the list with each alias replaced by the
+// metric it names.
+func canonicalMetrics(list []string) []string {
+	if list == nil {
+		return nil
+	}
+	out := make([]string, len(list))
+	for i, m := range list {
+		if own, ok := MetricAliases[m]; ok {
+			m = own
+		}
+		out[i] = m
+	}
+	return out
+}
+
 // Limits on input.
 const (
 	MaxUnitID = 200
@@ -209,6 +236,7 @@ func (s *Service) Create(ctx context.Context, actor audit.Actor, orgID uuid.UUID
 	if !(coverage > 0 && coverage <= 1) {
 		v.Add("coverage", "must be above 0 and at most 1")
 	}
+	in.Metrics, in.Guardrails = canonicalMetrics(in.Metrics), canonicalMetrics(in.Guardrails)
 	if len(in.Metrics) == 0 {
 		in.Metrics = []string{ThumbsUpRate}
 	}

@@ -62,6 +62,36 @@ func ParseFormat(s string) (Format, error) {
 	return "", fmt.Errorf("unknown export format %q (want one of %s)", s, strings.Join(names, ", "))
 }
 
+// Aliases are the seed's export_format names (jsonl, openai, anthropic)
+// for the formats they stand for, which depend on what the dataset holds:
+// "jsonl" is the usual JSON Lines file for the kind (OpenAI's chat format
+// for single examples, TRL's prompt/chosen/rejected for pairs, the seed's
+// DPO format); "openai" is OpenAI's own format for the kind (chat, or
+// DPO); "anthropic" is the seed's Anthropic format, anthropic_text, which
+// holds single examples only: Claude trains on no preference pairs.
+var Aliases = map[string]map[Kind]Format{
+	"jsonl":     {KindSFT: OpenAIChat, KindPreference: TRLPreference},
+	"openai":    {KindSFT: OpenAIChat, KindPreference: OpenAIPreference},
+	"anthropic": {KindSFT: AnthropicText},
+}
+
+// ParseFormatFor is ParseFormat for a dataset of kind k, which also takes
+// the seed's aliases (see Aliases).
+func ParseFormatFor(s string, k Kind) (Format, error) {
+	byKind, ok := Aliases[strings.ToLower(strings.TrimSpace(s))]
+	if !ok {
+		return ParseFormat(s)
+	}
+	if f, ok := byKind[k]; ok {
+		return f, nil
+	}
+	names := make([]string, 0, len(FormatsFor(k)))
+	for _, f := range FormatsFor(k) {
+		names = append(names, string(f))
+	}
+	return "", fmt.Errorf("%q names a format for single examples, and this dataset holds preference pairs (want one of %s)", s, strings.Join(names, ", "))
+}
+
 // FormatsFor lists the formats that fit a dataset of kind k, in the order
 // of Formats: for preference pairs those that keep the rejected reply, for
 // single examples those that hold one. A form offering these never offers a

@@ -198,6 +198,35 @@ func TestParseFormat(t *testing.T) {
 	}
 }
 
+// The seed's export_format names (training_datasets.export_format: jsonl,
+// parquet, openai, anthropic) stand for the formats of the dataset's kind.
+func TestParseFormatForSeedNames(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		kind Kind
+		want Format
+	}{
+		{"jsonl", KindSFT, OpenAIChat},
+		{"jsonl", KindPreference, TRLPreference},
+		{"openai", KindSFT, OpenAIChat},
+		{"OpenAI", KindPreference, OpenAIPreference},
+		{"anthropic", KindSFT, AnthropicText},
+		{"parquet", KindPreference, Parquet},
+		{"bedrock_chat", KindSFT, BedrockChat},
+	} {
+		got, err := ParseFormatFor(tc.name, tc.kind)
+		if err != nil || got != tc.want {
+			t.Errorf("ParseFormatFor(%q, %s) = %q, %v; want %s", tc.name, tc.kind, got, err, tc.want)
+		}
+	}
+	if _, err := ParseFormatFor("anthropic", KindPreference); err == nil || !strings.Contains(err.Error(), "trl_preference") {
+		t.Errorf("anthropic for pairs: %v; want a refusal listing the pairs' formats", err)
+	}
+	if _, err := ParseFormatFor("csv", KindSFT); err == nil {
+		t.Error("csv was taken")
+	}
+}
+
 func TestAccepts(t *testing.T) {
 	cases := []struct {
 		f         Format

@@ -87,6 +87,9 @@ type Change struct {
 // returns errs.Conflict holding the item as it is now, so a second curator
 // never silently overwrites the first. Saving a correction marks the item
 // corrected unless a status is given.
+//
+// Version 0 applies the change over whatever is stored (last write wins),
+// and the audit record says so.
 func (s *Service) Update(ctx context.Context, actor audit.Actor, orgID, id uuid.UUID, version int32, ch Change) (db.Feedback, error) {
 	v := &errs.Invalid{}
 	if ch.Status != nil && !oneOf(*ch.Status, Statuses) {
@@ -116,6 +119,10 @@ func (s *Service) Update(ctx context.Context, actor audit.Actor, orgID, id uuid.
 			return errs.NotFound(err)
 		}
 		old := cur.Feedback
+		asked := version
+		if version == 0 {
+			version = old.Version // no If-Match: the last write wins
+		}
 		if old.Version != version {
 			return &errs.Conflict{Message: "someone else changed this item since you opened it: review their change and try again", Current: old}
 		}
@@ -168,7 +175,7 @@ func (s *Service) Update(ctx context.Context, actor audit.Actor, orgID, id uuid.
 			return err
 		}
 		return audit.Record(ctx, q, actor, audit.Entry{OrgID: orgID, Action: "feedback." + action, TargetType: "feedback",
-			TargetID: id.String(), Details: map[string]any{"from": old.Status, "to": out.Status, "version": out.Version}})
+			TargetID: id.String(), Details: audit.Unconditional(map[string]any{"from": old.Status, "to": out.Status, "version": out.Version}, asked)})
 	})
 	return out, err
 }

@@ -231,6 +231,11 @@ func (s *Service) create(ctx context.Context, q *db.Queries, p provider.Provider
 		if j.Seed.Valid {
 			req.Seed = &j.Seed.Int64
 		}
+		if _, ok := p.(*local.Provider); ok {
+			if err := s.recordWorker(ctx, q, j.ID); err != nil {
+				return Outcome{}, err
+			}
+		}
 		if job, err = createJob(ctx, p, req, j.LocalSettings); err != nil {
 			return Outcome{}, err
 		}

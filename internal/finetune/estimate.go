@@ -30,11 +30,17 @@ type Request struct {
 	DatasetID uuid.UUID
 	Provider  string
 	// BaseModel "" trains the dataset's base model, or else the
-	// provider's default model.
+	// provider's default model. An alias ("gpt-4o-mini") trains the
+	// provider's current snapshot of it (pricing.Snapshot).
 	BaseModel string
-	Method    provider.Method
-	Hyper     provider.Hyperparameters
-	Suffix    string
+	// RequestedModel is the alias BaseModel was resolved from, "" when
+	// the request named a snapshot.
+	RequestedModel string
+	// Method "" is the dataset version's own: dpo for preference pairs,
+	// supervised for single examples.
+	Method provider.Method
+	Hyper  provider.Hyperparameters
+	Suffix string
 	// RegisteredModel is the registered model the result joins when the
 	// job succeeds; "" is the dataset's name.
 	RegisteredModel string
@@ -85,6 +91,7 @@ const maxSuffix = 24
 func (s *Service) Estimate(ctx context.Context, orgID uuid.UUID, req Request) (Estimate, error) {
 	v := &errs.Invalid{}
 	var est Estimate
+	req.Provider = s.Providers.Resolve(req.Provider)
 	entry, known := s.Providers[req.Provider]
 	if !known {
 		v.Add("provider", "must be one of %v", s.Providers.Names())
@@ -138,10 +145,25 @@ func (s *Service) Estimate(ctx context.Context, orgID uuid.UUID, req Request) (E
 			req.BaseModel = entry.DefaultModel
 		}
 	}
+	if snap, ok := pricing.Snapshot(req.Provider, req.BaseModel); ok && known {
+		req.RequestedModel, req.BaseModel = req.BaseModel, snap
+	}
+	versionKnown := est.Version.ID != uuid.Nil
+	if req.Method == "" && versionKnown {
+		req.Method = provider.Supervised
+		if est.Version.Kind == export.KindPreference {
+			req.Method = provider.DPO
+		}
+	}
 	est.Request = req
-	if methods := s.Providers.Methods(); !slices.Contains(methods, req.Method) {
+	methods := s.Providers.Methods()
+	switch {
+	case req.Method == "" && !versionKnown:
+		// The dataset version's type would have decided it; its own
+		// field says why there is none.
+	case !slices.Contains(methods, req.Method):
 		v.Add("method", "must be one of %s", quoteMethods(methods))
-	} else if known {
+	case known:
 		f, ok := entry.Formats[req.Method]
 		switch {
 		case !ok:
@@ -188,7 +210,7 @@ func (s *Service) Estimate(ctx context.Context, orgID uuid.UUID, req Request) (E
 		var ve *provider.ValidationError
 		if err := validate(p, req); errors.As(err, &ve) {
 			for _, fe := range ve.Errors {
-				if fe.Field != "method" || !hasField(v, "method") {
+				if fe.Field != "method" || (req.Method != "" && !hasField(v, "method")) {
 					v.Add(localField(fe.Field), "%s", fe.Message)
 				}
 			}

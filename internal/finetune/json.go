@@ -13,36 +13,39 @@ import (
 // Object is a job as the API shows it, in lists and alone. Money is in US
 // dollars; hyperparameters are named as the job's provider names them.
 type Object struct {
-	ID               string                    `json:"id"`
-	Status           string                    `json:"status"`
-	ProviderState    string                    `json:"provider_state,omitempty"`
-	Provider         string                    `json:"provider"`
-	BaseModel        string                    `json:"base_model"`
-	Name             string                    `json:"name"`
-	Method           string                    `json:"method"`
-	DatasetVersionID string                    `json:"dataset_version_id"`
-	Dataset          string                    `json:"dataset"`
-	ExportFormat     string                    `json:"export_format"`
-	Hyperparameters  map[string]provider.Value `json:"hyperparameters"`
-	Local            json.RawMessage           `json:"local,omitempty"` // a local job's own settings
-	Suffix           string                    `json:"suffix,omitempty"`
-	RegisteredModel  string                    `json:"registered_model,omitempty"`
-	Seed             *int64                    `json:"seed,omitempty"`
-	ProviderJobID    string                    `json:"provider_job_id,omitempty"`
-	FineTunedModel   string                    `json:"fine_tuned_model,omitempty"`
-	Error            string                    `json:"error,omitempty"`
-	Progress         ProgressObject            `json:"progress"`
-	EstimatedTokens  int64                     `json:"estimated_tokens"`
-	EstimatedCost    float64                   `json:"estimated_cost_usd"`
-	TrainedTokens    int64                     `json:"trained_tokens"`
-	ActualCost       *float64                  `json:"actual_cost_usd,omitempty"`
-	PriceDate        string                    `json:"price_date"`
-	Price            *PriceObject              `json:"price,omitempty"` // the price row the estimate used; absent for free jobs
-	CancelRequested  bool                      `json:"cancel_requested"`
-	CreatedBy        string                    `json:"created_by"`
-	CreatedAt        time.Time                 `json:"created_at"`
-	StartedAt        *time.Time                `json:"started_at,omitempty"`
-	CompletedAt      *time.Time                `json:"completed_at,omitempty"`
+	ID            string `json:"id"`
+	Status        string `json:"status"`
+	ProviderState string `json:"provider_state,omitempty"`
+	Provider      string `json:"provider"`
+	BaseModel     string `json:"base_model"`
+	// RequestedBaseModel, in a launch's answer, is the alias the request
+	// named, which BaseModel is the provider's current snapshot of.
+	RequestedBaseModel string                    `json:"requested_base_model,omitempty"`
+	Name               string                    `json:"name"`
+	Method             string                    `json:"method"`
+	DatasetVersionID   string                    `json:"dataset_version_id"`
+	Dataset            string                    `json:"dataset"`
+	ExportFormat       string                    `json:"export_format"`
+	Hyperparameters    map[string]provider.Value `json:"hyperparameters"`
+	Local              json.RawMessage           `json:"local,omitempty"` // a local job's own settings
+	Suffix             string                    `json:"suffix,omitempty"`
+	RegisteredModel    string                    `json:"registered_model,omitempty"`
+	Seed               *int64                    `json:"seed,omitempty"`
+	ProviderJobID      string                    `json:"provider_job_id,omitempty"`
+	FineTunedModel     string                    `json:"fine_tuned_model,omitempty"`
+	Error              string                    `json:"error,omitempty"`
+	Progress           ProgressObject            `json:"progress"`
+	EstimatedTokens    int64                     `json:"estimated_tokens"`
+	EstimatedCost      float64                   `json:"estimated_cost_usd"`
+	TrainedTokens      int64                     `json:"trained_tokens"`
+	ActualCost         *float64                  `json:"actual_cost_usd,omitempty"`
+	PriceDate          string                    `json:"price_date"`
+	Price              *PriceObject              `json:"price,omitempty"` // the price row the estimate used; absent for free jobs
+	CancelRequested    bool                      `json:"cancel_requested"`
+	CreatedBy          string                    `json:"created_by"`
+	CreatedAt          time.Time                 `json:"created_at"`
+	StartedAt          *time.Time                `json:"started_at,omitempty"`
+	CompletedAt        *time.Time                `json:"completed_at,omitempty"`
 	// Metrics and Checkpoints come with one job (DetailObject), not in
 	// lists.
 	Metrics     []provider.StepMetric `json:"metrics,omitempty"`

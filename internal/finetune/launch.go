@@ -86,6 +86,9 @@ func (s *Service) Launch(ctx context.Context, actor audit.Actor, orgID uuid.UUID
 		}
 		details := map[string]any{"provider": req.Provider, "base_model": req.BaseModel,
 			"method": req.Method, "dataset": est.Version.Label, "estimated_usd": est.Cost.Dollars()}
+		if req.RequestedModel != "" {
+			details["requested_base_model"] = req.RequestedModel
+		}
 		if req.NewestSuitable {
 			// The request named no dataset: the job says which it trains.
 			details["dataset_chosen"] = "newest suitable"

@@ -74,6 +74,27 @@ func Local(cfg local.Config) Entry {
 	}
 }
 
+// Aliases are other names for Curate's providers, as the seed's
+// fine_tuning_jobs.provider spells them: Anthropic's models are
+// fine-tuned at Amazon Bedrock, and HuggingFace models train on the local
+// trainer (transformers, peft and TRL).
+var Aliases = map[string]string{"anthropic": bedrock.Name, "huggingface": local.Name}
+
+// Resolve returns the provider a name stands for: the name itself when it
+// is one of r's, its alias's provider when that is one of r's, or else
+// the name unchanged (which Estimate refuses).
+func (r Providers) Resolve(name string) string {
+	if _, ok := r[name]; ok {
+		return name
+	}
+	if n, ok := Aliases[name]; ok {
+		if _, ok := r[n]; ok {
+			return n
+		}
+	}
+	return name
+}
+
 // LocalConfig is the local provider's configuration from cfg: runs under
 // <data dir>/runs, models from CURATE_MODELS_DIR (<data dir>/models when
 // unset), the trainer and its slots from the environment.

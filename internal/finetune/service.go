@@ -16,6 +16,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/curate/curate/internal/jobq"
@@ -55,6 +56,10 @@ type Service struct {
 	// local launch is taken when a live one can run it. Nil checks no
 	// workers (tests of the launch alone).
 	Workers WorkerSource
+	// WorkerID is this process's id among the workers of the GPU queue
+	// (servers.WorkerReport.ID), set before it takes jobs: a local job it
+	// starts records it, and the runtime its probe reported.
+	WorkerID uuid.UUID
 
 	sweep   sync.Once // of the scratch folders dead processes left in Dir
 	mu      sync.Mutex

@@ -479,10 +479,12 @@ func (s *Service) check(ctx context.Context, orgID uuid.UUID, sp *Spec) error {
 		v.Add("evaluation.golden_set_version_id", "the organisation's gate judges production on %s: leave this out or name that golden set", gate.GoldenSet)
 	}
 	if s.Eval != nil && e.GoldenSetVersionID != uuid.Nil {
-		if _, err := s.Eval.Get(ctx, orgID, e.GoldenSetVersionID); errors.Is(err, errs.ErrNotFound) {
-			v.Add("evaluation.golden_set_version_id", "is not one of this organisation's golden sets")
-		} else if err != nil {
+		// Any frozen version, as POST /api/evaluations takes: marking one
+		// a golden set names it on the pages, and is not needed here.
+		if frozen, err := s.Eval.IsFrozen(ctx, orgID, e.GoldenSetVersionID); err != nil {
 			return err
+		} else if !frozen {
+			v.Add("evaluation.golden_set_version_id", "is not a frozen dataset version of this organisation")
 		}
 	}
 	if s.Eval != nil && s.Eval.Runner != nil {
@@ -566,9 +568,10 @@ func (s *Service) check(ctx context.Context, orgID uuid.UUID, sp *Spec) error {
 }
 
 // hyperparameters reads the training's settings, sent under Curate's
-// names or the provider's own (n_epochs at OpenAI).
+// names or the provider's own (n_epochs at OpenAI; epochCount at Bedrock,
+// also when the policy names it anthropic).
 func (s *Service) hyperparameters(t Training) (provider.Hyperparameters, map[string]string, []provider.FieldError) {
-	return provider.ParseHyperparameters(t.Hyperparameters, s.FineTune.Providers[t.Provider].Spelling)
+	return provider.ParseHyperparameters(t.Hyperparameters, s.FineTune.Providers[s.FineTune.Providers.Resolve(t.Provider)].Spelling)
 }
 
 // gate is the organisation's evaluation gate, if it set one.

@@ -120,6 +120,12 @@ func deploymentOf(d db.Deployment, target string) Deployment {
 func (s *Service) Deploy(ctx context.Context, actor audit.Actor, orgID, versionID uuid.UUID, in DeployRequest) (Deployment, error) {
 	v := &errs.Invalid{}
 	checkAlias(v, in.Alias)
+	if in.Target == "" {
+		var err error
+		if in.Target, err = s.onlyTarget(ctx, orgID, versionID); err != nil {
+			return Deployment{}, err
+		}
+	}
 	v.Text("target", in.Target, 64, true)
 	v.Text("reason", in.Reason, MaxReason, true)
 	if err := v.Err(); err != nil {
@@ -143,6 +149,27 @@ func (s *Service) Deploy(ctx context.Context, actor audit.Actor, orgID, versionI
 		return err
 	})
 	return out, err
+}
+
+// onlyTarget is the name of the one serving target that can take the
+// version, for a deployment that names none; a version that several could
+// take, or none, is refused on "target" with their names.
+func (s *Service) onlyTarget(ctx context.Context, orgID, versionID uuid.UUID) (string, error) {
+	targets, err := s.TargetsFor(ctx, orgID, versionID)
+	if err != nil {
+		return "", err
+	}
+	names := make([]string, len(targets))
+	for i, t := range targets {
+		names[i] = t.Name
+	}
+	switch len(targets) {
+	case 1:
+		return targets[0].Name, nil
+	case 0:
+		return "", errs.InvalidField("target", "no serving target of this organisation can take this version: add one, then name it")
+	}
+	return "", errs.InvalidField("target", "several serving targets can take this version (%s): name one", strings.Join(names, ", "))
 }
 
 // recheck asks the target whether it still lists what the alias's current

@@ -163,7 +163,9 @@ type Change struct {
 // Update applies a change if the pair is still at version; otherwise it
 // returns errs.Conflict holding the pair as it is now, so one curator never
 // silently overwrites another. An edit that makes the pair identical to
-// another stored pair is refused with errs.Conflict too.
+// another stored pair is refused with errs.Conflict too. Version 0 applies
+// the change over whatever is stored (last write wins), and the audit
+// record says so.
 func (s *Service) Update(ctx context.Context, actor audit.Actor, orgID, id uuid.UUID, version int32, ch Change) (db.PreferencePair, error) {
 	var out db.PreferencePair
 	err := db.InTx(ctx, s.Pool, func(_ pgx.Tx, q *db.Queries) error {
@@ -172,6 +174,10 @@ func (s *Service) Update(ctx context.Context, actor audit.Actor, orgID, id uuid.
 			return errs.NotFound(err)
 		}
 		old := cur.PreferencePair
+		asked := version
+		if version == 0 {
+			version = old.Version // no If-Match: the last write wins
+		}
 		if old.Version != version {
 			return &errs.Conflict{Message: "someone else changed this pair since you opened it: review their change and try again", Current: old}
 		}
@@ -234,7 +240,7 @@ func (s *Service) Update(ctx context.Context, actor audit.Actor, orgID, id uuid.
 			return err
 		}
 		return audit.Record(ctx, q, actor, audit.Entry{OrgID: orgID, Action: "pair.update", TargetType: "preference_pair",
-			TargetID: id.String(), Details: map[string]any{"version": out.Version, "swap": ch.Swap}})
+			TargetID: id.String(), Details: audit.Unconditional(map[string]any{"version": out.Version, "swap": ch.Swap}, asked)})
 	})
 	return out, err
 }

@@ -87,16 +87,54 @@ func Defaults() Table {
 // ErrNoPrice is a base model the table has no price for.
 var ErrNoPrice = errors.New("no price")
 
+// snapshots maps the names a provider also answers to (an undated alias,
+// or Bedrock's model id without the context window that fine-tuning
+// trains) to the snapshot each stands for today: OpenAI's model pages
+// list the alias beside the snapshot it points to, and Bedrock fine-tunes
+// Claude 3 Haiku as its 200k-context variant.
+var snapshots = map[string]map[string]string{
+	"openai": {
+		"gpt-4.1":       "gpt-4.1-2025-04-14",
+		"gpt-4.1-mini":  "gpt-4.1-mini-2025-04-14",
+		"gpt-4.1-nano":  "gpt-4.1-nano-2025-04-14",
+		"gpt-4o":        "gpt-4o-2024-08-06",
+		"gpt-4o-mini":   "gpt-4o-mini-2024-07-18",
+		"gpt-3.5-turbo": "gpt-3.5-turbo-0125",
+	},
+	"bedrock": {
+		"claude-3-haiku":                         "anthropic.claude-3-haiku-20240307-v1:0:200k",
+		"claude-3-haiku-20240307":                "anthropic.claude-3-haiku-20240307-v1:0:200k",
+		"anthropic.claude-3-haiku-20240307-v1:0": "anthropic.claude-3-haiku-20240307-v1:0:200k",
+		"anthropic.claude-3-haiku-20240307-v1":   "anthropic.claude-3-haiku-20240307-v1:0:200k",
+		"anthropic.claude-3-haiku":               "anthropic.claude-3-haiku-20240307-v1:0:200k",
+	},
+}
+
+// Snapshot returns the snapshot a provider's model name stands for
+// ("gpt-4o-mini" is "gpt-4o-mini-2024-07-18" at OpenAI), and false for a
+// name that is already a snapshot or that the provider does not alias.
+func Snapshot(provider, model string) (string, bool) {
+	s, ok := snapshots[provider][model]
+	return s, ok
+}
+
 // Lookup returns the price of a base model at a provider. A fine-tuned
-// OpenAI model ("ft:<base>:...") costs what its base costs.
+// OpenAI model ("ft:<base>:...") costs what its base costs, and an alias
+// what its snapshot costs when the table has no row of its own for it.
 func (t Table) Lookup(provider, baseModel string) (Price, error) {
 	model := baseModel
 	if rest, ok := strings.CutPrefix(model, "ft:"); ok {
 		model, _, _ = strings.Cut(rest, ":")
 	}
-	for _, p := range t.Prices {
-		if p.Provider == provider && p.BaseModel == model {
-			return p, nil
+	names := []string{model}
+	if s, ok := Snapshot(provider, model); ok {
+		names = append(names, s)
+	}
+	for _, name := range names {
+		for _, p := range t.Prices {
+			if p.Provider == provider && p.BaseModel == name {
+				return p, nil
+			}
 		}
 	}
 	return Price{}, fmt.Errorf("%w for %s at %s in this organisation's price table", ErrNoPrice, baseModel, provider)

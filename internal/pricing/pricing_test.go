@@ -46,6 +46,38 @@ func TestLookup(t *testing.T) {
 	}
 }
 
+// The seed's model names: the undated gpt-4o-mini costs what its current
+// snapshot costs ($3 per million, OpenAI's fine-tuning price for
+// gpt-4o-mini-2024-07-18), and Bedrock's Claude 3 Haiku id with and
+// without its context suffix costs $4 per million ($0.004 per 1,000).
+func TestLookupSnapshots(t *testing.T) {
+	tab := pricing.Defaults()
+	for _, tc := range []struct {
+		provider, model string
+		perMillion      float64
+		snapshot        string
+	}{
+		{"openai", "gpt-4o-mini", 3, "gpt-4o-mini-2024-07-18"},
+		{"openai", "gpt-4o", 25, "gpt-4o-2024-08-06"},
+		{"openai", "gpt-4o-mini-2024-07-18", 3, ""},
+		{"bedrock", "anthropic.claude-3-haiku-20240307-v1:0", 4, "anthropic.claude-3-haiku-20240307-v1:0:200k"},
+		{"bedrock", "anthropic.claude-3-haiku-20240307-v1:0:200k", 4, ""},
+		{"bedrock", "claude-3-haiku", 4, "anthropic.claude-3-haiku-20240307-v1:0:200k"},
+	} {
+		p, err := tab.Lookup(tc.provider, tc.model)
+		if err != nil || p.PerMillion != tc.perMillion {
+			t.Errorf("%s at %s: %+v, %v; want $%v per million", tc.model, tc.provider, p, err, tc.perMillion)
+		}
+		snap, ok := pricing.Snapshot(tc.provider, tc.model)
+		if snap != tc.snapshot || ok != (tc.snapshot != "") {
+			t.Errorf("Snapshot(%s, %s) = %q, %v; want %q", tc.provider, tc.model, snap, ok, tc.snapshot)
+		}
+	}
+	if _, err := tab.Lookup("openai", "anthropic.claude-3-haiku-20240307-v1:0"); !errors.Is(err, pricing.ErrNoPrice) {
+		t.Errorf("a Bedrock id at OpenAI: %v", err)
+	}
+}
+
 // A bad edit is refused naming each entry: an impossible date, a price
 // listed twice, a negative price, a NUL in a name.
 func TestEditCheck(t *testing.T) {

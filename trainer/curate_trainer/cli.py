@@ -7,6 +7,7 @@ break the one-JSON-object-per-line stream.
 """
 
 import importlib
+import importlib.metadata
 import logging
 import os
 import platform
@@ -126,7 +127,7 @@ def run(cfg_path, emitter, stop):
 
 
 def probe(emitter):
-    """Report Python, torch, transformers, peft and the GPU; always exits 0."""
+    """Report Python, torch, transformers, peft, Unsloth and the GPU; always exits 0."""
     info = {"device": "none", "python": platform.python_version()}
     try:
         import torch
@@ -148,6 +149,12 @@ def probe(emitter):
             info[name] = importlib.import_module(name).__version__
         except ImportError:
             missing.append(name)
+    # Unsloth is looked up, not imported: importing it patches torch and
+    # transformers.
+    try:
+        info["unsloth"] = importlib.metadata.version("unsloth")
+    except importlib.metadata.PackageNotFoundError:
+        pass
     if missing:
         info["note"] = " and ".join(missing) + " not installed, so runs will fail here"
     emitter.probe(info)

@@ -10,6 +10,7 @@ import datetime
 import json
 import math
 import os
+import sys
 from pathlib import Path
 
 PHASES = ("loading", "training", "evaluating", "generating", "scoring", "saving")
@@ -38,6 +39,16 @@ def _clean(value):
     if callable(item):
         return _clean(item())
     return str(value)
+
+
+def gpu_mem_used():
+    """Bytes of GPU memory this process holds (torch's reserved memory, as
+    seed 003's train status reports it), or None off CUDA: without torch
+    loaded, or before the run has touched the GPU."""
+    torch = sys.modules.get("torch")
+    if torch is None or not torch.cuda.is_available() or not torch.cuda.is_initialized():
+        return None
+    return int(torch.cuda.memory_reserved())
 
 
 def encode_event(event):
@@ -95,9 +106,14 @@ class Emitter:
 
     def metric(self, values, phase="training"):
         """A metric event; `values` holds step, epoch, iter, loss, lr and any
-        other measurements. The metrics.jsonl copy also names the phase."""
+        other measurements. The metrics.jsonl copy also names the phase. On
+        CUDA each also carries gpu_mem_used, the GPU memory held then."""
         if phase not in PHASES and phase != "metrics":
             raise ValueError(f"unknown phase {phase!r}")
+        if "gpu_mem_used" not in values:
+            used = gpu_mem_used()
+            if used is not None:
+                values = {**values, "gpu_mem_used": used}
         self._emit({"event": "metric", **values})
         self._record({"phase": phase.upper(), **values})
 

@@ -6,6 +6,7 @@ import json
 import math
 import os
 import signal
+import sys
 import tempfile
 import unittest
 from pathlib import Path
@@ -13,6 +14,20 @@ from pathlib import Path
 from curate_trainer import protocol
 from curate_trainer.errors import Cancelled
 from curate_trainer.stop import StopFlag
+
+
+_gpu_mem_used = protocol.gpu_mem_used
+
+
+def setUpModule():
+    # The events below are compared whole: no GPU reading in them, whatever
+    # this machine has (test_metrics_on_cuda_carry_the_gpu_memory_held
+    # puts the reading back).
+    protocol.gpu_mem_used = lambda: None
+
+
+def tearDownModule():
+    protocol.gpu_mem_used = _gpu_mem_used
 
 
 class EncodeTest(unittest.TestCase):
@@ -97,6 +112,36 @@ class EmitterTest(unittest.TestCase):
         emitter.metric({"step": 1, "loss": 1.0})
         self.assertFalse(self.metrics.exists())
         self.assertEqual(self.events(), [{"event": "metric", "step": 1, "loss": 1.0}])
+
+    def test_metrics_on_cuda_carry_the_gpu_memory_held(self):
+        class FakeCUDA:
+            @staticmethod
+            def is_available():
+                return True
+
+            @staticmethod
+            def is_initialized():
+                return True
+
+            @staticmethod
+            def memory_reserved():
+                return 6800000000
+
+        class FakeTorch:
+            cuda = FakeCUDA
+
+        saved = sys.modules.get("torch")
+        sys.modules["torch"], protocol.gpu_mem_used = FakeTorch, _gpu_mem_used
+        try:
+            self.emitter.metric({"step": 1, "loss": 1.0})
+        finally:
+            protocol.gpu_mem_used = lambda: None
+            if saved is None:
+                del sys.modules["torch"]
+            else:
+                sys.modules["torch"] = saved
+        self.assertEqual(self.events(), [{"event": "metric", "step": 1, "loss": 1.0, "gpu_mem_used": 6800000000}])
+        self.assertEqual(self.records()[0]["gpu_mem_used"], 6800000000)
 
     def test_unknown_names_are_refused(self):
         with self.assertRaises(ValueError):

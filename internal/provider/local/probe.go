@@ -25,6 +25,7 @@ type ProbeInfo struct {
 	Torch          string `json:"torch,omitempty"`
 	Transformers   string `json:"transformers,omitempty"`
 	PEFT           string `json:"peft,omitempty"`
+	Unsloth        string `json:"unsloth,omitempty"` // its version, when installed
 	Note           string `json:"note,omitempty"` // why runs cannot work here, when they cannot
 }
 
@@ -120,7 +121,7 @@ const maxProbeText = 200
 // without NUL bytes (which PostgreSQL's text and jsonb refuse), at most
 // 200 bytes, and no negative figure.
 func (i ProbeInfo) Clean() ProbeInfo {
-	for _, s := range []*string{&i.Device, &i.GPUName, &i.CUDA, &i.Python, &i.Torch, &i.Transformers, &i.PEFT, &i.Note} {
+	for _, s := range []*string{&i.Device, &i.GPUName, &i.CUDA, &i.Python, &i.Torch, &i.Transformers, &i.PEFT, &i.Unsloth, &i.Note} {
 		t := strings.ToValidUTF8(strings.ReplaceAll(*s, "\x00", ""), "\uFFFD")
 		for len(t) > maxProbeText {
 			_, n := utf8.DecodeLastRuneInString(t)

@@ -73,7 +73,8 @@ func main() {
 }
 
 // probe reports a machine as the real probe does: by default one that
-// can train on the CPU; FAKE_TRAINER_PROBE=gpu one with an 80 GB GPU,
+// can train on the CPU; FAKE_TRAINER_PROBE=gpu one with an 80 GB GPU and
+// Unsloth (whose training steps then report the GPU memory they hold),
 // no-peft one whose Python lacks peft, no-torch (or FAKE_TRAINER_MODE=
 // no-torch) one without torch, and fail none at all (it exits 1).
 func probe(mode string) {
@@ -85,7 +86,7 @@ func probe(mode string) {
 	switch mode {
 	case "gpu":
 		info["device"], info["gpu_name"], info["gpu_memory_bytes"], info["gpu_count"] = "cuda", "NVIDIA H100 80GB HBM3", 85520809984, 1
-		info["cuda"], info["bf16"] = "12.4", true
+		info["cuda"], info["bf16"], info["unsloth"] = "12.4", true, "2024.11.7"
 	case "no-peft":
 		delete(info, "peft")
 		info["note"] = "peft not installed, so runs will fail here"
@@ -347,8 +348,13 @@ func step(dir string, n int, loss float64) {
 		time.Sleep(d)
 	}
 	emit(map[string]any{"event": "progress", "phase": "training", "step": n, "total_steps": 3, "epoch": 1})
-	emit(map[string]any{"event": "metric", "step": n, "epoch": 1, "loss": loss, "lr": 0.0002})
-	metricsLine(dir, map[string]any{"phase": "TRAINING", "step": n, "epoch": 1, "loss": loss, "lr": 0.0002})
+	m := map[string]any{"step": n, "epoch": 1, "loss": loss, "lr": 0.0002}
+	if os.Getenv("FAKE_TRAINER_PROBE") == "gpu" {
+		// As the trainer on CUDA reports it: the memory it holds.
+		m["gpu_mem_used"] = int64(6800000000 + n*1000)
+	}
+	emit(merge(map[string]any{"event": "metric"}, m))
+	metricsLine(dir, merge(map[string]any{"phase": "TRAINING"}, m))
 	logf("step %d loss %g", n, loss)
 }
 
