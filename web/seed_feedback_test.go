@@ -163,6 +163,19 @@ func TestSeed001FeedbackRecord(t *testing.T) {
 		t.Errorf("neutral record stored as %+v", neutral)
 	}
 
+	// The pages call the reaction by its name: the queue's type filter
+	// offers it, the queue and the item show it.
+	s.User(org, "vera@acme.test", "viewer")
+	browser := s.SignedIn("vera@acme.test")
+	queuePage := browser.Get("/feedback?type=neutral").Must(t, http.StatusOK).Body
+	if !strings.Contains(queuePage, `<option value="neutral" selected>Neutral</option>`) || !strings.Contains(queuePage, "<td>Neutral</td>") ||
+		strings.Contains(queuePage, "Thumbs up") && strings.Contains(queuePage, "<td>Thumbs up</td>") {
+		t.Errorf("the queue filtered by the neutral reaction does not show it as Neutral:\n%s", queuePage)
+	}
+	if itemPage := browser.Get("/feedback/" + neutral.ID).Must(t, http.StatusOK).Body; !strings.Contains(itemPage, "<span>Neutral</span>") {
+		t.Errorf("the item page does not call the reaction Neutral:\n%s", itemPage)
+	}
+
 	// Refusals name the field as the record spelt it, and store nothing.
 	before := feedbackCount(t, s)
 	for _, c := range []struct {
