@@ -86,10 +86,12 @@ func (q *Queries) FeedbackCountByStatus(ctx context.Context, arg FeedbackCountBy
 }
 
 const feedbackGet = `-- name: FeedbackGet :one
-SELECT f.id, f.seq, f.org_id, f.external_id, f.session_id, f.trace_id, f.end_user_id, f.query, f.response, f.context, f.model, f.experiment_arm, f.feedback_type, f.rating, f.dim_accuracy, f.dim_helpfulness, f.dim_clarity, f.dim_safety, f.comment, f.correction, f.latency_ms, f.tags, f.status, f.assignee_id, f.reviewer_id, f.reviewed_at, f.source, f.rank, f.rank_group, f.pii_kinds, f.content_hash, f.duplicate_of, f.created_at, f.updated_at, f.version, f.experiment_id, f.is_error, f.is_training_data, f.hygiene_flags, f.training_set_by, f.given_by, coalesce(a.email, '')::text AS assignee_email, coalesce(r.email, '')::text AS reviewer_email
+SELECT f.id, f.seq, f.org_id, f.external_id, f.session_id, f.trace_id, f.end_user_id, f.query, f.response, f.context, f.model, f.experiment_arm, f.feedback_type, f.rating, f.dim_accuracy, f.dim_helpfulness, f.dim_clarity, f.dim_safety, f.comment, f.correction, f.latency_ms, f.tags, f.status, f.assignee_id, f.reviewer_id, f.reviewed_at, f.source, f.rank, f.rank_group, f.pii_kinds, f.content_hash, f.duplicate_of, f.created_at, f.updated_at, f.version, f.experiment_id, f.is_error, f.is_training_data, f.hygiene_flags, f.training_set_by, f.given_by, coalesce(a.email, '')::text AS assignee_email, coalesce(r.email, '')::text AS reviewer_email,
+       coalesce(g.email, '')::text AS given_by_email
 FROM feedback f
 LEFT JOIN users a ON a.id = f.assignee_id
 LEFT JOIN users r ON r.id = f.reviewer_id
+LEFT JOIN users g ON g.id = f.given_by
 WHERE f.org_id = $1 AND f.id = $2
 `
 
@@ -102,6 +104,7 @@ type FeedbackGetRow struct {
 	Feedback      Feedback `json:"feedback"`
 	AssigneeEmail string   `json:"assignee_email"`
 	ReviewerEmail string   `json:"reviewer_email"`
+	GivenByEmail  string   `json:"given_by_email"`
 }
 
 func (q *Queries) FeedbackGet(ctx context.Context, arg FeedbackGetParams) (FeedbackGetRow, error) {
@@ -151,6 +154,7 @@ func (q *Queries) FeedbackGet(ctx context.Context, arg FeedbackGetParams) (Feedb
 		&i.Feedback.GivenBy,
 		&i.AssigneeEmail,
 		&i.ReviewerEmail,
+		&i.GivenByEmail,
 	)
 	return i, err
 }

@@ -268,6 +268,12 @@ func TestSeed004FeedbackRows(t *testing.T) {
 		}
 	}
 
+	// The item's page says who gave it, and when.
+	page := s.SignedIn("ada@acme.test").Get("/feedback/" + byID["a1b2c3d4-0000-4000-8000-000000000003"].ID).Must(t, http.StatusOK).Body
+	if !strings.Contains(page, `<dd id="given-by">ada@acme.test</dd>`) || !strings.Contains(page, "2025-10-03") {
+		t.Errorf("the item page does not say who gave it and when:\n%s", page)
+	}
+
 	// One bad row refuses the batch, each fault named by its row and field:
 	// what a row says, and then what it names.
 	for _, c := range []struct {

@@ -32,10 +32,12 @@ WHERE org_id = @org_id AND content_hash = ANY(@hashes::bytea[])
 ORDER BY content_hash, seq;
 
 -- name: FeedbackGet :one
-SELECT sqlc.embed(f), coalesce(a.email, '')::text AS assignee_email, coalesce(r.email, '')::text AS reviewer_email
+SELECT sqlc.embed(f), coalesce(a.email, '')::text AS assignee_email, coalesce(r.email, '')::text AS reviewer_email,
+       coalesce(g.email, '')::text AS given_by_email
 FROM feedback f
 LEFT JOIN users a ON a.id = f.assignee_id
 LEFT JOIN users r ON r.id = f.reviewer_id
+LEFT JOIN users g ON g.id = f.given_by
 WHERE f.org_id = @org_id AND f.id = @id;
 
 -- FeedbackList, FeedbackStatusCounts and FeedbackMatchingIDs filter with
