@@ -70,7 +70,7 @@ func TestSeed001FeedbackRecord(t *testing.T) {
 
 	var answer bestOfNDoc
 	s.API(key, http.MethodPost, "/api/best-of-n", map[string]any{"query": "Làm sao để đặt lại mật khẩu?",
-		"context": map[string]any{"documents": []string{"KB-12"}},
+		"context":    map[string]any{"documents": []string{"KB-12"}},
 		"candidates": []string{"Dùng liên kết Quên mật khẩu.", "Tôi không biết."},
 		"scorer":     map[string]any{"rules": []any{map[string]any{"name": "dunno", "kind": "forbidden", "phrases": []string{"không biết"}}}},
 	}).Must(t, http.StatusOK).JSON(t, &answer)
@@ -123,7 +123,7 @@ func TestSeed001FeedbackRecord(t *testing.T) {
 		{"context.messages", fmt.Sprint(ctxObj["messages"]), "[map[content:Xin chào role:user] map[content:Chào bạn! role:assistant]]"},
 		{"context.user_profile", fmt.Sprint(ctxObj["user_profile"]), "map[age:34 location:Hà Nội preferences:map[language:vi]]"},
 		{"context.documents", fmt.Sprint(ctxObj["documents"]), "[KB-12]"}, // from the logged answer
-		{"context keys", len(ctxObj), 3},                                  // query moved out, previous_messages renamed
+		{"context keys", len(ctxObj), 3}, // query moved out, previous_messages renamed
 		{"rating_overall echoed", got.RatingOverall, nil},
 		{"text_feedback echoed", got.TextFeedback, nil},
 	}
@@ -172,7 +172,7 @@ func TestSeed001FeedbackRecord(t *testing.T) {
 		strings.Contains(queuePage, "Thumbs up") && strings.Contains(queuePage, "<td>Thumbs up</td>") {
 		t.Errorf("the queue filtered by the neutral reaction does not show it as Neutral:\n%s", queuePage)
 	}
-	if itemPage := browser.Get("/feedback/" + neutral.ID).Must(t, http.StatusOK).Body; !strings.Contains(itemPage, "<span>Neutral</span>") {
+	if itemPage := browser.Get("/feedback/"+neutral.ID).Must(t, http.StatusOK).Body; !strings.Contains(itemPage, "<span>Neutral</span>") {
 		t.Errorf("the item page does not call the reaction Neutral:\n%s", itemPage)
 	}
 
@@ -269,7 +269,7 @@ func TestSeed004FeedbackRows(t *testing.T) {
 	}
 
 	// The item's page says who gave it, and when.
-	page := s.SignedIn("ada@acme.test").Get("/feedback/" + byID["a1b2c3d4-0000-4000-8000-000000000003"].ID).Must(t, http.StatusOK).Body
+	page := s.SignedIn("ada@acme.test").Get("/feedback/"+byID["a1b2c3d4-0000-4000-8000-000000000003"].ID).Must(t, http.StatusOK).Body
 	if !strings.Contains(page, `<dd id="given-by">ada@acme.test</dd>`) || !strings.Contains(page, "2025-10-03") {
 		t.Errorf("the item page does not say who gave it and when:\n%s", page)
 	}

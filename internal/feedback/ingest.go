@@ -247,7 +247,7 @@ func toRow(orgID uuid.UUID, source string, it Item) db.FeedbackInsertManyParams 
 	return db.FeedbackInsertManyParams{
 		IsTrainingData: useIt, TrainingSetBy: decidedBy, CreatedAt: at,
 		GivenBy: uuid.NullUUID{UUID: it.givenBy, Valid: it.givenBy != uuid.Nil},
-		ID: id, OrgID: orgID, ExternalID: optText(it.ExternalID), SessionID: it.SessionID, TraceID: it.TraceID,
+		ID:      id, OrgID: orgID, ExternalID: optText(it.ExternalID), SessionID: it.SessionID, TraceID: it.TraceID,
 		EndUserID: it.UserID, Query: it.Query, Response: it.Response, Context: ctxJSON, Model: it.Model,
 		ExperimentArm: it.ExperimentArm, FeedbackType: db.FeedbackType(it.FeedbackType), Rating: optInt2(it.Rating),
 		DimAccuracy: optInt2(d.Accuracy), DimHelpfulness: optInt2(d.Helpfulness), DimClarity: optInt2(d.Clarity),

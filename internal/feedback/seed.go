@@ -395,4 +395,3 @@ func wholeNumber(raw json.RawMessage) (int, bool) {
 	}
 	return int(f), true
 }
-
