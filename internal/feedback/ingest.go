@@ -245,15 +245,15 @@ func toRow(orgID uuid.UUID, source string, it Item) db.FeedbackInsertManyParams 
 		at = *it.GivenAt
 	}
 	return db.FeedbackInsertManyParams{
-		IsTrainingData: useIt, TrainingSetBy: decidedBy, CreatedAt: at,
-		GivenBy: uuid.NullUUID{UUID: it.givenBy, Valid: it.givenBy != uuid.Nil},
-		ID:      id, OrgID: orgID, ExternalID: optText(it.ExternalID), SessionID: it.SessionID, TraceID: it.TraceID,
+		ID: id, OrgID: orgID, ExternalID: optText(it.ExternalID), SessionID: it.SessionID, TraceID: it.TraceID,
 		EndUserID: it.UserID, Query: it.Query, Response: it.Response, Context: ctxJSON, Model: it.Model,
 		ExperimentArm: it.ExperimentArm, FeedbackType: db.FeedbackType(it.FeedbackType), Rating: optInt2(it.Rating),
 		DimAccuracy: optInt2(d.Accuracy), DimHelpfulness: optInt2(d.Helpfulness), DimClarity: optInt2(d.Clarity),
 		DimSafety: optInt2(d.Safety), Comment: it.Comment, Correction: it.Correction, LatencyMs: optInt4(it.LatencyMS),
 		Tags: nonNil(it.Tags), Source: db.FeedbackSource(source), Rank: optInt2(it.Rank), RankGroup: it.RankGroup,
 		PiiKinds: piiKinds(it), ContentHash: ContentHash(it.Query, it.Response), Status: status, IsError: it.Error,
+		IsTrainingData: useIt, TrainingSetBy: decidedBy, CreatedAt: at,
+		GivenBy: uuid.NullUUID{UUID: it.givenBy, Valid: it.givenBy != uuid.Nil},
 	}
 }
 
