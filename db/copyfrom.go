@@ -131,6 +131,10 @@ func (r iteratorForFeedbackInsertMany) Values() ([]interface{}, error) {
 		r.rows[0].ExperimentID,
 		r.rows[0].DuplicateOf,
 		r.rows[0].IsError,
+		r.rows[0].IsTrainingData,
+		r.rows[0].TrainingSetBy,
+		r.rows[0].GivenBy,
+		r.rows[0].CreatedAt,
 	}, nil
 }
 
@@ -139,7 +143,7 @@ func (r iteratorForFeedbackInsertMany) Err() error {
 }
 
 func (q *Queries) FeedbackInsertMany(ctx context.Context, arg []FeedbackInsertManyParams) (int64, error) {
-	return q.db.CopyFrom(ctx, []string{"feedback"}, []string{"id", "org_id", "external_id", "session_id", "trace_id", "end_user_id", "query", "response", "context", "model", "experiment_arm", "feedback_type", "rating", "dim_accuracy", "dim_helpfulness", "dim_clarity", "dim_safety", "comment", "correction", "latency_ms", "tags", "source", "rank", "rank_group", "pii_kinds", "content_hash", "status", "experiment_id", "duplicate_of", "is_error"}, &iteratorForFeedbackInsertMany{rows: arg})
+	return q.db.CopyFrom(ctx, []string{"feedback"}, []string{"id", "org_id", "external_id", "session_id", "trace_id", "end_user_id", "query", "response", "context", "model", "experiment_arm", "feedback_type", "rating", "dim_accuracy", "dim_helpfulness", "dim_clarity", "dim_safety", "comment", "correction", "latency_ms", "tags", "source", "rank", "rank_group", "pii_kinds", "content_hash", "status", "experiment_id", "duplicate_of", "is_error", "is_training_data", "training_set_by", "given_by", "created_at"}, &iteratorForFeedbackInsertMany{rows: arg})
 }
 
 // iteratorForFeedbackReviewInsertMany implements pgx.CopyFromSource.

@@ -86,10 +86,12 @@ func (q *Queries) FeedbackCountByStatus(ctx context.Context, arg FeedbackCountBy
 }
 
 const feedbackGet = `-- name: FeedbackGet :one
-SELECT f.id, f.seq, f.org_id, f.external_id, f.session_id, f.trace_id, f.end_user_id, f.query, f.response, f.context, f.model, f.experiment_arm, f.feedback_type, f.rating, f.dim_accuracy, f.dim_helpfulness, f.dim_clarity, f.dim_safety, f.comment, f.correction, f.latency_ms, f.tags, f.status, f.assignee_id, f.reviewer_id, f.reviewed_at, f.source, f.rank, f.rank_group, f.pii_kinds, f.content_hash, f.duplicate_of, f.created_at, f.updated_at, f.version, f.experiment_id, f.is_error, f.is_training_data, f.hygiene_flags, f.training_set_by, coalesce(a.email, '')::text AS assignee_email, coalesce(r.email, '')::text AS reviewer_email
+SELECT f.id, f.seq, f.org_id, f.external_id, f.session_id, f.trace_id, f.end_user_id, f.query, f.response, f.context, f.model, f.experiment_arm, f.feedback_type, f.rating, f.dim_accuracy, f.dim_helpfulness, f.dim_clarity, f.dim_safety, f.comment, f.correction, f.latency_ms, f.tags, f.status, f.assignee_id, f.reviewer_id, f.reviewed_at, f.source, f.rank, f.rank_group, f.pii_kinds, f.content_hash, f.duplicate_of, f.created_at, f.updated_at, f.version, f.experiment_id, f.is_error, f.is_training_data, f.hygiene_flags, f.training_set_by, f.given_by, coalesce(a.email, '')::text AS assignee_email, coalesce(r.email, '')::text AS reviewer_email,
+       coalesce(g.email, '')::text AS given_by_email
 FROM feedback f
 LEFT JOIN users a ON a.id = f.assignee_id
 LEFT JOIN users r ON r.id = f.reviewer_id
+LEFT JOIN users g ON g.id = f.given_by
 WHERE f.org_id = $1 AND f.id = $2
 `
 
@@ -102,6 +104,7 @@ type FeedbackGetRow struct {
 	Feedback      Feedback `json:"feedback"`
 	AssigneeEmail string   `json:"assignee_email"`
 	ReviewerEmail string   `json:"reviewer_email"`
+	GivenByEmail  string   `json:"given_by_email"`
 }
 
 func (q *Queries) FeedbackGet(ctx context.Context, arg FeedbackGetParams) (FeedbackGetRow, error) {
@@ -148,14 +151,16 @@ func (q *Queries) FeedbackGet(ctx context.Context, arg FeedbackGetParams) (Feedb
 		&i.Feedback.IsTrainingData,
 		&i.Feedback.HygieneFlags,
 		&i.Feedback.TrainingSetBy,
+		&i.Feedback.GivenBy,
 		&i.AssigneeEmail,
 		&i.ReviewerEmail,
+		&i.GivenByEmail,
 	)
 	return i, err
 }
 
 const feedbackGetByExternalID = `-- name: FeedbackGetByExternalID :one
-SELECT id, seq, org_id, external_id, session_id, trace_id, end_user_id, query, response, context, model, experiment_arm, feedback_type, rating, dim_accuracy, dim_helpfulness, dim_clarity, dim_safety, comment, correction, latency_ms, tags, status, assignee_id, reviewer_id, reviewed_at, source, rank, rank_group, pii_kinds, content_hash, duplicate_of, created_at, updated_at, version, experiment_id, is_error, is_training_data, hygiene_flags, training_set_by FROM feedback WHERE org_id = $1 AND external_id = $2
+SELECT id, seq, org_id, external_id, session_id, trace_id, end_user_id, query, response, context, model, experiment_arm, feedback_type, rating, dim_accuracy, dim_helpfulness, dim_clarity, dim_safety, comment, correction, latency_ms, tags, status, assignee_id, reviewer_id, reviewed_at, source, rank, rank_group, pii_kinds, content_hash, duplicate_of, created_at, updated_at, version, experiment_id, is_error, is_training_data, hygiene_flags, training_set_by, given_by FROM feedback WHERE org_id = $1 AND external_id = $2
 `
 
 type FeedbackGetByExternalIDParams struct {
@@ -207,15 +212,31 @@ func (q *Queries) FeedbackGetByExternalID(ctx context.Context, arg FeedbackGetBy
 		&i.IsTrainingData,
 		&i.HygieneFlags,
 		&i.TrainingSetBy,
+		&i.GivenBy,
 	)
 	return i, err
+}
+
+const feedbackGetNow = `-- name: FeedbackGetNow :one
+SELECT now()::timestamptz AS now
+`
+
+// The database's clock, the time of the transaction: when a batch loaded
+// with COPY (which takes no defaults for the columns it names) was given,
+// for its items that do not say.
+func (q *Queries) FeedbackGetNow(ctx context.Context) (time.Time, error) {
+	row := q.db.QueryRow(ctx, feedbackGetNow)
+	var now time.Time
+	err := row.Scan(&now)
+	return now, err
 }
 
 const feedbackInsert = `-- name: FeedbackInsert :one
 INSERT INTO feedback (
     id, org_id, external_id, session_id, trace_id, end_user_id, query, response, context, model, experiment_arm,
     feedback_type, rating, dim_accuracy, dim_helpfulness, dim_clarity, dim_safety, comment, correction,
-    latency_ms, tags, source, rank, rank_group, pii_kinds, content_hash, status, experiment_id, duplicate_of, is_error
+    latency_ms, tags, source, rank, rank_group, pii_kinds, content_hash, status, experiment_id, duplicate_of, is_error,
+    is_training_data, training_set_by, given_by, created_at
 ) VALUES (
     $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11,
     $12, $13, $14, $15, $16, $17,
@@ -224,7 +245,9 @@ INSERT INTO feedback (
     -- An exact duplicate links to the first row with the same content.
     coalesce($29::uuid,
              (SELECT d.id FROM feedback d WHERE d.org_id = $2 AND d.content_hash = $26 ORDER BY d.seq LIMIT 1)),
-    $30
+    $30, $31, $32, $33,
+    -- When the feedback was given: now, unless the sender says (history).
+    coalesce($34::timestamptz, now())
 )
 ON CONFLICT (org_id, external_id) WHERE external_id IS NOT NULL DO NOTHING
 RETURNING seq, context, duplicate_of, created_at, updated_at, version
@@ -261,6 +284,10 @@ type FeedbackInsertParams struct {
 	ExperimentID   uuid.NullUUID   `json:"experiment_id"`
 	DuplicateOf    uuid.NullUUID   `json:"duplicate_of"`
 	IsError        bool            `json:"is_error"`
+	IsTrainingData bool            `json:"is_training_data"`
+	TrainingSetBy  string          `json:"training_set_by"`
+	GivenBy        uuid.NullUUID   `json:"given_by"`
+	CreatedAt      *time.Time      `json:"created_at"`
 }
 
 type FeedbackInsertRow struct {
@@ -306,6 +333,10 @@ func (q *Queries) FeedbackInsert(ctx context.Context, arg FeedbackInsertParams) 
 		arg.ExperimentID,
 		arg.DuplicateOf,
 		arg.IsError,
+		arg.IsTrainingData,
+		arg.TrainingSetBy,
+		arg.GivenBy,
+		arg.CreatedAt,
 	)
 	var i FeedbackInsertRow
 	err := row.Scan(
@@ -350,6 +381,10 @@ type FeedbackInsertManyParams struct {
 	ExperimentID   uuid.NullUUID   `json:"experiment_id"`
 	DuplicateOf    uuid.NullUUID   `json:"duplicate_of"`
 	IsError        bool            `json:"is_error"`
+	IsTrainingData bool            `json:"is_training_data"`
+	TrainingSetBy  string          `json:"training_set_by"`
+	GivenBy        uuid.NullUUID   `json:"given_by"`
+	CreatedAt      time.Time       `json:"created_at"`
 }
 
 const feedbackList = `-- name: FeedbackList :many
@@ -483,7 +518,7 @@ func (q *Queries) FeedbackList(ctx context.Context, arg FeedbackListParams) ([]F
 }
 
 const feedbackListByIDs = `-- name: FeedbackListByIDs :many
-SELECT id, seq, org_id, external_id, session_id, trace_id, end_user_id, query, response, context, model, experiment_arm, feedback_type, rating, dim_accuracy, dim_helpfulness, dim_clarity, dim_safety, comment, correction, latency_ms, tags, status, assignee_id, reviewer_id, reviewed_at, source, rank, rank_group, pii_kinds, content_hash, duplicate_of, created_at, updated_at, version, experiment_id, is_error, is_training_data, hygiene_flags, training_set_by FROM feedback WHERE org_id = $1 AND id = ANY($2::uuid[])
+SELECT id, seq, org_id, external_id, session_id, trace_id, end_user_id, query, response, context, model, experiment_arm, feedback_type, rating, dim_accuracy, dim_helpfulness, dim_clarity, dim_safety, comment, correction, latency_ms, tags, status, assignee_id, reviewer_id, reviewed_at, source, rank, rank_group, pii_kinds, content_hash, duplicate_of, created_at, updated_at, version, experiment_id, is_error, is_training_data, hygiene_flags, training_set_by, given_by FROM feedback WHERE org_id = $1 AND id = ANY($2::uuid[])
 `
 
 type FeedbackListByIDsParams struct {
@@ -543,6 +578,7 @@ func (q *Queries) FeedbackListByIDs(ctx context.Context, arg FeedbackListByIDsPa
 			&i.IsTrainingData,
 			&i.HygieneFlags,
 			&i.TrainingSetBy,
+			&i.GivenBy,
 		); err != nil {
 			return nil, err
 		}
@@ -815,7 +851,7 @@ UPDATE feedback SET
     reviewer_id = $5, reviewed_at = $6,
     updated_at = now(), version = version + 1
 WHERE org_id = $7 AND id = $8 AND version = $9
-RETURNING id, seq, org_id, external_id, session_id, trace_id, end_user_id, query, response, context, model, experiment_arm, feedback_type, rating, dim_accuracy, dim_helpfulness, dim_clarity, dim_safety, comment, correction, latency_ms, tags, status, assignee_id, reviewer_id, reviewed_at, source, rank, rank_group, pii_kinds, content_hash, duplicate_of, created_at, updated_at, version, experiment_id, is_error, is_training_data, hygiene_flags, training_set_by
+RETURNING id, seq, org_id, external_id, session_id, trace_id, end_user_id, query, response, context, model, experiment_arm, feedback_type, rating, dim_accuracy, dim_helpfulness, dim_clarity, dim_safety, comment, correction, latency_ms, tags, status, assignee_id, reviewer_id, reviewed_at, source, rank, rank_group, pii_kinds, content_hash, duplicate_of, created_at, updated_at, version, experiment_id, is_error, is_training_data, hygiene_flags, training_set_by, given_by
 `
 
 type FeedbackUpdateParams struct {
@@ -885,6 +921,7 @@ func (q *Queries) FeedbackUpdate(ctx context.Context, arg FeedbackUpdateParams) 
 		&i.IsTrainingData,
 		&i.HygieneFlags,
 		&i.TrainingSetBy,
+		&i.GivenBy,
 	)
 	return i, err
 }

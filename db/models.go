@@ -375,6 +375,7 @@ const (
 	FeedbackTypeRating     FeedbackType = "rating"
 	FeedbackTypeCorrection FeedbackType = "correction"
 	FeedbackTypeDetailed   FeedbackType = "detailed"
+	FeedbackTypeNeutral    FeedbackType = "neutral"
 )
 
 func (e *FeedbackType) Scan(src interface{}) error {
@@ -1264,6 +1265,7 @@ type Feedback struct {
 	IsTrainingData bool            `json:"is_training_data"`
 	HygieneFlags   []string        `json:"hygiene_flags"`
 	TrainingSetBy  string          `json:"training_set_by"`
+	GivenBy        uuid.NullUUID   `json:"given_by"`
 }
 
 type FeedbackReview struct {

@@ -57,7 +57,7 @@ UPDATE feedback SET
     status = $1, correction = CASE WHEN $2::bool THEN $3::text ELSE correction END,
     reviewer_id = $4, reviewed_at = now(), updated_at = now(), version = version + 1
 WHERE org_id = $5 AND id = $6
-RETURNING id, seq, org_id, external_id, session_id, trace_id, end_user_id, query, response, context, model, experiment_arm, feedback_type, rating, dim_accuracy, dim_helpfulness, dim_clarity, dim_safety, comment, correction, latency_ms, tags, status, assignee_id, reviewer_id, reviewed_at, source, rank, rank_group, pii_kinds, content_hash, duplicate_of, created_at, updated_at, version, experiment_id, is_error, is_training_data, hygiene_flags, training_set_by
+RETURNING id, seq, org_id, external_id, session_id, trace_id, end_user_id, query, response, context, model, experiment_arm, feedback_type, rating, dim_accuracy, dim_helpfulness, dim_clarity, dim_safety, comment, correction, latency_ms, tags, status, assignee_id, reviewer_id, reviewed_at, source, rank, rank_group, pii_kinds, content_hash, duplicate_of, created_at, updated_at, version, experiment_id, is_error, is_training_data, hygiene_flags, training_set_by, given_by
 `
 
 type FeedbackUpdateSettledParams struct {
@@ -122,6 +122,7 @@ func (q *Queries) FeedbackUpdateSettled(ctx context.Context, arg FeedbackUpdateS
 		&i.IsTrainingData,
 		&i.HygieneFlags,
 		&i.TrainingSetBy,
+		&i.GivenBy,
 	)
 	return i, err
 }

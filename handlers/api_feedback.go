@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"reflect"
 	"slices"
 	"strings"
 	"time"
@@ -21,9 +22,14 @@ func (h *Handlers) APIFeedbackCreate(c echo.Context) error {
 	if _, err := queryParams(c); err != nil {
 		return err
 	}
-	var it feedback.Item
-	if err := decodeJSON(c, &it, ""); err != nil {
+	var in feedback.Incoming
+	if err := decodeJSON(c, &in, ""); err != nil {
 		return err
+	}
+	v := &errs.Invalid{}
+	it := incoming(c, v, in, "")
+	if v.Has() {
+		return v
 	}
 	caller := CallerOf(c)
 	if it.UserID != "" {
@@ -54,13 +60,21 @@ func (h *Handlers) APIFeedbackBatch(c echo.Context) error {
 		return err
 	}
 	var batch struct {
-		Items []feedback.Item `json:"items"`
+		Items []feedback.Incoming `json:"items"`
 	}
 	if err := strictUnmarshal(body, &batch); err != nil {
 		// Decode again item by item, only to name the bad item's index.
 		return batchDecodeError(body, err)
 	}
-	res, err := h.Feedback.IngestBatch(ctx(c), CallerOf(c).OrgID, "api", batch.Items)
+	items := make([]feedback.Item, len(batch.Items))
+	v := &errs.Invalid{}
+	for i, in := range batch.Items {
+		items[i] = incoming(c, v, in, fmt.Sprintf("items[%d].", i))
+	}
+	if v.Has() {
+		return v
+	}
+	res, err := h.Feedback.IngestBatch(ctx(c), CallerOf(c).OrgID, "api", items)
 	if err != nil {
 		return err
 	}
@@ -181,6 +195,15 @@ func (h *Handlers) APIFeedbackPatch(c echo.Context) error {
 	return c.JSON(http.StatusOK, feedback.ToObject(f))
 }
 
+// incoming maps an item sent in Curate's names or a seed's to Curate's
+// item (see feedback.Incoming); a decision on is_training_data is the
+// caller's.
+func incoming(c echo.Context, v *errs.Invalid, in feedback.Incoming, prefix string) feedback.Item {
+	it := in.Map(v, prefix, feedback.ShapeAny)
+	it.DecidedBy = actor(c).Label
+	return it
+}
+
 // batchDecodeError names the item a batch failed to decode on.
 func batchDecodeError(body []byte, err error) error {
 	var loose struct {
@@ -191,9 +214,9 @@ func batchDecodeError(body []byte, err error) error {
 	}
 	v := &errs.Invalid{}
 	for i, raw := range loose.Items {
-		var it feedback.Item
+		var it feedback.Incoming
 		if err := strictUnmarshal(raw, &it); err != nil {
-			v.Add(fmt.Sprintf("items[%d]%s", i, jsonErrField(err)), "%s", jsonErrMessage(err))
+			v.Add(fmt.Sprintf("items[%d]%s", i, withoutEmbedded(jsonErrField(err), reflect.TypeOf(it))), "%s", jsonErrMessage(err))
 		}
 	}
 	if !v.Has() {

@@ -164,7 +164,7 @@ func feedbackItemView(d feedback.Detail, queueQuery string) views.ItemView {
 		ExperimentArm: f.ExperimentArm, Source: string(f.Source), Status: string(f.Status), Created: views.When(f.CreatedAt),
 		SessionID: f.SessionID, TraceID: f.TraceID, ExternalID: f.ExternalID.String, EndUser: f.EndUserID,
 		Tags: f.Tags, TagsText: strings.Join(f.Tags, ", "), PII: f.PiiKinds, Assignee: d.AssigneeEmail,
-		Reviewer: d.ReviewerEmail, ReviewedAt: views.WhenPtr(f.ReviewedAt),
+		Reviewer: d.ReviewerEmail, ReviewedAt: views.WhenPtr(f.ReviewedAt), GivenBy: d.GivenByEmail,
 		Training: views.TrainingDataView{IsTrainingData: f.IsTrainingData, Flags: f.HygieneFlags, DecidedBy: f.TrainingSetBy},
 	}
 	if !f.IsTrainingData {

@@ -29,7 +29,9 @@ func cmdImport(ctx context.Context, env *Env, args []string) error {
 			"The whole file is checked first: a bad line stops the import with its number and\n"+
 			"nothing is stored. Importing the same file again stores nothing new.\n\n"+
 			"Feedback: jsonl (one feedback item per line, the shape POST /api/feedback takes),\n"+
-			"oasst (OpenAssistant message trees, one per line). Plain or gzip.\n\n"+
+			"oasst (OpenAssistant message trees, one per line), seed001 (seed 001's feedback_data\n"+
+			"records) and seed004 (seed 004's rlhf_feedback rows), one record per line as the\n"+
+			"seed stores it, kept on the dates it gives (timestamp, created_at). Plain or gzip.\n\n"+
 			"Preference pairs: hh-rlhf (Anthropic HH-RLHF chosen/rejected transcripts),\n"+
 			"oasst-pairs (OpenAssistant ranked siblings), trl and openai-preference (files\n"+
 			"Curate exported, read back). With --dataset NAME the file's pairs also go into a\n"+

@@ -2,7 +2,8 @@
 INSERT INTO feedback (
     id, org_id, external_id, session_id, trace_id, end_user_id, query, response, context, model, experiment_arm,
     feedback_type, rating, dim_accuracy, dim_helpfulness, dim_clarity, dim_safety, comment, correction,
-    latency_ms, tags, source, rank, rank_group, pii_kinds, content_hash, status, experiment_id, duplicate_of, is_error
+    latency_ms, tags, source, rank, rank_group, pii_kinds, content_hash, status, experiment_id, duplicate_of, is_error,
+    is_training_data, training_set_by, given_by, created_at
 ) VALUES (
     @id, @org_id, sqlc.narg('external_id'), @session_id, @trace_id, @end_user_id, @query, @response, @context, @model, @experiment_arm,
     @feedback_type, sqlc.narg('rating'), sqlc.narg('dim_accuracy'), sqlc.narg('dim_helpfulness'), sqlc.narg('dim_clarity'), sqlc.narg('dim_safety'),
@@ -11,7 +12,9 @@ INSERT INTO feedback (
     -- An exact duplicate links to the first row with the same content.
     coalesce(sqlc.narg('duplicate_of')::uuid,
              (SELECT d.id FROM feedback d WHERE d.org_id = @org_id AND d.content_hash = @content_hash ORDER BY d.seq LIMIT 1)),
-    @is_error
+    @is_error, @is_training_data, @training_set_by, sqlc.narg('given_by'),
+    -- When the feedback was given: now, unless the sender says (history).
+    coalesce(sqlc.narg('created_at')::timestamptz, now())
 )
 ON CONFLICT (org_id, external_id) WHERE external_id IS NOT NULL DO NOTHING
 -- Only what the database decides: the caller has the rest, and every
@@ -29,10 +32,12 @@ WHERE org_id = @org_id AND content_hash = ANY(@hashes::bytea[])
 ORDER BY content_hash, seq;
 
 -- name: FeedbackGet :one
-SELECT sqlc.embed(f), coalesce(a.email, '')::text AS assignee_email, coalesce(r.email, '')::text AS reviewer_email
+SELECT sqlc.embed(f), coalesce(a.email, '')::text AS assignee_email, coalesce(r.email, '')::text AS reviewer_email,
+       coalesce(g.email, '')::text AS given_by_email
 FROM feedback f
 LEFT JOIN users a ON a.id = f.assignee_id
 LEFT JOIN users r ON r.id = f.reviewer_id
+LEFT JOIN users g ON g.id = f.given_by
 WHERE f.org_id = @org_id AND f.id = @id;
 
 -- FeedbackList, FeedbackStatusCounts and FeedbackMatchingIDs filter with
@@ -127,12 +132,20 @@ SELECT model::text FROM models WHERE model IS NOT NULL LIMIT 200;
 INSERT INTO feedback (
     id, org_id, external_id, session_id, trace_id, end_user_id, query, response, context, model, experiment_arm,
     feedback_type, rating, dim_accuracy, dim_helpfulness, dim_clarity, dim_safety, comment, correction,
-    latency_ms, tags, source, rank, rank_group, pii_kinds, content_hash, status, experiment_id, duplicate_of, is_error
+    latency_ms, tags, source, rank, rank_group, pii_kinds, content_hash, status, experiment_id, duplicate_of, is_error,
+    is_training_data, training_set_by, given_by, created_at
 ) VALUES (
     @id, @org_id, @external_id, @session_id, @trace_id, @end_user_id, @query, @response, @context, @model, @experiment_arm,
     @feedback_type, @rating, @dim_accuracy, @dim_helpfulness, @dim_clarity, @dim_safety, @comment, @correction,
-    @latency_ms, @tags, @source, @rank, @rank_group, @pii_kinds, @content_hash, @status, @experiment_id, @duplicate_of, @is_error
+    @latency_ms, @tags, @source, @rank, @rank_group, @pii_kinds, @content_hash, @status, @experiment_id, @duplicate_of, @is_error,
+    @is_training_data, @training_set_by, @given_by, @created_at
 );
+
+-- name: FeedbackGetNow :one
+-- The database's clock, the time of the transaction: when a batch loaded
+-- with COPY (which takes no defaults for the columns it names) was given,
+-- for its items that do not say.
+SELECT now()::timestamptz AS now;
 
 -- name: FeedbackListExternalIDs :many
 SELECT external_id::text FROM feedback WHERE org_id = @org_id AND external_id = ANY(@external_ids::text[]);

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 	"unicode"
 
 	"github.com/google/uuid"
@@ -31,13 +32,16 @@ func New(pool *pgxpool.Pool) *Service { return &Service{Pool: pool} }
 // was already stored it stores nothing and returns the stored row with
 // created false. One statement: the duplicate link is found by the INSERT.
 func (s *Service) Ingest(ctx context.Context, orgID uuid.UUID, source string, it Item) (db.Feedback, bool, error) {
+	q := db.New(s.Pool)
 	v := &errs.Invalid{}
+	if err := newResolver(q, orgID).resolve(ctx, v, &it, ""); err != nil {
+		return db.Feedback{}, false, err
+	}
 	it.Validate(v, "")
 	if v.Has() {
 		return db.Feedback{}, false, v
 	}
 	row := toRow(orgID, source, it)
-	q := db.New(s.Pool)
 	if err := attribute(ctx, q, orgID, it, &row, ""); err != nil {
 		return db.Feedback{}, false, err
 	}
@@ -50,7 +54,7 @@ func (s *Service) Ingest(ctx context.Context, orgID uuid.UUID, source string, it
 		created := false
 		err := db.InTx(ctx, s.Pool, func(_ pgx.Tx, q *db.Queries) error {
 			var err error
-			if f, err = insert(ctx, q, db.FeedbackInsertParams(row)); errors.Is(err, pgx.ErrNoRows) {
+			if f, err = insert(ctx, q, insertParams(row)); errors.Is(err, pgx.ErrNoRows) {
 				f, err = q.FeedbackGetByExternalID(ctx, db.FeedbackGetByExternalIDParams{OrgID: orgID, ExternalID: row.ExternalID})
 				return err
 			} else if err != nil {
@@ -61,12 +65,28 @@ func (s *Service) Ingest(ctx context.Context, orgID uuid.UUID, source string, it
 		})
 		return f, created, err
 	}
-	f, err := insert(ctx, q, db.FeedbackInsertParams(row))
+	f, err := insert(ctx, q, insertParams(row))
 	if errors.Is(err, pgx.ErrNoRows) { // ON CONFLICT DO NOTHING: already stored
 		f, err = q.FeedbackGetByExternalID(ctx, db.FeedbackGetByExternalIDParams{OrgID: orgID, ExternalID: row.ExternalID})
 		return f, false, err
 	}
 	return f, err == nil, err
+}
+
+// Checker returns a check of items bound for the organisation, as Ingest
+// checks them before storing anything: what an item names by reference is
+// resolved (and filled in), then the item is validated. A file's import
+// checks every line with it before its first batch is stored.
+func (s *Service) Checker(orgID uuid.UUID) func(ctx context.Context, it *Item) error {
+	r := newResolver(db.New(s.Pool), orgID)
+	return func(ctx context.Context, it *Item) error {
+		v := &errs.Invalid{}
+		if err := r.resolve(ctx, v, it, ""); err != nil {
+			return err
+		}
+		it.Validate(v, "")
+		return v.Err()
+	}
 }
 
 // insert stores one row and returns it as stored: the columns sent, and
@@ -85,8 +105,27 @@ func insert(ctx context.Context, q *db.Queries, p db.FeedbackInsertParams) (db.F
 		Correction: p.Correction, LatencyMs: p.LatencyMs, Tags: p.Tags, Status: p.Status, Source: p.Source,
 		Rank: p.Rank, RankGroup: p.RankGroup, PiiKinds: p.PiiKinds, ContentHash: p.ContentHash,
 		DuplicateOf: r.DuplicateOf, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt, Version: r.Version,
-		ExperimentID: p.ExperimentID, IsError: p.IsError, IsTrainingData: true, HygieneFlags: []string{},
+		ExperimentID: p.ExperimentID, IsError: p.IsError, IsTrainingData: p.IsTrainingData, HygieneFlags: []string{},
+		TrainingSetBy: p.TrainingSetBy, GivenBy: p.GivenBy,
 	}, nil
+}
+
+// insertParams is a row as the one-row insert takes it: a row whose
+// CreatedAt is unset is given now by the database.
+func insertParams(r db.FeedbackInsertManyParams) db.FeedbackInsertParams {
+	var at *time.Time
+	if !r.CreatedAt.IsZero() {
+		at = &r.CreatedAt
+	}
+	return db.FeedbackInsertParams{
+		ID: r.ID, OrgID: r.OrgID, ExternalID: r.ExternalID, SessionID: r.SessionID, TraceID: r.TraceID, EndUserID: r.EndUserID,
+		Query: r.Query, Response: r.Response, Context: r.Context, Model: r.Model, ExperimentArm: r.ExperimentArm,
+		FeedbackType: r.FeedbackType, Rating: r.Rating, DimAccuracy: r.DimAccuracy, DimHelpfulness: r.DimHelpfulness,
+		DimClarity: r.DimClarity, DimSafety: r.DimSafety, Comment: r.Comment, Correction: r.Correction, LatencyMs: r.LatencyMs,
+		Tags: r.Tags, Source: r.Source, Rank: r.Rank, RankGroup: r.RankGroup, PiiKinds: r.PiiKinds, ContentHash: r.ContentHash,
+		Status: r.Status, ExperimentID: r.ExperimentID, DuplicateOf: r.DuplicateOf, IsError: r.IsError,
+		IsTrainingData: r.IsTrainingData, TrainingSetBy: r.TrainingSetBy, GivenBy: r.GivenBy, CreatedAt: at,
+	}
 }
 
 // BatchResult says what a batch stored.
@@ -101,7 +140,7 @@ type BatchResult struct {
 // external_id is already stored (or repeats within the batch) are counted as
 // duplicates and skipped, so re-sending a batch changes nothing.
 func (s *Service) IngestBatch(ctx context.Context, orgID uuid.UUID, source string, items []Item) (BatchResult, error) {
-	rows, err := batchRows(orgID, source, items)
+	rows, err := batchRows(ctx, db.New(s.Pool), orgID, source, items)
 	if err != nil {
 		return BatchResult{}, err
 	}
@@ -132,8 +171,9 @@ func (s *Service) IngestBatch(ctx context.Context, orgID uuid.UUID, source strin
 	})
 }
 
-// batchRows validates a batch whole and turns it into rows.
-func batchRows(orgID uuid.UUID, source string, items []Item) ([]db.FeedbackInsertManyParams, error) {
+// batchRows resolves what a batch names by reference (with q) and
+// validates it whole, then turns it into rows.
+func batchRows(ctx context.Context, q *db.Queries, orgID uuid.UUID, source string, items []Item) ([]db.FeedbackInsertManyParams, error) {
 	if len(items) == 0 {
 		return nil, errs.InvalidField("items", "send at least one item")
 	}
@@ -141,6 +181,12 @@ func batchRows(orgID uuid.UUID, source string, items []Item) ([]db.FeedbackInser
 		return nil, errs.InvalidField("items", "at most %d items per batch, not %d", MaxBatch, len(items))
 	}
 	v := &errs.Invalid{}
+	r := newResolver(q, orgID)
+	for i := range items {
+		if err := r.resolve(ctx, v, &items[i], "items["+strconv.Itoa(i)+"]."); err != nil {
+			return nil, err
+		}
+	}
 	for i := range items {
 		items[i].Validate(v, "items["+strconv.Itoa(i)+"].")
 	}
@@ -186,6 +232,18 @@ func toRow(orgID uuid.UUID, source string, it Item) db.FeedbackInsertManyParams 
 	// Everything starts pending, a correction sent by the end user too: a
 	// curator reviews it before it can train anything.
 	status := db.ReviewStatusPending
+	// May it train? The flags decide, unless a person did.
+	useIt, decidedBy := true, ""
+	if it.TrainingData != nil {
+		useIt, decidedBy = *it.TrainingData, it.DecidedBy
+		if decidedBy == "" {
+			decidedBy = "the sender"
+		}
+	}
+	var at time.Time // unset: now, as the database tells it
+	if it.GivenAt != nil {
+		at = *it.GivenAt
+	}
 	return db.FeedbackInsertManyParams{
 		ID: id, OrgID: orgID, ExternalID: optText(it.ExternalID), SessionID: it.SessionID, TraceID: it.TraceID,
 		EndUserID: it.UserID, Query: it.Query, Response: it.Response, Context: ctxJSON, Model: it.Model,
@@ -194,6 +252,8 @@ func toRow(orgID uuid.UUID, source string, it Item) db.FeedbackInsertManyParams 
 		DimSafety: optInt2(d.Safety), Comment: it.Comment, Correction: it.Correction, LatencyMs: optInt4(it.LatencyMS),
 		Tags: nonNil(it.Tags), Source: db.FeedbackSource(source), Rank: optInt2(it.Rank), RankGroup: it.RankGroup,
 		PiiKinds: piiKinds(it), ContentHash: ContentHash(it.Query, it.Response), Status: status, IsError: it.Error,
+		IsTrainingData: useIt, TrainingSetBy: decidedBy, CreatedAt: at,
+		GivenBy: uuid.NullUUID{UUID: it.givenBy, Valid: it.givenBy != uuid.Nil},
 	}
 }
 

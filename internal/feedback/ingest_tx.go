@@ -2,6 +2,7 @@ package feedback
 
 import (
 	"context"
+	"slices"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
@@ -14,7 +15,7 @@ import (
 // runs in a savepoint: when a concurrent writer stores one of its external
 // ids first, only that batch is rolled back and tried again.
 func (s *Service) IngestBatchTx(ctx context.Context, tx pgx.Tx, orgID uuid.UUID, source string, items []Item) (BatchResult, error) {
-	rows, err := batchRows(orgID, source, items)
+	rows, err := batchRows(ctx, db.New(tx), orgID, source, items)
 	if err != nil {
 		return BatchResult{}, err
 	}
@@ -64,6 +65,19 @@ func copyRows(ctx context.Context, q *db.Queries, orgID uuid.UUID, rows []db.Fee
 	}
 	if len(fresh) == 0 {
 		return res, nil
+	}
+	// COPY takes no default for a column it names: items that do not say
+	// when they were given were given now, the transaction's time.
+	if slices.ContainsFunc(fresh, func(r db.FeedbackInsertManyParams) bool { return r.CreatedAt.IsZero() }) {
+		now, err := q.FeedbackGetNow(ctx)
+		if err != nil {
+			return BatchResult{}, err
+		}
+		for i := range fresh {
+			if fresh[i].CreatedAt.IsZero() {
+				fresh[i].CreatedAt = now
+			}
+		}
 	}
 	firsts, err := q.FeedbackListFirstByHash(ctx, db.FeedbackListFirstByHashParams{OrgID: orgID, Hashes: hashes})
 	if err != nil {

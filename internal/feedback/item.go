@@ -7,9 +7,11 @@ package feedback
 import (
 	"encoding/json"
 	"fmt"
-	"github.com/google/uuid"
 	"strings"
+	"time"
 	"unicode/utf8"
+
+	"github.com/google/uuid"
 
 	"github.com/curate/curate/internal/errs"
 )
@@ -25,11 +27,15 @@ const (
 	MaxTags       = 32
 	MaxTagLen     = 64
 	MaxBatch      = 10000
+	// MaxSkew is how far in the future a given time may lie: the sender's
+	// clock may run a little ahead of ours, but feedback is given in the
+	// past.
+	MaxSkew = 5 * time.Minute
 )
 
 // Types, statuses and sources as the API names them.
 var (
-	Types    = []string{"thumbs_up", "thumbs_down", "rating", "correction", "detailed"}
+	Types    = []string{"thumbs_up", "thumbs_down", "neutral", "rating", "correction", "detailed"}
 	Statuses = []string{"pending", "approved", "rejected", "needs_correction", "corrected"}
 	Sources  = []string{"api", "langfuse", "file", "ui"}
 )
@@ -73,15 +79,64 @@ type Item struct {
 	// key; set by imports that know rankings.
 	Rank      *int   `json:"rank,omitempty"`
 	RankGroup string `json:"rank_group,omitempty"`
+
+	// What the API takes under other names (see Incoming) or the service
+	// resolves on the way in; never read from JSON into an Item itself.
+
+	// GivenAt is when the feedback was given (created_at, seed 001's
+	// timestamp); nil is now. History brought in keeps its dates.
+	GivenAt *time.Time `json:"-"`
+	// TrainingData is a person's decision on whether the item may be
+	// training data (is_training_data), made by DecidedBy; nil lets
+	// hygiene's flags decide.
+	TrainingData *bool  `json:"-"`
+	DecidedBy    string `json:"-"`
+	// ResponseID names a logged best-of-N answer (seed 001's
+	// response_id, stored as trace_id): its query, answer and context fill
+	// in what the item leaves out.
+	ResponseID string `json:"-"`
+	// CuratorEmail is the organisation's user who gave the feedback (seed
+	// 004's curator_email), stored as given_by.
+	CuratorEmail string `json:"-"`
+	// Organization must name the caller's organisation (seed 004's
+	// organization), by name or slug.
+	Organization string `json:"-"`
+	givenBy      uuid.UUID
+	// spelt maps Curate's name of a field to the one the request used
+	// (rating → rating_overall), so that errors name what was sent.
+	spelt map[string]string
+}
+
+// spell records that the request sent Curate's field curate as name.
+func (it *Item) spell(curate, name string) {
+	if it.spelt == nil {
+		it.spelt = map[string]string{}
+	}
+	it.spelt[curate] = name
+}
+
+// fieldName is the request's name for Curate's field name ("rating",
+// "dimensions.accuracy").
+func (it *Item) fieldName(name string) string {
+	head, rest, nested := strings.Cut(name, ".")
+	if s, ok := it.spelt[head]; ok {
+		if nested {
+			return s + "." + rest
+		}
+		return s
+	}
+	return name
 }
 
 // Validate checks an item, recording a message per bad field under prefix
 // (e.g. "items[3]."), and normalises tags.
 func (it *Item) Validate(v *errs.Invalid, prefix string) {
-	field := func(name string) string { return prefix + name }
+	field := func(name string) string { return prefix + it.fieldName(name) }
 	text := func(name, value string, max int, required bool) { v.Text(field(name), value, max, required) }
 	text("query", it.Query, MaxQuery, true)
-	text("response", it.Response, MaxResponse, true)
+	// An item naming a logged answer was given it (or refused naming
+	// response_id) before it is validated.
+	text("response", it.Response, MaxResponse, it.ResponseID == "")
 	text("comment", it.Comment, MaxComment, false)
 	text("correction", it.Correction, MaxCorrection, false)
 	for name, value := range map[string]string{"external_id": it.ExternalID, "session_id": it.SessionID, "trace_id": it.TraceID,
@@ -108,6 +163,9 @@ func (it *Item) Validate(v *errs.Invalid, prefix string) {
 		score("dimensions.helpfulness", d.Helpfulness)
 		score("dimensions.clarity", d.Clarity)
 		score("dimensions.safety", d.Safety)
+	}
+	if it.GivenAt != nil && it.GivenAt.After(time.Now().Add(MaxSkew)) {
+		v.Add(field("created_at"), "is %s, in the future: feedback is given in the past", it.GivenAt.UTC().Format(time.RFC3339))
 	}
 	if it.LatencyMS != nil && (*it.LatencyMS < 0 || *it.LatencyMS > 3_600_000) {
 		v.Add(field("latency_ms"), "must be 0 to 3600000")

@@ -46,6 +46,10 @@ type Object struct {
 	// hygiene's flags decide (see internal/hygiene) unless a person did.
 	IsTrainingData bool     `json:"is_training_data"`
 	HygieneFlags   []string `json:"hygiene_flags"`
+	// GivenByID is the organisation's user who gave the feedback (a
+	// curator trying the assistant, seed 004's curator_email), when one
+	// did; CreatedAt is when it was given.
+	GivenByID *uuid.UUID `json:"given_by_id"`
 }
 
 // ToObject turns a row into its API shape.
@@ -57,7 +61,7 @@ func ToObject(f db.Feedback) Object {
 		AssigneeID: idPtr(f.AssigneeID), ReviewerID: idPtr(f.ReviewerID), ReviewedAt: f.ReviewedAt, Source: string(f.Source),
 		Rank: int2(f.Rank), RankGroup: f.RankGroup, PII: f.PiiKinds, DuplicateOf: idPtr(f.DuplicateOf),
 		CreatedAt: f.CreatedAt, UpdatedAt: f.UpdatedAt, Version: f.Version, Error: f.IsError,
-		IsTrainingData: f.IsTrainingData, HygieneFlags: f.HygieneFlags,
+		IsTrainingData: f.IsTrainingData, HygieneFlags: f.HygieneFlags, GivenByID: idPtr(f.GivenBy),
 		Dimensions: Dimensions{Accuracy: int2(f.DimAccuracy), Helpfulness: int2(f.DimHelpfulness), Clarity: int2(f.DimClarity), Safety: int2(f.DimSafety)},
 	}
 	if f.ExternalID.Valid {

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -16,17 +17,26 @@ import (
 	"github.com/curate/curate/internal/importfile"
 )
 
-// readFeedback reads a feedback file (KindJSONL or KindOASST), maps and
-// validates every record, counts skipped ones in sum and passes each item
-// to fn.
-func readFeedback(ctx context.Context, kind string, r io.Reader, sum *Summary, fn func(feedback.Item) error) error {
-	switch kind {
-	case KindJSONL:
-		return readJSONL(ctx, r, fn)
-	case KindOASST:
-		return readOASST(ctx, r, sum, fn)
+// feedbackReader reads the run's feedback file (KindJSONL, KindOASST,
+// KindSeed001, KindSeed004), maps and checks every record (what a record
+// names by reference too: a best-of-N answer, a curator, the
+// organisation), counts skipped ones in sum and passes each item to fn.
+// The run's starter decides what a record's is_training_data says.
+func (s *Service) feedbackReader(run db.ImportRun) func(ctx context.Context, kind string, r io.Reader, sum *Summary, fn func(feedback.Item) error) error {
+	return func(ctx context.Context, kind string, r io.Reader, sum *Summary, fn func(feedback.Item) error) error {
+		switch kind {
+		case KindJSONL, KindSeed001, KindSeed004:
+			shape := map[string]string{KindJSONL: feedback.ShapeAny, KindSeed001: feedback.ShapeSeed001, KindSeed004: feedback.ShapeSeed004}[kind]
+			check := s.Feedback.Checker(run.OrgID)
+			return readJSONL(ctx, r, shape, func(it *feedback.Item) error {
+				it.DecidedBy = run.CreatedByLabel
+				return check(ctx, it)
+			}, fn)
+		case KindOASST:
+			return readOASST(ctx, r, sum, fn)
+		}
+		return fmt.Errorf("%q is not a feedback kind", kind)
 	}
-	return fmt.Errorf("%q is not a feedback kind", kind)
 }
 
 // storeFeedback stores a batch of items from a file in the run's
@@ -41,18 +51,26 @@ func (s *Service) storeFeedback(ctx context.Context, tx pgx.Tx, run db.ImportRun
 	return nil
 }
 
-// readJSONL reads feedback items in the API's shape. An item without an
+// readJSONL reads feedback items in the API's shape, Curate's names or a
+// seed's (shape names which, or feedback.ShapeAny). An item without an
 // external_id gets "jsonl:" and a digest of its content, so importing the
 // same file again is recognised and stores nothing new.
-func readJSONL(ctx context.Context, r io.Reader, fn func(feedback.Item) error) error {
-	return importfile.ReadJSONL(ctx, r, func(_ int, it feedback.Item) error {
+func readJSONL(ctx context.Context, r io.Reader, shape string, check func(*feedback.Item) error, fn func(feedback.Item) error) error {
+	return importfile.ReadJSONL(ctx, r, func(_ int, in feedback.Incoming) error {
 		v := &errs.Invalid{}
-		it.Validate(v, "")
+		it := in.Map(v, "", shape)
 		if v.Has() {
 			return v
 		}
+		if err := check(&it); err != nil {
+			return err
+		}
 		if it.ExternalID == "" {
-			b, err := json.Marshal(it)
+			// The item as checked, and when it was given where it says.
+			b, err := json.Marshal(struct {
+				feedback.Item
+				GivenAt *time.Time `json:"created_at,omitempty"`
+			}{it, it.GivenAt})
 			if err != nil {
 				return err
 			}

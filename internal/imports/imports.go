@@ -1,7 +1,8 @@
 // Package imports brings data into Curate from outside, all through one
 // pipeline: files uploaded in the browser or given to the CLI (feedback in
 // Curate's JSONL or as OpenAssistant trees; preference pairs from HH-RLHF,
-// OpenAssistant ranked siblings, or TRL and OpenAI preference files), and an
+// OpenAssistant ranked siblings, or TRL and OpenAI preference files;
+// feedback records of the two seed systems, seed 001's and seed 004's), and an
 // organisation's Langfuse project, synced periodically.
 //
 // Every file import is an import run (a row of import_runs whose kind,
@@ -43,6 +44,8 @@ import (
 const (
 	KindJSONL            = "jsonl"             // feedback items, the API's item shape, one per line
 	KindOASST            = "oasst"             // OpenAssistant message trees: every assistant reply as feedback
+	KindSeed001          = "seed001"           // seed 001's feedback_data records, one per line, with their timestamps
+	KindSeed004          = "seed004"           // seed 004's rlhf_feedback rows, one per line, with their created_at
 	KindHHRLHF           = "hh-rlhf"           // Anthropic HH-RLHF chosen/rejected transcripts: pairs
 	KindOASSTPairs       = "oasst-pairs"       // OpenAssistant message trees: ranked siblings as pairs
 	KindTRL              = "trl"               // TRL preference lines (Curate's trl_preference export): pairs
@@ -51,7 +54,7 @@ const (
 
 var (
 	// FeedbackKinds are the kinds whose import stores feedback items.
-	FeedbackKinds = []string{KindJSONL, KindOASST}
+	FeedbackKinds = []string{KindJSONL, KindOASST, KindSeed001, KindSeed004}
 	// PairKinds are the kinds whose import stores preference pairs.
 	PairKinds = []string{KindHHRLHF, KindOASSTPairs, KindTRL, KindOpenAIPreference}
 	// Kinds lists every kind, for forms and flags.

@@ -255,7 +255,7 @@ func (r *reporter) report(ctx context.Context, phase string, done int64) {
 func (s *Service) importFile(ctx context.Context, run db.ImportRun, open opener, rep *reporter) (Summary, error) {
 	switch {
 	case slices.Contains(FeedbackKinds, run.Kind):
-		return checkThenStore(ctx, s, run, open, rep, readFeedback, s.storeFeedback)
+		return checkThenStore(ctx, s, run, open, rep, s.feedbackReader(run), s.storeFeedback)
 	case IsPairKind(run.Kind):
 		return checkThenStore(ctx, s, run, open, rep, readPairs, s.pairStore())
 	}
