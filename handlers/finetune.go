@@ -446,7 +446,9 @@ func (h *Handlers) liveView(ctx context.Context, d finetune.Detail) views.FineTu
 	if err != nil {
 		h.Log.Warn("reading a local run's metrics", "job", d.Job.ID, "err", err)
 	}
-	v.StoppedEarly = finetune.StopReasons(lines)
+	withOptim(&v, finetune.OptimSummary(lines))
+	kept, hasKept := finetune.KeptBest(lines)
+	withMarks(&v, finetune.Stops(lines), kept, hasKept)
 	switch provider.Method(d.Job.Method) {
 	case local.IRS:
 		points, _ := finetune.IRSSummary(lines)
