@@ -1710,18 +1710,20 @@ type ModelVersion struct {
 }
 
 type MonitorSetting struct {
-	OrgID            uuid.UUID `json:"org_id"`
-	Enabled          bool      `json:"enabled"`
-	WindowHours      int32     `json:"window_hours"`
-	MinSamples       int32     `json:"min_samples"`
-	LatencyP95Ms     int32     `json:"latency_p95_ms"`
-	FeedbackDrop     float64   `json:"feedback_drop"`
-	ErrorRate        float64   `json:"error_rate"`
-	ShiftTest        string    `json:"shift_test"`
-	ShiftWindowHours int32     `json:"shift_window_hours"`
-	ShiftPValue      float64   `json:"shift_p_value"`
-	ShiftPsi         float64   `json:"shift_psi"`
-	UpdatedAt        time.Time `json:"updated_at"`
+	OrgID              uuid.UUID `json:"org_id"`
+	Enabled            bool      `json:"enabled"`
+	WindowHours        int32     `json:"window_hours"`
+	MinSamples         int32     `json:"min_samples"`
+	LatencyP95Ms       int32     `json:"latency_p95_ms"`
+	FeedbackDrop       float64   `json:"feedback_drop"`
+	ErrorRate          float64   `json:"error_rate"`
+	ShiftTest          string    `json:"shift_test"`
+	ShiftWindowHours   int32     `json:"shift_window_hours"`
+	ShiftPValue        float64   `json:"shift_p_value"`
+	ShiftPsi           float64   `json:"shift_psi"`
+	UpdatedAt          time.Time `json:"updated_at"`
+	RewardLatencyP95Ms int32     `json:"reward_latency_p95_ms"`
+	RewardDrift        float64   `json:"reward_drift"`
 }
 
 type Organization struct {
@@ -1856,6 +1858,16 @@ type RewardModelCache struct {
 	VersionID uuid.UUID `json:"version_id"`
 	Raw       float64   `json:"raw"`
 	CreatedAt time.Time `json:"created_at"`
+}
+
+type RewardModelCall struct {
+	ID        int64         `json:"id"`
+	OrgID     uuid.UUID     `json:"org_id"`
+	VersionID uuid.UUID     `json:"version_id"`
+	Purpose   string        `json:"purpose"`
+	LatencyMs float64       `json:"latency_ms"`
+	Score     pgtype.Float8 `json:"score"`
+	CreatedAt time.Time     `json:"created_at"`
 }
 
 type RiverJob struct {
