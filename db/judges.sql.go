@@ -681,7 +681,7 @@ func (q *Queries) JudgeConflictCountOpen(ctx context.Context, orgID uuid.UUID) (
 }
 
 const judgeConflictGet = `-- name: JudgeConflictGet :one
-SELECT id, org_id, agreement_id, feedback_id, human_score, judge_score, judge_safety_flag, critique, resolution, note, resolved_by_label, resolved_at, created_at FROM judge_conflicts WHERE org_id = $1 AND id = $2
+SELECT id, org_id, agreement_id, feedback_id, human_score, judge_score, judge_safety_flag, critique, resolution, note, resolved_by_label, resolved_at, created_at, rlaif_sample_id FROM judge_conflicts WHERE org_id = $1 AND id = $2
 `
 
 type JudgeConflictGetParams struct {
@@ -706,6 +706,7 @@ func (q *Queries) JudgeConflictGet(ctx context.Context, arg JudgeConflictGetPara
 		&i.ResolvedByLabel,
 		&i.ResolvedAt,
 		&i.CreatedAt,
+		&i.RlaifSampleID,
 	)
 	return i, err
 }
@@ -717,13 +718,13 @@ ON CONFLICT (agreement_id, feedback_id) DO NOTHING
 `
 
 type JudgeConflictInsertParams struct {
-	OrgID           uuid.UUID `json:"org_id"`
-	AgreementID     uuid.UUID `json:"agreement_id"`
-	FeedbackID      uuid.UUID `json:"feedback_id"`
-	HumanScore      float64   `json:"human_score"`
-	JudgeScore      float64   `json:"judge_score"`
-	JudgeSafetyFlag bool      `json:"judge_safety_flag"`
-	Critique        string    `json:"critique"`
+	OrgID           uuid.UUID     `json:"org_id"`
+	AgreementID     uuid.NullUUID `json:"agreement_id"`
+	FeedbackID      uuid.NullUUID `json:"feedback_id"`
+	HumanScore      float64       `json:"human_score"`
+	JudgeScore      float64       `json:"judge_score"`
+	JudgeSafetyFlag bool          `json:"judge_safety_flag"`
+	Critique        string        `json:"critique"`
 }
 
 func (q *Queries) JudgeConflictInsert(ctx context.Context, arg JudgeConflictInsertParams) error {
@@ -740,7 +741,7 @@ func (q *Queries) JudgeConflictInsert(ctx context.Context, arg JudgeConflictInse
 }
 
 const judgeConflictList = `-- name: JudgeConflictList :many
-SELECT c.id, c.org_id, c.agreement_id, c.feedback_id, c.human_score, c.judge_score, c.judge_safety_flag, c.critique, c.resolution, c.note, c.resolved_by_label, c.resolved_at, c.created_at, left(f.query, 300)::text AS query_preview, left(f.response, 300)::text AS response_preview,
+SELECT c.id, c.org_id, c.agreement_id, c.feedback_id, c.human_score, c.judge_score, c.judge_safety_flag, c.critique, c.resolution, c.note, c.resolved_by_label, c.resolved_at, c.created_at, c.rlaif_sample_id, left(f.query, 300)::text AS query_preview, left(f.response, 300)::text AS response_preview,
        f.feedback_type, f.rating, a.endpoint, a.template, a.template_version
 FROM judge_conflicts c
 JOIN feedback f ON f.id = c.feedback_id
@@ -758,8 +759,8 @@ type JudgeConflictListParams struct {
 type JudgeConflictListRow struct {
 	ID              uuid.UUID              `json:"id"`
 	OrgID           uuid.UUID              `json:"org_id"`
-	AgreementID     uuid.UUID              `json:"agreement_id"`
-	FeedbackID      uuid.UUID              `json:"feedback_id"`
+	AgreementID     uuid.NullUUID          `json:"agreement_id"`
+	FeedbackID      uuid.NullUUID          `json:"feedback_id"`
 	HumanScore      float64                `json:"human_score"`
 	JudgeScore      float64                `json:"judge_score"`
 	JudgeSafetyFlag bool                   `json:"judge_safety_flag"`
@@ -769,6 +770,7 @@ type JudgeConflictListRow struct {
 	ResolvedByLabel string                 `json:"resolved_by_label"`
 	ResolvedAt      *time.Time             `json:"resolved_at"`
 	CreatedAt       time.Time              `json:"created_at"`
+	RlaifSampleID   uuid.NullUUID          `json:"rlaif_sample_id"`
 	QueryPreview    string                 `json:"query_preview"`
 	ResponsePreview string                 `json:"response_preview"`
 	FeedbackType    FeedbackType           `json:"feedback_type"`
@@ -803,6 +805,7 @@ func (q *Queries) JudgeConflictList(ctx context.Context, arg JudgeConflictListPa
 			&i.ResolvedByLabel,
 			&i.ResolvedAt,
 			&i.CreatedAt,
+			&i.RlaifSampleID,
 			&i.QueryPreview,
 			&i.ResponsePreview,
 			&i.FeedbackType,

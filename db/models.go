@@ -1504,8 +1504,8 @@ type JudgeCall struct {
 type JudgeConflict struct {
 	ID              uuid.UUID              `json:"id"`
 	OrgID           uuid.UUID              `json:"org_id"`
-	AgreementID     uuid.UUID              `json:"agreement_id"`
-	FeedbackID      uuid.UUID              `json:"feedback_id"`
+	AgreementID     uuid.NullUUID          `json:"agreement_id"`
+	FeedbackID      uuid.NullUUID          `json:"feedback_id"`
 	HumanScore      float64                `json:"human_score"`
 	JudgeScore      float64                `json:"judge_score"`
 	JudgeSafetyFlag bool                   `json:"judge_safety_flag"`
@@ -1515,6 +1515,7 @@ type JudgeConflict struct {
 	ResolvedByLabel string                 `json:"resolved_by_label"`
 	ResolvedAt      *time.Time             `json:"resolved_at"`
 	CreatedAt       time.Time              `json:"created_at"`
+	RlaifSampleID   uuid.NullUUID          `json:"rlaif_sample_id"`
 }
 
 type JudgeReservation struct {
@@ -1890,6 +1891,25 @@ type RiverMigration struct {
 	Line      string    `json:"line"`
 	Version   int64     `json:"version"`
 	CreatedAt time.Time `json:"created_at"`
+}
+
+type RlaifSample struct {
+	ID                uuid.UUID       `json:"id"`
+	OrgID             uuid.UUID       `json:"org_id"`
+	JobID             uuid.UUID       `json:"job_id"`
+	Step              int32           `json:"step"`
+	Prompt            string          `json:"prompt"`
+	Completion        string          `json:"completion"`
+	RedTeam           bool            `json:"red_team"`
+	Components        json.RawMessage `json:"components"`
+	Reward            pgtype.Float8   `json:"reward"`
+	Invalid           string          `json:"invalid"`
+	TeacherScore      pgtype.Float8   `json:"teacher_score"`
+	RulesScore        pgtype.Float8   `json:"rules_score"`
+	Conflict          bool            `json:"conflict"`
+	TeacherCalls      int32           `json:"teacher_calls"`
+	TeacherCostMicros int64           `json:"teacher_cost_micros"`
+	CreatedAt         time.Time       `json:"created_at"`
 }
 
 type RoutingRule struct {

@@ -174,7 +174,7 @@ func (h *Handlers) renderConflicts(c echo.Context, status int, resolved bool, m 
 		return err
 	}
 	for _, r := range rows {
-		row := views.ConflictRow{ID: r.ID.String(), FeedbackID: r.FeedbackID.String(), Query: r.QueryPreview, Response: r.ResponsePreview,
+		row := views.ConflictRow{ID: r.ID.String(), FeedbackID: r.FeedbackID.UUID.String(), Query: r.QueryPreview, Response: r.ResponsePreview,
 			Human: humanScore(r), Judge: strconv.FormatFloat(r.JudgeScore, 'f', 2, 64), Critique: r.Critique, Unsafe: r.JudgeSafetyFlag,
 			JudgeName: fmt.Sprintf("%s · %s v%d", r.Endpoint, r.Template, r.TemplateVersion), Note: r.Note, ResolvedBy: r.ResolvedByLabel,
 			ResolvedAt: views.WhenPtr(r.ResolvedAt), Created: views.When(r.CreatedAt)}

@@ -45,7 +45,7 @@ func TestTrainChartsLearningRateAndGradNorm(t *testing.T) {
 		}
 		s.API(admin, http.MethodPost, "/api/train", body).Must(t, http.StatusCreated).JSON(t, &started)
 		waitTrain(t, s, admin, started.JobID)
-		page := vic.Get("/fine-tuning/jobs/" + started.JobID).Must(t, http.StatusOK)
+		page := vic.Get("/fine-tuning/jobs/"+started.JobID).Must(t, http.StatusOK)
 		var lr, gn trainCharts
 		if err := json.Unmarshal([]byte(attr(t, page.Body, "ft-lr-chart", "data-loss")), &lr); err != nil {
 			t.Fatal(err)
@@ -57,7 +57,7 @@ func TestTrainChartsLearningRateAndGradNorm(t *testing.T) {
 			t.Errorf("the two charts read different data: %+v and %+v", lr, gn)
 		}
 		// The live fragment brings the same charts.
-		live := vic.Get("/fine-tuning/jobs/" + started.JobID + "/live").Must(t, http.StatusOK)
+		live := vic.Get("/fine-tuning/jobs/"+started.JobID+"/live").Must(t, http.StatusOK)
 		if !strings.Contains(live.Body, `id="ft-lr-chart"`) || !strings.Contains(live.Body, `id="ft-grad-norm-chart"`) {
 			t.Error("the live fragment has no learning rate or gradient norm chart")
 		}
