@@ -461,6 +461,13 @@ func (h *Handlers) liveView(ctx context.Context, d finetune.Detail) views.FineTu
 		steps, checks := finetune.PolicySummary(lines)
 		p := policyView(d.Job.Method, steps, checks)
 		v.Policy = &p
+		rsteps, spend, err := h.RLAIF.Steps(ctx, d.Job.OrgID, d.Job.ID)
+		if err != nil {
+			h.Log.Warn("reading a run's RLAIF samples", "job", d.Job.ID, "err", err)
+		} else if spend.Samples > 0 {
+			r := rlaifView(rsteps, spend)
+			v.RLAIF = &r
+		}
 	}
 	return v
 }

@@ -7,6 +7,7 @@ import (
 	"strconv"
 
 	"github.com/curate/curate/internal/finetune"
+	"github.com/curate/curate/internal/rlaif"
 	"github.com/curate/curate/views"
 )
 
@@ -179,4 +180,36 @@ func withMarks(v *views.FineTuneLiveView, stops []finetune.Stop, kept finetune.K
 		kept.Epoch, kept.Step, numPtr(kept.EvalLoss))
 	v.Loss.Marks = append(v.Loss.Marks, views.FineTuneMark{Step: kept.Step, Label: fmt.Sprintf("the kept model (epoch %d, validation loss %s)",
 		kept.Epoch, numPtr(kept.EvalLoss))})
+}
+
+// rlaifView is a run's RLAIF samples for the job page: the mean reward and
+// each component's mean by step, and the teacher's spend.
+func rlaifView(steps []rlaif.Step, spend rlaif.Spend) views.FineTuneRLAIF {
+	v := views.FineTuneRLAIF{Samples: spend.Samples, Steps: len(steps), Conflicts: spend.Conflicts, RedTeam: spend.RedTeam,
+		TeacherCalls: spend.TeacherCalls, TeacherCost: spend.TeacherCost.String()}
+	names := map[string]bool{}
+	for _, s := range steps {
+		for n := range s.Components {
+			names[n] = true
+		}
+	}
+	v.Components = slices.Sorted(maps.Keys(names))
+	for _, n := range v.Components {
+		v.Series.Components = append(v.Series.Components, views.FineTuneRLAIFComponent{Name: n})
+	}
+	for _, s := range steps {
+		v.Series.Step = append(v.Series.Step, s.Step)
+		v.Series.Reward = append(v.Series.Reward, s.MeanReward)
+		row := views.FineTuneRLAIFRow{Step: s.Step, Samples: s.Samples, Conflicts: s.Conflicts, Reward: numPtr(s.MeanReward)}
+		for i, n := range v.Components {
+			var val *float64
+			if x, ok := s.Components[n]; ok {
+				val = &x
+			}
+			v.Series.Components[i].Values = append(v.Series.Components[i].Values, val)
+			row.Components = append(row.Components, numPtr(val))
+		}
+		v.Rows = append(v.Rows, row)
+	}
+	return v
 }

@@ -181,6 +181,12 @@ func (h *Handlers) renderConflicts(c echo.Context, status int, resolved bool, m 
 		if r.Resolution.Valid {
 			row.Resolution = string(r.Resolution.ConflictResolution)
 		}
+		if r.TrainingJobID.Valid {
+			// A training run's sample: the teacher against the rules.
+			row.TrainingJobID, row.FeedbackID = r.TrainingJobID.UUID.String(), ""
+			row.Human = "rules " + strconv.FormatFloat(r.HumanScore, 'f', 2, 64)
+			row.JudgeName = "the teacher of a training run"
+		}
 		m.Rows = append(m.Rows, row)
 	}
 	return render(c, status, views.ConflictsPage(h.page(c, "Judge conflicts", "feedback"), m))
@@ -191,7 +197,7 @@ func humanScore(r db.JudgeConflictListRow) string {
 	if r.Rating.Valid {
 		return fmt.Sprintf("%d of 5", r.Rating.Int16)
 	}
-	return views.Label(string(r.FeedbackType))
+	return views.Label(string(r.FeedbackType.FeedbackType))
 }
 
 // ConflictResolve records an expert's verdict on a conflict.

@@ -254,7 +254,7 @@ func (s *Service) AdvanceAgreement(ctx context.Context, id uuid.UUID) error {
 			return err
 		}
 		for _, c := range conflicts {
-			if err := q.JudgeConflictInsert(ctx, db.JudgeConflictInsertParams{OrgID: a.OrgID, AgreementID: uuid.NullUUID{UUID: id, Valid: true}, FeedbackID: uuid.NullUUID{UUID: c.r.f.ID, Valid: true},
+			if err := q.JudgeConflictInsert(ctx, db.JudgeConflictInsertParams{OrgID: a.OrgID, AgreementID: id, FeedbackID: c.r.f.ID,
 				HumanScore: c.r.human, JudgeScore: c.j.Score, JudgeSafetyFlag: c.j.Safety, Critique: c.j.Critique}); err != nil {
 				return err
 			}

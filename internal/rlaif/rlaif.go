@@ -383,3 +383,35 @@ func (s *Service) Steps(ctx context.Context, orgID, jobID uuid.UUID) ([]Step, Sp
 	return out, Spend{Samples: int(sp.Samples), TeacherCalls: int(sp.TeacherCalls), Conflicts: int(sp.Conflicts), RedTeam: int(sp.RedTeam),
 		TeacherCost: pricing.Micros(sp.TeacherCostMicros)}, nil
 }
+
+// Request is one step's samples of a run to score, with the run's reward
+// configuration.
+type Request struct {
+	Step    int      `json:"step"`
+	Samples []Sample `json:"samples"`
+	Config  Config   `json:"rlaif"`
+}
+
+// ScoreRun scores one step of a GRPO or PPO job of the organisation: a
+// job of another organisation, or none, is errs.ErrNotFound; one of
+// another method, or ended, is refused on "job".
+func (s *Service) ScoreRun(ctx context.Context, orgID, jobID uuid.UUID, r Request) ([]Scored, error) {
+	j, err := db.New(s.Pool).FineTuneJobGet(ctx, db.FineTuneJobGetParams{OrgID: orgID, ID: jobID})
+	if err != nil {
+		return nil, errs.NotFound(err)
+	}
+	switch {
+	case j.Method != "grpo" && j.Method != "ppo":
+		return nil, errs.InvalidField("job", "is a %s job; only GRPO and PPO runs take their reward from Curate", j.Method)
+	case j.Status == db.FinetuneStatusSucceeded || j.Status == db.FinetuneStatusFailed || j.Status == db.FinetuneStatusCancelled:
+		return nil, errs.InvalidField("job", "has ended (%s): it scores nothing more", j.Status)
+	}
+	if err := checkBatch(r.Step, r.Samples); err != nil {
+		return nil, err
+	}
+	p, err := s.Check(ctx, orgID, "rlaif", r.Config)
+	if err != nil {
+		return nil, err
+	}
+	return s.Score(ctx, orgID, jobID, p, r.Step, r.Samples)
+}

@@ -196,6 +196,22 @@
     }
   }
 
+  // An RLAIF run's mean reward and each component's mean score by step,
+  // from data-rlaif.
+  function rlaif() {
+    var target = el("ft-rlaif");
+    var d = dataOf(target, "data-rlaif");
+    if (!d) return;
+    var fixed = function (u, v) { return v == null ? "—" : v.toFixed(3); };
+    var series = [line("Reward", 0, { value: fixed, width: 3 })];
+    var data = [d.step || [], d.reward || []];
+    (d.components || []).forEach(function (c, i) {
+      series.push(line(c.name, i + 1, { value: fixed, dash: [6, 3] }));
+      data.push(c.values || []);
+    });
+    draw(target, series, data, { label: "Score" }, null, stepAxis());
+  }
+
   function line(label, i, extra) {
     var s = { label: label, stroke: palette[i % palette.length], width: 2, spanGaps: true, points: { show: true, size: 4 } };
     for (var k in extra) s[k] = extra[k];
@@ -208,6 +224,7 @@
     effect();
     calibration();
     policy();
+    rlaif();
     var block = document.getElementById("stats-data");
     if (!block || !window.uPlot) return;
     var d;
@@ -256,5 +273,7 @@
     if (target && !target.firstChild) calibration();
     target = el("ft-policy-reward");
     if (target && !target.firstChild) policy();
+    target = el("ft-rlaif");
+    if (target && !target.firstChild) rlaif();
   });
 })();
