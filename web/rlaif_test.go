@@ -73,7 +73,7 @@ func TestTrainRLAIFRewards(t *testing.T) {
 
 	// The run's page: the reward and each component by step, the teacher's spend.
 	s.User(org, "vic@acme.test", "viewer")
-	page := s.SignedIn("vic@acme.test").Get("/fine-tuning/jobs/" + started.JobID + "/live").Must(t, http.StatusOK)
+	page := s.SignedIn("vic@acme.test").Get("/fine-tuning/jobs/"+started.JobID+"/live").Must(t, http.StatusOK)
 	var series struct {
 		Step       []int      `json:"step"`
 		Reward     []*float64 `json:"reward"`
