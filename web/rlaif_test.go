@@ -9,8 +9,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/chromedp"
+
 	"github.com/curate/curate/internal/chat/chattest"
 	"github.com/curate/curate/internal/finetune/finetunetest"
+	"github.com/curate/curate/web/webtest"
 )
 
 // A GRPO run on the tiny model takes its reward from Curate: each step's
@@ -98,6 +101,25 @@ func TestTrainRLAIFRewards(t *testing.T) {
 			t.Errorf("#%s = %q, want %q", id, got, want)
 		}
 	}
+	// In a browser the chart draws the reward and each component.
+	bctx := webtest.Browser(t)
+	if err := chromedp.Do(bctx,
+		chromedp.Navigate(s.URL+"/login"),
+		chromedp.WaitVisible(`input[name=email]`),
+		chromedp.SendKeys(`input[name=email]`, "vic@acme.test"),
+		chromedp.SendKeys(`input[name=password]`, webtest.Password),
+		chromedp.Submit(`input[name=password]`),
+		chromedp.WaitVisible(`nav.tabs`),
+		chromedp.Navigate(s.URL+"/fine-tuning/jobs/"+started.JobID),
+	); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, bctx, `document.querySelector('.chart[data-chart="ft-rlaif"] canvas') !== null`)
+	if got := eval[string](t, bctx, `[...document.querySelectorAll('#ft-rlaif-chart .u-legend .u-label')].map(e => e.textContent).join(',')`); got != "Step,Reward,chain,emergency,judge,risk" {
+		t.Errorf("RLAIF legend %q", got)
+	}
+	webtest.Screenshot(t, bctx, "rlaif-run")
+
 	// The conflicts, for experts, link to the run.
 	conflicts := s.SignedIn("vic@acme.test").Get("/feedback/conflicts").Must(t, http.StatusOK)
 	if n := strings.Count(conflicts.Body, `href="/fine-tuning/jobs/`+started.JobID+`" class="conflict-training"`); n != 2 ||
