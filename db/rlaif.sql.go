@@ -13,7 +13,7 @@ import (
 	"github.com/jackc/pgx/v5/pgtype"
 )
 
-const rLAIFConflictInsert = `-- name: RLAIFConflictInsert :exec
+const rlaifConflictInsert = `-- name: RlaifConflictInsert :exec
 INSERT INTO judge_conflicts (org_id, rlaif_sample_id, human_score, judge_score, judge_safety_flag, critique)
 SELECT s.org_id, s.id, $1, $2, $3, $4
 FROM rlaif_samples s
@@ -23,7 +23,7 @@ WHERE s.org_id = $5 AND s.id = $6
 ON CONFLICT (rlaif_sample_id) DO NOTHING
 `
 
-type RLAIFConflictInsertParams struct {
+type RlaifConflictInsertParams struct {
 	RulesScore        float64   `json:"rules_score"`
 	TeacherScore      float64   `json:"teacher_score"`
 	TeacherSafetyFlag bool      `json:"teacher_safety_flag"`
@@ -35,8 +35,8 @@ type RLAIFConflictInsertParams struct {
 // A sample whose teacher and rules disagree, queued for experts; once per
 // run for the same prompt and completion (a later step sampling it again
 // adds nothing to the queue).
-func (q *Queries) RLAIFConflictInsert(ctx context.Context, arg RLAIFConflictInsertParams) error {
-	_, err := q.db.Exec(ctx, rLAIFConflictInsert,
+func (q *Queries) RlaifConflictInsert(ctx context.Context, arg RlaifConflictInsertParams) error {
+	_, err := q.db.Exec(ctx, rlaifConflictInsert,
 		arg.RulesScore,
 		arg.TeacherScore,
 		arg.TeacherSafetyFlag,
@@ -47,7 +47,7 @@ func (q *Queries) RLAIFConflictInsert(ctx context.Context, arg RLAIFConflictInse
 	return err
 }
 
-const rLAIFSampleInsert = `-- name: RLAIFSampleInsert :one
+const rlaifSampleInsert = `-- name: RlaifSampleInsert :one
 
 INSERT INTO rlaif_samples (org_id, job_id, step, prompt, completion, red_team, components, reward, invalid, teacher_score,
     rules_score, conflict, teacher_calls, teacher_cost_micros)
@@ -56,7 +56,7 @@ VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10,
 RETURNING id
 `
 
-type RLAIFSampleInsertParams struct {
+type RlaifSampleInsertParams struct {
 	OrgID             uuid.UUID       `json:"org_id"`
 	JobID             uuid.UUID       `json:"job_id"`
 	Step              int32           `json:"step"`
@@ -74,8 +74,8 @@ type RLAIFSampleInsertParams struct {
 }
 
 // RLAIF: the samples a policy-training run had Curate score (internal/rlaif).
-func (q *Queries) RLAIFSampleInsert(ctx context.Context, arg RLAIFSampleInsertParams) (uuid.UUID, error) {
-	row := q.db.QueryRow(ctx, rLAIFSampleInsert,
+func (q *Queries) RlaifSampleInsert(ctx context.Context, arg RlaifSampleInsertParams) (uuid.UUID, error) {
+	row := q.db.QueryRow(ctx, rlaifSampleInsert,
 		arg.OrgID,
 		arg.JobID,
 		arg.Step,
@@ -96,7 +96,7 @@ func (q *Queries) RLAIFSampleInsert(ctx context.Context, arg RLAIFSampleInsertPa
 	return id, err
 }
 
-const rLAIFSpendGet = `-- name: RLAIFSpendGet :one
+const rlaifSpendGet = `-- name: RlaifSpendGet :one
 SELECT count(*)::bigint AS samples, coalesce(sum(teacher_calls), 0)::bigint AS teacher_calls,
        coalesce(sum(teacher_cost_micros), 0)::bigint AS teacher_cost_micros,
        count(*) FILTER (WHERE conflict)::bigint AS conflicts,
@@ -104,12 +104,12 @@ SELECT count(*)::bigint AS samples, coalesce(sum(teacher_calls), 0)::bigint AS t
 FROM rlaif_samples WHERE org_id = $1 AND job_id = $2
 `
 
-type RLAIFSpendGetParams struct {
+type RlaifSpendGetParams struct {
 	OrgID uuid.UUID `json:"org_id"`
 	JobID uuid.UUID `json:"job_id"`
 }
 
-type RLAIFSpendGetRow struct {
+type RlaifSpendGetRow struct {
 	Samples           int64 `json:"samples"`
 	TeacherCalls      int64 `json:"teacher_calls"`
 	TeacherCostMicros int64 `json:"teacher_cost_micros"`
@@ -118,9 +118,9 @@ type RLAIFSpendGetRow struct {
 }
 
 // What the teacher cost a run, and how many of its samples conflicted.
-func (q *Queries) RLAIFSpendGet(ctx context.Context, arg RLAIFSpendGetParams) (RLAIFSpendGetRow, error) {
-	row := q.db.QueryRow(ctx, rLAIFSpendGet, arg.OrgID, arg.JobID)
-	var i RLAIFSpendGetRow
+func (q *Queries) RlaifSpendGet(ctx context.Context, arg RlaifSpendGetParams) (RlaifSpendGetRow, error) {
+	row := q.db.QueryRow(ctx, rlaifSpendGet, arg.OrgID, arg.JobID)
+	var i RlaifSpendGetRow
 	err := row.Scan(
 		&i.Samples,
 		&i.TeacherCalls,
@@ -131,7 +131,7 @@ func (q *Queries) RLAIFSpendGet(ctx context.Context, arg RLAIFSpendGetParams) (R
 	return i, err
 }
 
-const rLAIFStepList = `-- name: RLAIFStepList :many
+const rlaifStepList = `-- name: RlaifStepList :many
 SELECT s.step, count(*)::bigint AS samples, count(s.reward)::bigint AS rewarded,
        coalesce(avg(s.reward), 0)::float8 AS mean_reward,
        count(*) FILTER (WHERE s.conflict)::bigint AS conflicts,
@@ -146,12 +146,12 @@ GROUP BY s.job_id, s.step
 ORDER BY s.step
 `
 
-type RLAIFStepListParams struct {
+type RlaifStepListParams struct {
 	OrgID uuid.UUID `json:"org_id"`
 	JobID uuid.UUID `json:"job_id"`
 }
 
-type RLAIFStepListRow struct {
+type RlaifStepListRow struct {
 	Step       int32           `json:"step"`
 	Samples    int64           `json:"samples"`
 	Rewarded   int64           `json:"rewarded"`
@@ -162,15 +162,15 @@ type RLAIFStepListRow struct {
 
 // A run's samples by step: how many, how many had a reward, the mean
 // reward and each component's mean (valid scores only), and the conflicts.
-func (q *Queries) RLAIFStepList(ctx context.Context, arg RLAIFStepListParams) ([]RLAIFStepListRow, error) {
-	rows, err := q.db.Query(ctx, rLAIFStepList, arg.OrgID, arg.JobID)
+func (q *Queries) RlaifStepList(ctx context.Context, arg RlaifStepListParams) ([]RlaifStepListRow, error) {
+	rows, err := q.db.Query(ctx, rlaifStepList, arg.OrgID, arg.JobID)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	items := []RLAIFStepListRow{}
+	items := []RlaifStepListRow{}
 	for rows.Next() {
-		var i RLAIFStepListRow
+		var i RlaifStepListRow
 		if err := rows.Scan(
 			&i.Step,
 			&i.Samples,

@@ -1,13 +1,13 @@
 -- RLAIF: the samples a policy-training run had Curate score (internal/rlaif).
 
--- name: RLAIFSampleInsert :one
+-- name: RlaifSampleInsert :one
 INSERT INTO rlaif_samples (org_id, job_id, step, prompt, completion, red_team, components, reward, invalid, teacher_score,
     rules_score, conflict, teacher_calls, teacher_cost_micros)
 VALUES (@org_id, @job_id, @step, @prompt, @completion, @red_team, @components, sqlc.narg('reward'), @invalid, sqlc.narg('teacher_score'),
     sqlc.narg('rules_score'), @conflict, @teacher_calls, @teacher_cost_micros)
 RETURNING id;
 
--- name: RLAIFConflictInsert :exec
+-- name: RlaifConflictInsert :exec
 -- A sample whose teacher and rules disagree, queued for experts; once per
 -- run for the same prompt and completion (a later step sampling it again
 -- adds nothing to the queue).
@@ -19,7 +19,7 @@ WHERE s.org_id = @org_id AND s.id = @rlaif_sample_id
       WHERE o.job_id = s.job_id AND o.prompt = s.prompt AND o.completion = s.completion)
 ON CONFLICT (rlaif_sample_id) DO NOTHING;
 
--- name: RLAIFStepList :many
+-- name: RlaifStepList :many
 -- A run's samples by step: how many, how many had a reward, the mean
 -- reward and each component's mean (valid scores only), and the conflicts.
 SELECT s.step, count(*)::bigint AS samples, count(s.reward)::bigint AS rewarded,
@@ -35,7 +35,7 @@ WHERE s.org_id = @org_id AND s.job_id = @job_id
 GROUP BY s.job_id, s.step
 ORDER BY s.step;
 
--- name: RLAIFSpendGet :one
+-- name: RlaifSpendGet :one
 -- What the teacher cost a run, and how many of its samples conflicted.
 SELECT count(*)::bigint AS samples, coalesce(sum(teacher_calls), 0)::bigint AS teacher_calls,
        coalesce(sum(teacher_cost_micros), 0)::bigint AS teacher_cost_micros,

@@ -259,14 +259,14 @@ func (s *Service) keep(ctx context.Context, orgID, jobID uuid.UUID, step int, sm
 		return pgtype.Float8{Float64: *f, Valid: true}
 	}
 	return db.InTx(ctx, s.Pool, func(_ pgx.Tx, q *db.Queries) error {
-		id, err := q.RLAIFSampleInsert(ctx, db.RLAIFSampleInsertParams{OrgID: orgID, JobID: jobID, Step: int32(step), Prompt: sm.Prompt,
+		id, err := q.RlaifSampleInsert(ctx, db.RlaifSampleInsertParams{OrgID: orgID, JobID: jobID, Step: int32(step), Prompt: sm.Prompt,
 			Completion: sm.Completion, RedTeam: sm.RedTeam, Components: comps, Reward: opt(sc.Reward), Invalid: sc.Invalid,
 			TeacherScore: opt(sc.Teacher), RulesScore: opt(sc.Rules), Conflict: sc.Conflict, TeacherCalls: int32(j.Calls),
 			TeacherCostMicros: int64(sc.TeacherCost)})
 		if err != nil || !sc.Conflict {
 			return err
 		}
-		return q.RLAIFConflictInsert(ctx, db.RLAIFConflictInsertParams{OrgID: orgID, RlaifSampleID: id,
+		return q.RlaifConflictInsert(ctx, db.RlaifConflictInsertParams{OrgID: orgID, RlaifSampleID: id,
 			RulesScore: *sc.Rules, TeacherScore: *sc.Teacher, TeacherSafetyFlag: j.Safety, Critique: j.Critique})
 	})
 }
@@ -361,7 +361,7 @@ type Spend struct {
 // Steps reads a run's samples by step, and what its teacher cost.
 func (s *Service) Steps(ctx context.Context, orgID, jobID uuid.UUID) ([]Step, Spend, error) {
 	q := db.New(s.Pool)
-	rows, err := q.RLAIFStepList(ctx, db.RLAIFStepListParams{OrgID: orgID, JobID: jobID})
+	rows, err := q.RlaifStepList(ctx, db.RlaifStepListParams{OrgID: orgID, JobID: jobID})
 	if err != nil {
 		return nil, Spend{}, err
 	}
@@ -376,7 +376,7 @@ func (s *Service) Steps(ctx context.Context, orgID, jobID uuid.UUID) ([]Step, Sp
 		}
 		out = append(out, st)
 	}
-	sp, err := q.RLAIFSpendGet(ctx, db.RLAIFSpendGetParams{OrgID: orgID, JobID: jobID})
+	sp, err := q.RlaifSpendGet(ctx, db.RlaifSpendGetParams{OrgID: orgID, JobID: jobID})
 	if err != nil {
 		return nil, Spend{}, err
 	}
