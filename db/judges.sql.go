@@ -681,7 +681,7 @@ func (q *Queries) JudgeConflictCountOpen(ctx context.Context, orgID uuid.UUID) (
 }
 
 const judgeConflictGet = `-- name: JudgeConflictGet :one
-SELECT id, org_id, agreement_id, feedback_id, human_score, judge_score, judge_safety_flag, critique, resolution, note, resolved_by_label, resolved_at, created_at FROM judge_conflicts WHERE org_id = $1 AND id = $2
+SELECT id, org_id, agreement_id, feedback_id, human_score, judge_score, judge_safety_flag, critique, resolution, note, resolved_by_label, resolved_at, created_at, rlaif_sample_id FROM judge_conflicts WHERE org_id = $1 AND id = $2
 `
 
 type JudgeConflictGetParams struct {
@@ -706,13 +706,14 @@ func (q *Queries) JudgeConflictGet(ctx context.Context, arg JudgeConflictGetPara
 		&i.ResolvedByLabel,
 		&i.ResolvedAt,
 		&i.CreatedAt,
+		&i.RlaifSampleID,
 	)
 	return i, err
 }
 
 const judgeConflictInsert = `-- name: JudgeConflictInsert :exec
 INSERT INTO judge_conflicts (org_id, agreement_id, feedback_id, human_score, judge_score, judge_safety_flag, critique)
-VALUES ($1, $2, $3, $4, $5, $6, $7)
+VALUES ($1, $2::uuid, $3::uuid, $4, $5, $6, $7)
 ON CONFLICT (agreement_id, feedback_id) DO NOTHING
 `
 
@@ -740,11 +741,14 @@ func (q *Queries) JudgeConflictInsert(ctx context.Context, arg JudgeConflictInse
 }
 
 const judgeConflictList = `-- name: JudgeConflictList :many
-SELECT c.id, c.org_id, c.agreement_id, c.feedback_id, c.human_score, c.judge_score, c.judge_safety_flag, c.critique, c.resolution, c.note, c.resolved_by_label, c.resolved_at, c.created_at, left(f.query, 300)::text AS query_preview, left(f.response, 300)::text AS response_preview,
-       f.feedback_type, f.rating, a.endpoint, a.template, a.template_version
+SELECT c.id, c.org_id, c.agreement_id, c.feedback_id, c.human_score, c.judge_score, c.judge_safety_flag, c.critique, c.resolution, c.note, c.resolved_by_label, c.resolved_at, c.created_at, c.rlaif_sample_id, left(coalesce(f.query, s.prompt), 300)::text AS query_preview,
+       left(coalesce(f.response, s.completion), 300)::text AS response_preview,
+       f.feedback_type, f.rating, coalesce(a.endpoint, '')::text AS endpoint, coalesce(a.template, '')::text AS template,
+       coalesce(a.template_version, 0)::int AS template_version, s.job_id AS training_job_id
 FROM judge_conflicts c
-JOIN feedback f ON f.id = c.feedback_id
-JOIN judge_agreements a ON a.id = c.agreement_id
+LEFT JOIN feedback f ON f.id = c.feedback_id
+LEFT JOIN judge_agreements a ON a.id = c.agreement_id
+LEFT JOIN rlaif_samples s ON s.id = c.rlaif_sample_id
 WHERE c.org_id = $1 AND ($2::bool = (c.resolution IS NOT NULL))
 ORDER BY c.created_at DESC, c.id
 LIMIT 200
@@ -758,8 +762,8 @@ type JudgeConflictListParams struct {
 type JudgeConflictListRow struct {
 	ID              uuid.UUID              `json:"id"`
 	OrgID           uuid.UUID              `json:"org_id"`
-	AgreementID     uuid.UUID              `json:"agreement_id"`
-	FeedbackID      uuid.UUID              `json:"feedback_id"`
+	AgreementID     uuid.NullUUID          `json:"agreement_id"`
+	FeedbackID      uuid.NullUUID          `json:"feedback_id"`
 	HumanScore      float64                `json:"human_score"`
 	JudgeScore      float64                `json:"judge_score"`
 	JudgeSafetyFlag bool                   `json:"judge_safety_flag"`
@@ -769,17 +773,21 @@ type JudgeConflictListRow struct {
 	ResolvedByLabel string                 `json:"resolved_by_label"`
 	ResolvedAt      *time.Time             `json:"resolved_at"`
 	CreatedAt       time.Time              `json:"created_at"`
+	RlaifSampleID   uuid.NullUUID          `json:"rlaif_sample_id"`
 	QueryPreview    string                 `json:"query_preview"`
 	ResponsePreview string                 `json:"response_preview"`
-	FeedbackType    FeedbackType           `json:"feedback_type"`
+	FeedbackType    NullFeedbackType       `json:"feedback_type"`
 	Rating          pgtype.Int2            `json:"rating"`
 	Endpoint        string                 `json:"endpoint"`
 	Template        string                 `json:"template"`
 	TemplateVersion int32                  `json:"template_version"`
+	TrainingJobID   uuid.NullUUID          `json:"training_job_id"`
 }
 
 // The conflict queue: open conflicts first, newest first, with the item's
-// question and answer.
+// question and answer: a rated feedback item the judge disagreed with, or
+// a training run's sample whose teacher and rules disagreed (its job in
+// training_job_id, the rules' score as human_score).
 func (q *Queries) JudgeConflictList(ctx context.Context, arg JudgeConflictListParams) ([]JudgeConflictListRow, error) {
 	rows, err := q.db.Query(ctx, judgeConflictList, arg.OrgID, arg.Resolved)
 	if err != nil {
@@ -803,6 +811,7 @@ func (q *Queries) JudgeConflictList(ctx context.Context, arg JudgeConflictListPa
 			&i.ResolvedByLabel,
 			&i.ResolvedAt,
 			&i.CreatedAt,
+			&i.RlaifSampleID,
 			&i.QueryPreview,
 			&i.ResponsePreview,
 			&i.FeedbackType,
@@ -810,6 +819,7 @@ func (q *Queries) JudgeConflictList(ctx context.Context, arg JudgeConflictListPa
 			&i.Endpoint,
 			&i.Template,
 			&i.TemplateVersion,
+			&i.TrainingJobID,
 		); err != nil {
 			return nil, err
 		}

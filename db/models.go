@@ -1509,8 +1509,8 @@ type JudgeCall struct {
 type JudgeConflict struct {
 	ID              uuid.UUID              `json:"id"`
 	OrgID           uuid.UUID              `json:"org_id"`
-	AgreementID     uuid.UUID              `json:"agreement_id"`
-	FeedbackID      uuid.UUID              `json:"feedback_id"`
+	AgreementID     uuid.NullUUID          `json:"agreement_id"`
+	FeedbackID      uuid.NullUUID          `json:"feedback_id"`
 	HumanScore      float64                `json:"human_score"`
 	JudgeScore      float64                `json:"judge_score"`
 	JudgeSafetyFlag bool                   `json:"judge_safety_flag"`
@@ -1520,6 +1520,7 @@ type JudgeConflict struct {
 	ResolvedByLabel string                 `json:"resolved_by_label"`
 	ResolvedAt      *time.Time             `json:"resolved_at"`
 	CreatedAt       time.Time              `json:"created_at"`
+	RlaifSampleID   uuid.NullUUID          `json:"rlaif_sample_id"`
 }
 
 type JudgeReservation struct {
@@ -1716,18 +1717,20 @@ type ModelVersion struct {
 }
 
 type MonitorSetting struct {
-	OrgID            uuid.UUID `json:"org_id"`
-	Enabled          bool      `json:"enabled"`
-	WindowHours      int32     `json:"window_hours"`
-	MinSamples       int32     `json:"min_samples"`
-	LatencyP95Ms     int32     `json:"latency_p95_ms"`
-	FeedbackDrop     float64   `json:"feedback_drop"`
-	ErrorRate        float64   `json:"error_rate"`
-	ShiftTest        string    `json:"shift_test"`
-	ShiftWindowHours int32     `json:"shift_window_hours"`
-	ShiftPValue      float64   `json:"shift_p_value"`
-	ShiftPsi         float64   `json:"shift_psi"`
-	UpdatedAt        time.Time `json:"updated_at"`
+	OrgID              uuid.UUID `json:"org_id"`
+	Enabled            bool      `json:"enabled"`
+	WindowHours        int32     `json:"window_hours"`
+	MinSamples         int32     `json:"min_samples"`
+	LatencyP95Ms       int32     `json:"latency_p95_ms"`
+	FeedbackDrop       float64   `json:"feedback_drop"`
+	ErrorRate          float64   `json:"error_rate"`
+	ShiftTest          string    `json:"shift_test"`
+	ShiftWindowHours   int32     `json:"shift_window_hours"`
+	ShiftPValue        float64   `json:"shift_p_value"`
+	ShiftPsi           float64   `json:"shift_psi"`
+	UpdatedAt          time.Time `json:"updated_at"`
+	RewardLatencyP95Ms int32     `json:"reward_latency_p95_ms"`
+	RewardDrift        float64   `json:"reward_drift"`
 }
 
 type Organization struct {
@@ -1864,6 +1867,16 @@ type RewardModelCache struct {
 	CreatedAt time.Time `json:"created_at"`
 }
 
+type RewardModelCall struct {
+	ID        int64         `json:"id"`
+	OrgID     uuid.UUID     `json:"org_id"`
+	VersionID uuid.UUID     `json:"version_id"`
+	Purpose   string        `json:"purpose"`
+	LatencyMs float64       `json:"latency_ms"`
+	Score     pgtype.Float8 `json:"score"`
+	CreatedAt time.Time     `json:"created_at"`
+}
+
 type RiverJob struct {
 	ID          int64             `json:"id"`
 	State       RiverJobState     `json:"state"`
@@ -1884,6 +1897,25 @@ type RiverMigration struct {
 	Line      string    `json:"line"`
 	Version   int64     `json:"version"`
 	CreatedAt time.Time `json:"created_at"`
+}
+
+type RlaifSample struct {
+	ID                uuid.UUID       `json:"id"`
+	OrgID             uuid.UUID       `json:"org_id"`
+	JobID             uuid.UUID       `json:"job_id"`
+	Step              int32           `json:"step"`
+	Prompt            string          `json:"prompt"`
+	Completion        string          `json:"completion"`
+	RedTeam           bool            `json:"red_team"`
+	Components        json.RawMessage `json:"components"`
+	Reward            pgtype.Float8   `json:"reward"`
+	Invalid           string          `json:"invalid"`
+	TeacherScore      pgtype.Float8   `json:"teacher_score"`
+	RulesScore        pgtype.Float8   `json:"rules_score"`
+	Conflict          bool            `json:"conflict"`
+	TeacherCalls      int32           `json:"teacher_calls"`
+	TeacherCostMicros int64           `json:"teacher_cost_micros"`
+	CreatedAt         time.Time       `json:"created_at"`
 }
 
 type RoutingRule struct {

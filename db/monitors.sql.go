@@ -12,6 +12,48 @@ import (
 	"github.com/google/uuid"
 )
 
+const monitorGetRewardCalls = `-- name: MonitorGetRewardCalls :one
+SELECT count(*)::bigint AS calls,
+       coalesce(percentile_cont(0.95) WITHIN GROUP (ORDER BY c.latency_ms), 0)::float8 AS latency_p95,
+       count(*) FILTER (WHERE c.purpose = 'live' AND c.score IS NOT NULL)::bigint AS live_scored,
+       coalesce(avg(c.score) FILTER (WHERE c.purpose = 'live'), 0)::float8 AS live_mean
+FROM reward_model_calls c
+WHERE c.org_id = $1 AND c.version_id = $2 AND c.created_at >= $3 AND c.created_at < $4
+`
+
+type MonitorGetRewardCallsParams struct {
+	OrgID     uuid.UUID `json:"org_id"`
+	VersionID uuid.UUID `json:"version_id"`
+	Since     time.Time `json:"since"`
+	Until     time.Time `json:"until"`
+}
+
+type MonitorGetRewardCallsRow struct {
+	Calls      int64   `json:"calls"`
+	LatencyP95 float64 `json:"latency_p95"`
+	LiveScored int64   `json:"live_scored"`
+	LiveMean   float64 `json:"live_mean"`
+}
+
+// A reward model's requests in a window: how many, their latency p95, and
+// how many live ones scored with their mean score.
+func (q *Queries) MonitorGetRewardCalls(ctx context.Context, arg MonitorGetRewardCallsParams) (MonitorGetRewardCallsRow, error) {
+	row := q.db.QueryRow(ctx, monitorGetRewardCalls,
+		arg.OrgID,
+		arg.VersionID,
+		arg.Since,
+		arg.Until,
+	)
+	var i MonitorGetRewardCallsRow
+	err := row.Scan(
+		&i.Calls,
+		&i.LatencyP95,
+		&i.LiveScored,
+		&i.LiveMean,
+	)
+	return i, err
+}
+
 const monitorGetWindow = `-- name: MonitorGetWindow :one
 SELECT count(*)::bigint AS feedback, count(f.latency_ms)::bigint AS with_latency,
        coalesce(percentile_cont(0.95) WITHIN GROUP (ORDER BY f.latency_ms), 0)::float8 AS latency_p95,
@@ -118,7 +160,7 @@ live AS (
     SELECT a.model_version_id FROM experiment_arms a JOIN experiments e ON e.id = a.experiment_id
     WHERE e.org_id = $1 AND e.status IN ('running', 'paused')
 )
-SELECT mv.id, m.name AS model_name, mv.version, (SELECT min(s.since) FROM served s WHERE s.version_id = mv.id)::timestamptz AS first_served,
+SELECT mv.id, m.name AS model_name, mv.version, mv.kind, (SELECT min(s.since) FROM served s WHERE s.version_id = mv.id)::timestamptz AS first_served,
        array_remove(array_prepend(mv.model_id::text, coalesce((SELECT array_agg(DISTINCT d.served_name) FROM deployments d
            WHERE d.version_id = mv.id AND d.served_name <> ''), '{}')::text[]), NULL)::text[] AS names
 FROM model_versions mv JOIN registered_models m ON m.id = mv.registered_model_id
@@ -130,6 +172,7 @@ type MonitorListServedVersionsRow struct {
 	ID          uuid.UUID `json:"id"`
 	ModelName   string    `json:"model_name"`
 	Version     string    `json:"version"`
+	Kind        string    `json:"kind"`
 	FirstServed time.Time `json:"first_served"`
 	Names       []string  `json:"names"`
 }
@@ -151,6 +194,7 @@ func (q *Queries) MonitorListServedVersions(ctx context.Context, orgID uuid.UUID
 			&i.ID,
 			&i.ModelName,
 			&i.Version,
+			&i.Kind,
 			&i.FirstServed,
 			&i.Names,
 		); err != nil {
@@ -166,7 +210,7 @@ func (q *Queries) MonitorListServedVersions(ctx context.Context, orgID uuid.UUID
 
 const monitorSettingsGet = `-- name: MonitorSettingsGet :one
 
-SELECT org_id, enabled, window_hours, min_samples, latency_p95_ms, feedback_drop, error_rate, shift_test, shift_window_hours, shift_p_value, shift_psi, updated_at FROM monitor_settings WHERE org_id = $1
+SELECT org_id, enabled, window_hours, min_samples, latency_p95_ms, feedback_drop, error_rate, shift_test, shift_window_hours, shift_p_value, shift_psi, updated_at, reward_latency_p95_ms, reward_drift FROM monitor_settings WHERE org_id = $1
 `
 
 // Production monitors: the served versions, what their feedback says in a
@@ -187,33 +231,38 @@ func (q *Queries) MonitorSettingsGet(ctx context.Context, orgID uuid.UUID) (Moni
 		&i.ShiftPValue,
 		&i.ShiftPsi,
 		&i.UpdatedAt,
+		&i.RewardLatencyP95Ms,
+		&i.RewardDrift,
 	)
 	return i, err
 }
 
 const monitorSettingsInsertOrUpdate = `-- name: MonitorSettingsInsertOrUpdate :exec
 INSERT INTO monitor_settings (org_id, enabled, window_hours, min_samples, latency_p95_ms, feedback_drop, error_rate, shift_test,
-    shift_window_hours, shift_p_value, shift_psi, updated_at)
+    shift_window_hours, shift_p_value, shift_psi, reward_latency_p95_ms, reward_drift, updated_at)
 VALUES ($1, $2, $3, $4, $5, $6, $7, $8,
-    $9, $10, $11, now())
+    $9, $10, $11, $12, $13, now())
 ON CONFLICT (org_id) DO UPDATE SET enabled = EXCLUDED.enabled, window_hours = EXCLUDED.window_hours, min_samples = EXCLUDED.min_samples,
     latency_p95_ms = EXCLUDED.latency_p95_ms, feedback_drop = EXCLUDED.feedback_drop, error_rate = EXCLUDED.error_rate,
     shift_test = EXCLUDED.shift_test, shift_window_hours = EXCLUDED.shift_window_hours, shift_p_value = EXCLUDED.shift_p_value,
-    shift_psi = EXCLUDED.shift_psi, updated_at = now()
+    shift_psi = EXCLUDED.shift_psi, reward_latency_p95_ms = EXCLUDED.reward_latency_p95_ms, reward_drift = EXCLUDED.reward_drift,
+    updated_at = now()
 `
 
 type MonitorSettingsInsertOrUpdateParams struct {
-	OrgID            uuid.UUID `json:"org_id"`
-	Enabled          bool      `json:"enabled"`
-	WindowHours      int32     `json:"window_hours"`
-	MinSamples       int32     `json:"min_samples"`
-	LatencyP95Ms     int32     `json:"latency_p95_ms"`
-	FeedbackDrop     float64   `json:"feedback_drop"`
-	ErrorRate        float64   `json:"error_rate"`
-	ShiftTest        string    `json:"shift_test"`
-	ShiftWindowHours int32     `json:"shift_window_hours"`
-	ShiftPValue      float64   `json:"shift_p_value"`
-	ShiftPsi         float64   `json:"shift_psi"`
+	OrgID              uuid.UUID `json:"org_id"`
+	Enabled            bool      `json:"enabled"`
+	WindowHours        int32     `json:"window_hours"`
+	MinSamples         int32     `json:"min_samples"`
+	LatencyP95Ms       int32     `json:"latency_p95_ms"`
+	FeedbackDrop       float64   `json:"feedback_drop"`
+	ErrorRate          float64   `json:"error_rate"`
+	ShiftTest          string    `json:"shift_test"`
+	ShiftWindowHours   int32     `json:"shift_window_hours"`
+	ShiftPValue        float64   `json:"shift_p_value"`
+	ShiftPsi           float64   `json:"shift_psi"`
+	RewardLatencyP95Ms int32     `json:"reward_latency_p95_ms"`
+	RewardDrift        float64   `json:"reward_drift"`
 }
 
 func (q *Queries) MonitorSettingsInsertOrUpdate(ctx context.Context, arg MonitorSettingsInsertOrUpdateParams) error {
@@ -229,6 +278,8 @@ func (q *Queries) MonitorSettingsInsertOrUpdate(ctx context.Context, arg Monitor
 		arg.ShiftWindowHours,
 		arg.ShiftPValue,
 		arg.ShiftPsi,
+		arg.RewardLatencyP95Ms,
+		arg.RewardDrift,
 	)
 	return err
 }

@@ -74,3 +74,34 @@ func (q *Queries) RewardModelCacheList(ctx context.Context, arg RewardModelCache
 	}
 	return items, nil
 }
+
+const rewardModelCallInsertMany = `-- name: RewardModelCallInsertMany :exec
+INSERT INTO reward_model_calls (org_id, version_id, purpose, latency_ms, score)
+SELECT $1::uuid, $2::uuid, $3::text, l.latency_ms, CASE WHEN o.ok THEN s.score END
+FROM unnest($4::float8[]) WITH ORDINALITY AS l(latency_ms, i)
+JOIN unnest($5::float8[]) WITH ORDINALITY AS s(score, j) ON s.j = l.i
+JOIN unnest($6::bool[]) WITH ORDINALITY AS o(ok, k) ON o.k = l.i
+`
+
+type RewardModelCallInsertManyParams struct {
+	OrgID     uuid.UUID `json:"org_id"`
+	VersionID uuid.UUID `json:"version_id"`
+	Purpose   string    `json:"purpose"`
+	Latencies []float64 `json:"latencies"`
+	Scores    []float64 `json:"scores"`
+	Oks       []bool    `json:"oks"`
+}
+
+// The requests one batch sent a version's server: each one's latency and
+// its score (none where ok is false: the server could not score).
+func (q *Queries) RewardModelCallInsertMany(ctx context.Context, arg RewardModelCallInsertManyParams) error {
+	_, err := q.db.Exec(ctx, rewardModelCallInsertMany,
+		arg.OrgID,
+		arg.VersionID,
+		arg.Purpose,
+		arg.Latencies,
+		arg.Scores,
+		arg.Oks,
+	)
+	return err
+}

@@ -12,6 +12,7 @@ import (
 	"github.com/curate/curate/internal/finetune"
 	"github.com/curate/curate/internal/provider"
 	"github.com/curate/curate/internal/provider/local"
+	"github.com/curate/curate/internal/rlaif"
 )
 
 // The training API of Curate's IRS design (seed 003, section 4), mapped
@@ -279,4 +280,26 @@ func (h *Handlers) APITrainMetrics(c echo.Context) error {
 		return err
 	}
 	return c.JSON(http.StatusOK, lines)
+}
+
+// APITrainRewards answers POST /api/train/:id/rewards: a GRPO or PPO run's
+// step of samples scored with the reward formula through Curate's scorers
+// (RLAIF), each kept with its components and the teacher's cost.
+func (h *Handlers) APITrainRewards(c echo.Context) error {
+	if _, err := queryParams(c); err != nil {
+		return err
+	}
+	id, err := pathID(c)
+	if err != nil {
+		return err
+	}
+	var req rlaif.Request
+	if err := decodeJSON(c, &req, ""); err != nil {
+		return err
+	}
+	scored, err := h.RLAIF.ScoreRun(ctx(c), CallerOf(c).OrgID, id, req)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, map[string]any{"data": scored})
 }

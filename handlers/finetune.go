@@ -452,7 +452,9 @@ func (h *Handlers) liveView(ctx context.Context, d finetune.Detail) views.FineTu
 	if err != nil {
 		h.Log.Warn("reading a local run's metrics", "job", d.Job.ID, "err", err)
 	}
-	v.StoppedEarly = finetune.StopReasons(lines)
+	withOptim(&v, finetune.OptimSummary(lines))
+	kept, hasKept := finetune.KeptBest(lines)
+	withMarks(&v, finetune.Stops(lines), kept, hasKept)
 	switch provider.Method(d.Job.Method) {
 	case local.IRS:
 		points, _ := finetune.IRSSummary(lines)
@@ -465,6 +467,13 @@ func (h *Handlers) liveView(ctx context.Context, d finetune.Detail) views.FineTu
 		steps, checks := finetune.PolicySummary(lines)
 		p := policyView(d.Job.Method, steps, checks)
 		v.Policy = &p
+		rsteps, spend, err := h.RLAIF.Steps(ctx, d.Job.OrgID, d.Job.ID)
+		if err != nil {
+			h.Log.Warn("reading a run's RLAIF samples", "job", d.Job.ID, "err", err)
+		} else if spend.Samples > 0 {
+			r := rlaifView(rsteps, spend)
+			v.RLAIF = &r
+		}
 	}
 	return v
 }

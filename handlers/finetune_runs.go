@@ -2,8 +2,12 @@ package handlers
 
 import (
 	"fmt"
+	"maps"
+	"slices"
+	"strconv"
 
 	"github.com/curate/curate/internal/finetune"
+	"github.com/curate/curate/internal/rlaif"
 	"github.com/curate/curate/views"
 )
 
@@ -99,4 +103,113 @@ func sharePercent(f *float64) string {
 		return "—"
 	}
 	return fmt.Sprintf("%.1f%%", *f*100)
+}
+
+// withOptim puts each step's learning rate and gradient norm beside its
+// loss, in the training charts' data and the metrics table; a step that
+// reported only them joins in step order.
+func withOptim(v *views.FineTuneLiveView, points []finetune.OptimPoint) {
+	if len(points) == 0 {
+		return
+	}
+	type row struct {
+		train, valid, lr, gradNorm *float64
+		table                      *views.FineTuneMetricPoint
+	}
+	byStep := map[int]*row{}
+	get := func(step int) *row {
+		r := byStep[step]
+		if r == nil {
+			r = &row{}
+			byStep[step] = r
+		}
+		return r
+	}
+	for i, step := range v.Loss.Step {
+		r := get(step)
+		r.train, r.valid = v.Loss.Train[i], v.Loss.Valid[i]
+	}
+	for i := range v.Metrics {
+		get(v.Metrics[i].Step).table = &v.Metrics[i]
+	}
+	for _, p := range points {
+		r := get(p.Step)
+		r.lr, r.gradNorm = p.LR, p.GradNorm
+		v.HasLR = v.HasLR || p.LR != nil
+		v.HasGradNorm = v.HasGradNorm || p.GradNorm != nil
+	}
+	steps := slices.Sorted(maps.Keys(byStep))
+	loss := views.FineTuneLoss{Marks: v.Loss.Marks}
+	var table []views.FineTuneMetricPoint
+	for _, step := range steps {
+		r := byStep[step]
+		loss.Step = append(loss.Step, step)
+		loss.Train, loss.Valid = append(loss.Train, r.train), append(loss.Valid, r.valid)
+		loss.LR, loss.GradNorm = append(loss.LR, r.lr), append(loss.GradNorm, r.gradNorm)
+		t := views.FineTuneMetricPoint{Step: step, TrainLoss: "—", TrainAcc: "—", ValidLoss: "—", ValidAcc: "—"}
+		if r.table != nil {
+			t = *r.table
+		}
+		t.LR, t.GradNorm = lrText(r.lr), numPtr(r.gradNorm)
+		table = append(table, t)
+	}
+	v.Loss, v.Metrics = loss, table
+}
+
+// lrText is a learning rate as the table shows it: 2e-05, 0.0002.
+func lrText(f *float64) string {
+	if f == nil {
+		return "—"
+	}
+	return strconv.FormatFloat(*f, 'g', 3, 64)
+}
+
+// withMarks marks on the loss chart, and says above it, the steps where a
+// run stopped early and whose weights save-best kept.
+func withMarks(v *views.FineTuneLiveView, stops []finetune.Stop, kept finetune.Kept, hasKept bool) {
+	for _, s := range stops {
+		v.StoppedEarly = append(v.StoppedEarly, s.Reason)
+		if s.Step != nil {
+			v.Loss.Marks = append(v.Loss.Marks, views.FineTuneMark{Step: *s.Step, Label: "stopped early: " + s.Reason})
+		}
+	}
+	if !hasKept {
+		return
+	}
+	v.Kept = fmt.Sprintf("the weights of epoch %d (step %d), whose validation loss %s was the lowest, rather than those of the last epoch.",
+		kept.Epoch, kept.Step, numPtr(kept.EvalLoss))
+	v.Loss.Marks = append(v.Loss.Marks, views.FineTuneMark{Step: kept.Step, Label: fmt.Sprintf("the kept model (epoch %d, validation loss %s)",
+		kept.Epoch, numPtr(kept.EvalLoss))})
+}
+
+// rlaifView is a run's RLAIF samples for the job page: the mean reward and
+// each component's mean by step, and the teacher's spend.
+func rlaifView(steps []rlaif.Step, spend rlaif.Spend) views.FineTuneRLAIF {
+	v := views.FineTuneRLAIF{Samples: spend.Samples, Steps: len(steps), Conflicts: spend.Conflicts, RedTeam: spend.RedTeam,
+		TeacherCalls: spend.TeacherCalls, TeacherCost: spend.TeacherCost.String()}
+	names := map[string]bool{}
+	for _, s := range steps {
+		for n := range s.Components {
+			names[n] = true
+		}
+	}
+	v.Components = slices.Sorted(maps.Keys(names))
+	for _, n := range v.Components {
+		v.Series.Components = append(v.Series.Components, views.FineTuneRLAIFComponent{Name: n})
+	}
+	for _, s := range steps {
+		v.Series.Step = append(v.Series.Step, s.Step)
+		v.Series.Reward = append(v.Series.Reward, s.MeanReward)
+		row := views.FineTuneRLAIFRow{Step: s.Step, Samples: s.Samples, Conflicts: s.Conflicts, Reward: numPtr(s.MeanReward)}
+		for i, n := range v.Components {
+			var val *float64
+			if x, ok := s.Components[n]; ok {
+				val = &x
+			}
+			v.Series.Components[i].Values = append(v.Series.Components[i].Values, val)
+			row.Components = append(row.Components, numPtr(val))
+		}
+		v.Rows = append(v.Rows, row)
+	}
+	return v
 }

@@ -174,12 +174,18 @@ func (h *Handlers) renderConflicts(c echo.Context, status int, resolved bool, m 
 		return err
 	}
 	for _, r := range rows {
-		row := views.ConflictRow{ID: r.ID.String(), FeedbackID: r.FeedbackID.String(), Query: r.QueryPreview, Response: r.ResponsePreview,
+		row := views.ConflictRow{ID: r.ID.String(), FeedbackID: r.FeedbackID.UUID.String(), Query: r.QueryPreview, Response: r.ResponsePreview,
 			Human: humanScore(r), Judge: strconv.FormatFloat(r.JudgeScore, 'f', 2, 64), Critique: r.Critique, Unsafe: r.JudgeSafetyFlag,
 			JudgeName: fmt.Sprintf("%s · %s v%d", r.Endpoint, r.Template, r.TemplateVersion), Note: r.Note, ResolvedBy: r.ResolvedByLabel,
 			ResolvedAt: views.WhenPtr(r.ResolvedAt), Created: views.When(r.CreatedAt)}
 		if r.Resolution.Valid {
 			row.Resolution = string(r.Resolution.ConflictResolution)
+		}
+		if r.TrainingJobID.Valid {
+			// A training run's sample: the teacher against the rules.
+			row.TrainingJobID, row.FeedbackID = r.TrainingJobID.UUID.String(), ""
+			row.Human = "rules " + strconv.FormatFloat(r.HumanScore, 'f', 2, 64)
+			row.JudgeName = "the teacher of a training run"
 		}
 		m.Rows = append(m.Rows, row)
 	}
@@ -191,7 +197,7 @@ func humanScore(r db.JudgeConflictListRow) string {
 	if r.Rating.Valid {
 		return fmt.Sprintf("%d of 5", r.Rating.Int16)
 	}
-	return views.Label(string(r.FeedbackType))
+	return views.Label(string(r.FeedbackType.FeedbackType))
 }
 
 // ConflictResolve records an expert's verdict on a conflict.

@@ -15,7 +15,7 @@ import (
 
 // MonitorList is the production monitors' page: each served version's
 // latency, feedback rate, error rate and score distribution against their
-// limits now; ?version= shows one, the evidence its alerts link to.
+// limits now (a reward model's latency and score drift); ?version= shows one, the evidence its alerts link to.
 func (h *Handlers) MonitorList(c echo.Context) error {
 	var only uuid.UUID
 	if s := c.QueryParam("version"); s != "" {
@@ -35,7 +35,7 @@ func (h *Handlers) MonitorList(c echo.Context) error {
 			continue
 		}
 		mv := views.MonitorVersion{ID: v.ID.String(), Name: v.Model + " " + v.Version, FirstServed: views.When(v.FirstServed),
-			Window: "at " + views.When(v.Until)}
+			Window: "at " + views.When(v.Until), Reward: v.Kind == "reward"}
 		for _, r := range v.Readings {
 			state := "waiting"
 			switch {
@@ -65,9 +65,11 @@ func thresholdsText(st monitors.Settings) string {
 	}
 	return fmt.Sprintf("Every served version is read over the last %s with the alert rules every five minutes: a latency p95 above %g s, "+
 		"feedback down more than %g%% on the same hours a week ago, more than %g%% of feedback reporting an error, and %s between the live "+
-		"scores of the last %s and of the version's first week each open an alert. A monitor judges only with at least %d items.",
+		"scores of the last %s and of the version's first week each open an alert. A reward model is read on the requests Curate sends it: "+
+		"their latency p95 above %d ms, and its mean live score over the last %s moving more than %g from its first week's. "+
+		"A monitor judges only with at least %d items.",
 		lastHours(st.WindowHours), float64(st.LatencyP95MS)/1000, 100*st.FeedbackDrop, 100*st.ErrorRate, shift,
-		lastHours(st.ShiftWindowHours), st.MinSamples)
+		lastHours(st.ShiftWindowHours), st.RewardLatencyP95MS, lastHours(st.ShiftWindowHours), st.RewardDrift, st.MinSamples)
 }
 
 // lastHours is a window in words after "the last": "hour", "24 hours".

@@ -60,15 +60,17 @@ var labels = map[string]string{
 	"vllm_pooling":       "vLLM pooling runner",
 
 	// Experiments' analysis and the production monitors.
-	"avg_judge_score":       "Average judge score",
-	"bh":                    "Benjamini–Hochberg",
-	"holm":                  "Holm",
-	"monitor_latency":       "Latency p95",
-	"monitor_feedback_rate": "Feedback rate",
-	"monitor_error_rate":    "Error rate",
-	"monitor_score_shift":   "Score shift",
-	"ks":                    "Kolmogorov–Smirnov test",
-	"psi":                   "Population stability index",
+	"avg_judge_score":        "Average judge score",
+	"bh":                     "Benjamini–Hochberg",
+	"holm":                   "Holm",
+	"monitor_latency":        "Latency p95",
+	"monitor_feedback_rate":  "Feedback rate",
+	"monitor_error_rate":     "Error rate",
+	"monitor_score_shift":    "Score shift",
+	"monitor_reward_latency": "Reward model latency p95",
+	"monitor_reward_drift":   "Reward model score drift",
+	"ks":                     "Kolmogorov–Smirnov test",
+	"psi":                    "Population stability index",
 
 	// Loops, hygiene and routing.
 	"waiting_approval":    "Waiting for approval",

@@ -225,5 +225,13 @@ func TestBrowserLocalFineTune(t *testing.T) {
 	if got := eval[string](t, ctx, `[...document.querySelectorAll('.ft-local-setting')].map(e => e.textContent).join(',')`); got != "16" {
 		t.Errorf("local settings shown %q, want the LoRA rank 16", got)
 	}
+	// The learning rate and the gradient norm are drawn beside the loss,
+	// on whole steps.
+	waitFor(t, ctx, `document.querySelector('.chart[data-chart="ft-lr"] canvas') !== null && document.querySelector('.chart[data-chart="ft-grad-norm"] canvas') !== null`)
+	for id, want := range map[string]string{"#ft-lr-chart": "Step,Learning rate", "#ft-grad-norm-chart": "Step,Gradient norm"} {
+		if got := eval[string](t, ctx, `[...document.querySelectorAll('`+id+` .u-legend .u-label')].map(e => e.textContent).join(',')`); got != want {
+			t.Errorf("%s legend %q, want %q", id, got, want)
+		}
+	}
 	webtest.Screenshot(t, ctx, "finetune-local-job")
 }

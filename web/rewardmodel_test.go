@@ -232,4 +232,41 @@ func TestRewardModelScorer(t *testing.T) {
 			t.Errorf("%v: %+v; want %s: %s", tc.body, p, tc.field, tc.words)
 		}
 	}
+
+	// In production the reward model has its own monitors: its latency
+	// over every request sent it (best-of-N's six and the evaluation's),
+	// its score drift over the live ones only (best-of-N's).
+	var mons struct {
+		Data []struct {
+			VersionID string `json:"version_id"`
+			Kind      string `json:"kind"`
+			Monitors  []struct {
+				Kind    string `json:"kind"`
+				Samples int    `json:"samples"`
+			} `json:"monitors"`
+		} `json:"data"`
+	}
+	s.API(viewer, http.MethodGet, "/api/monitors", nil).Must(t, http.StatusOK).JSON(t, &mons)
+	found := false
+	for _, v := range mons.Data {
+		if v.VersionID != rmv.ID {
+			continue
+		}
+		found = true
+		if v.Kind != "reward" || len(v.Monitors) != 2 || v.Monitors[0].Kind != "monitor_reward_latency" || v.Monitors[0].Samples != 6+len(asked) ||
+			v.Monitors[1].Kind != "monitor_reward_drift" || v.Monitors[1].Samples != 6 {
+			t.Errorf("the reward model's monitors %+v; want %d requests, 6 live", v, 6+len(asked))
+		}
+	}
+	if !found {
+		t.Errorf("the reward model in production is not monitored: %+v", mons.Data)
+	}
+	s.User(seeded.OrgID, "vic@acme.test", "viewer")
+	page := s.SignedIn("vic@acme.test").Get("/monitors?version="+rmv.ID).Must(t, http.StatusOK)
+	for _, want := range []string{`<span class="badge">Reward model</span>`, `data-monitor="monitor_reward_latency"`, "Reward model latency p95",
+		`data-monitor="monitor_reward_drift"`, "The reward model&#39;s first week is not over", "latency p95 above 100 ms"} {
+		if !strings.Contains(page.Body, want) {
+			t.Errorf("the monitors page lacks %q", want)
+		}
+	}
 }

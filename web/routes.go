@@ -270,6 +270,7 @@ func Routes(h *handlers.Handlers) []Route {
 		{POST, "/api/train", auth.Admin, h.APITrain},
 		{GET, "/api/train/status/:id", auth.Viewer, h.APITrainStatus},
 		{GET, "/api/train/:id/metrics", auth.Viewer, h.APITrainMetrics},
+		{POST, "/api/train/:id/rewards", auth.Curator, h.APITrainRewards},
 
 		// Loops: the loop by itself, data hygiene and routing.
 		{GET, "/loops", auth.Viewer, h.LoopList},

@@ -112,17 +112,22 @@ WHERE id = @id AND status NOT IN ('succeeded', 'failed');
 
 -- name: JudgeConflictInsert :exec
 INSERT INTO judge_conflicts (org_id, agreement_id, feedback_id, human_score, judge_score, judge_safety_flag, critique)
-VALUES (@org_id, @agreement_id, @feedback_id, @human_score, @judge_score, @judge_safety_flag, @critique)
+VALUES (@org_id, @agreement_id::uuid, @feedback_id::uuid, @human_score, @judge_score, @judge_safety_flag, @critique)
 ON CONFLICT (agreement_id, feedback_id) DO NOTHING;
 
 -- name: JudgeConflictList :many
 -- The conflict queue: open conflicts first, newest first, with the item's
--- question and answer.
-SELECT c.*, left(f.query, 300)::text AS query_preview, left(f.response, 300)::text AS response_preview,
-       f.feedback_type, f.rating, a.endpoint, a.template, a.template_version
+-- question and answer: a rated feedback item the judge disagreed with, or
+-- a training run's sample whose teacher and rules disagreed (its job in
+-- training_job_id, the rules' score as human_score).
+SELECT c.*, left(coalesce(f.query, s.prompt), 300)::text AS query_preview,
+       left(coalesce(f.response, s.completion), 300)::text AS response_preview,
+       f.feedback_type, f.rating, coalesce(a.endpoint, '')::text AS endpoint, coalesce(a.template, '')::text AS template,
+       coalesce(a.template_version, 0)::int AS template_version, s.job_id AS training_job_id
 FROM judge_conflicts c
-JOIN feedback f ON f.id = c.feedback_id
-JOIN judge_agreements a ON a.id = c.agreement_id
+LEFT JOIN feedback f ON f.id = c.feedback_id
+LEFT JOIN judge_agreements a ON a.id = c.agreement_id
+LEFT JOIN rlaif_samples s ON s.id = c.rlaif_sample_id
 WHERE c.org_id = @org_id AND (@resolved::bool = (c.resolution IS NOT NULL))
 ORDER BY c.created_at DESC, c.id
 LIMIT 200;

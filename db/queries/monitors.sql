@@ -6,13 +6,14 @@ SELECT * FROM monitor_settings WHERE org_id = @org_id;
 
 -- name: MonitorSettingsInsertOrUpdate :exec
 INSERT INTO monitor_settings (org_id, enabled, window_hours, min_samples, latency_p95_ms, feedback_drop, error_rate, shift_test,
-    shift_window_hours, shift_p_value, shift_psi, updated_at)
+    shift_window_hours, shift_p_value, shift_psi, reward_latency_p95_ms, reward_drift, updated_at)
 VALUES (@org_id, @enabled, @window_hours, @min_samples, @latency_p95_ms, @feedback_drop, @error_rate, @shift_test,
-    @shift_window_hours, @shift_p_value, @shift_psi, now())
+    @shift_window_hours, @shift_p_value, @shift_psi, @reward_latency_p95_ms, @reward_drift, now())
 ON CONFLICT (org_id) DO UPDATE SET enabled = EXCLUDED.enabled, window_hours = EXCLUDED.window_hours, min_samples = EXCLUDED.min_samples,
     latency_p95_ms = EXCLUDED.latency_p95_ms, feedback_drop = EXCLUDED.feedback_drop, error_rate = EXCLUDED.error_rate,
     shift_test = EXCLUDED.shift_test, shift_window_hours = EXCLUDED.shift_window_hours, shift_p_value = EXCLUDED.shift_p_value,
-    shift_psi = EXCLUDED.shift_psi, updated_at = now();
+    shift_psi = EXCLUDED.shift_psi, reward_latency_p95_ms = EXCLUDED.reward_latency_p95_ms, reward_drift = EXCLUDED.reward_drift,
+    updated_at = now();
 
 -- name: MonitorListServedVersions :many
 -- The versions served now: by a deployment still loaded, or as an arm of
@@ -32,7 +33,7 @@ live AS (
     SELECT a.model_version_id FROM experiment_arms a JOIN experiments e ON e.id = a.experiment_id
     WHERE e.org_id = @org_id AND e.status IN ('running', 'paused')
 )
-SELECT mv.id, m.name AS model_name, mv.version, (SELECT min(s.since) FROM served s WHERE s.version_id = mv.id)::timestamptz AS first_served,
+SELECT mv.id, m.name AS model_name, mv.version, mv.kind, (SELECT min(s.since) FROM served s WHERE s.version_id = mv.id)::timestamptz AS first_served,
        array_remove(array_prepend(mv.model_id::text, coalesce((SELECT array_agg(DISTINCT d.served_name) FROM deployments d
            WHERE d.version_id = mv.id AND d.served_name <> ''), '{}')::text[]), NULL)::text[] AS names
 FROM model_versions mv JOIN registered_models m ON m.id = mv.registered_model_id
@@ -59,3 +60,13 @@ WHERE s.org_id = @org_id AND s.status = 'scored' AND f.created_at >= @since AND 
   AND (f.model = ANY(@names::text[]) OR EXISTS (SELECT 1 FROM experiment_arms a
         WHERE a.experiment_id = f.experiment_id AND a.name = f.experiment_arm AND a.model_version_id = @version_id))
 ORDER BY f.created_at DESC LIMIT @row_limit;
+
+-- name: MonitorGetRewardCalls :one
+-- A reward model's requests in a window: how many, their latency p95, and
+-- how many live ones scored with their mean score.
+SELECT count(*)::bigint AS calls,
+       coalesce(percentile_cont(0.95) WITHIN GROUP (ORDER BY c.latency_ms), 0)::float8 AS latency_p95,
+       count(*) FILTER (WHERE c.purpose = 'live' AND c.score IS NOT NULL)::bigint AS live_scored,
+       coalesce(avg(c.score) FILTER (WHERE c.purpose = 'live'), 0)::float8 AS live_mean
+FROM reward_model_calls c
+WHERE c.org_id = @org_id AND c.version_id = @version_id AND c.created_at >= @since AND c.created_at < @until;

@@ -45,6 +45,7 @@ import (
 	"github.com/curate/curate/internal/review"
 	"github.com/curate/curate/internal/reward"
 	"github.com/curate/curate/internal/rewardmodel"
+	"github.com/curate/curate/internal/rlaif"
 	"github.com/curate/curate/internal/routing"
 	"github.com/curate/curate/internal/scratch"
 	"github.com/curate/curate/internal/secrets"
@@ -110,6 +111,10 @@ type Services struct {
 	// RewardModels scores answers with served reward models, for
 	// best-of-N, evaluations and experiments' live scoring.
 	RewardModels *rewardmodel.Service
+	// RLAIF scores a policy-training run's samples with the reward formula
+	// (rules, the judge as the teacher, reward models), keeps them and
+	// queues teacher-versus-rules conflicts.
+	RLAIF *rlaif.Service
 	// Review hands items to several reviewers, measures their agreement
 	// and settles their disagreements.
 	Review *review.Service
@@ -223,6 +228,7 @@ func New(cfg config.Config, pool *pgxpool.Pool, log *slog.Logger) (*Services, er
 		// panels do.
 		Overview:     overview.New(pool, exp),
 		RewardModels: rms,
+		RLAIF:        rlaif.New(pool, jd, eps, rw, rms),
 		Review:       rv,
 		LiveScore:    livescore.New(pool, inserter, livescore.JudgeScorer{Judge: jd}, jd),
 		Monitors:     mon,

@@ -366,7 +366,7 @@ func (s *Service) scoreByRewardModel(ctx context.Context, orgID uuid.UUID, r Req
 	for i, c := range cands {
 		ins[i] = scorers.Input{Query: r.Query, Context: ctxDocs, Answer: c.Text}
 	}
-	scores, err := s.RewardModels.Score(ctx, orgID, m, ins)
+	scores, err := s.RewardModels.Score(ctx, orgID, m, rewardmodel.Live, ins)
 	if err != nil {
 		return uuid.Nil, err
 	}

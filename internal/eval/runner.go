@@ -364,7 +364,7 @@ func (s *scorer) rewardModel(ctx context.Context, rm scorers.RewardModel, in sco
 	if err != nil {
 		return scorers.Score{}, err
 	}
-	got, err := s.rewardModels.Score(ctx, s.orgID, m, []scorers.Input{in})
+	got, err := s.rewardModels.Score(ctx, s.orgID, m, rewardmodel.Evaluation, []scorers.Input{in})
 	if err != nil {
 		return scorers.Score{}, err
 	}

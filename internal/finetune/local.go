@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"slices"
 
 	"github.com/curate/curate/db"
 	"github.com/curate/curate/internal/provider/local"
@@ -184,13 +185,86 @@ func PolicySummary(lines []json.RawMessage) (steps []PolicyPoint, checks []HeldO
 // lines: early stopping, the KL bound, reward hacking), oldest first.
 func StopReasons(lines []json.RawMessage) []string {
 	var out []string
+	for _, s := range Stops(lines) {
+		out = append(out, s.Reason)
+	}
+	return out
+}
+
+// OptimPoint is one training step's optimiser readings from
+// metrics.jsonl: the learning rate the step used and the gradient norm
+// before clipping; nil where the trainer did not report one.
+type OptimPoint struct {
+	Step     int      `json:"step"`
+	LR       *float64 `json:"lr"`
+	GradNorm *float64 `json:"grad_norm"`
+}
+
+// OptimSummary reads every method's training steps (TRAINING lines with
+// lr or grad_norm) from metrics.jsonl lines, in step order; a step
+// reported twice (an IRS iteration's SFT step after a resume) keeps its
+// last reading.
+func OptimSummary(lines []json.RawMessage) []OptimPoint {
+	var out []OptimPoint
+	at := map[int]int{}
+	for _, l := range lines {
+		var p struct {
+			OptimPoint
+			Phase string `json:"phase"`
+		}
+		if json.Unmarshal(l, &p) != nil || p.Phase != "TRAINING" || p.LR == nil && p.GradNorm == nil {
+			continue
+		}
+		if i, seen := at[p.Step]; seen {
+			out[i] = p.OptimPoint
+			continue
+		}
+		at[p.Step] = len(out)
+		out = append(out, p.OptimPoint)
+	}
+	slices.SortStableFunc(out, func(a, b OptimPoint) int { return a.Step - b.Step })
+	return out
+}
+
+// Kept is the model a run kept when its last epoch was not its best
+// (save-best): the epoch and step whose weights it has, and their
+// validation loss.
+type Kept struct {
+	Epoch    int      `json:"best_epoch"`
+	Step     int      `json:"best_step"`
+	EvalLoss *float64 `json:"best_eval_loss"`
+}
+
+// KeptBest reads the last best_epoch line of metrics.jsonl lines; ok is
+// false when the run reported none (no validation file, or still running).
+func KeptBest(lines []json.RawMessage) (k Kept, ok bool) {
+	for _, l := range lines {
+		var b Kept
+		if json.Unmarshal(l, &b) == nil && b.Epoch > 0 {
+			k, ok = b, true
+		}
+	}
+	return k, ok
+}
+
+// Stop is one stop line of metrics.jsonl: the step (nil when not given)
+// at which the run ended early, and why.
+type Stop struct {
+	Step   *int   `json:"step"`
+	Epoch  *int   `json:"epoch"`
+	Reason string `json:"reason"`
+}
+
+// Stops are a run's STOPPED lines, oldest first.
+func Stops(lines []json.RawMessage) []Stop {
+	var out []Stop
 	for _, l := range lines {
 		var s struct {
-			Phase  string `json:"phase"`
-			Reason string `json:"reason"`
+			Stop
+			Phase string `json:"phase"`
 		}
 		if json.Unmarshal(l, &s) == nil && s.Phase == "STOPPED" && s.Reason != "" {
-			out = append(out, s.Reason)
+			out = append(out, s.Stop)
 		}
 	}
 	return out

@@ -55,3 +55,36 @@ func TestRunSummaries(t *testing.T) {
 		t.Errorf("stop reasons %q", got)
 	}
 }
+
+// Every method's training steps give their learning rate and gradient
+// norm in step order (a step read twice keeps its last reading); the
+// kept model and the stops come with their steps.
+func TestOptimAndMarks(t *testing.T) {
+	ls := lines(
+		`{"ts":"t","phase":"TRAINING","step":2,"epoch":1,"loss":0.6,"lr":1e-05,"grad_norm":0.8}`,
+		`{"ts":"t","phase":"TRAINING","step":1,"epoch":1,"loss":0.7,"lr":2e-05}`,
+		`{"ts":"t","phase":"EVALUATING","step":2,"epoch":1,"eval_loss":0.5,"lr":9}`,
+		`{"ts":"t","phase":"TRAINING","step":3,"epoch":2,"loss":0.5,"grad_norm":2.5}`,
+		`{"ts":"t","phase":"TRAINING","step":2,"epoch":1,"loss":0.6,"lr":1.5e-05,"grad_norm":0.9}`,
+		`{"ts":"t","phase":"TRAINING","step":4,"epoch":2,"loss":0.5}`,
+		`{"ts":"t","phase":"STOPPED","step":3,"epoch":2,"reason":"validation loss has not improved"}`,
+		`{"ts":"t","phase":"STOPPED","reason":"reward hacking"}`,
+		`{"ts":"t","phase":"EVALUATING","step":3,"best_epoch":1,"best_step":2,"best_eval_loss":0.5}`,
+	)
+	f := func(v float64) *float64 { return &v }
+	want := []finetune.OptimPoint{{Step: 1, LR: f(2e-05)}, {Step: 2, LR: f(1.5e-05), GradNorm: f(0.9)}, {Step: 3, GradNorm: f(2.5)}}
+	if got := finetune.OptimSummary(ls); !reflect.DeepEqual(got, want) {
+		t.Errorf("optimiser readings %+v", got)
+	}
+	kept, ok := finetune.KeptBest(ls)
+	if !ok || kept.Epoch != 1 || kept.Step != 2 || *kept.EvalLoss != 0.5 {
+		t.Errorf("kept %+v %v", kept, ok)
+	}
+	if _, ok := finetune.KeptBest(ls[:8]); ok {
+		t.Error("a run that reported no best epoch kept one")
+	}
+	stops := finetune.Stops(ls)
+	if len(stops) != 2 || *stops[0].Step != 3 || stops[0].Reason != "validation loss has not improved" || stops[1].Step != nil {
+		t.Errorf("stops %+v", stops)
+	}
+}

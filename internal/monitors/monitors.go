@@ -3,7 +3,10 @@
 // of the previous week, its error rate (feedback that reports error: true)
 // over a threshold, and the distribution of its live scores shifting from
 // its first week (a two-sample Kolmogorov–Smirnov test, or the population
-// stability index). The alert rules' periodic evaluation asks for the
+// stability index). A reward model in production (a version of kind
+// reward) is watched on its own requests instead: their latency p95 over a
+// threshold (seed 001's 100 ms), and the mean of its live scores drifting
+// from that of its first week. The alert rules' periodic evaluation asks for the
 // conditions (Conditions): a breach is an alert with a link to its
 // evidence, the monitors page, and a running rollout whose treatment has
 // an open one rolls back as on a guardrail's breach.
@@ -35,10 +38,17 @@ const (
 	KindFeedbackRate = "monitor_feedback_rate"
 	KindErrorRate    = "monitor_error_rate"
 	KindScoreShift   = "monitor_score_shift"
+
+	KindRewardLatency = "monitor_reward_latency"
+	KindRewardDrift   = "monitor_reward_drift"
 )
 
-// Kinds lists them in the order a page shows them.
-var Kinds = []string{KindLatency, KindFeedbackRate, KindErrorRate, KindScoreShift}
+// Kinds lists an answering model's monitors in the order a page shows
+// them; RewardKinds a reward model's.
+var (
+	Kinds       = []string{KindLatency, KindFeedbackRate, KindErrorRate, KindScoreShift}
+	RewardKinds = []string{KindRewardLatency, KindRewardDrift}
+)
 
 // Shift tests.
 const (
@@ -68,13 +78,21 @@ type Settings struct {
 	ShiftWindowHours int     `json:"shift_window_hours"`
 	ShiftPValue      float64 `json:"shift_p_value"`
 	ShiftPSI         float64 `json:"shift_psi"`
+	// RewardLatencyP95MS: a reward model's requests of the window with a
+	// latency p95 above it breach. RewardDrift: the mean of its live
+	// scores in the shift window further than it (on 0–1) from the mean
+	// of its first week breaches.
+	RewardLatencyP95MS int     `json:"reward_latency_p95_ms"`
+	RewardDrift        float64 `json:"reward_drift"`
 }
 
 // Defaults are the design's: latency over 2 s, a feedback rate drop over
-// 20%, an error rate over 1%, and a score distribution shift.
+// 20%, an error rate over 1%, and a score distribution shift; a reward
+// model's latency over seed 001's 100 ms and its mean score moving by
+// more than 0.1.
 func Defaults() Settings {
 	return Settings{Enabled: true, WindowHours: 1, MinSamples: 20, LatencyP95MS: 2000, FeedbackDrop: 0.2, ErrorRate: 0.01,
-		ShiftTest: ShiftKS, ShiftWindowHours: 24, ShiftPValue: 0.01, ShiftPSI: 0.2}
+		ShiftTest: ShiftKS, ShiftWindowHours: 24, ShiftPValue: 0.01, ShiftPSI: 0.2, RewardLatencyP95MS: 100, RewardDrift: 0.1}
 }
 
 // Validate checks settings as an admin gives them.
@@ -107,6 +125,12 @@ func (s Settings) Validate() error {
 	if !(s.ShiftPSI > 0 && s.ShiftPSI <= 100) {
 		v.Add("shift_psi", "must be above 0 and at most 100")
 	}
+	if s.RewardLatencyP95MS < 1 || s.RewardLatencyP95MS > 3_600_000 {
+		v.Add("reward_latency_p95_ms", "must be 1 to 3600000 milliseconds")
+	}
+	if !(s.RewardDrift > 0 && s.RewardDrift < 1) {
+		v.Add("reward_drift", "must lie between 0 and 1 (0.1 is a tenth of the score's range)")
+	}
 	return v.Err()
 }
 
@@ -136,6 +160,49 @@ type Window struct {
 	LatencyP95                    float64
 	BaselineFeedback              int
 	Scores, Reference             []float64
+}
+
+// RewardWindow is what the monitors read of a reward model: its requests
+// in the window and their latency p95, its live scores in the shift
+// window and their mean, and those of its first week (RefReady false
+// while that week lasts).
+type RewardWindow struct {
+	Calls         int
+	LatencyP95    float64
+	Live          int
+	LiveMean      float64
+	RefReady      bool
+	Reference     int
+	ReferenceMean float64
+}
+
+// ReadReward applies a reward model's monitors to its window.
+func ReadReward(s Settings, w RewardWindow) []Reading {
+	window := hoursText(s.WindowHours)
+	lat := Reading{Kind: KindRewardLatency, Threshold: float64(s.RewardLatencyP95MS), Samples: w.Calls, Value: w.LatencyP95}
+	if lat.Ready = w.Calls >= s.MinSamples; lat.Ready {
+		lat.Breached = w.LatencyP95 > lat.Threshold
+		lat.Text = fmt.Sprintf("p95 %s over the last %s (%d requests scored); the limit is %s.", millis(w.LatencyP95), window,
+			w.Calls, millis(lat.Threshold))
+	} else {
+		lat.Text = fmt.Sprintf("%d requests in the last %s; at least %d are needed.", w.Calls, window, s.MinSamples)
+	}
+	drift := Reading{Kind: KindRewardDrift, Threshold: s.RewardDrift, Samples: w.Live, Reference: w.Reference}
+	shiftWindow := hoursText(s.ShiftWindowHours)
+	switch {
+	case !w.RefReady:
+		drift.Text = "The reward model's first week is not over: its live scores are the baseline."
+	case w.Live < s.MinSamples || w.Reference < s.MinSamples:
+		drift.Text = fmt.Sprintf("%d live scores in the first week and %d in the last %s; at least %d of each are needed.",
+			w.Reference, w.Live, shiftWindow, s.MinSamples)
+	default:
+		drift.Ready = true
+		drift.Value = w.LiveMean - w.ReferenceMean
+		drift.Breached = math.Abs(drift.Value) > s.RewardDrift
+		drift.Text = fmt.Sprintf("Mean live score %.3f over the last %s (%d scores) against %.3f in the first week (%d): %s; a move over %g alerts.",
+			w.LiveMean, shiftWindow, w.Live, w.ReferenceMean, w.Reference, signed(drift.Value), s.RewardDrift)
+	}
+	return []Reading{lat, drift}
 }
 
 // Read applies the monitors to a version's window.
@@ -213,6 +280,17 @@ func seconds(ms float64) string {
 	return strconv.FormatFloat(math.Round(ms/10)/100, 'f', -1, 64) + " s"
 }
 
+func millis(ms float64) string {
+	return strconv.FormatFloat(math.Round(ms*10)/10, 'f', -1, 64) + " ms"
+}
+
+func signed(x float64) string {
+	if x >= 0 {
+		return "+" + strconv.FormatFloat(x, 'f', 3, 64)
+	}
+	return "−" + strconv.FormatFloat(-x, 'f', 3, 64)
+}
+
 func pct(x float64) string { return strconv.FormatFloat(math.Round(x*1000)/10, 'f', -1, 64) + "%" }
 
 func change(x float64) string {
@@ -263,7 +341,7 @@ func load(ctx context.Context, q *db.Queries, orgID uuid.UUID) (Settings, error)
 	}
 	return Settings{Enabled: r.Enabled, WindowHours: int(r.WindowHours), MinSamples: int(r.MinSamples), LatencyP95MS: int(r.LatencyP95Ms),
 		FeedbackDrop: r.FeedbackDrop, ErrorRate: r.ErrorRate, ShiftTest: r.ShiftTest, ShiftWindowHours: int(r.ShiftWindowHours),
-		ShiftPValue: r.ShiftPValue, ShiftPSI: r.ShiftPsi}, nil
+		ShiftPValue: r.ShiftPValue, ShiftPSI: r.ShiftPsi, RewardLatencyP95MS: int(r.RewardLatencyP95Ms), RewardDrift: r.RewardDrift}, nil
 }
 
 // SaveSettings validates and stores an organisation's monitor settings,
@@ -276,7 +354,8 @@ func (s *Service) SaveSettings(ctx context.Context, actor audit.Actor, orgID uui
 		if err := q.MonitorSettingsInsertOrUpdate(ctx, db.MonitorSettingsInsertOrUpdateParams{OrgID: orgID, Enabled: st.Enabled,
 			WindowHours: int32(st.WindowHours), MinSamples: int32(st.MinSamples), LatencyP95Ms: int32(st.LatencyP95MS),
 			FeedbackDrop: st.FeedbackDrop, ErrorRate: st.ErrorRate, ShiftTest: st.ShiftTest, ShiftWindowHours: int32(st.ShiftWindowHours),
-			ShiftPValue: st.ShiftPValue, ShiftPsi: st.ShiftPSI}); err != nil {
+			ShiftPValue: st.ShiftPValue, ShiftPsi: st.ShiftPSI, RewardLatencyP95Ms: int32(st.RewardLatencyP95MS),
+			RewardDrift: st.RewardDrift}); err != nil {
 			return err
 		}
 		return audit.Record(ctx, q, actor, audit.Entry{OrgID: orgID, Action: "monitors.settings", TargetType: "monitor_settings",
@@ -289,6 +368,7 @@ type Version struct {
 	ID          uuid.UUID `json:"version_id"`
 	Model       string    `json:"model"`
 	Version     string    `json:"version"`
+	Kind        string    `json:"kind"` // full, lora or reward: a reward model has its own monitors
 	FirstServed time.Time `json:"first_served"`
 	Since       time.Time `json:"since"`
 	Until       time.Time `json:"until"`
@@ -306,6 +386,9 @@ func (s *Service) Check(ctx context.Context, orgID uuid.UUID, now time.Time) (Se
 	return st, vs, err
 }
 
+// rewardKind is a reward model's version kind (models.KindReward).
+const rewardKind = "reward"
+
 // week is a version's reference period for its scores and the feedback
 // rate's lag.
 const week = 7 * 24 * time.Hour
@@ -318,6 +401,15 @@ func check(ctx context.Context, q *db.Queries, orgID uuid.UUID, st Settings, now
 	since := now.Add(-time.Duration(st.WindowHours) * time.Hour)
 	out := make([]Version, 0, len(served))
 	for _, v := range served {
+		if v.Kind == rewardKind {
+			w, err := rewardWindow(ctx, q, orgID, st, v.ID, v.FirstServed, now)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, Version{ID: v.ID, Model: v.ModelName, Version: v.Version, Kind: v.Kind, FirstServed: v.FirstServed,
+				Since: since, Until: now, Readings: ReadReward(st, w)})
+			continue
+		}
 		p := db.MonitorGetWindowParams{OrgID: orgID, Since: since, Until: now, Names: v.Names, VersionID: v.ID}
 		cur, err := q.MonitorGetWindow(ctx, p)
 		if err != nil {
@@ -344,10 +436,35 @@ func check(ctx context.Context, q *db.Queries, orgID uuid.UUID, st Settings, now
 				w.Reference = []float64{}
 			}
 		}
-		out = append(out, Version{ID: v.ID, Model: v.ModelName, Version: v.Version, FirstServed: v.FirstServed, Since: since, Until: now,
-			Readings: Read(st, w)})
+		out = append(out, Version{ID: v.ID, Model: v.ModelName, Version: v.Version, Kind: v.Kind, FirstServed: v.FirstServed,
+			Since: since, Until: now, Readings: Read(st, w)})
 	}
 	return out, nil
+}
+
+// rewardWindow reads a reward model's requests: those of the window for
+// latency, and the live scores of the shift window and of its first week.
+func rewardWindow(ctx context.Context, q *db.Queries, orgID uuid.UUID, st Settings, id uuid.UUID, firstServed, now time.Time) (RewardWindow, error) {
+	p := db.MonitorGetRewardCallsParams{OrgID: orgID, VersionID: id, Since: now.Add(-time.Duration(st.WindowHours) * time.Hour), Until: now}
+	cur, err := q.MonitorGetRewardCalls(ctx, p)
+	if err != nil {
+		return RewardWindow{}, err
+	}
+	w := RewardWindow{Calls: int(cur.Calls), LatencyP95: cur.LatencyP95}
+	p.Since = now.Add(-time.Duration(st.ShiftWindowHours) * time.Hour)
+	if cur, err = q.MonitorGetRewardCalls(ctx, p); err != nil {
+		return RewardWindow{}, err
+	}
+	w.Live, w.LiveMean = int(cur.LiveScored), cur.LiveMean
+	if end := firstServed.Add(week); !now.Before(end) {
+		p.Since, p.Until = firstServed, end
+		ref, err := q.MonitorGetRewardCalls(ctx, p)
+		if err != nil {
+			return RewardWindow{}, err
+		}
+		w.RefReady, w.Reference, w.ReferenceMean = true, int(ref.LiveScored), ref.LiveMean
+	}
+	return w, nil
 }
 
 // EvidenceURL is the page that shows a version's monitors.
@@ -396,4 +513,7 @@ var titles = map[string]string{
 	KindFeedbackRate: "Feedback rate dropped",
 	KindErrorRate:    "Error rate over its limit",
 	KindScoreShift:   "Live score distribution shifted",
+
+	KindRewardLatency: "Reward model latency p95 over its limit",
+	KindRewardDrift:   "Reward model's mean score drifted",
 }

@@ -3,6 +3,8 @@ package monitors_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"math"
 	"strings"
 	"testing"
 	"time"
@@ -17,6 +19,12 @@ import (
 	"github.com/curate/curate/internal/jobq"
 	"github.com/curate/curate/internal/models"
 	"github.com/curate/curate/internal/monitors"
+	"github.com/curate/curate/internal/outbound"
+	"github.com/curate/curate/internal/rewardmodel"
+	"github.com/curate/curate/internal/scorers"
+	"github.com/curate/curate/internal/secrets"
+	"github.com/curate/curate/internal/serving"
+	"github.com/curate/curate/internal/serving/vllmtest"
 	"github.com/curate/curate/internal/stats"
 )
 
@@ -213,6 +221,182 @@ func TestMonitorsAlertAndRollBack(t *testing.T) {
 		t.Fatal(err)
 	}
 	if res, err = al.Evaluate(ctx, org.ID, now.Add(time.Minute)); err != nil || res.Resolved != len(monitors.Kinds) {
+		t.Errorf("resolved %d, %v", res.Resolved, err)
+	}
+}
+
+// A reward model's monitors against their defaults: its requests' p95
+// over 100 ms breaches, and its mean live score moving by more than 0.1
+// from its first week's.
+func TestReadReward(t *testing.T) {
+	st := monitors.Defaults()
+	cases := []struct {
+		name string
+		w    monitors.RewardWindow
+		kind string
+		want string
+	}{
+		{"slow", monitors.RewardWindow{Calls: 30, LatencyP95: 140}, monitors.KindRewardLatency, "breached"},
+		{"fast", monitors.RewardWindow{Calls: 30, LatencyP95: 100}, monitors.KindRewardLatency, "ok"},
+		{"few requests", monitors.RewardWindow{Calls: 3, LatencyP95: 900}, monitors.KindRewardLatency, "waiting"},
+		{"fell", monitors.RewardWindow{Live: 30, LiveMean: 0.55, RefReady: true, Reference: 40, ReferenceMean: 0.7}, monitors.KindRewardDrift, "breached"},
+		{"rose", monitors.RewardWindow{Live: 30, LiveMean: 0.85, RefReady: true, Reference: 40, ReferenceMean: 0.7}, monitors.KindRewardDrift, "breached"},
+		{"steady", monitors.RewardWindow{Live: 30, LiveMean: 0.75, RefReady: true, Reference: 40, ReferenceMean: 0.7}, monitors.KindRewardDrift, "ok"},
+		{"first week", monitors.RewardWindow{Live: 30, LiveMean: 0.1}, monitors.KindRewardDrift, "waiting"},
+		{"few scores", monitors.RewardWindow{Live: 5, LiveMean: 0.1, RefReady: true, Reference: 40, ReferenceMean: 0.7}, monitors.KindRewardDrift, "waiting"},
+	}
+	for _, c := range cases {
+		rs := monitors.ReadReward(st, c.w)
+		if len(rs) != 2 || rs[0].Kind != monitors.KindRewardLatency || rs[1].Kind != monitors.KindRewardDrift {
+			t.Fatalf("readings %+v", rs)
+		}
+		r := rs[0]
+		if c.kind == monitors.KindRewardDrift {
+			r = rs[1]
+		}
+		got := "waiting"
+		switch {
+		case r.Breached:
+			got = "breached"
+		case r.Ready:
+			got = "ok"
+		}
+		if got != c.want {
+			t.Errorf("%s: %s, want %s (%s)", c.name, got, c.want, r.Text)
+		}
+	}
+	rs := monitors.ReadReward(st, monitors.RewardWindow{Calls: 30, LatencyP95: 140, Live: 30, LiveMean: 0.55, RefReady: true, Reference: 40, ReferenceMean: 0.7})
+	if rs[0].Text != "p95 140 ms over the last hour (30 requests scored); the limit is 100 ms." ||
+		rs[1].Text != "Mean live score 0.550 over the last 24 hours (30 scores) against 0.700 in the first week (40): −0.150; a move over 0.1 alerts." {
+		t.Errorf("texts %q, %q", rs[0].Text, rs[1].Text)
+	}
+	st.RewardLatencyP95MS, st.RewardDrift = 0, 1
+	err := st.Validate()
+	if err == nil || !strings.Contains(err.Error(), "reward_latency_p95_ms") || !strings.Contains(err.Error(), "reward_drift") {
+		t.Errorf("refused: %v", err)
+	}
+}
+
+// A reward model deployed to a vllm_pooling target is watched on the
+// requests Curate sends it: answers scored through the reward model
+// service (the stand-in taking 150 ms each) put its latency p95 over
+// 100 ms, and their live scores (about 0.27) have drifted from its first
+// week's (0.8); an evaluation's scores in the same hours do not count for
+// drift. Each breach is an alert of its own kind linking to the evidence,
+// and the version's monitors are a reward model's only.
+func TestRewardModelMonitors(t *testing.T) {
+	ctx := context.Background()
+	pool := pgtest.NewDB(t)
+	org, err := accounts.New(pool, accounts.DefaultSessionTTL).EnsureOrg(ctx, "acme", "Acme")
+	if err != nil {
+		t.Fatal(err)
+	}
+	jobs, err := jobq.New(pool)
+	if err != nil {
+		t.Fatal(err)
+	}
+	box, err := secrets.New(strings.Repeat("k", 32))
+	if err != nil {
+		t.Fatal(err)
+	}
+	policy, err := outbound.ParsePolicy("127.0.0.0/8,::1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	admin := audit.Actor{Kind: "system", Label: "ops"}
+	srv := serving.New(pool, box, &outbound.Client{Policy: policy}, "", "")
+	srv.Attempts, srv.RetryDelay = 1, time.Millisecond
+	reg := models.New(pool, jobs, srv, nil)
+	stand := vllmtest.NewPooling(t, "support-rm", "/runs/7f3a/final", func(conv []vllmtest.Message) float64 { return -1 })
+	if _, err := srv.Create(ctx, admin, org.ID, serving.NewTarget{Name: "rm-1", Kind: serving.KindVLLMPooling, BaseURL: stand.URL}); err != nil {
+		t.Fatal(err)
+	}
+	v, err := reg.Register(ctx, admin, org.ID, models.NewVersion{Name: "support-rm", ModelID: "/runs/7f3a/final", Kind: models.KindReward})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := reg.Deploy(ctx, admin, org.ID, v.ID, models.DeployRequest{Alias: "production", Target: "rm-1", Reason: "scores best-of-N"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := reg.Advance(ctx, d.ID); err != nil {
+		t.Fatal(err)
+	}
+	exec := func(sql string, args ...any) {
+		t.Helper()
+		if _, err := pool.Exec(ctx, sql, args...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Served ten days; its first week's live scores were 0.8.
+	exec(`UPDATE deployments SET created_at = now() - interval '10 days' WHERE id = $1`, d.ID)
+	exec(`INSERT INTO reward_model_calls (org_id, version_id, purpose, latency_ms, score, created_at)
+		SELECT $1, $2, 'live', 40, 0.8, now() - interval '9 days' FROM generate_series(1, 40)`, org.ID, v.ID)
+
+	mon := monitors.New(pool)
+	// Before today's traffic neither monitor has enough to judge.
+	_, vs, err := mon.Check(ctx, org.ID, time.Now())
+	if err != nil || len(vs) != 1 || vs[0].Kind != "reward" || len(vs[0].Readings) != 2 || vs[0].Readings[0].Ready || vs[0].Readings[1].Ready {
+		t.Fatalf("before: %+v %v", vs, err)
+	}
+
+	stand.SetDelay(150 * time.Millisecond)
+	rms := rewardmodel.New(pool, reg)
+	m, err := rms.Resolve(ctx, org.ID, rewardmodel.Ref{Name: "support-rm", Alias: "production"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ins := make([]scorers.Input, 25)
+	for i := range ins {
+		ins[i] = scorers.Input{Query: "My router blinks red", Answer: fmt.Sprintf("Answer %d", i)}
+	}
+	if _, err := rms.Score(ctx, org.ID, m, rewardmodel.Live, ins); err != nil {
+		t.Fatal(err)
+	}
+	exec(`INSERT INTO reward_model_calls (org_id, version_id, purpose, latency_ms, score)
+		SELECT $1, $2, 'evaluation', 150, 0.99 FROM generate_series(1, 200)`, org.ID, v.ID)
+
+	now := time.Now()
+	_, vs, err = mon.Check(ctx, org.ID, now)
+	if err != nil || len(vs) != 1 {
+		t.Fatalf("check: %+v %v", vs, err)
+	}
+	lat, drift := vs[0].Readings[0], vs[0].Readings[1]
+	if lat.Kind != monitors.KindRewardLatency || !lat.Breached || lat.Samples != 225 || lat.Value < 150 {
+		t.Errorf("latency %+v", lat)
+	}
+	// Live scores: the logistic of the stand-in's −1, against 0.8.
+	live := 1 / (1 + math.Exp(1))
+	if drift.Kind != monitors.KindRewardDrift || !drift.Breached || drift.Samples != 25 || drift.Reference != 40 ||
+		math.Abs(drift.Value-(live-0.8)) > 1e-9 {
+		t.Errorf("drift %+v, want %v", drift, live-0.8)
+	}
+
+	al := alerts.New(pool, nil, nil, nil, mon, nil)
+	res, err := al.Evaluate(ctx, org.ID, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Opened) != len(monitors.RewardKinds) {
+		t.Fatalf("opened %+v", res.Opened)
+	}
+	for i, a := range res.Opened {
+		if a.Kind != monitors.RewardKinds[i] && a.Kind != monitors.RewardKinds[1-i] || a.DedupKey != a.Kind+":"+v.ID.String() ||
+			!strings.Contains(a.Title, "support-rm 1.0.0") || alerts.Evidence(a.Details) != monitors.EvidenceURL(v.ID) {
+			t.Errorf("alert %s: key %s, title %q, evidence %q", a.Kind, a.DedupKey, a.Title, alerts.Evidence(a.Details))
+		}
+	}
+
+	// An admin's own limits: 200 ms and a drift of 0.6 are not breached.
+	st := monitors.Defaults()
+	st.RewardLatencyP95MS, st.RewardDrift = 200, 0.6
+	if err := mon.SaveSettings(ctx, admin, org.ID, st); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := mon.Settings(ctx, org.ID); err != nil || got != st {
+		t.Fatalf("settings %+v %v", got, err)
+	}
+	if res, err = al.Evaluate(ctx, org.ID, now.Add(time.Minute)); err != nil || res.Resolved != 2 {
 		t.Errorf("resolved %d, %v", res.Resolved, err)
 	}
 }

@@ -25,6 +25,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -126,14 +127,27 @@ func (s Score) AsScore(m models.ScoringModel) scorers.Score {
 		strconv.FormatFloat(s.Raw, 'f', 3, 64), strconv.FormatFloat(s.Value, 'f', 3, 64))}
 }
 
+// Purpose says who asks for a score. Every request is recorded with its
+// latency and score under it: the production monitors watch a reward
+// model's latency over all its requests and the drift of its live
+// scores only.
+type Purpose string
+
+// The purposes.
+const (
+	Live       Purpose = "live"       // production traffic: best-of-N, live scoring
+	Evaluation Purpose = "evaluation" // an evaluation run
+	Training   Purpose = "training"   // a policy-training run's reward
+)
+
 // ScoreRef resolves a reward model and scores answers with it: what an
 // experiment's live scoring calls.
-func (s *Service) ScoreRef(ctx context.Context, orgID uuid.UUID, ref Ref, ins []scorers.Input) ([]Score, error) {
+func (s *Service) ScoreRef(ctx context.Context, orgID uuid.UUID, ref Ref, purpose Purpose, ins []scorers.Input) ([]Score, error) {
 	m, err := s.Resolve(ctx, orgID, ref)
 	if err != nil {
 		return nil, err
 	}
-	return s.Score(ctx, orgID, m, ins)
+	return s.Score(ctx, orgID, m, purpose, ins)
 }
 
 // Score scores answers with a resolved reward model, one Score per input
@@ -141,9 +155,10 @@ func (s *Service) ScoreRef(ctx context.Context, orgID uuid.UUID, ref Ref, ins []
 // are asked of the server at once (identical answers once) and stored in
 // one statement. An answer the server could not score (after the serving
 // client's retries) is Invalid with the reason and not cached: it says
-// nothing about the answer. Only a failure of Curate's own (the database,
-// a cancelled context) is an error.
-func (s *Service) Score(ctx context.Context, orgID uuid.UUID, m models.ScoringModel, ins []scorers.Input) ([]Score, error) {
+// nothing about the answer. Each request sent is recorded, under purpose,
+// with how long its answer took and its score. Only a failure of Curate's
+// own (the database, a cancelled context) is an error.
+func (s *Service) Score(ctx context.Context, orgID uuid.UUID, m models.ScoringModel, purpose Purpose, ins []scorers.Input) ([]Score, error) {
 	if len(ins) > MaxBatch {
 		return nil, fmt.Errorf("rewardmodel: %d answers in one batch; at most %d", len(ins), MaxBatch)
 	}
@@ -174,11 +189,14 @@ func (s *Service) Score(ctx context.Context, orgID uuid.UUID, m models.ScoringMo
 		}
 	}
 	answers := make([]Score, len(asked))
+	took := make([]time.Duration, len(asked))
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(cmp.Or(s.InFlight, DefaultInFlight))
 	for j, i := range asked {
 		g.Go(func() error {
+			start := time.Now()
 			raw, err := s.ask(gctx, m, Conversation(ins[i]))
+			took[j] = time.Since(start)
 			if err != nil {
 				if ctx.Err() != nil {
 					return ctx.Err()
@@ -204,6 +222,17 @@ func (s *Service) Score(ctx context.Context, orgID uuid.UUID, m models.ScoringMo
 	}
 	if len(store.Keys) > 0 {
 		if err := q.RewardModelCacheInsertMany(ctx, store); err != nil {
+			return nil, err
+		}
+	}
+	if len(asked) > 0 {
+		calls := db.RewardModelCallInsertManyParams{OrgID: orgID, VersionID: m.VersionID, Purpose: string(purpose)}
+		for j, a := range answers {
+			ok := a.Invalid == ""
+			calls.Latencies = append(calls.Latencies, float64(took[j].Microseconds())/1000)
+			calls.Oks, calls.Scores = append(calls.Oks, ok), append(calls.Scores, logistic(a.Raw))
+		}
+		if err := q.RewardModelCallInsertMany(ctx, calls); err != nil {
 			return nil, err
 		}
 	}

@@ -131,7 +131,7 @@ func TestScoreBatchedAndCached(t *testing.T) {
 	// other could not overlap.
 	e.pooling.SetDelay(300 * time.Millisecond)
 	m := e.resolve(t)
-	got, err := e.svc.Score(e.ctx, e.org, m, inputs("Check the cable!", "Reboot it!!!", "ok", "Reboot it!!!", "Call us!!"))
+	got, err := e.svc.Score(e.ctx, e.org, m, rewardmodel.Live, inputs("Check the cable!", "Reboot it!!!", "ok", "Reboot it!!!", "Call us!!"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -166,19 +166,48 @@ func TestScoreBatchedAndCached(t *testing.T) {
 
 	// Asked again: from the cache, no request.
 	e.pooling.Reset()
-	again, err := e.svc.Score(e.ctx, e.org, m, inputs("Reboot it!!!", "ok"))
+	again, err := e.svc.Score(e.ctx, e.org, m, rewardmodel.Live, inputs("Reboot it!!!", "ok"))
 	if err != nil || !again[0].Cached || !again[1].Cached || again[0].Raw != 2 || len(e.pooling.Requests()) != 0 {
 		t.Errorf("again: %+v %v, %d requests", again, err, len(e.pooling.Requests()))
 	}
 	// The same answer to another query is another conversation.
 	other := inputs("ok")
 	other[0].Query = "My router is silent"
-	if s, err := e.svc.Score(e.ctx, e.org, m, other); err != nil || s[0].Cached || len(e.pooling.Requests()) != 1 {
+	if s, err := e.svc.Score(e.ctx, e.org, m, rewardmodel.Live, other); err != nil || s[0].Cached || len(e.pooling.Requests()) != 1 {
 		t.Errorf("another query: %+v %v", s, err)
 	}
 	var n int
 	if err := e.pool.QueryRow(e.ctx, "SELECT count(*) FROM reward_model_cache WHERE org_id = $1", e.org).Scan(&n); err != nil || n != 5 {
 		t.Errorf("%d scores cached, want 5 (%v)", n, err)
+	}
+	// Each request sent is recorded for the monitors, with how long it
+	// took (the stand-in's 300 ms at least) and its score; cached answers
+	// sent none.
+	rows, err := e.pool.Query(e.ctx, "SELECT purpose, latency_ms, score FROM reward_model_calls WHERE org_id = $1 ORDER BY score", e.org)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var scores []float64
+	for rows.Next() {
+		var purpose string
+		var latency, score float64
+		if err := rows.Scan(&purpose, &latency, &score); err != nil {
+			t.Fatal(err)
+		}
+		if purpose != "live" || latency < 300 || latency > 60000 {
+			t.Errorf("call recorded as %s taking %v ms", purpose, latency)
+		}
+		scores = append(scores, score)
+	}
+	wantScores := []float64{logistic(-1), logistic(-1), logistic(0), logistic(1), logistic(2)}
+	if len(scores) != len(wantScores) {
+		t.Fatalf("%d calls recorded, want the 5 requests sent: %v", len(scores), scores)
+	}
+	for i := range scores {
+		if math.Abs(scores[i]-wantScores[i]) > 1e-12 {
+			t.Errorf("recorded scores %v, want %v", scores, wantScores)
+			break
+		}
 	}
 }
 
@@ -188,11 +217,11 @@ func TestScoreBatchedAndCached(t *testing.T) {
 func TestScoreThroughPoolingAPI(t *testing.T) {
 	e := newEnv(t, true)
 	m := e.resolve(t)
-	got, err := e.svc.Score(e.ctx, e.org, m, inputs("Reboot it!!!"))
+	got, err := e.svc.Score(e.ctx, e.org, m, rewardmodel.Live, inputs("Reboot it!!!"))
 	if err != nil || got[0].Invalid != "" || got[0].Raw != 2 {
 		t.Fatalf("scores %+v, %v", got, err)
 	}
-	got, err = e.svc.Score(e.ctx, e.org, m, inputs("Check the cable!!"))
+	got, err = e.svc.Score(e.ctx, e.org, m, rewardmodel.Live, inputs("Check the cable!!"))
 	if err != nil || got[0].Raw != 1 {
 		t.Fatalf("scores %+v, %v", got, err)
 	}
@@ -216,7 +245,7 @@ func TestScoreThroughOutboundClient(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := closed.Score(e.ctx, e.org, m, inputs("Reboot it!!!"))
+	got, err := closed.Score(e.ctx, e.org, m, rewardmodel.Live, inputs("Reboot it!!!"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -231,7 +260,7 @@ func TestScoreFailureNotCached(t *testing.T) {
 	e := newEnv(t, false)
 	m := e.resolve(t)
 	e.pooling.Script("/classify", http.StatusInternalServerError, http.StatusInternalServerError, http.StatusInternalServerError)
-	got, err := e.svc.Score(e.ctx, e.org, m, inputs("Reboot it!!!"))
+	got, err := e.svc.Score(e.ctx, e.org, m, rewardmodel.Live, inputs("Reboot it!!!"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -241,7 +270,7 @@ func TestScoreFailureNotCached(t *testing.T) {
 	if s := got[0].AsScore(m); s.Valid() {
 		t.Errorf("an invalid score reads as valid: %+v", s)
 	}
-	got, err = e.svc.Score(e.ctx, e.org, m, inputs("Reboot it!!!"))
+	got, err = e.svc.Score(e.ctx, e.org, m, rewardmodel.Live, inputs("Reboot it!!!"))
 	if err != nil || got[0].Invalid != "" || got[0].Cached || got[0].Raw != 2 {
 		t.Errorf("asked again: %+v, %v", got[0], err)
 	}
@@ -281,7 +310,7 @@ func TestResolveRefusals(t *testing.T) {
 		}
 	}
 	// Scoring through a reference refuses the same way, asking nothing.
-	if _, err := e.svc.ScoreRef(e.ctx, e.org, rewardmodel.Ref{VersionID: idle}, inputs("x")); err == nil || len(e.pooling.Requests()) != 0 {
+	if _, err := e.svc.ScoreRef(e.ctx, e.org, rewardmodel.Ref{VersionID: idle}, rewardmodel.Live, inputs("x")); err == nil || len(e.pooling.Requests()) != 0 {
 		t.Errorf("scored with a reward model served nowhere: %v", err)
 	}
 }

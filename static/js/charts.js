@@ -1,7 +1,8 @@
 // Draws Curate's charts with uPlot from JSON data blocks (data, not code,
 // so the page's Content-Security-Policy allows them): the stats page's
 // from <script type="application/json" id="stats-data">, and a fine-tuning
-// job's loss by step from its container's data-loss attribute (an
+// job's loss, learning rate and gradient norm by step from its
+// containers' data-loss attribute (an
 // experiment's effect from data-effect), drawn again
 // each time the job page's live part is swapped in. Every chart has a table beside it:
 // without JavaScript the page still reads.
@@ -27,6 +28,7 @@
     // Days are UTC days, as in the tables.
     opts.tzDate = function (ts) { return window.uPlot.tzDate(new Date(ts * 1e3), "Etc/UTC"); };
     if (yRange) opts.scales.y = { range: yRange };
+    if (xAxis && xAxis.hooks) opts.hooks = xAxis.hooks;
     target.textContent = "";
     var plot = new window.uPlot(opts, data, target);
     target.uplot = plot; // for the page's tests: what the chart drew
@@ -40,30 +42,73 @@
     window.addEventListener("resize", resize);
   }
 
-  // A training step is a whole number: its axis ticks at whole steps only.
-  var steps = {
-    series: { label: "Step" },
-    axis: {
-      label: "Step",
-      incrs: [1, 2, 5, 10, 20, 25, 50, 100, 200, 250, 500, 1000, 2000, 2500, 5000, 10000, 20000, 25000, 50000, 100000, 1000000],
-      values: function (u, ticks) { return ticks.map(function (t) { return String(Math.round(t)); }); }
-    }
-  };
+  // A step axis: whole steps only, however few there are.
+  function stepAxis() {
+    var whole = function (u, v) { return v == null ? "—" : String(Math.round(v)); };
+    return {
+      series: { label: "Step", value: whole },
+      axis: {
+        label: "Step",
+        incrs: [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10000, 20000, 50000, 100000],
+        values: function (u, ticks) { return ticks.map(function (t) { return String(Math.round(t)); }); }
+      }
+    };
+  }
+
+  // marks draws a dashed vertical line at each marked step (the kept
+  // model, an early stop); the list under the chart says what each is.
+  function marks(list) {
+    return function (u) {
+      if (!list || !list.length) return;
+      var c = u.ctx, top = u.bbox.top, height = u.bbox.height;
+      c.save();
+      c.strokeStyle = "#7b4fd6";
+      c.setLineDash([4, 4]);
+      c.lineWidth = 1.5;
+      list.forEach(function (m) {
+        var x = Math.round(u.valToPos(m.step, "x", true));
+        c.beginPath();
+        c.moveTo(x, top);
+        c.lineTo(x, top + height);
+        c.stroke();
+      });
+      c.restore();
+    };
+  }
 
   function loss() {
     var target = el("ft-loss");
-    if (!target || !window.uPlot) return;
-    var d;
-    try {
-      d = JSON.parse(target.getAttribute("data-loss"));
-    } catch (e) {
-      return;
-    }
+    var d = dataOf(target, "data-loss");
+    if (!d) return;
     var fixed = function (u, v) { return v == null ? "—" : v.toFixed(4); };
+    var x = stepAxis();
+    x.hooks = { draw: [marks(d.marks)] };
     draw(target, [
       line("Training loss", 0, { value: fixed }),
       line("Validation loss", 1, { value: fixed, dash: [6, 3] })
-    ], [d.step || [], d.train || [], d.valid || []], { label: "Loss" }, null, steps);
+    ], [d.step || [], d.train || [], d.valid || []], { label: "Loss" }, null, x);
+  }
+
+  // Every method's learning rate and gradient norm by step, each on its
+  // own chart (their scales differ by orders of magnitude), from the same
+  // data-loss as the loss chart.
+  function optim() {
+    var target = el("ft-lr");
+    var d = dataOf(target, "data-loss");
+    if (d) {
+      var sci = function (u, v) { return v == null ? "—" : v.toExponential(2); };
+      draw(target, [line("Learning rate", 4, { value: sci })], [d.step || [], d.lr || []], {
+        label: "Learning rate",
+        size: 70,
+        values: function (u, ticks) { return ticks.map(function (t) { return t.toExponential(1); }); }
+      }, null, stepAxis());
+    }
+    target = el("ft-grad-norm");
+    d = dataOf(target, "data-loss");
+    if (d) {
+      var fixed = function (u, v) { return v == null ? "—" : v.toFixed(3); };
+      draw(target, [line("Gradient norm", 5, { value: fixed })], [d.step || [], d.grad_norm || []], { label: "Gradient norm" }, null, stepAxis());
+    }
   }
 
   // Two versions' losses by step on one chart, from the compare page's
@@ -83,10 +128,7 @@
       line("A " + d.a + ": validation", 0, { value: fixed, dash: [6, 3] }),
       line("B " + d.b + ": training", 1, { value: fixed }),
       line("B " + d.b + ": validation", 1, { value: fixed, dash: [6, 3] })
-    ], [d.step || [], d.a_train || [], d.a_valid || [], d.b_train || [], d.b_valid || []], { label: "Loss" }, null, {
-      series: { label: "Step" },
-      axis: { label: "Step" }
-    });
+    ], [d.step || [], d.a_train || [], d.a_valid || [], d.b_train || [], d.b_valid || []], { label: "Loss" }, null, stepAxis());
   }
 
   // An experiment's cumulative relative effect with its confidence
@@ -156,6 +198,7 @@
   // held-out score, and the KL from the reference with the clip fraction.
   function policy() {
     var fixed = function (u, v) { return v == null ? "—" : v.toFixed(4); };
+    var steps = stepAxis();
     var target = el("ft-policy-reward");
     var d = dataOf(target, "data-policy");
     if (d) {
@@ -174,6 +217,22 @@
     }
   }
 
+  // An RLAIF run's mean reward and each component's mean score by step,
+  // from data-rlaif.
+  function rlaif() {
+    var target = el("ft-rlaif");
+    var d = dataOf(target, "data-rlaif");
+    if (!d) return;
+    var fixed = function (u, v) { return v == null ? "—" : v.toFixed(3); };
+    var series = [line("Reward", 0, { value: fixed, width: 3 })];
+    var data = [d.step || [], d.reward || []];
+    (d.components || []).forEach(function (c, i) {
+      series.push(line(c.name, i + 1, { value: fixed, dash: [6, 3] }));
+      data.push(c.values || []);
+    });
+    draw(target, series, data, { label: "Score" }, null, stepAxis());
+  }
+
   function line(label, i, extra) {
     var s = { label: label, stroke: palette[i % palette.length], width: 2, spanGaps: true, points: { show: true, size: 4 } };
     for (var k in extra) s[k] = extra[k];
@@ -182,10 +241,12 @@
 
   function start() {
     loss();
+    optim();
     compareLoss();
     effect();
     calibration();
     policy();
+    rlaif();
     var block = document.getElementById("stats-data");
     if (!block || !window.uPlot) return;
     var d;
@@ -228,9 +289,13 @@
   document.addEventListener("htmx:afterSettle", function () {
     var target = el("ft-loss");
     if (target && !target.firstChild) loss();
+    target = el("ft-lr") || el("ft-grad-norm");
+    if (target && !target.firstChild) optim();
     target = el("ft-calibration");
     if (target && !target.firstChild) calibration();
     target = el("ft-policy-reward");
     if (target && !target.firstChild) policy();
+    target = el("ft-rlaif");
+    if (target && !target.firstChild) rlaif();
   });
 })();

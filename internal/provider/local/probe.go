@@ -26,7 +26,7 @@ type ProbeInfo struct {
 	Transformers   string `json:"transformers,omitempty"`
 	PEFT           string `json:"peft,omitempty"`
 	Unsloth        string `json:"unsloth,omitempty"` // its version, when installed
-	Note           string `json:"note,omitempty"` // why runs cannot work here, when they cannot
+	Note           string `json:"note,omitempty"`    // why runs cannot work here, when they cannot
 }
 
 // maxProbeOutput bounds what the probe may print.

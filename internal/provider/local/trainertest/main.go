@@ -31,8 +31,10 @@
 // accuracy, MSE, MAE, Pearson and ten calibration bins), stops early on
 // the second (a stop event), reports epoch 1 as the best kept, saves
 // final/ as a reward model and reports done.
-// Metrics also go to metrics.jsonl with "ts" and "phase", as the trainer
-// writes them.
+// Every training step reports its learning rate and gradient norm: lr
+// 0.0002/step and grad_norm 1 + step/2 (a policy step: lr 1e-5 and
+// grad_norm 0.25·step). Metrics also go to metrics.jsonl with "ts" and
+// "phase", as the trainer writes them.
 //
 // FAKE_TRAINER_DELAY (a Go duration) makes each training step take that
 // long, so a watcher can see the run move.
@@ -218,7 +220,7 @@ func trainPolicy(dir, method string, stop bool) int {
 		emit(map[string]any{"event": "progress", "phase": "generating", "step": i - 1, "total_steps": 4, "epoch": 1})
 		emit(map[string]any{"event": "progress", "phase": "training", "step": i, "total_steps": 4, "epoch": 1})
 		f := float64(i)
-		m := map[string]any{"step": i, "epoch": 1, "loss": 0.5 - 0.1*f, "lr": 1e-5, "reward": 0.2 + 0.1*f, "reward_std": 0.1,
+		m := map[string]any{"step": i, "epoch": 1, "loss": 0.5 - 0.1*f, "lr": 1e-5, "grad_norm": 0.25 * f, "reward": 0.2 + 0.1*f, "reward_std": 0.1,
 			"kl": 0.01 * f, "clip_fraction": 0.05 * f, "response_length": 20.0, "reward_breakdown": map[string]float64{"rel": 0.1 * f}}
 		if method == "ppo" {
 			m["value_loss"] = 1.0 / f
@@ -348,7 +350,7 @@ func step(dir string, n int, loss float64) {
 		time.Sleep(d)
 	}
 	emit(map[string]any{"event": "progress", "phase": "training", "step": n, "total_steps": 3, "epoch": 1})
-	m := map[string]any{"step": n, "epoch": 1, "loss": loss, "lr": 0.0002}
+	m := map[string]any{"step": n, "epoch": 1, "loss": loss, "lr": 0.0002 / float64(n), "grad_norm": 1 + float64(n)/2}
 	if os.Getenv("FAKE_TRAINER_PROBE") == "gpu" {
 		// As the trainer on CUDA reports it: the memory it holds.
 		m["gpu_mem_used"] = int64(6800000000 + n*1000)
