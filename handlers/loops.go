@@ -417,7 +417,7 @@ func (h *Handlers) renderLoopForm(c echo.Context, status int, id, version string
 		return err
 	}
 	v := views.LoopFormView{ID: id, Version: version, Values: values, Errors: problems, Checked: checked, Gate: ch.Gate,
-		PairMethods: options(ch.PairMethods...),
+		PairMethods:  options(ch.PairMethods...),
 		Schedules:    append([]views.Option{{Value: "", Label: "none: when enough items are new"}}, options(loops.Schedules...)...),
 		Statuses:     append([]views.Option{{Value: "", Label: "any"}}, options(feedback.Statuses...)...),
 		Types:        append([]views.Option{{Value: "", Label: "any"}}, options(feedback.Types...)...),

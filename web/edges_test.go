@@ -27,7 +27,7 @@ func TestRoughEdgePages(t *testing.T) {
 	fresh := f.fresh.ID.String()
 
 	t.Run("1-evaluation-defaults", func(t *testing.T) {
-		page := admin.Get("/models/versions/" + fresh).Must(t, http.StatusOK).Body
+		page := admin.Get("/models/versions/"+fresh).Must(t, http.StatusOK).Body
 		evaluate := regexpFind(t, `href="([^"]*)" id="evaluate-version"`, page)
 		body := admin.Get(strings.ReplaceAll(evaluate, "&amp;", "&")).Must(t, http.StatusOK).Body
 		sets, set := options(t, body, "evaluation-form", "golden_set_version_id")
@@ -43,7 +43,7 @@ func TestRoughEdgePages(t *testing.T) {
 		if other == f.goldenSet.String() {
 			other = sets[1]
 		}
-		body = admin.Get("/evaluations?candidate_version_id=" + fresh + "&golden_set_version_id=" + other).Must(t, http.StatusOK).Body
+		body = admin.Get("/evaluations?candidate_version_id="+fresh+"&golden_set_version_id="+other).Must(t, http.StatusOK).Body
 		if _, set := options(t, body, "evaluation-form", "golden_set_version_id"); set != other {
 			t.Errorf("asked for golden set %s, the form chooses %s", other, set)
 		}
@@ -105,7 +105,7 @@ func TestRoughEdgePages(t *testing.T) {
 	})
 
 	t.Run("4-no-template-source", func(t *testing.T) {
-		body := admin.Get("/experiments/" + f.experiment).Must(t, http.StatusOK).Body
+		body := admin.Get("/experiments/"+f.experiment).Must(t, http.StatusOK).Body
 		origin := regexpFind(t, `(?s)(Made by the loop.*?</p>)`, body)
 		if strings.Contains(body, "@StatusBadge") || !strings.Contains(origin, `class="badge`) {
 			t.Errorf("the loop's artefact: %s", origin)
@@ -117,7 +117,7 @@ func TestRoughEdgePages(t *testing.T) {
 			ControlModelID: f.version.ID, TreatmentModelID: f.fresh.ID, Metrics: []string{"thumbs_up_rate"}}); err != nil {
 			t.Fatal(err)
 		}
-		body := admin.Get("/experiments/new?treatment=" + fresh).Must(t, http.StatusOK).Body
+		body := admin.Get("/experiments/new?treatment="+fresh).Must(t, http.StatusOK).Body
 		if key := regexpFind(t, `name="key" value="([^"]*)"`, body); key != "support-1.2.0-2" {
 			t.Errorf("the form prefills key %q, want support-1.2.0-2 (support-1.2.0 is taken)", key)
 		}
@@ -146,7 +146,7 @@ func TestRoughEdgePages(t *testing.T) {
 		if err := f.s.App.Services.Eval.RemoveGate(ctx, audit.System, f.seeded.OrgID); err != nil {
 			t.Fatal(err)
 		}
-		page := admin.Get("/models/versions/" + fresh).Must(t, http.StatusOK).Body
+		page := admin.Get("/models/versions/"+fresh).Must(t, http.StatusOK).Body
 		if !strings.Contains(page, `<a href="/evaluations#golden-sets" id="gate-set-one">Set one</a>`) {
 			t.Error("the gate's Set one link does not open the golden sets")
 		}
@@ -179,7 +179,7 @@ func TestFullDeployReusesLoadedAdapter(t *testing.T) {
 	if loc := res.Header.Get("Location"); loc != "/models/versions/"+v2.ID {
 		t.Fatalf("full deploy lands on %q", loc)
 	}
-	if page := c.Get("/models/versions/" + v2.ID).Must(t, http.StatusOK).Body; !strings.Contains(page, "Full deploy of support-v2: the treatment is going to production on gpu-1") {
+	if page := c.Get("/models/versions/"+v2.ID).Must(t, http.StatusOK).Body; !strings.Contains(page, "Full deploy of support-v2: the treatment is going to production on gpu-1") {
 		t.Error("the version's page does not confirm the full deploy")
 	}
 	var status, served string
@@ -202,10 +202,10 @@ func TestFullDeployReusesLoadedAdapter(t *testing.T) {
 	}
 	// The table's poll that sees the deployment over reloads the page,
 	// which says how it ended.
-	if h := c.Get("/models/versions/" + v2.ID + "/deployments").Must(t, http.StatusOK).Header.Get("HX-Refresh"); h != "true" {
+	if h := c.Get("/models/versions/"+v2.ID+"/deployments").Must(t, http.StatusOK).Header.Get("HX-Refresh"); h != "true" {
 		t.Errorf("the ended deployment's table answers HX-Refresh %q", h)
 	}
-	if page := c.Get("/models/versions/" + v2.ID).Must(t, http.StatusOK).Body; !strings.Contains(page, "now serves &#34;production&#34; on gpu-1") {
+	if page := c.Get("/models/versions/"+v2.ID).Must(t, http.StatusOK).Body; !strings.Contains(page, "now serves &#34;production&#34; on gpu-1") {
 		t.Error("the reloaded page does not say the deployment is done")
 	}
 }
