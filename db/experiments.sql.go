@@ -704,7 +704,9 @@ WITH x AS (
     WHERE e.experiment_id = $1 AND e.phase = $2
 ),
 judged AS (
-    SELECT s.feedback_id, avg(s.score) AS score FROM live_scores s
+    SELECT s.feedback_id, avg(s.score) AS score
+    FROM x JOIN feedback f ON f.org_id = $3 AND f.end_user_id = x.unit_id AND f.end_user_id <> ''
+    JOIN live_scores s ON s.feedback_id = f.id
     WHERE s.org_id = $3 AND s.status = 'scored'
     GROUP BY s.feedback_id
 ),
@@ -813,6 +815,8 @@ type ExperimentListMetricMomentsRow struct {
 // Each unit's values are joined to its covariates once (pp) and only then
 // split into a row per metric; the live scores are averaged per answer
 // once, for both windows, and joined rather than looked up per answer.
+// Only the scores of the units' own feedback are averaged (both windows
+// join no other), so the organisation's other scores need not be read.
 func (q *Queries) ExperimentListMetricMoments(ctx context.Context, arg ExperimentListMetricMomentsParams) ([]ExperimentListMetricMomentsRow, error) {
 	rows, err := q.db.Query(ctx, experimentListMetricMoments,
 		arg.ExperimentID,

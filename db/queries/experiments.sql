@@ -232,8 +232,12 @@ WITH x AS (
     SELECT e.arm, e.unit_id, e.first_seen FROM experiment_exposures e
     WHERE e.experiment_id = @experiment_id AND e.phase = @phase
 ),
+-- Only the scores of the units' own feedback are averaged (both windows
+-- join no other), so the organisation's other scores need not be read.
 judged AS (
-    SELECT s.feedback_id, avg(s.score) AS score FROM live_scores s
+    SELECT s.feedback_id, avg(s.score) AS score
+    FROM x JOIN feedback f ON f.org_id = @org_id AND f.end_user_id = x.unit_id AND f.end_user_id <> ''
+    JOIN live_scores s ON s.feedback_id = f.id
     WHERE s.org_id = @org_id AND s.status = 'scored'
     GROUP BY s.feedback_id
 ),
