@@ -339,9 +339,9 @@ func preparedPlan(t *testing.T, pool *pgxpool.Pool, mode, sql string, analyze bo
 // more than perRow table rows for each row it answers (or for each of need,
 // the rows the statement has to read to answer: an aggregate's input),
 // and slack rows more.
-func checkReads(t *testing.T, pool *pgxpool.Pool, mode, sql string, args []any, perRow, need, slack int) {
+func checkReads(t *testing.T, pool *pgxpool.Pool, mode, sql string, args []any, perRow, need, slack int, settings ...string) {
 	t.Helper()
-	p := preparedPlan(t, pool, mode, sql, true, args)
+	p := preparedPlan(t, pool, mode, sql, true, args, settings...)
 	returned := p.num("Actual Rows")
 	read, by := p.read()
 	limit := float64(perRow)*max(returned, float64(need), 1) + float64(slack)
@@ -350,20 +350,21 @@ func checkReads(t *testing.T, pool *pgxpool.Pool, mode, sql string, args []any, 
 	}
 }
 
-// assignStatement is what experiment_assign runs, taken from the function
-// as stored, with its arguments as the statement's parameters.
-func assignStatement(t *testing.T, pool *pgxpool.Pool) string {
+// functionStatement is the one statement the plpgsql function name runs
+// (RETURN QUERY or RETURN), with its arguments replaced by params, and the
+// settings the function runs under (SET clauses).
+func functionStatement(t *testing.T, pool *pgxpool.Pool, name string, params ...string) (string, []string) {
 	t.Helper()
 	var src string
-	if err := pool.QueryRow(context.Background(), `SELECT prosrc FROM pg_proc WHERE proname = 'experiment_assign'`).Scan(&src); err != nil {
+	var settings []string
+	if err := pool.QueryRow(context.Background(), `SELECT prosrc, coalesce(proconfig, '{}') FROM pg_proc WHERE proname = $1`, name).Scan(&src, &settings); err != nil {
 		t.Fatal(err)
 	}
-	body := regexp.MustCompile(`(?s)RETURN QUERY\s+(.*?);\s*END`).FindStringSubmatch(src)
+	body := regexp.MustCompile(`(?s)RETURN (?:QUERY\s+)?(.*?);\s*END`).FindStringSubmatch(src)
 	if body == nil {
-		t.Fatalf("experiment_assign's statement not found in\n%s", src)
+		t.Fatalf("%s's statement not found in\n%s", name, src)
 	}
-	return strings.NewReplacer("p_experiment_id", "$1::uuid", "p_org_id", "$2::uuid", "p_phase", "$3::int",
-		"p_unit_ids", "$4::text[]", "p_arms", "$5::int[]", "p_config_version", "$6::bigint").Replace(body[1])
+	return strings.NewReplacer(params...).Replace(body[1]), settings
 }
 
 // hotStatement is one statement of a hot path and the arguments it is
@@ -374,6 +375,8 @@ type hotStatement struct {
 	args   func(f *planFixture) []any
 	perRow int
 	need   func(f *planFixture) int // rows the answer is made of, when more than it returns
+	// settings the statement is planned under (a function's SET clauses).
+	settings func(f *planFixture) []string
 	// custom: PostgreSQL plans the statement for its values on every call
 	// (its generic plan costs more than those; the test holds it so).
 	custom bool
@@ -407,6 +410,15 @@ func TestPlans(t *testing.T) {
 		}
 		return out
 	}
+	// The duplicate lookup FeedbackInsert calls (feedback_first_id).
+	lookup := func(f *planFixture) string {
+		sql, _ := functionStatement(t, f.pool, "feedback_first_id", "p_org_id", "$1::uuid", "p_content_hash", "$2::bytea")
+		return "SELECT " + strings.TrimPrefix(strings.TrimSpace(strings.TrimSuffix(strings.TrimPrefix(sql, "("), ")")), "SELECT ")
+	}
+	lookupSettings := func(f *planFixture) []string {
+		_, settings := functionStatement(t, f.pool, "feedback_first_id")
+		return settings
+	}
 	hot := []hotStatement{
 		{name: "ingest: a new item", sql: query("FeedbackInsert"), perRow: 3, args: func(f *planFixture) []any {
 			return []any{uuid.New(), f.org, "ext-new", "", "", "", "A new question?", "A new answer.", "{}", "support-v1", "",
@@ -416,6 +428,10 @@ func TestPlans(t *testing.T) {
 			return []any{uuid.New(), f.org, nil, "", "", "", "Again?", "Again.", "{}", "support-v1", "",
 				"thumbs_up", nil, nil, nil, nil, nil, "", "", nil, []string{}, "api", nil, "", []string{}, f.hash, "pending", nil, nil, false}
 		}},
+		{name: "ingest: the duplicate lookup", perRow: 3, sql: func(f *planFixture) string { return lookup(f) },
+			settings: lookupSettings, args: func(f *planFixture) []any { return []any{f.org, newHashes(1)[0]} }},
+		{name: "ingest: the duplicate lookup of a duplicate", perRow: 3, sql: func(f *planFixture) string { return lookup(f) },
+			settings: lookupSettings, args: func(f *planFixture) []any { return []any{f.org, f.hash} }},
 		{name: "ingest: a resent external id", sql: query("FeedbackGetByExternalID"), perRow: 3, args: func(f *planFixture) []any {
 			return []any{f.org, "ext-new"}
 		}},
@@ -426,7 +442,14 @@ func TestPlans(t *testing.T) {
 		{name: "assign: configuration", sql: query("ExperimentConfigGet"), perRow: 3, args: func(f *planFixture) []any { return []any{f.org, "plans"} }},
 		{name: "assign: configuration's count of changes", sql: query("ExperimentConfigGetVersion"), perRow: 3,
 			args: func(f *planFixture) []any { return []any{f.org, "plans"} }},
-		{name: "assign: new and known units", sql: func(f *planFixture) string { return assignStatement(t, f.pool) }, perRow: 3,
+		{name: "assign: new and known units", sql: func(f *planFixture) string {
+			sql, _ := functionStatement(t, f.pool, "experiment_assign", "p_experiment_id", "$1::uuid", "p_org_id", "$2::uuid", "p_phase", "$3::int",
+				"p_unit_ids", "$4::text[]", "p_arms", "$5::int[]", "p_config_version", "$6::bigint")
+			return sql
+		}, settings: func(f *planFixture) []string {
+			_, settings := functionStatement(t, f.pool, "experiment_assign")
+			return settings
+		}, perRow: 3,
 			need: func(*planFixture) int { return 20 }, args: func(f *planFixture) []any {
 				u := append(units("new-", 10), units("u", 10)...)
 				arms := make([]int, len(u))
@@ -481,9 +504,91 @@ func TestPlans(t *testing.T) {
 					}
 					mode = "force_custom_plan"
 				}
-				checkReads(t, f.pool, mode, s.sql(f), s.args(f), perRow, need, slack)
+				var settings []string
+				if s.settings != nil {
+					settings = s.settings(f)
+				}
+				checkReads(t, f.pool, mode, s.sql(f), s.args(f), perRow, need, slack, settings...)
 			})
 		}
+	}
+
+	// A connection's plan made while the table was nearly empty, run after
+	// planRows rows came in with no ANALYZE between (the statistics are
+	// still the empty table's): the ingest's duplicate lookup, planned as
+	// its function is, still reads a few rows.
+	ctx := context.Background()
+	conn, err := small.pool.Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Release()
+	kept := []hotStatement{hot[2], hot[3]}
+	if hot[2].name != "ingest: the duplicate lookup" {
+		t.Fatalf("kept plans: %s", hot[2].name)
+	}
+	explain := func(i int, s hotStatement) planNode {
+		t.Helper()
+		lits := make([]string, 0)
+		for _, a := range s.args(small) {
+			lits = append(lits, literal(a))
+		}
+		tx, err := conn.Begin(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer func() { _ = tx.Rollback(ctx) }()
+		if s.settings != nil {
+			for _, set := range s.settings(small) {
+				if _, err := tx.Exec(ctx, "SET LOCAL "+set); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		var out []byte
+		if err := tx.QueryRow(ctx, fmt.Sprintf("EXPLAIN (ANALYZE, FORMAT JSON) EXECUTE kept_%d(%s)", i, strings.Join(lits, ", "))).Scan(&out); err != nil {
+			t.Fatal(err)
+		}
+		var doc []struct {
+			Plan planNode `json:"Plan"`
+		}
+		if err := json.Unmarshal(out, &doc); err != nil || len(doc) != 1 {
+			t.Fatalf("plan: %v\n%s", err, out)
+		}
+		return doc[0].Plan
+	}
+	// No ANALYZE comes between (a change of the tables' settings would
+	// make the plans again, so it comes first).
+	if _, err := small.pool.Exec(ctx, `ALTER TABLE feedback SET (autovacuum_enabled = false);
+		ALTER TABLE experiment_exposures SET (autovacuum_enabled = false)`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.Exec(ctx, "SET plan_cache_mode = force_generic_plan"); err != nil {
+		t.Fatal(err)
+	}
+	for i, s := range kept {
+		if _, err := conn.Exec(ctx, fmt.Sprintf("PREPARE kept_%d AS %s", i, s.sql(small))); err != nil {
+			t.Fatal(err)
+		}
+		explain(i, s) // planned now, on the nearly empty table
+	}
+	if _, err := small.pool.Exec(ctx, `INSERT INTO feedback (org_id, query, response, feedback_type, source, content_hash, created_at)
+		SELECT $1, 'Question ' || i, 'Answer ' || i, 'thumbs_up', 'api', sha256(('grown ' || i)::bytea), now() - i * interval '1 second'
+		FROM generate_series(1, $2::int) AS i`, small.org, planRows); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := small.pool.Exec(ctx, `INSERT INTO experiment_exposures (experiment_id, phase, unit_id, arm)
+		SELECT $1, 1, 'grown-' || i, i % 2 FROM generate_series(1, $2::int) AS i`, small.exp, planRows); err != nil {
+		t.Fatal(err)
+	}
+	for i, s := range kept {
+		t.Run(s.name+"/planned on a nearly empty table", func(t *testing.T) {
+			p := explain(i, s)
+			read, by := p.read()
+			if returned := p.num("Actual Rows"); read > 3*max(returned, 1)+10 {
+				t.Errorf("read %.0f rows (%v) to answer %.0f: plan\n%s", read, by, returned, p.String())
+			}
+		})
 	}
 }
 
