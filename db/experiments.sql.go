@@ -724,7 +724,9 @@ WITH x AS (
     WHERE e.experiment_id = $1 AND e.phase = $2
 ),
 judged AS (
-    SELECT s.feedback_id, avg(s.score) AS score FROM live_scores s
+    SELECT s.feedback_id, avg(s.score) AS score
+    FROM x JOIN feedback f ON f.org_id = $3 AND f.end_user_id = x.unit_id AND f.end_user_id <> ''
+    JOIN live_scores s ON s.feedback_id = f.id
     WHERE s.org_id = $3 AND s.status = 'scored'
     GROUP BY s.feedback_id
 ),
@@ -833,6 +835,8 @@ type ExperimentListMetricMomentsRow struct {
 // Each unit's values are joined to its covariates once (pp) and only then
 // split into a row per metric; the live scores are averaged per answer
 // once, for both windows, and joined rather than looked up per answer.
+// Only the scores of the units' own feedback are averaged (both windows
+// join no other), so the organisation's other scores need not be read.
 func (q *Queries) ExperimentListMetricMoments(ctx context.Context, arg ExperimentListMetricMomentsParams) ([]ExperimentListMetricMomentsRow, error) {
 	rows, err := q.db.Query(ctx, experimentListMetricMoments,
 		arg.ExperimentID,
@@ -1348,6 +1352,62 @@ func (q *Queries) ExposureInsertAssigned(ctx context.Context, arg ExposureInsert
 	)
 	var i ExposureInsertAssignedRow
 	err := row.Scan(&i.ConfigVersion, &i.UnitIds, &i.Arms)
+	return i, err
+}
+
+const exposureInsertAssignedOne = `-- name: ExposureInsertAssignedOne :one
+WITH cfg AS (
+    SELECT (e.config_version + (SELECT sum(a.config_version) FROM experiment_arms a WHERE a.experiment_id = e.id))::bigint AS config_version
+    FROM experiments e WHERE e.id = $1 AND e.org_id = $2
+),
+old AS (
+    SELECT x.arm FROM experiment_exposures x
+    WHERE x.experiment_id = $1 AND x.phase = $3 AND x.unit_id = $4
+),
+new AS (
+    INSERT INTO experiment_exposures AS x (experiment_id, phase, unit_id, arm)
+    SELECT $1, $3, $4, $5::int FROM cfg
+    WHERE cfg.config_version = $6::bigint AND $5::int >= 0 AND NOT EXISTS (SELECT 1 FROM old)
+    ON CONFLICT (experiment_id, phase, unit_id) DO UPDATE SET arm = x.arm
+    RETURNING x.arm
+)
+SELECT cfg.config_version, coalesce((SELECT old.arm FROM old), (SELECT new.arm FROM new), -1)::int AS arm
+FROM cfg
+`
+
+type ExposureInsertAssignedOneParams struct {
+	ExperimentID  uuid.UUID `json:"experiment_id"`
+	OrgID         uuid.UUID `json:"org_id"`
+	Phase         int32     `json:"phase"`
+	UnitID        string    `json:"unit_id"`
+	Arm           int32     `json:"arm"`
+	ConfigVersion int64     `json:"config_version"`
+}
+
+type ExposureInsertAssignedOneRow struct {
+	ConfigVersion int64 `json:"config_version"`
+	Arm           int32 `json:"arm"`
+}
+
+// ExposureInsertAssigned for one unit, as a plain statement: a known unit
+// is answered from the exposures' primary key without a write, and a new
+// one recorded by one INSERT; arm is -1 for a unit outside the coverage
+// (an arm of -1 given) and for one not recorded because the configuration
+// is no longer at config_version. Without arrays, PostgreSQL plans it once
+// per connection, and it skips what a batch needs (the units' order,
+// their duplicates, aggregating the answer), which cost a new unit as much
+// again as the INSERT.
+func (q *Queries) ExposureInsertAssignedOne(ctx context.Context, arg ExposureInsertAssignedOneParams) (ExposureInsertAssignedOneRow, error) {
+	row := q.db.QueryRow(ctx, exposureInsertAssignedOne,
+		arg.ExperimentID,
+		arg.OrgID,
+		arg.Phase,
+		arg.UnitID,
+		arg.Arm,
+		arg.ConfigVersion,
+	)
+	var i ExposureInsertAssignedOneRow
+	err := row.Scan(&i.ConfigVersion, &i.Arm)
 	return i, err
 }
 

@@ -242,9 +242,10 @@ INSERT INTO feedback (
     $12, $13, $14, $15, $16, $17,
     $18, $19, $20, $21, $22, $23, $24, $25, $26, $27,
     $28,
-    -- An exact duplicate links to the first row with the same content.
-    coalesce($29::uuid,
-             (SELECT d.id FROM feedback d WHERE d.org_id = $2 AND d.content_hash = $26 ORDER BY d.seq LIMIT 1)),
+    -- An exact duplicate links to the first row with the same content
+    -- (feedback_first_id, migration 00105: read by its index however the
+    -- plan was made).
+    coalesce($29::uuid, feedback_first_id($2, $26)),
     $30, $31, $32, $33,
     -- When the feedback was given: now, unless the sender says (history).
     coalesce($34::timestamptz, now())

@@ -1903,6 +1903,33 @@ func (q *Queries) ServingCheckGet(ctx context.Context, arg ServingCheckGetParams
 	return i, err
 }
 
+const servingCheckInsertOrUpdate = `-- name: ServingCheckInsertOrUpdate :exec
+INSERT INTO serving_checks (target_id, org_id, checked_at, healthy, error, models)
+VALUES ($1, $2, now(), $3, $4, $5::text[])
+ON CONFLICT (target_id) DO UPDATE
+SET checked_at = now(), healthy = EXCLUDED.healthy, error = EXCLUDED.error, models = EXCLUDED.models
+`
+
+type ServingCheckInsertOrUpdateParams struct {
+	TargetID uuid.UUID `json:"target_id"`
+	OrgID    uuid.UUID `json:"org_id"`
+	Healthy  bool      `json:"healthy"`
+	Error    string    `json:"error"`
+	Models   []string  `json:"models"`
+}
+
+// Records what a target answered when asked what it serves.
+func (q *Queries) ServingCheckInsertOrUpdate(ctx context.Context, arg ServingCheckInsertOrUpdateParams) error {
+	_, err := q.db.Exec(ctx, servingCheckInsertOrUpdate,
+		arg.TargetID,
+		arg.OrgID,
+		arg.Healthy,
+		arg.Error,
+		arg.Models,
+	)
+	return err
+}
+
 const servingCheckList = `-- name: ServingCheckList :many
 SELECT target_id, org_id, checked_at, healthy, error, models FROM serving_checks WHERE org_id = $1
 `
@@ -1933,33 +1960,6 @@ func (q *Queries) ServingCheckList(ctx context.Context, orgID uuid.UUID) ([]Serv
 		return nil, err
 	}
 	return items, nil
-}
-
-const servingCheckUpsert = `-- name: ServingCheckUpsert :exec
-INSERT INTO serving_checks (target_id, org_id, checked_at, healthy, error, models)
-VALUES ($1, $2, now(), $3, $4, $5::text[])
-ON CONFLICT (target_id) DO UPDATE
-SET checked_at = now(), healthy = EXCLUDED.healthy, error = EXCLUDED.error, models = EXCLUDED.models
-`
-
-type ServingCheckUpsertParams struct {
-	TargetID uuid.UUID `json:"target_id"`
-	OrgID    uuid.UUID `json:"org_id"`
-	Healthy  bool      `json:"healthy"`
-	Error    string    `json:"error"`
-	Models   []string  `json:"models"`
-}
-
-// Records what a target answered when asked what it serves.
-func (q *Queries) ServingCheckUpsert(ctx context.Context, arg ServingCheckUpsertParams) error {
-	_, err := q.db.Exec(ctx, servingCheckUpsert,
-		arg.TargetID,
-		arg.OrgID,
-		arg.Healthy,
-		arg.Error,
-		arg.Models,
-	)
-	return err
 }
 
 const servingTargetGet = `-- name: ServingTargetGet :one

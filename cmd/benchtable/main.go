@@ -2,13 +2,17 @@
 // runs it) and prints one table: each workload, Curate's figure, the raw
 // PostgreSQL figure measured in the same run, their ratio against its goal,
 // and peak memory where it matters. Benchmark lines pass through first, so
-// nothing is hidden.
+// nothing is hidden. A benchmark run several times (make bench's -count)
+// gives each figure as its median [min–max] over the runs, each run's own
+// alternating rounds of Curate and the floor, so a figure that moves is
+// shown as moving.
 package main
 
 import (
 	"bufio"
 	"fmt"
 	"os"
+	"sort"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -38,98 +42,161 @@ func parse(line string) (string, metrics, bool) {
 }
 
 func main() {
-	found := map[string]metrics{}
+	found := map[string]runs{}
 	sc := bufio.NewScanner(os.Stdin)
 	sc.Buffer(make([]byte, 1<<20), 1<<20)
 	for sc.Scan() {
 		line := sc.Text()
 		fmt.Println(line)
 		if name, m, ok := parse(line); ok {
-			found[name] = m
+			found[name] = append(found[name], m)
 		}
 	}
 	w := tabwriter.NewWriter(os.Stdout, 2, 4, 2, ' ', tabwriter.AlignRight|tabwriter.Debug)
 	fmt.Println()
-	fmt.Fprintln(w, "workload\tCurate\traw PostgreSQL\tratio\tgoal\tpeak memory\t")
-	row := func(workload, curate, raw, ratio, goal, mem string) {
-		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t\n", workload, curate, raw, ratio, goal, mem)
+	fmt.Fprintln(w, "workload (runs)\tCurate\traw PostgreSQL\tratio\tgoal\tpeak memory\t")
+	row := func(r runs, workload, curate, raw, ratio, goal, mem string) {
+		fmt.Fprintf(w, "%s (%d)\t%s\t%s\t%s\t%s\t%s\t\n", workload, len(r), curate, raw, ratio, goal, mem)
 	}
 	if m, ok := found["BenchmarkFeedbackPost"]; ok {
-		row("single feedback POST, 32 clients", rate(m["api_req/s"], "req/s"), rate(m["floor_req/s"], "req/s minimal server"),
-			pct(m["api_%_of_floor"]), "≥ 80%", "")
-		row("  its p99", fmt.Sprintf("%.1f ms", m["api_p99_ms"]), fmt.Sprintf("%.1f ms minimal server", m["floor_p99_ms"]),
-			fmt.Sprintf("%.2f×", m["api_p99/floor"]), "≤ 2×", "")
-		row("  the same POST beside raw INSERTs", rate(m["api_req/s"], "req/s"), rate(m["insert_rows/s"], "INSERT/s"),
-			pct(m["api_%_of_raw"]), "", "")
-		row("  the same ingest without HTTP", rate(m["ingest_rows/s"], "rows/s"), rate(m["insert_rows/s"], "INSERT/s"),
-			pct(m["ingest_%_of_raw"]), "", "")
+		row(m, "single feedback POST, 32 clients", m.fig("api_req/s").rate("req/s"), m.fig("floor_req/s").rate("req/s minimal server"),
+			m.fig("api_%_of_floor").pct(), "≥ 80%", "")
+		row(m, "  its p99", m.fig("api_p99_ms").show("%.1f", " ms"), m.fig("floor_p99_ms").show("%.1f", " ms minimal server"),
+			m.fig("api_p99/floor").show("%.2f", "×"), "≤ 2×", "")
+		row(m, "  the same POST beside raw INSERTs", m.fig("api_req/s").rate("req/s"), m.fig("insert_rows/s").rate("INSERT/s"),
+			m.fig("api_%_of_raw").pct(), "", "")
+		row(m, "  the same ingest without HTTP", m.fig("ingest_rows/s").rate("rows/s"), m.fig("insert_rows/s").rate("INSERT/s"),
+			m.fig("ingest_%_of_raw").pct(), "", "")
 	}
 	if m, ok := found["BenchmarkFeedbackBatch"]; ok {
-		row("batch ingest (10,000 a request)", rate(m["api_rows/s"], "rows/s"), rate(m["copy_rows/s"], "COPY rows/s"), pct(m["api_%_of_raw"]), "", "")
+		row(m, "batch ingest (10,000 a request)", m.fig("api_rows/s").rate("rows/s"), m.fig("copy_rows/s").rate("COPY rows/s"), m.fig("api_%_of_raw").pct(), "", "")
 	}
 	if m, ok := found["BenchmarkExport"]; ok {
-		n := fmt.Sprintf("%.0f", m["rows"])
-		row("export of "+n+" pairs (report read back)", rate(m["export_rows/s"], "rows/s"), rate(m["pg_copy_json_rows/s"], "COPY TO rows/s"),
-			pct(m["export_%_of_copy"]), "≥ 50%", fmt.Sprintf("%.0f MiB RSS (≤ 150)", m["vmhwm_MiB"]))
-		row("freeze of "+n+" pairs", fmt.Sprintf("%.1f s", m["freeze_s"]), "", "", "≤ 30 s at 1M", "")
-		row("validation report of "+n+" pairs, once", fmt.Sprintf("%.1f s", m["report_once_s"]), "", "", "", "")
-		row("the same report from stored facts", fmt.Sprintf("%.1f s", m["report_from_facts_s"]), "", "", "", "")
+		n := fmt.Sprintf("%.0f", m.fig("rows").median())
+		row(m, "export of "+n+" pairs (report read back)", m.fig("export_rows/s").rate("rows/s"), m.fig("pg_copy_json_rows/s").rate("COPY TO rows/s"),
+			m.fig("export_%_of_copy").pct(), "≥ 50%", m.fig("vmhwm_MiB").show("%.0f", " MiB RSS (≤ 150)"))
+		row(m, "freeze of "+n+" pairs", m.fig("freeze_s").show("%.1f", " s"), "", "", "≤ 30 s at 1M", "")
+		row(m, "validation report of "+n+" pairs, once", m.fig("report_once_s").show("%.1f", " s"), "", "", "", "")
+		row(m, "the same report from stored facts", m.fig("report_from_facts_s").show("%.1f", " s"), "", "", "", "")
 	}
 	if m, ok := found["BenchmarkFreeze"]; ok {
-		row(fmt.Sprintf("freeze of %.0f pairs, median of 3", m["rows"]), fmt.Sprintf("%.1f s", m["freeze_median_s"]),
-			fmt.Sprintf("%.1f s CREATE TABLE AS", m["floor_median_s"]), fmt.Sprintf("%.1f×", m["freeze/floor"]), "≤ 30 s at 1M", "")
+		row(m, fmt.Sprintf("freeze of %.0f pairs, median of 3", m.fig("rows").median()), m.fig("freeze_median_s").show("%.1f", " s"),
+			m.fig("floor_median_s").show("%.1f", " s CREATE TABLE AS"), m.fig("freeze/floor").show("%.1f", "×"), "≤ 30 s at 1M", "")
 	}
 	if m, ok := found["BenchmarkEvaluationRun"]; ok {
-		row("evaluation, 500 items at 16, candidate and judge 200 ms", fmt.Sprintf("%.2f s", m["run_s"]),
-			fmt.Sprintf("%.2f s same calls alone", m["floor_s"]), fmt.Sprintf("+%.1f%%", m["run_%_over_floor"]), "", "")
-		row("  beside 500/16 × (0.2 + 0.2) s", fmt.Sprintf("%.2f s", m["run_s"]), fmt.Sprintf("%.2f s", m["ideal_s"]),
-			fmt.Sprintf("+%.1f%%", m["run_%_over_ideal"]), "≤ +10%", "")
+		row(m, "evaluation, 500 items at 16, candidate and judge 200 ms", m.fig("run_s").show("%.2f", " s"),
+			m.fig("floor_s").show("%.2f", " s same calls alone"), m.fig("run_%_over_floor").show("+%.1f", "%"), "", "")
+		row(m, "  beside 500/16 × (0.2 + 0.2) s", m.fig("run_s").show("%.2f", " s"), m.fig("ideal_s").show("%.2f", " s"),
+			m.fig("run_%_over_ideal").show("+%.1f", "%"), "≤ +10%", "")
 	}
 	if m, ok := found["BenchmarkQueuePage"]; ok {
 		for _, f := range []string{"typical", "middle_page", "search", "tag_model"} {
-			if _, ok := m[f+"_server_p95_ms"]; !ok {
+			if len(m.fig(f+"_server_p95_ms")) == 0 {
 				continue
 			}
-			row("queue page p95, "+strings.ReplaceAll(f, "_", " "), fmt.Sprintf("%.1f ms", m[f+"_server_p95_ms"]),
-				fmt.Sprintf("%.1f ms", m[f+"_sql_p95_ms"]), fmt.Sprintf("%.2f×", m[f+"_server/sql"]), "≤ 3×", "")
+			row(m, "queue page p95, "+strings.ReplaceAll(f, "_", " "), m.fig(f+"_server_p95_ms").show("%.1f", " ms"),
+				m.fig(f+"_sql_p95_ms").show("%.1f", " ms"), m.fig(f+"_server/sql").show("%.2f", "×"), "≤ 3×", "")
 		}
 	}
 	if m, ok := found["BenchmarkCodebookRetrieve"]; ok {
-		row(fmt.Sprintf("codebook retrieve p95, %.0f rules", m["rules"]), fmt.Sprintf("%.1f ms", m["retrieve_p95_ms"]),
-			fmt.Sprintf("%.1f ms", m["sql_p95_ms"]), fmt.Sprintf("%.2f×", m["retrieve_p95_ms"]/m["sql_p95_ms"]), "< 10 ms", "")
+		row(m, fmt.Sprintf("codebook retrieve p95, %.0f rules", m.fig("rules").median()), m.fig("retrieve_p95_ms").show("%.1f", " ms"),
+			m.fig("sql_p95_ms").show("%.1f", " ms"), m.ratio("retrieve_p95_ms", "sql_p95_ms").show("%.2f", "×"), "< 10 ms", "")
 	}
 	if m, ok := found["BenchmarkBestOfNRewardModel"]; ok {
-		row(fmt.Sprintf("best-of-N p95, %.0f candidates, reward model (stand-in %.0f ms a request)", m["candidates"], m["model_ms"]),
-			fmt.Sprintf("%.1f ms", m["bestofn_p95_ms"]), fmt.Sprintf("%.1f ms stand-in", m["standin_p95_ms"]),
-			fmt.Sprintf("+%.1f ms", m["overhead_p95_ms"]), "≤ +10 ms", "")
+		row(m, fmt.Sprintf("best-of-N p95, %.0f candidates, reward model (stand-in %.0f ms a request)", m.fig("candidates").median(), m.fig("model_ms").median()),
+			m.fig("bestofn_p95_ms").show("%.1f", " ms"), m.fig("standin_p95_ms").show("%.1f", " ms stand-in"),
+			m.fig("overhead_p95_ms").show("+%.1f", " ms"), "≤ +10 ms", "")
 	}
 	if m, ok := found["BenchmarkAssignAPI"]; ok {
 		for _, f := range []string{"new", "known"} {
-			row(fmt.Sprintf("assign, %s units, 32 clients (p99 %.0f ms, raw %.0f ms)", f, m[f+"_p99_ms"], m["raw_"+f+"_p99_ms"]),
-				rate(m[f+"_req/s"], "req/s"), rate(m["raw_"+f+"_req/s"], "INSERT … RETURNING/s"), pct(m[f+"_%_of_raw"]), "≥ 80%", "")
+			row(m, fmt.Sprintf("assign, %s units, 32 clients (p99 %s ms, raw %s ms)", f, m.fig(f+"_p99_ms").show("%.0f", ""), m.fig("raw_"+f+"_p99_ms").show("%.0f", "")),
+				m.fig(f+"_req/s").rate("req/s"), m.fig("raw_"+f+"_req/s").rate("INSERT … RETURNING/s"), m.fig(f+"_%_of_raw").pct(), "≥ 80%", "")
 		}
 	}
 	if m, ok := found["BenchmarkAssignBatch"]; ok {
-		row(fmt.Sprintf("assign-batch of 1,000 new units, median (p95 %.1f ms)", m["batch_p95_ms"]), fmt.Sprintf("%.1f ms", m["batch_ms"]),
-			fmt.Sprintf("%.1f ms one INSERT", m["raw_batch_ms"]), fmt.Sprintf("%.2f×", m["batch_ms"]/m["raw_batch_ms"]), "< 50 ms", "")
+		row(m, fmt.Sprintf("assign-batch of 1,000 new units, median (p95 %s ms)", m.fig("batch_p95_ms").show("%.1f", "")), m.fig("batch_ms").show("%.1f", " ms"),
+			m.fig("raw_batch_ms").show("%.1f", " ms one INSERT"), m.ratio("batch_ms", "raw_batch_ms").show("%.2f", "×"), "< 50 ms", "")
 	}
 	if m, ok := found["BenchmarkResults"]; ok {
-		row(fmt.Sprintf("results over %.0f feedback rows, %.0f units, median", m["rows"], m["units"]), fmt.Sprintf("%.0f ms", m["results_ms"]),
-			fmt.Sprintf("%.0f ms GROUP BY", m["groupby_ms"]), fmt.Sprintf("%.2f×", m["results/groupby"]), "≤ 1.5×", "")
+		row(m, fmt.Sprintf("results over %.0f feedback rows, %.0f units, median", m.fig("rows").median(), m.fig("units").median()), m.fig("results_ms").show("%.0f", " ms"),
+			m.fig("groupby_ms").show("%.0f", " ms GROUP BY"), m.fig("results/groupby").show("%.2f", "×"), "≤ 1.5×", "")
 	}
 	w.Flush()
 }
 
-func rate(v float64, unit string) string {
-	if v == 0 {
-		return "—"
+// runs are the lines one benchmark printed, one a run.
+type runs []metrics
+
+// fig is a metric's value in each run that reported it.
+func (r runs) fig(unit string) fig {
+	var f fig
+	for _, m := range r {
+		if v, ok := m[unit]; ok {
+			f = append(f, v)
+		}
 	}
-	return fmt.Sprintf("%.0f %s", v, unit)
+	return f
 }
 
-func pct(v float64) string {
-	if v == 0 {
+// ratio is a/b in each run that reported both.
+func (r runs) ratio(a, b string) fig {
+	var f fig
+	for _, m := range r {
+		x, okA := m[a]
+		y, okB := m[b]
+		if okA && okB && y != 0 {
+			f = append(f, x/y)
+		}
+	}
+	return f
+}
+
+// fig is one figure over runs.
+type fig []float64
+
+func (f fig) sorted() []float64 {
+	s := append([]float64(nil), f...)
+	sort.Float64s(s)
+	return s
+}
+
+// median is the middle value (the mean of the two middle ones for an even
+// count); 0 for none.
+func (f fig) median() float64 {
+	s := f.sorted()
+	switch {
+	case len(s) == 0:
+		return 0
+	case len(s)%2 == 1:
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
+
+// show writes the median by format, then [min–max] when there were several
+// runs, then unit; "—" when no run reported it.
+func (f fig) show(format, unit string) string {
+	if len(f) == 0 {
 		return "—"
 	}
-	return fmt.Sprintf("%.0f%%", v)
+	s := f.sorted()
+	out := fmt.Sprintf(format, f.median())
+	if len(s) > 1 {
+		out += fmt.Sprintf(" ["+format+"–"+format+"]", s[0], s[len(s)-1])
+	}
+	return out + unit
+}
+
+func (f fig) rate(unit string) string {
+	if len(f) == 0 || f.median() == 0 {
+		return "—"
+	}
+	return f.show("%.0f", " "+unit)
+}
+
+func (f fig) pct() string {
+	if len(f) == 0 || f.median() == 0 {
+		return "—"
+	}
+	return f.show("%.0f", "%")
 }

@@ -141,6 +141,33 @@ FROM experiments e WHERE e.org_id = @org_id AND e.key = @key;
 SELECT r.config_version::bigint AS config_version, r.unit_ids::text[] AS unit_ids, r.arms::int[] AS arms
 FROM experiment_assign(@experiment_id::uuid, @org_id::uuid, @phase::int, @unit_ids::text[], @arms::int[], @config_version::bigint) r;
 
+-- name: ExposureInsertAssignedOne :one
+-- ExposureInsertAssigned for one unit, as a plain statement: a known unit
+-- is answered from the exposures' primary key without a write, and a new
+-- one recorded by one INSERT; arm is -1 for a unit outside the coverage
+-- (an arm of -1 given) and for one not recorded because the configuration
+-- is no longer at config_version. Without arrays, PostgreSQL plans it once
+-- per connection, and it skips what a batch needs (the units' order,
+-- their duplicates, aggregating the answer), which cost a new unit as much
+-- again as the INSERT.
+WITH cfg AS (
+    SELECT (e.config_version + (SELECT sum(a.config_version) FROM experiment_arms a WHERE a.experiment_id = e.id))::bigint AS config_version
+    FROM experiments e WHERE e.id = @experiment_id AND e.org_id = @org_id
+),
+old AS (
+    SELECT x.arm FROM experiment_exposures x
+    WHERE x.experiment_id = @experiment_id AND x.phase = @phase AND x.unit_id = @unit_id
+),
+new AS (
+    INSERT INTO experiment_exposures AS x (experiment_id, phase, unit_id, arm)
+    SELECT @experiment_id, @phase, @unit_id, @arm::int FROM cfg
+    WHERE cfg.config_version = @config_version::bigint AND @arm::int >= 0 AND NOT EXISTS (SELECT 1 FROM old)
+    ON CONFLICT (experiment_id, phase, unit_id) DO UPDATE SET arm = x.arm
+    RETURNING x.arm
+)
+SELECT cfg.config_version, coalesce((SELECT old.arm FROM old), (SELECT new.arm FROM new), -1)::int AS arm
+FROM cfg;
+
 -- name: ExposureInsertReported :one
 -- Exposures a client assigned itself and reports: each unit's earliest
 -- one is its first exposure of the phase unless one is recorded already.
@@ -205,8 +232,12 @@ WITH x AS (
     SELECT e.arm, e.unit_id, e.first_seen FROM experiment_exposures e
     WHERE e.experiment_id = @experiment_id AND e.phase = @phase
 ),
+-- Only the scores of the units' own feedback are averaged (both windows
+-- join no other), so the organisation's other scores need not be read.
 judged AS (
-    SELECT s.feedback_id, avg(s.score) AS score FROM live_scores s
+    SELECT s.feedback_id, avg(s.score) AS score
+    FROM x JOIN feedback f ON f.org_id = @org_id AND f.end_user_id = x.unit_id AND f.end_user_id <> ''
+    JOIN live_scores s ON s.feedback_id = f.id
     WHERE s.org_id = @org_id AND s.status = 'scored'
     GROUP BY s.feedback_id
 ),

@@ -9,9 +9,10 @@ INSERT INTO feedback (
     @feedback_type, sqlc.narg('rating'), sqlc.narg('dim_accuracy'), sqlc.narg('dim_helpfulness'), sqlc.narg('dim_clarity'), sqlc.narg('dim_safety'),
     @comment, @correction, sqlc.narg('latency_ms'), @tags, @source, sqlc.narg('rank'), @rank_group, @pii_kinds, @content_hash, @status,
     sqlc.narg('experiment_id'),
-    -- An exact duplicate links to the first row with the same content.
-    coalesce(sqlc.narg('duplicate_of')::uuid,
-             (SELECT d.id FROM feedback d WHERE d.org_id = @org_id AND d.content_hash = @content_hash ORDER BY d.seq LIMIT 1)),
+    -- An exact duplicate links to the first row with the same content
+    -- (feedback_first_id, migration 00105: read by its index however the
+    -- plan was made).
+    coalesce(sqlc.narg('duplicate_of')::uuid, feedback_first_id(@org_id, @content_hash)),
     @is_error, @is_training_data, @training_set_by, sqlc.narg('given_by'),
     -- When the feedback was given: now, unless the sender says (history).
     coalesce(sqlc.narg('created_at')::timestamptz, now())

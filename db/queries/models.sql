@@ -331,7 +331,7 @@ UPDATE model_versions SET evaluation = @evaluation,
     performance_metrics = (performance_metrics - 'eval_score' - 'eval_ci' - 'golden_set_hash' - 'latency_ms') || @metrics::jsonb
 WHERE org_id = @org_id AND id = @id;
 
--- name: ServingCheckUpsert :exec
+-- name: ServingCheckInsertOrUpdate :exec
 -- Records what a target answered when asked what it serves.
 INSERT INTO serving_checks (target_id, org_id, checked_at, healthy, error, models)
 VALUES (@target_id, @org_id, now(), @healthy, @error, @models::text[])

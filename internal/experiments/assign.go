@@ -176,6 +176,9 @@ func (s *Service) assign(ctx context.Context, q *db.Queries, orgID uuid.UUID, c 
 	for i, u := range units {
 		arms[i] = int32(Choose(Hash(c.seed, u), c.coverage, c.weights))
 	}
+	if len(units) == 1 {
+		return s.assignOne(ctx, q, orgID, c, units[0], arms[0])
+	}
 	r, err := q.ExposureInsertAssigned(ctx, db.ExposureInsertAssignedParams{ExperimentID: c.id, OrgID: orgID, UnitIds: units, Arms: arms,
 		Phase: c.phase, ConfigVersion: c.version})
 	switch {
@@ -187,6 +190,28 @@ func (s *Service) assign(ctx context.Context, q *db.Queries, orgID uuid.UUID, c 
 		return nil, false, nil
 	}
 	out, err = c.answer(units, r.UnitIds, r.Arms)
+	return out, true, err
+}
+
+// assignOne is assign for one unit, placed in arm (-1 outside the
+// coverage), with the statement made for one.
+func (s *Service) assignOne(ctx context.Context, q *db.Queries, orgID uuid.UUID, c *config, unit string, arm int32) ([]Assignment, bool, error) {
+	r, err := q.ExposureInsertAssignedOne(ctx, db.ExposureInsertAssignedOneParams{ExperimentID: c.id, OrgID: orgID, Phase: c.phase,
+		UnitID: unit, Arm: arm, ConfigVersion: c.version})
+	switch {
+	case errors.Is(err, pgx.ErrNoRows): // the experiment is gone
+		return nil, false, nil
+	case err != nil:
+		return nil, false, err
+	case r.ConfigVersion != c.version:
+		return nil, false, nil
+	}
+	var recordedUnits []string
+	var recordedArms []int32
+	if r.Arm >= 0 {
+		recordedUnits, recordedArms = []string{unit}, []int32{r.Arm}
+	}
+	out, err := c.answer([]string{unit}, recordedUnits, recordedArms)
 	return out, true, err
 }
 

@@ -85,7 +85,7 @@ func (s *Service) record(ctx context.Context, t db.ServingTarget, served []Serve
 	if ctx.Err() != nil {
 		return err
 	}
-	p := db.ServingCheckUpsertParams{TargetID: t.ID, OrgID: t.OrgID, Healthy: err == nil, Models: []string{}}
+	p := db.ServingCheckInsertOrUpdateParams{TargetID: t.ID, OrgID: t.OrgID, Healthy: err == nil, Models: []string{}}
 	if err != nil {
 		p.Error = outbound.Describe(err)
 	} else {
@@ -93,7 +93,7 @@ func (s *Service) record(ctx context.Context, t db.ServingTarget, served []Serve
 			p.Models = append(p.Models, m.ID)
 		}
 	}
-	if rerr := db.New(s.Pool).ServingCheckUpsert(ctx, p); rerr != nil {
+	if rerr := db.New(s.Pool).ServingCheckInsertOrUpdate(ctx, p); rerr != nil {
 		return errors.Join(err, rerr)
 	}
 	return err
