@@ -177,7 +177,9 @@ func FuzzAnalyze(f *testing.F) {
 // "too close to 0" only beside the values' own scale.
 func TestAnalyzeRelativeAtLargeScale(t *testing.T) {
 	const s = 1e138
-	scaled := func(a stats.Arm) stats.Arm { return stats.Arm{N: a.N, Sum: a.Sum * s, SumSquares: a.SumSquares * s * s} }
+	scaled := func(a stats.Arm) stats.Arm {
+		return stats.Arm{N: a.N, Sum: a.Sum * s, SumSquares: a.SumSquares * s * s}
+	}
 	for _, engine := range []string{stats.EngineFrequentist, stats.EngineBayesian} {
 		an := stats.Analysis{Test: stats.Test{Metric: stats.MetricMean, Relative: true, Alpha: 0.05}, Engine: engine,
 			Arms: []stats.Arm{control, treatment}}
