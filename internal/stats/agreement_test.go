@@ -446,7 +446,7 @@ func FuzzAlpha(f *testing.F) {
 	f.Add(uint8(3), 1e308, 1.7e308, 0.0, 5e-324, 1e308, 1e-300)
 	f.Add(uint8(2), 1.0, 2.0, 3.0, 3.0, 2.0, 1.0)
 	f.Add(uint8(0), 1.0, 1.0, 2.0, 2.0, 1.0, 2.0)
-	f.Add(uint8(5), -1.7976931348623157e308, 1.7976931348623157e308, 0.0, -0.0, 1e-310, 4.0)
+	f.Add(uint8(5), -1.7976931348623157e308, 1.7976931348623157e308, 0.0, math.Copysign(0, -1), 1e-310, 4.0)
 	f.Fuzz(func(t *testing.T, how uint8, a, b, c, d, e, g float64) {
 		r := stats.Ratings{{stats.Number(a), stats.Number(b)}, {stats.Number(c), stats.Number(d)}, {stats.Number(e), stats.Number(g)}}
 		levels := []stats.Level{stats.LevelNominal, stats.LevelOrdinal, stats.LevelInterval, stats.LevelRatio}
