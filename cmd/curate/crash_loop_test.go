@@ -31,7 +31,7 @@ import (
 // the same database, the evaluation is queued again by the heartbeat
 // sweep and goes on at its next unscored item, the run's evaluate step
 // follows the same evaluation (it starts no second one), and the run
-// goes on to promote within about a minute; the judge answered each
+// goes on to promote within resumeWithin of the restart; the judge answered each
 // golden question once, so nothing was paid for twice, and one model was
 // trained.
 func TestLoopSurvivesKillDuringEvaluate(t *testing.T) {
@@ -203,8 +203,8 @@ func TestLoopSurvivesKillDuringEvaluate(t *testing.T) {
 	first.kill()
 	released.Store(true)
 
-	restarted := time.Now()
 	second := startCurate(t, bin, env)
+	restarted := time.Now()
 	api.base = second.url
 	var run map[string]any
 	for {
@@ -212,7 +212,7 @@ func TestLoopSurvivesKillDuringEvaluate(t *testing.T) {
 		if run["status"] != "running" {
 			break
 		}
-		if time.Since(restarted) > 90*time.Second {
+		if time.Since(restarted) > resumeWithin {
 			t.Fatalf("the run is still at %s %.0fs after the restart\n%s", run["step"], time.Since(restarted).Seconds(), second.logs())
 		}
 		time.Sleep(250 * time.Millisecond)
