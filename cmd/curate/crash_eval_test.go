@@ -138,7 +138,7 @@ func TestEvaluationSurvivesKill(t *testing.T) {
 
 	// Killed once the first answers are stored and four judge calls are
 	// under way.
-	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+	for deadline := time.Now().Add(underwayWithin); ; time.Sleep(50 * time.Millisecond) {
 		p := get()
 		if p.Status == "succeeded" || p.Status == "failed" || p.Status == "paused" {
 			t.Fatalf("the evaluation ended (%s) before it could be killed", p.Status)

@@ -169,7 +169,7 @@ func TestLoopSurvivesKillDuringEvaluate(t *testing.T) {
 	// The run starts by itself; it is killed in its evaluate step, once
 	// the first answers are stored and judge calls are held.
 	var runID, evaluation string
-	for deadline := time.Now().Add(90 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+	for deadline := time.Now().Add(underwayWithin); ; time.Sleep(50 * time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatalf("the run did not reach its evaluation: %q, %q\n%s", runID, evaluation, first.logs())
 		}
