@@ -10,15 +10,6 @@ import (
 	"time"
 )
 
-const loginFailureConfirm = `-- name: LoginFailureConfirm :exec
-UPDATE login_failures SET pending = false WHERE id = $1
-`
-
-func (q *Queries) LoginFailureConfirm(ctx context.Context, id int64) error {
-	_, err := q.db.Exec(ctx, loginFailureConfirm, id)
-	return err
-}
-
 const loginFailureCount = `-- name: LoginFailureCount :one
 SELECT
     (SELECT count(*) FROM login_failures f WHERE lower(f.email) = lower($1::text) AND f.created_at > $2
@@ -78,6 +69,15 @@ func (q *Queries) LoginFailureDelete(ctx context.Context, arg LoginFailureDelete
 	return err
 }
 
+const loginFailureDeleteAttempt = `-- name: LoginFailureDeleteAttempt :exec
+DELETE FROM login_failures WHERE id = $1
+`
+
+func (q *Queries) LoginFailureDeleteAttempt(ctx context.Context, id int64) error {
+	_, err := q.db.Exec(ctx, loginFailureDeleteAttempt, id)
+	return err
+}
+
 const loginFailureDeleteExpired = `-- name: LoginFailureDeleteExpired :exec
 DELETE FROM login_failures WHERE created_at < $1
 `
@@ -120,29 +120,29 @@ func (q *Queries) LoginFailureInsert(ctx context.Context, arg LoginFailureInsert
 	return err
 }
 
-const loginFailureRelease = `-- name: LoginFailureRelease :exec
-DELETE FROM login_failures WHERE id = $1
-`
-
-func (q *Queries) LoginFailureRelease(ctx context.Context, id int64) error {
-	_, err := q.db.Exec(ctx, loginFailureRelease, id)
-	return err
-}
-
-const loginFailureReserve = `-- name: LoginFailureReserve :one
+const loginFailureInsertPending = `-- name: LoginFailureInsertPending :one
 INSERT INTO login_failures (email, ip, pending) VALUES (lower($1::text), $2, true) RETURNING id
 `
 
-type LoginFailureReserveParams struct {
+type LoginFailureInsertPendingParams struct {
 	Email string `json:"email"`
 	Ip    string `json:"ip"`
 }
 
 // An attempt whose password is about to be checked, pending until
-// LoginFailureConfirm makes it a failure or a success deletes it.
-func (q *Queries) LoginFailureReserve(ctx context.Context, arg LoginFailureReserveParams) (int64, error) {
-	row := q.db.QueryRow(ctx, loginFailureReserve, arg.Email, arg.Ip)
+// LoginFailureUpdateConfirmed makes it a failure or a success deletes it.
+func (q *Queries) LoginFailureInsertPending(ctx context.Context, arg LoginFailureInsertPendingParams) (int64, error) {
+	row := q.db.QueryRow(ctx, loginFailureInsertPending, arg.Email, arg.Ip)
 	var id int64
 	err := row.Scan(&id)
 	return id, err
+}
+
+const loginFailureUpdateConfirmed = `-- name: LoginFailureUpdateConfirmed :exec
+UPDATE login_failures SET pending = false WHERE id = $1
+`
+
+func (q *Queries) LoginFailureUpdateConfirmed(ctx context.Context, id int64) error {
+	_, err := q.db.Exec(ctx, loginFailureUpdateConfirmed, id)
+	return err
 }

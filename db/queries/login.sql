@@ -1,15 +1,15 @@
 -- name: LoginFailureInsert :exec
 INSERT INTO login_failures (email, ip) VALUES (lower(@email::text), @ip);
 
--- name: LoginFailureReserve :one
+-- name: LoginFailureInsertPending :one
 -- An attempt whose password is about to be checked, pending until
--- LoginFailureConfirm makes it a failure or a success deletes it.
+-- LoginFailureUpdateConfirmed makes it a failure or a success deletes it.
 INSERT INTO login_failures (email, ip, pending) VALUES (lower(@email::text), @ip, true) RETURNING id;
 
--- name: LoginFailureConfirm :exec
+-- name: LoginFailureUpdateConfirmed :exec
 UPDATE login_failures SET pending = false WHERE id = @id;
 
--- name: LoginFailureRelease :exec
+-- name: LoginFailureDeleteAttempt :exec
 DELETE FROM login_failures WHERE id = @id;
 
 -- name: LoginFailureCount :one

@@ -188,7 +188,7 @@ func (s *Service) ChangePassword(ctx context.Context, actor audit.Actor, orgID, 
 	}
 	q := db.New(s.Pool)
 	if !match {
-		if err := q.LoginFailureConfirm(ctx, at.id); err != nil {
+		if err := q.LoginFailureUpdateConfirmed(ctx, at.id); err != nil {
 			return Session{}, err
 		}
 		at.settled = true

@@ -107,7 +107,7 @@ type attempt struct {
 // success (an error on the way): it is no evidence either way.
 func (a *attempt) release(ctx context.Context) {
 	if !a.settled {
-		_ = db.New(a.pool).LoginFailureRelease(ctx, a.id)
+		_ = db.New(a.pool).LoginFailureDeleteAttempt(ctx, a.id)
 	}
 }
 
@@ -140,7 +140,7 @@ func (s *Service) reserveAttempt(ctx context.Context, email, ip string) (*attemp
 			case n.ByEmail+n.PendingByEmail >= maxEmail || n.ByIp+n.PendingByIp >= maxIP:
 				return nil // wait for the checks in flight
 			}
-			id, err := q.LoginFailureReserve(ctx, db.LoginFailureReserveParams{Email: email, Ip: ip})
+			id, err := q.LoginFailureInsertPending(ctx, db.LoginFailureInsertPendingParams{Email: email, Ip: ip})
 			at = &attempt{pool: s.Pool, id: id}
 			return err
 		})
@@ -163,7 +163,7 @@ func (s *Service) reserveAttempt(ctx context.Context, email, ip string) (*attemp
 
 // fail audits a failed sign-in and counts its attempt.
 func (s *Service) fail(ctx context.Context, q *db.Queries, at *attempt, u *db.User, c Credentials, reason string) error {
-	if err := q.LoginFailureConfirm(ctx, at.id); err != nil {
+	if err := q.LoginFailureUpdateConfirmed(ctx, at.id); err != nil {
 		return err
 	}
 	at.settled = true
