@@ -12,34 +12,69 @@ import (
 
 const loginFailureCount = `-- name: LoginFailureCount :one
 SELECT
-    (SELECT count(*) FROM login_failures f WHERE lower(f.email) = lower($1::text) AND f.created_at > $2)::bigint AS by_email,
-    (SELECT count(*) FROM login_failures f WHERE f.ip = $3 AND f.created_at > $2)::bigint AS by_ip
+    (SELECT count(*) FROM login_failures f WHERE lower(f.email) = lower($1::text) AND f.created_at > $2
+        AND (NOT f.pending OR f.created_at <= $3))::bigint AS by_email,
+    (SELECT count(*) FROM login_failures f WHERE f.ip = $4 AND f.created_at > $2
+        AND (NOT f.pending OR f.created_at <= $3))::bigint AS by_ip,
+    (SELECT count(*) FROM login_failures f WHERE lower(f.email) = lower($1::text) AND f.pending AND f.created_at > $3)::bigint AS pending_by_email,
+    (SELECT count(*) FROM login_failures f WHERE f.ip = $4 AND f.pending AND f.created_at > $3)::bigint AS pending_by_ip
 `
 
 type LoginFailureCountParams struct {
 	Email string    `json:"email"`
 	Since time.Time `json:"since"`
+	Stale time.Time `json:"stale"`
 	Ip    string    `json:"ip"`
 }
 
 type LoginFailureCountRow struct {
-	ByEmail int64 `json:"by_email"`
-	ByIp    int64 `json:"by_ip"`
+	ByEmail        int64 `json:"by_email"`
+	ByIp           int64 `json:"by_ip"`
+	PendingByEmail int64 `json:"pending_by_email"`
+	PendingByIp    int64 `json:"pending_by_ip"`
 }
 
+// The failures since @since (a pending attempt from before @stale counts as
+// one: its check never ended) and the attempts still being checked.
 func (q *Queries) LoginFailureCount(ctx context.Context, arg LoginFailureCountParams) (LoginFailureCountRow, error) {
-	row := q.db.QueryRow(ctx, loginFailureCount, arg.Email, arg.Since, arg.Ip)
+	row := q.db.QueryRow(ctx, loginFailureCount,
+		arg.Email,
+		arg.Since,
+		arg.Stale,
+		arg.Ip,
+	)
 	var i LoginFailureCountRow
-	err := row.Scan(&i.ByEmail, &i.ByIp)
+	err := row.Scan(
+		&i.ByEmail,
+		&i.ByIp,
+		&i.PendingByEmail,
+		&i.PendingByIp,
+	)
 	return i, err
 }
 
 const loginFailureDelete = `-- name: LoginFailureDelete :exec
-DELETE FROM login_failures WHERE lower(email) = lower($1::text)
+DELETE FROM login_failures WHERE lower(email) = lower($1::text) AND (NOT pending OR id = $2)
 `
 
-func (q *Queries) LoginFailureDelete(ctx context.Context, email string) error {
-	_, err := q.db.Exec(ctx, loginFailureDelete, email)
+type LoginFailureDeleteParams struct {
+	Email   string `json:"email"`
+	Attempt int64  `json:"attempt"`
+}
+
+// A success clears the account's failures and its own attempt, not the
+// attempts of other sign-ins still being checked.
+func (q *Queries) LoginFailureDelete(ctx context.Context, arg LoginFailureDeleteParams) error {
+	_, err := q.db.Exec(ctx, loginFailureDelete, arg.Email, arg.Attempt)
+	return err
+}
+
+const loginFailureDeleteAttempt = `-- name: LoginFailureDeleteAttempt :exec
+DELETE FROM login_failures WHERE id = $1
+`
+
+func (q *Queries) LoginFailureDeleteAttempt(ctx context.Context, id int64) error {
+	_, err := q.db.Exec(ctx, loginFailureDeleteAttempt, id)
 	return err
 }
 
@@ -82,5 +117,32 @@ type LoginFailureInsertParams struct {
 
 func (q *Queries) LoginFailureInsert(ctx context.Context, arg LoginFailureInsertParams) error {
 	_, err := q.db.Exec(ctx, loginFailureInsert, arg.Email, arg.Ip)
+	return err
+}
+
+const loginFailureInsertPending = `-- name: LoginFailureInsertPending :one
+INSERT INTO login_failures (email, ip, pending) VALUES (lower($1::text), $2, true) RETURNING id
+`
+
+type LoginFailureInsertPendingParams struct {
+	Email string `json:"email"`
+	Ip    string `json:"ip"`
+}
+
+// An attempt whose password is about to be checked, pending until
+// LoginFailureUpdateConfirmed makes it a failure or a success deletes it.
+func (q *Queries) LoginFailureInsertPending(ctx context.Context, arg LoginFailureInsertPendingParams) (int64, error) {
+	row := q.db.QueryRow(ctx, loginFailureInsertPending, arg.Email, arg.Ip)
+	var id int64
+	err := row.Scan(&id)
+	return id, err
+}
+
+const loginFailureUpdateConfirmed = `-- name: LoginFailureUpdateConfirmed :exec
+UPDATE login_failures SET pending = false WHERE id = $1
+`
+
+func (q *Queries) LoginFailureUpdateConfirmed(ctx context.Context, id int64) error {
+	_, err := q.db.Exec(ctx, loginFailureUpdateConfirmed, id)
 	return err
 }

@@ -1613,6 +1613,7 @@ type LoginFailure struct {
 	Email     string    `json:"email"`
 	Ip        string    `json:"ip"`
 	CreatedAt time.Time `json:"created_at"`
+	Pending   bool      `json:"pending"`
 }
 
 type LoopPolicy struct {

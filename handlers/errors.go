@@ -178,9 +178,6 @@ func httpMessage(e *echo.HTTPError) string {
 		}
 		return "Your role does not allow this."
 	case http.StatusBadRequest:
-		if msg, ok := e.Message.(string); ok && strings.Contains(strings.ToLower(msg), "csrf") {
-			return "The form's security token is missing. Reload the page and try again."
-		}
 		if msg, ok := e.Message.(string); ok {
 			return msg
 		}

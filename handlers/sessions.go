@@ -20,16 +20,19 @@ func init() { gob.Register(views.Flash{}) }
 // (accounts.Service), so ending it there ends it on every server, whatever
 // copies of the cookie exist.
 type Sessions struct {
-	store *sessions.CookieStore
+	store   *sessions.CookieStore
+	onStart func(echo.Context)
 }
 
 // NewSessions makes the cookie store. hashKey signs (32 or 64 bytes) and
-// blockKey encrypts (32 bytes) the cookie, which lives for ttl.
-func NewSessions(hashKey, blockKey []byte, ttl time.Duration) *Sessions {
+// blockKey encrypts (32 bytes) the cookie, which lives for ttl. onStart,
+// when not nil, runs as a session starts, before its cookie is written:
+// the server gives the browser a new CSRF token there.
+func NewSessions(hashKey, blockKey []byte, ttl time.Duration, onStart func(echo.Context)) *Sessions {
 	store := sessions.NewCookieStore(hashKey, blockKey)
 	store.Options = &sessions.Options{Path: "/", MaxAge: int(ttl.Seconds()), HttpOnly: true, SameSite: http.SameSiteLaxMode}
 	store.MaxAge(int(ttl.Seconds()))
-	return &Sessions{store: store}
+	return &Sessions{store: store, onStart: onStart}
 }
 
 func (s *Sessions) get(c echo.Context) *sessions.Session {
@@ -48,6 +51,9 @@ func (s *Sessions) Token(c echo.Context) (string, bool) {
 
 // Start keeps a new session's token in a fresh cookie.
 func (s *Sessions) Start(c echo.Context, token string) error {
+	if s.onStart != nil {
+		s.onStart(c)
+	}
 	sess := s.get(c)
 	sess.Values = map[any]any{"token": token}
 	return sess.Save(c.Request(), c.Response())

@@ -12,7 +12,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -74,7 +73,7 @@ func New(cfg config.Config, pool *pgxpool.Pool, log *slog.Logger) (*App, error) 
 	a := &App{
 		Services: svc, Pool: pool, River: client,
 		handlers: &handlers.Handlers{Services: svc,
-			Sessions:    handlers.NewSessions(hashKey, blockKey, cfg.SessionTTL),
+			Sessions:    handlers.NewSessions(hashKey, blockKey, cfg.SessionTTL, rotateCSRF(cfg.TLSCert != "")),
 			UserLimiter: ratelimit.New(float64(cfg.FeedbackPerUser)/60, cfg.FeedbackPerUser)},
 		metrics:    newMetrics(db.New(pool)),
 		keyLimiter: ratelimit.New(cfg.APIRate, cfg.APIBurst),
@@ -111,26 +110,14 @@ func (a *App) router() *echo.Echo {
 
 	e.Use(middleware.Recover())
 	e.Use(a.metrics.middleware)
+	e.Use(bodyRate(a.Config.BodyReadTimeout, a.Config.BodyMinRate))
 	e.Use(securityHeaders(tls))
 	e.Use(bodyLimit(a.Config.BodyLimit, map[string]int64{
 		"/api/feedback/batch": a.Config.BatchBodyLimit,
 		"/imports":            uploadLimit,
 	}))
 	e.Use(textInputs)
-	e.Use(middleware.CSRFWithConfig(middleware.CSRFConfig{
-		TokenLookup:    "header:X-CSRF-Token,form:_csrf",
-		CookieName:     "curate_csrf",
-		CookiePath:     "/",
-		CookieHTTPOnly: true,
-		CookieSecure:   tls,
-		CookieSameSite: http.SameSiteLaxMode,
-		// API keys are not sent by browsers on their own, so requests that
-		// carry one cannot be forged cross-site.
-		Skipper: func(c echo.Context) bool {
-			_, sent := bearerToken(c)
-			return sent && strings.HasPrefix(c.Request().URL.Path, "/api/")
-		},
-	}))
+	e.Use(csrf(tls))
 	e.Use(a.authenticate)
 	e.Use(a.limitAPIKeys)
 
@@ -223,10 +210,15 @@ func (a *App) Run(ctx context.Context, ln net.Listener, hard <-chan struct{}) er
 			if a.metricsLn != nil {
 				a.metricsLn.Close()
 			}
+			if ctx.Err() != nil {
+				return nil // stopped while starting, as asked: nothing ran
+			}
 			return fmt.Errorf("starting workers: %w", err)
 		}
 	}
-	srv := &http.Server{Handler: a.Echo, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute,
+	// ReadTimeout bounds a request's headers and body until bodyRate takes
+	// the body over (it lets a steady upload run longer).
+	srv := &http.Server{Handler: a.Echo, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: a.Config.BodyReadTimeout, IdleTimeout: 2 * time.Minute,
 		ErrorLog: slog.NewLogLogger(a.Log.Handler(), slog.LevelWarn)}
 	a.Echo.Server = srv
 	served := make(chan error, 2)
@@ -246,7 +238,7 @@ func (a *App) Run(ctx context.Context, ln net.Listener, hard <-chan struct{}) er
 	if a.metricsLn != nil {
 		mux := http.NewServeMux()
 		mux.Handle("GET /metrics", promhttp.HandlerFor(a.metrics.registry, promhttp.HandlerOpts{}))
-		msrv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second,
+		msrv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: a.Config.BodyReadTimeout,
 			ErrorLog: slog.NewLogLogger(a.Log.Handler(), slog.LevelWarn)}
 		go func() {
 			if err := msrv.Serve(a.metricsLn); !errors.Is(err, http.ErrServerClosed) {

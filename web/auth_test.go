@@ -90,14 +90,18 @@ func TestCSRF(t *testing.T) {
 	c.Get("/admin/users")
 
 	form := url.Values{"email": {"new@acme.test"}, "role": {"viewer"}, "password": {"long-enough-password"}}
+	// A missing token and a wrong one get the same answer, 403.
 	missing := c.PostFormRaw("/admin/users", form)
-	if missing.Status != http.StatusBadRequest || !strings.Contains(missing.Body, "security token") {
+	if missing.Status != http.StatusForbidden || !strings.Contains(missing.Body, "security token") {
 		t.Fatalf("no token: %d %s", missing.Status, missing.Body)
 	}
+	res := c.Do(http.MethodPost, "/admin/users", strings.NewReader(form.Encode()),
+		http.Header{"Content-Type": {"application/x-www-form-urlencoded"}, "HX-Request": {"true"}})
+	res.Must(t, http.StatusForbidden)
 	form.Set("_csrf", "forged-token-forged-token-forged")
 	c.PostFormRaw("/admin/users", form).Must(t, http.StatusForbidden)
 	// An HTMX request with a wrong header is refused too.
-	res := c.Do(http.MethodPost, "/admin/users", strings.NewReader(url.Values{"email": {"x@acme.test"}}.Encode()),
+	res = c.Do(http.MethodPost, "/admin/users", strings.NewReader(url.Values{"email": {"x@acme.test"}}.Encode()),
 		http.Header{"Content-Type": {"application/x-www-form-urlencoded"}, "X-CSRF-Token": {"nope"}, "HX-Request": {"true"}})
 	res.Must(t, http.StatusForbidden)
 
@@ -108,6 +112,34 @@ func TestCSRF(t *testing.T) {
 	// With the page's token it works.
 	form.Del("_csrf")
 	c.PostForm("/admin/users", form).Must(t, http.StatusSeeOther)
+}
+
+// Signing in gives the browser a new CSRF token: the one its signed-out
+// pages carried (which a page elsewhere could have read or planted) no
+// longer passes, and the new one does.
+func TestCSRFRotatedAtSignIn(t *testing.T) {
+	t.Parallel()
+	s := webtest.New(t, webtest.Options{})
+	org := s.Org("acme")
+	s.User(org, "root@acme.test", "admin")
+	c := s.Client()
+	c.Get("/login").Must(t, http.StatusOK)
+	before := c.CSRF()
+	res := c.PostForm("/login", url.Values{"email": {"root@acme.test"}, "password": {webtest.Password}}).Must(t, http.StatusSeeOther)
+	after := setCookie(t, res, "curate_csrf")
+	if after.Value == "" || after.Value == before || !after.HttpOnly || after.SameSite != http.SameSiteLaxMode || after.Path != "/" {
+		t.Fatalf("CSRF cookie at sign-in: %+v; want a new token (the signed-out one was %q), HttpOnly, SameSite=Lax, path /", after, before)
+	}
+	if n := strings.Count(strings.Join(res.Header.Values("Set-Cookie"), "\n"), "curate_csrf="); n != 1 {
+		t.Errorf("sign-in set the CSRF cookie %d times; want once", n)
+	}
+	form := url.Values{"email": {"new@acme.test"}, "role": {"viewer"}, "password": {"long-enough-password"}, "_csrf": {before}}
+	c.PostFormRaw("/admin/users", form).Must(t, http.StatusForbidden)
+	if page := c.Get("/admin/users").Must(t, http.StatusOK); !strings.Contains(page.Body, after.Value) {
+		t.Errorf("the signed-in page does not carry the new token %q", after.Value)
+	}
+	form.Set("_csrf", after.Value)
+	c.PostFormRaw("/admin/users", form).Must(t, http.StatusSeeOther)
 }
 
 func TestRoles(t *testing.T) {

@@ -19,10 +19,11 @@ import (
 // downloads OpenAI preference, TRL and Bedrock exports, each line of which
 // meets its format's rules.
 func TestBrowserDatasetFlow(t *testing.T) {
+	sample := flowSample(t)
 	s := webtest.New(t, webtest.Options{Workers: 2})
 	org := s.Org("acme")
 	uid := s.User(org, "cora@acme.test", "curator")
-	imported := flowMaterial(t, s, org, uid)
+	imported := flowMaterial(t, s, org, uid, sample)
 	multi := multiTurn(t, s, org)
 	total := len(imported) + flowCorrections
 	count := func(n int) string {

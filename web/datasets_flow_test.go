@@ -24,14 +24,21 @@ import (
 // flowCorrections is how many feedback items the flow corrects.
 const flowCorrections = 12
 
+// flowSample is the path of the HH-RLHF sample the flow imports. Without
+// the public data the test skips (fails in CI): call it before starting a
+// server, so that a skip stops nothing half-started.
+func flowSample(t *testing.T) string {
+	t.Helper()
+	return publicdata.Path(t, "hh-rlhf", "harmless-base-test.part1.jsonl.gz")
+}
+
 // flowMaterial stores what a curator starts from: feedback with corrected
 // answers, each made into a correction pair (the correction chosen over
 // the answer given), and the HH-RLHF sample imported as pairs. It returns
-// the imported pairs' ids. The sample is public data: without it the test
-// skips (fails in CI).
-func flowMaterial(t *testing.T, s *webtest.Server, org, curator uuid.UUID) []uuid.UUID {
+// the imported pairs' ids. The sample is public data, hhRLHF its path
+// from flowSample.
+func flowMaterial(t *testing.T, s *webtest.Server, org, curator uuid.UUID, hhRLHF string) []uuid.UUID {
 	t.Helper()
-	hhRLHF := publicdata.Path(t, "hh-rlhf", "harmless-base-test.part1.jsonl.gz")
 	bg := context.Background()
 	store := feedback.New(s.Pool)
 	reviewer := audit.Actor{Kind: "user", ID: curator, Label: "cora@acme.test"}
@@ -138,11 +145,12 @@ func checkExportFile(t *testing.T, f export.Format, name, body string) (sft []ex
 // Bedrock's chat format with the chosen reply as the assistant's turn.
 func TestDatasetFlowAPI(t *testing.T) {
 	t.Parallel()
+	sample := flowSample(t)
 	s := webtest.New(t, webtest.Options{Workers: 2})
 	org := s.Org("acme")
 	uid := s.User(org, "cora@acme.test", "curator")
 	key := s.APIKey(org, "curation", "curator")
-	imported := flowMaterial(t, s, org, uid)
+	imported := flowMaterial(t, s, org, uid, sample)
 	multi := multiTurn(t, s, org)
 	if len(multi) == 0 || len(multi) == len(imported) {
 		t.Fatalf("%d of %d imported pairs are multi-turn: the sample should hold both kinds", len(multi), len(imported))

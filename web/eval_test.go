@@ -47,6 +47,12 @@ func TestGoldenSetPages(t *testing.T) {
 	if !strings.Contains(res.Body, `data-golden="`+version.ID.String()+`"`) || !strings.Contains(res.Body, "gold_set, red_team") {
 		t.Errorf("the golden set is not listed: %s", res.Body)
 	}
+	// No split tags at all is an empty list, not a missing one.
+	admin.PostForm("/evaluations/golden-sets", url.Values{"version_id": {version.ID.String()}, "name": {"Support gold"}, "split_tags": {""}}).
+		Must(t, http.StatusSeeOther)
+	if g, err := s.App.Eval.Get(ctx, seeded.OrgID, version.ID); err != nil || g.SplitTags == nil || len(g.SplitTags) != 0 {
+		t.Errorf("a golden set marked with no split tags: %+v, %v; want an empty list", g.SplitTags, err)
+	}
 	viewer.PostForm("/evaluations/golden-sets/"+version.ID.String()+"/unmark", nil).Must(t, http.StatusForbidden)
 	admin.PostForm("/evaluations/golden-sets/"+version.ID.String()+"/unmark", nil).Must(t, http.StatusSeeOther)
 	if strings.Contains(viewer.Get("/evaluations").Body, `data-golden=`) {

@@ -16,6 +16,12 @@ import (
 // raceWrongPasswords sends n wrong passwords at once, the i-th for
 // email(i), each from its own client, and counts the answers by status.
 func raceWrongPasswords(t *testing.T, s *webtest.Server, n int, email func(int) string) map[int]int {
+	return raceSignIns(t, s, n, email, "wrong-password-x")
+}
+
+// raceSignIns sends n sign-ins with password at once, the i-th for
+// email(i), each from its own client, and counts the answers by status.
+func raceSignIns(t *testing.T, s *webtest.Server, n int, email func(int) string, password string) map[int]int {
 	t.Helper()
 	clients := make([]*webtest.Client, n)
 	for i := range clients {
@@ -33,7 +39,7 @@ func raceWrongPasswords(t *testing.T, s *webtest.Server, n int, email func(int) 
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			form := url.Values{"email": {email(i)}, "password": {"wrong-password-x"}, "_csrf": {c.CSRF()}}
+			form := url.Values{"email": {email(i)}, "password": {password}, "_csrf": {c.CSRF()}}
 			req, err := http.NewRequest(http.MethodPost, s.URL+"/login", strings.NewReader(form.Encode()))
 			if err != nil {
 				errs[i] = err
@@ -99,5 +105,29 @@ func TestLockoutHoldsUnderParallelAttempts(t *testing.T) {
 				t.Errorf("%d refusals audited (auth.login_locked); want %d", n, 100-tc.checked)
 			}
 		})
+	}
+}
+
+// Only failed password checks count towards the lockout: thirty correct
+// sign-ins at once, to one account and from one address, all get in (none
+// waits behind the others' checks as if they had failed), and the lockout
+// still holds afterwards for wrong passwords.
+func TestLockoutCountsOnlyFailures(t *testing.T) {
+	t.Parallel()
+	s := webtest.New(t, webtest.Options{})
+	s.User(s.Org("acme"), "ada@acme.test", "viewer")
+	got := raceSignIns(t, s, 30, func(int) string { return "ada@acme.test" }, webtest.Password)
+	if got[http.StatusSeeOther] != 30 {
+		t.Errorf("30 correct sign-ins at once: answers %v; want 30 × 303", got)
+	}
+	if n := countAudit(t, s, "auth.login"); n != 30 {
+		t.Errorf("%d sign-ins audited (auth.login); want 30", n)
+	}
+	if n := countAudit(t, s, "auth.login_failed") + countAudit(t, s, "auth.login_locked"); n != 0 {
+		t.Errorf("%d failures or refusals audited for correct passwords; want 0", n)
+	}
+	got = raceWrongPasswords(t, s, 20, func(int) string { return "ada@acme.test" })
+	if got[http.StatusUnauthorized] != 5 || got[http.StatusTooManyRequests] != 15 {
+		t.Errorf("20 wrong passwords after them: %v; want 5 × 401 and 15 × 429", got)
 	}
 }

@@ -2,11 +2,14 @@ package web
 
 import (
 	"errors"
+	"io"
 	"math"
 	"net"
 	"net/http"
 	"net/netip"
+	"os"
 	"strings"
+	"time"
 
 	"github.com/labstack/echo/v4"
 
@@ -37,6 +40,78 @@ func securityHeaders(tls bool) echo.MiddlewareFunc {
 			return next(c)
 		}
 	}
+}
+
+// bodyRate bounds how long a request body may take to arrive: timeout
+// from the start of the request, plus a second for every minRate bytes
+// received, so that a large upload at a slow but steady rate goes through
+// while a client trickling a byte at a time is cut off about timeout in.
+// The server's ReadTimeout is the same timeout for everything read before
+// this runs. Once the body is read (at once, for a request without one)
+// the deadline is lifted: a handler that works for longer than timeout
+// must not have its request cancelled by a read deadline passing.
+func bodyRate(timeout time.Duration, minRate int64) echo.MiddlewareFunc {
+	return func(next echo.HandlerFunc) echo.HandlerFunc {
+		return func(c echo.Context) error {
+			req := c.Request()
+			rc := http.NewResponseController(c.Response())
+			if req.Body == nil || req.Body == http.NoBody {
+				_ = rc.SetReadDeadline(time.Time{})
+				return next(c)
+			}
+			r := &rateReader{ReadCloser: req.Body, rc: rc, start: time.Now(), timeout: timeout, minRate: minRate}
+			if err := r.extend(); err != nil {
+				return next(c) // the server's ReadTimeout still bounds the whole request
+			}
+			req.Body = r
+			err := next(c)
+			if r.tooSlow && !c.Response().Committed {
+				// The server has cancelled the request; a plain answer is
+				// all that can still be written, and the connection closes.
+				c.Response().Header().Set(echo.HeaderConnection, "close")
+				return c.String(http.StatusRequestTimeout, "The request body arrived too slowly.\n")
+			}
+			return err
+		}
+	}
+}
+
+// rateReader moves its connection's read deadline as the body arrives,
+// and lifts it at the body's end.
+type rateReader struct {
+	io.ReadCloser
+	rc      *http.ResponseController
+	start   time.Time
+	timeout time.Duration
+	minRate int64
+	read    int64
+	set     time.Time // the deadline last set
+	tooSlow bool      // the deadline passed
+}
+
+func (r *rateReader) Read(p []byte) (int, error) {
+	n, err := r.ReadCloser.Read(p)
+	r.read += int64(n)
+	switch {
+	case errors.Is(err, os.ErrDeadlineExceeded):
+		r.tooSlow = true
+	case errors.Is(err, io.EOF):
+		_ = r.rc.SetReadDeadline(time.Time{})
+	case n > 0:
+		_ = r.extend()
+	}
+	return n, err
+}
+
+// extend sets the deadline the bytes read so far earn, when it has moved
+// by a tenth of a second or more.
+func (r *rateReader) extend() error {
+	d := r.start.Add(r.timeout + time.Duration(float64(r.read)/float64(r.minRate)*float64(time.Second)))
+	if !r.set.IsZero() && d.Sub(r.set) < 100*time.Millisecond {
+		return nil
+	}
+	r.set = d
+	return r.rc.SetReadDeadline(d)
 }
 
 // bodyLimit refuses request bodies over limit bytes (or the larger limit of

@@ -4,10 +4,12 @@ import (
 	"context"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"strings"
 	"testing"
 
+	"github.com/curate/curate/db/pgtest"
 	"github.com/curate/curate/internal/config"
 	"github.com/curate/curate/web"
 	"github.com/curate/curate/web/webtest"
@@ -129,5 +131,29 @@ func TestRateLimitSharedAcrossServers(t *testing.T) {
 	}
 	if n := allowed(a.APIKey(org, "alone", "viewer"), a); n != 10 {
 		t.Errorf("one key on the only server left: %d of 20 allowed, want the whole burst of 10", n)
+	}
+}
+
+// A server whose stop is asked for while its workers are still starting
+// (a test that ends at once, a signal during start) stops quietly: the
+// cancelled start is the stop it was asked for, not an error.
+func TestRunStoppedWhileWorkersStart(t *testing.T) {
+	t.Parallel()
+	cfg := config.Defaults()
+	cfg.DataDir, cfg.Workers, cfg.MetricsAddr = t.TempDir(), 1, "off"
+	cfg.SessionKey, cfg.SecretKey = webtest.SessionKey, webtest.SecretKey
+	app, err := web.New(cfg, pgtest.NewDB(t), slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := app.Run(ctx, ln, nil); err != nil {
+		t.Errorf("Run stopped before its workers started: %v; want nil", err)
 	}
 }

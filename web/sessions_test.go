@@ -93,7 +93,7 @@ func TestSignOutEverywhere(t *testing.T) {
 		t.Fatalf("account page lacks the sign-out-everywhere form or the session count:\n%s", page.Body)
 	}
 	// A forged request (no CSRF token) changes nothing.
-	laptop.PostFormRaw("/account/sign-out-everywhere", url.Values{}).Must(t, http.StatusBadRequest)
+	laptop.PostFormRaw("/account/sign-out-everywhere", url.Values{}).Must(t, http.StatusForbidden)
 	assertSignedIn(t, phone, "phone after a forged request")
 
 	res := laptop.PostForm("/account/sign-out-everywhere", nil).Must(t, http.StatusSeeOther)

@@ -205,3 +205,31 @@ func TestStatsAgreementRole(t *testing.T) {
 		t.Errorf("signed-in viewer: %v; want 0.849", out.Value)
 	}
 }
+
+// Numbers near the float64 limits are labels like any other: the issue's
+// matrix (finite labels of ±1e200, whose differences square past float64)
+// answers the alpha of the same labels at a unit scale, never a 500.
+func TestStatsAgreementExtremeMagnitudes(t *testing.T) {
+	t.Parallel()
+	s := webtest.New(t, webtest.Options{})
+	key := s.APIKey(s.Org("acme"), "notebook", "viewer")
+	alpha := func(ratings any) (int, map[string]any, string) {
+		res := s.API(key, http.MethodPost, "/api/stats/agreement", map[string]any{"metric": "krippendorff_alpha", "level": "interval", "ratings": ratings})
+		var out map[string]any
+		if res.Status == http.StatusOK {
+			res.JSON(t, &out)
+		}
+		return res.Status, out, res.Body
+	}
+	_, want, _ := alpha([][]any{{1, -1}, {1, 1}, {-1, 0}})
+	for _, big := range []json.RawMessage{json.RawMessage("1e200"), json.RawMessage("1.7e308")} {
+		status, got, body := alpha([][]any{{big, json.RawMessage("-" + string(big))}, {big, big}, {json.RawMessage("-" + string(big)), 0}})
+		if status != http.StatusOK {
+			t.Errorf("labels of ±%s: %d %s; want 200", big, status, body)
+			continue
+		}
+		if math.Abs(got["value"].(float64)-want["value"].(float64)) > 1e-9 {
+			t.Errorf("labels of ±%s: %v; want alpha %v as at ±1", big, got, want["value"])
+		}
+	}
+}

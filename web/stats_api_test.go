@@ -196,3 +196,22 @@ func TestStatsAnalyzeRefusesNonFinite(t *testing.T) {
 		}
 	}
 }
+
+// A relative effect is the same in any unit: the contract's example with
+// every value ×1e138 (a control mean of 3.5e138) answers the example's
+// effect, where it was once called "too close to 0".
+func TestStatsAnalyzeLargeScale(t *testing.T) {
+	t.Parallel()
+	s := webtest.New(t, webtest.Options{})
+	key := s.APIKey(s.Org("acme"), "analyst", "viewer")
+	arms := []map[string]any{{"n": 1200, "sum": 4210.5e138, "sum_squares": 16230.25e276}, {"n": 1185, "sum": 4333.0e138, "sum_squares": 17120.75e276}}
+	var out analyzeDoc
+	res := s.API(key, http.MethodPost, "/api/stats/analyze", map[string]any{"metric": "mean", "arms": arms})
+	if res.Status != http.StatusOK {
+		t.Fatalf("a control mean of 3.5e138: %d %s", res.Status, res.Body)
+	}
+	res.JSON(t, &out)
+	if r := out.Results[0]; r.Expected == nil || math.Abs(*r.Expected-0.04212043730336599) > 1e-9 || math.Abs(*r.PValue-0.0009924716057760907) > 1e-9 {
+		t.Errorf("a control mean of 3.5e138: %+v; want the example's relative effect 0.0421", r)
+	}
+}

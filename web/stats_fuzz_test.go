@@ -43,6 +43,12 @@ func FuzzStatsAnalyzeAPI(f *testing.F) {
 	f.Add(uint8(8|2|32), 10.0, 1e150, 1e300, 10.0, -1e150, 1e300, 0.999999, 1e-300, 1e300) // sums at the limits
 	f.Add(uint8(255), math.MaxFloat64, -math.MaxFloat64, math.SmallestNonzeroFloat64, 2.0, 2.0, 2.0, 0.5, math.Inf(1), math.NaN())
 	f.Add(uint8(4|128), 2.0, 0.0, 0.0, 2.0, 1e-320, 1e-320, 0.49, 0.0, 1e-300)
+	// Magnitudes up to 1e308: a control mean of 3.5e138 (issue 33: called
+	// "too close to 0"), sums and products near the float64 maximum.
+	f.Add(uint8(0), 1200.0, 4.2105e141, 1.623025e280, 1185.0, 4.333e141, 1.712075e280, 0.05, 0.5, 1.0)
+	f.Add(uint8(2|8), 1200.0, 4.2105e141, 1.623025e280, 1185.0, 4.333e141, 1.712075e280, 0.05, 1e280, -1e280)
+	f.Add(uint8(8|32), 2.0, 1e150, 1e300, 2.0, 1e150, 1e300, 0.05, 1e300, 1e308)
+	f.Add(uint8(16|64), 1e12, 1e308, 1e308, 1e12, -1e308, 1.7e308, 0.05, 1e-308, 1e308)
 
 	f.Fuzz(func(t *testing.T, flags uint8, n0, a0, b0, n1, a1, b1, alpha, x0, x1 float64) {
 		arm := func(n, a, b, cross float64) map[string]any {
@@ -109,6 +115,60 @@ func FuzzStatsAnalyzeAPI(f *testing.F) {
 			}
 		case res.Header.Get("Content-Type") != "application/problem+json":
 			t.Fatalf("%s answered %d as %s: %s", b, res.StatusCode, res.Header.Get("Content-Type"), out)
+		}
+	})
+}
+
+// FuzzStatsAgreementAPI sends POST /api/stats/agreement three units of two
+// raters with numbers of any magnitude up to ±1.8e308, under every metric
+// and level: the answer is a 200 with a finite value or a 4xx with
+// problem+json, never a 5xx.
+func FuzzStatsAgreementAPI(f *testing.F) {
+	s := webtest.New(f, webtest.Options{Configure: func(c *config.Config) { c.APIRate, c.APIBurst = 1e6, 1e6 }})
+	key := s.APIKey(s.Org("acme"), "notebook", "viewer")
+
+	// how: metric and level, as below.
+	f.Add(uint8(2), 1e200, -1e200, 1e200, 1e200, -1e200, 0.0) // the issue's matrix
+	f.Add(uint8(3), 1e308, 1.7e308, 0.0, 5e-324, 1e308, 1e-300)
+	f.Add(uint8(2), math.MaxFloat64, -math.MaxFloat64, 0.0, 1.0, math.Inf(1), math.NaN())
+	f.Add(uint8(1), 1.0, 2.0, 3.0, 3.0, 2.0, 1.0)
+	f.Add(uint8(4), 1.0, 1.0, 2.0, 2.0, 1.0, 2.0)
+	f.Add(uint8(5), 1e-320, 2e-320, 1e-320, 1e-320, 0.0, 2e-320)
+	f.Fuzz(func(t *testing.T, how uint8, a, b, c, d, e, g float64) {
+		choices := []struct{ metric, level string }{
+			{"krippendorff_alpha", "nominal"}, {"krippendorff_alpha", "ordinal"}, {"krippendorff_alpha", "interval"},
+			{"krippendorff_alpha", "ratio"}, {"cohen_kappa", ""}, {"fleiss_kappa", ""},
+		}
+		ch := choices[int(how)%len(choices)]
+		body, err := json.Marshal(map[string]any{"metric": ch.metric, "level": ch.level, "ratings": [][]json.RawMessage{
+			{fuzzNumber(a), fuzzNumber(b)}, {fuzzNumber(c), fuzzNumber(d)}, {fuzzNumber(e), fuzzNumber(g)}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		req, err := http.NewRequest(http.MethodPost, s.URL+"/api/stats/agreement", strings.NewReader(string(body)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Authorization", "Bearer "+key)
+		req.Header.Set("Content-Type", "application/json")
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer res.Body.Close()
+		out, _ := io.ReadAll(res.Body)
+		switch {
+		case res.StatusCode >= 500:
+			t.Fatalf("%s answered %d: %s", body, res.StatusCode, out)
+		case res.StatusCode == http.StatusOK:
+			var doc struct {
+				Value *float64 `json:"value"`
+			}
+			if err := json.Unmarshal(out, &doc); err != nil || doc.Value == nil {
+				t.Fatalf("%s answered %s (%v)", body, out, err)
+			}
+		case res.Header.Get("Content-Type") != "application/problem+json":
+			t.Fatalf("%s answered %d as %s: %s", body, res.StatusCode, res.Header.Get("Content-Type"), out)
 		}
 	})
 }

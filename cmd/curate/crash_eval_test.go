@@ -25,7 +25,8 @@ import (
 // while four judge calls are under way (the judge stand-in holds them).
 // The run stays "running"; once the binary is started again on the same
 // database, the heartbeat sweep queues the run's job again and it
-// finishes within 90 seconds, going on at the next unscored item: every
+// finishes within resumeWithin of the restart, going on at the next
+// unscored item: every
 // item is scored, and the judge answered each question once, so nothing
 // is paid for twice (the calls the killed process had under way were
 // never answered). Their reservations are left holding money until they
@@ -137,7 +138,7 @@ func TestEvaluationSurvivesKill(t *testing.T) {
 
 	// Killed once the first answers are stored and four judge calls are
 	// under way.
-	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+	for deadline := time.Now().Add(underwayWithin); ; time.Sleep(50 * time.Millisecond) {
 		p := get()
 		if p.Status == "succeeded" || p.Status == "failed" || p.Status == "paused" {
 			t.Fatalf("the evaluation ended (%s) before it could be killed", p.Status)
@@ -156,8 +157,8 @@ func TestEvaluationSurvivesKill(t *testing.T) {
 	}
 	released.Store(true)
 
-	restarted := time.Now()
 	second := startCurate(t, bin, env)
+	restarted := time.Now()
 	api.base = second.url
 	var p progress
 	for {
@@ -165,7 +166,7 @@ func TestEvaluationSurvivesKill(t *testing.T) {
 		if p.Status != "queued" && p.Status != "running" {
 			break
 		}
-		if time.Since(restarted) > 90*time.Second {
+		if time.Since(restarted) > resumeWithin {
 			t.Fatalf("the killed evaluation is still %s (%d of %d) %.0fs after the restart\n%s", p.Status, p.Progress.Done, p.Progress.Total,
 				time.Since(restarted).Seconds(), second.logs())
 		}

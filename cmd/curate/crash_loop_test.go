@@ -31,7 +31,7 @@ import (
 // the same database, the evaluation is queued again by the heartbeat
 // sweep and goes on at its next unscored item, the run's evaluate step
 // follows the same evaluation (it starts no second one), and the run
-// goes on to promote within about a minute; the judge answered each
+// goes on to promote within resumeWithin of the restart; the judge answered each
 // golden question once, so nothing was paid for twice, and one model was
 // trained.
 func TestLoopSurvivesKillDuringEvaluate(t *testing.T) {
@@ -169,7 +169,7 @@ func TestLoopSurvivesKillDuringEvaluate(t *testing.T) {
 	// The run starts by itself; it is killed in its evaluate step, once
 	// the first answers are stored and judge calls are held.
 	var runID, evaluation string
-	for deadline := time.Now().Add(90 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+	for deadline := time.Now().Add(underwayWithin); ; time.Sleep(50 * time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatalf("the run did not reach its evaluation: %q, %q\n%s", runID, evaluation, first.logs())
 		}
@@ -203,8 +203,8 @@ func TestLoopSurvivesKillDuringEvaluate(t *testing.T) {
 	first.kill()
 	released.Store(true)
 
-	restarted := time.Now()
 	second := startCurate(t, bin, env)
+	restarted := time.Now()
 	api.base = second.url
 	var run map[string]any
 	for {
@@ -212,7 +212,7 @@ func TestLoopSurvivesKillDuringEvaluate(t *testing.T) {
 		if run["status"] != "running" {
 			break
 		}
-		if time.Since(restarted) > 90*time.Second {
+		if time.Since(restarted) > resumeWithin {
 			t.Fatalf("the run is still at %s %.0fs after the restart\n%s", run["step"], time.Since(restarted).Seconds(), second.logs())
 		}
 		time.Sleep(250 * time.Millisecond)

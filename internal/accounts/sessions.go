@@ -173,25 +173,34 @@ func (s *Service) ChangePassword(ctx context.Context, actor audit.Actor, orgID, 
 	if err := auth.CheckPasswordStrength(in.New); err != nil {
 		v.Add("new_password", "%s", err.Error())
 	}
-	ok, err := s.reserveAttempt(ctx, u.Email, actor.IP)
+	at, err := s.reserveAttempt(ctx, u.Email, actor.IP)
 	if err != nil {
 		return Session{}, err
 	}
-	if !ok {
+	if at == nil {
 		return Session{}, s.tooMany()
 	}
+	ctx = context.WithoutCancel(ctx) // the check is counted whether or not the client waits
+	defer at.release(ctx)
 	match, err := auth.VerifyPassword(u.PasswordHash, in.Current)
 	if err != nil {
 		return Session{}, err
 	}
 	q := db.New(s.Pool)
 	if !match {
+		if err := q.LoginFailureUpdateConfirmed(ctx, at.id); err != nil {
+			return Session{}, err
+		}
+		at.settled = true
 		if err := auditFailure(ctx, q, &u, u.Email, actor.IP, "wrong current password"); err != nil {
 			return Session{}, err
 		}
 		v.Add("current_password", "this is not your current password")
-	} else if err := q.LoginFailureDelete(ctx, u.Email); err != nil {
-		return Session{}, err
+	} else {
+		if err := q.LoginFailureDelete(ctx, db.LoginFailureDeleteParams{Email: u.Email, Attempt: at.id}); err != nil {
+			return Session{}, err
+		}
+		at.settled = true
 	}
 	if v.Has() {
 		return Session{}, v

@@ -40,7 +40,13 @@ type Config struct {
 	BodyLimit       int64         `env:"CURATE_BODY_LIMIT" envDefault:"2097152"` // 2 MiB: the largest request body outside bulk routes
 	ShutdownTimeout time.Duration `env:"CURATE_SHUTDOWN_TIMEOUT" envDefault:"30s"`
 	BatchBodyLimit  int64         `env:"CURATE_BATCH_BODY_LIMIT" envDefault:"67108864"` // 64 MiB: POST /api/feedback/batch
-	APIRate         float64       `env:"CURATE_API_RATE" envDefault:"200"`              // requests per second per API key
+	// BodyReadTimeout bounds the reading of a request, headers and body;
+	// a body keeps being read past it while it arrives at BodyMinRate
+	// bytes per second or more on average, so slow bulk uploads go through
+	// while a client trickling bytes cannot hold a connection.
+	BodyReadTimeout time.Duration `env:"CURATE_BODY_READ_TIMEOUT" envDefault:"30s"`
+	BodyMinRate     int64         `env:"CURATE_BODY_MIN_RATE" envDefault:"16384"` // 16 KiB/s
+	APIRate         float64       `env:"CURATE_API_RATE" envDefault:"200"`        // requests per second per API key
 	APIBurst        int           `env:"CURATE_API_BURST" envDefault:"400"`
 	FeedbackPerUser int           `env:"CURATE_FEEDBACK_PER_USER" envDefault:"10"` // feedback per minute per end user (user_id)
 	// TrustedProxies are the addresses (IPs or CIDRs, comma-separated) of
@@ -226,6 +232,12 @@ func (c Config) Validate() error {
 	}
 	if c.ServingPoll != 0 && (c.ServingPoll < 2*time.Second || c.ServingPoll > time.Hour) {
 		return fmt.Errorf("CURATE_SERVING_POLL must be 2s to 1h, not %s", c.ServingPoll)
+	}
+	if c.BodyReadTimeout < time.Second {
+		return fmt.Errorf("CURATE_BODY_READ_TIMEOUT must be at least 1s, not %v", c.BodyReadTimeout)
+	}
+	if c.BodyMinRate < 1 {
+		return fmt.Errorf("CURATE_BODY_MIN_RATE must be at least 1 byte per second, not %d", c.BodyMinRate)
 	}
 	if c.GPUSlots < 0 || c.GPUSlots > 64 {
 		return fmt.Errorf("CURATE_GPU_SLOTS must be 1 to 64, not %d", c.GPUSlots)

@@ -42,7 +42,7 @@ func TestDefaults(t *testing.T) {
 	t.Setenv("CURATE_TOOLS", "")
 	want := Config{
 		Addr: ":8080", DataDir: "./.curate", SessionTTL: 12 * time.Hour, Workers: 10, LogLevel: "info", LogFormat: "text",
-		BodyLimit: 2 << 20, ShutdownTimeout: 30 * time.Second, BatchBodyLimit: 64 << 20, APIRate: 200, APIBurst: 400, FeedbackPerUser: 10,
+		BodyLimit: 2 << 20, ShutdownTimeout: 30 * time.Second, BatchBodyLimit: 64 << 20, BodyReadTimeout: 30 * time.Second, BodyMinRate: 16 << 10, APIRate: 200, APIBurst: 400, FeedbackPerUser: 10,
 		JudgeBudgetUSD: 20, FineTuneBudgetUSD: 100, FineTunePoll: 30 * time.Second, BedrockPrefix: "curate/fine-tuning",
 		LoopCheckEvery: time.Minute, LoopPoll: 15 * time.Second, ServingPoll: 30 * time.Second,
 		TrainerPython: "python3", GPUSlots: 1, TrainerDevice: "auto", MetricsAddr: "127.0.0.1:9090",

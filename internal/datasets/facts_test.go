@@ -21,10 +21,11 @@ import (
 	"github.com/curate/curate/internal/publicdata"
 )
 
-// hhPairs stores the distinct pairs of the public HH-RLHF sample.
-func (e env) hhPairs(t *testing.T) []uuid.UUID {
+// hhPairs stores the distinct pairs of the public HH-RLHF sample, read
+// from path.
+func (e env) hhPairs(t *testing.T, path string) []uuid.UUID {
 	t.Helper()
-	f, err := os.Open(publicdata.Path(t, "hh-rlhf", "harmless-base-test.part1.jsonl.gz"))
+	f, err := os.Open(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -63,8 +64,9 @@ func (e env) hhPairs(t *testing.T) []uuid.UUID {
 // multi-turn prompts, with PII masked or reported.
 func TestReportFromFactsEqualsScratchOnPublicData(t *testing.T) {
 	ctx := context.Background()
+	sample := publicdata.Path(t, "hh-rlhf", "harmless-base-test.part1.jsonl.gz") // before the database: a skip leaves nothing behind
 	e := newEnv(t)
-	ids := e.hhPairs(t)
+	ids := e.hhPairs(t, sample)
 	d := e.dataset(t, datasets.TypeDPO, datasets.Settings{ValidationPercent: 10, SplitSeed: 4, BaseModel: "gpt-4o-mini-2024-07-18"})
 	if _, err := e.svc.AddMembers(ctx, e.actor, e.org, d.ID, ids); err != nil {
 		t.Fatal(err)

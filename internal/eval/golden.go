@@ -93,6 +93,9 @@ func (s *Service) Mark(ctx context.Context, actor audit.Actor, orgID, versionID 
 	}
 	slices.Sort(splitTags)
 	splitTags = slices.Compact(splitTags)
+	if splitTags == nil {
+		splitTags = []string{} // no split tags: an empty list, which the column requires
+	}
 	err := db.InTx(ctx, s.Pool, func(_ pgx.Tx, q *db.Queries) error {
 		if _, err := q.DatasetVersionGet(ctx, db.DatasetVersionGetParams{OrgID: orgID, ID: versionID}); errors.Is(err, pgx.ErrNoRows) {
 			return errs.InvalidField("version_id", "is not a frozen dataset version of this organisation")

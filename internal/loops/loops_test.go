@@ -40,6 +40,7 @@ type env struct {
 	svc  *app.Services
 	org  uuid.UUID
 	set  uuid.UUID // a golden set
+	fake *openaitest.Server
 }
 
 func newEnv(t *testing.T) env {
@@ -59,7 +60,7 @@ func newEnv(t *testing.T) env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := env{pool: pool, svc: svc, org: org.ID}
+	e := env{pool: pool, svc: svc, org: org.ID, fake: fake}
 	if _, err := svc.Endpoints.Create(ctx, admin, org.ID, endpoints.NewEndpoint{Name: "judge", BaseURL: "http://127.0.0.1:9/v1", Model: "judge"}); err != nil {
 		t.Fatal(err)
 	}
@@ -440,3 +441,118 @@ func isConflict(err error) bool {
 func ptr[T any](v T) *T { return &v }
 
 func pairsGeneration(method string) pairs.Generation { return pairs.Generation{Method: method} }
+
+// trainingRun starts a run of a loop named name with a $20 cap and takes
+// it to its train step, the job launched; it returns the run and the job.
+func trainingRun(t *testing.T, e env, name string) (loops.Run, uuid.UUID) {
+	t.Helper()
+	ctx := context.Background()
+	var items []feedback.Item
+	for i := range 6 {
+		items = append(items, feedback.Item{Query: fmt.Sprintf("Question %d?", i/2), Response: fmt.Sprintf("Answer %d.", i), FeedbackType: "rating",
+			Rating: ptr(5 - 4*(i%2)), UserID: fmt.Sprintf("u%d", i)})
+	}
+	ids := e.items(t, items)
+	if _, err := e.pool.Exec(ctx, "UPDATE feedback SET status = 'approved', reviewed_at = now() WHERE id = ANY($1)", ids); err != nil {
+		t.Fatal(err)
+	}
+	l, err := e.svc.Loops.Create(ctx, admin, e.org, withMethods(e.spec(name), "same_query"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := e.svc.Loops.StartNow(ctx, admin, e.org, l.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 4 { // collect, dataset, freeze, train: launched
+		r = advance(t, e, r.ID)
+	}
+	tr := step(r, loops.StepTrain)
+	if r.Status != loops.RunRunning || r.Step != loops.StepTrain || tr.Links["fine_tuning_job_id"] == "" {
+		t.Fatalf("train not under way: run %s at %s, %+v", r.Status, r.Step, tr)
+	}
+	return r, uuid.MustParse(tr.Links["fine_tuning_job_id"])
+}
+
+// advanceJobUntil takes the fine-tuning job's steps (prepare, upload,
+// create, polls) until it has the status.
+func advanceJobUntil(t *testing.T, e env, jobID uuid.UUID, status string) {
+	t.Helper()
+	ctx := context.Background()
+	for i := 0; ; i++ {
+		var st string
+		if err := e.pool.QueryRow(ctx, "SELECT status::text FROM fine_tuning_jobs WHERE id = $1", jobID).Scan(&st); err != nil {
+			t.Fatal(err)
+		}
+		if st == status {
+			return
+		}
+		if i == 30 {
+			t.Fatalf("the job is still %s after 30 steps; want %s", st, status)
+		}
+		if _, err := e.svc.FineTune.Advance(ctx, jobID); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// The cap holds the bill, not only the estimate: once the provider reports
+// trained tokens that cost the loop's max_cost_usd, the job still under
+// way is cancelled at the provider, through the fine-tuning service's own
+// client, and the run fails saying so.
+func TestTrainStopsAtTheCostCap(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	ctx := context.Background()
+	r, jobID := trainingRun(t, e, "capped")
+	advanceJobUntil(t, e, jobID, "running")
+	// The provider reports the tokens it has trained and billed so far:
+	// enough to cost the cap of $20.
+	var ppm int64
+	var providerJob string
+	if err := e.pool.QueryRow(ctx, "SELECT price_per_million, provider_job_id FROM fine_tuning_jobs WHERE id = $1", jobID).Scan(&ppm, &providerJob); err != nil {
+		t.Fatal(err)
+	}
+	tokens := (20*1_000_000*1_000_000 + ppm - 1) / ppm
+	if _, err := e.pool.Exec(ctx, "UPDATE fine_tuning_jobs SET trained_tokens = $2 WHERE id = $1", jobID, tokens); err != nil {
+		t.Fatal(err)
+	}
+	r = advance(t, e, r.ID)
+	if r.Status != loops.RunFailed || !strings.Contains(r.Reason, "reaching the loop's cap of $20") || !strings.Contains(r.Reason, "cancelled at openai") {
+		t.Fatalf("billed up to the cap: run %s: %q; want failed, saying the job is cancelled at the provider", r.Status, r.Reason)
+	}
+	// The fine-tuning worker's next looks carry the cancel to OpenAI and
+	// read the job's end.
+	for range 2 {
+		if _, err := e.svc.FineTune.Advance(ctx, jobID); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := e.fake.Hits("POST", "/v1/fine_tuning/jobs/"+providerJob+"/cancel"); n != 1 {
+		t.Errorf("%d cancels reached the provider; want 1", n)
+	}
+	var status string
+	if err := e.pool.QueryRow(ctx, "SELECT status::text FROM fine_tuning_jobs WHERE id = $1", jobID).Scan(&status); err != nil || status != "cancelled" {
+		t.Errorf("the job is %q (%v); want cancelled", status, err)
+	}
+}
+
+// A job that finished billed above the cap (the provider charged more than
+// the estimate) stops the run before its version is registered.
+func TestTrainBilledAboveTheCapStopsTheRun(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	ctx := context.Background()
+	r, jobID := trainingRun(t, e, "overbilled")
+	advanceJobUntil(t, e, jobID, "succeeded")
+	if _, err := e.pool.Exec(ctx, "UPDATE fine_tuning_jobs SET actual_cost = 21000000 WHERE id = $1", jobID); err != nil {
+		t.Fatal(err)
+	}
+	r = advance(t, e, r.ID)
+	if r.Status != loops.RunFailed || !strings.Contains(r.Reason, "was billed $21") || !strings.Contains(r.Reason, "above the loop's cap of $20") {
+		t.Fatalf("billed above the cap: run %s: %q; want failed, saying so", r.Status, r.Reason)
+	}
+	if s := step(r, loops.StepRegister); s.Status == loops.StepSucceeded {
+		t.Errorf("the version was registered after all: %+v", s)
+	}
+}

@@ -591,6 +591,9 @@ func (s *Service) train(ctx context.Context, st step) (result, error) {
 	if j.ActualCost.Valid {
 		res.cost = pricing.Micros(j.ActualCost.Int64)
 	}
+	if stop, err := s.overCap(ctx, st, j, &res); stop || err != nil {
+		return res, err
+	}
 	switch j.Status {
 	case db.FinetuneStatusSucceeded:
 		res.done = true
@@ -607,6 +610,46 @@ func (s *Service) train(ctx context.Context, st step) (result, error) {
 		}
 	}
 	return res, nil
+}
+
+// overCap holds the training to the loop's cap on what the provider
+// bills, not only on the estimate: once the tokens the provider reports as
+// trained cost the cap or more, a job still under way is cancelled at the
+// provider (through the fine-tuning service, whose worker carries the
+// cancel to the provider's API), and a finished one billed above the cap
+// stops the run before anything else is spent on it. Either way the step
+// fails saying so; it reports whether it did.
+func (s *Service) overCap(ctx context.Context, st step, j db.FineTuningJob, res *result) (bool, error) {
+	limit := pricing.Dollars(st.spec.Training.MaxCostUSD)
+	billed := pricing.Micros(finetune.ActualCost(j.TrainedTokens, j.PricePerMillion))
+	if j.ActualCost.Valid {
+		billed = pricing.Micros(j.ActualCost.Int64)
+	}
+	if j.TrainedTokens == 0 && !j.ActualCost.Valid {
+		return false, nil // the provider has reported no billed tokens yet
+	}
+	switch j.Status {
+	case db.FinetuneStatusSucceeded:
+		if billed <= limit {
+			return false, nil
+		}
+		res.fail = fmt.Sprintf("The training job %s was billed %s (%d tokens), above the loop's cap of %s: the run stops before registering it.",
+			j.Name, billed, j.TrainedTokens, limit)
+	case db.FinetuneStatusFailed, db.FinetuneStatusCancelled:
+		return false, nil // nothing more is charged; the step says how it ended
+	default:
+		if billed < limit {
+			return false, nil
+		}
+		var done *errs.Conflict // it finished meanwhile: nothing more is charged
+		if _, err := s.FineTune.Cancel(ctx, st.actor, st.run.OrgID, j.ID); err != nil && !errors.As(err, &done) {
+			return false, err
+		}
+		res.fail = fmt.Sprintf("The training job %s has been billed %s (%d tokens), reaching the loop's cap of %s: it is cancelled at %s.",
+			j.Name, billed, j.TrainedTokens, limit, j.Provider)
+	}
+	res.cost = billed
+	return true, nil
 }
 
 // register takes the version the training job registered when it

@@ -3,6 +3,7 @@ package review
 import (
 	"context"
 	"errors"
+	"fmt"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
@@ -57,16 +58,9 @@ func (s *Service) Next(ctx context.Context, actor audit.Actor, orgID, planID uui
 	if !errors.Is(err, pgx.ErrNoRows) {
 		return uuid.Nil, err
 	}
-	f, err := PlanFilter(plan)
+	params, err := candidateParams(plan, orgID, who)
 	if err != nil {
 		return uuid.Nil, err
-	}
-	u := unstartedParams(f, orgID)
-	params := db.ReviewListCandidatesParams{
-		ReviewerID: who, RowLimit: candidates, OrgID: orgID, Status: u.Status, FeedbackType: u.FeedbackType, Source: u.Source,
-		RatingMin: u.RatingMin, RatingMax: u.RatingMax, DimBelow: u.DimBelow, Tag: u.Tag, Model: u.Model, AssigneeID: u.AssigneeID,
-		CreatedFrom: u.CreatedFrom, CreatedTo: u.CreatedTo, WithDuplicates: u.WithDuplicates, PiiOnly: u.PiiOnly, Q: u.Q,
-		DatasetID: u.DatasetID, SafetyOnly: u.SafetyOnly, PlanID: planID,
 	}
 	// Others may take every candidate between the look and the claims:
 	// look again, a few times, before saying nothing is left.
@@ -86,6 +80,49 @@ func (s *Service) Next(ctx context.Context, actor audit.Actor, orgID, planID uui
 		}
 	}
 	return uuid.Nil, nil
+}
+
+// candidateParams asks for the items Next considers handing the reviewer
+// in a plan: the first candidates of them in the plan's order.
+func candidateParams(plan db.ReviewPlan, orgID, who uuid.UUID) (db.ReviewListCandidatesParams, error) {
+	f, err := PlanFilter(plan)
+	if err != nil {
+		return db.ReviewListCandidatesParams{}, err
+	}
+	u := unstartedParams(f, orgID)
+	return db.ReviewListCandidatesParams{
+		ReviewerID: who, RowLimit: candidates, OrgID: orgID, Status: u.Status, FeedbackType: u.FeedbackType, Source: u.Source,
+		RatingMin: u.RatingMin, RatingMax: u.RatingMax, DimBelow: u.DimBelow, Tag: u.Tag, Model: u.Model, AssigneeID: u.AssigneeID,
+		CreatedFrom: u.CreatedFrom, CreatedTo: u.CreatedTo, WithDuplicates: u.WithDuplicates, PiiOnly: u.PiiOnly, Q: u.Q,
+		DatasetID: u.DatasetID, SafetyOnly: u.SafetyOnly, PlanID: plan.ID,
+	}, nil
+}
+
+// listed reports whether the plan lists an item for the reviewer: it is
+// among the items Next would consider handing them now. Items further
+// down the plan's order are for others first, so that the overlap is
+// reached evenly and nobody picks which items they review.
+func (s *Service) listed(ctx context.Context, q *db.Queries, orgID uuid.UUID, plan db.ReviewPlan, feedbackID, who uuid.UUID) (bool, error) {
+	params, err := candidateParams(plan, orgID, who)
+	if err != nil {
+		return false, err
+	}
+	cands, err := q.ReviewListCandidates(ctx, params)
+	if err != nil {
+		return false, err
+	}
+	for _, c := range cands {
+		if c.ID == feedbackID {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+// notHanded refuses a review of an item the plan has not handed the
+// reviewer, naming the plan.
+func notHanded(plan db.ReviewPlan) error {
+	return &errs.Conflict{Message: fmt.Sprintf("the plan %q has not handed you this item: review the items its Next gives you", plan.Name)}
 }
 
 // claim takes one review of an item of a plan for a reviewer, or answers
@@ -110,8 +147,8 @@ func (s *Service) claim(ctx context.Context, orgID uuid.UUID, plan db.ReviewPlan
 }
 
 // Take takes one review of a given item for the reviewer, as opening it
-// from the queue and starting to review does. Holding it already is no
-// error.
+// from the queue and starting to review does, when the plan lists it for
+// them (see listed). Holding it already is no error.
 func (s *Service) Take(ctx context.Context, actor audit.Actor, orgID, feedbackID uuid.UUID) error {
 	who, err := reviewer(actor)
 	if err != nil {
@@ -129,6 +166,14 @@ func (s *Service) Take(ctx context.Context, actor audit.Actor, orgID, feedbackID
 	}
 	if !plan.Active {
 		return &errs.Conflict{Message: "the plan this item belongs to has ended"}
+	}
+	if ok, err := s.listed(ctx, q, orgID, plan, feedbackID, who); err != nil {
+		return err
+	} else if !ok {
+		if n, err := q.ReviewItemGet(ctx, db.ReviewItemGetParams{OrgID: orgID, FeedbackID: feedbackID}); err == nil && n.ReviewItem.Assigned >= n.ReviewItem.Overlap {
+			return &errs.Conflict{Message: "all the reviews this item asks for are taken by other reviewers"}
+		}
+		return notHanded(plan)
 	}
 	err = s.claim(ctx, orgID, plan, feedbackID, who)
 	if errors.Is(err, errTaken) {

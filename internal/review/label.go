@@ -248,7 +248,8 @@ type Item struct {
 	Reviews []Review
 	Hidden  int
 	// CanReview: the viewer may submit a review now (they hold one, or one
-	// is free and they have not reviewed the item).
+	// is free, they have not reviewed the item and the plan lists it for
+	// them).
 	CanReview bool
 	// The adjudicator's decision, when the item was adjudicated.
 	DecidedBy, DecisionNote string
@@ -276,8 +277,13 @@ func (s *Service) ForItem(ctx context.Context, orgID, feedbackID, viewer uuid.UU
 		if err != nil {
 			return nil, err
 		}
-		return &Item{PlanID: p.ID, PlanName: p.Name, PlanActive: p.Active, Overlap: int(p.Overlap), State: string(db.ReviewStateOpen),
-			CanReview: viewer != uuid.Nil}, nil
+		it := &Item{PlanID: p.ID, PlanName: p.Name, PlanActive: p.Active, Overlap: int(p.Overlap), State: string(db.ReviewStateOpen)}
+		if viewer != uuid.Nil && p.Active {
+			if it.CanReview, err = s.listed(ctx, q, orgID, p, feedbackID, viewer); err != nil {
+				return nil, err
+			}
+		}
+		return it, nil
 	}
 	if err != nil {
 		return nil, err
@@ -308,6 +314,16 @@ func (s *Service) ForItem(ctx context.Context, orgID, feedbackID, viewer uuid.UU
 	}
 	it.CanReview = open && row.PlanActive && viewer != uuid.Nil &&
 		((it.Mine != nil && it.Mine.Submitted == nil) || (it.Mine == nil && r.Assigned < r.Overlap))
+	if it.CanReview && it.Mine == nil {
+		// Free, but only for the reviewers the plan lists it for.
+		plan, err := q.ReviewPlanGet(ctx, db.ReviewPlanGetParams{OrgID: orgID, ID: r.PlanID})
+		if err != nil {
+			return nil, err
+		}
+		if it.CanReview, err = s.listed(ctx, q, orgID, plan, feedbackID, viewer); err != nil {
+			return nil, err
+		}
+	}
 	return it, nil
 }
 

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 
@@ -744,5 +745,45 @@ func TestKeepSettled(t *testing.T) {
 	}
 	if _, err := fb.Update(ctx, rs[0], e.org, items[1], 1, feedback.Change{Status: &status}); !errors.As(err, &conflict) {
 		t.Errorf("approving a disputed item of an ended plan: %v, want a conflict", err)
+	}
+}
+
+// A reviewer reviews what the plan hands them: the item Next gave them, or
+// one of the items Next would consider for them now. An item far down the
+// plan's order (another reviewer's to be handed first) is refused with
+// the plan's name, and no review of it is taken.
+func TestReviewOnlyOnItemsHanded(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	ctx := context.Background()
+	items := e.items(t, 25, "handed")
+	plan := e.plan(t, "handed", 2)
+	rs := e.curators(t, 2)
+
+	var conflict *errs.Conflict
+	_, err := e.svc.Submit(ctx, rs[0], e.org, items[24], review.Input{Status: "approved"})
+	if !errors.As(err, &conflict) || !strings.Contains(conflict.Message, "not handed you") || !strings.Contains(conflict.Message, "Tag “handed”") {
+		t.Fatalf("a review of the 25th item, never handed: %v; want a conflict naming the plan", err)
+	}
+	if n := e.count(t, "SELECT count(*) FROM review_labels"); n != 0 {
+		t.Errorf("the refused review took %d reviews", n)
+	}
+	if n := e.count(t, "SELECT coalesce(sum(assigned), 0)::int FROM review_items"); n != 0 {
+		t.Errorf("the refused review counted %d taken", n)
+	}
+	if it, err := e.svc.ForItem(ctx, e.org, items[24], rs[0].ID); err != nil || it.CanReview {
+		t.Errorf("the item page offers the review of an item never handed: %+v, %v", it, err)
+	}
+	// What Next hands is reviewed; an item among those it would consider
+	// is too.
+	id, err := e.svc.Next(ctx, rs[1], e.org, plan)
+	if err != nil || id != items[0] {
+		t.Fatalf("next: %v, %v; want the oldest item", id, err)
+	}
+	if _, err := e.svc.Submit(ctx, rs[1], e.org, id, review.Input{Status: "approved"}); err != nil {
+		t.Errorf("the item Next handed: %v", err)
+	}
+	if _, err := e.svc.Submit(ctx, rs[0], e.org, items[3], review.Input{Status: "approved"}); err != nil {
+		t.Errorf("an item Next would consider: %v", err)
 	}
 }

@@ -247,15 +247,24 @@ func estimateEffect(control, treatment Arm, t Test) (estimate, error) {
 		// variance_of_ratios): the treatment's adjusted variance over m²,
 		// and the control's var(y)·m_t²/m² − 2θ·cov·m_t/m + θ²·var(x), over
 		// n_c·m², m_t the treatment's unadjusted mean.
-		m2, mt := m*m, tr.raw
+		// Each term is divided by m before it is squared or multiplied, so
+		// that the figures stay finite at any scale of the values (a mean of
+		// 1e138 with a spread of 1e137 squares to nothing float64 holds); what
+		// still overflows is a control mean next to 0 beside the values'
+		// own spread.
+		r := tr.raw / m
+		sdT := math.Sqrt(vt) / m
+		sdC := math.Sqrt(c.rawVariance) / m * r
+		cov := theta * c.cov / m * (r / m)
+		pre := theta * math.Sqrt(c.preVariance) / m
 		e.expected /= math.Abs(m)
-		variance = vt/m2 + (c.rawVariance*mt*mt/m2-2*theta*c.cov*mt/m+theta*theta*c.preVariance)/(c.n*m2)
-		if !allFinite(e.expected, variance, 1/m2) {
+		variance = sdT*sdT + (sdC*sdC-2*cov+pre*pre)/c.n
+		if !allFinite(e.expected, variance) {
 			field := "sum"
 			if t.Metric == MetricProportion {
 				field = "successes"
 			}
-			return estimate{}, inArm("control", inField(field, "gives a mean of %g, too close to 0 for a finite relative effect", m))
+			return estimate{}, inArm("control", inField(field, "gives a mean of %g, too close to 0 beside the values' spread for a finite relative effect", m))
 		}
 	}
 	e.se = math.Sqrt(variance)

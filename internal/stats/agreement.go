@@ -194,11 +194,12 @@ func Cohen(r Ratings) (Reliability, error) {
 		return Reliability{}, err
 	}
 	coin, counts := coincidences(units, index, len(values))
-	return Reliability{
+	rel := Reliability{
 		Metric: MetricCohenKappa, Level: LevelNominal, Value: ag.Kappa, Observed: ag.Observed, Expected: ag.Expected,
 		Units: len(units), Raters: 2, Pairable: 2 * len(units),
 		Values: values, Counts: counts, Coincidences: coin, Contingency: ag.Table,
-	}, nil
+	}
+	return rel, finiteReliability(rel)
 }
 
 // Fleiss is Fleiss' kappa (Fleiss 1971) over the units of r, each of which
@@ -255,7 +256,7 @@ func Fleiss(r Ratings) (Reliability, error) {
 		return rel, notEnough("every label is %q: with one category Fleiss' kappa is undefined", values[0].String())
 	}
 	rel.Value = (observed - expected) / (1 - expected)
-	return rel, nil
+	return rel, finiteReliability(rel)
 }
 
 // Alpha is Krippendorff's alpha of r at the given level, following
@@ -313,7 +314,37 @@ func Alpha(r Ratings, level Level) (Reliability, error) {
 	rel.Observed /= n
 	rel.Expected /= n * (n - 1)
 	rel.Value = 1 - rel.Observed/rel.Expected
-	return rel, nil
+	return rel, finiteReliability(rel)
+}
+
+// finiteReliability refuses a reliability whose figures are not all real numbers:
+// what the scaling of the labels cannot keep within float64 is invalid
+// input, never a NaN answered as a result.
+func finiteReliability(rel Reliability) error {
+	if !allFinite(rel.Value, rel.Observed, rel.Expected) {
+		return invalid("the labels' magnitudes give no finite %s; give numbers of a smaller range", rel.Metric)
+	}
+	return nil
+}
+
+// unitScale returns the values' numbers over the power of 2 at or above
+// the largest magnitude among them: the division is exact (an exponent
+// shift, so also for 2^1024, which float64 cannot hold), and brings every
+// number into [-1, 1], so that differences and their squares neither
+// overflow nor underflow. Text values are left at 0.
+func unitScale(values []Rating) []float64 {
+	top := 0.0
+	for _, v := range values {
+		if v.kind == number {
+			top = max(top, math.Abs(v.num))
+		}
+	}
+	_, exp := math.Frexp(top) // top = frac · 2^exp, frac in [0.5, 1); 0 gives exp 0
+	out := make([]float64, len(values))
+	for i, v := range values {
+		out[i] = math.Ldexp(v.num, -exp)
+	}
+	return out
 }
 
 // difference is Krippendorff's squared difference δ²(c, k) between
@@ -335,17 +366,22 @@ func difference(level Level, values []Rating, counts []int) func(c, k int) float
 			return d * d
 		}
 	case LevelInterval:
+		// Alpha is the same in any unit at this level: the differences are
+		// taken on the values over their scale, which keeps labels near the
+		// float64 limits (1e200 squared, 1e-320 squared) finite and nonzero.
+		x := unitScale(values)
 		return func(c, k int) float64 {
-			d := values[c].num - values[k].num
+			d := x[c] - x[k]
 			return d * d
 		}
 	case LevelRatio:
+		x := unitScale(values)
 		return func(c, k int) float64 {
-			sum := values[c].num + values[k].num
-			if sum == 0 {
+			a, b := x[c], x[k]
+			if a+b == 0 {
 				return 0 // both 0
 			}
-			d := (values[c].num - values[k].num) / sum
+			d := (a - b) / (a + b)
 			return d * d
 		}
 	}

@@ -3,6 +3,7 @@ package stats_test
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"math"
 	"slices"
 	"testing"
@@ -391,4 +392,84 @@ func BenchmarkAlphaLargest(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// Alpha does not depend on the labels' unit at the interval and ratio
+// levels: numbers near the float64 limits (whose differences or squares
+// overflow, or underflow to 0) give the alpha of the same labels at a
+// unit scale, and never a non-finite figure.
+func TestAlphaExtremeMagnitudes(t *testing.T) {
+	unit := ratings([]any{1, -1}, []any{1, 1}, []any{-1, 0})
+	positive := ratings([]any{1, 2}, []any{1, 1}, []any{2, 0})
+	for _, tc := range []struct {
+		level stats.Level
+		base  stats.Ratings
+		scale float64
+	}{
+		{stats.LevelInterval, unit, 1e200}, // the matrix
+		{stats.LevelInterval, unit, 1.7e308},
+		{stats.LevelInterval, unit, 1e-320},
+		{stats.LevelRatio, positive, 8e307},
+		{stats.LevelRatio, positive, 5e-324},
+	} {
+		want, err := stats.Alpha(tc.base, tc.level)
+		if err != nil {
+			t.Fatal(err)
+		}
+		big := make(stats.Ratings, len(tc.base))
+		for u, row := range tc.base {
+			for _, r := range row {
+				x, _ := r.Float()
+				big[u] = append(big[u], stats.Number(x*tc.scale))
+			}
+		}
+		got, err := stats.Alpha(big, tc.level)
+		if err != nil {
+			t.Errorf("%s ×%g: %v", tc.level, tc.scale, err)
+			continue
+		}
+		for _, x := range []float64{got.Value, got.Observed, got.Expected} {
+			if math.IsNaN(x) || math.IsInf(x, 0) {
+				t.Errorf("%s ×%g: %+v is not finite", tc.level, tc.scale, got)
+				break
+			}
+		}
+		figure(t, fmt.Sprintf("%s alpha ×%g", tc.level, tc.scale), got.Value, want.Value, 1e-9)
+	}
+}
+
+// FuzzAlpha: whatever the labels, from 0 to ±1e308, every metric and
+// level answers a finite reliability or an error of the statistics
+// (not enough data, invalid input), never a NaN or an infinity.
+func FuzzAlpha(f *testing.F) {
+	f.Add(uint8(2), 1e200, -1e200, 1e200, 1e200, -1e200, 0.0)
+	f.Add(uint8(3), 1e308, 1.7e308, 0.0, 5e-324, 1e308, 1e-300)
+	f.Add(uint8(2), 1.0, 2.0, 3.0, 3.0, 2.0, 1.0)
+	f.Add(uint8(0), 1.0, 1.0, 2.0, 2.0, 1.0, 2.0)
+	f.Add(uint8(5), -1.7976931348623157e308, 1.7976931348623157e308, 0.0, math.Copysign(0, -1), 1e-310, 4.0)
+	f.Fuzz(func(t *testing.T, how uint8, a, b, c, d, e, g float64) {
+		r := stats.Ratings{{stats.Number(a), stats.Number(b)}, {stats.Number(c), stats.Number(d)}, {stats.Number(e), stats.Number(g)}}
+		levels := []stats.Level{stats.LevelNominal, stats.LevelOrdinal, stats.LevelInterval, stats.LevelRatio}
+		var rel stats.Reliability
+		var err error
+		switch how % 6 {
+		case 4:
+			rel, err = stats.Cohen(r)
+		case 5:
+			rel, err = stats.Fleiss(r)
+		default:
+			rel, err = stats.Alpha(r, levels[how%6])
+		}
+		if err != nil {
+			if !errors.Is(err, stats.ErrInvalid) && !errors.Is(err, stats.ErrNotEnoughData) {
+				t.Fatalf("%v: %v is neither invalid input nor not enough data", r, err)
+			}
+			return
+		}
+		for _, x := range []float64{rel.Value, rel.Observed, rel.Expected} {
+			if math.IsNaN(x) || math.IsInf(x, 0) {
+				t.Fatalf("%v (%d): %+v is not finite", r, how, rel)
+			}
+		}
+	})
 }

@@ -104,6 +104,12 @@ func FuzzAnalyze(f *testing.F) {
 	f.Add(uint8(1|2|32), 10.0, 1e-310, 0.0, 10.0, 5.0, 0.0, 0.05, 1e300, 5e-324)
 	f.Add(uint8(2|8|32), 10.0, 1e150, 1e300, 10.0, -1e150, 1e300, 0.999999, 1e-300, 1e300)
 	f.Add(uint8(255), math.MaxFloat64, -math.MaxFloat64, math.SmallestNonzeroFloat64, 2.0, 2.0, 2.0, 0.5, math.Inf(1), math.NaN())
+	// Magnitudes up to 1e308: a mean of 3.5e138, sums at and past the
+	// limits, a covariate's products near the float64 maximum.
+	f.Add(uint8(0), 1200.0, 4.2105e141, 1.623025e280, 1185.0, 4.333e141, 1.712075e280, 0.05, 0.5, 1.0)
+	f.Add(uint8(2|8), 1200.0, 4.2105e141, 1.623025e280, 1185.0, 4.333e141, 1.712075e280, 0.05, 1e280, -1e280)
+	f.Add(uint8(8|32), 2.0, 1e150, 1e300, 2.0, 1e150, 1e300, 0.05, 1e300, 1e308)
+	f.Add(uint8(16|64), 1e12, 1e308, 1e308, 1e12, -1e308, 1.7e308, 0.05, 1e-308, 1e308)
 	f.Fuzz(func(t *testing.T, flags uint8, n0, a0, b0, n1, a1, b1, alpha, x0, x1 float64) {
 		arm := func(n, a, b, cross float64) stats.Arm {
 			out := stats.Arm{N: n, Sum: a, SumSquares: b, Successes: a}
@@ -163,4 +169,44 @@ func FuzzAnalyze(f *testing.F) {
 			}
 		}
 	})
+}
+
+// A relative effect does not depend on the metric's unit: the same data
+// with every value multiplied by 1e138 (a control mean of 3.5e138) gives
+// the same effect, interval and p-value, under both engines. A mean is
+// "too close to 0" only beside the values' own scale.
+func TestAnalyzeRelativeAtLargeScale(t *testing.T) {
+	const s = 1e138
+	scaled := func(a stats.Arm) stats.Arm {
+		return stats.Arm{N: a.N, Sum: a.Sum * s, SumSquares: a.SumSquares * s * s}
+	}
+	for _, engine := range []string{stats.EngineFrequentist, stats.EngineBayesian} {
+		an := stats.Analysis{Test: stats.Test{Metric: stats.MetricMean, Relative: true, Alpha: 0.05}, Engine: engine,
+			Arms: []stats.Arm{control, treatment}}
+		want, err := stats.Analyze(an)
+		if err != nil {
+			t.Fatal(err)
+		}
+		an.Arms = []stats.Arm{scaled(control), scaled(treatment)}
+		got, err := stats.Analyze(an)
+		if err != nil {
+			t.Fatalf("%s at a mean of %g: %v", engine, control.Sum*s/control.N, err)
+		}
+		w, g := want.Results[0], got.Results[0]
+		if engine == stats.EngineBayesian {
+			near(t, engine+" expected", g.Posterior.Expected, w.Posterior.Expected, 1e-9)
+			near(t, engine+" chance to win", g.Posterior.ChanceToWin, w.Posterior.ChanceToWin, 1e-9)
+			continue
+		}
+		near(t, engine+" expected", g.Effect.Expected, w.Effect.Expected, 1e-9)
+		near(t, engine+" se", g.Effect.SE, w.Effect.SE, 1e-9)
+		near(t, engine+" p", *g.Effect.PValue, *w.Effect.PValue, 1e-9)
+	}
+	// A control mean next to 0 beside values of order 1 is still refused.
+	_, err := stats.Analyze(stats.Analysis{Test: stats.Test{Metric: stats.MetricMean, Relative: true, Alpha: 0.05},
+		Arms: []stats.Arm{{N: 4, Sum: 1e-300, SumSquares: 4}, treatment}})
+	var inv *errs.Invalid
+	if !errors.As(err, &inv) || !equal(inv.Fields(), []string{"arms[0].sum"}) {
+		t.Errorf("a control mean of 2.5e-301 beside values of ±1: %v; want arms[0].sum refused", err)
+	}
 }

@@ -259,6 +259,14 @@ func (c *Client) Do(method, path string, body io.Reader, header http.Header) Res
 	if m := csrfRE.FindSubmatch(b); m != nil {
 		c.csrf = string(m[1])
 	}
+	// The token a page carries is its CSRF cookie's; a new cookie (signing
+	// in rotates it) is the token from now on, as in a browser, whose next
+	// page carries it.
+	for _, ck := range res.Cookies() {
+		if ck.Name == "curate_csrf" && ck.Value != "" {
+			c.csrf = ck.Value
+		}
+	}
 	return Response{Status: res.StatusCode, Header: res.Header, Body: string(b)}
 }
 
