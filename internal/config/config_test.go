@@ -141,6 +141,9 @@ func TestVariablesDocumented(t *testing.T) {
 // the working directory, overrides, and clear refusals.
 func TestLocalTrainerSettings(t *testing.T) {
 	clearEnv(t)
+	// No trainer environment installed: python3 is the default.
+	t.Setenv("XDG_CACHE_HOME", t.TempDir())
+	t.Setenv("CURATE_TOOLS", "")
 	dir := t.TempDir()
 	if err := os.MkdirAll(filepath.Join(dir, "trainer", "curate_trainer"), 0o755); err != nil {
 		t.Fatal(err)
