@@ -672,9 +672,9 @@ func kindLabel(kind string) string {
 	case "oasst":
 		return "OpenAssistant message trees"
 	case "seed001":
-		return "Seed 001 feedback records (feedback_data)"
+		return "Seed 001 feedback records"
 	case "seed004":
-		return "Seed 004 feedback rows (rlhf_feedback)"
+		return "Seed 004 RLHF feedback rows"
 	case "hh-rlhf":
 		return "Anthropic HH-RLHF (pairs)"
 	case "oasst-pairs":

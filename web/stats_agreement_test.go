@@ -191,7 +191,7 @@ func TestStatsAgreementRole(t *testing.T) {
 		t.Fatal(err)
 	}
 	c.Do(http.MethodPost, "/api/stats/agreement", strings.NewReader(string(b)), http.Header{"Content-Type": {"application/json"}}).
-		Must(t, http.StatusBadRequest)
+		Must(t, http.StatusForbidden)
 	c.Get("/")
 	if c.CSRF() == "" {
 		t.Fatal("no CSRF token on the signed-in home page")
