@@ -18,8 +18,9 @@ DEVICES = ("auto", "cuda", "cpu")
 SCHEDULERS = ("linear", "cosine", "constant")
 DTYPES = ("auto", "float32", "bfloat16", "float16")
 SCORE_TERMS = ("rel", "faith", "conc", "rm")
-# The policy methods may also weigh a judge's score (policy.judge_url).
-POLICY_TERMS = SCORE_TERMS + ("judge",)
+# The policy methods may also weigh a judge's score (policy.judge_url) and
+# the reward Curate scores with the organisation's formula (policy.rlaif).
+POLICY_TERMS = SCORE_TERMS + ("judge", "curate")
 HEURISTIC_WEIGHTS = {"rel": 1.0, "faith": 1.0, "conc": 0.5}  # the design's reward formula
 
 # Learning rates that suit LoRA for each method when none is given.
@@ -92,6 +93,15 @@ class IRSConfig:
 
 
 @dataclass(frozen=True)
+class RLAIFConfig:
+    """The reward scored by Curate (curate_reward.py): its URL, how long
+    one call may take and how many times a failed call is tried again."""
+    url: str
+    timeout: float = 120.0
+    retries: int = 4
+
+
+@dataclass(frozen=True)
 class PolicyConfig:
     """Settings of the policy-optimisation methods, grpo and ppo."""
     group_size: int = 4
@@ -106,6 +116,7 @@ class PolicyConfig:
     reward_model: Optional[Path] = None
     judge_url: Optional[str] = None
     judge_timeout: float = 120.0
+    rlaif: Optional[RLAIFConfig] = None
     weights: dict = field(default_factory=lambda: dict(HEURISTIC_WEIGHTS))
     holdout_weights: dict = field(default_factory=lambda: dict(HEURISTIC_WEIGHTS))
     holdout_every: int = 10
@@ -237,6 +248,7 @@ HYPERPARAMETERS = set(Hyperparameters.__dataclass_fields__)
 IRS_FIELDS = set(IRSConfig.__dataclass_fields__)
 DW_FIELDS = set(DWConfig.__dataclass_fields__)
 POLICY_FIELDS = set(PolicyConfig.__dataclass_fields__)
+RLAIF_FIELDS = set(RLAIFConfig.__dataclass_fields__)
 
 
 def _resolve(run_dir, text):
@@ -353,9 +365,25 @@ def _policy_weights(c, raw, name, allowed, default):
         if key in checked:
             weights[key] = c.number(checked, f"{name}.{key}", 0.0, -100.0, 100.0)
             if key not in allowed:
-                need = "policy.reward_model" if key == "rm" else "policy.judge_url"
+                need = {"rm": "policy.reward_model", "judge": "policy.judge_url", "curate": "policy.rlaif"}[key]
                 c.bad(f"{name}.{key}", f"needs {need} (what gives this score)")
     return weights
+
+
+def _rlaif(c, raw):
+    """policy.rlaif: absent or null for none."""
+    if raw is None:
+        return None
+    r = c.obj(raw, "policy.rlaif", RLAIF_FIELDS)
+    if not isinstance(raw, dict):
+        return None
+    p = "policy.rlaif."
+    url = c.string(r, p + "url", required=True)
+    if url is not None and not url.startswith(("http://", "https://")):
+        c.bad(p + "url", f"must be an http:// or https:// URL, got {_show(url)}")
+    return RLAIFConfig(url=url or "",
+                       timeout=c.number(r, p + "timeout", 120.0, 0.0, 3600.0, lo_open=True),
+                       retries=c.integer(r, p + "retries", 4, 0, 20))
 
 
 def _policy(c, raw, run_dir, method):
@@ -365,16 +393,23 @@ def _policy(c, raw, run_dir, method):
     judge_url = c.string(pc, p + "judge_url")
     if judge_url is not None and not judge_url.startswith(("http://", "https://")):
         c.bad(p + "judge_url", f"must be an http:// or https:// URL, got {_show(judge_url)}")
+    rlaif = _rlaif(c, pc.get("rlaif"))
     allowed = set(SCORE_TERMS) - ({"rm"} if reward_model is None else set())
     if judge_url is not None:
         allowed.add("judge")
-    # With a reward model or a judge, the reward is theirs; without, the
-    # design's formula of heuristic scores.
-    default = {k: 1.0 for k in (("rm",) if reward_model else ()) + (("judge",) if judge_url else ())}
+    if rlaif is not None:
+        allowed.add("curate")
+    # With RLAIF the reward is Curate's; with a reward model or a judge,
+    # theirs; without, the design's formula of heuristic scores.
+    if rlaif is not None:
+        default = {"curate": 1.0}
+    else:
+        default = {k: 1.0 for k in (("rm",) if reward_model else ()) + (("judge",) if judge_url else ())}
     weights = _policy_weights(c, pc.get("weights"), p + "weights", allowed, default or HEURISTIC_WEIGHTS)
     # The held-out check should not trust the score being optimised: by
-    # default it leaves the reward model out.
-    check = {k: w for k, w in weights.items() if k != "rm"} or dict(HEURISTIC_WEIGHTS)
+    # default it leaves the reward model out, and Curate's reward (whose
+    # samples are kept as the run's and may go to the experts).
+    check = {k: w for k, w in weights.items() if k not in ("rm", "curate")} or dict(HEURISTIC_WEIGHTS)
     holdout_weights = _policy_weights(c, pc.get("holdout_weights"), p + "holdout_weights", allowed, check)
     smallest_group = 2 if method == "grpo" else 1
     return PolicyConfig(
@@ -390,6 +425,7 @@ def _policy(c, raw, run_dir, method):
         reward_model=_resolve(run_dir, reward_model) if reward_model else None,
         judge_url=judge_url,
         judge_timeout=c.number(pc, p + "judge_timeout", 120.0, 0.0, 3600.0, lo_open=True),
+        rlaif=rlaif,
         weights=weights,
         holdout_weights=holdout_weights,
         holdout_every=c.integer(pc, p + "holdout_every", 10, 1, 1_000_000),

@@ -10,8 +10,10 @@ with the adapter switched off, so only one copy of the model is loaded.
 
 The reward is policy.weights over the scores (scoring.py): the design's
 formula of heuristic scores (rel, faith, conc), a trained reward model's
-sigmoid(score) (rm, policy.reward_model), and a judge's score over HTTP
-(judge, policy.judge_url, see judge.py).
+sigmoid(score) (rm, policy.reward_model), a judge's score over HTTP
+(judge, policy.judge_url, see judge.py), and the reward Curate scores with
+the organisation's formula (curate, policy.rlaif, see curate_reward.py),
+whose components join the step's reward_breakdown.
 
 Two guards end a run early, with the reason as a stop event (guards.py):
 
@@ -35,6 +37,7 @@ from . import losses, rl, runtime, scoring
 from .chat import IGNORE, ChatFormat
 from .errors import Cancelled, TrainerError
 from .guards import KLBound, RewardHacking
+from .curate_reward import CurateReward
 from .irs import RewardModel
 from .judge import Judge
 from .training import restore, snapshot
@@ -54,10 +57,14 @@ class Scorer:
         self.budget = pc.max_new_tokens
         self.reward_model = RewardModel(run, pc.reward_model) if pc.reward_model else None
         self.judge = Judge(pc.judge_url, pc.judge_timeout) if pc.judge_url else None
+        self.curate = (CurateReward(pc.rlaif.url, timeout=pc.rlaif.timeout, retries=pc.rlaif.retries)
+                       if pc.rlaif else None)
 
-    def rewards(self, groups, weights):
+    def rewards(self, groups, weights, step=0):
         """For [(prompt example, [reply, ...]), ...]: the rewards of each
-        group's replies, and the mean of each weighted score."""
+        group's replies, and the mean of each weighted score (with Curate's
+        reward, also the mean of each of its components). `step` is the
+        step the replies are for, as Curate keeps them."""
         per_group = []
         for p, replies in groups:
             self.run.stop.check()
@@ -72,8 +79,30 @@ class Scorer:
             for scores in per_group:
                 for s in scores:
                     s["judge"] = next(judged)
+        components = {}
+        if "curate" in weights:
+            self.run.stop.check()
+            items = [(p.query, p.context, r) for p, replies in groups for r in replies]
+            scored = self.curate.score(step, items)
+            if all(x.reward is None for x in scored):
+                raise TrainerError(f"policy.rlaif: Curate scored none of step {step}'s {len(scored)} samples: "
+                                   f"{scored[0].invalid or 'no reward'}")
+            unscored = sum(1 for x in scored if x.reward is None)
+            if unscored:
+                log.warning("step %d: Curate could not score %d of %d samples (%s); they count as 0", step, unscored,
+                            len(scored), next(x.invalid for x in scored if x.reward is None))
+            it = iter(scored)
+            for scores in per_group:
+                for s in scores:
+                    x = next(it)
+                    s["curate"] = 0.0 if x.reward is None else x.reward
+                    for name, v in x.components.items():
+                        components.setdefault(name, []).append(v)
         rewards = [[scoring.combine(s, weights) for s in scores] for scores in per_group]
-        return rewards, scoring.mean_scores([s for scores in per_group for s in scores], weights)
+        breakdown = scoring.mean_scores([s for scores in per_group for s in scores], weights)
+        for name, values in components.items():
+            breakdown.setdefault(name, sum(values) / len(values))
+        return rewards, breakdown
 
 
 def split_holdout(train, evaluation, limit, seed):
@@ -211,7 +240,7 @@ def train(run, train_examples, eval_examples):
                 groups = sample(run, model, tokenizer, fmt, batch, pc.group_size, pc)
                 run.emitter.progress("scoring", step=step, total_steps=total, epoch=epoch)
                 rewards, breakdown = scorer.rewards([(p, [t for _, _, t in g]) for p, g in zip(batch, groups)],
-                                                    pc.weights)
+                                                    pc.weights, step=step + 1)
                 sequences = [(p_ids + reply, [IGNORE] * len(p_ids) + reply)
                              for g in groups for p_ids, reply, _ in g]
                 flat = [r for rs in rewards for r in rs]
