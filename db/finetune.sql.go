@@ -14,6 +14,45 @@ import (
 	"github.com/jackc/pgx/v5/pgtype"
 )
 
+const aPIKeyUpdateRevokedForRun = `-- name: APIKeyUpdateRevokedForRun :many
+UPDATE api_keys k SET revoked_at = now()
+FROM fine_tuning_run_keys r
+WHERE r.job_id = $1 AND r.org_id = $2 AND k.id = r.api_key_id AND k.org_id = $2 AND k.revoked_at IS NULL
+RETURNING k.id, k.name, k.prefix
+`
+
+type APIKeyUpdateRevokedForRunParams struct {
+	JobID uuid.UUID `json:"job_id"`
+	OrgID uuid.UUID `json:"org_id"`
+}
+
+type APIKeyUpdateRevokedForRunRow struct {
+	ID     uuid.UUID `json:"id"`
+	Name   string    `json:"name"`
+	Prefix string    `json:"prefix"`
+}
+
+// Revokes the key a run holds (when it has one still valid) and returns it.
+func (q *Queries) APIKeyUpdateRevokedForRun(ctx context.Context, arg APIKeyUpdateRevokedForRunParams) ([]APIKeyUpdateRevokedForRunRow, error) {
+	rows, err := q.db.Query(ctx, aPIKeyUpdateRevokedForRun, arg.JobID, arg.OrgID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []APIKeyUpdateRevokedForRunRow{}
+	for rows.Next() {
+		var i APIKeyUpdateRevokedForRunRow
+		if err := rows.Scan(&i.ID, &i.Name, &i.Prefix); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const fineTuneBudgetGet = `-- name: FineTuneBudgetGet :one
 SELECT org_id, monthly, updated_by_label, updated_at FROM fine_tuning_budgets WHERE org_id = $1
 `
@@ -1047,6 +1086,23 @@ type FineTunePriceUpdateSupersededParams struct {
 
 func (q *Queries) FineTunePriceUpdateSuperseded(ctx context.Context, arg FineTunePriceUpdateSupersededParams) error {
 	_, err := q.db.Exec(ctx, fineTunePriceUpdateSuperseded, arg.OrgID, arg.ID)
+	return err
+}
+
+const fineTuneRunKeyInsertOrUpdate = `-- name: FineTuneRunKeyInsertOrUpdate :exec
+INSERT INTO fine_tuning_run_keys (job_id, org_id, api_key_id) VALUES ($1, $2, $3)
+ON CONFLICT (job_id) DO UPDATE SET api_key_id = EXCLUDED.api_key_id, created_at = now()
+`
+
+type FineTuneRunKeyInsertOrUpdateParams struct {
+	JobID    uuid.UUID `json:"job_id"`
+	OrgID    uuid.UUID `json:"org_id"`
+	ApiKeyID uuid.UUID `json:"api_key_id"`
+}
+
+// The key a run holds for its reward API, replacing an earlier start's.
+func (q *Queries) FineTuneRunKeyInsertOrUpdate(ctx context.Context, arg FineTuneRunKeyInsertOrUpdateParams) error {
+	_, err := q.db.Exec(ctx, fineTuneRunKeyInsertOrUpdate, arg.JobID, arg.OrgID, arg.ApiKeyID)
 	return err
 }
 

@@ -1384,6 +1384,13 @@ type FineTuningPrice struct {
 	SupersededAt   *time.Time  `json:"superseded_at"`
 }
 
+type FineTuningRunKey struct {
+	JobID     uuid.UUID `json:"job_id"`
+	OrgID     uuid.UUID `json:"org_id"`
+	ApiKeyID  uuid.UUID `json:"api_key_id"`
+	CreatedAt time.Time `json:"created_at"`
+}
+
 type FineTuningRunMetric struct {
 	JobID  uuid.UUID `json:"job_id"`
 	OrgID  uuid.UUID `json:"org_id"`

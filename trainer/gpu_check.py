@@ -1,6 +1,7 @@
 """One command that shows the local trainer works on this machine:
 ``make gpu-check`` (or ``python gpu_check.py [--device cuda|cpu] [--out FILE]
-[--keep DIR]`` from trainer/, with the trainer environment's Python).
+[--keep DIR]`` from trainer/, with the trainer environment's Python;
+``--build-model DIR`` only builds the tiny model there).
 
 It builds a tiny Llama from a config with transformers (random weights,
 nothing downloaded) and a byte-level BPE tokenizer trained here on a toy
@@ -328,6 +329,8 @@ def main(argv):
     parser.add_argument("--out", help="the JSON report (default $CURATE_GPU_CHECK_OUT or .curate/gpu-check.json)")
     parser.add_argument("--keep", help="the directory of the model and the runs (default gpu-check/ beside the "
                                        "report, emptied first)")
+    parser.add_argument("--build-model", metavar="DIR", help="only build the tiny model (and its tokenizer) in DIR "
+                                                             "and exit, for tests that train it through Curate")
     args = parser.parse_args(argv)
     missing = missing_packages()
     if missing:
@@ -335,6 +338,10 @@ def main(argv):
               "transformers and peft (with tokenizers and safetensors). `make trainer-env` installs them, or run "
               "`make gpu-check GPU_PYTHON=/path/to/python`.", file=sys.stderr)
         return 2
+    if args.build_model:
+        build_model(Path(args.build_model))
+        print(Path(args.build_model).resolve())
+        return 0
     import torch
     import transformers
     import peft

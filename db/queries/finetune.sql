@@ -168,3 +168,15 @@ RETURNING *;
 -- name: FineTunePriceUpdateSuperseded :exec
 UPDATE fine_tuning_prices SET superseded_at = now()
 WHERE org_id = @org_id AND id = @id AND superseded_at IS NULL;
+
+-- name: FineTuneRunKeyInsertOrUpdate :exec
+-- The key a run holds for its reward API, replacing an earlier start's.
+INSERT INTO fine_tuning_run_keys (job_id, org_id, api_key_id) VALUES (@job_id, @org_id, @api_key_id)
+ON CONFLICT (job_id) DO UPDATE SET api_key_id = EXCLUDED.api_key_id, created_at = now();
+
+-- name: APIKeyUpdateRevokedForRun :many
+-- Revokes the key a run holds (when it has one still valid) and returns it.
+UPDATE api_keys k SET revoked_at = now()
+FROM fine_tuning_run_keys r
+WHERE r.job_id = @job_id AND r.org_id = @org_id AND k.id = r.api_key_id AND k.org_id = @org_id AND k.revoked_at IS NULL
+RETURNING k.id, k.name, k.prefix;

@@ -192,6 +192,9 @@ func New(cfg config.Config, pool *pgxpool.Pool, log *slog.Logger) (*Services, er
 	// A local launch is taken when a live worker of the GPU queue can run
 	// it.
 	ft := finetune.New(pool, cfg, inserter, &datasets.FineTuneSource{Service: ds}, reg, svs, log)
+	// A GRPO or PPO launch with RLAIF has its reward checked as it will score.
+	rl := rlaif.New(pool, jd, eps, rw, rms)
+	ft.RLAIF = rl
 	ev := eval.New(pool, gates, inserter, eval.NewRuns(eps, jd, reg, rw, rms))
 	rv := review.New(pool)
 	hy := hygiene.New(pool)
@@ -228,7 +231,7 @@ func New(cfg config.Config, pool *pgxpool.Pool, log *slog.Logger) (*Services, er
 		// panels do.
 		Overview:     overview.New(pool, exp),
 		RewardModels: rms,
-		RLAIF:        rlaif.New(pool, jd, eps, rw, rms),
+		RLAIF:        rl,
 		Review:       rv,
 		LiveScore:    livescore.New(pool, inserter, livescore.JudgeScorer{Judge: jd}, jd),
 		Monitors:     mon,

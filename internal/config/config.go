@@ -99,6 +99,22 @@ type Config struct {
 	// ModelsDir holds the models local jobs may train, each named by its
 	// path inside it; unset: <DataDir>/models.
 	ModelsDir string `env:"CURATE_MODELS_DIR"`
+	// TrainerAPIURL is where a local trainer reaches Curate's API (an RLAIF
+	// run's reward); unset: http://127.0.0.1 at CURATE_ADDR's port.
+	TrainerAPIURL string `env:"CURATE_TRAINER_API_URL"`
+}
+
+// TrainerAPI is the address at which local trainers reach Curate's API:
+// TrainerAPIURL, or this machine's loopback at Addr's port.
+func (c Config) TrainerAPI() string {
+	if c.TrainerAPIURL != "" {
+		return c.TrainerAPIURL
+	}
+	i := strings.LastIndexByte(c.Addr, ':')
+	if i < 0 || i == len(c.Addr)-1 {
+		return ""
+	}
+	return "http://127.0.0.1" + c.Addr[i:]
 }
 
 // FromEnv reads the environment, applying defaults, and validates the

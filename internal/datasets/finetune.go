@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 
@@ -133,6 +134,25 @@ func (s *FineTuneSource) Prepare(ctx context.Context, orgID, versionID uuid.UUID
 		p.ValidPath = dir + "/validation" + format.Ext()
 	}
 	return p, nil
+}
+
+// Tagged counts the version's training items and those whose feedback or
+// pair carries tag.
+func (s *FineTuneSource) Tagged(ctx context.Context, orgID, versionID uuid.UUID, tag string) (tagged, total int, err error) {
+	rows, err := db.New(s.Service.Pool).GoldenSetListItems(ctx, db.GoldenSetListItemsParams{OrgID: orgID, VersionID: versionID})
+	if err != nil {
+		return 0, 0, err
+	}
+	for _, r := range rows {
+		if r.Split != "train" {
+			continue
+		}
+		total++
+		if slices.Contains(r.Tags, tag) {
+			tagged++
+		}
+	}
+	return tagged, total, nil
 }
 
 func exportKind(kind string) export.Kind { return export.Kind(kind) }

@@ -236,7 +236,11 @@ func (s *Service) create(ctx context.Context, q *db.Queries, p provider.Provider
 				return Outcome{}, err
 			}
 		}
-		if job, err = createJob(ctx, p, req, j.LocalSettings); err != nil {
+		api, err := s.rewardAPI(ctx, j)
+		if err != nil {
+			return Outcome{}, err
+		}
+		if job, err = createJob(ctx, p, req, j.LocalSettings, api); err != nil {
 			return Outcome{}, err
 		}
 	}
@@ -245,8 +249,8 @@ func (s *Service) create(ctx context.Context, q *db.Queries, p provider.Provider
 }
 
 // createJob creates the provider's job; a local one is started with the
-// job's own settings.
-func createJob(ctx context.Context, p provider.Provider, req provider.CreateRequest, settings json.RawMessage) (provider.Job, error) {
+// job's own settings and, for an RLAIF run, its reward API.
+func createJob(ctx context.Context, p provider.Provider, req provider.CreateRequest, settings json.RawMessage, api *local.RewardAPI) (provider.Job, error) {
 	lp, ok := p.(*local.Provider)
 	if !ok {
 		return p.Create(ctx, req)
@@ -257,6 +261,7 @@ func createJob(ctx context.Context, p provider.Provider, req provider.CreateRequ
 			return provider.Job{}, fmt.Errorf("the job's local settings: %w", err)
 		}
 	}
+	s.RewardAPI = api
 	return lp.CreateWith(ctx, req, s)
 }
 
@@ -417,6 +422,10 @@ func (s *Service) finishTx(ctx context.Context, tx pgx.Tx, j db.FineTuningJob, s
 		providerState = j.ProviderState
 	}
 	cost := ActualCost(tokens, j.PricePerMillion)
+	// The run's reward key, if it holds one, ends with it.
+	if err := revokeRunKey(ctx, q, j); err != nil {
+		return err
+	}
 	if err := q.FineTuneJobUpdateFinished(ctx, db.FineTuneJobUpdateFinishedParams{ID: j.ID, Status: st, ProviderState: providerState,
 		ErrorMessage: message, TrainedTokens: tokens, FineTunedModel: model,
 		ActualCost: pgtype.Int8{Int64: cost, Valid: true}}); err != nil {

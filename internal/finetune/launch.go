@@ -28,6 +28,9 @@ func (s *Service) Launch(ctx context.Context, actor audit.Actor, orgID uuid.UUID
 		return db.FineTuningJob{}, est, err
 	}
 	req = est.Request
+	if err := s.checkRLAIF(ctx, orgID, req, est.Version.Label); err != nil {
+		return db.FineTuningJob{}, est, err
+	}
 	hyper, err := json.Marshal(req.Hyper)
 	if err != nil {
 		return db.FineTuningJob{}, est, err

@@ -132,6 +132,7 @@ func New(pool *pgxpool.Pool, cfg config.Config, jobs jobq.Inserter, data DataSou
 		Registry:      registry,
 		Workers:       workers,
 		Log:           log,
+		TrainerAPI:    cfg.TrainerAPI(),
 		data:          data,
 	}
 }

@@ -60,6 +60,12 @@ type Service struct {
 	// (servers.WorkerReport.ID), set before it takes jobs: a local job it
 	// starts records it, and the runtime its probe reported.
 	WorkerID uuid.UUID
+	// RLAIF checks a GRPO or PPO launch's reward from Curate; nil checks
+	// only its red-team share.
+	RLAIF RLAIFChecker
+	// TrainerAPI is where a local trainer reaches Curate's API, for the
+	// reward of an RLAIF run (see SetTrainerAPI).
+	TrainerAPI string
 
 	sweep   sync.Once // of the scratch folders dead processes left in Dir
 	mu      sync.Mutex

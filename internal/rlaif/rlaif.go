@@ -34,6 +34,7 @@ import (
 	"github.com/curate/curate/internal/errs"
 	"github.com/curate/curate/internal/judge"
 	"github.com/curate/curate/internal/pricing"
+	"github.com/curate/curate/internal/provider/local"
 	"github.com/curate/curate/internal/reward"
 	"github.com/curate/curate/internal/rewardmodel"
 	"github.com/curate/curate/internal/scorers"
@@ -385,11 +386,43 @@ func (s *Service) Steps(ctx context.Context, orgID, jobID uuid.UUID) ([]Step, Sp
 }
 
 // Request is one step's samples of a run to score, with the run's reward
-// configuration.
+// configuration (the run's own, from its launch's grpo_config.rlaif, when
+// it has one).
 type Request struct {
 	Step    int      `json:"step"`
 	Samples []Sample `json:"samples"`
 	Config  Config   `json:"rlaif"`
+}
+
+// ConfigOf is the reward configuration of a local run's RLAIF settings;
+// field names them in errors.
+func ConfigOf(r local.RLAIFSettings, field string) (Config, error) {
+	cfg := Config{RewardFormula: r.RewardFormula, ConflictThreshold: r.ConflictThreshold}
+	if r.Judge != nil {
+		cfg.Judge = &JudgeConfig{Endpoint: r.Judge.Endpoint, Template: r.Judge.Template}
+	}
+	if len(r.Scorers) > 0 {
+		if err := json.Unmarshal(r.Scorers, &cfg.Scorers); err != nil {
+			return cfg, errs.InvalidField(field+".scorers", "must be a list of scorers")
+		}
+	}
+	return cfg, nil
+}
+
+// runConfig is the reward a job was launched with, if it names one.
+func runConfig(j db.FineTuningJob) (Config, bool, error) {
+	var s local.Settings
+	if len(j.LocalSettings) == 0 {
+		return Config{}, false, nil
+	}
+	if err := json.Unmarshal(j.LocalSettings, &s); err != nil {
+		return Config{}, false, err
+	}
+	if s.Policy.RLAIF == nil {
+		return Config{}, false, nil
+	}
+	cfg, err := ConfigOf(*s.Policy.RLAIF, "rlaif")
+	return cfg, true, err
 }
 
 // ScoreRun scores one step of a GRPO or PPO job of the organisation: a
@@ -408,6 +441,12 @@ func (s *Service) ScoreRun(ctx context.Context, orgID, jobID uuid.UUID, r Reques
 	}
 	if err := checkBatch(r.Step, r.Samples); err != nil {
 		return nil, err
+	}
+	// A run launched with its reward scores with it, whatever a caller sends.
+	if own, ok, err := runConfig(j); err != nil {
+		return nil, err
+	} else if ok {
+		r.Config = own
 	}
 	p, err := s.Check(ctx, orgID, "rlaif", r.Config)
 	if err != nil {

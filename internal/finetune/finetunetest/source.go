@@ -6,6 +6,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 
 	"github.com/google/uuid"
@@ -29,6 +30,39 @@ type stored struct {
 	sft   []export.SFTExample
 	pref  []export.PrefExample
 	valid int // how many examples at the end form the validation split
+	tags  map[int][]string
+}
+
+// Tag gives the version's examples at the indices a tag, as a split tag
+// on their feedback or pair would.
+func (s *Source) Tag(id uuid.UUID, tag string, indices ...int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for i := range s.versions {
+		if s.versions[i].v.ID == id {
+			if s.versions[i].tags == nil {
+				s.versions[i].tags = map[int][]string{}
+			}
+			for _, n := range indices {
+				s.versions[i].tags[n] = append(s.versions[i].tags[n], tag)
+			}
+		}
+	}
+}
+
+// Tagged counts the training examples and those tagged tag.
+func (s *Source) Tagged(_ context.Context, org, id uuid.UUID, tag string) (tagged, total int, err error) {
+	st, err := s.find(org, id)
+	if err != nil {
+		return 0, 0, err
+	}
+	total = len(st.sft) + len(st.pref) - st.valid
+	for i := range total {
+		if slices.Contains(st.tags[i], tag) {
+			tagged++
+		}
+	}
+	return tagged, total, nil
 }
 
 // AddPref adds a version of preference pairs; the last valid pairs are

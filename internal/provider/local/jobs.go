@@ -117,6 +117,13 @@ func (p *Provider) startLocked(req provider.CreateRequest, s Settings, r run, ru
 			return rec, provider.Invalid([]provider.FieldError{*fe})
 		}
 	}
+	var env []string
+	if policyMethods[trainerMethod[req.Method]] && s.Policy.RLAIF != nil {
+		if s.RewardAPI == nil || s.RewardAPI.URL == "" || s.RewardAPI.Token == "" {
+			return rec, fail("create job", true, errors.New("policy.rlaif: Curate gave the run no address or key for its reward API"))
+		}
+		env = append(env, "CURATE_REWARD_TOKEN="+s.RewardAPI.Token)
+	}
 	if err := writeJSON(r.path(configFile), p.buildConfig(req, s, base)); err != nil {
 		return rec, fail("write config.json", false, err)
 	}
@@ -125,7 +132,7 @@ func (p *Provider) startLocked(req provider.CreateRequest, s Settings, r run, ru
 		return rec, err
 	}
 	defer slotLock.Close()
-	return p.start(r, slot, runLock, slotLock)
+	return p.start(r, slot, runLock, slotLock, env)
 }
 
 // takeSlot locks the first free GPU slot.
@@ -143,8 +150,9 @@ func (p *Provider) takeSlot() (int, *os.File, error) {
 }
 
 // start launches the trainer detached, in its own process group, holding
-// the run and slot locks, and records its pid.
-func (p *Provider) start(r run, slot int, runLock, slotLock *os.File) (pidRecord, error) {
+// the run and slot locks, with env added to its environment, and records
+// its pid.
+func (p *Provider) start(r run, slot int, runLock, slotLock *os.File, env []string) (pidRecord, error) {
 	events, err := os.OpenFile(r.path(eventsFile), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o640)
 	if err != nil {
 		return pidRecord{}, fail("open events.jsonl", false, err)
@@ -160,7 +168,7 @@ func (p *Provider) start(r run, slot int, runLock, slotLock *os.File) (pidRecord
 	// Not CommandContext: the trainer outlives the request that starts it.
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Dir = r.dir
-	cmd.Env = append(append([]string(nil), p.env...), "CURATE_TRAINER_SLOT="+strconv.Itoa(slot))
+	cmd.Env = append(append(append([]string(nil), p.env...), env...), "CURATE_TRAINER_SLOT="+strconv.Itoa(slot))
 	if len(p.cfg.SlotDevices) > 0 {
 		cmd.Env = append(cmd.Env, "CUDA_VISIBLE_DEVICES="+p.cfg.SlotDevices[slot])
 	}

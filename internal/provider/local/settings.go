@@ -1,8 +1,10 @@
 package local
 
 import (
+	"encoding/json"
 	"fmt"
 	"math"
+	"regexp"
 	"slices"
 
 	"github.com/curate/curate/internal/provider"
@@ -25,7 +27,64 @@ type Settings struct {
 	IRS                       IRSSettings `json:"irs,omitzero"`
 	// Policy configures the grpo and ppo methods.
 	Policy PolicySettings `json:"policy,omitzero"`
+	// RewardAPI is where a run with Policy.RLAIF gets its reward, given
+	// by Curate when it starts the job; never stored.
+	RewardAPI *RewardAPI `json:"-"`
 }
+
+// RewardAPI is Curate's reward API for one run: the URL of its POST
+// /api/train/:id/rewards, written into config.json, and the key only that
+// run holds, put in the trainer's environment as CURATE_REWARD_TOKEN.
+type RewardAPI struct {
+	URL   string
+	Token string
+}
+
+// RLAIFSettings make a grpo or ppo run's reward the organisation's
+// reward formula scored by Curate (internal/rlaif, seed 002's RLAIF): the
+// fields of rlaif.Config, which Curate checks at launch, and the share of
+// red-team prompts the prompt set must hold.
+type RLAIFSettings struct {
+	Judge             *RLAIFJudge     `json:"judge,omitempty"`
+	Scorers           json.RawMessage `json:"scorers,omitempty"`
+	RewardFormula     json.RawMessage `json:"reward_formula,omitempty"`
+	ConflictThreshold float64         `json:"conflict_threshold,omitempty"`
+	// RedTeamShare is the least share of the training prompts that carry
+	// RedTeamTag (DefaultRedTeamShare when nil; 0 requires none).
+	RedTeamShare *float64 `json:"red_team_share,omitempty"`
+	RedTeamTag   string   `json:"red_team_tag,omitempty"` // DefaultRedTeamTag when empty
+}
+
+// RLAIFJudge names the teacher: a registered endpoint and a judge template.
+type RLAIFJudge struct {
+	Endpoint string `json:"endpoint"`
+	Template string `json:"template,omitempty"`
+}
+
+// The RLAIF prompt set's defaults (seed 002): at least 40% red-team
+// prompts, those tagged red_team.
+const (
+	DefaultRedTeamShare = 0.4
+	DefaultRedTeamTag   = "red_team"
+)
+
+// Share is the red-team share required.
+func (r RLAIFSettings) Share() float64 {
+	if r.RedTeamShare == nil {
+		return DefaultRedTeamShare
+	}
+	return *r.RedTeamShare
+}
+
+// Tag is the tag of the red-team prompts.
+func (r RLAIFSettings) Tag() string {
+	if r.RedTeamTag == "" {
+		return DefaultRedTeamTag
+	}
+	return r.RedTeamTag
+}
+
+var tagPattern = regexp.MustCompile(`^[a-z0-9_-]{1,64}$`)
 
 // PolicySettings configure policy optimisation (methods "grpo" and
 // "ppo"); zero fields leave the trainer's defaults (DefaultPolicy). The
@@ -42,6 +101,9 @@ type PolicySettings struct {
 	RewardModel     string             `json:"reward_model,omitempty"`  // a name in the models directory
 	Weights         map[string]float64 `json:"weights,omitempty"`
 	HoldoutWeights  map[string]float64 `json:"holdout_weights,omitempty"`
+	// RLAIF, when set, makes the reward Curate's (the organisation's
+	// reward formula); Weights must then be left out.
+	RLAIF *RLAIFSettings `json:"rlaif,omitempty"`
 }
 
 // DefaultPolicy returns the trainer's policy defaults (trainer/README.md):
@@ -182,6 +244,17 @@ func (s PolicySettings) check() []provider.FieldError {
 			}
 		}
 	}
+	if r := s.RLAIF; r != nil {
+		if len(s.Weights) > 0 {
+			add(&provider.FieldError{Field: p + "weights", Message: "leave it out with policy.rlaif: the reward is the organisation's reward formula, scored by Curate"})
+		}
+		if sh := r.RedTeamShare; sh != nil && (*sh < 0 || *sh > 1 || math.IsNaN(*sh)) {
+			add(&provider.FieldError{Field: p + "rlaif.red_team_share", Message: "must be from 0 to 1"})
+		}
+		if r.RedTeamTag != "" && !tagPattern.MatchString(r.RedTeamTag) {
+			add(&provider.FieldError{Field: p + "rlaif.red_team_tag", Message: "must be a tag: lower-case letters, digits, '_' or '-'"})
+		}
+	}
 	return errs
 }
 
@@ -282,6 +355,9 @@ func (p *Provider) buildConfig(req provider.CreateRequest, s Settings, baseModel
 	}
 	if policyMethods[method] {
 		c.Policy = policyConfig(s.Policy)
+		if s.Policy.RLAIF != nil && s.RewardAPI != nil {
+			c.Policy["rlaif"] = map[string]any{"url": s.RewardAPI.URL}
+		}
 	}
 	return c
 }
