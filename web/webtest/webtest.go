@@ -124,6 +124,10 @@ func start(t testing.TB, pool *pgxpool.Pool, opts Options, shared func(*config.C
 		t.Fatal(err)
 	}
 	srv.URL = "http://" + ln.Addr().String()
+	if cfg.TrainerAPIURL == "" {
+		// Local trainers reach this server where it listens.
+		app.FineTune.SetTrainerAPI(srv.URL)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- app.Run(ctx, ln, nil) }()
