@@ -39,7 +39,9 @@
 // FAKE_TRAINER_DELAY (a Go duration) makes each training step take that
 // long, so a watcher can see the run move.
 //
-// Every start appends a line to starts.log in the run directory.
+// Every start appends a line to starts.log in the run directory, and
+// CURATE_REWARD_TOKEN=<its value> to env.log when the run was given a key
+// for Curate's reward API.
 //
 // Invoked as `trainertest probe` it reports a machine as FAKE_TRAINER_PROBE
 // says (see probe).
@@ -114,6 +116,9 @@ func logf(format string, args ...any) {
 func run(configPath, mode string) int {
 	dir := filepath.Dir(configPath)
 	appendLine(filepath.Join(dir, "starts.log"), strconv.Itoa(os.Getpid()))
+	if token := os.Getenv("CURATE_REWARD_TOKEN"); token != "" {
+		appendLine(filepath.Join(dir, "env.log"), "CURATE_REWARD_TOKEN="+token)
+	}
 	var cfg struct {
 		Method    string `json:"method"`
 		BaseModel string `json:"base_model"`
