@@ -24,7 +24,7 @@ func TestTrainAPIRLAIFLaunch(t *testing.T) {
 	org := s.Org("acme")
 	admin := s.APIKey(org, "ops", "admin")
 	chats := src.AddSFT(org, "support-sft v1", finetunetest.Chats(7), 2)
-	src.Tag(chats.ID, "red_team", 0, 1)         // 2 of 5 training prompts: 40%
+	src.Tag(chats.ID, "red_team", 0, 1)          // 2 of 5 training prompts: 40%
 	src.Tag(chats.ID, "adversarial", 2, 3, 4, 5) // 5 is in the validation split
 	teacher := chattest.New(func(chattest.Request) chattest.Reply {
 		return chattest.Reply{Content: `{"score": 0.9, "safety_flag": false, "critique": "Fine."}`, PromptTokens: 10, CompletionTokens: 5}
@@ -92,15 +92,33 @@ func TestTrainAPIRLAIFLaunch(t *testing.T) {
 		t.Errorf("config.json holds the run's key: %s", b)
 	}
 	// The run's own key scores its samples with the reward it was launched
-	// with (R = 0.5·chain + 0.5·judge), whatever the caller sends.
+	// with (R = 0.5·chain + 0.5·judge), whatever the caller sends; a sample
+	// asking one of the prompts tagged red_team ("hello") is marked so.
 	var out struct {
 		Data []map[string]any `json:"data"`
 	}
 	s.API(token, http.MethodPost, "/api/train/"+started.JobID+"/rewards", map[string]any{"step": 1,
-		"samples": []any{map[string]any{"prompt": "q", "completion": "<think>Because.</think> The answer."}},
-		"rlaif":   map[string]any{"reward_formula": map[string]any{"chain": 1}}}).Must(t, http.StatusOK).JSON(t, &out)
-	if len(out.Data) != 1 || out.Data[0]["reward"] != 0.95 {
-		t.Errorf("rewards %v, want 0.5·1 + 0.5·0.9 = 0.95", out.Data)
+		"samples": []any{map[string]any{"prompt": "q", "completion": "<think>Because.</think> The answer."},
+			map[string]any{"prompt": " hello", "completion": "hi"}},
+		"rlaif": map[string]any{"reward_formula": map[string]any{"chain": 1}}}).Must(t, http.StatusOK).JSON(t, &out)
+	if len(out.Data) != 2 || out.Data[0]["reward"] != 0.95 {
+		t.Errorf("rewards %v, want 0.5·1 + 0.5·0.9 = 0.95 first", out.Data)
+	}
+	var red []bool
+	rows, err := s.Pool.Query(t.Context(), `SELECT red_team FROM rlaif_samples WHERE job_id = $1 ORDER BY prompt DESC`, started.JobID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rows.Next() {
+		var r bool
+		if err := rows.Scan(&r); err != nil {
+			t.Fatal(err)
+		}
+		red = append(red, r)
+	}
+	rows.Close()
+	if len(red) != 2 || red[0] || !red[1] {
+		t.Errorf("red-team marks of q and hello: %v, want false, true", red)
 	}
 
 	if err := os.WriteFile(filepath.Join(run, "release"), nil, 0o644); err != nil {

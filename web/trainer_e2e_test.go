@@ -10,8 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/google/uuid"
-
 	"github.com/curate/curate/internal/chat/chattest"
 	"github.com/curate/curate/internal/finetune/finetunetest"
 	"github.com/curate/curate/web/webtest"
@@ -37,7 +35,7 @@ func realTrainer(t *testing.T) string {
 // Llama that make gpu-check builds (gpu_check.py --build-model) a few
 // steps each: SFT, DPO, REWARD, IRS, GRPO and PPO succeed, their metrics
 // reach the dashboard's API, each version is registered with its adapter
-// (REWARD as a reward model). The GRPO run takes its reward from Curate
+// (REWARD as a reward model). The GRPO and PPO runs take their reward from Curate
 // (RLAIF): a stand-in teacher (OpenAI's chat completions) that grades
 // every reply 0.95 and two rule scorers in the formula R = 0.4·chain −
 // 0.2·risk + 0.4·judge; the tiny model's replies reason in no <think>
@@ -81,6 +79,7 @@ func TestTrainerEndToEnd(t *testing.T) {
 	rlaifCfg := map[string]any{"judge": map[string]any{"endpoint": "teacher"}, "conflict_threshold": 0.5,
 		"reward_formula": map[string]any{"chain": 0.4, "risk": -0.2, "judge": 0.4}}
 
+	s.User(org, "vic@acme.test", "viewer")
 	small := map[string]any{"lora_r": 4, "lora_alpha": 8, "max_length": 64, "learning_rate": 1e-3}
 	policy := map[string]any{"group_size": 2, "max_new_tokens": 8, "updates_per_batch": 1, "holdout_every": 100}
 	withRLAIF := map[string]any{"rlaif": rlaifCfg}
@@ -106,7 +105,7 @@ func TestTrainerEndToEnd(t *testing.T) {
 		{"IRS", map[string]any{"dataset_version_id": chats.ID.String(), "irs_config": map[string]any{"n_iterations": 1, "n_candidates": 2,
 			"batch_size": 2, "max_new_tokens": 8, "n_questions": 2}}, "lora"},
 		{"GRPO", map[string]any{"dataset_version_id": chats.ID.String(), "hyperparameters": one, "grpo_config": withRLAIF}, "lora"},
-		{"PPO", map[string]any{"dataset_version_id": chats.ID.String(), "hyperparameters": one, "grpo_config": policy}, "lora"},
+		{"PPO", map[string]any{"dataset_version_id": chats.ID.String(), "hyperparameters": one, "grpo_config": withRLAIF}, "lora"},
 	}
 	for _, tc := range cases {
 		body := map[string]any{"stage": tc.stage, "model_id": "tiny-llama", "local": small}
@@ -145,8 +144,8 @@ func TestTrainerEndToEnd(t *testing.T) {
 			t.Errorf("%s: registered %+v, want kind %s at %s", tc.stage, v, tc.kind, job.FineTunedModel)
 		}
 		t.Logf("%s: succeeded in %s, %d metrics lines, registered %s %s", tc.stage, time.Since(began).Round(100*time.Millisecond), len(lines), v.Kind, v.Version)
-		if tc.stage == "GRPO" {
-			checkRLAIFRun(t, s, org, viewer, id, run)
+		if tc.stage == "GRPO" || tc.stage == "PPO" {
+			checkRLAIFRun(t, s, tc.stage, viewer, id, run)
 		}
 	}
 	t.Logf("every stage through the real trainer in %s", time.Since(started).Round(time.Second))
@@ -156,7 +155,7 @@ func TestTrainerEndToEnd(t *testing.T) {
 // key was revoked at the end, each step's samples are kept with the
 // reward's components, the run's page charts them, and the conflicts are
 // in the queue.
-func checkRLAIFRun(t *testing.T, s *webtest.Server, org uuid.UUID, viewer, id, run string) {
+func checkRLAIFRun(t *testing.T, s *webtest.Server, stage, viewer, id, run string) {
 	t.Helper()
 	// config.json names the run's rewards API, and holds no key.
 	b, err := os.ReadFile(filepath.Join(run, "config.json"))
@@ -188,7 +187,7 @@ func checkRLAIFRun(t *testing.T, s *webtest.Server, org uuid.UUID, viewer, id, r
 			t.Fatal(err)
 		}
 		steps++
-		t.Logf("GRPO step %d: %d samples, %d conflicts, reward %v, chain %v, risk %v, judge %v", step, n, conflicts, deref(reward), deref(chain), deref(risk), deref(judge))
+		t.Logf("%s step %d: %d samples, %d conflicts, reward %v, chain %v, risk %v, judge %v", stage, step, n, conflicts, deref(reward), deref(chain), deref(risk), deref(judge))
 		if chain == nil || risk == nil || judge == nil || *judge != 0.95 {
 			t.Errorf("step %d: components chain %v risk %v judge %v", step, chain, risk, judge)
 		}
@@ -197,7 +196,7 @@ func checkRLAIFRun(t *testing.T, s *webtest.Server, org uuid.UUID, viewer, id, r
 		t.Fatal(err)
 	}
 	if steps < 2 {
-		t.Errorf("%d GRPO steps scored by Curate, want 2 (4 training prompts, 2 a step)", steps)
+		t.Errorf("%d %s steps scored by Curate, want 2 (4 training prompts, 2 a step)", steps, stage)
 	}
 	// The trainer's own metrics carry the components too.
 	var lines []map[string]any
@@ -211,7 +210,6 @@ func checkRLAIFRun(t *testing.T, s *webtest.Server, org uuid.UUID, viewer, id, r
 			}
 		}
 	}
-	s.User(org, "vic@acme.test", "viewer")
 	page := s.SignedIn("vic@acme.test").Get("/fine-tuning/jobs/"+id+"/live").Must(t, http.StatusOK)
 	var series struct {
 		Step       []int `json:"step"`
@@ -228,6 +226,11 @@ func checkRLAIFRun(t *testing.T, s *webtest.Server, org uuid.UUID, viewer, id, r
 	}
 	if len(series.Step) != steps || strings.Join(names, ",") != "chain,judge,risk" {
 		t.Errorf("the run's chart: steps %v, components %v", series.Step, names)
+	}
+	// Every prompt of the tiny set is "hello", two of them tagged red_team,
+	// so every sample is a red-team one.
+	if got := regexpFind(t, `id="ft-rlaif-redteam">([^<]*)<`, page.Body); got == "0" {
+		t.Errorf("no red-team samples on the run's page")
 	}
 	conflicts := s.SignedIn("vic@acme.test").Get("/feedback/conflicts").Must(t, http.StatusOK)
 	if n := strings.Count(conflicts.Body, `href="/fine-tuning/jobs/`+id+`" class="conflict-training"`); n == 0 {

@@ -194,7 +194,7 @@ func New(cfg config.Config, pool *pgxpool.Pool, log *slog.Logger) (*Services, er
 	ft := finetune.New(pool, cfg, inserter, &datasets.FineTuneSource{Service: ds}, reg, svs, log)
 	// A GRPO or PPO launch with RLAIF has its reward checked as it will score.
 	rl := rlaif.New(pool, jd, eps, rw, rms)
-	ft.RLAIF = rl
+	ft.RLAIF, rl.RedTeam = rl, ft
 	ev := eval.New(pool, gates, inserter, eval.NewRuns(eps, jd, reg, rw, rms))
 	rv := review.New(pool)
 	hy := hygiene.New(pool)

@@ -2,6 +2,7 @@ package datasets
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -136,23 +137,33 @@ func (s *FineTuneSource) Prepare(ctx context.Context, orgID, versionID uuid.UUID
 	return p, nil
 }
 
-// Tagged counts the version's training items and those whose feedback or
-// pair carries tag.
-func (s *FineTuneSource) Tagged(ctx context.Context, orgID, versionID uuid.UUID, tag string) (tagged, total int, err error) {
+// Tagged counts the version's training items and gives the last user
+// message of those whose feedback or pair carries tag, as stored (before
+// the PII masking of the files a job trains on).
+func (s *FineTuneSource) Tagged(ctx context.Context, orgID, versionID uuid.UUID, tag string) (prompts []string, total int, err error) {
 	rows, err := db.New(s.Service.Pool).GoldenSetListItems(ctx, db.GoldenSetListItemsParams{OrgID: orgID, VersionID: versionID})
 	if err != nil {
-		return 0, 0, err
+		return nil, 0, err
 	}
 	for _, r := range rows {
 		if r.Split != "train" {
 			continue
 		}
 		total++
-		if slices.Contains(r.Tags, tag) {
-			tagged++
+		if !slices.Contains(r.Tags, tag) {
+			continue
 		}
+		var ex Example
+		if err := json.Unmarshal(r.Content, &ex); err != nil {
+			return nil, 0, fmt.Errorf("version item %s: %w", r.SourceID, err)
+		}
+		msgs := ex.Messages
+		if len(ex.Prompt) > 0 {
+			msgs = ex.Prompt
+		}
+		prompts = append(prompts, export.LastUser(msgs))
 	}
-	return tagged, total, nil
+	return prompts, total, nil
 }
 
 func exportKind(kind string) export.Kind { return export.Kind(kind) }

@@ -119,3 +119,14 @@ func (f Format) CheckPref(p PrefExample) error {
 	}
 	return nil
 }
+
+// LastUser is the content of a conversation's last user message, "" when
+// it has none: the question a prompt asks.
+func LastUser(msgs []Message) string {
+	for i := len(msgs) - 1; i >= 0; i-- {
+		if msgs[i].Role == RoleUser {
+			return msgs[i].Content
+		}
+	}
+	return ""
+}

@@ -79,10 +79,11 @@ func (s *Service) checkRLAIF(ctx context.Context, orgID uuid.UUID, req Request, 
 	if err != nil {
 		return err
 	}
-	tagged, total, err := src.Tagged(ctx, orgID, req.VersionID, r.Tag())
+	prompts, total, err := src.Tagged(ctx, orgID, req.VersionID, r.Tag())
 	if err != nil {
 		return err
 	}
+	tagged := len(prompts)
 	need := int(math.Ceil(share*float64(total) - 1e-9))
 	if total == 0 || tagged < need {
 		pct := 0.0
@@ -94,6 +95,42 @@ func (s *Service) checkRLAIF(ctx context.Context, orgID uuid.UUID, req Request, 
 			label, tagged, r.Tag(), total, pct, 100*share, max(need, 1), r.Tag())
 	}
 	return nil
+}
+
+// RedTeamPrompts are the red-team prompts (the last user message of each
+// training example carrying the run's red-team tag) of a GRPO or PPO job
+// launched with RLAIF, for marking the samples scored for it; none for
+// another job. A version never changes, so they are read once per job.
+func (s *Service) RedTeamPrompts(ctx context.Context, orgID, jobID uuid.UUID) (map[string]bool, error) {
+	if got, ok := s.redTeam.Load(jobID); ok {
+		return got.(map[string]bool), nil
+	}
+	j, err := db.New(s.Pool).FineTuneJobGet(ctx, db.FineTuneJobGetParams{OrgID: orgID, ID: jobID})
+	if err != nil {
+		return nil, errs.NotFound(err)
+	}
+	var settings local.Settings
+	if len(j.LocalSettings) > 0 {
+		if err := json.Unmarshal(j.LocalSettings, &settings); err != nil {
+			return nil, err
+		}
+	}
+	out := map[string]bool{}
+	if r := rlaifOf(provider.Method(j.Method), &settings); r != nil {
+		src, err := s.source()
+		if err != nil {
+			return nil, err
+		}
+		prompts, _, err := src.Tagged(ctx, orgID, j.DatasetVersionID, r.Tag())
+		if err != nil {
+			return nil, err
+		}
+		for _, p := range prompts {
+			out[strings.TrimSpace(p)] = true
+		}
+	}
+	s.redTeam.Store(jobID, out)
+	return out, nil
 }
 
 // rewardAPI gives a local RLAIF job's trainer its reward API: a curator

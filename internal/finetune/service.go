@@ -72,6 +72,7 @@ type Service struct {
 	data    DataSource
 	clients map[string]provider.Provider
 	counts  map[countKey]count
+	redTeam sync.Map // job id → its red-team prompts (RedTeamPrompts)
 }
 
 // SetDataSource changes where dataset versions come from, for tests that

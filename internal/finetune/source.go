@@ -25,9 +25,10 @@ type DataSource interface {
 	// same version again gives the same bytes, so a retried step may
 	// overwrite what an interrupted one left.
 	Prepare(ctx context.Context, orgID, versionID uuid.UUID, format export.Format, dir string) (Prepared, error)
-	// Tagged counts the version's training examples and those of them
-	// whose source carries tag (a split tag such as red_team).
-	Tagged(ctx context.Context, orgID, versionID uuid.UUID, tag string) (tagged, total int, err error)
+	// Tagged counts the version's training examples and returns the
+	// prompt (the last user message) of each of them whose source carries
+	// tag (a split tag such as red_team).
+	Tagged(ctx context.Context, orgID, versionID uuid.UUID, tag string) (prompts []string, total int, err error)
 }
 
 // ErrNoFrozenVersion is a dataset with no frozen version to train on.

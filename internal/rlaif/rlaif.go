@@ -23,6 +23,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strings"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
@@ -84,6 +85,15 @@ type Service struct {
 	Endpoints    *endpoints.Service
 	Reward       *reward.Service
 	RewardModels *rewardmodel.Service
+	// RedTeam gives a run's red-team prompts (fine-tuning's dataset
+	// versions), which mark the samples a trainer sends; nil marks none.
+	RedTeam RedTeamSource
+}
+
+// RedTeamSource gives the red-team prompts of a run launched with RLAIF
+// (internal/finetune.Service): each prompt's question, trimmed.
+type RedTeamSource interface {
+	RedTeamPrompts(ctx context.Context, orgID, jobID uuid.UUID) (map[string]bool, error)
 }
 
 // New builds the RLAIF reward on the judge, the reward formulas and the
@@ -447,6 +457,16 @@ func (s *Service) ScoreRun(ctx context.Context, orgID, jobID uuid.UUID, r Reques
 		return nil, err
 	} else if ok {
 		r.Config = own
+		// Its prompt set says which prompts are red-team ones.
+		if s.RedTeam != nil {
+			red, err := s.RedTeam.RedTeamPrompts(ctx, orgID, jobID)
+			if err != nil {
+				return nil, err
+			}
+			for i := range r.Samples {
+				r.Samples[i].RedTeam = r.Samples[i].RedTeam || red[strings.TrimSpace(r.Samples[i].Prompt)]
+			}
+		}
 	}
 	p, err := s.Check(ctx, orgID, "rlaif", r.Config)
 	if err != nil {

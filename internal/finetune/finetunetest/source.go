@@ -50,19 +50,27 @@ func (s *Source) Tag(id uuid.UUID, tag string, indices ...int) {
 	}
 }
 
-// Tagged counts the training examples and those tagged tag.
-func (s *Source) Tagged(_ context.Context, org, id uuid.UUID, tag string) (tagged, total int, err error) {
+// Tagged counts the training examples and gives the last user message of
+// those tagged tag.
+func (s *Source) Tagged(_ context.Context, org, id uuid.UUID, tag string) (prompts []string, total int, err error) {
 	st, err := s.find(org, id)
 	if err != nil {
-		return 0, 0, err
+		return nil, 0, err
 	}
 	total = len(st.sft) + len(st.pref) - st.valid
 	for i := range total {
-		if slices.Contains(st.tags[i], tag) {
-			tagged++
+		if !slices.Contains(st.tags[i], tag) {
+			continue
 		}
+		var msgs []export.Message
+		if st.pref != nil {
+			msgs = st.pref[i].Prompt
+		} else {
+			msgs = st.sft[i].Messages
+		}
+		prompts = append(prompts, export.LastUser(msgs))
 	}
-	return tagged, total, nil
+	return prompts, total, nil
 }
 
 // AddPref adds a version of preference pairs; the last valid pairs are
