@@ -260,3 +260,19 @@ func TestTrainerPythonDefaultsToTheEnvironment(t *testing.T) {
 		t.Errorf("CURATE_TRAINER_PYTHON set: TrainerPython %q, %v", c.TrainerPython, err)
 	}
 }
+
+// Local trainers reach Curate at CURATE_TRAINER_API_URL, else on the
+// loopback at CURATE_ADDR's port.
+func TestTrainerAPI(t *testing.T) {
+	for _, tc := range []struct{ addr, url, want string }{
+		{":8080", "", "http://127.0.0.1:8080"},
+		{"0.0.0.0:9000", "", "http://127.0.0.1:9000"},
+		{"[::]:8443", "", "http://127.0.0.1:8443"},
+		{":8080", "https://curate.internal", "https://curate.internal"},
+		{"nonsense", "", ""},
+	} {
+		if got := (Config{Addr: tc.addr, TrainerAPIURL: tc.url}).TrainerAPI(); got != tc.want {
+			t.Errorf("Addr %q, TrainerAPIURL %q: %q, want %q", tc.addr, tc.url, got, tc.want)
+		}
+	}
+}
