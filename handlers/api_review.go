@@ -383,15 +383,19 @@ func (h *Handlers) APIAgreement(c echo.Context) error {
 		out.Reviewers = append(out.Reviewers, reviewerObject{ID: r.ID, Email: r.Email})
 	}
 	for _, k := range a.Kinds {
-		ko := kindObject{Kind: k.Kind, Level: string(k.Level), Alpha: k.Alpha, AlphaInterval: k.AlphaInterval, Fleiss: k.Fleiss,
-			Pairs: []pairObject{}, Trend: []trendObject{}}
-		for _, p := range k.Pairs {
-			ko.Pairs = append(ko.Pairs, pairObject{Reviewers: [2]reviewerObject{{p.A.ID, p.A.Email}, {p.B.ID, p.B.Email}}, Kappa: p.Figure, Agreed: p.Agreed})
-		}
-		for _, t := range k.Trend {
-			ko.Trend = append(ko.Trend, trendObject{Week: t.Week.Format("2006-01-02"), Alpha: t.Figure})
-		}
-		out.Data = append(out.Data, ko)
+		out.Data = append(out.Data, toKindObject(k))
 	}
 	return c.JSON(http.StatusOK, out)
+}
+
+func toKindObject(k review.KindAgreement) kindObject {
+	ko := kindObject{Kind: k.Kind, Level: string(k.Level), Alpha: k.Alpha, AlphaInterval: k.AlphaInterval, Fleiss: k.Fleiss,
+		Pairs: []pairObject{}, Trend: []trendObject{}}
+	for _, p := range k.Pairs {
+		ko.Pairs = append(ko.Pairs, pairObject{Reviewers: [2]reviewerObject{{p.A.ID, p.A.Email}, {p.B.ID, p.B.Email}}, Kappa: p.Figure, Agreed: p.Agreed})
+	}
+	for _, t := range k.Trend {
+		ko.Trend = append(ko.Trend, trendObject{Week: t.Week.Format("2006-01-02"), Alpha: t.Figure})
+	}
+	return ko
 }
