@@ -170,3 +170,33 @@ func reviewerID(key string) uuid.UUID {
 	}
 	return u
 }
+
+// QuestionRef is a rubric question agreement can be measured on.
+type QuestionRef struct {
+	RubricID uuid.UUID
+	Rubric   string
+	Key      string
+	Title    string
+}
+
+// AgreementQuestions are the questions of the organisation's rubrics (at
+// their current versions) that agreement measures: all but texts.
+func (s *Service) AgreementQuestions(ctx context.Context, orgID uuid.UUID) ([]QuestionRef, error) {
+	rows, err := db.New(s.Pool).RubricListByOrg(ctx, db.RubricListByOrgParams{OrgID: orgID, RowLimit: rubrics.MaxListed})
+	if err != nil {
+		return nil, err
+	}
+	var out []QuestionRef
+	for _, row := range rows {
+		r, err := rubrics.FromVersion(row)
+		if err != nil {
+			return nil, err
+		}
+		for _, q := range r.Questions {
+			if q.AgreementLevel() != "" {
+				out = append(out, QuestionRef{RubricID: r.ID, Rubric: r.Name, Key: q.Key, Title: q.Title})
+			}
+		}
+	}
+	return out, nil
+}

@@ -1,0 +1,288 @@
+package web_test
+
+import (
+	"context"
+	"math"
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+
+	"github.com/google/uuid"
+
+	"github.com/curate/curate/internal/feedback"
+	"github.com/curate/curate/web/webtest"
+)
+
+// rubricDoc is a rubric as the API answers it.
+type rubricDoc struct {
+	ID        uuid.UUID `json:"id"`
+	Version   int       `json:"version"`
+	Name      string    `json:"name"`
+	Questions []struct {
+		Key  string `json:"key"`
+		Kind string `json:"kind"`
+		Min  *int   `json:"min"`
+		Max  *int   `json:"max"`
+	} `json:"questions"`
+	AppliesTo struct {
+		Tags []string `json:"tags"`
+	} `json:"applies_to"`
+}
+
+// byField is a problem's field errors by field.
+func byField(p problemDoc) map[string]string {
+	out := map[string]string{}
+	for _, e := range p.Errors {
+		out[e.Field] = e.Message
+	}
+	return out
+}
+
+// triageRubric has a label, a rating, a span and a text question.
+var triageRubric = map[string]any{
+	"name":       "Clinical triage",
+	"guidelines": "# Urgency\n- **critical**: a red flag was missed\n<script>alert(1)</script>",
+	"questions": []map[string]any{
+		{"key": "urgency_missed", "kind": "label", "title": "Urgency missed?", "options": []string{"none", "minor", "critical"}, "required": true},
+		{"key": "accuracy", "kind": "rating", "title": "Accuracy", "min": 1, "max": 5, "options": []string{"wrong", "poor", "fair", "good", "exact"}},
+		{"key": "wrong", "kind": "span", "title": "Which words are wrong?", "options": []string{"error", "unsafe"}},
+		{"key": "why", "kind": "text", "title": "Why?"},
+	},
+	"applies_to": map[string]any{"tags": []string{"clinical"}},
+}
+
+// The rubric API: an admin defines a rubric (201, version 1), a curator
+// may not; a malformed question is refused by its field; editing makes
+// version 2; answers are checked per key (answers.<key>) and refused
+// whole, and an accepted answer records the version it answered; a span
+// lies within the answer's characters.
+func TestRubricAPI(t *testing.T) {
+	t.Parallel()
+	s := webtest.New(t, webtest.Options{})
+	org := s.Org("acme")
+	admin := s.APIKey(org, "admin-key", "admin")
+	curator := s.APIKey(org, "curator-key", "curator")
+	viewer := s.APIKey(org, "viewer-key", "viewer")
+	ids := ingest(t, s, org, feedback.Item{Query: "chest pain?", Response: "one two three four", FeedbackType: "thumbs_down", Tags: []string{"clinical"}})
+
+	s.API(curator, http.MethodPost, "/api/rubrics", triageRubric).Must(t, http.StatusForbidden)
+	bad := map[string]any{"name": "Bad", "questions": []map[string]any{{"key": "Bad Key", "kind": "stars"}, {"key": "r", "kind": "rating", "min": 3, "max": 2}}}
+	var p problemDoc
+	s.API(admin, http.MethodPost, "/api/rubrics", bad).Must(t, http.StatusUnprocessableEntity).JSON(t, &p)
+	for _, f := range []string{"questions[0].key", "questions[0].kind", "questions[1].max"} {
+		if _, ok := byField(p)[f]; !ok {
+			t.Errorf("a malformed rubric is not refused at %s: %v", f, byField(p))
+		}
+	}
+
+	var r rubricDoc
+	s.API(admin, http.MethodPost, "/api/rubrics", triageRubric).Must(t, http.StatusCreated).JSON(t, &r)
+	if r.ID == uuid.Nil || r.Version != 1 || len(r.Questions) != 4 || r.AppliesTo.Tags[0] != "clinical" {
+		t.Fatalf("created rubric %+v", r)
+	}
+	s.API(admin, http.MethodPost, "/api/rubrics", triageRubric).Must(t, http.StatusUnprocessableEntity)
+	var list struct{ Data []rubricDoc }
+	s.API(viewer, http.MethodGet, "/api/rubrics", nil).Must(t, http.StatusOK).JSON(t, &list)
+	if len(list.Data) != 1 || list.Data[0].ID != r.ID {
+		t.Fatalf("list %+v", list)
+	}
+	edited := map[string]any{}
+	for k, v := range triageRubric {
+		edited[k] = v
+	}
+	edited["guidelines"] = "Read the answer twice."
+	var r2 rubricDoc
+	s.API(admin, http.MethodPatch, "/api/rubrics/"+r.ID.String(), edited).Must(t, http.StatusOK).JSON(t, &r2)
+	if r2.ID != r.ID || r2.Version != 2 {
+		t.Fatalf("an edit made %+v, want version 2 of the same rubric", r2)
+	}
+	var v1 rubricDoc
+	s.API(viewer, http.MethodGet, "/api/rubrics/"+r.ID.String()+"?version=1", nil).Must(t, http.StatusOK).JSON(t, &v1)
+	if v1.Version != 1 {
+		t.Errorf("version 1 reads as %d", v1.Version)
+	}
+
+	answers := "/api/feedback/" + ids[0].String() + "/answers"
+	// Several problems at once, each by its key, and nothing stored.
+	p = problemDoc{}
+	s.API(curator, http.MethodPost, answers, map[string]any{"rubric_id": r.ID, "answers": map[string]any{
+		"accuracy": 9, "wrong": []map[string]any{{"start": 2, "end": 40, "label": "error"}}, "mood": "happy",
+	}}).Must(t, http.StatusUnprocessableEntity).JSON(t, &p)
+	for _, f := range []string{"answers.urgency_missed", "answers.accuracy", "answers.wrong", "answers.mood"} {
+		if _, ok := byField(p)[f]; !ok {
+			t.Errorf("a bad answer is not refused at %s: %v", f, byField(p))
+		}
+	}
+	var got struct{ Data []struct{ RubricVersion int `json:"rubric_version"` } }
+	s.API(curator, http.MethodGet, answers, nil).Must(t, http.StatusOK).JSON(t, &got)
+	if len(got.Data) != 0 {
+		t.Fatalf("a refused answer left %d stored", len(got.Data))
+	}
+	s.API(curator, http.MethodPost, answers, map[string]any{"rubric_id": r.ID, "answers": map[string]any{"urgency_missed": "none", "accuracy": 2.5}}).
+		Must(t, http.StatusUnprocessableEntity)
+	s.API(viewer, http.MethodPost, answers, map[string]any{"rubric_id": r.ID, "answers": map[string]any{"urgency_missed": "none"}}).
+		Must(t, http.StatusForbidden)
+	var a struct {
+		RubricVersion int            `json:"rubric_version"`
+		Answers       map[string]any `json:"answers"`
+	}
+	s.API(curator, http.MethodPost, answers, map[string]any{"rubric_id": r.ID, "answers": map[string]any{
+		"urgency_missed": "minor", "accuracy": 4, "wrong": []map[string]any{{"start": 4, "end": 7, "label": "error"}}, "why": "two is off",
+	}}).Must(t, http.StatusCreated).JSON(t, &a)
+	if a.RubricVersion != 2 || a.Answers["urgency_missed"] != "minor" || a.Answers["accuracy"] != float64(4) {
+		t.Fatalf("stored answer %+v", a)
+	}
+	s.API(curator, http.MethodGet, answers, nil).Must(t, http.StatusOK).JSON(t, &got)
+	if len(got.Data) != 1 || got.Data[0].RubricVersion != 2 {
+		t.Fatalf("answers %+v", got)
+	}
+}
+
+// Agreement per question: two curators answer a label question and a span
+// question on four items; POST /api/stats/agreement with the question
+// gives Krippendorff's alpha at the question's level. Both questions are
+// laid out so that their units are (a,a), (b,b), (a,b), (b,b) (for the
+// span, token by token: a token both marked, one only the second marked,
+// two neither marked), whose nominal alpha is 1 − (2/8)/(30/56) = 0.5333
+// by the coincidence-matrix formula of Krippendorff, "Computing
+// Krippendorff's Alpha-Reliability" (2011), and the ratings-matrix form
+// of the same endpoint agrees.
+func TestRubricQuestionAgreement(t *testing.T) {
+	t.Parallel()
+	s := webtest.New(t, webtest.Options{})
+	org := s.Org("acme")
+	admin := s.APIKey(org, "admin-key", "admin")
+	one := s.APIKey(org, "one", "curator")
+	two := s.APIKey(org, "two", "curator")
+	viewer := s.APIKey(org, "viewer-key", "viewer")
+	var items []feedback.Item
+	for i := 0; i < 4; i++ {
+		items = append(items, feedback.Item{Query: "question " + string(rune('a'+i)), Response: "one two three four", FeedbackType: "thumbs_down",
+			Tags: []string{"clinical"}})
+	}
+	ids := ingest(t, s, org, items...)
+	var r rubricDoc
+	s.API(admin, http.MethodPost, "/api/rubrics", triageRubric).Must(t, http.StatusCreated).JSON(t, &r)
+	labels := [][2]string{{"none", "none"}, {"minor", "minor"}, {"none", "minor"}, {"minor", "minor"}}
+	for i, id := range ids {
+		for k, key := range []string{one, two} {
+			body := map[string]any{"urgency_missed": labels[i][k]}
+			if i == 0 {
+				// Tokens: "one" both; "two" only the second; the rest neither.
+				end := 3
+				if k == 1 {
+					end = 7
+				}
+				body["wrong"] = []map[string]any{{"start": 0, "end": end, "label": "error"}}
+			}
+			s.API(key, http.MethodPost, "/api/feedback/"+id.String()+"/answers", map[string]any{"rubric_id": r.ID, "answers": body}).
+				Must(t, http.StatusCreated)
+		}
+	}
+	type figure struct {
+		Value          *float64 `json:"value"`
+		Level          string   `json:"level"`
+		Units          int      `json:"units"`
+		Raters         int      `json:"raters"`
+		PairableValues int      `json:"pairable_values"`
+	}
+	const want = 1 - (2.0/8)/(30.0/56)
+	for _, q := range []string{"urgency_missed", "wrong"} {
+		var f figure
+		s.API(viewer, http.MethodPost, "/api/stats/agreement", map[string]any{"rubric_id": r.ID, "question": q}).
+			Must(t, http.StatusOK).JSON(t, &f)
+		if f.Value == nil || math.Abs(*f.Value-want) > 1e-4 || f.Level != "nominal" || f.Units != 4 || f.Raters != 2 || f.PairableValues != 8 {
+			t.Errorf("%s: agreement %+v, want alpha %.4f over 4 units, 2 raters, 8 values", q, f, want)
+		}
+	}
+	var m figure
+	s.API(viewer, http.MethodPost, "/api/stats/agreement", map[string]any{"metric": "krippendorff_alpha", "level": "nominal",
+		"ratings": [][]string{{"a", "a"}, {"b", "b"}, {"a", "b"}, {"b", "b"}}}).Must(t, http.StatusOK).JSON(t, &m)
+	if m.Value == nil || math.Abs(*m.Value-want) > 1e-4 {
+		t.Errorf("the ratings matrix gives %v, want %.4f", m.Value, want)
+	}
+	var p problemDoc
+	s.API(viewer, http.MethodPost, "/api/stats/agreement", map[string]any{"rubric_id": r.ID, "question": "why"}).
+		Must(t, http.StatusUnprocessableEntity).JSON(t, &p)
+	if _, ok := byField(p)["question"]; !ok {
+		t.Errorf("a text question's agreement is not refused at question: %v", byField(p))
+	}
+	s.API(viewer, http.MethodPost, "/api/stats/agreement", map[string]any{"rubric_id": uuid.New(), "question": "why"}).
+		Must(t, http.StatusUnprocessableEntity)
+	// The agreement page shows the question's figure.
+	s.User(org, "vic@acme.test", "viewer")
+	page := s.SignedIn("vic@acme.test").Get("/review/agreement?rubric_id=" + r.ID.String() + "&question=urgency_missed").Must(t, http.StatusOK)
+	if !strings.Contains(page.Body, "0.533") || !strings.Contains(page.Body, "Urgency missed?") {
+		t.Error("the agreement page does not show the question's alpha")
+	}
+}
+
+// The rubric pages: an admin defines a rubric with the form; the item
+// page shows it beside an item with its tag, with its guidelines rendered
+// and the author's markup escaped; a curator's answers are refused beside
+// the question, then saved.
+func TestRubricPages(t *testing.T) {
+	t.Parallel()
+	s := webtest.New(t, webtest.Options{})
+	org := s.Org("acme")
+	s.User(org, "ada@acme.test", "admin")
+	s.User(org, "cara@acme.test", "curator")
+	ids := ingest(t, s, org,
+		feedback.Item{Query: "chest pain?", Response: "Rest and drink water", FeedbackType: "thumbs_down", Tags: []string{"clinical"}},
+		feedback.Item{Query: "weather?", Response: "Sunny", FeedbackType: "thumbs_up", Tags: []string{"chat"}})
+	admin := s.SignedIn("ada@acme.test")
+	admin.Get("/rubrics/new").Must(t, http.StatusOK)
+	form := url.Values{"name": {"Clinical triage"}, "tags": {"clinical"},
+		"guidelines": {"# Urgency\n- **critical**: a red flag was missed\n<script>alert(1)</script>"},
+		"q0_key": {"urgency_missed"}, "q0_kind": {"label"}, "q0_title": {"Urgency missed?"}, "q0_options": {"none\nminor\ncritical"}, "q0_required": {"1"},
+		"q1_key": {"accuracy"}, "q1_kind": {"rating"}, "q1_title": {"Accuracy"}, "q1_min": {"1"}, "q1_max": {"5"},
+		"q2_key": {"wrong"}, "q2_kind": {"span"}, "q2_title": {"Which words are wrong?"}, "q2_options": {"error"},
+		"q3_key": {""}, "q3_kind": {"label"}}
+	bad := cloneForm(form)
+	bad.Set("q1_max", "1")
+	if page := admin.PostForm("/rubrics", bad).Must(t, http.StatusUnprocessableEntity); !strings.Contains(page.Body, `id="err-questions[1].max"`) {
+		t.Error("a rating with max below min is not refused beside its field")
+	}
+	admin.PostForm("/rubrics", form).Must(t, http.StatusSeeOther)
+	list := admin.Get("/rubrics").Must(t, http.StatusOK)
+	if !strings.Contains(list.Body, "Clinical triage") || !strings.Contains(list.Body, "Urgency missed? (one label)") {
+		t.Error("the rubric is not listed with its questions")
+	}
+	var rubricID uuid.UUID
+	if err := s.Pool.QueryRow(context.Background(), "SELECT id FROM rubrics").Scan(&rubricID); err != nil {
+		t.Fatal(err)
+	}
+
+	cara := s.SignedIn("cara@acme.test")
+	page := cara.Get("/feedback/" + ids[0].String()).Must(t, http.StatusOK)
+	for _, want := range []string{`data-rubric="` + rubricID.String() + `"`, "<strong>critical</strong>", "&lt;script&gt;", `data-question="urgency_missed"`,
+		`data-span-text`, `data-s="5" data-e="8"`} {
+		if !strings.Contains(page.Body, want) {
+			t.Errorf("the item page lacks %s", want)
+		}
+	}
+	if strings.Contains(page.Body, "<script>alert(1)") {
+		t.Error("the guidelines' script reached the page")
+	}
+	if other := cara.Get("/feedback/" + ids[1].String()).Must(t, http.StatusOK); strings.Contains(other.Body, `data-rubric="`) {
+		t.Error("a rubric for clinical items is asked of a chat item")
+	}
+	path := "/feedback/" + ids[0].String() + "/answers"
+	refused := cara.PostForm(path, url.Values{"rubric_id": {rubricID.String()}, "a.accuracy": {"4"}}).Must(t, http.StatusUnprocessableEntity)
+	if !strings.Contains(refused.Body, `id="err-answers.urgency_missed"`) {
+		t.Error("a missing required answer is not refused beside its question")
+	}
+	saved := cara.PostForm(path, url.Values{"rubric_id": {rubricID.String()}, "a.urgency_missed": {"critical"}, "a.accuracy": {"2"},
+		"a.wrong": {`[{"start":0,"end":4,"label":"error"}]`}}).Must(t, http.StatusOK)
+	if !strings.Contains(saved.Body, "Answers saved") || !strings.Contains(saved.Body, "You answered version 1") {
+		t.Error("saved answers are not confirmed on the page")
+	}
+	var stored string
+	if err := s.Pool.QueryRow(context.Background(), "SELECT answers::text FROM rubric_answers").Scan(&stored); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(stored, `"urgency_missed": "critical"`) || !strings.Contains(stored, `"end": 4`) {
+		t.Errorf("stored answers %s", stored)
+	}
+}
