@@ -1,6 +1,7 @@
 package handlers
 
 import (
+	"encoding/json"
 	"net/http"
 	"time"
 
@@ -304,6 +305,9 @@ type decisionBody struct {
 	Status     string `json:"status"`
 	Correction string `json:"correction"`
 	Note       string `json:"note"`
+	// Answers decide the rubric questions in dispute: by rubric id, then
+	// question key, one of the answers the reviewers gave.
+	Answers map[uuid.UUID]map[string]json.RawMessage `json:"answers"`
 }
 
 // APIFeedbackAdjudicate decides a disputed item (admins and named
@@ -322,7 +326,7 @@ func (h *Handlers) APIFeedbackAdjudicate(c echo.Context) error {
 	}
 	caller := CallerOf(c)
 	if err := h.Review.Decide(ctx(c), actor(c), judgeOf(caller), caller.OrgID, id,
-		review.Decision{Status: body.Status, Correction: body.Correction, Note: body.Note}); err != nil {
+		review.Decision{Status: body.Status, Correction: body.Correction, Note: body.Note, Answers: body.Answers}); err != nil {
 		return err
 	}
 	out, err := h.itemReviews(c, id)

@@ -286,3 +286,69 @@ func TestRubricPages(t *testing.T) {
 		t.Errorf("stored answers %s", stored)
 	}
 }
+
+// Rubric questions under overlapping review: two curators review an item
+// of a plan and answer its rubric; they agree on the status but not on a
+// question, so the item is disputed on that question; the adjudication
+// page shows both answers, refuses a decision that leaves the question
+// open, and the decision is recorded as the item's adjudicated answers.
+func TestRubricOverlapAdjudication(t *testing.T) {
+	t.Parallel()
+	s := webtest.New(t, webtest.Options{})
+	org := s.Org("acme")
+	s.User(org, "ada@acme.test", "admin")
+	s.User(org, "cara@acme.test", "curator")
+	s.User(org, "dan@acme.test", "curator")
+	admin := s.APIKey(org, "admin-key", "admin")
+	ids := tagged(t, s, org, "clinical", 1)
+	var r rubricDoc
+	s.API(admin, http.MethodPost, "/api/rubrics", triageRubric).Must(t, http.StatusCreated).JSON(t, &r)
+	ada := s.SignedIn("ada@acme.test")
+	ada.Get("/review")
+	ada.PostForm("/review/plans", url.Values{"scope": {"tag"}, "tag": {"clinical"}, "overlap": {"2"},
+		"rating_tolerance": {"1"}, "dimension_tolerance": {"1"}}).Must(t, http.StatusSeeOther)
+	var plan uuid.UUID
+	if err := s.Pool.QueryRow(context.Background(), "SELECT id FROM review_plans").Scan(&plan); err != nil {
+		t.Fatal(err)
+	}
+	item := "/feedback/" + ids[0].String()
+	for who, urgency := range map[string]string{"cara@acme.test": "none", "dan@acme.test": "critical"} {
+		c := s.SignedIn(who)
+		c.Get("/review")
+		c.PostForm("/review/plans/"+plan.String()+"/next", nil).Must(t, http.StatusSeeOther)
+		c.PostForm(item+"/answers", url.Values{"rubric_id": {r.ID.String()}, "a.urgency_missed": {urgency}, "a.accuracy": {"4"}}).
+			Must(t, http.StatusOK)
+		c.PostForm(item+"/review", url.Values{"status": {"approved"}}).Must(t, http.StatusSeeOther)
+	}
+	var state string
+	var disagreements []string
+	if err := s.Pool.QueryRow(context.Background(), "SELECT state::text, disagreements FROM review_items").Scan(&state, &disagreements); err != nil {
+		t.Fatal(err)
+	}
+	if state != "disputed" || len(disagreements) != 1 || disagreements[0] != "question:urgency_missed" {
+		t.Fatalf("the item is %s on %v, want disputed on the urgency question alone", state, disagreements)
+	}
+	page := ada.Get("/review/adjudication").Must(t, http.StatusOK)
+	for _, want := range []string{`data-disputed-question="Urgency missed?"`, "“Urgency missed”", `name="answer.` + r.ID.String() + `.urgency_missed"`} {
+		if !strings.Contains(page.Body, want) {
+			t.Errorf("the adjudication page lacks %s", want)
+		}
+	}
+	decide := "/review/adjudication/" + ids[0].String()
+	refused := ada.PostForm(decide, url.Values{"status": {"approved"}, "note": {"urgent after all"}}).Must(t, http.StatusUnprocessableEntity)
+	if !strings.Contains(refused.Body, `id="err-answers.urgency_missed"`) {
+		t.Error("a decision that leaves the question open is not refused beside it")
+	}
+	ada.PostForm(decide, url.Values{"status": {"approved"}, "note": {"urgent after all"},
+		"answer." + r.ID.String() + ".urgency_missed": {`"critical"`}}).Must(t, http.StatusSeeOther)
+	var decided string
+	if err := s.Pool.QueryRow(context.Background(), "SELECT answers->>'urgency_missed' FROM rubric_answers WHERE adjudicated").Scan(&decided); err != nil {
+		t.Fatal(err)
+	}
+	if decided != "critical" {
+		t.Errorf("the adjudicated answer is %q, want critical", decided)
+	}
+	if done := ada.Get("/review/adjudication?decided=1").Must(t, http.StatusOK); !strings.Contains(done.Body, `data-decided-question="Urgency missed?"`) {
+		t.Error("the decided list does not show the question's decision")
+	}
+}
