@@ -105,60 +105,6 @@ func (q *Queries) RubricAnswerListByFeedback(ctx context.Context, arg RubricAnsw
 	return items, nil
 }
 
-const rubricAnswerListByFeedbacks = `-- name: RubricAnswerListByFeedbacks :many
-SELECT a.feedback_id, a.rubric_id, a.rubric_version, v.name AS rubric_name, a.reviewer_label, a.adjudicated, a.answers, a.updated_at
-FROM rubric_answers a
-JOIN rubric_versions v ON v.rubric_id = a.rubric_id AND v.version = a.rubric_version
-WHERE a.org_id = $1 AND a.feedback_id = ANY($2::uuid[])
-ORDER BY a.feedback_id, v.name, a.adjudicated, a.created_at, a.id
-`
-
-type RubricAnswerListByFeedbacksParams struct {
-	OrgID uuid.UUID   `json:"org_id"`
-	Ids   []uuid.UUID `json:"ids"`
-}
-
-type RubricAnswerListByFeedbacksRow struct {
-	FeedbackID    uuid.UUID       `json:"feedback_id"`
-	RubricID      uuid.UUID       `json:"rubric_id"`
-	RubricVersion int32           `json:"rubric_version"`
-	RubricName    string          `json:"rubric_name"`
-	ReviewerLabel string          `json:"reviewer_label"`
-	Adjudicated   bool            `json:"adjudicated"`
-	Answers       json.RawMessage `json:"answers"`
-	UpdatedAt     time.Time       `json:"updated_at"`
-}
-
-// The answers of a page of items, for an export.
-func (q *Queries) RubricAnswerListByFeedbacks(ctx context.Context, arg RubricAnswerListByFeedbacksParams) ([]RubricAnswerListByFeedbacksRow, error) {
-	rows, err := q.db.Query(ctx, rubricAnswerListByFeedbacks, arg.OrgID, arg.Ids)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	items := []RubricAnswerListByFeedbacksRow{}
-	for rows.Next() {
-		var i RubricAnswerListByFeedbacksRow
-		if err := rows.Scan(
-			&i.FeedbackID,
-			&i.RubricID,
-			&i.RubricVersion,
-			&i.RubricName,
-			&i.ReviewerLabel,
-			&i.Adjudicated,
-			&i.Answers,
-			&i.UpdatedAt,
-		); err != nil {
-			return nil, err
-		}
-		items = append(items, i)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	return items, nil
-}
-
 const rubricAnswerListForAgreement = `-- name: RubricAnswerListForAgreement :many
 SELECT a.feedback_id, a.reviewer_key, a.reviewer_label, a.rubric_version, a.answers, a.updated_at, f.response
 FROM rubric_answers a
@@ -248,6 +194,82 @@ func (q *Queries) RubricAnswerListForAgreement(ctx context.Context, arg RubricAn
 			&i.Answers,
 			&i.UpdatedAt,
 			&i.Response,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const rubricAnswerListForExport = `-- name: RubricAnswerListForExport :many
+SELECT a.id, a.feedback_id, a.rubric_version, a.reviewer_label, a.adjudicated, a.answers, a.updated_at,
+       f.query, f.response, f.tags, f.status, f.model
+FROM rubric_answers a
+JOIN feedback f ON f.id = a.feedback_id
+LEFT JOIN review_items r ON r.feedback_id = a.feedback_id
+LEFT JOIN review_plans p ON p.id = r.plan_id
+WHERE a.org_id = $1 AND a.rubric_id = $2 AND a.id > $3
+  AND NOT (r.state IS NOT NULL AND r.state = 'open' AND p.active)
+ORDER BY a.id
+LIMIT $4
+`
+
+type RubricAnswerListForExportParams struct {
+	OrgID    uuid.UUID `json:"org_id"`
+	RubricID uuid.UUID `json:"rubric_id"`
+	AfterID  int64     `json:"after_id"`
+	RowLimit int32     `json:"row_limit"`
+}
+
+type RubricAnswerListForExportRow struct {
+	ID            int64           `json:"id"`
+	FeedbackID    uuid.UUID       `json:"feedback_id"`
+	RubricVersion int32           `json:"rubric_version"`
+	ReviewerLabel string          `json:"reviewer_label"`
+	Adjudicated   bool            `json:"adjudicated"`
+	Answers       json.RawMessage `json:"answers"`
+	UpdatedAt     time.Time       `json:"updated_at"`
+	Query         string          `json:"query"`
+	Response      string          `json:"response"`
+	Tags          []string        `json:"tags"`
+	Status        ReviewStatus    `json:"status"`
+	Model         string          `json:"model"`
+}
+
+// A batch of a rubric's answers with their items, in id order after a
+// cursor, for the JSON Lines export; items whose overlapping review is
+// still open under an active plan are left out, as agreement leaves them.
+func (q *Queries) RubricAnswerListForExport(ctx context.Context, arg RubricAnswerListForExportParams) ([]RubricAnswerListForExportRow, error) {
+	rows, err := q.db.Query(ctx, rubricAnswerListForExport,
+		arg.OrgID,
+		arg.RubricID,
+		arg.AfterID,
+		arg.RowLimit,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []RubricAnswerListForExportRow{}
+	for rows.Next() {
+		var i RubricAnswerListForExportRow
+		if err := rows.Scan(
+			&i.ID,
+			&i.FeedbackID,
+			&i.RubricVersion,
+			&i.ReviewerLabel,
+			&i.Adjudicated,
+			&i.Answers,
+			&i.UpdatedAt,
+			&i.Query,
+			&i.Response,
+			&i.Tags,
+			&i.Status,
+			&i.Model,
 		); err != nil {
 			return nil, err
 		}

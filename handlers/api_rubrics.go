@@ -191,3 +191,31 @@ func positiveInt(s string) (int, bool) {
 	n, err := strconv.Atoi(s)
 	return n, err == nil && n >= 1
 }
+
+// APIRubricExport is a rubric's answers with their items as JSON Lines
+// (one line per item and reviewer, the adjudicator's marked), leaving out
+// items whose overlapping review is still open.
+func (h *Handlers) APIRubricExport(c echo.Context) error {
+	if _, err := queryParams(c); err != nil {
+		return err
+	}
+	id, err := pathID(c)
+	if err != nil {
+		return err
+	}
+	res := c.Response()
+	res.Header().Set(echo.HeaderContentType, "application/x-ndjson; charset=utf-8")
+	res.Header().Set(echo.HeaderContentDisposition, `attachment; filename="rubric-`+id.String()+`-answers.jsonl"`)
+	if _, err := h.Rubrics.Export(ctx(c), CallerOf(c).OrgID, id, res); err != nil {
+		if !res.Committed {
+			res.Header().Del(echo.HeaderContentDisposition)
+			res.Header().Del(echo.HeaderContentType)
+			return err
+		}
+		h.Log.Warn("rubric export ended early", "rubric", id, "error", err)
+	}
+	if !res.Committed {
+		res.WriteHeader(http.StatusOK)
+	}
+	return nil
+}

@@ -83,6 +83,7 @@ func (h *Handlers) RubricEdit(c echo.Context) error {
 		return err
 	}
 	v := rubricFormView(r, CallerOf(c).Role.AtLeast(auth.Admin))
+	v.CanExport = CallerOf(c).Role.AtLeast(auth.Curator)
 	return render(c, http.StatusOK, views.RubricFormPage(h.page(c, r.Name, "queue"), v))
 }
 

@@ -354,6 +354,7 @@ func Routes(h *handlers.Handlers) []Route {
 		{GET, "/api/rubrics", auth.Viewer, h.APIRubricList},
 		{POST, "/api/rubrics", auth.Admin, h.APIRubricCreate},
 		{GET, "/api/rubrics/:id", auth.Viewer, h.APIRubricGet},
+		{GET, "/api/rubrics/:id/export", auth.Curator, h.APIRubricExport},
 		{PATCH, "/api/rubrics/:id", auth.Admin, h.APIRubricUpdate},
 		{GET, "/api/feedback/:id/answers", auth.Viewer, h.APIFeedbackAnswerList},
 		{POST, "/api/feedback/:id/answers", auth.Curator, h.APIFeedbackAnswersCreate},

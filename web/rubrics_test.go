@@ -2,6 +2,7 @@ package web_test
 
 import (
 	"context"
+	"encoding/json"
 	"math"
 	"net/http"
 	"net/url"
@@ -210,6 +211,25 @@ func TestRubricQuestionAgreement(t *testing.T) {
 	}
 	s.API(viewer, http.MethodPost, "/api/stats/agreement", map[string]any{"rubric_id": uuid.New(), "question": "why"}).
 		Must(t, http.StatusUnprocessableEntity)
+	// The export carries every answer with its item, one line each.
+	s.API(viewer, http.MethodGet, "/api/rubrics/"+r.ID.String()+"/export", nil).Must(t, http.StatusForbidden)
+	exp := s.API(one, http.MethodGet, "/api/rubrics/"+r.ID.String()+"/export", nil).Must(t, http.StatusOK)
+	lines := strings.Split(strings.TrimSpace(exp.Body), "\n")
+	if len(lines) != 8 || !strings.HasPrefix(exp.Header.Get("Content-Type"), "application/x-ndjson") {
+		t.Fatalf("the export has %d lines (%s), want 8", len(lines), exp.Header.Get("Content-Type"))
+	}
+	var line struct {
+		FeedbackID    uuid.UUID      `json:"feedback_id"`
+		Response      string         `json:"response"`
+		RubricVersion int            `json:"rubric_version"`
+		Answers       map[string]any `json:"answers"`
+	}
+	if err := json.Unmarshal([]byte(lines[0]), &line); err != nil {
+		t.Fatal(err)
+	}
+	if line.FeedbackID != ids[0] || line.Response != "one two three four" || line.RubricVersion != 1 || line.Answers["urgency_missed"] != "none" {
+		t.Errorf("the first export line is %+v", line)
+	}
 	// The agreement page shows the question's figure.
 	s.User(org, "vic@acme.test", "viewer")
 	page := s.SignedIn("vic@acme.test").Get("/review/agreement?rubric_id=" + r.ID.String() + "&question=urgency_missed").Must(t, http.StatusOK)

@@ -56,13 +56,6 @@ RETURNING *;
 -- name: RubricAnswerListByFeedback :many
 SELECT * FROM rubric_answers WHERE org_id = @org_id AND feedback_id = @feedback_id ORDER BY adjudicated, created_at, id;
 
--- name: RubricAnswerListByFeedbacks :many
--- The answers of a page of items, for an export.
-SELECT a.feedback_id, a.rubric_id, a.rubric_version, v.name AS rubric_name, a.reviewer_label, a.adjudicated, a.answers, a.updated_at
-FROM rubric_answers a
-JOIN rubric_versions v ON v.rubric_id = a.rubric_id AND v.version = a.rubric_version
-WHERE a.org_id = @org_id AND a.feedback_id = ANY(@ids::uuid[])
-ORDER BY a.feedback_id, v.name, a.adjudicated, a.created_at, a.id;
 
 -- name: RubricAnswerListForAgreement :many
 -- A rubric's answers by reviewers (not adjudications) of the items a
@@ -81,4 +74,19 @@ WHERE a.org_id = @org_id AND a.rubric_id = @rubric_id AND NOT a.adjudicated
     sqlc.narg('created_from')::timestamptz, sqlc.narg('created_to')::timestamptz, @with_duplicates::bool, @pii_only::bool, @q::text, sqlc.narg('dataset_id')::uuid,
     @safety_only::bool)
 ORDER BY a.updated_at DESC, a.id DESC
+LIMIT @row_limit;
+
+-- name: RubricAnswerListForExport :many
+-- A batch of a rubric's answers with their items, in id order after a
+-- cursor, for the JSON Lines export; items whose overlapping review is
+-- still open under an active plan are left out, as agreement leaves them.
+SELECT a.id, a.feedback_id, a.rubric_version, a.reviewer_label, a.adjudicated, a.answers, a.updated_at,
+       f.query, f.response, f.tags, f.status, f.model
+FROM rubric_answers a
+JOIN feedback f ON f.id = a.feedback_id
+LEFT JOIN review_items r ON r.feedback_id = a.feedback_id
+LEFT JOIN review_plans p ON p.id = r.plan_id
+WHERE a.org_id = @org_id AND a.rubric_id = @rubric_id AND a.id > @after_id
+  AND NOT (r.state IS NOT NULL AND r.state = 'open' AND p.active)
+ORDER BY a.id
 LIMIT @row_limit;
