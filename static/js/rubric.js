@@ -42,7 +42,10 @@
     return buttons[i] ? buttons[i].dataset.spanLabel : null;
   }
 
-  function render(q) {
+  // render marks the words; with list, it also rewrites the list of spans
+  // (only when the spans change, so focus is never pulled from under a
+  // button of the list).
+  function render(q, list) {
     var st = spanState(q);
     var toks = tokens(q);
     var lo = Math.min(st.anchor, st.cursor), hi = Math.max(st.anchor, st.cursor);
@@ -55,7 +58,8 @@
       t.classList.toggle("sel", st.anchor >= 0 && i >= lo && i <= hi);
     });
     st.input.value = JSON.stringify(st.spans);
-    var list = q.querySelector("[data-span-list]");
+    if (!list) return;
+    list = q.querySelector("[data-span-list]");
     if (!list) return;
     list.textContent = "";
     st.spans.forEach(function (sp, n) {
@@ -67,7 +71,8 @@
       rm.type = "button";
       rm.className = "link";
       rm.textContent = "remove";
-      rm.addEventListener("click", function () { st.spans.splice(n, 1); render(q); });
+      rm.tabIndex = -1; // from the keyboard: Delete on the span's words
+      rm.addEventListener("click", function () { st.spans.splice(n, 1); render(q, true); });
       li.appendChild(rm);
       list.appendChild(li);
     });
@@ -85,7 +90,7 @@
     st.spans.push(span);
     st.spans.sort(function (x, y) { return x.start - y.start || x.end - y.end; });
     st.anchor = -1;
-    render(q);
+    render(q, true);
   }
 
   function removeAtCursor(q) {
@@ -94,7 +99,7 @@
     if (!t) return;
     var s = Number(t.dataset.s), e = Number(t.dataset.e);
     st.spans = st.spans.filter(function (sp) { return !(sp.start < e && s < sp.end); });
-    render(q);
+    render(q, true);
   }
 
   function spanKeys(ev, q) {
@@ -199,7 +204,7 @@
   function init() {
     Array.prototype.forEach.call(document.querySelectorAll("[data-span-question]"), function (q) {
       q._spans = null;
-      render(q);
+      render(q, true);
     });
   }
   document.addEventListener("htmx:afterSwap", init);
