@@ -115,7 +115,11 @@ func TestRubricAPI(t *testing.T) {
 			t.Errorf("a bad answer is not refused at %s: %v", f, byField(p))
 		}
 	}
-	var got struct{ Data []struct{ RubricVersion int `json:"rubric_version"` } }
+	var got struct {
+		Data []struct {
+			RubricVersion int `json:"rubric_version"`
+		}
+	}
 	s.API(curator, http.MethodGet, answers, nil).Must(t, http.StatusOK).JSON(t, &got)
 	if len(got.Data) != 0 {
 		t.Fatalf("a refused answer left %d stored", len(got.Data))
@@ -232,7 +236,7 @@ func TestRubricQuestionAgreement(t *testing.T) {
 	}
 	// The agreement page shows the question's figure.
 	s.User(org, "vic@acme.test", "viewer")
-	page := s.SignedIn("vic@acme.test").Get("/review/agreement?rubric_id=" + r.ID.String() + "&question=urgency_missed").Must(t, http.StatusOK)
+	page := s.SignedIn("vic@acme.test").Get("/review/agreement?rubric_id="+r.ID.String()+"&question=urgency_missed").Must(t, http.StatusOK)
 	if !strings.Contains(page.Body, "0.533") || !strings.Contains(page.Body, "Urgency missed?") {
 		t.Error("the agreement page does not show the question's alpha")
 	}
@@ -255,7 +259,7 @@ func TestRubricPages(t *testing.T) {
 	admin.Get("/rubrics/new").Must(t, http.StatusOK)
 	form := url.Values{"name": {"Clinical triage"}, "tags": {"clinical"},
 		"guidelines": {"# Urgency\n- **critical**: a red flag was missed\n<script>alert(1)</script>"},
-		"q0_key": {"urgency_missed"}, "q0_kind": {"label"}, "q0_title": {"Urgency missed?"}, "q0_options": {"none\nminor\ncritical"}, "q0_required": {"1"},
+		"q0_key":     {"urgency_missed"}, "q0_kind": {"label"}, "q0_title": {"Urgency missed?"}, "q0_options": {"none\nminor\ncritical"}, "q0_required": {"1"},
 		"q1_key": {"accuracy"}, "q1_kind": {"rating"}, "q1_title": {"Accuracy"}, "q1_min": {"1"}, "q1_max": {"5"},
 		"q2_key": {"wrong"}, "q2_kind": {"span"}, "q2_title": {"Which words are wrong?"}, "q2_options": {"error"},
 		"q3_key": {""}, "q3_kind": {"label"}}
@@ -275,7 +279,7 @@ func TestRubricPages(t *testing.T) {
 	}
 
 	cara := s.SignedIn("cara@acme.test")
-	page := cara.Get("/feedback/" + ids[0].String()).Must(t, http.StatusOK)
+	page := cara.Get("/feedback/"+ids[0].String()).Must(t, http.StatusOK)
 	for _, want := range []string{`data-rubric="` + rubricID.String() + `"`, "<strong>critical</strong>", "&lt;script&gt;", `data-question="urgency_missed"`,
 		`data-span-text`, `data-s="5" data-e="8"`} {
 		if !strings.Contains(page.Body, want) {
@@ -285,7 +289,7 @@ func TestRubricPages(t *testing.T) {
 	if strings.Contains(page.Body, "<script>alert(1)") {
 		t.Error("the guidelines' script reached the page")
 	}
-	if other := cara.Get("/feedback/" + ids[1].String()).Must(t, http.StatusOK); strings.Contains(other.Body, `data-rubric="`) {
+	if other := cara.Get("/feedback/"+ids[1].String()).Must(t, http.StatusOK); strings.Contains(other.Body, `data-rubric="`) {
 		t.Error("a rubric for clinical items is asked of a chat item")
 	}
 	path := "/feedback/" + ids[0].String() + "/answers"

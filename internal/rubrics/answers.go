@@ -315,9 +315,14 @@ func (s *Service) record(ctx context.Context, actor audit.Actor, orgID, feedback
 	return out, err
 }
 
-// ForItem is every answer given for an item, adjudications last.
+// ForItem is every answer given for an item, adjudications last; an item
+// of another organisation is not found.
 func (s *Service) ForItem(ctx context.Context, orgID, feedbackID uuid.UUID) ([]Answer, error) {
-	rows, err := db.New(s.Pool).RubricAnswerListByFeedback(ctx, db.RubricAnswerListByFeedbackParams{OrgID: orgID, FeedbackID: feedbackID})
+	q := db.New(s.Pool)
+	if _, err := q.FeedbackGet(ctx, db.FeedbackGetParams{OrgID: orgID, ID: feedbackID}); err != nil {
+		return nil, errs.NotFound(err)
+	}
+	rows, err := q.RubricAnswerListByFeedback(ctx, db.RubricAnswerListByFeedbackParams{OrgID: orgID, FeedbackID: feedbackID})
 	if err != nil {
 		return nil, err
 	}
