@@ -205,6 +205,45 @@ func (q *Queries) RubricAnswerListForAgreement(ctx context.Context, arg RubricAn
 	return items, nil
 }
 
+const rubricAnswerListForBreakdown = `-- name: RubricAnswerListForBreakdown :many
+SELECT a.answers
+FROM rubric_answers a
+LEFT JOIN review_items r ON r.feedback_id = a.feedback_id
+LEFT JOIN review_plans p ON p.id = r.plan_id
+WHERE a.org_id = $1 AND a.rubric_id = $2 AND NOT a.adjudicated
+  AND NOT (r.state IS NOT NULL AND r.state = 'open' AND p.active)
+ORDER BY a.updated_at DESC, a.id DESC
+LIMIT $3
+`
+
+type RubricAnswerListForBreakdownParams struct {
+	OrgID    uuid.UUID `json:"org_id"`
+	RubricID uuid.UUID `json:"rubric_id"`
+	RowLimit int32     `json:"row_limit"`
+}
+
+// The newest reviewers' answers to a rubric, up to a limit, for the counts
+// of each answer, leaving out items still open under an active plan.
+func (q *Queries) RubricAnswerListForBreakdown(ctx context.Context, arg RubricAnswerListForBreakdownParams) ([]json.RawMessage, error) {
+	rows, err := q.db.Query(ctx, rubricAnswerListForBreakdown, arg.OrgID, arg.RubricID, arg.RowLimit)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []json.RawMessage{}
+	for rows.Next() {
+		var answers json.RawMessage
+		if err := rows.Scan(&answers); err != nil {
+			return nil, err
+		}
+		items = append(items, answers)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const rubricAnswerListForExport = `-- name: RubricAnswerListForExport :many
 SELECT a.id, a.feedback_id, a.rubric_version, a.reviewer_label, a.adjudicated, a.answers, a.updated_at,
        f.query, f.response, f.tags, f.status, f.model

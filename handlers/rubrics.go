@@ -84,6 +84,21 @@ func (h *Handlers) RubricEdit(c echo.Context) error {
 	}
 	v := rubricFormView(r, CallerOf(c).Role.AtLeast(auth.Admin))
 	v.CanExport = CallerOf(c).Role.AtLeast(auth.Curator)
+	counts, truncated, err := h.Rubrics.Breakdown(ctx(c), CallerOf(c).OrgID, id)
+	if err != nil {
+		return err
+	}
+	v.Truncated = truncated
+	for _, qc := range counts {
+		if qc.Answered == 0 {
+			continue
+		}
+		row := views.RubricBreakdownRow{Key: qc.Question.Key, Title: qc.Question.Title, Answered: qc.Answered}
+		for _, vc := range qc.Counts {
+			row.Counts = append(row.Counts, views.RubricCount{Label: vc.Value, N: vc.N})
+		}
+		v.Breakdown = append(v.Breakdown, row)
+	}
 	return render(c, http.StatusOK, views.RubricFormPage(h.page(c, r.Name, "queue"), v))
 }
 

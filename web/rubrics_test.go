@@ -240,6 +240,14 @@ func TestRubricQuestionAgreement(t *testing.T) {
 	if !strings.Contains(page.Body, "0.533") || !strings.Contains(page.Body, "Urgency missed?") {
 		t.Error("the agreement page does not show the question's alpha")
 	}
+	// The rubric's page counts the answers: none 3 times, minor 5.
+	rubricPage := s.SignedIn("vic@acme.test").Get("/rubrics/" + r.ID.String()).Must(t, http.StatusOK)
+	for _, want := range []string{`data-breakdown="urgency_missed"`, "8 answers", `<tr data-value="none"><td>none</td><td class="num">3`,
+		`<tr data-value="minor"><td>minor</td><td class="num">5`} {
+		if !strings.Contains(rubricPage.Body, want) {
+			t.Errorf("the rubric's page lacks %s", want)
+		}
+	}
 }
 
 // The rubric pages: an admin defines a rubric with the form; the item

@@ -90,3 +90,15 @@ WHERE a.org_id = @org_id AND a.rubric_id = @rubric_id AND a.id > @after_id
   AND NOT (r.state IS NOT NULL AND r.state = 'open' AND p.active)
 ORDER BY a.id
 LIMIT @row_limit;
+
+-- name: RubricAnswerListForBreakdown :many
+-- The newest reviewers' answers to a rubric, up to a limit, for the counts
+-- of each answer, leaving out items still open under an active plan.
+SELECT a.answers
+FROM rubric_answers a
+LEFT JOIN review_items r ON r.feedback_id = a.feedback_id
+LEFT JOIN review_plans p ON p.id = r.plan_id
+WHERE a.org_id = @org_id AND a.rubric_id = @rubric_id AND NOT a.adjudicated
+  AND NOT (r.state IS NOT NULL AND r.state = 'open' AND p.active)
+ORDER BY a.updated_at DESC, a.id DESC
+LIMIT @row_limit;
