@@ -149,7 +149,7 @@ func (h *Handlers) APIFeedbackAnswerList(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	all, err := h.visibleAnswers(c, id)
+	all, _, err := h.visibleAnswers(c, id)
 	if err != nil {
 		return err
 	}
@@ -158,12 +158,13 @@ func (h *Handlers) APIFeedbackAnswerList(c echo.Context) error {
 
 // visibleAnswers is an item's answers the caller may read: all of them,
 // unless the item's overlapping review is still blind to the caller, who
-// then reads only their own.
-func (h *Handlers) visibleAnswers(c echo.Context, id uuid.UUID) ([]rubrics.Answer, error) {
+// then reads only their own. final: the caller's review of the item is
+// submitted, and their answers with it.
+func (h *Handlers) visibleAnswers(c echo.Context, id uuid.UUID) (answers []rubrics.Answer, final bool, err error) {
 	caller := CallerOf(c)
 	all, err := h.Rubrics.ForItem(ctx(c), caller.OrgID, id)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	viewer := uuid.Nil
 	if caller.Kind == "session" {
@@ -171,10 +172,14 @@ func (h *Handlers) visibleAnswers(c echo.Context, id uuid.UUID) ([]rubrics.Answe
 	}
 	it, err := h.Review.ForItem(ctx(c), caller.OrgID, id, viewer)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
-	if it == nil || !it.Blind() {
-		return all, nil
+	if it == nil {
+		return all, false, nil
+	}
+	final = it.Mine != nil && it.Mine.Submitted != nil
+	if !it.Blind() {
+		return all, final, nil
 	}
 	mine, _ := rubrics.ReviewerKey(actor(c))
 	out := []rubrics.Answer{}
@@ -183,7 +188,7 @@ func (h *Handlers) visibleAnswers(c echo.Context, id uuid.UUID) ([]rubrics.Answe
 			out = append(out, a)
 		}
 	}
-	return out, nil
+	return out, final, nil
 }
 
 // positiveInt reads a whole number of 1 or more.

@@ -330,7 +330,7 @@ func (h *Handlers) itemRubrics(c echo.Context, f feedback.Detail, typed *typedAn
 	if err != nil || len(rs) == 0 {
 		return nil, err
 	}
-	answers, err := h.visibleAnswers(c, f.Feedback.ID)
+	answers, final, err := h.visibleAnswers(c, f.Feedback.ID)
 	if err != nil {
 		return nil, err
 	}
@@ -339,7 +339,7 @@ func (h *Handlers) itemRubrics(c echo.Context, f feedback.Detail, typed *typedAn
 	var out []views.ItemRubricView
 	for _, r := range rs {
 		v := views.ItemRubricView{ID: r.ID.String(), Name: r.Name, Version: r.Version, Guidelines: rubrics.GuidelinesHTML(r.Guidelines),
-			CanAnswer: caller.Role.AtLeast(auth.Curator)}
+			CanAnswer: caller.Role.AtLeast(auth.Curator) && !final}
 		var given map[string]json.RawMessage
 		for _, a := range answers {
 			if a.RubricID != r.ID {
@@ -348,6 +348,10 @@ func (h *Handlers) itemRubrics(c echo.Context, f feedback.Detail, typed *typedAn
 			if !a.Adjudicated && a.ReviewerKey == mine {
 				_ = json.Unmarshal(a.Answers, &given)
 				v.Answered = fmt.Sprintf("You answered version %d, %s.", a.RubricVersion, views.When(a.UpdatedAt))
+				if final {
+					v.Answered = fmt.Sprintf("You answered version %d, %s; your review is submitted, and your answers with it.", a.RubricVersion, views.When(a.UpdatedAt))
+					v.Others = append(v.Others, answerLines(r, a))
+				}
 				continue
 			}
 			v.Others = append(v.Others, answerLines(r, a))

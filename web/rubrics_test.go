@@ -351,6 +351,11 @@ func TestRubricOverlapAdjudication(t *testing.T) {
 		c.PostForm(item+"/answers", url.Values{"rubric_id": {r.ID.String()}, "a.urgency_missed": {urgency}, "a.accuracy": {"4"}}).
 			Must(t, http.StatusOK)
 		c.PostForm(item+"/review", url.Values{"status": {"approved"}}).Must(t, http.StatusSeeOther)
+		// A submitted review's answers are final with it.
+		c.PostForm(item+"/answers", url.Values{"rubric_id": {r.ID.String()}, "a.urgency_missed": {"minor"}}).Must(t, http.StatusConflict)
+		if page := c.Get(item).Must(t, http.StatusOK); strings.Contains(page.Body, "data-rubric-form") || !strings.Contains(page.Body, "answers with it") {
+			t.Errorf("%s is still offered the rubric's form after submitting", who)
+		}
 	}
 	var state string
 	var disagreements []string

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -273,9 +274,20 @@ func (s *Service) record(ctx context.Context, actor audit.Actor, orgID, feedback
 		if err != nil {
 			return errs.NotFound(err)
 		}
+		if !adjudicated && actor.Kind == "user" {
+			// Under overlapping review a submitted review is final, its
+			// answers with it: the item may be settled on them already.
+			l, err := q.ReviewLabelGet(ctx, db.ReviewLabelGetParams{OrgID: orgID, FeedbackID: feedbackID, ReviewerID: actor.ID})
+			switch {
+			case err == nil && l.SubmittedAt != nil:
+				return &errs.Conflict{Message: "you have submitted your review of this item: its answers are final with it"}
+			case err != nil && !errors.Is(err, pgx.ErrNoRows):
+				return err
+			}
+		}
 		rv, err := q.RubricGet(ctx, db.RubricGetParams{OrgID: orgID, ID: rubricID})
 		if err != nil {
-			if err == pgx.ErrNoRows {
+			if errors.Is(err, pgx.ErrNoRows) {
 				return errs.InvalidField("rubric_id", "no rubric %s in this organisation", rubricID)
 			}
 			return err
