@@ -363,9 +363,16 @@ type trendObject struct {
 // kind of label (?kind= for one), each with its coefficients, the counts
 // behind them, Cohen's kappa for every pair of reviewers and alpha by week.
 func (h *Handlers) APIAgreement(c echo.Context) error {
-	f, kind, err := agreementScope(c)
+	f, kind, question, err := agreementScopeQuestion(c)
 	if err != nil {
 		return err
+	}
+	if question != nil {
+		qa, err := h.Review.QuestionAgreement(ctx(c), CallerOf(c).OrgID, f, question.RubricID, question.Key)
+		if err != nil {
+			return err
+		}
+		return c.JSON(http.StatusOK, toQuestionObject(qa))
 	}
 	var kinds []string
 	if kind != "" {

@@ -15,21 +15,15 @@ import (
 	"github.com/curate/curate/views"
 )
 
-// agreementScope reads the scope of an agreement (the queue's filter) and
-// the kind of label asked for, refusing anything else.
-func agreementScope(c echo.Context) (feedback.Filter, string, error) {
-	f, kind, _, err := agreementScopeQuestion(c)
-	return f, kind, err
-}
-
 // questionRef names one rubric question: ?rubric_id=&question=.
 type questionRef struct {
 	RubricID uuid.UUID
 	Key      string
 }
 
-// agreementScopeQuestion is agreementScope with a rubric's question, if
-// one is asked for.
+// agreementScopeQuestion reads the scope of an agreement (the queue's
+// filter), the kind of label asked for and a rubric's question, if one is
+// asked for, refusing anything else.
 func agreementScopeQuestion(c echo.Context) (feedback.Filter, string, *questionRef, error) {
 	q, err := queryParams(c, append([]string{"kind", "rubric_id", "question"}, feedback.FilterParams...)...)
 	if err != nil {
@@ -88,6 +82,13 @@ func (h *Handlers) ReviewAgreement(c echo.Context) error {
 		kind, titles[k.Kind] = k.Kind, qa.Question.Title+" ("+qa.Rubric.Name+")"
 		kinds, reviewers = append(append([]review.KindAgreement(nil), a.Kinds...), k), qa.Reviewers
 		v.Kind, v.Question = kind, titles[k.Kind]
+		api := url.Values{}
+		for key, vals := range filter {
+			api[key] = vals
+		}
+		api.Set("rubric_id", question.RubricID.String())
+		api.Set("question", question.Key)
+		v.APIURL = "/api/agreement?" + api.Encode()
 		v.Items, v.Labels = max(v.Items, qa.Items), v.Labels+qa.Answers
 		v.Truncated = v.Truncated || qa.Truncated
 	}

@@ -234,6 +234,12 @@ func TestRubricQuestionAgreement(t *testing.T) {
 	if line.FeedbackID != ids[0] || line.Response != "one two three four" || line.RubricVersion != 1 || line.Answers["urgency_missed"] != "none" {
 		t.Errorf("the first export line is %+v", line)
 	}
+	// GET /api/agreement takes the question too.
+	var g figure
+	s.API(viewer, http.MethodGet, "/api/agreement?rubric_id="+r.ID.String()+"&question=wrong", nil).Must(t, http.StatusOK).JSON(t, &g)
+	if g.Value == nil || math.Abs(*g.Value-want) > 1e-4 {
+		t.Errorf("GET /api/agreement for the span question: %+v", g)
+	}
 	// The agreement page shows the question's figure.
 	s.User(org, "vic@acme.test", "viewer")
 	page := s.SignedIn("vic@acme.test").Get("/review/agreement?rubric_id="+r.ID.String()+"&question=urgency_missed").Must(t, http.StatusOK)
