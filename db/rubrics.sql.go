@@ -105,6 +105,71 @@ func (q *Queries) RubricAnswerListByFeedback(ctx context.Context, arg RubricAnsw
 	return items, nil
 }
 
+const rubricAnswerListFeedbackByValue = `-- name: RubricAnswerListFeedbackByValue :many
+SELECT f.id, left(f.query, 200)::text AS query_preview, f.status, f.created_at, count(*)::int AS answers
+FROM rubric_answers a
+JOIN feedback f ON f.id = a.feedback_id
+LEFT JOIN review_items r ON r.feedback_id = a.feedback_id
+LEFT JOIN review_plans p ON p.id = r.plan_id
+WHERE a.org_id = $1 AND a.rubric_id = $2
+  AND NOT (r.state IS NOT NULL AND r.state = 'open' AND p.active)
+  AND (a.answers ->> $3::text = $4::text OR a.answers -> $3::text @> jsonb_build_array($4::text))
+GROUP BY f.id
+ORDER BY f.created_at DESC, f.id DESC
+LIMIT $5
+`
+
+type RubricAnswerListFeedbackByValueParams struct {
+	OrgID    uuid.UUID `json:"org_id"`
+	RubricID uuid.UUID `json:"rubric_id"`
+	Question string    `json:"question"`
+	Value    string    `json:"value"`
+	RowLimit int32     `json:"row_limit"`
+}
+
+type RubricAnswerListFeedbackByValueRow struct {
+	ID           uuid.UUID    `json:"id"`
+	QueryPreview string       `json:"query_preview"`
+	Status       ReviewStatus `json:"status"`
+	CreatedAt    time.Time    `json:"created_at"`
+	Answers      int32        `json:"answers"`
+}
+
+// The items some answer to a rubric's question gave a value (a label, one
+// of several labels, a rating as text), newest first, up to a limit,
+// leaving out items still open under an active plan.
+func (q *Queries) RubricAnswerListFeedbackByValue(ctx context.Context, arg RubricAnswerListFeedbackByValueParams) ([]RubricAnswerListFeedbackByValueRow, error) {
+	rows, err := q.db.Query(ctx, rubricAnswerListFeedbackByValue,
+		arg.OrgID,
+		arg.RubricID,
+		arg.Question,
+		arg.Value,
+		arg.RowLimit,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []RubricAnswerListFeedbackByValueRow{}
+	for rows.Next() {
+		var i RubricAnswerListFeedbackByValueRow
+		if err := rows.Scan(
+			&i.ID,
+			&i.QueryPreview,
+			&i.Status,
+			&i.CreatedAt,
+			&i.Answers,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const rubricAnswerListForAgreement = `-- name: RubricAnswerListForAgreement :many
 SELECT a.feedback_id, a.reviewer_key, a.reviewer_label, a.rubric_version, a.answers, a.updated_at, f.response
 FROM rubric_answers a

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 
@@ -55,6 +56,30 @@ func rubricKindText(kind string) string {
 	return kind
 }
 
+// RubricItems lists the items whose answers to a question gave a value:
+// ?question=&value=.
+func (h *Handlers) RubricItems(c echo.Context) error {
+	q, err := queryParams(c, "question", "value")
+	if err != nil {
+		return err
+	}
+	id, err := pathID(c)
+	if err != nil {
+		return err
+	}
+	r, question, items, err := h.Rubrics.ItemsByAnswer(ctx(c), CallerOf(c).OrgID, id, q.Get("question"), q.Get("value"))
+	if err != nil {
+		return err
+	}
+	v := views.RubricItemsView{RubricID: r.ID.String(), Rubric: r.Name, Question: question.Title, Value: q.Get("value"),
+		Limited: len(items) >= rubrics.MaxItemsByAnswer}
+	for _, it := range items {
+		v.Items = append(v.Items, views.RubricItemRow{URL: feedbackItemURL(it.ID.String(), ""), Query: it.Query, Status: it.Status,
+			Created: views.When(it.CreatedAt), Answers: it.Answers})
+	}
+	return render(c, http.StatusOK, views.RubricItemsPage(h.page(c, r.Name, "queue"), v))
+}
+
 // blankQuestions is how many empty question cards the form adds.
 const blankQuestions = 2
 
@@ -95,7 +120,8 @@ func (h *Handlers) RubricEdit(c echo.Context) error {
 		}
 		row := views.RubricBreakdownRow{Key: qc.Question.Key, Title: qc.Question.Title, Answered: qc.Answered}
 		for _, vc := range qc.Counts {
-			row.Counts = append(row.Counts, views.RubricCount{Label: vc.Value, N: vc.N})
+			row.Counts = append(row.Counts, views.RubricCount{Label: vc.Value, N: vc.N,
+				URL: "/rubrics/" + id.String() + "/items?" + url.Values{"question": {qc.Question.Key}, "value": {vc.Value}}.Encode()})
 		}
 		v.Breakdown = append(v.Breakdown, row)
 	}

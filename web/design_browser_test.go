@@ -286,6 +286,7 @@ func newDesignSite(t *testing.T) *designSite {
 		{"rubrics", "/rubrics", "/feedback"},
 		{"rubric-new", "/rubrics/new", "/feedback"},
 		{"rubric", "/rubrics/" + rubric.ID.String(), "/feedback"},
+		{"rubric-items", "/rubrics/" + rubric.ID.String() + "/items?question=urgency_missed&value=none", "/feedback"},
 		{"codebooks", "/codebooks", "/codebooks"},
 		{"codebook", "/codebooks/assistant", "/codebooks"},
 		{"codebook-from-item", "/codebooks/assistant?from=" + itemID, "/codebooks"},

@@ -349,6 +349,7 @@ func Routes(h *handlers.Handlers) []Route {
 		{GET, "/rubrics/new", auth.Admin, h.RubricNew},
 		{POST, "/rubrics", auth.Admin, h.RubricCreate},
 		{GET, "/rubrics/:id", auth.Viewer, h.RubricEdit},
+		{GET, "/rubrics/:id/items", auth.Viewer, h.RubricItems},
 		{POST, "/rubrics/:id", auth.Admin, h.RubricSave},
 		{POST, "/feedback/:id/answers", auth.Curator, h.FeedbackAnswersSave},
 		{GET, "/api/rubrics", auth.Viewer, h.APIRubricList},

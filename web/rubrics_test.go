@@ -248,12 +248,20 @@ func TestRubricQuestionAgreement(t *testing.T) {
 	}
 	// The rubric's page counts the answers: none 3 times, minor 5.
 	rubricPage := s.SignedIn("vic@acme.test").Get("/rubrics/" + r.ID.String()).Must(t, http.StatusOK)
-	for _, want := range []string{`data-breakdown="urgency_missed"`, "8 answers", `<tr data-value="none"><td>none</td><td class="num">3`,
-		`<tr data-value="minor"><td>minor</td><td class="num">5`} {
+	for _, want := range []string{`data-breakdown="urgency_missed"`, "8 answers", `>none</a></td><td class="num">3`,
+		`>minor</a></td><td class="num">5`} {
 		if !strings.Contains(rubricPage.Body, want) {
 			t.Errorf("the rubric's page lacks %s", want)
 		}
 	}
+	// Each count leads to its items: "none" was answered on the first and third.
+	vic := s.SignedIn("vic@acme.test")
+	listed := vic.Get("/rubrics/" + r.ID.String() + "/items?question=urgency_missed&value=none").Must(t, http.StatusOK)
+	if n := strings.Count(listed.Body, `href="/feedback/`); n != 2 || !strings.Contains(listed.Body, ids[0].String()) || !strings.Contains(listed.Body, ids[2].String()) {
+		t.Errorf("the items answered none: %d listed", n)
+	}
+	vic.Get("/rubrics/" + r.ID.String() + "/items?question=urgency_missed&value=maybe").Must(t, http.StatusUnprocessableEntity)
+	vic.Get("/rubrics/" + r.ID.String() + "/items?question=why&value=x").Must(t, http.StatusUnprocessableEntity)
 }
 
 // The rubric pages: an admin defines a rubric with the form; the item

@@ -102,3 +102,19 @@ WHERE a.org_id = @org_id AND a.rubric_id = @rubric_id AND NOT a.adjudicated
   AND NOT (r.state IS NOT NULL AND r.state = 'open' AND p.active)
 ORDER BY a.updated_at DESC, a.id DESC
 LIMIT @row_limit;
+
+-- name: RubricAnswerListFeedbackByValue :many
+-- The items some answer to a rubric's question gave a value (a label, one
+-- of several labels, a rating as text), newest first, up to a limit,
+-- leaving out items still open under an active plan.
+SELECT f.id, left(f.query, 200)::text AS query_preview, f.status, f.created_at, count(*)::int AS answers
+FROM rubric_answers a
+JOIN feedback f ON f.id = a.feedback_id
+LEFT JOIN review_items r ON r.feedback_id = a.feedback_id
+LEFT JOIN review_plans p ON p.id = r.plan_id
+WHERE a.org_id = @org_id AND a.rubric_id = @rubric_id
+  AND NOT (r.state IS NOT NULL AND r.state = 'open' AND p.active)
+  AND (a.answers ->> @question::text = @value::text OR a.answers -> @question::text @> jsonb_build_array(@value::text))
+GROUP BY f.id
+ORDER BY f.created_at DESC, f.id DESC
+LIMIT @row_limit;
