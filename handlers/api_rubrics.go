@@ -224,3 +224,33 @@ func (h *Handlers) APIRubricExport(c echo.Context) error {
 	}
 	return nil
 }
+
+// bulkAnswersBody is POST /api/rubrics/:id/answers.
+type bulkAnswersBody struct {
+	FeedbackIDs []uuid.UUID                `json:"feedback_ids"`
+	Answers     map[string]json.RawMessage `json:"answers"`
+}
+
+// APIRubricAnswersBulk gives the same answers to the rubric for every item
+// of a selection, all or none: 201 with how many items were answered.
+func (h *Handlers) APIRubricAnswersBulk(c echo.Context) error {
+	if _, err := queryParams(c); err != nil {
+		return err
+	}
+	id, err := pathID(c)
+	if err != nil {
+		return err
+	}
+	var body bulkAnswersBody
+	if err := decodeJSON(c, &body, ""); err != nil {
+		return err
+	}
+	n, err := h.Rubrics.AnswerMany(ctx(c), actor(c), CallerOf(c).OrgID, id, body.FeedbackIDs, body.Answers)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusCreated, struct {
+		RubricID uuid.UUID `json:"rubric_id"`
+		Answered int       `json:"answered"`
+	}{id, n})
+}

@@ -356,6 +356,7 @@ func Routes(h *handlers.Handlers) []Route {
 		{POST, "/api/rubrics", auth.Admin, h.APIRubricCreate},
 		{GET, "/api/rubrics/:id", auth.Viewer, h.APIRubricGet},
 		{GET, "/api/rubrics/:id/export", auth.Curator, h.APIRubricExport},
+		{POST, "/api/rubrics/:id/answers", auth.Curator, h.APIRubricAnswersBulk},
 		{PATCH, "/api/rubrics/:id", auth.Admin, h.APIRubricUpdate},
 		{GET, "/api/feedback/:id/answers", auth.Viewer, h.APIFeedbackAnswerList},
 		{POST, "/api/feedback/:id/answers", auth.Curator, h.APIFeedbackAnswersCreate},

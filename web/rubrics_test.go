@@ -247,7 +247,7 @@ func TestRubricQuestionAgreement(t *testing.T) {
 		t.Error("the agreement page does not show the question's alpha")
 	}
 	// The rubric's page counts the answers: none 3 times, minor 5.
-	rubricPage := s.SignedIn("vic@acme.test").Get("/rubrics/" + r.ID.String()).Must(t, http.StatusOK)
+	rubricPage := s.SignedIn("vic@acme.test").Get("/rubrics/"+r.ID.String()).Must(t, http.StatusOK)
 	for _, want := range []string{`data-breakdown="urgency_missed"`, "8 answers", `>none</a></td><td class="num">3`,
 		`>minor</a></td><td class="num">5`} {
 		if !strings.Contains(rubricPage.Body, want) {
@@ -256,12 +256,12 @@ func TestRubricQuestionAgreement(t *testing.T) {
 	}
 	// Each count leads to its items: "none" was answered on the first and third.
 	vic := s.SignedIn("vic@acme.test")
-	listed := vic.Get("/rubrics/" + r.ID.String() + "/items?question=urgency_missed&value=none").Must(t, http.StatusOK)
+	listed := vic.Get("/rubrics/"+r.ID.String()+"/items?question=urgency_missed&value=none").Must(t, http.StatusOK)
 	if n := strings.Count(listed.Body, `href="/feedback/`); n != 2 || !strings.Contains(listed.Body, ids[0].String()) || !strings.Contains(listed.Body, ids[2].String()) {
 		t.Errorf("the items answered none: %d listed", n)
 	}
-	vic.Get("/rubrics/" + r.ID.String() + "/items?question=urgency_missed&value=maybe").Must(t, http.StatusUnprocessableEntity)
-	vic.Get("/rubrics/" + r.ID.String() + "/items?question=why&value=x").Must(t, http.StatusUnprocessableEntity)
+	vic.Get("/rubrics/"+r.ID.String()+"/items?question=urgency_missed&value=maybe").Must(t, http.StatusUnprocessableEntity)
+	vic.Get("/rubrics/"+r.ID.String()+"/items?question=why&value=x").Must(t, http.StatusUnprocessableEntity)
 }
 
 // The rubric pages: an admin defines a rubric with the form; the item
@@ -401,5 +401,48 @@ func TestRubricOverlapAdjudication(t *testing.T) {
 	}
 	if done := ada.Get("/review/adjudication?decided=1").Must(t, http.StatusOK); !strings.Contains(done.Body, `data-decided-question="Urgency missed?"`) {
 		t.Error("the decided list does not show the question's decision")
+	}
+}
+
+// Bulk answers: the same answers for a selection of items, all or none.
+// An item of another organisation, a span answer or a missing required
+// answer refuses the whole and stores nothing; accepted, every item holds
+// the answers at the rubric's version.
+func TestRubricBulkAnswers(t *testing.T) {
+	t.Parallel()
+	s := webtest.New(t, webtest.Options{})
+	org := s.Org("acme")
+	admin := s.APIKey(org, "admin-key", "admin")
+	curator := s.APIKey(org, "curator-key", "curator")
+	ids := tagged(t, s, org, "clinical", 3)
+	other := tagged(t, s, s.Org("globex"), "clinical", 1)
+	var r rubricDoc
+	s.API(admin, http.MethodPost, "/api/rubrics", triageRubric).Must(t, http.StatusCreated).JSON(t, &r)
+	path := "/api/rubrics/" + r.ID.String() + "/answers"
+	count := func() int {
+		var n int
+		if err := s.Pool.QueryRow(context.Background(), "SELECT count(*) FROM rubric_answers").Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	var p problemDoc
+	s.API(curator, http.MethodPost, path, map[string]any{"feedback_ids": []any{ids[0], other[0]}, "answers": map[string]any{"urgency_missed": "none"}}).
+		Must(t, http.StatusUnprocessableEntity).JSON(t, &p)
+	if _, ok := byField(p)["feedback_ids[1]"]; !ok {
+		t.Errorf("another organisation's item is not refused by its place: %v", byField(p))
+	}
+	s.API(curator, http.MethodPost, path, map[string]any{"feedback_ids": ids, "answers": map[string]any{"urgency_missed": "none",
+		"wrong": []map[string]any{{"start": 0, "end": 1, "label": "error"}}}}).Must(t, http.StatusUnprocessableEntity)
+	s.API(curator, http.MethodPost, path, map[string]any{"feedback_ids": ids, "answers": map[string]any{"accuracy": 3}}).
+		Must(t, http.StatusUnprocessableEntity)
+	if n := count(); n != 0 {
+		t.Fatalf("refused bulk answers left %d stored", n)
+	}
+	var out struct{ Answered int }
+	s.API(curator, http.MethodPost, path, map[string]any{"feedback_ids": ids, "answers": map[string]any{"urgency_missed": "minor", "accuracy": 3}}).
+		Must(t, http.StatusCreated).JSON(t, &out)
+	if out.Answered != 3 || count() != 3 {
+		t.Errorf("answered %d, %d stored; want 3", out.Answered, count())
 	}
 }

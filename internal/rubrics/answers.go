@@ -270,61 +270,139 @@ func (s *Service) record(ctx context.Context, actor audit.Actor, orgID, feedback
 	}
 	var out Answer
 	err := db.InTx(ctx, s.Pool, func(_ pgx.Tx, q *db.Queries) error {
-		f, err := q.FeedbackGet(ctx, db.FeedbackGetParams{OrgID: orgID, ID: feedbackID})
+		r, err := current(ctx, q, orgID, rubricID)
 		if err != nil {
-			return errs.NotFound(err)
+			return err
 		}
-		if !adjudicated && actor.Kind == "user" {
-			// Under overlapping review a submitted review is final, its
-			// answers with it: the item may be settled on them already.
-			l, err := q.ReviewLabelGet(ctx, db.ReviewLabelGetParams{OrgID: orgID, FeedbackID: feedbackID, ReviewerID: actor.ID})
-			switch {
-			case err == nil && l.SubmittedAt != nil:
-				return &errs.Conflict{Message: "you have submitted your review of this item: its answers are final with it"}
-			case err != nil && !errors.Is(err, pgx.ErrNoRows):
-				return err
-			}
+		out, err = recordTx(ctx, q, actor, orgID, feedbackID, r, raw, key, adjudicated)
+		return err
+	})
+	return out, err
+}
+
+// current is a rubric at its current version; one of another
+// organisation is refused by its field.
+func current(ctx context.Context, q *db.Queries, orgID, rubricID uuid.UUID) (Rubric, error) {
+	rv, err := q.RubricGet(ctx, db.RubricGetParams{OrgID: orgID, ID: rubricID})
+	if errors.Is(err, pgx.ErrNoRows) {
+		return Rubric{}, errs.InvalidField("rubric_id", "no rubric %s in this organisation", rubricID)
+	}
+	if err != nil {
+		return Rubric{}, err
+	}
+	return FromVersion(rv)
+}
+
+// recordTx checks and stores one item's answers in the caller's
+// transaction.
+func recordTx(ctx context.Context, q *db.Queries, actor audit.Actor, orgID, feedbackID uuid.UUID, r Rubric, raw map[string]json.RawMessage,
+	key string, adjudicated bool) (Answer, error) {
+	f, err := q.FeedbackGet(ctx, db.FeedbackGetParams{OrgID: orgID, ID: feedbackID})
+	if err != nil {
+		return Answer{}, errs.NotFound(err)
+	}
+	if !adjudicated && actor.Kind == "user" {
+		// Under overlapping review a submitted review is final, its
+		// answers with it: the item may be settled on them already.
+		l, err := q.ReviewLabelGet(ctx, db.ReviewLabelGetParams{OrgID: orgID, FeedbackID: feedbackID, ReviewerID: actor.ID})
+		switch {
+		case err == nil && l.SubmittedAt != nil:
+			return Answer{}, &errs.Conflict{Message: "you have submitted your review of this item: its answers are final with it"}
+		case err != nil && !errors.Is(err, pgx.ErrNoRows):
+			return Answer{}, err
 		}
+	}
+	vals, err := r.Check(raw, f.Feedback.Response)
+	if err != nil {
+		return Answer{}, err
+	}
+	body, err := json.Marshal(vals)
+	if err != nil {
+		return Answer{}, err
+	}
+	var who uuid.NullUUID
+	if actor.Kind == "user" {
+		who = uuid.NullUUID{UUID: actor.ID, Valid: true}
+	}
+	row, err := q.RubricAnswerInsertOrUpdate(ctx, db.RubricAnswerInsertOrUpdateParams{OrgID: orgID, FeedbackID: feedbackID,
+		RubricID: r.ID, RubricVersion: int32(r.Version), ReviewerKey: key, ReviewerID: who, ReviewerLabel: actor.Label,
+		Adjudicated: adjudicated, Answers: body})
+	if err != nil {
+		return Answer{}, err
+	}
+	action := "rubric.answer"
+	if adjudicated {
+		action = "rubric.adjudicate"
+	}
+	// The answers stay out of the log, as overlapping review's labels
+	// do: reviews are blind until complete.
+	return toAnswer(row), audit.Record(ctx, q, actor, audit.Entry{OrgID: orgID, Action: action, TargetType: "feedback",
+		TargetID: feedbackID.String(), Details: map[string]any{"rubric": r.ID, "version": r.Version, "questions": len(vals)}})
+}
+
+// MaxBulkAnswers bounds the items one bulk answer covers.
+const MaxBulkAnswers = 500
+
+// AnswerMany gives the same answers to a rubric for every item of a
+// selection, all of them or none: an item the answers do not fit (a
+// required question unanswered, an item of another organisation, one
+// whose review the caller has submitted) refuses the whole. Spans are
+// drawn on one item's answer, so a bulk answer holds none.
+func (s *Service) AnswerMany(ctx context.Context, actor audit.Actor, orgID, rubricID uuid.UUID, ids []uuid.UUID, raw map[string]json.RawMessage) (int, error) {
+	key, err := ReviewerKey(actor)
+	if err != nil {
+		return 0, err
+	}
+	v := &errs.Invalid{}
+	switch {
+	case len(ids) == 0:
+		v.Add("feedback_ids", "choose at least one item")
+	case len(ids) > MaxBulkAnswers:
+		v.Add("feedback_ids", "at most %d items at once, not %d", MaxBulkAnswers, len(ids))
+	}
+	if raw == nil {
+		v.Add("answers", "is required: an object of answers by question key")
+	}
+	if v.Has() {
+		return 0, v
+	}
+	seen := map[uuid.UUID]bool{}
+	err = db.InTx(ctx, s.Pool, func(_ pgx.Tx, q *db.Queries) error {
 		rv, err := q.RubricGet(ctx, db.RubricGetParams{OrgID: orgID, ID: rubricID})
 		if err != nil {
-			if errors.Is(err, pgx.ErrNoRows) {
-				return errs.InvalidField("rubric_id", "no rubric %s in this organisation", rubricID)
-			}
-			return err
+			return errs.NotFound(err) // the rubric is the route's own
 		}
 		r, err := FromVersion(rv)
 		if err != nil {
 			return err
 		}
-		vals, err := r.Check(raw, f.Feedback.Response)
-		if err != nil {
-			return err
+		for _, question := range r.Questions {
+			if _, ok := raw[question.Key]; ok && question.Kind == KindSpan {
+				return errs.InvalidField("answers."+question.Key, "spans are drawn on one item's answer: answer them item by item")
+			}
 		}
-		body, err := json.Marshal(vals)
-		if err != nil {
-			return err
+		for i, id := range ids {
+			if seen[id] {
+				return errs.InvalidField(fmt.Sprintf("feedback_ids[%d]", i), "%s is listed twice", id)
+			}
+			seen[id] = true
+			if _, err := recordTx(ctx, q, actor, orgID, id, r, raw, key, false); err != nil {
+				if errors.Is(err, errs.ErrNotFound) {
+					return errs.InvalidField(fmt.Sprintf("feedback_ids[%d]", i), "no item %s in this organisation", id)
+				}
+				var conflict *errs.Conflict
+				if errors.As(err, &conflict) {
+					return &errs.Conflict{Message: fmt.Sprintf("item %s: %s", id, conflict.Message)}
+				}
+				return err
+			}
 		}
-		var who uuid.NullUUID
-		if actor.Kind == "user" {
-			who = uuid.NullUUID{UUID: actor.ID, Valid: true}
-		}
-		row, err := q.RubricAnswerInsertOrUpdate(ctx, db.RubricAnswerInsertOrUpdateParams{OrgID: orgID, FeedbackID: feedbackID,
-			RubricID: rubricID, RubricVersion: int32(r.Version), ReviewerKey: key, ReviewerID: who, ReviewerLabel: actor.Label,
-			Adjudicated: adjudicated, Answers: body})
-		if err != nil {
-			return err
-		}
-		out = toAnswer(row)
-		action := "rubric.answer"
-		if adjudicated {
-			action = "rubric.adjudicate"
-		}
-		// The answers stay out of the log, as overlapping review's labels
-		// do: reviews are blind until complete.
-		return audit.Record(ctx, q, actor, audit.Entry{OrgID: orgID, Action: action, TargetType: "feedback",
-			TargetID: feedbackID.String(), Details: map[string]any{"rubric": rubricID, "version": r.Version, "questions": len(vals)}})
+		return nil
 	})
-	return out, err
+	if err != nil {
+		return 0, err
+	}
+	return len(ids), nil
 }
 
 // ForItem is every answer given for an item, adjudications last; an item
