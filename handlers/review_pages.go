@@ -42,9 +42,23 @@ func (h *Handlers) renderReviewHome(c echo.Context, status int, v views.ReviewHo
 	if v.Disputed, err = h.Review.Disputed(ctx(c), caller.OrgID); err != nil {
 		return err
 	}
+	questions, err := h.Review.AgreementQuestions(ctx(c), caller.OrgID)
+	if err != nil {
+		return err
+	}
 	v.CanReview, v.IsAdmin = caller.Role.AtLeast(auth.Curator), caller.Role.AtLeast(auth.Admin)
 	for _, pp := range plans {
-		v.Plans = append(v.Plans, planRow(pp))
+		row := planRow(pp)
+		// Each rubric question's agreement over the plan's items.
+		sep := "?"
+		if pp.Plan.Filter != "" {
+			sep = "&"
+		}
+		for _, q := range questions {
+			link := url.Values{"rubric_id": {q.RubricID.String()}, "question": {q.Key}}
+			row.QuestionLinks = append(row.QuestionLinks, views.Option{Label: q.Title, Value: row.AgreementURL + sep + link.Encode()})
+		}
+		v.Plans = append(v.Plans, row)
 	}
 	if v.IsAdmin {
 		rows, _, err := h.Datasets.List(ctx(c), caller.OrgID, datasets.ListFilter{}, nil, 200)

@@ -402,6 +402,10 @@ func TestRubricOverlapAdjudication(t *testing.T) {
 	if done := ada.Get("/review/adjudication?decided=1").Must(t, http.StatusOK); !strings.Contains(done.Body, `data-decided-question="Urgency missed?"`) {
 		t.Error("the decided list does not show the question's decision")
 	}
+	// The plan links to each question's agreement over its items.
+	if home := ada.Get("/review").Must(t, http.StatusOK); !strings.Contains(home.Body, `href="/review/agreement?tag=clinical&amp;question=urgency_missed&amp;rubric_id=`+r.ID.String()+`"`) {
+		t.Error("the plan does not link to the question's agreement")
+	}
 }
 
 // Bulk answers: the same answers for a selection of items, all or none.
