@@ -311,6 +311,14 @@ func (h *Handlers) FeedbackAnswersSave(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	if !isHTMX(c) {
+		_, queueQuery, err := itemQueue(c)
+		if err != nil {
+			return err
+		}
+		h.Sessions.Flash(c, "ok", "Answers saved.")
+		return redirect(c, feedbackItemURL(id.String(), queueQuery))
+	}
 	return h.renderItem(c, http.StatusOK, id, feedbackItemState{answers: &typedAnswers{saved: rubricID}})
 }
 

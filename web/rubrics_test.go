@@ -319,10 +319,22 @@ func TestRubricPages(t *testing.T) {
 	if !strings.Contains(refused.Body, `id="err-answers.urgency_missed"`) {
 		t.Error("a missing required answer is not refused beside its question")
 	}
+	// Saved without a script: back to the item's own address, with a flash.
 	saved := cara.PostForm(path, url.Values{"rubric_id": {rubricID.String()}, "a.urgency_missed": {"critical"}, "a.accuracy": {"2"},
-		"a.wrong": {`[{"start":0,"end":4,"label":"error"}]`}}).Must(t, http.StatusOK)
-	if !strings.Contains(saved.Body, "Answers saved") || !strings.Contains(saved.Body, "You answered version 1") {
+		"a.wrong": {`[{"start":0,"end":4,"label":"error"}]`}}).Must(t, http.StatusSeeOther)
+	if loc := saved.Header.Get("Location"); loc != "/feedback/"+ids[0].String() {
+		t.Errorf("saved answers go to %s", loc)
+	}
+	if page := cara.Get("/feedback/" + ids[0].String()).Must(t, http.StatusOK); !strings.Contains(page.Body, "Answers saved") ||
+		!strings.Contains(page.Body, "You answered version 1") {
 		t.Error("saved answers are not confirmed on the page")
+	}
+	// With htmx, the item's fragment comes back in place.
+	h := http.Header{"HX-Request": {"true"}, "Content-Type": {"application/x-www-form-urlencoded"}}
+	form2 := url.Values{"_csrf": {cara.CSRF()}, "rubric_id": {rubricID.String()}, "a.urgency_missed": {"critical"}, "a.accuracy": {"2"},
+		"a.wrong": {`[{"start":0,"end":4,"label":"error"}]`}}
+	if frag := cara.Do(http.MethodPost, path, strings.NewReader(form2.Encode()), h).Must(t, http.StatusOK); !strings.Contains(frag.Body, `id="answers-saved"`) {
+		t.Error("the fragment does not confirm the answers")
 	}
 	var stored string
 	if err := s.Pool.QueryRow(context.Background(), "SELECT answers::text FROM rubric_answers").Scan(&stored); err != nil {
@@ -363,7 +375,7 @@ func TestRubricOverlapAdjudication(t *testing.T) {
 		c.Get("/review")
 		c.PostForm("/review/plans/"+plan.String()+"/next", nil).Must(t, http.StatusSeeOther)
 		c.PostForm(item+"/answers", url.Values{"rubric_id": {r.ID.String()}, "a.urgency_missed": {urgency}, "a.accuracy": {"4"}}).
-			Must(t, http.StatusOK)
+			Must(t, http.StatusSeeOther)
 		c.PostForm(item+"/review", url.Values{"status": {"approved"}}).Must(t, http.StatusSeeOther)
 		// A submitted review's answers are final with it.
 		c.PostForm(item+"/answers", url.Values{"rubric_id": {r.ID.String()}, "a.urgency_missed": {"minor"}}).Must(t, http.StatusConflict)
