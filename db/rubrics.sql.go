@@ -170,6 +170,59 @@ func (q *Queries) RubricAnswerListFeedbackByValue(ctx context.Context, arg Rubri
 	return items, nil
 }
 
+const rubricAnswerListFeedbackSettled = `-- name: RubricAnswerListFeedbackSettled :many
+SELECT a.feedback_id
+FROM rubric_answers a
+WHERE a.org_id = $1 AND a.rubric_id = $2 AND a.feedback_id = ANY($3::uuid[])
+  AND a.answers ? $4::text
+GROUP BY a.feedback_id
+HAVING coalesce(
+    (array_agg(a.answers -> $4::text) FILTER (WHERE a.adjudicated))[1],
+    CASE WHEN count(DISTINCT a.answers -> $4::text) FILTER (WHERE NOT a.adjudicated) = 1
+         THEN (array_agg(a.answers -> $4::text) FILTER (WHERE NOT a.adjudicated))[1] END
+  ) @> $5::jsonb
+ORDER BY a.feedback_id
+`
+
+type RubricAnswerListFeedbackSettledParams struct {
+	OrgID    uuid.UUID       `json:"org_id"`
+	RubricID uuid.UUID       `json:"rubric_id"`
+	Ids      []uuid.UUID     `json:"ids"`
+	Question string          `json:"question"`
+	Value    json.RawMessage `json:"value"`
+}
+
+// Of the given items, those whose settled answer to a rubric's question
+// holds a value: the adjudicated answer where an adjudicator decided the
+// question, otherwise the reviewers' answer when every reviewer who
+// answered it gave the same one. A labels answer holds a value it
+// includes; a label or a rating holds only itself.
+func (q *Queries) RubricAnswerListFeedbackSettled(ctx context.Context, arg RubricAnswerListFeedbackSettledParams) ([]uuid.UUID, error) {
+	rows, err := q.db.Query(ctx, rubricAnswerListFeedbackSettled,
+		arg.OrgID,
+		arg.RubricID,
+		arg.Ids,
+		arg.Question,
+		arg.Value,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []uuid.UUID{}
+	for rows.Next() {
+		var feedback_id uuid.UUID
+		if err := rows.Scan(&feedback_id); err != nil {
+			return nil, err
+		}
+		items = append(items, feedback_id)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const rubricAnswerListForAgreement = `-- name: RubricAnswerListForAgreement :many
 SELECT a.feedback_id, a.reviewer_key, a.reviewer_label, a.rubric_version, a.answers, a.updated_at, f.response
 FROM rubric_answers a

@@ -118,3 +118,21 @@ WHERE a.org_id = @org_id AND a.rubric_id = @rubric_id
 GROUP BY f.id
 ORDER BY f.created_at DESC, f.id DESC
 LIMIT @row_limit;
+
+-- name: RubricAnswerListFeedbackSettled :many
+-- Of the given items, those whose settled answer to a rubric's question
+-- holds a value: the adjudicated answer where an adjudicator decided the
+-- question, otherwise the reviewers' answer when every reviewer who
+-- answered it gave the same one. A labels answer holds a value it
+-- includes; a label or a rating holds only itself.
+SELECT a.feedback_id
+FROM rubric_answers a
+WHERE a.org_id = @org_id AND a.rubric_id = @rubric_id AND a.feedback_id = ANY(@ids::uuid[])
+  AND a.answers ? @question::text
+GROUP BY a.feedback_id
+HAVING coalesce(
+    (array_agg(a.answers -> @question::text) FILTER (WHERE a.adjudicated))[1],
+    CASE WHEN count(DISTINCT a.answers -> @question::text) FILTER (WHERE NOT a.adjudicated) = 1
+         THEN (array_agg(a.answers -> @question::text) FILTER (WHERE NOT a.adjudicated))[1] END
+  ) @> @value::jsonb
+ORDER BY a.feedback_id;
