@@ -105,6 +105,58 @@ func (q *Queries) RubricAnswerListByFeedback(ctx context.Context, arg RubricAnsw
 	return items, nil
 }
 
+const rubricAnswerListByFeedbackIDs = `-- name: RubricAnswerListByFeedbackIDs :many
+SELECT a.feedback_id, b.name AS rubric_name, a.adjudicated, a.answers
+FROM rubric_answers a
+JOIN rubrics b ON b.id = a.rubric_id
+LEFT JOIN review_items r ON r.feedback_id = a.feedback_id
+LEFT JOIN review_plans p ON p.id = r.plan_id
+WHERE a.org_id = $1 AND a.feedback_id = ANY($2::uuid[])
+  AND NOT (r.state IS NOT NULL AND r.state = 'open' AND p.active)
+ORDER BY a.feedback_id, b.name, a.adjudicated, a.id
+`
+
+type RubricAnswerListByFeedbackIDsParams struct {
+	OrgID uuid.UUID   `json:"org_id"`
+	Ids   []uuid.UUID `json:"ids"`
+}
+
+type RubricAnswerListByFeedbackIDsRow struct {
+	FeedbackID  uuid.UUID       `json:"feedback_id"`
+	RubricName  string          `json:"rubric_name"`
+	Adjudicated bool            `json:"adjudicated"`
+	Answers     json.RawMessage `json:"answers"`
+}
+
+// Every answer to the organisation's rubrics for a page of items, with the
+// rubric's name, by item, rubric and reviewer (adjudications last), for
+// the settled answers a frozen dataset carries; items whose overlapping
+// review is still open under an active plan are left out.
+func (q *Queries) RubricAnswerListByFeedbackIDs(ctx context.Context, arg RubricAnswerListByFeedbackIDsParams) ([]RubricAnswerListByFeedbackIDsRow, error) {
+	rows, err := q.db.Query(ctx, rubricAnswerListByFeedbackIDs, arg.OrgID, arg.Ids)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []RubricAnswerListByFeedbackIDsRow{}
+	for rows.Next() {
+		var i RubricAnswerListByFeedbackIDsRow
+		if err := rows.Scan(
+			&i.FeedbackID,
+			&i.RubricName,
+			&i.Adjudicated,
+			&i.Answers,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const rubricAnswerListFeedbackByValue = `-- name: RubricAnswerListFeedbackByValue :many
 SELECT f.id, left(f.query, 200)::text AS query_preview, f.status, f.created_at, count(*)::int AS answers
 FROM rubric_answers a

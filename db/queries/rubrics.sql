@@ -136,3 +136,17 @@ HAVING coalesce(
          THEN (array_agg(a.answers -> @question::text) FILTER (WHERE NOT a.adjudicated))[1] END
   ) @> @value::jsonb
 ORDER BY a.feedback_id;
+
+-- name: RubricAnswerListByFeedbackIDs :many
+-- Every answer to the organisation's rubrics for a page of items, with the
+-- rubric's name, by item, rubric and reviewer (adjudications last), for
+-- the settled answers a frozen dataset carries; items whose overlapping
+-- review is still open under an active plan are left out.
+SELECT a.feedback_id, b.name AS rubric_name, a.adjudicated, a.answers
+FROM rubric_answers a
+JOIN rubrics b ON b.id = a.rubric_id
+LEFT JOIN review_items r ON r.feedback_id = a.feedback_id
+LEFT JOIN review_plans p ON p.id = r.plan_id
+WHERE a.org_id = @org_id AND a.feedback_id = ANY(@ids::uuid[])
+  AND NOT (r.state IS NOT NULL AND r.state = 'open' AND p.active)
+ORDER BY a.feedback_id, b.name, a.adjudicated, a.id;

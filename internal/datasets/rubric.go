@@ -1,9 +1,11 @@
 package datasets
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/url"
 	"slices"
 	"strconv"
@@ -121,4 +123,81 @@ func (c *AnswerCondition) keep(ctx context.Context, q *db.Queries, orgID uuid.UU
 	}
 	return q.RubricAnswerListFeedbackSettled(ctx, db.RubricAnswerListFeedbackSettledParams{OrgID: orgID, RubricID: c.RubricID, Ids: ids,
 		Question: c.Question, Value: raw})
+}
+
+// settledAnswers is, for each item of a page, its settled rubric answers
+// as the canonical JSON object a frozen example carries:
+// {"<rubric name>": {"<question key>": answer}}. A question's settled
+// answer is the adjudicated one where an adjudicator decided it, otherwise
+// the reviewers' answer when every reviewer who answered it gave the same
+// one; disputed questions are left out, and items with none are absent.
+func settledAnswers(ctx context.Context, q *db.Queries, orgID uuid.UUID, ids []uuid.UUID) (map[uuid.UUID]json.RawMessage, error) {
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	rows, err := q.RubricAnswerListByFeedbackIDs(ctx, db.RubricAnswerListByFeedbackIDsParams{OrgID: orgID, Ids: ids})
+	if err != nil {
+		return nil, err
+	}
+	type given struct {
+		value    json.RawMessage
+		disputed bool
+		decided  bool
+	}
+	byItem := map[uuid.UUID]map[string]map[string]*given{}
+	for _, r := range rows {
+		var answers map[string]json.RawMessage
+		if err := json.Unmarshal(r.Answers, &answers); err != nil {
+			return nil, fmt.Errorf("answers of %s: %w", r.FeedbackID, err)
+		}
+		rubric := byItem[r.FeedbackID]
+		if rubric == nil {
+			rubric = map[string]map[string]*given{}
+			byItem[r.FeedbackID] = rubric
+		}
+		keys := rubric[r.RubricName]
+		if keys == nil {
+			keys = map[string]*given{}
+			rubric[r.RubricName] = keys
+		}
+		for k, v := range answers {
+			var c bytes.Buffer
+			if err := json.Compact(&c, v); err != nil {
+				return nil, err
+			}
+			g := keys[k]
+			switch {
+			case r.Adjudicated:
+				keys[k] = &given{value: c.Bytes(), decided: true}
+			case g == nil:
+				keys[k] = &given{value: c.Bytes()}
+			case !g.decided && !bytes.Equal(g.value, c.Bytes()):
+				g.disputed = true
+			}
+		}
+	}
+	out := make(map[uuid.UUID]json.RawMessage, len(byItem))
+	for id, rubric := range byItem {
+		settled := map[string]map[string]json.RawMessage{}
+		for name, keys := range rubric {
+			for k, g := range keys {
+				if g.disputed && !g.decided {
+					continue
+				}
+				if settled[name] == nil {
+					settled[name] = map[string]json.RawMessage{}
+				}
+				settled[name][k] = g.value
+			}
+		}
+		if len(settled) == 0 {
+			continue
+		}
+		raw, err := json.Marshal(settled)
+		if err != nil {
+			return nil, err
+		}
+		out[id] = raw
+	}
+	return out, nil
 }

@@ -1,20 +1,25 @@
 package datasets_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"net/url"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/google/uuid"
+	"github.com/parquet-go/parquet-go"
 
 	"github.com/curate/curate/internal/accounts"
 	"github.com/curate/curate/internal/audit"
+	"github.com/curate/curate/internal/blobstore"
 	"github.com/curate/curate/internal/datasets"
 	"github.com/curate/curate/internal/errs"
+	"github.com/curate/curate/internal/export"
 	"github.com/curate/curate/internal/feedback"
 	"github.com/curate/curate/internal/rubrics"
 )
@@ -159,4 +164,78 @@ func sameIDs(a, b []uuid.UUID) bool {
 	slices.SortFunc(a, cmp)
 	slices.SortFunc(b, cmp)
 	return slices.Equal(a, b)
+}
+
+// A frozen feedback dataset carries each item's settled rubric answers,
+// and its Parquet export has them as a rubric_answers column (masked with
+// the rest when personal data is masked); OpenAI chat lines keep their
+// fixed shape, messages only.
+func TestExportCarriesRubricAnswers(t *testing.T) {
+	ctx := context.Background()
+	e := newEnv(t)
+	tr := newTriage(t, e)
+	item := func(q string) uuid.UUID {
+		return e.feedbackItem(t, feedback.Item{Query: q, Response: "Rest and fluids; see a doctor if it lasts.", FeedbackType: "thumbs_up"}, "approved", "")
+	}
+	agreed, adjudicated, plain := item("Fever for two days?"), item("Rash after a new drug?"), item("Sore throat?")
+	tr.answer(t, e, tr.ann, agreed, "none", 4)
+	tr.answer(t, e, tr.bruno, agreed, "none", 3)
+	if _, err := tr.svc.Answer(ctx, tr.ann, e.org, agreed, tr.rubric.ID, map[string]json.RawMessage{"urgency_missed": json.RawMessage(`"none"`),
+		"clarity": json.RawMessage(`4`), "note": json.RawMessage(`"asked by ` + secretEmail + `"`)}); err != nil {
+		t.Fatal(err)
+	}
+	tr.answer(t, e, tr.ann, adjudicated, "critical", 2)
+	tr.answer(t, e, tr.bruno, adjudicated, "none", 2)
+	if _, err := tr.svc.Adjudicate(ctx, e.actor, e.org, adjudicated, tr.rubric.ID, map[string]json.RawMessage{"urgency_missed": json.RawMessage(`"none"`)}); err != nil {
+		t.Fatal(err)
+	}
+	d := e.dataset(t, datasets.TypeInstructionTuning, datasets.Settings{ValidationPercent: 0})
+	if _, err := e.svc.AddMembers(ctx, e.actor, e.org, d.ID, []uuid.UUID{agreed, adjudicated, plain}); err != nil {
+		t.Fatal(err)
+	}
+	v, err := e.svc.Freeze(ctx, e.actor, e.org, d.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Disputed questions are left out: clarity on the agreed item (4
+	// against 3); the adjudicated item's urgency is the adjudicator's.
+	want := map[string]string{
+		"Fever for two days?":    `{"Clinical triage":{"note":"asked by ` + secretEmail + `","urgency_missed":"none"}}`,
+		"Rash after a new drug?": `{"Clinical triage":{"clarity":2,"urgency_missed":"none"}}`,
+		"Sore throat?":           ``,
+	}
+	bucket, err := blobstore.OpenDir(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer bucket.Close()
+	for _, masked := range []bool{false, true} {
+		prefix := fmt.Sprintf("p%v/", masked)
+		if _, err := datasets.WriteFiles(ctx, e.pool, bucket, e.svc.Scratch, prefix, v, export.Parquet, masked, nil); err != nil {
+			t.Fatal(err)
+		}
+		data := read(t, bucket, prefix+"train.parquet")
+		rows, err := parquet.Read[export.ParquetSFTRubricRow](bytes.NewReader(data), int64(len(data)))
+		if err != nil || len(rows) != 3 {
+			t.Fatalf("parquet: %d rows, %v", len(rows), err)
+		}
+		for _, r := range rows {
+			w := want[r.Messages[0].Content]
+			if masked {
+				w = strings.ReplaceAll(w, secretEmail, "[EMAIL]")
+			}
+			if r.RubricAnswers != w {
+				t.Errorf("masked %v, %q: rubric_answers %s, want %s", masked, r.Messages[0].Content, r.RubricAnswers, w)
+			}
+		}
+	}
+	if _, err := datasets.WriteFiles(ctx, e.pool, bucket, e.svc.Scratch, "chat/", v, export.OpenAIChat, false, nil); err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(strings.TrimSpace(string(read(t, bucket, "chat/train.jsonl"))), "\n") {
+		var obj map[string]json.RawMessage
+		if err := json.Unmarshal([]byte(line), &obj); err != nil || len(obj) != 1 || obj["messages"] == nil {
+			t.Fatalf("openai chat line %s (%v): want messages only", line, err)
+		}
+	}
 }
