@@ -254,3 +254,29 @@ func (h *Handlers) APIRubricAnswersBulk(c echo.Context) error {
 		Answered int       `json:"answered"`
 	}{id, n})
 }
+
+type rubricJudgeBody struct {
+	Endpoint    string      `json:"endpoint"`
+	FeedbackIDs []uuid.UUID `json:"feedback_ids"`
+}
+
+// APIRubricJudge asks a judge endpoint the rubric's label and rating
+// questions about the items; its answers are stored as a rater's.
+func (h *Handlers) APIRubricJudge(c echo.Context) error {
+	if _, err := queryParams(c); err != nil {
+		return err
+	}
+	id, err := pathID(c)
+	if err != nil {
+		return err
+	}
+	var body rubricJudgeBody
+	if err := decodeJSON(c, &body, ""); err != nil {
+		return err
+	}
+	out, err := h.Rubrics.AskJudge(ctx(c), actor(c), CallerOf(c).OrgID, id, body.Endpoint, body.FeedbackIDs)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, out)
+}

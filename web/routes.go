@@ -357,6 +357,7 @@ func Routes(h *handlers.Handlers) []Route {
 		{GET, "/api/rubrics/:id", auth.Viewer, h.APIRubricGet},
 		{GET, "/api/rubrics/:id/export", auth.Curator, h.APIRubricExport},
 		{POST, "/api/rubrics/:id/answers", auth.Curator, h.APIRubricAnswersBulk},
+		{POST, "/api/rubrics/:id/judge", auth.Curator, h.APIRubricJudge},
 		{PATCH, "/api/rubrics/:id", auth.Admin, h.APIRubricUpdate},
 		{GET, "/api/feedback/:id/answers", auth.Viewer, h.APIFeedbackAnswerList},
 		{POST, "/api/feedback/:id/answers", auth.Curator, h.APIFeedbackAnswersCreate},

@@ -330,6 +330,7 @@ func inputs(own ownIDs) map[string]input {
 		"POST /feedback/:id/answers":               {form: url.Values{"rubric_id": {own.rubric}, "a.urgency": {"none"}}},
 		"POST /api/feedback/:id/answers":           {json: map[string]any{"rubric_id": own.rubric, "answers": map[string]any{"urgency": "none"}}},
 		"POST /api/rubrics/:id/answers":            {json: map[string]any{"feedback_ids": []string{own.feedback}, "answers": map[string]any{"urgency": "none"}}},
+		"POST /api/rubrics/:id/judge":              {json: map[string]any{"endpoint": "judge", "feedback_ids": []string{own.feedback}}},
 	}
 }
 

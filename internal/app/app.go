@@ -240,6 +240,6 @@ func New(cfg config.Config, pool *pgxpool.Pool, log *slog.Logger) (*Services, er
 		Routing:      routing.New(pool),
 		Loops:        lp,
 		Demo:         demo.New(pool, acc, fb, al, ds),
-		Rubrics:      rubrics.New(pool),
+		Rubrics:      &rubrics.Service{Pool: pool, Judge: jd},
 	}, nil
 }

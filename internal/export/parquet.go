@@ -65,14 +65,14 @@ func newParquetWriter(w io.Writer, kind Kind, opts Options) Writer {
 }
 
 type parquetWriter struct {
-	out    io.Writer
-	kind   Kind
-	sft    *parquet.GenericWriter[ParquetSFTRow]
-	sftR   *parquet.GenericWriter[ParquetSFTRubricRow]
+	out  io.Writer
+	kind Kind
+	sft  *parquet.GenericWriter[ParquetSFTRow]
+	sftR *parquet.GenericWriter[ParquetSFTRubricRow]
 	// rubricAnswers writes SFT rows with the rubric_answers column.
 	rubricAnswers bool
-	pref   *parquet.GenericWriter[ParquetPrefRow]
-	closed bool
+	pref          *parquet.GenericWriter[ParquetPrefRow]
+	closed        bool
 
 	groupRows  int
 	groupBytes int

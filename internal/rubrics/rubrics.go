@@ -25,6 +25,7 @@ import (
 	"github.com/curate/curate/internal/audit"
 	"github.com/curate/curate/internal/errs"
 	"github.com/curate/curate/internal/feedback"
+	"github.com/curate/curate/internal/judge"
 )
 
 // Kinds of question.
@@ -223,6 +224,9 @@ func (in *Input) validate() error {
 // Service does the work; its fields are its dependencies.
 type Service struct {
 	Pool *pgxpool.Pool
+	// Judge answers rubrics' label and rating questions (AskJudge); nil
+	// where no judge is configured.
+	Judge *judge.Service
 }
 
 // New builds rubrics on pool's database.
