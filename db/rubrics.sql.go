@@ -225,8 +225,11 @@ func (q *Queries) RubricAnswerListFeedbackByValue(ctx context.Context, arg Rubri
 const rubricAnswerListFeedbackSettled = `-- name: RubricAnswerListFeedbackSettled :many
 SELECT a.feedback_id
 FROM rubric_answers a
+LEFT JOIN review_items r ON r.feedback_id = a.feedback_id
+LEFT JOIN review_plans p ON p.id = r.plan_id
 WHERE a.org_id = $1 AND a.rubric_id = $2 AND a.feedback_id = ANY($3::uuid[])
   AND a.answers ? $4::text
+  AND NOT (r.state IS NOT NULL AND r.state = 'open' AND p.active)
 GROUP BY a.feedback_id
 HAVING coalesce(
     (array_agg(a.answers -> $4::text) FILTER (WHERE a.adjudicated))[1],
@@ -248,7 +251,8 @@ type RubricAnswerListFeedbackSettledParams struct {
 // holds a value: the adjudicated answer where an adjudicator decided the
 // question, otherwise the reviewers' answer when every reviewer who
 // answered it gave the same one. A labels answer holds a value it
-// includes; a label or a rating holds only itself.
+// includes; a label or a rating holds only itself. Items whose overlapping
+// review is still open under an active plan have no settled answer yet.
 func (q *Queries) RubricAnswerListFeedbackSettled(ctx context.Context, arg RubricAnswerListFeedbackSettledParams) ([]uuid.UUID, error) {
 	rows, err := q.db.Query(ctx, rubricAnswerListFeedbackSettled,
 		arg.OrgID,

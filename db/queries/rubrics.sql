@@ -124,11 +124,15 @@ LIMIT @row_limit;
 -- holds a value: the adjudicated answer where an adjudicator decided the
 -- question, otherwise the reviewers' answer when every reviewer who
 -- answered it gave the same one. A labels answer holds a value it
--- includes; a label or a rating holds only itself.
+-- includes; a label or a rating holds only itself. Items whose overlapping
+-- review is still open under an active plan have no settled answer yet.
 SELECT a.feedback_id
 FROM rubric_answers a
+LEFT JOIN review_items r ON r.feedback_id = a.feedback_id
+LEFT JOIN review_plans p ON p.id = r.plan_id
 WHERE a.org_id = @org_id AND a.rubric_id = @rubric_id AND a.feedback_id = ANY(@ids::uuid[])
   AND a.answers ? @question::text
+  AND NOT (r.state IS NOT NULL AND r.state = 'open' AND p.active)
 GROUP BY a.feedback_id
 HAVING coalesce(
     (array_agg(a.answers -> @question::text) FILTER (WHERE a.adjudicated))[1],
