@@ -1093,6 +1093,21 @@ func (q *Queries) DatasetVersionInsert(ctx context.Context, arg DatasetVersionIn
 	return i, err
 }
 
+const datasetVersionItemCountRubricAnswered = `-- name: DatasetVersionItemCountRubricAnswered :one
+SELECT count(*)::int FROM (
+    SELECT 1 FROM dataset_version_items WHERE version_id = $1 AND content ? 'rubric_answers' LIMIT 1
+) x
+`
+
+// Whether any item of a version carries rubric answers (1) or none does
+// (0): a Parquet export then has a rubric_answers column.
+func (q *Queries) DatasetVersionItemCountRubricAnswered(ctx context.Context, versionID uuid.UUID) (int32, error) {
+	row := q.db.QueryRow(ctx, datasetVersionItemCountRubricAnswered, versionID)
+	var column_1 int32
+	err := row.Scan(&column_1)
+	return column_1, err
+}
+
 type DatasetVersionItemInsertManyParams struct {
 	VersionID  uuid.UUID       `json:"version_id"`
 	ContentSha []byte          `json:"content_sha"`

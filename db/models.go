@@ -1950,6 +1950,44 @@ type RoutingRuleCurator struct {
 	Position int32     `json:"position"`
 }
 
+type Rubric struct {
+	ID             uuid.UUID `json:"id"`
+	OrgID          uuid.UUID `json:"org_id"`
+	Name           string    `json:"name"`
+	Version        int32     `json:"version"`
+	AppliesTags    []string  `json:"applies_tags"`
+	CreatedByLabel string    `json:"created_by_label"`
+	CreatedAt      time.Time `json:"created_at"`
+	UpdatedAt      time.Time `json:"updated_at"`
+}
+
+type RubricAnswer struct {
+	ID            int64           `json:"id"`
+	OrgID         uuid.UUID       `json:"org_id"`
+	FeedbackID    uuid.UUID       `json:"feedback_id"`
+	RubricID      uuid.UUID       `json:"rubric_id"`
+	RubricVersion int32           `json:"rubric_version"`
+	ReviewerKey   string          `json:"reviewer_key"`
+	ReviewerID    uuid.NullUUID   `json:"reviewer_id"`
+	ReviewerLabel string          `json:"reviewer_label"`
+	Adjudicated   bool            `json:"adjudicated"`
+	Answers       json.RawMessage `json:"answers"`
+	CreatedAt     time.Time       `json:"created_at"`
+	UpdatedAt     time.Time       `json:"updated_at"`
+}
+
+type RubricVersion struct {
+	OrgID          uuid.UUID       `json:"org_id"`
+	RubricID       uuid.UUID       `json:"rubric_id"`
+	Version        int32           `json:"version"`
+	Name           string          `json:"name"`
+	Guidelines     string          `json:"guidelines"`
+	Questions      json.RawMessage `json:"questions"`
+	AppliesTags    []string        `json:"applies_tags"`
+	CreatedByLabel string          `json:"created_by_label"`
+	CreatedAt      time.Time       `json:"created_at"`
+}
+
 type Server struct {
 	ID         uuid.UUID `json:"id"`
 	StartedAt  time.Time `json:"started_at"`

@@ -9,9 +9,12 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/google/uuid"
 	"github.com/labstack/echo/v4"
 
 	"github.com/curate/curate/internal/errs"
+	"github.com/curate/curate/internal/feedback"
+	"github.com/curate/curate/internal/review"
 	"github.com/curate/curate/internal/stats"
 )
 
@@ -21,6 +24,12 @@ type agreementRequest struct {
 	Metric  string              `json:"metric"`
 	Level   string              `json:"level"`
 	Ratings [][]json.RawMessage `json:"ratings"`
+	// Question, with RubricID, asks for one rubric question's agreement
+	// over the answers stored, at the question's level, instead of a
+	// matrix; Filter (a queue filter) narrows the items.
+	RubricID string `json:"rubric_id"`
+	Question string `json:"question"`
+	Filter   string `json:"filter"`
 }
 
 // Limits on one agreement request.
@@ -39,6 +48,9 @@ func (h *Handlers) APIStatsAgreement(c echo.Context) error {
 	var in agreementRequest
 	if err := decodeJSON(c, &in, ""); err != nil {
 		return err
+	}
+	if in.Question != "" || in.RubricID != "" {
+		return h.questionAgreement(c, in)
 	}
 	level, ratings, err := in.parse()
 	if err != nil {
@@ -163,4 +175,66 @@ func reason(err error) string {
 		msg = strings.TrimPrefix(msg, kind.Error()+": ")
 	}
 	return msg
+}
+
+// questionAgreement is POST /api/stats/agreement for one rubric question.
+func (h *Handlers) questionAgreement(c echo.Context, in agreementRequest) error {
+	v := &errs.Invalid{}
+	rubricID, err := uuid.Parse(in.RubricID)
+	if err != nil {
+		v.Add("rubric_id", "must be a rubric's id, with question")
+	}
+	if in.Question == "" {
+		v.Add("question", "is required with rubric_id: the key of one of its questions")
+	}
+	if in.Ratings != nil || in.Metric != "" || in.Level != "" {
+		v.Add("ratings", "give either ratings (with metric and level) or a rubric's question, not both: the question's kind sets the level")
+	}
+	var f feedback.Filter
+	if in.Filter != "" {
+		if f, err = parseFilterText(in.Filter); err != nil {
+			v.Add("filter", "is not a queue filter: %s", filterProblem(err))
+		}
+	}
+	if v.Has() {
+		return v
+	}
+	qa, err := h.Review.QuestionAgreement(ctx(c), CallerOf(c).OrgID, f, rubricID, in.Question)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, toQuestionObject(qa))
+}
+
+// questionObject is one rubric question's agreement: alpha at the
+// question's level in value (null, with a note, when it cannot be
+// computed), and the kind's other figures beside it.
+type questionObject struct {
+	RubricID       uuid.UUID        `json:"rubric_id"`
+	RubricVersion  int              `json:"rubric_version"`
+	Question       string           `json:"question"`
+	QuestionKind   string           `json:"question_kind"`
+	Metric         string           `json:"metric"`
+	Level          string           `json:"level"`
+	Value          *float64         `json:"value"`
+	Units          int              `json:"units"`
+	Raters         int              `json:"raters"`
+	PairableValues int              `json:"pairable_values"`
+	Note           string           `json:"note,omitempty"`
+	Items          int              `json:"items"`
+	Answers        int              `json:"answers"`
+	Truncated      bool             `json:"truncated"`
+	Reviewers      []reviewerObject `json:"reviewers"`
+	Detail         kindObject       `json:"detail"`
+}
+
+func toQuestionObject(qa review.QuestionAgreement) questionObject {
+	out := questionObject{RubricID: qa.Rubric.ID, RubricVersion: qa.Rubric.Version, Question: qa.Question.Key, QuestionKind: qa.Question.Kind,
+		Metric: qa.Alpha.Metric, Level: qa.Alpha.Level, Value: qa.Alpha.Value, Units: qa.Alpha.Units, Raters: qa.Alpha.Raters,
+		PairableValues: qa.Alpha.Pairable, Note: qa.Alpha.Note, Items: qa.Items, Answers: qa.Answers, Truncated: qa.Truncated,
+		Reviewers: []reviewerObject{}, Detail: toKindObject(qa.KindAgreement)}
+	for _, r := range qa.Reviewers {
+		out.Reviewers = append(out.Reviewers, reviewerObject{ID: r.ID, Email: r.Email})
+	}
+	return out
 }

@@ -1,6 +1,7 @@
 package handlers
 
 import (
+	"encoding/json"
 	"net/http"
 	"time"
 
@@ -304,6 +305,9 @@ type decisionBody struct {
 	Status     string `json:"status"`
 	Correction string `json:"correction"`
 	Note       string `json:"note"`
+	// Answers decide the rubric questions in dispute: by rubric id, then
+	// question key, one of the answers the reviewers gave.
+	Answers map[uuid.UUID]map[string]json.RawMessage `json:"answers"`
 }
 
 // APIFeedbackAdjudicate decides a disputed item (admins and named
@@ -322,7 +326,7 @@ func (h *Handlers) APIFeedbackAdjudicate(c echo.Context) error {
 	}
 	caller := CallerOf(c)
 	if err := h.Review.Decide(ctx(c), actor(c), judgeOf(caller), caller.OrgID, id,
-		review.Decision{Status: body.Status, Correction: body.Correction, Note: body.Note}); err != nil {
+		review.Decision{Status: body.Status, Correction: body.Correction, Note: body.Note, Answers: body.Answers}); err != nil {
 		return err
 	}
 	out, err := h.itemReviews(c, id)
@@ -359,9 +363,16 @@ type trendObject struct {
 // kind of label (?kind= for one), each with its coefficients, the counts
 // behind them, Cohen's kappa for every pair of reviewers and alpha by week.
 func (h *Handlers) APIAgreement(c echo.Context) error {
-	f, kind, err := agreementScope(c)
+	f, kind, question, err := agreementScopeQuestion(c)
 	if err != nil {
 		return err
+	}
+	if question != nil {
+		qa, err := h.Review.QuestionAgreement(ctx(c), CallerOf(c).OrgID, f, question.RubricID, question.Key)
+		if err != nil {
+			return err
+		}
+		return c.JSON(http.StatusOK, toQuestionObject(qa))
 	}
 	var kinds []string
 	if kind != "" {
@@ -383,15 +394,19 @@ func (h *Handlers) APIAgreement(c echo.Context) error {
 		out.Reviewers = append(out.Reviewers, reviewerObject{ID: r.ID, Email: r.Email})
 	}
 	for _, k := range a.Kinds {
-		ko := kindObject{Kind: k.Kind, Level: string(k.Level), Alpha: k.Alpha, AlphaInterval: k.AlphaInterval, Fleiss: k.Fleiss,
-			Pairs: []pairObject{}, Trend: []trendObject{}}
-		for _, p := range k.Pairs {
-			ko.Pairs = append(ko.Pairs, pairObject{Reviewers: [2]reviewerObject{{p.A.ID, p.A.Email}, {p.B.ID, p.B.Email}}, Kappa: p.Figure, Agreed: p.Agreed})
-		}
-		for _, t := range k.Trend {
-			ko.Trend = append(ko.Trend, trendObject{Week: t.Week.Format("2006-01-02"), Alpha: t.Figure})
-		}
-		out.Data = append(out.Data, ko)
+		out.Data = append(out.Data, toKindObject(k))
 	}
 	return c.JSON(http.StatusOK, out)
+}
+
+func toKindObject(k review.KindAgreement) kindObject {
+	ko := kindObject{Kind: k.Kind, Level: string(k.Level), Alpha: k.Alpha, AlphaInterval: k.AlphaInterval, Fleiss: k.Fleiss,
+		Pairs: []pairObject{}, Trend: []trendObject{}}
+	for _, p := range k.Pairs {
+		ko.Pairs = append(ko.Pairs, pairObject{Reviewers: [2]reviewerObject{{p.A.ID, p.A.Email}, {p.B.ID, p.B.Email}}, Kappa: p.Figure, Agreed: p.Agreed})
+	}
+	for _, t := range k.Trend {
+		ko.Trend = append(ko.Trend, trendObject{Week: t.Week.Format("2006-01-02"), Alpha: t.Figure})
+	}
+	return ko
 }

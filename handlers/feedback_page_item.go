@@ -60,6 +60,7 @@ type feedbackItemState struct {
 	yours    string // the correction the curator sent, kept on a conflict or error
 	errors   map[string]string
 	review   *views.ReviewLabelForm // a refused review, as typed
+	answers  *typedAnswers          // rubric answers refused, or just saved
 }
 
 func (h *Handlers) renderItem(c echo.Context, status int, id uuid.UUID, st feedbackItemState) error {
@@ -94,6 +95,9 @@ func (h *Handlers) renderItem(c echo.Context, status int, id uuid.UUID, st feedb
 		reviewErrors, st.errors = st.errors, nil
 	}
 	if v.Review, err = h.itemReview(c, id, st.review, reviewErrors); err != nil {
+		return err
+	}
+	if v.Rubrics, err = h.itemRubrics(c, d, st.answers); err != nil {
 		return err
 	}
 	v.Place = itemPlace(place, queueQuery)

@@ -15,28 +15,45 @@ import (
 	"github.com/curate/curate/views"
 )
 
-// agreementScope reads the scope of an agreement (the queue's filter) and
-// the kind of label asked for, refusing anything else.
-func agreementScope(c echo.Context) (feedback.Filter, string, error) {
-	q, err := queryParams(c, append([]string{"kind"}, feedback.FilterParams...)...)
+// questionRef names one rubric question: ?rubric_id=&question=.
+type questionRef struct {
+	RubricID uuid.UUID
+	Key      string
+}
+
+// agreementScopeQuestion reads the scope of an agreement (the queue's
+// filter), the kind of label asked for and a rubric's question, if one is
+// asked for, refusing anything else.
+func agreementScopeQuestion(c echo.Context) (feedback.Filter, string, *questionRef, error) {
+	q, err := queryParams(c, append([]string{"kind", "rubric_id", "question"}, feedback.FilterParams...)...)
 	if err != nil {
-		return feedback.Filter{}, "", err
+		return feedback.Filter{}, "", nil, err
 	}
 	f, err := feedback.ParseFilter(q)
 	if err != nil {
-		return f, "", err
+		return f, "", nil, err
 	}
 	kind := q.Get("kind")
 	if _, ok := review.KindLevel(kind); kind != "" && !ok {
-		return f, "", errs.InvalidField("kind", "must be one of status, thumbs, rating, accuracy, helpfulness, clarity, safety, tags")
+		return f, "", nil, errs.InvalidField("kind", "must be one of status, thumbs, rating, accuracy, helpfulness, clarity, safety, tags")
 	}
-	return f, kind, nil
+	if q.Get("rubric_id") == "" && q.Get("question") == "" {
+		return f, kind, nil, nil
+	}
+	id, err := uuid.Parse(q.Get("rubric_id"))
+	if err != nil {
+		return f, "", nil, errs.InvalidField("rubric_id", "must be a rubric's id, with question")
+	}
+	if q.Get("question") == "" {
+		return f, "", nil, errs.InvalidField("question", "is required with rubric_id: the key of one of its questions")
+	}
+	return f, kind, &questionRef{RubricID: id, Key: q.Get("question")}, nil
 }
 
 // ReviewAgreement is the agreement page for a scope: ?tag=, ?dataset_id=
 // or any queue filter, and ?kind= for the pairs and the trend.
 func (h *Handlers) ReviewAgreement(c echo.Context) error {
-	f, kind, err := agreementScope(c)
+	f, kind, question, err := agreementScopeQuestion(c)
 	if err != nil {
 		return err
 	}
@@ -51,6 +68,44 @@ func (h *Handlers) ReviewAgreement(c echo.Context) error {
 	filter := f.Values()
 	v := views.ReviewAgreementView{FilterQuery: filter.Encode(), Tag: f.Tag, Items: a.Items, Labels: a.Labels,
 		Truncated: a.Truncated, Kind: kind, APIURL: "/api/agreement" + withPrefix("?", filter.Encode())}
+	// A rubric's question: its row joins the kinds', and the matrix,
+	// pairs and trend show it.
+	kinds, reviewers := a.Kinds, a.Reviewers
+	titles := map[string]string{}
+	if question != nil {
+		qa, err := h.Review.QuestionAgreement(ctx(c), caller.OrgID, f, question.RubricID, question.Key)
+		if err != nil {
+			return err
+		}
+		k := qa.KindAgreement
+		k.Kind = "question:" + qa.Question.Key
+		kind, titles[k.Kind] = k.Kind, qa.Question.Title+" ("+qa.Rubric.Name+")"
+		kinds, reviewers = append(append([]review.KindAgreement(nil), a.Kinds...), k), qa.Reviewers
+		v.Kind, v.Question = kind, titles[k.Kind]
+		api := url.Values{}
+		for key, vals := range filter {
+			api[key] = vals
+		}
+		api.Set("rubric_id", question.RubricID.String())
+		api.Set("question", question.Key)
+		v.APIURL = "/api/agreement?" + api.Encode()
+		v.Items, v.Labels = max(v.Items, qa.Items), v.Labels+qa.Answers
+		v.Truncated = v.Truncated || qa.Truncated
+	}
+	questions, err := h.Review.AgreementQuestions(ctx(c), caller.OrgID)
+	if err != nil {
+		return err
+	}
+	for _, q := range questions {
+		link := url.Values{}
+		for key, vals := range filter {
+			link[key] = vals
+		}
+		link.Set("rubric_id", q.RubricID.String())
+		link.Set("question", q.Key)
+		v.QuestionLinks = append(v.QuestionLinks, views.AgreementKindLink{Kind: "question:" + q.Key, Label: q.Title,
+			URL: "/review/agreement?" + link.Encode(), Active: question != nil && question.RubricID == q.RubricID && question.Key == q.Key})
+	}
 	if f.DatasetID != uuid.Nil {
 		v.DatasetID = f.DatasetID.String()
 	}
@@ -73,15 +128,17 @@ func (h *Handlers) ReviewAgreement(c echo.Context) error {
 	for _, p := range plans {
 		v.Plans = append(v.Plans, views.Option{Value: "/review/agreement" + withPrefix("?", p.Plan.Filter), Label: p.Plan.Name})
 	}
-	for _, r := range a.Reviewers {
+	for _, r := range reviewers {
 		v.Reviewers = append(v.Reviewers, r.Email)
 	}
-	for _, k := range a.Kinds {
+	for _, k := range kinds {
 		if k.Labels == 0 {
-			v.Unlabelled = append(v.Unlabelled, k.Kind)
+			if titles[k.Kind] == "" {
+				v.Unlabelled = append(v.Unlabelled, k.Kind)
+			}
 			continue
 		}
-		row := views.AgreementKindRow{Kind: k.Kind, Level: string(k.Level), Alpha: figureView(k.Alpha), Fleiss: figureView(k.Fleiss)}
+		row := views.AgreementKindRow{Kind: k.Kind, Title: titles[k.Kind], Level: string(k.Level), Alpha: figureView(k.Alpha), Fleiss: figureView(k.Fleiss)}
 		if k.AlphaInterval != nil {
 			f := figureView(*k.AlphaInterval)
 			row.AlphaInterval = &f
@@ -92,18 +149,20 @@ func (h *Handlers) ReviewAgreement(c echo.Context) error {
 			link[key] = vals
 		}
 		link.Set("kind", k.Kind)
-		v.KindLinks = append(v.KindLinks, views.AgreementKindLink{Kind: k.Kind, Label: views.Label(k.Kind),
-			URL: "/review/agreement?" + link.Encode(), Active: k.Kind == kind})
+		if titles[k.Kind] == "" {
+			v.KindLinks = append(v.KindLinks, views.AgreementKindLink{Kind: k.Kind, Label: views.Label(k.Kind),
+				URL: "/review/agreement?" + link.Encode(), Active: k.Kind == kind})
+		}
 		if k.Kind != kind {
 			continue
 		}
 		index := map[string]int{}
-		for i, r := range a.Reviewers {
+		for i, r := range reviewers {
 			index[r.ID.String()] = i
 		}
-		v.Matrix = make([][]views.AgreementCell, len(a.Reviewers))
+		v.Matrix = make([][]views.AgreementCell, len(reviewers))
 		for i := range v.Matrix {
-			v.Matrix[i] = make([]views.AgreementCell, len(a.Reviewers))
+			v.Matrix[i] = make([]views.AgreementCell, len(reviewers))
 			v.Matrix[i][i].Self = true
 		}
 		for _, p := range k.Pairs {

@@ -1,6 +1,7 @@
 package handlers
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -41,9 +42,23 @@ func (h *Handlers) renderReviewHome(c echo.Context, status int, v views.ReviewHo
 	if v.Disputed, err = h.Review.Disputed(ctx(c), caller.OrgID); err != nil {
 		return err
 	}
+	questions, err := h.Review.AgreementQuestions(ctx(c), caller.OrgID)
+	if err != nil {
+		return err
+	}
 	v.CanReview, v.IsAdmin = caller.Role.AtLeast(auth.Curator), caller.Role.AtLeast(auth.Admin)
 	for _, pp := range plans {
-		v.Plans = append(v.Plans, planRow(pp))
+		row := planRow(pp)
+		// Each rubric question's agreement over the plan's items.
+		sep := "?"
+		if pp.Plan.Filter != "" {
+			sep = "&"
+		}
+		for _, q := range questions {
+			link := url.Values{"rubric_id": {q.RubricID.String()}, "question": {q.Key}}
+			row.QuestionLinks = append(row.QuestionLinks, views.Option{Label: q.Title, Value: row.AgreementURL + sep + link.Encode()})
+		}
+		v.Plans = append(v.Plans, row)
 	}
 	if v.IsAdmin {
 		rows, _, err := h.Datasets.List(ctx(c), caller.OrgID, datasets.ListFilter{}, nil, 200)
@@ -298,6 +313,15 @@ func (h *Handlers) renderAdjudication(c echo.Context, status int, v views.Adjudi
 		for _, r := range d.Reviews {
 			row.Reviews = append(row.Reviews, reviewCard(r))
 		}
+		for _, dq := range d.Questions {
+			qr := views.DisputedQuestionRow{Field: "answer." + dq.RubricID.String() + "." + dq.Question.Key, ErrorKey: "answers." + dq.Question.Key,
+				Title: dq.Question.Title, Rubric: dq.Rubric}
+			for _, a := range dq.Answers {
+				qr.Answers = append(qr.Answers, views.DisputedAnswer{Reviewer: a.Reviewer, Text: answerText(dq.Question, a.Value),
+					Value: string(a.Value), Adjudicated: a.Adjudicated})
+			}
+			row.Questions = append(row.Questions, qr)
+		}
 		v.Rows = append(v.Rows, row)
 	}
 	if next != nil {
@@ -341,6 +365,30 @@ func (h *Handlers) AdjudicationDecide(c echo.Context) error {
 	}
 	caller := CallerOf(c)
 	d := review.Decision{Status: c.FormValue("status"), Correction: c.FormValue("correction"), Note: c.FormValue("note")}
+	// A disputed rubric question's decision: answer.<rubric id>.<key>,
+	// one of the answers given, as the JSON it was given in.
+	form, err := c.FormParams()
+	if err != nil {
+		return errs.InvalidField("status", "the form could not be read")
+	}
+	for name, vals := range form {
+		rest, ok := strings.CutPrefix(name, "answer.")
+		if !ok || len(vals) == 0 {
+			continue
+		}
+		rid, key, ok := strings.Cut(rest, ".")
+		rubricID, perr := uuid.Parse(rid)
+		if !ok || perr != nil || !json.Valid([]byte(vals[0])) {
+			return errs.InvalidField(name, "is not an answer to a rubric's question")
+		}
+		if d.Answers == nil {
+			d.Answers = map[uuid.UUID]map[string]json.RawMessage{}
+		}
+		if d.Answers[rubricID] == nil {
+			d.Answers[rubricID] = map[string]json.RawMessage{}
+		}
+		d.Answers[rubricID][key] = json.RawMessage(vals[0])
+	}
 	err = h.Review.Decide(ctx(c), actor(c), judgeOf(caller), caller.OrgID, id, d)
 	var invalid *errs.Invalid
 	if errors.As(err, &invalid) {

@@ -118,7 +118,8 @@ func activeHref(path string) string {
 // belongsTo places pages that have no link of their own under the link of
 // the work they are part of: overlapping review is reviewing feedback.
 var belongsTo = map[string]string{
-	"/review": "/feedback",
+	"/review":  "/feedback",
+	"/rubrics": "/feedback",
 }
 
 // menuActive reports whether one of a menu's links is the active one.

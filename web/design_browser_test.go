@@ -23,6 +23,7 @@ import (
 	"github.com/curate/curate/internal/pairs"
 	"github.com/curate/curate/internal/provider/openaitest"
 	"github.com/curate/curate/internal/routing"
+	"github.com/curate/curate/internal/rubrics"
 	"github.com/curate/curate/internal/serving"
 	"github.com/curate/curate/web/webtest"
 )
@@ -233,6 +234,18 @@ func newDesignSite(t *testing.T) *designSite {
 		t.Fatal(err)
 	}
 
+	// A rubric asked of every item, so the item page shows one beside it.
+	rubric, err := s.App.Services.Rubrics.Create(ctx, audit.System, seeded.OrgID, rubrics.Input{Name: "Answer review",
+		Guidelines: "# What to look for\n- **Urgency**: was anything urgent missed?\n- Mark the *wrong* words.",
+		Questions: []rubrics.Question{
+			{Key: "urgency_missed", Kind: "label", Title: "Urgency missed?", Options: []string{"none", "minor", "critical"}, Required: true},
+			{Key: "accuracy", Kind: "rating", Title: "Accuracy", Options: []string{"wrong", "poor", "fair", "good", "exact"}},
+			{Key: "wrong", Kind: "span", Title: "Which words are wrong?", Options: []string{"error", "unsafe"}},
+			{Key: "why", Kind: "text", Title: "Why?"},
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
 	d.pages = []designPage{
 		{"home", "/", "/"},
 		{"queue", "/feedback", "/feedback"},
@@ -269,6 +282,11 @@ func newDesignSite(t *testing.T) *designSite {
 		{"review", "/review", "/feedback"},
 		{"review-adjudication", "/review/adjudication", "/feedback"},
 		{"review-agreement", "/review/agreement", "/feedback"},
+		{"review-agreement-question", "/review/agreement?rubric_id=" + rubric.ID.String() + "&question=urgency_missed", "/feedback"},
+		{"rubrics", "/rubrics", "/feedback"},
+		{"rubric-new", "/rubrics/new", "/feedback"},
+		{"rubric", "/rubrics/" + rubric.ID.String(), "/feedback"},
+		{"rubric-items", "/rubrics/" + rubric.ID.String() + "/items?question=urgency_missed&value=none", "/feedback"},
 		{"codebooks", "/codebooks", "/codebooks"},
 		{"codebook", "/codebooks/assistant", "/codebooks"},
 		{"codebook-from-item", "/codebooks/assistant?from=" + itemID, "/codebooks"},

@@ -342,5 +342,24 @@ func Routes(h *handlers.Handlers) []Route {
 		{POST, "/api/feedback/:id/reviews", auth.Curator, h.APIFeedbackReviewCreate},
 		{POST, "/api/feedback/:id/adjudication", auth.Curator, h.APIFeedbackAdjudicate},
 		{GET, "/api/agreement", auth.Viewer, h.APIAgreement},
+
+		// Review rubrics: admins define and edit them (each edit a new
+		// version); curators answer them beside the item.
+		{GET, "/rubrics", auth.Viewer, h.RubricList},
+		{GET, "/rubrics/new", auth.Admin, h.RubricNew},
+		{POST, "/rubrics", auth.Admin, h.RubricCreate},
+		{GET, "/rubrics/:id", auth.Viewer, h.RubricEdit},
+		{GET, "/rubrics/:id/items", auth.Viewer, h.RubricItems},
+		{POST, "/rubrics/:id", auth.Admin, h.RubricSave},
+		{POST, "/feedback/:id/answers", auth.Curator, h.FeedbackAnswersSave},
+		{GET, "/api/rubrics", auth.Viewer, h.APIRubricList},
+		{POST, "/api/rubrics", auth.Admin, h.APIRubricCreate},
+		{GET, "/api/rubrics/:id", auth.Viewer, h.APIRubricGet},
+		{GET, "/api/rubrics/:id/export", auth.Curator, h.APIRubricExport},
+		{POST, "/api/rubrics/:id/answers", auth.Curator, h.APIRubricAnswersBulk},
+		{POST, "/api/rubrics/:id/judge", auth.Curator, h.APIRubricJudge},
+		{PATCH, "/api/rubrics/:id", auth.Admin, h.APIRubricUpdate},
+		{GET, "/api/feedback/:id/answers", auth.Viewer, h.APIFeedbackAnswerList},
+		{POST, "/api/feedback/:id/answers", auth.Curator, h.APIFeedbackAnswersCreate},
 	}
 }

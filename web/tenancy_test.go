@@ -85,6 +85,7 @@ func newVictim(t *testing.T, s *webtest.Server) victim {
 		http.StatusCreated))
 	v.ids["codebook"] = "private-book"
 	v.ids["review_plan"] = id(post("/api/review/plans", map[string]any{"name": "double-check", "tag": "billing", "overlap": 2}, http.StatusCreated))
+	v.ids["rubric"] = id(post("/api/rubrics", ownRubric, http.StatusCreated))
 
 	user, err := s.App.Accounts.CreateUser(ctx, audit.System, org, accounts.NewUser{Email: "gus@globex.test", Role: "curator", Password: webtest.Password})
 	if err != nil {
@@ -199,6 +200,8 @@ var paramKinds = []struct{ prefix, kind string }{
 	{"/api/loops/:id", "loop"},
 	{"/api/loop-runs/:id", "loop_run"},
 	{"/feedback/routing/rules/:id", "routing_rule"},
+	{"/rubrics/:id", "rubric"},
+	{"/api/rubrics/:id", "rubric"},
 }
 
 var paramRE = regexp.MustCompile(`:[a-z]+`)
@@ -322,6 +325,12 @@ func inputs(own ownIDs) map[string]input {
 		"POST /loops/:id/status":                   {form: url.Values{"status": {"paused"}}},
 		"PATCH /api/loops/:id":                     {json: map[string]any{"status": "paused"}},
 		"POST /feedback/routing/rules/:id/active":  {form: url.Values{"active": {"0"}}},
+		"POST /rubrics/:id":                        {form: url.Values{"name": {"Mine"}, "q0_key": {"urgency"}, "q0_kind": {"label"}, "q0_options": {"none\ncritical"}}},
+		"PATCH /api/rubrics/:id":                   {json: ownRubric},
+		"POST /feedback/:id/answers":               {form: url.Values{"rubric_id": {own.rubric}, "a.urgency": {"none"}}},
+		"POST /api/feedback/:id/answers":           {json: map[string]any{"rubric_id": own.rubric, "answers": map[string]any{"urgency": "none"}}},
+		"POST /api/rubrics/:id/answers":            {json: map[string]any{"feedback_ids": []string{own.feedback}, "answers": map[string]any{"urgency": "none"}}},
+		"POST /api/rubrics/:id/judge":              {json: map[string]any{"endpoint": "judge", "feedback_ids": []string{own.feedback}}},
 	}
 }
 
@@ -334,7 +343,10 @@ var byPerson = map[string]bool{
 }
 
 // ownIDs are the caller's own objects that valid input names.
-type ownIDs struct{ user, pair, feedback string }
+type ownIDs struct{ user, pair, feedback, rubric string }
+
+// ownRubric is a rubric as valid input defines it.
+var ownRubric = map[string]any{"name": "Triage", "questions": []map[string]any{{"key": "urgency", "kind": "label", "options": []string{"none", "critical"}}}}
 
 // Another organisation's ids answer 404 on every route that takes an id,
 // as if they did not exist, whatever the method, with and without htmx,
@@ -363,6 +375,8 @@ func TestForeignIDsAreNotFound(t *testing.T) {
 	s.API(key, http.MethodPost, "/api/feedback", map[string]any{"query": "q", "response": "a", "feedback_type": "correction", "correction": "b"}).
 		Must(t, http.StatusCreated).JSON(t, &made)
 	own.feedback = made.ID
+	s.API(key, http.MethodPost, "/api/rubrics", ownRubric).Must(t, http.StatusCreated).JSON(t, &made)
+	own.rubric = made.ID
 	vllm := vllmtest.New(t, "meta-llama/Llama-3.1-8B-Instruct")
 	s.API(key, http.MethodPost, "/api/serving-targets", map[string]any{"name": "gpu-1", "kind": "vllm", "base_url": vllm.URL}).Must(t, http.StatusCreated)
 	s.API(key, http.MethodPost, "/api/endpoints", map[string]any{"name": "judge", "base_url": vllm.URL + "/v1", "model": "m"}).Must(t, http.StatusCreated)

@@ -313,3 +313,10 @@ ON CONFLICT DO NOTHING;
 -- until none is left, so no one statement holds locks for long.
 DELETE FROM item_facts f WHERE f.ctid = ANY(ARRAY(
     SELECT e.ctid FROM item_facts e WHERE e.created_at < @before LIMIT 10000));
+
+-- name: DatasetVersionItemCountRubricAnswered :one
+-- Whether any item of a version carries rubric answers (1) or none does
+-- (0): a Parquet export then has a rubric_answers column.
+SELECT count(*)::int FROM (
+    SELECT 1 FROM dataset_version_items WHERE version_id = @version_id AND content ? 'rubric_answers' LIMIT 1
+) x;

@@ -47,6 +47,7 @@ import (
 	"github.com/curate/curate/internal/rewardmodel"
 	"github.com/curate/curate/internal/rlaif"
 	"github.com/curate/curate/internal/routing"
+	"github.com/curate/curate/internal/rubrics"
 	"github.com/curate/curate/internal/scratch"
 	"github.com/curate/curate/internal/secrets"
 	"github.com/curate/curate/internal/servers"
@@ -118,6 +119,9 @@ type Services struct {
 	// Review hands items to several reviewers, measures their agreement
 	// and settles their disagreements.
 	Review *review.Service
+	// Rubrics are the questions a team asks of an item, versioned, and
+	// the answers reviewers give them.
+	Rubrics *rubrics.Service
 	// LiveScore scores sampled live answers for experiments and aliases.
 	LiveScore *livescore.Service
 	// Monitors watch every served version; the alert rules' evaluation
@@ -239,5 +243,6 @@ func New(cfg config.Config, pool *pgxpool.Pool, log *slog.Logger) (*Services, er
 		Routing:      routing.New(pool),
 		Loops:        lp,
 		Demo:         demo.New(pool, acc, fb, al, ds),
+		Rubrics:      &rubrics.Service{Pool: pool, Judge: jd},
 	}, nil
 }

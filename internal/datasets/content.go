@@ -24,6 +24,9 @@ type Example struct {
 	Prompt   []export.Message `json:"prompt,omitempty"`
 	Chosen   string           `json:"chosen,omitempty"`
 	Rejected string           `json:"rejected,omitempty"`
+	// RubricAnswers are an SFT example's settled rubric answers, by rubric
+	// name and question key (see settledAnswers); absent when it has none.
+	RubricAnswers json.RawMessage `json:"rubric_answers,omitempty"`
 }
 
 // Kinds of frozen versions, as export names them.
@@ -59,7 +62,14 @@ func decodeExample(raw []byte, e *Example) error {
 
 // SFT is the example as export's SFT type.
 func (e Example) SFT() export.SFTExample {
-	return export.SFTExample{System: e.System, Messages: e.Messages}
+	out := export.SFTExample{System: e.System, Messages: e.Messages}
+	if len(e.RubricAnswers) > 0 {
+		var c bytes.Buffer
+		if json.Compact(&c, e.RubricAnswers) == nil {
+			out.RubricAnswers = c.String()
+		}
+	}
+	return out
 }
 
 // Pref is the example as export's preference type.
@@ -70,9 +80,34 @@ func (e Example) Pref() export.PrefExample {
 // Masked returns a copy with personal data replaced by its kind in
 // brackets ("[EMAIL]", "[PHONE]", ...) in every text field.
 func (e Example) Masked() Example {
-	out := Example{System: pii.Mask(e.System), Chosen: pii.Mask(e.Chosen), Rejected: pii.Mask(e.Rejected)}
+	out := Example{System: pii.Mask(e.System), Chosen: pii.Mask(e.Chosen), Rejected: pii.Mask(e.Rejected), RubricAnswers: maskAnswers(e.RubricAnswers)}
 	out.Messages = maskMessages(e.Messages)
 	out.Prompt = maskMessages(e.Prompt)
+	return out
+}
+
+// maskAnswers masks personal data in the text of rubric answers (a text
+// question's answer, a label); other answers are kept as they are.
+func maskAnswers(raw json.RawMessage) json.RawMessage {
+	if len(raw) == 0 {
+		return raw
+	}
+	var byRubric map[string]map[string]json.RawMessage
+	if json.Unmarshal(raw, &byRubric) != nil {
+		return nil
+	}
+	for _, keys := range byRubric {
+		for k, v := range keys {
+			var s string
+			if json.Unmarshal(v, &s) == nil {
+				keys[k], _ = json.Marshal(pii.Mask(s))
+			}
+		}
+	}
+	out, err := json.Marshal(byRubric)
+	if err != nil {
+		return nil
+	}
 	return out
 }
 

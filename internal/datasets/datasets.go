@@ -471,12 +471,21 @@ func insertMembers(ctx context.Context, q *db.Queries, orgID uuid.UUID, d db.Tra
 // AddByFilter adds every pair or eligible feedback item the filter
 // matches, and saves the filter on the dataset so it can be applied again.
 // Pairs take method, tag, min_strength, from, to and q; feedback takes the
-// queue's filter (only approved and corrected items are added).
+// queue's filter (only approved and corrected items are added) and, with
+// rubric_id, rubric_question and rubric_answer, keeps the items whose
+// settled answer to that question is the one asked (AnswerCondition).
 func (s *Service) AddByFilter(ctx context.Context, actor audit.Actor, orgID, id uuid.UUID, params url.Values) (int, error) {
 	return s.changeMembers(ctx, actor, orgID, id, "dataset.members_add_filter", func(q *db.Queries, d db.TrainingDataset) (int64, error) {
 		var ids []uuid.UUID
 		var saved string
+		cond, err := parseAnswerCondition(params)
+		if err != nil {
+			return 0, err
+		}
 		if KindOf(string(d.DatasetType)) == KindPreference {
+			if cond != nil {
+				return 0, errs.InvalidField(ParamQuestion, "a rubric answer selects feedback items: %s holds preference pairs", d.Name)
+			}
 			pf, err := ParsePairFilter(params)
 			if err != nil {
 				return 0, err
@@ -496,7 +505,14 @@ func (s *Service) AddByFilter(ctx context.Context, actor audit.Actor, orgID, id 
 			if ids, err = q.FeedbackListMatchingIDs(ctx, ff.MatchingParams(orgID, MaxFilterAdd+1)); err != nil {
 				return 0, err
 			}
-			saved = ff.Values().Encode()
+			if cond != nil && len(ids) <= MaxFilterAdd {
+				if ids, err = cond.keep(ctx, q, orgID, ids); err != nil {
+					return 0, err
+				}
+			}
+			vals := ff.Values()
+			cond.values(vals)
+			saved = vals.Encode()
 		}
 		if len(ids) > MaxFilterAdd {
 			return 0, errs.InvalidField("filter", "matches more than %d items; narrow it", MaxFilterAdd)

@@ -423,7 +423,16 @@ func clearPrefix(ctx context.Context, bucket *blob.Bucket, prefix string) error 
 
 func writeSplit(ctx context.Context, q *db.Queries, w io.Writer, ver db.DatasetVersion, split string, f export.Format, maskPII bool, row func() error) (export.ManifestFile, int, error) {
 	hw := export.NewHashingWriter(w)
-	ew, err := export.NewWriter(f, hw, export.Kind(ver.Kind))
+	var opts export.Options
+	if f == export.Parquet && ver.Kind == KindSFT {
+		// Rubric answers get a column when any example carries them.
+		n, err := q.DatasetVersionItemCountRubricAnswered(ctx, ver.ID)
+		if err != nil {
+			return export.ManifestFile{}, 0, err
+		}
+		opts.RubricAnswers = n > 0
+	}
+	ew, err := export.NewWriterWith(f, hw, export.Kind(ver.Kind), opts)
 	if err != nil {
 		return export.ManifestFile{}, 0, err
 	}

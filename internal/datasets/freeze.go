@@ -255,11 +255,20 @@ func eachMember(ctx context.Context, read *db.Queries, d db.TrainingDataset, fn 
 				if err != nil {
 					return err
 				}
+				ids := make([]uuid.UUID, len(rows))
+				for i, r := range rows {
+					ids[i] = r.ID
+				}
+				answers, err := settledAnswers(gctx, read, d.OrgID, ids)
+				if err != nil {
+					return err
+				}
 				for _, r := range rows {
 					e, err := feedbackExample(r.Query, r.Response, r.Correction, string(r.Status), r.Context, d.SystemPrompt)
 					if err != nil {
 						return fmt.Errorf("feedback %s: %w", r.ID, err)
 					}
+					e.RubricAnswers = answers[r.ID]
 					page = append(page, member{r.ID, e})
 				}
 				n = len(rows)

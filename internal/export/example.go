@@ -22,6 +22,11 @@ type Message struct {
 type SFTExample struct {
 	System   string
 	Messages []Message
+	// RubricAnswers is the example's settled rubric answers as a JSON
+	// object, "" when it has none. Only formats with room for it (a
+	// Parquet file written WithRubricAnswers) carry it; the provider line
+	// shapes leave it out.
+	RubricAnswers string
 }
 
 // PrefExample is a preference pair: a prompt conversation (usually ending

@@ -18,6 +18,14 @@ type ParquetSFTRow struct {
 	Messages []ParquetMessage `parquet:"messages,list"`
 }
 
+// ParquetSFTRubricRow is a row of an SFT parquet file that carries the
+// examples' settled rubric answers, a JSON object by rubric name and
+// question key ("" when an example has none).
+type ParquetSFTRubricRow struct {
+	Messages      []ParquetMessage `parquet:"messages,list"`
+	RubricAnswers string           `parquet:"rubric_answers"`
+}
+
 // ParquetPrefRow is a row of a preference parquet file.
 type ParquetPrefRow struct {
 	Prompt   []ParquetMessage `parquet:"prompt,list"`
@@ -47,22 +55,29 @@ const (
 // the SFT schema. A preference pair written to an SFT file becomes its
 // chosen conversation; an SFT example cannot go into a preference file.
 //
+// With opts.RubricAnswers an SFT file has a second column, rubric_answers
+// (ParquetSFTRubricRow).
+//
 // Row groups are flushed every 20,000 rows or 32 MiB of text, so memory
 // stays bounded; the file is Snappy-compressed.
-func newParquetWriter(w io.Writer, kind Kind) Writer {
-	return &parquetWriter{out: w, kind: kind}
+func newParquetWriter(w io.Writer, kind Kind, opts Options) Writer {
+	return &parquetWriter{out: w, kind: kind, rubricAnswers: opts.RubricAnswers}
 }
 
 type parquetWriter struct {
-	out    io.Writer
-	kind   Kind
-	sft    *parquet.GenericWriter[ParquetSFTRow]
-	pref   *parquet.GenericWriter[ParquetPrefRow]
-	closed bool
+	out  io.Writer
+	kind Kind
+	sft  *parquet.GenericWriter[ParquetSFTRow]
+	sftR *parquet.GenericWriter[ParquetSFTRubricRow]
+	// rubricAnswers writes SFT rows with the rubric_answers column.
+	rubricAnswers bool
+	pref          *parquet.GenericWriter[ParquetPrefRow]
+	closed        bool
 
 	groupRows  int
 	groupBytes int
 	sftRow     [1]ParquetSFTRow
+	sftRRow    [1]ParquetSFTRubricRow
 	prefRow    [1]ParquetPrefRow
 }
 
@@ -75,15 +90,18 @@ func writerOptions() []parquet.WriterOption {
 
 // open creates the underlying writer for kind k on first use.
 func (w *parquetWriter) open(k Kind) {
-	if w.sft != nil || w.pref != nil {
+	if w.sft != nil || w.sftR != nil || w.pref != nil {
 		return
 	}
 	if w.kind == "" {
 		w.kind = k
 	}
-	if w.kind == KindPreference {
+	switch {
+	case w.kind == KindPreference:
 		w.pref = parquet.NewGenericWriter[ParquetPrefRow](w.out, writerOptions()...)
-	} else {
+	case w.rubricAnswers:
+		w.sftR = parquet.NewGenericWriter[ParquetSFTRubricRow](w.out, writerOptions()...)
+	default:
 		w.sft = parquet.NewGenericWriter[ParquetSFTRow](w.out, writerOptions()...)
 	}
 }
@@ -96,6 +114,15 @@ func (w *parquetWriter) WriteSFT(ex SFTExample) error {
 		return err
 	}
 	w.open(KindSFT)
+	if w.sftR != nil {
+		row := &w.sftRRow[0]
+		row.Messages = appendParquetMessages(row.Messages[:0], ex.System, ex.Messages)
+		row.RubricAnswers = ex.RubricAnswers
+		if _, err := w.sftR.Write(w.sftRRow[:]); err != nil {
+			return err
+		}
+		return w.afterRow(textBytes(ex.System, ex.Messages) + len(ex.RubricAnswers))
+	}
 	if w.sft == nil {
 		return fmt.Errorf("parquet file holds preference pairs; cannot add an SFT example")
 	}
@@ -115,7 +142,7 @@ func (w *parquetWriter) WritePref(p PrefExample) error {
 		return err
 	}
 	w.open(KindPreference)
-	if w.sft != nil {
+	if w.sft != nil || w.sftR != nil {
 		return w.WriteSFT(p.SFT())
 	}
 	row := &w.prefRow[0]
@@ -136,6 +163,9 @@ func (w *parquetWriter) afterRow(n int) error {
 		return nil
 	}
 	w.groupRows, w.groupBytes = 0, 0
+	if w.sftR != nil {
+		return w.sftR.Flush()
+	}
 	if w.sft != nil {
 		return w.sft.Flush()
 	}
@@ -148,6 +178,9 @@ func (w *parquetWriter) Close() error {
 	}
 	w.closed = true
 	w.open(KindSFT)
+	if w.sftR != nil {
+		return w.sftR.Close()
+	}
 	if w.sft != nil {
 		return w.sft.Close()
 	}

@@ -32,12 +32,25 @@ var ErrClosed = errors.New("export: writer is closed")
 // empty file the right columns; the JSON Lines formats write each line the
 // same whatever the kind.
 func NewWriter(f Format, w io.Writer, kind Kind) (Writer, error) {
+	return NewWriterWith(f, w, kind, Options{})
+}
+
+// Options are what a writer adds to a format's usual shape.
+type Options struct {
+	// RubricAnswers adds a rubric_answers column (a JSON object, empty
+	// when an example has none) to an SFT Parquet file. Other formats'
+	// shapes are fixed and leave the answers out.
+	RubricAnswers bool
+}
+
+// NewWriterWith is NewWriter with options.
+func NewWriterWith(f Format, w io.Writer, kind Kind, opts Options) (Writer, error) {
 	if kind != "" && !f.Accepts(kind) {
 		return nil, fmt.Errorf("export: %s cannot hold %s examples", f, kind)
 	}
 	switch f {
 	case Parquet:
-		return newParquetWriter(w, kind), nil
+		return newParquetWriter(w, kind, opts), nil
 	case OpenAIChat, OpenAIPreference, TRLPreference, BedrockChat, AnthropicText, ShareGPT, Alpaca:
 		bw := bufio.NewWriterSize(w, 64<<10)
 		enc := json.NewEncoder(bw)

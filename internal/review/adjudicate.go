@@ -2,6 +2,7 @@ package review
 
 import (
 	"context"
+	"encoding/json"
 	"slices"
 	"strings"
 	"time"
@@ -29,6 +30,8 @@ type Dispute struct {
 	Disagreements []string
 	Overlap       int
 	Reviews       []Review
+	// Questions are the rubric questions in dispute, with every answer.
+	Questions []DisputedQuestion
 	// Decided items: the decision and the note that goes with it.
 	Status       string
 	DecidedBy    string
@@ -80,6 +83,11 @@ func (s *Service) Disputes(ctx context.Context, orgID uuid.UUID, decided bool, c
 		i := pos[l.ReviewLabel.FeedbackID]
 		out[i].Reviews = append(out[i].Reviews, toReview(l.ReviewLabel, l.ReviewerEmail))
 	}
+	for i := range out {
+		if out[i].Questions, err = disputedQuestions(ctx, q, orgID, out[i].FeedbackID, out[i].Disagreements); err != nil {
+			return nil, nil, err
+		}
+	}
 	return out, next, nil
 }
 
@@ -89,6 +97,9 @@ type Decision struct {
 	Status     string // "" with a correction: corrected
 	Correction string
 	Note       string
+	// Answers decide the rubric questions in dispute: by rubric, then
+	// question key, one of the answers the reviewers gave.
+	Answers map[uuid.UUID]map[string]json.RawMessage
 }
 
 // Decide settles a disputed item: the decision becomes the item's status
@@ -137,6 +148,9 @@ func (s *Service) Decide(ctx context.Context, actor audit.Actor, who Judge, orgI
 			return &errs.Conflict{Message: "the reviewers of this item agree: there is nothing to decide"}
 		case db.ReviewStateOpen:
 			return &errs.Conflict{Message: "this item's reviews are not all in yet"}
+		}
+		if err := decideQuestions(ctx, q, actor, orgID, feedbackID, it.Disagreements, d.Answers); err != nil {
+			return err
 		}
 		cur, err := q.FeedbackGet(ctx, db.FeedbackGetParams{OrgID: orgID, ID: feedbackID})
 		if err != nil {

@@ -179,25 +179,30 @@ func Compute(recs []Record, kinds []string) Agreement {
 		if kinds != nil && !slices.Contains(kinds, k.Kind) {
 			continue
 		}
-		units := unitsOf(k.Kind, order, items)
-		ka := KindAgreement{Kind: k.Kind, Level: k.Level}
-		for _, u := range units {
-			ka.Labels += len(u.labels)
-		}
-		m := matrix(units, a.Reviewers)
-		ka.Alpha = figure(stats.Alpha(m, k.Level))
-		ka.Alpha.Metric, ka.Alpha.Level = stats.MetricKrippendorffAlpha, string(k.Level)
-		if k.Level == stats.LevelOrdinal {
-			f := figure(stats.Alpha(m, stats.LevelInterval))
-			f.Metric, f.Level = stats.MetricKrippendorffAlpha, string(stats.LevelInterval)
-			ka.AlphaInterval = &f
-		}
-		ka.Fleiss = fleiss(units, a.Reviewers)
-		ka.Pairs = pairs(units, a.Reviewers)
-		ka.Trend = trend(units, a.Reviewers, k.Level)
-		a.Kinds = append(a.Kinds, ka)
+		a.Kinds = append(a.Kinds, kindAgreement(k.Kind, k.Level, unitsOf(k.Kind, order, items), a.Reviewers))
 	}
 	return a
+}
+
+// kindAgreement is every figure of one kind of label (or one rubric
+// question) over its units.
+func kindAgreement(kind string, level stats.Level, units []unit, reviewers []Reviewer) KindAgreement {
+	ka := KindAgreement{Kind: kind, Level: level}
+	for _, u := range units {
+		ka.Labels += len(u.labels)
+	}
+	m := matrix(units, reviewers)
+	ka.Alpha = figure(stats.Alpha(m, level))
+	ka.Alpha.Metric, ka.Alpha.Level = stats.MetricKrippendorffAlpha, string(level)
+	if level == stats.LevelOrdinal {
+		f := figure(stats.Alpha(m, stats.LevelInterval))
+		f.Metric, f.Level = stats.MetricKrippendorffAlpha, string(stats.LevelInterval)
+		ka.AlphaInterval = &f
+	}
+	ka.Fleiss = fleiss(units, reviewers)
+	ka.Pairs = pairs(units, reviewers)
+	ka.Trend = trend(units, reviewers, level)
+	return ka
 }
 
 // unitsOf turns the items' labels into units of one kind.

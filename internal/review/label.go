@@ -159,12 +159,20 @@ func (s *Service) settle(ctx context.Context, q *db.Queries, actor audit.Actor, 
 		return err
 	}
 	var labels []Label
+	var reviewers []uuid.UUID
 	for _, r := range rows {
 		if r.ReviewLabel.SubmittedAt != nil {
 			labels = append(labels, toReview(r.ReviewLabel, r.ReviewerEmail).Label)
+			reviewers = append(reviewers, r.ReviewLabel.ReviewerID)
 		}
 	}
 	kinds := PlanRules(plan).Disagreements(labels)
+	// The reviewers' rubric answers disagree question by question too.
+	questions, err := answerDisagreements(ctx, q, orgID, it.FeedbackID, reviewers, PlanRules(plan))
+	if err != nil {
+		return err
+	}
+	kinds = append(kinds, questions...)
 	cur, err := q.FeedbackGet(ctx, db.FeedbackGetParams{OrgID: orgID, ID: it.FeedbackID})
 	if err != nil {
 		return err
