@@ -1981,6 +1981,56 @@ type Session struct {
 	Ip         string    `json:"ip"`
 }
 
+type Shadow struct {
+	ID                 uuid.UUID       `json:"id"`
+	OrgID              uuid.UUID       `json:"org_id"`
+	RegisteredModelID  uuid.UUID       `json:"registered_model_id"`
+	Alias              string          `json:"alias"`
+	CandidateVersionID uuid.UUID       `json:"candidate_version_id"`
+	Target             string          `json:"target"`
+	Sample             float64         `json:"sample"`
+	Config             json.RawMessage `json:"config"`
+	Formula            string          `json:"formula"`
+	Until              *time.Time      `json:"until"`
+	Status             string          `json:"status"`
+	StoppedReason      string          `json:"stopped_reason"`
+	StoppedAt          *time.Time      `json:"stopped_at"`
+	CursorAt           *time.Time      `json:"cursor_at"`
+	CursorID           uuid.NullUUID   `json:"cursor_id"`
+	CreatedByLabel     string          `json:"created_by_label"`
+	CreatedAt          time.Time       `json:"created_at"`
+}
+
+type ShadowQuery struct {
+	ShadowID            uuid.UUID       `json:"shadow_id"`
+	FeedbackID          uuid.UUID       `json:"feedback_id"`
+	OrgID               uuid.UUID       `json:"org_id"`
+	ProductionVersionID uuid.NullUUID   `json:"production_version_id"`
+	Status              string          `json:"status"`
+	ClaimedAt           *time.Time      `json:"claimed_at"`
+	AskedAt             *time.Time      `json:"asked_at"`
+	ScoringAt           *time.Time      `json:"scoring_at"`
+	CandidateAnswer     string          `json:"candidate_answer"`
+	CandidateLatencyMs  int32           `json:"candidate_latency_ms"`
+	PromptTokens        int64           `json:"prompt_tokens"`
+	CompletionTokens    int64           `json:"completion_tokens"`
+	ProductionScores    json.RawMessage `json:"production_scores"`
+	ProductionReward    pgtype.Float8   `json:"production_reward"`
+	ProductionInvalid   string          `json:"production_invalid"`
+	ProductionCritique  string          `json:"production_critique"`
+	ProductionSafety    bool            `json:"production_safety"`
+	CandidateScores     json.RawMessage `json:"candidate_scores"`
+	CandidateReward     pgtype.Float8   `json:"candidate_reward"`
+	CandidateInvalid    string          `json:"candidate_invalid"`
+	CandidateCritique   string          `json:"candidate_critique"`
+	CandidateSafety     bool            `json:"candidate_safety"`
+	JudgeCalls          int32           `json:"judge_calls"`
+	JudgeCostMicros     int64           `json:"judge_cost_micros"`
+	Reason              string          `json:"reason"`
+	CreatedAt           time.Time       `json:"created_at"`
+	ScoredAt            *time.Time      `json:"scored_at"`
+}
+
 type Team struct {
 	ID        uuid.UUID `json:"id"`
 	OrgID     uuid.UUID `json:"org_id"`
