@@ -342,5 +342,15 @@ func Routes(h *handlers.Handlers) []Route {
 		{POST, "/api/feedback/:id/reviews", auth.Curator, h.APIFeedbackReviewCreate},
 		{POST, "/api/feedback/:id/adjudication", auth.Curator, h.APIFeedbackAdjudicate},
 		{GET, "/api/agreement", auth.Viewer, h.APIAgreement},
+
+		// Shadow deployments: a candidate answers a share of an alias's
+		// queries in the background, both answers scored and paired.
+		{GET, "/shadows", auth.Viewer, h.ShadowList},
+		{GET, "/shadows/:id", auth.Viewer, h.ShadowDetail},
+		{POST, "/shadows/:id/stop", auth.Admin, h.ShadowStop},
+		{POST, "/api/models/:id/shadow", auth.Admin, h.APIShadowCreate},
+		{GET, "/api/shadows", auth.Viewer, h.APIShadowList},
+		{GET, "/api/shadows/:id", auth.Viewer, h.APIShadowGet},
+		{POST, "/api/shadows/:id/stop", auth.Admin, h.APIShadowStop},
 	}
 }
