@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/chromedp"
 	"github.com/google/uuid"
 
 	"github.com/curate/curate/internal/chat/chattest"
@@ -213,6 +214,38 @@ func TestShadowOverFeedback(t *testing.T) {
 	}
 	if !strings.Contains(page.Get("/shadows").Must(t, http.StatusOK).Body, "support "+v2.Version) {
 		t.Errorf("the list of shadows lacks the candidate")
+	}
+
+	// In a browser: the paired result on the shadow's page, the item that
+	// fell most first, and the page fits its cards.
+	b := webtest.Browser(t)
+	if err := chromedp.Do(b,
+		chromedp.EmulateViewport(1280, 900),
+		chromedp.Navigate(s.URL+"/login"),
+		chromedp.WaitVisible(`input[name=email]`),
+		chromedp.SendKeys(`input[name=email]`, "ad@acme.test"),
+		chromedp.SendKeys(`input[name=password]`, webtest.Password),
+		chromedp.Submit(`input[name=password]`),
+		chromedp.WaitVisible(`nav.tabs`),
+		chromedp.Navigate(s.URL+"/shadows/"+sh.ID),
+		chromedp.WaitVisible(`#compare-items li`),
+	); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(200 * time.Millisecond)
+	webtest.Screenshot(t, b, "after-shadow")
+	if got := text(t, b, `#compare-difference`); got != "+0.230" {
+		t.Errorf("the page's B − A reads %q", got)
+	}
+	if got := text(t, b, `#compare-items li .compare-query`); !strings.HasPrefix(got, "Question ") {
+		t.Errorf("the first item reads %q", got)
+	}
+	fit, err := chromedp.Run(b, chromedp.Evaluate[cardFit](fitsCards))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(fit.Wider) > 0 || len(fit.Overflow) > 0 {
+		t.Errorf("the shadow page does not fit its cards at 1280 px: %q %q", fit.Wider, fit.Overflow)
 	}
 
 	// Nothing of the candidate reaches resolve or assignment.
