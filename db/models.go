@@ -1591,21 +1591,22 @@ type LiveScore struct {
 }
 
 type LiveScorer struct {
-	ID                uuid.UUID     `json:"id"`
-	OrgID             uuid.UUID     `json:"org_id"`
-	ExperimentID      uuid.NullUUID `json:"experiment_id"`
-	RegisteredModelID uuid.NullUUID `json:"registered_model_id"`
-	Alias             string        `json:"alias"`
-	Scorer            string        `json:"scorer"`
-	Endpoint          string        `json:"endpoint"`
-	Template          string        `json:"template"`
-	Rate              float64       `json:"rate"`
-	Enabled           bool          `json:"enabled"`
-	CursorAt          *time.Time    `json:"cursor_at"`
-	CursorID          uuid.NullUUID `json:"cursor_id"`
-	CreatedByLabel    string        `json:"created_by_label"`
-	CreatedAt         time.Time     `json:"created_at"`
-	UpdatedAt         time.Time     `json:"updated_at"`
+	ID                 uuid.UUID     `json:"id"`
+	OrgID              uuid.UUID     `json:"org_id"`
+	ExperimentID       uuid.NullUUID `json:"experiment_id"`
+	RegisteredModelID  uuid.NullUUID `json:"registered_model_id"`
+	Alias              string        `json:"alias"`
+	Scorer             string        `json:"scorer"`
+	Endpoint           string        `json:"endpoint"`
+	Template           string        `json:"template"`
+	Rate               float64       `json:"rate"`
+	Enabled            bool          `json:"enabled"`
+	CursorAt           *time.Time    `json:"cursor_at"`
+	CursorID           uuid.NullUUID `json:"cursor_id"`
+	CreatedByLabel     string        `json:"created_by_label"`
+	CreatedAt          time.Time     `json:"created_at"`
+	UpdatedAt          time.Time     `json:"updated_at"`
+	EmbeddingsEndpoint string        `json:"embeddings_endpoint"`
 }
 
 type LoginFailure struct {
