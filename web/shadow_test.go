@@ -133,6 +133,12 @@ func TestShadowOverFeedback(t *testing.T) {
 	if p.fields() != "target" {
 		t.Errorf("a target that does not serve the candidate named %q", p.fields())
 	}
+	s.API(admin, http.MethodPost, "/api/models/"+v2.ID+"/shadow", map[string]any{"alias": "production", "sample": 0.5,
+		"scorers": []string{"faithfulness"}, "reward_formula": map[string]any{"faithfulness": 1}}).
+		Must(t, http.StatusUnprocessableEntity).JSON(t, &p)
+	if p.fields() != "judge.endpoint" {
+		t.Errorf("a RAG scorer without its judge named %q", p.fields())
+	}
 	s.API(viewer, http.MethodPost, "/api/models/"+v2.ID+"/shadow", map[string]any{"alias": "production", "sample": 1}).Must(t, http.StatusForbidden)
 
 	var sh shadowDoc

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 
@@ -28,6 +29,8 @@ func TestMain(m *testing.M) { pgtest.Main(m) }
 // does (the call is made, its answer never returned).
 type runner struct {
 	asked, scored atomic.Int32
+	// contexts are the context documents each scored item carried.
+	contexts sync.Map // query → []string
 	killAsk       atomic.Bool
 	killScore     atomic.Bool
 	// kill ends the run's context, as a killed process's work ends.
@@ -55,8 +58,9 @@ func (a answerer) Answer(ctx context.Context, it eval.Item) (eval.Answer, error)
 
 type scorer struct{ r *runner }
 
-func (s scorer) Score(ctx context.Context, _ eval.Item, answer string) (eval.Scored, error) {
+func (s scorer) Score(ctx context.Context, it eval.Item, answer string) (eval.Scored, error) {
 	s.r.scored.Add(1)
+	s.r.contexts.Store(it.Query, it.Context)
 	if s.r.killScore.Load() {
 		s.r.kill()
 		return eval.Scored{}, ctx.Err()
@@ -213,5 +217,36 @@ func TestShadowRunNeverAsksTwice(t *testing.T) {
 	}
 	if d.Scored != 1 || d.Failed != 2 || d.Comparison.Difference.N != 1 || *d.Comparison.Difference.Mean < 0.3-1e-9 {
 		t.Errorf("detail %+v %+v", d.Shadow, d.Comparison.Difference)
+	}
+}
+
+// The RAG metrics read a query's context documents: the feedback's own,
+// or those of the best-of-N call the feedback names by trace_id when it
+// carries none. Both reach the scorers with the query.
+func TestShadowScoresWithTheQueryContext(t *testing.T) {
+	e := setup(t)
+	var selection string
+	if err := e.pool.QueryRow(e.ctx, `INSERT INTO best_of_n_responses (org_id, query, context, scorer, selection, generation_method, candidates, selected, reward_score)
+		VALUES ($1, 'Question 1?', '{"documents": ["From the best-of-N call."]}', '{}', 'max', 'provided', '[]', 0, 0.5) RETURNING id::text`, e.org).Scan(&selection); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.pool.Exec(e.ctx, `UPDATE feedback SET context = '{"documents": ["From the feedback."]}' WHERE query = 'Question 0?'`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.pool.Exec(e.ctx, `UPDATE feedback SET trace_id = $1 WHERE query = 'Question 1?'`, selection); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.pool.Exec(e.ctx, `UPDATE feedback SET trace_id = 'not-a-uuid' WHERE query = 'Question 2?'`); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.svc.Run(e.ctx, e.shadow); err != nil {
+		t.Fatal(err)
+	}
+	for q, want := range map[string]string{"Question 0?": "From the feedback.", "Question 1?": "From the best-of-N call.", "Question 2?": ""} {
+		got, _ := e.run.contexts.Load(q)
+		docs, _ := got.([]string)
+		if strings.Join(docs, "|") != want {
+			t.Errorf("%s was scored with the documents %q, want %q", q, docs, want)
+		}
 	}
 }
