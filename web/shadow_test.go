@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"math"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -239,7 +241,17 @@ func TestShadowOverFeedback(t *testing.T) {
 		t.Fatal(err)
 	}
 	time.Sleep(200 * time.Millisecond)
-	webtest.Screenshot(t, b, "after-shadow")
+	// The top of the page: the settings, the paired result and the first
+	// items (the whole page holds all 50).
+	if dir := os.Getenv("CURATE_SCREENSHOTS"); dir != "" {
+		buf, err := chromedp.Run(b, chromedp.CaptureScreenshot())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, "after-shadow.png"), buf, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
 	if got := text(t, b, `#compare-difference`); got != "+0.230" {
 		t.Errorf("the page's B − A reads %q", got)
 	}
