@@ -250,3 +250,75 @@ func TestShadowScoresWithTheQueryContext(t *testing.T) {
 		}
 	}
 }
+
+// A shadow samples the queries answered under its alias (the feedback
+// naming a name the alias's version is served by), past its cursor and a
+// minute behind now, at its share by the same hash on every run, once
+// each; its own candidate's and other models' feedback is left out. A
+// shadow past its until stops, with the reason.
+func TestShadowSamplesTheAliasQueries(t *testing.T) {
+	e := setup(t)
+	ctx := e.ctx
+	var prod, cand, model uuid.UUID
+	if err := e.pool.QueryRow(ctx, `SELECT p.id, c.id, p.registered_model_id FROM model_versions p, model_versions c
+		WHERE p.version = '1.0.0' AND c.version = '1.1.0'`).Scan(&prod, &cand, &model); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.pool.Exec(ctx, `INSERT INTO model_aliases (org_id, registered_model_id, alias, version_id) VALUES ($1, $2, 'production', $3)`,
+		e.org, model, prod); err != nil {
+		t.Fatal(err)
+	}
+	var id uuid.UUID
+	if err := e.pool.QueryRow(ctx, `INSERT INTO shadows (org_id, registered_model_id, alias, candidate_version_id, sample, config, cursor_at)
+		VALUES ($1, $2, 'production', $3, 0.5, '{}', now() - interval '2 hours') RETURNING id`, e.org, model, cand).Scan(&id); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.pool.Exec(ctx, `INSERT INTO feedback (org_id, query, response, model, feedback_type, source, content_hash, created_at)
+		SELECT $1, 'q ' || i, 'a ' || i, CASE WHEN i < 200 THEN 'support-1.0.0' WHEN i < 220 THEN 'support-1.1.0' ELSE 'other' END,
+		       'thumbs_up', 'api', '\x00', now() - interval '1 hour' + i * interval '1 second'
+		FROM generate_series(0, 239) i`, e.org); err != nil {
+		t.Fatal(err)
+	}
+	want := 0
+	rows, err := e.pool.Query(ctx, `SELECT id FROM feedback WHERE model = 'support-1.0.0' AND query LIKE 'q %'`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rows.Next() {
+		var f uuid.UUID
+		if err := rows.Scan(&f); err != nil {
+			t.Fatal(err)
+		}
+		if shadow.Sampled(id, f, 0.5) {
+			want++
+		}
+	}
+	for range 2 {
+		if err := e.svc.SampleAll(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var got, wrong int
+	if err := e.pool.QueryRow(ctx, `SELECT count(*), count(*) FILTER (WHERE f.model <> 'support-1.0.0' OR q.production_version_id <> $2)
+		FROM shadow_queries q JOIN feedback f ON f.id = q.feedback_id WHERE q.shadow_id = $1`, id, prod).Scan(&got, &wrong); err != nil {
+		t.Fatal(err)
+	}
+	// setup's three items arrived just now, within the minute's lag.
+	if got != want || got < 70 || got > 130 || wrong != 0 {
+		t.Errorf("%d sampled (%d of other models or versions), want %d: half of the 200 answered under production", got, wrong, want)
+	}
+
+	if _, err := e.pool.Exec(ctx, `UPDATE shadows SET until = now() - interval '1 second' WHERE id = $1`, id); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.svc.SampleAll(ctx); err != nil {
+		t.Fatal(err)
+	}
+	sh, err := e.svc.Get(ctx, e.org, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sh.Status != shadow.StatusStopped || !strings.HasPrefix(sh.StoppedReason, "Its time ran out at ") {
+		t.Errorf("past its until: %s %q", sh.Status, sh.StoppedReason)
+	}
+}
