@@ -938,6 +938,7 @@ type BestOfNResponse struct {
 	RewardScore      float64         `json:"reward_score"`
 	CreatedByLabel   string          `json:"created_by_label"`
 	CreatedAt        time.Time       `json:"created_at"`
+	ModelVersionID   uuid.NullUUID   `json:"model_version_id"`
 }
 
 type Codebook struct {
@@ -2000,11 +2001,13 @@ type Shadow struct {
 	CursorID           uuid.NullUUID   `json:"cursor_id"`
 	CreatedByLabel     string          `json:"created_by_label"`
 	CreatedAt          time.Time       `json:"created_at"`
+	CallCursorAt       *time.Time      `json:"call_cursor_at"`
+	CallCursorID       uuid.NullUUID   `json:"call_cursor_id"`
 }
 
 type ShadowQuery struct {
 	ShadowID            uuid.UUID       `json:"shadow_id"`
-	FeedbackID          uuid.UUID       `json:"feedback_id"`
+	FeedbackID          uuid.NullUUID   `json:"feedback_id"`
 	OrgID               uuid.UUID       `json:"org_id"`
 	ProductionVersionID uuid.NullUUID   `json:"production_version_id"`
 	Status              string          `json:"status"`
@@ -2030,6 +2033,8 @@ type ShadowQuery struct {
 	Reason              string          `json:"reason"`
 	CreatedAt           time.Time       `json:"created_at"`
 	ScoredAt            *time.Time      `json:"scored_at"`
+	ID                  uuid.UUID       `json:"id"`
+	SelectionID         uuid.NullUUID   `json:"selection_id"`
 }
 
 type Team struct {

@@ -14,8 +14,63 @@ import (
 	"github.com/jackc/pgx/v5/pgtype"
 )
 
+const shadowFeedbackList = `-- name: ShadowFeedbackList :many
+SELECT f.id, f.created_at FROM feedback f
+WHERE f.org_id = $1 AND f.model = ANY($2::text[]) AND f.created_at < $3
+  AND (f.created_at, f.id) > ($4::timestamptz, $5::uuid)
+  AND NOT EXISTS (
+      SELECT 1 FROM best_of_n_responses r
+      WHERE r.org_id = f.org_id AND r.model_version_id IS NOT NULL
+        AND r.id = (CASE WHEN f.trace_id ~* '^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$' THEN f.trace_id::uuid END))
+ORDER BY f.created_at, f.id LIMIT $6
+`
+
+type ShadowFeedbackListParams struct {
+	OrgID    uuid.UUID `json:"org_id"`
+	Models   []string  `json:"models"`
+	Until    time.Time `json:"until"`
+	CursorAt time.Time `json:"cursor_at"`
+	CursorID uuid.UUID `json:"cursor_id"`
+	RowLimit int32     `json:"row_limit"`
+}
+
+type ShadowFeedbackListRow struct {
+	ID        uuid.UUID `json:"id"`
+	CreatedAt time.Time `json:"created_at"`
+}
+
+// Feedback that names one of the models after the cursor and before
+// until, oldest first; feedback on a best-of-N call that recorded its
+// version is left to the call, which is sampled on its own.
+func (q *Queries) ShadowFeedbackList(ctx context.Context, arg ShadowFeedbackListParams) ([]ShadowFeedbackListRow, error) {
+	rows, err := q.db.Query(ctx, shadowFeedbackList,
+		arg.OrgID,
+		arg.Models,
+		arg.Until,
+		arg.CursorAt,
+		arg.CursorID,
+		arg.RowLimit,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []ShadowFeedbackListRow{}
+	for rows.Next() {
+		var i ShadowFeedbackListRow
+		if err := rows.Scan(&i.ID, &i.CreatedAt); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const shadowGetForRun = `-- name: ShadowGetForRun :one
-SELECT id, org_id, registered_model_id, alias, candidate_version_id, target, sample, config, formula, until, status, stopped_reason, stopped_at, cursor_at, cursor_id, created_by_label, created_at FROM shadows WHERE id = $1
+SELECT id, org_id, registered_model_id, alias, candidate_version_id, target, sample, config, formula, until, status, stopped_reason, stopped_at, cursor_at, cursor_id, created_by_label, created_at, call_cursor_at, call_cursor_id FROM shadows WHERE id = $1
 `
 
 // A shadow, for its own jobs.
@@ -40,6 +95,8 @@ func (q *Queries) ShadowGetForRun(ctx context.Context, id uuid.UUID) (Shadow, er
 		&i.CursorID,
 		&i.CreatedByLabel,
 		&i.CreatedAt,
+		&i.CallCursorAt,
+		&i.CallCursorID,
 	)
 	return i, err
 }
@@ -48,7 +105,7 @@ const shadowInsert = `-- name: ShadowInsert :one
 
 INSERT INTO shadows (org_id, registered_model_id, alias, candidate_version_id, target, sample, config, formula, until, cursor_at, created_by_label)
 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, now(), $10)
-RETURNING id, org_id, registered_model_id, alias, candidate_version_id, target, sample, config, formula, until, status, stopped_reason, stopped_at, cursor_at, cursor_id, created_by_label, created_at
+RETURNING id, org_id, registered_model_id, alias, candidate_version_id, target, sample, config, formula, until, status, stopped_reason, stopped_at, cursor_at, cursor_id, created_by_label, created_at, call_cursor_at, call_cursor_id
 `
 
 type ShadowInsertParams struct {
@@ -99,12 +156,14 @@ func (q *Queries) ShadowInsert(ctx context.Context, arg ShadowInsertParams) (Sha
 		&i.CursorID,
 		&i.CreatedByLabel,
 		&i.CreatedAt,
+		&i.CallCursorAt,
+		&i.CallCursorID,
 	)
 	return i, err
 }
 
 const shadowList = `-- name: ShadowList :many
-SELECT s.id, s.org_id, s.registered_model_id, s.alias, s.candidate_version_id, s.target, s.sample, s.config, s.formula, s.until, s.status, s.stopped_reason, s.stopped_at, s.cursor_at, s.cursor_id, s.created_by_label, s.created_at, m.name AS model_name, v.version AS candidate_version,
+SELECT s.id, s.org_id, s.registered_model_id, s.alias, s.candidate_version_id, s.target, s.sample, s.config, s.formula, s.until, s.status, s.stopped_reason, s.stopped_at, s.cursor_at, s.cursor_id, s.created_by_label, s.created_at, s.call_cursor_at, s.call_cursor_id, m.name AS model_name, v.version AS candidate_version,
        coalesce(c.scored, 0)::bigint AS scored, coalesce(c.open, 0)::bigint AS open,
        coalesce(c.skipped, 0)::bigint AS skipped, coalesce(c.failed, 0)::bigint AS failed,
        coalesce(c.cost_micros, 0)::bigint AS cost_micros
@@ -149,6 +208,8 @@ type ShadowListRow struct {
 	CursorID           uuid.NullUUID   `json:"cursor_id"`
 	CreatedByLabel     string          `json:"created_by_label"`
 	CreatedAt          time.Time       `json:"created_at"`
+	CallCursorAt       *time.Time      `json:"call_cursor_at"`
+	CallCursorID       uuid.NullUUID   `json:"call_cursor_id"`
 	ModelName          string          `json:"model_name"`
 	CandidateVersion   string          `json:"candidate_version"`
 	Scored             int64           `json:"scored"`
@@ -193,6 +254,8 @@ func (q *Queries) ShadowList(ctx context.Context, arg ShadowListParams) ([]Shado
 			&i.CursorID,
 			&i.CreatedByLabel,
 			&i.CreatedAt,
+			&i.CallCursorAt,
+			&i.CallCursorID,
 			&i.ModelName,
 			&i.CandidateVersion,
 			&i.Scored,
@@ -212,7 +275,7 @@ func (q *Queries) ShadowList(ctx context.Context, arg ShadowListParams) ([]Shado
 }
 
 const shadowListRunning = `-- name: ShadowListRunning :many
-SELECT id, org_id, registered_model_id, alias, candidate_version_id, target, sample, config, formula, until, status, stopped_reason, stopped_at, cursor_at, cursor_id, created_by_label, created_at FROM shadows WHERE status = 'running' ORDER BY created_at
+SELECT id, org_id, registered_model_id, alias, candidate_version_id, target, sample, config, formula, until, status, stopped_reason, stopped_at, cursor_at, cursor_id, created_by_label, created_at, call_cursor_at, call_cursor_id FROM shadows WHERE status = 'running' ORDER BY created_at
 `
 
 // Every organisation's running shadows, for the periodic sampling.
@@ -243,6 +306,8 @@ func (q *Queries) ShadowListRunning(ctx context.Context) ([]Shadow, error) {
 			&i.CursorID,
 			&i.CreatedByLabel,
 			&i.CreatedAt,
+			&i.CallCursorAt,
+			&i.CallCursorID,
 		); err != nil {
 			return nil, err
 		}
@@ -306,11 +371,41 @@ func (q *Queries) ShadowQueryInsertPending(ctx context.Context, arg ShadowQueryI
 	return result.RowsAffected(), nil
 }
 
+const shadowQueryInsertPendingCalls = `-- name: ShadowQueryInsertPendingCalls :execrows
+INSERT INTO shadow_queries (shadow_id, selection_id, org_id, production_version_id)
+SELECT $1, unnest($2::uuid[]), $3, $4
+ON CONFLICT DO NOTHING
+`
+
+type ShadowQueryInsertPendingCallsParams struct {
+	ShadowID            uuid.UUID     `json:"shadow_id"`
+	SelectionIds        []uuid.UUID   `json:"selection_ids"`
+	OrgID               uuid.UUID     `json:"org_id"`
+	ProductionVersionID uuid.NullUUID `json:"production_version_id"`
+}
+
+func (q *Queries) ShadowQueryInsertPendingCalls(ctx context.Context, arg ShadowQueryInsertPendingCallsParams) (int64, error) {
+	result, err := q.db.Exec(ctx, shadowQueryInsertPendingCalls,
+		arg.ShadowID,
+		arg.SelectionIds,
+		arg.OrgID,
+		arg.ProductionVersionID,
+	)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}
+
 const shadowQueryListOpen = `-- name: ShadowQueryListOpen :many
-SELECT q.feedback_id, q.status, q.candidate_answer, f.query, f.response, f.correction,
-       (CASE WHEN f.context = '{}'::jsonb THEN coalesce(b.context, f.context) ELSE f.context END)::jsonb AS context
+SELECT q.id, q.status, q.candidate_answer,
+       coalesce(f.query, c.query, '')::text AS query,
+       coalesce(f.response, c.candidates -> c.selected ->> 'text', '')::text AS response,
+       coalesce(f.correction, '')::text AS correction,
+       (CASE WHEN c.id IS NOT NULL THEN c.context WHEN f.context = '{}'::jsonb THEN coalesce(b.context, f.context) ELSE f.context END)::jsonb AS context
 FROM shadow_queries q
-JOIN feedback f ON f.id = q.feedback_id
+LEFT JOIN feedback f ON f.id = q.feedback_id
+LEFT JOIN best_of_n_responses c ON c.id = q.selection_id
 LEFT JOIN LATERAL (
     SELECT r.context FROM best_of_n_responses r
     WHERE r.org_id = f.org_id
@@ -318,7 +413,7 @@ LEFT JOIN LATERAL (
 ) b ON true
 WHERE q.shadow_id = $1 AND q.status IN ('pending', 'answered')
   AND (q.claimed_at IS NULL OR q.claimed_at < now() - interval '10 minutes')
-ORDER BY q.created_at, q.feedback_id LIMIT $2
+ORDER BY q.created_at, q.id LIMIT $2
 `
 
 type ShadowQueryListOpenParams struct {
@@ -327,7 +422,7 @@ type ShadowQueryListOpenParams struct {
 }
 
 type ShadowQueryListOpenRow struct {
-	FeedbackID      uuid.UUID       `json:"feedback_id"`
+	ID              uuid.UUID       `json:"id"`
 	Status          string          `json:"status"`
 	CandidateAnswer string          `json:"candidate_answer"`
 	Query           string          `json:"query"`
@@ -338,10 +433,10 @@ type ShadowQueryListOpenRow struct {
 
 // Sampled queries still to answer or score and not claimed by a worker at
 // work (a claim older than ten minutes is a worker that died), oldest
-// first, with what the candidate and the scorers read: the feedback's
-// query, production's answer and the reference, and the context of the
-// best-of-N call the feedback names by trace_id when the feedback has
-// none of its own.
+// first, with what the candidate and the scorers read: the query,
+// production's answer (a best-of-N call's selected candidate), the
+// reference, and the context (of the best-of-N call the feedback names by
+// trace_id, when the feedback has none of its own).
 func (q *Queries) ShadowQueryListOpen(ctx context.Context, arg ShadowQueryListOpenParams) ([]ShadowQueryListOpenRow, error) {
 	rows, err := q.db.Query(ctx, shadowQueryListOpen, arg.ShadowID, arg.RowLimit)
 	if err != nil {
@@ -352,7 +447,7 @@ func (q *Queries) ShadowQueryListOpen(ctx context.Context, arg ShadowQueryListOp
 	for rows.Next() {
 		var i ShadowQueryListOpenRow
 		if err := rows.Scan(
-			&i.FeedbackID,
+			&i.ID,
 			&i.Status,
 			&i.CandidateAnswer,
 			&i.Query,
@@ -371,12 +466,17 @@ func (q *Queries) ShadowQueryListOpen(ctx context.Context, arg ShadowQueryListOp
 }
 
 const shadowQueryListScored = `-- name: ShadowQueryListScored :many
-SELECT q.feedback_id, f.query, f.response, f.correction, q.candidate_answer,
+SELECT coalesce(q.feedback_id, q.selection_id)::uuid AS source_id,
+       coalesce(f.query, c.query, '')::text AS query,
+       coalesce(f.response, c.candidates -> c.selected ->> 'text', '')::text AS response,
+       coalesce(f.correction, '')::text AS correction, q.candidate_answer,
        q.production_scores, q.production_reward, q.production_invalid, q.production_critique, q.production_safety,
        q.candidate_scores, q.candidate_reward, q.candidate_invalid, q.candidate_critique, q.candidate_safety
-FROM shadow_queries q JOIN feedback f ON f.id = q.feedback_id
+FROM shadow_queries q
+LEFT JOIN feedback f ON f.id = q.feedback_id
+LEFT JOIN best_of_n_responses c ON c.id = q.selection_id
 WHERE q.shadow_id = $1 AND q.org_id = $2 AND q.status = 'scored'
-ORDER BY q.created_at, q.feedback_id LIMIT $3
+ORDER BY q.created_at, q.id LIMIT $3
 `
 
 type ShadowQueryListScoredParams struct {
@@ -386,7 +486,7 @@ type ShadowQueryListScoredParams struct {
 }
 
 type ShadowQueryListScoredRow struct {
-	FeedbackID         uuid.UUID       `json:"feedback_id"`
+	SourceID           uuid.UUID       `json:"source_id"`
 	Query              string          `json:"query"`
 	Response           string          `json:"response"`
 	Correction         string          `json:"correction"`
@@ -403,7 +503,8 @@ type ShadowQueryListScoredRow struct {
 	CandidateSafety    bool            `json:"candidate_safety"`
 }
 
-// A shadow's scored queries, with both answers, oldest first.
+// A shadow's scored queries, with both answers, oldest first; source_id
+// is the feedback's id, or the best-of-N call's.
 func (q *Queries) ShadowQueryListScored(ctx context.Context, arg ShadowQueryListScoredParams) ([]ShadowQueryListScoredRow, error) {
 	rows, err := q.db.Query(ctx, shadowQueryListScored, arg.ShadowID, arg.OrgID, arg.RowLimit)
 	if err != nil {
@@ -414,7 +515,7 @@ func (q *Queries) ShadowQueryListScored(ctx context.Context, arg ShadowQueryList
 	for rows.Next() {
 		var i ShadowQueryListScoredRow
 		if err := rows.Scan(
-			&i.FeedbackID,
+			&i.SourceID,
 			&i.Query,
 			&i.Response,
 			&i.Correction,
@@ -443,7 +544,7 @@ func (q *Queries) ShadowQueryListScored(ctx context.Context, arg ShadowQueryList
 const shadowQueryUpdateAnswered = `-- name: ShadowQueryUpdateAnswered :exec
 UPDATE shadow_queries SET status = 'answered', candidate_answer = $1, candidate_latency_ms = $2,
     prompt_tokens = $3, completion_tokens = $4
-WHERE shadow_id = $5 AND feedback_id = $6 AND status = 'pending'
+WHERE id = $5 AND status = 'pending'
 `
 
 type ShadowQueryUpdateAnsweredParams struct {
@@ -451,8 +552,7 @@ type ShadowQueryUpdateAnsweredParams struct {
 	CandidateLatencyMs int32     `json:"candidate_latency_ms"`
 	PromptTokens       int64     `json:"prompt_tokens"`
 	CompletionTokens   int64     `json:"completion_tokens"`
-	ShadowID           uuid.UUID `json:"shadow_id"`
-	FeedbackID         uuid.UUID `json:"feedback_id"`
+	ID                 uuid.UUID `json:"id"`
 }
 
 func (q *Queries) ShadowQueryUpdateAnswered(ctx context.Context, arg ShadowQueryUpdateAnsweredParams) error {
@@ -461,38 +561,27 @@ func (q *Queries) ShadowQueryUpdateAnswered(ctx context.Context, arg ShadowQuery
 		arg.CandidateLatencyMs,
 		arg.PromptTokens,
 		arg.CompletionTokens,
-		arg.ShadowID,
-		arg.FeedbackID,
+		arg.ID,
 	)
 	return err
 }
 
 const shadowQueryUpdateAsked = `-- name: ShadowQueryUpdateAsked :exec
-UPDATE shadow_queries SET asked_at = now() WHERE shadow_id = $1 AND feedback_id = $2 AND status = 'pending'
+UPDATE shadow_queries SET asked_at = now() WHERE id = $1 AND status = 'pending'
 `
 
-type ShadowQueryUpdateAskedParams struct {
-	ShadowID   uuid.UUID `json:"shadow_id"`
-	FeedbackID uuid.UUID `json:"feedback_id"`
-}
-
 // Recorded before the candidate is asked.
-func (q *Queries) ShadowQueryUpdateAsked(ctx context.Context, arg ShadowQueryUpdateAskedParams) error {
-	_, err := q.db.Exec(ctx, shadowQueryUpdateAsked, arg.ShadowID, arg.FeedbackID)
+func (q *Queries) ShadowQueryUpdateAsked(ctx context.Context, id uuid.UUID) error {
+	_, err := q.db.Exec(ctx, shadowQueryUpdateAsked, id)
 	return err
 }
 
 const shadowQueryUpdateClaim = `-- name: ShadowQueryUpdateClaim :many
 UPDATE shadow_queries SET claimed_at = now()
-WHERE shadow_id = $1 AND feedback_id = $2 AND status IN ('pending', 'answered')
+WHERE id = $1 AND status IN ('pending', 'answered')
   AND (claimed_at IS NULL OR claimed_at < now() - interval '10 minutes')
 RETURNING status, asked_at, scoring_at
 `
-
-type ShadowQueryUpdateClaimParams struct {
-	ShadowID   uuid.UUID `json:"shadow_id"`
-	FeedbackID uuid.UUID `json:"feedback_id"`
-}
 
 type ShadowQueryUpdateClaimRow struct {
 	Status    string     `json:"status"`
@@ -504,8 +593,8 @@ type ShadowQueryUpdateClaimRow struct {
 // one claims it and the others find no row. It answers what was already
 // begun: a set asked_at or scoring_at is a call a stopped worker made and
 // never recorded the answer of.
-func (q *Queries) ShadowQueryUpdateClaim(ctx context.Context, arg ShadowQueryUpdateClaimParams) ([]ShadowQueryUpdateClaimRow, error) {
-	rows, err := q.db.Query(ctx, shadowQueryUpdateClaim, arg.ShadowID, arg.FeedbackID)
+func (q *Queries) ShadowQueryUpdateClaim(ctx context.Context, id uuid.UUID) ([]ShadowQueryUpdateClaimRow, error) {
+	rows, err := q.db.Query(ctx, shadowQueryUpdateClaim, id)
 	if err != nil {
 		return nil, err
 	}
@@ -526,32 +615,26 @@ func (q *Queries) ShadowQueryUpdateClaim(ctx context.Context, arg ShadowQueryUpd
 
 const shadowQueryUpdateFailed = `-- name: ShadowQueryUpdateFailed :exec
 UPDATE shadow_queries SET status = 'failed', reason = $1, scored_at = now()
-WHERE shadow_id = $2 AND feedback_id = $3 AND status IN ('pending', 'answered')
+WHERE id = $2 AND status IN ('pending', 'answered')
 `
 
 type ShadowQueryUpdateFailedParams struct {
-	Reason     string    `json:"reason"`
-	ShadowID   uuid.UUID `json:"shadow_id"`
-	FeedbackID uuid.UUID `json:"feedback_id"`
+	Reason string    `json:"reason"`
+	ID     uuid.UUID `json:"id"`
 }
 
 func (q *Queries) ShadowQueryUpdateFailed(ctx context.Context, arg ShadowQueryUpdateFailedParams) error {
-	_, err := q.db.Exec(ctx, shadowQueryUpdateFailed, arg.Reason, arg.ShadowID, arg.FeedbackID)
+	_, err := q.db.Exec(ctx, shadowQueryUpdateFailed, arg.Reason, arg.ID)
 	return err
 }
 
 const shadowQueryUpdateRelease = `-- name: ShadowQueryUpdateRelease :exec
-UPDATE shadow_queries SET claimed_at = NULL WHERE shadow_id = $1 AND feedback_id = $2
+UPDATE shadow_queries SET claimed_at = NULL WHERE id = $1
 `
 
-type ShadowQueryUpdateReleaseParams struct {
-	ShadowID   uuid.UUID `json:"shadow_id"`
-	FeedbackID uuid.UUID `json:"feedback_id"`
-}
-
 // Gives back a claim, for the next run, when nothing was asked.
-func (q *Queries) ShadowQueryUpdateRelease(ctx context.Context, arg ShadowQueryUpdateReleaseParams) error {
-	_, err := q.db.Exec(ctx, shadowQueryUpdateRelease, arg.ShadowID, arg.FeedbackID)
+func (q *Queries) ShadowQueryUpdateRelease(ctx context.Context, id uuid.UUID) error {
+	_, err := q.db.Exec(ctx, shadowQueryUpdateRelease, id)
 	return err
 }
 
@@ -562,7 +645,7 @@ UPDATE shadow_queries SET status = 'scored', scored_at = now(),
     candidate_scores = $6, candidate_reward = $7, candidate_invalid = $8,
     candidate_critique = $9, candidate_safety = $10,
     judge_calls = $11, judge_cost_micros = $12
-WHERE shadow_id = $13 AND feedback_id = $14 AND status = 'answered'
+WHERE id = $13 AND status = 'answered'
 `
 
 type ShadowQueryUpdateScoredParams struct {
@@ -578,8 +661,7 @@ type ShadowQueryUpdateScoredParams struct {
 	CandidateSafety    bool            `json:"candidate_safety"`
 	JudgeCalls         int32           `json:"judge_calls"`
 	JudgeCostMicros    int64           `json:"judge_cost_micros"`
-	ShadowID           uuid.UUID       `json:"shadow_id"`
-	FeedbackID         uuid.UUID       `json:"feedback_id"`
+	ID                 uuid.UUID       `json:"id"`
 }
 
 func (q *Queries) ShadowQueryUpdateScored(ctx context.Context, arg ShadowQueryUpdateScoredParams) error {
@@ -596,24 +678,18 @@ func (q *Queries) ShadowQueryUpdateScored(ctx context.Context, arg ShadowQueryUp
 		arg.CandidateSafety,
 		arg.JudgeCalls,
 		arg.JudgeCostMicros,
-		arg.ShadowID,
-		arg.FeedbackID,
+		arg.ID,
 	)
 	return err
 }
 
 const shadowQueryUpdateScoring = `-- name: ShadowQueryUpdateScoring :exec
-UPDATE shadow_queries SET scoring_at = now() WHERE shadow_id = $1 AND feedback_id = $2 AND status = 'answered'
+UPDATE shadow_queries SET scoring_at = now() WHERE id = $1 AND status = 'answered'
 `
 
-type ShadowQueryUpdateScoringParams struct {
-	ShadowID   uuid.UUID `json:"shadow_id"`
-	FeedbackID uuid.UUID `json:"feedback_id"`
-}
-
 // Recorded before the scorers are asked.
-func (q *Queries) ShadowQueryUpdateScoring(ctx context.Context, arg ShadowQueryUpdateScoringParams) error {
-	_, err := q.db.Exec(ctx, shadowQueryUpdateScoring, arg.ShadowID, arg.FeedbackID)
+func (q *Queries) ShadowQueryUpdateScoring(ctx context.Context, id uuid.UUID) error {
+	_, err := q.db.Exec(ctx, shadowQueryUpdateScoring, id)
 	return err
 }
 
@@ -634,6 +710,71 @@ func (q *Queries) ShadowQueryUpdateSkipped(ctx context.Context, arg ShadowQueryU
 		return 0, err
 	}
 	return result.RowsAffected(), nil
+}
+
+const shadowSelectionList = `-- name: ShadowSelectionList :many
+SELECT id, created_at FROM best_of_n_responses
+WHERE org_id = $1 AND model_version_id = $2 AND created_at < $3
+  AND (created_at, id) > ($4::timestamptz, $5::uuid)
+ORDER BY created_at, id LIMIT $6
+`
+
+type ShadowSelectionListParams struct {
+	OrgID     uuid.UUID     `json:"org_id"`
+	VersionID uuid.NullUUID `json:"version_id"`
+	Until     time.Time     `json:"until"`
+	CursorAt  time.Time     `json:"cursor_at"`
+	CursorID  uuid.UUID     `json:"cursor_id"`
+	RowLimit  int32         `json:"row_limit"`
+}
+
+type ShadowSelectionListRow struct {
+	ID        uuid.UUID `json:"id"`
+	CreatedAt time.Time `json:"created_at"`
+}
+
+// Best-of-N calls that sampled their candidates from the version, after
+// the cursor and before until, oldest first.
+func (q *Queries) ShadowSelectionList(ctx context.Context, arg ShadowSelectionListParams) ([]ShadowSelectionListRow, error) {
+	rows, err := q.db.Query(ctx, shadowSelectionList,
+		arg.OrgID,
+		arg.VersionID,
+		arg.Until,
+		arg.CursorAt,
+		arg.CursorID,
+		arg.RowLimit,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []ShadowSelectionListRow{}
+	for rows.Next() {
+		var i ShadowSelectionListRow
+		if err := rows.Scan(&i.ID, &i.CreatedAt); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const shadowUpdateCallCursor = `-- name: ShadowUpdateCallCursor :exec
+UPDATE shadows SET call_cursor_at = $1, call_cursor_id = $2 WHERE id = $3
+`
+
+type ShadowUpdateCallCursorParams struct {
+	CursorAt *time.Time    `json:"cursor_at"`
+	CursorID uuid.NullUUID `json:"cursor_id"`
+	ID       uuid.UUID     `json:"id"`
+}
+
+func (q *Queries) ShadowUpdateCallCursor(ctx context.Context, arg ShadowUpdateCallCursorParams) error {
+	_, err := q.db.Exec(ctx, shadowUpdateCallCursor, arg.CursorAt, arg.CursorID, arg.ID)
+	return err
 }
 
 const shadowUpdateCursor = `-- name: ShadowUpdateCursor :exec

@@ -97,7 +97,10 @@ func TestShadowOverFeedback(t *testing.T) {
 		mu.Lock()
 		defer mu.Unlock()
 		asked[model]++
-		return "A careful answer to: " + prompt
+		if model == candidate {
+			return "A careful answer to: " + prompt
+		}
+		return "A plain answer."
 	}
 	// A third version in an A/B experiment against production.
 	var v3 modelDoc
@@ -265,6 +268,43 @@ func TestShadowOverFeedback(t *testing.T) {
 	if len(fit.Wider) > 0 || len(fit.Overflow) > 0 {
 		t.Errorf("the shadow page does not fit its cards at 1280 px: %q %q", fit.Wider, fit.Overflow)
 	}
+
+	// Best-of-N calls that sample production's version are queries
+	// answered under the alias too: each is mirrored once, its selected
+	// answer production's (0.6 against the candidate's 0.9), and feedback
+	// on a call is left to the call. 40·0.3 − 10·0.05 + 10·0.3 over 60
+	// queries is 14.5/60.
+	var called []string
+	for i := range 10 {
+		var r struct {
+			ResponseID string `json:"response_id"`
+		}
+		s.API(assistant, http.MethodPost, "/api/best-of-n", map[string]any{"query": fmt.Sprintf("Call %d about billing?", i),
+			"model_version_id": v1.ID, "n": 2, "scorer": map[string]any{"judge": "deepseek"}}).Must(t, http.StatusOK).JSON(t, &r)
+		called = append(called, r.ResponseID)
+	}
+	s.API(assistant, http.MethodPost, "/api/feedback", map[string]any{"query": "Call 0 about billing?", "response": "A plain answer.",
+		"model": prod.Model, "trace_id": called[0], "feedback_type": "thumbs_down"}).Must(t, http.StatusCreated)
+	if err := s.App.Services.Shadows.SampleAll(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		s.API(viewer, http.MethodGet, "/api/shadows/"+sh.ID, nil).Must(t, http.StatusOK).JSON(t, &sh)
+		if sh.Open == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("shadow %+v", sh)
+		}
+	}
+	if d := sh.Comparison.Difference; sh.Scored != 60 || d.N != 60 || math.Abs(*d.Mean-14.5/60) > 1e-9 {
+		t.Errorf("with the best-of-N calls: %d scored, difference %+v; want 60 and %.4f", sh.Scored, d, 14.5/60)
+	}
+	mu.Lock()
+	if asked[candidate] != 60 || asked[prod.Model] != 20 {
+		t.Errorf("the vLLM stand-in was asked %v: want 60 calls of the candidate and production's 20 by the best-of-N calls alone", asked)
+	}
+	mu.Unlock()
 
 	// Nothing of the candidate reaches resolve or assignment.
 	s.API(viewer, http.MethodGet, "/api/models/resolve?name=support&alias=production", nil).Must(t, http.StatusOK).JSON(t, &prod)

@@ -41,6 +41,30 @@ SELECT * FROM shadows WHERE status = 'running' ORDER BY created_at;
 -- name: ShadowUpdateCursor :exec
 UPDATE shadows SET cursor_at = @cursor_at, cursor_id = @cursor_id WHERE id = @id;
 
+-- name: ShadowUpdateCallCursor :exec
+UPDATE shadows SET call_cursor_at = @cursor_at, call_cursor_id = @cursor_id WHERE id = @id;
+
+-- name: ShadowFeedbackList :many
+-- Feedback that names one of the models after the cursor and before
+-- until, oldest first; feedback on a best-of-N call that recorded its
+-- version is left to the call, which is sampled on its own.
+SELECT f.id, f.created_at FROM feedback f
+WHERE f.org_id = @org_id AND f.model = ANY(@models::text[]) AND f.created_at < @until
+  AND (f.created_at, f.id) > (@cursor_at::timestamptz, @cursor_id::uuid)
+  AND NOT EXISTS (
+      SELECT 1 FROM best_of_n_responses r
+      WHERE r.org_id = f.org_id AND r.model_version_id IS NOT NULL
+        AND r.id = (CASE WHEN f.trace_id ~* '^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$' THEN f.trace_id::uuid END))
+ORDER BY f.created_at, f.id LIMIT @row_limit;
+
+-- name: ShadowSelectionList :many
+-- Best-of-N calls that sampled their candidates from the version, after
+-- the cursor and before until, oldest first.
+SELECT id, created_at FROM best_of_n_responses
+WHERE org_id = @org_id AND model_version_id = @version_id AND created_at < @until
+  AND (created_at, id) > (@cursor_at::timestamptz, @cursor_id::uuid)
+ORDER BY created_at, id LIMIT @row_limit;
+
 -- name: ShadowUpdateStop :execrows
 -- Stops a running shadow, with the reason: it samples nothing more, and
 -- what it sampled is still answered and scored.
@@ -52,17 +76,26 @@ INSERT INTO shadow_queries (shadow_id, feedback_id, org_id, production_version_i
 SELECT @shadow_id, unnest(@feedback_ids::uuid[]), @org_id, @production_version_id
 ON CONFLICT DO NOTHING;
 
+-- name: ShadowQueryInsertPendingCalls :execrows
+INSERT INTO shadow_queries (shadow_id, selection_id, org_id, production_version_id)
+SELECT @shadow_id, unnest(@selection_ids::uuid[]), @org_id, @production_version_id
+ON CONFLICT DO NOTHING;
+
 -- name: ShadowQueryListOpen :many
 -- Sampled queries still to answer or score and not claimed by a worker at
 -- work (a claim older than ten minutes is a worker that died), oldest
--- first, with what the candidate and the scorers read: the feedback's
--- query, production's answer and the reference, and the context of the
--- best-of-N call the feedback names by trace_id when the feedback has
--- none of its own.
-SELECT q.feedback_id, q.status, q.candidate_answer, f.query, f.response, f.correction,
-       (CASE WHEN f.context = '{}'::jsonb THEN coalesce(b.context, f.context) ELSE f.context END)::jsonb AS context
+-- first, with what the candidate and the scorers read: the query,
+-- production's answer (a best-of-N call's selected candidate), the
+-- reference, and the context (of the best-of-N call the feedback names by
+-- trace_id, when the feedback has none of its own).
+SELECT q.id, q.status, q.candidate_answer,
+       coalesce(f.query, c.query, '')::text AS query,
+       coalesce(f.response, c.candidates -> c.selected ->> 'text', '')::text AS response,
+       coalesce(f.correction, '')::text AS correction,
+       (CASE WHEN c.id IS NOT NULL THEN c.context WHEN f.context = '{}'::jsonb THEN coalesce(b.context, f.context) ELSE f.context END)::jsonb AS context
 FROM shadow_queries q
-JOIN feedback f ON f.id = q.feedback_id
+LEFT JOIN feedback f ON f.id = q.feedback_id
+LEFT JOIN best_of_n_responses c ON c.id = q.selection_id
 LEFT JOIN LATERAL (
     SELECT r.context FROM best_of_n_responses r
     WHERE r.org_id = f.org_id
@@ -70,7 +103,7 @@ LEFT JOIN LATERAL (
 ) b ON true
 WHERE q.shadow_id = @shadow_id AND q.status IN ('pending', 'answered')
   AND (q.claimed_at IS NULL OR q.claimed_at < now() - interval '10 minutes')
-ORDER BY q.created_at, q.feedback_id LIMIT @row_limit;
+ORDER BY q.created_at, q.id LIMIT @row_limit;
 
 -- name: ShadowQueryUpdateClaim :many
 -- Claims an open query, in one statement: of workers that race for it,
@@ -78,22 +111,22 @@ ORDER BY q.created_at, q.feedback_id LIMIT @row_limit;
 -- begun: a set asked_at or scoring_at is a call a stopped worker made and
 -- never recorded the answer of.
 UPDATE shadow_queries SET claimed_at = now()
-WHERE shadow_id = @shadow_id AND feedback_id = @feedback_id AND status IN ('pending', 'answered')
+WHERE id = @id AND status IN ('pending', 'answered')
   AND (claimed_at IS NULL OR claimed_at < now() - interval '10 minutes')
 RETURNING status, asked_at, scoring_at;
 
 -- name: ShadowQueryUpdateAsked :exec
 -- Recorded before the candidate is asked.
-UPDATE shadow_queries SET asked_at = now() WHERE shadow_id = @shadow_id AND feedback_id = @feedback_id AND status = 'pending';
+UPDATE shadow_queries SET asked_at = now() WHERE id = @id AND status = 'pending';
 
 -- name: ShadowQueryUpdateAnswered :exec
 UPDATE shadow_queries SET status = 'answered', candidate_answer = @candidate_answer, candidate_latency_ms = @candidate_latency_ms,
     prompt_tokens = @prompt_tokens, completion_tokens = @completion_tokens
-WHERE shadow_id = @shadow_id AND feedback_id = @feedback_id AND status = 'pending';
+WHERE id = @id AND status = 'pending';
 
 -- name: ShadowQueryUpdateScoring :exec
 -- Recorded before the scorers are asked.
-UPDATE shadow_queries SET scoring_at = now() WHERE shadow_id = @shadow_id AND feedback_id = @feedback_id AND status = 'answered';
+UPDATE shadow_queries SET scoring_at = now() WHERE id = @id AND status = 'answered';
 
 -- name: ShadowQueryUpdateScored :exec
 UPDATE shadow_queries SET status = 'scored', scored_at = now(),
@@ -102,15 +135,15 @@ UPDATE shadow_queries SET status = 'scored', scored_at = now(),
     candidate_scores = @candidate_scores, candidate_reward = sqlc.narg('candidate_reward'), candidate_invalid = @candidate_invalid,
     candidate_critique = @candidate_critique, candidate_safety = @candidate_safety,
     judge_calls = @judge_calls, judge_cost_micros = @judge_cost_micros
-WHERE shadow_id = @shadow_id AND feedback_id = @feedback_id AND status = 'answered';
+WHERE id = @id AND status = 'answered';
 
 -- name: ShadowQueryUpdateFailed :exec
 UPDATE shadow_queries SET status = 'failed', reason = @reason, scored_at = now()
-WHERE shadow_id = @shadow_id AND feedback_id = @feedback_id AND status IN ('pending', 'answered');
+WHERE id = @id AND status IN ('pending', 'answered');
 
 -- name: ShadowQueryUpdateRelease :exec
 -- Gives back a claim, for the next run, when nothing was asked.
-UPDATE shadow_queries SET claimed_at = NULL WHERE shadow_id = @shadow_id AND feedback_id = @feedback_id;
+UPDATE shadow_queries SET claimed_at = NULL WHERE id = @id;
 
 -- name: ShadowQueryUpdateSkipped :execrows
 -- What is left open is skipped, with the reason (the budget is spent).
@@ -118,13 +151,19 @@ UPDATE shadow_queries SET status = 'skipped', reason = @reason, scored_at = now(
 WHERE shadow_id = @shadow_id AND status IN ('pending', 'answered') AND (claimed_at IS NULL OR claimed_at < now() - interval '10 minutes');
 
 -- name: ShadowQueryListScored :many
--- A shadow's scored queries, with both answers, oldest first.
-SELECT q.feedback_id, f.query, f.response, f.correction, q.candidate_answer,
+-- A shadow's scored queries, with both answers, oldest first; source_id
+-- is the feedback's id, or the best-of-N call's.
+SELECT coalesce(q.feedback_id, q.selection_id)::uuid AS source_id,
+       coalesce(f.query, c.query, '')::text AS query,
+       coalesce(f.response, c.candidates -> c.selected ->> 'text', '')::text AS response,
+       coalesce(f.correction, '')::text AS correction, q.candidate_answer,
        q.production_scores, q.production_reward, q.production_invalid, q.production_critique, q.production_safety,
        q.candidate_scores, q.candidate_reward, q.candidate_invalid, q.candidate_critique, q.candidate_safety
-FROM shadow_queries q JOIN feedback f ON f.id = q.feedback_id
+FROM shadow_queries q
+LEFT JOIN feedback f ON f.id = q.feedback_id
+LEFT JOIN best_of_n_responses c ON c.id = q.selection_id
 WHERE q.shadow_id = @shadow_id AND q.org_id = @org_id AND q.status = 'scored'
-ORDER BY q.created_at, q.feedback_id LIMIT @row_limit;
+ORDER BY q.created_at, q.id LIMIT @row_limit;
 
 -- name: ShadowListWithOpen :many
 -- Shadows with queries sampled over a minute ago and still open: a run

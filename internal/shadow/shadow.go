@@ -6,14 +6,16 @@
 // RAG metrics, the reward formula) and kept, and the two are compared
 // query by query as two versions are compared on a golden set.
 //
-// Nothing runs in a user's request: feedback ingest and best-of-N are left
-// alone. A periodic job reads the feedback that arrived since each
-// shadow's cursor under the names the alias's version is served by (a
-// best-of-N answer arrives as the feedback that names its response id, and
-// brings its call's context), samples it by a hash of the shadow and the
-// feedback's id, and queues the shadow's job; that job takes one query at
-// a time, recording each step before the next, so that no query is sent to
-// the candidate, or to the judge, twice.
+// Nothing runs in a user's request: feedback ingest and best-of-N only
+// record what they did, as before (a best-of-N call that sampled a version
+// records the version). A periodic job reads the feedback that arrived
+// since each shadow's cursor under the names the alias's version is served
+// by (feedback on a best-of-N call brings the call's context), and the
+// best-of-N calls that sampled that version (their selected answer is
+// production's), samples them by a hash of the shadow and their ids, and
+// queues the shadow's job; that job takes one query at a time, recording
+// each step before the next, so that no query is sent to the candidate, or
+// to the judge, twice.
 package shadow
 
 import (
@@ -326,7 +328,7 @@ func (s *Service) pair(ctx context.Context, orgID, id uuid.UUID) (eval.VersionPa
 	}
 	items := make([]eval.PairItem, len(rows))
 	for i, r := range rows {
-		it := eval.PairItem{SourceID: r.FeedbackID, Split: eval.SplitAll, Query: r.Query, Reference: r.Correction,
+		it := eval.PairItem{SourceID: r.SourceID, Split: eval.SplitAll, Query: r.Query, Reference: r.Correction,
 			A: eval.PairAnswer{Answer: r.Response, Critique: r.ProductionCritique, Safety: r.ProductionSafety, Invalid: r.ProductionInvalid,
 				Scores: scoresOf(r.ProductionScores)},
 			B: eval.PairAnswer{Answer: r.CandidateAnswer, Critique: r.CandidateCritique, Safety: r.CandidateSafety, Invalid: r.CandidateInvalid,
@@ -488,9 +490,10 @@ func (s *Service) queue(ctx context.Context, id uuid.UUID) error {
 }
 
 // sample reads the feedback that arrived under the alias's version after
-// the shadow's cursor (up to Lag before now), records what its share
-// samples as pending with the version that answered, moves the cursor and
-// queues the shadow's run, in one transaction.
+// the shadow's cursor, and the best-of-N calls that sampled the version
+// after its call cursor (both up to Lag before now), records what its
+// share samples as pending with the version that answered, moves the
+// cursors and queues the shadow's run, in one transaction.
 func (s *Service) sample(ctx context.Context, sh db.Shadow) error {
 	return db.InTx(ctx, s.Pool, func(tx pgx.Tx, q *db.Queries) error {
 		alias, err := q.ModelAliasGet(ctx, db.ModelAliasGetParams{OrgID: sh.OrgID, RegisteredModelID: sh.RegisteredModelID, Alias: sh.Alias})
@@ -514,30 +517,67 @@ func (s *Service) sample(ctx context.Context, sh db.Shadow) error {
 		if sh.CursorID.Valid {
 			id = sh.CursorID.UUID
 		}
-		rows, err := q.LiveFeedbackListModels(ctx, db.LiveFeedbackListModelsParams{OrgID: sh.OrgID, Models: names, Until: s.now().Add(-Lag),
+		until, prod := s.now().Add(-Lag), uuid.NullUUID{UUID: alias.VersionID, Valid: true}
+		rows, err := q.ShadowFeedbackList(ctx, db.ShadowFeedbackListParams{OrgID: sh.OrgID, Models: names, Until: until,
 			CursorAt: at, CursorID: id, RowLimit: SampleBatch})
-		if err != nil || len(rows) == 0 {
+		if err != nil {
 			return err
 		}
-		var picked []uuid.UUID
-		for _, r := range rows {
-			if Sampled(sh.ID, r.ID, sh.Sample) {
-				picked = append(picked, r.ID)
+		picked := 0
+		if len(rows) > 0 {
+			var ids []uuid.UUID
+			for _, r := range rows {
+				if Sampled(sh.ID, r.ID, sh.Sample) {
+					ids = append(ids, r.ID)
+				}
 			}
+			last := rows[len(rows)-1]
+			if err := q.ShadowUpdateCursor(ctx, db.ShadowUpdateCursorParams{ID: sh.ID, CursorAt: &last.CreatedAt,
+				CursorID: uuid.NullUUID{UUID: last.ID, Valid: true}}); err != nil {
+				return err
+			}
+			if len(ids) > 0 {
+				if _, err := q.ShadowQueryInsertPending(ctx, db.ShadowQueryInsertPendingParams{ShadowID: sh.ID, FeedbackIds: ids, OrgID: sh.OrgID,
+					ProductionVersionID: prod}); err != nil {
+					return err
+				}
+			}
+			picked += len(ids)
 		}
-		last := rows[len(rows)-1]
-		if err := q.ShadowUpdateCursor(ctx, db.ShadowUpdateCursorParams{ID: sh.ID, CursorAt: &last.CreatedAt,
-			CursorID: uuid.NullUUID{UUID: last.ID, Valid: true}}); err != nil {
+		// The best-of-N calls that sampled the alias's version.
+		cat, cid := time.Time{}, uuid.Nil
+		if sh.CallCursorAt != nil {
+			cat = *sh.CallCursorAt
+		}
+		if sh.CallCursorID.Valid {
+			cid = sh.CallCursorID.UUID
+		}
+		calls, err := q.ShadowSelectionList(ctx, db.ShadowSelectionListParams{OrgID: sh.OrgID, VersionID: prod, Until: until,
+			CursorAt: cat, CursorID: cid, RowLimit: SampleBatch})
+		if err != nil {
 			return err
 		}
-		if len(picked) == 0 {
-			return nil
+		if len(calls) > 0 {
+			var ids []uuid.UUID
+			for _, c := range calls {
+				if Sampled(sh.ID, c.ID, sh.Sample) {
+					ids = append(ids, c.ID)
+				}
+			}
+			last := calls[len(calls)-1]
+			if err := q.ShadowUpdateCallCursor(ctx, db.ShadowUpdateCallCursorParams{ID: sh.ID, CursorAt: &last.CreatedAt,
+				CursorID: uuid.NullUUID{UUID: last.ID, Valid: true}}); err != nil {
+				return err
+			}
+			if len(ids) > 0 {
+				if _, err := q.ShadowQueryInsertPendingCalls(ctx, db.ShadowQueryInsertPendingCallsParams{ShadowID: sh.ID, SelectionIds: ids,
+					OrgID: sh.OrgID, ProductionVersionID: prod}); err != nil {
+					return err
+				}
+			}
+			picked += len(ids)
 		}
-		if _, err := q.ShadowQueryInsertPending(ctx, db.ShadowQueryInsertPendingParams{ShadowID: sh.ID, FeedbackIds: picked, OrgID: sh.OrgID,
-			ProductionVersionID: uuid.NullUUID{UUID: alias.VersionID, Valid: true}}); err != nil {
-			return err
-		}
-		if s.Jobs == nil {
+		if picked == 0 || s.Jobs == nil {
 			return nil
 		}
 		_, err = s.Jobs.InsertTx(ctx, tx, RunArgs{ShadowID: sh.ID}, nil)
@@ -606,14 +646,14 @@ func (s *Service) Run(ctx context.Context, shadowID uuid.UUID) error {
 // one carries a query through its steps; done is true when the run is to
 // stop (the budget is spent).
 func (s *Service) one(ctx context.Context, q *db.Queries, sh db.Shadow, plan eval.Plan, r db.ShadowQueryListOpenRow) (done bool, err error) {
-	key := db.ShadowQueryUpdateReleaseParams{ShadowID: sh.ID, FeedbackID: r.FeedbackID}
-	claimed, err := q.ShadowQueryUpdateClaim(ctx, db.ShadowQueryUpdateClaimParams{ShadowID: sh.ID, FeedbackID: r.FeedbackID})
+	key := r.ID
+	claimed, err := q.ShadowQueryUpdateClaim(ctx, r.ID)
 	if err != nil || len(claimed) == 0 {
 		return false, err // another run took it
 	}
 	c := claimed[0]
 	fail := func(reason string) error {
-		return q.ShadowQueryUpdateFailed(ctx, db.ShadowQueryUpdateFailedParams{ShadowID: sh.ID, FeedbackID: r.FeedbackID, Reason: reason})
+		return q.ShadowQueryUpdateFailed(ctx, db.ShadowQueryUpdateFailedParams{ID: r.ID, Reason: reason})
 	}
 	switch {
 	case c.Status == QueryPending && c.AskedAt != nil:
@@ -629,11 +669,11 @@ func (s *Service) one(ctx context.Context, q *db.Queries, sh db.Shadow, plan eva
 			return false, errors.Join(err, q.ShadowQueryUpdateRelease(context.WithoutCancel(ctx), key))
 		}
 	}
-	it := eval.Item{SourceID: r.FeedbackID, Split: eval.SplitAll, Query: r.Query, Reference: r.Correction,
+	it := eval.Item{SourceID: r.ID, Split: eval.SplitAll, Query: r.Query, Reference: r.Correction,
 		Messages: []export.Message{{Role: "user", Content: r.Query}}, Context: documents(r.Context)}
 	answer := r.CandidateAnswer
 	if c.Status == QueryPending {
-		if err := q.ShadowQueryUpdateAsked(ctx, db.ShadowQueryUpdateAskedParams{ShadowID: sh.ID, FeedbackID: r.FeedbackID}); err != nil {
+		if err := q.ShadowQueryUpdateAsked(ctx, r.ID); err != nil {
 			return false, err
 		}
 		a, err := plan.Answerer.Answer(ctx, it)
@@ -644,13 +684,12 @@ func (s *Service) one(ctx context.Context, q *db.Queries, sh db.Shadow, plan eva
 			return false, fail("The candidate could not answer: " + outbound.Describe(err))
 		}
 		answer = a.Text
-		if err := q.ShadowQueryUpdateAnswered(ctx, db.ShadowQueryUpdateAnsweredParams{ShadowID: sh.ID, FeedbackID: r.FeedbackID,
-			CandidateAnswer: a.Text, CandidateLatencyMs: int32(a.Latency.Milliseconds()), PromptTokens: a.PromptTokens,
+		if err := q.ShadowQueryUpdateAnswered(ctx, db.ShadowQueryUpdateAnsweredParams{ID: r.ID, CandidateAnswer: a.Text, CandidateLatencyMs: int32(a.Latency.Milliseconds()), PromptTokens: a.PromptTokens,
 			CompletionTokens: a.CompletionTokens}); err != nil {
 			return false, err
 		}
 	}
-	if err := q.ShadowQueryUpdateScoring(ctx, db.ShadowQueryUpdateScoringParams{ShadowID: sh.ID, FeedbackID: r.FeedbackID}); err != nil {
+	if err := q.ShadowQueryUpdateScoring(ctx, r.ID); err != nil {
 		return false, err
 	}
 	prod, err := plan.Scorer.Score(ctx, it, r.Response)
@@ -670,7 +709,7 @@ func (s *Service) one(ctx context.Context, q *db.Queries, sh db.Shadow, plan eva
 		}
 		return false, fail("The answers could not be scored: " + err.Error())
 	}
-	u := db.ShadowQueryUpdateScoredParams{ShadowID: sh.ID, FeedbackID: r.FeedbackID,
+	u := db.ShadowQueryUpdateScoredParams{ID: r.ID,
 		ProductionInvalid: prod.Invalid, ProductionCritique: prod.Critique, ProductionSafety: prod.Safety,
 		CandidateInvalid: cand.Invalid, CandidateCritique: cand.Critique, CandidateSafety: cand.Safety,
 		JudgeCalls: int32(prod.JudgeCalls + cand.JudgeCalls), JudgeCostMicros: int64(prod.JudgeCost + cand.JudgeCost)}
@@ -691,7 +730,7 @@ func (s *Service) one(ctx context.Context, q *db.Queries, sh db.Shadow, plan eva
 
 // skip releases the query at hand (its scoring_at cleared: the budget
 // refused before any call) and skips what is left open, with the reason.
-func (s *Service) skip(ctx context.Context, q *db.Queries, shadowID uuid.UUID, key db.ShadowQueryUpdateReleaseParams, reason string) error {
+func (s *Service) skip(ctx context.Context, q *db.Queries, shadowID, key uuid.UUID, reason string) error {
 	if err := q.ShadowQueryUpdateRelease(ctx, key); err != nil {
 		return err
 	}
