@@ -30,9 +30,9 @@ func TestMain(m *testing.M) { pgtest.Main(m) }
 type runner struct {
 	asked, scored atomic.Int32
 	// contexts are the context documents each scored item carried.
-	contexts sync.Map // query → []string
-	killAsk       atomic.Bool
-	killScore     atomic.Bool
+	contexts  sync.Map // query → []string
+	killAsk   atomic.Bool
+	killScore atomic.Bool
 	// kill ends the run's context, as a killed process's work ends.
 	kill context.CancelFunc
 }
