@@ -1091,7 +1091,7 @@ func (q *Queries) JudgeTemplateList(ctx context.Context, orgID uuid.UUID) ([]Jud
 }
 
 const selectionGet = `-- name: SelectionGet :one
-SELECT id, org_id, query, context, scorer, selection, generation_method, candidates, selected, reward_score, created_by_label, created_at FROM best_of_n_responses WHERE org_id = $1 AND id = $2
+SELECT id, org_id, query, context, scorer, selection, generation_method, candidates, selected, reward_score, created_by_label, created_at, model_version_id FROM best_of_n_responses WHERE org_id = $1 AND id = $2
 `
 
 type SelectionGetParams struct {
@@ -1115,16 +1115,17 @@ func (q *Queries) SelectionGet(ctx context.Context, arg SelectionGetParams) (Bes
 		&i.RewardScore,
 		&i.CreatedByLabel,
 		&i.CreatedAt,
+		&i.ModelVersionID,
 	)
 	return i, err
 }
 
 const selectionInsert = `-- name: SelectionInsert :one
 INSERT INTO best_of_n_responses (org_id, query, context, scorer, selection, generation_method, candidates, selected,
-    reward_score, created_by_label)
+    reward_score, created_by_label, model_version_id)
 VALUES ($1, $2, $3, $4, $5, $6, $7, $8,
-    $9, $10)
-RETURNING id, org_id, query, context, scorer, selection, generation_method, candidates, selected, reward_score, created_by_label, created_at
+    $9, $10, $11)
+RETURNING id, org_id, query, context, scorer, selection, generation_method, candidates, selected, reward_score, created_by_label, created_at, model_version_id
 `
 
 type SelectionInsertParams struct {
@@ -1138,6 +1139,7 @@ type SelectionInsertParams struct {
 	Selected         int32           `json:"selected"`
 	RewardScore      float64         `json:"reward_score"`
 	CreatedByLabel   string          `json:"created_by_label"`
+	ModelVersionID   uuid.NullUUID   `json:"model_version_id"`
 }
 
 // A best-of-N selection, logged with its candidates and scores.
@@ -1153,6 +1155,7 @@ func (q *Queries) SelectionInsert(ctx context.Context, arg SelectionInsertParams
 		arg.Selected,
 		arg.RewardScore,
 		arg.CreatedByLabel,
+		arg.ModelVersionID,
 	)
 	var i BestOfNResponse
 	err := row.Scan(
@@ -1168,6 +1171,7 @@ func (q *Queries) SelectionInsert(ctx context.Context, arg SelectionInsertParams
 		&i.RewardScore,
 		&i.CreatedByLabel,
 		&i.CreatedAt,
+		&i.ModelVersionID,
 	)
 	return i, err
 }

@@ -7,6 +7,7 @@ package db
 
 import (
 	"context"
+	"encoding/json"
 	"time"
 
 	"github.com/google/uuid"
@@ -133,8 +134,14 @@ func (q *Queries) LiveScoreInsertPending(ctx context.Context, arg LiveScoreInser
 }
 
 const liveScoreListPending = `-- name: LiveScoreListPending :many
-SELECT l.feedback_id, f.query, f.response, f.correction
+SELECT l.feedback_id, f.query, f.response, f.correction,
+       (CASE WHEN f.context = '{}'::jsonb THEN coalesce(b.context, f.context) ELSE f.context END)::jsonb AS context
 FROM live_scores l JOIN feedback f ON f.id = l.feedback_id
+LEFT JOIN LATERAL (
+    SELECT r.context FROM best_of_n_responses r
+    WHERE r.org_id = f.org_id
+      AND r.id = (CASE WHEN f.trace_id ~* '^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$' THEN f.trace_id::uuid END)
+) b ON true
 WHERE l.scorer_id = $1 AND l.status = 'pending' AND (l.scored_at IS NULL OR l.scored_at < now() - interval '10 minutes')
 ORDER BY l.created_at, l.feedback_id LIMIT $2
 `
@@ -145,15 +152,18 @@ type LiveScoreListPendingParams struct {
 }
 
 type LiveScoreListPendingRow struct {
-	FeedbackID uuid.UUID `json:"feedback_id"`
-	Query      string    `json:"query"`
-	Response   string    `json:"response"`
-	Correction string    `json:"correction"`
+	FeedbackID uuid.UUID       `json:"feedback_id"`
+	Query      string          `json:"query"`
+	Response   string          `json:"response"`
+	Correction string          `json:"correction"`
+	Context    json.RawMessage `json:"context"`
 }
 
 // Sampled answers still to score and not claimed by a scorer at work (a
 // claim older than ten minutes is a scorer that died), oldest first, with
-// what the scorer reads.
+// what the scorer reads: the feedback's query, answer, reference and
+// context, or the context of the best-of-N call the feedback names by
+// trace_id when it has none of its own.
 func (q *Queries) LiveScoreListPending(ctx context.Context, arg LiveScoreListPendingParams) ([]LiveScoreListPendingRow, error) {
 	rows, err := q.db.Query(ctx, liveScoreListPending, arg.ScorerID, arg.RowLimit)
 	if err != nil {
@@ -168,6 +178,7 @@ func (q *Queries) LiveScoreListPending(ctx context.Context, arg LiveScoreListPen
 			&i.Query,
 			&i.Response,
 			&i.Correction,
+			&i.Context,
 		); err != nil {
 			return nil, err
 		}
@@ -267,7 +278,7 @@ func (q *Queries) LiveScoreUpdateSkipped(ctx context.Context, arg LiveScoreUpdat
 }
 
 const liveScorerGet = `-- name: LiveScorerGet :one
-SELECT id, org_id, experiment_id, registered_model_id, alias, scorer, endpoint, template, rate, enabled, cursor_at, cursor_id, created_by_label, created_at, updated_at FROM live_scorers WHERE id = $1
+SELECT id, org_id, experiment_id, registered_model_id, alias, scorer, endpoint, template, rate, enabled, cursor_at, cursor_id, created_by_label, created_at, updated_at, embeddings_endpoint FROM live_scorers WHERE id = $1
 `
 
 func (q *Queries) LiveScorerGet(ctx context.Context, id uuid.UUID) (LiveScorer, error) {
@@ -289,27 +300,31 @@ func (q *Queries) LiveScorerGet(ctx context.Context, id uuid.UUID) (LiveScorer, 
 		&i.CreatedByLabel,
 		&i.CreatedAt,
 		&i.UpdatedAt,
+		&i.EmbeddingsEndpoint,
 	)
 	return i, err
 }
 
 const liveScorerInsertForAlias = `-- name: LiveScorerInsertForAlias :one
-INSERT INTO live_scorers (org_id, registered_model_id, alias, endpoint, template, rate, enabled, cursor_at, created_by_label)
-VALUES ($1, $2, $3, $4, $5, $6, $7, now(), $8)
+INSERT INTO live_scorers (org_id, registered_model_id, alias, scorer, endpoint, embeddings_endpoint, template, rate, enabled, cursor_at, created_by_label)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, now(), $10)
 ON CONFLICT (registered_model_id, alias) WHERE registered_model_id IS NOT NULL
-DO UPDATE SET endpoint = EXCLUDED.endpoint, template = EXCLUDED.template, rate = EXCLUDED.rate, enabled = EXCLUDED.enabled, updated_at = now()
-RETURNING id, org_id, experiment_id, registered_model_id, alias, scorer, endpoint, template, rate, enabled, cursor_at, cursor_id, created_by_label, created_at, updated_at
+DO UPDATE SET scorer = EXCLUDED.scorer, endpoint = EXCLUDED.endpoint, embeddings_endpoint = EXCLUDED.embeddings_endpoint,
+    template = EXCLUDED.template, rate = EXCLUDED.rate, enabled = EXCLUDED.enabled, updated_at = now()
+RETURNING id, org_id, experiment_id, registered_model_id, alias, scorer, endpoint, template, rate, enabled, cursor_at, cursor_id, created_by_label, created_at, updated_at, embeddings_endpoint
 `
 
 type LiveScorerInsertForAliasParams struct {
-	OrgID             uuid.UUID     `json:"org_id"`
-	RegisteredModelID uuid.NullUUID `json:"registered_model_id"`
-	Alias             string        `json:"alias"`
-	Endpoint          string        `json:"endpoint"`
-	Template          string        `json:"template"`
-	Rate              float64       `json:"rate"`
-	Enabled           bool          `json:"enabled"`
-	CreatedByLabel    string        `json:"created_by_label"`
+	OrgID              uuid.UUID     `json:"org_id"`
+	RegisteredModelID  uuid.NullUUID `json:"registered_model_id"`
+	Alias              string        `json:"alias"`
+	Scorer             string        `json:"scorer"`
+	Endpoint           string        `json:"endpoint"`
+	EmbeddingsEndpoint string        `json:"embeddings_endpoint"`
+	Template           string        `json:"template"`
+	Rate               float64       `json:"rate"`
+	Enabled            bool          `json:"enabled"`
+	CreatedByLabel     string        `json:"created_by_label"`
 }
 
 func (q *Queries) LiveScorerInsertForAlias(ctx context.Context, arg LiveScorerInsertForAliasParams) (LiveScorer, error) {
@@ -317,7 +332,9 @@ func (q *Queries) LiveScorerInsertForAlias(ctx context.Context, arg LiveScorerIn
 		arg.OrgID,
 		arg.RegisteredModelID,
 		arg.Alias,
+		arg.Scorer,
 		arg.Endpoint,
+		arg.EmbeddingsEndpoint,
 		arg.Template,
 		arg.Rate,
 		arg.Enabled,
@@ -340,27 +357,31 @@ func (q *Queries) LiveScorerInsertForAlias(ctx context.Context, arg LiveScorerIn
 		&i.CreatedByLabel,
 		&i.CreatedAt,
 		&i.UpdatedAt,
+		&i.EmbeddingsEndpoint,
 	)
 	return i, err
 }
 
 const liveScorerInsertForExperiment = `-- name: LiveScorerInsertForExperiment :one
 
-INSERT INTO live_scorers (org_id, experiment_id, endpoint, template, rate, enabled, cursor_at, created_by_label)
-VALUES ($1, $2, $3, $4, $5, $6, now(), $7)
+INSERT INTO live_scorers (org_id, experiment_id, scorer, endpoint, embeddings_endpoint, template, rate, enabled, cursor_at, created_by_label)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, now(), $9)
 ON CONFLICT (experiment_id) WHERE experiment_id IS NOT NULL
-DO UPDATE SET endpoint = EXCLUDED.endpoint, template = EXCLUDED.template, rate = EXCLUDED.rate, enabled = EXCLUDED.enabled, updated_at = now()
-RETURNING id, org_id, experiment_id, registered_model_id, alias, scorer, endpoint, template, rate, enabled, cursor_at, cursor_id, created_by_label, created_at, updated_at
+DO UPDATE SET scorer = EXCLUDED.scorer, endpoint = EXCLUDED.endpoint, embeddings_endpoint = EXCLUDED.embeddings_endpoint,
+    template = EXCLUDED.template, rate = EXCLUDED.rate, enabled = EXCLUDED.enabled, updated_at = now()
+RETURNING id, org_id, experiment_id, registered_model_id, alias, scorer, endpoint, template, rate, enabled, cursor_at, cursor_id, created_by_label, created_at, updated_at, embeddings_endpoint
 `
 
 type LiveScorerInsertForExperimentParams struct {
-	OrgID          uuid.UUID     `json:"org_id"`
-	ExperimentID   uuid.NullUUID `json:"experiment_id"`
-	Endpoint       string        `json:"endpoint"`
-	Template       string        `json:"template"`
-	Rate           float64       `json:"rate"`
-	Enabled        bool          `json:"enabled"`
-	CreatedByLabel string        `json:"created_by_label"`
+	OrgID              uuid.UUID     `json:"org_id"`
+	ExperimentID       uuid.NullUUID `json:"experiment_id"`
+	Scorer             string        `json:"scorer"`
+	Endpoint           string        `json:"endpoint"`
+	EmbeddingsEndpoint string        `json:"embeddings_endpoint"`
+	Template           string        `json:"template"`
+	Rate               float64       `json:"rate"`
+	Enabled            bool          `json:"enabled"`
+	CreatedByLabel     string        `json:"created_by_label"`
 }
 
 // Live scoring: scorers per experiment or alias, the feedback they sample
@@ -371,7 +392,9 @@ func (q *Queries) LiveScorerInsertForExperiment(ctx context.Context, arg LiveSco
 	row := q.db.QueryRow(ctx, liveScorerInsertForExperiment,
 		arg.OrgID,
 		arg.ExperimentID,
+		arg.Scorer,
 		arg.Endpoint,
+		arg.EmbeddingsEndpoint,
 		arg.Template,
 		arg.Rate,
 		arg.Enabled,
@@ -394,12 +417,13 @@ func (q *Queries) LiveScorerInsertForExperiment(ctx context.Context, arg LiveSco
 		&i.CreatedByLabel,
 		&i.CreatedAt,
 		&i.UpdatedAt,
+		&i.EmbeddingsEndpoint,
 	)
 	return i, err
 }
 
 const liveScorerList = `-- name: LiveScorerList :many
-SELECT s.id, s.org_id, s.experiment_id, s.registered_model_id, s.alias, s.scorer, s.endpoint, s.template, s.rate, s.enabled, s.cursor_at, s.cursor_id, s.created_by_label, s.created_at, s.updated_at, coalesce(e.key, '')::text AS experiment_key, coalesce(m.name, '')::text AS model_name,
+SELECT s.id, s.org_id, s.experiment_id, s.registered_model_id, s.alias, s.scorer, s.endpoint, s.template, s.rate, s.enabled, s.cursor_at, s.cursor_id, s.created_by_label, s.created_at, s.updated_at, s.embeddings_endpoint, coalesce(e.key, '')::text AS experiment_key, coalesce(m.name, '')::text AS model_name,
        coalesce(c.scored, 0)::bigint AS scored, coalesce(c.pending, 0)::bigint AS pending,
        coalesce(c.skipped, 0)::bigint AS skipped, coalesce(c.flagged, 0)::bigint AS flagged,
        coalesce(c.cost_micros, 0)::bigint AS cost_micros
@@ -417,28 +441,29 @@ ORDER BY s.created_at
 `
 
 type LiveScorerListRow struct {
-	ID                uuid.UUID     `json:"id"`
-	OrgID             uuid.UUID     `json:"org_id"`
-	ExperimentID      uuid.NullUUID `json:"experiment_id"`
-	RegisteredModelID uuid.NullUUID `json:"registered_model_id"`
-	Alias             string        `json:"alias"`
-	Scorer            string        `json:"scorer"`
-	Endpoint          string        `json:"endpoint"`
-	Template          string        `json:"template"`
-	Rate              float64       `json:"rate"`
-	Enabled           bool          `json:"enabled"`
-	CursorAt          *time.Time    `json:"cursor_at"`
-	CursorID          uuid.NullUUID `json:"cursor_id"`
-	CreatedByLabel    string        `json:"created_by_label"`
-	CreatedAt         time.Time     `json:"created_at"`
-	UpdatedAt         time.Time     `json:"updated_at"`
-	ExperimentKey     string        `json:"experiment_key"`
-	ModelName         string        `json:"model_name"`
-	Scored            int64         `json:"scored"`
-	Pending           int64         `json:"pending"`
-	Skipped           int64         `json:"skipped"`
-	Flagged           int64         `json:"flagged"`
-	CostMicros        int64         `json:"cost_micros"`
+	ID                 uuid.UUID     `json:"id"`
+	OrgID              uuid.UUID     `json:"org_id"`
+	ExperimentID       uuid.NullUUID `json:"experiment_id"`
+	RegisteredModelID  uuid.NullUUID `json:"registered_model_id"`
+	Alias              string        `json:"alias"`
+	Scorer             string        `json:"scorer"`
+	Endpoint           string        `json:"endpoint"`
+	Template           string        `json:"template"`
+	Rate               float64       `json:"rate"`
+	Enabled            bool          `json:"enabled"`
+	CursorAt           *time.Time    `json:"cursor_at"`
+	CursorID           uuid.NullUUID `json:"cursor_id"`
+	CreatedByLabel     string        `json:"created_by_label"`
+	CreatedAt          time.Time     `json:"created_at"`
+	UpdatedAt          time.Time     `json:"updated_at"`
+	EmbeddingsEndpoint string        `json:"embeddings_endpoint"`
+	ExperimentKey      string        `json:"experiment_key"`
+	ModelName          string        `json:"model_name"`
+	Scored             int64         `json:"scored"`
+	Pending            int64         `json:"pending"`
+	Skipped            int64         `json:"skipped"`
+	Flagged            int64         `json:"flagged"`
+	CostMicros         int64         `json:"cost_micros"`
 }
 
 // The organisation's scorers with what each scored, and what it cost.
@@ -467,6 +492,7 @@ func (q *Queries) LiveScorerList(ctx context.Context, orgID uuid.UUID) ([]LiveSc
 			&i.CreatedByLabel,
 			&i.CreatedAt,
 			&i.UpdatedAt,
+			&i.EmbeddingsEndpoint,
 			&i.ExperimentKey,
 			&i.ModelName,
 			&i.Scored,
@@ -486,7 +512,7 @@ func (q *Queries) LiveScorerList(ctx context.Context, orgID uuid.UUID) ([]LiveSc
 }
 
 const liveScorerListEnabled = `-- name: LiveScorerListEnabled :many
-SELECT id, org_id, experiment_id, registered_model_id, alias, scorer, endpoint, template, rate, enabled, cursor_at, cursor_id, created_by_label, created_at, updated_at FROM live_scorers WHERE enabled ORDER BY created_at
+SELECT id, org_id, experiment_id, registered_model_id, alias, scorer, endpoint, template, rate, enabled, cursor_at, cursor_id, created_by_label, created_at, updated_at, embeddings_endpoint FROM live_scorers WHERE enabled ORDER BY created_at
 `
 
 // Every organisation's scorers that sample, for the periodic job.
@@ -515,6 +541,7 @@ func (q *Queries) LiveScorerListEnabled(ctx context.Context) ([]LiveScorer, erro
 			&i.CreatedByLabel,
 			&i.CreatedAt,
 			&i.UpdatedAt,
+			&i.EmbeddingsEndpoint,
 		); err != nil {
 			return nil, err
 		}

@@ -938,6 +938,7 @@ type BestOfNResponse struct {
 	RewardScore      float64         `json:"reward_score"`
 	CreatedByLabel   string          `json:"created_by_label"`
 	CreatedAt        time.Time       `json:"created_at"`
+	ModelVersionID   uuid.NullUUID   `json:"model_version_id"`
 }
 
 type Codebook struct {
@@ -1598,21 +1599,22 @@ type LiveScore struct {
 }
 
 type LiveScorer struct {
-	ID                uuid.UUID     `json:"id"`
-	OrgID             uuid.UUID     `json:"org_id"`
-	ExperimentID      uuid.NullUUID `json:"experiment_id"`
-	RegisteredModelID uuid.NullUUID `json:"registered_model_id"`
-	Alias             string        `json:"alias"`
-	Scorer            string        `json:"scorer"`
-	Endpoint          string        `json:"endpoint"`
-	Template          string        `json:"template"`
-	Rate              float64       `json:"rate"`
-	Enabled           bool          `json:"enabled"`
-	CursorAt          *time.Time    `json:"cursor_at"`
-	CursorID          uuid.NullUUID `json:"cursor_id"`
-	CreatedByLabel    string        `json:"created_by_label"`
-	CreatedAt         time.Time     `json:"created_at"`
-	UpdatedAt         time.Time     `json:"updated_at"`
+	ID                 uuid.UUID     `json:"id"`
+	OrgID              uuid.UUID     `json:"org_id"`
+	ExperimentID       uuid.NullUUID `json:"experiment_id"`
+	RegisteredModelID  uuid.NullUUID `json:"registered_model_id"`
+	Alias              string        `json:"alias"`
+	Scorer             string        `json:"scorer"`
+	Endpoint           string        `json:"endpoint"`
+	Template           string        `json:"template"`
+	Rate               float64       `json:"rate"`
+	Enabled            bool          `json:"enabled"`
+	CursorAt           *time.Time    `json:"cursor_at"`
+	CursorID           uuid.NullUUID `json:"cursor_id"`
+	CreatedByLabel     string        `json:"created_by_label"`
+	CreatedAt          time.Time     `json:"created_at"`
+	UpdatedAt          time.Time     `json:"updated_at"`
+	EmbeddingsEndpoint string        `json:"embeddings_endpoint"`
 }
 
 type LoginFailure struct {
@@ -2024,6 +2026,60 @@ type Session struct {
 	ExpiresAt  time.Time `json:"expires_at"`
 	UserAgent  string    `json:"user_agent"`
 	Ip         string    `json:"ip"`
+}
+
+type Shadow struct {
+	ID                 uuid.UUID       `json:"id"`
+	OrgID              uuid.UUID       `json:"org_id"`
+	RegisteredModelID  uuid.UUID       `json:"registered_model_id"`
+	Alias              string          `json:"alias"`
+	CandidateVersionID uuid.UUID       `json:"candidate_version_id"`
+	Target             string          `json:"target"`
+	Sample             float64         `json:"sample"`
+	Config             json.RawMessage `json:"config"`
+	Formula            string          `json:"formula"`
+	Until              *time.Time      `json:"until"`
+	Status             string          `json:"status"`
+	StoppedReason      string          `json:"stopped_reason"`
+	StoppedAt          *time.Time      `json:"stopped_at"`
+	CursorAt           *time.Time      `json:"cursor_at"`
+	CursorID           uuid.NullUUID   `json:"cursor_id"`
+	CreatedByLabel     string          `json:"created_by_label"`
+	CreatedAt          time.Time       `json:"created_at"`
+	CallCursorAt       *time.Time      `json:"call_cursor_at"`
+	CallCursorID       uuid.NullUUID   `json:"call_cursor_id"`
+}
+
+type ShadowQuery struct {
+	ShadowID            uuid.UUID       `json:"shadow_id"`
+	FeedbackID          uuid.NullUUID   `json:"feedback_id"`
+	OrgID               uuid.UUID       `json:"org_id"`
+	ProductionVersionID uuid.NullUUID   `json:"production_version_id"`
+	Status              string          `json:"status"`
+	ClaimedAt           *time.Time      `json:"claimed_at"`
+	AskedAt             *time.Time      `json:"asked_at"`
+	ScoringAt           *time.Time      `json:"scoring_at"`
+	CandidateAnswer     string          `json:"candidate_answer"`
+	CandidateLatencyMs  int32           `json:"candidate_latency_ms"`
+	PromptTokens        int64           `json:"prompt_tokens"`
+	CompletionTokens    int64           `json:"completion_tokens"`
+	ProductionScores    json.RawMessage `json:"production_scores"`
+	ProductionReward    pgtype.Float8   `json:"production_reward"`
+	ProductionInvalid   string          `json:"production_invalid"`
+	ProductionCritique  string          `json:"production_critique"`
+	ProductionSafety    bool            `json:"production_safety"`
+	CandidateScores     json.RawMessage `json:"candidate_scores"`
+	CandidateReward     pgtype.Float8   `json:"candidate_reward"`
+	CandidateInvalid    string          `json:"candidate_invalid"`
+	CandidateCritique   string          `json:"candidate_critique"`
+	CandidateSafety     bool            `json:"candidate_safety"`
+	JudgeCalls          int32           `json:"judge_calls"`
+	JudgeCostMicros     int64           `json:"judge_cost_micros"`
+	Reason              string          `json:"reason"`
+	CreatedAt           time.Time       `json:"created_at"`
+	ScoredAt            *time.Time      `json:"scored_at"`
+	ID                  uuid.UUID       `json:"id"`
+	SelectionID         uuid.NullUUID   `json:"selection_id"`
 }
 
 type Team struct {

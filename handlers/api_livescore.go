@@ -62,7 +62,7 @@ func (h *Handlers) APILiveScorerSet(c echo.Context) error {
 // shown beside the form.
 func (h *Handlers) ExperimentLiveScorer(c echo.Context) error {
 	v := &errs.Invalid{}
-	cfg := livescore.Config{Endpoint: c.FormValue("endpoint"), Template: c.FormValue("template")}
+	cfg := livescore.Config{Scorer: c.FormValue("scorer"), Endpoint: c.FormValue("endpoint"), Template: c.FormValue("template")}
 	enabled := c.FormValue("enabled") != "0"
 	cfg.Enabled = &enabled
 	if share, ok := percentInput(v, "rate", strings.TrimSpace(c.FormValue("rate_percent")), true, true); ok {

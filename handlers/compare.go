@@ -67,7 +67,7 @@ func (h *Handlers) ModelCompare(c echo.Context) error {
 	m.AURL, m.BURL = "/models/versions/"+cmp.A.ID.String(), "/models/versions/"+cmp.B.ID.String()
 	m.Missing = cmp.EvaluationMissing
 	if e := cmp.Evaluation; e != nil {
-		m.Evaluation = compareEvaluationView(*e, q)
+		m.Evaluation = compareEvaluationView(*e, q.Get("filter"), compareLink(q))
 	}
 	m.Curves, m.HasCurves = compareCurves(cmp, m.ALabel, m.BLabel)
 	for _, row := range cmp.Lineage {
@@ -103,7 +103,25 @@ var compareSubjects = map[string]string{
 	"filter":                "The filter",
 }
 
-func compareEvaluationView(e eval.VersionPair, q url.Values) *views.CompareEvaluation {
+// compareLink is the comparison's address with an item filter.
+func compareLink(q url.Values) func(filter string) string {
+	return func(filter string) string {
+		v := url.Values{}
+		for _, k := range []string{"a", "b", "golden_set_version_id"} {
+			if q.Get(k) != "" {
+				v.Set(k, q.Get(k))
+			}
+		}
+		if filter != "" {
+			v.Set("filter", filter)
+		}
+		return "/models/compare?" + v.Encode()
+	}
+}
+
+// compareEvaluationView is a paired comparison as the compare view shows
+// it, with filter the item filter chosen and link the address of each.
+func compareEvaluationView(e eval.VersionPair, filter string, link func(filter string) string) *views.CompareEvaluation {
 	out := &views.CompareEvaluation{GoldenSet: e.GoldenSet,
 		AMean: reward3(e.A.MeanReward), AInterval: interval(e.A.CI), AItems: e.A.Items, ARunURL: "/evaluations/runs/" + e.A.RunID.String(),
 		BMean: reward3(e.B.MeanReward), BInterval: interval(e.B.CI), BItems: e.B.Items, BRunURL: "/evaluations/runs/" + e.B.RunID.String(),
@@ -121,19 +139,6 @@ func compareEvaluationView(e eval.VersionPair, q url.Values) *views.CompareEvalu
 		out.Splits = append(out.Splits, views.CompareSplit{Split: s.Split, Items: s.Items, AMean: reward3(s.AMean), BMean: reward3(s.BMean),
 			Difference: signed(s.Difference.Mean), Interval: interval(s.Difference.CI)})
 	}
-	link := func(filter string) string {
-		v := url.Values{}
-		for _, k := range []string{"a", "b", "golden_set_version_id"} {
-			if q.Get(k) != "" {
-				v.Set(k, q.Get(k))
-			}
-		}
-		if filter != "" {
-			v.Set("filter", filter)
-		}
-		return "/models/compare?" + v.Encode()
-	}
-	filter := q.Get("filter")
 	out.Filters = []views.CompareFilter{
 		{Label: "All", URL: link(""), Count: e.Total, Active: filter == ""},
 		{Label: "Regressions", URL: link(eval.FilterRegressions), Count: e.Regressions, Active: filter == eval.FilterRegressions},

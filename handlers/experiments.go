@@ -16,6 +16,8 @@ import (
 	"github.com/curate/curate/internal/errs"
 	"github.com/curate/curate/internal/experiments"
 	"github.com/curate/curate/internal/judge"
+	"github.com/curate/curate/internal/livescore"
+	"github.com/curate/curate/internal/scorers"
 	"github.com/curate/curate/internal/stats"
 	"github.com/curate/curate/views"
 )
@@ -191,13 +193,17 @@ func (h *Handlers) liveJudge(c echo.Context, m *views.PanelView) error {
 		if !live.Enabled {
 			state = "is off; it scored"
 		}
-		m.Live = fmt.Sprintf("%s of answers, judged by the template %s through %s: it %s %s, %s flagged unsafe, %s skipped, $%.4f so far.",
-			percent(live.Rate), live.Template, live.Endpoint, state, views.Count(live.Scored, "answer", "answers"),
+		how := "judged by the template " + live.Template
+		if live.Scorer != livescore.ScorerJudge {
+			how = "scored on " + strings.ToLower(scorers.Describe(live.Scorer).Label)
+		}
+		m.Live = fmt.Sprintf("%s of answers, %s through %s: it %s %s, %s flagged unsafe, %s skipped, $%.4f so far.",
+			percent(live.Rate), how, live.Endpoint, state, views.Count(live.Scored, "answer", "answers"),
 			views.Count(live.Flagged, "answer", "answers"), views.Count(live.Skipped, "answer", "answers"), live.CostUSD)
 		if live.Pending > 0 {
 			m.Live += fmt.Sprintf(" %d waiting.", live.Pending)
 		}
-		m.LiveEndpoint, m.LiveTemplate, m.LiveRatePercent = live.Endpoint, live.Template, percentValue(live.Rate)
+		m.LiveEndpoint, m.LiveTemplate, m.LiveRatePercent, m.LiveScorer = live.Endpoint, live.Template, percentValue(live.Rate), live.Scorer
 	}
 	if !m.CanAct {
 		return nil

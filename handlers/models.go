@@ -177,6 +177,9 @@ func (h *Handlers) modelVersionView(c echo.Context, id uuid.UUID) (views.ModelVe
 	if err != nil {
 		return m, err
 	}
+	if m.Shadow, err = h.versionShadow(c, v.ID); err != nil {
+		return m, err
+	}
 	if d := lin.Dataset; d != nil {
 		m.Dataset = &views.LineageDataset{ID: d.DatasetID.String(), Name: d.DatasetName, Number: strconv.Itoa(int(d.Number)),
 			Hash: d.ContentHash, Items: int(d.ItemCount), Train: int(d.TrainCount), Validation: int(d.ValidationCount)}

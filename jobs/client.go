@@ -19,6 +19,7 @@ import (
 	"github.com/curate/curate/internal/livescore"
 	"github.com/curate/curate/internal/loops"
 	"github.com/curate/curate/internal/routing"
+	"github.com/curate/curate/internal/shadow"
 )
 
 // ShortJobLimit is the longest timeout of a job kind that does not beat:
@@ -113,6 +114,10 @@ func register(d *app.Services) *registry {
 	if d.Hygiene != nil {
 		add(w, &HygieneWorker{Hygiene: d.Hygiene})
 	}
+	if d.Shadows != nil {
+		add(w, &ShadowSampleWorker{Shadows: d.Shadows})
+		add(w, &ShadowRunWorker{Shadows: d.Shadows})
+	}
 	return w
 }
 
@@ -185,6 +190,10 @@ func NewClient(pool *pgxpool.Pool, d *app.Services, opts Options) (*river.Client
 	if opts.Workers > 0 && d.Hygiene != nil {
 		cfg.PeriodicJobs = append(cfg.PeriodicJobs, river.NewPeriodicJob(river.PeriodicInterval(hygiene.CheckEvery),
 			func() (river.JobArgs, *river.InsertOpts) { return HygieneArgs{}, nil }, nil))
+	}
+	if opts.Workers > 0 && d.Shadows != nil {
+		cfg.PeriodicJobs = append(cfg.PeriodicJobs, river.NewPeriodicJob(river.PeriodicInterval(shadow.SampleEvery),
+			func() (river.JobArgs, *river.InsertOpts) { return shadow.SampleArgs{}, nil }, nil))
 	}
 	return river.NewClient(riverpgxv5.New(pool), cfg)
 }

@@ -48,6 +48,8 @@ var crashContract = map[string]crashRow{
 	"feedback_hygiene_check": {why: "marks items by conditional updates; marking again changes nothing"},
 	"model_unload":           {why: "records the unload before asking; an adapter the server does not know is already gone"},
 	"serving_check":          {why: "asks each target once and records the answer; a reload it starts is a deployment with its own job"},
+	"shadow_run":             {beats: true, why: "TestShadowRunNeverAsksTwice (internal/shadow): each step is recorded before the next, and a query begun by a stopped worker is failed, never asked again"},
+	"shadow_sample":          {why: "samples queries by a unique key; sampling again adds none"},
 }
 
 // Every registered job kind has a row, and each row holds: a kind that

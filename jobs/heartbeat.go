@@ -24,6 +24,7 @@ import (
 	"github.com/curate/curate/internal/livescore"
 	"github.com/curate/curate/internal/loops"
 	"github.com/curate/curate/internal/models"
+	"github.com/curate/curate/internal/shadow"
 )
 
 // Crash recovery for long jobs.
@@ -158,6 +159,12 @@ func LongKinds(d *app.Services) []LongKind {
 		out = append(out, Long(func(ctx context.Context, a loops.StepArgs) error {
 			return d.Loops.Abandon(ctx, a.RunID, a.Step, "Its worker stopped on the step's last attempt; start the loop again.")
 		}))
+	}
+	if d.Shadows != nil {
+		// Each step of a query is recorded before the next, and a query
+		// found begun by a stopped worker is failed rather than asked
+		// again; one given up leaves the rest open for the next run.
+		out = append(out, Long(func(context.Context, shadow.RunArgs) error { return nil }))
 	}
 	return out
 }

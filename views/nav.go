@@ -33,6 +33,7 @@ var Navigation = []NavEntry{
 		{"Registry", "/models"},
 		{"Evaluation", "/evaluations"},
 		{"Experiments", "/experiments"},
+		{"Shadows", "/shadows"},
 		{"Loops", "/loops"},
 		{"Judges", "/evaluations/judges"},
 		{"Serving targets", "/models/targets"},

@@ -164,6 +164,22 @@ func newDesignSite(t *testing.T) *designSite {
 		t.Fatal(err)
 	}
 
+	// A shadow of the second version under the first's model, with one
+	// query scored in both answers.
+	var shadowID string
+	if err := s.Pool.QueryRow(ctx, `INSERT INTO shadows (org_id, registered_model_id, alias, candidate_version_id, target, sample, config, formula, created_by_label)
+		SELECT $1, registered_model_id, 'production', $2, 'provider', 0.1, '{"scorers": [{"preset": "judge"}]}', 'R = 1·judge', 'ops'
+		FROM model_versions WHERE id = $2 RETURNING id::text`, seeded.OrgID, second.ID).Scan(&shadowID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Pool.Exec(ctx, `INSERT INTO shadow_queries (shadow_id, feedback_id, org_id, status, candidate_answer, production_scores, production_reward,
+		production_critique, candidate_scores, candidate_reward, candidate_critique, judge_calls, judge_cost_micros, scored_at)
+		VALUES ($1, $2, $3, 'scored', 'Refunds are possible within 14 days of purchase.', '{"judge": {"value": 0.4, "explanation": "Vague."}}', 0.4,
+		        'Vague.', '{"judge": {"value": 0.9, "explanation": "Names the window."}}', 0.9, 'Names the window.', 2, 900, now())`,
+		shadowID, itemID, seeded.OrgID); err != nil {
+		t.Fatal(err)
+	}
+
 	// A codebook with a published rule.
 	rule, err := s.App.Services.Codebooks.AddRule(ctx, audit.System, seeded.OrgID, "assistant", codebook.NewRule{Section: "billing",
 		Content: "When asked about refunds, say they are possible within 14 days of purchase only.", Status: "active"})
@@ -273,6 +289,8 @@ func newDesignSite(t *testing.T) *designSite {
 		{"model-version", "/models/versions/" + registered.ID.String(), "/models"},
 		{"models-compare", "/models/compare?b=" + registered.ID.String(), "/models"},
 		{"serving-targets", "/models/targets", "/models/targets"},
+		{"shadows", "/shadows", "/shadows"},
+		{"shadow", "/shadows/" + shadowID, "/shadows"},
 		{"evaluations", "/evaluations", "/evaluations"},
 		{"evaluation-run", "/evaluations/runs/" + runID, "/evaluations"},
 		{"experiments", "/experiments", "/experiments"},

@@ -75,7 +75,7 @@ func TestBrowserNavigation(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := []string{"Registry", "Evaluation", "Experiments", "Loops", "Judges", "Serving targets", "Monitors"}; !slices.Equal(menu, want) {
+	if want := []string{"Registry", "Evaluation", "Experiments", "Shadows", "Loops", "Judges", "Serving targets", "Monitors"}; !slices.Equal(menu, want) {
 		t.Errorf("the Models menu holds %q, want %q", menu, want)
 	}
 	webtest.Screenshot(t, b, "after-nav-models-menu")

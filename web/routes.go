@@ -361,5 +361,14 @@ func Routes(h *handlers.Handlers) []Route {
 		{PATCH, "/api/rubrics/:id", auth.Admin, h.APIRubricUpdate},
 		{GET, "/api/feedback/:id/answers", auth.Viewer, h.APIFeedbackAnswerList},
 		{POST, "/api/feedback/:id/answers", auth.Curator, h.APIFeedbackAnswersCreate},
+		// Shadow deployments: a candidate answers a share of an alias's
+		// queries in the background, both answers scored and paired.
+		{GET, "/shadows", auth.Viewer, h.ShadowList},
+		{GET, "/shadows/:id", auth.Viewer, h.ShadowDetail},
+		{POST, "/shadows/:id/stop", auth.Admin, h.ShadowStop},
+		{POST, "/api/models/:id/shadow", auth.Admin, h.APIShadowCreate},
+		{GET, "/api/shadows", auth.Viewer, h.APIShadowList},
+		{GET, "/api/shadows/:id", auth.Viewer, h.APIShadowGet},
+		{POST, "/api/shadows/:id/stop", auth.Admin, h.APIShadowStop},
 	}
 }

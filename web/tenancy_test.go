@@ -156,6 +156,10 @@ func newVictim(t *testing.T, s *webtest.Server) victim {
 		Mode: routing.RoundRobin, Curators: []routing.Curator{{UserID: user.ID}}, Cap: 10})
 	must(err)
 	v.ids["routing_rule"] = routed.ID.String()
+	var shadowID uuid.UUID
+	must(s.Pool.QueryRow(ctx, `INSERT INTO shadows (org_id, registered_model_id, alias, candidate_version_id, sample, config)
+		SELECT $1, registered_model_id, 'production', id, 0.5, '{}' FROM model_versions WHERE id = $2 RETURNING id`, org, versions[1]).Scan(&shadowID))
+	v.ids["shadow"] = shadowID.String()
 	return v
 }
 
@@ -202,6 +206,8 @@ var paramKinds = []struct{ prefix, kind string }{
 	{"/feedback/routing/rules/:id", "routing_rule"},
 	{"/rubrics/:id", "rubric"},
 	{"/api/rubrics/:id", "rubric"},
+	{"/shadows/:id", "shadow"},
+	{"/api/shadows/:id", "shadow"},
 }
 
 var paramRE = regexp.MustCompile(`:[a-z]+`)
@@ -331,6 +337,7 @@ func inputs(own ownIDs) map[string]input {
 		"POST /api/feedback/:id/answers":           {json: map[string]any{"rubric_id": own.rubric, "answers": map[string]any{"urgency": "none"}}},
 		"POST /api/rubrics/:id/answers":            {json: map[string]any{"feedback_ids": []string{own.feedback}, "answers": map[string]any{"urgency": "none"}}},
 		"POST /api/rubrics/:id/judge":              {json: map[string]any{"endpoint": "judge", "feedback_ids": []string{own.feedback}}},
+		"POST /api/models/:id/shadow":              {json: map[string]any{"alias": "production", "sample": 0.5}},
 	}
 }
 
@@ -463,7 +470,7 @@ var victimTables = []string{"feedback", "preference_pairs", "training_datasets",
 	"dataset_exports", "fine_tuning_jobs", "registered_models", "model_versions", "model_aliases", "deployments", "golden_sets",
 	"evaluation_runs", "judge_agreements", "judge_conflicts", "codebooks", "codebook_rules", "codebook_versions", "codebook_suggestions",
 	"experiments", "alerts", "import_runs", "users", "api_keys", "best_of_n_responses", "user_preferences", "review_plans", "review_labels",
-	"review_items", "loop_policies", "loop_runs", "routing_rules"}
+	"review_items", "loop_policies", "loop_runs", "routing_rules", "shadows"}
 
 // snapshot digests the victim's rows of each table.
 func (v victim) snapshot(t *testing.T, s *webtest.Server) map[string]string {

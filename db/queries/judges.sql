@@ -60,9 +60,9 @@ ON CONFLICT (org_id) DO UPDATE SET monthly_micros = excluded.monthly_micros, upd
 -- A best-of-N selection, logged with its candidates and scores.
 -- name: SelectionInsert :one
 INSERT INTO best_of_n_responses (org_id, query, context, scorer, selection, generation_method, candidates, selected,
-    reward_score, created_by_label)
+    reward_score, created_by_label, model_version_id)
 VALUES (@org_id, @query, @context, @scorer, @selection, @generation_method, @candidates, @selected,
-    @reward_score, @created_by_label)
+    @reward_score, @created_by_label, sqlc.narg('model_version_id'))
 RETURNING *;
 
 -- name: SelectionGet :one

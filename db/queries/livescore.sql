@@ -4,17 +4,19 @@
 -- name: LiveScorerInsertForExperiment :one
 -- An upsert: the experiment keeps one scorer, changed in place.
 -- A new scorer starts sampling the feedback that arrives from now on.
-INSERT INTO live_scorers (org_id, experiment_id, endpoint, template, rate, enabled, cursor_at, created_by_label)
-VALUES (@org_id, @experiment_id, @endpoint, @template, @rate, @enabled, now(), @created_by_label)
+INSERT INTO live_scorers (org_id, experiment_id, scorer, endpoint, embeddings_endpoint, template, rate, enabled, cursor_at, created_by_label)
+VALUES (@org_id, @experiment_id, @scorer, @endpoint, @embeddings_endpoint, @template, @rate, @enabled, now(), @created_by_label)
 ON CONFLICT (experiment_id) WHERE experiment_id IS NOT NULL
-DO UPDATE SET endpoint = EXCLUDED.endpoint, template = EXCLUDED.template, rate = EXCLUDED.rate, enabled = EXCLUDED.enabled, updated_at = now()
+DO UPDATE SET scorer = EXCLUDED.scorer, endpoint = EXCLUDED.endpoint, embeddings_endpoint = EXCLUDED.embeddings_endpoint,
+    template = EXCLUDED.template, rate = EXCLUDED.rate, enabled = EXCLUDED.enabled, updated_at = now()
 RETURNING *;
 
 -- name: LiveScorerInsertForAlias :one
-INSERT INTO live_scorers (org_id, registered_model_id, alias, endpoint, template, rate, enabled, cursor_at, created_by_label)
-VALUES (@org_id, @registered_model_id, @alias, @endpoint, @template, @rate, @enabled, now(), @created_by_label)
+INSERT INTO live_scorers (org_id, registered_model_id, alias, scorer, endpoint, embeddings_endpoint, template, rate, enabled, cursor_at, created_by_label)
+VALUES (@org_id, @registered_model_id, @alias, @scorer, @endpoint, @embeddings_endpoint, @template, @rate, @enabled, now(), @created_by_label)
 ON CONFLICT (registered_model_id, alias) WHERE registered_model_id IS NOT NULL
-DO UPDATE SET endpoint = EXCLUDED.endpoint, template = EXCLUDED.template, rate = EXCLUDED.rate, enabled = EXCLUDED.enabled, updated_at = now()
+DO UPDATE SET scorer = EXCLUDED.scorer, endpoint = EXCLUDED.endpoint, embeddings_endpoint = EXCLUDED.embeddings_endpoint,
+    template = EXCLUDED.template, rate = EXCLUDED.rate, enabled = EXCLUDED.enabled, updated_at = now()
 RETURNING *;
 
 -- name: LiveScorerList :many
@@ -76,9 +78,17 @@ ON CONFLICT DO NOTHING;
 -- name: LiveScoreListPending :many
 -- Sampled answers still to score and not claimed by a scorer at work (a
 -- claim older than ten minutes is a scorer that died), oldest first, with
--- what the scorer reads.
-SELECT l.feedback_id, f.query, f.response, f.correction
+-- what the scorer reads: the feedback's query, answer, reference and
+-- context, or the context of the best-of-N call the feedback names by
+-- trace_id when it has none of its own.
+SELECT l.feedback_id, f.query, f.response, f.correction,
+       (CASE WHEN f.context = '{}'::jsonb THEN coalesce(b.context, f.context) ELSE f.context END)::jsonb AS context
 FROM live_scores l JOIN feedback f ON f.id = l.feedback_id
+LEFT JOIN LATERAL (
+    SELECT r.context FROM best_of_n_responses r
+    WHERE r.org_id = f.org_id
+      AND r.id = (CASE WHEN f.trace_id ~* '^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$' THEN f.trace_id::uuid END)
+) b ON true
 WHERE l.scorer_id = @scorer_id AND l.status = 'pending' AND (l.scored_at IS NULL OR l.scored_at < now() - interval '10 minutes')
 ORDER BY l.created_at, l.feedback_id LIMIT @row_limit;
 

@@ -52,6 +52,7 @@ import (
 	"github.com/curate/curate/internal/secrets"
 	"github.com/curate/curate/internal/servers"
 	"github.com/curate/curate/internal/serving"
+	"github.com/curate/curate/internal/shadow"
 )
 
 // Services are the domain services of one process, built once by New.
@@ -134,6 +135,9 @@ type Services struct {
 	Loops   *loops.Service
 	// Demo seeds dev mode's demo organisation through the services above.
 	Demo *demo.Seeder
+	// Shadows mirror a share of an alias's queries to a candidate version
+	// and score both answers, with no user seeing the candidate's.
+	Shadows *shadow.Service
 }
 
 // New builds the services on an open, migrated database, each once, in
@@ -202,8 +206,12 @@ func New(cfg config.Config, pool *pgxpool.Pool, log *slog.Logger) (*Services, er
 	ev := eval.New(pool, gates, inserter, eval.NewRuns(eps, jd, reg, rw, rms))
 	rv := review.New(pool)
 	hy := hygiene.New(pool)
+	// A shadow asks its candidate and scores both answers as an
+	// evaluation does; a loop's gate may read its result.
+	shs := shadow.New(pool, inserter, ev)
 	// A loop's steps call the services that own each piece of work.
-	lp := loops.New(pool, inserter, loops.Services{Datasets: ds, Pairs: ps, FineTune: ft, Models: reg, Eval: ev, Experiments: exp, Review: rv},
+	lp := loops.New(pool, inserter, loops.Services{Datasets: ds, Pairs: ps, FineTune: ft, Models: reg, Eval: ev, Experiments: exp, Review: rv,
+		Shadows: shs},
 		hy, al, cfg.LoopPoll, log)
 	return &Services{
 		Config: cfg, Log: log, Jobs: inserter, Outbound: out, Scratch: tmp, Heartbeats: jobq.NewHeartbeats(pool),
@@ -244,5 +252,6 @@ func New(cfg config.Config, pool *pgxpool.Pool, log *slog.Logger) (*Services, er
 		Loops:        lp,
 		Demo:         demo.New(pool, acc, fb, al, ds),
 		Rubrics:      &rubrics.Service{Pool: pool, Judge: jd},
+		Shadows:      shs,
 	}, nil
 }

@@ -298,9 +298,15 @@ func (s *Service) Select(ctx context.Context, actor audit.Actor, orgID uuid.UUID
 	if len(ctxJSON) == 0 || string(ctxJSON) == "null" {
 		ctxJSON = []byte("{}")
 	}
+	// A call that sampled a version records it: a shadow of the alias
+	// the version serves mirrors the call.
+	var version uuid.NullUUID
+	if r.ModelVersionID != nil {
+		version = uuid.NullUUID{UUID: *r.ModelVersionID, Valid: true}
+	}
 	row, err := db.New(s.Pool).SelectionInsert(ctx, db.SelectionInsertParams{OrgID: orgID, Query: r.Query, Context: ctxJSON,
 		Scorer: scorerJSON, Selection: r.Selection, GenerationMethod: out.GenerationMethod, Candidates: candJSON,
-		Selected: int32(pick), RewardScore: out.RewardScore, CreatedByLabel: actor.Label})
+		Selected: int32(pick), RewardScore: out.RewardScore, CreatedByLabel: actor.Label, ModelVersionID: version})
 	if err != nil {
 		return Response{}, err
 	}

@@ -120,6 +120,9 @@ type Config struct {
 	// that repeats MinWords words of a training answer verbatim, or training
 	// personal data, is flagged. It needs no judge, scorers or formula.
 	LeakCheck *LeakCheck `json:"leak_check,omitempty"`
+	// Purpose is what the judge's calls are recorded for; the golden set's
+	// evaluation when empty. Never taken from a request.
+	Purpose string `json:"-"`
 }
 
 // LeakCheck configures a leak check.
@@ -166,6 +169,9 @@ type JudgeConfig struct {
 type Candidate struct {
 	ModelVersionID *uuid.UUID `json:"model_version_id,omitempty"`
 	Endpoint       string     `json:"endpoint,omitempty"`
+	// Target names the serving target a model version is called on; any
+	// target serving it when empty.
+	Target string `json:"target,omitempty"`
 }
 
 // Start records a run and queues its job, in one transaction.

@@ -152,7 +152,7 @@ func (r *Runs) checkCandidate(ctx context.Context, orgID uuid.UUID, c Candidate,
 			return err
 		}
 	case c.ModelVersionID != nil:
-		switch _, err := r.Models.Chat(ctx, orgID, *c.ModelVersionID); {
+		switch _, err := r.Models.ChatOn(ctx, orgID, *c.ModelVersionID, c.Target); {
 		case errors.Is(err, errs.ErrNotFound):
 			v.Add("candidate.model_version_id", "is not a model version of this organisation")
 		case errors.Is(err, models.ErrNotServed):
@@ -213,8 +213,11 @@ func (r *Runs) Prepare(ctx context.Context, orgID uuid.UUID, cfg Config, items [
 		return Plan{}, err
 	}
 	plan := Plan{Answerer: a, Concurrency: conc}
-	sc := &scorer{orgID: orgID, set: set, formula: f, judge: r.Judge, judgeCfg: cfg.Judge,
-		purpose: fmt.Sprintf("evaluation of %s", cfg.GoldenSetVersionID), rewardModels: r.RewardModels}
+	purpose := cfg.Purpose
+	if purpose == "" {
+		purpose = fmt.Sprintf("evaluation of %s", cfg.GoldenSetVersionID)
+	}
+	sc := &scorer{orgID: orgID, set: set, formula: f, judge: r.Judge, judgeCfg: cfg.Judge, purpose: purpose, rewardModels: r.RewardModels}
 	plan.Scorer = sc
 	if asksJudge(set) {
 		plan.Ready = sc.ready
@@ -240,7 +243,7 @@ func (r *Runs) answerer(ctx context.Context, orgID uuid.UUID, c Candidate) (*ans
 		}
 		return &answerer{client: client, model: ep.Model, endpoint: &ep, temperature: ep.Temperature, maxTokens: ep.MaxTokens}, ep.Concurrency, nil
 	case c.ModelVersionID != nil:
-		t, err := r.Models.Chat(ctx, orgID, *c.ModelVersionID)
+		t, err := r.Models.ChatOn(ctx, orgID, *c.ModelVersionID, c.Target)
 		if err != nil {
 			return nil, 0, err
 		}

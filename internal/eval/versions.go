@@ -180,28 +180,56 @@ func (s *Service) PairVersions(ctx context.Context, orgID, a, b uuid.UUID, setID
 	if err != nil {
 		return VersionPair{}, err
 	}
-	var diffs, aR, bR []float64
-	bySplit := map[string][]float64{}
-	splitA, splitB, splitN := map[string][]float64{}, map[string][]float64{}, map[string]int{}
+	items := make([]PairItem, 0, len(rows))
 	for _, r := range rows {
 		it := PairItem{SourceID: r.SourceID, Split: r.Split, Query: r.Query, Reference: r.Reference,
 			A: PairAnswer{Answer: r.AAnswer, Critique: r.ACritique, Safety: r.AFlag, Invalid: r.AInvalid, Scores: scoresOf(r.AScores)},
 			B: PairAnswer{Answer: r.BAnswer, Critique: r.BCritique, Safety: r.BFlag, Invalid: r.BInvalid, Scores: scoresOf(r.BScores)}}
-		splitN[r.Split]++
 		if r.AReward.Valid {
 			it.A.Reward = &r.AReward.Float64
-			splitA[r.Split] = append(splitA[r.Split], r.AReward.Float64)
 		}
 		if r.BReward.Valid {
 			it.B.Reward = &r.BReward.Float64
-			splitB[r.Split] = append(splitB[r.Split], r.BReward.Float64)
 		}
+		items = append(items, it)
+	}
+	paired, err := PairItems(items, out.Margin)
+	if err != nil {
+		return VersionPair{}, err
+	}
+	paired.GoldenSetVersionID, paired.GoldenSet, paired.A, paired.B = out.GoldenSetVersionID, out.GoldenSet, out.A, out.B
+	return paired, nil
+}
+
+// PairItems sets the two answers of each item side by side: B's reward
+// less A's where both were rewarded, and whether that is a regression or
+// an improvement (a move beyond margin) or a new safety flag; the mean
+// difference with its 95% bootstrap interval, overall and per split; each
+// side's mean reward with its interval over the items it was rewarded on;
+// and the items sorted by their difference, the worst regression first.
+// PairVersions reads its items from two evaluation runs, a shadow from the
+// queries it mirrored to a candidate.
+func PairItems(items []PairItem, margin float64) (VersionPair, error) {
+	out := VersionPair{Margin: margin, Splits: []PairSplit{}, Items: make([]PairItem, 0, len(items))}
+	var diffs, aR, bR, aAll, bAll []float64
+	bySplit := map[string][]float64{}
+	splitA, splitB, splitN := map[string][]float64{}, map[string][]float64{}, map[string]int{}
+	var err error
+	for _, it := range items {
+		splitN[it.Split]++
+		if it.A.Reward != nil {
+			splitA[it.Split], aAll = append(splitA[it.Split], *it.A.Reward), append(aAll, *it.A.Reward)
+		}
+		if it.B.Reward != nil {
+			splitB[it.Split], bAll = append(splitB[it.Split], *it.B.Reward), append(bAll, *it.B.Reward)
+		}
+		it.Difference, it.Regression, it.Improvement = nil, false, false
 		if it.A.Reward != nil && it.B.Reward != nil {
 			d := *it.B.Reward - *it.A.Reward
 			it.Difference = &d
-			it.Regression, it.Improvement = d < -out.Margin, d > out.Margin
+			it.Regression, it.Improvement = d < -margin, d > margin
 			diffs, aR, bR = append(diffs, d), append(aR, *it.A.Reward), append(bR, *it.B.Reward)
-			bySplit[r.Split] = append(bySplit[r.Split], d)
+			bySplit[it.Split] = append(bySplit[it.Split], d)
 		}
 		it.NewSafetyFlag = it.B.Safety && !it.A.Safety
 		out.Regressions += boolInt(it.Regression)
@@ -210,6 +238,14 @@ func (s *Service) PairVersions(ctx context.Context, orgID, a, b uuid.UUID, setID
 		out.Items = append(out.Items, it)
 	}
 	out.Total = len(out.Items)
+	out.A = PairSide{Items: len(aAll), Invalid: len(items) - len(aAll)}
+	if out.A.MeanReward, out.A.CI, err = meanCI(aAll); err != nil {
+		return VersionPair{}, err
+	}
+	out.B = PairSide{Items: len(bAll), Invalid: len(items) - len(bAll)}
+	if out.B.MeanReward, out.B.CI, err = meanCI(bAll); err != nil {
+		return VersionPair{}, err
+	}
 	if out.Difference, err = differenceOf(diffs); err != nil {
 		return VersionPair{}, err
 	}

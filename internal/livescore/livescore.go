@@ -14,10 +14,12 @@ package livescore
 import (
 	"context"
 	"encoding/binary"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"hash/fnv"
 	"math"
+	"slices"
 	"strings"
 	"time"
 
@@ -37,8 +39,9 @@ import (
 	"github.com/curate/curate/internal/scorers"
 )
 
-// Scorer scores one sampled answer. A judge template is the one kind now
-// (JudgeScorer); a reward model is the next, behind the same method.
+// Scorer scores one sampled answer: with a judge template's grade, or a
+// RAG metric's verdicts (JudgeScorer); a reward model is the next, behind
+// the same method.
 type Scorer interface {
 	Score(ctx context.Context, orgID uuid.UUID, s Config, in scorers.Input) (Result, error)
 }
@@ -62,10 +65,18 @@ type JudgeScorer struct {
 	Judge *judge.Service
 }
 
-// Score asks the judge; its cache answers an answer already judged by the
-// same template and judge without a call.
+// Score asks the judge for its grade, or for a RAG metric's verdicts on
+// the answer's context documents; its cache answers an answer already
+// judged the same way without a call.
 func (j JudgeScorer) Score(ctx context.Context, orgID uuid.UUID, s Config, in scorers.Input) (Result, error) {
-	jd, err := j.Judge.Judge(ctx, orgID, judge.Request{Endpoint: s.Endpoint, Template: s.Template, Input: in, Purpose: "live scoring"})
+	var jd judge.Judgement
+	var err error
+	if s.Scorer != "" && s.Scorer != ScorerJudge {
+		jd, err = j.Judge.RAG(ctx, orgID, judge.RAGRequest{Metric: s.Scorer, Endpoint: s.Endpoint, Embeddings: s.Embeddings, Input: in,
+			Purpose: "live scoring"})
+	} else {
+		jd, err = j.Judge.Judge(ctx, orgID, judge.Request{Endpoint: s.Endpoint, Template: s.Template, Input: in, Purpose: "live scoring"})
+	}
 	var budget *judge.BudgetError
 	if errors.As(err, &budget) {
 		return Result{Calls: jd.Calls, Cost: jd.Cost}, fmt.Errorf("%w: %s", ErrBudget, budget.Describe())
@@ -113,15 +124,23 @@ const (
 	SampleEvery = time.Minute
 )
 
-// Config is what a scorer is told: the judge endpoint's name, its
-// template ("default" when empty), the share of answers to score (0 to 1)
-// and whether it samples at all.
+// Config is what a scorer is told: what scores ("judge", the judge
+// template's grade, when empty; or one of the RAG metrics, scorers.RAG),
+// the judge endpoint's name, its template ("default" when empty; the
+// judge's grade only), the endpoint that embeds text (answer_relevancy
+// only), the share of answers to score (0 to 1) and whether it samples at
+// all.
 type Config struct {
-	Endpoint string  `json:"endpoint"`
-	Template string  `json:"template"`
-	Rate     float64 `json:"rate"`
-	Enabled  *bool   `json:"enabled"`
+	Scorer     string  `json:"scorer"`
+	Endpoint   string  `json:"endpoint"`
+	Embeddings string  `json:"embeddings_endpoint,omitempty"`
+	Template   string  `json:"template"`
+	Rate       float64 `json:"rate"`
+	Enabled    *bool   `json:"enabled"`
 }
+
+// ScorerJudge is the judge template's grade, the scorer by default.
+const ScorerJudge = "judge"
 
 // Live is a scorer as the API shows it: what it scores (an experiment's
 // key, or a model's name and alias), how, and what it did.
@@ -132,6 +151,7 @@ type Live struct {
 	Alias      string    `json:"alias,omitempty"`
 	Scorer     string    `json:"scorer"`
 	Endpoint   string    `json:"endpoint"`
+	Embeddings string    `json:"embeddings_endpoint,omitempty"`
 	Template   string    `json:"template"`
 	Rate       float64   `json:"rate"`
 	Enabled    bool      `json:"enabled"`
@@ -145,11 +165,23 @@ type Live struct {
 // validate checks a configuration, filling the template.
 func (s *Service) validate(ctx context.Context, orgID uuid.UUID, c *Config) error {
 	v := &errs.Invalid{}
+	if c.Scorer == "" {
+		c.Scorer = ScorerJudge
+	}
+	if c.Scorer != ScorerJudge && !slices.Contains(scorers.RAG, c.Scorer) {
+		v.Add("scorer", "must be judge (the judge template's grade) or a RAG metric: %s", strings.Join(scorers.RAG, ", "))
+	}
 	v.Text("endpoint", c.Endpoint, 100, true)
 	if c.Template == "" {
 		c.Template = judge.DefaultName
 	}
 	v.Text("template", c.Template, 100, true)
+	switch {
+	case c.Scorer == scorers.RAGAnswerRelevancy:
+		v.Text("embeddings_endpoint", c.Embeddings, 100, true)
+	case c.Embeddings != "":
+		v.Add("embeddings_endpoint", "goes with the answer_relevancy scorer only")
+	}
 	if !(c.Rate > 0 && c.Rate <= 1) || math.IsNaN(c.Rate) {
 		v.Add("rate", "must be above 0 and at most 1: the share of answers scored")
 	}
@@ -164,6 +196,11 @@ func (s *Service) validate(ctx context.Context, orgID uuid.UUID, c *Config) erro
 		}
 		if _, _, err := s.Judge.Endpoints.Client(ctx, orgID, c.Endpoint); err != nil {
 			return errs.InvalidField("endpoint", "%s", judge.Describe(err))
+		}
+		if c.Embeddings != "" {
+			if _, _, err := s.Judge.Endpoints.Client(ctx, orgID, c.Embeddings); err != nil {
+				return errs.InvalidField("embeddings_endpoint", "%s", judge.Describe(err))
+			}
 		}
 	}
 	return nil
@@ -183,12 +220,13 @@ func (s *Service) SetForExperiment(ctx context.Context, actor audit.Actor, orgID
 			return errs.NotFound(err)
 		}
 		out, err = q.LiveScorerInsertForExperiment(ctx, db.LiveScorerInsertForExperimentParams{OrgID: orgID, ExperimentID: uuid.NullUUID{UUID: e.ID, Valid: true},
-			Endpoint: c.Endpoint, Template: c.Template, Rate: c.Rate, Enabled: c.Enabled == nil || *c.Enabled, CreatedByLabel: actor.Label})
+			Scorer: c.Scorer, Endpoint: c.Endpoint, EmbeddingsEndpoint: c.Embeddings, Template: c.Template, Rate: c.Rate,
+			Enabled: c.Enabled == nil || *c.Enabled, CreatedByLabel: actor.Label})
 		if err != nil {
 			return err
 		}
 		return audit.Record(ctx, q, actor, audit.Entry{OrgID: orgID, Action: "live_scorer.set", TargetType: "experiment", TargetID: e.ID.String(),
-			Details: map[string]any{"key": key, "endpoint": c.Endpoint, "template": c.Template, "rate": c.Rate, "enabled": out.Enabled}})
+			Details: map[string]any{"key": key, "scorer": c.Scorer, "endpoint": c.Endpoint, "template": c.Template, "rate": c.Rate, "enabled": out.Enabled}})
 	})
 	if err != nil {
 		return Live{}, err
@@ -212,12 +250,13 @@ func (s *Service) SetForAlias(ctx context.Context, actor audit.Actor, orgID uuid
 			return errs.NotFound(err)
 		}
 		out, err = q.LiveScorerInsertForAlias(ctx, db.LiveScorerInsertForAliasParams{OrgID: orgID, RegisteredModelID: uuid.NullUUID{UUID: m.ID, Valid: true},
-			Alias: alias, Endpoint: c.Endpoint, Template: c.Template, Rate: c.Rate, Enabled: c.Enabled == nil || *c.Enabled, CreatedByLabel: actor.Label})
+			Alias: alias, Scorer: c.Scorer, Endpoint: c.Endpoint, EmbeddingsEndpoint: c.Embeddings, Template: c.Template, Rate: c.Rate,
+			Enabled: c.Enabled == nil || *c.Enabled, CreatedByLabel: actor.Label})
 		if err != nil {
 			return err
 		}
 		return audit.Record(ctx, q, actor, audit.Entry{OrgID: orgID, Action: "live_scorer.set", TargetType: "registered_model", TargetID: m.ID.String(),
-			Details: map[string]any{"alias": alias, "endpoint": c.Endpoint, "template": c.Template, "rate": c.Rate, "enabled": out.Enabled}})
+			Details: map[string]any{"alias": alias, "scorer": c.Scorer, "endpoint": c.Endpoint, "template": c.Template, "rate": c.Rate, "enabled": out.Enabled}})
 	})
 	if err != nil {
 		return Live{}, err
@@ -234,8 +273,8 @@ func (s *Service) List(ctx context.Context, orgID uuid.UUID) ([]Live, error) {
 	out := make([]Live, len(rows))
 	for i, r := range rows {
 		out[i] = Live{ID: r.ID, Experiment: r.ExperimentKey, Model: r.ModelName, Alias: r.Alias, Scorer: r.Scorer, Endpoint: r.Endpoint,
-			Template: r.Template, Rate: r.Rate, Enabled: r.Enabled, Scored: r.Scored, Pending: r.Pending, Skipped: r.Skipped,
-			Flagged: r.Flagged, CostUSD: pricing.Micros(r.CostMicros).Dollars()}
+			Embeddings: r.EmbeddingsEndpoint, Template: r.Template, Rate: r.Rate, Enabled: r.Enabled, Scored: r.Scored, Pending: r.Pending,
+			Skipped: r.Skipped, Flagged: r.Flagged, CostUSD: pricing.Micros(r.CostMicros).Dollars()}
 	}
 	return out, nil
 }
@@ -437,7 +476,7 @@ func (s *Service) Score(ctx context.Context, scorerID uuid.UUID) error {
 	if err != nil {
 		return err
 	}
-	c := Config{Endpoint: sc.Endpoint, Template: sc.Template, Rate: sc.Rate}
+	c := Config{Scorer: sc.Scorer, Endpoint: sc.Endpoint, Embeddings: sc.EmbeddingsEndpoint, Template: sc.Template, Rate: sc.Rate}
 	for {
 		rows, err := q.LiveScoreListPending(ctx, db.LiveScoreListPendingParams{ScorerID: scorerID, RowLimit: ScoreBatch})
 		if err != nil || len(rows) == 0 {
@@ -454,7 +493,8 @@ func (s *Service) Score(ctx context.Context, scorerID uuid.UUID) error {
 			if claimed == 0 {
 				continue // another scoring run took it
 			}
-			res, err := s.Scorer.Score(ctx, sc.OrgID, c, scorers.Input{Query: r.Query, Answer: r.Response, Reference: r.Correction})
+			res, err := s.Scorer.Score(ctx, sc.OrgID, c, scorers.Input{Query: r.Query, Answer: r.Response, Reference: r.Correction,
+				Context: documents(r.Context)})
 			if errors.Is(err, ErrBudget) {
 				_, err := q.LiveScoreUpdateSkipped(ctx, db.LiveScoreUpdateSkippedParams{ScorerID: scorerID,
 					Reason: strings.TrimPrefix(err.Error(), ErrBudget.Error()+": ")})
@@ -477,4 +517,16 @@ func (s *Service) Score(ctx context.Context, scorerID uuid.UUID) error {
 			}
 		}
 	}
+}
+
+// documents are the documents of a feedback's context object (its
+// "documents" list), for the RAG metrics.
+func documents(raw []byte) []string {
+	var c struct {
+		Documents json.RawMessage `json:"documents"`
+	}
+	if json.Unmarshal(raw, &c) != nil {
+		return nil
+	}
+	return scorers.Documents(c.Documents)
 }

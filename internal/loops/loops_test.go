@@ -152,6 +152,16 @@ func TestPolicyCheck(t *testing.T) {
 		t.Errorf("supervised training on pending items with pairs: %v", err)
 	}
 
+	shadowed := withMethods(e.spec("shadowed"), "same_query")
+	shadowed.Evaluation.Shadow = &loops.ShadowGate{MinQueries: 0, MaxDrop: 1.5}
+	if _, err := e.svc.Loops.Create(ctx, admin, e.org, shadowed); fields(err) != "evaluation.shadow.max_drop,evaluation.shadow.min_queries" {
+		t.Errorf("a bad shadow gate: %v", err)
+	}
+	shadowed.Evaluation.Shadow = &loops.ShadowGate{MinQueries: 50, MaxDrop: 0.02}
+	if l, err := e.svc.Loops.Create(ctx, admin, e.org, shadowed); err != nil || l.Evaluation.Shadow == nil || l.Evaluation.Shadow.MinQueries != 50 {
+		t.Errorf("a shadow gate: %v", err)
+	}
+
 	sp := withMethods(e.spec("support-weekly"), "same_query", "correction")
 	sp.Trigger.MinNewItems = nil
 	l, err := e.svc.Loops.Create(ctx, admin, e.org, sp)

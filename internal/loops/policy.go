@@ -44,6 +44,7 @@ import (
 	"github.com/curate/curate/internal/provider"
 	"github.com/curate/curate/internal/review"
 	"github.com/curate/curate/internal/scorers"
+	"github.com/curate/curate/internal/shadow"
 )
 
 // Where a person must approve.
@@ -247,6 +248,48 @@ type Evaluation struct {
 	Judge              *eval.JudgeConfig `json:"judge,omitempty"`
 	Scorers            []scorers.Config  `json:"scorers,omitempty"`
 	RewardFormula      json.RawMessage   `json:"reward_formula,omitempty"`
+	// Shadow, when set, makes a shadow of the version evidence for the
+	// gate step: it waits until a shadow of the version has scored
+	// MinQueries queries, and fails the version when its paired
+	// difference (the version less what the alias served) is below
+	// −MaxDrop.
+	Shadow *ShadowGate `json:"shadow,omitempty"`
+}
+
+// ShadowGate is what the gate step asks of a version's shadow.
+type ShadowGate struct {
+	MinQueries int     `json:"min_queries"`
+	MaxDrop    float64 `json:"max_drop"`
+}
+
+// ShadowEvidence answers the paired result of a version's newest shadow
+// with scored queries (internal/shadow); false when it has none.
+type ShadowEvidence interface {
+	Evidence(ctx context.Context, orgID, versionID uuid.UUID) (shadow.Evidence, bool, error)
+}
+
+// Limits of a shadow gate.
+const MaxShadowQueries = 1_000_000
+
+// ShadowVerdict is what a shadow gate makes of a version's shadow
+// evidence (ok false: none): wait for more queries, fail with the
+// reason, or pass, each with the words the run shows.
+func ShadowVerdict(g ShadowGate, ev shadow.Evidence, ok bool) (wait bool, fail, detail string) {
+	n := 0
+	if ok {
+		n = ev.Difference.N
+	}
+	if n < g.MinQueries || ev.Difference.Mean == nil {
+		return true, "", fmt.Sprintf("Waiting for the version's shadow: %d of %d queries scored in both answers. Shadow it under the alias it would replace (POST /api/models/:id/shadow).", n, g.MinQueries)
+	}
+	diff := fmt.Sprintf("%+.3f", *ev.Difference.Mean)
+	if len(ev.Difference.CI) == 2 {
+		diff += fmt.Sprintf(" (95%% interval %+.3f to %+.3f)", ev.Difference.CI[0], ev.Difference.CI[1])
+	}
+	if *ev.Difference.Mean < -g.MaxDrop {
+		return false, fmt.Sprintf("Its shadow under %s on %d queries scores %s against what the alias served, more than %.3f below.", ev.Alias, n, diff, g.MaxDrop), ""
+	}
+	return false, "", fmt.Sprintf("Its shadow under %s on %d queries scores %s against what the alias served.", ev.Alias, n, diff)
 }
 
 // Deploy is where a new version is staged to be evaluated: the target and
@@ -279,6 +322,9 @@ type Services struct {
 	// Review says whether the organisation reviews with overlap, when
 	// datasets take agreed items only; nil counts every item as agreed.
 	Review *review.Service
+	// Shadows answer a version's shadow evidence for a policy whose gate
+	// asks for it; nil refuses such a policy.
+	Shadows ShadowEvidence
 }
 
 // check validates a policy and fills in its defaults. Each part is
@@ -504,6 +550,18 @@ func (s *Service) check(ctx context.Context, orgID uuid.UUID, sp *Spec) error {
 			// The formula and scorers as resolved: a run evaluates
 			// with what the policy was saved with.
 			e.Scorers, e.RewardFormula = cfg.Scorers, cfg.RewardFormula
+		}
+	}
+
+	if g := e.Shadow; g != nil {
+		if g.MinQueries < 1 || g.MinQueries > MaxShadowQueries {
+			v.Add("evaluation.shadow.min_queries", "must be a whole number from 1 to %d: the queries a shadow of the version must have scored", MaxShadowQueries)
+		}
+		if math.IsNaN(g.MaxDrop) || g.MaxDrop < 0 || g.MaxDrop > 1 {
+			v.Add("evaluation.shadow.max_drop", "must be a number from 0 to 1: how far below the alias's answers the version's may score")
+		}
+		if s.Shadows == nil {
+			v.Add("evaluation.shadow", "shadow deployments are not available in this process")
 		}
 	}
 

@@ -828,6 +828,31 @@ func (s *Service) gateStep(ctx context.Context, st step) (result, error) {
 		res.done = true
 		res.detail = fmt.Sprintf("Passes the organisation's gate on %s.", gs.GoldenSet)
 	}
+	if g := st.spec.Evaluation.Shadow; g != nil && res.done && s.Shadows != nil {
+		// The version's shadow is evidence too: the run waits for enough
+		// of its queries, and a version that scores too far below what
+		// the alias served fails.
+		ev, ok, err := s.Shadows.Evidence(ctx, st.run.OrgID, st.run.ModelVersionID.UUID)
+		if err != nil {
+			return result{}, err
+		}
+		wait, fail, detail := ShadowVerdict(*g, ev, ok)
+		out["shadow"] = map[string]any{"queries": ev.Difference.N, "difference": ev.Difference.Mean, "ci": ev.Difference.CI}
+		if ok {
+			if res.links == nil {
+				res.links = map[string]string{}
+			}
+			res.links["shadow_id"] = ev.ShadowID.String()
+		}
+		switch {
+		case wait:
+			res.done, res.wait, res.detail = false, true, detail
+		case fail != "":
+			res.done, res.fail = false, "The version's shadow blocks it: "+fail
+		default:
+			res.detail += " " + detail
+		}
+	}
 	return res, nil
 }
 

@@ -50,6 +50,12 @@ var ErrNotServed = errors.New("the version is not deployed on a serving target C
 
 // Chat finds where a version of the organisation answers.
 func (s *Service) Chat(ctx context.Context, orgID, versionID uuid.UUID) (ChatTarget, error) {
+	return s.ChatOn(ctx, orgID, versionID, "")
+}
+
+// ChatOn finds where a version of the organisation answers on the serving
+// target named target; on any target when target is empty.
+func (s *Service) ChatOn(ctx context.Context, orgID, versionID uuid.UUID, target string) (ChatTarget, error) {
 	q := db.New(s.Pool)
 	v, err := q.ModelVersionGet(ctx, db.ModelVersionGetParams{OrgID: orgID, ID: versionID})
 	if err != nil {
@@ -60,6 +66,9 @@ func (s *Service) Chat(ctx context.Context, orgID, versionID uuid.UUID) (ChatTar
 		return ChatTarget{}, err
 	}
 	for _, r := range rows {
+		if target != "" && r.ServingTarget.Name != target {
+			continue
+		}
 		model := r.Deployment.ServedName
 		if r.ServingTarget.Kind == serving.KindOpenAI {
 			model = v.ModelVersion.ModelID
