@@ -135,13 +135,15 @@ func (q *Queries) LiveScoreInsertPending(ctx context.Context, arg LiveScoreInser
 const liveScoreListPending = `-- name: LiveScoreListPending :many
 SELECT l.feedback_id, f.query, f.response, f.correction
 FROM live_scores l JOIN feedback f ON f.id = l.feedback_id
-WHERE l.scorer_id = $1 AND l.status = 'pending' AND (l.scored_at IS NULL OR l.scored_at < now() - interval '10 minutes')
-ORDER BY l.created_at, l.feedback_id LIMIT $2
+WHERE l.scorer_id = $1 AND l.status = 'pending'
+  AND (l.scored_at IS NULL OR l.scored_at < greatest(now() - interval '10 minutes', $2::timestamptz))
+ORDER BY l.created_at, l.feedback_id LIMIT $3
 `
 
 type LiveScoreListPendingParams struct {
-	ScorerID uuid.UUID `json:"scorer_id"`
-	RowLimit int32     `json:"row_limit"`
+	ScorerID        uuid.UUID `json:"scorer_id"`
+	TakenOverBefore time.Time `json:"taken_over_before"`
+	RowLimit        int32     `json:"row_limit"`
 }
 
 type LiveScoreListPendingRow struct {
@@ -152,10 +154,10 @@ type LiveScoreListPendingRow struct {
 }
 
 // Sampled answers still to score and not claimed by a scorer at work (a
-// claim older than ten minutes is a scorer that died), oldest first, with
-// what the scorer reads.
+// claim older than ten minutes, or made before @taken_over_before, is a
+// scorer that died), oldest first, with what the scorer reads.
 func (q *Queries) LiveScoreListPending(ctx context.Context, arg LiveScoreListPendingParams) ([]LiveScoreListPendingRow, error) {
-	rows, err := q.db.Query(ctx, liveScoreListPending, arg.ScorerID, arg.RowLimit)
+	rows, err := q.db.Query(ctx, liveScoreListPending, arg.ScorerID, arg.TakenOverBefore, arg.RowLimit)
 	if err != nil {
 		return nil, err
 	}
@@ -213,19 +215,21 @@ func (q *Queries) LiveScoreUpdate(ctx context.Context, arg LiveScoreUpdateParams
 const liveScoreUpdateClaim = `-- name: LiveScoreUpdateClaim :execrows
 UPDATE live_scores SET scored_at = now()
 WHERE scorer_id = $1 AND feedback_id = $2 AND status = 'pending'
-  AND (scored_at IS NULL OR scored_at < now() - interval '10 minutes')
+  AND (scored_at IS NULL OR scored_at < greatest(now() - interval '10 minutes', $3::timestamptz))
 `
 
 type LiveScoreUpdateClaimParams struct {
-	ScorerID   uuid.UUID `json:"scorer_id"`
-	FeedbackID uuid.UUID `json:"feedback_id"`
+	ScorerID        uuid.UUID `json:"scorer_id"`
+	FeedbackID      uuid.UUID `json:"feedback_id"`
+	TakenOverBefore time.Time `json:"taken_over_before"`
 }
 
 // Claims a pending answer for scoring, in one statement: of scorers that
 // race for it, one claims it and the others find no row. The claim is the
-// pending row's scored_at.
+// pending row's scored_at; a claim older than ten minutes, or made
+// before @taken_over_before, is taken over.
 func (q *Queries) LiveScoreUpdateClaim(ctx context.Context, arg LiveScoreUpdateClaimParams) (int64, error) {
-	result, err := q.db.Exec(ctx, liveScoreUpdateClaim, arg.ScorerID, arg.FeedbackID)
+	result, err := q.db.Exec(ctx, liveScoreUpdateClaim, arg.ScorerID, arg.FeedbackID, arg.TakenOverBefore)
 	if err != nil {
 		return 0, err
 	}

@@ -87,7 +87,8 @@ func TestLoopSurvivesChaos(t *testing.T) {
 	w := newCrashWorld(t, "OPENAI_API_KEY=sk-test", "OPENAI_BASE_URL="+openai.URL(), "CURATE_FINETUNE_POLL=50ms",
 		"CURATE_LOOP_CHECK_EVERY=200ms", "CURATE_LOOP_POLL=100ms")
 	pool := w.pool
-	set := goldenSet(t, pool, "acme", 12)
+	const golden = 12
+	set := goldenSet(t, pool, "acme", golden)
 	w.apiKey("acme")
 	judge := newHeldJudge(t, func(chattest.Request) chattest.Reply {
 		return chattest.Reply{Content: `{"score": 0.8, "safety_flag": false, "critique": "Fine."}`, PromptTokens: 1000, CompletionTokens: 100}
@@ -95,7 +96,9 @@ func TestLoopSurvivesChaos(t *testing.T) {
 	const base = "meta-llama/Llama-3.1-8B-Instruct"
 	vllm := vllmtest.New(t, base)
 	loaded, afterKill := make(chan struct{}), make(chan struct{})
-	var once sync.Once
+	var once, released sync.Once
+	release := func() { released.Do(func() { close(afterKill) }) }
+	t.Cleanup(release) // a test that failed first must not hold the stand-in
 	vllm.AfterLoad = func(string) {
 		once.Do(func() {
 			loaded <- struct{}{}
@@ -105,6 +108,7 @@ func TestLoopSurvivesChaos(t *testing.T) {
 
 	var record []chaosKill
 	var runID string
+	var up time.Time // when the running process was ready
 	// fingerprint is everything the run's work writes: it changes when
 	// work goes on.
 	fingerprint := func() string {
@@ -136,13 +140,19 @@ func TestLoopSurvivesChaos(t *testing.T) {
 		}
 		k := chaosKill{at: at}
 		if runID != "" {
-			var step string
-			if err := pool.QueryRow(ctx, `SELECT step FROM loop_runs WHERE id = $1`, runID).Scan(&step); err != nil {
+			var step, status string
+			if err := pool.QueryRow(ctx, `SELECT step, status::text FROM loop_runs WHERE id = $1`, runID).Scan(&step, &status); err != nil {
 				t.Fatal(err)
+			}
+			if status != "running" {
+				t.Fatalf("the run ended (%s) after %d of %d kills (seed %d): the kills came too slowly for it", status, len(record), kills, seed)
 			}
 			k.at = step
 		}
-		rows, err := pool.Query(ctx, `SELECT kind FROM river_job WHERE state = 'running' AND kind <> 'heartbeat_sweep' ORDER BY kind`)
+		// The jobs this process took (an earlier one's, left running by
+		// its kill, are not this kill's).
+		rows, err := pool.Query(ctx, `SELECT kind FROM river_job WHERE state = 'running' AND kind <> 'heartbeat_sweep' AND attempted_at >= $1
+			ORDER BY kind`, up)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -160,6 +170,7 @@ func TestLoopSurvivesChaos(t *testing.T) {
 		judge.release()
 		before := fingerprint()
 		ready := w.start()
+		up = ready
 		for fingerprint() == before {
 			if time.Since(ready) > resumeWithin {
 				t.Fatalf("kill %d (%s, running %v): nothing went on %.0fs after the restart\n%s", len(record)+1, k.at, k.running,
@@ -173,7 +184,7 @@ func TestLoopSurvivesChaos(t *testing.T) {
 			k.resumed.Seconds())
 	}
 
-	w.start()
+	up = w.start()
 	w.post("/api/endpoints", map[string]any{"name": "judge", "base_url": judge.URL + "/v1", "model": "judge-chat", "api_key": "sk-judge",
 		"price_per_million_input": 0.27, "price_per_million_output": 1.10})
 	w.post("/api/serving-targets", map[string]any{"name": "openai-prod", "kind": "openai"})
@@ -196,9 +207,10 @@ func TestLoopSurvivesChaos(t *testing.T) {
 		t.Fatalf("the adapter was not loaded:\n%s", w.proc.logs())
 	}
 	w.proc.kill()
-	close(afterKill)
+	release()
 	record = append(record, chaosKill{at: "production's deployment, its adapter loaded", running: []string{"model_deploy"}})
 	ready := w.start()
+	up = ready
 	for w.get("/api/deployments/" + dep["id"].(string))["status"] != "succeeded" {
 		if time.Since(ready) > resumeWithin {
 			t.Fatalf("production's deployment is not done %.0fs after the restart\n%s", time.Since(ready).Seconds(), w.proc.logs())
@@ -261,7 +273,18 @@ func TestLoopSurvivesChaos(t *testing.T) {
 				t.Fatalf("the run did not reach %s\n%s", steps[target], w.proc.logs())
 			}
 		}
-		time.Sleep(delay)
+		if run, _ := ended(); run != nil && run["step"] == "evaluate" && judge.answers() < golden {
+			// In the evaluation: killed once the judge has given a
+			// seeded number of the answers left, holding the next call.
+			judge.holdAt(judge.answers() + rng.IntN(golden-judge.answers()))
+			for deadline := time.Now().Add(underwayWithin); judge.held.Load() == 0; time.Sleep(10 * time.Millisecond) {
+				if time.Now().After(deadline) {
+					t.Fatalf("the evaluation asked the judge nothing more\n%s", w.proc.logs())
+				}
+			}
+		} else {
+			time.Sleep(delay)
+		}
 		kill("the trigger's wait")
 	}
 	var run map[string]any
@@ -305,8 +328,8 @@ func TestLoopSurvivesChaos(t *testing.T) {
 		t.Errorf("the adapter was loaded %d times, want once", n)
 	}
 	questions, repeated := judge.twice()
-	if questions != 12 {
-		t.Errorf("the judge answered %d questions, want the golden set's 12", questions)
+	if questions != golden {
+		t.Errorf("the judge answered %d questions, want the golden set's %d", questions, golden)
 	}
 	for _, q := range repeated {
 		t.Errorf("the judge answered more than once: %.80q", q)

@@ -201,11 +201,23 @@ func (j *heldJudge) hold() {
 	}
 }
 
+// holdAt makes the judge hold once it has given n answers in all (at once
+// when it has given that many).
+func (j *heldJudge) holdAt(n int) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if j.total >= n {
+		j.holding = true
+		return
+	}
+	j.holdAfter = n
+}
+
 // release answers calls again.
 func (j *heldJudge) release() {
 	j.mu.Lock()
 	defer j.mu.Unlock()
-	j.holding = false
+	j.holding, j.holdAfter = false, 0
 }
 
 // answers is how many answers the judge gave.

@@ -75,20 +75,22 @@ ON CONFLICT DO NOTHING;
 
 -- name: LiveScoreListPending :many
 -- Sampled answers still to score and not claimed by a scorer at work (a
--- claim older than ten minutes is a scorer that died), oldest first, with
--- what the scorer reads.
+-- claim older than ten minutes, or made before @taken_over_before, is a
+-- scorer that died), oldest first, with what the scorer reads.
 SELECT l.feedback_id, f.query, f.response, f.correction
 FROM live_scores l JOIN feedback f ON f.id = l.feedback_id
-WHERE l.scorer_id = @scorer_id AND l.status = 'pending' AND (l.scored_at IS NULL OR l.scored_at < now() - interval '10 minutes')
+WHERE l.scorer_id = @scorer_id AND l.status = 'pending'
+  AND (l.scored_at IS NULL OR l.scored_at < greatest(now() - interval '10 minutes', @taken_over_before::timestamptz))
 ORDER BY l.created_at, l.feedback_id LIMIT @row_limit;
 
 -- name: LiveScoreUpdateClaim :execrows
 -- Claims a pending answer for scoring, in one statement: of scorers that
 -- race for it, one claims it and the others find no row. The claim is the
--- pending row's scored_at.
+-- pending row's scored_at; a claim older than ten minutes, or made
+-- before @taken_over_before, is taken over.
 UPDATE live_scores SET scored_at = now()
 WHERE scorer_id = @scorer_id AND feedback_id = @feedback_id AND status = 'pending'
-  AND (scored_at IS NULL OR scored_at < now() - interval '10 minutes');
+  AND (scored_at IS NULL OR scored_at < greatest(now() - interval '10 minutes', @taken_over_before::timestamptz));
 
 -- name: LiveScoreUpdate :exec
 UPDATE live_scores SET status = @status, score = sqlc.narg('score'), safety_flag = @safety_flag, reason = @reason, calls = @calls,
