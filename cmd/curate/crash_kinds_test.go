@@ -29,7 +29,7 @@ import (
 	"github.com/curate/curate/internal/provider/openaitest"
 )
 
-// killedKind is one row of TestKindsSurviveKill: work of one job kind that
+// killedKind is one row of TestEachKindSurvivesKill: work of one job kind that
 // the test sets going and holds mid-work at a stand-in, and what it must
 // have done, once, after the restart.
 type killedKind struct {
@@ -60,7 +60,7 @@ type killedKind struct {
 // provider though the killed process never saw the provider's answer
 // (finetune_advance), the Langfuse scores stored once (langfuse_sync),
 // one report of the version (dataset_report).
-func TestKindsSurviveKill(t *testing.T) {
+func TestEachKindSurvivesKill(t *testing.T) {
 	ctx := context.Background()
 	openai := openaitest.New(t)
 	w := newCrashWorld(t, "OPENAI_API_KEY=sk-test", "OPENAI_BASE_URL="+openai.URL(), "CURATE_FINETUNE_POLL=50ms")

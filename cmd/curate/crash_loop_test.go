@@ -61,7 +61,7 @@ func TestLoopSurvivesKillDuringEvaluate(t *testing.T) {
 		"trigger":  map[string]any{"min_new_items": 20, "filter": map[string]any{"status": "approved", "tag": "crash"}},
 		"dataset":  map[string]any{"name": "support-training", "generate": []string{"same_query"}},
 		"training": map[string]any{"provider": "openai", "method": "dpo", "base_model": "gpt-4o-mini-2024-07-18", "max_cost_usd": 20},
-		"evaluation": map[string]any{"golden_set_version_id": set.ID, "judge": map[string]any{"endpoint": "judge"},
+		"evaluation": map[string]any{"golden_set_version_id": set, "judge": map[string]any{"endpoint": "judge"},
 			"reward_formula": map[string]any{"judge": 1}},
 		"deploy": map[string]any{"target": "openai-prod"}, "approval": "none"})
 	var items []map[string]any
