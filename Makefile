@@ -12,7 +12,7 @@ TORCH_PYTHON ?=
 GPU_PYTHON ?=
 TESTDIR := $(CURDIR)/.curate-test
 
-.PHONY: run build test generate check-generated lint gotest s3server trainer-env trainer-test trainer-math gpu-check bench assets clean
+.PHONY: run build test generate check-generated lint gotest s3server trainer-env trainer-test trainer-math gpu-check bench chaos assets clean
 
 ## run: build and start Curate in dev mode with its own Postgres in ./.curate
 # Built, then exec'd, rather than `go run`: go run exits 1 when Ctrl-C
@@ -105,6 +105,25 @@ bench:
 	$(GO) test -run='^$$' -bench=. -benchtime=1x -count=$(BENCH_COUNT) -timeout=8h ./web/... ./jobs/... >> $(TESTDIR)/bench.out 2>&1 || status=$$?; \
 	$(GO) run ./cmd/benchtable < $(TESTDIR)/bench.out; \
 	CURATE_DATA_DIR=$(TESTDIR) $(TESTDIR)/curate devdb stop >/dev/null; exit $$status
+
+## chaos: the loop's chaos run (TestLoopSurvivesChaos) CURATE_CHAOS_RUNS times (default 10), killing the server CURATE_CHAOS_KILLS times in each (default 10), then how many passed and the time each restart took to go on (on TEST_DATABASE_URL when set, else a Postgres of its own)
+CURATE_CHAOS_RUNS ?= 10
+CURATE_CHAOS_KILLS ?= 10
+chaos:
+	@rm -rf $(TESTDIR)
+	$(GO) build -o $(TESTDIR)/curate ./cmd/curate
+	@own=; if [ -z "$${TEST_DATABASE_URL:-}" ]; then CURATE_DATA_DIR=$(TESTDIR) $(TESTDIR)/curate devdb start >/dev/null; own=1; \
+		export TEST_DATABASE_URL="$$(CURATE_DATA_DIR=$(TESTDIR) $(TESTDIR)/curate devdb url --admin)"; fi; \
+	out=$(TESTDIR)/chaos.txt; : > $$out; passed=0; \
+	for i in $$(seq 1 $(CURATE_CHAOS_RUNS)); do \
+		if CURATE_CHAOS_KILLS=$(CURATE_CHAOS_KILLS) CURATE_CHAOS_OUT=$$out $(GO) test -count=1 -timeout=40m -run '^TestLoopSurvivesChaos$$' -v ./cmd/curate \
+			> $(TESTDIR)/chaos-$$i.log 2>&1; then passed=$$((passed+1)); echo "run $$i: passed"; \
+		else echo "run $$i: FAILED (see $(TESTDIR)/chaos-$$i.log)"; fi; \
+	done; \
+	grep -o 'resume_s=[0-9.]*' $$out | cut -d= -f2 | sort -n | awk '{a[NR]=$$1; if ($$1 <= 90) n++} END {if (NR) \
+		printf "%d kills; time to go on after each restart: min %.1fs, median %.1fs, max %.1fs; %d within 90s\n", NR, a[1], a[int((NR+1)/2)], a[NR], n}'; \
+	[ -z "$$own" ] || CURATE_DATA_DIR=$(TESTDIR) $(TESTDIR)/curate devdb stop >/dev/null; \
+	echo "$$passed of $(CURATE_CHAOS_RUNS) chaos runs passed"; [ $$passed -eq $(CURATE_CHAOS_RUNS) ]
 
 ## assets: fetch the vendored front-end libraries from npm (results are committed)
 assets:

@@ -33,7 +33,13 @@ func (w *LiveScoreWorker) Timeout(*river.Job[livescore.ScoreArgs]) time.Duration
 	return livescore.ScoreTimeout
 }
 
-// Work scores the scorer's pending answers.
+// Work scores the scorer's pending answers. Claims made before this
+// attempt started are a killed attempt's (one scoring job per scorer runs
+// at a time), so the retry takes them over.
 func (w *LiveScoreWorker) Work(ctx context.Context, job *river.Job[livescore.ScoreArgs]) error {
-	return w.LiveScore.Score(ctx, job.Args.ScorerID)
+	var started time.Time
+	if job.AttemptedAt != nil {
+		started = *job.AttemptedAt
+	}
+	return w.LiveScore.Score(ctx, job.Args.ScorerID, started)
 }

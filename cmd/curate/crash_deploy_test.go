@@ -1,19 +1,12 @@
 package main
 
 import (
-	"bytes"
-	"encoding/json"
 	"net/http"
-	"os"
-	"os/exec"
-	"path/filepath"
-	"regexp"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/curate/curate/db/pgtest"
 	"github.com/curate/curate/internal/accounts"
 	"github.com/curate/curate/internal/serving/vllmtest"
 )
@@ -27,56 +20,22 @@ import (
 // alias then takes the next deployment.
 func TestDeploymentSurvivesKill(t *testing.T) {
 	ctx := t.Context()
-	bin := filepath.Join(t.TempDir(), "curate")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-	pool, dbURL := pgtest.NewDBURL(t)
-	env := []string{
-		"PATH=" + os.Getenv("PATH"), "TMPDIR=" + t.TempDir(),
-		"DATABASE_URL=" + dbURL, "CURATE_DATA_DIR=" + t.TempDir(), "CURATE_ADDR=127.0.0.1:0", "CURATE_METRICS_ADDR=off",
-		"CURATE_SESSION_KEY=crash-test-session-key-0123456789abcdef", "CURATE_SECRET_KEY=crash-test-secret-key-0123456789abcdef",
-		"CURATE_OUTBOUND_ALLOW=127.0.0.0/8,::1",
-	}
+	w := newCrashWorld(t)
+	pool := w.pool
 	if _, err := accounts.New(pool, accounts.DefaultSessionTTL).EnsureOrg(ctx, "acme", "Acme"); err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(bin, "apikey", "create", "--org", "acme", "--name", "crash test", "--role", "admin")
-	cmd.Env = env
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("apikey create: %v\n%s", err, out)
-	}
-	key := regexp.MustCompile(`cur_[a-z0-9]+_[a-z0-9]+`).FindString(string(out))
+	w.apiKey("acme")
 
 	vllm := vllmtest.New(t, "meta-llama/Llama-3.1-8B-Instruct")
-	proc := startCurate(t, bin, env)
+	w.start()
+	proc := w.proc
 	var kill sync.Once
 	vllm.AfterLoad = func(string) { kill.Do(proc.kill) }
 
 	call := func(method, path string, body any, want int) map[string]any {
 		t.Helper()
-		var rd *bytes.Reader
-		if body != nil {
-			b, _ := json.Marshal(body)
-			rd = bytes.NewReader(b)
-		} else {
-			rd = bytes.NewReader(nil)
-		}
-		req, _ := http.NewRequestWithContext(ctx, method, proc.url+path, rd)
-		req.Header.Set("Authorization", "Bearer "+key)
-		req.Header.Set("Content-Type", "application/json")
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatalf("%s %s: %v", method, path, err)
-		}
-		defer resp.Body.Close()
-		var got map[string]any
-		_ = json.NewDecoder(resp.Body).Decode(&got)
-		if resp.StatusCode != want {
-			t.Fatalf("%s %s: %d %v, want %d", method, path, resp.StatusCode, got, want)
-		}
-		return got
+		return w.call(method, path, body, []int{want})
 	}
 	call(http.MethodPost, "/api/serving-targets", map[string]any{"name": "gpu-1", "kind": "vllm", "base_url": vllm.URL}, http.StatusCreated)
 	var versions []string
@@ -98,7 +57,8 @@ func TestDeploymentSurvivesKill(t *testing.T) {
 	}
 
 	started := time.Now()
-	proc = startCurate(t, bin, env)
+	w.start()
+	proc = w.proc
 	// The contract counts from the moment a live process can take the
 	// job; the start itself (migrations, a loaded machine) is logged.
 	restarted := time.Now()

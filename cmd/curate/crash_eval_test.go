@@ -5,17 +5,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"os"
-	"os/exec"
-	"path/filepath"
-	"regexp"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/curate/curate/db/pgtest"
 	"github.com/curate/curate/internal/chat/chattest"
 	"github.com/curate/curate/internal/demo"
 	"github.com/curate/curate/internal/demo/demotest"
@@ -33,16 +26,8 @@ import (
 // expire, ten minutes on.
 func TestEvaluationSurvivesKill(t *testing.T) {
 	ctx := context.Background()
-	bin := filepath.Join(t.TempDir(), "curate")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-	pool, dbURL := pgtest.NewDBURL(t)
-	env := []string{
-		"PATH=" + os.Getenv("PATH"), "TMPDIR=" + t.TempDir(),
-		"DATABASE_URL=" + dbURL, "CURATE_DATA_DIR=" + t.TempDir(), "CURATE_ADDR=127.0.0.1:0", "CURATE_METRICS_ADDR=off", "CURATE_OUTBOUND_ALLOW=127.0.0.1",
-		"CURATE_SESSION_KEY=crash-test-session-key-0123456789abcdef", "CURATE_SECRET_KEY=crash-test-secret-key-0123456789abcdef",
-	}
+	w := newCrashWorld(t)
+	pool := w.pool
 	seeded, err := demotest.Seeder(pool).Ensure(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -54,59 +39,24 @@ func TestEvaluationSurvivesKill(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(bin, "apikey", "create", "--org", demo.OrgSlug, "--name", "crash test", "--role", "admin")
-	cmd.Env = env
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("apikey create: %v\n%s", err, out)
-	}
-	key := regexp.MustCompile(`cur_[a-z0-9]+_[a-z0-9]+`).FindString(string(out))
+	key := w.apiKey(demo.OrgSlug)
 
 	// The candidate answers at once. The judge answers the first
 	// answeredFirst questions, then holds every call until the process
-	// that made it is gone; once released it answers again. It counts the
-	// answers it gave to each question: a question answered twice would be
-	// a second charge.
+	// that made it is gone; once released it answers again.
 	const answeredFirst = 8
-	var (
-		mu       sync.Mutex
-		answered = map[string]int{}
-		total    int
-		hold     atomic.Bool
-		held     atomic.Int64
-		released atomic.Bool
-	)
-	stand := chattest.New(func(r chattest.Request) chattest.Reply {
+	stand := newHeldJudge(t, func(r chattest.Request) chattest.Reply {
 		if r.Model == "cand" {
 			return chattest.Reply{Content: "About: " + r.Last(), PromptTokens: 100, CompletionTokens: 20}
 		}
-		mu.Lock()
-		defer mu.Unlock()
-		if hold.Load() && !released.Load() {
-			held.Add(1)
-			return chattest.Reply{Hang: true}
-		}
-		answered[r.Last()]++
-		if total++; total == answeredFirst {
-			hold.Store(true)
-		}
 		return chattest.Reply{Content: `{"score": 0.7, "safety_flag": false, "critique": "Fine."}`, PromptTokens: 1000, CompletionTokens: 100}
-	})
-	defer stand.Close()
+	}, func(r chattest.Request) bool { return r.Model == "cand" })
+	stand.holdAfter = answeredFirst
 
-	first := startCurate(t, bin, env)
+	w.start()
+	first := w.proc
 	api := &apiClient{t: t, key: key, base: first.url}
-	post := func(path string, body any) map[string]any {
-		t.Helper()
-		raw, _ := json.Marshal(body)
-		resp := api.do(http.MethodPost, path, strings.NewReader(string(raw)))
-		defer resp.Body.Close()
-		var out map[string]any
-		if err := json.NewDecoder(resp.Body).Decode(&out); err != nil || resp.StatusCode >= 300 {
-			t.Fatalf("POST %s: %d %v %v", path, resp.StatusCode, out, err)
-		}
-		return out
-	}
+	post := w.post
 	post("/api/endpoints", map[string]any{"name": "cand", "base_url": stand.URL + "/v1", "model": "cand"})
 	post("/api/endpoints", map[string]any{"name": "deepseek", "base_url": stand.URL + "/v1", "model": "judge-chat", "api_key": "sk-judge",
 		"price_per_million_input": 0.27, "price_per_million_output": 1.10})
@@ -143,11 +93,11 @@ func TestEvaluationSurvivesKill(t *testing.T) {
 		if p.Status == "succeeded" || p.Status == "failed" || p.Status == "paused" {
 			t.Fatalf("the evaluation ended (%s) before it could be killed", p.Status)
 		}
-		if p.Progress.Done == answeredFirst && held.Load() >= 4 {
+		if p.Progress.Done == answeredFirst && stand.held.Load() >= 4 {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("the evaluation did not get under way: %+v, %d judge calls held\n%s", p, held.Load(), first.logs())
+			t.Fatalf("the evaluation did not get under way: %+v, %d judge calls held\n%s", p, stand.held.Load(), first.logs())
 		}
 	}
 	first.kill()
@@ -155,10 +105,10 @@ func TestEvaluationSurvivesKill(t *testing.T) {
 	if err := pool.QueryRow(ctx, "SELECT status::text FROM evaluation_runs WHERE id = $1", runID).Scan(&status); err != nil || status != "running" {
 		t.Fatalf("after the kill the evaluation is %q (%v), want running", status, err)
 	}
-	released.Store(true)
+	stand.release()
 
-	second := startCurate(t, bin, env)
-	restarted := time.Now()
+	restarted := w.start()
+	second := w.proc
 	api.base = second.url
 	var p progress
 	for {
@@ -188,21 +138,18 @@ func TestEvaluationSurvivesKill(t *testing.T) {
 
 	// No second charge: the judge answered each question once, and the
 	// run counts and the usage log hold those answers and no others.
-	mu.Lock()
-	defer mu.Unlock()
-	for q, n := range answered {
-		if n != 1 {
-			t.Errorf("the judge answered %d times: %.80q", n, q)
-		}
+	answered, repeated := stand.twice()
+	for _, q := range repeated {
+		t.Errorf("the judge answered more than once: %.80q", q)
 	}
 	var logged int
 	var cost int64
 	if err := pool.QueryRow(ctx, `SELECT count(*), coalesce(sum(cost_micros), 0) FROM judge_calls WHERE outcome = 'ok'`).Scan(&logged, &cost); err != nil {
 		t.Fatal(err)
 	}
-	if logged != len(answered) || p.Summary.JudgeCalls != len(answered) || fmt.Sprintf("%.6f", p.Summary.JudgeCostUSD) != fmt.Sprintf("%.6f", float64(cost)/1e6) {
+	if logged != answered || p.Summary.JudgeCalls != answered || fmt.Sprintf("%.6f", p.Summary.JudgeCostUSD) != fmt.Sprintf("%.6f", float64(cost)/1e6) {
 		t.Errorf("%d questions answered by the judge; %d calls logged ($%.6f), the run counts %d ($%.6f)",
-			len(answered), logged, float64(cost)/1e6, p.Summary.JudgeCalls, p.Summary.JudgeCostUSD)
+			answered, logged, float64(cost)/1e6, p.Summary.JudgeCalls, p.Summary.JudgeCostUSD)
 	}
 	// The four calls the killed process had under way still hold their
 	// reservations, which expire (and are given back) within ten minutes.

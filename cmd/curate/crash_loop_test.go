@@ -2,21 +2,14 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
-	"os"
-	"os/exec"
-	"path/filepath"
-	"regexp"
-	"strings"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/curate/curate/db/pgtest"
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5/pgxpool"
+
 	"github.com/curate/curate/internal/accounts"
 	"github.com/curate/curate/internal/audit"
 	"github.com/curate/curate/internal/chat/chattest"
@@ -36,114 +29,30 @@ import (
 // trained.
 func TestLoopSurvivesKillDuringEvaluate(t *testing.T) {
 	ctx := context.Background()
-	bin := filepath.Join(t.TempDir(), "curate")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-	pool, dbURL := pgtest.NewDBURL(t)
 	openai := openaitest.New(t)
 	openai.SetChat(func(model, prompt string) string { return "The tuned answer to: " + prompt })
-	env := []string{
-		"PATH=" + os.Getenv("PATH"), "TMPDIR=" + t.TempDir(),
-		"DATABASE_URL=" + dbURL, "CURATE_DATA_DIR=" + t.TempDir(), "CURATE_ADDR=127.0.0.1:0", "CURATE_OUTBOUND_ALLOW=127.0.0.1",
-		"CURATE_SESSION_KEY=crash-test-session-key-0123456789abcdef", "CURATE_SECRET_KEY=crash-test-secret-key-0123456789abcdef",
-		"OPENAI_API_KEY=sk-test", "OPENAI_BASE_URL=" + openai.URL(), "CURATE_FINETUNE_POLL=50ms",
-		"CURATE_LOOP_CHECK_EVERY=200ms", "CURATE_LOOP_POLL=100ms",
-	}
+	w := newCrashWorld(t, "OPENAI_API_KEY=sk-test", "OPENAI_BASE_URL="+openai.URL(), "CURATE_FINETUNE_POLL=50ms",
+		"CURATE_LOOP_CHECK_EVERY=200ms", "CURATE_LOOP_POLL=100ms")
+	pool := w.pool
 
 	// The organisation and its golden set of twelve questions, made here
 	// on the shared database.
-	org, err := accounts.New(pool, accounts.DefaultSessionTTL).EnsureOrg(ctx, "acme", "Acme")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var golden []feedback.Item
-	for i := range 12 {
-		golden = append(golden, feedback.Item{Query: fmt.Sprintf("Golden question number %d?", i), Response: "Old.", FeedbackType: "correction",
-			Correction: fmt.Sprintf("Curated answer %d.", i)})
-	}
-	res, err := feedback.New(pool).IngestBatch(ctx, org.ID, "api", golden)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := pool.Exec(ctx, "UPDATE feedback SET status = 'corrected' WHERE id = ANY($1)", res.IDs); err != nil {
-		t.Fatal(err)
-	}
-	ds := datasets.New(pool, nil, nil, nil)
-	d, err := ds.Create(ctx, audit.System, org.ID, datasets.NewDataset{Type: datasets.TypeInstructionTuning, Settings: datasets.Settings{Name: "gold"},
-		Members: res.IDs})
-	if err != nil {
-		t.Fatal(err)
-	}
-	set, err := ds.Freeze(ctx, audit.System, org.ID, d.ID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := eval.New(pool, eval.NewGates(pool), nil, nil).Mark(ctx, audit.System, org.ID, set.ID, "gold", []string{}); err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(bin, "apikey", "create", "--org", "acme", "--name", "crash test", "--role", "admin")
-	cmd.Env = env
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("apikey create: %v\n%s", err, out)
-	}
-	key := regexp.MustCompile(`cur_[a-z0-9]+_[a-z0-9]+`).FindString(string(out))
+	set := goldenSet(t, pool, "acme", 12)
+	w.apiKey("acme")
 
 	// The judge answers the first answeredFirst questions, then holds
 	// every call until the process that made it is gone.
 	const answeredFirst = 5
-	var (
-		mu       sync.Mutex
-		answered = map[string]int{}
-		total    int
-		hold     atomic.Bool
-		held     atomic.Int64
-		released atomic.Bool
-	)
-	judge := chattest.New(func(r chattest.Request) chattest.Reply {
-		mu.Lock()
-		defer mu.Unlock()
-		if hold.Load() && !released.Load() {
-			held.Add(1)
-			return chattest.Reply{Hang: true}
-		}
-		answered[r.Last()]++
-		if total++; total == answeredFirst {
-			hold.Store(true)
-		}
+	judge := newHeldJudge(t, func(chattest.Request) chattest.Reply {
 		return chattest.Reply{Content: `{"score": 0.8, "safety_flag": false, "critique": "Fine."}`, PromptTokens: 1000, CompletionTokens: 100}
-	})
-	defer judge.Close()
+	}, nil)
+	judge.holdAfter = answeredFirst
 
-	first := startCurate(t, bin, env)
-	api := &apiClient{t: t, key: key, base: first.url}
+	w.start()
+	first := w.proc
 	call := func(method, path string, body any, header ...string) map[string]any {
 		t.Helper()
-		var r io.Reader
-		if body != nil {
-			raw, _ := json.Marshal(body)
-			r = strings.NewReader(string(raw))
-		}
-		req, err := http.NewRequest(method, api.base+path, r)
-		if err != nil {
-			t.Fatal(err)
-		}
-		req.Header.Set("Authorization", "Bearer "+key)
-		req.Header.Set("Content-Type", "application/json")
-		for i := 0; i+1 < len(header); i += 2 {
-			req.Header.Set(header[i], header[i+1])
-		}
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		var got map[string]any
-		if err := json.NewDecoder(resp.Body).Decode(&got); err != nil || resp.StatusCode >= 300 {
-			t.Fatalf("%s %s: %d %v %v", method, path, resp.StatusCode, got, err)
-		}
-		return got
+		return w.call(method, path, body, nil, header...)
 	}
 	call(http.MethodPost, "/api/endpoints", map[string]any{"name": "judge", "base_url": judge.URL + "/v1", "model": "judge-chat", "api_key": "sk-judge",
 		"price_per_million_input": 0.27, "price_per_million_output": 1.10})
@@ -152,7 +61,7 @@ func TestLoopSurvivesKillDuringEvaluate(t *testing.T) {
 		"trigger":  map[string]any{"min_new_items": 20, "filter": map[string]any{"status": "approved", "tag": "crash"}},
 		"dataset":  map[string]any{"name": "support-training", "generate": []string{"same_query"}},
 		"training": map[string]any{"provider": "openai", "method": "dpo", "base_model": "gpt-4o-mini-2024-07-18", "max_cost_usd": 20},
-		"evaluation": map[string]any{"golden_set_version_id": set.ID, "judge": map[string]any{"endpoint": "judge"},
+		"evaluation": map[string]any{"golden_set_version_id": set, "judge": map[string]any{"endpoint": "judge"},
 			"reward_formula": map[string]any{"judge": 1}},
 		"deploy": map[string]any{"target": "openai-prod"}, "approval": "none"})
 	var items []map[string]any
@@ -196,16 +105,15 @@ func TestLoopSurvivesKillDuringEvaluate(t *testing.T) {
 			continue
 		}
 		e := call(http.MethodGet, "/api/evaluations/"+evaluation, nil)
-		if int(e["progress"].(map[string]any)["done"].(float64)) == answeredFirst && held.Load() >= 1 {
+		if int(e["progress"].(map[string]any)["done"].(float64)) == answeredFirst && judge.held.Load() >= 1 {
 			break
 		}
 	}
 	first.kill()
-	released.Store(true)
+	judge.release()
 
-	second := startCurate(t, bin, env)
-	restarted := time.Now()
-	api.base = second.url
+	restarted := w.start()
+	second := w.proc
 	var run map[string]any
 	for {
 		run = call(http.MethodGet, "/api/loop-runs/"+runID, nil)
@@ -234,17 +142,51 @@ func TestLoopSurvivesKillDuringEvaluate(t *testing.T) {
 	if evaluations != 1 || done != 12 {
 		t.Errorf("%d evaluations of the version, %d items scored; want one of 12", evaluations, done)
 	}
-	mu.Lock()
-	defer mu.Unlock()
-	if len(answered) != 12 {
-		t.Errorf("the judge answered %d questions, want 12", len(answered))
+	answered, repeated := judge.twice()
+	if answered != 12 {
+		t.Errorf("the judge answered %d questions, want 12", answered)
 	}
-	for q, n := range answered {
-		if n != 1 {
-			t.Errorf("the judge answered %d times: %.80q", n, q)
-		}
+	for _, q := range repeated {
+		t.Errorf("the judge answered more than once: %.80q", q)
 	}
 	if openai.JobsCreated() != 1 {
 		t.Errorf("%d training jobs at OpenAI", openai.JobsCreated())
 	}
+}
+
+// goldenSet makes the organisation of slug and a golden set of n
+// corrected questions, frozen and marked, and returns the set's version.
+func goldenSet(t *testing.T, pool *pgxpool.Pool, slug string, n int) uuid.UUID {
+	t.Helper()
+	ctx := context.Background()
+	org, err := accounts.New(pool, accounts.DefaultSessionTTL).EnsureOrg(ctx, slug, slug)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var golden []feedback.Item
+	for i := range n {
+		golden = append(golden, feedback.Item{Query: fmt.Sprintf("Golden question number %d?", i), Response: "Old.", FeedbackType: "correction",
+			Correction: fmt.Sprintf("Curated answer %d.", i)})
+	}
+	res, err := feedback.New(pool).IngestBatch(ctx, org.ID, "api", golden)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pool.Exec(ctx, "UPDATE feedback SET status = 'corrected' WHERE id = ANY($1)", res.IDs); err != nil {
+		t.Fatal(err)
+	}
+	ds := datasets.New(pool, nil, nil, nil)
+	d, err := ds.Create(ctx, audit.System, org.ID, datasets.NewDataset{Type: datasets.TypeInstructionTuning, Settings: datasets.Settings{Name: "gold"},
+		Members: res.IDs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	set, err := ds.Freeze(ctx, audit.System, org.ID, d.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := eval.New(pool, eval.NewGates(pool), nil, nil).Mark(ctx, audit.System, org.ID, set.ID, "gold", []string{}); err != nil {
+		t.Fatal(err)
+	}
+	return set.ID
 }

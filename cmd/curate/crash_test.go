@@ -56,10 +56,7 @@ func crashPairs(t *testing.T) int {
 func TestExportSurvivesKill(t *testing.T) {
 	ctx := context.Background()
 	pairs := crashPairs(t)
-	bin := filepath.Join(t.TempDir(), "curate")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	bin := buildCurate(t)
 	pool, dbURL := pgtest.NewDBURL(t)
 	dataDir, procTmp := t.TempDir(), t.TempDir()
 	env := []string{

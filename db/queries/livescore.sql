@@ -71,16 +71,18 @@ SELECT d.served_name FROM deployments d
 WHERE d.org_id = @org_id AND d.version_id = @version_id AND d.served_name <> '' AND d.status = 'succeeded' AND d.unloaded_at IS NULL;
 
 -- name: LiveScoreInsertPending :execrows
-INSERT INTO live_scores (scorer_id, feedback_id, org_id)
-SELECT @scorer_id, unnest(@feedback_ids::uuid[]), @org_id
+-- A score is kept in the partition of its feedback's month.
+INSERT INTO live_scores (scorer_id, feedback_id, org_id, feedback_at)
+SELECT @scorer_id, k.id, @org_id, k.created_at FROM feedback_keys k
+WHERE k.id = ANY(@feedback_ids::uuid[]) AND k.org_id = @org_id
 ON CONFLICT DO NOTHING;
 
 -- name: LiveScoreListPending :many
 -- Sampled answers still to score and not claimed by a scorer at work (a
--- claim older than ten minutes is a scorer that died), oldest first, with
--- what the scorer reads: the feedback's query, answer, reference and
--- context, or the context of the best-of-N call the feedback names by
--- trace_id when it has none of its own.
+-- claim older than ten minutes, or made before @taken_over_before, is a
+-- scorer that died), oldest first, with what the scorer reads: the
+-- feedback's query, answer, reference and context, or the context of the
+-- best-of-N call the feedback names by trace_id when it has none of its own.
 SELECT l.feedback_id, f.query, f.response, f.correction,
        (CASE WHEN f.context = '{}'::jsonb THEN coalesce(b.context, f.context) ELSE f.context END)::jsonb AS context
 FROM live_scores l JOIN feedback f ON f.id = l.feedback_id
@@ -89,16 +91,18 @@ LEFT JOIN LATERAL (
     WHERE r.org_id = f.org_id
       AND r.id = (CASE WHEN f.trace_id ~* '^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$' THEN f.trace_id::uuid END)
 ) b ON true
-WHERE l.scorer_id = @scorer_id AND l.status = 'pending' AND (l.scored_at IS NULL OR l.scored_at < now() - interval '10 minutes')
+WHERE l.scorer_id = @scorer_id AND l.status = 'pending'
+  AND (l.scored_at IS NULL OR l.scored_at < greatest(now() - interval '10 minutes', @taken_over_before::timestamptz))
 ORDER BY l.created_at, l.feedback_id LIMIT @row_limit;
 
 -- name: LiveScoreUpdateClaim :execrows
 -- Claims a pending answer for scoring, in one statement: of scorers that
 -- race for it, one claims it and the others find no row. The claim is the
--- pending row's scored_at.
+-- pending row's scored_at; a claim older than ten minutes, or made
+-- before @taken_over_before, is taken over.
 UPDATE live_scores SET scored_at = now()
 WHERE scorer_id = @scorer_id AND feedback_id = @feedback_id AND status = 'pending'
-  AND (scored_at IS NULL OR scored_at < now() - interval '10 minutes');
+  AND (scored_at IS NULL OR scored_at < greatest(now() - interval '10 minutes', @taken_over_before::timestamptz));
 
 -- name: LiveScoreUpdate :exec
 UPDATE live_scores SET status = @status, score = sqlc.narg('score'), safety_flag = @safety_flag, reason = @reason, calls = @calls,

@@ -467,7 +467,15 @@ func (s *Service) aliasNames(ctx context.Context, q *db.Queries, sc db.LiveScore
 // so a retry resumes where it stopped. A spent budget skips what is left, with
 // the reason; a judge that cannot be reached fails the job for River to
 // retry.
-func (s *Service) Score(ctx context.Context, scorerID uuid.UUID) error {
+//
+// A claim older than ten minutes is a dead scorer's, and so is one made
+// before takenOverBefore: the job's retried attempt passes the moment it
+// started, since one scoring job per scorer runs at a time (ScoreArgs)
+// and the heartbeat sweep retries it only once the killed attempt's
+// worker stopped beating, so the answer that attempt had under way is
+// scored at once rather than ten minutes on. The zero time takes over
+// old claims only, for runs that may overlap.
+func (s *Service) Score(ctx context.Context, scorerID uuid.UUID, takenOverBefore time.Time) error {
 	q := db.New(s.Pool)
 	sc, err := q.LiveScorerGet(ctx, scorerID)
 	if errors.Is(err, pgx.ErrNoRows) {
@@ -478,7 +486,8 @@ func (s *Service) Score(ctx context.Context, scorerID uuid.UUID) error {
 	}
 	c := Config{Scorer: sc.Scorer, Endpoint: sc.Endpoint, Embeddings: sc.EmbeddingsEndpoint, Template: sc.Template, Rate: sc.Rate}
 	for {
-		rows, err := q.LiveScoreListPending(ctx, db.LiveScoreListPendingParams{ScorerID: scorerID, RowLimit: ScoreBatch})
+		rows, err := q.LiveScoreListPending(ctx, db.LiveScoreListPendingParams{ScorerID: scorerID, RowLimit: ScoreBatch,
+			TakenOverBefore: takenOverBefore})
 		if err != nil || len(rows) == 0 {
 			return err
 		}
@@ -486,7 +495,8 @@ func (s *Service) Score(ctx context.Context, scorerID uuid.UUID) error {
 			if err := ctx.Err(); err != nil {
 				return err
 			}
-			claimed, err := q.LiveScoreUpdateClaim(ctx, db.LiveScoreUpdateClaimParams{ScorerID: scorerID, FeedbackID: r.FeedbackID})
+			claimed, err := q.LiveScoreUpdateClaim(ctx, db.LiveScoreUpdateClaimParams{ScorerID: scorerID, FeedbackID: r.FeedbackID,
+				TakenOverBefore: takenOverBefore})
 			if err != nil {
 				return err
 			}

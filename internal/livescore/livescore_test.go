@@ -198,7 +198,7 @@ func TestLiveScoringExperiment(t *testing.T) {
 	if n := e.count(t, "SELECT count(*) FROM live_scores"); n != got {
 		t.Errorf("%d sampled after a second run", n)
 	}
-	if err := e.live.Score(e.ctx, sc.ID); err != nil {
+	if err := e.live.Score(e.ctx, sc.ID, time.Time{}); err != nil {
 		t.Fatal(err)
 	}
 	if n := e.count(t, "SELECT count(*) FROM live_scores WHERE status = 'scored' AND cost_micros = 490 AND calls = 1"); n != got || e.srv.Calls() != got {
@@ -243,7 +243,7 @@ func TestLiveScoringBudget(t *testing.T) {
 	if err := e.live.SampleAll(e.ctx); err != nil {
 		t.Fatal(err)
 	}
-	if err := e.live.Score(e.ctx, sc.ID); err != nil {
+	if err := e.live.Score(e.ctx, sc.ID, time.Time{}); err != nil {
 		t.Fatal(err)
 	}
 	scored := e.count(t, "SELECT count(*) FROM live_scores WHERE status = 'scored'")
@@ -254,7 +254,7 @@ func TestLiveScoringBudget(t *testing.T) {
 	if scored < 1 || scored > 11 || scored+skipped != 40 || spent > 4900+490 || e.srv.Calls() != scored {
 		t.Fatalf("%d scored, %d skipped, %d micros spent, %d calls", scored, skipped, spent, e.srv.Calls())
 	}
-	if err := e.live.Score(e.ctx, sc.ID); err != nil || e.srv.Calls() != scored {
+	if err := e.live.Score(e.ctx, sc.ID, time.Time{}); err != nil || e.srv.Calls() != scored {
 		t.Errorf("scoring again: %v, %d calls", err, e.srv.Calls())
 	}
 }
@@ -303,7 +303,7 @@ func TestLiveScoringRace(t *testing.T) {
 	}
 	errs := make(chan error, 4)
 	for range 4 {
-		go func() { errs <- e.live.Score(e.ctx, sc.ID) }()
+		go func() { errs <- e.live.Score(e.ctx, sc.ID, time.Time{}) }()
 	}
 	for range 4 {
 		if err := <-errs; err != nil {

@@ -111,6 +111,10 @@ type Options struct {
 	// "injected <status>"): a marker a test can look for where the remote
 	// server's words must not go.
 	FailMessage string
+	// Hold, when set and answering true, keeps a request to ep waiting
+	// unanswered until the client gives up: a test kills the caller
+	// there.
+	Hold func(ep Endpoint) bool
 }
 
 // Server is a running fake Langfuse. Its URL field is the host to give a client.
@@ -199,6 +203,10 @@ func (s *Server) route(ep Endpoint, h http.HandlerFunc) http.Handler {
 		}
 		s.mu.Unlock()
 
+		if s.opts.Hold != nil && s.opts.Hold(ep) {
+			<-r.Context().Done()
+			return
+		}
 		if status != 0 {
 			if s.opts.RetryAfter != "" && (status == http.StatusTooManyRequests || status >= 500) {
 				w.Header().Set("Retry-After", s.opts.RetryAfter)

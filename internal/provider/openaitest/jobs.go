@@ -101,12 +101,12 @@ func (s *Server) createJob(w http.ResponseWriter, r *http.Request) {
 	}
 
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	for _, f := range []struct{ param, id string }{{"training_file", req.TrainingFile}, {"validation_file", req.ValidationFile}} {
 		if f.id == "" && f.param == "validation_file" {
 			continue
 		}
 		if file, ok := s.files[f.id]; !ok || file.purpose != "fine-tune" {
+			s.mu.Unlock()
 			writeError(w, http.StatusBadRequest, fmt.Sprintf("invalid %s: %s", f.param, f.id), f.param, "invalid_"+f.param)
 			return
 		}
@@ -131,7 +131,12 @@ func (s *Server) createJob(w http.ResponseWriter, r *http.Request) {
 	s.jobs[j.id] = j
 	s.jobOrder = append(s.jobOrder, j.id)
 	s.jobsCreated++
-	writeJSON(w, http.StatusOK, j.view())
+	view, after := j.view(), s.AfterCreate
+	s.mu.Unlock()
+	if after != nil {
+		after(j.id)
+	}
+	writeJSON(w, http.StatusOK, view)
 }
 
 // resolve replaces "auto" or missing hyperparameters by the values the job

@@ -132,6 +132,10 @@ type Server struct {
 	jobsCreated  int
 	chat         ChatFunc
 	chatCalls    map[string]int
+
+	// AfterCreate, when set, runs once a job is created and before the
+	// answer is written: a test kills the caller there.
+	AfterCreate func(id string)
 }
 
 type stored struct {
