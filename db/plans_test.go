@@ -121,6 +121,10 @@ func newPlanFixture(t *testing.T, rows int) *planFixture {
 		 VALUES ($8, $1, 'earlier', 'Earlier', $2, 'earlier', 'completed', now() - interval '90 days')`,
 		`INSERT INTO experiment_exposures (experiment_id, phase, unit_id, arm, first_seen)
 		 SELECT $8, 1, 'e' || i, i % 2, now() - interval '90 days' FROM generate_series(1, $4::int) AS i`,
+		`INSERT INTO experiment_sums (experiment_id, org_id, phase, pre_days) VALUES ($3, $1, 1, 14)`,
+		`INSERT INTO experiment_unit_sums (experiment_id, phase, unit_id, arm, y_thumbs, y_rating, y_corrected, y_latency)
+		 SELECT experiment_id, phase, unit_id, arm, arm, 1 + arm, 0, 300 FROM experiment_exposures
+		 WHERE experiment_id = $3 AND unit_id !~ '^u[0-9]$'`, // u0 to u9 are folded in by a test
 		`INSERT INTO live_scorers (id, org_id, experiment_id, endpoint, rate) VALUES ($6, $1, $3, 'http://scorer.invalid', 1)`,
 		`INSERT INTO live_scores (scorer_id, feedback_id, org_id, status, score, created_at)
 		 SELECT $6, id, org_id, CASE WHEN seq % 100 = 0 THEN 'pending' ELSE 'scored' END,
@@ -466,11 +470,17 @@ func TestPlans(t *testing.T) {
 			args: func(f *planFixture) []any { return filterArgs{status: "pending"}.list(f.org, 51) }},
 		{name: "codebook retrieval", sql: query("CodebookVersionRuleListRelevant"), perRow: 3, need: func(*planFixture) int { return 50 },
 			args: func(f *planFixture) []any { return []any{"Where are my refunds for topic12?", f.version, 5} }},
-		// Results' main query (ExperimentListMetricMoments) is not in this
-		// table: on this table its plan reads the organisation's feedback
-		// and live scores whole, hash joins costing less than a lookup for
-		// each of the experiment's answers. Per-unit sums kept as work
-		// arrives are to replace it.
+		// Results sum the units' kept values (migration 00130): one row
+		// read per unit of the phase, none of its answers.
+		{name: "results: the units' kept values", sql: query("ExperimentUnitSumListArms"), perRow: 1,
+			need: func(f *planFixture) int { return f.experiment }, args: func(f *planFixture) []any { return []any{f.exp, 1} }},
+		// Before they are read, the end users whose answers changed are
+		// folded in: each unit's answers and their scores read by lookups.
+		{name: "results: folding in changed end users", sql: query("ExperimentUnitSumInsertUnits"), perRow: 3,
+			// Of u0 to u9, only u0 has answers: one in 500 of the table's.
+			need: func(f *planFixture) int { return 10 + f.rows/500 }, args: func(f *planFixture) []any {
+				return []any{f.exp, 1, f.org, nil, 14, units("u", 10)}
+			}},
 	}
 	for _, s := range hot {
 		for _, f := range []*planFixture{big, small} {
@@ -599,10 +609,11 @@ func TestPlans(t *testing.T) {
 var periodicAreas = []string{"alerts", "monitors", "hygiene", "routing", "livescore", "loops"}
 
 // periodicQueries are the rest of what the periodic jobs run: the
-// rollout's step (experiments), maintenance (sign-in records, sessions,
+// rollout's step and the fold of the results' kept values (experiments), maintenance (sign-in records, sessions,
 // uploads, stored facts) and the heartbeat sweep.
 var periodicQueries = []string{
 	"ExperimentListRunningWithRollout", "ExperimentArmList", "ExperimentArmUpdateWeight", "ExperimentListMetricMoments",
+	"ExperimentSumListDirtyOrgs", "ExperimentSumDeleteDirty", "ExperimentSumListByOrg", "ExperimentUnitSumDeleteUnits", "ExperimentUnitSumInsertUnits",
 	"ExperimentUpdateRollout", "ExposureCountByArm", "AlertListOpenMonitors",
 	"LoginFailureDeleteExpired", "SessionDeleteExpired", "ItemFactsDeleteExpired",
 	"JobUpdateStale", "JobHeartbeatDeleteOrphans",
