@@ -1272,10 +1272,13 @@ INSERT INTO experiment_unit_sums (experiment_id, phase, unit_id, arm,
     y_thumbs, x_thumbs, y_rating, x_rating, y_corrected, x_corrected, y_latency, x_latency, y_accuracy, x_accuracy,
     y_helpfulness, x_helpfulness, y_clarity, x_clarity, y_safety, x_safety, y_judge, x_judge, incidents)
 SELECT $1::uuid, $2::int, post.unit_id, post.arm,
-       post.thumbs, pre.thumbs, post.rating, pre.rating, post.corrected, pre.corrected, post.latency, pre.latency,
-       post.accuracy, pre.accuracy, post.helpfulness, pre.helpfulness, post.clarity, pre.clarity, post.safety, pre.safety,
-       post.judge, pre.judge, post.incidents
+       post.thumbs, CASE WHEN post.thumbs IS NOT NULL THEN pre.thumbs END, post.rating, CASE WHEN post.rating IS NOT NULL THEN pre.rating END,
+       post.corrected, CASE WHEN post.corrected IS NOT NULL THEN pre.corrected END, post.latency, CASE WHEN post.latency IS NOT NULL THEN pre.latency END,
+       post.accuracy, CASE WHEN post.accuracy IS NOT NULL THEN pre.accuracy END, post.helpfulness, CASE WHEN post.helpfulness IS NOT NULL THEN pre.helpfulness END,
+       post.clarity, CASE WHEN post.clarity IS NOT NULL THEN pre.clarity END, post.safety, CASE WHEN post.safety IS NOT NULL THEN pre.safety END,
+       post.judge, CASE WHEN post.judge IS NOT NULL THEN pre.judge END, post.incidents
 FROM post LEFT JOIN pre ON pre.unit_id = post.unit_id
+ORDER BY post.unit_id
 `
 
 type ExperimentUnitSumInsertAllParams struct {
@@ -1290,6 +1293,8 @@ type ExperimentUnitSumInsertAllParams struct {
 // computes them before it sums them per arm (see there), and its safety
 // incidents as ExperimentCountIncidents counts them: hash joins over the
 // experiment's answers, once.
+// In the primary key's order: the index is written in order, and a read
+// of the phase's units reads the table in order.
 func (q *Queries) ExperimentUnitSumInsertAll(ctx context.Context, arg ExperimentUnitSumInsertAllParams) error {
 	_, err := q.db.Exec(ctx, experimentUnitSumInsertAll,
 		arg.ExperimentID,
@@ -1306,9 +1311,11 @@ INSERT INTO experiment_unit_sums (experiment_id, phase, unit_id, arm,
     y_thumbs, x_thumbs, y_rating, x_rating, y_corrected, x_corrected, y_latency, x_latency, y_accuracy, x_accuracy,
     y_helpfulness, x_helpfulness, y_clarity, x_clarity, y_safety, x_safety, y_judge, x_judge, incidents)
 SELECT $1::uuid, $2::int, x.unit_id, x.arm,
-       post.thumbs, pre.thumbs, post.rating, pre.rating, post.corrected, pre.corrected, post.latency, pre.latency,
-       post.accuracy, pre.accuracy, post.helpfulness, pre.helpfulness, post.clarity, pre.clarity, post.safety, pre.safety,
-       post.judge, pre.judge, post.incidents
+       post.thumbs, CASE WHEN post.thumbs IS NOT NULL THEN pre.thumbs END, post.rating, CASE WHEN post.rating IS NOT NULL THEN pre.rating END,
+       post.corrected, CASE WHEN post.corrected IS NOT NULL THEN pre.corrected END, post.latency, CASE WHEN post.latency IS NOT NULL THEN pre.latency END,
+       post.accuracy, CASE WHEN post.accuracy IS NOT NULL THEN pre.accuracy END, post.helpfulness, CASE WHEN post.helpfulness IS NOT NULL THEN pre.helpfulness END,
+       post.clarity, CASE WHEN post.clarity IS NOT NULL THEN pre.clarity END, post.safety, CASE WHEN post.safety IS NOT NULL THEN pre.safety END,
+       post.judge, CASE WHEN post.judge IS NOT NULL THEN pre.judge END, post.incidents
 FROM experiment_exposures x
 CROSS JOIN LATERAL (
     SELECT count(*) AS answers,
@@ -1374,32 +1381,32 @@ func (q *Queries) ExperimentUnitSumInsertUnits(ctx context.Context, arg Experime
 const experimentUnitSumListArms = `-- name: ExperimentUnitSumListArms :many
 SELECT arm,
     count(y_thumbs)::float8 AS thumbs_n, coalesce(sum(y_thumbs), 0)::float8 AS thumbs_sum, coalesce(sum(y_thumbs * y_thumbs), 0)::float8 AS thumbs_sq,
-    count(x_thumbs) FILTER (WHERE y_thumbs IS NOT NULL)::float8 AS thumbs_pre_n, coalesce(sum(x_thumbs) FILTER (WHERE y_thumbs IS NOT NULL), 0)::float8 AS thumbs_pre_sum,
-    coalesce(sum(x_thumbs * x_thumbs) FILTER (WHERE y_thumbs IS NOT NULL), 0)::float8 AS thumbs_pre_sq, coalesce(sum(x_thumbs * y_thumbs), 0)::float8 AS thumbs_cross,
+    count(x_thumbs)::float8 AS thumbs_pre_n, coalesce(sum(x_thumbs), 0)::float8 AS thumbs_pre_sum,
+    coalesce(sum(x_thumbs * x_thumbs), 0)::float8 AS thumbs_pre_sq, coalesce(sum(x_thumbs * y_thumbs), 0)::float8 AS thumbs_cross,
     count(y_rating)::float8 AS rating_n, coalesce(sum(y_rating), 0)::float8 AS rating_sum, coalesce(sum(y_rating * y_rating), 0)::float8 AS rating_sq,
-    count(x_rating) FILTER (WHERE y_rating IS NOT NULL)::float8 AS rating_pre_n, coalesce(sum(x_rating) FILTER (WHERE y_rating IS NOT NULL), 0)::float8 AS rating_pre_sum,
-    coalesce(sum(x_rating * x_rating) FILTER (WHERE y_rating IS NOT NULL), 0)::float8 AS rating_pre_sq, coalesce(sum(x_rating * y_rating), 0)::float8 AS rating_cross,
+    count(x_rating)::float8 AS rating_pre_n, coalesce(sum(x_rating), 0)::float8 AS rating_pre_sum,
+    coalesce(sum(x_rating * x_rating), 0)::float8 AS rating_pre_sq, coalesce(sum(x_rating * y_rating), 0)::float8 AS rating_cross,
     count(y_corrected)::float8 AS corrected_n, coalesce(sum(y_corrected), 0)::float8 AS corrected_sum, coalesce(sum(y_corrected * y_corrected), 0)::float8 AS corrected_sq,
-    count(x_corrected) FILTER (WHERE y_corrected IS NOT NULL)::float8 AS corrected_pre_n, coalesce(sum(x_corrected) FILTER (WHERE y_corrected IS NOT NULL), 0)::float8 AS corrected_pre_sum,
-    coalesce(sum(x_corrected * x_corrected) FILTER (WHERE y_corrected IS NOT NULL), 0)::float8 AS corrected_pre_sq, coalesce(sum(x_corrected * y_corrected), 0)::float8 AS corrected_cross,
+    count(x_corrected)::float8 AS corrected_pre_n, coalesce(sum(x_corrected), 0)::float8 AS corrected_pre_sum,
+    coalesce(sum(x_corrected * x_corrected), 0)::float8 AS corrected_pre_sq, coalesce(sum(x_corrected * y_corrected), 0)::float8 AS corrected_cross,
     count(y_latency)::float8 AS latency_n, coalesce(sum(y_latency), 0)::float8 AS latency_sum, coalesce(sum(y_latency * y_latency), 0)::float8 AS latency_sq,
-    count(x_latency) FILTER (WHERE y_latency IS NOT NULL)::float8 AS latency_pre_n, coalesce(sum(x_latency) FILTER (WHERE y_latency IS NOT NULL), 0)::float8 AS latency_pre_sum,
-    coalesce(sum(x_latency * x_latency) FILTER (WHERE y_latency IS NOT NULL), 0)::float8 AS latency_pre_sq, coalesce(sum(x_latency * y_latency), 0)::float8 AS latency_cross,
+    count(x_latency)::float8 AS latency_pre_n, coalesce(sum(x_latency), 0)::float8 AS latency_pre_sum,
+    coalesce(sum(x_latency * x_latency), 0)::float8 AS latency_pre_sq, coalesce(sum(x_latency * y_latency), 0)::float8 AS latency_cross,
     count(y_accuracy)::float8 AS accuracy_n, coalesce(sum(y_accuracy), 0)::float8 AS accuracy_sum, coalesce(sum(y_accuracy * y_accuracy), 0)::float8 AS accuracy_sq,
-    count(x_accuracy) FILTER (WHERE y_accuracy IS NOT NULL)::float8 AS accuracy_pre_n, coalesce(sum(x_accuracy) FILTER (WHERE y_accuracy IS NOT NULL), 0)::float8 AS accuracy_pre_sum,
-    coalesce(sum(x_accuracy * x_accuracy) FILTER (WHERE y_accuracy IS NOT NULL), 0)::float8 AS accuracy_pre_sq, coalesce(sum(x_accuracy * y_accuracy), 0)::float8 AS accuracy_cross,
+    count(x_accuracy)::float8 AS accuracy_pre_n, coalesce(sum(x_accuracy), 0)::float8 AS accuracy_pre_sum,
+    coalesce(sum(x_accuracy * x_accuracy), 0)::float8 AS accuracy_pre_sq, coalesce(sum(x_accuracy * y_accuracy), 0)::float8 AS accuracy_cross,
     count(y_helpfulness)::float8 AS helpfulness_n, coalesce(sum(y_helpfulness), 0)::float8 AS helpfulness_sum, coalesce(sum(y_helpfulness * y_helpfulness), 0)::float8 AS helpfulness_sq,
-    count(x_helpfulness) FILTER (WHERE y_helpfulness IS NOT NULL)::float8 AS helpfulness_pre_n, coalesce(sum(x_helpfulness) FILTER (WHERE y_helpfulness IS NOT NULL), 0)::float8 AS helpfulness_pre_sum,
-    coalesce(sum(x_helpfulness * x_helpfulness) FILTER (WHERE y_helpfulness IS NOT NULL), 0)::float8 AS helpfulness_pre_sq, coalesce(sum(x_helpfulness * y_helpfulness), 0)::float8 AS helpfulness_cross,
+    count(x_helpfulness)::float8 AS helpfulness_pre_n, coalesce(sum(x_helpfulness), 0)::float8 AS helpfulness_pre_sum,
+    coalesce(sum(x_helpfulness * x_helpfulness), 0)::float8 AS helpfulness_pre_sq, coalesce(sum(x_helpfulness * y_helpfulness), 0)::float8 AS helpfulness_cross,
     count(y_clarity)::float8 AS clarity_n, coalesce(sum(y_clarity), 0)::float8 AS clarity_sum, coalesce(sum(y_clarity * y_clarity), 0)::float8 AS clarity_sq,
-    count(x_clarity) FILTER (WHERE y_clarity IS NOT NULL)::float8 AS clarity_pre_n, coalesce(sum(x_clarity) FILTER (WHERE y_clarity IS NOT NULL), 0)::float8 AS clarity_pre_sum,
-    coalesce(sum(x_clarity * x_clarity) FILTER (WHERE y_clarity IS NOT NULL), 0)::float8 AS clarity_pre_sq, coalesce(sum(x_clarity * y_clarity), 0)::float8 AS clarity_cross,
+    count(x_clarity)::float8 AS clarity_pre_n, coalesce(sum(x_clarity), 0)::float8 AS clarity_pre_sum,
+    coalesce(sum(x_clarity * x_clarity), 0)::float8 AS clarity_pre_sq, coalesce(sum(x_clarity * y_clarity), 0)::float8 AS clarity_cross,
     count(y_safety)::float8 AS safety_n, coalesce(sum(y_safety), 0)::float8 AS safety_sum, coalesce(sum(y_safety * y_safety), 0)::float8 AS safety_sq,
-    count(x_safety) FILTER (WHERE y_safety IS NOT NULL)::float8 AS safety_pre_n, coalesce(sum(x_safety) FILTER (WHERE y_safety IS NOT NULL), 0)::float8 AS safety_pre_sum,
-    coalesce(sum(x_safety * x_safety) FILTER (WHERE y_safety IS NOT NULL), 0)::float8 AS safety_pre_sq, coalesce(sum(x_safety * y_safety), 0)::float8 AS safety_cross,
+    count(x_safety)::float8 AS safety_pre_n, coalesce(sum(x_safety), 0)::float8 AS safety_pre_sum,
+    coalesce(sum(x_safety * x_safety), 0)::float8 AS safety_pre_sq, coalesce(sum(x_safety * y_safety), 0)::float8 AS safety_cross,
     count(y_judge)::float8 AS judge_n, coalesce(sum(y_judge), 0)::float8 AS judge_sum, coalesce(sum(y_judge * y_judge), 0)::float8 AS judge_sq,
-    count(x_judge) FILTER (WHERE y_judge IS NOT NULL)::float8 AS judge_pre_n, coalesce(sum(x_judge) FILTER (WHERE y_judge IS NOT NULL), 0)::float8 AS judge_pre_sum,
-    coalesce(sum(x_judge * x_judge) FILTER (WHERE y_judge IS NOT NULL), 0)::float8 AS judge_pre_sq, coalesce(sum(x_judge * y_judge), 0)::float8 AS judge_cross,
+    count(x_judge)::float8 AS judge_pre_n, coalesce(sum(x_judge), 0)::float8 AS judge_pre_sum,
+    coalesce(sum(x_judge * x_judge), 0)::float8 AS judge_pre_sq, coalesce(sum(x_judge * y_judge), 0)::float8 AS judge_cross,
     coalesce(sum(incidents), 0)::bigint AS incidents
 FROM experiment_unit_sums
 WHERE experiment_id = $1 AND phase = $2
@@ -1481,8 +1488,9 @@ type ExperimentUnitSumListArmsRow struct {
 
 // Per arm, what ExperimentListMetricMoments and ExperimentCountIncidents
 // answer, summed over the units' kept values: for each metric the units
-// with a value (n), Σy, Σy², and of those with a pre-exposure value x,
-// their count, Σx, Σx² and Σxy; and the arm's incidents. One pass over the
+// with a value (n), Σy, Σy², and of those with a pre-exposure value x
+// (kept only beside a value), their count, Σx, Σx² and Σxy; and the
+// arm's incidents. One pass over the
 // phase's units, none over its answers.
 func (q *Queries) ExperimentUnitSumListArms(ctx context.Context, arg ExperimentUnitSumListArmsParams) ([]ExperimentUnitSumListArmsRow, error) {
 	rows, err := q.db.Query(ctx, experimentUnitSumListArms, arg.ExperimentID, arg.Phase)
@@ -1887,13 +1895,12 @@ WITH cfg AS (
     FROM experiments e WHERE e.id = $1 AND e.org_id = $2
 ),
 old AS (
-    SELECT x.arm FROM experiment_exposures x
-    WHERE x.experiment_id = $1 AND x.phase = $3 AND x.unit_id = $4
+    SELECT experiment_exposure_arm($1::uuid, $3::int, $4::text) AS arm
 ),
 new AS (
     INSERT INTO experiment_exposures AS x (experiment_id, phase, unit_id, arm)
-    SELECT $1, $3, $4, $5::int FROM cfg
-    WHERE cfg.config_version = $6::bigint AND $5::int >= 0 AND NOT EXISTS (SELECT 1 FROM old)
+    SELECT $1, $3, $4, $5::int FROM cfg, old
+    WHERE cfg.config_version = $6::bigint AND $5::int >= 0 AND old.arm IS NULL
     ON CONFLICT (experiment_id, phase, unit_id) DO UPDATE SET arm = x.arm
     RETURNING x.arm
 )
@@ -1923,6 +1930,8 @@ type ExposureInsertAssignedOneRow struct {
 // per connection, and it skips what a batch needs (the units' order,
 // their duplicates, aggregating the answer), which cost a new unit as much
 // again as the INSERT.
+// The unit's first exposure, by the primary key whatever the plan kept
+// (experiment_exposure_arm, migration 00131).
 func (q *Queries) ExposureInsertAssignedOne(ctx context.Context, arg ExposureInsertAssignedOneParams) (ExposureInsertAssignedOneRow, error) {
 	row := q.db.QueryRow(ctx, exposureInsertAssignedOne,
 		arg.ExperimentID,

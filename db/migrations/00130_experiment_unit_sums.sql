@@ -2,9 +2,9 @@
 -- An experiment's results read each unit's values from experiment_unit_sums
 -- instead of every answer of the experiment: one row per unit of a phase
 -- with its mean of each metric over its feedback in the phase (y_*) and
--- over its feedback in the CUPED window before its first exposure (x_*),
--- computed by the same expressions as ExperimentListMetricMoments, and its
--- safety incidents. experiment_sums says what the rows were made for (the
+-- over its feedback in the CUPED window before its first exposure (x_*,
+-- kept only beside a y_*), computed by the same expressions as
+-- ExperimentListMetricMoments, and its safety incidents. experiment_sums says what the rows were made for (the
 -- phase, its start and the CUPED window); when the experiment no longer
 -- matches, they are made again.
 CREATE TABLE experiment_sums (
