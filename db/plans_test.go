@@ -629,7 +629,7 @@ var periodicAreas = []string{"alerts", "monitors", "hygiene", "routing", "livesc
 // rollout's step and the fold of the results' kept values (experiments), maintenance (sign-in records, sessions,
 // uploads, stored facts) and the heartbeat sweep.
 var periodicQueries = []string{
-	"ExperimentListRunningWithRollout", "ExperimentArmList", "ExperimentArmUpdateWeight", "ExperimentListMetricMoments",
+	"ExperimentListRunningWithRollout", "ExperimentArmList", "ExperimentArmUpdateWeight", "ExperimentUnitSumListArms", "ExperimentUnitSumInsertAll",
 	"ExperimentSumListDirtyOrgs", "ExperimentSumDeleteDirty", "ExperimentSumListByOrg", "ExperimentUnitSumDeleteUnits", "ExperimentUnitSumInsertUnits",
 	"ExperimentUpdateRollout", "ExposureCountByArm", "AlertListOpenMonitors",
 	"LoginFailureDeleteExpired", "SessionDeleteExpired", "ItemFactsDeleteExpired",
