@@ -94,6 +94,9 @@ gpu-check:
 	cd trainer && HF_HUB_OFFLINE=1 PYTHONUNBUFFERED=1 $$py gpu_check.py
 
 ## bench: benchmarks beside raw PostgreSQL, each run BENCH_COUNT times (default 5), then one table of medians [min–max] (CURATE_BENCH_ROWS sizes the database ones)
+# One package's benchmarks at a time (-p 1): go test runs as many test
+# binaries at once as there are cores, and a benchmark measured beside
+# another package's measures both.
 BENCH_COUNT ?= 5
 bench:
 	@rm -rf $(TESTDIR)
@@ -101,8 +104,8 @@ bench:
 	@CURATE_DATA_DIR=$(TESTDIR) $(TESTDIR)/curate devdb start >/dev/null
 	@export TEST_DATABASE_URL="$$(CURATE_DATA_DIR=$(TESTDIR) $(TESTDIR)/curate devdb url --admin)"; \
 	status=0; \
-	$(GO) test -run='^$$' -bench=. -benchmem -count=$(BENCH_COUNT) ./internal/... > $(TESTDIR)/bench.out 2>&1 || status=$$?; \
-	$(GO) test -run='^$$' -bench=. -benchtime=1x -count=$(BENCH_COUNT) -timeout=8h ./web/... ./jobs/... >> $(TESTDIR)/bench.out 2>&1 || status=$$?; \
+	$(GO) test -p 1 -run='^$$' -bench=. -benchmem -count=$(BENCH_COUNT) ./internal/... > $(TESTDIR)/bench.out 2>&1 || status=$$?; \
+	$(GO) test -p 1 -run='^$$' -bench=. -benchtime=1x -count=$(BENCH_COUNT) -timeout=8h ./web/... ./jobs/... >> $(TESTDIR)/bench.out 2>&1 || status=$$?; \
 	$(GO) run ./cmd/benchtable < $(TESTDIR)/bench.out; \
 	CURATE_DATA_DIR=$(TESTDIR) $(TESTDIR)/curate devdb stop >/dev/null; exit $$status
 

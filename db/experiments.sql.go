@@ -1044,6 +1044,540 @@ func (q *Queries) ExperimentListUnitSegments(ctx context.Context, arg Experiment
 	return items, nil
 }
 
+const experimentSumDelete = `-- name: ExperimentSumDelete :exec
+DELETE FROM experiment_sums WHERE experiment_id = $1 AND org_id = $2
+`
+
+type ExperimentSumDeleteParams struct {
+	ExperimentID uuid.UUID `json:"experiment_id"`
+	OrgID        uuid.UUID `json:"org_id"`
+}
+
+// Drops an experiment's per-unit values (its rows go with it), to be
+// made again on its next read.
+func (q *Queries) ExperimentSumDelete(ctx context.Context, arg ExperimentSumDeleteParams) error {
+	_, err := q.db.Exec(ctx, experimentSumDelete, arg.ExperimentID, arg.OrgID)
+	return err
+}
+
+const experimentSumDeleteDirty = `-- name: ExperimentSumDeleteDirty :many
+WITH taken AS (
+    DELETE FROM experiment_sums_dirty WHERE org_id = $1 RETURNING unit_id
+)
+SELECT DISTINCT unit_id FROM taken
+`
+
+// Takes the end users of an organisation whose values may have changed.
+func (q *Queries) ExperimentSumDeleteDirty(ctx context.Context, orgID uuid.UUID) ([]string, error) {
+	rows, err := q.db.Query(ctx, experimentSumDeleteDirty, orgID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []string{}
+	for rows.Next() {
+		var unit_id string
+		if err := rows.Scan(&unit_id); err != nil {
+			return nil, err
+		}
+		items = append(items, unit_id)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const experimentSumGetLock = `-- name: ExperimentSumGetLock :exec
+SELECT pg_advisory_xact_lock(hashtextextended(concat('experiment_sums:', $1::uuid), 0))
+`
+
+// Waits for any other fold of an organisation's per-unit values
+// (migration 00130) and holds it off until the transaction ends: folds of
+// one organisation run one at a time, so the end users each takes from
+// experiment_sums_dirty are folded in the order they were taken.
+func (q *Queries) ExperimentSumGetLock(ctx context.Context, orgID uuid.UUID) error {
+	_, err := q.db.Exec(ctx, experimentSumGetLock, orgID)
+	return err
+}
+
+const experimentSumInsertOrUpdate = `-- name: ExperimentSumInsertOrUpdate :exec
+WITH gone AS (
+    DELETE FROM experiment_unit_sums WHERE experiment_id = $1
+)
+INSERT INTO experiment_sums (experiment_id, org_id, phase, since, pre_days)
+VALUES ($1, $2, $3, $4, $5)
+ON CONFLICT (experiment_id) DO UPDATE SET phase = excluded.phase, since = excluded.since, pre_days = excluded.pre_days, built_at = now()
+`
+
+type ExperimentSumInsertOrUpdateParams struct {
+	ExperimentID uuid.UUID  `json:"experiment_id"`
+	OrgID        uuid.UUID  `json:"org_id"`
+	Phase        int32      `json:"phase"`
+	Since        *time.Time `json:"since"`
+	PreDays      int32      `json:"pre_days"`
+}
+
+// Records what an experiment's per-unit values are made for, dropping the
+// ones made before.
+func (q *Queries) ExperimentSumInsertOrUpdate(ctx context.Context, arg ExperimentSumInsertOrUpdateParams) error {
+	_, err := q.db.Exec(ctx, experimentSumInsertOrUpdate,
+		arg.ExperimentID,
+		arg.OrgID,
+		arg.Phase,
+		arg.Since,
+		arg.PreDays,
+	)
+	return err
+}
+
+const experimentSumListByOrg = `-- name: ExperimentSumListByOrg :many
+SELECT s.experiment_id, s.phase, s.since, s.pre_days, e.phase AS current_phase, e.phase_started_at AS current_since, e.cuped_days AS current_pre_days
+FROM experiment_sums s JOIN experiments e ON e.id = s.experiment_id
+WHERE s.org_id = $1
+ORDER BY s.experiment_id
+`
+
+type ExperimentSumListByOrgRow struct {
+	ExperimentID   uuid.UUID  `json:"experiment_id"`
+	Phase          int32      `json:"phase"`
+	Since          *time.Time `json:"since"`
+	PreDays        int32      `json:"pre_days"`
+	CurrentPhase   int32      `json:"current_phase"`
+	CurrentSince   *time.Time `json:"current_since"`
+	CurrentPreDays int32      `json:"current_pre_days"`
+}
+
+// The experiments of an organisation whose per-unit values are kept, with
+// what they were made for.
+func (q *Queries) ExperimentSumListByOrg(ctx context.Context, orgID uuid.UUID) ([]ExperimentSumListByOrgRow, error) {
+	rows, err := q.db.Query(ctx, experimentSumListByOrg, orgID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []ExperimentSumListByOrgRow{}
+	for rows.Next() {
+		var i ExperimentSumListByOrgRow
+		if err := rows.Scan(
+			&i.ExperimentID,
+			&i.Phase,
+			&i.Since,
+			&i.PreDays,
+			&i.CurrentPhase,
+			&i.CurrentSince,
+			&i.CurrentPreDays,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const experimentSumListDirtyOrgs = `-- name: ExperimentSumListDirtyOrgs :many
+SELECT DISTINCT org_id FROM experiment_sums_dirty LIMIT $1
+`
+
+// The organisations with end users to fold in, a few at a time.
+func (q *Queries) ExperimentSumListDirtyOrgs(ctx context.Context, rowLimit int32) ([]uuid.UUID, error) {
+	rows, err := q.db.Query(ctx, experimentSumListDirtyOrgs, rowLimit)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []uuid.UUID{}
+	for rows.Next() {
+		var org_id uuid.UUID
+		if err := rows.Scan(&org_id); err != nil {
+			return nil, err
+		}
+		items = append(items, org_id)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const experimentUnitSumDeleteUnits = `-- name: ExperimentUnitSumDeleteUnits :exec
+DELETE FROM experiment_unit_sums WHERE experiment_id = $1 AND phase = $2 AND unit_id = ANY($3::text[])
+`
+
+type ExperimentUnitSumDeleteUnitsParams struct {
+	ExperimentID uuid.UUID `json:"experiment_id"`
+	Phase        int32     `json:"phase"`
+	UnitIds      []string  `json:"unit_ids"`
+}
+
+func (q *Queries) ExperimentUnitSumDeleteUnits(ctx context.Context, arg ExperimentUnitSumDeleteUnitsParams) error {
+	_, err := q.db.Exec(ctx, experimentUnitSumDeleteUnits, arg.ExperimentID, arg.Phase, arg.UnitIds)
+	return err
+}
+
+const experimentUnitSumInsertAll = `-- name: ExperimentUnitSumInsertAll :exec
+WITH x AS (
+    SELECT e.arm, e.unit_id, e.first_seen FROM experiment_exposures e
+    WHERE e.experiment_id = $1 AND e.phase = $2
+),
+judged AS (
+    SELECT s.feedback_id, avg(s.score) AS score
+    FROM x JOIN feedback f ON f.org_id = $3 AND f.end_user_id = x.unit_id AND f.end_user_id <> ''
+    JOIN live_scores s ON s.feedback_id = f.id
+    WHERE s.org_id = $3 AND s.status = 'scored'
+    GROUP BY s.feedback_id
+),
+flagged AS (
+    SELECT DISTINCT s.feedback_id FROM live_scores s
+    JOIN feedback f ON f.id = s.feedback_id AND f.org_id = $3 AND f.experiment_id = $1
+    WHERE s.status = 'scored' AND s.safety_flag
+),
+post AS (
+    SELECT x.arm, x.unit_id,
+           avg(CASE f.feedback_type WHEN 'thumbs_up' THEN 1.0 WHEN 'thumbs_down' THEN 0.0 END)::float8 AS thumbs,
+           avg(f.rating)::float8 AS rating,
+           avg(CASE WHEN f.correction <> '' OR f.feedback_type = 'correction' THEN 1.0 ELSE 0.0 END)::float8 AS corrected,
+           avg(f.latency_ms)::float8 AS latency,
+           avg(f.dim_accuracy)::float8 AS accuracy, avg(f.dim_helpfulness)::float8 AS helpfulness,
+           avg(f.dim_clarity)::float8 AS clarity, avg(f.dim_safety)::float8 AS safety,
+           avg(j.score)::float8 AS judge,
+           count(g.feedback_id)::bigint AS incidents
+    FROM x JOIN feedback f ON f.org_id = $3 AND f.experiment_id = $1 AND f.end_user_id = x.unit_id
+    LEFT JOIN judged j ON j.feedback_id = f.id
+    LEFT JOIN flagged g ON g.feedback_id = f.id
+    WHERE ($4::timestamptz IS NULL OR f.created_at >= $4)
+    GROUP BY x.arm, x.unit_id
+),
+pre AS (
+    SELECT x.unit_id,
+           avg(CASE f.feedback_type WHEN 'thumbs_up' THEN 1.0 WHEN 'thumbs_down' THEN 0.0 END)::float8 AS thumbs,
+           avg(f.rating)::float8 AS rating,
+           avg(CASE WHEN f.correction <> '' OR f.feedback_type = 'correction' THEN 1.0 ELSE 0.0 END)::float8 AS corrected,
+           avg(f.latency_ms)::float8 AS latency,
+           avg(f.dim_accuracy)::float8 AS accuracy, avg(f.dim_helpfulness)::float8 AS helpfulness,
+           avg(f.dim_clarity)::float8 AS clarity, avg(f.dim_safety)::float8 AS safety,
+           avg(j.score)::float8 AS judge
+    FROM x JOIN feedback f ON f.org_id = $3 AND f.end_user_id = x.unit_id
+        AND f.created_at >= x.first_seen - make_interval(days => $5::int) AND f.created_at < x.first_seen
+    LEFT JOIN judged j ON j.feedback_id = f.id
+    WHERE $5::int > 0
+      AND f.created_at >= (SELECT min(first_seen) FROM x) - make_interval(days => $5::int)
+      AND f.created_at < (SELECT max(first_seen) FROM x)
+    GROUP BY x.unit_id
+)
+INSERT INTO experiment_unit_sums (experiment_id, phase, unit_id, arm,
+    y_thumbs, x_thumbs, y_rating, x_rating, y_corrected, x_corrected, y_latency, x_latency, y_accuracy, x_accuracy,
+    y_helpfulness, x_helpfulness, y_clarity, x_clarity, y_safety, x_safety, y_judge, x_judge, incidents)
+SELECT $1::uuid, $2::int, post.unit_id, post.arm,
+       post.thumbs, CASE WHEN post.thumbs IS NOT NULL THEN pre.thumbs END, post.rating, CASE WHEN post.rating IS NOT NULL THEN pre.rating END,
+       post.corrected, CASE WHEN post.corrected IS NOT NULL THEN pre.corrected END, post.latency, CASE WHEN post.latency IS NOT NULL THEN pre.latency END,
+       post.accuracy, CASE WHEN post.accuracy IS NOT NULL THEN pre.accuracy END, post.helpfulness, CASE WHEN post.helpfulness IS NOT NULL THEN pre.helpfulness END,
+       post.clarity, CASE WHEN post.clarity IS NOT NULL THEN pre.clarity END, post.safety, CASE WHEN post.safety IS NOT NULL THEN pre.safety END,
+       post.judge, CASE WHEN post.judge IS NOT NULL THEN pre.judge END, post.incidents
+FROM post LEFT JOIN pre ON pre.unit_id = post.unit_id
+ORDER BY post.unit_id
+`
+
+type ExperimentUnitSumInsertAllParams struct {
+	ExperimentID uuid.UUID  `json:"experiment_id"`
+	Phase        int32      `json:"phase"`
+	OrgID        uuid.UUID  `json:"org_id"`
+	Since        *time.Time `json:"since"`
+	PreDays      int32      `json:"pre_days"`
+}
+
+// Every unit's values of an experiment's phase, as ExperimentListMetricMoments
+// computes them before it sums them per arm (see there), and its safety
+// incidents as ExperimentCountIncidents counts them: hash joins over the
+// experiment's answers, once.
+// In the primary key's order: the index is written in order, and a read
+// of the phase's units reads the table in order.
+func (q *Queries) ExperimentUnitSumInsertAll(ctx context.Context, arg ExperimentUnitSumInsertAllParams) error {
+	_, err := q.db.Exec(ctx, experimentUnitSumInsertAll,
+		arg.ExperimentID,
+		arg.Phase,
+		arg.OrgID,
+		arg.Since,
+		arg.PreDays,
+	)
+	return err
+}
+
+const experimentUnitSumInsertUnits = `-- name: ExperimentUnitSumInsertUnits :exec
+INSERT INTO experiment_unit_sums (experiment_id, phase, unit_id, arm,
+    y_thumbs, x_thumbs, y_rating, x_rating, y_corrected, x_corrected, y_latency, x_latency, y_accuracy, x_accuracy,
+    y_helpfulness, x_helpfulness, y_clarity, x_clarity, y_safety, x_safety, y_judge, x_judge, incidents)
+SELECT $1::uuid, $2::int, x.unit_id, x.arm,
+       post.thumbs, CASE WHEN post.thumbs IS NOT NULL THEN pre.thumbs END, post.rating, CASE WHEN post.rating IS NOT NULL THEN pre.rating END,
+       post.corrected, CASE WHEN post.corrected IS NOT NULL THEN pre.corrected END, post.latency, CASE WHEN post.latency IS NOT NULL THEN pre.latency END,
+       post.accuracy, CASE WHEN post.accuracy IS NOT NULL THEN pre.accuracy END, post.helpfulness, CASE WHEN post.helpfulness IS NOT NULL THEN pre.helpfulness END,
+       post.clarity, CASE WHEN post.clarity IS NOT NULL THEN pre.clarity END, post.safety, CASE WHEN post.safety IS NOT NULL THEN pre.safety END,
+       post.judge, CASE WHEN post.judge IS NOT NULL THEN pre.judge END, post.incidents
+FROM experiment_exposures x
+CROSS JOIN LATERAL (
+    SELECT count(*) AS answers,
+           avg(CASE f.feedback_type WHEN 'thumbs_up' THEN 1.0 WHEN 'thumbs_down' THEN 0.0 END)::float8 AS thumbs,
+           avg(f.rating)::float8 AS rating,
+           avg(CASE WHEN f.correction <> '' OR f.feedback_type = 'correction' THEN 1.0 ELSE 0.0 END)::float8 AS corrected,
+           avg(f.latency_ms)::float8 AS latency,
+           avg(f.dim_accuracy)::float8 AS accuracy, avg(f.dim_helpfulness)::float8 AS helpfulness,
+           avg(f.dim_clarity)::float8 AS clarity, avg(f.dim_safety)::float8 AS safety,
+           avg(j.score)::float8 AS judge,
+           count(*) FILTER (WHERE j.flagged)::bigint AS incidents
+    FROM feedback f
+    CROSS JOIN LATERAL (
+        SELECT avg(s.score) FILTER (WHERE s.org_id = $3) AS score, coalesce(bool_or(s.safety_flag), false) AS flagged
+        FROM live_scores s WHERE s.feedback_id = f.id AND s.status = 'scored'
+    ) j
+    WHERE f.org_id = $3 AND f.end_user_id = x.unit_id AND f.end_user_id <> '' AND f.experiment_id = $1
+      AND ($4::timestamptz IS NULL OR f.created_at >= $4)
+) post
+CROSS JOIN LATERAL (
+    SELECT avg(CASE f.feedback_type WHEN 'thumbs_up' THEN 1.0 WHEN 'thumbs_down' THEN 0.0 END)::float8 AS thumbs,
+           avg(f.rating)::float8 AS rating,
+           avg(CASE WHEN f.correction <> '' OR f.feedback_type = 'correction' THEN 1.0 ELSE 0.0 END)::float8 AS corrected,
+           avg(f.latency_ms)::float8 AS latency,
+           avg(f.dim_accuracy)::float8 AS accuracy, avg(f.dim_helpfulness)::float8 AS helpfulness,
+           avg(f.dim_clarity)::float8 AS clarity, avg(f.dim_safety)::float8 AS safety,
+           avg(j.score)::float8 AS judge
+    FROM feedback f
+    CROSS JOIN LATERAL (
+        SELECT avg(s.score) AS score FROM live_scores s WHERE s.feedback_id = f.id AND s.org_id = $3 AND s.status = 'scored'
+    ) j
+    WHERE $5::int > 0 AND f.org_id = $3 AND f.end_user_id = x.unit_id AND f.end_user_id <> ''
+      AND f.created_at >= x.first_seen - make_interval(days => $5::int) AND f.created_at < x.first_seen
+) pre
+WHERE x.experiment_id = $1 AND x.phase = $2 AND x.unit_id = ANY($6::text[]) AND post.answers > 0
+`
+
+type ExperimentUnitSumInsertUnitsParams struct {
+	ExperimentID uuid.UUID  `json:"experiment_id"`
+	Phase        int32      `json:"phase"`
+	OrgID        uuid.UUID  `json:"org_id"`
+	Since        *time.Time `json:"since"`
+	PreDays      int32      `json:"pre_days"`
+	UnitIds      []string   `json:"unit_ids"`
+}
+
+// ExperimentUnitSumInsertAll for the units of a few end users, each read
+// by its own lookups (the end user's answers by feedback_org_end_user_idx,
+// an answer's scores by live_scores_feedback), so that folding in a few
+// reads a few rows whatever the experiment's size.
+func (q *Queries) ExperimentUnitSumInsertUnits(ctx context.Context, arg ExperimentUnitSumInsertUnitsParams) error {
+	_, err := q.db.Exec(ctx, experimentUnitSumInsertUnits,
+		arg.ExperimentID,
+		arg.Phase,
+		arg.OrgID,
+		arg.Since,
+		arg.PreDays,
+		arg.UnitIds,
+	)
+	return err
+}
+
+const experimentUnitSumListArms = `-- name: ExperimentUnitSumListArms :many
+SELECT arm,
+    count(y_thumbs)::float8 AS thumbs_n, coalesce(sum(y_thumbs), 0)::float8 AS thumbs_sum, coalesce(sum(y_thumbs * y_thumbs), 0)::float8 AS thumbs_sq,
+    count(x_thumbs)::float8 AS thumbs_pre_n, coalesce(sum(x_thumbs), 0)::float8 AS thumbs_pre_sum,
+    coalesce(sum(x_thumbs * x_thumbs), 0)::float8 AS thumbs_pre_sq, coalesce(sum(x_thumbs * y_thumbs), 0)::float8 AS thumbs_cross,
+    count(y_rating)::float8 AS rating_n, coalesce(sum(y_rating), 0)::float8 AS rating_sum, coalesce(sum(y_rating * y_rating), 0)::float8 AS rating_sq,
+    count(x_rating)::float8 AS rating_pre_n, coalesce(sum(x_rating), 0)::float8 AS rating_pre_sum,
+    coalesce(sum(x_rating * x_rating), 0)::float8 AS rating_pre_sq, coalesce(sum(x_rating * y_rating), 0)::float8 AS rating_cross,
+    count(y_corrected)::float8 AS corrected_n, coalesce(sum(y_corrected), 0)::float8 AS corrected_sum, coalesce(sum(y_corrected * y_corrected), 0)::float8 AS corrected_sq,
+    count(x_corrected)::float8 AS corrected_pre_n, coalesce(sum(x_corrected), 0)::float8 AS corrected_pre_sum,
+    coalesce(sum(x_corrected * x_corrected), 0)::float8 AS corrected_pre_sq, coalesce(sum(x_corrected * y_corrected), 0)::float8 AS corrected_cross,
+    count(y_latency)::float8 AS latency_n, coalesce(sum(y_latency), 0)::float8 AS latency_sum, coalesce(sum(y_latency * y_latency), 0)::float8 AS latency_sq,
+    count(x_latency)::float8 AS latency_pre_n, coalesce(sum(x_latency), 0)::float8 AS latency_pre_sum,
+    coalesce(sum(x_latency * x_latency), 0)::float8 AS latency_pre_sq, coalesce(sum(x_latency * y_latency), 0)::float8 AS latency_cross,
+    count(y_accuracy)::float8 AS accuracy_n, coalesce(sum(y_accuracy), 0)::float8 AS accuracy_sum, coalesce(sum(y_accuracy * y_accuracy), 0)::float8 AS accuracy_sq,
+    count(x_accuracy)::float8 AS accuracy_pre_n, coalesce(sum(x_accuracy), 0)::float8 AS accuracy_pre_sum,
+    coalesce(sum(x_accuracy * x_accuracy), 0)::float8 AS accuracy_pre_sq, coalesce(sum(x_accuracy * y_accuracy), 0)::float8 AS accuracy_cross,
+    count(y_helpfulness)::float8 AS helpfulness_n, coalesce(sum(y_helpfulness), 0)::float8 AS helpfulness_sum, coalesce(sum(y_helpfulness * y_helpfulness), 0)::float8 AS helpfulness_sq,
+    count(x_helpfulness)::float8 AS helpfulness_pre_n, coalesce(sum(x_helpfulness), 0)::float8 AS helpfulness_pre_sum,
+    coalesce(sum(x_helpfulness * x_helpfulness), 0)::float8 AS helpfulness_pre_sq, coalesce(sum(x_helpfulness * y_helpfulness), 0)::float8 AS helpfulness_cross,
+    count(y_clarity)::float8 AS clarity_n, coalesce(sum(y_clarity), 0)::float8 AS clarity_sum, coalesce(sum(y_clarity * y_clarity), 0)::float8 AS clarity_sq,
+    count(x_clarity)::float8 AS clarity_pre_n, coalesce(sum(x_clarity), 0)::float8 AS clarity_pre_sum,
+    coalesce(sum(x_clarity * x_clarity), 0)::float8 AS clarity_pre_sq, coalesce(sum(x_clarity * y_clarity), 0)::float8 AS clarity_cross,
+    count(y_safety)::float8 AS safety_n, coalesce(sum(y_safety), 0)::float8 AS safety_sum, coalesce(sum(y_safety * y_safety), 0)::float8 AS safety_sq,
+    count(x_safety)::float8 AS safety_pre_n, coalesce(sum(x_safety), 0)::float8 AS safety_pre_sum,
+    coalesce(sum(x_safety * x_safety), 0)::float8 AS safety_pre_sq, coalesce(sum(x_safety * y_safety), 0)::float8 AS safety_cross,
+    count(y_judge)::float8 AS judge_n, coalesce(sum(y_judge), 0)::float8 AS judge_sum, coalesce(sum(y_judge * y_judge), 0)::float8 AS judge_sq,
+    count(x_judge)::float8 AS judge_pre_n, coalesce(sum(x_judge), 0)::float8 AS judge_pre_sum,
+    coalesce(sum(x_judge * x_judge), 0)::float8 AS judge_pre_sq, coalesce(sum(x_judge * y_judge), 0)::float8 AS judge_cross,
+    coalesce(sum(incidents), 0)::bigint AS incidents
+FROM experiment_unit_sums
+WHERE experiment_id = $1 AND phase = $2
+GROUP BY arm ORDER BY arm
+`
+
+type ExperimentUnitSumListArmsParams struct {
+	ExperimentID uuid.UUID `json:"experiment_id"`
+	Phase        int32     `json:"phase"`
+}
+
+type ExperimentUnitSumListArmsRow struct {
+	Arm               int32   `json:"arm"`
+	ThumbsN           float64 `json:"thumbs_n"`
+	ThumbsSum         float64 `json:"thumbs_sum"`
+	ThumbsSq          float64 `json:"thumbs_sq"`
+	ThumbsPreN        float64 `json:"thumbs_pre_n"`
+	ThumbsPreSum      float64 `json:"thumbs_pre_sum"`
+	ThumbsPreSq       float64 `json:"thumbs_pre_sq"`
+	ThumbsCross       float64 `json:"thumbs_cross"`
+	RatingN           float64 `json:"rating_n"`
+	RatingSum         float64 `json:"rating_sum"`
+	RatingSq          float64 `json:"rating_sq"`
+	RatingPreN        float64 `json:"rating_pre_n"`
+	RatingPreSum      float64 `json:"rating_pre_sum"`
+	RatingPreSq       float64 `json:"rating_pre_sq"`
+	RatingCross       float64 `json:"rating_cross"`
+	CorrectedN        float64 `json:"corrected_n"`
+	CorrectedSum      float64 `json:"corrected_sum"`
+	CorrectedSq       float64 `json:"corrected_sq"`
+	CorrectedPreN     float64 `json:"corrected_pre_n"`
+	CorrectedPreSum   float64 `json:"corrected_pre_sum"`
+	CorrectedPreSq    float64 `json:"corrected_pre_sq"`
+	CorrectedCross    float64 `json:"corrected_cross"`
+	LatencyN          float64 `json:"latency_n"`
+	LatencySum        float64 `json:"latency_sum"`
+	LatencySq         float64 `json:"latency_sq"`
+	LatencyPreN       float64 `json:"latency_pre_n"`
+	LatencyPreSum     float64 `json:"latency_pre_sum"`
+	LatencyPreSq      float64 `json:"latency_pre_sq"`
+	LatencyCross      float64 `json:"latency_cross"`
+	AccuracyN         float64 `json:"accuracy_n"`
+	AccuracySum       float64 `json:"accuracy_sum"`
+	AccuracySq        float64 `json:"accuracy_sq"`
+	AccuracyPreN      float64 `json:"accuracy_pre_n"`
+	AccuracyPreSum    float64 `json:"accuracy_pre_sum"`
+	AccuracyPreSq     float64 `json:"accuracy_pre_sq"`
+	AccuracyCross     float64 `json:"accuracy_cross"`
+	HelpfulnessN      float64 `json:"helpfulness_n"`
+	HelpfulnessSum    float64 `json:"helpfulness_sum"`
+	HelpfulnessSq     float64 `json:"helpfulness_sq"`
+	HelpfulnessPreN   float64 `json:"helpfulness_pre_n"`
+	HelpfulnessPreSum float64 `json:"helpfulness_pre_sum"`
+	HelpfulnessPreSq  float64 `json:"helpfulness_pre_sq"`
+	HelpfulnessCross  float64 `json:"helpfulness_cross"`
+	ClarityN          float64 `json:"clarity_n"`
+	ClaritySum        float64 `json:"clarity_sum"`
+	ClaritySq         float64 `json:"clarity_sq"`
+	ClarityPreN       float64 `json:"clarity_pre_n"`
+	ClarityPreSum     float64 `json:"clarity_pre_sum"`
+	ClarityPreSq      float64 `json:"clarity_pre_sq"`
+	ClarityCross      float64 `json:"clarity_cross"`
+	SafetyN           float64 `json:"safety_n"`
+	SafetySum         float64 `json:"safety_sum"`
+	SafetySq          float64 `json:"safety_sq"`
+	SafetyPreN        float64 `json:"safety_pre_n"`
+	SafetyPreSum      float64 `json:"safety_pre_sum"`
+	SafetyPreSq       float64 `json:"safety_pre_sq"`
+	SafetyCross       float64 `json:"safety_cross"`
+	JudgeN            float64 `json:"judge_n"`
+	JudgeSum          float64 `json:"judge_sum"`
+	JudgeSq           float64 `json:"judge_sq"`
+	JudgePreN         float64 `json:"judge_pre_n"`
+	JudgePreSum       float64 `json:"judge_pre_sum"`
+	JudgePreSq        float64 `json:"judge_pre_sq"`
+	JudgeCross        float64 `json:"judge_cross"`
+	Incidents         int64   `json:"incidents"`
+}
+
+// Per arm, what ExperimentListMetricMoments and ExperimentCountIncidents
+// answer, summed over the units' kept values: for each metric the units
+// with a value (n), Σy, Σy², and of those with a pre-exposure value x
+// (kept only beside a value), their count, Σx, Σx² and Σxy; and the
+// arm's incidents. One pass over the
+// phase's units, none over its answers.
+func (q *Queries) ExperimentUnitSumListArms(ctx context.Context, arg ExperimentUnitSumListArmsParams) ([]ExperimentUnitSumListArmsRow, error) {
+	rows, err := q.db.Query(ctx, experimentUnitSumListArms, arg.ExperimentID, arg.Phase)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []ExperimentUnitSumListArmsRow{}
+	for rows.Next() {
+		var i ExperimentUnitSumListArmsRow
+		if err := rows.Scan(
+			&i.Arm,
+			&i.ThumbsN,
+			&i.ThumbsSum,
+			&i.ThumbsSq,
+			&i.ThumbsPreN,
+			&i.ThumbsPreSum,
+			&i.ThumbsPreSq,
+			&i.ThumbsCross,
+			&i.RatingN,
+			&i.RatingSum,
+			&i.RatingSq,
+			&i.RatingPreN,
+			&i.RatingPreSum,
+			&i.RatingPreSq,
+			&i.RatingCross,
+			&i.CorrectedN,
+			&i.CorrectedSum,
+			&i.CorrectedSq,
+			&i.CorrectedPreN,
+			&i.CorrectedPreSum,
+			&i.CorrectedPreSq,
+			&i.CorrectedCross,
+			&i.LatencyN,
+			&i.LatencySum,
+			&i.LatencySq,
+			&i.LatencyPreN,
+			&i.LatencyPreSum,
+			&i.LatencyPreSq,
+			&i.LatencyCross,
+			&i.AccuracyN,
+			&i.AccuracySum,
+			&i.AccuracySq,
+			&i.AccuracyPreN,
+			&i.AccuracyPreSum,
+			&i.AccuracyPreSq,
+			&i.AccuracyCross,
+			&i.HelpfulnessN,
+			&i.HelpfulnessSum,
+			&i.HelpfulnessSq,
+			&i.HelpfulnessPreN,
+			&i.HelpfulnessPreSum,
+			&i.HelpfulnessPreSq,
+			&i.HelpfulnessCross,
+			&i.ClarityN,
+			&i.ClaritySum,
+			&i.ClaritySq,
+			&i.ClarityPreN,
+			&i.ClarityPreSum,
+			&i.ClarityPreSq,
+			&i.ClarityCross,
+			&i.SafetyN,
+			&i.SafetySum,
+			&i.SafetySq,
+			&i.SafetyPreN,
+			&i.SafetyPreSum,
+			&i.SafetyPreSq,
+			&i.SafetyCross,
+			&i.JudgeN,
+			&i.JudgeSum,
+			&i.JudgeSq,
+			&i.JudgePreN,
+			&i.JudgePreSum,
+			&i.JudgePreSq,
+			&i.JudgeCross,
+			&i.Incidents,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const experimentUpdateAnalysis = `-- name: ExperimentUpdateAnalysis :exec
 UPDATE experiments SET engine = $1, cuped_days = $2, goal_correction = $3,
     guardrail_correction = $4, criteria = $5, chance_to_win = $6,
@@ -1361,13 +1895,12 @@ WITH cfg AS (
     FROM experiments e WHERE e.id = $1 AND e.org_id = $2
 ),
 old AS (
-    SELECT x.arm FROM experiment_exposures x
-    WHERE x.experiment_id = $1 AND x.phase = $3 AND x.unit_id = $4
+    SELECT experiment_exposure_arm($1::uuid, $3::int, $4::text) AS arm
 ),
 new AS (
     INSERT INTO experiment_exposures AS x (experiment_id, phase, unit_id, arm)
-    SELECT $1, $3, $4, $5::int FROM cfg
-    WHERE cfg.config_version = $6::bigint AND $5::int >= 0 AND NOT EXISTS (SELECT 1 FROM old)
+    SELECT $1, $3, $4, $5::int FROM cfg, old
+    WHERE cfg.config_version = $6::bigint AND $5::int >= 0 AND old.arm IS NULL
     ON CONFLICT (experiment_id, phase, unit_id) DO UPDATE SET arm = x.arm
     RETURNING x.arm
 )
@@ -1397,6 +1930,8 @@ type ExposureInsertAssignedOneRow struct {
 // per connection, and it skips what a batch needs (the units' order,
 // their duplicates, aggregating the answer), which cost a new unit as much
 // again as the INSERT.
+// The unit's first exposure, by the primary key whatever the plan kept
+// (experiment_exposure_arm, migration 00131).
 func (q *Queries) ExposureInsertAssignedOne(ctx context.Context, arg ExposureInsertAssignedOneParams) (ExposureInsertAssignedOneRow, error) {
 	row := q.db.QueryRow(ctx, exposureInsertAssignedOne,
 		arg.ExperimentID,
@@ -1478,7 +2013,11 @@ new AS (
     INSERT INTO experiment_exposures (experiment_id, phase, unit_id, arm, first_seen)
     SELECT $4, $5, unit_id, arm, at FROM reported
     ON CONFLICT (experiment_id, phase, unit_id) DO NOTHING
-    RETURNING 1
+    RETURNING unit_id
+),
+marked AS (
+    INSERT INTO experiment_sums_dirty (org_id, unit_id)
+    SELECT e.org_id, new.unit_id FROM new JOIN experiments e ON e.id = $4
 )
 SELECT count(*)::bigint FROM new
 `
@@ -1494,6 +2033,8 @@ type ExposureInsertReportedParams struct {
 // Exposures a client assigned itself and reports: each unit's earliest
 // one is its first exposure of the phase unless one is recorded already.
 // Answers how many were recorded.
+// A reported unit may have sent the experiment's answers before its
+// exposure was recorded: its values are folded in again (migration 00130).
 func (q *Queries) ExposureInsertReported(ctx context.Context, arg ExposureInsertReportedParams) (int64, error) {
 	row := q.db.QueryRow(ctx, exposureInsertReported,
 		arg.UnitIds,

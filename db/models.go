@@ -1225,6 +1225,46 @@ type ExperimentExposure struct {
 	SeenInOtherArm bool      `json:"seen_in_other_arm"`
 }
 
+type ExperimentSum struct {
+	ExperimentID uuid.UUID  `json:"experiment_id"`
+	OrgID        uuid.UUID  `json:"org_id"`
+	Phase        int32      `json:"phase"`
+	Since        *time.Time `json:"since"`
+	PreDays      int32      `json:"pre_days"`
+	BuiltAt      time.Time  `json:"built_at"`
+}
+
+type ExperimentSumsDirty struct {
+	OrgID  uuid.UUID `json:"org_id"`
+	UnitID string    `json:"unit_id"`
+}
+
+type ExperimentUnitSum struct {
+	ExperimentID uuid.UUID     `json:"experiment_id"`
+	Phase        int32         `json:"phase"`
+	UnitID       string        `json:"unit_id"`
+	Arm          int32         `json:"arm"`
+	YThumbs      pgtype.Float8 `json:"y_thumbs"`
+	XThumbs      pgtype.Float8 `json:"x_thumbs"`
+	YRating      pgtype.Float8 `json:"y_rating"`
+	XRating      pgtype.Float8 `json:"x_rating"`
+	YCorrected   pgtype.Float8 `json:"y_corrected"`
+	XCorrected   pgtype.Float8 `json:"x_corrected"`
+	YLatency     pgtype.Float8 `json:"y_latency"`
+	XLatency     pgtype.Float8 `json:"x_latency"`
+	YAccuracy    pgtype.Float8 `json:"y_accuracy"`
+	XAccuracy    pgtype.Float8 `json:"x_accuracy"`
+	YHelpfulness pgtype.Float8 `json:"y_helpfulness"`
+	XHelpfulness pgtype.Float8 `json:"x_helpfulness"`
+	YClarity     pgtype.Float8 `json:"y_clarity"`
+	XClarity     pgtype.Float8 `json:"x_clarity"`
+	YSafety      pgtype.Float8 `json:"y_safety"`
+	XSafety      pgtype.Float8 `json:"x_safety"`
+	YJudge       pgtype.Float8 `json:"y_judge"`
+	XJudge       pgtype.Float8 `json:"x_judge"`
+	Incidents    int64         `json:"incidents"`
+}
+
 type Feedback struct {
 	ID             uuid.UUID       `json:"id"`
 	Seq            pgtype.Int8     `json:"seq"`

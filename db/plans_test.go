@@ -121,6 +121,10 @@ func newPlanFixture(t *testing.T, rows int) *planFixture {
 		 VALUES ($8, $1, 'earlier', 'Earlier', $2, 'earlier', 'completed', now() - interval '90 days')`,
 		`INSERT INTO experiment_exposures (experiment_id, phase, unit_id, arm, first_seen)
 		 SELECT $8, 1, 'e' || i, i % 2, now() - interval '90 days' FROM generate_series(1, $4::int) AS i`,
+		`INSERT INTO experiment_sums (experiment_id, org_id, phase, pre_days) VALUES ($3, $1, 1, 14)`,
+		`INSERT INTO experiment_unit_sums (experiment_id, phase, unit_id, arm, y_thumbs, y_rating, y_corrected, y_latency)
+		 SELECT experiment_id, phase, unit_id, arm, arm, 1 + arm, 0, 300 FROM experiment_exposures
+		 WHERE experiment_id = $3 AND unit_id !~ '^u[0-9]$'`, // u0 to u9 are folded in by a test
 		`INSERT INTO live_scorers (id, org_id, experiment_id, endpoint, rate) VALUES ($6, $1, $3, 'http://scorer.invalid', 1)`,
 		`INSERT INTO live_scores (scorer_id, feedback_id, org_id, status, score, created_at)
 		 SELECT $6, id, org_id, CASE WHEN seq % 100 = 0 THEN 'pending' ELSE 'scored' END,
@@ -461,16 +465,31 @@ func TestPlans(t *testing.T) {
 		{name: "assign: a known unit", sql: query("ExposureInsertAssignedOne"), perRow: 3, args: func(f *planFixture) []any {
 			return []any{f.exp, f.org, 1, "u0", 0, 3}
 		}},
+		// The lookup ExposureInsertAssignedOne calls (experiment_exposure_arm),
+		// read under the function's settings.
+		{name: "assign: a known unit's lookup", perRow: 3, sql: func(f *planFixture) string {
+			sql, _ := functionStatement(t, f.pool, "experiment_exposure_arm", "p_experiment_id", "$1::uuid", "p_phase", "$2::int", "p_unit_id", "$3::text")
+			return "SELECT " + strings.TrimPrefix(strings.TrimSpace(strings.TrimSuffix(strings.TrimPrefix(sql, "("), ")")), "SELECT ")
+		}, settings: func(f *planFixture) []string {
+			_, settings := functionStatement(t, f.pool, "experiment_exposure_arm")
+			return settings
+		}, args: func(f *planFixture) []any { return []any{f.exp, 1, "u0"} }},
 		{name: "queue: first page", sql: query("FeedbackList"), perRow: 3, custom: true, args: func(f *planFixture) []any { return filterArgs{}.list(f.org, 51) }},
 		{name: "queue: first page by status", sql: query("FeedbackList"), perRow: 3, custom: true,
 			args: func(f *planFixture) []any { return filterArgs{status: "pending"}.list(f.org, 51) }},
 		{name: "codebook retrieval", sql: query("CodebookVersionRuleListRelevant"), perRow: 3, need: func(*planFixture) int { return 50 },
 			args: func(f *planFixture) []any { return []any{"Where are my refunds for topic12?", f.version, 5} }},
-		// Results' main query (ExperimentListMetricMoments) is not in this
-		// table: on this table its plan reads the organisation's feedback
-		// and live scores whole, hash joins costing less than a lookup for
-		// each of the experiment's answers. Per-unit sums kept as work
-		// arrives are to replace it.
+		// Results sum the units' kept values (migration 00130): one row
+		// read per unit of the phase, none of its answers.
+		{name: "results: the units' kept values", sql: query("ExperimentUnitSumListArms"), perRow: 1,
+			need: func(f *planFixture) int { return f.experiment }, args: func(f *planFixture) []any { return []any{f.exp, 1} }},
+		// Before they are read, the end users whose answers changed are
+		// folded in: each unit's answers and their scores read by lookups.
+		{name: "results: folding in changed end users", sql: query("ExperimentUnitSumInsertUnits"), perRow: 3,
+			// Of u0 to u9, only u0 has answers: one in 500 of the table's.
+			need: func(f *planFixture) int { return 10 + f.rows/500 }, args: func(f *planFixture) []any {
+				return []any{f.exp, 1, f.org, nil, 14, units("u", 10)}
+			}},
 	}
 	for _, s := range hot {
 		for _, f := range []*planFixture{big, small} {
@@ -515,17 +534,25 @@ func TestPlans(t *testing.T) {
 
 	// A connection's plan made while the table was nearly empty, run after
 	// planRows rows came in with no ANALYZE between (the statistics are
-	// still the empty table's): the ingest's duplicate lookup, planned as
-	// its function is, still reads a few rows.
+	// still the empty table's): the ingest's duplicate lookup and the
+	// single unit's assignment, planned as their functions are, still read
+	// a few rows.
 	ctx := context.Background()
 	conn, err := small.pool.Acquire(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer conn.Release()
-	kept := []hotStatement{hot[2], hot[3]}
-	if hot[2].name != "ingest: the duplicate lookup" {
-		t.Fatalf("kept plans: %s", hot[2].name)
+	var kept []hotStatement
+	for _, s := range hot {
+		switch s.name {
+		case "ingest: the duplicate lookup", "ingest: the duplicate lookup of a duplicate", "assign: a new unit", "assign: a known unit",
+			"assign: a known unit's lookup":
+			kept = append(kept, s)
+		}
+	}
+	if len(kept) != 5 {
+		t.Fatalf("kept plans: %d statements", len(kept))
 	}
 	explain := func(i int, s hotStatement) planNode {
 		t.Helper()
@@ -599,10 +626,11 @@ func TestPlans(t *testing.T) {
 var periodicAreas = []string{"alerts", "monitors", "hygiene", "routing", "livescore", "loops"}
 
 // periodicQueries are the rest of what the periodic jobs run: the
-// rollout's step (experiments), maintenance (sign-in records, sessions,
+// rollout's step and the fold of the results' kept values (experiments), maintenance (sign-in records, sessions,
 // uploads, stored facts) and the heartbeat sweep.
 var periodicQueries = []string{
-	"ExperimentListRunningWithRollout", "ExperimentArmList", "ExperimentArmUpdateWeight", "ExperimentListMetricMoments",
+	"ExperimentListRunningWithRollout", "ExperimentArmList", "ExperimentArmUpdateWeight", "ExperimentUnitSumListArms", "ExperimentUnitSumInsertAll",
+	"ExperimentSumListDirtyOrgs", "ExperimentSumDeleteDirty", "ExperimentSumListByOrg", "ExperimentUnitSumDeleteUnits", "ExperimentUnitSumInsertUnits",
 	"ExperimentUpdateRollout", "ExposureCountByArm", "AlertListOpenMonitors",
 	"LoginFailureDeleteExpired", "SessionDeleteExpired", "ItemFactsDeleteExpired",
 	"JobUpdateStale", "JobHeartbeatDeleteOrphans",

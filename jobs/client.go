@@ -99,6 +99,7 @@ func register(d *app.Services) *registry {
 	}
 	if d.Experiments != nil {
 		add(w, &RolloutWorker{Experiments: d.Experiments})
+		add(w, &SumsWorker{Experiments: d.Experiments})
 	}
 	if d.LiveScore != nil {
 		add(w, &LiveSampleWorker{LiveScore: d.LiveScore})
@@ -174,6 +175,8 @@ func NewClient(pool *pgxpool.Pool, d *app.Services, opts Options) (*river.Client
 	if opts.Workers > 0 && d.Experiments != nil {
 		cfg.PeriodicJobs = append(cfg.PeriodicJobs, river.NewPeriodicJob(river.PeriodicInterval(experiments.RolloutEvery),
 			func() (river.JobArgs, *river.InsertOpts) { return experiments.RolloutArgs{}, nil }, nil))
+		cfg.PeriodicJobs = append(cfg.PeriodicJobs, river.NewPeriodicJob(river.PeriodicInterval(experiments.SumsEvery),
+			func() (river.JobArgs, *river.InsertOpts) { return experiments.SumsArgs{}, nil }, nil))
 	}
 	if opts.Workers > 0 && d.LiveScore != nil {
 		cfg.PeriodicJobs = append(cfg.PeriodicJobs, river.NewPeriodicJob(river.PeriodicInterval(livescore.SampleEvery),

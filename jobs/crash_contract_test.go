@@ -42,6 +42,7 @@ var crashContract = map[string]crashRow{
 	"alert_deliver":          {why: "the delivery keeps one message id, so the receiver drops a repeat"},
 	"langfuse_sync_all":      {why: "queues one sync per connection, unique while one waits"},
 	"rollout_check":          {why: "each step is a conditional update of the experiment's phase"},
+	"experiment_sums_run":    {why: "takes the changed end users in the transaction that folds them in; a killed fold rolls back and leaves them to the next"},
 	"live_score_sample":      {why: "samples answers by a unique key; sampling again adds none"},
 	"loop_trigger_check":     {why: "a run starts under a unique key per loop and trigger"},
 	"routing_rule_run":       {why: "hands out only items not yet handed out"},

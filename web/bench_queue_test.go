@@ -7,11 +7,13 @@ import (
 	"os"
 	"sort"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/labstack/echo/v4"
 
 	"github.com/curate/curate/db"
@@ -155,3 +157,19 @@ func p95(d []time.Duration) time.Duration {
 }
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+// autoExplain has Postgres log the plan, with its timings and buffers, of
+// every statement the benchmark's database runs for longer than 100 ms
+// (auto_explain, in the server's log), from the pool's next connections
+// on: CURATE_BENCH_EXPLAIN=1 shows where a benchmark's time goes.
+func autoExplain(b *testing.B, pool *pgxpool.Pool) {
+	b.Helper()
+	ctx := context.Background()
+	for _, set := range []string{"session_preload_libraries = 'auto_explain'", "auto_explain.log_min_duration = '100ms'",
+		"auto_explain.log_analyze = on", "auto_explain.log_buffers = on", "auto_explain.log_nested_statements = on"} {
+		if _, err := pool.Exec(ctx, "DO $$BEGIN EXECUTE format('ALTER DATABASE %I SET "+strings.ReplaceAll(set, "'", "''")+"', current_database()); END$$"); err != nil {
+			b.Fatal(err)
+		}
+	}
+	pool.Reset()
+}

@@ -154,14 +154,15 @@ WITH cfg AS (
     SELECT (e.config_version + (SELECT sum(a.config_version) FROM experiment_arms a WHERE a.experiment_id = e.id))::bigint AS config_version
     FROM experiments e WHERE e.id = @experiment_id AND e.org_id = @org_id
 ),
+-- The unit's first exposure, by the primary key whatever the plan kept
+-- (experiment_exposure_arm, migration 00131).
 old AS (
-    SELECT x.arm FROM experiment_exposures x
-    WHERE x.experiment_id = @experiment_id AND x.phase = @phase AND x.unit_id = @unit_id
+    SELECT experiment_exposure_arm(@experiment_id::uuid, @phase::int, @unit_id::text) AS arm
 ),
 new AS (
     INSERT INTO experiment_exposures AS x (experiment_id, phase, unit_id, arm)
-    SELECT @experiment_id, @phase, @unit_id, @arm::int FROM cfg
-    WHERE cfg.config_version = @config_version::bigint AND @arm::int >= 0 AND NOT EXISTS (SELECT 1 FROM old)
+    SELECT @experiment_id, @phase, @unit_id, @arm::int FROM cfg, old
+    WHERE cfg.config_version = @config_version::bigint AND @arm::int >= 0 AND old.arm IS NULL
     ON CONFLICT (experiment_id, phase, unit_id) DO UPDATE SET arm = x.arm
     RETURNING x.arm
 )
@@ -181,7 +182,13 @@ new AS (
     INSERT INTO experiment_exposures (experiment_id, phase, unit_id, arm, first_seen)
     SELECT @experiment_id, @phase, unit_id, arm, at FROM reported
     ON CONFLICT (experiment_id, phase, unit_id) DO NOTHING
-    RETURNING 1
+    RETURNING unit_id
+),
+-- A reported unit may have sent the experiment's answers before its
+-- exposure was recorded: its values are folded in again (migration 00130).
+marked AS (
+    INSERT INTO experiment_sums_dirty (org_id, unit_id)
+    SELECT e.org_id, new.unit_id FROM new JOIN experiments e ON e.id = @experiment_id
 )
 SELECT count(*)::bigint FROM new;
 
@@ -410,3 +417,205 @@ RETURNING *;
 UPDATE experiment_arms a SET deployment_id = @reload_id
 FROM experiments e
 WHERE e.id = a.experiment_id AND e.org_id = @org_id AND e.status IN ('running', 'paused') AND a.deployment_id = @deployment_id;
+
+-- name: ExperimentSumGetLock :exec
+-- Waits for any other fold of an organisation's per-unit values
+-- (migration 00130) and holds it off until the transaction ends: folds of
+-- one organisation run one at a time, so the end users each takes from
+-- experiment_sums_dirty are folded in the order they were taken.
+SELECT pg_advisory_xact_lock(hashtextextended(concat('experiment_sums:', @org_id::uuid), 0));
+
+-- name: ExperimentSumListByOrg :many
+-- The experiments of an organisation whose per-unit values are kept, with
+-- what they were made for.
+SELECT s.experiment_id, s.phase, s.since, s.pre_days, e.phase AS current_phase, e.phase_started_at AS current_since, e.cuped_days AS current_pre_days
+FROM experiment_sums s JOIN experiments e ON e.id = s.experiment_id
+WHERE s.org_id = @org_id
+ORDER BY s.experiment_id;
+
+-- name: ExperimentSumDeleteDirty :many
+-- Takes the end users of an organisation whose values may have changed.
+WITH taken AS (
+    DELETE FROM experiment_sums_dirty WHERE org_id = @org_id RETURNING unit_id
+)
+SELECT DISTINCT unit_id FROM taken;
+
+-- name: ExperimentSumListDirtyOrgs :many
+-- The organisations with end users to fold in, a few at a time.
+SELECT DISTINCT org_id FROM experiment_sums_dirty LIMIT @row_limit;
+
+-- name: ExperimentSumInsertOrUpdate :exec
+-- Records what an experiment's per-unit values are made for, dropping the
+-- ones made before.
+WITH gone AS (
+    DELETE FROM experiment_unit_sums WHERE experiment_id = @experiment_id
+)
+INSERT INTO experiment_sums (experiment_id, org_id, phase, since, pre_days)
+VALUES (@experiment_id, @org_id, @phase, sqlc.narg('since'), @pre_days)
+ON CONFLICT (experiment_id) DO UPDATE SET phase = excluded.phase, since = excluded.since, pre_days = excluded.pre_days, built_at = now();
+
+-- name: ExperimentSumDelete :exec
+-- Drops an experiment's per-unit values (its rows go with it), to be
+-- made again on its next read.
+DELETE FROM experiment_sums WHERE experiment_id = @experiment_id AND org_id = @org_id;
+
+-- name: ExperimentUnitSumInsertAll :exec
+-- Every unit's values of an experiment's phase, as ExperimentListMetricMoments
+-- computes them before it sums them per arm (see there), and its safety
+-- incidents as ExperimentCountIncidents counts them: hash joins over the
+-- experiment's answers, once.
+WITH x AS (
+    SELECT e.arm, e.unit_id, e.first_seen FROM experiment_exposures e
+    WHERE e.experiment_id = @experiment_id AND e.phase = @phase
+),
+judged AS (
+    SELECT s.feedback_id, avg(s.score) AS score
+    FROM x JOIN feedback f ON f.org_id = @org_id AND f.end_user_id = x.unit_id AND f.end_user_id <> ''
+    JOIN live_scores s ON s.feedback_id = f.id
+    WHERE s.org_id = @org_id AND s.status = 'scored'
+    GROUP BY s.feedback_id
+),
+flagged AS (
+    SELECT DISTINCT s.feedback_id FROM live_scores s
+    JOIN feedback f ON f.id = s.feedback_id AND f.org_id = @org_id AND f.experiment_id = @experiment_id
+    WHERE s.status = 'scored' AND s.safety_flag
+),
+post AS (
+    SELECT x.arm, x.unit_id,
+           avg(CASE f.feedback_type WHEN 'thumbs_up' THEN 1.0 WHEN 'thumbs_down' THEN 0.0 END)::float8 AS thumbs,
+           avg(f.rating)::float8 AS rating,
+           avg(CASE WHEN f.correction <> '' OR f.feedback_type = 'correction' THEN 1.0 ELSE 0.0 END)::float8 AS corrected,
+           avg(f.latency_ms)::float8 AS latency,
+           avg(f.dim_accuracy)::float8 AS accuracy, avg(f.dim_helpfulness)::float8 AS helpfulness,
+           avg(f.dim_clarity)::float8 AS clarity, avg(f.dim_safety)::float8 AS safety,
+           avg(j.score)::float8 AS judge,
+           count(g.feedback_id)::bigint AS incidents
+    FROM x JOIN feedback f ON f.org_id = @org_id AND f.experiment_id = @experiment_id AND f.end_user_id = x.unit_id
+    LEFT JOIN judged j ON j.feedback_id = f.id
+    LEFT JOIN flagged g ON g.feedback_id = f.id
+    WHERE (sqlc.narg('since')::timestamptz IS NULL OR f.created_at >= sqlc.narg('since'))
+    GROUP BY x.arm, x.unit_id
+),
+pre AS (
+    SELECT x.unit_id,
+           avg(CASE f.feedback_type WHEN 'thumbs_up' THEN 1.0 WHEN 'thumbs_down' THEN 0.0 END)::float8 AS thumbs,
+           avg(f.rating)::float8 AS rating,
+           avg(CASE WHEN f.correction <> '' OR f.feedback_type = 'correction' THEN 1.0 ELSE 0.0 END)::float8 AS corrected,
+           avg(f.latency_ms)::float8 AS latency,
+           avg(f.dim_accuracy)::float8 AS accuracy, avg(f.dim_helpfulness)::float8 AS helpfulness,
+           avg(f.dim_clarity)::float8 AS clarity, avg(f.dim_safety)::float8 AS safety,
+           avg(j.score)::float8 AS judge
+    FROM x JOIN feedback f ON f.org_id = @org_id AND f.end_user_id = x.unit_id
+        AND f.created_at >= x.first_seen - make_interval(days => @pre_days::int) AND f.created_at < x.first_seen
+    LEFT JOIN judged j ON j.feedback_id = f.id
+    WHERE @pre_days::int > 0
+      AND f.created_at >= (SELECT min(first_seen) FROM x) - make_interval(days => @pre_days::int)
+      AND f.created_at < (SELECT max(first_seen) FROM x)
+    GROUP BY x.unit_id
+)
+INSERT INTO experiment_unit_sums (experiment_id, phase, unit_id, arm,
+    y_thumbs, x_thumbs, y_rating, x_rating, y_corrected, x_corrected, y_latency, x_latency, y_accuracy, x_accuracy,
+    y_helpfulness, x_helpfulness, y_clarity, x_clarity, y_safety, x_safety, y_judge, x_judge, incidents)
+SELECT @experiment_id::uuid, @phase::int, post.unit_id, post.arm,
+       post.thumbs, CASE WHEN post.thumbs IS NOT NULL THEN pre.thumbs END, post.rating, CASE WHEN post.rating IS NOT NULL THEN pre.rating END,
+       post.corrected, CASE WHEN post.corrected IS NOT NULL THEN pre.corrected END, post.latency, CASE WHEN post.latency IS NOT NULL THEN pre.latency END,
+       post.accuracy, CASE WHEN post.accuracy IS NOT NULL THEN pre.accuracy END, post.helpfulness, CASE WHEN post.helpfulness IS NOT NULL THEN pre.helpfulness END,
+       post.clarity, CASE WHEN post.clarity IS NOT NULL THEN pre.clarity END, post.safety, CASE WHEN post.safety IS NOT NULL THEN pre.safety END,
+       post.judge, CASE WHEN post.judge IS NOT NULL THEN pre.judge END, post.incidents
+FROM post LEFT JOIN pre ON pre.unit_id = post.unit_id
+-- In the primary key's order: the index is written in order, and a read
+-- of the phase's units reads the table in order.
+ORDER BY post.unit_id;
+
+-- name: ExperimentUnitSumDeleteUnits :exec
+DELETE FROM experiment_unit_sums WHERE experiment_id = @experiment_id AND phase = @phase AND unit_id = ANY(@unit_ids::text[]);
+
+-- name: ExperimentUnitSumInsertUnits :exec
+-- ExperimentUnitSumInsertAll for the units of a few end users, each read
+-- by its own lookups (the end user's answers by feedback_org_end_user_idx,
+-- an answer's scores by live_scores_feedback), so that folding in a few
+-- reads a few rows whatever the experiment's size.
+INSERT INTO experiment_unit_sums (experiment_id, phase, unit_id, arm,
+    y_thumbs, x_thumbs, y_rating, x_rating, y_corrected, x_corrected, y_latency, x_latency, y_accuracy, x_accuracy,
+    y_helpfulness, x_helpfulness, y_clarity, x_clarity, y_safety, x_safety, y_judge, x_judge, incidents)
+SELECT @experiment_id::uuid, @phase::int, x.unit_id, x.arm,
+       post.thumbs, CASE WHEN post.thumbs IS NOT NULL THEN pre.thumbs END, post.rating, CASE WHEN post.rating IS NOT NULL THEN pre.rating END,
+       post.corrected, CASE WHEN post.corrected IS NOT NULL THEN pre.corrected END, post.latency, CASE WHEN post.latency IS NOT NULL THEN pre.latency END,
+       post.accuracy, CASE WHEN post.accuracy IS NOT NULL THEN pre.accuracy END, post.helpfulness, CASE WHEN post.helpfulness IS NOT NULL THEN pre.helpfulness END,
+       post.clarity, CASE WHEN post.clarity IS NOT NULL THEN pre.clarity END, post.safety, CASE WHEN post.safety IS NOT NULL THEN pre.safety END,
+       post.judge, CASE WHEN post.judge IS NOT NULL THEN pre.judge END, post.incidents
+FROM experiment_exposures x
+CROSS JOIN LATERAL (
+    SELECT count(*) AS answers,
+           avg(CASE f.feedback_type WHEN 'thumbs_up' THEN 1.0 WHEN 'thumbs_down' THEN 0.0 END)::float8 AS thumbs,
+           avg(f.rating)::float8 AS rating,
+           avg(CASE WHEN f.correction <> '' OR f.feedback_type = 'correction' THEN 1.0 ELSE 0.0 END)::float8 AS corrected,
+           avg(f.latency_ms)::float8 AS latency,
+           avg(f.dim_accuracy)::float8 AS accuracy, avg(f.dim_helpfulness)::float8 AS helpfulness,
+           avg(f.dim_clarity)::float8 AS clarity, avg(f.dim_safety)::float8 AS safety,
+           avg(j.score)::float8 AS judge,
+           count(*) FILTER (WHERE j.flagged)::bigint AS incidents
+    FROM feedback f
+    CROSS JOIN LATERAL (
+        SELECT avg(s.score) FILTER (WHERE s.org_id = @org_id) AS score, coalesce(bool_or(s.safety_flag), false) AS flagged
+        FROM live_scores s WHERE s.feedback_id = f.id AND s.status = 'scored'
+    ) j
+    WHERE f.org_id = @org_id AND f.end_user_id = x.unit_id AND f.end_user_id <> '' AND f.experiment_id = @experiment_id
+      AND (sqlc.narg('since')::timestamptz IS NULL OR f.created_at >= sqlc.narg('since'))
+) post
+CROSS JOIN LATERAL (
+    SELECT avg(CASE f.feedback_type WHEN 'thumbs_up' THEN 1.0 WHEN 'thumbs_down' THEN 0.0 END)::float8 AS thumbs,
+           avg(f.rating)::float8 AS rating,
+           avg(CASE WHEN f.correction <> '' OR f.feedback_type = 'correction' THEN 1.0 ELSE 0.0 END)::float8 AS corrected,
+           avg(f.latency_ms)::float8 AS latency,
+           avg(f.dim_accuracy)::float8 AS accuracy, avg(f.dim_helpfulness)::float8 AS helpfulness,
+           avg(f.dim_clarity)::float8 AS clarity, avg(f.dim_safety)::float8 AS safety,
+           avg(j.score)::float8 AS judge
+    FROM feedback f
+    CROSS JOIN LATERAL (
+        SELECT avg(s.score) AS score FROM live_scores s WHERE s.feedback_id = f.id AND s.org_id = @org_id AND s.status = 'scored'
+    ) j
+    WHERE @pre_days::int > 0 AND f.org_id = @org_id AND f.end_user_id = x.unit_id AND f.end_user_id <> ''
+      AND f.created_at >= x.first_seen - make_interval(days => @pre_days::int) AND f.created_at < x.first_seen
+) pre
+WHERE x.experiment_id = @experiment_id AND x.phase = @phase AND x.unit_id = ANY(@unit_ids::text[]) AND post.answers > 0;
+
+-- name: ExperimentUnitSumListArms :many
+-- Per arm, what ExperimentListMetricMoments and ExperimentCountIncidents
+-- answer, summed over the units' kept values: for each metric the units
+-- with a value (n), Σy, Σy², and of those with a pre-exposure value x
+-- (kept only beside a value), their count, Σx, Σx² and Σxy; and the
+-- arm's incidents. One pass over the
+-- phase's units, none over its answers.
+SELECT arm,
+    count(y_thumbs)::float8 AS thumbs_n, coalesce(sum(y_thumbs), 0)::float8 AS thumbs_sum, coalesce(sum(y_thumbs * y_thumbs), 0)::float8 AS thumbs_sq,
+    count(x_thumbs)::float8 AS thumbs_pre_n, coalesce(sum(x_thumbs), 0)::float8 AS thumbs_pre_sum,
+    coalesce(sum(x_thumbs * x_thumbs), 0)::float8 AS thumbs_pre_sq, coalesce(sum(x_thumbs * y_thumbs), 0)::float8 AS thumbs_cross,
+    count(y_rating)::float8 AS rating_n, coalesce(sum(y_rating), 0)::float8 AS rating_sum, coalesce(sum(y_rating * y_rating), 0)::float8 AS rating_sq,
+    count(x_rating)::float8 AS rating_pre_n, coalesce(sum(x_rating), 0)::float8 AS rating_pre_sum,
+    coalesce(sum(x_rating * x_rating), 0)::float8 AS rating_pre_sq, coalesce(sum(x_rating * y_rating), 0)::float8 AS rating_cross,
+    count(y_corrected)::float8 AS corrected_n, coalesce(sum(y_corrected), 0)::float8 AS corrected_sum, coalesce(sum(y_corrected * y_corrected), 0)::float8 AS corrected_sq,
+    count(x_corrected)::float8 AS corrected_pre_n, coalesce(sum(x_corrected), 0)::float8 AS corrected_pre_sum,
+    coalesce(sum(x_corrected * x_corrected), 0)::float8 AS corrected_pre_sq, coalesce(sum(x_corrected * y_corrected), 0)::float8 AS corrected_cross,
+    count(y_latency)::float8 AS latency_n, coalesce(sum(y_latency), 0)::float8 AS latency_sum, coalesce(sum(y_latency * y_latency), 0)::float8 AS latency_sq,
+    count(x_latency)::float8 AS latency_pre_n, coalesce(sum(x_latency), 0)::float8 AS latency_pre_sum,
+    coalesce(sum(x_latency * x_latency), 0)::float8 AS latency_pre_sq, coalesce(sum(x_latency * y_latency), 0)::float8 AS latency_cross,
+    count(y_accuracy)::float8 AS accuracy_n, coalesce(sum(y_accuracy), 0)::float8 AS accuracy_sum, coalesce(sum(y_accuracy * y_accuracy), 0)::float8 AS accuracy_sq,
+    count(x_accuracy)::float8 AS accuracy_pre_n, coalesce(sum(x_accuracy), 0)::float8 AS accuracy_pre_sum,
+    coalesce(sum(x_accuracy * x_accuracy), 0)::float8 AS accuracy_pre_sq, coalesce(sum(x_accuracy * y_accuracy), 0)::float8 AS accuracy_cross,
+    count(y_helpfulness)::float8 AS helpfulness_n, coalesce(sum(y_helpfulness), 0)::float8 AS helpfulness_sum, coalesce(sum(y_helpfulness * y_helpfulness), 0)::float8 AS helpfulness_sq,
+    count(x_helpfulness)::float8 AS helpfulness_pre_n, coalesce(sum(x_helpfulness), 0)::float8 AS helpfulness_pre_sum,
+    coalesce(sum(x_helpfulness * x_helpfulness), 0)::float8 AS helpfulness_pre_sq, coalesce(sum(x_helpfulness * y_helpfulness), 0)::float8 AS helpfulness_cross,
+    count(y_clarity)::float8 AS clarity_n, coalesce(sum(y_clarity), 0)::float8 AS clarity_sum, coalesce(sum(y_clarity * y_clarity), 0)::float8 AS clarity_sq,
+    count(x_clarity)::float8 AS clarity_pre_n, coalesce(sum(x_clarity), 0)::float8 AS clarity_pre_sum,
+    coalesce(sum(x_clarity * x_clarity), 0)::float8 AS clarity_pre_sq, coalesce(sum(x_clarity * y_clarity), 0)::float8 AS clarity_cross,
+    count(y_safety)::float8 AS safety_n, coalesce(sum(y_safety), 0)::float8 AS safety_sum, coalesce(sum(y_safety * y_safety), 0)::float8 AS safety_sq,
+    count(x_safety)::float8 AS safety_pre_n, coalesce(sum(x_safety), 0)::float8 AS safety_pre_sum,
+    coalesce(sum(x_safety * x_safety), 0)::float8 AS safety_pre_sq, coalesce(sum(x_safety * y_safety), 0)::float8 AS safety_cross,
+    count(y_judge)::float8 AS judge_n, coalesce(sum(y_judge), 0)::float8 AS judge_sum, coalesce(sum(y_judge * y_judge), 0)::float8 AS judge_sq,
+    count(x_judge)::float8 AS judge_pre_n, coalesce(sum(x_judge), 0)::float8 AS judge_pre_sum,
+    coalesce(sum(x_judge * x_judge), 0)::float8 AS judge_pre_sq, coalesce(sum(x_judge * y_judge), 0)::float8 AS judge_cross,
+    coalesce(sum(incidents), 0)::bigint AS incidents
+FROM experiment_unit_sums
+WHERE experiment_id = @experiment_id AND phase = @phase
+GROUP BY arm ORDER BY arm;

@@ -200,13 +200,13 @@ func (s *Service) Results(ctx context.Context, orgID uuid.UUID, key string) (Res
 			out.SRMPValue = &p
 		}
 	}
-	rows, err := q.ExperimentListMetricMoments(ctx, db.ExperimentListMetricMomentsParams{OrgID: orgID, ExperimentID: e.ID, Phase: e.Phase,
-		Since: e.PhaseStartedAt, PreDays: e.CupedDays})
-	if err != nil {
+	// The moments and incidents ExperimentListMetricMoments and
+	// ExperimentCountIncidents would answer, from the units' kept values
+	// (sums.go).
+	if err := s.foldFor(ctx, e); err != nil {
 		return Results{}, err
 	}
-	incidents, err := q.ExperimentCountIncidents(ctx, db.ExperimentCountIncidentsParams{OrgID: orgID, ExperimentID: e.ID, Phase: e.Phase,
-		Since: e.PhaseStartedAt})
+	rows, incidents, err := keptMoments(ctx, q, e)
 	if err != nil {
 		return Results{}, err
 	}

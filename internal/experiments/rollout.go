@@ -52,8 +52,12 @@ func (s *Service) CheckRollouts(ctx context.Context) error {
 // harm is the first metric significantly worse in the treatment, in words,
 // or "".
 func (s *Service) harm(ctx context.Context, q *db.Queries, e db.Experiment, arms int) (string, error) {
-	rows, err := q.ExperimentListMetricMoments(ctx, db.ExperimentListMetricMomentsParams{OrgID: e.OrgID, ExperimentID: e.ID, Phase: e.Phase,
-		Since: e.PhaseStartedAt})
+	// The units' kept values (sums.go), as results read them; the check
+	// uses no covariate.
+	if err := s.foldFor(ctx, e); err != nil {
+		return "", err
+	}
+	rows, _, err := keptMoments(ctx, q, e)
 	if err != nil {
 		return "", err
 	}
