@@ -113,19 +113,21 @@ func (q *Queries) LiveFeedbackListModels(ctx context.Context, arg LiveFeedbackLi
 }
 
 const liveScoreInsertPending = `-- name: LiveScoreInsertPending :execrows
-INSERT INTO live_scores (scorer_id, feedback_id, org_id)
-SELECT $1, unnest($2::uuid[]), $3
+INSERT INTO live_scores (scorer_id, feedback_id, org_id, feedback_at)
+SELECT $1, k.id, $2, k.created_at FROM feedback_keys k
+WHERE k.id = ANY($3::uuid[]) AND k.org_id = $2
 ON CONFLICT DO NOTHING
 `
 
 type LiveScoreInsertPendingParams struct {
 	ScorerID    uuid.UUID   `json:"scorer_id"`
-	FeedbackIds []uuid.UUID `json:"feedback_ids"`
 	OrgID       uuid.UUID   `json:"org_id"`
+	FeedbackIds []uuid.UUID `json:"feedback_ids"`
 }
 
+// A score is kept in the partition of its feedback's month.
 func (q *Queries) LiveScoreInsertPending(ctx context.Context, arg LiveScoreInsertPendingParams) (int64, error) {
-	result, err := q.db.Exec(ctx, liveScoreInsertPending, arg.ScorerID, arg.FeedbackIds, arg.OrgID)
+	result, err := q.db.Exec(ctx, liveScoreInsertPending, arg.ScorerID, arg.OrgID, arg.FeedbackIds)
 	if err != nil {
 		return 0, err
 	}

@@ -1226,7 +1226,7 @@ type ExperimentExposure struct {
 
 type Feedback struct {
 	ID             uuid.UUID       `json:"id"`
-	Seq            pgtype.Int8     `json:"seq"`
+	Seq            int64           `json:"seq"`
 	OrgID          uuid.UUID       `json:"org_id"`
 	ExternalID     pgtype.Text     `json:"external_id"`
 	SessionID      string          `json:"session_id"`
@@ -1266,6 +1266,13 @@ type Feedback struct {
 	HygieneFlags   []string        `json:"hygiene_flags"`
 	TrainingSetBy  string          `json:"training_set_by"`
 	GivenBy        uuid.NullUUID   `json:"given_by"`
+}
+
+type FeedbackKey struct {
+	ID         uuid.UUID   `json:"id"`
+	OrgID      uuid.UUID   `json:"org_id"`
+	ExternalID pgtype.Text `json:"external_id"`
+	CreatedAt  time.Time   `json:"created_at"`
 }
 
 type FeedbackReview struct {
@@ -1588,6 +1595,7 @@ type LiveScore struct {
 	CostMicros int64         `json:"cost_micros"`
 	CreatedAt  time.Time     `json:"created_at"`
 	ScoredAt   *time.Time    `json:"scored_at"`
+	FeedbackAt time.Time     `json:"feedback_at"`
 }
 
 type LiveScorer struct {

@@ -122,9 +122,9 @@ func newPlanFixture(t *testing.T, rows int) *planFixture {
 		`INSERT INTO experiment_exposures (experiment_id, phase, unit_id, arm, first_seen)
 		 SELECT $8, 1, 'e' || i, i % 2, now() - interval '90 days' FROM generate_series(1, $4::int) AS i`,
 		`INSERT INTO live_scorers (id, org_id, experiment_id, endpoint, rate) VALUES ($6, $1, $3, 'http://scorer.invalid', 1)`,
-		`INSERT INTO live_scores (scorer_id, feedback_id, org_id, status, score, created_at)
+		`INSERT INTO live_scores (scorer_id, feedback_id, org_id, status, score, created_at, feedback_at)
 		 SELECT $6, id, org_id, CASE WHEN seq % 100 = 0 THEN 'pending' ELSE 'scored' END,
-		        CASE WHEN seq % 100 = 0 THEN NULL ELSE (seq % 10) / 10.0 END, created_at
+		        CASE WHEN seq % 100 = 0 THEN NULL ELSE (seq % 10) / 10.0 END, created_at, created_at
 		 FROM feedback WHERE org_id = $1`,
 		`INSERT INTO codebooks (id, org_id, name) VALUES ($7, $1, 'support')`,
 		`INSERT INTO codebook_versions (id, org_id, codebook_id, version, content_hash) VALUES ($7, $1, $7, 1, 'h')`,

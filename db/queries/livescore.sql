@@ -69,8 +69,10 @@ SELECT d.served_name FROM deployments d
 WHERE d.org_id = @org_id AND d.version_id = @version_id AND d.served_name <> '' AND d.status = 'succeeded' AND d.unloaded_at IS NULL;
 
 -- name: LiveScoreInsertPending :execrows
-INSERT INTO live_scores (scorer_id, feedback_id, org_id)
-SELECT @scorer_id, unnest(@feedback_ids::uuid[]), @org_id
+-- A score is kept in the partition of its feedback's month.
+INSERT INTO live_scores (scorer_id, feedback_id, org_id, feedback_at)
+SELECT @scorer_id, k.id, @org_id, k.created_at FROM feedback_keys k
+WHERE k.id = ANY(@feedback_ids::uuid[]) AND k.org_id = @org_id
 ON CONFLICT DO NOTHING;
 
 -- name: LiveScoreListPending :many
