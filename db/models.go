@@ -1743,11 +1743,12 @@ type MonitorSetting struct {
 }
 
 type Organization struct {
-	ID               uuid.UUID `json:"id"`
-	Slug             string    `json:"slug"`
-	Name             string    `json:"name"`
-	CreatedAt        time.Time `json:"created_at"`
-	ExperimentEngine string    `json:"experiment_engine"`
+	ID               uuid.UUID   `json:"id"`
+	Slug             string      `json:"slug"`
+	Name             string      `json:"name"`
+	CreatedAt        time.Time   `json:"created_at"`
+	ExperimentEngine string      `json:"experiment_engine"`
+	RetentionDays    pgtype.Int4 `json:"retention_days"`
 }
 
 type PreferencePair struct {

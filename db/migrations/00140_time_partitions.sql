@@ -118,6 +118,32 @@ $do$;
 -- +goose StatementEnd
 
 -- +goose StatementBegin
+-- partition_indexes_name names a partition's indexes after the indexes of
+-- the parent they belong to, with the partition's suffix (y2026m01,
+-- default): a plan reading feedback_org_hash_idx_y2026m01 reads
+-- feedback_org_hash_idx's part for January 2026.
+CREATE FUNCTION partition_indexes_name(p_partition text, p_suffix text) RETURNS void
+LANGUAGE plpgsql AS $fn$
+DECLARE
+    r record;
+BEGIN
+    FOR r IN
+        SELECT ci.relname AS child, cp.relname AS parent
+        FROM pg_index x
+        JOIN pg_class ci ON ci.oid = x.indexrelid
+        JOIN pg_inherits i ON i.inhrelid = x.indexrelid
+        JOIN pg_class cp ON cp.oid = i.inhparent
+        WHERE x.indrelid = p_partition::regclass
+    LOOP
+        IF r.child <> r.parent || '_' || p_suffix THEN
+            EXECUTE format('ALTER INDEX %I RENAME TO %I', r.child, r.parent || '_' || p_suffix);
+        END IF;
+    END LOOP;
+END
+$fn$;
+-- +goose StatementEnd
+
+-- +goose StatementBegin
 -- month_partition_ensure gives p_parent (feedback or live_scores, range
 -- partitioned on p_key) a partition for the UTC month holding p_at, named
 -- <parent>_yYYYYmMM, and moves that month's rows out of <parent>_default
@@ -141,6 +167,7 @@ BEGIN
     EXECUTE format('DELETE FROM %I WHERE %I >= $1 AND %I < $2', p_parent || '_default', p_key, p_key) USING m_from, m_to;
     PERFORM set_config('curate.partition_move', 'off', true);
     EXECUTE format('ALTER TABLE %I ATTACH PARTITION %I FOR VALUES FROM (%L) TO (%L)', p_parent, m_name, m_from, m_to);
+    PERFORM partition_indexes_name(m_name, right(m_name, 7));
     RETURN true;
 END
 $fn$;
@@ -298,6 +325,9 @@ RETURN f.org_id = feedback_matches.org_id
     AND (feedback_matches.dataset_id IS NULL OR feedback_in_dataset(f.id, f.org_id, feedback_matches.dataset_id))
     AND (NOT feedback_matches.safety_only OR f.dim_safety <= 2 OR f.tags @> ARRAY['safety']);
 -- +goose StatementEnd
+SELECT partition_indexes_name(c.relname, CASE WHEN c.relname LIKE '%\_default' THEN 'default' ELSE right(c.relname, 7) END)
+FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid
+WHERE i.inhparent IN ('feedback'::regclass, 'live_scores'::regclass);
 ANALYZE feedback;
 ANALYZE feedback_keys;
 ANALYZE live_scores;
@@ -310,6 +340,7 @@ DROP FUNCTION feedback_key_insert();
 DROP FUNCTION feedback_key_move();
 DROP FUNCTION feedback_key_delete();
 DROP FUNCTION month_partition_ensure(text, text, timestamptz);
+DROP FUNCTION partition_indexes_name(text, text);
 ALTER TABLE codebook_rule_uses DROP CONSTRAINT codebook_rule_uses_feedback_id_fkey;
 ALTER TABLE codebook_suggestions DROP CONSTRAINT codebook_suggestions_feedback_id_fkey;
 ALTER TABLE feedback_reviews DROP CONSTRAINT feedback_reviews_feedback_id_fkey;
