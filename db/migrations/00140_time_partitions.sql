@@ -167,7 +167,7 @@ BEGIN
     EXECUTE format('DELETE FROM %I WHERE %I >= $1 AND %I < $2', p_parent || '_default', p_key, p_key) USING m_from, m_to;
     PERFORM set_config('curate.partition_move', 'off', true);
     EXECUTE format('ALTER TABLE %I ATTACH PARTITION %I FOR VALUES FROM (%L) TO (%L)', p_parent, m_name, m_from, m_to);
-    PERFORM partition_indexes_name(m_name, right(m_name, 7));
+    PERFORM partition_indexes_name(m_name, right(m_name, 8));
     RETURN true;
 END
 $fn$;
@@ -325,7 +325,7 @@ RETURN f.org_id = feedback_matches.org_id
     AND (feedback_matches.dataset_id IS NULL OR feedback_in_dataset(f.id, f.org_id, feedback_matches.dataset_id))
     AND (NOT feedback_matches.safety_only OR f.dim_safety <= 2 OR f.tags @> ARRAY['safety']);
 -- +goose StatementEnd
-SELECT partition_indexes_name(c.relname, CASE WHEN c.relname LIKE '%\_default' THEN 'default' ELSE right(c.relname, 7) END)
+SELECT partition_indexes_name(c.relname, CASE WHEN c.relname LIKE '%\_default' THEN 'default' ELSE right(c.relname, 8) END)
 FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid
 WHERE i.inhparent IN ('feedback'::regclass, 'live_scores'::regclass);
 ANALYZE feedback;
