@@ -42,6 +42,7 @@ import (
 	"github.com/curate/curate/internal/overview"
 	"github.com/curate/curate/internal/pairs"
 	"github.com/curate/curate/internal/pricing"
+	"github.com/curate/curate/internal/retention"
 	"github.com/curate/curate/internal/review"
 	"github.com/curate/curate/internal/reward"
 	"github.com/curate/curate/internal/rewardmodel"
@@ -130,6 +131,9 @@ type Services struct {
 	Loops   *loops.Service
 	// Demo seeds dev mode's demo organisation through the services above.
 	Demo *demo.Seeder
+	// Retention removes feedback past an organisation's retention and
+	// keeps feedback's month partitions (the maintenance job runs it).
+	Retention *retention.Service
 }
 
 // New builds the services on an open, migrated database, each once, in
@@ -236,5 +240,6 @@ func New(cfg config.Config, pool *pgxpool.Pool, log *slog.Logger) (*Services, er
 		Routing:      routing.New(pool),
 		Loops:        lp,
 		Demo:         demo.New(pool, acc, fb, al, ds),
+		Retention:    retention.New(pool),
 	}, nil
 }
