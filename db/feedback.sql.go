@@ -294,7 +294,7 @@ type FeedbackInsertParams struct {
 }
 
 type FeedbackInsertRow struct {
-	Seq         int64           `json:"seq"`
+	Seq         pgtype.Int8     `json:"seq"`
 	Context     json.RawMessage `json:"context"`
 	DuplicateOf uuid.NullUUID   `json:"duplicate_of"`
 	CreatedAt   time.Time       `json:"created_at"`

@@ -1226,7 +1226,7 @@ type ExperimentExposure struct {
 
 type Feedback struct {
 	ID             uuid.UUID       `json:"id"`
-	Seq            int64           `json:"seq"`
+	Seq            pgtype.Int8     `json:"seq"`
 	OrgID          uuid.UUID       `json:"org_id"`
 	ExternalID     pgtype.Text     `json:"external_id"`
 	SessionID      string          `json:"session_id"`

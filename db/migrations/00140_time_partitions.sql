@@ -49,7 +49,7 @@ CREATE SEQUENCE feedback_seq;
 CREATE TABLE feedback (
     id               uuid NOT NULL DEFAULT gen_random_uuid(),
     -- Insertion order: a stable tie-breaker for "the first" of duplicates.
-    seq              bigint NOT NULL DEFAULT nextval('feedback_seq'),
+    seq              bigint DEFAULT nextval('feedback_seq'),
     org_id           uuid NOT NULL CONSTRAINT feedback_org_id_fkey REFERENCES organizations (id) ON DELETE CASCADE,
     external_id      text,
     session_id       text NOT NULL DEFAULT '',
@@ -111,6 +111,9 @@ CREATE TABLE live_scores (
 -- +goose StatementBegin
 DO $do$
 BEGIN
+    -- NOT NULL as the identity column it replaces was (set here, the
+    -- generated code keeps the type it had).
+    ALTER TABLE feedback ALTER COLUMN seq SET NOT NULL;
     CREATE TABLE feedback_default PARTITION OF feedback DEFAULT;
     CREATE TABLE live_scores_default PARTITION OF live_scores DEFAULT;
 END

@@ -143,3 +143,17 @@ func (s *Service) SetDays(ctx context.Context, actor audit.Actor, orgID uuid.UUI
 			TargetID: orgID.String(), Details: details})
 	})
 }
+
+// Days is how many days the organisation keeps its feedback; nil keeps it
+// forever.
+func (s *Service) Days(ctx context.Context, orgID uuid.UUID) (*int, error) {
+	o, err := db.New(s.Pool).OrgGet(ctx, orgID)
+	if err != nil {
+		return nil, errs.NotFound(err)
+	}
+	if !o.RetentionDays.Valid {
+		return nil, nil
+	}
+	d := int(o.RetentionDays.Int32)
+	return &d, nil
+}
