@@ -3,6 +3,14 @@
 -- removed by the maintenance job, month by month; none keeps it forever.
 ALTER TABLE organizations ADD COLUMN retention_days integer CHECK (retention_days BETWEEN 1 AND 36500);
 
+-- A feedback key's delete cascades to the rows that reference it; these
+-- lookups by feedback id had no index of their own (each deleted row read
+-- the referencing table whole).
+CREATE INDEX feedback_duplicate_of_idx ON feedback (duplicate_of) WHERE duplicate_of IS NOT NULL;
+CREATE INDEX training_dataset_members_feedback_idx ON training_dataset_members (feedback_id) WHERE feedback_id IS NOT NULL;
+CREATE INDEX codebook_suggestions_feedback_idx ON codebook_suggestions (feedback_id);
+CREATE INDEX judge_conflicts_feedback_idx ON judge_conflicts (feedback_id) WHERE feedback_id IS NOT NULL;
+
 -- +goose StatementBegin
 -- feedback_partitions_maintain keeps the months' partitions: this month's
 -- and the next p_ahead months' exist, a month whose rows history put in
@@ -58,4 +66,8 @@ $fn$;
 
 -- +goose Down
 DROP FUNCTION feedback_partitions_maintain(integer, timestamptz);
+DROP INDEX judge_conflicts_feedback_idx;
+DROP INDEX codebook_suggestions_feedback_idx;
+DROP INDEX training_dataset_members_feedback_idx;
+DROP INDEX feedback_duplicate_of_idx;
 ALTER TABLE organizations DROP COLUMN retention_days;
