@@ -285,16 +285,3 @@ func (q *Queries) HygieneUpdateUndecided(ctx context.Context, arg HygieneUpdateU
 	)
 	return i, err
 }
-
-const plannerUpdateIndexOnly = `-- name: PlannerUpdateIndexOnly :exec
-SELECT set_config('enable_seqscan', 'off', true)
-`
-
-// For the rest of the transaction, the planner reads by index wherever an
-// index serves (as feedback_first_id is planned, migration 00105): the
-// rules' statements read a bounded part of feedback by their indexes,
-// and their estimates over the CTEs made whole-table plans look cheaper.
-func (q *Queries) PlannerUpdateIndexOnly(ctx context.Context) error {
-	_, err := q.db.Exec(ctx, plannerUpdateIndexOnly)
-	return err
-}

@@ -114,12 +114,13 @@ func (q *Queries) OrgUpdateRetention(ctx context.Context, arg OrgUpdateRetention
 const partitionListMaintained = `-- name: PartitionListMaintained :many
 
 SELECT partition_name::text AS partition_name, action::text AS action
-FROM feedback_partitions_maintain($1::int, $2::timestamptz)
+FROM feedback_partitions_maintain($1::int, $2::timestamptz, $3::timestamptz[])
 `
 
 type PartitionListMaintainedParams struct {
-	Ahead       int32     `json:"ahead"`
-	EmptyBefore time.Time `json:"empty_before"`
+	Ahead       int32       `json:"ahead"`
+	EmptyBefore time.Time   `json:"empty_before"`
+	Emptied     []time.Time `json:"emptied"`
 }
 
 type PartitionListMaintainedRow struct {
@@ -129,9 +130,10 @@ type PartitionListMaintainedRow struct {
 
 // Time partitions and retention (migrations 00140, 00141).
 // Creates the coming months' partitions, splits the DEFAULT partitions'
-// months out and drops emptied months before empty_before.
+// months out and drops emptied months before empty_before (emptied: the
+// months retention removed rows from, whatever the statistics say yet).
 func (q *Queries) PartitionListMaintained(ctx context.Context, arg PartitionListMaintainedParams) ([]PartitionListMaintainedRow, error) {
-	rows, err := q.db.Query(ctx, partitionListMaintained, arg.Ahead, arg.EmptyBefore)
+	rows, err := q.db.Query(ctx, partitionListMaintained, arg.Ahead, arg.EmptyBefore, arg.Emptied)
 	if err != nil {
 		return nil, err
 	}

@@ -16,9 +16,11 @@ CREATE INDEX judge_conflicts_feedback_idx ON judge_conflicts (feedback_id) WHERE
 -- and the next p_ahead months' exist, a month whose rows history put in
 -- the DEFAULT partitions gets its own, and a partition of a month before
 -- p_empty_before that holds no rows (retention removed them) is dropped.
--- The DEFAULT partitions are read only when the statistics say they hold
--- rows. It returns what it did, one row per partition.
-CREATE FUNCTION feedback_partitions_maintain(p_ahead integer, p_empty_before timestamptz)
+-- The DEFAULT partitions, and the months' partitions other than those of
+-- p_emptied (the months retention just removed rows from), are read only
+-- when the statistics say they hold or lack rows. It returns what it did,
+-- one row per partition.
+CREATE FUNCTION feedback_partitions_maintain(p_ahead integer, p_empty_before timestamptz, p_emptied timestamptz[])
 RETURNS TABLE (partition_name text, action text)
 LANGUAGE plpgsql AS $fn$
 DECLARE
@@ -50,8 +52,10 @@ BEGIN
         WHERE pc.relname IN ('feedback', 'live_scores') AND c.relname ~ '_y[0-9]{4}m[0-9]{2}$'
           AND make_timestamptz(substr(right(c.relname, 7), 1, 4)::int, right(c.relname, 2)::int, 1, 0, 0, 0, 'UTC')
               + interval '1 month' <= p_empty_before
-          -- Only what the statistics say is empty is looked at.
-          AND coalesce(s.n_live_tup, 0) = 0
+          -- Only what the statistics say is empty, or retention emptied,
+          -- is looked at.
+          AND (coalesce(s.n_live_tup, 0) = 0
+               OR right(c.relname, 7) IN (SELECT to_char(e AT TIME ZONE 'UTC', 'YYYY"m"MM') FROM unnest(p_emptied) e))
     LOOP
         EXECUTE format('SELECT NOT EXISTS (SELECT 1 FROM %I)', p.relname) INTO empty;
         IF empty THEN
@@ -65,7 +69,7 @@ $fn$;
 -- +goose StatementEnd
 
 -- +goose Down
-DROP FUNCTION feedback_partitions_maintain(integer, timestamptz);
+DROP FUNCTION feedback_partitions_maintain(integer, timestamptz, timestamptz[]);
 DROP INDEX judge_conflicts_feedback_idx;
 DROP INDEX codebook_suggestions_feedback_idx;
 DROP INDEX training_dataset_members_feedback_idx;

@@ -117,10 +117,3 @@ RETURNING id, is_training_data, hygiene_flags, training_set_by, version;
 -- The organisations a periodic check looks at, each through its own
 -- indexed statements.
 SELECT id FROM organizations ORDER BY id;
-
--- name: PlannerUpdateIndexOnly :exec
--- For the rest of the transaction, the planner reads by index wherever an
--- index serves (as feedback_first_id is planned, migration 00105): the
--- rules' statements read a bounded part of feedback by their indexes,
--- and their estimates over the CTEs made whole-table plans look cheaper.
-SELECT set_config('enable_seqscan', 'off', true);

@@ -2,9 +2,10 @@
 
 -- name: PartitionListMaintained :many
 -- Creates the coming months' partitions, splits the DEFAULT partitions'
--- months out and drops emptied months before empty_before.
+-- months out and drops emptied months before empty_before (emptied: the
+-- months retention removed rows from, whatever the statistics say yet).
 SELECT partition_name::text AS partition_name, action::text AS action
-FROM feedback_partitions_maintain(@ahead::int, @empty_before::timestamptz);
+FROM feedback_partitions_maintain(@ahead::int, @empty_before::timestamptz, @emptied::timestamptz[]);
 
 -- name: OrgListRetention :many
 -- The organisations that keep feedback for a limited time.

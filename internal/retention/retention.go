@@ -78,7 +78,13 @@ func (s *Service) Run(ctx context.Context, now time.Time) (Report, error) {
 		rep.Removed = append(rep.Removed, removed...)
 		errAll = errors.Join(errAll, err)
 	}
-	parts, err := q.PartitionListMaintained(ctx, db.PartitionListMaintainedParams{Ahead: Ahead, EmptyBefore: monthStart(now)})
+	var emptied []time.Time
+	for _, r := range rep.Removed {
+		if m, err := time.Parse("2006-01", r.Month); err == nil {
+			emptied = append(emptied, m)
+		}
+	}
+	parts, err := q.PartitionListMaintained(ctx, db.PartitionListMaintainedParams{Ahead: Ahead, EmptyBefore: monthStart(now), Emptied: emptied})
 	rep.Partitions = parts
 	return rep, errors.Join(errAll, err)
 }
