@@ -160,7 +160,8 @@ func (q *Queries) FeedbackGet(ctx context.Context, arg FeedbackGetParams) (Feedb
 }
 
 const feedbackGetByExternalID = `-- name: FeedbackGetByExternalID :one
-SELECT id, seq, org_id, external_id, session_id, trace_id, end_user_id, query, response, context, model, experiment_arm, feedback_type, rating, dim_accuracy, dim_helpfulness, dim_clarity, dim_safety, comment, correction, latency_ms, tags, status, assignee_id, reviewer_id, reviewed_at, source, rank, rank_group, pii_kinds, content_hash, duplicate_of, created_at, updated_at, version, experiment_id, is_error, is_training_data, hygiene_flags, training_set_by, given_by FROM feedback WHERE org_id = $1 AND external_id = $2
+SELECT id, seq, org_id, external_id, session_id, trace_id, end_user_id, query, response, context, model, experiment_arm, feedback_type, rating, dim_accuracy, dim_helpfulness, dim_clarity, dim_safety, comment, correction, latency_ms, tags, status, assignee_id, reviewer_id, reviewed_at, source, rank, rank_group, pii_kinds, content_hash, duplicate_of, created_at, updated_at, version, experiment_id, is_error, is_training_data, hygiene_flags, training_set_by, given_by FROM feedback
+WHERE feedback.org_id = $1 AND (feedback.id, feedback.created_at) = (SELECT k.id, k.created_at FROM feedback_keys k WHERE k.org_id = $1 AND k.external_id = $2)
 `
 
 type FeedbackGetByExternalIDParams struct {
@@ -168,6 +169,8 @@ type FeedbackGetByExternalIDParams struct {
 	ExternalID pgtype.Text `json:"external_id"`
 }
 
+// External ids are unique in feedback_keys; its created_at picks the one
+// partition to read.
 func (q *Queries) FeedbackGetByExternalID(ctx context.Context, arg FeedbackGetByExternalIDParams) (Feedback, error) {
 	row := q.db.QueryRow(ctx, feedbackGetByExternalID, arg.OrgID, arg.ExternalID)
 	var i Feedback
@@ -250,7 +253,6 @@ INSERT INTO feedback (
     -- When the feedback was given: now, unless the sender says (history).
     coalesce($34::timestamptz, now())
 )
-ON CONFLICT (org_id, external_id) WHERE external_id IS NOT NULL DO NOTHING
 RETURNING seq, context, duplicate_of, created_at, updated_at, version
 `
 
@@ -300,6 +302,9 @@ type FeedbackInsertRow struct {
 	Version     int32           `json:"version"`
 }
 
+// An external id already stored stores nothing and returns no row: the
+// feedback_key_insert trigger (migration 00140) skips it, as ON CONFLICT
+// DO NOTHING did before feedback was partitioned.
 // Only what the database decides: the caller has the rest, and every
 // column sent back costs the ingest's hot path time on both sides.
 func (q *Queries) FeedbackInsert(ctx context.Context, arg FeedbackInsertParams) (FeedbackInsertRow, error) {
@@ -592,7 +597,7 @@ func (q *Queries) FeedbackListByIDs(ctx context.Context, arg FeedbackListByIDsPa
 }
 
 const feedbackListExternalIDs = `-- name: FeedbackListExternalIDs :many
-SELECT external_id::text FROM feedback WHERE org_id = $1 AND external_id = ANY($2::text[])
+SELECT external_id::text FROM feedback_keys WHERE org_id = $1 AND external_id = ANY($2::text[])
 `
 
 type FeedbackListExternalIDsParams struct {

@@ -114,19 +114,21 @@ func (q *Queries) LiveFeedbackListModels(ctx context.Context, arg LiveFeedbackLi
 }
 
 const liveScoreInsertPending = `-- name: LiveScoreInsertPending :execrows
-INSERT INTO live_scores (scorer_id, feedback_id, org_id)
-SELECT $1, unnest($2::uuid[]), $3
+INSERT INTO live_scores (scorer_id, feedback_id, org_id, feedback_at)
+SELECT $1, k.id, $2, k.created_at FROM feedback_keys k
+WHERE k.id = ANY($3::uuid[]) AND k.org_id = $2
 ON CONFLICT DO NOTHING
 `
 
 type LiveScoreInsertPendingParams struct {
 	ScorerID    uuid.UUID   `json:"scorer_id"`
-	FeedbackIds []uuid.UUID `json:"feedback_ids"`
 	OrgID       uuid.UUID   `json:"org_id"`
+	FeedbackIds []uuid.UUID `json:"feedback_ids"`
 }
 
+// A score is kept in the partition of its feedback's month.
 func (q *Queries) LiveScoreInsertPending(ctx context.Context, arg LiveScoreInsertPendingParams) (int64, error) {
-	result, err := q.db.Exec(ctx, liveScoreInsertPending, arg.ScorerID, arg.FeedbackIds, arg.OrgID)
+	result, err := q.db.Exec(ctx, liveScoreInsertPending, arg.ScorerID, arg.OrgID, arg.FeedbackIds)
 	if err != nil {
 		return 0, err
 	}
@@ -142,13 +144,15 @@ LEFT JOIN LATERAL (
     WHERE r.org_id = f.org_id
       AND r.id = (CASE WHEN f.trace_id ~* '^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$' THEN f.trace_id::uuid END)
 ) b ON true
-WHERE l.scorer_id = $1 AND l.status = 'pending' AND (l.scored_at IS NULL OR l.scored_at < now() - interval '10 minutes')
-ORDER BY l.created_at, l.feedback_id LIMIT $2
+WHERE l.scorer_id = $1 AND l.status = 'pending'
+  AND (l.scored_at IS NULL OR l.scored_at < greatest(now() - interval '10 minutes', $2::timestamptz))
+ORDER BY l.created_at, l.feedback_id LIMIT $3
 `
 
 type LiveScoreListPendingParams struct {
-	ScorerID uuid.UUID `json:"scorer_id"`
-	RowLimit int32     `json:"row_limit"`
+	ScorerID        uuid.UUID `json:"scorer_id"`
+	TakenOverBefore time.Time `json:"taken_over_before"`
+	RowLimit        int32     `json:"row_limit"`
 }
 
 type LiveScoreListPendingRow struct {
@@ -160,12 +164,12 @@ type LiveScoreListPendingRow struct {
 }
 
 // Sampled answers still to score and not claimed by a scorer at work (a
-// claim older than ten minutes is a scorer that died), oldest first, with
-// what the scorer reads: the feedback's query, answer, reference and
-// context, or the context of the best-of-N call the feedback names by
-// trace_id when it has none of its own.
+// claim older than ten minutes, or made before @taken_over_before, is a
+// scorer that died), oldest first, with what the scorer reads: the
+// feedback's query, answer, reference and context, or the context of the
+// best-of-N call the feedback names by trace_id when it has none of its own.
 func (q *Queries) LiveScoreListPending(ctx context.Context, arg LiveScoreListPendingParams) ([]LiveScoreListPendingRow, error) {
-	rows, err := q.db.Query(ctx, liveScoreListPending, arg.ScorerID, arg.RowLimit)
+	rows, err := q.db.Query(ctx, liveScoreListPending, arg.ScorerID, arg.TakenOverBefore, arg.RowLimit)
 	if err != nil {
 		return nil, err
 	}
@@ -224,19 +228,21 @@ func (q *Queries) LiveScoreUpdate(ctx context.Context, arg LiveScoreUpdateParams
 const liveScoreUpdateClaim = `-- name: LiveScoreUpdateClaim :execrows
 UPDATE live_scores SET scored_at = now()
 WHERE scorer_id = $1 AND feedback_id = $2 AND status = 'pending'
-  AND (scored_at IS NULL OR scored_at < now() - interval '10 minutes')
+  AND (scored_at IS NULL OR scored_at < greatest(now() - interval '10 minutes', $3::timestamptz))
 `
 
 type LiveScoreUpdateClaimParams struct {
-	ScorerID   uuid.UUID `json:"scorer_id"`
-	FeedbackID uuid.UUID `json:"feedback_id"`
+	ScorerID        uuid.UUID `json:"scorer_id"`
+	FeedbackID      uuid.UUID `json:"feedback_id"`
+	TakenOverBefore time.Time `json:"taken_over_before"`
 }
 
 // Claims a pending answer for scoring, in one statement: of scorers that
 // race for it, one claims it and the others find no row. The claim is the
-// pending row's scored_at.
+// pending row's scored_at; a claim older than ten minutes, or made
+// before @taken_over_before, is taken over.
 func (q *Queries) LiveScoreUpdateClaim(ctx context.Context, arg LiveScoreUpdateClaimParams) (int64, error) {
-	result, err := q.db.Exec(ctx, liveScoreUpdateClaim, arg.ScorerID, arg.FeedbackID)
+	result, err := q.db.Exec(ctx, liveScoreUpdateClaim, arg.ScorerID, arg.FeedbackID, arg.TakenOverBefore)
 	if err != nil {
 		return 0, err
 	}

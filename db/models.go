@@ -1309,6 +1309,13 @@ type Feedback struct {
 	GivenBy        uuid.NullUUID   `json:"given_by"`
 }
 
+type FeedbackKey struct {
+	ID         uuid.UUID   `json:"id"`
+	OrgID      uuid.UUID   `json:"org_id"`
+	ExternalID pgtype.Text `json:"external_id"`
+	CreatedAt  time.Time   `json:"created_at"`
+}
+
 type FeedbackReview struct {
 	ID         int64            `json:"id"`
 	OrgID      uuid.UUID        `json:"org_id"`
@@ -1636,6 +1643,7 @@ type LiveScore struct {
 	CostMicros int64         `json:"cost_micros"`
 	CreatedAt  time.Time     `json:"created_at"`
 	ScoredAt   *time.Time    `json:"scored_at"`
+	FeedbackAt time.Time     `json:"feedback_at"`
 }
 
 type LiveScorer struct {
@@ -1784,11 +1792,12 @@ type MonitorSetting struct {
 }
 
 type Organization struct {
-	ID               uuid.UUID `json:"id"`
-	Slug             string    `json:"slug"`
-	Name             string    `json:"name"`
-	CreatedAt        time.Time `json:"created_at"`
-	ExperimentEngine string    `json:"experiment_engine"`
+	ID               uuid.UUID   `json:"id"`
+	Slug             string      `json:"slug"`
+	Name             string      `json:"name"`
+	CreatedAt        time.Time   `json:"created_at"`
+	ExperimentEngine string      `json:"experiment_engine"`
+	RetentionDays    pgtype.Int4 `json:"retention_days"`
 }
 
 type PreferencePair struct {

@@ -12,7 +12,7 @@ import (
 )
 
 const orgGet = `-- name: OrgGet :one
-SELECT id, slug, name, created_at, experiment_engine FROM organizations WHERE id = $1
+SELECT id, slug, name, created_at, experiment_engine, retention_days FROM organizations WHERE id = $1
 `
 
 func (q *Queries) OrgGet(ctx context.Context, id uuid.UUID) (Organization, error) {
@@ -24,12 +24,13 @@ func (q *Queries) OrgGet(ctx context.Context, id uuid.UUID) (Organization, error
 		&i.Name,
 		&i.CreatedAt,
 		&i.ExperimentEngine,
+		&i.RetentionDays,
 	)
 	return i, err
 }
 
 const orgGetBySlug = `-- name: OrgGetBySlug :one
-SELECT id, slug, name, created_at, experiment_engine FROM organizations WHERE slug = $1
+SELECT id, slug, name, created_at, experiment_engine, retention_days FROM organizations WHERE slug = $1
 `
 
 func (q *Queries) OrgGetBySlug(ctx context.Context, slug string) (Organization, error) {
@@ -41,12 +42,13 @@ func (q *Queries) OrgGetBySlug(ctx context.Context, slug string) (Organization, 
 		&i.Name,
 		&i.CreatedAt,
 		&i.ExperimentEngine,
+		&i.RetentionDays,
 	)
 	return i, err
 }
 
 const orgInsert = `-- name: OrgInsert :one
-INSERT INTO organizations (slug, name) VALUES ($1, $2) RETURNING id, slug, name, created_at, experiment_engine
+INSERT INTO organizations (slug, name) VALUES ($1, $2) RETURNING id, slug, name, created_at, experiment_engine, retention_days
 `
 
 type OrgInsertParams struct {
@@ -63,6 +65,7 @@ func (q *Queries) OrgInsert(ctx context.Context, arg OrgInsertParams) (Organizat
 		&i.Name,
 		&i.CreatedAt,
 		&i.ExperimentEngine,
+		&i.RetentionDays,
 	)
 	return i, err
 }

@@ -65,7 +65,7 @@ func Kinds(d *app.Services) []Registered { return register(d).kinds }
 
 func register(d *app.Services) *registry {
 	w := &registry{workers: river.NewWorkers()}
-	add(w, &MaintenanceWorker{Accounts: d.Accounts, Imports: d.Imports, Datasets: d.Datasets})
+	add(w, &MaintenanceWorker{Accounts: d.Accounts, Imports: d.Imports, Datasets: d.Datasets, Retention: d.Retention})
 	add(w, &HeartbeatSweepWorker{Heartbeats: d.Heartbeats, Kinds: LongKinds(d), Log: d.Log})
 	if d.Datasets != nil {
 		add(w, &ExportWorker{Datasets: d.Datasets})

@@ -10,6 +10,7 @@ import (
 	"github.com/curate/curate/internal/accounts"
 	"github.com/curate/curate/internal/datasets"
 	"github.com/curate/curate/internal/imports"
+	"github.com/curate/curate/internal/retention"
 )
 
 // MaintenanceArgs asks for the hourly clean-up of expired rows and
@@ -38,6 +39,9 @@ type MaintenanceWorker struct {
 	Imports *imports.Service
 	// Datasets, when set, has its expired validation facts dropped.
 	Datasets *datasets.Service
+	// Retention, when set, removes feedback past its organisation's
+	// retention and keeps feedback's month partitions.
+	Retention *retention.Service
 }
 
 // Work runs the clean-up; it is idempotent. Each part runs whatever the
@@ -51,6 +55,10 @@ func (w *MaintenanceWorker) Work(ctx context.Context, job *river.Job[Maintenance
 	if w.Datasets != nil {
 		_, perr := w.Datasets.PruneFacts(ctx, time.Now().Add(-datasets.FactsKeep))
 		err = errors.Join(err, perr)
+	}
+	if w.Retention != nil {
+		_, rerr := w.Retention.Run(ctx, time.Now())
+		err = errors.Join(err, rerr)
 	}
 	return err
 }

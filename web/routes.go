@@ -256,6 +256,8 @@ func Routes(h *handlers.Handlers) []Route {
 		{POST, "/experiments/settings", auth.Admin, h.ExperimentSettingsSave},
 		{GET, "/api/settings/experiments", auth.Viewer, h.APIExperimentSettings},
 		{http.MethodPut, "/api/settings/experiments", auth.Admin, h.APIExperimentSettingsSave},
+		{GET, "/api/settings/retention", auth.Viewer, h.APIRetentionSettings},
+		{http.MethodPut, "/api/settings/retention", auth.Admin, h.APIRetentionSettingsSave},
 		{GET, "/api/live-scorers", auth.Viewer, h.APILiveScorerList},
 		{http.MethodPut, "/api/live-scorers", auth.Admin, h.APILiveScorerSet},
 		{POST, "/experiments/:key/live-scorer", auth.Admin, h.ExperimentLiveScorer},

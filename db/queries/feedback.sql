@@ -17,13 +17,18 @@ INSERT INTO feedback (
     -- When the feedback was given: now, unless the sender says (history).
     coalesce(sqlc.narg('created_at')::timestamptz, now())
 )
-ON CONFLICT (org_id, external_id) WHERE external_id IS NOT NULL DO NOTHING
+-- An external id already stored stores nothing and returns no row: the
+-- feedback_key_insert trigger (migration 00140) skips it, as ON CONFLICT
+-- DO NOTHING did before feedback was partitioned.
 -- Only what the database decides: the caller has the rest, and every
 -- column sent back costs the ingest's hot path time on both sides.
 RETURNING seq, context, duplicate_of, created_at, updated_at, version;
 
 -- name: FeedbackGetByExternalID :one
-SELECT * FROM feedback WHERE org_id = $1 AND external_id = $2;
+-- External ids are unique in feedback_keys; its created_at picks the one
+-- partition to read.
+SELECT * FROM feedback
+WHERE feedback.org_id = $1 AND (feedback.id, feedback.created_at) = (SELECT k.id, k.created_at FROM feedback_keys k WHERE k.org_id = $1 AND k.external_id = $2);
 
 -- name: FeedbackListFirstByHash :many
 -- The first stored row for each content hash, to link a batch's duplicates.
@@ -149,4 +154,4 @@ INSERT INTO feedback (
 SELECT now()::timestamptz AS now;
 
 -- name: FeedbackListExternalIDs :many
-SELECT external_id::text FROM feedback WHERE org_id = @org_id AND external_id = ANY(@external_ids::text[]);
+SELECT external_id::text FROM feedback_keys WHERE org_id = @org_id AND external_id = ANY(@external_ids::text[]);

@@ -87,6 +87,11 @@ func (s *Service) Evaluate(ctx context.Context, orgID uuid.UUID, now time.Time) 
 	var res Result
 	err := db.InTx(ctx, s.Pool, func(tx pgx.Tx, q *db.Queries) error {
 		res = Result{}
+		// The windows' counts read feedback by (org_id, created_at), never
+		// a month's partition whole.
+		if err := q.PlannerUpdateIndexOnly(ctx); err != nil {
+			return err
+		}
 		settings, _, err := s.load(ctx, q, orgID)
 		if err != nil {
 			return err

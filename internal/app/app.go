@@ -42,6 +42,7 @@ import (
 	"github.com/curate/curate/internal/overview"
 	"github.com/curate/curate/internal/pairs"
 	"github.com/curate/curate/internal/pricing"
+	"github.com/curate/curate/internal/retention"
 	"github.com/curate/curate/internal/review"
 	"github.com/curate/curate/internal/reward"
 	"github.com/curate/curate/internal/rewardmodel"
@@ -138,6 +139,9 @@ type Services struct {
 	// Shadows mirror a share of an alias's queries to a candidate version
 	// and score both answers, with no user seeing the candidate's.
 	Shadows *shadow.Service
+	// Retention removes feedback past an organisation's retention and
+	// keeps feedback's month partitions (the maintenance job runs it).
+	Retention *retention.Service
 }
 
 // New builds the services on an open, migrated database, each once, in
@@ -253,5 +257,6 @@ func New(cfg config.Config, pool *pgxpool.Pool, log *slog.Logger) (*Services, er
 		Demo:         demo.New(pool, acc, fb, al, ds),
 		Rubrics:      &rubrics.Service{Pool: pool, Judge: jd},
 		Shadows:      shs,
+		Retention:    retention.New(pool),
 	}, nil
 }

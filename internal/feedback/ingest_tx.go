@@ -6,6 +6,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/curate/curate/db"
 )
@@ -98,6 +99,13 @@ func copyRows(ctx context.Context, q *db.Queries, orgID uuid.UUID, rows []db.Fee
 	n, err := q.FeedbackInsertMany(ctx, fresh)
 	if err != nil {
 		return BatchResult{}, err
+	}
+	if int(n) < len(fresh) {
+		// The key trigger skipped a row whose external id a concurrent
+		// writer stored after our check: fail as the unique index would,
+		// so that the batch is tried again and counts it a duplicate.
+		return BatchResult{}, &pgconn.PgError{Code: "23505", ConstraintName: "feedback_external_id_key",
+			Message: "an external id of the batch was stored meanwhile"}
 	}
 	res.Inserted = int(n)
 	return res, nil

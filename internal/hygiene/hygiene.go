@@ -99,6 +99,12 @@ func (s *Service) Check(ctx context.Context, orgID uuid.UUID, since time.Time) (
 	r := s.rules()
 	var rep Report
 	err := db.InTx(ctx, s.Pool, func(_ pgx.Tx, q *db.Queries) error {
+		// Each rule reads a bounded part of feedback by its index (the
+		// window since, a session's or a comment's rows); misestimated,
+		// the planner read every partition whole instead.
+		if err := q.PlannerUpdateIndexOnly(ctx); err != nil {
+			return err
+		}
 		var err error
 		if rep.RateOutlier, err = q.HygieneUpdateRateOutliers(ctx, db.HygieneUpdateRateOutliersParams{OrgID: orgID, Since: since,
 			MinItems: int32(r.RateMinItems), Factor: r.RateFactor}); err != nil {

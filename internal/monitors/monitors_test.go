@@ -174,8 +174,8 @@ func TestMonitorsAlertAndRollBack(t *testing.T) {
 		SELECT $1, 'ft:gpt-4o-mini:acme::1.1.0', 'old ' || i, 'a', 'thumbs_up', 'api', '\x00', now() - interval '8 days'
 		FROM generate_series(1, 40) i`, org.ID)
 	exec(`INSERT INTO live_scorers (org_id, experiment_id, endpoint, rate) VALUES ($1, $2, 'judge', 1)`, org.ID, x.ID)
-	exec(`INSERT INTO live_scores (scorer_id, feedback_id, org_id, status, score)
-		SELECT (SELECT id FROM live_scorers), f.id, $1, 'scored',
+	exec(`INSERT INTO live_scores (scorer_id, feedback_id, org_id, feedback_at, status, score)
+		SELECT (SELECT id FROM live_scorers), f.id, $1, f.created_at, 'scored',
 			CASE WHEN f.query LIKE 'old %' THEN 0.7 + (hashtext(f.id::text) & 255) / 1275.0 ELSE 0.2 + (hashtext(f.id::text) & 255) / 1275.0 END
 		FROM feedback f WHERE f.query LIKE 'old %' OR f.experiment_id IS NOT NULL`, org.ID)
 

@@ -1,0 +1,274 @@
+package retention_test
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/curate/curate/db"
+	"github.com/curate/curate/db/pgtest"
+	"github.com/curate/curate/internal/audit"
+	"github.com/curate/curate/internal/datasets"
+	"github.com/curate/curate/internal/retention"
+)
+
+func TestMain(m *testing.M) { pgtest.Main(m) }
+
+// monthsAgo is the 15th of the month n months before now's, at noon UTC.
+func monthsAgo(now time.Time, n int) time.Time {
+	t := now.UTC()
+	return time.Date(t.Year(), t.Month(), 15, 12, 0, 0, 0, time.UTC).AddDate(0, -n, 0)
+}
+
+// Done when: retention removes a month's partition of an organisation with
+// a short retention and leaves frozen versions' content intact, and other
+// organisations' rows untouched.
+func TestRetentionRemovesOldMonths(t *testing.T) {
+	ctx := context.Background()
+	pool := pgtest.NewDB(t)
+	q := db.New(pool)
+	short, err := q.OrgInsert(ctx, db.OrgInsertParams{Slug: "short", Name: "Short"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, err := q.OrgInsert(ctx, db.OrgInsertParams{Slug: "other", Name: "Other"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	old, mid, recent := monthsAgo(now, 8), monthsAgo(now, 5), monthsAgo(now, 1)
+	// The old month only the short organisation used; the middle month
+	// both did.
+	for _, m := range []time.Time{old, mid, recent} {
+		if _, err := pool.Exec(ctx, `SELECT month_partition_ensure('feedback', 'created_at', $1), month_partition_ensure('live_scores', 'feedback_at', $1)`, m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	insert := func(org uuid.UUID, at time.Time, n int, label string) []uuid.UUID {
+		t.Helper()
+		rows, err := pool.Query(ctx, `INSERT INTO feedback (org_id, query, response, feedback_type, source, content_hash, status, correction, created_at, external_id)
+			SELECT $1, $4 || ' question ' || i, $4 || ' answer ' || i, 'thumbs_up', 'api', sha256(($4 || i)::bytea), 'approved', '', $2, $4 || '-' || i
+			FROM generate_series(1, $3::int) i RETURNING id`, org, at, n, label)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer rows.Close()
+		var ids []uuid.UUID
+		for rows.Next() {
+			var id uuid.UUID
+			if err := rows.Scan(&id); err != nil {
+				t.Fatal(err)
+			}
+			ids = append(ids, id)
+		}
+		return ids
+	}
+	oldIDs := insert(short.ID, old, 6, "old")
+	insert(short.ID, mid, 4, "mid")
+	insert(short.ID, recent, 3, "recent")
+	otherMid := insert(other.ID, mid, 5, "other-mid")
+	insert(other.ID, old.AddDate(0, -2, 0), 2, "other-older")
+
+	// A review of an old row goes with it.
+	if _, err := pool.Exec(ctx, `INSERT INTO feedback_reviews (org_id, feedback_id, action, actor_label) VALUES ($1, $2, 'approve', 'x')`, short.ID, oldIDs[0]); err != nil {
+		t.Fatal(err)
+	}
+
+	// A dataset frozen from the old month's feedback.
+	ds := datasets.New(pool, nil, nil, nil)
+	d, err := ds.Create(ctx, audit.System, short.ID, datasets.NewDataset{Type: datasets.TypeInstructionTuning,
+		Settings: datasets.Settings{Name: "old answers", ValidationPercent: 0, SplitSeed: 1}, Members: oldIDs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pool.Exec(ctx, `UPDATE training_datasets SET status = 'curating' WHERE id = $1`, d.ID); err != nil {
+		t.Fatal(err)
+	}
+	v, err := ds.Freeze(ctx, audit.System, short.ID, d.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v.ItemCount != int32(len(oldIDs)) {
+		t.Fatalf("frozen %d items, want %d", v.ItemCount, len(oldIDs))
+	}
+	frozen := func() (hash string, content string) {
+		t.Helper()
+		if err := pool.QueryRow(ctx, `SELECT v.content_hash::text, (SELECT string_agg(i.content::text, '|' ORDER BY i.content_sha, i.source_id)
+			FROM dataset_version_items i WHERE i.version_id = v.id) FROM dataset_versions v WHERE v.id = $1`, v.ID).Scan(&hash, &content); err != nil {
+			t.Fatal(err)
+		}
+		return hash, content
+	}
+	hashBefore, contentBefore := frozen()
+
+	// 120 days: the old and the middle months go, the recent one stays.
+	days := 120
+	svc := retention.New(pool)
+	if err := svc.SetDays(ctx, audit.System, short.ID, &days); err != nil {
+		t.Fatal(err)
+	}
+	rep, err := svc.Run(ctx, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]int64{}
+	for _, r := range rep.Removed {
+		if r.OrgID != short.ID {
+			t.Errorf("removed %d rows of another organisation in %s", r.Rows, r.Month)
+		}
+		got[r.Month] += r.Rows
+	}
+	if got[old.Format("2006-01")] != 6 || got[mid.Format("2006-01")] != 4 || len(got) != 2 {
+		t.Errorf("removed %v, want 6 rows of %s and 4 of %s", got, old.Format("2006-01"), mid.Format("2006-01"))
+	}
+	count := func(sql string, args ...any) int {
+		t.Helper()
+		var n int
+		if err := pool.QueryRow(ctx, sql, args...).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	if n := count(`SELECT count(*) FROM feedback WHERE org_id = $1`, short.ID); n != 3 {
+		t.Errorf("the short organisation keeps %d rows, want the recent 3", n)
+	}
+	if n := count(`SELECT count(*) FROM feedback WHERE org_id = $1`, other.ID); n != 7 {
+		t.Errorf("the other organisation keeps %d rows, want all 7", n)
+	}
+	if n := count(`SELECT count(*) FROM feedback WHERE id = ANY($1)`, otherMid); n != 5 {
+		t.Errorf("the other organisation's rows of the shared month: %d, want 5", n)
+	}
+	if n := count(`SELECT count(*) FROM feedback_keys WHERE org_id = $1`, short.ID); n != 3 {
+		t.Errorf("%d keys left for the short organisation, want 3", n)
+	}
+	if n := count(`SELECT count(*) FROM feedback_reviews WHERE feedback_id = $1`, oldIDs[0]); n != 0 {
+		t.Errorf("%d reviews of a removed row left", n)
+	}
+	if n := count(`SELECT count(*) FROM training_dataset_members WHERE dataset_id = $1`, d.ID); n != 0 {
+		t.Errorf("%d memberships of removed rows left", n)
+	}
+	// The old month's partition held only the short organisation's rows:
+	// it is dropped; the shared month's stays, with the other's rows.
+	oldPart := "feedback_y" + old.Format("2006") + "m" + old.Format("01")
+	midPart := "feedback_y" + mid.Format("2006") + "m" + mid.Format("01")
+	if n := count(`SELECT count(*) FROM pg_class WHERE relname = $1`, oldPart); n != 0 {
+		t.Errorf("partition %s is still there", oldPart)
+	}
+	if n := count(`SELECT count(*) FROM pg_class WHERE relname = $1`, midPart); n != 1 {
+		t.Errorf("partition %s was dropped", midPart)
+	}
+	hashAfter, contentAfter := frozen()
+	if hashAfter != hashBefore || contentAfter != contentBefore || contentAfter == "" {
+		t.Errorf("the frozen version changed: hash %s -> %s, content %d -> %d bytes", hashBefore, hashAfter, len(contentBefore), len(contentAfter))
+	}
+	// The audit log says what went, per month.
+	rows, err := pool.Query(ctx, `SELECT target_id, details FROM audit_log WHERE org_id = $1 AND action = 'feedback.retention_removed' ORDER BY target_id`, short.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	audited := map[string]int64{}
+	for rows.Next() {
+		var month string
+		var details []byte
+		if err := rows.Scan(&month, &details); err != nil {
+			t.Fatal(err)
+		}
+		var d struct{ Rows int64 }
+		if err := json.Unmarshal(details, &d); err != nil {
+			t.Fatal(err)
+		}
+		audited[month] = d.Rows
+	}
+	if len(audited) != 2 || audited[old.Format("2006-01")] != 6 || audited[mid.Format("2006-01")] != 4 {
+		t.Errorf("audited %v, want the removed rows per month", audited)
+	}
+	// A second run finds nothing more to remove.
+	if rep, err := svc.Run(ctx, now); err != nil || len(rep.Removed) != 0 {
+		t.Errorf("second run: %+v, %v", rep.Removed, err)
+	}
+}
+
+// The maintenance keeps the coming months' partitions and gives a month
+// that history put in the DEFAULT partition its own.
+func TestPartitionsAheadAndSplit(t *testing.T) {
+	ctx := context.Background()
+	pool := pgtest.NewDB(t)
+	q := db.New(pool)
+	org, err := q.OrgInsert(ctx, db.OrgInsertParams{Slug: "acme", Name: "Acme"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := time.Date(2019, 3, 9, 10, 0, 0, 0, time.UTC)
+	var id uuid.UUID
+	if err := pool.QueryRow(ctx, `INSERT INTO feedback (org_id, query, response, feedback_type, source, content_hash, created_at)
+		VALUES ($1, 'q', 'a', 'thumbs_up', 'api', '\x01', $2) RETURNING id`, org.ID, at).Scan(&id); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pool.Exec(ctx, `INSERT INTO feedback_reviews (org_id, feedback_id, action, actor_label) VALUES ($1, $2, 'approve', 'x')`, org.ID, id); err != nil {
+		t.Fatal(err)
+	}
+	var where string
+	if err := pool.QueryRow(ctx, `SELECT tableoid::regclass::text FROM feedback WHERE id = $1`, id).Scan(&where); err != nil || where != "feedback_default" {
+		t.Fatalf("a 2019 row is in %q (%v), want the DEFAULT partition", where, err)
+	}
+	if _, err := pool.Exec(ctx, `ANALYZE feedback_default; SELECT pg_stat_force_next_flush()`); err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	rep, err := retention.New(pool).Run(ctx, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	split := false
+	for _, p := range rep.Partitions {
+		split = split || (p.Action == "split" && p.PartitionName == "feedback 2019-03")
+	}
+	if !split {
+		t.Errorf("maintenance did %v, want March 2019 split out of DEFAULT", rep.Partitions)
+	}
+	if err := pool.QueryRow(ctx, `SELECT tableoid::regclass::text FROM feedback WHERE id = $1`, id).Scan(&where); err != nil || where != "feedback_y2019m03" {
+		t.Errorf("the 2019 row is in %q (%v) after maintenance, want feedback_y2019m03", where, err)
+	}
+	var reviews, keys int
+	if err := pool.QueryRow(ctx, `SELECT (SELECT count(*) FROM feedback_reviews WHERE feedback_id = $1), (SELECT count(*) FROM feedback_keys WHERE id = $1)`, id).Scan(&reviews, &keys); err != nil || reviews != 1 || keys != 1 {
+		t.Errorf("after the split: %d reviews, %d keys (%v), want 1 and 1", reviews, keys, err)
+	}
+	for n := 0; n <= retention.Ahead; n++ {
+		m := monthsAgo(now, -n)
+		name := "feedback_y" + m.Format("2006") + "m" + m.Format("01")
+		var exists bool
+		if err := pool.QueryRow(ctx, `SELECT to_regclass($1) IS NOT NULL`, name).Scan(&exists); err != nil || !exists {
+			t.Errorf("partition %s missing (%v)", name, err)
+		}
+	}
+	// A month-bounded read touches that month's partition only.
+	var plan string
+	if err := pool.QueryRow(ctx, `EXPLAIN (FORMAT JSON) SELECT count(*) FROM feedback WHERE org_id = $1 AND created_at >= $2 AND created_at < $3`,
+		org.ID, time.Date(2019, 3, 1, 0, 0, 0, 0, time.UTC), time.Date(2019, 4, 1, 0, 0, 0, 0, time.UTC)).Scan(&plan); err != nil {
+		t.Fatal(err)
+	}
+	var doc []struct{ Plan map[string]any }
+	if err := json.Unmarshal([]byte(plan), &doc); err != nil {
+		t.Fatal(err)
+	}
+	rels := map[string]bool{}
+	var walk func(n map[string]any)
+	walk = func(n map[string]any) {
+		if r, ok := n["Relation Name"].(string); ok {
+			rels[r] = true
+		}
+		if ps, ok := n["Plans"].([]any); ok {
+			for _, p := range ps {
+				walk(p.(map[string]any))
+			}
+		}
+	}
+	walk(doc[0].Plan)
+	if len(rels) != 1 || !rels["feedback_y2019m03"] {
+		t.Errorf("a March 2019 read touches %v, want feedback_y2019m03 only", rels)
+	}
+}
