@@ -1093,7 +1093,7 @@ SELECT pg_advisory_xact_lock(hashtextextended(concat('experiment_sums:', $1::uui
 `
 
 // Waits for any other fold of an organisation's per-unit values
-// (migration 00130) and holds it off until the transaction ends: folds of
+// (migration 00170) and holds it off until the transaction ends: folds of
 // one organisation run one at a time, so the end users each takes from
 // experiment_sums_dirty are folded in the order they were taken.
 func (q *Queries) ExperimentSumGetLock(ctx context.Context, orgID uuid.UUID) error {
@@ -1931,7 +1931,7 @@ type ExposureInsertAssignedOneRow struct {
 // their duplicates, aggregating the answer), which cost a new unit as much
 // again as the INSERT.
 // The unit's first exposure, by the primary key whatever the plan kept
-// (experiment_exposure_arm, migration 00131).
+// (experiment_exposure_arm, migration 00171).
 func (q *Queries) ExposureInsertAssignedOne(ctx context.Context, arg ExposureInsertAssignedOneParams) (ExposureInsertAssignedOneRow, error) {
 	row := q.db.QueryRow(ctx, exposureInsertAssignedOne,
 		arg.ExperimentID,
@@ -2034,7 +2034,7 @@ type ExposureInsertReportedParams struct {
 // one is its first exposure of the phase unless one is recorded already.
 // Answers how many were recorded.
 // A reported unit may have sent the experiment's answers before its
-// exposure was recorded: its values are folded in again (migration 00130).
+// exposure was recorded: its values are folded in again (migration 00170).
 func (q *Queries) ExposureInsertReported(ctx context.Context, arg ExposureInsertReportedParams) (int64, error) {
 	row := q.db.QueryRow(ctx, exposureInsertReported,
 		arg.UnitIds,

@@ -493,7 +493,7 @@ func TestPlans(t *testing.T) {
 			args: func(f *planFixture) []any { return filterArgs{status: "pending"}.list(f.org, 51) }},
 		{name: "codebook retrieval", sql: query("CodebookVersionRuleListRelevant"), perRow: 3, need: func(*planFixture) int { return 50 },
 			args: func(f *planFixture) []any { return []any{"Where are my refunds for topic12?", f.version, 5} }},
-		// Results sum the units' kept values (migration 00130): one row
+		// Results sum the units' kept values (migration 00170): one row
 		// read per unit of the phase, none of its answers.
 		{name: "results: the units' kept values", sql: query("ExperimentUnitSumListArms"), perRow: 1,
 			need: func(f *planFixture) int { return f.experiment }, args: func(f *planFixture) []any { return []any{f.exp, 1} }},

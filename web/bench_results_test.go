@@ -161,7 +161,7 @@ func BenchmarkResults(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-	// The first read makes the units' kept values (migration 00130), as
+	// The first read makes the units' kept values (migration 00170), as
 	// the first read of a phase does; it is reported apart. The rounds
 	// after it fold in what changed (nothing here) and sum the values.
 	t0 := time.Now()

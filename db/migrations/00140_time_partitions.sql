@@ -37,6 +37,8 @@ ALTER TABLE preference_pairs DROP CONSTRAINT preference_pairs_chosen_feedback_id
 ALTER TABLE preference_pairs DROP CONSTRAINT preference_pairs_rejected_feedback_id_fkey;
 ALTER TABLE review_items DROP CONSTRAINT review_items_feedback_id_fkey;
 ALTER TABLE training_dataset_members DROP CONSTRAINT training_dataset_members_feedback_id_fkey;
+ALTER TABLE rubric_answers DROP CONSTRAINT rubric_answers_feedback_id_fkey;
+ALTER TABLE shadow_queries DROP CONSTRAINT shadow_queries_feedback_id_fkey;
 
 CREATE TABLE feedback_keys (
     id          uuid PRIMARY KEY,
@@ -228,6 +230,8 @@ ALTER TABLE preference_pairs ADD CONSTRAINT preference_pairs_chosen_feedback_id_
 ALTER TABLE preference_pairs ADD CONSTRAINT preference_pairs_rejected_feedback_id_fkey FOREIGN KEY (rejected_feedback_id) REFERENCES feedback_keys (id) ON DELETE SET NULL;
 ALTER TABLE review_items ADD CONSTRAINT review_items_feedback_id_fkey FOREIGN KEY (feedback_id) REFERENCES feedback_keys (id) ON DELETE CASCADE;
 ALTER TABLE training_dataset_members ADD CONSTRAINT training_dataset_members_feedback_id_fkey FOREIGN KEY (feedback_id) REFERENCES feedback_keys (id) ON DELETE CASCADE;
+ALTER TABLE rubric_answers ADD CONSTRAINT rubric_answers_feedback_id_fkey FOREIGN KEY (feedback_id) REFERENCES feedback_keys (id) ON DELETE CASCADE;
+ALTER TABLE shadow_queries ADD CONSTRAINT shadow_queries_feedback_id_fkey FOREIGN KEY (feedback_id) REFERENCES feedback_keys (id) ON DELETE CASCADE;
 
 -- +goose StatementBegin
 -- A feedback row's key is stored with it. An external id the organisation
@@ -352,6 +356,8 @@ ALTER TABLE preference_pairs DROP CONSTRAINT preference_pairs_chosen_feedback_id
 ALTER TABLE preference_pairs DROP CONSTRAINT preference_pairs_rejected_feedback_id_fkey;
 ALTER TABLE review_items DROP CONSTRAINT review_items_feedback_id_fkey;
 ALTER TABLE training_dataset_members DROP CONSTRAINT training_dataset_members_feedback_id_fkey;
+ALTER TABLE rubric_answers DROP CONSTRAINT rubric_answers_feedback_id_fkey;
+ALTER TABLE shadow_queries DROP CONSTRAINT shadow_queries_feedback_id_fkey;
 DROP FUNCTION feedback_matches(feedback, uuid, review_status, feedback_type, feedback_source, int, int, int, text, text,
     uuid, timestamptz, timestamptz, bool, bool, text, uuid, bool);
 ALTER TABLE feedback RENAME TO feedback_partitioned;
@@ -461,6 +467,8 @@ ALTER TABLE preference_pairs ADD FOREIGN KEY (chosen_feedback_id) REFERENCES fee
 ALTER TABLE preference_pairs ADD FOREIGN KEY (rejected_feedback_id) REFERENCES feedback (id) ON DELETE SET NULL;
 ALTER TABLE review_items ADD FOREIGN KEY (feedback_id) REFERENCES feedback (id) ON DELETE CASCADE;
 ALTER TABLE training_dataset_members ADD FOREIGN KEY (feedback_id) REFERENCES feedback (id) ON DELETE CASCADE;
+ALTER TABLE rubric_answers ADD FOREIGN KEY (feedback_id) REFERENCES feedback (id) ON DELETE CASCADE;
+ALTER TABLE shadow_queries ADD FOREIGN KEY (feedback_id) REFERENCES feedback (id) ON DELETE CASCADE;
 -- +goose StatementBegin
 CREATE FUNCTION feedback_matches(
     f feedback,

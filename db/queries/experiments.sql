@@ -155,7 +155,7 @@ WITH cfg AS (
     FROM experiments e WHERE e.id = @experiment_id AND e.org_id = @org_id
 ),
 -- The unit's first exposure, by the primary key whatever the plan kept
--- (experiment_exposure_arm, migration 00131).
+-- (experiment_exposure_arm, migration 00171).
 old AS (
     SELECT experiment_exposure_arm(@experiment_id::uuid, @phase::int, @unit_id::text) AS arm
 ),
@@ -185,7 +185,7 @@ new AS (
     RETURNING unit_id
 ),
 -- A reported unit may have sent the experiment's answers before its
--- exposure was recorded: its values are folded in again (migration 00130).
+-- exposure was recorded: its values are folded in again (migration 00170).
 marked AS (
     INSERT INTO experiment_sums_dirty (org_id, unit_id)
     SELECT e.org_id, new.unit_id FROM new JOIN experiments e ON e.id = @experiment_id
@@ -420,7 +420,7 @@ WHERE e.id = a.experiment_id AND e.org_id = @org_id AND e.status IN ('running', 
 
 -- name: ExperimentSumGetLock :exec
 -- Waits for any other fold of an organisation's per-unit values
--- (migration 00130) and holds it off until the transaction ends: folds of
+-- (migration 00170) and holds it off until the transaction ends: folds of
 -- one organisation run one at a time, so the end users each takes from
 -- experiment_sums_dirty are folded in the order they were taken.
 SELECT pg_advisory_xact_lock(hashtextextended(concat('experiment_sums:', @org_id::uuid), 0));

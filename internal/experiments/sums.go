@@ -13,12 +13,12 @@ import (
 )
 
 // An experiment's results are summed from each unit's values of the
-// phase, kept in experiment_unit_sums (migration 00130) rather than read
+// phase, kept in experiment_unit_sums (migration 00170) rather than read
 // from every answer of the experiment on each request. The values are
 // made once per phase (and again when the phase's start or the CUPED
 // window changes), and then only the units of the end users whose answers
 // or scores changed are computed again: those that the triggers of
-// migration 00130 write to experiment_sums_dirty in the same transaction as
+// migration 00170 write to experiment_sums_dirty in the same transaction as
 // the change. A read folds those in first, so results are what the answers
 // say now; SumsEvery folds them in the background too.
 

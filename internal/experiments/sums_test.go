@@ -11,7 +11,7 @@ import (
 )
 
 // TestKeptSumsFollowTheAnswers: the moments and incidents results sum from
-// the units' kept values (migration 00130) equal those read from the
+// the units' kept values (migration 00170) equal those read from the
 // answers by ExperimentListMetricMoments and ExperimentCountIncidents, to
 // 1e-12, after every kind of change that moves a unit's values: new
 // answers in the experiment, an answer dated into a unit's pre-exposure
