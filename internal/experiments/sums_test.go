@@ -47,8 +47,8 @@ func TestKeptSumsFollowTheAnswers(t *testing.T) {
 		e.org, x.ID).Scan(&scorer); err != nil {
 		t.Fatal(err)
 	}
-	exec(`INSERT INTO live_scores (scorer_id, feedback_id, org_id, status, score)
-		SELECT $1, id, org_id, CASE WHEN seq % 4 = 0 THEN 'pending' ELSE 'scored' END, CASE WHEN seq % 4 = 0 THEN NULL ELSE (seq % 10) / 10.0 END
+	exec(`INSERT INTO live_scores (scorer_id, feedback_id, org_id, status, score, feedback_at)
+		SELECT $1, id, org_id, CASE WHEN seq % 4 = 0 THEN 'pending' ELSE 'scored' END, CASE WHEN seq % 4 = 0 THEN NULL ELSE (seq % 10) / 10.0 END, created_at
 		FROM feedback WHERE org_id = $2 AND seq % 3 = 0`, scorer, e.org)
 
 	check := func(step string) {
@@ -97,8 +97,8 @@ func TestKeptSumsFollowTheAnswers(t *testing.T) {
 	exec(`UPDATE feedback SET correction = 'Fixed in review.' WHERE org_id = $1 AND end_user_id = 'u5' AND correction = '' AND experiment_id IS NOT NULL`, e.org)
 	check("a correction")
 	exec(`UPDATE live_scores SET status = 'scored', score = 0.9, safety_flag = true WHERE status = 'pending'`)
-	exec(`INSERT INTO live_scores (scorer_id, feedback_id, org_id, status, score, safety_flag)
-		SELECT $1, id, org_id, 'scored', 0.1, true FROM feedback WHERE org_id = $2 AND end_user_id = 'u7' AND experiment_id IS NOT NULL
+	exec(`INSERT INTO live_scores (scorer_id, feedback_id, org_id, status, score, safety_flag, feedback_at)
+		SELECT $1, id, org_id, 'scored', 0.1, true, created_at FROM feedback WHERE org_id = $2 AND end_user_id = 'u7' AND experiment_id IS NOT NULL
 		ON CONFLICT DO NOTHING`, scorer, e.org)
 	check("live scores")
 	exec(`DELETE FROM feedback WHERE org_id = $1 AND end_user_id = 'u9'`, e.org)

@@ -82,7 +82,7 @@ func TestLiveScoringRAG(t *testing.T) {
 	if err := e.live.SampleAll(e.ctx); err != nil {
 		t.Fatal(err)
 	}
-	if err := e.live.Score(e.ctx, sc.ID); err != nil {
+	if err := e.live.Score(e.ctx, sc.ID, time.Time{}); err != nil {
 		t.Fatal(err)
 	}
 	rows, err := e.pool.Query(e.ctx, `SELECT status, coalesce(score, -1), reason FROM live_scores WHERE scorer_id = $1`, sc.ID)
