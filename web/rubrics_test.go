@@ -325,7 +325,7 @@ func TestRubricPages(t *testing.T) {
 	if loc := saved.Header.Get("Location"); loc != "/feedback/"+ids[0].String() {
 		t.Errorf("saved answers go to %s", loc)
 	}
-	if page := cara.Get("/feedback/" + ids[0].String()).Must(t, http.StatusOK); !strings.Contains(page.Body, "Answers saved") ||
+	if page := cara.Get("/feedback/"+ids[0].String()).Must(t, http.StatusOK); !strings.Contains(page.Body, "Answers saved") ||
 		!strings.Contains(page.Body, "You answered version 1") {
 		t.Error("saved answers are not confirmed on the page")
 	}
