@@ -62,7 +62,7 @@ gotest:
 	trainer="$${CURATE_TEST_TRAINER_PYTHON:-}"; [ -n "$$trainer" ] || trainer=$$(scripts/trainer-env.sh); \
 	export CURATE_TEST_TRAINER_PYTHON="$$trainer"; \
 	export TEST_DATABASE_URL="$$(CURATE_DATA_DIR=$(TESTDIR) $(TESTDIR)/curate devdb url --admin)"; \
-	status=0; $(GO) test -race -count=1 -timeout=20m ./... || status=$$?; \
+	status=0; $(GO) test -race -count=1 -timeout=40m ./... || status=$$?; \
 	CURATE_DATA_DIR=$(TESTDIR) $(TESTDIR)/curate devdb stop >/dev/null; exit $$status
 
 ## s3server: build SeaweedFS, the S3-compatible server the tests run against, once (cached in ~/.cache/curate; 5 minutes or more cold)
