@@ -166,7 +166,7 @@ LEFT JOIN review_plans p ON p.id = r.plan_id
 WHERE a.org_id = $1 AND a.rubric_id = $2
   AND NOT (r.state IS NOT NULL AND r.state = 'open' AND p.active)
   AND (a.answers ->> $3::text = $4::text OR a.answers -> $3::text @> jsonb_build_array($4::text))
-GROUP BY f.id
+GROUP BY f.id, f.created_at
 ORDER BY f.created_at DESC, f.id DESC
 LIMIT $5
 `
@@ -190,6 +190,7 @@ type RubricAnswerListFeedbackByValueRow struct {
 // The items some answer to a rubric's question gave a value (a label, one
 // of several labels, a rating as text), newest first, up to a limit,
 // leaving out items still open under an active plan.
+// (id, created_at) is feedback's key, so the item's columns follow from it.
 func (q *Queries) RubricAnswerListFeedbackByValue(ctx context.Context, arg RubricAnswerListFeedbackByValueParams) ([]RubricAnswerListFeedbackByValueRow, error) {
 	rows, err := q.db.Query(ctx, rubricAnswerListFeedbackByValue,
 		arg.OrgID,

@@ -84,7 +84,7 @@ func TestNavLinksFollowRoles(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	everyone := []string{"/", "/alerts", "/codebooks", "/datasets", "/evaluations", "/experiments", "/feedback", "/fine-tuning", "/loops", "/models", "/monitors", "/pairs", "/stats"}
+	everyone := []string{"/", "/alerts", "/codebooks", "/datasets", "/evaluations", "/experiments", "/feedback", "/fine-tuning", "/loops", "/models", "/monitors", "/pairs", "/shadows", "/stats"}
 	want := map[string][]string{
 		"viewer":  everyone,
 		"curator": append(slices.Clone(everyone), "/imports"),

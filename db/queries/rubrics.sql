@@ -115,7 +115,8 @@ LEFT JOIN review_plans p ON p.id = r.plan_id
 WHERE a.org_id = @org_id AND a.rubric_id = @rubric_id
   AND NOT (r.state IS NOT NULL AND r.state = 'open' AND p.active)
   AND (a.answers ->> @question::text = @value::text OR a.answers -> @question::text @> jsonb_build_array(@value::text))
-GROUP BY f.id
+-- (id, created_at) is feedback's key, so the item's columns follow from it.
+GROUP BY f.id, f.created_at
 ORDER BY f.created_at DESC, f.id DESC
 LIMIT @row_limit;
 
