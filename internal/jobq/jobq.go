@@ -40,3 +40,12 @@ func Kinds(args ...river.JobArgs) []string {
 func New(pool *pgxpool.Pool) (*river.Client[pgx.Tx], error) {
 	return river.NewClient(riverpgxv5.New(pool), &river.Config{})
 }
+
+// OnePerArgs keeps one job per kind and args while one waits or runs, so
+// that a second insert (a periodic sampler's) adds nothing: no item is
+// worked on by two of them at once.
+func OnePerArgs() river.InsertOpts {
+	return river.InsertOpts{UniqueOpts: river.UniqueOpts{ByArgs: true, ByState: []rivertype.JobState{
+		rivertype.JobStateAvailable, rivertype.JobStatePending, rivertype.JobStateRunning, rivertype.JobStateScheduled,
+		rivertype.JobStateRetryable}}}
+}

@@ -13,11 +13,9 @@ package livescore
 
 import (
 	"context"
-	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"hash/fnv"
 	"math"
 	"slices"
 	"strings"
@@ -28,7 +26,6 @@ import (
 	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/riverqueue/river"
-	"github.com/riverqueue/river/rivertype"
 
 	"github.com/curate/curate/db"
 	"github.com/curate/curate/internal/audit"
@@ -36,6 +33,7 @@ import (
 	"github.com/curate/curate/internal/jobq"
 	"github.com/curate/curate/internal/judge"
 	"github.com/curate/curate/internal/pricing"
+	"github.com/curate/curate/internal/sampling"
 	"github.com/curate/curate/internal/scorers"
 )
 
@@ -306,14 +304,9 @@ func (s *Service) get(ctx context.Context, orgID, id uuid.UUID) (Live, error) {
 	return Live{}, errs.ErrNotFound
 }
 
-// Sampled says whether a scorer samples a feedback item at its rate: a
-// hash of the two ids, the same on every run.
+// Sampled says whether a scorer samples a feedback item at its rate.
 func Sampled(scorer, feedback uuid.UUID, rate float64) bool {
-	h := fnv.New64a()
-	h.Write(scorer[:])
-	h.Write(feedback[:])
-	x := binary.BigEndian.Uint64(h.Sum(nil)) >> 11 // 53 bits: exact in a float64
-	return float64(x)/float64(uint64(1)<<53) < rate
+	return sampling.Sampled(scorer, feedback, rate)
 }
 
 // SampleArgs asks for every scorer to sample the feedback that arrived.
@@ -333,9 +326,7 @@ func (ScoreArgs) Kind() string { return "live_score" }
 // InsertOpts keeps one scoring job per scorer at a time, so that no
 // answer is sent to the judge twice at once.
 func (ScoreArgs) InsertOpts() river.InsertOpts {
-	return river.InsertOpts{UniqueOpts: river.UniqueOpts{ByArgs: true, ByState: []rivertype.JobState{
-		rivertype.JobStateAvailable, rivertype.JobStatePending, rivertype.JobStateRunning, rivertype.JobStateScheduled,
-		rivertype.JobStateRetryable}}}
+	return jobq.OnePerArgs()
 }
 
 // ScoreTimeout bounds one scoring job; what is left is taken by the next.

@@ -20,11 +20,9 @@ package shadow
 
 import (
 	"context"
-	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"hash/fnv"
 	"math"
 	"strings"
 	"time"
@@ -34,7 +32,6 @@ import (
 	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/riverqueue/river"
-	"github.com/riverqueue/river/rivertype"
 
 	"github.com/curate/curate/db"
 	"github.com/curate/curate/internal/audit"
@@ -45,6 +42,7 @@ import (
 	"github.com/curate/curate/internal/models"
 	"github.com/curate/curate/internal/outbound"
 	"github.com/curate/curate/internal/pricing"
+	"github.com/curate/curate/internal/sampling"
 	"github.com/curate/curate/internal/scorers"
 )
 
@@ -413,14 +411,9 @@ func (s *Service) Evidence(ctx context.Context, orgID, versionID uuid.UUID) (Evi
 	return Evidence{}, false, nil
 }
 
-// Sampled says whether a shadow samples a feedback item at its share: a
-// hash of the two ids, the same on every run.
+// Sampled says whether a shadow samples a feedback item at its share.
 func Sampled(shadow, feedback uuid.UUID, share float64) bool {
-	h := fnv.New64a()
-	h.Write(shadow[:])
-	h.Write(feedback[:])
-	x := binary.BigEndian.Uint64(h.Sum(nil)) >> 11 // 53 bits: exact in a float64
-	return float64(x)/float64(uint64(1)<<53) < share
+	return sampling.Sampled(shadow, feedback, share)
 }
 
 // SampleArgs asks for every running shadow to sample the queries that
@@ -440,9 +433,7 @@ func (RunArgs) Kind() string { return "shadow_run" }
 
 // InsertOpts keeps one run per shadow at a time.
 func (RunArgs) InsertOpts() river.InsertOpts {
-	return river.InsertOpts{UniqueOpts: river.UniqueOpts{ByArgs: true, ByState: []rivertype.JobState{
-		rivertype.JobStateAvailable, rivertype.JobStatePending, rivertype.JobStateRunning, rivertype.JobStateScheduled,
-		rivertype.JobStateRetryable}}}
+	return jobq.OnePerArgs()
 }
 
 // SampleAll samples the new queries of every running shadow, each on its
