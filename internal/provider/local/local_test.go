@@ -161,6 +161,17 @@ func (f *fixture) waitFile(path string) []byte {
 	return nil
 }
 
+// waitText waits until the file at path holds text.
+func (f *fixture) waitText(path, text string) {
+	f.t.Helper()
+	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		if b, err := os.ReadFile(path); err == nil && strings.Contains(string(b), text) {
+			return
+		}
+	}
+	f.t.Fatalf("%s does not say %q", path, text)
+}
+
 // finished is what polling a job to its end saw.
 type finished struct {
 	status      provider.Status

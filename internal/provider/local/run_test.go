@@ -315,8 +315,9 @@ func TestRestartAdoptsARunningTrainer(t *testing.T) {
 func TestRestartFindsADeadTrainer(t *testing.T) {
 	f := newFixture(t, "wait")
 	job := f.start("job-9", provider.Supervised, "openai_chat")
-	f.waitFile(filepath.Join(f.runDir(job.ID), "starts.log"))
-	// The trainer dies while no worker is watching.
+	// The trainer has logged what it trains (starts.log is written before
+	// that line) and dies while no worker is watching.
+	f.waitText(filepath.Join(f.runDir(job.ID), "stderr.log"), "base model")
 	must(t, syscall.Kill(-f.pid(job.ID).PID, syscall.SIGKILL))
 
 	p2, err := New(f.cfg)
