@@ -21,7 +21,7 @@ WHERE f.org_id = $1 AND f.model = ANY($2::text[]) AND f.created_at < $3
   AND NOT EXISTS (
       SELECT 1 FROM best_of_n_responses r
       WHERE r.org_id = f.org_id AND r.model_version_id IS NOT NULL
-        AND r.id = (CASE WHEN f.trace_id ~* '^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$' THEN f.trace_id::uuid END))
+        AND r.id = trace_selection_id(f.trace_id))
 ORDER BY f.created_at, f.id LIMIT $6
 `
 
@@ -409,7 +409,7 @@ LEFT JOIN best_of_n_responses c ON c.id = q.selection_id
 LEFT JOIN LATERAL (
     SELECT r.context FROM best_of_n_responses r
     WHERE r.org_id = f.org_id
-      AND r.id = (CASE WHEN f.trace_id ~* '^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$' THEN f.trace_id::uuid END)
+      AND r.id = trace_selection_id(f.trace_id)
 ) b ON true
 WHERE q.shadow_id = $1 AND q.status IN ('pending', 'answered')
   AND (q.claimed_at IS NULL OR q.claimed_at < now() - interval '10 minutes')

@@ -89,7 +89,7 @@ FROM live_scores l JOIN feedback f ON f.id = l.feedback_id
 LEFT JOIN LATERAL (
     SELECT r.context FROM best_of_n_responses r
     WHERE r.org_id = f.org_id
-      AND r.id = (CASE WHEN f.trace_id ~* '^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$' THEN f.trace_id::uuid END)
+      AND r.id = trace_selection_id(f.trace_id)
 ) b ON true
 WHERE l.scorer_id = @scorer_id AND l.status = 'pending'
   AND (l.scored_at IS NULL OR l.scored_at < greatest(now() - interval '10 minutes', @taken_over_before::timestamptz))
