@@ -45,13 +45,13 @@ func (q *Queries) CodebookVersionRuleInsertMany(ctx context.Context, arg []Codeb
 	return q.db.CopyFrom(ctx, []string{"codebook_version_rules"}, []string{"version_id", "position", "rule_id", "section", "content"}, &iteratorForCodebookVersionRuleInsertMany{rows: arg})
 }
 
-// iteratorForDatasetVersionItemInsertMany implements pgx.CopyFromSource.
-type iteratorForDatasetVersionItemInsertMany struct {
-	rows                 []DatasetVersionItemInsertManyParams
+// iteratorForDatasetVersionItemStageInsertMany implements pgx.CopyFromSource.
+type iteratorForDatasetVersionItemStageInsertMany struct {
+	rows                 []DatasetVersionItemStageInsertManyParams
 	skippedFirstNextCall bool
 }
 
-func (r *iteratorForDatasetVersionItemInsertMany) Next() bool {
+func (r *iteratorForDatasetVersionItemStageInsertMany) Next() bool {
 	if len(r.rows) == 0 {
 		return false
 	}
@@ -63,9 +63,8 @@ func (r *iteratorForDatasetVersionItemInsertMany) Next() bool {
 	return len(r.rows) > 0
 }
 
-func (r iteratorForDatasetVersionItemInsertMany) Values() ([]interface{}, error) {
+func (r iteratorForDatasetVersionItemStageInsertMany) Values() ([]interface{}, error) {
 	return []interface{}{
-		r.rows[0].VersionID,
 		r.rows[0].ContentSha,
 		r.rows[0].SourceID,
 		r.rows[0].Split,
@@ -73,12 +72,13 @@ func (r iteratorForDatasetVersionItemInsertMany) Values() ([]interface{}, error)
 	}, nil
 }
 
-func (r iteratorForDatasetVersionItemInsertMany) Err() error {
+func (r iteratorForDatasetVersionItemStageInsertMany) Err() error {
 	return nil
 }
 
-func (q *Queries) DatasetVersionItemInsertMany(ctx context.Context, arg []DatasetVersionItemInsertManyParams) (int64, error) {
-	return q.db.CopyFrom(ctx, []string{"dataset_version_items"}, []string{"version_id", "content_sha", "source_id", "split", "content"}, &iteratorForDatasetVersionItemInsertMany{rows: arg})
+// The column list of DatasetVersionItemStageCopy, which streams the rows.
+func (q *Queries) DatasetVersionItemStageInsertMany(ctx context.Context, arg []DatasetVersionItemStageInsertManyParams) (int64, error) {
+	return q.db.CopyFrom(ctx, []string{"dataset_version_item_stage"}, []string{"content_sha", "source_id", "split", "content"}, &iteratorForDatasetVersionItemStageInsertMany{rows: arg})
 }
 
 // iteratorForFeedbackInsertMany implements pgx.CopyFromSource.

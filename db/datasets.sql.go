@@ -623,6 +623,50 @@ func (q *Queries) DatasetMemberListFeedbackContents(ctx context.Context, arg Dat
 	return items, nil
 }
 
+const datasetMemberListFeedbackSplitKeys = `-- name: DatasetMemberListFeedbackSplitKeys :many
+SELECT f.id,
+    CASE WHEN f.rating IS NOT NULL THEN 'rating:' || f.rating::text
+         ELSE 'type:' || f.feedback_type::text END::text AS stratum,
+    f.end_user_id AS end_user, f.created_at
+FROM training_dataset_members m
+JOIN feedback f ON f.id = m.feedback_id
+WHERE m.dataset_id = $1
+`
+
+type DatasetMemberListFeedbackSplitKeysRow struct {
+	ID        uuid.UUID `json:"id"`
+	Stratum   string    `json:"stratum"`
+	EndUser   string    `json:"end_user"`
+	CreatedAt time.Time `json:"created_at"`
+}
+
+// DatasetMemberListPairSplitKeys for an SFT dataset's feedback: the
+// stratum is the rating, or the feedback's type when it has none.
+func (q *Queries) DatasetMemberListFeedbackSplitKeys(ctx context.Context, datasetID uuid.UUID) ([]DatasetMemberListFeedbackSplitKeysRow, error) {
+	rows, err := q.db.Query(ctx, datasetMemberListFeedbackSplitKeys, datasetID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []DatasetMemberListFeedbackSplitKeysRow{}
+	for rows.Next() {
+		var i DatasetMemberListFeedbackSplitKeysRow
+		if err := rows.Scan(
+			&i.ID,
+			&i.Stratum,
+			&i.EndUser,
+			&i.CreatedAt,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const datasetMemberListPairContents = `-- name: DatasetMemberListPairContents :many
 SELECT p.id, p.prompt::text AS prompt, p.system_prompt, p.chosen_response, p.rejected_response
 FROM (SELECT pair_id FROM training_dataset_members
@@ -678,38 +722,37 @@ func (q *Queries) DatasetMemberListPairContents(ctx context.Context, arg Dataset
 	return items, nil
 }
 
-const datasetMemberListSplitKeys = `-- name: DatasetMemberListSplitKeys :many
-SELECT coalesce(p.id, f.id)::uuid AS id,
-    CASE WHEN p.id IS NOT NULL THEN 'method:' || p.method::text
-         WHEN f.rating IS NOT NULL THEN 'rating:' || f.rating::text
-         ELSE 'type:' || f.feedback_type::text END::text AS stratum,
-    coalesce(f.end_user_id, cf.end_user_id, '')::text AS end_user,
-    coalesce(p.created_at, f.created_at)::timestamptz AS created_at
+const datasetMemberListPairSplitKeys = `-- name: DatasetMemberListPairSplitKeys :many
+SELECT p.id, ('method:' || p.method::text)::text AS stratum,
+    coalesce(cf.end_user_id, '')::text AS end_user, p.created_at
 FROM training_dataset_members m
-LEFT JOIN preference_pairs p ON p.id = m.pair_id
+JOIN preference_pairs p ON p.id = m.pair_id
 LEFT JOIN feedback cf ON cf.id = p.chosen_feedback_id
-LEFT JOIN feedback f ON f.id = m.feedback_id
 WHERE m.dataset_id = $1
 `
 
-type DatasetMemberListSplitKeysRow struct {
+type DatasetMemberListPairSplitKeysRow struct {
 	ID        uuid.UUID `json:"id"`
 	Stratum   string    `json:"stratum"`
 	EndUser   string    `json:"end_user"`
 	CreatedAt time.Time `json:"created_at"`
 }
 
-// What the split needs of every member: its stratum (rating or type), end
-// user and time. Small per row, so a whole dataset fits in memory.
-func (q *Queries) DatasetMemberListSplitKeys(ctx context.Context, datasetID uuid.UUID) ([]DatasetMemberListSplitKeysRow, error) {
-	rows, err := q.db.Query(ctx, datasetMemberListSplitKeys, datasetID)
+// What the split needs of every pair of a preference dataset: its stratum
+// (the method), end user (the chosen answer's) and time. Small per row,
+// so a whole dataset fits in memory. One query per kind of member: with
+// both kinds in one, each member's pair was looked up by its key in turn
+// whatever the dataset's size (9.6 s at a million pairs, against 1.7 s for
+// this query's hash join).
+func (q *Queries) DatasetMemberListPairSplitKeys(ctx context.Context, datasetID uuid.UUID) ([]DatasetMemberListPairSplitKeysRow, error) {
+	rows, err := q.db.Query(ctx, datasetMemberListPairSplitKeys, datasetID)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	items := []DatasetMemberListSplitKeysRow{}
+	items := []DatasetMemberListPairSplitKeysRow{}
 	for rows.Next() {
-		var i DatasetMemberListSplitKeysRow
+		var i DatasetMemberListPairSplitKeysRow
 		if err := rows.Scan(
 			&i.ID,
 			&i.Stratum,
@@ -1108,12 +1151,19 @@ func (q *Queries) DatasetVersionItemCountRubricAnswered(ctx context.Context, ver
 	return column_1, err
 }
 
-type DatasetVersionItemInsertManyParams struct {
-	VersionID  uuid.UUID       `json:"version_id"`
-	ContentSha []byte          `json:"content_sha"`
-	SourceID   uuid.UUID       `json:"source_id"`
-	Split      string          `json:"split"`
-	Content    json.RawMessage `json:"content"`
+const datasetVersionItemInsertStaged = `-- name: DatasetVersionItemInsertStaged :execrows
+INSERT INTO dataset_version_items (version_id, content_sha, source_id, split, content)
+SELECT $1::uuid, content_sha, source_id, split, content FROM dataset_version_item_stage
+ORDER BY split, content_sha, source_id
+`
+
+// A freeze's staged items into the version, sorted by the primary key.
+func (q *Queries) DatasetVersionItemInsertStaged(ctx context.Context, versionID uuid.UUID) (int64, error) {
+	result, err := q.db.Exec(ctx, datasetVersionItemInsertStaged, versionID)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
 }
 
 const datasetVersionItemListFacts = `-- name: DatasetVersionItemListFacts :many
@@ -1211,6 +1261,33 @@ func (q *Queries) DatasetVersionItemListSplit(ctx context.Context, arg DatasetVe
 		return nil, err
 	}
 	return items, nil
+}
+
+type DatasetVersionItemStageInsertManyParams struct {
+	ContentSha []byte          `json:"content_sha"`
+	SourceID   uuid.UUID       `json:"source_id"`
+	Split      string          `json:"split"`
+	Content    json.RawMessage `json:"content"`
+}
+
+const datasetVersionItemStageInsertTable = `-- name: DatasetVersionItemStageInsertTable :exec
+CREATE TEMP TABLE dataset_version_item_stage (
+    content_sha bytea NOT NULL,
+    source_id   uuid NOT NULL,
+    split       text NOT NULL,
+    content     jsonb NOT NULL
+) ON COMMIT DROP
+`
+
+// Where a freeze writes its items as it reads them, in the members' order:
+// a table without an index, WAL or other sessions, gone at commit. Writing
+// them into dataset_version_items in that order instead inserted into the
+// primary key at random places (content_sha is a hash), the most of a
+// freeze's time at a million items; DatasetVersionItemInsertStaged then
+// writes them all in the key's order, appending to the index.
+func (q *Queries) DatasetVersionItemStageInsertTable(ctx context.Context) error {
+	_, err := q.db.Exec(ctx, datasetVersionItemStageInsertTable)
+	return err
 }
 
 const datasetVersionList = `-- name: DatasetVersionList :many

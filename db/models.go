@@ -1056,6 +1056,13 @@ type DatasetVersionItem struct {
 	Content    json.RawMessage `json:"content"`
 }
 
+type DatasetVersionItemStage struct {
+	ContentSha []byte          `json:"content_sha"`
+	SourceID   uuid.UUID       `json:"source_id"`
+	Split      string          `json:"split"`
+	Content    json.RawMessage `json:"content"`
+}
+
 type DatasetVersionReport struct {
 	VersionID uuid.UUID       `json:"version_id"`
 	Format    string          `json:"format"`

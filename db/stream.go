@@ -110,3 +110,42 @@ func (q *Queries) DatasetVersionItemEachFacts(ctx context.Context, arg DatasetVe
 	}
 	return rows.Err()
 }
+
+// copyTarget is the table and columns of a :copyfrom query's INSERT, as
+// written in db/queries.
+var copyTarget = regexp.MustCompile(`(?s)INSERT INTO (\w+) \(([^)]*)\)`)
+
+// DatasetVersionItemStageCopy writes the rows received from rows into a
+// freeze's stage (the query DatasetVersionItemStageInsertMany) in one COPY,
+// until rows is closed: Postgres stores each part as it arrives while the
+// sender prepares the next, where sqlc's copy of a slice would leave one
+// side idle while the other works. Closing rows early only ends the COPY;
+// the sender says why.
+func (q *Queries) DatasetVersionItemStageCopy(ctx context.Context, rows <-chan DatasetVersionItemStageInsertManyParams) (int64, error) {
+	m := copyTarget.FindStringSubmatch(querySQL("DatasetVersionItemStageInsertMany"))
+	if m == nil {
+		panic("db: DatasetVersionItemStageInsertMany is not an INSERT INTO t (columns)")
+	}
+	cols := strings.Split(m[2], ",")
+	for i := range cols {
+		cols[i] = strings.TrimSpace(cols[i])
+	}
+	return q.db.CopyFrom(ctx, pgx.Identifier{m[1]}, cols, &stageSource{rows: rows})
+}
+
+type stageSource struct {
+	rows <-chan DatasetVersionItemStageInsertManyParams
+	row  DatasetVersionItemStageInsertManyParams
+}
+
+func (s *stageSource) Next() bool {
+	var ok bool
+	s.row, ok = <-s.rows
+	return ok
+}
+
+func (s *stageSource) Values() ([]any, error) {
+	return []any{s.row.ContentSha, s.row.SourceID, s.row.Split, s.row.Content}, nil
+}
+
+func (s *stageSource) Err() error { return nil }

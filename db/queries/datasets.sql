@@ -123,19 +123,29 @@ WHERE m.dataset_id = @dataset_id
 ORDER BY m.added_at DESC, coalesce(p.id, f.id) DESC
 LIMIT @row_limit;
 
--- name: DatasetMemberListSplitKeys :many
--- What the split needs of every member: its stratum (rating or type), end
--- user and time. Small per row, so a whole dataset fits in memory.
-SELECT coalesce(p.id, f.id)::uuid AS id,
-    CASE WHEN p.id IS NOT NULL THEN 'method:' || p.method::text
-         WHEN f.rating IS NOT NULL THEN 'rating:' || f.rating::text
-         ELSE 'type:' || f.feedback_type::text END::text AS stratum,
-    coalesce(f.end_user_id, cf.end_user_id, '')::text AS end_user,
-    coalesce(p.created_at, f.created_at)::timestamptz AS created_at
+-- name: DatasetMemberListPairSplitKeys :many
+-- What the split needs of every pair of a preference dataset: its stratum
+-- (the method), end user (the chosen answer's) and time. Small per row,
+-- so a whole dataset fits in memory. One query per kind of member: with
+-- both kinds in one, each member's pair was looked up by its key in turn
+-- whatever the dataset's size (9.6 s at a million pairs, against 1.7 s for
+-- this query's hash join).
+SELECT p.id, ('method:' || p.method::text)::text AS stratum,
+    coalesce(cf.end_user_id, '')::text AS end_user, p.created_at
 FROM training_dataset_members m
-LEFT JOIN preference_pairs p ON p.id = m.pair_id
+JOIN preference_pairs p ON p.id = m.pair_id
 LEFT JOIN feedback cf ON cf.id = p.chosen_feedback_id
-LEFT JOIN feedback f ON f.id = m.feedback_id
+WHERE m.dataset_id = @dataset_id;
+
+-- name: DatasetMemberListFeedbackSplitKeys :many
+-- DatasetMemberListPairSplitKeys for an SFT dataset's feedback: the
+-- stratum is the rating, or the feedback's type when it has none.
+SELECT f.id,
+    CASE WHEN f.rating IS NOT NULL THEN 'rating:' || f.rating::text
+         ELSE 'type:' || f.feedback_type::text END::text AS stratum,
+    f.end_user_id AS end_user, f.created_at
+FROM training_dataset_members m
+JOIN feedback f ON f.id = m.feedback_id
 WHERE m.dataset_id = @dataset_id;
 
 -- name: DatasetMemberListPairContents :many
@@ -174,8 +184,29 @@ INSERT INTO dataset_versions (
 )
 RETURNING *;
 
--- name: DatasetVersionItemInsertMany :copyfrom
-INSERT INTO dataset_version_items (version_id, content_sha, source_id, split, content) VALUES ($1, $2, $3, $4, $5);
+-- name: DatasetVersionItemStageInsertTable :exec
+-- Where a freeze writes its items as it reads them, in the members' order:
+-- a table without an index, WAL or other sessions, gone at commit. Writing
+-- them into dataset_version_items in that order instead inserted into the
+-- primary key at random places (content_sha is a hash), the most of a
+-- freeze's time at a million items; DatasetVersionItemInsertStaged then
+-- writes them all in the key's order, appending to the index.
+CREATE TEMP TABLE dataset_version_item_stage (
+    content_sha bytea NOT NULL,
+    source_id   uuid NOT NULL,
+    split       text NOT NULL,
+    content     jsonb NOT NULL
+) ON COMMIT DROP;
+
+-- name: DatasetVersionItemStageInsertMany :copyfrom
+-- The column list of DatasetVersionItemStageCopy, which streams the rows.
+INSERT INTO dataset_version_item_stage (content_sha, source_id, split, content) VALUES ($1, $2, $3, $4);
+
+-- name: DatasetVersionItemInsertStaged :execrows
+-- A freeze's staged items into the version, sorted by the primary key.
+INSERT INTO dataset_version_items (version_id, content_sha, source_id, split, content)
+SELECT @version_id::uuid, content_sha, source_id, split, content FROM dataset_version_item_stage
+ORDER BY split, content_sha, source_id;
 
 -- name: DatasetVersionGetLatest :one
 SELECT * FROM dataset_versions WHERE dataset_id = @dataset_id ORDER BY number DESC LIMIT 1;

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
@@ -72,38 +73,32 @@ type frozenVersion struct {
 }
 
 // freezeItems copies the members into a new version inside tx. Items are
-// read a page at a time on read's connections, while the page before is
-// written with COPY in tx, so memory holds only the split keys, one 32-byte
-// hash per item and a few pages.
+// read a page at a time on read's connections and streamed with one COPY
+// into the transaction's stage, so memory holds only the split keys, one
+// 32-byte hash per item and a few pages; once the version is known to be
+// new, the stage is written into its items in key order.
 func freezeItems(ctx context.Context, tx pgx.Tx, read *db.Queries, d db.TrainingDataset, by string) (frozenVersion, error) {
 	q := db.New(tx)
 	kind := KindOf(string(d.DatasetType))
 	cfg := SplitConfig{Strategy: string(d.SplitStrategy), ValidationPercent: int(d.ValidationPercent), Seed: d.SplitSeed}
 
-	all, err := q.DatasetMemberListSplitKeys(ctx, d.ID)
+	items, err := splitItems(ctx, q, d)
 	if err != nil {
 		return frozenVersion{}, err
 	}
-	if len(all) == 0 {
+	if len(items) == 0 {
 		return frozenVersion{}, errs.InvalidField("members", "the dataset has no examples: add %s before marking it ready", memberNoun(kind))
 	}
 	skip, leftOut, err := unsettled(ctx, q, d)
 	if err != nil {
 		return frozenVersion{}, err
 	}
-	keys := all[:0:0]
-	for _, k := range all {
-		if !skip[k.ID] {
-			keys = append(keys, k)
-		}
+	if len(skip) > 0 {
+		items = slices.DeleteFunc(items, func(it SplitItem) bool { return skip[it.ID] })
 	}
-	if len(keys) == 0 {
+	if len(items) == 0 {
 		return frozenVersion{}, errs.InvalidField("members", "every member is left out: the dataset takes agreed items only, and %d are disputed and %d await reviews; "+
 			"decide the disputes in adjudication or let the reviews finish", leftOut.Disputed, leftOut.Open)
-	}
-	items := make([]SplitItem, len(keys))
-	for i, k := range keys {
-		items[i] = SplitItem{ID: k.ID, Stratum: k.Stratum, User: k.EndUser, Created: k.CreatedAt}
 	}
 	inValidation := Split(items, cfg)
 	splitOf := make(map[uuid.UUID]string, len(items))
@@ -118,49 +113,45 @@ func freezeItems(ctx context.Context, tx pgx.Tx, read *db.Queries, d db.Training
 	}
 	defer sp.Rollback(ctx) //nolint:errcheck // after Commit this is a no-op
 	spq := db.New(sp)
+	if err := spq.DatasetVersionItemStageInsertTable(ctx); err != nil {
+		return frozenVersion{}, err
+	}
 	versionID := uuid.New()
 	hashed := make([]hashedItem, 0, len(items))
 	train := 0
-	batch := make([]db.DatasetVersionItemInsertManyParams, 0, readPage)
-	add := func(source uuid.UUID, e Example) error {
-		canon, err := e.Canonical()
-		if err != nil {
-			return err
-		}
-		sum := sha256.Sum256(canon)
-		split := splitOf[source]
-		if split == "train" {
-			train++
-		}
-		hashed = append(hashed, hashedItem{sha: sum, split: split})
-		batch = append(batch, db.DatasetVersionItemInsertManyParams{VersionID: versionID, ContentSha: sum[:], SourceID: source, Split: split, Content: canon})
-		return nil
-	}
-	flush := func() error {
-		if len(batch) == 0 {
-			return nil
-		}
-		_, err := spq.DatasetVersionItemInsertMany(ctx, batch)
-		batch = batch[:0]
-		return err
-	}
-
-	err = eachMember(ctx, read, d, func(source uuid.UUID, e Example) error {
-		if skip[source] {
-			return nil
-		}
-		if err := add(source, e); err != nil {
-			return err
-		}
-		if len(batch) == readPage {
-			return flush()
-		}
-		return nil
+	// Members are read, encoded and hashed on one goroutine while the
+	// stage's one COPY stores what the last ones gave on another.
+	staged := make(chan db.DatasetVersionItemStageInsertManyParams, readPage)
+	g, gctx := errgroup.WithContext(ctx)
+	g.Go(func() error {
+		defer close(staged)
+		return eachMember(gctx, read, d, func(source uuid.UUID, e Example) error {
+			if skip[source] {
+				return nil
+			}
+			canon, err := e.Canonical()
+			if err != nil {
+				return err
+			}
+			sum := sha256.Sum256(canon)
+			split := splitOf[source]
+			if split == "train" {
+				train++
+			}
+			hashed = append(hashed, hashedItem{sha: sum, split: split})
+			select {
+			case staged <- db.DatasetVersionItemStageInsertManyParams{ContentSha: sum[:], SourceID: source, Split: split, Content: canon}:
+				return nil
+			case <-gctx.Done():
+				return gctx.Err()
+			}
+		})
 	})
-	if err == nil {
-		err = flush()
-	}
-	if err != nil {
+	g.Go(func() error {
+		_, err := spq.DatasetVersionItemStageCopy(gctx, staged)
+		return err
+	})
+	if err := g.Wait(); err != nil {
 		return frozenVersion{}, err
 	}
 	if len(hashed) != len(items) {
@@ -181,6 +172,9 @@ func freezeItems(ctx context.Context, tx pgx.Tx, read *db.Queries, d db.Training
 	case err != nil && !errors.Is(err, pgx.ErrNoRows):
 		return frozenVersion{}, err
 	}
+	if _, err := spq.DatasetVersionItemInsertStaged(ctx, versionID); err != nil {
+		return frozenVersion{}, err
+	}
 	ver, err := spq.DatasetVersionInsert(ctx, db.DatasetVersionInsertParams{
 		ID: versionID, OrgID: d.OrgID, DatasetID: d.ID, Kind: kind, ContentHash: hash,
 		ItemCount: int32(len(hashed)), TrainCount: int32(train), ValidationCount: int32(len(hashed) - train),
@@ -194,6 +188,25 @@ func freezeItems(ctx context.Context, tx pgx.Tx, read *db.Queries, d db.Training
 		return frozenVersion{}, err
 	}
 	return frozenVersion{version: ver}, nil
+}
+
+// splitItems reads what the split needs of every member of d, by the
+// query for its kind of member.
+func splitItems(ctx context.Context, q *db.Queries, d db.TrainingDataset) ([]SplitItem, error) {
+	if KindOf(string(d.DatasetType)) == KindPreference {
+		rows, err := q.DatasetMemberListPairSplitKeys(ctx, d.ID)
+		items := make([]SplitItem, len(rows))
+		for i, r := range rows {
+			items[i] = SplitItem{ID: r.ID, Stratum: r.Stratum, User: r.EndUser, Created: r.CreatedAt}
+		}
+		return items, err
+	}
+	rows, err := q.DatasetMemberListFeedbackSplitKeys(ctx, d.ID)
+	items := make([]SplitItem, len(rows))
+	for i, r := range rows {
+		items[i] = SplitItem{ID: r.ID, Stratum: r.Stratum, User: r.EndUser, Created: r.CreatedAt}
+	}
+	return items, err
 }
 
 func splitName(validation bool) string {
