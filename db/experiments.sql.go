@@ -1892,27 +1892,25 @@ func (q *Queries) ExposureInsertAssigned(ctx context.Context, arg ExposureInsert
 const exposureInsertAssignedOne = `-- name: ExposureInsertAssignedOne :one
 WITH cfg AS (
     SELECT (e.config_version + (SELECT sum(a.config_version) FROM experiment_arms a WHERE a.experiment_id = e.id))::bigint AS config_version
-    FROM experiments e WHERE e.id = $1 AND e.org_id = $2
-),
-old AS (
-    SELECT experiment_exposure_arm($1::uuid, $3::int, $4::text) AS arm
+    FROM experiments e WHERE e.id = $1 AND e.org_id = $4
 ),
 new AS (
-    INSERT INTO experiment_exposures AS x (experiment_id, phase, unit_id, arm)
-    SELECT $1, $3, $4, $5::int FROM cfg, old
-    WHERE cfg.config_version = $6::bigint AND $5::int >= 0 AND old.arm IS NULL
-    ON CONFLICT (experiment_id, phase, unit_id) DO UPDATE SET arm = x.arm
-    RETURNING x.arm
+    INSERT INTO experiment_exposures (experiment_id, phase, unit_id, arm)
+    SELECT $1, $2, $3, $5::int FROM cfg
+    WHERE cfg.config_version = $6::bigint AND $5::int >= 0
+    ON CONFLICT (experiment_id, phase, unit_id) DO NOTHING
+    RETURNING arm
 )
-SELECT cfg.config_version, coalesce((SELECT old.arm FROM old), (SELECT new.arm FROM new), -1)::int AS arm
+SELECT cfg.config_version,
+       coalesce((SELECT new.arm FROM new), experiment_exposure_arm($1::uuid, $2::int, $3::text), -1)::int AS arm
 FROM cfg
 `
 
 type ExposureInsertAssignedOneParams struct {
 	ExperimentID  uuid.UUID `json:"experiment_id"`
-	OrgID         uuid.UUID `json:"org_id"`
 	Phase         int32     `json:"phase"`
 	UnitID        string    `json:"unit_id"`
+	OrgID         uuid.UUID `json:"org_id"`
 	Arm           int32     `json:"arm"`
 	ConfigVersion int64     `json:"config_version"`
 }
@@ -1922,22 +1920,23 @@ type ExposureInsertAssignedOneRow struct {
 	Arm           int32 `json:"arm"`
 }
 
-// ExposureInsertAssigned for one unit, as a plain statement: a known unit
-// is answered from the exposures' primary key without a write, and a new
-// one recorded by one INSERT; arm is -1 for a unit outside the coverage
-// (an arm of -1 given) and for one not recorded because the configuration
-// is no longer at config_version. Without arrays, PostgreSQL plans it once
-// per connection, and it skips what a batch needs (the units' order,
-// their duplicates, aggregating the answer), which cost a new unit as much
+// ExposureInsertAssigned for one unit, as a plain statement: a new unit is
+// recorded by one INSERT, and a known one answered by its first exposure's
+// arm; arm is -1 for a unit outside the coverage (an arm of -1 given) and
+// for one not recorded because the configuration is no longer at
+// config_version. Without arrays, PostgreSQL plans it once per
+// connection, and it skips what a batch needs (the units' order, their
+// duplicates, aggregating the answer), which cost a new unit as much
 // again as the INSERT.
-// The unit's first exposure, by the primary key whatever the plan kept
-// (experiment_exposure_arm, migration 00171).
+// Only when nothing was inserted: the first exposure, by the primary key
+// whatever the plan kept, seeing one a concurrent call just committed
+// (experiment_exposure_arm, migrations 00171 and 00173).
 func (q *Queries) ExposureInsertAssignedOne(ctx context.Context, arg ExposureInsertAssignedOneParams) (ExposureInsertAssignedOneRow, error) {
 	row := q.db.QueryRow(ctx, exposureInsertAssignedOne,
 		arg.ExperimentID,
-		arg.OrgID,
 		arg.Phase,
 		arg.UnitID,
+		arg.OrgID,
 		arg.Arm,
 		arg.ConfigVersion,
 	)

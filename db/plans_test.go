@@ -475,10 +475,10 @@ func TestPlans(t *testing.T) {
 				return []any{f.exp, f.org, 1, u, arms, 3}
 			}},
 		{name: "assign: a new unit", sql: query("ExposureInsertAssignedOne"), perRow: 3, args: func(f *planFixture) []any {
-			return []any{f.exp, f.org, 1, "new-one", 0, 3}
+			return []any{f.exp, 1, "new-one", f.org, 0, 3}
 		}},
 		{name: "assign: a known unit", sql: query("ExposureInsertAssignedOne"), perRow: 3, args: func(f *planFixture) []any {
-			return []any{f.exp, f.org, 1, "u0", 0, 3}
+			return []any{f.exp, 1, "u0", f.org, 0, 3}
 		}},
 		// The lookup ExposureInsertAssignedOne calls (experiment_exposure_arm),
 		// read under the function's settings.

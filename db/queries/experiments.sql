@@ -142,31 +142,30 @@ SELECT r.config_version::bigint AS config_version, r.unit_ids::text[] AS unit_id
 FROM experiment_assign(@experiment_id::uuid, @org_id::uuid, @phase::int, @unit_ids::text[], @arms::int[], @config_version::bigint) r;
 
 -- name: ExposureInsertAssignedOne :one
--- ExposureInsertAssigned for one unit, as a plain statement: a known unit
--- is answered from the exposures' primary key without a write, and a new
--- one recorded by one INSERT; arm is -1 for a unit outside the coverage
--- (an arm of -1 given) and for one not recorded because the configuration
--- is no longer at config_version. Without arrays, PostgreSQL plans it once
--- per connection, and it skips what a batch needs (the units' order,
--- their duplicates, aggregating the answer), which cost a new unit as much
+-- ExposureInsertAssigned for one unit, as a plain statement: a new unit is
+-- recorded by one INSERT, and a known one answered by its first exposure's
+-- arm; arm is -1 for a unit outside the coverage (an arm of -1 given) and
+-- for one not recorded because the configuration is no longer at
+-- config_version. Without arrays, PostgreSQL plans it once per
+-- connection, and it skips what a batch needs (the units' order, their
+-- duplicates, aggregating the answer), which cost a new unit as much
 -- again as the INSERT.
 WITH cfg AS (
     SELECT (e.config_version + (SELECT sum(a.config_version) FROM experiment_arms a WHERE a.experiment_id = e.id))::bigint AS config_version
     FROM experiments e WHERE e.id = @experiment_id AND e.org_id = @org_id
 ),
--- The unit's first exposure, by the primary key whatever the plan kept
--- (experiment_exposure_arm, migration 00171).
-old AS (
-    SELECT experiment_exposure_arm(@experiment_id::uuid, @phase::int, @unit_id::text) AS arm
-),
 new AS (
-    INSERT INTO experiment_exposures AS x (experiment_id, phase, unit_id, arm)
-    SELECT @experiment_id, @phase, @unit_id, @arm::int FROM cfg, old
-    WHERE cfg.config_version = @config_version::bigint AND @arm::int >= 0 AND old.arm IS NULL
-    ON CONFLICT (experiment_id, phase, unit_id) DO UPDATE SET arm = x.arm
-    RETURNING x.arm
+    INSERT INTO experiment_exposures (experiment_id, phase, unit_id, arm)
+    SELECT @experiment_id, @phase, @unit_id, @arm::int FROM cfg
+    WHERE cfg.config_version = @config_version::bigint AND @arm::int >= 0
+    ON CONFLICT (experiment_id, phase, unit_id) DO NOTHING
+    RETURNING arm
 )
-SELECT cfg.config_version, coalesce((SELECT old.arm FROM old), (SELECT new.arm FROM new), -1)::int AS arm
+-- Only when nothing was inserted: the first exposure, by the primary key
+-- whatever the plan kept, seeing one a concurrent call just committed
+-- (experiment_exposure_arm, migrations 00171 and 00173).
+SELECT cfg.config_version,
+       coalesce((SELECT new.arm FROM new), experiment_exposure_arm(@experiment_id::uuid, @phase::int, @unit_id::text), -1)::int AS arm
 FROM cfg;
 
 -- name: ExposureInsertReported :one
