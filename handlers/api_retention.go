@@ -1,9 +1,15 @@
 package handlers
 
 import (
+	"errors"
 	"net/http"
+	"strconv"
+	"strings"
 
 	"github.com/labstack/echo/v4"
+
+	"github.com/curate/curate/internal/errs"
+	"github.com/curate/curate/views"
 )
 
 // retentionSettings is how long the organisation keeps its feedback:
@@ -38,4 +44,50 @@ func (h *Handlers) APIRetentionSettingsSave(c echo.Context) error {
 		return err
 	}
 	return c.JSON(http.StatusOK, in)
+}
+
+// RetentionSettings is the page that shows and sets the organisation's
+// feedback retention.
+func (h *Handlers) RetentionSettings(c echo.Context) error {
+	days, err := h.Retention.Days(ctx(c), CallerOf(c).OrgID)
+	if err != nil {
+		return err
+	}
+	m := views.RetentionView{Errors: map[string]string{}}
+	if days != nil {
+		m.Days = strconv.Itoa(*days)
+	}
+	return render(c, http.StatusOK, views.RetentionPage(h.page(c, "Feedback retention", "stats"), m))
+}
+
+// RetentionSettingsSave sets the retention from the page's form: a number
+// of days, or nothing to keep feedback forever.
+func (h *Handlers) RetentionSettingsSave(c echo.Context) error {
+	typed := strings.TrimSpace(c.FormValue("retention_days"))
+	refuse := func(msg string) error {
+		m := views.RetentionView{Days: typed, Errors: map[string]string{"retention_days": msg}}
+		return render(c, http.StatusUnprocessableEntity, views.RetentionPage(h.page(c, "Feedback retention", "stats"), m))
+	}
+	var days *int
+	if typed != "" {
+		n, err := strconv.Atoi(strings.ReplaceAll(typed, ",", ""))
+		if err != nil {
+			return refuse("must be a whole number of days, e.g. 400, or empty to keep feedback forever")
+		}
+		days = &n
+	}
+	err := h.Retention.SetDays(ctx(c), actor(c), CallerOf(c).OrgID, days)
+	var inv *errs.Invalid
+	if errors.As(err, &inv) {
+		return refuse(inv.ByField()["retention_days"])
+	}
+	if err != nil {
+		return err
+	}
+	if days == nil {
+		h.Sessions.Flash(c, "ok", "Feedback is kept forever.")
+	} else {
+		h.Sessions.Flash(c, "ok", "Feedback older than "+strconv.Itoa(*days)+" days will be removed within the hour.")
+	}
+	return redirect(c, "/stats/retention")
 }

@@ -279,6 +279,7 @@ func newDesignSite(t *testing.T) *designSite {
 		{"imports", "/imports", "/imports"},
 		{"langfuse", "/imports/langfuse", "/imports"},
 		{"stats", "/stats", "/stats"},
+		{"retention", "/stats/retention", "/stats"},
 		{"alerts", "/alerts", "/alerts"},
 		{"alert-settings", "/alerts/settings", "/alerts"},
 		{"finetune-jobs", "/fine-tuning", "/fine-tuning"},

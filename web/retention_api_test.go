@@ -3,6 +3,8 @@ package web_test
 import (
 	"context"
 	"net/http"
+	"net/url"
+	"strings"
 	"testing"
 
 	"github.com/curate/curate/web/webtest"
@@ -45,4 +47,52 @@ func TestRetentionSettingsAPI(t *testing.T) {
 	if err := s.Pool.QueryRow(context.Background(), `SELECT count(*) FROM audit_log WHERE action = 'org.retention_set'`).Scan(&audited); err != nil || audited != 2 {
 		t.Errorf("%d retention changes audited (%v), want 2", audited, err)
 	}
+}
+
+// The retention page: an admin sets a number of days and clears it again;
+// a bad number is shown back with the field's message and changes
+// nothing; the stats page links to it for admins only, and a viewer may
+// not open or post it.
+func TestRetentionSettingsPage(t *testing.T) {
+	t.Parallel()
+	s := webtest.New(t, webtest.Options{})
+	org := s.Org("acme")
+	s.User(org, "ada@acme.test", "admin")
+	s.User(org, "vic@acme.test", "viewer")
+	admin := s.SignedIn("ada@acme.test")
+
+	page := admin.Get("/stats/retention").Must(t, http.StatusOK)
+	if !strings.Contains(page.Body, "Feedback is kept forever.") {
+		t.Errorf("retention page by default: %s", regexpFind(t, `(?s)(<h1>.{0,300})`, page.Body))
+	}
+	if !strings.Contains(admin.Get("/stats").Must(t, http.StatusOK).Body, `href="/stats/retention"`) {
+		t.Error("the stats page does not link an admin to the retention page")
+	}
+	for _, bad := range []string{"0", "36501", "a year", "1.5"} {
+		res := admin.PostForm("/stats/retention", url.Values{"retention_days": {bad}}).Must(t, http.StatusUnprocessableEntity)
+		if !strings.Contains(res.Body, `id="err-retention-days">`) || strings.Contains(res.Body, `id="err-retention-days"></p>`) {
+			t.Errorf("%q: no message beside the field: %s", bad, regexpFind(t, `(?s)(<form.{0,600})`, res.Body))
+		}
+	}
+	var days *int
+	if err := s.Pool.QueryRow(context.Background(), `SELECT retention_days FROM organizations WHERE id = $1`, org).Scan(&days); err != nil || days != nil {
+		t.Fatalf("after refusals the retention is %v (%v), want none", days, err)
+	}
+	admin.PostForm("/stats/retention", url.Values{"retention_days": {"1,200"}}).Must(t, http.StatusSeeOther)
+	page = admin.Get("/stats/retention").Must(t, http.StatusOK)
+	if !strings.Contains(page.Body, "Feedback older than 1200 days is removed.") || !strings.Contains(page.Body, "will be removed within the hour") {
+		t.Errorf("after setting 1,200 days: %s", regexpFind(t, `(?s)(<main.{0,800})`, page.Body))
+	}
+	admin.PostForm("/stats/retention", url.Values{"retention_days": {" "}}).Must(t, http.StatusSeeOther)
+	if !strings.Contains(admin.Get("/stats/retention").Must(t, http.StatusOK).Body, "Feedback is kept forever.") {
+		t.Error("clearing the field did not keep feedback forever")
+	}
+	assertAudit(t, s, "org.retention_set")
+
+	viewer := s.SignedIn("vic@acme.test")
+	if strings.Contains(viewer.Get("/stats").Must(t, http.StatusOK).Body, `href="/stats/retention"`) {
+		t.Error("the stats page links a viewer to a page they may not open")
+	}
+	viewer.Get("/stats/retention").Must(t, http.StatusForbidden)
+	viewer.PostForm("/stats/retention", url.Values{"retention_days": {"30"}}).Must(t, http.StatusForbidden)
 }

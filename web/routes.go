@@ -60,6 +60,8 @@ func Routes(h *handlers.Handlers) []Route {
 
 		// Stats and alerts.
 		{GET, "/stats", auth.Viewer, h.Stats},
+		{GET, "/stats/retention", auth.Admin, h.RetentionSettings},
+		{POST, "/stats/retention", auth.Admin, h.RetentionSettingsSave},
 		{GET, "/alerts", auth.Viewer, h.AlertList},
 		{POST, "/alerts/:id/dismiss", auth.Curator, h.AlertDismiss},
 		{GET, "/alerts/settings", auth.Admin, h.AlertSettings},
