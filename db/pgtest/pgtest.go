@@ -93,7 +93,7 @@ func NewDBURL(t testing.TB) (*pgxpool.Pool, string) {
 		t.Fatalf("pgtest: create database: %v", err)
 	}
 	dbURL := withDatabase(serverURL, name)
-	pool, err := newPool(ctx, dbURL)
+	pool, err := pgxpool.New(ctx, dbURL)
 	if err != nil {
 		t.Fatalf("pgtest: %v", err)
 	}
@@ -146,7 +146,7 @@ func ensureTemplate(ctx context.Context) (string, error) {
 	if _, err := conn.Exec(ctx, "CREATE DATABASE "+name); err != nil {
 		return "", err
 	}
-	pool, err := newPool(ctx, withDatabase(serverURL, name))
+	pool, err := pgxpool.New(ctx, withDatabase(serverURL, name))
 	if err != nil {
 		return "", err
 	}
@@ -238,13 +238,4 @@ func TablesContaining(t testing.TB, pool *pgxpool.Pool, s string) []string {
 		}
 	}
 	return found
-}
-
-// newPool opens a pool the way the server does (db.ParsePoolConfig).
-func newPool(ctx context.Context, url string) (*pgxpool.Pool, error) {
-	cfg, err := db.ParsePoolConfig(url)
-	if err != nil {
-		return nil, err
-	}
-	return pgxpool.NewWithConfig(ctx, cfg)
 }
