@@ -144,8 +144,12 @@ func (s *stageSource) Next() bool {
 	return ok
 }
 
+// Values gives the source id as a pgtype.UUID, which pgx writes as its 16
+// bytes: a uuid.UUID goes through its driver.Valuer, as text that pgx then
+// parses back, 2.5 µs and 19 allocations a value against 53 ns and none
+// (measured with pgtype's Map.Encode), 2.5 s of a million-item freeze.
 func (s *stageSource) Values() ([]any, error) {
-	return []any{s.row.ContentSha, s.row.SourceID, s.row.Split, s.row.Content}, nil
+	return []any{s.row.ContentSha, pgtype.UUID{Bytes: s.row.SourceID, Valid: true}, s.row.Split, s.row.Content}, nil
 }
 
 func (s *stageSource) Err() error { return nil }
