@@ -190,18 +190,9 @@ func freezeItems(ctx context.Context, tx pgx.Tx, read *db.Queries, d db.Training
 	return frozenVersion{version: ver}, nil
 }
 
-// splitItems reads what the split needs of every member of d, by the
-// query for its kind of member.
+// splitItems reads what the split needs of every member of d.
 func splitItems(ctx context.Context, q *db.Queries, d db.TrainingDataset) ([]SplitItem, error) {
-	if KindOf(string(d.DatasetType)) == KindPreference {
-		rows, err := q.DatasetMemberListPairSplitKeys(ctx, d.ID)
-		items := make([]SplitItem, len(rows))
-		for i, r := range rows {
-			items[i] = SplitItem{ID: r.ID, Stratum: r.Stratum, User: r.EndUser, Created: r.CreatedAt}
-		}
-		return items, err
-	}
-	rows, err := q.DatasetMemberListFeedbackSplitKeys(ctx, d.ID)
+	rows, err := q.DatasetMemberListSplitKeys(ctx, d.ID)
 	items := make([]SplitItem, len(rows))
 	for i, r := range rows {
 		items[i] = SplitItem{ID: r.ID, Stratum: r.Stratum, User: r.EndUser, Created: r.CreatedAt}
