@@ -49,37 +49,44 @@ func (h *Handlers) APIRetentionSettingsSave(c echo.Context) error {
 // RetentionSettings is the page that shows and sets the organisation's
 // feedback retention.
 func (h *Handlers) RetentionSettings(c echo.Context) error {
+	return h.renderRetention(c, http.StatusOK, nil, "")
+}
+
+// renderRetention shows the stored retention; with refused set, the field
+// holds what was typed and the message is beside it.
+func (h *Handlers) renderRetention(c echo.Context, status int, refused map[string]string, typed string) error {
 	days, err := h.Retention.Days(ctx(c), CallerOf(c).OrgID)
 	if err != nil {
 		return err
 	}
 	m := views.RetentionView{Errors: map[string]string{}}
 	if days != nil {
-		m.Days = strconv.Itoa(*days)
+		m.Kept = strconv.Itoa(*days)
 	}
-	return render(c, http.StatusOK, views.RetentionPage(h.page(c, "Feedback retention", "stats"), m))
+	m.Days = m.Kept
+	if refused != nil {
+		m.Days, m.Errors = typed, refused
+	}
+	return render(c, status, views.RetentionPage(h.page(c, "Feedback retention", "stats"), m))
 }
 
 // RetentionSettingsSave sets the retention from the page's form: a number
 // of days, or nothing to keep feedback forever.
 func (h *Handlers) RetentionSettingsSave(c echo.Context) error {
 	typed := strings.TrimSpace(c.FormValue("retention_days"))
-	refuse := func(msg string) error {
-		m := views.RetentionView{Days: typed, Errors: map[string]string{"retention_days": msg}}
-		return render(c, http.StatusUnprocessableEntity, views.RetentionPage(h.page(c, "Feedback retention", "stats"), m))
-	}
 	var days *int
 	if typed != "" {
 		n, err := strconv.Atoi(strings.ReplaceAll(typed, ",", ""))
 		if err != nil {
-			return refuse("must be a whole number of days, e.g. 400, or empty to keep feedback forever")
+			return h.renderRetention(c, http.StatusUnprocessableEntity,
+				map[string]string{"retention_days": "must be a whole number of days, e.g. 400, or empty to keep feedback forever"}, typed)
 		}
 		days = &n
 	}
 	err := h.Retention.SetDays(ctx(c), actor(c), CallerOf(c).OrgID, days)
 	var inv *errs.Invalid
 	if errors.As(err, &inv) {
-		return refuse(inv.ByField()["retention_days"])
+		return h.renderRetention(c, http.StatusUnprocessableEntity, inv.ByField(), typed)
 	}
 	if err != nil {
 		return err

@@ -73,6 +73,9 @@ func TestRetentionSettingsPage(t *testing.T) {
 		if !strings.Contains(res.Body, `id="err-retention-days">`) || strings.Contains(res.Body, `id="err-retention-days"></p>`) {
 			t.Errorf("%q: no message beside the field: %s", bad, regexpFind(t, `(?s)(<form.{0,600})`, res.Body))
 		}
+		if !strings.Contains(res.Body, "Feedback is kept forever.") || !strings.Contains(res.Body, `value="`+bad+`"`) {
+			t.Errorf("%q: the refusal does not show the kept setting beside what was typed: %s", bad, regexpFind(t, `(?s)(<h1>.{0,600})`, res.Body))
+		}
 	}
 	var days *int
 	if err := s.Pool.QueryRow(context.Background(), `SELECT retention_days FROM organizations WHERE id = $1`, org).Scan(&days); err != nil || days != nil {
