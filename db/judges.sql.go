@@ -741,8 +741,8 @@ func (q *Queries) JudgeConflictInsert(ctx context.Context, arg JudgeConflictInse
 }
 
 const judgeConflictList = `-- name: JudgeConflictList :many
-SELECT c.id, c.org_id, c.agreement_id, c.feedback_id, c.human_score, c.judge_score, c.judge_safety_flag, c.critique, c.resolution, c.note, c.resolved_by_label, c.resolved_at, c.created_at, c.rlaif_sample_id, left(coalesce(f.query, s.prompt), 300)::text AS query_preview,
-       left(coalesce(f.response, s.completion), 300)::text AS response_preview,
+SELECT c.id, c.org_id, c.agreement_id, c.feedback_id, c.human_score, c.judge_score, c.judge_safety_flag, c.critique, c.resolution, c.note, c.resolved_by_label, c.resolved_at, c.created_at, c.rlaif_sample_id, left(coalesce(f.query, s.prompt, ''), 300)::text AS query_preview,
+       left(coalesce(f.response, s.completion, ''), 300)::text AS response_preview,
        f.feedback_type, f.rating, coalesce(a.endpoint, '')::text AS endpoint, coalesce(a.template, '')::text AS template,
        coalesce(a.template_version, 0)::int AS template_version, s.job_id AS training_job_id
 FROM judge_conflicts c
@@ -787,7 +787,8 @@ type JudgeConflictListRow struct {
 // The conflict queue: open conflicts first, newest first, with the item's
 // question and answer: a rated feedback item the judge disagreed with, or
 // a training run's sample whose teacher and rules disagreed (its job in
-// training_job_id, the rules' score as human_score).
+// training_job_id, the rules' score as human_score). An item not found
+// (a read beside a partition move) shows empty rather than failing the page.
 func (q *Queries) JudgeConflictList(ctx context.Context, arg JudgeConflictListParams) ([]JudgeConflictListRow, error) {
 	rows, err := q.db.Query(ctx, judgeConflictList, arg.OrgID, arg.Resolved)
 	if err != nil {

@@ -111,6 +111,20 @@ func (q *Queries) OrgUpdateRetention(ctx context.Context, arg OrgUpdateRetention
 	return err
 }
 
+const partitionInsertMonths = `-- name: PartitionInsertMonths :exec
+SELECT month_partition_ensure('feedback', 'created_at', m), month_partition_ensure('live_scores', 'feedback_at', m)
+FROM unnest($1::timestamptz[]) m
+`
+
+// The months' partitions of feedback and live scores, made before rows of
+// those months are written: a row of a month without its partition lands
+// in DEFAULT, and moving it out later hides it from a read planned while
+// the move commits.
+func (q *Queries) PartitionInsertMonths(ctx context.Context, months []time.Time) error {
+	_, err := q.db.Exec(ctx, partitionInsertMonths, months)
+	return err
+}
+
 const partitionListMaintained = `-- name: PartitionListMaintained :many
 
 SELECT partition_name::text AS partition_name, action::text AS action

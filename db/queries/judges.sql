@@ -119,9 +119,10 @@ ON CONFLICT (agreement_id, feedback_id) DO NOTHING;
 -- The conflict queue: open conflicts first, newest first, with the item's
 -- question and answer: a rated feedback item the judge disagreed with, or
 -- a training run's sample whose teacher and rules disagreed (its job in
--- training_job_id, the rules' score as human_score).
-SELECT c.*, left(coalesce(f.query, s.prompt), 300)::text AS query_preview,
-       left(coalesce(f.response, s.completion), 300)::text AS response_preview,
+-- training_job_id, the rules' score as human_score). An item not found
+-- (a read beside a partition move) shows empty rather than failing the page.
+SELECT c.*, left(coalesce(f.query, s.prompt, ''), 300)::text AS query_preview,
+       left(coalesce(f.response, s.completion, ''), 300)::text AS response_preview,
        f.feedback_type, f.rating, coalesce(a.endpoint, '')::text AS endpoint, coalesce(a.template, '')::text AS template,
        coalesce(a.template_version, 0)::int AS template_version, s.job_id AS training_job_id
 FROM judge_conflicts c

@@ -29,3 +29,11 @@ WHERE f.org_id = @org_id AND f.created_at >= @from_at AND f.created_at < @to_at 
 -- name: FeedbackDeleteRange :execrows
 -- The organisation's feedback given in [from, to), after its keys.
 DELETE FROM feedback WHERE org_id = @org_id AND created_at >= @from_at AND created_at < @to_at;
+
+-- name: PartitionInsertMonths :exec
+-- The months' partitions of feedback and live scores, made before rows of
+-- those months are written: a row of a month without its partition lands
+-- in DEFAULT, and moving it out later hides it from a read planned while
+-- the move commits.
+SELECT month_partition_ensure('feedback', 'created_at', m), month_partition_ensure('live_scores', 'feedback_at', m)
+FROM unnest(@months::timestamptz[]) m;

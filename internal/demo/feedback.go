@@ -132,6 +132,15 @@ func (sd *Seeder) SeedFeedback(ctx context.Context, s Seeded) (int, error) {
 		return 0, fmt.Errorf("demo admin: %w", err)
 	}
 	now := time.Now()
+	if res.Inserted == len(items) {
+		at := make([]time.Time, len(ages))
+		for i, age := range ages {
+			at[i] = now.Add(-age)
+		}
+		if err := sd.feedback.EnsureMonths(ctx, at); err != nil {
+			return 0, fmt.Errorf("demo feedback months: %w", err)
+		}
+	}
 	err = db.InTx(ctx, sd.pool, func(_ pgx.Tx, q *db.Queries) error {
 		for i, id := range res.IDs {
 			if res.Inserted != len(items) {

@@ -45,6 +45,9 @@ func (s *Service) Ingest(ctx context.Context, orgID uuid.UUID, source string, it
 	if err := attribute(ctx, q, orgID, it, &row, ""); err != nil {
 		return db.Feedback{}, false, err
 	}
+	if err := s.EnsureMonths(ctx, []time.Time{row.CreatedAt}); err != nil {
+		return db.Feedback{}, false, err
+	}
 	if len(it.CodebookRules) > 0 {
 		// The item and its rules' counters in one transaction.
 		if err := checkRules(ctx, q, orgID, it, ""); err != nil {
@@ -142,6 +145,13 @@ type BatchResult struct {
 func (s *Service) IngestBatch(ctx context.Context, orgID uuid.UUID, source string, items []Item) (BatchResult, error) {
 	rows, err := batchRows(ctx, db.New(s.Pool), orgID, source, items)
 	if err != nil {
+		return BatchResult{}, err
+	}
+	times := make([]time.Time, len(rows))
+	for i := range rows {
+		times[i] = rows[i].CreatedAt
+	}
+	if err := s.EnsureMonths(ctx, times); err != nil {
 		return BatchResult{}, err
 	}
 	return retryOnUnique(func() (res BatchResult, err error) {

@@ -7,11 +7,14 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/curate/curate/db"
 	"github.com/curate/curate/db/pgtest"
 	"github.com/curate/curate/internal/audit"
 	"github.com/curate/curate/internal/datasets"
+	"github.com/curate/curate/internal/feedback"
 	"github.com/curate/curate/internal/retention"
 )
 
@@ -270,5 +273,131 @@ func TestPartitionsAheadAndSplit(t *testing.T) {
 	walk(doc[0].Plan)
 	if len(rels) != 1 || !rels["feedback_y2019m03"] {
 		t.Errorf("a March 2019 read touches %v, want feedback_y2019m03 only", rels)
+	}
+}
+
+// maintainBeside runs the maintenance while tx, a writer's transaction
+// still open, holds rows the maintenance would move or drop: once the
+// maintenance waits for a lock the writer holds, the writer commits, and
+// the maintenance must then see what it wrote.
+func maintainBeside(t *testing.T, pool *pgxpool.Pool, tx pgx.Tx) {
+	t.Helper()
+	ctx := context.Background()
+	done := make(chan error, 1)
+	go func() {
+		_, err := retention.New(pool).Run(ctx, time.Now())
+		done <- err
+	}()
+	for waiting := false; !waiting; {
+		select {
+		case err := <-done:
+			_ = tx.Rollback(ctx)
+			t.Fatalf("the maintenance ended (%v) without waiting for the open writer", err)
+		case <-time.After(20 * time.Millisecond):
+		}
+		if err := pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock')`).Scan(&waiting); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := tx.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+}
+
+// An old month's partition that looks empty is not dropped while a
+// transaction is putting rows into it: the rows went with the table
+// before, and their keys stayed behind.
+func TestMaintenanceKeepsRowsBeingWritten(t *testing.T) {
+	ctx := context.Background()
+	pool := pgtest.NewDB(t)
+	org, err := db.New(pool).OrgInsert(ctx, db.OrgInsertParams{Slug: "acme", Name: "Acme"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := monthsAgo(time.Now(), 3)
+	if _, err := pool.Exec(ctx, `SELECT month_partition_ensure('feedback', 'created_at', $1)`, at); err != nil {
+		t.Fatal(err)
+	}
+	tx, err := pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var id uuid.UUID
+	if err := tx.QueryRow(ctx, `INSERT INTO feedback (org_id, query, response, feedback_type, source, content_hash, created_at)
+		VALUES ($1, 'q', 'a', 'thumbs_up', 'api', '\x01', $2) RETURNING id`, org.ID, at).Scan(&id); err != nil {
+		t.Fatal(err)
+	}
+	maintainBeside(t, pool, tx)
+	var rows, keys int
+	if err := pool.QueryRow(ctx, `SELECT (SELECT count(*) FROM feedback WHERE id = $1), (SELECT count(*) FROM feedback_keys WHERE id = $1)`, id).Scan(&rows, &keys); err != nil || rows != 1 || keys != 1 {
+		t.Errorf("a row written beside the maintenance: %d rows, %d keys (%v), want 1 and 1", rows, keys, err)
+	}
+}
+
+// A row of the DEFAULT partition that a transaction changes while its
+// month is split out keeps the change: the split copied the old version
+// and then deleted the new one before.
+func TestSplitKeepsRowsBeingChanged(t *testing.T) {
+	ctx := context.Background()
+	pool := pgtest.NewDB(t)
+	org, err := db.New(pool).OrgInsert(ctx, db.OrgInsertParams{Slug: "acme", Name: "Acme"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var id uuid.UUID
+	if err := pool.QueryRow(ctx, `INSERT INTO feedback (org_id, query, response, feedback_type, source, content_hash, created_at)
+		VALUES ($1, 'q', 'a', 'thumbs_up', 'api', '\x01', '2019-05-09T10:00:00Z') RETURNING id`, org.ID).Scan(&id); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pool.Exec(ctx, `ANALYZE feedback_default; SELECT pg_stat_force_next_flush()`); err != nil {
+		t.Fatal(err)
+	}
+	tx, err := pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Exec(ctx, `UPDATE feedback SET comment = 'changed' WHERE id = $1`, id); err != nil {
+		t.Fatal(err)
+	}
+	maintainBeside(t, pool, tx)
+	var comment, where string
+	if err := pool.QueryRow(ctx, `SELECT comment, tableoid::regclass::text FROM feedback WHERE id = $1`, id).Scan(&comment, &where); err != nil ||
+		comment != "changed" || where != "feedback_y2019m05" {
+		t.Errorf("a row changed beside the split: comment %q in %s (%v), want \"changed\" in feedback_y2019m05", comment, where, err)
+	}
+}
+
+// Feedback given in a month without its partition gets the partition
+// before it is written, one item or a batch: nothing waits in DEFAULT for
+// the maintenance to move it.
+func TestHistoryLandsInItsMonth(t *testing.T) {
+	ctx := context.Background()
+	pool := pgtest.NewDB(t)
+	org, err := db.New(pool).OrgInsert(ctx, db.OrgInsertParams{Slug: "acme", Name: "Acme"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	svc := feedback.New(pool)
+	one, batch := time.Date(2018, 7, 4, 9, 0, 0, 0, time.UTC), time.Date(2018, 9, 30, 23, 59, 0, 0, time.UTC)
+	f, _, err := svc.Ingest(ctx, org.ID, "api", feedback.Item{Query: "q1", Response: "a1", FeedbackType: "thumbs_up", GivenAt: &one})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := svc.IngestBatch(ctx, org.ID, "api", []feedback.Item{{Query: "q2", Response: "a2", FeedbackType: "thumbs_down", GivenAt: &batch}})
+	if err != nil || len(res.IDs) != 1 {
+		t.Fatalf("batch: %+v, %v", res, err)
+	}
+	for id, want := range map[uuid.UUID]string{f.ID: "feedback_y2018m07", res.IDs[0]: "feedback_y2018m09"} {
+		var where string
+		if err := pool.QueryRow(ctx, `SELECT tableoid::regclass::text FROM feedback WHERE id = $1`, id).Scan(&where); err != nil || where != want {
+			t.Errorf("history is in %q (%v), want %s", where, err, want)
+		}
+	}
+	var scores bool
+	if err := pool.QueryRow(ctx, `SELECT to_regclass('live_scores_y2018m07') IS NOT NULL`).Scan(&scores); err != nil || !scores {
+		t.Errorf("no live scores partition for July 2018 (%v)", err)
 	}
 }

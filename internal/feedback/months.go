@@ -1,0 +1,34 @@
+package feedback
+
+import (
+	"context"
+	"slices"
+	"time"
+
+	"github.com/curate/curate/db"
+)
+
+// EnsureMonths makes the month partitions for rows about to be written
+// with these times (history, or dates set afterwards), each in its own
+// short transaction before the rows go in. A row of a month without its
+// partition lands in DEFAULT and would be moved out by the maintenance
+// later, a move a read planned while it commits does not see through.
+// This month's partition always exists: times in it cost nothing.
+func (s *Service) EnsureMonths(ctx context.Context, times []time.Time) error {
+	now := monthOf(time.Now())
+	var months []time.Time
+	for _, t := range times {
+		if m := monthOf(t); !t.IsZero() && !m.Equal(now) && !slices.ContainsFunc(months, m.Equal) {
+			months = append(months, m)
+		}
+	}
+	if len(months) == 0 {
+		return nil
+	}
+	return db.New(s.Pool).PartitionInsertMonths(ctx, months)
+}
+
+func monthOf(t time.Time) time.Time {
+	t = t.UTC()
+	return time.Date(t.Year(), t.Month(), 1, 0, 0, 0, 0, time.UTC)
+}
