@@ -112,14 +112,17 @@ func (q *Queries) OrgUpdateRetention(ctx context.Context, arg OrgUpdateRetention
 }
 
 const partitionInsertMonths = `-- name: PartitionInsertMonths :exec
+WITH limits AS MATERIALIZED (SELECT set_config('lock_timeout', '2s', true) AS lock_timeout)
 SELECT month_partition_ensure('feedback', 'created_at', m), month_partition_ensure('live_scores', 'feedback_at', m)
-FROM unnest($1::timestamptz[]) m
+FROM limits, unnest($1::timestamptz[]) m
 `
 
 // The months' partitions of feedback and live scores, made before rows of
 // those months are written: a row of a month without its partition lands
 // in DEFAULT, and moving it out later hides it from a read planned while
-// the move commits.
+// the move commits. Making one waits for every read of DEFAULT then under
+// way, and holds off the reads after it meanwhile: it gives up after two
+// seconds (lock_timeout, for this statement), leaving the rows to DEFAULT.
 func (q *Queries) PartitionInsertMonths(ctx context.Context, months []time.Time) error {
 	_, err := q.db.Exec(ctx, partitionInsertMonths, months)
 	return err

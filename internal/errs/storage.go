@@ -34,3 +34,14 @@ func IsUnique(err error, constraints ...string) bool {
 	}
 	return len(constraints) == 0 || slices.Contains(constraints, pg.ConstraintName)
 }
+
+// lockNotAvailable is PostgreSQL's SQLSTATE for a lock not granted within
+// lock_timeout (lock_not_available).
+const lockNotAvailable = "55P03"
+
+// IsLockTimeout reports whether err is a statement giving up waiting for a
+// lock (lock_timeout).
+func IsLockTimeout(err error) bool {
+	var pg *pgconn.PgError
+	return errors.As(err, &pg) && pg.Code == lockNotAvailable
+}

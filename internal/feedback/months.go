@@ -6,14 +6,16 @@ import (
 	"time"
 
 	"github.com/curate/curate/db"
+	"github.com/curate/curate/internal/errs"
 )
 
 // EnsureMonths makes the month partitions for rows about to be written
-// with these times (history, or dates set afterwards), each in its own
-// short transaction before the rows go in. A row of a month without its
+// with these times (history, or dates set afterwards), in one short
+// statement of its own before the rows go in. A row of a month without its
 // partition lands in DEFAULT and would be moved out by the maintenance
 // later, a move a read planned while it commits does not see through.
-// This month's partition always exists: times in it cost nothing.
+// This month's partition always exists: times in it cost nothing. While
+// long reads hold the DEFAULT partition, the rows are left to it.
 func (s *Service) EnsureMonths(ctx context.Context, times []time.Time) error {
 	now := monthOf(time.Now())
 	var months []time.Time
@@ -25,7 +27,12 @@ func (s *Service) EnsureMonths(ctx context.Context, times []time.Time) error {
 	if len(months) == 0 {
 		return nil
 	}
-	return db.New(s.Pool).PartitionInsertMonths(ctx, months)
+	err := db.New(s.Pool).PartitionInsertMonths(ctx, months)
+	if errs.IsLockTimeout(err) {
+		// Busy: the rows wait in DEFAULT for the maintenance instead.
+		return nil
+	}
+	return err
 }
 
 func monthOf(t time.Time) time.Time {

@@ -400,4 +400,28 @@ func TestHistoryLandsInItsMonth(t *testing.T) {
 	if err := pool.QueryRow(ctx, `SELECT to_regclass('live_scores_y2018m07') IS NOT NULL`).Scan(&scores); err != nil || !scores {
 		t.Errorf("no live scores partition for July 2018 (%v)", err)
 	}
+
+	// While a long read holds DEFAULT, making a partition would wait for it
+	// and stall the reads behind: the item goes into DEFAULT instead.
+	reader, err := pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer reader.Rollback(ctx) //nolint:errcheck // a read only
+	if _, err := reader.Exec(ctx, `SELECT count(*) FROM feedback_default`); err != nil {
+		t.Fatal(err)
+	}
+	busy := time.Date(2017, 2, 1, 0, 0, 0, 0, time.UTC)
+	t0 := time.Now()
+	f, _, err = svc.Ingest(ctx, org.ID, "api", feedback.Item{Query: "q3", Response: "a3", FeedbackType: "thumbs_up", GivenAt: &busy})
+	if err != nil {
+		t.Fatalf("an item beside a long read: %v", err)
+	}
+	if waited := time.Since(t0); waited > 10*time.Second {
+		t.Errorf("the item waited %s for the long read", waited)
+	}
+	var where string
+	if err := pool.QueryRow(ctx, `SELECT tableoid::regclass::text FROM feedback WHERE id = $1`, f.ID).Scan(&where); err != nil || where != "feedback_default" {
+		t.Errorf("an item beside a long read is in %q (%v), want feedback_default", where, err)
+	}
 }
