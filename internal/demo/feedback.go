@@ -11,6 +11,7 @@ import (
 
 	"github.com/curate/curate/db"
 	"github.com/curate/curate/internal/feedback"
+	"github.com/curate/curate/internal/retention"
 )
 
 // Models the demo assistant ran as: an older one, the current one, and a
@@ -137,7 +138,7 @@ func (sd *Seeder) SeedFeedback(ctx context.Context, s Seeded) (int, error) {
 		for i, age := range ages {
 			at[i] = now.Add(-age)
 		}
-		if err := sd.feedback.EnsureMonths(ctx, at); err != nil {
+		if err := retention.EnsureMonths(ctx, sd.pool, at); err != nil {
 			return 0, fmt.Errorf("demo feedback months: %w", err)
 		}
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/curate/curate/db"
 	"github.com/curate/curate/internal/errs"
 	"github.com/curate/curate/internal/pii"
+	"github.com/curate/curate/internal/retention"
 )
 
 // Service reads and writes feedback for one database.
@@ -45,7 +46,7 @@ func (s *Service) Ingest(ctx context.Context, orgID uuid.UUID, source string, it
 	if err := attribute(ctx, q, orgID, it, &row, ""); err != nil {
 		return db.Feedback{}, false, err
 	}
-	if err := s.EnsureMonths(ctx, []time.Time{row.CreatedAt}); err != nil {
+	if err := retention.EnsureMonths(ctx, s.Pool, []time.Time{row.CreatedAt}); err != nil {
 		return db.Feedback{}, false, err
 	}
 	if len(it.CodebookRules) > 0 {
@@ -151,7 +152,7 @@ func (s *Service) IngestBatch(ctx context.Context, orgID uuid.UUID, source strin
 	for i := range rows {
 		times[i] = rows[i].CreatedAt
 	}
-	if err := s.EnsureMonths(ctx, times); err != nil {
+	if err := retention.EnsureMonths(ctx, s.Pool, times); err != nil {
 		return BatchResult{}, err
 	}
 	return retryOnUnique(func() (res BatchResult, err error) {

@@ -1,9 +1,11 @@
-package feedback
+package retention
 
 import (
 	"context"
 	"slices"
 	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/curate/curate/db"
 	"github.com/curate/curate/internal/errs"
@@ -16,26 +18,21 @@ import (
 // later, a move a read planned while it commits does not see through.
 // This month's partition always exists: times in it cost nothing. While
 // long reads hold the DEFAULT partition, the rows are left to it.
-func (s *Service) EnsureMonths(ctx context.Context, times []time.Time) error {
-	now := monthOf(time.Now())
+func EnsureMonths(ctx context.Context, pool *pgxpool.Pool, times []time.Time) error {
+	now := monthStart(time.Now())
 	var months []time.Time
 	for _, t := range times {
-		if m := monthOf(t); !t.IsZero() && !m.Equal(now) && !slices.ContainsFunc(months, m.Equal) {
+		if m := monthStart(t); !t.IsZero() && !m.Equal(now) && !slices.ContainsFunc(months, m.Equal) {
 			months = append(months, m)
 		}
 	}
 	if len(months) == 0 {
 		return nil
 	}
-	err := db.New(s.Pool).PartitionInsertMonths(ctx, months)
+	err := db.New(pool).PartitionInsertMonths(ctx, months)
 	if errs.IsLockTimeout(err) {
 		// Busy: the rows wait in DEFAULT for the maintenance instead.
 		return nil
 	}
 	return err
-}
-
-func monthOf(t time.Time) time.Time {
-	t = t.UTC()
-	return time.Date(t.Year(), t.Month(), 1, 0, 0, 0, 0, time.UTC)
 }
