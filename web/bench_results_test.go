@@ -15,7 +15,6 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
-	"golang.org/x/sync/errgroup"
 )
 
 // resultsFloor is the plain GROUP BY results are measured against: each
@@ -208,43 +207,33 @@ func BenchmarkResults(b *testing.B) {
 }
 
 // withoutIndexes drops table's indexes that no constraint owns and returns
-// what builds them again, each partition's part named as
-// the migrations name it (partition_indexes_name).
+// what builds them again, each partition's part named as the migrations
+// name it (partition_indexes_name). The builds go one at a time: two at
+// once may pick the same name for a partition's part.
 func withoutIndexes(b *testing.B, pool *pgxpool.Pool, table string) func() {
 	b.Helper()
 	ctx := context.Background()
+	type index struct{ Name, Def string }
 	rows, err := pool.Query(ctx, `SELECT i.indexrelid::regclass::text, pg_get_indexdef(i.indexrelid) FROM pg_index i
 		WHERE i.indrelid = $1::regclass AND NOT EXISTS (SELECT 1 FROM pg_constraint c WHERE c.conindid = i.indexrelid)`, table)
 	if err != nil {
 		b.Fatal(err)
 	}
-	names, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) ([2]string, error) {
-		var v [2]string
-		err := r.Scan(&v[0], &v[1])
-		return v, err
-	})
+	indexes, err := pgx.CollectRows(rows, pgx.RowToStructByPos[index])
 	if err != nil {
 		b.Fatal(err)
 	}
-	for _, n := range names {
-		if _, err := pool.Exec(ctx, "DROP INDEX "+pgx.Identifier{n[0]}.Sanitize()); err != nil {
+	for _, ix := range indexes {
+		if _, err := pool.Exec(ctx, "DROP INDEX "+pgx.Identifier{ix.Name}.Sanitize()); err != nil {
 			b.Fatal(err)
 		}
 	}
 	return func() {
 		b.Helper()
-		g, gctx := errgroup.WithContext(ctx)
-		// One at a time: two builds at once may pick the same name for a
-		// partition's part before partition_indexes_name renames it.
-		g.SetLimit(1)
-		for _, n := range names {
-			g.Go(func() error {
-				_, err := pool.Exec(gctx, "SET maintenance_work_mem = '256MB'; "+strings.Replace(n[1], " ON ONLY ", " ON ", 1))
-				return err
-			})
-		}
-		if err := g.Wait(); err != nil {
-			b.Fatal(err)
+		for _, ix := range indexes {
+			if _, err := pool.Exec(ctx, "SET maintenance_work_mem = '256MB'; "+strings.Replace(ix.Def, " ON ONLY ", " ON ", 1)); err != nil {
+				b.Fatal(err)
+			}
 		}
 		if _, err := pool.Exec(ctx, `SELECT partition_indexes_name(c.oid::regclass::text, substr(c.relname, length($1) + 2))
 			FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid WHERE i.inhparent = $1::regclass`, table); err != nil {

@@ -276,6 +276,31 @@ func TestPartitionsAheadAndSplit(t *testing.T) {
 	}
 }
 
+// acme is a database with one organisation.
+func acme(t *testing.T) (*pgxpool.Pool, uuid.UUID) {
+	t.Helper()
+	pool := pgtest.NewDB(t)
+	org, err := db.New(pool).OrgInsert(context.Background(), db.OrgInsertParams{Slug: "acme", Name: "Acme"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pool, org.ID
+}
+
+// insertAt stores one feedback row of org given at at, with q (a pool or
+// an open transaction).
+func insertAt(t *testing.T, q interface {
+	QueryRow(context.Context, string, ...any) pgx.Row
+}, org uuid.UUID, at time.Time) uuid.UUID {
+	t.Helper()
+	var id uuid.UUID
+	if err := q.QueryRow(context.Background(), `INSERT INTO feedback (org_id, query, response, feedback_type, source, content_hash, created_at)
+		VALUES ($1, 'q', 'a', 'thumbs_up', 'api', '\x01', $2) RETURNING id`, org, at).Scan(&id); err != nil {
+		t.Fatal(err)
+	}
+	return id
+}
+
 // maintainBeside runs the maintenance while tx, a writer's transaction
 // still open, holds rows the maintenance would move or drop: once the
 // maintenance waits for a lock the writer holds, the writer commits, and
@@ -312,11 +337,7 @@ func maintainBeside(t *testing.T, pool *pgxpool.Pool, tx pgx.Tx) {
 // before, and their keys stayed behind.
 func TestMaintenanceKeepsRowsBeingWritten(t *testing.T) {
 	ctx := context.Background()
-	pool := pgtest.NewDB(t)
-	org, err := db.New(pool).OrgInsert(ctx, db.OrgInsertParams{Slug: "acme", Name: "Acme"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	pool, org := acme(t)
 	at := monthsAgo(time.Now(), 3)
 	if _, err := pool.Exec(ctx, `SELECT month_partition_ensure('feedback', 'created_at', $1)`, at); err != nil {
 		t.Fatal(err)
@@ -325,11 +346,7 @@ func TestMaintenanceKeepsRowsBeingWritten(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var id uuid.UUID
-	if err := tx.QueryRow(ctx, `INSERT INTO feedback (org_id, query, response, feedback_type, source, content_hash, created_at)
-		VALUES ($1, 'q', 'a', 'thumbs_up', 'api', '\x01', $2) RETURNING id`, org.ID, at).Scan(&id); err != nil {
-		t.Fatal(err)
-	}
+	id := insertAt(t, tx, org, at)
 	maintainBeside(t, pool, tx)
 	var rows, keys int
 	if err := pool.QueryRow(ctx, `SELECT (SELECT count(*) FROM feedback WHERE id = $1), (SELECT count(*) FROM feedback_keys WHERE id = $1)`, id).Scan(&rows, &keys); err != nil || rows != 1 || keys != 1 {
@@ -342,16 +359,8 @@ func TestMaintenanceKeepsRowsBeingWritten(t *testing.T) {
 // and then deleted the new one before.
 func TestSplitKeepsRowsBeingChanged(t *testing.T) {
 	ctx := context.Background()
-	pool := pgtest.NewDB(t)
-	org, err := db.New(pool).OrgInsert(ctx, db.OrgInsertParams{Slug: "acme", Name: "Acme"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var id uuid.UUID
-	if err := pool.QueryRow(ctx, `INSERT INTO feedback (org_id, query, response, feedback_type, source, content_hash, created_at)
-		VALUES ($1, 'q', 'a', 'thumbs_up', 'api', '\x01', '2019-05-09T10:00:00Z') RETURNING id`, org.ID).Scan(&id); err != nil {
-		t.Fatal(err)
-	}
+	pool, org := acme(t)
+	id := insertAt(t, pool, org, time.Date(2019, 5, 9, 10, 0, 0, 0, time.UTC))
 	if _, err := pool.Exec(ctx, `ANALYZE feedback_default; SELECT pg_stat_force_next_flush()`); err != nil {
 		t.Fatal(err)
 	}
@@ -375,18 +384,14 @@ func TestSplitKeepsRowsBeingChanged(t *testing.T) {
 // the maintenance to move it.
 func TestHistoryLandsInItsMonth(t *testing.T) {
 	ctx := context.Background()
-	pool := pgtest.NewDB(t)
-	org, err := db.New(pool).OrgInsert(ctx, db.OrgInsertParams{Slug: "acme", Name: "Acme"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	pool, org := acme(t)
 	svc := feedback.New(pool)
 	one, batch := time.Date(2018, 7, 4, 9, 0, 0, 0, time.UTC), time.Date(2018, 9, 30, 23, 59, 0, 0, time.UTC)
-	f, _, err := svc.Ingest(ctx, org.ID, "api", feedback.Item{Query: "q1", Response: "a1", FeedbackType: "thumbs_up", GivenAt: &one})
+	f, _, err := svc.Ingest(ctx, org, "api", feedback.Item{Query: "q1", Response: "a1", FeedbackType: "thumbs_up", GivenAt: &one})
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := svc.IngestBatch(ctx, org.ID, "api", []feedback.Item{{Query: "q2", Response: "a2", FeedbackType: "thumbs_down", GivenAt: &batch}})
+	res, err := svc.IngestBatch(ctx, org, "api", []feedback.Item{{Query: "q2", Response: "a2", FeedbackType: "thumbs_down", GivenAt: &batch}})
 	if err != nil || len(res.IDs) != 1 {
 		t.Fatalf("batch: %+v, %v", res, err)
 	}
@@ -413,7 +418,7 @@ func TestHistoryLandsInItsMonth(t *testing.T) {
 	}
 	busy := time.Date(2017, 2, 1, 0, 0, 0, 0, time.UTC)
 	t0 := time.Now()
-	f, _, err = svc.Ingest(ctx, org.ID, "api", feedback.Item{Query: "q3", Response: "a3", FeedbackType: "thumbs_up", GivenAt: &busy})
+	f, _, err = svc.Ingest(ctx, org, "api", feedback.Item{Query: "q3", Response: "a3", FeedbackType: "thumbs_up", GivenAt: &busy})
 	if err != nil {
 		t.Fatalf("an item beside a long read: %v", err)
 	}
