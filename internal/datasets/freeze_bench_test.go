@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"slices"
 	"sort"
 	"strconv"
 	"testing"
@@ -21,10 +22,11 @@ import (
 	"github.com/curate/curate/internal/export"
 )
 
-// BenchmarkFreeze freezes three datasets of the same N preference pairs
+// BenchmarkFreeze freezes five datasets of the same N preference pairs
 // (CURATE_BENCH_ROWS, default 100000 so that it fits a loaded 2-core
 // machine; the goal is stated at 1,000,000) and reports the median of the
-// three freezes. Beside each, in alternating rounds, its floor: Postgres
+// five freezes with the least and greatest, so a figure that moves shows
+// as such. Beside each, in alternating rounds, its floor: Postgres
 // alone copying the same members' rows into a new table in one statement
 // (CREATE TABLE … AS SELECT over the same join), which is what any freeze
 // of this database must at least do. The cluster's durability settings
@@ -39,7 +41,7 @@ func BenchmarkFreeze(b *testing.B) {
 			b.Fatalf("CURATE_BENCH_ROWS=%q: want a positive number", s)
 		}
 	}
-	const rounds = 3
+	const rounds = 5
 	ctx := context.Background()
 	pool := pgtest.NewDB(b)
 	org, err := accounts.New(pool, accounts.DefaultSessionTTL).EnsureOrg(ctx, "bench", "Bench")
@@ -111,6 +113,8 @@ func BenchmarkFreeze(b *testing.B) {
 	b.Logf("freezes %.1f s, floors %.1f s", freezes, floors)
 	b.ReportMetric(float64(n), "rows")
 	b.ReportMetric(middle(freezes), "freeze_median_s")
+	b.ReportMetric(slices.Min(freezes), "freeze_min_s")
+	b.ReportMetric(slices.Max(freezes), "freeze_max_s")
 	b.ReportMetric(middle(floors), "floor_median_s")
 	b.ReportMetric(middle(freezes)/middle(floors), "freeze/floor")
 }
