@@ -79,18 +79,22 @@ func Split(items []SplitItem, cfg SplitConfig) []bool {
 	case SplitUser:
 		splitByUser(items, cfg, out)
 	default:
-		strata := map[string][]int{}
-		keys := make([][]byte, len(items))
+		// Each item's rank and place are held beside it, so that sorting a
+		// million items compares arrays in place instead of chasing
+		// pointers to per-item allocations.
+		strata := map[string][]ranked{}
 		for i, it := range items {
-			strata[it.Stratum] = append(strata[it.Stratum], i)
-			keys[i] = rankKey(cfg.Seed, it.ID[:])
+			strata[it.Stratum] = append(strata[it.Stratum], ranked{key: rankKey(cfg.Seed, it.ID[:]), id: it.ID, i: i})
 		}
-		for _, idx := range strata {
-			slices.SortFunc(idx, func(a, b int) int {
-				return cmp.Or(bytes.Compare(keys[a], keys[b]), bytes.Compare(items[a].ID[:], items[b].ID[:]))
+		for _, group := range strata {
+			slices.SortFunc(group, func(a, b ranked) int {
+				if c := bytes.Compare(a.key[:], b.key[:]); c != 0 {
+					return c
+				}
+				return bytes.Compare(a.id[:], b.id[:])
 			})
-			for _, i := range idx[:share(len(idx), cfg.ValidationPercent)] {
-				out[i] = true
+			for _, r := range group[:share(len(group), cfg.ValidationPercent)] {
+				out[r.i] = true
 			}
 		}
 	}
@@ -106,29 +110,34 @@ func splitByUser(items []SplitItem, cfg SplitConfig, out []bool) {
 		}
 		groups[key] = append(groups[key], i)
 	}
-	keys := make([]string, 0, len(groups))
-	rank := make(map[string][]byte, len(groups))
-	for k := range groups {
-		keys = append(keys, k)
-		rank[k] = rankKey(cfg.Seed, []byte(k))
+	type user struct {
+		rank    [sha256.Size]byte
+		key     string
+		members []int
 	}
-	slices.SortFunc(keys, func(a, b string) int {
-		return cmp.Or(bytes.Compare(rank[a], rank[b]), cmp.Compare(a, b))
+	users := make([]user, 0, len(groups))
+	for k, g := range groups {
+		users = append(users, user{rank: rankKey(cfg.Seed, []byte(k)), key: k, members: g})
+	}
+	slices.SortFunc(users, func(a, b user) int {
+		if c := bytes.Compare(a.rank[:], b.rank[:]); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.key, b.key)
 	})
 	want := share(len(items), cfg.ValidationPercent)
 	got := 0
-	for _, k := range keys {
+	for _, u := range users {
 		if got >= want {
 			break
 		}
-		g := groups[k]
-		if got+len(g) >= len(items) {
+		if got+len(u.members) >= len(items) {
 			continue // training would be left empty
 		}
-		for _, i := range g {
+		for _, i := range u.members {
 			out[i] = true
 		}
-		got += len(g)
+		got += len(u.members)
 	}
 }
 
@@ -138,13 +147,18 @@ func share(n, percent int) int {
 	return max(0, min(k, n-1))
 }
 
-func rankKey(seed int64, b []byte) []byte {
-	h := sha256.New()
-	var s [8]byte
-	binary.BigEndian.PutUint64(s[:], uint64(seed))
-	h.Write(s[:])
-	h.Write(b)
-	return h.Sum(nil)
+// ranked is one item of a stratum with its place in the split's order.
+type ranked struct {
+	key [sha256.Size]byte
+	id  uuid.UUID
+	i   int
+}
+
+// rankKey is sha256(seed as 8 big-endian bytes ‖ b).
+func rankKey(seed int64, b []byte) [sha256.Size]byte {
+	var buf [64]byte
+	msg := binary.BigEndian.AppendUint64(buf[:0], uint64(seed))
+	return sha256.Sum256(append(msg, b...))
 }
 
 func indexes(n int) []int {
