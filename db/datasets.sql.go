@@ -646,10 +646,11 @@ type DatasetMemberListPairContentsRow struct {
 	RejectedResponse string    `json:"rejected_response"`
 }
 
-// One keyset page of the pairs' exported fields, by id. The page of
-// members is cut first and then joined, so each page costs its own rows:
-// joined whole, the planner merged from the first pair on every page (a
-// freeze read quadratic in the members) or went parallel.
+// One keyset page of the pairs' exported fields, by id, for reports that
+// number the members in that order. The page of members is cut first and
+// then joined, so each page costs its own rows: joined whole, the planner
+// merged from the first pair on every page (a read quadratic in the
+// members) or went parallel.
 // JSON comes as text: the caller decodes it once, with the fast decoder
 // (decodeExample), instead of pgx validating and copying it first.
 func (q *Queries) DatasetMemberListPairContents(ctx context.Context, arg DatasetMemberListPairContentsParams) ([]DatasetMemberListPairContentsRow, error) {
@@ -661,6 +662,53 @@ func (q *Queries) DatasetMemberListPairContents(ctx context.Context, arg Dataset
 	items := []DatasetMemberListPairContentsRow{}
 	for rows.Next() {
 		var i DatasetMemberListPairContentsRow
+		if err := rows.Scan(
+			&i.ID,
+			&i.Prompt,
+			&i.SystemPrompt,
+			&i.ChosenResponse,
+			&i.RejectedResponse,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const datasetMemberListPairContentsAll = `-- name: DatasetMemberListPairContentsAll :many
+SELECT p.id, p.prompt::text AS prompt, p.system_prompt, p.chosen_response, p.rejected_response
+FROM training_dataset_members m
+JOIN preference_pairs p ON p.id = m.pair_id
+WHERE m.dataset_id = $1
+`
+
+type DatasetMemberListPairContentsAllRow struct {
+	ID               uuid.UUID `json:"id"`
+	Prompt           string    `json:"prompt"`
+	SystemPrompt     string    `json:"system_prompt"`
+	ChosenResponse   string    `json:"chosen_response"`
+	RejectedResponse string    `json:"rejected_response"`
+}
+
+// Every pair member's exported fields as DatasetMemberListPairContents
+// gives them, in no order: a freeze streams them
+// (DatasetMemberEachPairContent), never loading them. One join over the
+// whole dataset lets Postgres hash the members and read the pairs in heap
+// order, where pages by id looked each pair up by its key at random:
+// 2.3 s against 5.8 s at a million pairs.
+func (q *Queries) DatasetMemberListPairContentsAll(ctx context.Context, datasetID uuid.UUID) ([]DatasetMemberListPairContentsAllRow, error) {
+	rows, err := q.db.Query(ctx, datasetMemberListPairContentsAll, datasetID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []DatasetMemberListPairContentsAllRow{}
+	for rows.Next() {
+		var i DatasetMemberListPairContentsAllRow
 		if err := rows.Scan(
 			&i.ID,
 			&i.Prompt,

@@ -9,6 +9,20 @@ import (
 	"context"
 )
 
+const plannerUpdateBulkRead = `-- name: PlannerUpdateBulkRead :exec
+SELECT set_config('work_mem', '64MB', true), set_config('max_parallel_workers_per_gather', '0', true)
+`
+
+// For the rest of the transaction, a statement that reads a whole dataset
+// at once may hash its keys in memory (a million members' ids take 55 MB;
+// in the default 4 MB the join wrote them to disk in 64 batches) and
+// runs without parallel workers: the reader shares the cores with the
+// program encoding what it reads and the backend storing it.
+func (q *Queries) PlannerUpdateBulkRead(ctx context.Context) error {
+	_, err := q.db.Exec(ctx, plannerUpdateBulkRead)
+	return err
+}
+
 const plannerUpdateIndexOnly = `-- name: PlannerUpdateIndexOnly :exec
 
 SELECT set_config('enable_seqscan', 'off', true)

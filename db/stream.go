@@ -14,7 +14,7 @@ import (
 )
 
 // sqlc generates no method that hands rows over one at a time, so the
-// methods here stream two of the queries of db/queries themselves. They
+// methods here stream some of the queries of db/queries themselves. They
 // read the queries' text from those files (sqlc still checks it against
 // the schema), so the SQL is written once, there, and they depend on
 // nothing sqlc keeps to itself.
@@ -105,6 +105,45 @@ func (q *Queries) DatasetVersionItemEachFacts(ctx context.Context, arg DatasetVe
 			return fmt.Errorf("item facts: source id of %d bytes", len(v[1]))
 		}
 		if err := fn(v[0], uuid.UUID(v[1]), v[2], v[3]); err != nil {
+			return err
+		}
+	}
+	return rows.Err()
+}
+
+// DatasetMemberEachPairContent streams every pair member's exported
+// fields (the query DatasetMemberListPairContentsAll), in no order, and calls
+// fn with each, without holding them in memory. The read is one statement
+// in a transaction of its own, with the planner's settings for reading a
+// whole dataset (PlannerUpdateBulkRead), so q must be able to begin one
+// (a pool, or a transaction for a savepoint). The connection is busy
+// until the last row: fn must not use q.
+func (q *Queries) DatasetMemberEachPairContent(ctx context.Context, datasetID uuid.UUID, fn func(DatasetMemberListPairContentsAllRow) error) error {
+	b, ok := q.db.(interface {
+		Begin(context.Context) (pgx.Tx, error)
+	})
+	if !ok {
+		return fmt.Errorf("db: DatasetMemberEachPairContent needs a connection that begins transactions, not %T", q.db)
+	}
+	tx, err := b.Begin(ctx)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback(ctx) //nolint:errcheck // read only: nothing to keep
+	if err := New(tx).PlannerUpdateBulkRead(ctx); err != nil {
+		return err
+	}
+	rows, err := tx.Query(ctx, querySQL("DatasetMemberListPairContentsAll"), pgx.StrictNamedArgs{"dataset_id": datasetID})
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	var r DatasetMemberListPairContentsAllRow
+	for rows.Next() {
+		if err := rows.Scan(&r.ID, &r.Prompt, &r.SystemPrompt, &r.ChosenResponse, &r.RejectedResponse); err != nil {
+			return err
+		}
+		if err := fn(r); err != nil {
 			return err
 		}
 	}

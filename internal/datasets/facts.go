@@ -229,7 +229,7 @@ func memberFacts(ctx context.Context, q *db.Queries, d db.TrainingDataset, c *ch
 		// Members are read on other connections: storing here holds none.
 		return store.flush(ctx)
 	}
-	err = eachMember(ctx, q, d, func(source uuid.UUID, e Example) error {
+	err = eachMember(ctx, q, d, true, func(source uuid.UUID, e Example) error {
 		if skip[source] {
 			return nil
 		}

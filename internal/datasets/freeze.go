@@ -125,7 +125,7 @@ func freezeItems(ctx context.Context, tx pgx.Tx, read *db.Queries, d db.Training
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error {
 		defer close(staged)
-		return eachMember(gctx, read, d, func(source uuid.UUID, e Example) error {
+		return eachMember(gctx, read, d, false, func(source uuid.UUID, e Example) error {
 			if skip[source] {
 				return nil
 			}
@@ -220,11 +220,13 @@ type member struct {
 	ex     Example
 }
 
-// eachMember calls fn with every member's example, in id order. Pages are
-// read by a goroutine on read's own connections, a few pages ahead, while
-// fn works on the page before: fn may use another connection (the freeze's
-// transaction, to COPY) at the same time.
-func eachMember(ctx context.Context, read *db.Queries, d db.TrainingDataset, fn func(source uuid.UUID, e Example) error) error {
+// eachMember calls fn with every member's example, in id order when
+// byID is set. Members are read by a goroutine on read's own connections,
+// a page or two ahead, while fn works on the page before: fn may use
+// another connection (the freeze's transaction, to COPY) at the same time.
+// A freeze needs no order (it sorts what it stores), and pairs in no order
+// come in one stream, twice as fast at a million as pages by id.
+func eachMember(ctx context.Context, read *db.Queries, d db.TrainingDataset, byID bool, fn func(source uuid.UUID, e Example) error) error {
 	pages := make(chan []member, 2)
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error {
@@ -237,55 +239,13 @@ func eachMember(ctx context.Context, read *db.Queries, d db.TrainingDataset, fn 
 				return gctx.Err()
 			}
 		}
-		after := uuid.Nil
-		for {
-			var page []member
-			var n int
-			if KindOf(string(d.DatasetType)) == KindPreference {
-				rows, err := read.DatasetMemberListPairContents(gctx, db.DatasetMemberListPairContentsParams{DatasetID: d.ID, After: after, RowLimit: memberPage})
-				if err != nil {
-					return err
-				}
-				for _, r := range rows {
-					e, err := pairExample(r.Prompt, r.SystemPrompt, r.ChosenResponse, r.RejectedResponse, d.SystemPrompt)
-					if err != nil {
-						return fmt.Errorf("pair %s: %w", r.ID, err)
-					}
-					page = append(page, member{r.ID, e})
-				}
-				n = len(rows)
-			} else {
-				rows, err := read.DatasetMemberListFeedbackContents(gctx, db.DatasetMemberListFeedbackContentsParams{DatasetID: d.ID, After: after, RowLimit: memberPage})
-				if err != nil {
-					return err
-				}
-				ids := make([]uuid.UUID, len(rows))
-				for i, r := range rows {
-					ids[i] = r.ID
-				}
-				answers, err := settledAnswers(gctx, read, d.OrgID, ids)
-				if err != nil {
-					return err
-				}
-				for _, r := range rows {
-					e, err := feedbackExample(r.Query, r.Response, r.Correction, string(r.Status), r.Context, d.SystemPrompt)
-					if err != nil {
-						return fmt.Errorf("feedback %s: %w", r.ID, err)
-					}
-					e.RubricAnswers = answers[r.ID]
-					page = append(page, member{r.ID, e})
-				}
-				n = len(rows)
-			}
-			if n > 0 {
-				if err := send(page); err != nil {
-					return err
-				}
-				after = page[len(page)-1].source
-			}
-			if n < memberPage {
-				return nil
-			}
+		switch {
+		case KindOf(string(d.DatasetType)) != KindPreference:
+			return eachFeedbackPage(gctx, read, d, send)
+		case byID:
+			return eachPairPageByID(gctx, read, d, send)
+		default:
+			return eachPairPage(gctx, read, d, send)
 		}
 	})
 	g.Go(func() error {
@@ -299,6 +259,95 @@ func eachMember(ctx context.Context, read *db.Queries, d db.TrainingDataset, fn 
 		return nil
 	})
 	return g.Wait()
+}
+
+// eachPairPage reads the pair members in one stream and sends them a page
+// at a time.
+func eachPairPage(ctx context.Context, read *db.Queries, d db.TrainingDataset, send func([]member) error) error {
+	page := make([]member, 0, memberPage)
+	err := read.DatasetMemberEachPairContent(ctx, d.ID, func(r db.DatasetMemberListPairContentsAllRow) error {
+		e, err := pairExample(r.Prompt, r.SystemPrompt, r.ChosenResponse, r.RejectedResponse, d.SystemPrompt)
+		if err != nil {
+			return fmt.Errorf("pair %s: %w", r.ID, err)
+		}
+		page = append(page, member{r.ID, e})
+		if len(page) < memberPage {
+			return nil
+		}
+		err = send(page)
+		page = make([]member, 0, memberPage)
+		return err
+	})
+	if err != nil || len(page) == 0 {
+		return err
+	}
+	return send(page)
+}
+
+// eachPairPageByID reads the pair members a keyset page at a time, by id.
+func eachPairPageByID(ctx context.Context, read *db.Queries, d db.TrainingDataset, send func([]member) error) error {
+	after := uuid.Nil
+	for {
+		rows, err := read.DatasetMemberListPairContents(ctx, db.DatasetMemberListPairContentsParams{DatasetID: d.ID, After: after, RowLimit: memberPage})
+		if err != nil {
+			return err
+		}
+		page := make([]member, 0, len(rows))
+		for _, r := range rows {
+			e, err := pairExample(r.Prompt, r.SystemPrompt, r.ChosenResponse, r.RejectedResponse, d.SystemPrompt)
+			if err != nil {
+				return fmt.Errorf("pair %s: %w", r.ID, err)
+			}
+			page = append(page, member{r.ID, e})
+		}
+		if len(page) > 0 {
+			if err := send(page); err != nil {
+				return err
+			}
+			after = page[len(page)-1].source
+		}
+		if len(rows) < memberPage {
+			return nil
+		}
+	}
+}
+
+// eachFeedbackPage reads the feedback members a keyset page at a time, with
+// their settled rubric answers.
+func eachFeedbackPage(ctx context.Context, read *db.Queries, d db.TrainingDataset, send func([]member) error) error {
+	after := uuid.Nil
+	for {
+		rows, err := read.DatasetMemberListFeedbackContents(ctx, db.DatasetMemberListFeedbackContentsParams{DatasetID: d.ID, After: after, RowLimit: memberPage})
+		if err != nil {
+			return err
+		}
+		ids := make([]uuid.UUID, len(rows))
+		for i, r := range rows {
+			ids[i] = r.ID
+		}
+		answers, err := settledAnswers(ctx, read, d.OrgID, ids)
+		if err != nil {
+			return err
+		}
+		page := make([]member, 0, len(rows))
+		for _, r := range rows {
+			e, err := feedbackExample(r.Query, r.Response, r.Correction, string(r.Status), r.Context, d.SystemPrompt)
+			if err != nil {
+				return fmt.Errorf("feedback %s: %w", r.ID, err)
+			}
+			e.RubricAnswers = answers[r.ID]
+			page = append(page, member{r.ID, e})
+		}
+		if len(page) > 0 {
+			if err := send(page); err != nil {
+				return err
+			}
+			after = page[len(page)-1].source
+		}
+		if len(rows) < memberPage {
+			return nil
+		}
+	}
 }
 
 // memberPage is how many members a page of eachMember holds.
