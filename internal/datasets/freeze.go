@@ -286,40 +286,30 @@ func eachPairPage(ctx context.Context, read *db.Queries, d db.TrainingDataset, s
 
 // eachPairPageByID reads the pair members a keyset page at a time, by id.
 func eachPairPageByID(ctx context.Context, read *db.Queries, d db.TrainingDataset, send func([]member) error) error {
-	after := uuid.Nil
-	for {
+	return eachPageByID(send, func(after uuid.UUID) ([]member, error) {
 		rows, err := read.DatasetMemberListPairContents(ctx, db.DatasetMemberListPairContentsParams{DatasetID: d.ID, After: after, RowLimit: memberPage})
 		if err != nil {
-			return err
+			return nil, err
 		}
 		page := make([]member, 0, len(rows))
 		for _, r := range rows {
 			e, err := pairExample(r.Prompt, r.SystemPrompt, r.ChosenResponse, r.RejectedResponse, d.SystemPrompt)
 			if err != nil {
-				return fmt.Errorf("pair %s: %w", r.ID, err)
+				return nil, fmt.Errorf("pair %s: %w", r.ID, err)
 			}
 			page = append(page, member{r.ID, e})
 		}
-		if len(page) > 0 {
-			if err := send(page); err != nil {
-				return err
-			}
-			after = page[len(page)-1].source
-		}
-		if len(rows) < memberPage {
-			return nil
-		}
-	}
+		return page, nil
+	})
 }
 
 // eachFeedbackPage reads the feedback members a keyset page at a time, with
 // their settled rubric answers.
 func eachFeedbackPage(ctx context.Context, read *db.Queries, d db.TrainingDataset, send func([]member) error) error {
-	after := uuid.Nil
-	for {
+	return eachPageByID(send, func(after uuid.UUID) ([]member, error) {
 		rows, err := read.DatasetMemberListFeedbackContents(ctx, db.DatasetMemberListFeedbackContentsParams{DatasetID: d.ID, After: after, RowLimit: memberPage})
 		if err != nil {
-			return err
+			return nil, err
 		}
 		ids := make([]uuid.UUID, len(rows))
 		for i, r := range rows {
@@ -327,16 +317,29 @@ func eachFeedbackPage(ctx context.Context, read *db.Queries, d db.TrainingDatase
 		}
 		answers, err := settledAnswers(ctx, read, d.OrgID, ids)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		page := make([]member, 0, len(rows))
 		for _, r := range rows {
 			e, err := feedbackExample(r.Query, r.Response, r.Correction, string(r.Status), r.Context, d.SystemPrompt)
 			if err != nil {
-				return fmt.Errorf("feedback %s: %w", r.ID, err)
+				return nil, fmt.Errorf("feedback %s: %w", r.ID, err)
 			}
 			e.RubricAnswers = answers[r.ID]
 			page = append(page, member{r.ID, e})
+		}
+		return page, nil
+	})
+}
+
+// eachPageByID sends the pages read gives, each read after the last id of
+// the one before, until one comes back short of memberPage.
+func eachPageByID(send func([]member) error, read func(after uuid.UUID) ([]member, error)) error {
+	after := uuid.Nil
+	for {
+		page, err := read(after)
+		if err != nil {
+			return err
 		}
 		if len(page) > 0 {
 			if err := send(page); err != nil {
@@ -344,7 +347,7 @@ func eachFeedbackPage(ctx context.Context, read *db.Queries, d db.TrainingDatase
 			}
 			after = page[len(page)-1].source
 		}
-		if len(rows) < memberPage {
+		if len(page) < memberPage {
 			return nil
 		}
 	}
