@@ -1821,7 +1821,7 @@ func (q *Queries) ExposureCountByArm(ctx context.Context, arg ExposureCountByArm
 }
 
 const exposureGetLatest = `-- name: ExposureGetLatest :one
-SELECT experiment_id, unit_id, arm, first_seen, phase, seen_in_other_arm FROM experiment_exposures WHERE experiment_id = $1 AND unit_id = $2 ORDER BY phase DESC LIMIT 1
+SELECT experiment_id, unit_id, arm, first_seen, phase, seen_in_other_arm, phase_started_at FROM experiment_exposures WHERE experiment_id = $1 AND unit_id = $2 ORDER BY phase DESC LIMIT 1
 `
 
 type ExposureGetLatestParams struct {
@@ -1840,6 +1840,7 @@ func (q *Queries) ExposureGetLatest(ctx context.Context, arg ExposureGetLatestPa
 		&i.FirstSeen,
 		&i.Phase,
 		&i.SeenInOtherArm,
+		&i.PhaseStartedAt,
 	)
 	return i, err
 }
@@ -1891,18 +1892,20 @@ func (q *Queries) ExposureInsertAssigned(ctx context.Context, arg ExposureInsert
 
 const exposureInsertAssignedOne = `-- name: ExposureInsertAssignedOne :one
 WITH cfg AS (
-    SELECT (e.config_version + (SELECT sum(a.config_version) FROM experiment_arms a WHERE a.experiment_id = e.id))::bigint AS config_version
+    SELECT (e.config_version + (SELECT sum(a.config_version) FROM experiment_arms a WHERE a.experiment_id = e.id))::bigint AS config_version,
+           CASE WHEN e.phase = $2::int THEN experiment_phase_start(e) END AS phase_started_at
     FROM experiments e WHERE e.id = $1 AND e.org_id = $4
 ),
 new AS (
-    INSERT INTO experiment_exposures (experiment_id, phase, unit_id, arm)
-    SELECT $1, $2, $3, $5::int FROM cfg
-    WHERE cfg.config_version = $6::bigint AND $5::int >= 0
-    ON CONFLICT (experiment_id, phase, unit_id) DO NOTHING
+    INSERT INTO experiment_exposures (experiment_id, phase, unit_id, arm, phase_started_at)
+    SELECT $1, $2::int, $3, $5::int, cfg.phase_started_at FROM cfg
+    WHERE cfg.config_version = $6::bigint AND $5::int >= 0 AND cfg.phase_started_at IS NOT NULL
+    ON CONFLICT (experiment_id, phase, unit_id, phase_started_at) DO NOTHING
     RETURNING arm
 )
 SELECT cfg.config_version,
-       coalesce((SELECT new.arm FROM new), experiment_exposure_arm($1::uuid, $2::int, $3::text), -1)::int AS arm
+       coalesce((SELECT new.arm FROM new),
+                experiment_exposure_arm($1::uuid, $2::int, $3::text, cfg.phase_started_at), -1)::int AS arm
 FROM cfg
 `
 
@@ -1928,9 +1931,12 @@ type ExposureInsertAssignedOneRow struct {
 // connection, and it skips what a batch needs (the units' order, their
 // duplicates, aggregating the answer), which cost a new unit as much
 // again as the INSERT.
+// The exposure goes to its phase's partition (migration 00180): the
+// phase's start is read from the experiment, and only while it is at the
+// phase given.
 // Only when nothing was inserted: the first exposure, by the primary key
 // whatever the plan kept, seeing one a concurrent call just committed
-// (experiment_exposure_arm, migrations 00171 and 00173).
+// (experiment_exposure_arm, migrations 00171, 00173 and 00180).
 func (q *Queries) ExposureInsertAssignedOne(ctx context.Context, arg ExposureInsertAssignedOneParams) (ExposureInsertAssignedOneRow, error) {
 	row := q.db.QueryRow(ctx, exposureInsertAssignedOne,
 		arg.ExperimentID,
@@ -1945,63 +1951,6 @@ func (q *Queries) ExposureInsertAssignedOne(ctx context.Context, arg ExposureIns
 	return i, err
 }
 
-const exposureInsertMany = `-- name: ExposureInsertMany :many
-WITH new AS (
-    INSERT INTO experiment_exposures (experiment_id, phase, unit_id, arm)
-    SELECT $1::uuid, $2::int, u.unit_id, a.arm
-    FROM unnest($3::text[]) WITH ORDINALITY AS u(unit_id, i)
-    JOIN unnest($4::int[]) WITH ORDINALITY AS a(arm, j) ON a.j = u.i
-    WHERE a.arm >= 0
-    ON CONFLICT (experiment_id, phase, unit_id) DO NOTHING
-    RETURNING unit_id, arm
-)
-SELECT unit_id, arm FROM new
-UNION ALL
-SELECT e.unit_id, e.arm FROM experiment_exposures e
-WHERE e.experiment_id = $1 AND e.phase = $2 AND e.unit_id = ANY($3::text[])
-  AND NOT EXISTS (SELECT 1 FROM new n WHERE n.unit_id = e.unit_id)
-`
-
-type ExposureInsertManyParams struct {
-	ExperimentID uuid.UUID `json:"experiment_id"`
-	Phase        int32     `json:"phase"`
-	UnitIds      []string  `json:"unit_ids"`
-	Arms         []int32   `json:"arms"`
-}
-
-type ExposureInsertManyRow struct {
-	UnitID string `json:"unit_id"`
-	Arm    int32  `json:"arm"`
-}
-
-// First exposures of the phase (an arm of -1, outside the coverage, is not
-// recorded); a unit already exposed keeps its first arm. Returns each
-// unit's recorded arm.
-func (q *Queries) ExposureInsertMany(ctx context.Context, arg ExposureInsertManyParams) ([]ExposureInsertManyRow, error) {
-	rows, err := q.db.Query(ctx, exposureInsertMany,
-		arg.ExperimentID,
-		arg.Phase,
-		arg.UnitIds,
-		arg.Arms,
-	)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	items := []ExposureInsertManyRow{}
-	for rows.Next() {
-		var i ExposureInsertManyRow
-		if err := rows.Scan(&i.UnitID, &i.Arm); err != nil {
-			return nil, err
-		}
-		items = append(items, i)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	return items, nil
-}
-
 const exposureInsertReported = `-- name: ExposureInsertReported :one
 WITH reported AS (
     SELECT DISTINCT ON (r.unit_id) r.unit_id, r.arm, r.at
@@ -2009,9 +1958,10 @@ WITH reported AS (
     ORDER BY r.unit_id, r.at
 ),
 new AS (
-    INSERT INTO experiment_exposures (experiment_id, phase, unit_id, arm, first_seen)
-    SELECT $4, $5, unit_id, arm, at FROM reported
-    ON CONFLICT (experiment_id, phase, unit_id) DO NOTHING
+    INSERT INTO experiment_exposures (experiment_id, phase, unit_id, arm, first_seen, phase_started_at)
+    SELECT $4, $5::int, r.unit_id, r.arm, r.at, experiment_phase_start(e)
+    FROM reported r JOIN experiments e ON e.id = $4 AND e.phase = $5::int
+    ON CONFLICT (experiment_id, phase, unit_id, phase_started_at) DO NOTHING
     RETURNING unit_id
 ),
 marked AS (
@@ -2032,6 +1982,8 @@ type ExposureInsertReportedParams struct {
 // Exposures a client assigned itself and reports: each unit's earliest
 // one is its first exposure of the phase unless one is recorded already.
 // Answers how many were recorded.
+// Recorded in the phase's partition, while the experiment is at it
+// (migration 00180).
 // A reported unit may have sent the experiment's answers before its
 // exposure was recorded: its values are folded in again (migration 00170).
 func (q *Queries) ExposureInsertReported(ctx context.Context, arg ExposureInsertReportedParams) (int64, error) {
@@ -2045,44 +1997,6 @@ func (q *Queries) ExposureInsertReported(ctx context.Context, arg ExposureInsert
 	var column_1 int64
 	err := row.Scan(&column_1)
 	return column_1, err
-}
-
-const exposureListByUnits = `-- name: ExposureListByUnits :many
-SELECT unit_id, arm FROM experiment_exposures
-WHERE experiment_id = $1 AND phase = $2 AND unit_id = ANY($3::text[])
-`
-
-type ExposureListByUnitsParams struct {
-	ExperimentID uuid.UUID `json:"experiment_id"`
-	Phase        int32     `json:"phase"`
-	UnitIds      []string  `json:"unit_ids"`
-}
-
-type ExposureListByUnitsRow struct {
-	UnitID string `json:"unit_id"`
-	Arm    int32  `json:"arm"`
-}
-
-// Units' recorded arms, read again for those a concurrent first exposure
-// recorded after ExposureInsertMany's snapshot was taken.
-func (q *Queries) ExposureListByUnits(ctx context.Context, arg ExposureListByUnitsParams) ([]ExposureListByUnitsRow, error) {
-	rows, err := q.db.Query(ctx, exposureListByUnits, arg.ExperimentID, arg.Phase, arg.UnitIds)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	items := []ExposureListByUnitsRow{}
-	for rows.Next() {
-		var i ExposureListByUnitsRow
-		if err := rows.Scan(&i.UnitID, &i.Arm); err != nil {
-			return nil, err
-		}
-		items = append(items, i)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	return items, nil
 }
 
 const exposureUpdateOtherArm = `-- name: ExposureUpdateOtherArm :one

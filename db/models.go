@@ -1230,6 +1230,7 @@ type ExperimentExposure struct {
 	FirstSeen      time.Time `json:"first_seen"`
 	Phase          int32     `json:"phase"`
 	SeenInOtherArm bool      `json:"seen_in_other_arm"`
+	PhaseStartedAt time.Time `json:"phase_started_at"`
 }
 
 type ExperimentSum struct {

@@ -114,14 +114,16 @@ func newPlanFixture(t *testing.T, rows int) *planFixture {
 		        now() - (i * (2592000.0 / $4::int)) * interval '1 second',
 		        CASE WHEN (i * 7) % 5 >= 2 THEN now() - (i * (2592000.0 / $4::int)) * interval '1 second' END
 		 FROM generate_series(1, $4::int) AS i`,
-		`INSERT INTO experiment_exposures (experiment_id, phase, unit_id, arm, first_seen)
-		 SELECT $3, 1, 'u' || i, i % 2, now() - interval '30 days' FROM generate_series(0, $5::int - 1) AS i`,
+		`INSERT INTO experiment_exposures (experiment_id, phase, unit_id, arm, first_seen, phase_started_at)
+		 SELECT $3, 1, 'u' || i, i % 2, now() - interval '30 days', (SELECT experiment_phase_start(e) FROM experiments e WHERE e.id = $3)
+		 FROM generate_series(0, $5::int - 1) AS i`,
 		// An earlier experiment of the organisation, with as many units as
 		// the table has rows.
 		`INSERT INTO experiments (id, org_id, key, name, registered_model_id, seed, status, started_at)
 		 VALUES ($8, $1, 'earlier', 'Earlier', $2, 'earlier', 'completed', now() - interval '90 days')`,
-		`INSERT INTO experiment_exposures (experiment_id, phase, unit_id, arm, first_seen)
-		 SELECT $8, 1, 'e' || i, i % 2, now() - interval '90 days' FROM generate_series(1, $4::int) AS i`,
+		`INSERT INTO experiment_exposures (experiment_id, phase, unit_id, arm, first_seen, phase_started_at)
+		 SELECT $8, 1, 'e' || i, i % 2, now() - interval '90 days', (SELECT experiment_phase_start(e) FROM experiments e WHERE e.id = $8)
+		 FROM generate_series(1, $4::int) AS i`,
 		`INSERT INTO experiment_sums (experiment_id, org_id, phase, pre_days) VALUES ($3, $1, 1, 14)`,
 		`INSERT INTO experiment_unit_sums (experiment_id, phase, unit_id, arm, y_thumbs, y_rating, y_corrected, y_latency)
 		 SELECT experiment_id, phase, unit_id, arm, arm, 1 + arm, 0, 300 FROM experiment_exposures
@@ -386,6 +388,17 @@ func functionStatement(t *testing.T, pool *pgxpool.Pool, name string, params ...
 	return strings.NewReplacer(params...).Replace(body[1]), settings
 }
 
+// phaseStart is the fixture experiment's phase start, its exposures'
+// partition key (migration 00180).
+func phaseStart(t *testing.T, f *planFixture) time.Time {
+	t.Helper()
+	var at time.Time
+	if err := f.pool.QueryRow(context.Background(), `SELECT experiment_phase_start(e) FROM experiments e WHERE e.id = $1`, f.exp).Scan(&at); err != nil {
+		t.Fatal(err)
+	}
+	return at
+}
+
 // hotStatement is one statement of a hot path and the arguments it is
 // explained with.
 type hotStatement struct {
@@ -483,12 +496,13 @@ func TestPlans(t *testing.T) {
 		// The lookup ExposureInsertAssignedOne calls (experiment_exposure_arm),
 		// read under the function's settings.
 		{name: "assign: a known unit's lookup", perRow: 3, sql: func(f *planFixture) string {
-			sql, _ := functionStatement(t, f.pool, "experiment_exposure_arm", "p_experiment_id", "$1::uuid", "p_phase", "$2::int", "p_unit_id", "$3::text")
+			sql, _ := functionStatement(t, f.pool, "experiment_exposure_arm", "p_experiment_id", "$1::uuid", "p_phase_started_at", "$4::timestamptz",
+				"p_phase", "$2::int", "p_unit_id", "$3::text")
 			return "SELECT " + strings.TrimPrefix(strings.TrimSpace(strings.TrimSuffix(strings.TrimPrefix(sql, "("), ")")), "SELECT ")
 		}, settings: func(f *planFixture) []string {
 			_, settings := functionStatement(t, f.pool, "experiment_exposure_arm")
 			return settings
-		}, args: func(f *planFixture) []any { return []any{f.exp, 1, "u0"} }},
+		}, args: func(f *planFixture) []any { return []any{f.exp, 1, "u0", phaseStart(t, f)} }},
 		{name: "queue: first page", sql: query("FeedbackList"), perRow: 3, custom: true, args: func(f *planFixture) []any { return filterArgs{}.list(f.org, 51) }},
 		{name: "queue: first page by status", sql: query("FeedbackList"), perRow: 3, custom: true,
 			args: func(f *planFixture) []any { return filterArgs{status: "pending"}.list(f.org, 51) }},
@@ -607,8 +621,10 @@ func TestPlans(t *testing.T) {
 			FOR p IN SELECT inhrelid::regclass FROM pg_inherits WHERE inhparent = 'feedback'::regclass LOOP
 				EXECUTE format('ALTER TABLE %s SET (autovacuum_enabled = false)', p);
 			END LOOP;
-		END $$;
-		ALTER TABLE experiment_exposures SET (autovacuum_enabled = false)`); err != nil {
+			FOR p IN SELECT inhrelid::regclass FROM pg_inherits WHERE inhparent = 'experiment_exposures'::regclass LOOP
+				EXECUTE format('ALTER TABLE %s SET (autovacuum_enabled = false)', p);
+			END LOOP;
+		END $$`); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := conn.Exec(ctx, "SET plan_cache_mode = force_generic_plan"); err != nil {
@@ -625,8 +641,8 @@ func TestPlans(t *testing.T) {
 		FROM generate_series(1, $2::int) AS i`, small.org, planRows); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := small.pool.Exec(ctx, `INSERT INTO experiment_exposures (experiment_id, phase, unit_id, arm)
-		SELECT $1, 1, 'grown-' || i, i % 2 FROM generate_series(1, $2::int) AS i`, small.exp, planRows); err != nil {
+	if _, err := small.pool.Exec(ctx, `INSERT INTO experiment_exposures (experiment_id, phase, unit_id, arm, phase_started_at)
+		SELECT $1, 1, 'grown-' || i, i % 2, (SELECT experiment_phase_start(e) FROM experiments e WHERE e.id = $1) FROM generate_series(1, $2::int) AS i`, small.exp, planRows); err != nil {
 		t.Fatal(err)
 	}
 	for i, s := range kept {

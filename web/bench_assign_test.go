@@ -1,6 +1,7 @@
 package web_test
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -55,6 +56,11 @@ func benchExperiment(b *testing.B, metrics ...string) (*webtest.Server, string, 
 func minimalAssign(b *testing.B, s *webtest.Server, expID uuid.UUID) *httptest.Server {
 	b.Helper()
 	weights := []float64{0.5, 0.5}
+	// The exposures' partition key (migration 00180), read once.
+	var phaseStart time.Time
+	if err := s.Pool.QueryRow(context.Background(), `SELECT experiment_phase_start(e) FROM experiments e WHERE e.id = $1`, expID).Scan(&phaseStart); err != nil {
+		b.Fatal(err)
+	}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		var in struct {
 			UnitID  string   `json:"unit_id"`
@@ -66,9 +72,9 @@ func minimalAssign(b *testing.B, s *webtest.Server, expID uuid.UUID) *httptest.S
 		}
 		if in.UnitIDs == nil {
 			var arm int
-			err := s.Pool.QueryRow(r.Context(), `INSERT INTO experiment_exposures (experiment_id, phase, unit_id, arm) VALUES ($1, 1, $2, $3)
-				ON CONFLICT (experiment_id, phase, unit_id) DO UPDATE SET arm = experiment_exposures.arm RETURNING arm`,
-				expID, in.UnitID, experiments.Choose(experiments.Hash("bench", in.UnitID), 1, weights)).Scan(&arm)
+			err := s.Pool.QueryRow(r.Context(), `INSERT INTO experiment_exposures (experiment_id, phase, unit_id, arm, phase_started_at) VALUES ($1, 1, $2, $3, $4)
+				ON CONFLICT (experiment_id, phase, unit_id, phase_started_at) DO UPDATE SET arm = experiment_exposures.arm RETURNING arm`,
+				expID, in.UnitID, experiments.Choose(experiments.Hash("bench", in.UnitID), 1, weights), phaseStart).Scan(&arm)
 			if err != nil {
 				http.Error(w, err.Error(), http.StatusInternalServerError)
 				return
@@ -81,10 +87,10 @@ func minimalAssign(b *testing.B, s *webtest.Server, expID uuid.UUID) *httptest.S
 		for i, u := range in.UnitIDs {
 			arms[i] = int32(experiments.Choose(experiments.Hash("bench", u), 1, weights))
 		}
-		rows, err := s.Pool.Query(r.Context(), `INSERT INTO experiment_exposures (experiment_id, phase, unit_id, arm)
-			SELECT $1, 1, unnest($2::text[]), unnest($3::int[])
-			ON CONFLICT (experiment_id, phase, unit_id) DO UPDATE SET arm = experiment_exposures.arm RETURNING unit_id, arm`,
-			expID, in.UnitIDs, arms)
+		rows, err := s.Pool.Query(r.Context(), `INSERT INTO experiment_exposures (experiment_id, phase, unit_id, arm, phase_started_at)
+			SELECT $1, 1, unnest($2::text[]), unnest($3::int[]), $4
+			ON CONFLICT (experiment_id, phase, unit_id, phase_started_at) DO UPDATE SET arm = experiment_exposures.arm RETURNING unit_id, arm`,
+			expID, in.UnitIDs, arms, phaseStart)
 		if err != nil {
 			http.Error(w, err.Error(), http.StatusInternalServerError)
 			return

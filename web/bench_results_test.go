@@ -80,8 +80,8 @@ func BenchmarkResults(b *testing.B) {
 		b.Fatal(err)
 	}
 	start := time.Now()
-	if _, err := s.Pool.Exec(ctx, `INSERT INTO experiment_exposures (experiment_id, phase, unit_id, arm, first_seen)
-		SELECT $1, $2, 'u-' || i, i % 2, $3::timestamptz + (i % 60) * interval '1 second' FROM generate_series(0, $4 - 1) AS i`,
+	if _, err := s.Pool.Exec(ctx, `INSERT INTO experiment_exposures (experiment_id, phase, unit_id, arm, first_seen, phase_started_at)
+		SELECT $1, $2, 'u-' || i, i % 2, $3::timestamptz + (i % 60) * interval '1 second', $3 FROM generate_series(0, $4 - 1) AS i`,
 		expID, phase, phaseStart, units); err != nil {
 		b.Fatal(err)
 	}

@@ -48,8 +48,8 @@ func TestExperimentSegments(t *testing.T) {
 			       i < CASE plan WHEN 'free' THEN 40 + 20 * arm ELSE 70 - 15 * arm END AS up
 			FROM unnest(ARRAY['free', 'pro']) AS plan, generate_series(0, 1) AS arm, generate_series(0, 99) AS i
 		), x AS (
-			INSERT INTO experiment_exposures (experiment_id, phase, unit_id, arm, first_seen)
-			SELECT $1, 1, id, arm, now() - interval '1 hour' FROM u
+			INSERT INTO experiment_exposures (experiment_id, phase, unit_id, arm, first_seen, phase_started_at)
+			SELECT $1, 1, id, arm, now() - interval '1 hour', (SELECT experiment_phase_start(e) FROM experiments e WHERE e.id = $1) FROM u
 		)
 		INSERT INTO feedback (org_id, end_user_id, experiment_id, query, response, feedback_type, source, content_hash, context)
 		SELECT $2, id, $1, 'q', 'a', CASE WHEN up THEN 'thumbs_up' ELSE 'thumbs_down' END::feedback_type, 'api', '\x00', jsonb_build_object('plan', plan)

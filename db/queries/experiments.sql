@@ -75,25 +75,6 @@ UPDATE experiments SET rollout_step = @rollout_step, rollout_step_at = now(), up
 -- name: ExperimentUpdateConflicts :exec
 UPDATE experiments SET conflicts = conflicts + @conflicts WHERE id = @id;
 
--- name: ExposureInsertMany :many
--- First exposures of the phase (an arm of -1, outside the coverage, is not
--- recorded); a unit already exposed keeps its first arm. Returns each
--- unit's recorded arm.
-WITH new AS (
-    INSERT INTO experiment_exposures (experiment_id, phase, unit_id, arm)
-    SELECT @experiment_id::uuid, @phase::int, u.unit_id, a.arm
-    FROM unnest(@unit_ids::text[]) WITH ORDINALITY AS u(unit_id, i)
-    JOIN unnest(@arms::int[]) WITH ORDINALITY AS a(arm, j) ON a.j = u.i
-    WHERE a.arm >= 0
-    ON CONFLICT (experiment_id, phase, unit_id) DO NOTHING
-    RETURNING unit_id, arm
-)
-SELECT unit_id, arm FROM new
-UNION ALL
-SELECT e.unit_id, e.arm FROM experiment_exposures e
-WHERE e.experiment_id = @experiment_id AND e.phase = @phase AND e.unit_id = ANY(@unit_ids::text[])
-  AND NOT EXISTS (SELECT 1 FROM new n WHERE n.unit_id = e.unit_id);
-
 -- name: ExperimentConfigGet :many
 -- What assigning a unit needs, one row per arm, read in one snapshot with
 -- the count of changes made to it (see migration 00061): the experiment's
@@ -150,22 +131,27 @@ FROM experiment_assign(@experiment_id::uuid, @org_id::uuid, @phase::int, @unit_i
 -- connection, and it skips what a batch needs (the units' order, their
 -- duplicates, aggregating the answer), which cost a new unit as much
 -- again as the INSERT.
+-- The exposure goes to its phase's partition (migration 00180): the
+-- phase's start is read from the experiment, and only while it is at the
+-- phase given.
 WITH cfg AS (
-    SELECT (e.config_version + (SELECT sum(a.config_version) FROM experiment_arms a WHERE a.experiment_id = e.id))::bigint AS config_version
+    SELECT (e.config_version + (SELECT sum(a.config_version) FROM experiment_arms a WHERE a.experiment_id = e.id))::bigint AS config_version,
+           CASE WHEN e.phase = @phase::int THEN experiment_phase_start(e) END AS phase_started_at
     FROM experiments e WHERE e.id = @experiment_id AND e.org_id = @org_id
 ),
 new AS (
-    INSERT INTO experiment_exposures (experiment_id, phase, unit_id, arm)
-    SELECT @experiment_id, @phase, @unit_id, @arm::int FROM cfg
-    WHERE cfg.config_version = @config_version::bigint AND @arm::int >= 0
-    ON CONFLICT (experiment_id, phase, unit_id) DO NOTHING
+    INSERT INTO experiment_exposures (experiment_id, phase, unit_id, arm, phase_started_at)
+    SELECT @experiment_id, @phase::int, @unit_id, @arm::int, cfg.phase_started_at FROM cfg
+    WHERE cfg.config_version = @config_version::bigint AND @arm::int >= 0 AND cfg.phase_started_at IS NOT NULL
+    ON CONFLICT (experiment_id, phase, unit_id, phase_started_at) DO NOTHING
     RETURNING arm
 )
 -- Only when nothing was inserted: the first exposure, by the primary key
 -- whatever the plan kept, seeing one a concurrent call just committed
--- (experiment_exposure_arm, migrations 00171 and 00173).
+-- (experiment_exposure_arm, migrations 00171, 00173 and 00180).
 SELECT cfg.config_version,
-       coalesce((SELECT new.arm FROM new), experiment_exposure_arm(@experiment_id::uuid, @phase::int, @unit_id::text), -1)::int AS arm
+       coalesce((SELECT new.arm FROM new),
+                experiment_exposure_arm(@experiment_id::uuid, @phase::int, @unit_id::text, cfg.phase_started_at), -1)::int AS arm
 FROM cfg;
 
 -- name: ExposureInsertReported :one
@@ -177,10 +163,13 @@ WITH reported AS (
     FROM (SELECT unnest(@unit_ids::text[]) AS unit_id, unnest(@arms::int[]) AS arm, unnest(@ats::timestamptz[]) AS at) r
     ORDER BY r.unit_id, r.at
 ),
+-- Recorded in the phase's partition, while the experiment is at it
+-- (migration 00180).
 new AS (
-    INSERT INTO experiment_exposures (experiment_id, phase, unit_id, arm, first_seen)
-    SELECT @experiment_id, @phase, unit_id, arm, at FROM reported
-    ON CONFLICT (experiment_id, phase, unit_id) DO NOTHING
+    INSERT INTO experiment_exposures (experiment_id, phase, unit_id, arm, first_seen, phase_started_at)
+    SELECT @experiment_id, @phase::int, r.unit_id, r.arm, r.at, experiment_phase_start(e)
+    FROM reported r JOIN experiments e ON e.id = @experiment_id AND e.phase = @phase::int
+    ON CONFLICT (experiment_id, phase, unit_id, phase_started_at) DO NOTHING
     RETURNING unit_id
 ),
 -- A reported unit may have sent the experiment's answers before its
@@ -207,12 +196,6 @@ counted AS (
     WHERE id = @experiment_id AND EXISTS (SELECT 1 FROM marked)
 )
 SELECT count(*)::bigint FROM marked;
-
--- name: ExposureListByUnits :many
--- Units' recorded arms, read again for those a concurrent first exposure
--- recorded after ExposureInsertMany's snapshot was taken.
-SELECT unit_id, arm FROM experiment_exposures
-WHERE experiment_id = @experiment_id AND phase = @phase AND unit_id = ANY(@unit_ids::text[]);
 
 -- name: ExposureGetLatest :one
 -- A unit's exposure in the newest phase it was assigned in.

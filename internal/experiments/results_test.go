@@ -70,8 +70,8 @@ func (e env) feed(t *testing.T, x experiments.Experiment, units []unit) {
 			}
 		}
 	}
-	if _, err := e.pool.Exec(e.ctx, `INSERT INTO experiment_exposures (experiment_id, phase, unit_id, arm, first_seen)
-		SELECT $1, 1, u, a, now() - interval '1 hour' FROM unnest($2::text[], $3::int[]) AS x(u, a)`, x.ID, ids, arms); err != nil {
+	if _, err := e.pool.Exec(e.ctx, `INSERT INTO experiment_exposures (experiment_id, phase, unit_id, arm, first_seen, phase_started_at)
+		SELECT $1, 1, u, a, now() - interval '1 hour', (SELECT experiment_phase_start(e) FROM experiments e WHERE e.id = $1) FROM unnest($2::text[], $3::int[]) AS x(u, a)`, x.ID, ids, arms); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := e.pool.Exec(e.ctx, `INSERT INTO feedback (org_id, end_user_id, experiment_id, query, response, feedback_type, rating, source,

@@ -19,9 +19,9 @@ func TestSeedMetricsAreTheDimensionAverages(t *testing.T) {
 	if got := strings.Join(x.Metrics, ","); got != want {
 		t.Fatalf("metrics %s, want %s", got, want)
 	}
-	if _, err := e.pool.Exec(e.ctx, `INSERT INTO experiment_exposures (experiment_id, phase, unit_id, arm, first_seen)
-		VALUES ($1, 1, 'c1', 0, now() - interval '1 hour'), ($1, 1, 'c2', 0, now() - interval '1 hour'),
-		       ($1, 1, 't1', 1, now() - interval '1 hour'), ($1, 1, 't2', 1, now() - interval '1 hour'), ($1, 1, 't3', 1, now() - interval '1 hour')`,
+	if _, err := e.pool.Exec(e.ctx, `INSERT INTO experiment_exposures (experiment_id, phase, unit_id, arm, first_seen, phase_started_at)
+		SELECT $1, 1, u, a, now() - interval '1 hour', (SELECT experiment_phase_start(e) FROM experiments e WHERE e.id = $1)
+		FROM (VALUES ('c1', 0), ('c2', 0), ('t1', 1), ('t2', 1), ('t3', 1)) AS v(u, a)`,
 		x.ID); err != nil {
 		t.Fatal(err)
 	}

@@ -31,8 +31,8 @@ func TestKeptSumsFollowTheAnswers(t *testing.T) {
 	}
 	// 40 units, each with answers of every kind in the phase and some
 	// before its first exposure; a scorer for the live scores.
-	exec(`INSERT INTO experiment_exposures (experiment_id, phase, unit_id, arm, first_seen)
-		SELECT $1, 1, 'u' || i, i % 2, now() - interval '1 hour' FROM generate_series(0, 39) AS i`, x.ID)
+	exec(`INSERT INTO experiment_exposures (experiment_id, phase, unit_id, arm, first_seen, phase_started_at)
+		SELECT $1, 1, 'u' || i, i % 2, now() - interval '1 hour', (SELECT experiment_phase_start(e) FROM experiments e WHERE e.id = $1) FROM generate_series(0, 39) AS i`, x.ID)
 	answers := `INSERT INTO feedback (org_id, end_user_id, experiment_id, query, response, feedback_type, rating, latency_ms, correction,
 			dim_accuracy, source, content_hash, created_at)
 		SELECT $1, 'u' || (i % $4::int), $2, 'q' || i, 'a', (ARRAY['thumbs_up','thumbs_down','rating','correction','detailed']::feedback_type[])[1 + i % 5],
@@ -89,7 +89,8 @@ func TestKeptSumsFollowTheAnswers(t *testing.T) {
 	}
 
 	exec(answers, e.org, x.ID, 0.0, 45, 400, 459) // new answers, and five new units' (exposed below)
-	exec(`INSERT INTO experiment_exposures (experiment_id, phase, unit_id, arm) SELECT $1, 1, 'u' || i, i % 2 FROM generate_series(40, 43) AS i`, x.ID)
+	exec(`INSERT INTO experiment_exposures (experiment_id, phase, unit_id, arm, phase_started_at)
+		SELECT $1, 1, 'u' || i, i % 2, (SELECT experiment_phase_start(e) FROM experiments e WHERE e.id = $1) FROM generate_series(40, 43) AS i`, x.ID)
 	check("new answers")
 	exec(`INSERT INTO feedback (org_id, end_user_id, query, response, feedback_type, source, content_hash, created_at)
 		VALUES ($1, 'u3', 'q', 'a', 'thumbs_up', 'api', '\x01', now() - interval '5 days')`, e.org)

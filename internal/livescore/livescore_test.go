@@ -121,8 +121,8 @@ func (e *env) experiment(t *testing.T, key string, metrics []string) experiments
 // every tenth treatment unit) sent as feedback now.
 func (e *env) feed(t *testing.T, x experiments.Experiment, n int) {
 	t.Helper()
-	if _, err := e.pool.Exec(e.ctx, `INSERT INTO experiment_exposures (experiment_id, phase, unit_id, arm, first_seen)
-		SELECT $1, 1, 'u-' || i, i % 2, now() - interval '1 hour' FROM generate_series(0, $2 - 1) i`, x.ID, n); err != nil {
+	if _, err := e.pool.Exec(e.ctx, `INSERT INTO experiment_exposures (experiment_id, phase, unit_id, arm, first_seen, phase_started_at)
+		SELECT $1, 1, 'u-' || i, i % 2, now() - interval '1 hour', (SELECT experiment_phase_start(e) FROM experiments e WHERE e.id = $1) FROM generate_series(0, $2 - 1) i`, x.ID, n); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := e.pool.Exec(e.ctx, `INSERT INTO feedback (org_id, end_user_id, experiment_id, query, response, feedback_type, source, content_hash)
