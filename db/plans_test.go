@@ -266,7 +266,7 @@ func (n planNode) read() (total float64, by map[string]float64) {
 
 // monthPartition is the name of a month's or the DEFAULT partition of a
 // table partitioned by month (migration 00140).
-var monthPartition = regexp.MustCompile(`^(feedback|live_scores)_(y[0-9]{4}m[0-9]{2}|default)$`)
+var monthPartition = regexp.MustCompile(`^(feedback|live_scores|experiment_exposures)_(y[0-9]{4}m[0-9]{2}|default)$`)
 
 // partitioned is the table a plan node's relation belongs to: a
 // partition's parent, any other relation itself.
@@ -671,6 +671,8 @@ var periodicQueries = []string{
 	"ExperimentUpdateRollout", "ExposureCountByArm", "AlertListOpenMonitors",
 	"LoginFailureDeleteExpired", "SessionDeleteExpired", "ItemFactsDeleteExpired",
 	"JobUpdateStale", "JobHeartbeatDeleteOrphans",
+	// Retention, in the maintenance job.
+	"FeedbackGetOldest", "FeedbackKeyDeleteRange", "FeedbackDeleteRange", "ExposureDeleteExpired",
 }
 
 // TestPeriodicPlans: on a table of planRows rows, every query of the

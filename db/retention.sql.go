@@ -13,6 +13,55 @@ import (
 	"github.com/jackc/pgx/v5/pgtype"
 )
 
+const exposureDeleteExpired = `-- name: ExposureDeleteExpired :many
+WITH gone AS (
+    DELETE FROM experiment_exposures x USING experiments e
+    WHERE e.org_id = $1 AND x.experiment_id = e.id AND x.phase_started_at < $2 AND x.first_seen < $2
+    RETURNING x.unit_id, x.phase_started_at
+),
+marked AS (
+    INSERT INTO experiment_sums_dirty (org_id, unit_id) SELECT DISTINCT $1::uuid, unit_id FROM gone
+)
+SELECT to_char(date_trunc('month', phase_started_at AT TIME ZONE 'UTC'), 'YYYY-MM')::text AS month, count(*)::bigint AS rows
+FROM gone GROUP BY 1 ORDER BY 1
+`
+
+type ExposureDeleteExpiredParams struct {
+	OrgID    uuid.UUID `json:"org_id"`
+	BeforeAt time.Time `json:"before_at"`
+}
+
+type ExposureDeleteExpiredRow struct {
+	Month string `json:"month"`
+	Rows  int64  `json:"rows"`
+}
+
+// The organisation's experiment exposures first seen before before_at.
+// Only the partitions of phases that began before it are read (migration
+// 00180), each experiment's rows by its primary key. The end users' kept
+// per-unit values are folded again (migration 00170), which drops the
+// units left without an exposure. Answers the rows removed per month of
+// their phase's start (the month of their partition).
+func (q *Queries) ExposureDeleteExpired(ctx context.Context, arg ExposureDeleteExpiredParams) ([]ExposureDeleteExpiredRow, error) {
+	rows, err := q.db.Query(ctx, exposureDeleteExpired, arg.OrgID, arg.BeforeAt)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []ExposureDeleteExpiredRow{}
+	for rows.Next() {
+		var i ExposureDeleteExpiredRow
+		if err := rows.Scan(&i.Month, &i.Rows); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const feedbackDeleteRange = `-- name: FeedbackDeleteRange :execrows
 DELETE FROM feedback WHERE org_id = $1 AND created_at >= $2 AND created_at < $3
 `

@@ -157,6 +157,7 @@ var actionLabels = map[string]string{
 	"dataset.update":             "Dataset changed",
 	"feedback.bulk":              "Feedback bulk review",
 	"feedback.retention_removed": "Feedback removed by retention",
+	"exposure.retention_removed": "Experiment exposures removed by retention",
 	"org.retention_set":          "Feedback retention changed",
 	"finetune.budget":            "Fine-tuning budget changed",
 	"finetune.cancel":            "Fine-tuning job cancelled",

@@ -40,3 +40,21 @@ DELETE FROM feedback WHERE org_id = @org_id AND created_at >= @from_at AND creat
 WITH limits AS MATERIALIZED (SELECT set_config('lock_timeout', '2s', true) AS lock_timeout)
 SELECT month_partition_ensure('feedback', 'created_at', m), month_partition_ensure('live_scores', 'feedback_at', m)
 FROM limits, unnest(@months::timestamptz[]) m;
+
+-- name: ExposureDeleteExpired :many
+-- The organisation's experiment exposures first seen before before_at.
+-- Only the partitions of phases that began before it are read (migration
+-- 00180), each experiment's rows by its primary key. The end users' kept
+-- per-unit values are folded again (migration 00170), which drops the
+-- units left without an exposure. Answers the rows removed per month of
+-- their phase's start (the month of their partition).
+WITH gone AS (
+    DELETE FROM experiment_exposures x USING experiments e
+    WHERE e.org_id = @org_id AND x.experiment_id = e.id AND x.phase_started_at < @before_at AND x.first_seen < @before_at
+    RETURNING x.unit_id, x.phase_started_at
+),
+marked AS (
+    INSERT INTO experiment_sums_dirty (org_id, unit_id) SELECT DISTINCT @org_id::uuid, unit_id FROM gone
+)
+SELECT to_char(date_trunc('month', phase_started_at AT TIME ZONE 'UTC'), 'YYYY-MM')::text AS month, count(*)::bigint AS rows
+FROM gone GROUP BY 1 ORDER BY 1;

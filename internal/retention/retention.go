@@ -8,8 +8,13 @@
 // feedback (reviews, live scores, dataset memberships, codebook uses; a
 // preference pair keeps its own text and loses its link), then the rows.
 // A dataset version's items are copies made at its freeze, so a frozen
-// version's content and hash stay as they were. A month's partition left
-// empty once every organisation's rows are gone is dropped.
+// version's content and hash stay as they were. The organisation's
+// experiment exposures first seen before the same horizon go too, in one
+// transaction with one audit record per month of their phase
+// ("exposure.retention_removed"), and the experiments' kept per-unit
+// values follow. A month's partition of feedback, live scores or
+// exposures left empty once every organisation's rows are gone is
+// dropped.
 package retention
 
 import (
@@ -43,7 +48,8 @@ type Service struct {
 // New builds the service.
 func New(pool *pgxpool.Pool) *Service { return &Service{Pool: pool} }
 
-// Removed is one month of one organisation's feedback removed.
+// Removed is one month of one organisation's feedback (or exposures)
+// removed.
 type Removed struct {
 	OrgID uuid.UUID
 	Month string // YYYY-MM, UTC
@@ -52,7 +58,10 @@ type Removed struct {
 
 // Report is what one run did.
 type Report struct {
-	Removed    []Removed
+	Removed []Removed
+	// Exposures are the experiment exposures removed, by month of their
+	// phase's start.
+	Exposures  []Removed
 	Partitions []db.PartitionListMaintainedRow
 }
 
@@ -74,12 +83,16 @@ func (s *Service) Run(ctx context.Context, now time.Time) (Report, error) {
 	}
 	var errAll error
 	for _, o := range orgs {
-		removed, err := s.expire(ctx, o.ID, now.Add(-time.Duration(o.RetentionDays)*24*time.Hour))
+		horizon := now.Add(-time.Duration(o.RetentionDays) * 24 * time.Hour)
+		removed, err := s.expire(ctx, o.ID, horizon)
 		rep.Removed = append(rep.Removed, removed...)
+		errAll = errors.Join(errAll, err)
+		exposures, err := s.expireExposures(ctx, o.ID, horizon)
+		rep.Exposures = append(rep.Exposures, exposures...)
 		errAll = errors.Join(errAll, err)
 	}
 	var emptied []time.Time
-	for _, r := range rep.Removed {
+	for _, r := range append(rep.Removed[:len(rep.Removed):len(rep.Removed)], rep.Exposures...) {
 		if m, err := time.Parse("2006-01", r.Month); err == nil {
 			emptied = append(emptied, m)
 		}
@@ -123,6 +136,33 @@ func (s *Service) expire(ctx context.Context, orgID uuid.UUID, horizon time.Time
 		if n > 0 {
 			out = append(out, Removed{OrgID: orgID, Month: from.Format("2006-01"), Rows: n})
 		}
+	}
+	return out, nil
+}
+
+// expireExposures removes the organisation's experiment exposures first
+// seen before horizon, with an audit record per month of their phase.
+func (s *Service) expireExposures(ctx context.Context, orgID uuid.UUID, horizon time.Time) ([]Removed, error) {
+	var out []Removed
+	err := db.InTx(ctx, s.Pool, func(_ pgx.Tx, q *db.Queries) error {
+		out = nil
+		months, err := q.ExposureDeleteExpired(ctx, db.ExposureDeleteExpiredParams{OrgID: orgID, BeforeAt: horizon})
+		if err != nil {
+			return err
+		}
+		for _, m := range months {
+			if err := audit.Record(ctx, q, audit.System, audit.Entry{
+				OrgID: orgID, Action: "exposure.retention_removed", TargetType: "experiment_exposures", TargetID: m.Month,
+				Details: map[string]any{"month": m.Month, "rows": m.Rows, "before": horizon.Format(time.RFC3339)},
+			}); err != nil {
+				return err
+			}
+			out = append(out, Removed{OrgID: orgID, Month: m.Month, Rows: m.Rows})
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("retention of %s's exposures: %w", orgID, err)
 	}
 	return out, nil
 }

@@ -3,6 +3,7 @@ package retention_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"testing"
 	"time"
 
@@ -428,5 +429,144 @@ func TestHistoryLandsInItsMonth(t *testing.T) {
 	var where string
 	if err := pool.QueryRow(ctx, `SELECT tableoid::regclass::text FROM feedback WHERE id = $1`, f.ID).Scan(&where); err != nil || where != "feedback_default" {
 		t.Errorf("an item beside a long read is in %q (%v), want feedback_default", where, err)
+	}
+}
+
+// Exposures (migration 00180): retention removes an organisation's
+// exposures first seen before its horizon, drops a month's partition it
+// emptied, keeps the exposures since and other organisations' whole, and
+// has the removed units' kept values folded again.
+func TestRetentionRemovesOldExposures(t *testing.T) {
+	ctx := context.Background()
+	pool := pgtest.NewDB(t)
+	q := db.New(pool)
+	exec := func(sql string, args ...any) {
+		t.Helper()
+		if _, err := pool.Exec(ctx, sql, args...); err != nil {
+			t.Fatalf("%s: %v", sql, err)
+		}
+	}
+	count := func(sql string, args ...any) int {
+		t.Helper()
+		var n int
+		if err := pool.QueryRow(ctx, sql, args...).Scan(&n); err != nil {
+			t.Fatalf("%s: %v", sql, err)
+		}
+		return n
+	}
+	short, err := q.OrgInsert(ctx, db.OrgInsertParams{Slug: "short", Name: "Short"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, err := q.OrgInsert(ctx, db.OrgInsertParams{Slug: "other", Name: "Other"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	old, mid, recent := monthsAgo(now, 8), monthsAgo(now, 5), monthsAgo(now, 1)
+	otherOld := old.AddDate(0, -2, 0)
+	for _, m := range []time.Time{otherOld, old, mid, recent} {
+		exec(`SELECT month_partition_ensure('experiment_exposures', 'phase_started_at', $1)`, m)
+	}
+	// experiment records an experiment of org whose current phase began
+	// at started, with first exposures at each of seen.
+	experiment := func(org uuid.UUID, key string, phases []time.Time, seen map[int][]time.Time) uuid.UUID {
+		t.Helper()
+		model := uuid.New()
+		exec(`INSERT INTO registered_models (id, org_id, name) VALUES ($1, $2, $3)`, model, org, key)
+		var id uuid.UUID
+		last := phases[len(phases)-1]
+		var phaseStart *time.Time
+		if len(phases) > 1 {
+			phaseStart = &last
+		}
+		if err := pool.QueryRow(ctx, `INSERT INTO experiments (org_id, key, name, registered_model_id, seed, status, started_at, phase, phase_started_at)
+			VALUES ($1, $2, $2, $3, 's', 'running', $4, $5, $6) RETURNING id`, org, key, model, phases[0], len(phases), phaseStart).Scan(&id); err != nil {
+			t.Fatal(err)
+		}
+		for phase, ats := range seen {
+			for i, at := range ats {
+				exec(`INSERT INTO experiment_exposures (experiment_id, phase, unit_id, arm, first_seen, phase_started_at) VALUES ($1, $2, $3, $4, $5, $6)`,
+					id, phase, fmt.Sprintf("%s-p%d-u%d", key, phase, i), i%2, at, phases[phase-1])
+			}
+		}
+		return id
+	}
+	repeat := func(at time.Time, n int) []time.Time {
+		out := make([]time.Time, n)
+		for i := range out {
+			out[i] = at.Add(time.Duration(i) * time.Minute)
+		}
+		return out
+	}
+	// A: its first phase, 8 months ago, and its second, last month.
+	a := experiment(short.ID, "a", []time.Time{old, recent}, map[int][]time.Time{1: repeat(old, 10), 2: repeat(recent, 5)})
+	// B: one phase since 5 months ago, with units seen then and last week.
+	b := experiment(short.ID, "b", []time.Time{mid}, map[int][]time.Time{1: append(repeat(mid, 3), repeat(now.AddDate(0, 0, -7), 2)...)})
+	// The other organisation keeps everything.
+	c := experiment(other.ID, "c", []time.Time{otherOld}, map[int][]time.Time{1: repeat(otherOld, 4)})
+
+	days := 120
+	svc := retention.New(pool)
+	if err := svc.SetDays(ctx, audit.System, short.ID, &days); err != nil {
+		t.Fatal(err)
+	}
+	rep, err := svc.Run(ctx, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]int64{}
+	for _, r := range rep.Exposures {
+		if r.OrgID != short.ID {
+			t.Errorf("removed %d exposures of another organisation in %s", r.Rows, r.Month)
+		}
+		got[r.Month] += r.Rows
+	}
+	if len(got) != 2 || got[old.Format("2006-01")] != 10 || got[mid.Format("2006-01")] != 3 {
+		t.Errorf("removed %v, want 10 exposures of %s and 3 of %s", got, old.Format("2006-01"), mid.Format("2006-01"))
+	}
+	for _, k := range []struct {
+		experiment uuid.UUID
+		phase, n   int
+	}{{a, 1, 0}, {a, 2, 5}, {b, 1, 2}, {c, 1, 4}} {
+		if n := count(`SELECT count(*) FROM experiment_exposures WHERE experiment_id = $1 AND phase = $2`, k.experiment, k.phase); n != k.n {
+			t.Errorf("experiment %s phase %d keeps %d exposures, want %d", k.experiment, k.phase, n, k.n)
+		}
+	}
+	// The old month's partition held only removed rows: it is dropped.
+	// The middle month's keeps B's recent units.
+	part := func(m time.Time) string { return "experiment_exposures_y" + m.Format("2006") + "m" + m.Format("01") }
+	if n := count(`SELECT count(*) FROM pg_class WHERE relname = $1`, part(old)); n != 0 {
+		t.Errorf("partition %s is still there", part(old))
+	}
+	for _, m := range []time.Time{mid, otherOld} {
+		if n := count(`SELECT count(*) FROM pg_class WHERE relname = $1`, part(m)); n != 1 {
+			t.Errorf("partition %s was dropped", part(m))
+		}
+	}
+	// The removed units' kept values are folded again.
+	if n := count(`SELECT count(DISTINCT unit_id) FROM experiment_sums_dirty WHERE org_id = $1`, short.ID); n != 13 {
+		t.Errorf("%d units to fold again, want the 13 removed", n)
+	}
+	// The audit log says what went, per month.
+	audited := map[string]int64{}
+	rows, err := pool.Query(ctx, `SELECT target_id, (details->>'rows')::bigint FROM audit_log WHERE org_id = $1 AND action = 'exposure.retention_removed'`, short.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rows.Next() {
+		var month string
+		var n int64
+		if err := rows.Scan(&month, &n); err != nil {
+			t.Fatal(err)
+		}
+		audited[month] = n
+	}
+	rows.Close()
+	if len(audited) != 2 || audited[old.Format("2006-01")] != 10 || audited[mid.Format("2006-01")] != 3 {
+		t.Errorf("audited %v, want the removed exposures per month", audited)
+	}
+	if rep, err := svc.Run(ctx, now); err != nil || len(rep.Exposures) != 0 {
+		t.Errorf("second run: %+v, %v", rep.Exposures, err)
 	}
 }
