@@ -26,3 +26,17 @@ func TestFigShow(t *testing.T) {
 		t.Errorf("median of 10, 9, 1: %v", got)
 	}
 }
+
+// A benchmark run below the size its goal was set at is named; one run at
+// it is not.
+func TestSizeNotes(t *testing.T) {
+	notes := sizeNotes(map[string]runs{
+		"BenchmarkResults": {{"rows": 200000}, {"rows": 200000}},
+		"BenchmarkFreeze":  {{"rows": 1000000}},
+	})
+	want := "Note: results over feedback rows ran at 200,000 rows; its goal is set at 10,000,000 (CURATE_BENCH_RESULTS_ROWS=10000000). " +
+		"The README's scaling section gives the largest size run."
+	if len(notes) != 1 || notes[0] != want {
+		t.Errorf("notes %q, want [%q]", notes, want)
+	}
+}
