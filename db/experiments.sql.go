@@ -1821,7 +1821,7 @@ func (q *Queries) ExposureCountByArm(ctx context.Context, arg ExposureCountByArm
 }
 
 const exposureGetLatest = `-- name: ExposureGetLatest :one
-SELECT experiment_id, unit_id, arm, first_seen, phase, seen_in_other_arm, phase_started_at FROM experiment_exposures WHERE experiment_id = $1 AND unit_id = $2 ORDER BY phase DESC LIMIT 1
+SELECT experiment_id, unit_id, arm, first_seen, phase, seen_in_other_arm, phase_started_at FROM experiment_exposure_latest($1::uuid, $2::text)
 `
 
 type ExposureGetLatestParams struct {
@@ -1829,7 +1829,9 @@ type ExposureGetLatestParams struct {
 	UnitID       string    `json:"unit_id"`
 }
 
-// A unit's exposure in the newest phase it was assigned in.
+// A unit's exposure in the newest phase it was assigned in, each phase's
+// looked up by the primary key (experiment_exposure_latest, migration
+// 00180).
 func (q *Queries) ExposureGetLatest(ctx context.Context, arg ExposureGetLatestParams) (ExperimentExposure, error) {
 	row := q.db.QueryRow(ctx, exposureGetLatest, arg.ExperimentID, arg.UnitID)
 	var i ExperimentExposure

@@ -503,6 +503,15 @@ func TestPlans(t *testing.T) {
 			_, settings := functionStatement(t, f.pool, "experiment_exposure_arm")
 			return settings
 		}, args: func(f *planFixture) []any { return []any{f.exp, 1, "u0", phaseStart(t, f)} }},
+		// Feedback sent with an experiment's key is attributed to the
+		// unit's arm in its newest phase.
+		{name: "ingest with an experiment: the unit's exposure", perRow: 3, sql: func(f *planFixture) string {
+			sql, _ := functionStatement(t, f.pool, "experiment_exposure_latest", "p_experiment_id", "$1::uuid", "p_unit_id", "$2::text")
+			return sql
+		}, settings: func(f *planFixture) []string {
+			_, settings := functionStatement(t, f.pool, "experiment_exposure_latest")
+			return settings
+		}, args: func(f *planFixture) []any { return []any{f.exp, "u5"} }},
 		{name: "queue: first page", sql: query("FeedbackList"), perRow: 3, custom: true, args: func(f *planFixture) []any { return filterArgs{}.list(f.org, 51) }},
 		{name: "queue: first page by status", sql: query("FeedbackList"), perRow: 3, custom: true,
 			args: func(f *planFixture) []any { return filterArgs{status: "pending"}.list(f.org, 51) }},
@@ -576,11 +585,11 @@ func TestPlans(t *testing.T) {
 	for _, s := range hot {
 		switch s.name {
 		case "ingest: the duplicate lookup", "ingest: the duplicate lookup of a duplicate", "assign: a new unit", "assign: a known unit",
-			"assign: a known unit's lookup":
+			"assign: a known unit's lookup", "ingest with an experiment: the unit's exposure":
 			kept = append(kept, s)
 		}
 	}
-	if len(kept) != 5 {
+	if len(kept) != 6 {
 		t.Fatalf("kept plans: %d statements", len(kept))
 	}
 	explain := func(i int, s hotStatement) planNode {

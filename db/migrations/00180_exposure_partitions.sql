@@ -132,6 +132,30 @@ $fn$;
 DROP FUNCTION experiment_exposure_arm(uuid, integer, text);
 
 -- +goose StatementBegin
+-- experiment_exposure_latest is a unit's exposure in the newest phase it
+-- was assigned in, for feedback sent with an experiment's key: a lookup
+-- by the primary key in each phase up to the experiment's current one
+-- (LIMIT keeps each from being planned as a join). By the experiment and
+-- the unit alone, the key's index was read through every unit of the
+-- experiment. Planned with sequential scans off, as experiment_exposure_arm
+-- is: a plan a connection kept from when a month's partition was empty
+-- would read it whole once it filled.
+CREATE FUNCTION experiment_exposure_latest(p_experiment_id uuid, p_unit_id text) RETURNS SETOF experiment_exposures
+LANGUAGE plpgsql STABLE SET enable_seqscan = off AS $fn$
+BEGIN
+    RETURN QUERY SELECT x.* FROM experiments e
+    CROSS JOIN LATERAL generate_series(e.phase, 1, -1) AS p(phase)
+    CROSS JOIN LATERAL (
+        SELECT * FROM experiment_exposures x WHERE x.experiment_id = e.id AND x.phase = p.phase AND x.unit_id = p_unit_id LIMIT 1
+    ) x
+    WHERE e.id = p_experiment_id
+    ORDER BY x.phase DESC
+    LIMIT 1;
+END
+$fn$;
+-- +goose StatementEnd
+
+-- +goose StatementBegin
 -- feedback_partitions_maintain (migrations 00141, 00174) keeps the
 -- exposures' months too.
 CREATE OR REPLACE FUNCTION feedback_partitions_maintain(p_ahead integer, p_empty_before timestamptz, p_emptied timestamptz[])
@@ -189,6 +213,7 @@ $fn$;
 ANALYZE experiment_exposures;
 
 -- +goose Down
+DROP FUNCTION experiment_exposure_latest(uuid, text);
 -- +goose StatementBegin
 CREATE OR REPLACE FUNCTION feedback_partitions_maintain(p_ahead integer, p_empty_before timestamptz, p_emptied timestamptz[])
 RETURNS TABLE (partition_name text, action text)

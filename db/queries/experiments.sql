@@ -198,8 +198,10 @@ counted AS (
 SELECT count(*)::bigint FROM marked;
 
 -- name: ExposureGetLatest :one
--- A unit's exposure in the newest phase it was assigned in.
-SELECT * FROM experiment_exposures WHERE experiment_id = @experiment_id AND unit_id = @unit_id ORDER BY phase DESC LIMIT 1;
+-- A unit's exposure in the newest phase it was assigned in, each phase's
+-- looked up by the primary key (experiment_exposure_latest, migration
+-- 00180).
+SELECT * FROM experiment_exposure_latest(@experiment_id::uuid, @unit_id::text);
 
 -- name: ExposureCountByArm :many
 SELECT arm, count(*)::bigint AS units FROM experiment_exposures WHERE experiment_id = @experiment_id AND phase = @phase GROUP BY arm ORDER BY arm;
