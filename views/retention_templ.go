@@ -79,7 +79,7 @@ func RetentionPage(p Page, m RetentionView) templ.Component {
 					return templ_7745c5c3_Err
 				}
 			}
-			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 5, "<p>Maintenance removes older feedback within the hour, a month at a time, and records each month removed in the audit log. Dataset versions already frozen keep their copies of it, so models trained on them can still be traced to what they learned from.</p><form method=\"post\" action=\"/stats/retention\" id=\"retention-form\">")
+			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 5, "<p>Maintenance removes older feedback within the hour, a month at a time, and records each month removed in the audit log. Dataset versions already frozen keep their copies of it, so models trained on them can still be traced to what they learned from. Experiment exposures first seen before then are removed too, and the experiments' results are computed again without those users.</p><form method=\"post\" action=\"/stats/retention\" id=\"retention-form\">")
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
@@ -94,7 +94,7 @@ func RetentionPage(p Page, m RetentionView) templ.Component {
 			var templ_7745c5c3_Var4 string
 			templ_7745c5c3_Var4, templ_7745c5c3_Err = templ.JoinStringErrs(m.Days)
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/retention.templ`, Line: 32, Col: 60}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/retention.templ`, Line: 33, Col: 60}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var4))
 			if templ_7745c5c3_Err != nil {

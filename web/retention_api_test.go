@@ -83,7 +83,8 @@ func TestRetentionSettingsPage(t *testing.T) {
 	}
 	admin.PostForm("/stats/retention", url.Values{"retention_days": {"1,200"}}).Must(t, http.StatusSeeOther)
 	page = admin.Get("/stats/retention").Must(t, http.StatusOK)
-	if !strings.Contains(page.Body, "Feedback older than 1200 days is removed.") || !strings.Contains(page.Body, "will be removed within the hour") {
+	if !strings.Contains(page.Body, "Feedback older than 1200 days is removed.") || !strings.Contains(page.Body, "will be removed within the hour") ||
+		!strings.Contains(page.Body, "Experiment exposures first seen before then are removed too") {
 		t.Errorf("after setting 1,200 days: %s", regexpFind(t, `(?s)(<main.{0,800})`, page.Body))
 	}
 	admin.PostForm("/stats/retention", url.Values{"retention_days": {" "}}).Must(t, http.StatusSeeOther)
