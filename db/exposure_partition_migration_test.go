@@ -3,6 +3,7 @@ package db_test
 import (
 	"context"
 	"errors"
+	"maps"
 	"testing"
 	"time"
 
@@ -64,7 +65,7 @@ func TestExposurePartitionsMigration(t *testing.T) {
 	if _, err := provider.UpTo(ctx, 180); err != nil {
 		t.Fatal(err)
 	}
-	if after := exposureRows(t, pool); !equalRows(after, before) {
+	if after := exposureRows(t, pool); !maps.Equal(after, before) {
 		t.Errorf("after the migration: %d exposures, want %d as they were", len(after), len(before))
 	}
 	// Each phase's rows carry its start: the experiment's for a first
@@ -108,19 +109,7 @@ func TestExposurePartitionsMigration(t *testing.T) {
 	if _, err := provider.DownTo(ctx, 174); err != nil {
 		t.Fatal(err)
 	}
-	if back := exposureRows(t, pool); !equalRows(back, before) {
+	if back := exposureRows(t, pool); !maps.Equal(back, before) {
 		t.Errorf("rolled back: %d exposures, want %d as they were", len(back), len(before))
 	}
-}
-
-func equalRows(a, b map[string]string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for k, v := range b {
-		if a[k] != v {
-			return false
-		}
-	}
-	return true
 }

@@ -92,9 +92,11 @@ func (s *Service) Run(ctx context.Context, now time.Time) (Report, error) {
 		errAll = errors.Join(errAll, err)
 	}
 	var emptied []time.Time
-	for _, r := range append(rep.Removed[:len(rep.Removed):len(rep.Removed)], rep.Exposures...) {
-		if m, err := time.Parse("2006-01", r.Month); err == nil {
-			emptied = append(emptied, m)
+	for _, removed := range [][]Removed{rep.Removed, rep.Exposures} {
+		for _, r := range removed {
+			if m, err := time.Parse("2006-01", r.Month); err == nil {
+				emptied = append(emptied, m)
+			}
 		}
 	}
 	parts, err := q.PartitionListMaintained(ctx, db.PartitionListMaintainedParams{Ahead: Ahead, EmptyBefore: monthStart(now), Emptied: emptied})

@@ -27,6 +27,55 @@ func monthsAgo(now time.Time, n int) time.Time {
 	return time.Date(t.Year(), t.Month(), 15, 12, 0, 0, 0, time.UTC).AddDate(0, -n, 0)
 }
 
+// countRows is the one number sql answers.
+func countRows(t *testing.T, pool *pgxpool.Pool, sql string, args ...any) int {
+	t.Helper()
+	var n int
+	if err := pool.QueryRow(context.Background(), sql, args...).Scan(&n); err != nil {
+		t.Fatalf("%s: %v", sql, err)
+	}
+	return n
+}
+
+// removedByMonth sums what a run removed per month, failing on rows of
+// an organisation other than org.
+func removedByMonth(t *testing.T, removed []retention.Removed, org uuid.UUID) map[string]int64 {
+	t.Helper()
+	got := map[string]int64{}
+	for _, r := range removed {
+		if r.OrgID != org {
+			t.Errorf("removed %d rows of another organisation in %s", r.Rows, r.Month)
+		}
+		got[r.Month] += r.Rows
+	}
+	return got
+}
+
+// auditedByMonth is the rows the audit log says action removed from org,
+// per month.
+func auditedByMonth(t *testing.T, pool *pgxpool.Pool, org uuid.UUID, action string) map[string]int64 {
+	t.Helper()
+	rows, err := pool.Query(context.Background(), `SELECT target_id, details FROM audit_log WHERE org_id = $1 AND action = $2`, org, action)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	audited := map[string]int64{}
+	for rows.Next() {
+		var month string
+		var details []byte
+		if err := rows.Scan(&month, &details); err != nil {
+			t.Fatal(err)
+		}
+		var d struct{ Rows int64 }
+		if err := json.Unmarshal(details, &d); err != nil {
+			t.Fatal(err)
+		}
+		audited[month] = d.Rows
+	}
+	return audited
+}
+
 // Done when: retention removes a month's partition of an organisation with
 // a short retention and leaves frozen versions' content intact, and other
 // organisations' rows untouched.
@@ -118,24 +167,11 @@ func TestRetentionRemovesOldMonths(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := map[string]int64{}
-	for _, r := range rep.Removed {
-		if r.OrgID != short.ID {
-			t.Errorf("removed %d rows of another organisation in %s", r.Rows, r.Month)
-		}
-		got[r.Month] += r.Rows
-	}
+	got := removedByMonth(t, rep.Removed, short.ID)
 	if got[old.Format("2006-01")] != 6 || got[mid.Format("2006-01")] != 4 || len(got) != 2 {
 		t.Errorf("removed %v, want 6 rows of %s and 4 of %s", got, old.Format("2006-01"), mid.Format("2006-01"))
 	}
-	count := func(sql string, args ...any) int {
-		t.Helper()
-		var n int
-		if err := pool.QueryRow(ctx, sql, args...).Scan(&n); err != nil {
-			t.Fatal(err)
-		}
-		return n
-	}
+	count := func(sql string, args ...any) int { t.Helper(); return countRows(t, pool, sql, args...) }
 	if n := count(`SELECT count(*) FROM feedback WHERE org_id = $1`, short.ID); n != 3 {
 		t.Errorf("the short organisation keeps %d rows, want the recent 3", n)
 	}
@@ -169,24 +205,7 @@ func TestRetentionRemovesOldMonths(t *testing.T) {
 		t.Errorf("the frozen version changed: hash %s -> %s, content %d -> %d bytes", hashBefore, hashAfter, len(contentBefore), len(contentAfter))
 	}
 	// The audit log says what went, per month.
-	rows, err := pool.Query(ctx, `SELECT target_id, details FROM audit_log WHERE org_id = $1 AND action = 'feedback.retention_removed' ORDER BY target_id`, short.ID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rows.Close()
-	audited := map[string]int64{}
-	for rows.Next() {
-		var month string
-		var details []byte
-		if err := rows.Scan(&month, &details); err != nil {
-			t.Fatal(err)
-		}
-		var d struct{ Rows int64 }
-		if err := json.Unmarshal(details, &d); err != nil {
-			t.Fatal(err)
-		}
-		audited[month] = d.Rows
-	}
+	audited := auditedByMonth(t, pool, short.ID, "feedback.retention_removed")
 	if len(audited) != 2 || audited[old.Format("2006-01")] != 6 || audited[mid.Format("2006-01")] != 4 {
 		t.Errorf("audited %v, want the removed rows per month", audited)
 	}
@@ -446,14 +465,7 @@ func TestRetentionRemovesOldExposures(t *testing.T) {
 			t.Fatalf("%s: %v", sql, err)
 		}
 	}
-	count := func(sql string, args ...any) int {
-		t.Helper()
-		var n int
-		if err := pool.QueryRow(ctx, sql, args...).Scan(&n); err != nil {
-			t.Fatalf("%s: %v", sql, err)
-		}
-		return n
-	}
+	count := func(sql string, args ...any) int { t.Helper(); return countRows(t, pool, sql, args...) }
 	short, err := q.OrgInsert(ctx, db.OrgInsertParams{Slug: "short", Name: "Short"})
 	if err != nil {
 		t.Fatal(err)
@@ -515,13 +527,7 @@ func TestRetentionRemovesOldExposures(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := map[string]int64{}
-	for _, r := range rep.Exposures {
-		if r.OrgID != short.ID {
-			t.Errorf("removed %d exposures of another organisation in %s", r.Rows, r.Month)
-		}
-		got[r.Month] += r.Rows
-	}
+	got := removedByMonth(t, rep.Exposures, short.ID)
 	if len(got) != 2 || got[old.Format("2006-01")] != 10 || got[mid.Format("2006-01")] != 3 {
 		t.Errorf("removed %v, want 10 exposures of %s and 3 of %s", got, old.Format("2006-01"), mid.Format("2006-01"))
 	}
@@ -549,20 +555,7 @@ func TestRetentionRemovesOldExposures(t *testing.T) {
 		t.Errorf("%d units to fold again, want the 13 removed", n)
 	}
 	// The audit log says what went, per month.
-	audited := map[string]int64{}
-	rows, err := pool.Query(ctx, `SELECT target_id, (details->>'rows')::bigint FROM audit_log WHERE org_id = $1 AND action = 'exposure.retention_removed'`, short.ID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for rows.Next() {
-		var month string
-		var n int64
-		if err := rows.Scan(&month, &n); err != nil {
-			t.Fatal(err)
-		}
-		audited[month] = n
-	}
-	rows.Close()
+	audited := auditedByMonth(t, pool, short.ID, "exposure.retention_removed")
 	if len(audited) != 2 || audited[old.Format("2006-01")] != 10 || audited[mid.Format("2006-01")] != 3 {
 		t.Errorf("audited %v, want the removed exposures per month", audited)
 	}
