@@ -36,7 +36,7 @@ func openDB(ctx context.Context, cfg config.Config, log *slog.Logger) (*database
 		d.cluster = cluster
 		url = cluster.URL()
 	}
-	pcfg, err := pgxpool.ParseConfig(url)
+	pcfg, err := db.PoolConfig(url)
 	if err != nil {
 		d.Close()
 		return nil, fmt.Errorf("DATABASE_URL: %w", err)

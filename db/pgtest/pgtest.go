@@ -93,7 +93,11 @@ func NewDBURL(t testing.TB) (*pgxpool.Pool, string) {
 		t.Fatalf("pgtest: create database: %v", err)
 	}
 	dbURL := withDatabase(serverURL, name)
-	pool, err := pgxpool.New(ctx, dbURL)
+	pcfg, err := db.PoolConfig(dbURL)
+	if err != nil {
+		t.Fatalf("pgtest: %v", err)
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, pcfg)
 	if err != nil {
 		t.Fatalf("pgtest: %v", err)
 	}
