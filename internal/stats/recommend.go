@@ -192,7 +192,11 @@ func Recommend(ev Evidence) Recommendation {
 		smallest = min(smallest, n)
 	}
 	if smallest < ev.MinPerArm {
-		return Recommendation{KeepRunning, fmt.Sprintf("The smallest arm has %.0f units of the %.0f wanted before deciding.", smallest, ev.MinPerArm)}
+		units := "units"
+		if smallest == 1 {
+			units = "unit"
+		}
+		return Recommendation{KeepRunning, fmt.Sprintf("The smallest arm has %.0f %s of the %.0f wanted before deciding.", smallest, units, ev.MinPerArm)}
 	}
 	p := ev.Primary
 	if p.Effect == nil && p.Posterior == nil {

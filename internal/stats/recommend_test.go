@@ -35,6 +35,7 @@ func TestRecommend(t *testing.T) {
 		{"broken split", interval(0.01, 0.05), 0, nil, 0, &bad, n, nil, stats.StopNow, "sample ratio mismatch"},
 		{"guardrail harmed", interval(0.01, 0.05), 0, interval(0.01, 0.03), 0, &ok, n, nil, stats.StopNow, "latency is significantly worse"},
 		{"too few units", interval(0.01, 0.05), 0, nil, 0, &ok, []float64{1000, 50}, nil, stats.KeepRunning, "50 units"},
+		{"one unit in an arm", interval(0.01, 0.05), 0, nil, 0, &ok, []float64{1000, 1}, nil, stats.KeepRunning, "has 1 unit of the 100"},
 		{"no difference", interval(-0.01, 0.05), 0, nil, 0, &ok, n, nil, stats.KeepRunning, "no significant difference"},
 		{"not analysed", nil, 0, nil, 0, nil, n, nil, stats.KeepRunning, "not enough data"},
 		// The case: +3% and significant, against a minimum of +5%.
