@@ -338,6 +338,14 @@ func TestSecurityHeadersAndLimits(t *testing.T) {
 	if strings.Contains(res.Body, "<script>") || strings.Contains(res.Body, " style=") {
 		t.Error("inline script or style in the page")
 	}
+	// An API answer may run nothing at all, and carries no page headers.
+	api := s.Client().Get("/api/me")
+	if got := api.Header.Get("Content-Security-Policy"); got != "default-src 'none'; frame-ancestors 'none'" {
+		t.Errorf("API CSP %q", got)
+	}
+	if api.Header.Get("X-Content-Type-Options") != "nosniff" || api.Header.Get("Referrer-Policy") != "" {
+		t.Errorf("API headers %v", api.Header)
+	}
 	big := url.Values{"email": {strings.Repeat("a", 8000)}, "password": {"x"}}
 	s.Client().PostFormRaw("/login", big).Must(t, http.StatusRequestEntityTooLarge)
 	s.Client().Get("/no/such/page").Must(t, http.StatusNotFound)
