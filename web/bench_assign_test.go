@@ -145,7 +145,10 @@ func poster(key string) func(url, body string) error {
 // CONFLICT … RETURNING per request, in alternating rounds: first for new
 // units (each round's units assigned for the first time), then for the
 // same units again (known units). Run with -benchtime=Nx (N requests of
-// each kind, at least 4,000).
+// each kind, at least 4,000). Both sides are warmed first, so that the
+// rounds measure steady work: until then each of the pools' connections
+// prepares its statements, and each of the first concurrent calls reads
+// the experiment's configuration.
 func BenchmarkAssignAPI(b *testing.B) {
 	s, key, expID := benchExperiment(b)
 	raw := minimalAssign(b, s, expID)
@@ -153,6 +156,12 @@ func BenchmarkAssignAPI(b *testing.B) {
 	n := max(b.N, 4000)
 	unit := func(side string, i int) string { return fmt.Sprintf(`{"unit_id":"%s-%d"}`, side, i) }
 	api := s.URL + "/api/experiments/bench/assign"
+	for _, warm := range []func(i int) error{
+		func(i int) error { return post(api, unit("warm-api", i)) },
+		func(i int) error { return post(raw.URL, unit("warm-raw", i)) },
+	} {
+		concurrently(0, 4*benchClients, warm)
+	}
 	b.ResetTimer()
 	rates, p99s := inRounds(n, 4,
 		func(i int) error { return post(api, unit("api", i)) },
