@@ -145,7 +145,8 @@ func poster(key string) func(url, body string) error {
 // CONFLICT … RETURNING per request, in alternating rounds: first for new
 // units (each round's units assigned for the first time), then for the
 // same units again (known units). Run with -benchtime=Nx (N requests of
-// each kind, at least 4,000). Both sides are warmed first, so that the
+// each kind, at least 16,000: four rounds of 4,000, long enough that the
+// slowest calls at each round's end do not decide its time). Both sides are warmed first, so that the
 // rounds measure steady work: until then each of the pools' connections
 // prepares its statements, and each of the first concurrent calls reads
 // the experiment's configuration.
@@ -153,7 +154,7 @@ func BenchmarkAssignAPI(b *testing.B) {
 	s, key, expID := benchExperiment(b)
 	raw := minimalAssign(b, s, expID)
 	post := poster(key)
-	n := max(b.N, 4000)
+	n := max(b.N, 16000)
 	unit := func(side string, i int) string { return fmt.Sprintf(`{"unit_id":"%s-%d"}`, side, i) }
 	api := s.URL + "/api/experiments/bench/assign"
 	for _, warm := range []func(i int) error{
