@@ -146,10 +146,10 @@ func poster(key string) func(url, body string) error {
 // units (each round's units assigned for the first time), then for the
 // same units again (known units). Run with -benchtime=Nx (N requests of
 // each kind, at least 16,000: four rounds of 4,000, long enough that the
-// slowest calls at each round's end do not decide its time). Both sides are warmed first, so that the
-// rounds measure steady work: until then each of the pools' connections
-// prepares its statements, and each of the first concurrent calls reads
-// the experiment's configuration.
+// slowest calls at each round's end do not decide its time). Both sides
+// are warmed first, so that the rounds measure steady work: until then
+// each of the pools' connections prepares its statements, and each of the
+// first concurrent calls reads the experiment's configuration.
 func BenchmarkAssignAPI(b *testing.B) {
 	s, key, expID := benchExperiment(b)
 	raw := minimalAssign(b, s, expID)

@@ -24,7 +24,8 @@ import (
 // only from this origin, nothing inline) and the usual hardening headers.
 // An API response is JSON or a file, never a document to run: it gets the
 // policy that allows nothing and the no-sniffing header, and none of the
-// headers only a page uses (referrer, opener, permissions). Each header is
+// headers only a page uses (frame, referrer, opener, permissions; the
+// policy's frame-ancestors already refuses framing). Each header is
 // written and parsed on every call of the hottest paths (assignment
 // answers in about 140 bytes of JSON), so those would be work for nothing.
 func securityHeaders(tls bool) echo.MiddlewareFunc {
