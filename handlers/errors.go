@@ -57,7 +57,7 @@ func (h *Handlers) HandleError(err error, c echo.Context) {
 
 	var werr error
 	switch {
-	case strings.HasPrefix(c.Request().URL.Path, "/api/"):
+	case IsAPI(c):
 		c.Response().Header().Set(echo.HeaderContentType, "application/problem+json")
 		werr = c.JSON(p.Status, p)
 	case isHTMX(c):

@@ -37,6 +37,10 @@ func pathID(c echo.Context) (uuid.UUID, error) {
 // isHTMX reports whether htmx sent the request, so a fragment is enough.
 func isHTMX(c echo.Context) bool { return c.Request().Header.Get("HX-Request") == "true" }
 
+// IsAPI reports whether the request is for the API (/api/...): a caller
+// with an API key, answered in JSON (errors as problem+json), never a page.
+func IsAPI(c echo.Context) bool { return strings.HasPrefix(c.Request().URL.Path, "/api/") }
+
 // queryError is a query parameter the route does not take: a 400 naming
 // it, since a misspelt filter must never silently widen a list.
 type queryError struct{ *errs.Invalid }

@@ -9,6 +9,8 @@ import (
 
 	"github.com/labstack/echo/v4"
 	"github.com/labstack/echo/v4/middleware"
+
+	"github.com/curate/curate/handlers"
 )
 
 // csrfCookie keeps the browser's CSRF token; forms and HTMX requests send
@@ -34,7 +36,7 @@ func csrf(tls bool) echo.MiddlewareFunc {
 		// carry one cannot be forged cross-site.
 		Skipper: func(c echo.Context) bool {
 			_, sent := bearerToken(c)
-			return sent && strings.HasPrefix(c.Request().URL.Path, "/api/")
+			return sent && handlers.IsAPI(c)
 		},
 		ErrorHandler: func(err error, c echo.Context) error {
 			return echo.NewHTTPError(http.StatusForbidden, "missing or invalid csrf token").SetInternal(err)

@@ -39,7 +39,7 @@ func securityHeaders(tls bool) echo.MiddlewareFunc {
 			if tls {
 				h.Set("Strict-Transport-Security", "max-age=63072000; includeSubDomains")
 			}
-			if strings.HasPrefix(c.Request().URL.Path, "/api/") {
+			if handlers.IsAPI(c) {
 				h.Set("Content-Security-Policy", api)
 				return next(c)
 			}
@@ -168,7 +168,7 @@ func bearerToken(c echo.Context) (token string, sent bool) {
 // rejects a bad API key outright but leaves "nobody" to requireRole.
 func (a *App) authenticate(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
-		if strings.HasPrefix(c.Request().URL.Path, "/api/") {
+		if handlers.IsAPI(c) {
 			if token, ok := bearerToken(c); ok {
 				caller, err := a.keyCaller(c, token)
 				if err != nil {
